@@ -1,0 +1,35 @@
+# Each target sets itself up: a fresh clone needs nothing but python3 (>= 3.10).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_BASE := $(VENV)/.installed-base
+STAMP_TEST := $(VENV)/.installed-test
+
+.PHONY: demo test test-slow bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP_BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+	$(PY) -m pip install -q -e ".[train,bf16]"
+	touch $@
+
+$(STAMP_TEST): pyproject.toml $(STAMP_BASE)
+	$(PY) -m pip install -q -e ".[test,train,bf16]"
+	touch $@
+
+demo: $(STAMP_BASE)
+	$(PY) -m ember.cli demo
+
+test: $(STAMP_TEST)
+	$(PY) -m pytest
+
+test-slow: $(STAMP_TEST)
+	$(PY) -m pytest -m slow
+
+bench: $(STAMP_TEST)
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,88 @@
+"""ember: a deep learning framework with PyTorch's API, dynamic autograd and static graphs.
+
+Example:
+    >>> import ember as torch
+    >>> x = torch.randn(4, 3, requires_grad=True)
+    >>> loss = (x.mm(torch.ones(3, 2)) ** 2).sum()
+    >>> loss.backward()
+    >>> x.grad.shape
+    ember.Size([4, 3])
+"""
+from __future__ import annotations
+
+from ember import dtypes as _dtypes
+from ember.dtypes import (  # noqa: F401
+    bfloat16, bool_ as bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int, int8,
+    int16, int32, int64, long, promote_types, result_type as _result_type, set_default_dtype, short, uint8,
+)
+from ember.device import device  # noqa: F401
+from ember.tensor import Size, Tensor  # noqa: F401
+from ember.autograd import (  # noqa: F401
+    Function, GradientTape, enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+)
+from ember import autograd  # noqa: F401
+from ember.random import (  # noqa: F401
+    Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state,
+)
+from ember.creation import (  # noqa: F401
+    arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace,
+    multinomial, normal, ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like, randperm, tensor,
+    zeros, zeros_like,
+)
+from ember.ops.elementwise import (  # noqa: F401
+    abs, add, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, ceil, clamp, clip, cos, div, divide, eq, erf, exp,
+    floor, floor_divide, fmod, ge, greater, greater_equal, gt, isfinite, isinf, isnan, le, less, less_equal, log,
+    log1p, logical_and, logical_not, logical_or, logical_xor, lt, maximum, minimum, mul, multiply, ne, neg,
+    not_equal, pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin, sqrt, sub, subtract, tanh,
+    true_divide, where,
+)
+from ember.ops.reductions import (  # noqa: F401
+    all, amax, amin, any, argmax, argmin, cumsum, logsumexp, max, mean, min, norm, prod, std, sum, var, var_mean,
+)
+from ember.ops.linalg import bmm, dot, einsum, matmul, mm, mv  # noqa: F401
+from ember.ops.views import (  # noqa: F401
+    broadcast_to, cat, chunk, concat, concatenate, expand_as, flatten, flip, gather, hstack, index_select,
+    masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
+    split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
+)
+from ember import random  # noqa: F401
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()
+
+
+def clone(input: Tensor) -> Tensor:
+    return input.clone()
+
+
+def detach(input: Tensor) -> Tensor:
+    return input.detach()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    import numpy as _np
+
+    return bool(_np.allclose(_np.asarray(input.detach().__array__()), _np.asarray(other.detach().__array__()),
+                             rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+
+
+def get_num_threads() -> int:
+    import os as _os
+
+    return _os.cpu_count() or 1
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,217 @@
+"""Binds operators and op methods onto :class:`ember.tensor.Tensor`.
+
+Kept apart from tensor.py so the class file stays about state; every method here forwards to the
+function of the same name in ``ember.ops``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.ops import dispatch, elementwise as ew, inplace, linalg, reductions as red, views
+from ember.ops.registry import OPS
+from ember.tensor import Tensor
+
+ADD, SUB, MUL, DIV, POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
+_binary = dispatch.binary
+
+
+def _reflected(op: Any) -> Any:
+    return lambda self, other: _binary(op, other, self)
+
+
+# ---- operators (kept as small direct functions: this is the eager hot path) ---------------------
+Tensor.__add__ = lambda self, other: _binary(ADD, self, other)
+Tensor.__radd__ = lambda self, other: _binary(ADD, other, self)
+Tensor.__sub__ = lambda self, other: _binary(SUB, self, other)
+Tensor.__rsub__ = lambda self, other: _binary(SUB, other, self)
+Tensor.__mul__ = lambda self, other: _binary(MUL, self, other)
+Tensor.__rmul__ = lambda self, other: _binary(MUL, other, self)
+Tensor.__truediv__ = lambda self, other: _binary(DIV, self, other)
+Tensor.__rtruediv__ = lambda self, other: _binary(DIV, other, self)
+Tensor.__pow__ = lambda self, other: _binary(POW, self, other)
+Tensor.__rpow__ = lambda self, other: _binary(POW, other, self)
+Tensor.__floordiv__ = lambda self, other: ew.floor_divide(self, other)
+Tensor.__rfloordiv__ = lambda self, other: ew.floor_divide(other, self)
+Tensor.__mod__ = lambda self, other: ew.remainder(self, other)
+Tensor.__neg__ = lambda self: ew.neg(self)
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: ew.abs(self)
+Tensor.__invert__ = lambda self: ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
+Tensor.__matmul__ = lambda self, other: linalg.matmul(self, other)
+Tensor.__rmatmul__ = lambda self, other: linalg.matmul(other, self)
+Tensor.__eq__ = lambda self, other: ew.eq(self, other)
+Tensor.__ne__ = lambda self, other: ew.ne(self, other)
+Tensor.__lt__ = lambda self, other: ew.lt(self, other)
+Tensor.__le__ = lambda self, other: ew.le(self, other)
+Tensor.__gt__ = lambda self, other: ew.gt(self, other)
+Tensor.__ge__ = lambda self, other: ew.ge(self, other)
+Tensor.__and__ = lambda self, other: ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
+Tensor.__or__ = lambda self, other: ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
+Tensor.__xor__ = lambda self, other: ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
+Tensor.__rand__, Tensor.__ror__, Tensor.__rxor__ = Tensor.__and__, Tensor.__or__, Tensor.__xor__
+
+# ---- in-place arithmetic -------------------------------------------------------------------------
+Tensor.__iadd__ = lambda self, other: inplace.inplace_binary(ADD, self, other, "add_")
+Tensor.__isub__ = lambda self, other: inplace.inplace_binary(SUB, self, other, "sub_")
+Tensor.__imul__ = lambda self, other: inplace.inplace_binary(MUL, self, other, "mul_")
+Tensor.__itruediv__ = lambda self, other: inplace.inplace_binary(DIV, self, other, "div_")
+
+
+def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return inplace.inplace_binary(ADD, self, other if alpha == 1 else other * alpha, "add_")
+
+
+def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return inplace.inplace_binary(SUB, self, other if alpha == 1 else other * alpha, "sub_")
+
+
+def mul_(self: Tensor, other: Any) -> Tensor:
+    return inplace.inplace_binary(MUL, self, other, "mul_")
+
+
+def div_(self: Tensor, other: Any) -> Tensor:
+    return inplace.inplace_binary(DIV, self, other, "div_")
+
+
+def pow_(self: Tensor, other: Any) -> Tensor:
+    return inplace.inplace_binary(POW, self, other, "pow_")
+
+
+def zero_(self: Tensor) -> Tensor:
+    return inplace.inplace_call(self, "zero_", lambda t: t * 0, needs_copy=False)
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.item()
+    return inplace.inplace_call(self, "fill_", lambda t: t * 0 + value, needs_copy=False)
+
+
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    return inplace.inplace_call(self, "clamp_", lambda t: ew.clamp(t, min, max))
+
+
+def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    if not isinstance(src, Tensor):
+        from ember.creation import tensor
+
+        src = tensor(src)
+    source = src.to(self.device) if src.device != self.device else src
+    source = source.to(self.dtype)
+    recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
+    inplace.check_inplace(self, "copy_", recording)
+    if not recording:
+        self._data[...] = source._data
+        self._bump()
+        return self
+    return inplace.inplace_call(self, "copy_", lambda t: t * 0 + source.expand_as(t), needs_copy=False)
+
+
+def _unary_inplace(name: str, fn: Any) -> Any:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return inplace.inplace_call(self, name, lambda t: fn(t, *args, **kwargs))
+
+    method.__name__ = name
+    return method
+
+
+def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
+    return inplace.inplace_call(self, "masked_fill_", lambda t: views.masked_fill(t, mask, value), needs_copy=False)
+
+
+def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    from ember.ops import movement
+
+    index, tensors = movement.split_index(tuple(indices), self.device)
+    return inplace.inplace_call(self, "index_put_", lambda t: movement.index_put(t, index, tensors, values, accumulate),
+                                needs_copy=False)
+
+
+def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
+    return inplace.inplace_call(self, "scatter_add_", lambda t: views.scatter_add(t, dim, index, src), needs_copy=False)
+
+
+def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = None) -> Tensor:
+    return inplace.inplace_call(self, "scatter_", lambda t: views.scatter(t, dim, index, src, value), needs_copy=False)
+
+
+def _random_inplace(name: str) -> Any:
+    def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
+        from ember import random as ember_random
+
+        sample = getattr(ember_random, "sample_" + name)(tuple(self.shape), self.dtype, self.device, generator,
+                                                         *args, **kwargs)
+        with dispatch.grad_mode.no_grad():
+            inplace.check_inplace(self, name + "_", dispatch.grad_mode.STATE.enabled and self._requires_grad)
+            self._data[...] = sample
+        self._bump()
+        return self
+
+    method.__name__ = name + "_"
+    return method
+
+
+def _nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
+    from ember.creation import _wrap_array
+
+    found = self._device.xp.nonzero(self._data)
+    if as_tuple:
+        return tuple(_wrap_array(a.astype("int64"), self._device) for a in found)
+    return _wrap_array(self._device.xp.stack(found, axis=1).astype("int64"), self._device)
+
+
+def _size_method(self: Tensor, dim: Any = None) -> Any:
+    return self.size(dim)
+
+
+_METHODS = {
+    # elementwise math
+    "exp": ew.exp, "log": ew.log, "log1p": ew.log1p, "sqrt": ew.sqrt, "rsqrt": ew.rsqrt, "sin": ew.sin,
+    "cos": ew.cos, "tanh": ew.tanh, "sigmoid": ew.sigmoid, "relu": ew.relu, "abs": ew.abs, "neg": ew.neg,
+    "negative": ew.neg, "sign": ew.sign, "floor": ew.floor, "ceil": ew.ceil, "round": ew.round,
+    "reciprocal": ew.reciprocal, "erf": ew.erf, "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite,
+    "logical_not": ew.logical_not, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
+    "logical_xor": ew.logical_xor, "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul,
+    "multiply": ew.mul, "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow,
+    "maximum": ew.maximum, "minimum": ew.minimum, "clamp": ew.clamp, "clip": ew.clamp, "eq": ew.eq, "ne": ew.ne,
+    "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge, "floor_divide": ew.floor_divide,
+    "remainder": ew.remainder, "fmod": ew.remainder,
+    "where": lambda self, condition, other: ew.where(condition, self, other),
+    # reductions
+    "sum": red.sum, "mean": red.mean, "prod": red.prod, "amax": red.amax, "amin": red.amin, "max": red.max,
+    "min": red.min, "argmax": red.argmax, "argmin": red.argmin, "var": red.var, "std": red.std,
+    "logsumexp": red.logsumexp, "norm": red.norm, "all": red.all, "any": red.any, "cumsum": red.cumsum,
+    # linear algebra
+    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv,
+    # views and movement
+    "reshape": views.reshape, "view": views.view, "view_as": views.view_as, "reshape_as": views.reshape_as,
+    "permute": views.permute, "transpose": views.transpose, "swapaxes": views.transpose,
+    "swapdims": views.transpose, "t": views.t, "squeeze": views.squeeze, "unsqueeze": views.unsqueeze,
+    "flatten": views.flatten, "unflatten": views.unflatten, "expand": views.expand,
+    "expand_as": views.expand_as, "broadcast_to": views.broadcast_to, "sum_to_size": views.sum_to_size,
+    "contiguous": views.contiguous, "narrow": views.narrow, "select": views.select, "split": views.split,
+    "chunk": views.chunk, "unbind": views.unbind, "flip": views.flip, "repeat": views.repeat,
+    "movedim": views.movedim, "tril": views.tril, "triu": views.triu, "index_select": views.index_select,
+    "gather": views.gather, "scatter_add": views.scatter_add, "scatter": views.scatter,
+    "masked_fill": views.masked_fill, "roll": views.roll,
+    "clone": lambda self, **kw: dispatch.apply(OPS["clone"], (self,)),
+    "nonzero": _nonzero,
+    # in place
+    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_, "zero_": zero_, "fill_": fill_,
+    "clamp_": clamp_, "clip_": clamp_, "copy_": copy_, "masked_fill_": masked_fill_, "index_put_": index_put_,
+    "scatter_add_": scatter_add_, "scatter_": scatter_,
+    "exp_": _unary_inplace("exp_", ew.exp), "relu_": _unary_inplace("relu_", ew.relu),
+    "sigmoid_": _unary_inplace("sigmoid_", ew.sigmoid), "tanh_": _unary_inplace("tanh_", ew.tanh),
+    "sqrt_": _unary_inplace("sqrt_", ew.sqrt), "neg_": _unary_inplace("neg_", ew.neg),
+    "abs_": _unary_inplace("abs_", ew.abs), "log_": _unary_inplace("log_", ew.log),
+    "normal_": _random_inplace("normal"), "uniform_": _random_inplace("uniform"),
+    "bernoulli_": _random_inplace("bernoulli"), "random_": _random_inplace("random"),
+    "exponential_": _random_inplace("exponential"),
+}
+
+for _name, _fn in _METHODS.items():
+    setattr(Tensor, _name, _fn)
+
+Tensor.T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim)))))
+Tensor.mT = property(lambda self: views.transpose(self, -2, -1))
+Tensor.H = Tensor.T

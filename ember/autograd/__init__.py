@@ -1,0 +1,109 @@
+"""Reverse-mode automatic differentiation over dynamic graphs (PyTorch semantics).
+
+Example:
+    >>> import ember
+    >>> x = ember.tensor(2.0, requires_grad=True)
+    >>> (dy,) = ember.autograd.grad(x ** 3, x, create_graph=True)
+    >>> ember.autograd.grad(dy, x)[0]
+    tensor(12.)
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember.autograd.engine import run_backward
+from ember.autograd.function import Function, FunctionCtx
+from ember.autograd.gradcheck import gradcheck, gradgradcheck
+from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from ember.autograd.tape import GradientTape
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode"]
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
+    from ember import creation
+
+    grads = []
+    for i, out in enumerate(outputs):
+        g = grad_outputs[i] if i < len(grad_outputs) else None
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for scalar outputs; got an output of shape "
+                    f"{tuple(out.shape)}. Pass gradient= (backward) or grad_outputs= (autograd.grad) with a tensor "
+                    "of that shape, or reduce it first, e.g. loss.sum().backward()."
+                )
+            g = creation.ones_like(out)
+        else:
+            if not hasattr(g, "_data"):
+                g = creation.tensor(g, dtype=out.dtype, device=out.device)
+            if tuple(g.shape) != tuple(out.shape):
+                raise RuntimeError(f"backward: mismatch in shape: gradient has shape {tuple(g.shape)} but the output "
+                                   f"has shape {tuple(out.shape)}")
+            if not create_graph:
+                g = g.detach().clone()  # the engine may take ownership of root buffers
+        grads.append(g)
+    return grads
+
+
+def _check_roots(outputs: list) -> None:
+    for i, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise RuntimeError(
+                f"element {i} of tensors does not require grad and does not have a grad_fn. Did you create the "
+                "tensors with requires_grad=True, or compute them inside ember.no_grad()?"
+            )
+
+
+def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs: Sequence[Any] | None = None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves that need them."""
+    outputs = _as_list(tensors)
+    _check_roots(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_grads(outputs, _as_list(grad_tensors), create_graph)
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        results = run_backward(outputs, grads, retain_graph, create_graph, capture=inputs)
+        from ember.autograd.engine import _finish_leaf
+
+        for t, g in zip(inputs, results):
+            if g is not None:
+                _finish_leaf(t, g, {}, None, True)
+        return
+    run_backward(outputs, grads, retain_graph, create_graph)
+
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated into .grad)."""
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    _check_roots(outs)
+    for i, t in enumerate(ins):
+        if not t.requires_grad:
+            raise RuntimeError(f"autograd.grad: input {i} does not require grad; set requires_grad=True on it")
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_grads(outs, _as_list(grad_outputs), create_graph)
+    results = run_backward(outs, grads, retain_graph, create_graph, capture=ins)
+    if materialize_grads:
+        from ember import creation
+
+        results = [g if g is not None else creation.zeros_like(t) for g, t in zip(results, ins)]
+    elif not allow_unused:
+        for i, g in enumerate(results):
+            if g is None:
+                raise RuntimeError(
+                    f"autograd.grad: one of the differentiated tensors (input {i}) appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior."
+                )
+    return tuple(results)

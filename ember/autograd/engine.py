@@ -1,0 +1,178 @@
+"""The backward engine: walks the recorded graph from the roots in dependency order.
+
+Each node runs once, after every node that feeds it gradient has run (Kahn's algorithm over the
+edges reachable from the roots), so a tensor used many times gets the sum of its gradients.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.autograd import grad_mode
+
+
+def _edge_of(tensor: Any) -> tuple:
+    if tensor.grad_fn is not None:
+        return (tensor.grad_fn, tensor._output_nr)
+    return (tensor, 0)
+
+
+def _accumulate(buffers: dict, key: Any, index: int, size: int, grad: Any) -> None:
+    slot = buffers.get(key)
+    if slot is None:
+        slot = buffers[key] = [None] * size
+    current = slot[index]
+    slot[index] = grad if current is None else current + grad
+
+
+def _num_outputs(key: Any) -> int:
+    return getattr(key, "num_outputs", 1) if not _is_tensor(key) else 1
+
+
+def _is_tensor(key: Any) -> bool:
+    from ember.tensor import Tensor
+
+    return isinstance(key, Tensor)
+
+
+def run_backward(
+    roots: Sequence[Any],
+    root_grads: Sequence[Any],
+    retain_graph: bool,
+    create_graph: bool,
+    capture: Sequence[Any] | None = None,
+    accumulate_into_grad: bool = True,
+) -> list | None:
+    """Propagate ``root_grads`` from ``roots`` back through the graph.
+
+    With ``capture`` (autograd.grad), returns the gradient arriving at each captured tensor and
+    leaves ``.grad`` untouched; otherwise accumulates into leaves' ``.grad``.
+    """
+    from ember.tensor import Tensor
+
+    capture_keys: dict = {}
+    if capture is not None:
+        for i, t in enumerate(capture):
+            capture_keys.setdefault((id(_edge_of(t)[0]), _edge_of(t)[1]), []).append(i)
+        captured: list = [None] * len(capture)
+
+    # 1. Count, for every node reachable from the roots, how many edges point at it.
+    dependencies: dict[int, int] = {}
+    root_edges = [_edge_of(t) for t in roots]
+    stack = [e[0] for e in root_edges]
+    seen = {id(n) for n in stack}
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Tensor):
+            continue
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            child = edge[0]
+            dependencies[id(child)] = dependencies.get(id(child), 0) + 1
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+
+    # 2. Seed the buffers with the root gradients.
+    buffers: dict[int, list] = {}
+    nodes_by_id: dict[int, Any] = {}
+    for (node, index), grad in zip(root_edges, root_grads):
+        nodes_by_id[id(node)] = node
+        _accumulate(buffers, id(node), index, _num_outputs(node), grad)
+    ready = [n for n in {id(e[0]): e[0] for e in root_edges}.values() if dependencies.get(id(n), 0) == 0]
+
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(id(node), None) or [None] * _num_outputs(node)
+            if isinstance(node, Tensor):
+                _finish_leaf(node, grads[0], capture_keys, captured if capture is not None else None,
+                             accumulate_into_grad and capture is None)
+                continue
+            if node.pre_hooks:
+                for index, hooks in node.pre_hooks.items():
+                    for hook in hooks:
+                        if grads[index] is not None:
+                            replaced = hook(grads[index])
+                            if replaced is not None:
+                                grads[index] = replaced
+            if capture_keys:
+                for index, g in enumerate(grads):
+                    for slot in capture_keys.get((id(node), index), ()):
+                        captured[slot] = g
+            if all(g is None for g in grads):
+                input_grads = (None,) * len(node.next_edges)
+            else:
+                input_grads = node.apply(_materialize(node, grads))
+                if not retain_graph:
+                    node.release()
+            if len(input_grads) != len(node.next_edges):
+                raise RuntimeError(
+                    f"{node.name()} returned {len(input_grads)} gradients but its op has "
+                    f"{len(node.next_edges)} inputs"
+                )
+            for edge, g in zip(node.next_edges, input_grads):
+                if edge is None:
+                    continue
+                child, index = edge
+                key = id(child)
+                if g is not None:
+                    nodes_by_id[key] = child
+                    _accumulate(buffers, key, index, _num_outputs(child), g)
+                remaining = dependencies[key] - 1
+                dependencies[key] = remaining
+                if remaining == 0:
+                    ready.append(child)
+    return captured if capture is not None else None
+
+
+def _materialize(node: Any, grads: list) -> list:
+    """Multi-output nodes get zeros for outputs that received no gradient, as in PyTorch."""
+    if len(grads) == 1 or all(g is not None for g in grads):
+        return grads
+    metas = getattr(node, "output_meta", None)
+    if metas is None:
+        return grads
+    from ember import creation
+
+    return [g if g is not None else creation.zeros(m[0], dtype=m[1], device=m[2]) for g, m in zip(grads, metas)]
+
+
+def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None, accumulate: bool) -> None:
+    if grad is None:
+        return
+    for hook in leaf._hooks or ():
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    if captured is not None:
+        for slot in capture_keys.get((id(leaf), 0), ()):
+            captured[slot] = grad
+    if accumulate:
+        if grad.shape != leaf.shape:
+            raise RuntimeError(
+                f"backward: gradient of shape {tuple(grad.shape)} does not match leaf of shape {tuple(leaf.shape)}"
+            )
+        if grad_mode.STATE.enabled:  # create_graph: keep the gradient's own history
+            leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+        elif leaf.grad is None:
+            data = grad._data
+            if not _owned(data):
+                data = data.copy()  # never alias a buffer that something else may still hold
+            from ember.tensor import Tensor
+
+            leaf.grad = Tensor._make(data, leaf._device, False)
+        else:
+            leaf.grad._data += grad._data
+            leaf.grad._bump()
+
+
+def _owned(array: Any) -> bool:
+    """True when only the delivering tensor holds ``array`` (so the leaf may take it over).
+
+    The references counted: the tensor's slot, this function's argument and getrefcount's own.
+    """
+    return type(array) is np.ndarray and array.base is None and sys.getrefcount(array) <= 3

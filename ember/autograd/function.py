@@ -1,0 +1,134 @@
+"""Custom differentiable functions: subclass ``Function`` with static ``forward``/``backward``.
+
+Example:
+    >>> import ember
+    >>> class MyReLU(ember.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x.clamp(min=0)
+    ...     @staticmethod
+    ...     def backward(ctx, grad_output):
+    ...         x, = ctx.saved_tensors
+    ...         grad_input = grad_output.clone()
+    ...         grad_input[x < 0] = 0
+    ...         return grad_input
+    >>> x = ember.tensor([-1.0, 2.0], requires_grad=True)
+    >>> MyReLU.apply(x).sum().backward(); x.grad
+    tensor([0., 1.])
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.autograd import grad_mode
+from ember.autograd.node import _FREED_MESSAGE, Node, SavedTensor
+
+
+class FunctionCtx(Node):
+    """The ``ctx`` a custom Function sees; it is also the function's node in the graph."""
+
+    __slots__ = ("fn_class", "_saved", "needs_input_grad", "non_differentiable", "materialize_grads",
+                 "num_outputs", "output_meta", "__dict__")
+
+    def __init__(self, fn_class: type) -> None:
+        super().__init__()
+        self.fn_class = fn_class
+        self._saved: tuple | None = ()
+        self.needs_input_grad: tuple = ()
+        self.non_differentiable: set[int] = set()
+        self.materialize_grads = True
+        self.num_outputs = 1
+        self.output_meta = None
+
+    def name(self) -> str:
+        return f"{self.fn_class.__name__}Backward"
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        if self._saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        return tuple(s.unpack(self, self.fn_class.__name__, f"saved tensor {i}") if s is not None else None
+                     for i, s in enumerate(self._saved))
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self.non_differentiable.update(id(t) for t in tensors)
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        for t in tensors:
+            t._bump()
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    def apply(self, grads: list) -> tuple:
+        if self.freed:
+            raise RuntimeError(_FREED_MESSAGE)
+        if self.materialize_grads and self.output_meta:
+            from ember import creation
+
+            grads = [g if g is not None else creation.zeros(m[0], dtype=m[1], device=m[2])
+                     for g, m in zip(grads, self.output_meta)]
+        result = self.fn_class.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        # PyTorch lets backward return extra trailing Nones, or fewer values for non-tensor inputs.
+        expected = len(self.next_edges)
+        result = tuple(result[:expected]) + (None,) * max(0, expected - len(result))
+        return tuple(r if need else None for r, need in zip(result, self.needs_input_grad))
+
+    def release(self) -> None:
+        self._saved = None
+        self.freed = True
+
+
+class Function:
+    """Base class for custom autograd functions (PyTorch's ``torch.autograd.Function``)."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("Function subclasses must implement a static forward(ctx, ...)")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        raise NotImplementedError("Function subclasses must implement a static backward(ctx, ...)")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from ember.tensor import Tensor
+
+        ctx = FunctionCtx(cls)
+        tensors_in = [a if isinstance(a, Tensor) else None for a in args]
+        ctx.needs_input_grad = tuple(t is not None and t._requires_grad for t in tensors_in)
+        with grad_mode.no_grad():
+            outputs = cls.forward(ctx, *args, **kwargs)
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
+        if record:
+            ctx.next_edges = tuple(
+                ((t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, 0)) if need else None
+                for t, need in zip(tensors_in, ctx.needs_input_grad)
+            )
+            ctx.num_outputs = len(outs)
+            ctx.output_meta = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs]
+            wrapped = []
+            input_ids = {id(t) for t in tensors_in if t is not None}
+            for i, o in enumerate(outs):
+                if not isinstance(o, Tensor):
+                    wrapped.append(o)
+                    continue
+                if id(o) in input_ids:  # forward returned an input as is: give it a new identity
+                    o = o.detach()
+                if id(o) in ctx.non_differentiable or not o.is_floating_point():
+                    o._requires_grad = False
+                else:
+                    o.grad_fn = ctx
+                    o._output_nr = i
+                    o._requires_grad = True
+                wrapped.append(o)
+            outs = tuple(wrapped)
+        return outs[0] if single else outs

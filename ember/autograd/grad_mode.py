@@ -1,0 +1,87 @@
+"""Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled`` (context managers and decorators).
+
+Grad mode is per thread, as in PyTorch, so a DataLoader thread never changes the trainer's mode.
+
+Example:
+    >>> import ember
+    >>> with ember.no_grad():
+    ...     ember.is_grad_enabled()
+    False
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable
+
+
+class _GradState(threading.local):
+    enabled: bool = True
+
+
+STATE = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    return STATE.enabled
+
+
+class _GradModeContext:
+    """Base for the grad-mode managers: usable as ``with`` and as a decorator."""
+
+    _target: bool = True
+
+    def __init__(self) -> None:
+        self._previous: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._previous.append(STATE.enabled)
+        STATE.enabled = self._target
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled = self._previous.pop()
+
+    def __call__(self, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self.__class__() if type(self) is not set_grad_enabled else set_grad_enabled(self._target):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Do not record operations for autograd inside this block."""
+
+    _target = False
+
+
+class enable_grad(_GradModeContext):
+    """Record operations even inside a ``no_grad`` block."""
+
+    _target = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """``set_grad_enabled(False)`` acts like ``no_grad``; also works as a plain function call."""
+
+    def __init__(self, mode: bool) -> None:
+        super().__init__()
+        self._target = bool(mode)
+        # Called as a function (not in a with-statement) it switches the mode at once, as PyTorch.
+        self._previous.append(STATE.enabled)
+        STATE.enabled = self._target
+
+    def __enter__(self) -> None:
+        pass  # the switch already happened in __init__
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.enabled = self._previous.pop()
+
+
+class inference_mode(no_grad):
+    """Alias of ``no_grad`` (ember has no separate inference tensors)."""
+
+    def __init__(self, mode: bool = True) -> None:
+        super().__init__()
+        self._target = not mode

@@ -1,0 +1,175 @@
+"""Backward-graph nodes. A node is made by every recorded op; it is also the ``ctx`` that the op's
+vjp rule reads (``ctx.inputs``, ``ctx.out``, ``ctx.attrs``, ``ctx.needs_input_grad``).
+
+An edge is ``(node, output_index)`` for a non-leaf input, ``(leaf_tensor, 0)`` for a leaf that
+requires grad, or ``None`` for an input that takes no gradient.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or to read saved tensors after they were "
+    "freed). Saved values are freed after .backward() or autograd.grad(); pass retain_graph=True "
+    "the first time if you need to backward through the same graph again."
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward plus the version it had, so in-place changes are caught.
+
+    An op's own output is saved as data only (no reference to the node, which would be a
+    cycle) and unpacked into a tensor whose grad_fn is that node, as PyTorch does.
+    """
+
+    __slots__ = ("tensor", "version", "vc", "is_output", "data", "device")
+
+    def __init__(self, tensor: Any, is_output: bool = False) -> None:
+        vc = tensor._vc
+        if vc is None:
+            vc = tensor._vc = [0]
+        self.vc = vc
+        self.version = vc[0]
+        self.is_output = is_output
+        if is_output:
+            self.tensor = None
+            self.data = tensor._data
+            self.device = tensor._device
+        else:
+            self.tensor = tensor
+
+    def unpack(self, node: "Node", op_name: str, position: str) -> Any:
+        if self.vc[0] != self.version:
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: the {position} of {op_name} is at version {self.vc[0]}; "
+                f"expected version {self.version} instead. Use an out-of-place op (x = x * 2 "
+                f"instead of x *= 2) or .clone() the tensor before changing it."
+            )
+        if self.is_output:
+            from ember.tensor import Tensor
+
+            t = Tensor._make(self.data, self.device, node.output_requires_grad)
+            t.grad_fn = node if node.output_requires_grad else None
+            t._vc = self.vc
+            return t
+        return self.tensor
+
+
+class Node:
+    """Base class: subclasses implement :meth:`apply` mapping output grads to input grads."""
+
+    __slots__ = ("next_edges", "pre_hooks", "freed", "output_requires_grad", "__weakref__")
+
+    def __init__(self) -> None:
+        self.next_edges: tuple = ()
+        self.pre_hooks: dict[int, list[Callable]] | None = None
+        self.freed = False
+        self.output_requires_grad = True
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def apply(self, grads: list) -> tuple:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Drop saved values once backward is done with them (unless retain_graph)."""
+        self.freed = True
+
+    def register_prehook(self, output_nr: int, hook: Callable) -> None:
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        self.pre_hooks.setdefault(output_nr, []).append(hook)
+
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch-style view of the edges: ``((node_or_None, index), ...)``."""
+        from ember.tensor import Tensor
+
+        out = []
+        for edge in self.next_edges:
+            if edge is None:
+                out.append((None, 0))
+            elif isinstance(edge[0], Tensor):
+                out.append((AccumulateGradView(edge[0]), 0))
+            else:
+                out.append(edge)
+        return tuple(out)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+
+class AccumulateGradView:
+    """What ``next_functions`` shows for a leaf: PyTorch's AccumulateGrad, with ``.variable``."""
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+class OpNode(Node):
+    """The node recorded for one application of an op record."""
+
+    __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta")
+
+    def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple) -> None:
+        self.op = op
+        self.attrs = attrs
+        self.next_edges = next_edges
+        self.input_meta = input_meta  # (shape, dtype) per input; None for Python scalars
+        self.needs_input_grad = tuple(e is not None for e in next_edges)
+        self.saved = None
+        self.saved_out = None
+        self.pre_hooks = None
+        self.freed = False
+        self.output_requires_grad = True
+        self.num_outputs = op.num_outputs
+        self.output_meta = None
+
+    def name(self) -> str:
+        return self.op.backward_name
+
+    # ---- the ctx interface that vjp rules use -------------------------------------------
+    @property
+    def inputs(self) -> tuple:
+        if self.saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        return tuple(
+            s.unpack(self, self.op.name, f"input {i}") if isinstance(s, SavedTensor) else s
+            for i, s in enumerate(self.saved)
+        )
+
+    @property
+    def out(self) -> Any:
+        if self.saved_out is None:
+            if self.freed:
+                raise RuntimeError(_FREED_MESSAGE)
+            raise RuntimeError(f"op {self.op.name} did not save its output (save={self.op.save!r})")
+        if isinstance(self.saved_out, tuple):
+            return tuple(s.unpack(self, self.op.name, f"output {i}") for i, s in enumerate(self.saved_out))
+        return self.saved_out.unpack(self, self.op.name, "output")
+
+    @property
+    def needs(self) -> tuple:
+        return self.needs_input_grad
+
+    def apply(self, grads: list) -> tuple:
+        if self.freed and self.op.save != "none":
+            raise RuntimeError(_FREED_MESSAGE)
+        grad = grads[0] if self.num_outputs == 1 else tuple(grads)
+        result = self.op.vjp(self, grad)
+        if not isinstance(result, tuple):
+            result = (result,)
+        return result
+
+    def release(self) -> None:
+        self.saved = None
+        self.saved_out = None
+        self.freed = True

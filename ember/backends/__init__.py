@@ -1,0 +1,82 @@
+"""Backends: each device type owns an array namespace plus the few things it lacks.
+
+A backend module defines a ``Backend`` subclass and registers it with :func:`register_backend`.
+Nothing outside this package branches on NumPy versus CuPy.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+
+class Backend:
+    """What a device type must provide. ``xp`` is the array namespace ops are written against."""
+
+    name: str = ""
+    xp: Any = None
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def asarray(self, data: Any, np_dtype: Any = None, index: int = 0) -> Any:
+        raise NotImplementedError
+
+    def to_numpy(self, array: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, self.xp.ndarray)
+
+    def fuse(self, source: str, name: str) -> Callable | None:
+        """Compile a generated elementwise kernel; ``None`` means use the generic path."""
+        return None
+
+    def synchronize(self, index: int = 0) -> None:
+        return None
+
+
+_BACKENDS: dict[str, Backend] = {}
+_LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
+
+
+def register_backend(device_type: str, backend: Backend) -> None:
+    _BACKENDS[device_type] = backend
+
+
+def get_backend(device_type: str) -> Backend:
+    """The backend for a device type, importing its module on first use."""
+    backend = _BACKENDS.get(device_type)
+    if backend is None:
+        module = _LOADERS.get(device_type)
+        if module is None:
+            raise RuntimeError(f"unknown device type {device_type!r}; expected one of {sorted(_LOADERS)}")
+        import importlib
+
+        importlib.import_module(module)
+        backend = _BACKENDS[device_type]
+    return backend
+
+
+def special_function(xp: Any, name: str) -> Callable:
+    """A special function (``erf``, ``erfinv``) for namespace ``xp``.
+
+    NumPy has no ``erf``; SciPy's is used when installed, else a vectorized ``math`` fallback.
+    """
+    if xp is np:
+        try:
+            import scipy.special as special
+
+            return getattr(special, name)
+        except ImportError:
+            import math
+
+            scalar = getattr(math, name)
+            vectorized = np.vectorize(scalar, otypes=[np.float64])
+            return lambda x: vectorized(x).astype(x.dtype, copy=False)
+    import importlib
+
+    return getattr(importlib.import_module("cupyx.scipy.special"), name)

@@ -1,0 +1,289 @@
+"""Creation ops: tensor, as_tensor, from_numpy, zeros/ones/full/empty, arange, linspace, eye,
+rand/randn/randint/randperm, and the ``*_like`` forms.
+
+Example:
+    >>> import ember
+    >>> ember.arange(3)
+    tensor([0, 1, 2])
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember import dtypes, random as ember_random
+from ember.device import to_device
+from ember.tensor import Tensor
+
+
+def _wrap_array(array: Any, device: Any, requires_grad: bool = False) -> Tensor:
+    t = Tensor._make(array, device, False)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _to_device_array(array: np.ndarray, device: Any) -> Any:
+    if device.type == "cpu":
+        return array
+    return device.backend.asarray(array, index=device.index or 0)
+
+
+def _shape_args(size: Sequence[Any]) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    elif len(size) == 1 and isinstance(size[0], Tensor):
+        size = tuple(size[0].tolist())
+    shape = tuple(int(s) for s in size)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    return shape
+
+
+def _infer_dtype(data: Any) -> dtypes.dtype:
+    """Python bools -> bool, ints -> int64, floats -> the default float dtype; arrays keep theirs."""
+    if isinstance(data, np.ndarray):
+        return dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, np.generic):
+        return dtypes.from_numpy_dtype(data.dtype)
+    flat = np.asarray(data)
+    if flat.dtype.kind == "b":
+        return dtypes.bool_
+    if flat.dtype.kind in "iu":
+        return dtypes.int64
+    if flat.dtype.kind == "f":
+        return dtypes.get_default_dtype()
+    raise TypeError(f"tensor(): can't infer a dtype from {type(data).__name__} with NumPy kind {flat.dtype.kind!r}")
+
+
+def _unwrap_nested(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return np.asarray(data.__array__())
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(d) for d in data]
+    return data
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """Copy ``data`` (nested lists, scalars, arrays, tensors) into a new tensor."""
+    if isinstance(data, Tensor):
+        target_device = to_device(device) if device is not None else data.device
+        out = data.detach().to(target_device).to(dtypes.to_dtype(dtype) if dtype is not None else data.dtype)
+        out = _wrap_array(out._data.copy(), out._device)
+    else:
+        if hasattr(data, "__cuda_array_interface__") and device is None:
+            device = "cuda"
+        target_device = to_device(device)
+        if type(data).__module__.startswith("cupy"):
+            data = data.get()
+        data = _unwrap_nested(data)
+        if isinstance(data, (list, tuple)) and any(isinstance(d, np.ndarray) for d in data):
+            data = np.stack([np.asarray(d) for d in data]) if data else data
+        dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        array = np.array(data, dtype=dt.np, copy=True)
+        out = _wrap_array(_to_device_array(array, target_device), target_device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like ``tensor`` but shares memory with a NumPy array or tensor when it can."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype) if (device or dtype) else data
+    if isinstance(data, np.ndarray) and (device is None or to_device(device).type == "cpu"):
+        dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
+        return _wrap_array(data if data.dtype == dt.np else data.astype(dt.np), to_device("cpu"))
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing memory with ``array`` (changes to one show in the other)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected np.ndarray (got {type(array).__name__})")
+    dtypes.from_numpy_dtype(array.dtype)
+    return _wrap_array(array, to_device("cpu"))
+
+
+def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    dev = to_device(device)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else (
+        dtypes.result_type(value) if not isinstance(value, float) else dtypes.get_default_dtype())
+    xp = dev.xp
+    if value == 0:
+        array = xp.zeros(shape, dtype=dt.np)
+    elif value == 1:
+        array = xp.ones(shape, dtype=dt.np)
+    else:
+        array = xp.full(shape, value, dtype=dt.np)
+    return _wrap_array(array, dev, requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _filled(_shape_args(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    return _filled(_shape_args(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = dtypes.result_type(fill_value)
+    return _filled(_shape_args((size,)), fill_value, dtype, device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+    dev = to_device(device)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    return _wrap_array(dev.xp.empty(_shape_args(size), dtype=dt.np), dev, requires_grad)
+
+
+def _like(input: Tensor, dtype: Any, device: Any) -> tuple:
+    return tuple(input.shape), dtype if dtype is not None else input.dtype, device if device is not None else input.device
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, 0, dt, dev, requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, 1, dt, dev, requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return _filled(shape, fill_value, dt, dev, requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if dtype is None:
+        dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in values) else dtypes.int64
+    dt = dtypes.to_dtype(dtype)
+    array = np.arange(*values, dtype=np.float64 if dt.is_floating_point else np.int64).astype(dt.np)
+    dev = to_device(device)
+    return _wrap_array(_to_device_array(array, dev), dev, requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    dev = to_device(device)
+    array = np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np)
+    return _wrap_array(_to_device_array(array, dev), dev, requires_grad)
+
+
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: Any = None) -> Tensor:
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    dev = to_device(device)
+    return _wrap_array(_to_device_array(np.logspace(start, end, int(steps), base=base).astype(dt.np), dev), dev)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    dev = to_device(device)
+    return _wrap_array(dev.xp.eye(n, m, dtype=dt.np), dev, requires_grad)
+
+
+def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generator: Any, requires_grad: bool,
+            **kwargs: Any) -> Tensor:
+    dev = to_device(device)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{sampler}: expected a floating dtype, got {dt}; use randint for integers")
+    array = getattr(ember_random, "sample_" + sampler)(_shape_args(size), dt, dev, generator, **kwargs)
+    return _wrap_array(array, dev, requires_grad)
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    return _random("uniform", size, dtype, device, generator, requires_grad)
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    return _random("normal", size, dtype, device, generator, requires_grad)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return rand(shape, dtype=dt, device=dev)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+    shape, dt, dev = _like(input, dtype, device)
+    return randn(shape, dtype=dt, device=dev)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None, dtype: Any = None,
+            device: Any = None) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+    if size is None:
+        low, high, size = 0, low, high
+    dev = to_device(device)
+    dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    return _wrap_array(ember_random.sample_integers(_shape_args((size,)), dt, dev, generator, low, high), dev)
+
+
+def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=input.device)
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+    dev = to_device(device)
+    out = _wrap_array(ember_random.sample_permutation(n, dev, generator), dev)
+    return out if dtype is None else out.to(dtype)
+
+
+def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtype: Any = None,
+           device: Any = None) -> Tensor:
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        return randn(tuple(ref.shape), generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
+    return _random("normal", (size,), dtype, device, generator, False, mean=mean, std=std)
+
+
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    rng = ember_random._rng(generator)
+    probs = np.asarray(input.__array__()) if p is None else p
+    draws = rng.random(tuple(input.shape)) < probs
+    return _wrap_array(_to_device_array(draws.astype(input.dtype.np), input.device), input.device)
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
+    rng = ember_random._rng(generator)
+    probs = np.asarray(input.detach().__array__(), dtype=np.float64)
+    rows = probs.reshape(-1, probs.shape[-1])
+    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+    for i, row in enumerate(rows):
+        total = row.sum()
+        if total <= 0 or not np.isfinite(total):
+            raise RuntimeError("multinomial: probabilities must be finite, non-negative and not all zero")
+        out[i] = rng.choice(row.size, size=num_samples, replace=replacement, p=row / total)
+    out = out.reshape(probs.shape[:-1] + (num_samples,))
+    return _wrap_array(_to_device_array(out, input.device), input.device)

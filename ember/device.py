@@ -1,0 +1,66 @@
+"""Devices: ``ember.device('cpu')``, ``ember.device('cuda:0')``.
+
+Example:
+    >>> import ember
+    >>> ember.device("cpu")
+    device(type='cpu')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.backends import Backend, get_backend
+
+
+class device:
+    """A device type plus an optional index. Equal devices compare equal and hash alike."""
+
+    __slots__ = ("type", "index", "backend", "xp")
+
+    def __init__(self, type_or_str: "str | device", index: int | None = None) -> None:
+        if isinstance(type_or_str, device):
+            type_or_str, index = type_or_str.type, type_or_str.index
+        if not isinstance(type_or_str, str):
+            raise TypeError(f"ember.device: expected a string such as 'cpu' or 'cuda:0', got {type_or_str!r}")
+        kind = type_or_str
+        if ":" in kind:
+            kind, idx = kind.split(":", 1)
+            if index is not None:
+                raise ValueError(f"ember.device: index given twice in {type_or_str!r} and index={index}")
+            index = int(idx)
+        self.type = kind
+        self.index = index
+        self.backend: Backend = get_backend(kind)
+        self.xp = self.backend.xp
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and (self.index or 0) == (other.index or 0)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index or 0))
+
+
+CPU = device("cpu")
+_CACHE: dict[Any, device] = {"cpu": CPU, None: CPU}
+
+
+def to_device(value: Any) -> device:
+    """Normalize None / str / device to a cached device object (the hot path avoids parsing)."""
+    found = _CACHE.get(value) if not isinstance(value, device) else value
+    if found is None:
+        found = device(value)
+        if isinstance(value, str):
+            _CACHE[value] = found
+    return found

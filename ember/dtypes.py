@@ -1,0 +1,174 @@
+"""ember dtypes, PyTorch's type-promotion rules, and mappings to NumPy.
+
+Example:
+    >>> import ember
+    >>> ember.promote_types(ember.int64, ember.float16)
+    ember.float16
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+try:  # bfloat16 comes from the optional ml_dtypes package, as in JAX.
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - exercised only without the extra
+    _ml_dtypes = None
+
+
+class dtype:
+    """A tensor element type. Compare with ``is`` or ``==``; ``str`` gives ``ember.float32``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category", "onnx")
+
+    def __init__(self, name: str, np_dtype: Any, category: int, onnx_type: int) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype) if np_dtype is not None else None
+        self.category = category  # 0 bool, 1 integer, 2 floating: the promotion lattice's tiers
+        self.is_floating_point = category == 2
+        self.is_signed = name not in ("bool", "uint8")
+        self.itemsize = self.np.itemsize if self.np is not None else 2
+        self.onnx = onnx_type
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):  # dtypes are singletons; pickling (e.g. by threads' queues) keeps them so
+        return (_lookup_by_name, (self.name,))
+
+    def to_real(self) -> "dtype":
+        return self
+
+
+def _lookup_by_name(name: str) -> "dtype":
+    return _BY_NAME[name]
+
+
+# ONNX TensorProto element types, so export needs no table of its own.
+bool_ = dtype("bool", np.bool_, 0, 9)
+uint8 = dtype("uint8", np.uint8, 1, 2)
+int8 = dtype("int8", np.int8, 1, 3)
+int16 = dtype("int16", np.int16, 1, 5)
+int32 = dtype("int32", np.int32, 1, 6)
+int64 = dtype("int64", np.int64, 1, 7)
+float16 = dtype("float16", np.float16, 2, 10)
+float32 = dtype("float32", np.float32, 2, 1)
+float64 = dtype("float64", np.float64, 2, 11)
+bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16 if _ml_dtypes else None, 2, 16)
+
+half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
+short, int, long = int16, int32, int64  # noqa: A001
+
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+_BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES if d.np is not None}
+
+
+class _Defaults:
+    float_dtype: dtype = float32
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+    return _Defaults.float_dtype
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating dtype, e.g. ``ember.set_default_dtype(ember.float64)``."""
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"set_default_dtype: expected a floating ember dtype, got {d!r}")
+    _Defaults.float_dtype = d
+
+
+def from_numpy_dtype(np_dtype: Any) -> dtype:
+    """Map a NumPy dtype to ember's; unsupported ones raise a clear TypeError."""
+    found = _BY_NP.get(np.dtype(np_dtype))
+    if found is None:
+        supported = ", ".join(d.name for d in ALL_DTYPES)
+        raise TypeError(
+            f"ember does not support NumPy dtype {np.dtype(np_dtype)}; supported dtypes: {supported}. "
+            "Convert the array first, e.g. arr.astype(np.float32)."
+        )
+    return found
+
+
+def to_dtype(value: Any) -> dtype:
+    """Accept an ember dtype, a NumPy dtype, a Python type or a name and return an ember dtype."""
+    if isinstance(value, dtype):
+        return value
+    if value is bool:
+        return bool_
+    if value is builtins_int:
+        return int64
+    if value is builtins_float:
+        return get_default_dtype()
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if isinstance(value, str) and value == "bfloat16" and bfloat16.np is None:
+        raise TypeError("bfloat16 needs the optional ml_dtypes package: pip install ml_dtypes")
+    return from_numpy_dtype(value)
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_int = _builtins.int
+builtins_float = _builtins.float
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """PyTorch's promotion of two dtypes (no weak operands).
+
+    Floats beat integers whatever their widths (int64 + float16 -> float16), float16 with
+    bfloat16 gives float32; integers and floats within their tier promote as NumPy does.
+    """
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 0:
+        return a
+    if {a.name, b.name} == {"float16", "bfloat16"}:
+        return float32
+    if a is bfloat16 or b is bfloat16:
+        other = b if a is bfloat16 else a
+        return other if other.itemsize > 2 else bfloat16
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def scalar_category(value: Any) -> int:
+    """Promotion tier of a Python scalar: bool 0, int 1, float 2."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, builtins_int):
+        return 1
+    return 2
+
+
+def result_type(*operands: Any) -> dtype:
+    """PyTorch's result type over tensors and Python scalars.
+
+    Tensors with dimensions decide, unless a 0-d tensor or a Python scalar sits in a higher tier
+    (bool < integer < float); a Python float then gives the default dtype, a Python int int64.
+    """
+    dim_result = None
+    zero_result = None
+    scalar_cat = -1
+    for op in operands:
+        dt = getattr(op, "dtype", None)
+        if isinstance(dt, dtype):
+            if op.ndim > 0:
+                dim_result = dt if dim_result is None else promote_types(dim_result, dt)
+            else:
+                zero_result = dt if zero_result is None else promote_types(zero_result, dt)
+        else:
+            scalar_cat = max(scalar_cat, scalar_category(op))
+    result = dim_result
+    if zero_result is not None:
+        if result is None:
+            result = zero_result
+        elif zero_result.category > result.category:
+            result = zero_result
+    if scalar_cat >= 0 and (result is None or scalar_cat > result.category):
+        result = (bool_, int64, get_default_dtype())[scalar_cat]
+    return result

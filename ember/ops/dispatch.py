@@ -1,0 +1,239 @@
+"""Dispatch: run an op record on tensors, apply type promotion, record autograd nodes.
+
+Everything that executes an op goes through :func:`apply` (or the fast paths :func:`unary` and
+:func:`binary`, which do the same with less bookkeeping). When a graph is being built (tracing or
+define-then-run) and an argument is symbolic, the registered symbolic handler takes over instead.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.autograd.node import OpNode, SavedTensor
+from ember.ops.registry import OpDef
+
+_STATE = grad_mode.STATE
+_NUMBER_TYPES = (int, float, bool)
+
+
+class _Symbolic:
+    """Graph-building hook. ``active`` counts live graph builders; 0 keeps the eager path lean."""
+
+    active: int = 0
+    handler: Callable[[OpDef, tuple, dict], Any] | None = None
+    is_symbolic: Callable[[Any], bool] = staticmethod(lambda value: False)
+
+
+SYMBOLIC = _Symbolic()
+
+Tensor: Any = None  # bound by ember.tensor at import time (avoids an import cycle)
+
+
+def _symbolic_args(args: tuple) -> bool:
+    return any(SYMBOLIC.is_symbolic(a) for a in args)
+
+
+def _device_error(op: OpDef, args: tuple) -> RuntimeError:
+    where = ", ".join(f"{a.device}" for a in args if isinstance(a, Tensor))
+    return RuntimeError(
+        f"{op.name}: expected all tensors to be on the same device, but found tensors on {where}. "
+        "Move them first, e.g. with .to(device)."
+    )
+
+
+def _edge(t: Any) -> tuple:
+    fn = t.grad_fn
+    return (fn, t._output_nr) if fn is not None else (t, 0)
+
+
+def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
+    """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
+    nondiff = op.nondiff_inputs
+    edges = tuple(
+        _edge(a) if (isinstance(a, Tensor) and a._requires_grad and i not in nondiff) else None
+        for i, a in enumerate(args)
+    )
+    meta = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+    node = OpNode(op, attrs, edges, meta)
+    save = op.save
+    if save == "inputs" or save == "both":
+        node.saved = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
+    else:
+        node.saved = (None,) * len(args)
+    if save == "output" or save == "both":
+        if len(outputs) == 1:
+            node.saved_out = SavedTensor(outputs[0], is_output=True)
+        else:
+            node.saved_out = tuple(SavedTensor(o, is_output=True) for o in outputs)
+    if len(outputs) > 1:
+        node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
+    nondiff_out = op.nondiff_outputs
+    for i, out in enumerate(outputs):
+        if i in nondiff_out:
+            continue
+        out.grad_fn = node
+        out._output_nr = i
+        out._requires_grad = True
+
+
+def _wrap(op: OpDef, out: Any, device: Any, args: tuple) -> Any:
+    xp_array = device.xp.ndarray
+    if op.num_outputs == 1:
+        if type(out) is not xp_array:
+            out = device.xp.asarray(out)
+        result = Tensor._make(out, device, False)
+        if op.extra.get("view") and out.base is not None:
+            _share_version(result, args[0])
+        return result
+    return tuple(Tensor._make(o if type(o) is xp_array else device.xp.asarray(o), device, False) for o in out)
+
+
+def _share_version(view: Any, source: Any) -> None:
+    """A view shares its base's version counter, so in-place changes through either are seen."""
+    if source._vc is None:
+        source._vc = [0]
+    view._vc = source._vc
+    view._base = source._base if source._base is not None else source
+
+
+def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
+    """Run ``op`` on ``args`` (tensors and Python scalars) and record it for autograd."""
+    if attrs is None:
+        attrs = {}
+    if SYMBOLIC.active and _symbolic_args(args):
+        return SYMBOLIC.handler(op, args, attrs)
+    device = None
+    arrays = []
+    needs_grad = False
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._device
+            if device is None:
+                device = d
+            elif d is not device and d != device:
+                raise _device_error(op, args)
+            arrays.append(a._data)
+            if a._requires_grad:
+                needs_grad = True
+        else:
+            arrays.append(a)
+    if device is None:
+        from ember.device import CPU
+
+        device = attrs.pop("_device", None) or CPU
+    out = op.impl(device.xp, *arrays, **attrs)
+    result = _wrap(op, out, device, args)
+    if needs_grad and op.vjp is not None and _STATE.enabled:
+        record(op, result if isinstance(result, tuple) else (result,), args, attrs)
+    return result
+
+
+def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
+    """Fast path for one-tensor elementwise ops; promotes integers to float for float-only ops."""
+    if SYMBOLIC.active and SYMBOLIC.is_symbolic(x):
+        return SYMBOLIC.handler(op, (x,), attrs or {})
+    if op.extra.get("float_only") and x._data.dtype.kind in "biu":
+        x = cast(x, dtypes.get_default_dtype())
+    device = x._device
+    out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
+    if type(out) is not device.xp.ndarray:
+        out = device.xp.asarray(out)
+    result = Tensor._make(out, device, False)
+    if x._requires_grad and op.vjp is not None and _STATE.enabled:
+        record(op, (result,), (x,), attrs or {})
+    return result
+
+
+def binary(op: OpDef, a: Any, b: Any) -> Any:
+    """Fast path for two-operand elementwise ops with PyTorch's promotion and Python scalars."""
+    a_tensor = isinstance(a, Tensor)
+    b_tensor = isinstance(b, Tensor)
+    if a_tensor and b_tensor:
+        if a._data.dtype != b._data.dtype:
+            target = dtypes.result_type(a, b)
+            a, b = _cast_to(a, target, op), _cast_to(b, target, op)
+        elif op.extra.get("float_only") and a._data.dtype.kind in "biu":
+            target = dtypes.get_default_dtype()
+            a, b = cast(a, target), cast(b, target)
+        if a._device is not b._device and a._device != b._device:
+            raise _device_error(op, (a, b))
+    elif a_tensor or b_tensor:
+        tensor = a if a_tensor else b
+        scalar = b if a_tensor else a
+        if not isinstance(scalar, _NUMBER_TYPES):
+            scalar = _coerce_operand(scalar, op)
+            if isinstance(scalar, Tensor):
+                return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
+        kind = tensor._data.dtype.kind
+        category = 0 if kind == "b" else (1 if kind in "iu" else 2)
+        if dtypes.scalar_category(scalar) > category or (op.extra.get("float_only") and category < 2):
+            target = dtypes.result_type(tensor, scalar)
+            if op.extra.get("float_only") and not target.is_floating_point:
+                target = dtypes.get_default_dtype()
+            tensor = cast(tensor, target)
+            if a_tensor:
+                a = tensor
+            else:
+                b = tensor
+    else:
+        raise TypeError(f"{op.name}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
+    if SYMBOLIC.active and (SYMBOLIC.is_symbolic(a) or SYMBOLIC.is_symbolic(b)):
+        return SYMBOLIC.handler(op, (a, b), {})
+    device = a._device if a_tensor else b._device
+    try:
+        out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
+    except ValueError as error:
+        raise _shape_error(op, a, b, error) from None
+    if type(out) is not device.xp.ndarray:
+        out = device.xp.asarray(out)
+    result = Tensor._make(out, device, False)
+    if _STATE.enabled and op.vjp is not None and (
+        (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)
+    ):
+        record(op, (result,), (a, b), {})
+    return result
+
+
+def _shape_error(op: OpDef, a: Any, b: Any, error: Exception) -> RuntimeError:
+    sa = tuple(a.shape) if isinstance(a, Tensor) else "scalar"
+    sb = tuple(b.shape) if isinstance(b, Tensor) else "scalar"
+    return RuntimeError(
+        f"{op.name}: shapes {sa} and {sb} cannot be broadcast together (sizes must match or be 1 "
+        f"in each trailing dimension). Reshape or unsqueeze one operand first."
+    )
+
+
+def _coerce_operand(value: Any, op: OpDef) -> Any:
+    """Turn a NumPy scalar/array operand into something binary ops accept."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        from ember.creation import tensor
+
+        return tensor(value)
+    raise TypeError(
+        f"{op.name}: unsupported operand type {type(value).__name__}; expected a Tensor or a Python number"
+    )
+
+
+def _cast_to(t: Any, target: dtypes.dtype, op: OpDef) -> Any:
+    if t._data.dtype == target.np:
+        return t
+    return cast(t, target)
+
+
+def cast(t: Any, target: dtypes.dtype) -> Any:
+    """Convert ``t`` to dtype ``target`` (recorded, so gradients flow back through the cast)."""
+    if t._data.dtype == target.np:
+        return t
+    from ember.ops.registry import OPS
+
+    attrs = {"dtype": target, "source": t.dtype}
+    if not target.is_floating_point and t._requires_grad:
+        # Integer and bool results carry no gradient, as in PyTorch.
+        with grad_mode.no_grad():
+            return apply(OPS["to_dtype"], (t,), attrs)
+    return apply(OPS["to_dtype"], (t,), attrs)

@@ -1,0 +1,521 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, where, clamp, casts.
+
+Every record carries ``expr`` (its formula over ``x``, ``y``, ``z`` in NumPy function names), which
+is all the fuser needs to put a chain of them into one kernel.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ember import dtypes
+from ember.backends import special_function
+from ember.ops import dispatch
+from ember.ops.registry import OPS, OpDef, Spec, register
+
+
+def _broadcast_shapes(*shapes: tuple) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            if len(s) >= -axis:
+                d = s[axis]
+                if d != 1:
+                    if size != 1 and size != d:
+                        raise RuntimeError(f"shapes {' and '.join(str(tuple(x)) for x in shapes)} cannot be broadcast together")
+                    size = d
+        result.append(size)
+    return tuple(result)
+
+
+def elementwise_rule(out_dtype: str = "same"):
+    """Shape rule for elementwise ops: broadcast the inputs; dtype 'same' or 'bool'."""
+
+    def rule(*specs: Any, **attrs: Any) -> Spec:
+        tensors = [s for s in specs if isinstance(s, Spec)]
+        shape = _broadcast_shapes(*(s.shape for s in tensors))
+        dtype = dtypes.bool_ if out_dtype == "bool" else tensors[0].dtype
+        if out_dtype == "attr":
+            dtype = attrs["dtype"]
+        return Spec(shape, dtype, tensors[0].device)
+
+    return rule
+
+
+def sum_to(grad: Any, shape: tuple) -> Any:
+    """Reduce a broadcast gradient back to ``shape`` (the adjoint of broadcasting)."""
+    if grad is None or tuple(grad.shape) == tuple(shape):
+        return grad
+    return dispatch.apply(OPS["sum_to"], (grad,), {"shape": tuple(shape)})
+
+
+def _unary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx: Any = None,
+           float_only: bool = False, differentiable: bool = True) -> OpDef:
+    return register(OpDef(
+        name=name, category="unary", impl=impl, vjp=vjp if differentiable else None,
+        shape_rule=elementwise_rule(), save=save, expr=expr, onnx=onnx,
+        extra={"float_only": float_only},
+    ))
+
+
+def _binary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx: Any = None,
+            out_dtype: str = "same", float_only: bool = False) -> OpDef:
+    return register(OpDef(
+        name=name, category="binary", impl=impl, vjp=vjp, shape_rule=elementwise_rule(out_dtype),
+        save=save, expr=expr, onnx=onnx, extra={"float_only": float_only},
+    ))
+
+
+# ---- unary -----------------------------------------------------------------------------------
+NEG = _unary("neg", lambda xp, x: xp.negative(x), lambda ctx, g: (-g,), "-x", save="none", onnx="Neg")
+EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), "exp(x)", save="output",
+             onnx="Exp", float_only=True)
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],), "log(x)", onnx="Log",
+             float_only=True)
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), "log1p(x)",
+               float_only=True)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), "sqrt(x)",
+              save="output", onnx="Sqrt", float_only=True)
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
+               "1 / sqrt(x)", save="output", float_only=True)
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), "sin(x)", onnx="Sin",
+             float_only=True)
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), "cos(x)", onnx="Cos",
+             float_only=True)
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), "tanh(x)",
+              save="output", onnx="Tanh", float_only=True)
+SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
+                 lambda ctx, g: (g * ctx.out * (1 - ctx.out),), "(tanh(x * 0.5) + 1) * 0.5", save="output",
+                 onnx="Sigmoid", float_only=True)
+RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
+              lambda ctx, g: (where(ctx.out > 0, g, 0),), "maximum(x, 0)", save="output", onnx="Relu")
+ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), "abs(x)", onnx="Abs")
+RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), "1 / x",
+                    save="output", onnx="Reciprocal", float_only=True)
+ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x),
+             lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
+             "erf(x)", onnx="Erf", float_only=True)
+
+
+def _zero_grad(ctx: Any, g: Any) -> tuple:
+    return (g * 0,)
+
+
+SIGN = _unary("sign", lambda xp, x: xp.sign(x), _zero_grad, "sign(x)", save="none", onnx="Sign")
+FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, "floor(x)", save="none", onnx="Floor")
+CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, "ceil(x)", save="none", onnx="Ceil")
+ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, "round(x)", save="none",
+               onnx="Round")
+LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, "logical_not(x)", onnx="Not",
+                     differentiable=False)
+LOGICAL_NOT.shape_rule = elementwise_rule("bool")
+ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, "isnan(x)", onnx="IsNaN", differentiable=False)
+ISNAN.shape_rule = elementwise_rule("bool")
+ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, "isinf(x)", onnx="IsInf", differentiable=False)
+ISINF.shape_rule = elementwise_rule("bool")
+BITWISE_NOT = _unary("bitwise_not", lambda xp, x: xp.invert(x), None, "invert(x)", onnx="Not",
+                     differentiable=False)
+
+
+# ---- binary ----------------------------------------------------------------------------------
+def _add_vjp(ctx: Any, g: Any) -> tuple:
+    sa, sb = ctx.input_meta
+    return (sum_to(g, sa) if ctx.needs[0] else None, sum_to(g, sb) if ctx.needs[1] else None)
+
+
+def _sub_vjp(ctx: Any, g: Any) -> tuple:
+    sa, sb = ctx.input_meta
+    return (sum_to(g, sa) if ctx.needs[0] else None, sum_to(-g, sb) if ctx.needs[1] else None)
+
+
+def _mul_vjp(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    sa, sb = ctx.input_meta
+    return (sum_to(g * b, sa) if ctx.needs[0] else None, sum_to(g * a, sb) if ctx.needs[1] else None)
+
+
+def _div_vjp(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    sa, sb = ctx.input_meta
+    ga = sum_to(g / b, sa) if ctx.needs[0] else None
+    gb = sum_to(-g * a / (b * b), sb) if ctx.needs[1] else None
+    return ga, gb
+
+
+def _pow_vjp(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    sa, sb = ctx.input_meta
+    ga = gb = None
+    if ctx.needs[0]:
+        if isinstance(b, (int, float)):
+            ga = g * b * a ** (b - 1) if b != 2 else g * 2 * a
+        else:
+            ga = g * b * a ** (b - 1)
+        ga = sum_to(ga, sa)
+    if ctx.needs[1]:
+        # d(a^b)/db = a^b log a; define it as 0 where a == 0 (PyTorch's convention).
+        gb = sum_to(where(a == 0, 0.0, g * a ** b * log(where(a == 0, 1.0, a))), sb)
+    return ga, gb
+
+
+def _minmax_vjp(pick_first: Any) -> Any:
+    def vjp(ctx: Any, g: Any) -> tuple:
+        a, b = ctx.inputs
+        sa, sb = ctx.input_meta
+        first = pick_first(a, b)
+        # Ties split the gradient evenly, as PyTorch does.
+        tie = a == b
+        share_a = where(tie, g * 0.5, where(first, g, 0.0))
+        share_b = where(tie, g * 0.5, where(first, 0.0, g))
+        return (sum_to(share_a, sa) if ctx.needs[0] else None, sum_to(share_b, sb) if ctx.needs[1] else None)
+
+    return vjp
+
+
+ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, "x + y", save="none", onnx="Add")
+SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, "x - y", save="none", onnx="Sub")
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", onnx="Mul")
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, "x / y", onnx="Div", float_only=True)
+POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, "x ** y", onnx="Pow")
+MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
+                  "maximum(x, y)", onnx="Max")
+MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
+                  "minimum(x, y)", onnx="Min")
+FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None, "floor_divide(x, y)")
+REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
+                    lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
+                                    sum_to(-g * floor(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
+                                    if ctx.needs[1] else None),
+                    "remainder(x, y)", onnx="Mod")
+
+for _name, _fn, _sym, _onnx in [
+    ("eq", "equal", "==", "Equal"), ("ne", "not_equal", "!=", None), ("lt", "less", "<", "Less"),
+    ("le", "less_equal", "<=", "LessOrEqual"), ("gt", "greater", ">", "Greater"),
+    ("ge", "greater_equal", ">=", "GreaterOrEqual"),
+]:
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn), None, f"x {_sym} y", onnx=_onnx,
+            out_dtype="bool")
+for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, f"{_name}(x, y)", onnx=_onnx,
+            out_dtype="bool")
+for _name, _np in [("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor")]:
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_np), None, f"{_np}(x, y)")
+
+
+# ---- where, clamp, cast ----------------------------------------------------------------------
+def _where_vjp(ctx: Any, g: Any) -> tuple:
+    cond = ctx.inputs[0]
+    _, sx, sy = ctx.input_meta
+    gx = sum_to(where(cond, g, 0.0), sx) if ctx.needs[1] else None
+    gy = sum_to(where(cond, 0.0, g), sy) if ctx.needs[2] else None
+    return None, gx, gy
+
+
+def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
+    shapes = [s.shape for s in (cond, x, y) if isinstance(s, Spec)]
+    dt = x.dtype if isinstance(x, Spec) else (y.dtype if isinstance(y, Spec) else dtypes.get_default_dtype())
+    return Spec(_broadcast_shapes(*shapes), dt, cond.device)
+
+
+WHERE = register(OpDef(
+    name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_where_vjp,
+    shape_rule=_where_rule, expr="where(x, y, z)", onnx="Where", nondiff_inputs=(0,),
+))
+
+
+def _clamp_impl(xp: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    if min is not None and max is not None:
+        return xp.clip(x, min, max)
+    if min is not None:
+        return xp.maximum(x, min)
+    return xp.minimum(x, max)
+
+
+def _clamp_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    lo, hi = ctx.attrs.get("min"), ctx.attrs.get("max")
+    keep = None
+    if lo is not None:
+        keep = x >= lo
+    if hi is not None:
+        keep = (x <= hi) if keep is None else logical_and(keep, x <= hi)
+    return (where(keep, g, 0.0),)
+
+
+CLAMP = register(OpDef(
+    name="clamp", category="unary", impl=_clamp_impl, vjp=_clamp_vjp, shape_rule=elementwise_rule(),
+    expr="clip(x, min, max)", onnx="Clip",
+))
+
+
+def _cast_vjp(ctx: Any, g: Any) -> tuple:
+    source = ctx.attrs["source"] if "source" in ctx.attrs else None
+    return (dispatch.cast(g, source) if source is not None else g,)
+
+
+TO_DTYPE = register(OpDef(
+    name="to_dtype", category="cast",
+    impl=lambda xp, x, dtype, source=None: x.astype(dtype.np),
+    vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
+    shape_rule=elementwise_rule("attr"), save="none", expr="cast(x)", onnx="Cast",
+))
+
+
+# ---- public functions (PyTorch names) ---------------------------------------------------------
+def _t(x: Any) -> Any:
+    return x if isinstance(x, dispatch.Tensor) else _as_tensor(x)
+
+
+def _as_tensor(x: Any) -> Any:
+    from ember.creation import tensor
+
+    return tensor(x)
+
+
+def neg(input: Any) -> Any:
+    return dispatch.unary(NEG, input)
+
+
+def exp(input: Any) -> Any:
+    return dispatch.unary(EXP, input)
+
+
+def log(input: Any) -> Any:
+    return dispatch.unary(LOG, input)
+
+
+def log1p(input: Any) -> Any:
+    return dispatch.unary(LOG1P, input)
+
+
+def sqrt(input: Any) -> Any:
+    return dispatch.unary(SQRT, input)
+
+
+def rsqrt(input: Any) -> Any:
+    return dispatch.unary(RSQRT, input)
+
+
+def sin(input: Any) -> Any:
+    return dispatch.unary(SIN, input)
+
+
+def cos(input: Any) -> Any:
+    return dispatch.unary(COS, input)
+
+
+def tanh(input: Any) -> Any:
+    return dispatch.unary(TANH, input)
+
+
+def sigmoid(input: Any) -> Any:
+    return dispatch.unary(SIGMOID, input)
+
+
+def relu(input: Any) -> Any:
+    return dispatch.unary(RELU, input)
+
+
+def abs(input: Any) -> Any:  # noqa: A001
+    return dispatch.unary(ABS, input)
+
+
+def sign(input: Any) -> Any:
+    return dispatch.unary(SIGN, input)
+
+
+def floor(input: Any) -> Any:
+    return dispatch.unary(FLOOR, input)
+
+
+def ceil(input: Any) -> Any:
+    return dispatch.unary(CEIL, input)
+
+
+def round(input: Any, *, decimals: int = 0) -> Any:  # noqa: A001
+    return dispatch.unary(ROUND, input, {"decimals": decimals} if decimals else None)
+
+
+def reciprocal(input: Any) -> Any:
+    return dispatch.unary(RECIPROCAL, input)
+
+
+def erf(input: Any) -> Any:
+    return dispatch.unary(ERF, input)
+
+
+def logical_not(input: Any) -> Any:
+    return dispatch.unary(LOGICAL_NOT, input)
+
+
+def isnan(input: Any) -> Any:
+    return dispatch.unary(ISNAN, input)
+
+
+def isinf(input: Any) -> Any:
+    return dispatch.unary(ISINF, input)
+
+
+def isfinite(input: Any) -> Any:
+    return logical_not(logical_or(isnan(input), isinf(input)))
+
+
+def add(input: Any, other: Any, *, alpha: Any = 1) -> Any:
+    return dispatch.binary(ADD, input, other if alpha == 1 else other * alpha)
+
+
+def sub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
+    return dispatch.binary(SUB, input, other if alpha == 1 else other * alpha)
+
+
+def mul(input: Any, other: Any) -> Any:
+    return dispatch.binary(MUL, input, other)
+
+
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
+    if rounding_mode is None:
+        return dispatch.binary(DIV, input, other)
+    if rounding_mode == "floor":
+        return dispatch.binary(FLOOR_DIVIDE, input, other)
+    if rounding_mode == "trunc":
+        q = dispatch.binary(DIV, input, other)
+        return where(q < 0, ceil(q), floor(q)).to(q.dtype if not _t(input).dtype.category == 1 else _t(input).dtype)
+    raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+
+
+true_divide = divide = div
+multiply = mul
+subtract = sub
+
+
+def pow(input: Any, exponent: Any) -> Any:  # noqa: A001
+    return dispatch.binary(POW, input, exponent)
+
+
+def maximum(input: Any, other: Any) -> Any:
+    return dispatch.binary(MAXIMUM, input, other)
+
+
+def minimum(input: Any, other: Any) -> Any:
+    return dispatch.binary(MINIMUM, input, other)
+
+
+def floor_divide(input: Any, other: Any) -> Any:
+    return dispatch.binary(FLOOR_DIVIDE, input, other)
+
+
+def remainder(input: Any, other: Any) -> Any:
+    return dispatch.binary(REMAINDER, input, other)
+
+
+fmod = remainder
+
+
+def eq(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["eq"], input, other)
+
+
+def ne(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["ne"], input, other)
+
+
+def lt(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["lt"], input, other)
+
+
+def le(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["le"], input, other)
+
+
+def gt(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["gt"], input, other)
+
+
+def ge(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["ge"], input, other)
+
+
+greater, greater_equal, less, less_equal, not_equal, equal_elementwise = gt, ge, lt, le, ne, eq
+
+
+def logical_and(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["logical_and"], input, other)
+
+
+def logical_or(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["logical_or"], input, other)
+
+
+def logical_xor(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["logical_xor"], input, other)
+
+
+def bitwise_and(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["bitwise_and"], input, other)
+
+
+def bitwise_or(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["bitwise_or"], input, other)
+
+
+def bitwise_xor(input: Any, other: Any) -> Any:
+    return dispatch.binary(OPS["bitwise_xor"], input, other)
+
+
+def bitwise_not(input: Any) -> Any:
+    return dispatch.unary(BITWISE_NOT, input)
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:
+    """``where(cond, x, y)``: x where cond holds, else y. Scalars take the tensor's dtype."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    cond = _t(condition)
+    if cond.dtype is not dtypes.bool_:
+        cond = dispatch.cast(cond, dtypes.bool_)
+    x_is_t = isinstance(input, dispatch.Tensor)
+    y_is_t = isinstance(other, dispatch.Tensor)
+    if x_is_t and y_is_t and input.dtype is not other.dtype:
+        target = dtypes.result_type(input, other)
+        input, other = dispatch.cast(input, target), dispatch.cast(other, target)
+    elif x_is_t != y_is_t:
+        tensor, scalar = (input, other) if x_is_t else (other, input)
+        target = dtypes.result_type(tensor, scalar)
+        if target is not tensor.dtype:
+            tensor = dispatch.cast(tensor, target)
+        input, other = (tensor, scalar) if x_is_t else (scalar, tensor)
+    elif not x_is_t and not y_is_t:
+        input = _as_tensor(input)
+    return dispatch.apply(WHERE, (cond, input, other))
+
+
+def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
+        out = input
+        if min is not None:
+            out = maximum(out, min)
+        if max is not None:
+            out = minimum(out, max)
+        return out
+    if input.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
+        input = dispatch.cast(input, dtypes.get_default_dtype())
+    attrs = {}
+    if min is not None:
+        attrs["min"] = min
+    if max is not None:
+        attrs["max"] = max
+    return dispatch.unary(CLAMP, input, attrs)
+
+
+clip = clamp
+
+
+def to_dtype(input: Any, dtype: Any) -> Any:
+    target = dtypes.to_dtype(dtype)
+    if input.dtype is target:
+        return input
+    return dispatch.cast(input, target)

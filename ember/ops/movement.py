@@ -1,0 +1,329 @@
+"""Movement primitives: reshape, permute, expand, indexing (get and put), cat, flip, pad, gather,
+scatter_add, tril/triu, contiguous/clone. Views share memory and their base's version counter.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember import dtypes
+from ember.ops import dispatch
+from ember.ops.registry import OpDef, Spec, register
+
+
+def _prod(values: Sequence[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def infer_shape(shape: Sequence[int], numel: int, op: str, source: tuple) -> tuple:
+    """Resolve one -1 in ``shape`` and check the element count, with PyTorch's message."""
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError(f"{op}: only one dimension can be inferred, got shape {list(shape)}")
+    if -1 in shape:
+        known = _prod(s for s in shape if s != -1)
+        if known == 0 or numel % known:
+            raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel} (shape {source})")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    if _prod(shape) != numel:
+        raise RuntimeError(f"{op}: shape '{list(shape)}' is invalid for input of size {numel} (shape {source})")
+    return shape
+
+
+RESHAPE = register(OpDef(
+    name="reshape", category="movement", impl=lambda xp, x, shape: xp.reshape(x, shape), save="none",
+    shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
+    vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx="Reshape", extra={"view": True},
+))
+
+
+def _inverse_permutation(dims: Sequence[int]) -> tuple:
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+PERMUTE = register(OpDef(
+    name="permute", category="movement", impl=lambda xp, x, dims: xp.transpose(x, dims), save="none",
+    shape_rule=lambda x, dims: Spec(tuple(x.shape[d] for d in dims), x.dtype, x.device),
+    vjp=lambda ctx, g: (g.permute(_inverse_permutation(ctx.attrs["dims"])),), onnx="Transpose",
+    extra={"view": True},
+))
+
+EXPAND = register(OpDef(
+    name="expand", category="movement", impl=lambda xp, x, shape: xp.broadcast_to(x, shape), save="none",
+    shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
+    vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx="Expand", extra={"view": True},
+))
+
+FLIP = register(OpDef(
+    name="flip", category="movement", impl=lambda xp, x, dims: xp.flip(x, dims), save="none",
+    shape_rule=lambda x, dims: Spec(x.shape, x.dtype, x.device),
+    vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),),
+))
+
+CONTIGUOUS = register(OpDef(
+    name="contiguous", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), expr="x", onnx="Identity",
+))
+
+CLONE = register(OpDef(
+    name="clone", category="movement", impl=lambda xp, x: x.copy(), save="none",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), expr="x", onnx="Identity",
+))
+
+TRIL = register(OpDef(
+    name="tril", category="movement", impl=lambda xp, x, diagonal=0: xp.tril(x, diagonal), save="none",
+    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),), onnx="Trilu",
+))
+TRIU = register(OpDef(
+    name="triu", category="movement", impl=lambda xp, x, diagonal=0: xp.triu(x, diagonal), save="none",
+    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),), onnx="Trilu",
+))
+
+
+# ---- indexing ----------------------------------------------------------------------------------
+TENSOR_SLOT = "__tensor__"
+
+
+def _rebuild_index(index: tuple, arrays: Sequence[Any]) -> tuple:
+    return tuple(arrays[item[1]] if isinstance(item, tuple) and item and item[0] == TENSOR_SLOT else item
+                 for item in index)
+
+
+def _has_advanced(index: tuple) -> bool:
+    return any(isinstance(item, tuple) and item and item[0] == TENSOR_SLOT for item in index)
+
+
+def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
+    return IndexError(f"index: {error} (indexing a tensor of shape {tuple(x.shape)}). Check the index against "
+                      "the tensor's size in that dimension.")
+
+
+def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
+    try:
+        return x[_rebuild_index(index, index_arrays)]
+    except IndexError as error:
+        raise _index_error(x, index, error) from None
+
+
+def _getitem_vjp(ctx: Any, g: Any) -> tuple:
+    index_tensors = ctx.inputs[1:] if ctx.saved else ()
+    grad = dispatch.apply(INDEX_BACKWARD, (g, *index_tensors), {"index": ctx.attrs["index"], "shape": ctx.input_meta[0]})
+    return (grad,) + (None,) * len(index_tensors)
+
+
+GETITEM = register(OpDef(
+    name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs",
+    nondiff_inputs=tuple(range(1, 64)), onnx="Slice", extra={"view": True},
+))
+
+
+def _spread_bool(xp: Any, index: tuple) -> tuple:
+    """``ufunc.at`` wants integer index arrays: expand boolean masks to their nonzero indices."""
+    out: list = []
+    for item in index:
+        if hasattr(item, "dtype") and item.dtype == bool:
+            out.extend(xp.nonzero(item))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def _index_backward_impl(xp: Any, g: Any, *index_arrays: Any, index: tuple, shape: tuple) -> Any:
+    out = xp.zeros(shape, dtype=g.dtype)
+    full = _rebuild_index(index, index_arrays)
+    if _has_advanced(index):
+        xp.add.at(out, _spread_bool(xp, full), g)
+    else:
+        out[full] = g
+    return out
+
+
+INDEX_BACKWARD = register(OpDef(
+    name="index_backward", category="movement", impl=_index_backward_impl,
+    vjp=lambda ctx, g: (getitem_with(g, ctx.attrs["index"], ctx.inputs[1:]),) + (None,) * (len(ctx.inputs) - 1),
+    shape_rule=lambda g, *idx, index, shape: Spec(tuple(shape), g.dtype, g.device),
+    nondiff_inputs=tuple(range(1, 64)),
+))
+
+
+def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tuple, accumulate: bool = False) -> Any:
+    out = x.copy()
+    full = _rebuild_index(index, index_arrays)
+    try:
+        if accumulate:
+            xp.add.at(out, _spread_bool(xp, full), value)
+        else:
+            out[full] = value
+    except IndexError as error:
+        raise _index_error(x, index, error) from None
+    except ValueError as error:
+        raise RuntimeError(f"index_put: cannot assign a value of shape {tuple(getattr(value, 'shape', ()))} to the "
+                           f"selection of a tensor of shape {tuple(x.shape)}: {error}") from None
+    return out
+
+
+def _index_put_vjp(ctx: Any, g: Any) -> tuple:
+    inputs = ctx.inputs
+    index, index_tensors = ctx.attrs["index"], inputs[2:]
+    gx = None
+    if ctx.needs[0]:
+        gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)
+    gv = None
+    if ctx.needs[1]:
+        from ember.ops.elementwise import sum_to
+
+        gv = sum_to(getitem_with(g, index, index_tensors), ctx.input_meta[1])
+    return (gx, gv) + (None,) * len(index_tensors)
+
+
+INDEX_PUT = register(OpDef(
+    name="index_put", category="movement", impl=_index_put_impl, vjp=_index_put_vjp,
+    shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
+    onnx="ScatterND",
+))
+
+
+def split_index(key: Any, device: Any) -> tuple[tuple, list]:
+    """Turn a Python index into (static structure, index tensors); lists/arrays become tensors."""
+    from ember.creation import tensor as make_tensor
+
+    if not isinstance(key, tuple):
+        key = (key,)
+    structure: list = []
+    tensors: list = []
+    for item in key:
+        if isinstance(item, dispatch.Tensor):
+            if item.dtype is not dtypes.bool_ and item.dtype.category != 1:
+                raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
+            structure.append((TENSOR_SLOT, len(tensors)))
+            tensors.append(item)
+        elif isinstance(item, (list,)) or (hasattr(item, "__array__") and not isinstance(item, (int, float))):
+            t = make_tensor(item, device=device)
+            structure.append((TENSOR_SLOT, len(tensors)))
+            tensors.append(t)
+        elif item is None or item is Ellipsis or isinstance(item, (int, slice, bool)):
+            structure.append(item)
+        elif hasattr(item, "__index__"):
+            structure.append(int(item))
+        else:
+            raise IndexError(f"index: unsupported index element {item!r} of type {type(item).__name__}")
+    return tuple(structure), tensors
+
+
+def getitem_with(x: Any, index: tuple, index_tensors: Sequence[Any]) -> Any:
+    return dispatch.apply(GETITEM, (x, *index_tensors), {"index": index})
+
+
+def getitem(x: Any, key: Any) -> Any:
+    index, tensors = split_index(key, x.device)
+    return getitem_with(x, index, tensors)
+
+
+def index_put(x: Any, index: tuple, index_tensors: Sequence[Any], value: Any, accumulate: bool = False) -> Any:
+    if not isinstance(value, dispatch.Tensor):
+        from ember.creation import tensor as make_tensor
+
+        value = make_tensor(value, dtype=x.dtype, device=x.device)
+    elif value.dtype is not x.dtype:
+        value = dispatch.cast(value, x.dtype)
+    return dispatch.apply(INDEX_PUT, (x, value, *index_tensors), {"index": index, "accumulate": accumulate})
+
+
+# ---- cat, pad, gather, scatter ------------------------------------------------------------------
+def _cat_vjp(ctx: Any, g: Any) -> tuple:
+    dim = ctx.attrs["dim"]
+    grads = []
+    start = 0
+    for shape, need in zip(ctx.input_meta, ctx.needs):
+        size = shape[dim]
+        if need:
+            grads.append(g.narrow(dim, start, size))
+        else:
+            grads.append(None)
+        start += size
+    return tuple(grads)
+
+
+def _cat_rule(*specs: Spec, dim: int) -> Spec:
+    shape = list(specs[0].shape)
+    shape[dim] = sum(s.shape[dim] for s in specs)
+    return Spec(tuple(shape), specs[0].dtype, specs[0].device)
+
+
+CAT = register(OpDef(
+    name="cat", category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
+    save="none", shape_rule=_cat_rule, onnx="Concat",
+))
+
+
+def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if any(lo < 0 or hi < 0 for lo, hi in widths):
+        slices = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
+        x = x[slices]
+        widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    return xp.pad(x, widths, mode="constant", constant_values=value)
+
+
+def _pad_vjp(ctx: Any, g: Any) -> tuple:
+    pad = ctx.attrs["pad"]
+    negated = tuple(-p for p in pad)
+    return (dispatch.apply(PAD, (g,), {"pad": negated, "value": 0.0}),)
+
+
+def _pad_rule(x: Spec, pad: tuple, value: float = 0.0) -> Spec:
+    shape = list(x.shape)
+    for i in range(len(pad) // 2):
+        shape[len(shape) - 1 - i] += pad[2 * i] + pad[2 * i + 1]
+    return Spec(tuple(shape), x.dtype, x.device)
+
+
+PAD = register(OpDef(name="pad", category="movement", impl=_pad_impl, vjp=_pad_vjp, save="none",
+                     shape_rule=_pad_rule, onnx="Pad"))
+
+
+def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
+    if index.ndim != x.ndim:
+        raise RuntimeError(f"gather: index tensor must have the same number of dimensions as input "
+                           f"({index.ndim} vs {x.ndim})")
+    slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
+    if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
+        raise IndexError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
+                         f"{x.shape[dim]}")
+    return xp.take_along_axis(x[slices], index, axis=dim)
+
+
+def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
+    out = x.copy()
+    grids = xp.meshgrid(*(xp.arange(s) for s in index.shape), indexing="ij", sparse=True)
+    full = tuple(index if d == dim else grids[d] for d in range(index.ndim))
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    xp.add.at(out, full, src)
+    return out
+
+
+GATHER = register(OpDef(
+    name="gather", category="movement", impl=_gather_impl, nondiff_inputs=(1,),
+    vjp=lambda ctx, g: (_zeros_like_shape(g, ctx.input_meta[0]).scatter_add(ctx.attrs["dim"], ctx.inputs[1], g), None),
+    shape_rule=lambda x, index, dim: Spec(index.shape, x.dtype, x.device), onnx="GatherElements",
+))
+
+SCATTER_ADD = register(OpDef(
+    name="scatter_add", category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
+    vjp=lambda ctx, g: (g if ctx.needs[0] else None, None,
+                        g.gather(ctx.attrs["dim"], ctx.inputs[1]) if ctx.needs[2] else None),
+    shape_rule=lambda x, index, src, dim: x, onnx="ScatterElements",
+))
+
+
+def _zeros_like_shape(g: Any, shape: tuple) -> Any:
+    from ember.creation import zeros
+
+    return zeros(shape, dtype=g.dtype, device=g.device)

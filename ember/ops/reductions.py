@@ -1,0 +1,391 @@
+"""Reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, cumsum, all/any,
+plus ``sum_to`` (the adjoint of broadcasting). var/std/logsumexp/norm are composites over these.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember import dtypes
+from ember.ops import dispatch
+from ember.ops.registry import OPS, OpDef, Spec, register
+
+
+def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
+    """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) == 0:
+        return None
+    result = []
+    for d in dims:
+        if not isinstance(d, int):
+            raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
+        size = max(ndim, 1)
+        if d < -size or d >= size:
+            raise IndexError(
+                f"{op}: dimension out of range (expected to be in range of [{-size}, {size - 1}], but got {d})"
+            )
+        result.append(d % size if ndim else 0)
+    return tuple(sorted(set(result)))
+
+
+def _axis(dims: tuple | None) -> Any:
+    return dims if dims is None else (dims if len(dims) != 1 else dims[0])
+
+
+def reduce_rule(out_dtype: str = "same"):
+    def rule(x: Spec, dims: tuple | None = None, keepdim: bool = False, **attrs: Any) -> Spec:
+        shape = _reduced_shape(x.shape, dims, keepdim)
+        dt = x.dtype
+        if out_dtype == "sum" and x.dtype.category < 2:
+            dt = dtypes.int64
+        elif out_dtype == "bool":
+            dt = dtypes.bool_
+        elif out_dtype == "int64":
+            dt = dtypes.int64
+        return Spec(shape, dt, x.device)
+
+    return rule
+
+
+def _reduced_shape(shape: tuple, dims: tuple | None, keepdim: bool) -> tuple:
+    if dims is None:
+        return tuple(1 for _ in shape) if keepdim else ()
+    if keepdim:
+        return tuple(1 if i in dims else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def expand_reduced(g: Any, in_shape: tuple, dims: tuple | None, keepdim: bool) -> Any:
+    """Broadcast a reduced gradient back over the reduced dims (the adjoint of a sum)."""
+    if not keepdim:
+        g = g.reshape(_reduced_shape(in_shape, dims, True))
+    return g.expand(in_shape)
+
+
+# ---- sum / mean / prod -------------------------------------------------------------------------
+def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    if x.dtype.kind in "biu":
+        return xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.int64)
+    return xp.sum(x, axis=_axis(dims), keepdims=keepdim)
+
+
+SUM = register(OpDef(
+    name="sum", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
+    vjp=lambda ctx, g: (expand_reduced(g, ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)),),
+    expr="sum", onnx="ReduceSum",
+))
+
+
+def _mean_vjp(ctx: Any, g: Any) -> tuple:
+    shape = ctx.input_meta[0]
+    dims = ctx.attrs.get("dims")
+    count = 1
+    for i, s in enumerate(shape):
+        if dims is None or i in dims:
+            count *= s
+    return (expand_reduced(g / max(count, 1), shape, dims, ctx.attrs.get("keepdim", False)),)
+
+
+MEAN = register(OpDef(
+    name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
+    impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim),
+    expr="mean", onnx="ReduceMean",
+))
+
+
+def _prod_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    out = ctx.out
+    shape = ctx.input_meta[0]
+    # prod / x is exact where x != 0; inputs with zeros fall back to a product over the others.
+    return (expand_reduced(g, shape, dims, keepdim) * expand_reduced(out, shape, dims, keepdim) / x,)
+
+
+PROD = register(OpDef(
+    name="prod", category="reduction", save="both", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
+    impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
+                                                        dtype=xp.int64 if x.dtype.kind in "biu" else None),
+    onnx="ReduceProd",
+))
+
+
+def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+    out = x.sum(axis=axes, keepdims=True) if axes else x
+    return out.reshape(shape)
+
+
+SUM_TO = register(OpDef(
+    name="sum_to", category="reduction", impl=_sum_to_impl, save="none",
+    shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
+    vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx="ReduceSum",
+))
+
+
+# ---- max / min -------------------------------------------------------------------------------
+def _amax_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    shape = ctx.input_meta[0]
+    hit = (x == expand_reduced(ctx.out, shape, dims, keepdim)).to(x.dtype)
+    count = hit.sum(dim=dims, keepdim=True) if dims is not None else hit.sum().reshape((1,) * len(shape))
+    return (hit * expand_reduced(g, shape, dims, keepdim) / count,)
+
+
+def _check_nonempty(xp: Any, x: Any, dims: Any, op: str) -> None:
+    if x.size == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
+        raise RuntimeError(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
+                           "the result has no identity. Give a dim with nonzero size.")
+
+
+def _amax_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    _check_nonempty(xp, x, dims, "amax")
+    return xp.amax(x, axis=_axis(dims), keepdims=keepdim)
+
+
+def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    _check_nonempty(xp, x, dims, "amin")
+    return xp.amin(x, axis=_axis(dims), keepdims=keepdim)
+
+
+AMAX = register(OpDef(name="amax", category="reduction", impl=_amax_impl, save="both",
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, expr="max", onnx="ReduceMax"))
+AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="both",
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, expr="min", onnx="ReduceMin"))
+
+
+def _arg_impl(fn: str):
+    def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+        _check_nonempty(xp, x, None if dim is None else (dim,), fn)
+        if dim is None:
+            out = getattr(xp, fn)(x.reshape(-1))
+            return out.reshape((1,) * x.ndim) if keepdim else out
+        out = getattr(xp, fn)(x, axis=dim)
+        return xp.expand_dims(out, dim) if keepdim else out
+
+    return impl
+
+
+def _arg_rule(x: Spec, dim: int | None = None, keepdim: bool = False) -> Spec:
+    return Spec(_reduced_shape(x.shape, None if dim is None else (dim,), keepdim), dtypes.int64, x.device)
+
+
+ARGMAX = register(OpDef(name="argmax", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
+                        onnx="ArgMax"))
+ARGMIN = register(OpDef(name="argmin", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
+                        onnx="ArgMin"))
+
+
+def _max_dim_impl(fn: str):
+    arg = _arg_impl("argmax" if fn == "max" else "argmin")
+
+    def impl(xp: Any, x: Any, dim: int, keepdim: bool = False) -> tuple:
+        idx = arg(xp, x, dim, True)
+        values = xp.take_along_axis(x, idx, axis=dim)
+        if not keepdim:
+            values, idx = xp.squeeze(values, dim), xp.squeeze(idx, dim)
+        return values, idx
+
+    return impl
+
+
+def _max_dim_vjp(ctx: Any, g: Any) -> tuple:
+    g_values = g[0]
+    _, idx = ctx.out
+    dim, keepdim = ctx.attrs["dim"], ctx.attrs.get("keepdim", False)
+    if not keepdim:
+        g_values, idx = g_values.unsqueeze(dim), idx.unsqueeze(dim)
+    from ember.creation import zeros
+
+    base = zeros(ctx.input_meta[0], dtype=g_values.dtype, device=g_values.device)
+    return (base.scatter_add(dim, idx, g_values),)
+
+
+def _max_dim_rule(x: Spec, dim: int, keepdim: bool = False) -> tuple:
+    shape = _reduced_shape(x.shape, (dim,), keepdim)
+    return Spec(shape, x.dtype, x.device), Spec(shape, dtypes.int64, x.device)
+
+
+MAX_DIM = register(OpDef(name="max_dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
+                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule))
+MIN_DIM = register(OpDef(name="min_dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
+                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule))
+
+ALL = register(OpDef(name="all", category="reduction", shape_rule=reduce_rule("bool"),
+                     impl=lambda xp, x, dims=None, keepdim=False: xp.all(x, axis=_axis(dims), keepdims=keepdim)))
+ANY = register(OpDef(name="any", category="reduction", shape_rule=reduce_rule("bool"),
+                     impl=lambda xp, x, dims=None, keepdim=False: xp.any(x, axis=_axis(dims), keepdims=keepdim)))
+
+
+def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
+    return xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+
+
+CUMSUM = register(OpDef(
+    name="cumsum", category="reduction", impl=_cumsum_impl, save="none",
+    shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
+    vjp=lambda ctx, g: (g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
+    onnx="CumSum",
+))
+
+
+# ---- public functions --------------------------------------------------------------------------
+class _ReturnTypes(tuple):
+    """(values, indices) pair with attribute access, like torch.return_types.max."""
+
+    def __new__(cls, values: Any, indices: Any) -> "_ReturnTypes":
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self) -> Any:
+        return self[0]
+
+    @property
+    def indices(self) -> Any:
+        return self[1]
+
+
+def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
+    dims = normalize_dims(dim, input.ndim, op.name)
+    attrs = {"dims": dims, "keepdim": keepdim} if (dims is not None or keepdim) else {}
+    return dispatch.apply(op, (input,), attrs)
+
+
+def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A001
+    if dtype is not None:
+        input = input.to(dtype)
+    return _reduce(SUM, input, dim, keepdim)
+
+
+def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    if dtype is not None:
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype}. "
+            "Convert first, e.g. x.float().mean()."
+        )
+    return _reduce(MEAN, input, dim, keepdim)
+
+
+def prod(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+    if dtype is not None:
+        input = input.to(dtype)
+    return _reduce(PROD, input, dim, keepdim)
+
+
+def amax(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
+    return _reduce(AMAX, input, dim, keepdim)
+
+
+def amin(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
+    return _reduce(AMIN, input, dim, keepdim)
+
+
+def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, other: Any) -> Any:
+    if other is not None or isinstance(dim, dispatch.Tensor):
+        from ember.ops import elementwise
+
+        other = dim if other is None else other
+        return (elementwise.maximum if full is AMAX else elementwise.minimum)(input, other)
+    if dim is None:
+        return _reduce(full, input, None, False)
+    (d,) = normalize_dims(dim, input.ndim, with_dim.name)
+    values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
+    return _ReturnTypes(values, indices)
+
+
+def max(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
+    return _max_min(AMAX, MAX_DIM, input, dim, keepdim, other)
+
+
+def min(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
+    return _max_min(AMIN, MIN_DIM, input, dim, keepdim, other)
+
+
+def argmax(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+    d = None if dim is None else normalize_dims(dim, input.ndim, "argmax")[0]
+    return dispatch.apply(ARGMAX, (input,), {"dim": d, "keepdim": keepdim})
+
+
+def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+    d = None if dim is None else normalize_dims(dim, input.ndim, "argmin")[0]
+    return dispatch.apply(ARGMIN, (input,), {"dim": d, "keepdim": keepdim})
+
+
+def all(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    return _reduce(ALL, input, dim, keepdim)
+
+
+def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    return _reduce(ANY, input, dim, keepdim)
+
+
+def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
+    if dtype is not None:
+        input = input.to(dtype)
+    (d,) = normalize_dims(dim, input.ndim, "cumsum")
+    return dispatch.apply(CUMSUM, (input,), {"dim": d})
+
+
+def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    dims = normalize_dims(dim, input.ndim, "var")
+    count = 1
+    for i, s in enumerate(input.shape):
+        if dims is None or i in dims:
+            count *= s
+    centered = input - mean(input, dims, keepdim=True)
+    return sum(centered * centered, dims, keepdim=keepdim) / builtin_max(count - correction, 0)
+
+
+def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+    from ember.ops.elementwise import sqrt
+
+    return sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+
+
+def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
+    return var(input, dim, correction=correction, keepdim=keepdim), mean(input, dim, keepdim=keepdim)
+
+
+def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
+    """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
+    from ember.ops.elementwise import exp, log, where, isinf
+
+    dims = normalize_dims(dim, input.ndim, "logsumexp")
+    shift = amax(input, dims, keepdim=True).detach()
+    shift = where(isinf(shift), 0.0, shift)
+    out = log(sum(exp(input - shift), dims, keepdim=True)) + shift
+    return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
+
+
+def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
+    """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
+    from ember.ops.elementwise import sqrt, abs as absolute
+
+    if dtype is not None:
+        input = input.to(dtype)
+    dims = normalize_dims(dim, input.ndim, "norm")
+    if p in ("fro", 2, 2.0):
+        return sqrt(sum(input * input, dims, keepdim=keepdim))
+    if p in (float("inf"), "inf"):
+        return amax(absolute(input), dims if dims is not None else (), keepdim=keepdim)
+    if p in (float("-inf"),):
+        return amin(absolute(input), dims if dims is not None else (), keepdim=keepdim)
+    if p == 1:
+        return sum(absolute(input), dims, keepdim=keepdim)
+    if p == 0:
+        return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
+    return sum(absolute(input) ** p, dims, keepdim=keepdim) ** (1.0 / p)
+
+
+import builtins as _builtins  # noqa: E402
+
+builtin_max = _builtins.max

@@ -1,0 +1,108 @@
+"""The op registry: one record per primitive op drives eager, autograd, tracing, fusion and export.
+
+An :class:`OpDef` holds everything ember knows about an op:
+
+* ``impl(xp, *arrays, **attrs)`` - the forward, written once against an array namespace;
+* ``shape_rule(*specs, **attrs)`` - output (shape, dtype) without computing (used by tracers);
+* ``vjp(ctx, grad)`` - the backward, written in ember ops so it can itself be differentiated,
+  traced and exported;
+* ``expr`` - for elementwise ops, an expression over ``x``/``y``/``z`` the fuser can inline;
+* ``onnx`` - the ONNX op name (or a callable building nodes) for export;
+* ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"`` or ``"none"``.
+
+Example:
+    >>> from ember.ops.registry import OPS
+    >>> OPS["mul"].category
+    'binary'
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+
+class Spec(NamedTuple):
+    """An abstract value: what a tracer knows about a tensor without its data."""
+
+    shape: tuple
+    dtype: Any  # an ember dtype
+    device: Any = None
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    category: str  # unary | binary | ternary | reduction | movement | linalg | nn | cast | creation
+    impl: Callable[..., Any]
+    vjp: Callable[..., Any] | None = None
+    shape_rule: Callable[..., Any] | None = None
+    save: str = "inputs"
+    expr: str | None = None
+    onnx: Any = None
+    num_outputs: int = 1
+    # Outputs that never carry gradient (e.g. argmax indices of max); they get requires_grad=False.
+    nondiff_outputs: tuple = ()
+    # Inputs (by position) that never carry gradient (e.g. index tensors of gather).
+    nondiff_inputs: tuple = ()
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<op {self.name} ({self.category})>"
+
+    @property
+    def backward_name(self) -> str:
+        return "".join(part.capitalize() for part in self.name.split("_")) + "Backward0"
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register(op: OpDef) -> OpDef:
+    """Add one op record. Names are unique: registering twice is a bug, not an override."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is already registered")
+    OPS[op.name] = op
+    return op
+
+
+def defop(name: str, category: str, **fields: Any) -> Callable[[Callable], OpDef]:
+    """Decorator form: the decorated function is the op's ``impl``.
+
+    Example:
+        >>> @defop("my_square", "unary", expr="x * x", save="inputs")  # doctest: +SKIP
+        ... def my_square(xp, x):
+        ...     return x * x
+    """
+
+    def wrap(impl: Callable) -> OpDef:
+        return register(OpDef(name=name, category=category, impl=impl, **fields))
+
+    return wrap
+
+
+def abstract_eval(op: OpDef, specs: tuple, attrs: dict) -> Any:
+    """Output spec(s) of ``op`` for abstract inputs.
+
+    Uses the op's shape rule when it has one; otherwise evaluates ``impl`` on zero-stride
+    stand-in arrays (``np.broadcast_to`` of one element), which costs no memory for views and
+    only the output's size for the rest.
+    """
+    if op.shape_rule is not None:
+        return op.shape_rule(*specs, **attrs)
+    from ember.dtypes import from_numpy_dtype
+
+    dummies = []
+    for spec in specs:
+        if isinstance(spec, Spec):
+            npd = spec.dtype.np
+            dummies.append(np.broadcast_to(np.ones((), dtype=npd), spec.shape))
+        else:
+            dummies.append(spec)
+    with np.errstate(all="ignore"):
+        out = op.impl(np, *dummies, **attrs)
+    if isinstance(out, tuple):
+        return tuple(Spec(tuple(o.shape), from_numpy_dtype(o.dtype)) for o in out)
+    return Spec(tuple(np.shape(out)), from_numpy_dtype(np.asarray(out).dtype))

@@ -1,0 +1,148 @@
+"""Random numbers: ``Generator``, ``manual_seed``, and the samplers behind rand/randn/dropout.
+
+Samples are drawn on the host with NumPy's PCG64 and moved to the target device, so a seed gives
+the same numbers on every device. States serialize to JSON (never pickle) for checkpoints.
+
+Example:
+    >>> import ember
+    >>> _ = ember.manual_seed(0)
+    >>> a = ember.rand(2); _ = ember.manual_seed(0); bool((a == ember.rand(2)).all())
+    True
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+
+
+class Generator:
+    """A random-number generator (PCG64). ``Generator().manual_seed(42)``."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        from ember.device import to_device
+
+        self.device = to_device(device)
+        self._seed = 67280421310721
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self) -> int:
+        self.manual_seed(int(np.random.SeedSequence().entropy % (2**63)))
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Any:
+        """The state as a uint8 tensor (JSON bytes), as torch returns a ByteTensor."""
+        from ember.creation import tensor
+
+        payload = json.dumps({"seed": self._seed, "bit_generator": self._rng.bit_generator.state}).encode()
+        return tensor(np.frombuffer(payload, dtype=np.uint8).copy())
+
+    def set_state(self, state: Any) -> "Generator":
+        raw = bytes(np.asarray(state.numpy() if hasattr(state, "numpy") else state, dtype=np.uint8))
+        try:
+            payload = json.loads(raw.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"Generator.set_state: not a state from Generator.get_state ({error})") from None
+        self._seed = payload["seed"]
+        self._rng.bit_generator.state = payload["bit_generator"]
+        return self
+
+    @property
+    def numpy_rng(self) -> np.random.Generator:
+        return self._rng
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed ember's default generator (and CUDA's, when present)."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Any:
+    return default_generator.get_state()
+
+
+def set_rng_state(state: Any) -> None:
+    default_generator.set_state(state)
+
+
+def _rng(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator).numpy_rng
+
+
+def _to(array: np.ndarray, dtype: dtypes.dtype, device: Any) -> Any:
+    array = array.astype(dtype.np, copy=False)
+    return array if device.type == "cpu" else device.backend.asarray(array, index=device.index or 0)
+
+
+def _float_dtype(dtype: dtypes.dtype) -> Any:
+    return dtype.np if dtype in (dtypes.float32, dtypes.float64) else np.float32
+
+
+def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                   low: float = 0.0, high: float = 1.0) -> Any:
+    rng = _rng(generator)
+    values = rng.random(shape, dtype=_float_dtype(dtype))
+    if low != 0.0 or high != 1.0:
+        values = values * (high - low) + low
+    return _to(values, dtype, device)
+
+
+def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                  mean: float = 0.0, std: float = 1.0) -> Any:
+    rng = _rng(generator)
+    values = rng.standard_normal(shape, dtype=_float_dtype(dtype))
+    if std != 1.0:
+        values *= std
+    if mean != 0.0:
+        values += mean
+    return _to(values, dtype, device)
+
+
+def sample_bernoulli(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                     p: float = 0.5) -> Any:
+    return _to(_rng(generator).random(shape, dtype=np.float32) < p, dtype, device)
+
+
+def sample_exponential(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                       lambd: float = 1.0) -> Any:
+    return _to(_rng(generator).exponential(1.0 / lambd, shape), dtype, device)
+
+
+def sample_random(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                  low: int = 0, high: int | None = None) -> Any:
+    if high is None:
+        low, high = 0, low if low else 2**24
+    return _to(_rng(generator).integers(low, high, shape), dtype, device)
+
+
+def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None, low: int,
+                    high: int) -> Any:
+    if high <= low:
+        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    return _to(_rng(generator).integers(low, high, shape), dtype, device)
+
+
+def sample_permutation(n: int, device: Any, generator: Generator | None = None) -> Any:
+    return _to(_rng(generator).permutation(n), dtypes.int64, device)

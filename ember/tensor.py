@@ -1,0 +1,433 @@
+"""The Tensor: an array on a device plus autograd state. Operators and methods forward to ops.
+
+Example:
+    >>> import ember
+    >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([[2., 4.],
+            [6., 8.]])
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.device import CPU, device as Device, to_device
+from ember.ops import dispatch
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints with ``numel()``, printed as ``ember.Size([2, 3])``."""
+
+    def numel(self) -> int:
+        out = 1
+        for s in self:
+            out *= s
+        return out
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def __getitem__(self, item: Any) -> Any:
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+class Tensor:
+    """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
+
+    __slots__ = ("_data", "_device", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc", "_base",
+                 "_hooks", "_retains_grad", "__weakref__", "__dict__")
+
+    # ---- construction -----------------------------------------------------------------------
+    @classmethod
+    def _make(cls, data: Any, device: Device, requires_grad: bool) -> "Tensor":
+        t = object.__new__(cls)
+        t._data = data
+        t._device = device
+        t._requires_grad = requires_grad
+        t.grad = None
+        t.grad_fn = None
+        t._output_nr = 0
+        t._vc = None
+        t._base = None
+        t._hooks = None
+        t._retains_grad = False
+        return t
+
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> None:
+        """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes an uninitialized 2x3."""
+        from ember import creation
+
+        if len(args) == 1 and not isinstance(args[0], int):
+            made = creation.tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)
+        else:
+            made = creation.empty(*args, dtype=dtype, device=device)
+        Tensor.__setattr__  # noqa: B018
+        for slot in ("_data", "_device", "grad", "grad_fn", "_output_nr", "_vc", "_base", "_hooks", "_retains_grad"):
+            object.__setattr__(self, slot, getattr(made, slot))
+        self._requires_grad = requires_grad
+
+    # ---- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._dim(dim, "size")]
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return dtypes._BY_NP[self._data.dtype]
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f" or self.dtype is dtypes.bfloat16
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim: int | None = None) -> Any:
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[self._dim(dim, "stride")]
+
+    def data_ptr(self) -> int:
+        return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
+
+    def _dim(self, dim: int, op: str) -> int:
+        n = max(self._data.ndim, 1)
+        if not -n <= dim < n:
+            raise IndexError(f"{op}: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        return dim % n
+
+    # ---- autograd state ------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self.grad_fn is not None and not requires_grad:
+            raise RuntimeError(
+                "requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if requires_grad and not (self.is_floating_point()):
+            raise RuntimeError(f"requires_grad_: only Tensors of floating point dtype can require gradients, got "
+                               f"{self.dtype}")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0] if self._vc is not None else 0
+
+    def _bump(self) -> None:
+        if self._vc is not None:
+            self._vc[0] += 1
+
+    def detach(self) -> "Tensor":
+        """A new tensor sharing this one's data, cut from the graph."""
+        out = Tensor._make(self._data, self._device, False)
+        if self._vc is None:
+            self._vc = [0]
+        out._vc = self._vc
+        return out
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("detach_: can't detach a view in place; use detach() instead")
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._device = value._device
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if self.grad_fn is None:
+            return
+        if self._retains_grad:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def store(grad: Tensor) -> None:
+            tensor = ref()
+            if tensor is not None:
+                tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
+
+        self.grad_fn.register_prehook(self._output_nr, store)
+        self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> Any:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("register_hook: cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            self._hooks.append(hook)
+            hooks = self._hooks
+        else:
+            self.grad_fn.register_prehook(self._output_nr, hook)
+            hooks = self.grad_fn.pre_hooks[self._output_nr]
+        return _RemovableHandle(hooks, hook)
+
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
+        from ember.autograd import backward as run
+
+        run([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
+
+    # ---- conversion ------------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("numpy(): can't call numpy() on a Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self._device.type != "cpu":
+            if not force:
+                raise TypeError(f"numpy(): can't convert {self._device} tensor to numpy. Use Tensor.cpu() to copy the "
+                                "tensor to host memory first.")
+            return self._device.backend.to_numpy(self._data)
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = self._device.backend.to_numpy(self._data) if self._device.type != "cpu" else self._data
+        return array if dtype is None else array.astype(dtype)
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item() if self._device.type == "cpu" else self._device.backend.to_numpy(
+            self._data).reshape(()).item()
+
+    def tolist(self) -> Any:
+        return np.asarray(self.__array__()).tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category != 1 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is ambiguous; use .any() "
+                               "or .all()")
+        return bool(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self) -> Iterator["Tensor"]:
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ember._repr import tensor_repr
+
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        raise TypeError("ember tensors are not pickled; save them with ember.save (safetensors) instead")
+
+    def __deepcopy__(self, memo: dict) -> "Tensor":
+        out = Tensor._make(self._data.copy(), self._device, self._requires_grad)
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        out.__dict__.update(self.__dict__)
+        if type(self) is not Tensor:
+            out.__class__ = type(self)
+        memo[id(self)] = out
+        return out
+
+    def to(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with keyword forms."""
+        target_device = kwargs.pop("device", None)
+        target_dtype = kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                target_device, target_dtype = arg.device, arg.dtype
+            elif isinstance(arg, dtypes.dtype) or arg in (float, int, bool):
+                target_dtype = dtypes.to_dtype(arg)
+            elif isinstance(arg, (str, Device)):
+                target_device = arg
+            elif arg is not None:
+                raise TypeError(f"to(): unexpected argument {arg!r}")
+        out = self
+        if target_device is not None:
+            target = to_device(target_device)
+            if target != out._device:
+                out = _transfer(out, target)
+        if target_dtype is not None:
+            out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> "Tensor":
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, int):
+            device = f"cuda:{device}"
+        return self.to(device)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"ember.{self.dtype.name.capitalize()}Tensor"
+        return self.to(dtypes.to_dtype(dtype))
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(dtypes.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(dtypes.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(dtypes.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(dtypes.bfloat16)
+
+    def long(self) -> "Tensor":
+        return self.to(dtypes.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(dtypes.int32)
+
+    def short(self) -> "Tensor":
+        return self.to(dtypes.int16)
+
+    def char(self) -> "Tensor":
+        return self.to(dtypes.int8)
+
+    def byte(self) -> "Tensor":
+        return self.to(dtypes.uint8)
+
+    def bool(self) -> "Tensor":
+        return self.to(dtypes.bool_)
+
+    # ---- indexing ---------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> "Tensor":
+        from ember.ops.movement import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        from ember.ops.inplace import setitem
+
+        setitem(self, key, value)
+
+
+class _RemovableHandle:
+    def __init__(self, hooks: list, hook: Callable) -> None:
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self) -> None:
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+def _transfer(t: Tensor, target: Device) -> Tensor:
+    """Copy to another device; recorded so gradients flow back to the source device."""
+    from ember.ops.registry import OPS
+
+    source = t._device
+    data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
+                                  if target.type == "cpu" else t._data, index=target.index or 0)
+    out = Tensor._make(data, target, False)
+    if t._requires_grad and grad_mode.STATE.enabled:
+        dispatch.record(OPS["to_device"], (out,), (t,), {"device": str(target), "source": str(source)})
+    return out
+
+
+dispatch.Tensor = Tensor
+
+from ember import _tensor_methods  # noqa: E402,F401  (binds the op methods onto Tensor)
