@@ -78,13 +78,13 @@ def pow_(self: Tensor, other: Any) -> Tensor:
 
 
 def zero_(self: Tensor) -> Tensor:
-    return inplace.inplace_call(self, "zero_", lambda t: t * 0, needs_copy=False)
+    return inplace.fill(self, 0, "zero_")
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
-    return inplace.inplace_call(self, "fill_", lambda t: t * 0 + value, needs_copy=False)
+    return inplace.fill(self, value, "fill_")
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002

@@ -19,22 +19,12 @@ def _edge_of(tensor: Any) -> tuple:
     return (tensor, 0)
 
 
-def _accumulate(buffers: dict, key: Any, index: int, size: int, grad: Any) -> None:
+def _accumulate(buffers: dict, key: int, index: int, size: int, grad: Any) -> None:
     slot = buffers.get(key)
     if slot is None:
         slot = buffers[key] = [None] * size
     current = slot[index]
     slot[index] = grad if current is None else current + grad
-
-
-def _num_outputs(key: Any) -> int:
-    return getattr(key, "num_outputs", 1) if not _is_tensor(key) else 1
-
-
-def _is_tensor(key: Any) -> bool:
-    from ember.tensor import Tensor
-
-    return isinstance(key, Tensor)
 
 
 def run_backward(
@@ -53,10 +43,12 @@ def run_backward(
     from ember.tensor import Tensor
 
     capture_keys: dict = {}
+    captured: list | None = None
     if capture is not None:
+        captured = [None] * len(capture)
         for i, t in enumerate(capture):
-            capture_keys.setdefault((id(_edge_of(t)[0]), _edge_of(t)[1]), []).append(i)
-        captured: list = [None] * len(capture)
+            node, index = _edge_of(t)
+            capture_keys.setdefault((id(node), index), []).append(i)
 
     # 1. Count, for every node reachable from the roots, how many edges point at it.
     dependencies: dict[int, int] = {}
@@ -71,27 +63,31 @@ def run_backward(
             if edge is None:
                 continue
             child = edge[0]
-            dependencies[id(child)] = dependencies.get(id(child), 0) + 1
-            if id(child) not in seen:
-                seen.add(id(child))
+            key = id(child)
+            if key in dependencies:
+                dependencies[key] += 1
+            else:
+                dependencies[key] = 1
+            if key not in seen:
+                seen.add(key)
                 stack.append(child)
 
     # 2. Seed the buffers with the root gradients.
     buffers: dict[int, list] = {}
-    nodes_by_id: dict[int, Any] = {}
     for (node, index), grad in zip(root_edges, root_grads):
-        nodes_by_id[id(node)] = node
-        _accumulate(buffers, id(node), index, _num_outputs(node), grad)
+        size = 1 if isinstance(node, Tensor) else node.num_outputs
+        _accumulate(buffers, id(node), index, size, grad)
     ready = [n for n in {id(e[0]): e[0] for e in root_edges}.values() if dependencies.get(id(n), 0) == 0]
 
+    accumulate = accumulate_into_grad and capture is None
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
-            grads = buffers.pop(id(node), None) or [None] * _num_outputs(node)
             if isinstance(node, Tensor):
-                _finish_leaf(node, grads[0], capture_keys, captured if capture is not None else None,
-                             accumulate_into_grad and capture is None)
+                grads = buffers.pop(id(node), None)
+                _finish_leaf(node, grads[0] if grads else None, capture_keys, captured, accumulate)
                 continue
+            grads = buffers.pop(id(node), None) or [None] * node.num_outputs
             if node.pre_hooks:
                 for index, hooks in node.pre_hooks.items():
                     for hook in hooks:
@@ -103,30 +99,39 @@ def run_backward(
                 for index, g in enumerate(grads):
                     for slot in capture_keys.get((id(node), index), ()):
                         captured[slot] = g
-            if all(g is None for g in grads):
-                input_grads = (None,) * len(node.next_edges)
+            edges = node.next_edges
+            if len(grads) == 1:
+                empty = grads[0] is None
             else:
-                input_grads = node.apply(_materialize(node, grads))
+                empty = all(g is None for g in grads)
+                if not empty:
+                    grads = _materialize(node, grads)
+            if empty:
+                input_grads = (None,) * len(edges)
+            else:
+                input_grads = node.apply(grads)
                 if not retain_graph:
                     node.release()
-            if len(input_grads) != len(node.next_edges):
-                raise RuntimeError(
-                    f"{node.name()} returned {len(input_grads)} gradients but its op has "
-                    f"{len(node.next_edges)} inputs"
-                )
-            for edge, g in zip(node.next_edges, input_grads):
+                if len(input_grads) != len(edges):
+                    raise RuntimeError(
+                        f"{node.name()} returned {len(input_grads)} gradients but its op has {len(edges)} inputs"
+                    )
+            for edge, g in zip(edges, input_grads):
                 if edge is None:
                     continue
                 child, index = edge
                 key = id(child)
                 if g is not None:
-                    nodes_by_id[key] = child
-                    _accumulate(buffers, key, index, _num_outputs(child), g)
+                    slot = buffers.get(key)
+                    if slot is None:
+                        slot = buffers[key] = [None] * (1 if isinstance(child, Tensor) else child.num_outputs)
+                    current = slot[index]
+                    slot[index] = g if current is None else current + g
                 remaining = dependencies[key] - 1
                 dependencies[key] = remaining
                 if remaining == 0:
                     ready.append(child)
-    return captured if capture is not None else None
+    return captured
 
 
 def _materialize(node: Any, grads: list) -> list:

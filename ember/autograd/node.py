@@ -60,6 +60,7 @@ class Node:
     """Base class: subclasses implement :meth:`apply` mapping output grads to input grads."""
 
     __slots__ = ("next_edges", "pre_hooks", "freed", "output_requires_grad", "__weakref__")
+    num_outputs = 1  # multi-output subclasses override with a slot
 
     def __init__(self) -> None:
         self.next_edges: tuple = ()

@@ -50,11 +50,21 @@ def _edge(t: Any) -> tuple:
 def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
     nondiff = op.nondiff_inputs
-    edges = tuple(
-        _edge(a) if (isinstance(a, Tensor) and a._requires_grad and i not in nondiff) else None
-        for i, a in enumerate(args)
-    )
-    meta = tuple(a._data.shape if isinstance(a, Tensor) else None for a in args)
+    edges = []
+    meta = []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            meta.append(a._data.shape)
+            if a._requires_grad and i not in nondiff:
+                fn = a.grad_fn
+                edges.append((fn, a._output_nr) if fn is not None else (a, 0))
+            else:
+                edges.append(None)
+        else:
+            meta.append(None)
+            edges.append(None)
+    edges = tuple(edges)
+    meta = tuple(meta)
     node = OpNode(op, attrs, edges, meta)
     save = op.save
     if save == "inputs" or save == "both":

@@ -61,10 +61,11 @@ def _unary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx
 
 
 def _binary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx: Any = None,
-            out_dtype: str = "same", float_only: bool = False) -> OpDef:
+            out_dtype: str = "same", float_only: bool = False, ufunc: str | None = None) -> OpDef:
+    # ``ufunc`` names the namespace function that can write into an out= buffer (in-place ops use it).
     return register(OpDef(
         name=name, category="binary", impl=impl, vjp=vjp, shape_rule=elementwise_rule(out_dtype),
-        save=save, expr=expr, onnx=onnx, extra={"float_only": float_only},
+        save=save, expr=expr, onnx=onnx, extra={"float_only": float_only, "ufunc": ufunc},
     ))
 
 
@@ -174,11 +175,14 @@ def _minmax_vjp(pick_first: Any) -> Any:
     return vjp
 
 
-ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, "x + y", save="none", onnx="Add")
-SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, "x - y", save="none", onnx="Sub")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", onnx="Mul")
-DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, "x / y", onnx="Div", float_only=True)
-POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, "x ** y", onnx="Pow")
+ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, "x + y", save="none", onnx="Add",
+             ufunc="add")
+SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, "x - y", save="none", onnx="Sub",
+             ufunc="subtract")
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", onnx="Mul", ufunc="multiply")
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, "x / y", onnx="Div", float_only=True,
+             ufunc="true_divide")
+POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, "x ** y", onnx="Pow", ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   "maximum(x, y)", onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),

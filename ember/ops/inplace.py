@@ -45,6 +45,39 @@ def _write(t: Any, result: Any, op_name: str) -> None:
     data[...] = result
 
 
+def _ufunc_into(t: Any, ufunc: Any, other: Any, op_name: str) -> None:
+    """Compute straight into the tensor's buffer (no temporary, no copy)."""
+    data = t._data
+    try:
+        ufunc(data, other, out=data, casting="same_kind")
+    except ValueError:
+        shape = tuple(getattr(other, "shape", ()))
+        raise RuntimeError(
+            f"{op_name}: output with shape {list(data.shape)} doesn't match the broadcast shape of "
+            f"{list(data.shape)} and {list(shape)}; in-place ops cannot grow the tensor they write into."
+        ) from None
+    except TypeError:
+        from ember.dtypes import from_numpy_dtype
+
+        other_dtype = getattr(other, "dtype", None)
+        raise RuntimeError(
+            f"{op_name}: result type of {from_numpy_dtype(data.dtype)} and "
+            f"{other_dtype if other_dtype is not None else type(other).__name__} can't be cast to the desired "
+            f"output type {from_numpy_dtype(data.dtype)}; convert the tensor first (e.g. x = x.float())."
+        ) from None
+
+
+def fill(t: Any, value: Any, op_name: str) -> Any:
+    """``zero_``/``fill_``: a direct fill when autograd is not recording."""
+    recording = grad_mode.STATE.enabled and t._requires_grad
+    check_inplace(t, op_name, recording)
+    if not recording and t._data.flags.writeable:
+        t._data.fill(value)
+        t._bump()
+        return t
+    return inplace_call(t, op_name, lambda x: x * 0 + value, needs_copy=False)
+
+
 def _rebase(t: Any, result: Any) -> None:
     """After a recorded in-place op, ``t`` is the op's output: same buffer, new history."""
     t.grad_fn = result.grad_fn
@@ -68,8 +101,13 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     )
     check_inplace(t, op_name, recording)
     if not recording:
-        out = op.impl(t._device.xp, t._data, other._data if isinstance(other, dispatch.Tensor) else other)
-        _write(t, t._device.xp.asarray(out), op_name)
+        other_data = other._data if isinstance(other, dispatch.Tensor) else other
+        ufunc = op.extra.get("ufunc")
+        if ufunc is not None and t._data.flags.writeable:
+            _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
+        else:
+            out = op.impl(t._device.xp, t._data, other_data)
+            _write(t, t._device.xp.asarray(out), op_name)
     else:
         old = _snapshot(t, op.save in ("inputs", "both"))
         result = dispatch.binary(op, old, other)
