@@ -21,7 +21,7 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
     for d in dims:
         if not isinstance(d, int):
             raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
-        size = max(ndim, 1)
+        size = ndim if ndim > 1 else 1
         if d < -size or d >= size:
             raise IndexError(
                 f"{op}: dimension out of range (expected to be in range of [{-size}, {size - 1}], but got {d})"
@@ -85,7 +85,7 @@ def _mean_vjp(ctx: Any, g: Any) -> tuple:
     for i, s in enumerate(shape):
         if dims is None or i in dims:
             count *= s
-    return (expand_reduced(g / max(count, 1), shape, dims, ctx.attrs.get("keepdim", False)),)
+    return (expand_reduced(g / (count if count > 1 else 1), shape, dims, ctx.attrs.get("keepdim", False)),)
 
 
 MEAN = register(OpDef(
@@ -137,7 +137,7 @@ def _amax_vjp(ctx: Any, g: Any) -> tuple:
 
 
 def _check_nonempty(xp: Any, x: Any, dims: Any, op: str) -> None:
-    if x.size == 0 and (dims is None or any(x.shape[d] == 0 for d in dims)):
+    if x.size == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
         raise RuntimeError(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
                            "the result has no identity. Give a dim with nonzero size.")
 
