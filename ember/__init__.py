@@ -13,7 +13,7 @@ from __future__ import annotations
 from ember import dtypes as _dtypes
 from ember.dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int, int8,
-    int16, int32, int64, long, promote_types, result_type as _result_type, set_default_dtype, short, uint8,
+    int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
 from ember.device import device  # noqa: F401
 from ember.tensor import Size, Tensor  # noqa: F401
@@ -46,6 +46,7 @@ from ember.ops.views import (  # noqa: F401
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )
 from ember import random  # noqa: F401
+from ember.serialization import load, save  # noqa: F401
 
 
 def is_tensor(obj: object) -> bool:
@@ -71,12 +72,12 @@ def is_floating_point(input: Tensor) -> bool:
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     import numpy as _np
 
-    return bool(_np.allclose(_np.asarray(input.detach().__array__()), _np.asarray(other.detach().__array__()),
+    return (_np.allclose(_np.asarray(input.detach().__array__()), _np.asarray(other.detach().__array__()),
                              rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
-    return tuple(input.shape) == tuple(other.shape) and bool((input == other).all())
+    return tuple(input.shape) == tuple(other.shape) and (input == other).all().item()  # `bool` is ember.bool here
 
 
 def get_num_threads() -> int:
@@ -84,5 +85,9 @@ def get_num_threads() -> int:
 
     return _os.cpu_count() or 1
 
+
+from ember.graph import compile  # noqa: E402,F401,A004  (static graphs: ember.compile)
+from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linear` must work)
+from ember import onnx  # noqa: E402,F401  (torch.onnx.export; onnx itself is imported only when exporting)
 
 __version__ = "0.1.0"

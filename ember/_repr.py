@@ -10,24 +10,46 @@ from ember import dtypes
 _IMPLICIT = ("float32", "int64", "bool")
 
 
+def _edges(array: np.ndarray, threshold: int = 1000, edge: int = 3) -> np.ndarray:
+    """The elements a summarized print shows (all of them for small arrays)."""
+    if array.size <= threshold:
+        return array
+    for axis in range(array.ndim):
+        if array.shape[axis] > 2 * edge:
+            head = np.take(array, range(edge), axis=axis)
+            tail = np.take(array, range(array.shape[axis] - edge, array.shape[axis]), axis=axis)
+            array = np.concatenate([head, tail], axis=axis)
+    return array
+
+
+def _float_style(values: np.ndarray) -> Any:
+    """PyTorch's choice: integers as '3.', else 4 decimals, or scientific for wide ranges."""
+    finite = np.abs(values[np.isfinite(values)])
+    nonzero = finite[finite != 0]
+    if nonzero.size == 0:
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
+    low, high = nonzero.min(), nonzero.max()
+    if np.all(nonzero == np.ceil(nonzero)):
+        if high / low > 1000.0 or high > 1e8:
+            return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
+    if high / low > 1000.0 or high > 1e8 or low < 1e-4:
+        return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
+    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
+
+
 def _format_array(array: np.ndarray, prefix: str) -> str:
     if array.dtype.kind == "f" or array.dtype.name == "bfloat16":
-        values = array.astype(np.float64)
-        finite = values[np.isfinite(values)]
-        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = finite.size and (np.abs(finite).max() >= 1e8 or (np.abs(finite[finite != 0]).min(initial=1) < 1e-4))
-        if big:
-            formatter = {"float_kind": lambda v: f"{v:.4e}"}
-        elif integral:
-            formatter = {"float_kind": lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)}
-        else:
-            formatter = {"float_kind": lambda v: f"{v:.4f}"}
-        return np.array2string(values, separator=", ", prefix=prefix, formatter=formatter, threshold=1000,
-                               edgeitems=3, max_line_width=80)
-    if array.dtype.kind == "b":
-        return np.array2string(array, separator=", ", prefix=prefix, threshold=1000, edgeitems=3,
-                               formatter={"bool": lambda v: "True" if v else "False"})
-    return np.array2string(array, separator=", ", prefix=prefix, threshold=1000, edgeitems=3)
+        array = array.astype(np.float64)
+        style, key = _float_style(_edges(array)), "float_kind"
+    elif array.dtype.kind == "b":
+        style, key = (lambda v: "True" if v else "False"), "bool"
+    else:
+        style, key = str, "int"
+    # Every element is right-aligned to the widest one, as PyTorch prints.
+    width = max((len(style(v)) for v in _edges(array).reshape(-1)), default=0)
+    return np.array2string(array, separator=", ", prefix=prefix, threshold=1000, edgeitems=3,
+                           max_line_width=80, formatter={key: lambda v: style(v).rjust(width)})
 
 
 def tensor_repr(t: Any) -> str:

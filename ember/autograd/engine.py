@@ -171,6 +171,11 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
 
             leaf.grad = Tensor._make(data, leaf._device, False)
         else:
+            from ember.ops.dispatch import SYMBOLIC
+
+            if SYMBOLIC.active:  # graph building: the gradients may be symbolic
+                leaf.grad.add_(grad)
+                return
             leaf.grad._data += grad._data
             leaf.grad._bump()
 

@@ -75,6 +75,11 @@ class set_grad_enabled(_GradModeContext):
     def __enter__(self) -> None:
         pass  # the switch already happened in __init__
 
+    def __call__(self, fn: Callable) -> Callable:
+        # Used as a decorator, the switch made by __init__ must not outlive the decoration.
+        STATE.enabled = self._previous.pop()
+        return super().__call__(fn)
+
     def __exit__(self, *exc: Any) -> None:
         STATE.enabled = self._previous.pop()
 

@@ -51,7 +51,9 @@ def analytical_jacobian(fn: Callable, inputs: Sequence[Any], create_graph: bool 
 
     outs = _outputs(fn, inputs)
     diff_inputs = [t for t in inputs if hasattr(t, "requires_grad") and t.requires_grad]
-    blocks = [[np.zeros((t.numel(), o.numel())) for o in outs] if t in diff_inputs else None for t in inputs]
+    # Identity, not ``in``: ``==`` on tensors is elementwise (and fails for different shapes).
+    blocks = [[np.zeros((t.numel(), o.numel())) for o in outs] if any(t is d for d in diff_inputs) else None
+              for t in inputs]
     for j, o in enumerate(outs):
         for k in range(o.numel()):
             seed = np.zeros(o.numel())
@@ -107,9 +109,13 @@ def gradgradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e
     seeds = [creation.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype) for o in outs]
 
     def first_order(*args: Any) -> tuple:
-        results = _outputs(fn, args)
-        live = [t for t in args if hasattr(t, "requires_grad") and t.requires_grad]
-        grads = grad(results, live, seeds, create_graph=True, allow_unused=True)
+        from ember.autograd.grad_mode import enable_grad
+
+        # The numerical Jacobian calls this under no_grad; the inner gradient still needs a graph.
+        with enable_grad():
+            results = _outputs(fn, args)
+            live = [t for t in args if hasattr(t, "requires_grad") and t.requires_grad]
+            grads = grad(results, live, seeds, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else creation.zeros_like(t) for g, t in zip(grads, live))
 
     return gradcheck(first_order, inputs, eps=eps, atol=atol, rtol=rtol) if diff else True

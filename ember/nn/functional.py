@@ -1,4 +1,154 @@
-"""``ember.nn.functional``: activations, convolutions, pooling, normalization, losses, attention."""
+"""``ember.nn.functional``: PyTorch's ``torch.nn.functional`` on ember ops.
+
+The implementations live with their op families (``ember.ops.nn_ops``, ``conv``, ``pooling``,
+``losses``); this module is the public surface, plus ``linear`` and attention.
+
+Example:
+    >>> import ember
+    >>> import ember.nn.functional as F
+    >>> F.linear(ember.ones(2, 3), ember.ones(4, 3), ember.zeros(4)).shape
+    ember.Size([2, 4])
+"""
 from __future__ import annotations
 
-from ember.ops.elementwise import relu, sigmoid, tanh  # noqa: F401
+import math
+from typing import Any
+
+from ember.ops import dispatch as _dispatch, elementwise as _ew
+from ember.ops.conv import conv1d, conv2d, conv_transpose2d  # noqa: F401
+from ember.ops.losses import (  # noqa: F401
+    binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
+    hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, multi_margin_loss,
+    multilabel_margin_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss,
+)
+from ember.ops.nn_ops import (  # noqa: F401
+    alpha_dropout, batch_norm, celu, cosine_similarity, dropout, dropout1d, dropout2d, elu, embedding, gelu, glu,
+    group_norm, hardsigmoid, hardswish, hardtanh, instance_norm, layer_norm, leaky_relu, log_softmax, logsigmoid,
+    mish, normalize, one_hot, pad, pairwise_distance, prelu, relu, relu6, rms_norm, selu, sigmoid, silu, softmax,
+    softmin, softplus, softsign, tanh, tanhshrink, threshold,
+)
+from ember.ops.nn_ops import LINEAR as _LINEAR
+from ember.ops.pooling import (  # noqa: F401
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
+)
+
+
+def linear(input: Any, weight: Any, bias: Any = None) -> Any:
+    """``input @ weight.T + bias``; leading dims are flattened so the product is one GEMM."""
+    if weight.ndim not in (1, 2):
+        raise RuntimeError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got {tuple(weight.shape)}")
+    in_features = weight.shape[-1]
+    if input.ndim == 0 or input.shape[-1] != in_features:
+        raise RuntimeError(
+            f"linear: mat1 and mat2 shapes cannot be multiplied (input {tuple(input.shape)} and weight.T "
+            f"{tuple(weight.shape[::-1])}): the last dim of input must equal in_features={in_features}")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"linear: input ({input.dtype}) and weight ({weight.dtype}) must have the same dtype; "
+                           "convert one with .to(dtype)")
+    if weight.ndim == 1 or input.ndim == 1 or (bias is not None and bias.ndim != 1):
+        out = input.matmul(weight.mT if weight.ndim == 2 else weight)
+        return out + bias if bias is not None else out
+    args = (input, weight) if bias is None else (input, weight, bias)
+    return _dispatch.apply(_LINEAR, args)
+
+
+def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
+    """``x1^T W_k x2 + b_k`` for each output k; weight is (out, in1, in2)."""
+    from ember.ops.linalg import einsum
+
+    lead = tuple(input1.shape[:-1])
+    x1 = input1.reshape(-1, input1.shape[-1])
+    x2 = input2.reshape(-1, input2.shape[-1])
+    out = einsum("bi,oij,bj->bo", x1, weight, x2).reshape(lead + (weight.shape[0],))
+    return out + bias if bias is not None else out
+
+
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Any:
+    """softmax(Q K^T * scale + mask) V over the last two dims (PyTorch semantics).
+
+    A boolean ``attn_mask`` marks positions that may be attended (True = keep); a float mask is
+    added to the scores. ``is_causal`` masks the strict upper triangle.
+    """
+    from ember.creation import ones
+    from ember.ops.linalg import matmul
+
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: incompatible shapes query {tuple(query.shape)}, key "
+                           f"{tuple(key.shape)}, value {tuple(value.shape)} (need query[-1] == key[-1] and "
+                           "key[-2] == value[-2])")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+    if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        repeats = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(repeats, -3) if hasattr(key, "repeat_interleave") else _repeat_heads(key, repeats)
+        value = value.repeat_interleave(repeats, -3) if hasattr(value, "repeat_interleave") else _repeat_heads(
+            value, repeats)
+    length, source = query.shape[-2], key.shape[-2]
+    factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = matmul(query * factor, key.mT)
+    if is_causal:
+        keep = ones(length, source, dtype=_bool(), device=query.device).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype is _bool():
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask.to(scores.dtype)
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return matmul(weights, value)
+
+
+def _bool() -> Any:
+    from ember import dtypes
+
+    return dtypes.bool_
+
+
+def _repeat_heads(t: Any, repeats: int) -> Any:
+    shape = tuple(t.shape)
+    expanded = t.unsqueeze(-3).expand(shape[:-3] + (shape[-3], repeats) + shape[-2:])
+    return expanded.reshape(shape[:-3] + (shape[-3] * repeats,) + shape[-2:])
+
+
+def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), as a convolution with an identity kernel."""
+    from ember.creation import eye
+    from ember.ops.conv import pair
+
+    kh, kw = pair(kernel_size, 2, "kernel_size", "unfold")
+    c = input.shape[1]
+    k = kh * kw
+    identity = eye(k, dtype=input.dtype, device=input.device).reshape(k, 1, kh, kw).repeat(c, 1, 1, 1)
+    out = conv2d(input, identity, stride=stride, padding=padding, dilation=dilation, groups=c)
+    return out.reshape(input.shape[0], c * k, -1)
+
+
+def multi_head_attention_forward(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("multi_head_attention_forward: use ember.nn.MultiheadAttention")
+
+
+def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                align_corners: Any = None, recompute_scale_factor: Any = None, antialias: bool = False) -> Any:
+    """Nearest-neighbour resize of the spatial dims (the only mode implemented)."""
+    if mode != "nearest":
+        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented; only 'nearest'")
+    from ember.creation import tensor
+    import numpy as np
+
+    spatial = tuple(input.shape[2:])
+    if size is None:
+        factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
+        size = tuple(int(math.floor(s * f)) for s, f in zip(spatial, factors))
+    elif isinstance(size, int):
+        size = (size,) * len(spatial)
+    out = input
+    for axis, (old, new) in enumerate(zip(spatial, size)):
+        index = np.minimum(np.floor(np.arange(new) * (old / new)).astype(np.int64), old - 1)
+        out = out.index_select(2 + axis, tensor(index, device=input.device))
+    return out
+
+
+_ = _ew

@@ -23,6 +23,10 @@ class _Symbolic:
     active: int = 0
     handler: Callable[[OpDef, tuple, dict], Any] | None = None
     is_symbolic: Callable[[Any], bool] = staticmethod(lambda value: False)
+    # In-place support (set by ember.graph): make a concrete tensor part of the trace before it is
+    # read-modified-written; write(t, result, op_name) -> True when it handled a symbolic write.
+    lift: Callable[[Any], None] = staticmethod(lambda t: None)
+    write: Callable[[Any, Any, str], bool] = staticmethod(lambda t, result, op_name: False)
 
 
 SYMBOLIC = _Symbolic()
@@ -40,6 +44,14 @@ def _device_error(op: OpDef, args: tuple) -> RuntimeError:
         f"{op.name}: expected all tensors to be on the same device, but found tensors on {where}. "
         "Move them first, e.g. with .to(device)."
     )
+
+
+def _keep_half(out: Any, like: Any) -> Any:
+    """float16/bfloat16 inputs give float16/bfloat16 results, as in PyTorch (NumPy and ml_dtypes
+    widen them to float32/64 when a Python float takes part); call only when dtypes differ."""
+    if like.itemsize == 2 and like.kind in "fV" and out.dtype.kind == "f":
+        return out.astype(like)
+    return out
 
 
 def _edge(t: Any) -> tuple:
@@ -133,6 +145,11 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
 
         device = attrs.pop("_device", None) or CPU
     out = op.impl(device.xp, *arrays, **attrs)
+    if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
+        for a in arrays:
+            if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
+                out = _keep_half(out, a.dtype)
+                break
     result = _wrap(op, out, device, args)
     if needs_grad and op.vjp is not None and _STATE.enabled:
         record(op, result if isinstance(result, tuple) else (result,), args, attrs)
@@ -149,6 +166,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
+    if out.dtype != x._data.dtype:
+        out = _keep_half(out, x._data.dtype)
     result = Tensor._make(out, device, False)
     if x._requires_grad and op.vjp is not None and _STATE.enabled:
         record(op, (result,), (x,), attrs or {})
@@ -163,7 +182,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         if a._data.dtype != b._data.dtype:
             target = dtypes.result_type(a, b)
             a, b = _cast_to(a, target, op), _cast_to(b, target, op)
-        elif op.extra.get("float_only") and a._data.dtype.kind in "biu":
+        if op.extra.get("float_only") and a._data.dtype.kind in "biu":  # also after promotion: int32 / int64
             target = dtypes.get_default_dtype()
             a, b = cast(a, target), cast(b, target)
         if a._device is not b._device and a._device != b._device:
@@ -197,6 +216,9 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         raise _shape_error(op, a, b, error) from None
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
+    like = (a if a_tensor else b)._data.dtype
+    if out.dtype != like:
+        out = _keep_half(out, like)
     result = Tensor._make(out, device, False)
     if _STATE.enabled and op.vjp is not None and (
         (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)

@@ -95,7 +95,7 @@ RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
 ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), "abs(x)", onnx="Abs")
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), "1 / x",
                     save="output", onnx="Reciprocal", float_only=True)
-ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x),
+ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
              lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
              "erf(x)", onnx="Erf", float_only=True)
 
@@ -193,6 +193,18 @@ REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
                                     sum_to(-g * floor(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                     if ctx.needs[1] else None),
                     "remainder(x, y)", onnx="Mod")
+
+
+def _trunc(q: Any) -> Any:
+    return where(q < 0, ceil(q), floor(q))
+
+
+# C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
+FMOD = _binary("fmod", lambda xp, x, y: xp.fmod(x, y),
+               lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
+                               sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
+                               if ctx.needs[1] else None),
+               "fmod(x, y)", onnx="Mod")
 
 for _name, _fn, _sym, _onnx in [
     ("eq", "equal", "==", "Equal"), ("ne", "not_equal", "!=", None), ("lt", "less", "<", "Less"),
@@ -414,7 +426,8 @@ def remainder(input: Any, other: Any) -> Any:
     return dispatch.binary(REMAINDER, input, other)
 
 
-fmod = remainder
+def fmod(input: Any, other: Any) -> Any:
+    return dispatch.binary(FMOD, input, other)
 
 
 def eq(input: Any, other: Any) -> Any:

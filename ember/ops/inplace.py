@@ -27,6 +27,8 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
 
 
 def _write(t: Any, result: Any, op_name: str) -> None:
+    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.write(t, result, op_name):
+        return
     data = t._data
     if tuple(result.shape) != tuple(data.shape):
         raise RuntimeError(
@@ -71,6 +73,12 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
     """``zero_``/``fill_``: a direct fill when autograd is not recording."""
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
+    if not recording and dispatch.SYMBOLIC.active:  # graph building: a constant fill of the (lifted) tensor
+        dispatch.SYMBOLIC.lift(t)
+        if dispatch.SYMBOLIC.is_symbolic(t):
+            _write(t, np.full((), value, dtype=t._data.dtype), op_name)
+            t._bump()
+            return t
     if not recording and t._data.flags.writeable:
         t._data.fill(value)
         t._bump()
@@ -96,11 +104,16 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
 
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
+    if dispatch.SYMBOLIC.active:
+        dispatch.SYMBOLIC.lift(t)
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or (isinstance(other, dispatch.Tensor) and other._requires_grad)
     )
     check_inplace(t, op_name, recording)
-    if not recording:
+    if not recording and dispatch.SYMBOLIC.active:  # graph building: the op may be symbolic
+        with grad_mode.no_grad():
+            _write(t, dispatch.binary(op, t, other)._data, op_name)
+    elif not recording:
         other_data = other._data if isinstance(other, dispatch.Tensor) else other
         ufunc = op.extra.get("ufunc")
         if ufunc is not None and t._data.flags.writeable:
@@ -119,6 +132,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
 
 def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True) -> Any:
     """Generic in-place: ``compute(tensor) -> tensor`` out of place, then write back into ``t``."""
+    if dispatch.SYMBOLIC.active:
+        dispatch.SYMBOLIC.lift(t)
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
     if not recording:
@@ -138,11 +153,13 @@ def setitem(t: Any, key: Any, value: Any) -> None:
     """``t[key] = value`` with PyTorch semantics (broadcast value, recorded when grad is on)."""
     from ember.ops import movement
 
+    if dispatch.SYMBOLIC.active:
+        dispatch.SYMBOLIC.lift(t)
     index, index_tensors = movement.split_index(key, t._device)
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
-    if not recording:
+    if not recording and not dispatch.SYMBOLIC.active:
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
         raw = value._data if isinstance(value, dispatch.Tensor) else value
@@ -161,5 +178,6 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         old = _snapshot(t, False)
         result = movement.index_put(old, index, index_tensors, value)
         _write(t, result._data, "index_put_")
-        _rebase(t, result)
+        if recording:
+            _rebase(t, result)
     t._bump()

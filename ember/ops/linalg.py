@@ -22,8 +22,18 @@ def _matmul_rule(a: Spec, b: Spec) -> Spec:
     return Spec(batch + (a.shape[-2], b.shape[-1]), a.dtype, a.device)
 
 
+def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
+    # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for many strided layouts (heads
+    # split out of a fused qkv projection, transposed keys): 100x slower than one contiguous copy.
+    if a.ndim > 2 and not a.flags.c_contiguous:
+        a = xp.ascontiguousarray(a)
+    if b.ndim > 2 and not b.flags.c_contiguous:
+        b = xp.ascontiguousarray(b)
+    return xp.matmul(a, b)
+
+
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=lambda xp, a, b: xp.matmul(a, b), vjp=_matmul_vjp,
+    name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
     shape_rule=_matmul_rule, onnx="MatMul",
 ))
 
@@ -109,16 +119,42 @@ def _einsum_vjp(ctx: Any, g: Any) -> tuple:
             continue
         others = [s for j, s in enumerate(subs) if j != i]
         available = set(rhs) | set("".join(others))
-        kept = "".join(c for c in dict.fromkeys(sub) if c in available)
+        unique = "".join(dict.fromkeys(sub))
+        kept = "".join(c for c in unique if c in available)
         eq = ",".join([rhs] + others) + "->" + kept
         grad = einsum(eq, g, *[o for j, o in enumerate(operands) if j != i])
-        if kept != sub:  # letters only this operand had were summed out: broadcast them back
-            shape = ctx.input_meta[i]
-            view = [shape[sub.index(c)] if c in kept else 1 for c in sub]
-            order = [kept.index(c) for c in sub if c in kept]
-            grad = grad.permute(order).reshape(view).expand(shape)
+        shape = ctx.input_meta[i]
+        if kept != unique:  # letters only this operand had were summed out: broadcast them back
+            unique_shape = [shape[sub.index(c)] for c in unique]
+            grad = grad.reshape([s if c in kept else 1 for c, s in zip(unique, unique_shape)]).expand(unique_shape)
+        if unique != sub:  # a repeated letter (a diagonal, 'ii'): put the gradient back on it
+            first = [sub.index(c) == p for p, c in enumerate(sub)]
+            grad = grad.reshape([s if f else 1 for s, f in zip(shape, first)]).expand(shape)
+            grad = grad * _diagonal_mask(sub, shape, grad)
         grads.append(grad)
     return tuple(grads)
+
+
+def _diagonal_mask(sub: str, shape: tuple, like: Any) -> Any:
+    """1 where every repeated letter of ``sub`` indexes equal positions, else 0."""
+    import numpy as np
+
+    from ember.creation import tensor
+
+    grids = np.indices(shape) if shape else np.zeros((0,), dtype=np.int64)
+    mask = np.ones(shape, dtype=bool)
+    for p, c in enumerate(sub):
+        q = sub.index(c)
+        if q != p:
+            mask &= grids[p] == grids[q]
+    return tensor(mask, dtype=like.dtype, device=like.device)
+
+
+def _einsum_impl(xp: Any, *ops: Any, equation: str) -> Any:
+    dtype = ops[0].dtype
+    if dtype.kind not in "fiub":  # bfloat16: NumPy's einsum has no loop for it; compute in float32
+        return xp.einsum(equation, *(o.astype(xp.float32) for o in ops), optimize=len(ops) > 2).astype(dtype)
+    return xp.einsum(equation, *ops, optimize=len(ops) > 2)
 
 
 def _einsum_rule(*specs: Spec, equation: str) -> Spec:
@@ -131,7 +167,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 EINSUM = register(OpDef(
     name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx="Einsum",
-    impl=lambda xp, *ops, equation: xp.einsum(equation, *ops, optimize=len(ops) > 2),
+    impl=_einsum_impl,
 ))
 
 

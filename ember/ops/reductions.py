@@ -96,16 +96,29 @@ MEAN = register(OpDef(
 
 
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
+    """d prod / d x_i = product of the other elements, computed without dividing by zero.
+
+    With no zero in a slice it is prod / x_i; with one zero, the zero's entry is the product of
+    the nonzero others and the rest get (that product / x_i) * (the zero, which is 0 but carries
+    the second derivative); with two or more zeros every entry is 0.
+    """
+    from ember.ops.elementwise import where
+
     (x,) = ctx.inputs
     dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
-    out = ctx.out
     shape = ctx.input_meta[0]
-    # prod / x is exact where x != 0; inputs with zeros fall back to a product over the others.
-    return (expand_reduced(g, shape, dims, keepdim) * expand_reduced(out, shape, dims, keepdim) / x,)
+    zero = x == 0
+    safe = where(zero, 1.0, x)
+    n_zero = expand_reduced(_reduce(SUM, zero, dims, True), shape, dims, True)
+    nonzero_prod = expand_reduced(_reduce(PROD, safe, dims, True), shape, dims, True)
+    zero_value = expand_reduced(_reduce(SUM, where(zero, x, 0.0), dims, True), shape, dims, True)
+    others = where(n_zero == 0, nonzero_prod / safe,
+                   where(n_zero == 1, where(zero, nonzero_prod, nonzero_prod / safe * zero_value), 0.0))
+    return (expand_reduced(g, shape, dims, keepdim) * others,)
 
 
 PROD = register(OpDef(
-    name="prod", category="reduction", save="both", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
+    name="prod", category="reduction", save="inputs", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
                                                         dtype=xp.int64 if x.dtype.kind in "biu" else None),
     onnx="ReduceProd",
@@ -222,13 +235,14 @@ ANY = register(OpDef(name="any", category="reduction", shape_rule=reduce_rule("b
 
 
 def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
-    return xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+    out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+    return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
 
 
 CUMSUM = register(OpDef(
     name="cumsum", category="reduction", impl=_cumsum_impl, save="none",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
-    vjp=lambda ctx, g: (g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
+    vjp=lambda ctx, g: (g if g.ndim == 0 else g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
     onnx="CumSum",
 ))
 

@@ -1,0 +1,320 @@
+"""Building graphs from ember code: symbolic tensors and the dispatcher's symbolic handler.
+
+A *symbolic tensor* is an ordinary :class:`~ember.tensor.Tensor` whose ``_data`` is an IR
+:class:`~ember.graph.ir.Value` instead of an array, so every Tensor method works on it: metadata
+comes from the Value, and every op reaches :func:`ember.ops.dispatch.apply` (or its fast paths),
+which hands symbolic calls to :func:`handle_op`. The handler appends a node (output shape and
+dtype from the op record's shape rule - no compute) and, when autograd is recording, records the
+usual autograd node, so ``loss.backward()`` on a symbolic loss runs the eager engine whose vjps,
+written in ember ops, add the backward nodes to the graph.
+
+Two builders use this:
+
+* **tracing** (``ember.compile``): concrete tensors that the traced code reads or writes
+  (parameters, gradients, optimizer buffers, constants made on the fly) are *lifted*: their
+  ``_data`` is swapped for a ``state`` Value for the rest of the trace and restored afterwards.
+  In-place writes become SSA values; at the end each lifted tensor whose value changed gets an
+  update ``state <- new`` that the executor copies into the tensor's buffer after every run.
+  Symbolic tensors that escape the trace (``p.grad`` set by backward, a tensor stored on
+  ``self``) are *materialized*: they get a buffer that every run refreshes.
+* **define-then-run** (``ember.graph.placeholder``/``Variable``): concrete tensors mixed into the
+  graph become constants; in-place writes to a Variable must go through ``assign``.
+
+Example:
+    >>> import ember
+    >>> from ember.graph.builder import Tracer
+    >>> with Tracer() as tr:
+    ...     x = tr.input((2, 3), ember.float32)
+    ...     y = (x * 2).sum()
+    >>> y.shape, y.dtype
+    (ember.Size([]), ember.float32)
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.graph.ir import Graph, TracingError, Value, data_dependent_error
+from ember.ops import dispatch
+from ember.tensor import Tensor
+
+
+class SymbolicTensor(Tensor):
+    """A tensor in a graph under construction: shape, dtype and device, no data."""
+
+    def __repr__(self) -> str:
+        v = self._data
+        grad = ", requires_grad=True" if self._requires_grad else ""
+        return f"SymbolicTensor({v.label()}: {v.type_str()}{grad})"
+
+    __str__ = __repr__
+
+    def item(self) -> Any:
+        raise data_dependent_error(".item()")
+
+    def __bool__(self) -> bool:
+        raise data_dependent_error("bool(tensor) (an `if` or `while` on a tensor)")
+
+    def __float__(self) -> float:
+        raise data_dependent_error("float(tensor)")
+
+    def __int__(self) -> int:
+        raise data_dependent_error("int(tensor)")
+
+    def tolist(self) -> Any:
+        raise data_dependent_error(".tolist()")
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise data_dependent_error(".numpy()")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        raise data_dependent_error("NumPy conversion")
+
+
+def is_symbolic(value: Any) -> bool:
+    return isinstance(value, Tensor) and type(value._data) is Value
+
+
+def symbolic(value: Value, requires_grad: bool = False, cls: type = SymbolicTensor) -> Any:
+    return cls._make(value, value.device, requires_grad)
+
+
+class Builder:
+    """Adds nodes to one graph; ``trace=True`` lifts concrete tensors (see the module doc)."""
+
+    def __init__(self, graph: Graph, trace: bool) -> None:
+        self.graph = graph
+        self.trace = trace
+        graph.builder = self
+        self.lifted: dict[int, tuple] = {}  # id(tensor) -> (tensor, original array, state value, original grad)
+        self.storage: dict[int, Value] = {}  # value id -> the state whose buffer it is (or will be written to)
+        self.latest: dict[int, Value] = {}  # state id -> its newest value
+        self.created: list = []  # weakrefs to symbolic tensors made while tracing (escape detection)
+
+    # ---- values of arguments ------------------------------------------------------------------
+    def value_of(self, a: Any) -> Any:
+        if isinstance(a, Tensor):
+            data = a._data
+            if type(data) is Value:
+                if data.graph is not self.graph:
+                    raise RuntimeError(
+                        f"a symbolic tensor of graph {data.graph.name!r} was used in graph {self.graph.name!r}; "
+                        "tensors of two graphs cannot be mixed (build both in one graph or run the first one)")
+                return data
+            if self.trace:
+                return self.lift(a)
+            return self.graph.add_const(data, a._device)
+        return a
+
+    def lift(self, t: Any) -> Value:
+        """Make concrete tensor ``t`` a state of the traced graph until the trace ends."""
+        data = t._data
+        if type(data) is Value:
+            return data
+        state = self.graph.add_state(t)
+        self.lifted[id(t)] = (t, data, state, t.grad)
+        self.storage[state.id] = state
+        t._data = state
+        return state
+
+    def make(self, value: Value, requires_grad: bool = False) -> Any:
+        t = symbolic(value, requires_grad)
+        if self.trace:
+            self.created.append(weakref.ref(t))
+        return t
+
+    # ---- ops ----------------------------------------------------------------------------------
+    def apply(self, op: Any, args: tuple, attrs: dict) -> Any:
+        inputs = tuple(self.value_of(a) for a in args)
+        attrs = {k: v for k, v in attrs.items() if k != "_device"}
+        outs = self.graph.add_node(op, inputs, attrs)
+        tensors = tuple(self.make(v) for v in outs)
+        if op.vjp is not None and grad_mode.STATE.enabled:
+            nondiff = op.nondiff_inputs
+            if any(isinstance(a, Tensor) and a._requires_grad and i not in nondiff for i, a in enumerate(args)):
+                dispatch.record(op, tensors, args, attrs)
+        return tensors[0] if op.num_outputs == 1 else tensors
+
+    def write(self, t: Any, result: Any, op_name: str) -> None:
+        """In-place write ``t[...] = result``: ``t`` now holds a new SSA value."""
+        old = t._data
+        if type(old) is not Value:
+            raise RuntimeError(
+                f"{op_name}: cannot write a symbolic value into an eager tensor outside ember.compile. In a "
+                "define-then-run graph use ember.graph.assign(variable, value).")
+        if not self.trace and old.kind == "state":
+            raise RuntimeError(f"{op_name}: in-place change of graph Variable {old.label()}; write "
+                               "ember.graph.assign(var, value) (or assign_add / assign_sub) and run it instead")
+        from ember.ops.registry import OPS
+
+        if type(result) is not Value:
+            result = self.graph.add_const(np.array(result), t._device)
+        if result.shape != old.shape:
+            try:
+                (result,) = self.graph.add_node(OPS["expand"], (result,), {"shape": old.shape})
+            except Exception:
+                raise RuntimeError(f"{op_name}: output with shape {list(old.shape)} doesn't match the broadcast "
+                                   f"shape {list(result.shape)}") from None
+        if result.edtype is not old.edtype:
+            (result,) = self.graph.add_node(OPS["to_dtype"], (result,), {"dtype": old.edtype, "source": result.edtype})
+        state = self.storage.get(old.id)
+        if state is not None:
+            if result.kind != "node" or result.id in self.storage:
+                (result,) = self.graph.add_node(OPS["clone"], (result,), {})
+            self.storage[result.id] = state
+            self.latest[state.id] = result
+        t._data = result
+
+    # ---- end of a trace -------------------------------------------------------------------------
+    def restore(self) -> None:
+        """Give every lifted tensor its array (and .grad) back; used when a trace is abandoned."""
+        for t, data, _, grad in self.lifted.values():
+            t._data = data
+            t.grad = grad
+
+    def finish(self, outputs: list) -> None:
+        """Record outputs and updates, restore lifted tensors, materialize escaped symbolic tensors."""
+        graph = self.graph
+        graph.outputs = [self.value_of(o) for o in outputs]
+        returned = {id(o) for o in outputs}
+        owned = []
+        for key, (t, data, state, _) in list(self.lifted.items()):
+            final = self.latest.get(state.id, state)
+            current = t._data
+            if current is not final and type(current) is Value and self.storage.get(current.id) is not state:
+                final = current  # t.data = other: the tensor now holds another value
+            t._data = data
+            if final is not state:
+                graph.updates.append((state, final))
+            else:
+                owned.append(key)
+        del outputs
+        # Escaped symbolic tensors: .grad of lifted leaves (set by backward) and any tensor the handler
+        # made that is still referenced (stored on self, in an optimizer's state...).
+        escaped = [entry[0].grad for entry in self.lifted.values() if entry[0].grad is not None]
+        self.created = [r for r in self.created if r() is not None]
+        if self.created:
+            gc.collect(1)
+        escaped += [r() for r in self.created]
+        done: set = set()
+        t = None
+        for t in escaped:
+            if t is None or type(t._data) is not Value or t._data.graph is not graph or id(t) in returned \
+                    or id(t) in done:
+                continue
+            done.add(id(t))
+            value = t._data  # escaped: give it a buffer that each run refreshes
+            t._data = t._device.xp.empty(value.shape, dtype=value.dtype)
+            t.grad_fn = None
+            t._requires_grad = False
+            graph.updates.append((graph.add_state(t), value))
+        del escaped, t
+        self.created = []
+        # Lifted tensors that only the graph still references were made during the trace (like the
+        # ones_like seed of backward): they are constants the folder may use.
+        for key in owned:
+            t, data, state, _ = self.lifted[key]
+            del t
+            entry = self.lifted.pop(key)
+            if sys.getrefcount(entry[0]) <= _OWNED_REFS:
+                state.kind, state.data, state.tensor = "const", data, None
+                graph.states.remove(state)
+                graph.consts.append(state)
+            del entry
+        self.lifted.clear()
+
+
+def _measure_owned_refs() -> int:
+    """References a tensor held only by the graph has inside ``finish`` (for the const test)."""
+    probe = Tensor._make(np.zeros(()), None, False)
+    state = Value(None, (), dtypes.float64, None, "state")
+    state.tensor = probe
+    table = {0: (probe, None, state, None)}
+    del probe
+    entry = table.pop(0)
+    return sys.getrefcount(entry[0])
+
+
+_OWNED_REFS = _measure_owned_refs()
+
+
+# ---- the dispatcher hooks -------------------------------------------------------------------------
+_TRACES: list[Builder] = []
+
+
+def handle_op(op: Any, args: tuple, attrs: dict) -> Any:
+    for a in args:
+        if isinstance(a, Tensor) and type(a._data) is Value:
+            return a._data.graph.builder.apply(op, args, attrs)
+    raise AssertionError("symbolic handler called without a symbolic argument")
+
+
+def _lift(t: Any) -> None:
+    if _TRACES and type(t._data) is not Value:
+        _TRACES[-1].lift(t)
+
+
+def _write(t: Any, result: Any, op_name: str) -> bool:
+    data = t._data
+    if type(data) is Value:
+        data.graph.builder.write(t, result, op_name)
+        return True
+    if type(result) is Value:
+        result.graph.builder.write(t, result, op_name)
+        return True
+    return False
+
+
+def install() -> None:
+    sym = dispatch.SYMBOLIC
+    sym.handler = handle_op
+    sym.is_symbolic = is_symbolic
+    sym.lift = _lift
+    sym.write = _write
+
+
+install()
+
+
+def _no_random(*args: Any, **kwargs: Any) -> Any:
+    raise TracingError(
+        "random sampling (rand, randn, dropout, normal_, ...) inside a traced function is not supported yet: "
+        "the graph would replay one fixed sample. Sample outside the compiled function and pass the noise in, "
+        "or let ember.compile fall back to eager (fallback='eager')."
+    )
+
+
+class Tracer:
+    """Context manager for one trace: a fresh graph, symbolic dispatch on, concrete tensors lifted."""
+
+    def __init__(self, name: str = "traced") -> None:
+        self.graph = Graph(name)
+        self.builder = Builder(self.graph, trace=True)
+
+    def input(self, shape: tuple, dtype: dtypes.dtype, device: Any = None, requires_grad: bool = False,
+              name: str | None = None) -> Any:
+        return self.builder.make(self.graph.add_input(shape, dtype, device, name), requires_grad)
+
+    def __enter__(self) -> "Tracer":
+        from ember import random as ember_random
+
+        dispatch.SYMBOLIC.active += 1
+        _TRACES.append(self.builder)
+        self._saved_rng = ember_random._rng
+        ember_random._rng = _no_random
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        from ember import random as ember_random
+
+        ember_random._rng = self._saved_rng
+        _TRACES.remove(self.builder)
+        dispatch.SYMBOLIC.active -= 1
+        if exc_type is not None:
+            self.builder.restore()

@@ -1,0 +1,261 @@
+"""``ember.compile``: trace a function (or module) into a graph, optimize it, run it as one plan.
+
+Decisions (and why):
+
+* **What is traced.** Tensor arguments (anywhere in args/kwargs lists, tuples, dicts) become graph
+  inputs. Tensors the function reaches otherwise - parameters, ``.grad``, optimizer buffers - are
+  lifted to graph *state*: read at the start of each run, and, when the step writes them
+  (``p -= lr * p.grad``, ``zero_grad``, momentum buffers, BatchNorm statistics), written back in
+  place after each run. A whole training step (forward, ``loss.backward()``, ``optimizer.step()``,
+  ``zero_grad()``) therefore compiles into one graph.
+* **Cache key.** Input shapes, dtypes, devices and requires_grad, non-tensor arguments (by value,
+  or identity when unhashable), grad mode, and the ``training`` flag of every module reachable
+  from the function (its closure and globals, or the module itself). A new key retraces.
+* **Warm-up.** Each new key first runs eagerly ``warmup`` times (default 1), then traces. Lazily
+  created state (momentum buffers, ``p.grad``) is made by Python ``if`` statements on the first
+  step; tracing the second step sees it and records the steady-state step.
+* **Data-dependent control flow.** ``.item()``, ``bool(x)``, ``if x > 0``, ``x.numpy()`` and
+  random sampling raise :class:`~ember.graph.ir.TracingError` while tracing. With
+  ``fallback="eager"`` (default) the trace is abandoned (every lifted tensor restored), a warning
+  is printed once and that key always runs eagerly; with ``fallback="raise"`` the error propagates.
+* **What is baked.** Python numbers computed during the trace (a learning rate, a step count
+  read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
+  retrace. Outputs of a compiled function carry no autograd history.
+
+Example:
+    >>> import ember
+    >>> w = ember.ones(3, requires_grad=True)
+    >>> @ember.compile
+    ... def step(x):
+    ...     loss = (x * w).sum()
+    ...     loss.backward()
+    ...     with ember.no_grad():
+    ...         w.sub_(0.1 * w.grad)
+    ...         w.grad = None
+    ...     return loss
+    >>> [round(step(ember.ones(3)).item(), 3) for _ in range(3)]
+    [3.0, 2.7, 2.4]
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any, Callable, Sequence
+
+from ember.autograd import grad_mode
+from ember.graph.builder import Tracer
+from ember.graph.executor import Executable
+from ember.graph.ir import Graph, TracingError
+from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
+from ember.tensor import Tensor
+
+_EAGER = object()
+
+
+# ---- pytrees of arguments and results --------------------------------------------------------------
+def flatten(obj: Any, leaves: list) -> Any:
+    """Collect tensors of ``obj`` into ``leaves``; return a hashable structure to rebuild it."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("T",)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__,) + tuple(flatten(o, leaves) for o in obj)
+    if isinstance(obj, dict):
+        return ("dict",) + tuple((k, flatten(v, leaves)) for k, v in obj.items())
+    if hasattr(obj, "training") and hasattr(obj, "modules"):
+        return ("M", id(obj), tuple(m.training for m in obj.modules()))
+    try:
+        hash(obj)
+        return ("C", obj)
+    except TypeError:
+        return ("O", id(obj))
+
+
+def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
+    it = iter(leaves)
+
+    def build(s: Any) -> Any:
+        tag = s[0]
+        if tag == "T":
+            return next(it)
+        if tag in ("list", "tuple"):
+            items = [build(c) for c in s[1:]]
+            return items if tag == "list" else tuple(items)
+        if tag == "dict":
+            return {k: build(c) for k, c in s[1:]}
+        if tag == "C":
+            return s[1]
+        return objects[s[1]] if objects else None
+
+    return build(structure)
+
+
+def _modules_of(fn: Any) -> list:
+    """Modules a function can reach: itself, its bound instance, closure cells and named globals."""
+    found = []
+    candidates = [fn, getattr(fn, "__self__", None)]
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
+        globs = getattr(fn, "__globals__", {})
+        candidates += [globs[n] for n in code.co_names if n in globs]
+    for c in candidates:
+        if c is not None and hasattr(c, "training") and hasattr(c, "modules"):
+            found.extend(c.modules())
+    return found
+
+
+def _cell_ok(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+        return True
+    except ValueError:
+        return False
+
+
+class _Compiled:
+    """One cache entry: the optimized graph, its executable and how to rebuild the result."""
+
+    def __init__(self, graph: Graph, executable: Executable, out_structure: Any, history: list,
+                 trace_seconds: float) -> None:
+        self.graph = graph
+        self.executable = executable
+        self.out_structure = out_structure
+        self.history = history
+        self.trace_seconds = trace_seconds
+        self.copy_outputs = [v.kind != "node" for v in graph.outputs]
+        self.devices = [v.device for v in graph.outputs]
+
+    def run(self, leaves: list) -> Any:
+        results = self.executable.run([t._data for t in leaves])
+        tensors = []
+        for r, copy, dev in zip(results, self.copy_outputs, self.devices):
+            tensors.append(Tensor._make(r.copy() if copy else r, dev, False))
+        return unflatten(self.out_structure, tensors)
+
+
+class CompiledFunction:
+    """What ``ember.compile(fn)`` returns: call it like ``fn``; inspect ``graph``/``explain()``."""
+
+    def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
+                 warmup: int = 1, name: str | None = None) -> None:
+        if fallback not in ("eager", "raise"):
+            raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
+        self.fn = fn
+        self.passes = tuple(ALL_PASSES if passes is None else passes)
+        unknown = [p for p in self.passes if p not in ALL_PASSES]
+        if unknown:
+            raise ValueError(f"ember.compile: unknown pass(es) {unknown}; choose from {list(ALL_PASSES)}")
+        self.fallback = fallback
+        self.warmup = warmup
+        self.name = name or getattr(fn, "__name__", type(fn).__name__)
+        self._cache: dict = {}
+        self._seen: dict = {}
+        self._modules: list | None = None
+        self.last: _Compiled | None = None
+
+    def _key(self, leaves: list, structure: Any) -> tuple:
+        if self._modules is None:
+            self._modules = _modules_of(self.fn)
+        return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad) for t in leaves),
+                grad_mode.STATE.enabled, tuple(m.training for m in self._modules))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves: list = []
+        structure = flatten((args, kwargs), leaves)
+        key = self._key(leaves, structure)
+        entry = self._cache.get(key)
+        if entry is None:
+            seen = self._seen.get(key, 0)
+            if seen < self.warmup:
+                self._seen[key] = seen + 1
+                return self.fn(*args, **kwargs)
+            entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
+        if entry is _EAGER:
+            return self.fn(*args, **kwargs)
+        self.last = entry
+        return entry.run(leaves)
+
+    def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:
+        start = time.perf_counter()
+        objects = {id(o): o for o in _objects(args, kwargs)}
+        try:
+            with Tracer(self.name) as tracer:
+                sym = [tracer.input(tuple(t.shape), t.dtype, t.device, t._requires_grad, name=f"arg{k}")
+                       for k, t in enumerate(leaves)]
+                sym_args, sym_kwargs = unflatten(structure, sym, objects)
+                result = self.fn(*sym_args, **sym_kwargs)
+                out_leaves: list = []
+                out_structure = flatten(result, out_leaves)
+                del result, sym_args, sym_kwargs, sym
+                tracer.builder.finish(out_leaves)
+                del out_leaves
+        except TracingError as error:
+            if self.fallback == "raise":
+                raise
+            warnings.warn(f"ember.compile({self.name}): falling back to eager mode for these input shapes: {error}",
+                          RuntimeWarning, stacklevel=3)
+            return _EAGER
+        graph = tracer.graph
+        history: list = [("trace", graph)]
+        graph = run_passes(graph, self.passes, history)
+        graph.validate()
+        if "fuse" in self.passes:
+            history.append(("fuse", fuse_pass(graph)))
+        executable = Executable(graph, graph.outputs, include_updates=True, fuse="fuse" in self.passes,
+                                memory="memory" in self.passes)
+        return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start)
+
+    # ---- inspection ---------------------------------------------------------------------------------
+    @property
+    def graph(self) -> Graph | None:
+        """The optimized graph of the most recent call (None before the first trace)."""
+        return self.last.graph if self.last is not None else None
+
+    def explain(self) -> str:
+        """The graph after tracing and after each pass, so each pass's effect can be read."""
+        if self.last is None:
+            return f"{self.name}: not traced yet (call it {self.warmup + 1} times)"
+        parts = []
+        for name, g in self.last.history:
+            parts.append(f"==== after {name}: {g.summary()}\n{g}")
+        return "\n".join(parts)
+
+    def save(self, path: str) -> None:
+        """Save the most recent graph (with its weights) for :func:`ember.graph.load`."""
+        from ember.graph.serialize import save
+
+        if self.last is None:
+            raise RuntimeError(f"ember.compile({self.name}).save: nothing traced yet; call the function first")
+        save(self.last.graph, path)
+
+
+def _objects(*trees: Any) -> list:
+    out = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, (list, tuple)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                walk(x)
+        elif not isinstance(o, Tensor):
+            out.append(o)
+
+    for t in trees:
+        walk(t)
+    return out
+
+
+def compile(fn: Callable | None = None, *, passes: Sequence[str] | None = None, fallback: str = "eager",
+            warmup: int = 1, **ignored: Any) -> Any:  # noqa: A001 - torch.compile's name
+    """Compile ``fn`` (a function or module); usable as ``@ember.compile`` or ``ember.compile(fn, ...)``.
+
+    ``passes`` picks graph passes from ``simplify, cse, fold, dce, fuse, memory`` (default: all;
+    ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments (``mode=``,
+    ``fullgraph=``, ``backend=``...) are accepted and ignored.
+    """
+    if fn is None:
+        return lambda f: CompiledFunction(f, passes, fallback, warmup)
+    return CompiledFunction(fn, passes, fallback, warmup)

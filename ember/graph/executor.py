@@ -1,0 +1,156 @@
+"""The one executor for traced and define-then-run graphs.
+
+An :class:`Executable` is built for a set of *fetches*: it keeps only the nodes those values (and,
+for compiled functions, the state updates) need - so an ``assign`` that nothing fetched never runs
+- optionally fuses elementwise chains and plans buffers, then flattens the rest into a list of
+``(callable, input slots, output slot)``. A run is: copy the slot template (constants already in
+it), drop in the inputs and the current state arrays, call each entry, copy state updates into
+their tensors' buffers (after every node ran: reads see start-of-run values), return the fetches.
+
+Example:
+    >>> import numpy as np, ember
+    >>> from ember.graph.ir import Graph
+    >>> from ember.ops.registry import OPS
+    >>> g = Graph(); x = g.add_input((3,), ember.float64)
+    >>> (y,) = g.add_node(OPS["mul"], (x, 2.0), {})
+    >>> Executable(g, [y]).run([np.arange(3.0)])[0]
+    array([0., 2., 4.])
+"""
+from __future__ import annotations
+
+import operator
+from functools import partial
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.graph.ir import Graph, Node, Value
+
+
+def needed_nodes(graph: Graph, roots: Sequence[Value]) -> list[Node]:
+    """The nodes ``roots`` depend on, in graph (topological) order."""
+    wanted: set[int] = set()
+    stack = [v for v in roots if v.node is not None]
+    while stack:
+        node = stack.pop().node
+        if id(node) in wanted:
+            continue
+        wanted.add(id(node))
+        stack.extend(i for i in node.inputs if isinstance(i, Value) and i.node is not None)
+    return [n for n in graph.nodes if id(n) in wanted]
+
+
+def _node_callable(node: Node, xp: Any) -> tuple[Any, list]:
+    """A callable taking only the Value inputs' arrays, plus the Values it takes."""
+    impl = node.op.impl
+    attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")} if node.op.category != "fused" else {}
+    if "_out" in node.attrs:
+        attrs["out"] = node.attrs["_out"]
+    args = node.inputs
+    values = [a for a in args if isinstance(a, Value)]
+    if len(values) == len(args):
+        fn = partial(impl, xp, **attrs) if attrs else partial(impl, xp)
+    else:
+        positions = tuple(k for k, a in enumerate(args) if isinstance(a, Value))
+        template = list(args)
+
+        def fn(*arrays: Any, _t: list = template, _p: tuple = positions, _impl: Any = impl, _a: dict = attrs) -> Any:
+            full = list(_t)
+            for k, arr in zip(_p, arrays):
+                full[k] = arr
+            return _impl(xp, *full, **_a)
+
+    if len(node.outputs) == 1 and node.outputs[0].shape == () and node.op.category not in ("fused", "control"):
+        inner = fn
+        fn = lambda *arrays: np.asarray(inner(*arrays))  # noqa: E731  (NumPy reductions return scalars)
+    return fn, values
+
+
+class Executable:
+    """A run plan for ``fetches`` (and, with ``include_updates``, the graph's state updates)."""
+
+    def __init__(self, graph: Graph, fetches: Sequence[Value], include_updates: bool = True,
+                 fuse: bool = False, memory: bool = False) -> None:
+        self.graph = graph
+        fetches = list(fetches)
+        updates = list(graph.updates) if include_updates else []
+        nodes = needed_nodes(graph, fetches + [v for _, v in updates])
+        # assign nodes that run (because something fetched needs them) write their variable.
+        for node in nodes:
+            if node.op.extra.get("side_effect"):
+                updates.append((node.inputs[0], node.outputs[0]))
+        keep = {v.id for v in fetches} | {v.id for _, v in updates}
+        device = next((v.device for v in graph.values() if v.device is not None), None)
+        xp = device.xp if device is not None else np
+        if fuse:
+            from ember.graph.passes.fuse import fuse_nodes
+
+            nodes = fuse_nodes(nodes, keep, xp)
+        if memory:
+            from ember.graph.passes.memory import plan_buffers
+
+            self.memory_stats = plan_buffers(nodes, keep, xp, updates)
+        self.nodes = nodes
+        slots: dict[int, int] = {}
+
+        def slot(v: Value) -> int:
+            s = slots.get(v.id)
+            if s is None:
+                s = slots[v.id] = len(slots)
+            return s
+
+        self.input_slots = [slot(v) for v in graph.inputs]
+        self.state_reads = [(slot(v), v.tensor) for v in graph.states]
+        const_slots = [(slot(v), v.data) for v in graph.consts]
+        program = []
+        for node in nodes:
+            fn, values = _node_callable(node, xp)
+            ins = tuple(slot(v) for v in values)
+            if len(node.outputs) == 1:
+                program.append((fn, ins, slot(node.outputs[0])))
+            else:
+                holder = len(slots)
+                slots[-holder - 1] = holder  # an anonymous slot for the tuple
+                program.append((fn, ins, holder))
+                for k, out in enumerate(node.outputs):
+                    program.append((operator.itemgetter(k), (holder,), slot(out)))
+        self.program = program
+        self.template = [None] * len(slots)
+        for s, data in const_slots:
+            self.template[s] = data
+        self.fetch_slots = [slot(v) for v in fetches]
+        self.writes = [(slot(new), state.tensor) for state, new in updates]
+
+    def run(self, inputs: Sequence[Any]) -> list:
+        """Execute with ``inputs`` (arrays, in ``graph.inputs`` order); return the fetched arrays."""
+        env = self.template[:]
+        for s, array in zip(self.input_slots, inputs):
+            env[s] = array
+        for s, tensor in self.state_reads:
+            env[s] = tensor._data
+        for fn, ins, out in self.program:
+            env[out] = fn(*[env[i] for i in ins])
+        results = [env[s] for s in self.fetch_slots]
+        if self.writes:
+            self._write_back(env, results)
+        return results
+
+    def _write_back(self, env: list, results: list) -> None:
+        targets = [tensor._data for _, tensor in self.writes]
+        values = []
+        for (s, _), target in zip(self.writes, targets):
+            value = env[s]
+            if value is target:  # computed in place (memory planning)
+                values.append(None)
+                continue
+            if any(np.may_share_memory(value, t) for t in targets):
+                value = value.copy()  # a swap or a view of another state: read before anything is written
+            values.append(value)
+        for k, r in enumerate(results):
+            if isinstance(r, np.ndarray) and any(np.may_share_memory(r, t) for t in targets):
+                results[k] = r.copy()  # a fetched state must show its value from before the writes
+        for target, value in zip(targets, values):
+            if value is not None:
+                target[...] = value
+        for _, tensor in self.writes:
+            tensor._bump()

@@ -1,0 +1,75 @@
+"""Op records that exist only in graphs: ``assign`` (a state write), ``group`` (run these together)
+and ``matmul_t`` (matmul with transposed operands, what the simplifier folds transposes into).
+
+Like every op they are :class:`~ember.ops.registry.OpDef` records, so the printer, validator,
+serializer, executor and exporter treat them like any other op.
+
+Example:
+    >>> from ember.ops.registry import OPS
+    >>> import ember.graph
+    >>> OPS["assign"].extra["side_effect"]
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember import dtypes
+from ember.ops.registry import OPS, OpDef, Spec, register
+
+
+def _assign_rule(target: Spec, value: Spec) -> Spec:
+    if tuple(target.shape) != tuple(value.shape):
+        raise RuntimeError(f"assign: value of shape {tuple(value.shape)} cannot be assigned to a variable of shape "
+                           f"{tuple(target.shape)}; variables keep their shape")
+    return Spec(tuple(target.shape), target.dtype, target.device)
+
+
+def _assign_impl(xp: Any, target: Any, value: Any) -> Any:
+    # The executor copies the result into the variable's buffer at the end of the run.
+    return value if value.dtype == target.dtype else value.astype(target.dtype)
+
+
+def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:
+    # NumPy hands transposed views straight to BLAS (no copy), so this is one GEMM call.
+    return xp.matmul(xp.swapaxes(a, -1, -2) if transpose_a else a, xp.swapaxes(b, -1, -2) if transpose_b else b)
+
+
+def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: bool = False) -> Spec:
+    from ember.ops.elementwise import _broadcast_shapes
+
+    m = a.shape[-1] if transpose_a else a.shape[-2]
+    n = b.shape[-2] if transpose_b else b.shape[-1]
+    return Spec(_broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype, a.device)
+
+
+def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    ta, tb = ctx.attrs.get("transpose_a", False), ctx.attrs.get("transpose_b", False)
+    A = a.mT if ta else a
+    B = b.mT if tb else b
+    ga = (g @ B.mT) if ctx.needs[0] else None
+    gb = (A.mT @ g) if ctx.needs[1] else None
+    from ember.ops.elementwise import sum_to  # batch dims that were broadcast sum back to the input's shape
+
+    sa, sb = ctx.input_meta
+    return (sum_to(ga.mT if ta else ga, sa) if ga is not None else None,
+            sum_to(gb.mT if tb else gb, sb) if gb is not None else None)
+
+
+if "assign" not in OPS:
+    ASSIGN = register(OpDef(
+        name="assign", category="state", impl=_assign_impl, shape_rule=_assign_rule, save="none",
+        extra={"side_effect": True}, doc="assign(variable, value): write value into the variable after the run",
+    ))
+    GROUP = register(OpDef(
+        name="group", category="control", impl=lambda xp, *values: None, save="none",
+        shape_rule=lambda *specs: Spec((), dtypes.bool_, next((s.device for s in specs if isinstance(s, Spec)), None)),
+        doc="group(*ops): an op that runs when fetched only to make its inputs run",
+    ))
+    MATMUL_T = register(OpDef(
+        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=_matmul_t_vjp,
+        onnx="Gemm", doc="matmul(a^T?, b^T?): transposes folded into the matmul",
+    ))
+else:  # re-import (e.g. importlib.reload in tests): keep the records already registered
+    ASSIGN, GROUP, MATMUL_T = OPS["assign"], OPS["group"], OPS["matmul_t"]

@@ -1,0 +1,321 @@
+"""Elementwise fusion: a chain (or DAG) of elementwise ops with one loop shape, optionally ending in
+a ``sum``/``mean``, becomes one kernel node.
+
+Eligibility comes from the op records alone: an op with an ``expr`` formula and an elementwise
+category fuses; ``expr`` is parsed (Python syntax, NumPy function names, ``x``/``y``/``z`` for the
+inputs and attribute names such as ``min``) into three-address steps.
+
+Kernels: the device backend's :meth:`~ember.backends.Backend.fuse` hook gets first try with the
+kernel *source* - one line per step, ``name = fn(arg, ...)`` in NumPy ufunc names, inputs ``in0..``,
+outputs listed in a ``# outputs:`` header - and may return a compiled callable
+``kernel(*inputs) -> tuple of outputs`` (CuPy's ElementwiseKernel on GPU). Otherwise (CPU) the
+steps run as NumPy ufunc calls with ``out=`` into scratch buffers kept by the kernel across runs
+(temporaries reuse each other's buffers once dead), which measured faster here than numexpr-style
+string evaluation for the small arrays of training steps and needs no compiler.
+
+Example:
+    >>> import ember
+    >>> from ember.graph.ir import Graph
+    >>> from ember.ops.registry import OPS
+    >>> g = Graph(); x = g.add_input((4,), ember.float64)
+    >>> (a,) = g.add_node(OPS["mul"], (x, 2.0), {}); (b,) = g.add_node(OPS["exp"], (a,), {})
+    >>> [n.op.name for n in fuse_nodes(g.nodes, {b.id}, __import__("numpy"))]
+    ['fused']
+"""
+from __future__ import annotations
+
+import ast
+import heapq
+from typing import Any, Sequence
+
+import numpy as np
+
+from ember.graph.ir import Node, Value
+from ember.ops.registry import OpDef
+
+_ELEMENTWISE = ("unary", "binary", "ternary", "cast")
+_REDUCE = {"sum": "sum", "mean": "mean"}
+_BINOPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide", ast.Pow: "power",
+           ast.FloorDiv: "floor_divide", ast.Mod: "remainder"}
+_UNOPS = {ast.USub: "negative", ast.Not: "logical_not", ast.Invert: "invert", ast.UAdd: "positive"}
+_CMPOPS = {ast.Eq: "equal", ast.NotEq: "not_equal", ast.Lt: "less", ast.LtE: "less_equal", ast.Gt: "greater",
+           ast.GtE: "greater_equal"}
+
+
+def fusable(node: Node) -> bool:
+    op = node.op
+    return op.expr is not None and op.category in _ELEMENTWISE and len(node.outputs) == 1
+
+
+def _reducer(node: Node) -> bool:
+    return node.op.category == "reduction" and node.op.expr in _REDUCE and len(node.outputs) == 1
+
+
+# ---- grouping ------------------------------------------------------------------------------------
+def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
+    """Replace fusable groups in ``nodes`` by fused nodes; values in ``keep`` stay materialized."""
+    group_of: dict[int, int] = {}  # id(node) -> group index
+    groups: list[list[Node]] = []
+    closed: set[int] = set()
+    deps: dict[int, frozenset] = {}  # value id -> groups it depends on
+    producer_group: dict[int, int] = {}  # value id -> group index of its producer
+    shape_of_group: list[tuple] = []
+
+    for node in nodes:
+        ins = [i for i in node.inputs if isinstance(i, Value)]
+        upstream = frozenset().union(*(deps.get(i.id, frozenset()) for i in ins)) if ins else frozenset()
+        chosen = None
+        if fusable(node) or _reducer(node):
+            out_shape = node.outputs[0].shape
+            for i in ins:
+                g = producer_group.get(i.id)
+                if g is None or g in closed:
+                    continue
+                if fusable(node) and shape_of_group[g] != out_shape:
+                    continue
+                if _reducer(node) and shape_of_group[g] != i.shape:
+                    continue
+                # Joining g must not create a cycle through a node outside g.
+                if all(producer_group.get(j.id) == g or g not in deps.get(j.id, frozenset()) for j in ins):
+                    chosen = g
+                    break
+            if chosen is None and fusable(node):
+                chosen = len(groups)
+                groups.append([])
+                shape_of_group.append(out_shape)
+        if chosen is not None:
+            groups[chosen].append(node)
+            group_of[id(node)] = chosen
+            if _reducer(node):
+                closed.add(chosen)
+            for out in node.outputs:
+                producer_group[out.id] = chosen
+                deps[out.id] = upstream | {chosen}
+        else:
+            for out in node.outputs:
+                deps[out.id] = upstream
+    # Members of a group read outside the group (or kept) become the fused node's outputs.
+    used_outside: set[int] = set(keep)
+    for node in nodes:
+        g = group_of.get(id(node))
+        for i in node.inputs:
+            if isinstance(i, Value) and (g is None or producer_group.get(i.id) != g):
+                used_outside.add(i.id)
+    units: list[Any] = []
+    unit_of_group: dict[int, int] = {}
+    for node in nodes:
+        g = group_of.get(id(node))
+        if g is None:
+            units.append(node)
+        elif g not in unit_of_group:
+            members = groups[g]
+            unit_of_group[g] = len(units)
+            units.append(members[0] if len(members) == 1 and not _reducer(members[0]) else
+                         make_fused_node(members, used_outside, xp))
+    return _toposort(units)
+
+
+def _toposort(units: list[Node]) -> list[Node]:
+    """Order units so each runs after its inputs' producers, preferring the original order."""
+    produced_by: dict[int, int] = {}
+    for k, u in enumerate(units):
+        for out in u.outputs:
+            produced_by[out.id] = k
+    waiting = [0] * len(units)
+    users: list[list[int]] = [[] for _ in units]
+    for k, u in enumerate(units):
+        srcs = {produced_by[i.id] for i in u.inputs if isinstance(i, Value) and i.id in produced_by}
+        srcs.discard(k)
+        waiting[k] = len(srcs)
+        for s in srcs:
+            users[s].append(k)
+    ready = [k for k in range(len(units)) if waiting[k] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        k = heapq.heappop(ready)
+        order.append(units[k])
+        for u in users[k]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) != len(units):
+        raise RuntimeError("fusion produced a cyclic schedule (an ember bug); compile with passes=[] to avoid it")
+    return order
+
+
+# ---- code generation -----------------------------------------------------------------------------
+def _steps_for(node: Node, names: dict, steps: list, counter: list) -> str:
+    """Append the three-address steps computing ``node``; return the name holding its result."""
+    args = [names[i.id] if isinstance(i, Value) else i for i in node.inputs]
+    env = dict(zip("xyz", args))
+    attrs = node.attrs
+
+    def temp() -> str:
+        counter[0] += 1
+        return f"t{counter[0]}"
+
+    def emit(fn: str, operands: list, extra: Any = None) -> str:
+        name = temp()
+        steps.append((name, fn, operands, extra))
+        return name
+
+    def walk(e: ast.AST) -> Any:
+        if isinstance(e, ast.Name):
+            if e.id in env:
+                return env[e.id]
+            if e.id in attrs:
+                return attrs[e.id]
+            if e.id in ("min", "max", "None"):
+                return None
+            raise KeyError(e.id)
+        if isinstance(e, ast.Constant):
+            return e.value
+        if isinstance(e, ast.BinOp):
+            return emit(_BINOPS[type(e.op)], [walk(e.left), walk(e.right)])
+        if isinstance(e, ast.UnaryOp):
+            return emit(_UNOPS[type(e.op)], [walk(e.operand)])
+        if isinstance(e, ast.Compare):
+            return emit(_CMPOPS[type(e.ops[0])], [walk(e.left), walk(e.comparators[0])])
+        if isinstance(e, ast.Call):
+            fn = e.func.id
+            operands = [walk(a) for a in e.args]
+            if fn == "cast":
+                return emit("cast", operands, attrs["dtype"].np)
+            if fn == "round":
+                return emit("round", operands, attrs.get("decimals", 0))
+            return emit(fn, operands)
+        raise ValueError(f"cannot fuse expression {ast.dump(e)}")
+
+    if _reducer(node):
+        return emit(_REDUCE[node.op.expr], [args[0]], (attrs.get("dims"), attrs.get("keepdim", False)))
+    expr = node.op.expr
+    result = walk(ast.parse(expr, mode="eval").body)
+    if not isinstance(result, str) or not result.startswith("t"):
+        result = emit("copy", [result])  # e.g. expr "x": an identity still needs its own value
+    return result
+
+
+def _call(xp: Any, fn: str, operands: list, extra: Any, out: Any) -> Any:
+    if fn == "cast":
+        if out is None:
+            return xp.asarray(operands[0]).astype(extra)
+        xp.copyto(out, operands[0], casting="unsafe")
+        return out
+    if fn == "where":
+        return xp.where(*operands)
+    if fn == "copy":
+        return xp.array(operands[0])
+    if fn == "round":
+        return xp.round(operands[0], extra, out=out)
+    if fn in ("sum", "mean"):
+        dims, keepdim = extra
+        axis = dims if dims is None or len(dims) != 1 else dims[0]
+        result = getattr(xp, fn)(operands[0], axis=axis, keepdims=keepdim, out=out)
+        return xp.asarray(result)
+    if fn == "erf":
+        from ember.backends import special_function
+
+        return special_function(xp, "erf")(*operands) if out is None else special_function(xp, "erf")(*operands, out=out)
+    if fn == "clip":
+        x, lo, hi = (operands + [None, None])[:3]
+        return xp.clip(x, lo, hi, out=out)
+    return getattr(xp, fn)(*operands, out=out)
+
+
+class FusedKernel:
+    """Steps over inputs ``in0..``; scratch buffers are made on the first call and reused."""
+
+    def __init__(self, steps: list, inputs: int, outputs: list[str], source: str, xp: Any) -> None:
+        self.steps = steps
+        self.n_inputs = inputs
+        self.outputs = outputs
+        self.source = source
+        self.xp = xp
+        self.plan: list | None = None
+        self.single = len(outputs) == 1
+        self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
+
+    def _first(self, arrays: tuple) -> tuple:
+        xp = self.xp
+        env = {f"in{k}": a for k, a in enumerate(arrays)}
+        last_use: dict[str, int] = {}
+        for k, (_, _, operands, _) in enumerate(self.steps):
+            for o in operands:
+                if isinstance(o, str):
+                    last_use[o] = k
+        for o in self.outputs:
+            last_use[o] = len(self.steps)
+        free: dict[tuple, list] = {}
+        plan = []
+        for k, (name, fn, operands, extra) in enumerate(self.steps):
+            vals = [env[o] if isinstance(o, str) else o for o in operands]
+            target = arrays[self.out_into[name]] if name in self.out_into else None
+            result = _call(xp, fn, vals, extra, target)
+            env[name] = result
+            buf = None
+            key = (tuple(getattr(result, "shape", ())), getattr(result, "dtype", None))
+            if target is not None:
+                buf = "inplace"
+            elif fn not in ("where", "copy") and hasattr(result, "shape") and name not in self.outputs:
+                pool = free.get(key)
+                buf = pool.pop() if pool else xp.empty(key[0], dtype=key[1])
+            plan.append((name, fn, operands, extra, buf))
+            for o in operands:  # temporaries whose last reader this was free their buffer
+                if isinstance(o, str) and o.startswith("t") and last_use.get(o) == k:
+                    prev = next((p for p in plan if p[0] == o), None)
+                    if prev is not None and prev[4] is not None and not isinstance(prev[4], str):
+                        free.setdefault((prev[4].shape, prev[4].dtype), []).append(prev[4])
+        self.plan = plan
+        outs = tuple(env[o] for o in self.outputs)
+        return outs[0] if self.single else outs
+
+    def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> tuple:
+        if self.plan is None:
+            return self._first(arrays)
+        env = {f"in{k}": a for k, a in enumerate(arrays)}
+        for name, fn, operands, extra, buf in self.plan:
+            if buf is not None and buf.__class__ is str:
+                buf = arrays[self.out_into[name]]
+            env[name] = _call(xp, fn, [env[o] if isinstance(o, str) else o for o in operands], extra, buf)
+        if self.single:
+            return env[self.outputs[0]]
+        return tuple(env[o] for o in self.outputs)
+
+
+def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
+    names: dict[int, str] = {}
+    inputs: list[Value] = []
+    member_outs = {o.id for n in members for o in n.outputs}
+    for n in members:
+        for i in n.inputs:
+            if isinstance(i, Value) and i.id not in member_outs and i.id not in names:
+                names[i.id] = f"in{len(inputs)}"
+                inputs.append(i)
+    steps: list = []
+    counter = [0]
+    outputs: list[Value] = []
+    out_names: list[str] = []
+    for n in members:
+        result = _steps_for(n, names, steps, counter)
+        out = n.outputs[0]
+        names[out.id] = result
+        if out.id in used_outside:
+            outputs.append(out)
+            out_names.append(result)
+    lines = [f"# inputs: {', '.join(names[i.id] for i in inputs)}", f"# outputs: {', '.join(out_names)}"]
+    for name, fn, operands, extra in steps:
+        args = ", ".join(str(o) for o in operands) + (f", {extra!r}" if extra is not None else "")
+        lines.append(f"{name} = {fn}({args})")
+    source = "\n".join(lines)
+    kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
+    from ember.backends import get_backend
+
+    compiled = get_backend("cpu" if xp is np else "cuda").fuse(source, "fused")
+    if compiled is not None:  # the backend's own kernel: called as kernel(xp, *inputs)
+        kernel = compiled
+    label = "+".join(n.op.name for n in members)
+    op = OpDef(name="fused", category="fused", impl=kernel, expr=source, doc=label,
+               extra={"members": [n.op.name for n in members]})
+    node = Node(op, tuple(inputs), {"ops": label}, tuple(outputs))
+    return node

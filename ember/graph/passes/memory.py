@@ -1,0 +1,63 @@
+"""Memory planning for the CPU executor.
+
+Two things, both safe by construction:
+
+* inside a fused kernel, temporaries live in scratch buffers kept across runs, and a temporary
+  takes over the buffer of one that is dead (see :class:`~ember.graph.passes.fuse.FusedKernel`);
+* *in place where safe*: when a fused kernel computes a state's new value (``w - lr * g``), reads
+  the state's old value, and nothing after that step reads the old value (no later step of the
+  kernel, no later node, no fetch), the step writes straight into the state's buffer, so the
+  end-of-run copy disappears. Only elementwise ufunc steps of the state's shape and dtype qualify
+  (NumPy ufuncs handle exact aliasing of an input and the output).
+
+Example:
+    >>> plan_buffers([], set(), __import__("numpy"))
+    {'inplace_updates': 0}
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember.graph.ir import Node, Value
+
+_NOT_INPLACE = ("where", "copy", "sum", "mean", "cast")
+
+
+def plan_buffers(nodes: Sequence[Node], keep: set, xp: Any, updates: Sequence[tuple] = ()) -> dict:
+    from ember.graph.passes.fuse import FusedKernel
+
+    last_read: dict[int, int] = {}
+    for k, node in enumerate(nodes):
+        for i in node.inputs:
+            if isinstance(i, Value):
+                last_read[i.id] = k
+    state_of_update: dict[int, Any] = {}
+    writes_per_state: dict[int, int] = {}
+    for state, new in updates:
+        writes_per_state[state.id] = writes_per_state.get(state.id, 0) + 1
+        state_of_update.setdefault(new.id, []).append(state)
+    count = 0
+    for k, node in enumerate(nodes):
+        kernel = node.op.impl
+        if node.op.category != "fused" or not isinstance(kernel, FusedKernel):
+            continue
+        step_of = {s[0]: j for j, s in enumerate(kernel.steps)}
+        for out, name in zip(node.outputs, kernel.outputs):
+            states = state_of_update.get(out.id, [])
+            if len(states) != 1:
+                continue
+            state = states[0]
+            if state.id in keep or writes_per_state[state.id] != 1 or last_read.get(state.id) != k \
+                    or state not in node.inputs or state.shape != out.shape or state.dtype != out.dtype:
+                continue
+            j = step_of.get(name)
+            if j is None or kernel.steps[j][1] in _NOT_INPLACE:
+                continue
+            src = f"in{node.inputs.index(state)}"
+            if any(src in s[2] for s in kernel.steps[j + 1:]) or src in kernel.outputs:
+                continue  # a later step still reads the old value
+            kernel.out_into[name] = node.inputs.index(state)
+            node.attrs.setdefault("inplace", ())
+            node.attrs["inplace"] += (state.label(),)
+            count += 1
+    return {"inplace_updates": count}

@@ -1,0 +1,221 @@
+"""``ember.nn.init``: in-place initializers with PyTorch's formulas and names.
+
+Every function writes into the tensor without recording autograd (as under ``no_grad``) and draws
+from ember's default generator unless ``generator=`` is given, so ``ember.manual_seed`` makes
+initialization reproducible.
+
+Example:
+    >>> import ember
+    >>> w = ember.empty(256, 128)
+    >>> _ = ember.nn.init.kaiming_uniform_(w, nonlinearity="relu")
+    >>> float(w.abs().max()) <= (6 / 128) ** 0.5
+    True
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ember import random as ember_random
+from ember.tensor import Tensor
+
+__all__ = [
+    "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+]
+
+
+def _write(tensor: Tensor, values: np.ndarray, name: str) -> Tensor:
+    """Store host ``values`` into ``tensor`` in place (no autograd record), bumping its version."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"nn.init.{name}: expected an ember Tensor, got {type(tensor).__name__}")
+    values = np.broadcast_to(np.asarray(values), tuple(tensor.shape))
+    tensor._data[...] = ember_random._to(np.ascontiguousarray(values), tensor.dtype, tensor.device)
+    tensor._bump()
+    return tensor
+
+
+def _rng(generator: Any) -> np.random.Generator:
+    return ember_random._rng(generator)
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity: 1 for linear/sigmoid, 5/3 tanh, sqrt(2) relu, ..."""
+    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+              "conv_transpose3d", "sigmoid")
+    if nonlinearity in linear:
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"calculate_gain: negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
+    """fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (weights are out x in x ...)."""
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
+                         f"(got shape {tuple(tensor.shape)})")
+    receptive = 1
+    for s in tuple(tensor.shape)[2:]:
+        receptive *= s
+    return tensor.shape[1] * receptive, tensor.shape[0] * receptive
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _sample_dtype(tensor: Tensor) -> Any:
+    return np.float64 if tensor.dtype.name == "float64" else np.float32
+
+
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
+    """Fill with U(a, b)."""
+    values = _rng(generator).random(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * (b - a) + a
+    return _write(tensor, values, "uniform_")
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
+    """Fill with N(mean, std^2)."""
+    values = _rng(generator).standard_normal(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * std + mean
+    return _write(tensor, values, "normal_")
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Any = None) -> Tensor:
+    """Fill with N(mean, std^2) truncated to [a, b] (redrawing values that fall outside)."""
+    if not a < b:
+        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
+    rng = _rng(generator)
+    shape = tuple(tensor.shape)
+    values = rng.standard_normal(shape) * std + mean
+    outside = (values < a) | (values > b)
+    for _ in range(1000):  # rejection sampling: each round redraws only the rejected entries
+        count = int(outside.sum())
+        if count == 0:
+            break
+        values[outside] = rng.standard_normal(count) * std + mean
+        outside = (values < a) | (values > b)
+    return _write(tensor, np.clip(values, a, b), "trunc_normal_")
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    return _write(tensor, np.asarray(val), "constant_")
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    return constant_(tensor, 0.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity (ones on the diagonal)."""
+    if tensor.dim() != 2:
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape {tuple(tensor.shape)}")
+    return _write(tensor, np.eye(*tuple(tensor.shape)), "eye_")
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3/4/5-D conv weight so the convolution preserves its input (per group)."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("dirac_: only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dirac_: dim 0 must be divisible by groups")
+    out_per_group = shape[0] // groups
+    values = np.zeros(shape)
+    for g in range(groups):
+        for d in range(min(out_per_group, shape[1])):
+            values[(g * out_per_group + d, d) + tuple(s // 2 for s in shape[2:])] = 1
+    return _write(tensor, values, "dirac_")
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator: Any = None) -> Tensor:
+    """He uniform: U(-b, b) with b = gain * sqrt(3 / fan); gain from ``calculate_gain(nonlinearity, a)``."""
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator: Any = None) -> Tensor:
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    if 0 in tuple(tensor.shape):
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan), generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one, times ``gain``."""
+    if tensor.dim() < 2:
+        raise ValueError("orthogonal_: only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = _rng(generator).standard_normal((rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))  # makes the decomposition unique (uniform over orthogonal matrices)
+    if rows < cols:
+        q = q.T
+    return _write(tensor, (q * gain).reshape(tuple(tensor.shape)), "orthogonal_")
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
+    """2-D only: N(0, std^2) with a fraction ``sparsity`` of each column set to zero."""
+    if tensor.dim() != 2:
+        raise ValueError("sparse_: only tensors with 2 dimensions are supported")
+    rows, cols = tuple(tensor.shape)
+    rng = _rng(generator)
+    values = rng.standard_normal((rows, cols)) * std
+    zeros = int(math.ceil(sparsity * rows))
+    for c in range(cols):
+        values[rng.permutation(rows)[:zeros], c] = 0
+    return _write(tensor, values, "sparse_")
+
+
+# PyTorch's deprecated non-underscore aliases, still seen in older lecture code.
+uniform, normal, constant = uniform_, normal_, constant_
+xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
+kaiming_uniform, kaiming_normal, orthogonal = kaiming_uniform_, kaiming_normal_, orthogonal_

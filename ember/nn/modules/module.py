@@ -1,0 +1,593 @@
+"""``Module``: the base class of every layer, with PyTorch's registration, traversal, state_dict and hooks.
+
+Assigning a :class:`~ember.nn.Parameter` or a ``Module`` to an attribute registers it; ``state_dict``
+keys are the dotted attribute paths (``"0.weight"``, ``"bn.running_mean"``), exactly as PyTorch names
+them, so checkpoints move between the two frameworks by name.
+
+Example:
+    >>> import ember
+    >>> class Net(ember.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = ember.nn.Linear(3, 2)
+    ...     def forward(self, x):
+    ...         return self.fc(x)
+    >>> sorted(Net().state_dict())
+    ['fc.bias', 'fc.weight']
+"""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from typing import Any, Callable, Iterator, NamedTuple
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.nn.parameter import Buffer, Parameter
+from ember.tensor import Tensor
+
+_HANDLE_IDS = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook (also usable as ``with``)."""
+
+    def __init__(self, *hook_dicts: dict) -> None:
+        self.id = next(_HANDLE_IDS)
+        self._dicts = hook_dicts
+
+    def remove(self) -> None:
+        for hooks in self._dicts:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class _IncompatibleKeys(NamedTuple):
+    missing_keys: list
+    unexpected_keys: list
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+
+def _addindent(text: str, spaces: int) -> str:
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """Base class for all neural-network modules; subclasses define ``forward``."""
+
+    training: bool
+    _version: int = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments; "
+                            "Module.__init__ takes none (call super().__init__() first in your __init__)")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers_set"] = set()
+        d["_modules"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = set()
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = set()
+        d["_forward_hooks_always_called"] = set()
+
+    forward: Callable[..., Any]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:  # noqa: F811
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    # ---- registration ----------------------------------------------------------------------------
+    def _check_ready(self, what: str) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call "
+                                 "(call super().__init__() first in your __init__)")
+
+    @staticmethod
+    def _check_name(name: Any, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if "." in name or name == "":
+            raise KeyError(f'{kind} name can\'t contain "." and can\'t be empty, got {name!r}')
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Add a parameter (or ``None``, a declared-but-absent one such as a disabled bias)."""
+        self._check_ready("parameters")
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(ember.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Add a tensor that is state but not learnable (e.g. BatchNorm's running_mean)."""
+        self._check_ready("buffers")
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(ember Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            persistent = tensor.persistent
+            tensor = Tensor._make(tensor._data, tensor._device, False)
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        """Add a child module, reachable as an attribute and in ``state_dict`` under ``name.``."""
+        self._check_ready("modules")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string, got {type(name).__name__}")
+        if "." in name or name == "":
+            raise KeyError(f'module name can\'t contain "." and can\'t be empty, got {name!r}')
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            self._check_ready("parameters")
+            self._remove_from(name, d, "_buffers", "_modules")
+            d.pop(name, None)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(ember.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            self._check_ready("modules")
+            self._remove_from(name, d, "_parameters", "_buffers")
+            d.pop(name, None)
+            d["_modules"][name] = value
+        elif d.get("_modules") is not None and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(ember.nn.Module or None expected)")
+            d["_modules"][name] = None
+        elif isinstance(value, Buffer):
+            self._check_ready("buffers")
+            self._remove_from(name, d, "_parameters", "_modules")
+            d.pop(name, None)
+            self.register_buffer(name, value)
+        elif d.get("_buffers") is not None and name in d["_buffers"]:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(ember Tensor or None expected)")
+            d["_buffers"][name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    @staticmethod
+    def _remove_from(name: str, d: dict, *stores: str) -> None:
+        for store in stores:
+            if d.get(store) is not None:
+                d[store].pop(name, None)
+                if store == "_buffers":
+                    d["_non_persistent_buffers_set"].discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: parameters, buffers and children live in dicts.
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            found = d.get(store)
+            if found is not None and name in found:
+                return found[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in d.get(store, ()):
+                del d[store][name]
+                d["_non_persistent_buffers_set"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list:
+        keys = list(super().__dir__()) + list(self._parameters) + list(self._buffers) + list(self._modules)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    # ---- traversal ----------------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, "Module"]]:
+        """Yield ``(dotted_name, module)`` for this module and all descendants, depth first."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen: set = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator["Module"]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, store: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Tensor]]:
+        seen: set = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None:
+                    continue
+                if remove_duplicate:
+                    if id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Yield ``(dotted_name, parameter)``; shared parameters appear once unless remove_duplicate=False."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def get_submodule(self, target: str) -> "Module":
+        module = self
+        if target == "":
+            return module
+        for part in target.split("."):
+            if part not in module._modules or module._modules[part] is None:
+                raise AttributeError(f"{type(module).__name__} has no submodule `{part}` (looking up {target!r})")
+            module = module._modules[part]
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._parameters:
+            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
+        return module._parameters[name]
+
+    def get_buffer(self, target: str) -> Tensor:
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._buffers:
+            raise AttributeError(f"{type(module).__name__} has no buffer `{name}`")
+        return module._buffers[name]
+
+    # ---- modes and gradients --------------------------------------------------------------------
+    def train(self, mode: bool = True) -> "Module":
+        """Set training mode here and in every descendant (affects Dropout, BatchNorm)."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = param.grad.detach() * 0
+
+    def apply(self, fn: Callable[["Module"], Any]) -> "Module":
+        """Call ``fn`` on every descendant and then on this module (e.g. custom initialization)."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ---- device and dtype ---------------------------------------------------------------------------
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> "Module":
+        """Replace every parameter's and buffer's data by ``fn(data)``, keeping Parameter identity."""
+        for module in self.children():
+            module._apply(fn)
+        with grad_mode.no_grad():
+            for param in self._parameters.values():
+                if param is None:
+                    continue
+                new = fn(param.detach())
+                param.data = new
+                if param.grad is not None:
+                    param.grad = fn(param.grad.detach())
+            for name, buf in self._buffers.items():
+                if buf is not None:
+                    self._buffers[name] = fn(buf)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> "Module":
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``; dtype changes floats only."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"Module.to(): unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                device, dtype = arg.device, arg.dtype
+            elif isinstance(arg, dtypes.dtype):
+                dtype = arg
+            elif arg is not None:
+                device = arg
+        if dtype is not None:
+            dtype = dtypes.to_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+
+        def convert(t: Tensor) -> Tensor:
+            out = t.to(device) if device is not None else t
+            if dtype is not None and t.is_floating_point():
+                out = out.to(dtype)
+            return out
+
+        return self._apply(convert)
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> "Module":
+        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+
+    def type(self, dst_type: Any) -> "Module":
+        target = dtypes.to_dtype(dst_type)
+        return self._apply(lambda t: t.to(target))
+
+    def _cast_floats(self, target: dtypes.dtype) -> "Module":
+        return self._apply(lambda t: t.to(target) if t.is_floating_point() else t)
+
+    def float(self) -> "Module":
+        return self._cast_floats(dtypes.float32)
+
+    def double(self) -> "Module":
+        return self._cast_floats(dtypes.float64)
+
+    def half(self) -> "Module":
+        return self._cast_floats(dtypes.float16)
+
+    def bfloat16(self) -> "Module":
+        return self._cast_floats(dtypes.bfloat16)
+
+    def share_memory(self) -> "Module":
+        return self
+
+    # ---- state dict ----------------------------------------------------------------------------------
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buf if keep_vars else buf.detach()
+
+    def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """All parameters and persistent buffers by dotted name (detached, sharing memory)."""
+        if args:  # PyTorch's deprecated positional form state_dict(destination, prefix, keep_vars)
+            destination = args[0]
+            if len(args) > 1:
+                prefix = args[1]
+            if len(args) > 2:
+                keep_vars = args[2]
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        """Copy this module's own entries from ``state_dict`` (children are handled by the caller)."""
+        persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
+        local = {**{k: v for k, v in self._parameters.items() if v is not None},
+                 **{k: v for k, v in persistent.items() if v is not None}}
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, target in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing_keys.append(key)
+                continue
+            value = _as_tensor(state_dict[key], key)
+            if tuple(value.shape) != tuple(target.shape):
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                    f"the shape in current model is {target.shape}."
+                )
+                continue
+            with grad_mode.no_grad():
+                if assign:
+                    if name in self._parameters:
+                        self._parameters[name] = Parameter(value.detach(), target.requires_grad)
+                    else:
+                        self._buffers[name] = value.detach()
+                else:
+                    try:
+                        target.copy_(value)
+                    except Exception as error:  # noqa: BLE001 - reported with the key, as PyTorch does
+                        error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the '
+                                          f"model are {target.shape} and whose dimensions in the checkpoint are "
+                                          f"{value.shape}, an exception occurred : {error}.")
+        if strict:
+            for key in state_dict:
+                if not key.startswith(prefix):
+                    continue
+                head = key[len(prefix):].split(".", 1)[0]
+                if head not in self._modules and head not in local:
+                    unexpected_keys.append(key)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True, assign: bool = False) -> _IncompatibleKeys:
+        """Copy parameters and buffers from ``state_dict`` (ember tensors or NumPy arrays) by name.
+
+        With ``strict=True`` missing or unexpected keys raise a RuntimeError that lists them; the
+        result names them either way.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+        missing: list = []
+        unexpected: list = []
+        errors: list = []
+        metadata = {"assign_to_params_buffers": assign}
+
+        def load(module: Module, prefix: str) -> None:
+            module._load_from_state_dict(state_dict, prefix, metadata, True, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    load(child, prefix + name + ".")
+
+        load(self, "")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected)
+                              + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- hooks and calling ---------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` (or ``(module, args, kwargs)``) runs before forward; may return new args."""
+        handle = RemovableHandle(self._forward_pre_hooks)
+        self._forward_pre_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_pre_hooks_with_kwargs.add(handle.id)
+        if prepend:
+            self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` runs after forward; a non-None return replaces the output."""
+        handle = RemovableHandle(self._forward_hooks)
+        self._forward_hooks[handle.id] = hook
+        if with_kwargs:
+            self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        if prepend:
+            self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._forward_pre_hooks:
+            for hook_id, hook in list(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError("forward pre-hook with kwargs must return None or a tuple "
+                                               f"(new_args, new_kwargs), but got {result!r}")
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        if self._forward_hooks:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_with_kwargs:
+                    result = hook(self, args, kwargs, output)
+                else:
+                    result = hook(self, args, output)
+                if result is not None:
+                    output = result
+        return output
+
+    _call_impl = __call__
+
+    # ---- printing ---------------------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        """One line of constructor arguments shown in ``repr`` (override in layers)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        lines = extra.split("\n") if extra else []
+        for name, module in self._modules.items():
+            lines.append(f"({name}): " + _addindent(repr(module), 2))
+        if not lines:
+            return self._get_name() + "()"
+        if len(lines) == 1 and not self._modules:
+            return f"{self._get_name()}({lines[0]})"
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _as_tensor(value: Any, key: str) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    import numpy as np
+
+    from ember.creation import tensor
+
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        return tensor(np.asarray(value))
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor: convert through NumPy
+        return tensor(np.asarray(value.detach().cpu().numpy()))
+    raise TypeError(f"load_state_dict: value for {key!r} is a {type(value).__name__}; expected an ember Tensor "
+                    "or a NumPy array")

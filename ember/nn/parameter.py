@@ -1,0 +1,68 @@
+"""``Parameter``: a Tensor that a Module registers as learnable when assigned as an attribute.
+
+Example:
+    >>> import ember
+    >>> p = ember.nn.Parameter(ember.zeros(2))
+    >>> p.requires_grad
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A learnable tensor. Shares ``data``'s buffer; ``requires_grad`` is True by default."""
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
+        if data is None:
+            from ember.creation import empty
+
+            data = empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter: expected an ember Tensor as data, got {type(data).__name__}")
+        param = Tensor._make.__func__(cls, data._data, data._device, False)
+        # Share the version counter so in-place changes through either name are seen by autograd.
+        if data._vc is None:
+            data._vc = [0]
+        param._vc = data._vc
+        if requires_grad:
+            param.requires_grad_(True)
+        return param
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        pass  # everything happens in __new__ (Tensor.__init__ would rebuild the data)
+
+    def __repr__(self) -> str:
+        from ember._repr import tensor_repr
+
+        return "Parameter containing:\n" + tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: dict) -> "Parameter":
+        if id(self) in memo:
+            return memo[id(self)]
+        out = Parameter(Tensor._make(self._data.copy(), self._device, False), self._requires_grad)
+        if self.grad is not None:
+            out.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = out
+        return out
+
+
+class Buffer(Tensor):
+    """Marks a tensor as a buffer when assigned to a Module attribute (``torch.nn.Buffer``)."""
+
+    def __new__(cls, data: Tensor, *, persistent: bool = True) -> "Buffer":
+        buf = Tensor._make.__func__(cls, data._data, data._device, False)
+        buf.persistent = persistent
+        return buf
+
+    def __init__(self, data: Tensor, *, persistent: bool = True) -> None:
+        pass
+
+
+def is_lazy(param: Any) -> bool:
+    return False

@@ -1,0 +1,87 @@
+"""Gradient clipping: ``clip_grad_norm_`` and ``clip_grad_value_`` (in place on ``.grad``).
+
+Example:
+    >>> import ember
+    >>> w = ember.nn.Parameter(ember.ones(4)); (w * 3).sum().backward()
+    >>> float(ember.nn.utils.clip_grad_norm_([w], max_norm=1.0))
+    6.0
+    >>> round(float(w.grad.norm()), 4)
+    1.0
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from ember.autograd import grad_mode
+from ember.tensor import Tensor
+
+
+def _with_grads(parameters: Any) -> list:
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p for p in parameters if p.grad is not None]
+
+
+def _set_grad(param: Tensor, value: Tensor) -> None:
+    # Write in place when the gradient owns a writable buffer (references to p.grad stay valid);
+    # gradients can be read-only broadcast views, which get replaced instead.
+    grad = param.grad
+    owns_buffer = getattr(grad._data, "base", None) is None and getattr(grad._data.flags, "writeable", True)
+    if owns_buffer and grad.dtype == value.dtype:
+        grad._data[...] = value._data
+        grad._bump()
+    else:
+        param.grad = value.detach()
+
+
+def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: Any = None) -> Tensor:
+    """Scale all gradients together so their joint ``norm_type``-norm is at most ``max_norm``.
+
+    Returns the total norm before clipping (a 0-d tensor), as PyTorch does.
+    """
+    from ember import creation
+    from ember.ops.views import stack
+
+    params = _with_grads(parameters)
+    grads = [p.grad for p in params]
+    norm_type = float(norm_type)
+    if not grads:
+        return creation.tensor(0.0)
+    with grad_mode.no_grad():
+        if math.isinf(norm_type):
+            norms = [g.detach().abs().max().to(grads[0].dtype) for g in grads]
+            total = norms[0] if len(norms) == 1 else stack(norms).max()
+        else:
+            norms = [g.detach().norm(norm_type).to(grads[0].dtype) for g in grads]
+            total = stack(norms).norm(norm_type)
+        if error_if_nonfinite and not bool(total.isfinite().all()):
+            raise RuntimeError(
+                f"clip_grad_norm_: the total norm of order {norm_type} for gradients from `parameters` is "
+                "non-finite, so it cannot be clipped. To disable this error and scale the gradients by the "
+                "non-finite norm anyway, set `error_if_nonfinite=False`")
+        coef = float(max_norm) / (float(total.item()) + 1e-6)
+        if coef < 1.0:
+            for p in params:
+                _set_grad(p, p.grad.detach() * coef)
+    return total
+
+
+def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, foreach: Any = None) -> None:
+    """Clamp every gradient element into [-clip_value, clip_value]."""
+    clip_value = float(clip_value)
+    with grad_mode.no_grad():
+        for p in _with_grads(parameters):
+            _set_grad(p, p.grad.detach().clamp(-clip_value, clip_value))
+
+
+def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, error_if_nonfinite: bool = False,
+                   foreach: Any = None) -> Tensor:
+    from ember.ops.views import stack
+
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    with grad_mode.no_grad():
+        if math.isinf(norm_type):
+            return stack([t.detach().abs().max() for t in tensors]).max()
+        return stack([t.detach().norm(norm_type) for t in tensors]).norm(norm_type)

@@ -1,0 +1,192 @@
+"""The ONNX graph builder handed to emitters: fresh names, nodes, constants, and runtime shapes.
+
+Emitters (see :mod:`ember.onnx.emitters`) never touch protobufs directly; they call
+``b.node(op_type, inputs, **attributes)``, ``b.const(array)``, ``b.scalar(value, dtype)`` and
+``b.ints(values)``. ``b.ints`` is where dynamic axes come in: an attr entry that depends on a
+dynamic input size arrives as a :class:`DynInt`, and ``b.ints`` turns it into a runtime expression
+(``Shape`` -> ``Mul``/``Add`` -> ``Concat``) instead of baking the traced size into the model.
+
+Example:
+    >>> from ember.onnx.builder import DynInt
+    >>> n = DynInt(8, {("batch",): 2}, 0)   # 2 * batch, traced at batch == 4
+    >>> int(n), n
+    (8, 2*batch)
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+INT64_MAX = np.iinfo(np.int64).max
+INT64_MIN = np.iinfo(np.int64).min
+
+
+class DynInt(int):
+    """An int attr (its traced value) that is ``const + sum(coeff * prod(sizes))`` at run time.
+
+    ``terms`` maps monomials (tuples of dynamic-axis symbols) to integer coefficients.
+    """
+
+    terms: dict
+    const: int
+    used: bool
+
+    def __new__(cls, value: int, terms: dict, const: int) -> "DynInt":
+        self = super().__new__(cls, value)
+        self.terms = {(k,) if isinstance(k, str) else tuple(k): int(c) for k, c in terms.items()}
+        self.const = int(const)
+        self.used = False
+        return self
+
+    def __repr__(self) -> str:
+        parts = []
+        for monomial, coeff in self.terms.items():
+            name = "*".join(monomial)
+            parts.append(name if coeff == 1 else f"{coeff}*{name}")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return "+".join(parts).replace("+-", "-")
+
+    @property
+    def key(self) -> tuple:
+        return tuple(sorted(self.terms.items())), self.const
+
+    @property
+    def dim_param(self) -> str:
+        """A name for this size in ONNX shapes, e.g. ``batch`` or ``2*batch+1``."""
+        return repr(self)
+
+
+def onnx_modules() -> tuple:
+    """Import onnx (an optional extra) with a clear message if it is missing."""
+    try:
+        import onnx
+        from onnx import helper
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "ember.onnx needs the optional 'onnx' package (and 'onnxruntime' to run models): "
+            "pip install 'ember[onnx]'  (or: pip install onnx onnxruntime)"
+        ) from None
+    return onnx, helper
+
+
+class GraphBuilder:
+    """Accumulates ONNX nodes and initializers while the exporter walks a program."""
+
+    def __init__(self, opset: int, dims: dict[str, tuple[str, int]]) -> None:
+        self.onnx, self.helper = onnx_modules()
+        self.opset = opset
+        self.dims = dims  # symbol -> (graph input name, axis)
+        self.nodes: list = []
+        self.initializers: list = []
+        self._taken: set[str] = set()
+        self._const_cache: dict = {}
+        self._dim_cache: dict[str, str] = {}
+        self._ints_cache: dict[tuple, str] = {}
+        self.current = "graph"  # the op being emitted, used in names and error messages
+
+    # ---- names ----------------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = hint.replace("/", "_") or "v"
+        name, k = base, 0
+        while name in self._taken:
+            k += 1
+            name = f"{base}_{k}"
+        self._taken.add(name)
+        return name
+
+    def reserve(self, name: str) -> None:
+        self._taken.add(name)
+
+    # ---- nodes ----------------------------------------------------------------------------------
+    def node(self, op_type: str, inputs: Sequence[str], outputs: int | Sequence[str] = 1, **attributes: Any) -> Any:
+        """Add one node; returns its output name (or a list of names when ``outputs`` > 1)."""
+        if isinstance(outputs, int):
+            names = [self.fresh(f"{self.current}_{op_type}") for _ in range(outputs)]
+        else:
+            names = list(outputs)
+        attributes = {k: v for k, v in attributes.items() if v is not None}
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), names,
+                                                name=self.fresh(f"n_{self.current}_{op_type}"), **attributes))
+        return names[0] if isinstance(outputs, int) and outputs == 1 else names
+
+    # ---- constants ------------------------------------------------------------------------------
+    def const(self, array: Any, dtype: Any = None, name: str | None = None) -> str:
+        """An initializer holding ``array`` (an ndarray; ``dtype`` an ember dtype, default from it)."""
+        from ember.dtypes import from_numpy_dtype
+
+        array = np.asarray(array)
+        dtype = dtype or from_numpy_dtype(array.dtype)
+        if dtype.np is not None and array.dtype != dtype.np:
+            array = array.astype(dtype.np)
+        small = name is None and array.size <= 16
+        key = (dtype.name, array.shape, array.tobytes()) if small else None
+        if key is not None and key in self._const_cache:
+            return self._const_cache[key]
+        out = self.fresh(name or "const")
+        self.initializers.append(self.helper.make_tensor(
+            out, dtype.onnx, list(array.shape), vals=np.ascontiguousarray(array).tobytes(), raw=True))
+        if key is not None:
+            self._const_cache[key] = out
+        return out
+
+    def scalar(self, value: Any, dtype: Any) -> str:
+        """A 0-d constant of ember dtype ``dtype``."""
+        return self.const(np.array(value, dtype=dtype.np), dtype)
+
+    def ints(self, values: Sequence[int]) -> str:
+        """A 1-D int64 tensor of ``values``; :class:`DynInt` entries are computed at run time."""
+        from ember.dtypes import int64
+
+        values = list(values)
+        if not any(isinstance(v, DynInt) for v in values):
+            return self.const(np.array(values, dtype=np.int64).reshape(len(values)), int64)
+        key = tuple(v.key if isinstance(v, DynInt) else int(v) for v in values)
+        if key in self._ints_cache:  # the same run-time shape is computed once
+            for v in values:
+                if isinstance(v, DynInt):
+                    v.used = True
+            return self._ints_cache[key]
+        pieces: list[str] = []
+        static: list[int] = []
+        for v in values:
+            if isinstance(v, DynInt):
+                if static:
+                    pieces.append(self.const(np.array(static, dtype=np.int64), int64))
+                    static = []
+                pieces.append(self._dyn(v))
+            else:
+                static.append(int(v))
+        if static:
+            pieces.append(self.const(np.array(static, dtype=np.int64), int64))
+        out = pieces[0] if len(pieces) == 1 else self.node("Concat", pieces, axis=0)
+        self._ints_cache[key] = out
+        return out
+
+    def _dyn(self, value: DynInt) -> str:
+        """A 1-element int64 tensor holding ``value`` at run time."""
+        from ember.dtypes import int64
+
+        value.used = True
+        out = None
+        for monomial, coeff in value.terms.items():
+            term = None
+            for symbol in monomial:
+                term = self.dim(symbol) if term is None else self.node("Mul", [term, self.dim(symbol)])
+            if coeff != 1:
+                term = self.node("Mul", [term, self.const(np.array([coeff], dtype=np.int64), int64)])
+            out = term if out is None else self.node("Add", [out, term])
+        if value.const or out is None:
+            constant = self.const(np.array([value.const], dtype=np.int64), int64)
+            out = constant if out is None else self.node("Add", [out, constant])
+        return out
+
+    def dim(self, symbol: str) -> str:
+        """The run-time size of dynamic axis ``symbol`` as a 1-element int64 tensor."""
+        if symbol not in self._dim_cache:
+            name, axis = self.dims[symbol]
+            saved, self.current = self.current, f"size_{symbol}"
+            self._dim_cache[symbol] = self.node("Shape", [name], start=axis, end=axis + 1)
+            self.current = saved
+        return self._dim_cache[symbol]

@@ -1,0 +1,186 @@
+"""Dynamic axes for ONNX export: find which traced ints depend on input sizes, and how.
+
+ember traces with concrete shapes, so a traced ``reshape`` holds e.g. ``shape=(4, 3136)`` for a
+batch of 4. To export a dynamic batch, the function is traced once per subset of the dynamic sizes
+grown by 1 (``2**k`` symbolic traces for ``k`` dynamic axes; tracing computes nothing, so this is
+cheap). Every int (in attrs, Python-number arguments and shapes) is then fitted exactly as a
+multilinear polynomial in the sizes (``const + a*batch + b*seq + c*batch*seq``) and replaced by a
+:class:`~ember.onnx.builder.DynInt`, which emitters turn into run-time ``Shape`` arithmetic. One
+more trace with every size grown by 2 checks each fit, so anything non-multilinear (``batch**2``,
+``max(batch, 3)``) or a graph that branches on a size fails loudly instead of exporting wrong.
+
+Example:
+    >>> from ember.onnx.dynamic import fit_int
+    >>> # reshape(batch * 3, ...) traced at batch 2 (and 3):
+    >>> fit_int([6, 9], ["batch"], {"batch": 2}).terms
+    {('batch',): 3}
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from ember.onnx.builder import DynInt
+from ember.onnx.program import Program, Ref
+
+MAX_SYMBOLS = 4  # 2**4 traces
+
+
+def subsets(symbols: list[str]) -> list[frozenset]:
+    """Every subset of ``symbols``, the empty one first."""
+    return [frozenset(c) for r in range(len(symbols) + 1) for c in itertools.combinations(symbols, r)]
+
+
+def fit_int(values: list[int], symbols: list[str], base: dict[str, int]) -> Any:
+    """Fit ints traced at each subset of sizes grown by 1 (order of :func:`subsets`); int or DynInt."""
+    if all(v == values[0] for v in values):
+        return values[0]
+    order = subsets(symbols)
+    at = dict(zip(order, values))
+    terms: dict[tuple, int] = {}
+    for s in order:
+        # Mobius inversion: the coefficient of prod_{t in s} (size_t - base_t).
+        coeff = sum((-1) ** (len(s) - len(t)) * at[t] for t in order if t <= s)
+        if not coeff:
+            continue
+        members = [m for m in symbols if m in s]
+        for r in range(len(members) + 1):  # expand prod (x_t - b_t) into monomials of the sizes
+            for chosen in itertools.combinations(members, r):
+                rest = 1
+                for m in members:
+                    if m not in chosen:
+                        rest *= -base[m]
+                terms[chosen] = terms.get(chosen, 0) + coeff * rest
+    const = terms.pop((), 0)
+    return DynInt(values[0], {k: v for k, v in terms.items() if v}, const)
+
+
+def evaluate(value: DynInt, sizes: dict[str, int]) -> int:
+    total = value.const
+    for monomial, coeff in value.terms.items():
+        product = coeff
+        for s in monomial:
+            product *= sizes[s]
+        total += product
+    return total
+
+
+def resize(inputs: tuple, input_names: list, dims: dict, sizes: dict) -> tuple:
+    """Example inputs with each dynamic axis set to ``sizes[symbol]`` (entries repeated cyclically)."""
+    from ember.tensor import Tensor
+
+    out = list(inputs)
+    for symbol, places in dims.items():
+        for name, axis in places:  # one symbol may name an axis of several inputs (e.g. x and mask)
+            i = input_names.index(name)
+            data = out[i]._data
+            take = np.arange(sizes[symbol]) % data.shape[axis]
+            out[i] = Tensor._make(np.take(data, take, axis=axis), out[i]._device, False)
+    return tuple(out)
+
+
+def trace_dynamic(trace: Callable[[tuple], Program], inputs: tuple, input_names: list, dims: dict) -> Program:
+    """Trace at several sizes and return the base program with size-dependent ints as DynInts.
+
+    ``dims`` maps each symbol to the (input name, axis) places it names.
+    """
+    symbols = list(dims)
+    if len(symbols) > MAX_SYMBOLS:
+        raise ValueError(f"ember.onnx.export: at most {MAX_SYMBOLS} dynamic axes are supported, got {symbols}")
+    sizes_of = {s: inputs[input_names.index(places[0][0])].shape[places[0][1]] for s, places in dims.items()}
+    # Size 1 invites special cases (broadcasting, squeeze), so trace at sizes of at least 2.
+    base = {s: max(2, size) for s, size in sizes_of.items()}
+    programs = []
+    for subset in subsets(symbols):
+        sizes = {s: base[s] + (1 if s in subset else 0) for s in symbols}
+        programs.append(trace(resize(inputs, input_names, dims, sizes)))
+    check_sizes = {s: base[s] + 2 for s in symbols}
+    check = trace(resize(inputs, input_names, dims, check_sizes))
+    _Fit(symbols, base, check_sizes).annotate(programs, check)
+    return programs[0]
+
+
+class _Fit:
+    def __init__(self, symbols: list[str], base: dict[str, int], check_sizes: dict[str, int]) -> None:
+        self.symbols, self.base, self.check_sizes = symbols, base, check_sizes
+
+    def annotate(self, programs: list[Program], check: Program) -> None:
+        """Rewrite ``programs[0]`` in place: size-dependent ints (attrs, int args, shapes) -> DynInt."""
+        base = programs[0]
+        for other in programs[1:] + [check]:
+            _check_same_graph(base, other)
+        every = programs + [check]
+        for k, node in enumerate(base.nodes):
+            where = f"node {k} ({node.op.name})"
+            nodes = [p.nodes[k] for p in every]
+            node.attrs = self.fit([n.attrs for n in nodes], where + " attrs")
+            for i, arg in enumerate(node.args):
+                if not isinstance(arg, Ref):  # e.g. x / x.shape[0]: the int becomes a run-time scalar
+                    node.args[i] = self.fit([n.args[i] for n in nodes], where + f" argument {i}")
+            shapes = self.fit([[tuple(s.shape) for s in n.out_specs] for n in nodes], where + " output shape")
+            node.out_specs = [spec._replace(shape=tuple(shape)) for spec, shape in zip(node.out_specs, shapes)]
+            for vid, spec in zip(node.outputs, node.out_specs):
+                base.specs[vid] = spec
+        for j, (vid, spec) in enumerate(base.inputs):
+            shape = self.fit([tuple(p.inputs[j][1].shape) for p in every], f"input {j} shape")
+            base.inputs[j] = (vid, spec._replace(shape=tuple(shape)))
+            base.specs[vid] = base.inputs[j][1]
+
+    def fit(self, values: list, where: str) -> Any:
+        """``values``: one per traced size set (subsets of +1, then the all-+2 check)."""
+        value, check = values[0], values[-1]
+        if isinstance(value, int) and not isinstance(value, (bool, DynInt)):
+            if any(not isinstance(v, int) or isinstance(v, bool) for v in values):
+                raise self._error(where, values)
+            fitted = fit_int([int(v) for v in values[:-1]], self.symbols, self.base)
+            predicted = evaluate(fitted, self.check_sizes) if isinstance(fitted, DynInt) else fitted
+            if predicted != check:
+                raise self._error(where, values)
+            return fitted
+        if isinstance(value, (tuple, list)):
+            if any(not isinstance(v, (tuple, list)) or len(v) != len(value) for v in values):
+                raise self._error(where, values)
+            return type(value)(self.fit([v[i] for v in values], where) for i in range(len(value)))
+        if isinstance(value, dict):
+            if any(not isinstance(v, dict) or v.keys() != value.keys() for v in values):
+                raise self._error(where, values)
+            return {k: self.fit([v[k] for v in values], where) for k in value}
+        if isinstance(value, slice):
+            if any(not isinstance(v, slice) for v in values):
+                raise self._error(where, values)
+            return slice(*self.fit([(v.start, v.stop, v.step) for v in values], where))
+        if any(v != value for v in values):  # floats, bools, strings, dtypes must not change
+            raise self._error(where, values)
+        return value
+
+    def _error(self, where: str, values: list) -> RuntimeError:
+        sets = [dict(zip(self.symbols, (self.base[s] + (1 if s in sub else 0) for s in self.symbols)))
+                for sub in subsets(self.symbols)] + [self.check_sizes]
+        seen = "; ".join(f"{v!r} at {sizes}" for v, sizes in zip(values, sets))
+        return RuntimeError(
+            f"ember.onnx.export: {where} depends on a dynamic size in a way ONNX export cannot express ({seen}). "
+            "Floats computed from sizes, and ints that are not multilinear in them, cannot follow the input's "
+            "shape at run time. Compute the value with tensor ops inside the model, or export without that "
+            "dynamic axis.")
+
+
+def _check_same_graph(base: Program, other: Program) -> None:
+    sig_a, sig_b = base.signature(), other.signature()
+    if sig_a != sig_b:
+        at = next((i for i, (a, b) in enumerate(zip(sig_a, sig_b)) if a != b), min(len(sig_a), len(sig_b)))
+        raise RuntimeError(
+            f"ember.onnx.export: the traced graph changes when a dynamic size changes (first difference at node "
+            f"{at}: {_node_desc(base, at)} vs {_node_desc(other, at)}). The function branches on that size; export "
+            "without dynamic_axes or make the code size-agnostic.")
+    theirs = list(other.constants.values())
+    for k, const in enumerate(base.constants.values()):
+        if k >= len(theirs) or theirs[k].data.shape != const.data.shape:
+            raise RuntimeError(
+                f"ember.onnx.export: constant {const.name or k} of shape {const.data.shape} depends on a dynamic "
+                "size; build it from the input instead (e.g. with expand or ones_like).")
+
+
+def _node_desc(program: Program, k: int) -> str:
+    return program.nodes[k].op.name if k < len(program.nodes) else "<end>"

@@ -1,0 +1,473 @@
+"""ONNX emitters for ops whose attrs need translating, keyed by op name.
+
+An op whose ``OPS[name].onnx`` is a plain ONNX op name with the same inputs and no attrs (``exp`` ->
+``Exp``, ``add`` -> ``Add``) needs nothing here. An op with attrs (``sum`` dims, ``reshape`` shape,
+``conv2d`` padding, ``getitem`` index...) gets one function in :data:`EMITTERS`, found by the
+exporter under the op's name. This table is the single place that knows how ember attrs map to ONNX
+inputs and attributes; the exporter core only walks the graph.
+
+Every emitter has the signature ``emit(b, n) -> output name (or list of names)``, where ``b`` is the
+:class:`~ember.onnx.builder.GraphBuilder` and ``n`` the :class:`~ember.onnx.exporter.EmitNode`
+(``n.inputs``: ONNX names, ``n.in_specs``: their specs, ``n.attrs``, ``n.out_specs``). Shapes and
+other int lists that may depend on a dynamic size go through ``b.ints(...)``.
+
+Example:
+    >>> from ember.onnx.emitters import EMITTERS
+    >>> "reshape" in EMITTERS and "conv2d" in EMITTERS
+    True
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ember import dtypes
+from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder
+
+EMITTERS: dict[str, Callable] = {}
+
+
+def emits(*names: str) -> Callable:
+    """Register the decorated function as the emitter of ops ``names`` (in this module only)."""
+
+    def wrap(fn: Callable) -> Callable:
+        for name in names:
+            EMITTERS[name] = fn
+        return fn
+
+    return wrap
+
+
+def _rank(n: Any, i: int = 0) -> int:
+    return len(n.in_specs[i].shape)
+
+
+def _cast(b: GraphBuilder, x: str, dtype: Any) -> str:
+    return b.node("Cast", [x], to=dtype.onnx)
+
+
+def _static(values: Any, n: Any, what: str) -> list:
+    """Ints that ONNX needs as attributes (no run-time values): a DynInt here is an error."""
+    out = []
+    for v in values:
+        if isinstance(v, DynInt):
+            raise NotImplementedError(f"ember.onnx.export: {n.op.name} {what} {v!r} depends on a dynamic size, but "
+                                      f"ONNX takes it as a static attribute. Export without that dynamic axis.")
+        out.append(int(v))
+    return out
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+_AXES_AS_INPUT_SINCE = {"ReduceSum": 13}  # the other Reduce* ops take axes as an input from opset 18
+
+
+def reduce(b: GraphBuilder, op_type: str, x: str, dims: Any, keepdim: bool) -> str:
+    """``op_type`` over ``dims`` (None: all), with axes as an attribute or an input per the opset."""
+    keep = int(bool(keepdim))
+    if dims is None:
+        return b.node(op_type, [x], keepdims=keep)
+    if b.opset >= _AXES_AS_INPUT_SINCE.get(op_type, 18):
+        return b.node(op_type, [x, b.ints(dims)], keepdims=keep)
+    return b.node(op_type, [x], axes=[int(d) for d in dims], keepdims=keep)
+
+
+@emits("sum", "mean", "amax", "amin", "prod")
+def _reduction(b: GraphBuilder, n: Any) -> str:
+    x = n.inputs[0]
+    out_dtype = n.out_specs[0].dtype
+    if n.in_specs[0].dtype is not out_dtype:  # integer/bool sums accumulate in int64, as in PyTorch
+        x = _cast(b, x, out_dtype)
+    dims = n.attrs.get("dims")
+    if _rank(n) == 0:
+        return b.node("Identity", [x])
+    onnx_op = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin",
+               "prod": "ReduceProd"}[n.op.name]
+    return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+
+
+@emits("sum_to")
+def _sum_to(b: GraphBuilder, n: Any) -> str:
+    shape = tuple(n.attrs["shape"])
+    in_shape = n.in_specs[0].shape
+    lead = len(in_shape) - len(shape)
+    axes = list(range(lead)) + [i + lead for i, s in enumerate(shape) if s == 1 and in_shape[i + lead] != 1]
+    x = reduce(b, "ReduceSum", n.inputs[0], axes, True) if axes else n.inputs[0]
+    return b.node("Reshape", [x, b.ints(shape)])
+
+
+@emits("argmax", "argmin")
+def _arg_reduce(b: GraphBuilder, n: Any) -> str:
+    op_type = "ArgMax" if n.op.name == "argmax" else "ArgMin"
+    dim, keepdim = n.attrs.get("dim"), int(bool(n.attrs.get("keepdim", False)))
+    if dim is None:
+        flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
+        out = b.node(op_type, [flat], axis=0, keepdims=0)
+        return b.node("Reshape", [out, b.ints([1] * _rank(n))]) if keepdim else out
+    return b.node(op_type, [n.inputs[0]], axis=int(dim), keepdims=keepdim)
+
+
+@emits("max_dim", "min_dim")
+def _max_dim(b: GraphBuilder, n: Any) -> list:
+    dim, keepdim = int(n.attrs["dim"]), bool(n.attrs.get("keepdim", False))
+    idx = b.node("ArgMax" if n.op.name == "max_dim" else "ArgMin", [n.inputs[0]], axis=dim, keepdims=1)
+    values = b.node("GatherElements", [n.inputs[0], idx], axis=dim)
+    if not keepdim:
+        axes = b.ints([dim])
+        values, idx = b.node("Squeeze", [values, axes]), b.node("Squeeze", [idx, axes])
+    return [values, idx]
+
+
+@emits("cumsum")
+def _cumsum(b: GraphBuilder, n: Any) -> str:
+    x = n.inputs[0]
+    if n.in_specs[0].dtype is not n.out_specs[0].dtype:
+        x = _cast(b, x, n.out_specs[0].dtype)
+    return b.node("CumSum", [x, b.const(np.array(int(n.attrs["dim"]), dtype=np.int64))])
+
+
+@emits("all", "any")
+def _all_any(b: GraphBuilder, n: Any) -> str:
+    # all = min over bools, any = max; ONNX reduces ints, so go through int32 and back.
+    x = _cast(b, _cast(b, n.inputs[0], dtypes.bool_), dtypes.int32)
+    out = reduce(b, "ReduceMin" if n.op.name == "all" else "ReduceMax", x, n.attrs.get("dims"),
+                 n.attrs.get("keepdim", False))
+    return _cast(b, out, dtypes.bool_)
+
+
+# ---- elementwise with attrs or without a 1:1 ONNX op ---------------------------------------------
+@emits("clamp")
+def _clamp(b: GraphBuilder, n: Any) -> str:
+    dtype = n.in_specs[0].dtype
+    lo, hi = n.attrs.get("min"), n.attrs.get("max")
+    return b.node("Clip", [n.inputs[0], "" if lo is None else b.scalar(lo, dtype),
+                           "" if hi is None else b.scalar(hi, dtype)])
+
+
+@emits("to_dtype")
+def _to_dtype(b: GraphBuilder, n: Any) -> str:
+    return _cast(b, n.inputs[0], n.attrs["dtype"])
+
+
+@emits("round")
+def _round(b: GraphBuilder, n: Any) -> str:
+    decimals = int(n.attrs.get("decimals", 0))
+    if not decimals:
+        return b.node("Round", [n.inputs[0]])
+    scale = b.scalar(10.0 ** decimals, n.in_specs[0].dtype)
+    return b.node("Div", [b.node("Round", [b.node("Mul", [n.inputs[0], scale])]), scale])
+
+
+@emits("ne")
+def _ne(b: GraphBuilder, n: Any) -> str:
+    return b.node("Not", [b.node("Equal", n.inputs)])
+
+
+@emits("log1p")
+def _log1p(b: GraphBuilder, n: Any) -> str:
+    return b.node("Log", [b.node("Add", [n.inputs[0], b.scalar(1, n.in_specs[0].dtype)])])
+
+
+@emits("rsqrt")
+def _rsqrt(b: GraphBuilder, n: Any) -> str:
+    return b.node("Reciprocal", [b.node("Sqrt", [n.inputs[0]])])
+
+
+def _operand_dtype(n: Any) -> Any:
+    return next(s.dtype for s in n.in_specs if s is not None)
+
+
+@emits("floor_divide")
+def _floor_divide(b: GraphBuilder, n: Any) -> str:
+    dtype = _operand_dtype(n)
+    if dtype.is_floating_point:
+        return b.node("Floor", [b.node("Div", n.inputs)])
+    # ONNX integer Div truncates; Python/PyTorch floor. Divide in float64 and floor (exact below 2**53).
+    a, c = (_cast(b, x, dtypes.float64) for x in n.inputs)
+    return _cast(b, b.node("Floor", [b.node("Div", [a, c])]), dtype)
+
+
+@emits("remainder")
+def _remainder(b: GraphBuilder, n: Any) -> str:
+    dtype = _operand_dtype(n)
+    if not dtype.is_floating_point:
+        return b.node("Mod", n.inputs, fmod=0)  # integer Mod with fmod=0 takes the divisor's sign, like Python
+    a, c = n.inputs
+    return b.node("Sub", [a, b.node("Mul", [b.node("Floor", [b.node("Div", [a, c])]), c])])
+
+
+def _bitwise(bool_op: str, int_op: str) -> Callable:
+    def emit(b: GraphBuilder, n: Any) -> str:
+        if _operand_dtype(n) is dtypes.bool_:
+            return b.node(bool_op, n.inputs)
+        if b.opset < 18:
+            raise NotImplementedError(f"ember.onnx.export: {n.op.name} on integers needs ONNX {int_op} "
+                                      "(opset >= 18); pass opset_version=18")
+        return b.node(int_op, n.inputs)
+
+    return emit
+
+
+for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
+                                 ("bitwise_xor", "Xor", "BitwiseXor"), ("bitwise_not", "Not", "BitwiseNot")]:
+    EMITTERS[_name] = _bitwise(_bool_op, _int_op)
+
+
+# ---- movement --------------------------------------------------------------------------------------
+@emits("reshape")
+def _reshape(b: GraphBuilder, n: Any) -> str:
+    return b.node("Reshape", [n.inputs[0], b.ints(n.attrs["shape"])])
+
+
+@emits("expand")
+def _expand(b: GraphBuilder, n: Any) -> str:
+    return b.node("Expand", [n.inputs[0], b.ints(n.attrs["shape"])])
+
+
+@emits("permute")
+def _permute(b: GraphBuilder, n: Any) -> str:
+    return b.node("Transpose", [n.inputs[0]], perm=_static(n.attrs["dims"], n, "dims"))
+
+
+@emits("contiguous", "clone", "to_device")
+def _identity(b: GraphBuilder, n: Any) -> str:
+    return b.node("Identity", [n.inputs[0]])
+
+
+@emits("tril", "triu")
+def _trilu(b: GraphBuilder, n: Any) -> str:
+    k = b.const(np.array(int(n.attrs.get("diagonal", 0)), dtype=np.int64))
+    return b.node("Trilu", [n.inputs[0], k], upper=int(n.op.name == "triu"))
+
+
+@emits("flip")
+def _flip(b: GraphBuilder, n: Any) -> str:
+    dims = list(n.attrs["dims"])
+    count = len(dims)
+    return b.node("Slice", [n.inputs[0], b.ints([-1] * count), b.ints([INT64_MIN] * count), b.ints(dims),
+                            b.ints([-1] * count)])
+
+
+@emits("cat")
+def _cat(b: GraphBuilder, n: Any) -> str:
+    return b.node("Concat", n.inputs, axis=int(n.attrs["dim"]))
+
+
+@emits("pad")
+def _pad(b: GraphBuilder, n: Any) -> str:
+    rank = _rank(n)
+    pad = list(n.attrs["pad"])
+    begins, ends = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):  # ember/PyTorch: (last-dim lo, last-dim hi, previous dim lo, ...)
+        begins[rank - 1 - i], ends[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    value = b.scalar(n.attrs.get("value", 0.0), n.in_specs[0].dtype)
+    return b.node("Pad", [n.inputs[0], b.ints(begins + ends), value], mode="constant")
+
+
+@emits("gather")
+def _gather(b: GraphBuilder, n: Any) -> str:
+    return b.node("GatherElements", n.inputs, axis=int(n.attrs["dim"]))
+
+
+@emits("scatter_add")
+def _scatter_add(b: GraphBuilder, n: Any) -> str:
+    return b.node("ScatterElements", n.inputs, axis=int(n.attrs["dim"]), reduction="add")
+
+
+@emits("getitem")
+def _getitem(b: GraphBuilder, n: Any) -> str:
+    """Basic indexing -> one Slice, then Squeeze (int items) and Unsqueeze (None items); a single
+    integer index tensor -> Gather on its axis."""
+    x, index_names = n.inputs[0], n.inputs[1:]
+    rank = _rank(n)
+    items = list(n.attrs["index"])
+    consumed = sum(0 if (it is None or it is Ellipsis) else
+                   (len(n.in_specs[1 + it[1]].shape) if _is_tensor_slot(it) and
+                    n.in_specs[1 + it[1]].dtype is dtypes.bool_ else 1) for it in items)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (rank - consumed)
+    else:
+        items += [slice(None)] * (rank - consumed)
+    starts, ends, axes, steps, squeeze, unsqueeze, tensors = [], [], [], [], [], [], []
+    axis = out_axis = 0
+    for it in items:
+        if it is None:
+            unsqueeze.append(out_axis)
+            out_axis += 1
+        elif isinstance(it, slice):
+            if it != slice(None):
+                step = 1 if it.step is None else it.step
+                starts.append(it.start if it.start is not None else (0 if step > 0 else INT64_MAX))
+                ends.append(it.stop if it.stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
+                axes.append(axis)
+                steps.append(step)
+            axis += 1
+            out_axis += 1
+        elif _is_tensor_slot(it):
+            spec = n.in_specs[1 + it[1]]
+            if spec.dtype is dtypes.bool_:
+                raise NotImplementedError("ember.onnx.export: boolean-mask indexing has a data-dependent output "
+                                          "shape; use ember.where(mask, x, 0) instead of x[mask]")
+            tensors.append((axis, index_names[it[1]], len(spec.shape)))
+            axis += 1
+            out_axis += len(spec.shape)
+        else:  # an int: slice [i, i+1) then squeeze the axis away
+            i = int(it) if not isinstance(it, DynInt) else it
+            starts.append(i)
+            ends.append(i + 1 if i != -1 else INT64_MAX)
+            axes.append(axis)
+            steps.append(1)
+            squeeze.append(axis)
+            axis += 1
+    if tensors and (len(tensors) > 1 or squeeze):
+        raise NotImplementedError("ember.onnx.export: indexing with an index tensor combined with other integer or "
+                                  "tensor indices is not supported; index one axis with a tensor at a time")
+    out = x
+    if axes:
+        out = b.node("Slice", [out, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)])
+    if tensors:
+        axis, index, _ = tensors[0]
+        out = b.node("Gather", [out, index], axis=axis)
+    if squeeze:
+        out = b.node("Squeeze", [out, b.ints(squeeze)])
+    if unsqueeze:
+        out = b.node("Unsqueeze", [out, b.ints(unsqueeze)])
+    return out if out is not x else b.node("Identity", [x])
+
+
+def _is_tensor_slot(item: Any) -> bool:
+    from ember.ops.movement import TENSOR_SLOT
+
+    return isinstance(item, tuple) and len(item) == 2 and item[0] == TENSOR_SLOT
+
+
+# ---- linear algebra ------------------------------------------------------------------------------------
+@emits("einsum")
+def _einsum(b: GraphBuilder, n: Any) -> str:
+    return b.node("Einsum", n.inputs, equation=n.attrs["equation"].replace(" ", ""))
+
+
+@emits("matmul_t")
+def _matmul_t(b: GraphBuilder, n: Any) -> str:
+    a, c = n.inputs
+    if n.attrs.get("transpose_a"):
+        a = b.node("Transpose", [a], perm=_swap_last(_rank(n, 0)))
+    if n.attrs.get("transpose_b"):
+        c = b.node("Transpose", [c], perm=_swap_last(_rank(n, 1)))
+    return b.node("MatMul", [a, c])
+
+
+def _swap_last(rank: int) -> list:
+    perm = list(range(rank))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return perm
+
+
+@emits("linear")
+def _linear(b: GraphBuilder, n: Any) -> str:
+    """y = x @ w.T + bias: Gemm for 2-D inputs, MatMul (+ Add) for any other rank."""
+    x, w, bias = n.inputs[0], n.inputs[1], (n.inputs[2] if len(n.inputs) > 2 else "")
+    if _rank(n) == 2:
+        return b.node("Gemm", [x, w] + ([bias] if bias else []), transB=1)
+    out = b.node("MatMul", [x, b.node("Transpose", [w], perm=[1, 0])])
+    return b.node("Add", [out, bias]) if bias else out
+
+
+# ---- convolution and pooling -----------------------------------------------------------------------------
+@emits("conv2d")
+def _conv2d(b: GraphBuilder, n: Any) -> str:
+    top, bottom, left, right = _static(n.attrs["padding"], n, "padding")
+    return b.node("Conv", n.inputs, strides=_static(n.attrs["stride"], n, "stride"), pads=[top, left, bottom, right],
+                  dilations=_static(n.attrs["dilation"], n, "dilation"), group=int(n.attrs["groups"]),
+                  kernel_shape=[int(k) for k in n.in_specs[1].shape[2:]])
+
+
+@emits("conv2d_input_grad")
+def _conv2d_input_grad(b: GraphBuilder, n: Any) -> str:
+    """The adjoint of conv2d in its input is ConvTranspose, with output_padding fixing the size."""
+    top, bottom, left, right = _static(n.attrs["padding"], n, "padding")
+    stride = _static(n.attrs["stride"], n, "stride")
+    dilation = _static(n.attrs["dilation"], n, "dilation")
+    kernel = [int(k) for k in n.in_specs[1].shape[2:]]
+    g_shape, target = n.in_specs[0].shape, n.attrs["input_shape"]
+    extra = []
+    for axis, (lo, hi) in enumerate(((top, bottom), (left, right))):
+        natural = stride[axis] * (int(g_shape[2 + axis]) - 1) + dilation[axis] * (kernel[axis] - 1) + 1 - lo - hi
+        extra.append(int(target[2 + axis]) - natural)
+    return b.node("ConvTranspose", n.inputs, strides=stride, pads=[top, left, bottom, right], dilations=dilation,
+                  group=int(n.attrs["groups"]), kernel_shape=kernel, output_padding=extra)
+
+
+@emits("max_pool2d")
+def _max_pool2d(b: GraphBuilder, n: Any) -> list:
+    """MaxPool gives values and NCHW-flat indices; ember's indices are flat within each H*W plane."""
+    ph, pw = _static(n.attrs["padding"], n, "padding")
+    values, flat = b.node("MaxPool", [n.inputs[0]], outputs=2, kernel_shape=_static(n.attrs["kernel"], n, "kernel"),
+                          strides=_static(n.attrs["stride"], n, "stride"), pads=[ph, pw, ph, pw],
+                          dilations=_static(n.attrs["dilation"], n, "dilation"),
+                          ceil_mode=int(bool(n.attrs.get("ceil_mode", False))))
+    h, w = n.in_specs[0].shape[2:]
+    indices = b.node("Mod", [flat, b.const(np.array(int(h) * int(w), dtype=np.int64))], fmod=0)
+    return [values, indices]
+
+
+@emits("avg_pool2d")
+def _avg_pool2d(b: GraphBuilder, n: Any) -> str:
+    if n.attrs.get("divisor_override"):
+        raise NotImplementedError("ember.onnx.export: avg_pool2d with divisor_override has no ONNX equivalent")
+    ph, pw = _static(n.attrs["padding"], n, "padding")
+    return b.node("AveragePool", [n.inputs[0]], kernel_shape=_static(n.attrs["kernel"], n, "kernel"),
+                  strides=_static(n.attrs["stride"], n, "stride"), pads=[ph, pw, ph, pw],
+                  ceil_mode=int(bool(n.attrs.get("ceil_mode", False))),
+                  count_include_pad=int(bool(n.attrs.get("count_include_pad", True))))
+
+
+@emits("fmod")
+def _fmod(b: GraphBuilder, n: Any) -> str:
+    return b.node("Mod", n.inputs, fmod=1)  # C fmod: the dividend's sign (ONNX requires fmod=1 for floats)
+
+
+# ---- nn primitives ----------------------------------------------------------------------------------------
+@emits("softmax", "log_softmax")
+def _softmax(b: GraphBuilder, n: Any) -> str:
+    return b.node("Softmax" if n.op.name == "softmax" else "LogSoftmax", [n.inputs[0]], axis=int(n.attrs["dim"]))
+
+
+@emits("gelu")
+def _gelu(b: GraphBuilder, n: Any) -> str:
+    approximate = n.attrs.get("approximate", "none")
+    if b.opset >= 20:
+        return b.node("Gelu", [n.inputs[0]], approximate=approximate)
+    x, dtype = n.inputs[0], n.in_specs[0].dtype
+
+    def c(value: float) -> str:
+        return b.scalar(value, dtype)
+
+    if approximate == "tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = b.node("Mul", [b.node("Mul", [x, x]), x])
+        inner = b.node("Mul", [b.node("Add", [x, b.node("Mul", [cube, c(0.044715)])]), c(math.sqrt(2 / math.pi))])
+        core = b.node("Tanh", [inner])
+    else:  # 0.5 x (1 + erf(x / sqrt 2))
+        core = b.node("Erf", [b.node("Mul", [x, c(1 / math.sqrt(2))])])
+    return b.node("Mul", [b.node("Mul", [x, c(0.5)]), b.node("Add", [core, c(1.0)])])
+
+
+@emits("silu")
+def _silu(b: GraphBuilder, n: Any) -> str:
+    return b.node("Mul", [n.inputs[0], b.node("Sigmoid", [n.inputs[0]])])
+
+
+@emits("layer_norm")
+def _layer_norm(b: GraphBuilder, n: Any) -> list:
+    """LayerNormalization over the last ``count`` dims; outputs (y, mean, 1/std) as ember's op."""
+    count, dtype = int(n.attrs["count"]), n.in_specs[0].dtype
+    affine = list(n.inputs[1:])
+    if n.attrs["has_weight"]:
+        scale = affine.pop(0)
+    else:  # ONNX requires a scale input
+        shape = _static(n.in_specs[0].shape[_rank(n) - count:], n, "normalized shape")
+        scale = b.const(np.ones(shape, dtype=dtype.np), dtype)
+    return b.node("LayerNormalization", [n.inputs[0], scale] + affine[:1], outputs=3, axis=-count,
+                  epsilon=float(n.attrs["eps"]), stash_type=dtypes.float64.onnx if dtype is dtypes.float64 else 1)

@@ -1,0 +1,294 @@
+"""ONNX export: trace a model or function into ember's graph, then walk it node by node.
+
+The walk is generic. For each node it looks up how to emit the node's op, in this order:
+
+1. ``EMITTERS[op.name]`` in :mod:`ember.onnx.emitters`: a function for ops whose attrs need
+   translating (``sum`` dims -> ``ReduceSum`` axes, ``reshape`` shape -> a shape tensor, ``conv2d``
+   padding -> ``Conv`` pads, ``getitem`` index -> ``Slice``/``Gather``/``Squeeze``...);
+2. ``OPS[name].onnx`` when it is a callable (same signature as an emitter);
+3. ``OPS[name].onnx`` when it is a string: a 1:1 ONNX op taking the same inputs, no attrs.
+
+So each op-specific fact lives with the op record (its ONNX name) or in one emitter function keyed
+by the op's name; nothing here knows any op. Composite ops (softmax, layer_norm, attention) reach
+the graph as primitives and export through them.
+
+Dynamic axes (:mod:`ember.onnx.dynamic`): the function is traced at a few sizes, every int that
+changes is fitted as a polynomial in the sizes and handed to emitters as a
+:class:`~ember.onnx.builder.DynInt`, which ``b.ints`` computes at run time from the input's
+``Shape``. An emitter that would bake such an int in raises a clear error instead.
+
+Example:
+    >>> import ember, tempfile, os
+    >>> w = ember.randn(3, 2)
+    >>> path = os.path.join(tempfile.mkdtemp(), "f.onnx")
+    >>> model = ember.onnx.export(lambda x: x.mm(w).relu(), (ember.randn(4, 3),), path,
+    ...                          input_names=["x"], dynamic_axes={"x": {0: "batch"}})  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Sequence
+
+from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
+from ember.onnx.dynamic import trace_dynamic
+from ember.onnx.program import Node, Program, Ref
+
+MIN_OPSET = 17
+
+
+# ---- the public entry point ----------------------------------------------------------------------
+def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_version: int = MIN_OPSET,
+           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+           dynamic_axes: dict | None = None, check: bool = True) -> Any:
+    """Export an ember ``nn.Module`` or function of tensors to an ONNX file; returns the ModelProto.
+
+    ``dynamic_axes`` maps an input (or output) name to ``{axis: symbol}`` or a list of axes, as in
+    ``torch.onnx.export``. Modules are exported in eval mode (dropout off), as PyTorch does.
+    """
+    onnx, helper = onnx_modules()
+    if opset_version < MIN_OPSET:
+        raise ValueError(f"ember.onnx.export: opset_version must be >= {MIN_OPSET}, got {opset_version}")
+    inputs = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    fn, param_names, module = _callable(model_or_fn)
+    from ember.tensor import Tensor
+
+    for i, x in enumerate(inputs):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"ember.onnx.export: example input {i} must be an ember tensor, got {type(x).__name__}")
+    input_names = list(input_names) if input_names is not None else _default_input_names(fn, module, len(inputs))
+    if len(input_names) != len(inputs):
+        raise ValueError(f"ember.onnx.export: {len(input_names)} input_names for {len(inputs)} example inputs")
+    dims, output_axes = _parse_dynamic_axes(dynamic_axes or {}, input_names, inputs, output_names)
+    modes = [(m, m.training) for m in module.modules()] if module is not None else []
+    if module is not None:
+        module.eval()
+    try:
+        if dims:
+            program = trace_dynamic(lambda ins: _trace(fn, ins, input_names, param_names), inputs, input_names, dims)
+        else:
+            program = _trace(fn, inputs, input_names, param_names)
+    finally:
+        for m, training in modes:  # restore each submodule's own mode
+            m.training = training
+    names = list(output_names) if output_names is not None else (
+        ["output"] if len(program.outputs) == 1 else [f"output_{i}" for i in range(len(program.outputs))])
+    if len(names) != len(program.outputs):
+        raise ValueError(f"ember.onnx.export: {len(names)} output_names for {len(program.outputs)} outputs")
+    graph = _build_graph(program, input_names, names, dims, output_axes, opset_version)
+    opset = [helper.make_opsetid("", opset_version)]
+    model = helper.make_model(graph, opset_imports=opset, producer_name="ember",
+                              ir_version=helper.find_min_ir_version_for(opset))
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    if path is not None:
+        onnx.save(model, path)
+    return model
+
+
+def _callable(model_or_fn: Any) -> tuple[Callable, dict, Any]:
+    # Duck-typed so that exporting a plain function never imports ember.nn.
+    if hasattr(model_or_fn, "named_parameters") and hasattr(model_or_fn, "forward"):
+        names = {id(p): n for n, p in model_or_fn.named_parameters()}
+        names.update({id(b): n for n, b in model_or_fn.named_buffers()})
+        return model_or_fn, names, model_or_fn
+    if not callable(model_or_fn):
+        raise TypeError(f"ember.onnx.export: expected an nn.Module or a function, got {type(model_or_fn).__name__}")
+    return model_or_fn, {}, None
+
+
+def _default_input_names(fn: Callable, module: Any, count: int) -> list[str]:
+    try:
+        target = module.forward if module is not None else fn
+        params = [p.name for p in inspect.signature(target).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    if len(params) >= count:
+        return params[:count]
+    return [f"input_{i}" for i in range(count)]
+
+
+def _parse_dynamic_axes(spec: dict, input_names: list, inputs: tuple, output_names: Any) -> tuple[dict, dict]:
+    """-> ({symbol: [(input name, axis), ...]}, {output name: {axis: symbol}})."""
+    dims: dict[str, list] = {}
+    outputs: dict[str, dict] = {}
+    for name, axes in spec.items():
+        if isinstance(axes, (list, tuple)):
+            axes = {a: f"{name}_dim{a}" for a in axes}
+        if name not in input_names:
+            if output_names is None or name not in output_names:
+                raise ValueError(f"ember.onnx.export: dynamic_axes names {name!r}, which is neither an input "
+                                 f"({input_names}) nor an output ({list(output_names or [])})")
+            outputs[name] = dict(axes)
+            continue
+        x = inputs[input_names.index(name)]
+        for axis, symbol in axes.items():
+            if not -x.ndim <= axis < x.ndim:
+                raise ValueError(f"ember.onnx.export: dynamic axis {axis} of input {name!r} is out of range for "
+                                 f"its shape {tuple(x.shape)}")
+            places = dims.setdefault(str(symbol), [])
+            if places:
+                first = inputs[input_names.index(places[0][0])].shape[places[0][1]]
+                if x.shape[axis] != first:
+                    raise ValueError(f"ember.onnx.export: dynamic axis {symbol!r} has size {first} in input "
+                                     f"{places[0][0]!r} but {x.shape[axis]} in {name!r}; one symbol is one size")
+            places.append((name, axis % x.ndim))
+    return dims, outputs
+
+
+# ---- tracing with dynamic sizes ------------------------------------------------------------------
+def _trace(fn: Callable, inputs: tuple, input_names: list, names: dict) -> Program:
+    """Trace ``fn`` on symbolic inputs shaped like ``inputs`` with ember.graph's tracer."""
+    from ember.autograd import grad_mode
+    from ember.graph.builder import Tracer
+    from ember.onnx.program import from_graph
+    from ember.tensor import Tensor
+
+    with grad_mode.no_grad():
+        with Tracer("ember_onnx") as tracer:
+            symbolic = [tracer.input(tuple(x.shape), x.dtype, x.device, name=name)
+                        for x, name in zip(inputs, input_names)]
+            result = fn(*symbolic)
+            outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+            del result, symbolic  # symbolic tensors still referenced at finish() count as escaped
+            bad = [type(o).__name__ for o in outputs if not isinstance(o, Tensor)]
+            if bad:
+                raise TypeError(f"ember.onnx.export: the model must return tensors (or a tuple of them), got {bad}")
+            tracer.builder.finish(outputs)
+            del outputs
+    return from_graph(tracer.graph, names)
+
+
+# ---- the walk --------------------------------------------------------------------------------------
+class EmitNode:
+    """What an emitter sees of one node: ONNX names of its inputs, their specs, attrs, output specs."""
+
+    __slots__ = ("op", "inputs", "in_specs", "attrs", "out_specs")
+
+    def __init__(self, op: Any, inputs: list, in_specs: list, attrs: dict, out_specs: list) -> None:
+        self.op, self.inputs, self.in_specs, self.attrs, self.out_specs = op, inputs, in_specs, attrs, out_specs
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(str(tuple(s.shape)) if s is not None else "scalar" for s in self.in_specs)
+        return f"{self.op.name}({shapes}; {self.attrs})"
+
+
+def emitter_for(op: Any) -> Callable:
+    """How to emit ``op``: its emitter, a callable ``op.onnx``, or a 1:1 op named by ``op.onnx``."""
+    from ember.onnx.emitters import EMITTERS
+
+    if op.name in EMITTERS:
+        return EMITTERS[op.name]
+    if callable(op.onnx):
+        return op.onnx
+    if isinstance(op.onnx, str):
+        onnx_name = op.onnx
+
+        def one_to_one(b: GraphBuilder, n: EmitNode) -> Any:
+            if n.attrs:
+                raise NotImplementedError(
+                    f"ember.onnx.export: op {op.name!r} (ONNX {onnx_name}) was called with attrs "
+                    f"{sorted(n.attrs)} that need translating; add an emitter for {op.name!r} to "
+                    "ember/onnx/emitters.py")
+            return b.node(onnx_name, n.inputs, outputs=op.num_outputs)
+
+        return one_to_one
+    raise NotImplementedError(
+        f"ember.onnx.export: op {op.name!r} has no ONNX mapping (OPS[{op.name!r}].onnx is None and "
+        "ember/onnx/emitters.py has no emitter for it). Add one there, or avoid the op in exported code.")
+
+
+def _scalar_dtype(node: Node, specs: dict) -> Any:
+    """Python numbers take the dtype of the node's first non-bool tensor operand (ember's promotion)."""
+    tensor_dtypes = [specs[a.id].dtype for a in node.args if isinstance(a, Ref)]
+    for dt in tensor_dtypes:
+        if dt.name != "bool":
+            return dt
+    return tensor_dtypes[0] if tensor_dtypes else node.out_specs[0].dtype
+
+
+def _value_info(helper: Any, name: str, spec: Any, axis_names: dict | None = None) -> Any:
+    shape = []
+    for axis, size in enumerate(spec.shape):
+        if axis_names and axis in axis_names:
+            shape.append(axis_names[axis])
+        elif isinstance(size, DynInt):
+            shape.append(size.dim_param)
+        else:
+            shape.append(int(size))
+    return helper.make_tensor_value_info(name, spec.dtype.onnx, shape)
+
+
+def _build_graph(program: Program, input_names: list, output_names: list, dims: dict, output_axes: dict,
+                 opset: int) -> Any:
+    b = GraphBuilder(opset, {s: places[0] for s, places in dims.items()})
+    helper = b.helper
+    names: dict[int, str] = {}
+    graph_inputs = []
+    for (vid, spec), name in zip(program.inputs, input_names):
+        b.reserve(name)
+        names[vid] = name
+        axes = {a: s for s, places in dims.items() for n, a in places if n == name}
+        graph_inputs.append(_value_info(helper, name, spec, axes))
+    for name in output_names:
+        b.reserve(name)
+
+    def name_of(vid: int) -> str:
+        if vid not in names:  # a captured constant: emitted on first use
+            const = program.constants[vid]
+            names[vid] = b.const(const.data, const.dtype, name=const.name or "const")
+        return names[vid]
+
+    for k, node in enumerate(program.nodes):
+        b.current = f"{node.op.name}{k}"
+        inputs, in_specs = [], []
+        for arg in node.args:
+            if isinstance(arg, Ref):
+                inputs.append(name_of(arg.id))
+                in_specs.append(program.specs[arg.id])
+            elif arg is None:
+                inputs.append("")
+                in_specs.append(None)
+            elif isinstance(arg, DynInt):  # a Python int computed from a dynamic size
+                size = b.node("Reshape", [b.ints([arg]), b.ints([])])
+                inputs.append(b.node("Cast", [size], to=_scalar_dtype(node, program.specs).onnx))
+                in_specs.append(None)
+            else:
+                inputs.append(b.scalar(arg, _scalar_dtype(node, program.specs)))
+                in_specs.append(None)
+        emit_node = EmitNode(node.op, inputs, in_specs, node.attrs, node.out_specs)
+        try:
+            out = emitter_for(node.op)(b, emit_node)
+        except NotImplementedError:
+            raise
+        except Exception as error:
+            raise RuntimeError(f"ember.onnx.export: emitting node {k} {emit_node!r} failed: {error}") from error
+        _check_dynamic_used(node.attrs, emit_node)
+        outs = [out] if isinstance(out, str) else list(out)
+        for vid, name in zip(node.outputs, outs):
+            names[vid] = name
+
+    graph_outputs = []
+    for vid, name in zip(program.outputs, output_names):
+        b.current = "output"
+        b.node("Identity", [name_of(vid)], outputs=[name])
+        graph_outputs.append(_value_info(helper, name, program.specs[vid], output_axes.get(name)))
+    return helper.make_graph(b.nodes, "ember_graph", graph_inputs, graph_outputs, initializer=b.initializers)
+
+
+def _check_dynamic_used(attrs: Any, node: EmitNode) -> None:
+    """An emitter that read a dynamic int as a plain int would bake the traced size in: refuse."""
+    if isinstance(attrs, DynInt):
+        if not attrs.used:
+            raise NotImplementedError(
+                f"ember.onnx.export: {node!r} has an attr that depends on a dynamic size ({attrs!r}), but the "
+                f"emitter for {node.op.name!r} only supports static values there. Export without that dynamic "
+                "axis, or extend the emitter to pass the value through b.ints().")
+    elif isinstance(attrs, (tuple, list)):
+        for v in attrs:
+            _check_dynamic_used(v, node)
+    elif isinstance(attrs, dict):
+        for v in attrs.values():
+            _check_dynamic_used(v, node)
+    elif isinstance(attrs, slice):
+        _check_dynamic_used((attrs.start, attrs.stop, attrs.step), node)

@@ -1,0 +1,324 @@
+"""Loss functions (PyTorch's ``torch.nn.functional`` losses), composites of ember ops.
+
+All take ``reduction='mean'|'sum'|'none'``. Class-index losses accept (N, C) or (N, C, d1, ...)
+inputs with (N,) or (N, d1, ...) integer targets, and (C,) inputs with a scalar target.
+
+Example:
+    >>> import ember
+    >>> from ember.nn import functional as F
+    >>> F.cross_entropy(ember.zeros(2, 4), ember.tensor([1, 3])).item() == __import__("math").log(4)
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember import dtypes
+from ember.ops import dispatch, elementwise as ew, reductions as red
+from ember.ops.nn_ops import log_softmax
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduction(op: str, reduction: str, size_average: Any = None, reduce: Any = None) -> str:
+    if size_average is not None or reduce is not None:  # PyTorch's deprecated pair of flags
+        if reduce is False:
+            return "none"
+        return "sum" if size_average is False else "mean"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction; use 'mean', 'sum' or 'none'")
+    return reduction
+
+
+def _reduce(loss: Any, reduction: str) -> Any:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_same_shape(op: str, input: Any, target: Any) -> None:
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{op}: target size {tuple(target.shape)} must be the same as input size "
+                         f"{tuple(input.shape)}")
+
+
+def _as_float_target(target: Any, input: Any) -> Any:
+    if not isinstance(target, dispatch.Tensor):
+        from ember.creation import tensor
+
+        return tensor(target, dtype=input.dtype, device=input.device)
+    return target if target.dtype is input.dtype else target.to(input.dtype)
+
+
+# ---- regression -----------------------------------------------------------------------------------
+def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+             weight: Any = None) -> Any:
+    """Mean squared error: (input - target)^2 (broadcast), reduced."""
+    reduction = _reduction("mse_loss", reduction, size_average, reduce)
+    diff = input - _as_float_target(target, input)
+    loss = diff * diff
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Any:
+    """Mean absolute error |input - target|, reduced."""
+    reduction = _reduction("l1_loss", reduction, size_average, reduce)
+    return _reduce(ew.abs(input - _as_float_target(target, input)), reduction)
+
+
+def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Any:
+    reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
+    diff = ew.abs(input - _as_float_target(target, input))
+    if beta == 0:
+        return _reduce(diff, reduction)
+    return _reduce(ew.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
+    reduction = _reduction("huber_loss", reduction)
+    diff = ew.abs(input - _as_float_target(target, input))
+    loss = ew.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+# ---- classification by class index ------------------------------------------------------------------
+def _class_layout(op: str, input: Any, target: Any) -> tuple:
+    """Normalize to input (N, C, ...) and target (N, ...); returns (input, target, squeeze_scalar)."""
+    if target.dtype.category != 1:
+        raise RuntimeError(f"{op}: expected target of class indices with an integer dtype (Long), got {target.dtype}"
+                           f"; for class probabilities pass a float target with the input's shape to cross_entropy")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise ValueError(f"{op}: for a 1-D input of shape {tuple(input.shape)} the target must be a scalar, got "
+                             f"shape {tuple(target.shape)}")
+        return input.unsqueeze(0), target.reshape(1), True
+    if input.ndim < 1 or target.ndim != input.ndim - 1 or tuple(target.shape) != (input.shape[0],) + tuple(
+            input.shape[2:]):
+        raise ValueError(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
+                         f"shape {tuple(input.shape)} (N, C, d1, ...), got target of shape {tuple(target.shape)}")
+    return input, target, False
+
+
+def _pick(input: Any, target: Any) -> Any:
+    """input[n, target[n, ...], ...] as a tensor shaped like target."""
+    return input.gather(1, target.unsqueeze(1)).squeeze(1)
+
+
+def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+             reduce: Any = None, reduction: str = "mean") -> Any:
+    """Negative log likelihood of log-probabilities ``input`` at class ``target``.
+
+    ``weight`` rescales each class; ``mean`` divides by the summed weights of the non-ignored targets.
+    """
+    reduction = _reduction("nll_loss", reduction, size_average, reduce)
+    x, t, scalar = _class_layout("nll_loss", input, target)
+    classes = x.shape[1]
+    valid = t != ignore_index
+    safe_t = ew.where(valid, t, 0)
+    if t.numel():
+        lo, hi = int(ew.where(valid, t, 0).min()), int(ew.where(valid, t, 0).max())
+        if lo < 0 or hi >= classes:
+            raise IndexError(f"nll_loss: target {hi if hi >= classes else lo} is out of bounds for {classes} classes "
+                             f"(input shape {tuple(input.shape)})")
+    w = valid.to(x.dtype)
+    if weight is not None:
+        if weight.numel() != classes:
+            raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {classes} classes or no "
+                               f"classes but got weight tensor of shape {tuple(weight.shape)}")
+        w = w * weight.to(x.dtype)[safe_t]
+    loss = -_pick(x, safe_t) * w
+    if reduction == "none":
+        return loss.squeeze(0) if scalar else loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+                  reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    """Softmax cross entropy over dim 1 with class-index or class-probability targets."""
+    reduction = _reduction("cross_entropy", reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, class_dim)
+    classes = input.shape[class_dim]
+    w_view = None
+    if weight is not None:
+        w_view = weight.to(input.dtype).reshape((classes,) + (1,) * (input.ndim - 1 - class_dim))
+    if target.dtype.is_floating_point:
+        _check_same_shape("cross_entropy", input, target)
+        probs = target.to(input.dtype)
+        if label_smoothing > 0:
+            probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
+        terms = logp * probs if w_view is None else logp * probs * w_view
+        loss = -red.sum(terms, class_dim)
+        if reduction == "mean":
+            return loss.sum() / max(input.numel() // classes, 1) if input.numel() else loss.sum() * float("nan")
+        return _reduce(loss, reduction)
+    _class_layout("cross_entropy", input, target)  # so a bad target names cross_entropy, not nll_loss
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    x, t, scalar = _class_layout("cross_entropy", logp, target)
+    valid = (t != ignore_index).to(input.dtype)
+    terms = x if w_view is None else x * (w_view if not scalar else w_view.reshape(1, classes))
+    smooth = -red.sum(terms, 1) * valid
+    if reduction == "none":
+        smooth = smooth.squeeze(0) if scalar else smooth
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    elif weight is not None:
+        safe_t = ew.where(t != ignore_index, t, 0)
+        smooth = smooth.sum() / (weight.to(input.dtype)[safe_t] * valid).sum()
+    else:
+        smooth = smooth.sum() / valid.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / classes)
+
+
+# ---- binary ----------------------------------------------------------------------------------------------
+def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Any:
+    """-(t log p + (1 - t) log(1 - p)) with the logs clamped at -100, as PyTorch."""
+    reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
+    target = _as_float_target(target, input)
+    _check_same_shape("binary_cross_entropy", input, target)
+    if input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
+                           "for logits use binary_cross_entropy_with_logits")
+    log_p = ew.clamp(ew.log(input), min=-100.0)
+    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
+    loss = -(target * log_p + (1.0 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean", pos_weight: Any = None) -> Any:
+    """Sigmoid + binary cross entropy in one stable formula; ``pos_weight`` scales the positive term."""
+    reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
+    target = _as_float_target(target, input)
+    _check_same_shape("binary_cross_entropy_with_logits", input, target)
+    # log(1 + exp(-x)) written so it never overflows: log1p(exp(-|x|)) + max(-x, 0).
+    softplus_neg = ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + log_weight * softplus_neg
+    else:
+        loss = (1.0 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# ---- margin and divergence ------------------------------------------------------------------------------
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, weight: Any = None,
+                      size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Any:
+    """Multiclass hinge (SVM) loss: sum_{i != y} max(0, margin - x[y] + x[i])^p / C, per sample."""
+    reduction = _reduction("multi_margin_loss", reduction, size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
+    scalar = input.ndim == 1
+    x = input.unsqueeze(0) if scalar else input
+    t = target.reshape(1) if scalar else target
+    if x.ndim != 2 or t.ndim != 1 or t.shape[0] != x.shape[0]:
+        raise ValueError(f"multi_margin_loss: expected input (N, C) and target (N,), got {tuple(input.shape)} and "
+                         f"{tuple(target.shape)}")
+    classes = x.shape[1]
+    correct = _pick(x, t).unsqueeze(1)
+    hinge = ew.relu(x - correct + margin)
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight.to(x.dtype)[t].unsqueeze(1)
+    from ember.nn.functional import one_hot
+
+    not_target = 1.0 - one_hot(t, classes).to(x.dtype)
+    loss = red.sum(hinge * not_target, 1) / classes
+    if scalar and reduction == "none":
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError("multilabel_margin_loss is not implemented in ember yet")
+
+
+def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                     reduction: str = "mean") -> Any:
+    reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
+    z = -target * input
+    return _reduce(ew.log1p(ew.exp(-ew.abs(z))) + ew.relu(z), reduction)
+
+
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Any:
+    reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
+    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.relu(margin - input), 0.0)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
+                        reduce: Any = None, reduction: str = "mean") -> Any:
+    reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
+    return _reduce(ew.relu(-target * (input1 - input2) + margin), reduction)
+
+
+def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+           log_target: bool = False) -> Any:
+    """KL(target || exp(input)) pointwise; ``batchmean`` divides the sum by the batch size."""
+    if reduction == "batchmean":
+        loss = kl_div(input, target, reduction="sum", log_target=log_target)
+        return loss / input.shape[0] if input.ndim else loss
+    reduction = _reduction("kl_div", reduction, size_average, reduce)
+    if log_target:
+        loss = ew.exp(target) * (target - input)
+    else:
+        safe = ew.where(target > 0, target, 1.0)
+        loss = ew.where(target > 0, target * (ew.log(safe) - input), 0.0)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool = False, size_average: Any = None,
+                     eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> Any:
+    reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
+    loss = ew.exp(input) - target * input if log_input else input - target * ew.log(input + eps)
+    if full:
+        import math
+
+        stirling = target * ew.log(ew.where(target > 1, target, 1.0)) - target + ew.log(
+            ew.where(target > 1, target, 1.0) * (2 * math.pi)) * 0.5
+        loss = loss + ew.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
+                          reduce: Any = None, reduction: str = "mean") -> Any:
+    from ember.ops.nn_ops import cosine_similarity
+
+    reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
+    cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
+    loss = ew.where(target == 1, 1.0 - cos, ew.relu(cos - margin))
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Any:
+    from ember.ops.nn_ops import pairwise_distance
+
+    reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(ew.relu(d_pos - d_neg + margin), reduction)
+
+
+_ = dtypes

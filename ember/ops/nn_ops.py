@@ -1,0 +1,645 @@
+"""Neural-network ops: activations, softmax, normalization, dropout, embedding, one_hot, pad.
+
+Primitives live here only where one record is clearly faster than its decomposition (gelu, silu,
+softmax, log_softmax: one NumPy pass each way instead of five); their vjps are ember ops, so
+higher-order gradients work. Everything else is a composite of existing primitives.
+
+Example:
+    >>> import ember
+    >>> from ember.nn import functional as F
+    >>> F.softmax(ember.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ember import dtypes
+from ember.backends import special_function
+from ember.ops import dispatch, elementwise as ew, reductions as red
+from ember.ops.elementwise import elementwise_rule
+from ember.ops.registry import OpDef, Spec, register
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _float_input(x: Any, op: str) -> Any:
+    if not isinstance(x, dispatch.Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{op}: expected a floating-point tensor, got {x.dtype}; convert with .float() first")
+    return x
+
+
+# ---- gelu / silu primitives --------------------------------------------------------------------
+def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + xp.tanh(inner))
+    return 0.5 * x * (1.0 + special_function(xp, "erf")(x * _INV_SQRT_2))
+
+
+def _gelu_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    if ctx.attrs.get("approximate", "none") == "tanh":
+        x2 = x * x
+        t = ew.tanh((x + x2 * x * 0.044715) * _SQRT_2_OVER_PI)
+        d_inner = (x2 * (3 * 0.044715) + 1.0) * _SQRT_2_OVER_PI
+        return (g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner),)
+    cdf = (ew.erf(x * _INV_SQRT_2) + 1.0) * 0.5
+    pdf = ew.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return (g * (cdf + x * pdf),)
+
+
+GELU = register(OpDef(
+    name="gelu", category="unary", impl=_gelu_impl, vjp=_gelu_vjp, shape_rule=elementwise_rule(),
+    expr="0.5 * x * (1 + erf(x * 0.7071067811865476))", onnx="Gelu", extra={"float_only": True},
+))
+
+
+def _silu_impl(xp: Any, x: Any) -> Any:
+    return x * ((xp.tanh(x * 0.5) + 1.0) * 0.5)
+
+
+def _silu_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    s = ew.sigmoid(x)
+    return (g * s * (x * (1.0 - s) + 1.0),)
+
+
+SILU = register(OpDef(
+    name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
+    expr="x * (tanh(x * 0.5) + 1) * 0.5", onnx=None, extra={"float_only": True},
+))
+
+
+# ---- softmax / log_softmax primitives ----------------------------------------------------------
+def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    shifted = x - x.max(axis=dim, keepdims=True)
+    e = xp.exp(shifted)
+    e /= e.sum(axis=dim, keepdims=True)
+    return e
+
+
+def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    shifted = x - x.max(axis=dim, keepdims=True)
+    shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    return shifted
+
+
+def _softmax_vjp(ctx: Any, g: Any) -> tuple:
+    y = ctx.out
+    gy = g * y
+    return (gy - y * red.sum(gy, ctx.attrs["dim"], keepdim=True),)
+
+
+def _log_softmax_vjp(ctx: Any, g: Any) -> tuple:
+    y = ctx.out
+    return (g - ew.exp(y) * red.sum(g, ctx.attrs["dim"], keepdim=True),)
+
+
+SOFTMAX = register(OpDef(
+    name="softmax", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
+    shape_rule=lambda x, dim: x, onnx="Softmax",
+))
+LOG_SOFTMAX = register(OpDef(
+    name="log_softmax", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
+    shape_rule=lambda x, dim: x, onnx="LogSoftmax",
+))
+
+
+def _softmax_dim(x: Any, dim: Any, op: str) -> int:
+    if dim is None:
+        # PyTorch's legacy implicit choice (with a deprecation warning there).
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return red.normalize_dims(dim, x.ndim, op)[0]
+
+
+def softmax(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    _float_input(input, "softmax")
+    return dispatch.apply(SOFTMAX, (input,), {"dim": _softmax_dim(input, dim, "softmax")})
+
+
+def log_softmax(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    """x - logsumexp(x) along ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    _float_input(input, "log_softmax")
+    return dispatch.apply(LOG_SOFTMAX, (input,), {"dim": _softmax_dim(input, dim, "log_softmax")})
+
+
+def softmin(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
+    return softmax(-input, dim, dtype=dtype)
+
+
+# ---- activations ---------------------------------------------------------------------------------
+def _maybe_inplace(input: Any, result_fn: Any, inplace: bool, name: str) -> Any:
+    if inplace:
+        from ember.ops import inplace as inplace_ops
+
+        return inplace_ops.inplace_call(input, name, result_fn)
+    return result_fn(input)
+
+
+def relu(input: Any, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, ew.relu, inplace, "relu_")
+
+
+def relu6(input: Any, inplace: bool = False) -> Any:
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def gelu(input: Any, approximate: str = "none") -> Any:
+    """Gaussian error linear unit: x * Phi(x) (``approximate='tanh'`` uses the tanh formula)."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    _float_input(input, "gelu")
+    return dispatch.unary(GELU, input, {"approximate": approximate} if approximate != "none" else None)
+
+
+def silu(input: Any, inplace: bool = False) -> Any:
+    """x * sigmoid(x) (a.k.a. swish)."""
+    _float_input(input, "silu")
+    return _maybe_inplace(input, lambda t: dispatch.unary(SILU, t), inplace, "silu_")
+
+
+def sigmoid(input: Any) -> Any:
+    return ew.sigmoid(input)
+
+
+def tanh(input: Any) -> Any:
+    return ew.tanh(input)
+
+
+def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, lambda t: ew.where(t > 0, t, t * negative_slope), inplace, "leaky_relu_")
+
+
+def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
+    def compute(t: Any) -> Any:
+        negative = ew.exp(ew.minimum(t, 0.0)) - 1.0  # min() keeps exp from overflowing on the unused side
+        return ew.where(t > 0, t, negative * alpha)
+
+    return _maybe_inplace(input, compute, inplace, "elu_")
+
+
+def selu(input: Any, inplace: bool = False) -> Any:
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return elu(input, alpha, inplace) * scale
+
+
+def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
+    return ew.where(input > 0, input, (ew.exp(ew.minimum(input, 0.0) / alpha) - 1.0) * alpha)
+
+
+def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
+    """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
+    scaled = input * beta if beta != 1 else input
+    # log1p(exp(-|z|)) + max(z, 0) is exact and never overflows.
+    soft = (ew.log1p(ew.exp(-ew.abs(scaled))) + ew.relu(scaled))
+    if beta != 1:
+        soft = soft / beta
+    return ew.where(scaled > threshold, input, soft)
+
+
+def logsigmoid(input: Any) -> Any:
+    """log(sigmoid(x)) = -softplus(-x), computed stably."""
+    return -(ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input))
+
+
+def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, lambda t: ew.clamp(t, min_val, max_val), inplace, "hardtanh_")
+
+
+def hardsigmoid(input: Any, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, lambda t: ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
+
+
+def hardswish(input: Any, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, lambda t: t * ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
+
+
+def mish(input: Any, inplace: bool = False) -> Any:
+    return input * ew.tanh(softplus(input))
+
+
+def softsign(input: Any) -> Any:
+    return input / (ew.abs(input) + 1.0)
+
+
+def tanhshrink(input: Any) -> Any:
+    return input - ew.tanh(input)
+
+
+def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:
+    return _maybe_inplace(input, lambda t: ew.where(t > threshold, t, value), inplace, "threshold_")
+
+
+def prelu(input: Any, weight: Any) -> Any:
+    w = weight.reshape((1, -1) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and weight.numel() > 1 else weight
+    return ew.where(input > 0, input, input * w)
+
+
+def glu(input: Any, dim: int = -1) -> Any:
+    """First half times sigmoid of the second half along ``dim``."""
+    size = input.shape[input._dim(dim, "glu")]
+    if size % 2:
+        raise RuntimeError(f"glu: halving dimension must be even, but dimension {dim} of shape {tuple(input.shape)} "
+                           f"is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * ew.sigmoid(b)
+
+
+# ---- linear and layer_norm primitives -------------------------------------------------------------
+def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
+    lead = x.shape[:-1]
+    out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T)  # leading dims flattened: one GEMM, not one per row block
+    if bias:
+        out += bias[0]
+    return out.reshape(lead + (w.shape[0],))
+
+
+def _linear_vjp(ctx: Any, g: Any) -> tuple:
+    x, w = ctx.inputs[:2]
+    g2 = g.reshape(-1, g.shape[-1])
+    gx = g2.matmul(w).reshape(ctx.input_meta[0]) if ctx.needs[0] else None
+    gw = g2.mT.matmul(x.reshape(-1, x.shape[-1])) if ctx.needs[1] else None
+    if len(ctx.input_meta) == 2:
+        return gx, gw
+    return gx, gw, (red.sum(g2, 0) if ctx.needs[2] else None)
+
+
+LINEAR = register(OpDef(
+    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx="Gemm",
+    shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
+))
+
+
+def _ln_axes(ndim: int, count: int) -> tuple:
+    return tuple(range(ndim - count, ndim))
+
+
+def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
+    axes = _ln_axes(x.ndim, count)
+    mean = x.mean(axis=axes, keepdims=True)
+    y = x - mean
+    var = (y * y).mean(axis=axes, keepdims=True)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    y *= rstd
+    if has_weight:
+        y *= affine[0]
+        affine = affine[1:]
+    if affine:
+        y += affine[0]
+    return y, mean, rstd
+
+
+def _layer_norm_composite(x: Any, count: int, eps: float) -> Any:
+    """The normalization in ember ops (used when a differentiable backward graph is requested)."""
+    axes = _ln_axes(x.ndim, count)
+    centered = x - red.mean(x, axes, keepdim=True)
+    return centered * ew.rsqrt(red.mean(centered * centered, axes, keepdim=True) + eps)
+
+
+def _layer_norm_vjp(ctx: Any, grads: Any) -> tuple:
+    g = grads[0]
+    inputs = ctx.inputs
+    x = inputs[0]
+    count, eps, has_weight = ctx.attrs["count"], ctx.attrs["eps"], ctx.attrs["has_weight"]
+    w = inputs[1] if has_weight else None
+    from ember.autograd import grad_mode
+
+    if not grad_mode.STATE.enabled:
+        # Plain backward: one fused NumPy pass, reusing the saved mean and 1/std.
+        _, mean, rstd = ctx.out
+        args = (g, x, mean, rstd) + ((w,) if has_weight else ())
+        gx, gw, gb = dispatch.apply(LAYER_NORM_BACKWARD, args, {"count": count})
+    else:
+        # create_graph=True: differentiate the composite, so second derivatives see mean and std move.
+        from ember.autograd import grad as autograd_grad
+
+        wanted = [t for t, need in zip([x] + ([w] if has_weight else []), ctx.needs) if need]
+        xhat = _layer_norm_composite(x, count, eps)
+        out = xhat * w if has_weight else xhat
+        found = iter(autograd_grad([out], wanted, [g], create_graph=True, allow_unused=True) if wanted else ())
+        gx = next(found) if ctx.needs[0] else None
+        gw = next(found) if has_weight and ctx.needs[1] else None
+        lead = tuple(range(x.ndim - count))
+        gb = red.sum(g, lead) if lead else g
+    result = [gx if ctx.needs[0] else None]
+    if has_weight:
+        result.append(gw if ctx.needs[1] else None)
+    if len(inputs) > 1 + int(has_weight):
+        result.append(gb if ctx.needs[-1] else None)
+    return tuple(result)
+
+
+def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight: bool) -> tuple:
+    stat = Spec(tuple(x.shape[:len(x.shape) - count]) + (1,) * count, x.dtype, x.device)
+    return Spec(x.shape, x.dtype, x.device), stat, stat
+
+
+LAYER_NORM = register(OpDef(
+    name="layer_norm", category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
+    nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx="LayerNormalization",
+))
+
+
+def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *weight: Any, count: int) -> tuple:
+    axes = _ln_axes(x.ndim, count)
+    lead = tuple(range(x.ndim - count))
+    xhat = (x - mean) * rstd
+    gw = (g * xhat).sum(axis=lead) if lead else g * xhat
+    gb = g.sum(axis=lead) if lead else g.copy()
+    gxhat = g * weight[0] if weight else g
+    gx = gxhat - gxhat.mean(axis=axes, keepdims=True)
+    gx -= xhat * (gxhat * xhat).mean(axis=axes, keepdims=True)
+    gx *= rstd
+    return gx, gw, gb
+
+
+LAYER_NORM_BACKWARD = register(OpDef(
+    name="layer_norm_backward", category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
+    shape_rule=lambda g, x, mean, rstd, *w, count: (
+        Spec(x.shape, x.dtype, x.device), Spec(tuple(x.shape[len(x.shape) - count:]), x.dtype, x.device),
+        Spec(tuple(x.shape[len(x.shape) - count:]), x.dtype, x.device)),
+))
+
+
+# ---- normalization -------------------------------------------------------------------------------
+def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(shape) > input.ndim or tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise RuntimeError(
+            f"layer_norm: given normalized_shape={list(shape)}, expected input with shape [*, "
+            f"{', '.join(map(str, shape))}], but got input of size {list(input.shape)}")
+    _float_input(input, "layer_norm")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"layer_norm: {name} of shape {tuple(t.shape)} must match normalized_shape {shape}")
+    args = (input,) + tuple(t for t in (weight, bias) if t is not None)
+    out, _, _ = dispatch.apply(LAYER_NORM, args, {"count": len(shape), "eps": float(eps),
+                                                  "has_weight": weight is not None})
+    return out
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    if eps is None:
+        eps = float(dtypes.finfo(input.dtype).eps) if hasattr(dtypes, "finfo") else 1.1920929e-07
+    out = input * ew.rsqrt(red.mean(input * input, dims, keepdim=True) + eps)
+    return out * weight if weight is not None else out
+
+
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Batch normalization over every dim but the channel dim (1).
+
+    In training, normalizes with the batch statistics and (when given) updates ``running_mean``
+    and ``running_var`` in place: ``r = (1 - momentum) * r + momentum * batch_stat``, using the
+    unbiased batch variance for ``running_var`` as PyTorch does.
+    """
+    _float_input(input, "batch_norm")
+    if input.ndim < 2:
+        raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {tuple(input.shape)}")
+    channels = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"batch_norm: {name} should contain {channels} elements (the channel dim of input "
+                               f"{tuple(input.shape)}), not {t.numel()}")
+    dims = (0,) + tuple(range(2, input.ndim))
+    view = (1, channels) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // channels
+        if count <= 1:
+            raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+        mean = red.mean(input, dims, keepdim=True)
+        centered = input - mean
+        var = red.mean(centered * centered, dims, keepdim=True)
+        if running_mean is not None or running_var is not None:
+            from ember.autograd.grad_mode import no_grad
+
+            m = 0.0 if momentum is None else momentum
+            with no_grad():
+                if running_mean is not None:
+                    running_mean.mul_(1 - m).add_(mean.detach().reshape(running_mean.shape).to(running_mean.dtype) * m)
+                if running_var is not None:
+                    unbiased = var.detach().reshape(running_var.shape) * (count / (count - 1))
+                    running_var.mul_(1 - m).add_(unbiased.to(running_var.dtype) * m)
+        out = centered * ew.rsqrt(var + eps)
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+        scale = ew.rsqrt(running_var.reshape(view) + eps)
+        out = (input - running_mean.reshape(view)) * scale
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
+                  bias: Any = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    dims = tuple(range(2, input.ndim))
+    mean = red.mean(input, dims, keepdim=True)
+    centered = input - mean
+    out = centered * ew.rsqrt(red.mean(centered * centered, dims, keepdim=True) + eps)
+    view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"group_norm: expected number of channels in input ({c}) to be divisible by num_groups "
+                           f"({num_groups})")
+    grouped = input.reshape(n, num_groups, -1)
+    mean = red.mean(grouped, 2, keepdim=True)
+    centered = grouped - mean
+    out = (centered * ew.rsqrt(red.mean(centered * centered, 2, keepdim=True) + eps)).reshape(tuple(input.shape))
+    view = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(view)
+    if bias is not None:
+        out = out + bias.reshape(view)
+    return out
+
+
+def normalize(input: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Any:
+    """input / max(||input||_p, eps) along ``dim``."""
+    norm = red.norm(input, p, dim, keepdim=True)
+    return input / ew.clamp(norm, min=eps)
+
+
+def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
+    """sum(x1*x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim`` (broadcasting)."""
+    n1 = ew.clamp(red.norm(x1, 2, dim, keepdim=True), min=eps)
+    n2 = ew.clamp(red.norm(x2, 2, dim, keepdim=True), min=eps)
+    return red.sum((x1 / n1) * (x2 / n2), dim)
+
+
+def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Any:
+    return red.norm(x1 - x2 + eps, p, -1, keepdim=keepdim)
+
+
+# ---- dropout -------------------------------------------------------------------------------------
+def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p) (training only).
+
+    The mask comes from ember's default generator, so ``ember.manual_seed`` makes it repeatable.
+    """
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from ember import random as ember_random
+    from ember.creation import _wrap_array
+
+    if p == 1.0:
+        mask_array = input._device.xp.zeros(tuple(input.shape), dtype=input.dtype.np)
+    else:
+        mask_array = ember_random.sample_bernoulli(tuple(input.shape), input.dtype, input.device, None, 1.0 - p)
+        mask_array *= 1.0 / (1.0 - p)
+    mask = _wrap_array(mask_array, input._device)
+    return _maybe_inplace(input, lambda t: t * mask, inplace, "dropout_")
+
+
+def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: bool = False) -> Any:
+    if not training or p == 0.0:
+        return input
+    raise NotImplementedError("alpha_dropout: only the evaluation path (training=False) is implemented")
+
+
+def dropout1d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+    return _channel_dropout(input, p, training, 3)
+
+
+def dropout2d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+    return _channel_dropout(input, p, training, 4)
+
+
+def _channel_dropout(input: Any, p: float, training: bool, batched_ndim: int) -> Any:
+    """Drop whole channels: one Bernoulli draw per (sample, channel)."""
+    if not training or p == 0.0:
+        return input
+    from ember import random as ember_random
+    from ember.creation import _wrap_array
+
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    if input.ndim == batched_ndim - 1:
+        shape = (input.shape[0],) + (1,) * (input.ndim - 1)
+    keep = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
+    if p < 1.0:
+        keep *= 1.0 / (1.0 - p)
+    return input * _wrap_array(keep, input._device)
+
+
+# ---- embedding, one_hot --------------------------------------------------------------------------
+def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Any:
+    """Rows of ``weight`` picked by the integer ``input``; rows at ``padding_idx`` get no gradient."""
+    if input.dtype.category != 1:
+        raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got {input.dtype}")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got {tuple(weight.shape)}")
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num})")
+        padding_idx %= num
+    if input.numel() and not dispatch.SYMBOLIC.is_symbolic(input):  # traced indices have no values to check
+        lo, hi = int(input.min()), int(input.max())
+        if lo < 0 or hi >= num:
+            raise IndexError(f"embedding: index {hi if hi >= num else lo} is out of range for a weight with "
+                             f"{num} rows (valid: 0..{num - 1})")
+    if max_norm is not None:
+        _embedding_renorm(weight, input, max_norm, norm_type)
+    out = weight[input]
+    if padding_idx is not None and weight.requires_grad:
+        keep = (input != padding_idx).unsqueeze(-1).to(weight.dtype)
+        # Same values, but the padding rows' contribution reaches weight only through a detached copy.
+        out = out * keep + out.detach() * (1.0 - keep)
+    return out
+
+
+def _embedding_renorm(weight: Any, input: Any, max_norm: float, norm_type: float) -> None:
+    """Rescale (in place, without autograd) the referenced rows whose norm exceeds ``max_norm``."""
+    xp = weight._device.xp
+    rows = xp.unique(input._data.reshape(-1))
+    data = weight._data
+    norms = (xp.abs(data[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(data.dtype)
+    data[rows] *= scale[:, None]
+    weight._bump()
+
+
+def one_hot(tensor: Any, num_classes: int = -1) -> Any:
+    """(…,) int64 class indices -> (…, num_classes) int64 one-hot."""
+    if tensor.dtype.category != 1:
+        raise RuntimeError(f"one_hot: expected an integer (Long) tensor of class indices, got {tensor.dtype}")
+    from ember.creation import arange
+
+    if num_classes == -1:
+        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        raise RuntimeError(f"one_hot: class values must be in [0, {num_classes}), got values in "
+                           f"[{int(tensor.min())}, {int(tensor.max())}]")
+    classes = arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
+
+
+# ---- pad -------------------------------------------------------------------------------------------
+def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Any:
+    """Pad the last ``len(pad)//2`` dims: ``pad=(left, right, top, bottom, ...)`` from the last dim back.
+
+    Modes: ``constant`` (negative widths crop), ``reflect``, ``replicate``, ``circular``.
+    """
+    from ember.ops.movement import PAD
+
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"pad: padding length must be even and at most 2*ndim ({2 * input.ndim}), got {len(pad)} "
+                           f"for input of shape {tuple(input.shape)}")
+    if mode == "constant":
+        return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"pad: mode {mode!r} is not supported; use constant, reflect, replicate or circular")
+    from ember.creation import tensor as make_tensor
+    import numpy as np
+
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        size = input.shape[dim]
+        positions = np.arange(-lo, size + hi)
+        if mode == "reflect":
+            if lo >= size or hi >= size:
+                raise RuntimeError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the size {size} of dim "
+                                   f"{dim} of input {tuple(input.shape)}")
+            period = 2 * (size - 1) if size > 1 else 1
+            positions = np.abs(positions) % period
+            positions = np.where(positions >= size, period - positions, positions)
+        elif mode == "replicate":
+            positions = np.clip(positions, 0, size - 1)
+        else:
+            if lo > size or hi > size:
+                raise RuntimeError(f"pad: circular padding ({lo}, {hi}) may not exceed the size {size} of dim {dim}")
+            positions = positions % size
+        out = out.index_select(dim, make_tensor(positions, dtype=dtypes.int64, device=input.device))
+    return out

@@ -1,0 +1,323 @@
+"""Pooling primitives (2-D; 1-D pooling runs as 2-D with a height of 1).
+
+* ``max_pool2d(x) -> (values, indices)``: loops over kernel taps (not pixels), each step one
+  vectorized compare over the whole output; indices are flat offsets into H*W as in PyTorch.
+* ``max_pool2d_backward(g, indices)``: scatters ``g`` to the winners; its vjp is a gather.
+* ``avg_pool2d`` and ``avg_pool2d_backward``: linear maps, each the other's adjoint.
+
+Shared attrs: ``kernel=(kh, kw)``, ``stride``, ``padding=(ph, pw)``, ``dilation``, ``ceil_mode``.
+
+Example:
+    >>> import ember
+    >>> from ember.nn import functional as F
+    >>> F.max_pool2d(ember.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember import dtypes
+from ember.ops import dispatch
+from ember.ops.conv import pair
+from ember.ops.registry import OpDef, Spec, register
+
+
+def pool_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
+    span = size + 2 * pad - dilation * (kernel - 1) - 1
+    out = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1  # PyTorch: the last window must start inside the input or the left padding
+    return out
+
+
+def _geometry(shape: tuple, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple, ceil_mode: bool) -> tuple:
+    oh = pool_out_size(shape[2], kernel[0], stride[0], padding[0], dilation[0], ceil_mode)
+    ow = pool_out_size(shape[3], kernel[1], stride[1], padding[1], dilation[1], ceil_mode)
+    # Padded extent that holds every window (ceil_mode windows may run past the right padding).
+    hp = max(shape[2] + 2 * padding[0], (oh - 1) * stride[0] + (kernel[0] - 1) * dilation[0] + 1)
+    wp = max(shape[3] + 2 * padding[1], (ow - 1) * stride[1] + (kernel[1] - 1) * dilation[1] + 1)
+    return oh, ow, hp, wp
+
+
+def _taps(kernel: tuple, stride: tuple, dilation: tuple, oh: int, ow: int):
+    """(tap number, row slice, column slice) of every kernel tap into the padded input."""
+    for i in range(kernel[0]):
+        r = i * dilation[0]
+        for j in range(kernel[1]):
+            q = j * dilation[1]
+            yield (i * kernel[1] + j, i, j, slice(r, r + stride[0] * (oh - 1) + 1, stride[0]),
+                   slice(q, q + stride[1] * (ow - 1) + 1, stride[1]))
+
+
+def _pad_to(xp: Any, x: Any, padding: tuple, hp: int, wp: int, fill: float) -> Any:
+    h, w = x.shape[2], x.shape[3]
+    widths = ((0, 0), (0, 0), (padding[0], hp - h - padding[0]), (padding[1], wp - w - padding[1]))
+    if any(lo or hi for lo, hi in widths):
+        return xp.pad(x, widths, constant_values=fill)
+    return x
+
+
+# ---- max pool --------------------------------------------------------------------------------------
+def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                   ceil_mode: bool = False) -> tuple:
+    n, c, h, w = x.shape
+    oh, ow, hp, wp = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    xpad = _pad_to(xp, x, padding, hp, wp, -xp.inf)
+    best = None
+    which = None
+    for tap, _, _, rows, cols in _taps(kernel, stride, dilation, oh, ow):
+        v = xpad[:, :, rows, cols]
+        if best is None:
+            best = v.copy()
+            which = xp.zeros(best.shape, dtype=xp.int64)
+            continue
+        better = (v > best) | (v != v)  # NaN wins, as in PyTorch
+        xp.copyto(best, v, where=better)
+        xp.copyto(which, tap, where=better)
+    # Flat index into the unpadded H*W plane of the winning tap.
+    row = (xp.arange(oh) * stride[0] - padding[0])[:, None] + (which // kernel[1]) * dilation[0]
+    col = (xp.arange(ow) * stride[1] - padding[1])[None, :] + (which % kernel[1]) * dilation[1]
+    return best, row * w + col
+
+
+def _max_pool_vjp(ctx: Any, grads: Any) -> tuple:
+    g = grads[0]
+    _, indices = ctx.out
+    return (max_pool2d_backward(g, indices, ctx.input_meta[0], ctx.attrs),)
+
+
+def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                   ceil_mode: bool = False) -> tuple:
+    oh, ow, _, _ = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    return Spec(shape, x.dtype, x.device), Spec(shape, dtypes.int64, x.device)
+
+
+MAX_POOL2D = register(OpDef(
+    name="max_pool2d", category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
+    save="output", num_outputs=2, nondiff_outputs=(1,), onnx="MaxPool",
+))
+
+
+def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping: bool) -> Any:
+    n, c, h, w = input_shape
+    rows = n * c
+    flat_idx = indices.reshape(rows, -1)
+    flat_g = g.reshape(rows, -1)
+    if not overlapping:
+        # Each input pixel wins at most one window: a plain scatter, no accumulation needed.
+        out = xp.zeros((rows, h * w), dtype=g.dtype)
+        xp.put_along_axis(out, flat_idx, flat_g, axis=1)
+        return out.reshape(input_shape)
+    offsets = (xp.arange(rows) * (h * w))[:, None]
+    summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
+    return summed.astype(g.dtype, copy=False).reshape(input_shape)
+
+
+def _unpool_vjp(ctx: Any, gg: Any) -> tuple:
+    _, indices = ctx.inputs
+    n, c = ctx.input_meta[1][:2]
+    picked = gg.reshape(n, c, -1).gather(2, indices.reshape(n, c, -1))
+    return picked.reshape(ctx.input_meta[0]), None
+
+
+MAX_POOL2D_BACKWARD = register(OpDef(
+    name="max_pool2d_backward", category="nn", impl=_unpool_impl, vjp=_unpool_vjp, nondiff_inputs=(1,),
+    shape_rule=lambda g, indices, input_shape, overlapping: Spec(tuple(input_shape), g.dtype, g.device),
+    onnx="MaxUnpool",
+))
+
+
+def max_pool2d_backward(g: Any, indices: Any, input_shape: tuple, attrs: dict) -> Any:
+    kernel, stride = attrs["kernel"], attrs["stride"]
+    overlapping = any((k - 1) * d + 1 > s for k, s, d in zip(kernel, stride, attrs["dilation"]))
+    return dispatch.apply(MAX_POOL2D_BACKWARD, (g, indices),
+                          {"input_shape": tuple(input_shape), "overlapping": overlapping})
+
+
+# ---- avg pool ----------------------------------------------------------------------------------------
+def _window_counts(xp: Any, size: int, out: int, kernel: int, stride: int, pad: int, include_pad: bool) -> Any:
+    """Per-output-position divisor along one axis, as PyTorch's avg_pool computes it."""
+    start = xp.arange(out) * stride - pad
+    end = xp.minimum(start + kernel, size + pad)
+    if include_pad:
+        return end - start
+    return xp.minimum(end, size) - xp.maximum(start, 0)
+
+
+def _divisor(xp: Any, shape: tuple, oh: int, ow: int, attrs: dict, dtype: Any) -> Any:
+    override = attrs.get("divisor_override")
+    if override:
+        return dtype.type(override)
+    kernel, stride, padding = attrs["kernel"], attrs["stride"], attrs["padding"]
+    include = attrs.get("count_include_pad", True)
+    ch = _window_counts(xp, shape[2], oh, kernel[0], stride[0], padding[0], include)
+    cw = _window_counts(xp, shape[3], ow, kernel[1], stride[1], padding[1], include)
+    return (ch[:, None] * cw[None, :]).astype(dtype)
+
+
+def _avg_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple, ceil_mode: bool = False,
+                   count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
+    dilation = (1, 1)
+    oh, ow, hp, wp = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    xpad = _pad_to(xp, x, padding, hp, wp, 0.0)
+    total = None
+    for _, _, _, rows, cols in _taps(kernel, stride, dilation, oh, ow):
+        v = xpad[:, :, rows, cols]
+        total = v.copy() if total is None else total.__iadd__(v)
+    attrs = {"kernel": kernel, "stride": stride, "padding": padding, "count_include_pad": count_include_pad,
+             "divisor_override": divisor_override}
+    total /= _divisor(xp, x.shape, oh, ow, attrs, x.dtype)
+    return total
+
+
+def _avg_pool_backward_impl(xp: Any, g: Any, input_shape: tuple, kernel: tuple, stride: tuple, padding: tuple,
+                            ceil_mode: bool = False, count_include_pad: bool = True,
+                            divisor_override: int | None = None) -> Any:
+    n, c, h, w = input_shape
+    oh, ow = g.shape[2], g.shape[3]
+    _, _, hp, wp = _geometry(input_shape, kernel, stride, padding, (1, 1), ceil_mode)
+    attrs = {"kernel": kernel, "stride": stride, "padding": padding, "count_include_pad": count_include_pad,
+             "divisor_override": divisor_override}
+    scaled = g / _divisor(xp, input_shape, oh, ow, attrs, g.dtype)
+    out = xp.zeros((n, c, hp, wp), dtype=g.dtype)
+    for _, _, _, rows, cols in _taps(kernel, stride, (1, 1), oh, ow):
+        out[:, :, rows, cols] += scaled
+    return out[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + w]
+
+
+def _avg_attrs(attrs: dict) -> dict:
+    return {k: v for k, v in attrs.items() if k != "input_shape"}
+
+
+AVG_POOL2D = register(OpDef(
+    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx="AveragePool",
+    vjp=lambda ctx, g: (dispatch.apply(AVG_POOL2D_BACKWARD, (g,), {"input_shape": tuple(ctx.input_meta[0]),
+                                                                  **ctx.attrs}),),
+    shape_rule=lambda x, kernel, stride, padding, ceil_mode=False, **_: Spec(
+        (x.shape[0], x.shape[1]) + _geometry(x.shape, kernel, stride, padding, (1, 1), ceil_mode)[:2],
+        x.dtype, x.device),
+))
+AVG_POOL2D_BACKWARD = register(OpDef(
+    name="avg_pool2d_backward", category="nn", impl=_avg_pool_backward_impl, save="none",
+    vjp=lambda ctx, gg: (dispatch.apply(AVG_POOL2D, (gg,), _avg_attrs(ctx.attrs)),),
+    shape_rule=lambda g, input_shape, **_: Spec(tuple(input_shape), g.dtype, g.device),
+))
+
+
+# ---- public functions ----------------------------------------------------------------------------------
+def _pool_args(op: str, input: Any, kernel_size: Any, stride: Any, padding: Any, dilation: Any) -> tuple:
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{op}: expected 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape {tuple(input.shape)}")
+    kernel = pair(kernel_size, 2, "kernel_size", op)
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) else pair(stride, 2,
+                                                                                                     "stride", op)
+    padding = pair(padding, 2, "padding", op)
+    dilation = pair(dilation, 2, "dilation", op)
+    for k, p in zip(kernel, padding):
+        if p > k // 2:
+            raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={padding} and "
+                               f"kernel_size={kernel}")
+    h, w = input.shape[-2:]
+    for size, k, p, d in zip((h, w), kernel, padding, dilation):
+        if size + 2 * p < d * (k - 1) + 1:
+            raise RuntimeError(f"{op}: input of shape {tuple(input.shape)} is smaller than the kernel {kernel} "
+                               f"(padding {padding}, dilation {dilation})")
+    return kernel, stride, padding, dilation
+
+
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over kh x kw windows; ``return_indices`` also gives flat H*W indices (for max_unpool2d)."""
+    kernel, stride, padding, dilation = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation)
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    values, indices = dispatch.apply(MAX_POOL2D, (x,), {"kernel": kernel, "stride": stride, "padding": padding,
+                                                        "dilation": dilation, "ceil_mode": ceil_mode})
+    if unbatched:
+        values, indices = values.squeeze(0), indices.squeeze(0)
+    return (values, indices) if return_indices else values
+
+
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    (k,) = pair(kernel_size, 1, "kernel_size", "max_pool1d")
+    s = k if stride is None else pair(stride, 1, "stride", "max_pool1d")[0]
+    (p,) = pair(padding, 1, "padding", "max_pool1d")
+    (d,) = pair(dilation, 1, "dilation", "max_pool1d")
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
+    """Mean over kh x kw windows (zero padding counted unless ``count_include_pad=False``)."""
+    kernel, stride, padding, _ = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1)
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    out = dispatch.apply(AVG_POOL2D, (x,), {"kernel": kernel, "stride": stride, "padding": padding,
+                                            "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+                                            "divisor_override": divisor_override})
+    return out.squeeze(0) if unbatched else out
+
+
+def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Any:
+    (k,) = pair(kernel_size, 1, "kernel_size", "avg_pool1d")
+    s = k if stride is None else pair(stride, 1, "stride", "avg_pool1d")[0]
+    (p,) = pair(padding, 1, "padding", "avg_pool1d")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _adaptive_matrix(size: int, out: int, dtype: Any, device: Any) -> Any:
+    """(out, size) matrix averaging PyTorch's adaptive windows [floor(i*size/out), ceil((i+1)*size/out))."""
+    import numpy as np
+
+    from ember.creation import tensor
+
+    m = np.zeros((out, size))
+    for i in range(out):
+        start = (i * size) // out
+        end = -(-((i + 1) * size) // out)
+        m[i, start:end] = 1.0 / (end - start)
+    return tensor(m, dtype=dtype, device=device)
+
+
+def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
+    """Average pool to a fixed output size; windows as PyTorch's (separable, so two small matmuls)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d: expected 3-D or 4-D input, got shape {tuple(input.shape)}")
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    if (oh, ow) == (1, 1):
+        return input.mean(dim=(-2, -1), keepdim=True)
+    if h % oh == 0 and w % ow == 0:
+        return avg_pool2d(input, (h // oh, w // ow))
+    rows = _adaptive_matrix(h, oh, input.dtype, input.device)
+    cols = _adaptive_matrix(w, ow, input.dtype, input.device)
+    return rows.matmul(input).matmul(cols.mT)
+
+
+def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:
+    (o,) = pair(output_size, 1, "output_size", "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = False) -> Any:
+    """Adaptive max pool; exact when the input size divides by the output size (the usual case)."""
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    if h % oh or w % ow:
+        raise NotImplementedError(f"adaptive_max_pool2d: input size {(h, w)} must be divisible by output size "
+                                  f"{(oh, ow)}")
+    return max_pool2d(input, (h // oh, w // ow), return_indices=return_indices)

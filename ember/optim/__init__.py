@@ -1,0 +1,19 @@
+"""ember.optim: optimizers and learning-rate schedulers with torch.optim's names and semantics.
+
+Example:
+    >>> import ember
+    >>> w = ember.randn(4, 3, requires_grad=True)
+    >>> opt = ember.optim.Adam([w], lr=1e-3)
+    >>> sched = ember.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+    >>> w.sum().backward(); opt.step(); sched.step(); opt.zero_grad()
+"""
+from __future__ import annotations
+
+from ember.optim.optimizer import Optimizer, required  # noqa: F401
+from ember.optim.sgd import SGD  # noqa: F401
+from ember.optim.rmsprop import RMSprop  # noqa: F401
+from ember.optim.adagrad import Adagrad  # noqa: F401
+from ember.optim.adam import Adam, AdamW  # noqa: F401
+from ember.optim import lr_scheduler  # noqa: F401
+
+__all__ = ["Optimizer", "SGD", "RMSprop", "Adagrad", "Adam", "AdamW", "lr_scheduler"]

@@ -1,0 +1,111 @@
+"""Adagrad: per-coordinate learning rates from the running sum of squared gradients.
+
+Example:
+    >>> opt = ember.optim.Adagrad(model.parameters(), lr=1e-2, lr_decay=1e-4)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ember.autograd import grad_mode
+from ember.creation import full_like
+from ember.optim.optimizer import (
+    Optimizer, new_step_tensor, prepared_grad, prepared_grad_array, run_kernel, to_scalar, unsupported,
+    use_fast_path,
+)
+from ember.tensor import Tensor
+
+
+class Adagrad(Optimizer):
+    """``torch.optim.Adagrad``: ``sum += g^2``; ``p -= lr / (1 + (step-1)*lr_decay) * g / (sqrt(sum) + eps)``.
+
+    State (``step``, ``sum`` = ``initial_accumulator_value``) is created for every parameter up front,
+    as PyTorch does.
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
+        lr = to_scalar(lr)
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        unsupported("Adagrad", differentiable=differentiable)
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = new_step_tensor()
+                state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._run_closure(closure)
+        fast = use_fast_path()
+        with grad_mode.no_grad():
+            for group in self.param_groups:
+                options = (to_scalar(group["lr"]), group["lr_decay"], group["weight_decay"], group["eps"],
+                           group["maximize"])
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:  # a parameter added later with add_param_group
+                        state["step"] = new_step_tensor()
+                        state["sum"] = full_like(p, group["initial_accumulator_value"])
+                    if fast:
+                        self._update_arrays(p, state, *options)
+                    else:
+                        _update_tensors(p, state, *options)
+        return loss
+
+    def _update_arrays(self, p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
+                       maximize: bool) -> None:
+        """Eager fast path: :func:`_update_tensors` as in-place ufuncs on the arrays."""
+        bufs = self._scratch_for(p, 2 if (weight_decay or maximize) else 1)
+        step_data = state["step"]._data
+        step_data += 1
+        clr = lr / (1 + (float(step_data) - 1) * lr_decay)
+        run_kernel(p._device.type == "cpu", p._device.xp, _kernel,
+                   (p._data, p.grad._data, state["sum"]._data, bufs[0] if len(bufs) > 1 else None, bufs[-1]),
+                   clr=clr, eps=eps, weight_decay=weight_decay, maximize=maximize)
+        p._bump()
+
+
+def _kernel(xp: Any, param: Any, grad: Any, total: Any, grad_buf: Any, tmp: Any, *, clr: float, eps: float,
+            weight_decay: float, maximize: bool) -> None:
+    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
+    g = prepared_grad_array(xp, grad, param, weight_decay, maximize, grad_buf)
+    xp.multiply(g, g, out=tmp)
+    total += tmp
+    xp.sqrt(total, out=tmp)
+    tmp += eps
+    xp.divide(g, tmp, out=tmp)
+    tmp *= -clr
+    param += tmp
+
+
+def _update_tensors(p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
+                    maximize: bool) -> None:
+    """Reference update in ember ops; the decayed rate is a tensor op on ``state['step']`` (traceable)."""
+    from ember import dtypes
+
+    step_t = state["step"]
+    step_t.add_(1)
+    clr = lr / (1 + (step_t.to(dtypes.float64) - 1) * lr_decay)
+    if p.device != clr.device:
+        clr = clr.to(p.device)
+    g = prepared_grad(p.grad, p, weight_decay, maximize)
+    total = state["sum"]
+    total.add_(g * g)
+    std = total.sqrt() + eps
+    p.add_(g / std * -clr)

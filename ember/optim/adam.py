@@ -1,0 +1,166 @@
+"""Adam and AdamW (decoupled weight decay), with AMSGrad and maximize.
+
+Example:
+    >>> opt = ember.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    >>> loss.backward(); opt.step(); opt.zero_grad()
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.creation import zeros_like
+from ember.ops.elementwise import maximum
+from ember.optim.optimizer import (
+    Optimizer, lerp_array_, new_step_tensor, prepared_grad, prepared_grad_array, run_kernel, to_scalar,
+    unsupported, use_fast_path,
+)
+from ember.tensor import Tensor
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam``: bias-corrected first/second moment estimates.
+
+    ``weight_decay`` adds ``weight_decay * p`` to the gradient (L2) unless ``decoupled_weight_decay``
+    (what :class:`AdamW` sets), which shrinks the parameter by ``1 - lr * weight_decay`` instead.
+    State per parameter: ``step`` (0-d CPU tensor), ``exp_avg``, ``exp_avg_sq`` and, with
+    ``amsgrad``, ``max_exp_avg_sq``.
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
+        lr = to_scalar(lr)
+        betas = (to_scalar(betas[0]), to_scalar(betas[1]))
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        unsupported(type(self).__name__, differentiable=differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._run_closure(closure)
+        fast = use_fast_path()
+        with grad_mode.no_grad():
+            for group in self.param_groups:
+                beta1, beta2 = group["betas"]
+                options = (to_scalar(group["lr"]), to_scalar(beta1), to_scalar(beta2), group["eps"],
+                           group["weight_decay"], group["amsgrad"], group["maximize"],
+                           group.get("decoupled_weight_decay", False))
+                amsgrad = options[5]
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = new_step_tensor()
+                        state["exp_avg"] = zeros_like(p)
+                        state["exp_avg_sq"] = zeros_like(p)
+                        if amsgrad:
+                            state["max_exp_avg_sq"] = zeros_like(p)
+                    if fast:
+                        self._update_arrays(p, state, *options)
+                    else:
+                        _update_tensors(p, state, *options)
+        return loss
+
+    def _update_arrays(self, p: Tensor, state: dict, lr: float, beta1: float, beta2: float, eps: float,
+                       weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
+        """Eager fast path: :func:`_update_tensors` as in-place ufuncs on the arrays."""
+        l2 = bool(weight_decay) and not decoupled
+        bufs = self._scratch_for(p, 2 if (l2 or maximize) else 1)
+        step_data = state["step"]._data
+        step_data += 1
+        step = float(step_data)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        max_exp_avg_sq = state["max_exp_avg_sq"]._data if amsgrad else None
+        run_kernel(p._device.type == "cpu", p._device.xp, _kernel,
+                   (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data, max_exp_avg_sq,
+                    bufs[0] if len(bufs) > 1 else None, bufs[-1]),
+                   lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
+                   maximize=maximize, step_size=lr / bias_correction1,
+                   bias_correction2_sqrt=bias_correction2 ** 0.5)
+        p._bump()
+
+
+def _kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, grad_buf: Any,
+            tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool,
+            maximize: bool, step_size: float, bias_correction2_sqrt: float) -> None:
+    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
+    if weight_decay and decoupled:
+        param *= 1 - lr * weight_decay
+    g = prepared_grad_array(xp, grad, param, 0 if decoupled else weight_decay, maximize, grad_buf)
+    lerp_array_(xp, exp_avg, g, 1 - beta1, tmp)
+    exp_avg_sq *= beta2
+    xp.multiply(g, 1 - beta2, out=tmp)
+    tmp *= g
+    exp_avg_sq += tmp
+    second = exp_avg_sq
+    if max_exp_avg_sq is not None:
+        second = xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+    xp.sqrt(second, out=tmp)
+    tmp /= bias_correction2_sqrt
+    tmp += eps
+    xp.divide(exp_avg, tmp, out=tmp)
+    tmp *= -step_size
+    param += tmp
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` each step)."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        for group in self.param_groups:  # an AdamW always decays decoupled, whatever the file says
+            group["decoupled_weight_decay"] = True
+
+
+def _update_tensors(p: Tensor, state: dict, lr: float, beta1: float, beta2: float, eps: float,
+                    weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
+    """Reference update in ember ops. Step-dependent factors are tensor ops on ``state['step']``, so a
+    traced step keeps counting instead of freezing the bias correction of the step it was traced at."""
+    step_t = state["step"]
+    step_t.add_(1)
+    if weight_decay and decoupled:
+        p.mul_(1 - lr * weight_decay)
+    g = prepared_grad(p.grad, p, 0 if decoupled else weight_decay, maximize)
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    exp_avg.add_((g - exp_avg) * (1 - beta1))
+    exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
+    step = step_t.to(dtypes.float64)  # the bias corrections in double precision, as torch's Python floats
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+    step_size = lr / bias_correction1
+    if amsgrad:
+        state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
+        second = state["max_exp_avg_sq"]
+    else:
+        second = exp_avg_sq
+    if p.device != step.device:
+        bias_correction2_sqrt, step_size = bias_correction2_sqrt.to(p.device), step_size.to(p.device)
+    denom = second.sqrt() / bias_correction2_sqrt + eps
+    p.add_(exp_avg / denom * -step_size)
+
+
+__all__ = ["Adam", "AdamW"]

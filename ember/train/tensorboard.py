@@ -1,0 +1,81 @@
+"""The ``TensorBoard`` callback: real event files (through tensorboardX) that ``tensorboard --logdir`` reads.
+
+Per epoch it writes every log value as a scalar (``train/loss``, ``val/loss``, ``train/lr``...);
+with ``update_freq='batch'`` (or an int N) also the running batch values every N batches
+(``batch/loss``...); with ``histogram_freq=N`` the weights (and gradients, when present) every N epochs.
+
+Example:
+    >>> from ember.train import TensorBoard
+    >>> board = TensorBoard(log_dir="runs/mnist", histogram_freq=1)   # pass to Model.fit(callbacks=[board])
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from ember.train.callbacks import Callback
+
+
+def _summary_writer(log_dir: str) -> Any:
+    try:
+        from tensorboardX import SummaryWriter
+    except ImportError:
+        raise ImportError("TensorBoard callback: tensorboardX is not installed; install it with "
+                          "`pip install tensorboardX` (or `pip install ember[train]`)") from None
+    return SummaryWriter(logdir=log_dir)
+
+
+def _tag(key: str) -> str:
+    return f"val/{key[4:]}" if key.startswith("val_") else f"train/{key}"
+
+
+class TensorBoard(Callback):
+    """Log scalars (and optionally weight histograms) for TensorBoard under ``log_dir``."""
+
+    def __init__(self, log_dir: str | os.PathLike = "logs", histogram_freq: int = 0, update_freq: str | int = "epoch",
+                 write_grads: bool = True) -> None:
+        super().__init__()
+        if update_freq not in ("epoch", "batch") and not (isinstance(update_freq, int) and update_freq > 0):
+            raise ValueError(f"TensorBoard: update_freq must be 'epoch', 'batch' or a positive int, got "
+                             f"{update_freq!r}")
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = histogram_freq
+        self.update_freq = 1 if update_freq == "batch" else update_freq
+        self.write_grads = write_grads
+        self.writer: Any = None
+        self._step = 0
+
+    def on_train_begin(self, logs: dict | None = None) -> None:
+        if self.writer is None:
+            self.writer = _summary_writer(self.log_dir)
+
+    def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
+        self._step = epoch * int(self.params.get("steps") or 0)
+
+    def on_batch_end(self, batch: int, logs: dict | None = None) -> None:
+        self._step += 1
+        if self.update_freq == "epoch" or self.writer is None or self._step % self.update_freq:
+            return
+        for key, value in (logs or {}).items():
+            if key not in ("batch", "size") and isinstance(value, (int, float)):
+                self.writer.add_scalar(f"batch/{key}", float(value), self._step)
+
+    def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if self.writer is None:
+            return
+        for key, value in (logs or {}).items():
+            if isinstance(value, (int, float)):
+                self.writer.add_scalar(_tag(key), float(value), epoch)
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            for name, param in self.model.module.named_parameters():
+                self.writer.add_histogram(f"weights/{name}", np.asarray(param.detach()), epoch)
+                if self.write_grads and param.grad is not None:
+                    self.writer.add_histogram(f"grads/{name}", np.asarray(param.grad.detach()), epoch)
+        self.writer.flush()
+
+    def on_train_end(self, logs: dict | None = None) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None

@@ -1,0 +1,6 @@
+"""``ember.utils``: PyTorch's ``torch.utils`` namespace (``ember.utils.data`` is ``ember.data``).
+
+Example:
+    >>> from ember.utils.data import DataLoader, TensorDataset
+"""
+from ember.utils import data  # noqa: F401

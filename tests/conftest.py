@@ -1,0 +1,27 @@
+"""Shared fixtures for the core test suites: a seeded NumPy generator and ember's default state.
+
+Example:
+    def test_something(rng):
+        x = rng.standard_normal((2, 3))
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fresh, seeded NumPy generator per test, so test order never changes the data."""
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def _restore_ember_defaults():
+    """Tests that change the default dtype or grad mode cannot leak the change into others."""
+    dtype, grad = ember.get_default_dtype(), ember.is_grad_enabled()
+    yield
+    ember.set_default_dtype(dtype)
+    ember.autograd.grad_mode.STATE.enabled = grad
