@@ -45,6 +45,14 @@ from ember.ops.views import (  # noqa: F401
     masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )
+from ember.ops.sorting import argsort, bucketize, kthvalue, searchsorted, sort, topk, unique  # noqa: F401
+from ember.ops.extra_math import (  # noqa: F401
+    acos, acosh, addbmm, addcdiv, addcmul, addmm, addmv, addr, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
+    arctanh, asin, asinh, atan, atan2, atanh, baddbmm, clamp_max, clamp_min, cosh, count_nonzero, cummax, cummin,
+    cumprod, deg2rad, diag, diag_embed, diagonal, erfinv, exp2, expm1, fix, frac, ger, hypot, isclose, lerp, log2,
+    log10, logaddexp, logaddexp2, logit, masked_select, meshgrid, nan_to_num, outer, rad2deg, sinh, square, tan,
+    tensordot, trace, trunc, xlogy,
+)
 from ember import random  # noqa: F401
 from ember.serialization import load, save  # noqa: F401
 
@@ -88,6 +96,7 @@ def get_num_threads() -> int:
 
 from ember.graph import compile  # noqa: E402,F401,A004  (static graphs: ember.compile)
 from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linear` must work)
+from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_scheduler.StepLR)
 from ember import onnx  # noqa: E402,F401  (torch.onnx.export; onnx itself is imported only when exporting)
 
 __version__ = "0.1.0"

@@ -177,7 +177,7 @@ _METHODS = {
     "multiply": ew.mul, "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow,
     "maximum": ew.maximum, "minimum": ew.minimum, "clamp": ew.clamp, "clip": ew.clamp, "eq": ew.eq, "ne": ew.ne,
     "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge, "floor_divide": ew.floor_divide,
-    "remainder": ew.remainder, "fmod": ew.remainder,
+    "remainder": ew.remainder, "fmod": ew.fmod,
     "where": lambda self, condition, other: ew.where(condition, self, other),
     # reductions
     "sum": red.sum, "mean": red.mean, "prod": red.prod, "amax": red.amax, "amin": red.amin, "max": red.max,
@@ -217,3 +217,90 @@ for _name, _fn in _METHODS.items():
 Tensor.T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: views.transpose(self, -2, -1))
 Tensor.H = Tensor.T
+
+
+# ---- sorting, extra math, softmax, new_* constructors ---------------------------------------------
+from ember.ops import extra_math as _xm, sorting as _sorting  # noqa: E402
+
+
+def _new_filled(fill: str) -> Any:
+    def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+               **_: Any) -> Tensor:
+        from ember import creation
+
+        return getattr(creation, fill)(*size, dtype=dtype or self.dtype, device=device or self.device,
+                                       requires_grad=requires_grad)
+
+    method.__name__ = "new_" + fill
+    return method
+
+
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    from ember.creation import full
+
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    from ember.creation import tensor
+
+    if isinstance(data, Tensor):
+        data = data.detach().clone()
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+
+
+def _softmax_method(name: str) -> Any:
+    def method(self: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+        from ember.ops import nn_ops
+
+        return getattr(nn_ops, name)(self, dim, dtype=dtype)
+
+    method.__name__ = name
+    return method
+
+
+def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    return inplace.inplace_call(self, "addcmul_", lambda t: _xm.addcmul(t, tensor1, tensor2, value=value),
+                                needs_copy=False, others=(tensor1, tensor2))
+
+
+def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    return inplace.inplace_call(self, "addcdiv_", lambda t: _xm.addcdiv(t, tensor1, tensor2, value=value),
+                                needs_copy=False, others=(tensor1, tensor2))
+
+
+def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
+    return inplace.inplace_call(self, "lerp_", lambda t: _xm.lerp(t, end, weight), needs_copy=False,
+                                others=(end, weight))
+
+
+_EXTRA_METHODS = {
+    "sort": _sorting.sort, "argsort": _sorting.argsort, "topk": _sorting.topk, "kthvalue": _sorting.kthvalue,
+    "unique": _sorting.unique,
+    "tan": _xm.tan, "asin": _xm.asin, "arcsin": _xm.asin, "acos": _xm.acos, "arccos": _xm.acos, "atan": _xm.atan,
+    "arctan": _xm.atan, "atan2": _xm.atan2, "arctan2": _xm.atan2, "sinh": _xm.sinh, "cosh": _xm.cosh,
+    "asinh": _xm.asinh, "arcsinh": _xm.asinh, "acosh": _xm.acosh, "arccosh": _xm.acosh, "atanh": _xm.atanh,
+    "arctanh": _xm.atanh, "expm1": _xm.expm1, "log2": _xm.log2, "log10": _xm.log10, "exp2": _xm.exp2,
+    "square": _xm.square, "trunc": _xm.trunc, "fix": _xm.trunc, "frac": _xm.frac, "hypot": _xm.hypot,
+    "logaddexp": _xm.logaddexp, "logaddexp2": _xm.logaddexp2, "erfinv": _xm.erfinv, "nan_to_num": _xm.nan_to_num,
+    "lerp": _xm.lerp, "addcmul": _xm.addcmul, "addcdiv": _xm.addcdiv, "addmm": _xm.addmm, "addmv": _xm.addmv,
+    "addr": _xm.addr, "baddbmm": _xm.baddbmm, "addbmm": _xm.addbmm, "outer": _xm.outer, "ger": _xm.outer,
+    "diag": _xm.diag, "diagonal": _xm.diagonal, "diag_embed": _xm.diag_embed, "trace": _xm.trace,
+    "cumprod": _xm.cumprod, "cummax": _xm.cummax, "cummin": _xm.cummin, "isclose": _xm.isclose,
+    "count_nonzero": _xm.count_nonzero, "masked_select": _xm.masked_select, "clamp_min": _xm.clamp_min,
+    "clamp_max": _xm.clamp_max, "xlogy": _xm.xlogy, "logit": _xm.logit, "deg2rad": _xm.deg2rad,
+    "rad2deg": _xm.rad2deg,
+    "softmax": _softmax_method("softmax"), "log_softmax": _softmax_method("log_softmax"),
+    "new_zeros": _new_filled("zeros"), "new_ones": _new_filled("ones"), "new_empty": _new_filled("empty"),
+    "new_full": new_full, "new_tensor": new_tensor,
+    # in place
+    "addcmul_": addcmul_, "addcdiv_": addcdiv_, "lerp_": lerp_, "square_": _unary_inplace("square_", _xm.square),
+    "trunc_": _unary_inplace("trunc_", _xm.trunc), "frac_": _unary_inplace("frac_", _xm.frac),
+    "clamp_min_": _unary_inplace("clamp_min_", _xm.clamp_min), "clamp_max_": _unary_inplace("clamp_max_", _xm.clamp_max),
+    "nan_to_num_": _unary_inplace("nan_to_num_", _xm.nan_to_num),
+}
+
+for _name, _fn in _EXTRA_METHODS.items():
+    if _name not in Tensor.__dict__:  # never shadow a method another module already defines
+        setattr(Tensor, _name, _fn)

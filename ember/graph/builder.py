@@ -78,7 +78,8 @@ class SymbolicTensor(Tensor):
 
 
 def is_symbolic(value: Any) -> bool:
-    return isinstance(value, Tensor) and type(value._data) is Value
+    """True for graph tensors - and, while a trace runs, for every tensor (so concrete ones get lifted)."""
+    return isinstance(value, Tensor) and (type(value._data) is Value or bool(_TRACES))
 
 
 def symbolic(value: Value, requires_grad: bool = False, cls: type = SymbolicTensor) -> Any:
@@ -252,6 +253,8 @@ def handle_op(op: Any, args: tuple, attrs: dict) -> Any:
     for a in args:
         if isinstance(a, Tensor) and type(a._data) is Value:
             return a._data.graph.builder.apply(op, args, attrs)
+    if _TRACES:  # only concrete tensors: still part of the traced computation (closures, parameters)
+        return _TRACES[-1].apply(op, args, attrs)
     raise AssertionError("symbolic handler called without a symbolic argument")
 
 

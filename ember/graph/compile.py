@@ -50,6 +50,7 @@ from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
 from ember.tensor import Tensor
 
 _EAGER = object()
+_FLAT_STRUCTURES: dict[int, Any] = {}
 
 
 # ---- pytrees of arguments and results --------------------------------------------------------------
@@ -161,8 +162,14 @@ class CompiledFunction:
                 grad_mode.STATE.enabled, tuple(m.training for m in self._modules))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves: list = []
-        structure = flatten((args, kwargs), leaves)
+        if not kwargs and all(type(a) is Tensor for a in args):  # the common case, without the tree walk
+            leaves = list(args)
+            structure = _FLAT_STRUCTURES.get(len(args))
+            if structure is None:
+                structure = _FLAT_STRUCTURES[len(args)] = flatten((args, kwargs), [])
+        else:
+            leaves = []
+            structure = flatten((args, kwargs), leaves)
         key = self._key(leaves, structure)
         entry = self._cache.get(key)
         if entry is None:

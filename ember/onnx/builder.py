@@ -58,6 +58,14 @@ class DynInt(int):
         return repr(self)
 
 
+def implied(*values: Any) -> None:
+    """Mark ints an emitter does not need because ONNX derives them (e.g. the batch entry of a
+    target shape that follows from the input): dynamic ones then pass the baked-in-size check."""
+    for v in values:
+        if isinstance(v, DynInt):
+            v.used = True
+
+
 def onnx_modules() -> tuple:
     """Import onnx (an optional extra) with a clear message if it is missing."""
     try:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes
-from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder
+from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied
 
 EMITTERS: dict[str, Callable] = {}
 
@@ -392,6 +392,8 @@ def _conv2d_input_grad(b: GraphBuilder, n: Any) -> str:
     dilation = _static(n.attrs["dilation"], n, "dilation")
     kernel = [int(k) for k in n.in_specs[1].shape[2:]]
     g_shape, target = n.in_specs[0].shape, n.attrs["input_shape"]
+    implied(*target[:2])  # batch and channels follow from the inputs; only H, W need output_padding
+    _static(target[2:], n, "input_shape (spatial)")
     extra = []
     for axis, (lo, hi) in enumerate(((top, bottom), (left, right))):
         natural = stride[axis] * (int(g_shape[2 + axis]) - 1) + dilation[axis] * (kernel[axis] - 1) + 1 - lo - hi

@@ -68,6 +68,14 @@ def _cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dila
     return view.transpose(1, 2, 3, 0, 4, 5).reshape(groups, (c // groups) * kh * kw, n * length)
 
 
+def _gemm(xp: Any, a: Any, b: Any) -> Any:
+    """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
+    transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
+    if a.shape[0] == 1:
+        return xp.matmul(a[0], b[0])[None]
+    return xp.matmul(xp.ascontiguousarray(a), xp.ascontiguousarray(b))
+
+
 def _to_channels_first(a: Any, groups: int, per_group: int) -> Any:
     """(N, C, H, W) -> (G, C/G, N*H*W): channels lead, images and pixels flattened behind them."""
     n = a.shape[0]
@@ -81,8 +89,9 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     ow = out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
     cols = _cols(xp, x, kh, kw, stride, padding, dilation, groups)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
-    out = xp.matmul(w2, cols)  # (G, O/G, N*L): one GEMM per group
-    return out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3)
+    out = _gemm(xp, w2, cols)  # (G, O/G, N*L): one GEMM per group
+    # One copy to NCHW: every op downstream (bias, relu, pooling) runs faster on contiguous data.
+    return xp.ascontiguousarray(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
 
 
 def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple,
@@ -91,7 +100,7 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
-    gcols = xp.matmul(w2.transpose(0, 2, 1), _to_channels_first(g, groups, o // groups))  # (G, K, N*L)
+    gcols = _gemm(xp, w2.transpose(0, 2, 1), _to_channels_first(g, groups, o // groups))  # (G, K, N*L)
     gcols = gcols.reshape(c, kh, kw, n, oh, ow)
     top, bottom, left, right = padding
     # The padded buffer must hold every window; with stride > 1 some trailing rows get none.
@@ -105,7 +114,7 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
         for j in range(kw):
             q = j * dilation[1]
             gx[:, :, r:r + h_span:stride[0], q:q + w_span:stride[1]] += gcols[:, i, j]
-    return gx[:, :, top:top + h, left:left + width].transpose(1, 0, 2, 3)
+    return xp.ascontiguousarray(gx[:, :, top:top + h, left:left + width].transpose(1, 0, 2, 3))
 
 
 def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
@@ -113,7 +122,7 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
     o, cg, kh, kw = weight_shape
     cols = _cols(xp, x, kh, kw, stride, padding, dilation, groups)  # (G, K, N*L)
     g2 = _to_channels_first(g, groups, o // groups)  # (G, O/G, N*L)
-    return xp.matmul(g2, cols.transpose(0, 2, 1)).reshape(weight_shape)
+    return _gemm(xp, g2, cols.transpose(0, 2, 1)).reshape(weight_shape)
 
 
 # ---- vjps: each adjoint is one of the other two ops -------------------------------------------

@@ -130,11 +130,16 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     return t
 
 
-def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True) -> Any:
-    """Generic in-place: ``compute(tensor) -> tensor`` out of place, then write back into ``t``."""
+def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True,
+                 others: tuple = ()) -> Any:
+    """Generic in-place: ``compute(tensor) -> tensor`` out of place, then write back into ``t``.
+
+    ``others``: the other tensor operands; any of them requiring grad makes the write recorded too.
+    """
     if dispatch.SYMBOLIC.active:
         dispatch.SYMBOLIC.lift(t)
-    recording = grad_mode.STATE.enabled and t._requires_grad
+    recording = grad_mode.STATE.enabled and (
+        t._requires_grad or any(isinstance(o, dispatch.Tensor) and o._requires_grad for o in others))
     check_inplace(t, op_name, recording)
     if not recording:
         with grad_mode.no_grad():

@@ -65,21 +65,22 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
     n, c, h, w = x.shape
     oh, ow, hp, wp = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
     xpad = _pad_to(xp, x, padding, hp, wp, -xp.inf)
-    best = None
-    which = None
+    best = which = None
     for tap, _, _, rows, cols in _taps(kernel, stride, dilation, oh, ow):
         v = xpad[:, :, rows, cols]
         if best is None:
-            best = v.copy()
-            which = xp.zeros(best.shape, dtype=xp.int64)
+            best, which = v, xp.zeros(v.shape, dtype=xp.int32)
             continue
-        better = (v > best) | (v != v)  # NaN wins, as in PyTorch
-        xp.copyto(best, v, where=better)
-        xp.copyto(which, tap, where=better)
-    # Flat index into the unpadded H*W plane of the winning tap.
-    row = (xp.arange(oh) * stride[0] - padding[0])[:, None] + (which // kernel[1]) * dilation[0]
-    col = (xp.arange(ow) * stride[1] - padding[1])[None, :] + (which % kernel[1]) * dilation[1]
-    return best, row * w + col
+        # Strictly greater keeps the first maximum on ties (PyTorch's choice); maximum() keeps NaNs.
+        which = xp.where(v > best, tap, which)
+        best = xp.maximum(best, v)
+    # Flat index into the unpadded H*W plane: window origin plus the winning tap's offset.
+    offsets = xp.asarray([(t // kernel[1]) * dilation[0] * w + (t % kernel[1]) * dilation[1]
+                          for t in range(kernel[0] * kernel[1])], dtype=xp.int64)
+    origin = ((xp.arange(oh) * stride[0] - padding[0]) * w)[:, None] + (xp.arange(ow) * stride[1] - padding[1])[None]
+    indices = xp.take(offsets, which)
+    indices += origin
+    return xp.ascontiguousarray(best), indices
 
 
 def _max_pool_vjp(ctx: Any, grads: Any) -> tuple:

@@ -56,7 +56,7 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
     """Replace fusable groups in ``nodes`` by fused nodes; values in ``keep`` stay materialized."""
     group_of: dict[int, int] = {}  # id(node) -> group index
     groups: list[list[Node]] = []
-    closed: set[int] = set()
+    reduced: set[int] = set()  # values made by a fused reduction
     deps: dict[int, frozenset] = {}  # value id -> groups it depends on
     producer_group: dict[int, int] = {}  # value id -> group index of its producer
     shape_of_group: list[tuple] = []
@@ -67,9 +67,13 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
         chosen = None
         if fusable(node) or _reducer(node):
             out_shape = node.outputs[0].shape
-            for i in ins:
+            if any(i.id in reduced for i in ins):
+                ins_groups = []  # a reduced value is complete only after its kernel: start a new group
+            else:
+                ins_groups = ins
+            for i in ins_groups:
                 g = producer_group.get(i.id)
-                if g is None or g in closed:
+                if g is None:
                     continue
                 if fusable(node) and shape_of_group[g] != out_shape:
                     continue
@@ -87,7 +91,7 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
             groups[chosen].append(node)
             group_of[id(node)] = chosen
             if _reducer(node):
-                closed.add(chosen)
+                reduced.add(node.outputs[0].id)
             for out in node.outputs:
                 producer_group[out.id] = chosen
                 deps[out.id] = upstream | {chosen}
@@ -283,6 +287,11 @@ class FusedKernel:
         return tuple(env[o] for o in self.outputs)
 
 
+def _single_loop(members: list[Node]) -> bool:
+    """One loop can run the group: reductions are over everything and nothing inside reads them."""
+    return all(m.attrs.get("dims") is None for m in members if _reducer(m))
+
+
 def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
     names: dict[int, str] = {}
     inputs: list[Value] = []
@@ -309,6 +318,11 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
         lines.append(f"{name} = {fn}({args})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
+    from ember.graph.passes import fuse_numba
+
+    if xp is np and len(steps) >= fuse_numba.MIN_STEPS and fuse_numba.supported(steps, len(outputs)) \
+            and _single_loop(members) and fuse_numba.available():
+        kernel = fuse_numba.NumbaKernel(steps, len(inputs), out_names, source, outputs)
     from ember.backends import get_backend
 
     compiled = get_backend("cpu" if xp is np else "cuda").fuse(source, "fused")

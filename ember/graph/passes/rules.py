@@ -8,8 +8,8 @@ reshapes/casts/expands/permutes, clone) name their ops here, in one place.
 Example:
     >>> from ember.ops.registry import OPS
     >>> import ember.graph.passes.rules as rules
-    >>> rules.identities(OPS["mul"])
-    {('right', 1), ('left', 1)}
+    >>> sorted(rules.identities(OPS["mul"]))
+    [('left', 1), ('right', 1)]
 """
 from __future__ import annotations
 

@@ -1,0 +1,150 @@
+"""Long fused kernels compiled to one loop with Numba (CPU, optional).
+
+A fused group of many steps on small arrays is bound by per-call overhead (one NumPy ufunc call
+per step, ~1 us each); one compiled loop does the whole group in a single call. Numba compiling
+costs about a second for a few hundred steps, so it is used only for groups of at least
+``MIN_STEPS`` steps (short kernels of a training step stay on NumPy, keeping the first call fast),
+when ``numba`` is installed, and when every step has a scalar form below; the result is cached per
+kernel source for the process.
+
+Inputs are broadcast to the loop shape (copied when their shape differs), reductions must be
+``sum``/``mean`` over all elements. Literals are cast to the kernel's float dtype, so float32
+kernels stay float32 as NumPy's ufuncs do.
+
+Example:
+    >>> available() in (True, False)
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+MIN_STEPS = 24
+_SCALAR = {
+    "add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})", "true_divide": "({0} / {1})",
+    "power": "({0} ** {1})", "negative": "(-{0})", "positive": "(+{0})",
+    "equal": "({0} == {1})", "not_equal": "({0} != {1})", "less": "({0} < {1})", "less_equal": "({0} <= {1})",
+    "greater": "({0} > {1})", "greater_equal": "({0} >= {1})",
+    "maximum": "np.maximum({0}, {1})", "minimum": "np.minimum({0}, {1})",
+    "exp": "np.exp({0})", "log": "np.log({0})", "log1p": "np.log1p({0})", "sqrt": "np.sqrt({0})",
+    "sin": "np.sin({0})", "cos": "np.cos({0})", "tanh": "np.tanh({0})", "abs": "np.abs({0})",
+    "sign": "np.sign({0})", "floor": "np.floor({0})", "ceil": "np.ceil({0})",
+    "where": "({1} if {0} else {2})", "logical_not": "(not {0})", "copy": "{0}",
+    "logical_and": "({0} and {1})", "logical_or": "({0} or {1})",
+}
+_CACHE: dict[str, Any] = {}
+
+
+def available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def supported(steps: list, n_outputs: int) -> bool:
+    for _, fn, operands, extra in steps:
+        if fn in ("sum", "mean"):
+            if extra[0] is not None:
+                return False
+        elif fn == "clip":
+            continue
+        elif fn == "cast":
+            if np.dtype(extra).kind not in "fb":
+                return False
+        elif fn not in _SCALAR:
+            return False
+    return True
+
+
+class NumbaKernel:
+    """Same call convention as FusedKernel: ``kernel(xp, *inputs) -> output(s)``."""
+
+    def __init__(self, steps: list, n_inputs: int, outputs: list, source: str, out_values: list) -> None:
+        self.steps, self.n_inputs, self.outputs, self.source = steps, n_inputs, outputs, source
+        self.out_values = out_values
+        self.single = len(outputs) == 1
+        self.shape: tuple | None = None
+        self.fn: Any = None
+        self.out_into: dict = {}
+
+    def _build(self, arrays: tuple) -> None:
+        import numba
+
+        shapes = [np.shape(a) for a in arrays]
+        self.shape = tuple(np.broadcast_shapes(*shapes))
+        dtype = np.result_type(*[v.dtype for v in self.out_values if v.dtype.kind == "f"] or [np.float64])
+        reductions = {s[0]: s for s in self.steps if s[1] in ("sum", "mean")}
+        lit = "np.float32({})" if dtype == np.float32 else "{}"
+        lines = ["def kernel(n, " + ", ".join([f"in{k}" for k in range(self.n_inputs)] +
+                                               [f"o_{o}" for o in self.outputs]) + "):"]
+        for name in reductions:
+            lines.append(f"    acc_{name} = {lit.format(0.0)}")
+        lines.append("    for i in range(n):")
+        for k in range(self.n_inputs):
+            lines.append(f"        in{k}_ = in{k}[i]")
+
+        def arg(o: Any) -> str:
+            if isinstance(o, str):
+                return f"{o}_"
+            if isinstance(o, bool) or o is None:
+                return repr(o)
+            return lit.format(repr(float(o))) if isinstance(o, float) else repr(o)
+
+        for name, fn, operands, extra in self.steps:
+            if fn in ("sum", "mean"):
+                lines.append(f"        acc_{name} += {arg(operands[0])}")
+                continue
+            if fn == "clip":
+                x, lo, hi = (list(operands) + [None, None])[:3]
+                expr = arg(x)
+                if lo is not None:
+                    expr = f"np.maximum({expr}, {arg(lo)})"
+                if hi is not None:
+                    expr = f"np.minimum({expr}, {arg(hi)})"
+            elif fn == "cast":
+                target = np.dtype(extra)
+                expr = f"({arg(operands[0])} != 0)" if target.kind == "b" else f"np.{target.name}({arg(operands[0])})"
+            else:
+                expr = _SCALAR[fn].format(*[arg(o) for o in operands])
+            lines.append(f"        {name}_ = {expr}")
+        for o in self.outputs:
+            if o not in reductions:
+                lines.append(f"        o_{o}[i] = {o}_")
+        for name, (_, fn, _, _) in reductions.items():
+            scale = " / n" if fn == "mean" else ""
+            lines.append(f"    o_{name}[0] = acc_{name}{scale}")
+        code = "\n".join(lines)
+        fn = _CACHE.get(code)
+        if fn is None:
+            namespace: dict = {"np": np}
+            exec(compile(code, "<ember fused kernel>", "exec"), namespace)  # noqa: S102 - our own generated code
+            fn = _CACHE[code] = numba.njit(cache=False, error_model="numpy")(namespace["kernel"])
+        self.fn = fn
+        self.reductions = reductions
+        self.keepdims = {name: s[3][1] for name, s in reductions.items()}
+
+    def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> Any:
+        if self.fn is None:
+            self._build(arrays)
+            n = 1
+            for s in self.shape:
+                n *= s
+            self.n = n
+            # Shapes are static in a graph: which inputs need broadcasting is known after one call.
+            self.direct = [np.shape(a) == self.shape for a in arrays]
+            self.out_specs = [(1 if o in self.reductions else n, v.dtype, v.shape)
+                              for o, v in zip(self.outputs, self.out_values)]
+        flat = []
+        for a, direct in zip(arrays, self.direct):
+            if not direct or not a.flags.c_contiguous:
+                a = np.ascontiguousarray(np.broadcast_to(a, self.shape))
+            flat.append(a.reshape(-1))
+        outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.out_specs]
+        self.fn(self.n, *flat, *outs)
+        if self.single:
+            return outs[0].reshape(self.out_specs[0][2])
+        return tuple(buf.reshape(spec[2]) for buf, spec in zip(outs, self.out_specs))

@@ -1,0 +1,624 @@
+"""More of PyTorch's math: inverse/hyperbolic trig, log2/log10/exp2/expm1, erfinv, atan2, cumprod,
+cummax/cummin (primitives) and composites over existing ops: square, frac, hypot, logaddexp, xlogy,
+nan_to_num, lerp, addcmul/addcdiv, addmm/addmv/addr/baddbmm/addbmm, outer, tensordot, diag,
+diagonal, trace, isclose, count_nonzero, masked_select, meshgrid, clamp_min/clamp_max.
+
+A function is a primitive only where a composite would lose accuracy (expm1 near 0, sinh by
+exps, exact log2 of powers of two) or has no decomposition (atan, erfinv, the cumulative scans).
+
+Example:
+    >>> import ember
+    >>> ember.log2(ember.tensor([8.0])), ember.outer(ember.arange(2), ember.arange(3)).shape
+    (tensor([3.]), ember.Size([2, 3]))
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ember import dtypes
+from ember.backends import special_function
+from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
+from ember.ops.elementwise import _unary, elementwise_rule, sum_to
+from ember.ops.registry import OpDef, Spec, register
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+# ---- unary primitives ------------------------------------------------------------------------------
+def _zero_grad(ctx: Any, g: Any) -> tuple:
+    return (g * 0,)
+
+
+TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (1 + ctx.out * ctx.out),), "tan(x)",
+             save="output", onnx="Tan", float_only=True)
+ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
+              "arcsin(x)", onnx="Asin", float_only=True)
+ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g: (-g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
+              "arccos(x)", onnx="Acos", float_only=True)
+ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (1 + ctx.inputs[0] * ctx.inputs[0]),),
+              "arctan(x)", onnx="Atan", float_only=True)
+SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * cosh(ctx.inputs[0]),), "sinh(x)",
+              onnx="Sinh", float_only=True)
+COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * sinh(ctx.inputs[0]),), "cosh(x)",
+              onnx="Cosh", float_only=True)
+ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
+               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1),), "arcsinh(x)", onnx="Asinh",
+               float_only=True)
+ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
+               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1),), "arccosh(x)", onnx="Acosh",
+               float_only=True)
+ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
+               "arctanh(x)", onnx="Atanh", float_only=True)
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1),), "expm1(x)",
+               save="output", float_only=True)
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), "log2(x)",
+              float_only=True)
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), "log10(x)",
+               float_only=True)
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "exp2(x)",
+              save="output", float_only=True)
+TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, "trunc(x)", save="none")
+
+
+def _erfinv_impl(xp: Any, x: Any) -> Any:
+    try:
+        fn = special_function(xp, "erfinv")
+    except AttributeError:  # no SciPy: NumPy fallback below
+        fn = _erfinv_numpy
+    return fn(x).astype(x.dtype, copy=False)
+
+
+def _erfinv_numpy(x: np.ndarray) -> np.ndarray:
+    """Giles' single-precision approximation polished by two Newton steps on math.erf."""
+    x64 = np.asarray(x, dtype=np.float64)
+    w = -np.log((1.0 - x64) * (1.0 + x64))
+    small = w < 5.0
+    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
+    p_small = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+               -0.00417768164, 0.246640727, 1.50140941]
+    p_large = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+               0.00943887047, 1.00167406, 2.83297682]
+    ps, pl = np.zeros_like(x64), np.zeros_like(x64)
+    for cs, cl in zip(p_small, p_large):
+        ps, pl = ps * ws + cs, pl * wl + cl
+    y = np.where(small, ps, pl) * x64
+    erf = np.vectorize(math.erf, otypes=[np.float64])
+    for _ in range(2):
+        finite = np.isfinite(y)
+        step = (erf(np.where(finite, y, 0.0)) - x64) / (2 / math.sqrt(math.pi) * np.exp(-np.where(finite, y, 0) ** 2))
+        y = np.where(finite, y - step, y)
+    return y
+
+
+ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
+                None, save="output", float_only=True)
+
+
+# ---- binary primitive: atan2 -----------------------------------------------------------------------
+def _atan2_vjp(ctx: Any, g: Any) -> tuple:
+    y, x = ctx.inputs
+    sy, sx = ctx.input_meta
+    denom = x * x + y * y
+    gy = sum_to(g * x / denom, sy) if ctx.needs[0] else None
+    gx = sum_to(-g * y / denom, sx) if ctx.needs[1] else None
+    return gy, gx
+
+
+ATAN2 = register(OpDef(
+    name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
+    shape_rule=elementwise_rule(), expr="arctan2(x, y)", extra={"float_only": True, "ufunc": "arctan2"},
+))
+
+
+# ---- cumulative scans ------------------------------------------------------------------------------
+def _flip_cumsum(t: Any, dim: int) -> Any:
+    """Reverse cumulative sum: out_k = sum_{i >= k} t_i."""
+    return t.flip((dim,)).cumsum(dim).flip((dim,))
+
+
+def _cumprod_impl(xp: Any, x: Any, dim: int) -> Any:
+    out = xp.cumprod(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+    return out.reshape(x.shape) if x.ndim == 0 else out
+
+
+def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
+    """d/dx_k sum_i g_i prod_{j<=i} x_j without dividing by zero.
+
+    Before the first zero of a slice it is revcumsum(g * out) / x_k; at the first zero it is
+    revcumsum(g * cumprod(x with that zero set to 1)); after it every term holds the zero, so 0.
+    """
+    (x,) = ctx.inputs
+    dim = ctx.attrs["dim"]
+    if x.ndim == 0:
+        return (g,)
+    zero = x == 0
+    zeros_so_far = zero.cumsum(dim)
+    before = zeros_so_far == 0
+    first_zero = ew.logical_and(zero, zeros_so_far == 1)
+    out = cumprod(x, dim)
+    plain = _flip_cumsum(g * out, dim) / ew.where(zero, 1.0, x)
+    at_zero = _flip_cumsum(g * cumprod(ew.where(first_zero, 1.0, x), dim), dim)
+    return (ew.where(before, plain, ew.where(first_zero, at_zero, 0.0)),)
+
+
+CUMPROD = register(OpDef(
+    name="cumprod", category="reduction", impl=_cumprod_impl, vjp=_cumprod_vjp, save="inputs",
+    shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
+    onnx=None,
+))
+
+
+def _cum_extreme_impl(fn: str):
+    def impl(xp: Any, x: Any, dim: int) -> tuple:
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), dtype=xp.int64)
+        values = getattr(xp, fn).accumulate(x, axis=dim)
+        # An element is the new running extreme when it equals it (ties: the later index wins) or is NaN
+        # (NaN propagates, and each later NaN takes over), as in PyTorch.
+        hit = x == values
+        if x.dtype.kind == "f" or x.dtype.kind == "V":
+            hit = hit | xp.isnan(x)
+        shape = [1] * x.ndim
+        shape[dim] = x.shape[dim]
+        positions = xp.arange(x.shape[dim], dtype=xp.int64).reshape(shape)
+        idx = xp.maximum.accumulate(xp.where(hit, positions, 0), axis=dim)
+        return values, idx
+
+    return impl
+
+
+def _cum_extreme_vjp(ctx: Any, g: Any) -> tuple:
+    _, idx = ctx.out
+    if len(ctx.input_meta[0]) == 0:
+        return (g[0],)
+    from ember.creation import zeros
+
+    base = zeros(ctx.input_meta[0], dtype=g[0].dtype, device=g[0].device)
+    return (base.scatter_add(ctx.attrs["dim"], idx.detach(), g[0]),)
+
+
+def _cum_extreme_rule(x: Spec, dim: int) -> tuple:
+    return Spec(x.shape, x.dtype, x.device), Spec(x.shape, dtypes.int64, x.device)
+
+
+CUMMAX = register(OpDef(name="cummax", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
+                        save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
+CUMMIN = register(OpDef(name="cummin", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
+                        save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
+
+
+# ---- public: unary ---------------------------------------------------------------------------------
+def tan(input: Any) -> Any:
+    return dispatch.unary(TAN, input)
+
+
+def asin(input: Any) -> Any:
+    return dispatch.unary(ASIN, input)
+
+
+def acos(input: Any) -> Any:
+    return dispatch.unary(ACOS, input)
+
+
+def atan(input: Any) -> Any:
+    return dispatch.unary(ATAN, input)
+
+
+def sinh(input: Any) -> Any:
+    return dispatch.unary(SINH, input)
+
+
+def cosh(input: Any) -> Any:
+    return dispatch.unary(COSH, input)
+
+
+def asinh(input: Any) -> Any:
+    return dispatch.unary(ASINH, input)
+
+
+def acosh(input: Any) -> Any:
+    return dispatch.unary(ACOSH, input)
+
+
+def atanh(input: Any) -> Any:
+    return dispatch.unary(ATANH, input)
+
+
+def expm1(input: Any) -> Any:
+    return dispatch.unary(EXPM1, input)
+
+
+def log2(input: Any) -> Any:
+    return dispatch.unary(LOG2, input)
+
+
+def log10(input: Any) -> Any:
+    return dispatch.unary(LOG10, input)
+
+
+def exp2(input: Any) -> Any:
+    return dispatch.unary(EXP2, input)
+
+
+def trunc(input: Any) -> Any:
+    return dispatch.unary(TRUNC, input)
+
+
+def erfinv(input: Any) -> Any:
+    return dispatch.unary(ERFINV, input)
+
+
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh, fix = asin, acos, atan, asinh, acosh, atanh, trunc
+
+
+def square(input: Any) -> Any:
+    """``input * input``; bool becomes int64 as in PyTorch."""
+    if input.dtype is dtypes.bool_:
+        input = dispatch.cast(input, dtypes.int64)
+    return input * input
+
+
+def frac(input: Any) -> Any:
+    """The fractional part, ``input - trunc(input)`` (keeps the sign)."""
+    return input - trunc(input)
+
+
+def logit(input: Any, eps: float | None = None) -> Any:
+    """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
+    p = input if eps is None else ew.clamp(input, eps, 1 - eps)
+    return ew.log(p / (1 - p))
+
+
+def deg2rad(input: Any) -> Any:
+    return input * (math.pi / 180.0)
+
+
+def rad2deg(input: Any) -> Any:
+    return input * (180.0 / math.pi)
+
+
+def clamp_min(input: Any, min: Any) -> Any:  # noqa: A002
+    return ew.clamp(input, min=min)
+
+
+def clamp_max(input: Any, max: Any) -> Any:  # noqa: A002
+    return ew.clamp(input, max=max)
+
+
+def _finfo(np_dtype: Any) -> Any:
+    try:
+        return np.finfo(np_dtype)
+    except ValueError:  # bfloat16 and friends live in ml_dtypes
+        import ml_dtypes
+
+        return ml_dtypes.finfo(np_dtype)
+
+
+def nan_to_num(input: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+    """Replace NaN by ``nan`` and +/-inf by ``posinf``/``neginf`` (default: the dtype's extremes)."""
+    if not input.dtype.is_floating_point:
+        return input.clone()
+    info = _finfo(input.dtype.np)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = ew.where(input == math.inf, posinf, input)
+    out = ew.where(input == -math.inf, neginf, out)
+    return ew.where(ew.isnan(input), nan, out)
+
+
+# ---- public: binary --------------------------------------------------------------------------------
+def _tensors(a: Any, b: Any, op: str) -> tuple:
+    """Both operands as tensors of one floating dtype (Python numbers take the tensor's dtype)."""
+    from ember.creation import tensor
+
+    if not isinstance(a, dispatch.Tensor) and not isinstance(b, dispatch.Tensor):
+        raise TypeError(f"{op}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
+    target = dtypes.result_type(a, b)
+    if not target.is_floating_point:
+        target = dtypes.get_default_dtype()
+    like = a if isinstance(a, dispatch.Tensor) else b
+    a = dispatch.cast(a, target) if isinstance(a, dispatch.Tensor) else tensor(a, dtype=target, device=like.device)
+    b = dispatch.cast(b, target) if isinstance(b, dispatch.Tensor) else tensor(b, dtype=target, device=like.device)
+    return a, b
+
+
+def atan2(input: Any, other: Any) -> Any:
+    """Angle of the point (other, input), in (-pi, pi]."""
+    return dispatch.binary(ATAN2, input, other)
+
+
+arctan2 = atan2
+
+
+def hypot(input: Any, other: Any) -> Any:
+    """sqrt(input**2 + other**2)."""
+    a, b = _tensors(input, other, "hypot")
+    return ew.sqrt(a * a + b * b)
+
+
+def logaddexp(input: Any, other: Any) -> Any:
+    """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|))."""
+    a, b = _tensors(input, other, "logaddexp")
+    # Equal infinities would give inf - inf = NaN; their difference is taken as 0 instead.
+    diff = ew.where(a == b, 0.0, a - b)
+    return ew.maximum(a, b) + ew.log1p(ew.exp(-ew.abs(diff)))
+
+
+def logaddexp2(input: Any, other: Any) -> Any:
+    """log2(2**input + 2**other)."""
+    a, b = _tensors(input, other, "logaddexp2")
+    return logaddexp(a * _LN2, b * _LN2) / _LN2
+
+
+def xlogy(input: Any, other: Any) -> Any:
+    """input * log(other), defined as 0 where input == 0 (unless other is NaN)."""
+    x, y = _tensors(input, other, "xlogy")
+    zero = x == 0
+    # log of a safe stand-in where x == 0, so the unused branch cannot feed NaN/inf into gradients.
+    out = ew.where(zero, 0.0, x * ew.log(ew.where(zero, 1.0, y)))
+    return ew.where(ew.isnan(y), math.nan, out)
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Any:
+    """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
+    diff = end - input
+    if isinstance(weight, dispatch.Tensor):
+        return ew.where(ew.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
+    if abs(weight) < 0.5:
+        return input + diff * weight
+    return end - diff * (1 - weight)
+
+
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """input + value * tensor1 * tensor2."""
+    product = tensor1 * tensor2
+    return input + (product if value == 1 else product * value)
+
+
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+    """input + value * tensor1 / tensor2."""
+    quotient = tensor1 / tensor2
+    return input + (quotient if value == 1 else quotient * value)
+
+
+def _scaled_sum(input: Any, product: Any, beta: Any, alpha: Any) -> Any:
+    """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch."""
+    out = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return out
+    return out + (input if beta == 1 else input * beta)
+
+
+def _check_ndim(op: str, **tensors: Any) -> None:
+    for name, (t, ndim) in tensors.items():
+        if t.ndim != ndim:
+            raise RuntimeError(f"{op}: {name} must be a {ndim}-D tensor, got shape {tuple(t.shape)}")
+
+
+def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """beta * input + alpha * (mat1 @ mat2)."""
+    _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
+    return _scaled_sum(input, linalg.mm(mat1, mat2), beta, alpha)
+
+
+def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """beta * input + alpha * (mat @ vec)."""
+    _check_ndim("addmv", mat=(mat, 2), vec=(vec, 1))
+    return _scaled_sum(input, linalg.matmul(mat, vec), beta, alpha)
+
+
+def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    return _scaled_sum(input, linalg.bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
+    return _scaled_sum(input, red.sum(linalg.bmm(batch1, batch2), 0), beta, alpha)
+
+
+def outer(input: Any, vec2: Any) -> Any:
+    """The outer product of two 1-D tensors: out[i, j] = input[i] * vec2[j]."""
+    _check_ndim("outer", input=(input, 1), vec2=(vec2, 1))
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)
+
+
+ger = outer
+
+
+def tensordot(a: Any, b: Any, dims: Any = 2) -> Any:
+    """Contract ``dims`` (an int: last of a with first of b; or two lists of dims) and keep the rest.
+
+    Example:
+        >>> ember.tensordot(ember.ones(2, 3, 4), ember.ones(3, 4, 5), 2).shape
+        ember.Size([2, 5])
+    """
+    if isinstance(dims, dispatch.Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0 or dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot: dims ({dims}) must be in [0, {min(a.ndim, b.ndim)}] for shapes "
+                               f"{tuple(a.shape)} and {tuple(b.shape)}")
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    dims_a = [d % a.ndim for d in dims_a] if a.ndim else []
+    dims_b = [d % b.ndim for d in dims_b] if b.ndim else []
+    if len(dims_a) != len(dims_b) or any(a.shape[i] != b.shape[j] for i, j in zip(dims_a, dims_b)):
+        raise RuntimeError(f"tensordot: contracted dims {dims_a} of {tuple(a.shape)} and {dims_b} of "
+                           f"{tuple(b.shape)} must pair up with equal sizes")
+    free_a = [d for d in range(a.ndim) if d not in dims_a]
+    free_b = [d for d in range(b.ndim) if d not in dims_b]
+    k = int(np.prod([a.shape[d] for d in dims_a], dtype=np.int64))
+    out_shape = tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b)
+    left = a.permute(free_a + dims_a).reshape(-1, k)
+    right = b.permute(dims_b + free_b).reshape(k, -1)
+    return linalg.matmul(left, right).reshape(out_shape)
+
+
+def _diag_positions(rows: int, cols: int, offset: int, device: Any) -> tuple:
+    from ember.creation import arange
+
+    length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
+    r = arange(length, device=device) + max(-offset, 0)
+    c = arange(length, device=device) + max(offset, 0)
+    return r, c
+
+
+def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """The diagonal over dims (dim1, dim2), appended as the last dim (a copy, not a view).
+
+    Example:
+        >>> ember.diagonal(ember.eye(3) * 2)
+        tensor([2., 2., 2.])
+    """
+    from ember.ops import views
+
+    if input.ndim < 2:
+        raise RuntimeError(f"diagonal: expected a tensor with at least 2 dims, got shape {tuple(input.shape)}")
+    d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
+    moved = views.movedim(input, (d1, d2), (-2, -1))
+    rows, cols = _diag_positions(moved.shape[-2], moved.shape[-1], offset, input.device)
+    return moved[..., rows, cols]
+
+
+_diagonal = diagonal  # diag's argument is named `diagonal`, as in PyTorch
+
+
+def diag(input: Any, diagonal: int = 0) -> Any:
+    """1-D input: a square matrix with ``input`` on the given diagonal; 2-D: that diagonal."""
+    from ember.creation import zeros
+    from ember.ops import movement
+
+    if input.ndim == 2:
+        return _diagonal(input, diagonal)
+    if input.ndim != 1:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {tuple(input.shape)}")
+    n = input.shape[0] + abs(diagonal)
+    rows, cols = _diag_positions(n, n, diagonal, input.device)
+    index, index_tensors = movement.split_index((rows, cols), input.device)
+    return movement.index_put(zeros((n, n), dtype=input.dtype, device=input.device), index, index_tensors, input)
+
+
+def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    """Batched diag: the last dim of ``input`` becomes the diagonal of new trailing matrices."""
+    from ember.creation import zeros
+    from ember.ops import movement, views
+
+    n = input.shape[-1] + abs(offset)
+    rows, cols = _diag_positions(n, n, offset, input.device)
+    out = zeros(tuple(input.shape[:-1]) + (n, n), dtype=input.dtype, device=input.device)
+    index, index_tensors = movement.split_index((Ellipsis, rows, cols), input.device)
+    out = movement.index_put(out, index, index_tensors, input)
+    if (dim1, dim2) != (-2, -1):
+        out = views.movedim(out, (-2, -1), (dim1, dim2))
+    return out
+
+
+def trace(input: Any) -> Any:
+    """Sum of the main diagonal of a 2-D tensor."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a 2-D tensor, got shape {tuple(input.shape)}")
+    return red.sum(diagonal(input))
+
+
+def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
+    """Cumulative product along ``dim`` (integers accumulate in int64)."""
+    if dtype is not None:
+        input = input.to(dtype)
+    (d,) = red.normalize_dims(dim, input.ndim, "cumprod")
+    return dispatch.apply(CUMPROD, (input,), {"dim": d})
+
+
+def _cum_extreme(op: OpDef, input: Any, dim: int) -> red._ReturnTypes:
+    (d,) = red.normalize_dims(dim, input.ndim, op.name)
+    values, indices = dispatch.apply(op, (input,), {"dim": d})
+    return red._ReturnTypes(values, indices)
+
+
+def cummax(input: Any, dim: int) -> red._ReturnTypes:
+    """Running maximum along ``dim`` and the index where it was reached (the latest on ties)."""
+    return _cum_extreme(CUMMAX, input, dim)
+
+
+def cummin(input: Any, dim: int) -> red._ReturnTypes:
+    """Running minimum along ``dim`` and the index where it was reached (the latest on ties)."""
+    return _cum_extreme(CUMMIN, input, dim)
+
+
+def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Any:
+    """|input - other| <= atol + rtol * |other| elementwise; equal infinities are close."""
+    if not isinstance(other, dispatch.Tensor):
+        from ember.creation import full
+
+        other = full(tuple(input.shape), other, dtype=input.dtype, device=input.device)
+    if input.dtype is not other.dtype:
+        target = dtypes.promote_types(input.dtype, other.dtype)
+        input, other = dispatch.cast(input, target), dispatch.cast(other, target)
+    a, b = input.detach(), other.detach()
+    close = a == b
+    if a.dtype.is_floating_point:
+        finite = ew.logical_and(ew.isfinite(a), ew.isfinite(b))
+        within = ew.abs(a - b) <= atol + rtol * ew.abs(b)
+        close = ew.logical_or(close, ew.logical_and(finite, within))
+        if equal_nan:
+            close = ew.logical_or(close, ew.logical_and(ew.isnan(a), ew.isnan(b)))
+    elif a.dtype is not dtypes.bool_:
+        diff = ew.abs(dispatch.cast(a, dtypes.float64) - dispatch.cast(b, dtypes.float64))
+        close = ew.logical_or(close, diff <= atol + rtol * ew.abs(dispatch.cast(b, dtypes.float64)))
+    return close
+
+
+def count_nonzero(input: Any, dim: Any = None) -> Any:
+    """Number of nonzero elements (over ``dim``), as int64."""
+    return red.sum(input != 0, dim)
+
+
+def masked_select(input: Any, mask: Any) -> Any:
+    """The elements of ``input`` where the (broadcast) boolean ``mask`` holds, as a 1-D tensor."""
+    if mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_select: expected a bool mask, got {mask.dtype}")
+    shape = ew._broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    if tuple(input.shape) != shape:
+        input = input.expand(shape)
+    if tuple(mask.shape) != shape:
+        mask = mask.expand(shape)
+    return input[mask]
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple:
+    """Coordinate grids from 1-D tensors; ``indexing='xy'`` swaps the first two output dims.
+
+    Example:
+        >>> gx, gy = ember.meshgrid(ember.arange(2), ember.arange(3), indexing="ij")
+        >>> tuple(gx.shape)
+        (2, 3)
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    flat = [t.reshape(-1) for t in tensors]
+    sizes = [t.shape[0] for t in flat]
+    order = list(range(len(flat)))
+    if indexing == "xy" and len(flat) >= 2:
+        order[0], order[1] = 1, 0
+    out_shape = tuple(sizes[i] for i in order)
+    grids = []
+    for i, t in enumerate(flat):
+        shape = [1] * len(flat)
+        shape[order.index(i)] = sizes[i]
+        grids.append(t.reshape(shape).expand(out_shape))
+    return tuple(grids)
+

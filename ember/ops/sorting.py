@@ -1,0 +1,213 @@
+"""Sorting and searching: sort, argsort, topk, kthvalue, unique, searchsorted.
+
+``sort`` is the one differentiable primitive here: its vjp scatters the values' gradient back
+through the permutation it returned, so ``topk`` and ``kthvalue`` (sort, then narrow/select)
+get their gradients for free. ``unique`` and ``searchsorted`` return data-dependent or integer
+results and carry no gradient.
+
+Example:
+    >>> import ember
+    >>> ember.sort(ember.tensor([3.0, 1.0, 2.0]), descending=True).indices
+    tensor([0, 2, 1])
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember import dtypes
+from ember.ops import dispatch
+from ember.ops.reductions import _ReturnTypes, normalize_dims
+from ember.ops.registry import OpDef, Spec, register
+
+
+# ---- sort ------------------------------------------------------------------------------------------
+def _sort_impl(xp: Any, x: Any, dim: int = -1, descending: bool = False) -> tuple:
+    if x.ndim == 0:
+        return x.copy(), xp.zeros((), dtype=xp.int64)
+    if descending:
+        # Stable descending order (ties keep their original order, NaN first as in PyTorch): a stable
+        # ascending sort of the reversed axis, reversed back. Negating would break unsigned/bool/NaN.
+        n = x.shape[dim]
+        rev = xp.argsort(xp.flip(x, axis=dim), axis=dim, kind="stable")
+        idx = (n - 1) - xp.flip(rev, axis=dim)
+    else:
+        idx = xp.argsort(x, axis=dim, kind="stable")
+    idx = idx.astype(xp.int64, copy=False)
+    return xp.take_along_axis(x, idx, axis=dim), idx
+
+
+def _scatter_back(g: Any, idx: Any, dim: int, shape: tuple) -> Any:
+    """The adjoint of ``take_along_axis(x, idx, dim)``: add ``g`` at the positions ``idx`` names."""
+    from ember.creation import zeros
+
+    if len(shape) == 0:
+        return g
+    base = zeros(shape, dtype=g.dtype, device=g.device)
+    return base.scatter_add(dim, idx, g)
+
+
+def _sort_vjp(ctx: Any, g: Any) -> tuple:
+    _, idx = ctx.out
+    return (_scatter_back(g[0], idx.detach(), ctx.attrs["dim"], ctx.input_meta[0]),)
+
+
+def _sort_rule(x: Spec, dim: int = -1, descending: bool = False) -> tuple:
+    return Spec(x.shape, x.dtype, x.device), Spec(x.shape, dtypes.int64, x.device)
+
+
+SORT = register(OpDef(
+    name="sort", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", num_outputs=2,
+    nondiff_outputs=(1,), shape_rule=_sort_rule,
+    doc="Stable sort along dim; returns (values, int64 indices).",
+))
+
+
+def _dim(input: Any, dim: int, op: str) -> int:
+    (d,) = normalize_dims(dim, input.ndim, op)
+    return d
+
+
+def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> _ReturnTypes:
+    """Sort along ``dim``; returns ``(values, indices)``. Always stable (``stable`` is accepted for
+    PyTorch compatibility), so equal elements keep their order.
+
+    Example:
+        >>> ember.sort(ember.tensor([2, 1, 2]))
+        torch.return_types.sort(values=tensor([1, 2, 2]), indices=tensor([1, 0, 2]))  # doctest: +SKIP
+    """
+    values, indices = dispatch.apply(SORT, (input,), {"dim": _dim(input, dim, "sort"), "descending": bool(descending)})
+    return _ReturnTypes(values, indices)
+
+
+def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    """Indices that sort ``input`` along ``dim`` (stable)."""
+    from ember.autograd import grad_mode
+
+    with grad_mode.no_grad():
+        return sort(input, dim, descending, stable).indices
+
+
+def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> _ReturnTypes:  # noqa: A002
+    """The ``k`` largest (or smallest) elements along ``dim`` and their indices, largest first.
+
+    Example:
+        >>> ember.topk(ember.tensor([1.0, 5.0, 3.0]), 2).indices
+        tensor([1, 2])
+    """
+    d = _dim(input, dim, "topk")
+    size = input.shape[d] if input.ndim else 1
+    if not isinstance(k, int) or k < 0 or k > size:
+        raise RuntimeError(f"topk: k ({k}) must be in [0, {size}], the size of dim {dim} of a tensor of shape "
+                           f"{tuple(input.shape)}")
+    values, indices = sort(input, d, descending=largest)
+    if input.ndim == 0:
+        return _ReturnTypes(values, indices)
+    return _ReturnTypes(values.narrow(d, 0, k), indices.narrow(d, 0, k))
+
+
+def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _ReturnTypes:
+    """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    d = _dim(input, dim, "kthvalue")
+    size = input.shape[d] if input.ndim else 1
+    if not isinstance(k, int) or not 1 <= k <= size:
+        raise RuntimeError(f"kthvalue: k ({k}) must be in [1, {size}], the size of dim {dim} of a tensor of shape "
+                           f"{tuple(input.shape)}")
+    values, indices = sort(input, d)
+    if input.ndim == 0:
+        return _ReturnTypes(values, indices)
+    values, indices = values.narrow(d, k - 1, 1), indices.narrow(d, k - 1, 1)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return _ReturnTypes(values, indices)
+
+
+# ---- unique ----------------------------------------------------------------------------------------
+def _unique_impl(xp: Any, x: Any, dim: Any = None) -> tuple:
+    if dim is None:
+        values, inverse, counts = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(x.shape)
+    else:
+        values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True, axis=dim)
+        inverse = inverse.reshape(-1)
+    return values, inverse.astype(xp.int64, copy=False), counts.astype(xp.int64, copy=False)
+
+
+def _unique_rule(x: Spec, dim: Any = None) -> tuple:
+    raise RuntimeError(
+        f"unique: the number of unique values of a tensor of shape {tuple(x.shape)} depends on its data, so it "
+        "cannot be traced into a static graph; compute it eagerly outside ember.compile."
+    )
+
+
+UNIQUE = register(OpDef(
+    name="unique", category="movement", impl=_unique_impl, vjp=None, save="none", num_outputs=3,
+    nondiff_outputs=(0, 1, 2), shape_rule=_unique_rule,
+    doc="Sorted unique values (flattened, or slices along dim), inverse indices and counts.",
+))
+
+
+def unique(input: Any, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,  # noqa: A002
+           dim: int | None = None) -> Any:
+    """Sorted unique elements (``sorted=False`` still sorts, as PyTorch does on CPU); optionally the
+    index of each input element in the result and each value's count. No gradient.
+
+    Example:
+        >>> ember.unique(ember.tensor([3, 1, 3]), return_counts=True)
+        (tensor([1, 3]), tensor([1, 2]))
+    """
+    d = None if dim is None else _dim(input, dim, "unique")
+    from ember.autograd import grad_mode
+
+    with grad_mode.no_grad():
+        values, inverse, counts = dispatch.apply(UNIQUE, (input,), {"dim": d})
+    if not return_inverse and not return_counts:
+        return values
+    out = (values,) + ((inverse,) if return_inverse else ()) + ((counts,) if return_counts else ())
+    return out
+
+
+# ---- searchsorted ----------------------------------------------------------------------------------
+def _searchsorted_impl(xp: Any, sorted_sequence: Any, values: Any, right: bool = False) -> Any:
+    side = "right" if right else "left"
+    if sorted_sequence.ndim == 1:
+        return xp.searchsorted(sorted_sequence, values, side=side).astype(xp.int64)
+    # N-D: one search per leading index (rows are independent sorted sequences).
+    lead = sorted_sequence.shape[:-1]
+    seqs = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
+    vals = values.reshape(-1, values.shape[-1])
+    out = xp.stack([xp.searchsorted(s, v, side=side) for s, v in zip(seqs, vals)]) if seqs.shape[0] else \
+        xp.zeros(vals.shape, dtype=xp.int64)
+    return out.reshape(lead + values.shape[-1:]).astype(xp.int64)
+
+
+SEARCHSORTED = register(OpDef(
+    name="searchsorted", category="movement", impl=_searchsorted_impl, vjp=None, save="none",
+    shape_rule=lambda s, v, right=False: Spec(v.shape, dtypes.int64, v.device),
+    doc="Insertion points of values into the last dim of a sorted sequence.",
+))
+
+
+def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: Any = None) -> Any:
+    """Indices where ``input``'s elements would be inserted into ``sorted_sequence`` (sorted along
+    its last dim) to keep it sorted; ``right=True`` (or ``side='right'``) puts ties after."""
+    from ember.creation import tensor
+
+    if side is not None:
+        right = side == "right"
+    if not isinstance(input, dispatch.Tensor):
+        input = tensor(input, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+    if sorter is not None:
+        sorted_sequence = sorted_sequence.gather(-1, sorter)
+    if sorted_sequence.ndim > 1 and tuple(sorted_sequence.shape[:-1]) != tuple(input.shape[:-1]):
+        raise RuntimeError(
+            f"searchsorted: boundaries of shape {tuple(sorted_sequence.shape)} and input of shape "
+            f"{tuple(input.shape)} must share all but the last dimension (or boundaries must be 1-D)"
+        )
+    out = dispatch.apply(SEARCHSORTED, (sorted_sequence.detach(), input.detach()), {"right": bool(right)})
+    return out.to(dtypes.int32) if out_int32 else out
+
+
+def bucketize(input: Any, boundaries: Any, *, out_int32: bool = False, right: bool = False) -> Any:
+    """Bucket index of each element of ``input`` given 1-D ``boundaries``."""
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
