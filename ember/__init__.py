@@ -98,5 +98,6 @@ from ember.graph import compile  # noqa: E402,F401,A004  (static graphs: ember.c
 from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linear` must work)
 from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_scheduler.StepLR)
 from ember import onnx  # noqa: E402,F401  (torch.onnx.export; onnx itself is imported only when exporting)
+from ember import data, optim, train, utils  # noqa: E402,F401  (light: optional deps load on use)
 
 __version__ = "0.1.0"

@@ -1,4 +1,9 @@
-"""The ``ember`` command: ``ember demo`` runs the main job.
+"""The ``ember`` command.
+
+    ember demo                       train a small CNN on the MNIST subset carried in the package
+    ember train mnist --data DIR     train on the full MNIST IDX files in DIR
+    ember bench                      eager vs compiled time of the same training step
+    ember twolayer                   the lectures' two-layer network with autograd
 
 Example:
     $ ember demo
@@ -39,14 +44,43 @@ def two_layer_demo(steps: int = 500) -> float:
     return loss_value
 
 
+def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None) -> int:
+    from ember.train import mnist
+
+    kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size}
+    if out is not None:
+        kwargs["run_dir"] = out
+    mnist.run(**kwargs)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember deep learning framework")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the main job")
-    demo.add_argument("--steps", type=int, default=500)
+    demo = sub.add_parser("demo", help="train and evaluate a CNN on the carried MNIST subset (offline)")
+    demo.add_argument("--epochs", type=int, default=None)
+    demo.add_argument("--batch-size", type=int, default=64)
+    demo.add_argument("--out", default=None, help="run directory for the checkpoint and logs")
+    train = sub.add_parser("train", help="train a model on a data set")
+    train.add_argument("dataset", choices=["mnist"])
+    train.add_argument("--data", default=None, help="folder with the four MNIST IDX .gz files")
+    train.add_argument("--epochs", type=int, default=None)
+    train.add_argument("--batch-size", type=int, default=64)
+    train.add_argument("--out", default=None)
+    sub.add_parser("bench", help="eager vs compiled time for the same training step")
+    twolayer = sub.add_parser("twolayer", help="the lectures' two-layer network with autograd")
+    twolayer.add_argument("--steps", type=int, default=500)
     args = parser.parse_args(argv)
     if args.command == "demo":
-        two_layer_demo(args.steps)
+        return _train_mnist(None, args.epochs, args.batch_size, args.out)
+    if args.command == "train":
+        return _train_mnist(args.data, args.epochs, args.batch_size, args.out)
+    if args.command == "bench":
+        from ember.graph.showcase import showcase
+
+        showcase()
+        return 0
+    two_layer_demo(args.steps)
     return 0
 
 

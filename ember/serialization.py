@@ -197,6 +197,12 @@ def _write_all(f: BinaryIO, head: bytes, buffers: Iterable[np.ndarray]) -> None:
             f.write(memoryview(array.reshape(-1).view(np.uint8)))
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, write: Any) -> Path:
     """Call ``write(file)`` on a temp file next to ``path``, fsync it, then rename it over ``path``."""
     path = Path(path)
@@ -204,6 +210,8 @@ def atomic_write(path: str | os.PathLike, write: Any) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     try:
+        # mkstemp makes the file private (0600); give it the mode a plain open() would have.
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()

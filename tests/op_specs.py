@@ -496,3 +496,238 @@ def spec_by_name(name: str) -> OpSpec:
         if spec.name == name:
             return spec
     raise KeyError(name)
+
+
+# ---- sorting and extra math (ember/ops/sorting.py, ember/ops/extra_math.py) ----------------------
+def _sort_ref(dim: int = -1, descending: bool = False) -> Callable:
+    def ref(a: np.ndarray) -> tuple:
+        if a.ndim == 0:
+            return a.copy(), np.array(0, dtype=np.int64)
+        if descending:  # stable descending: ties keep input order
+            n = a.shape[dim]
+            idx = (n - 1) - np.flip(np.argsort(np.flip(a, dim), axis=dim, kind="stable"), dim)
+        else:
+            idx = np.argsort(a, axis=dim, kind="stable")
+        return np.take_along_axis(a, idx, dim), idx.astype(np.int64)
+
+    return ref
+
+
+def _topk_ref(k: int, dim: int = -1, largest: bool = True) -> Callable:
+    def ref(a: np.ndarray) -> tuple:
+        values, idx = _sort_ref(dim, largest)(a)
+        take = [slice(None)] * a.ndim
+        take[dim] = slice(0, k)
+        return values[tuple(take)], idx[tuple(take)]
+
+    return ref
+
+
+def _cum_extreme_ref(better: Callable, dim: int) -> Callable:
+    """Running extreme by an explicit loop (ties: the later index wins)."""
+    def ref(a: np.ndarray) -> tuple:
+        if a.ndim == 0:
+            return a.copy(), np.array(0, dtype=np.int64)
+        moved = np.moveaxis(a, dim, -1)
+        values, idx = np.empty_like(moved), np.zeros(moved.shape, dtype=np.int64)
+        for pos in np.ndindex(moved.shape[:-1]):
+            best, where = moved[pos][0], 0
+            for i, v in enumerate(moved[pos]):
+                if i == 0 or better(v, best) or v == best:
+                    best, where = v, i
+                values[pos + (i,)], idx[pos + (i,)] = best, where
+        return np.moveaxis(values, -1, dim), np.moveaxis(idx, -1, dim)
+
+    return ref
+
+
+def _unique_ref(a: np.ndarray) -> tuple:
+    values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True, return_counts=True)
+    return values, inverse.reshape(a.shape).astype(np.int64), counts.astype(np.int64)
+
+
+def _searchsorted_ref(s: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = np.sort(s, -1)
+    if s.ndim == 1:
+        return np.searchsorted(s, v).astype(np.int64)
+    return np.stack([np.searchsorted(s[i], v[i]) for i in range(s.shape[0])]).astype(np.int64)
+
+
+def _mask_2x3_zero() -> Any:
+    return np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+
+
+def _diagonal_ref(offset: int, axis1: int = 0, axis2: int = 1) -> Callable:
+    return lambda a: np.diagonal(a, offset, axis1, axis2).copy()
+
+
+def _diag_embed_ref(a: np.ndarray) -> np.ndarray:
+    out = np.zeros(a.shape + (a.shape[-1],))
+    for pos in np.ndindex(a.shape[:-1]):
+        out[pos] = np.diag(a[pos])
+    return out
+
+
+def _xlogy_ref(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.where(x == 0, 0.0, x * np.log(y))
+
+
+def _isclose_mixed(rng: np.random.Generator, shapes: tuple) -> np.ndarray:  # noqa: ARG001
+    return np.array([0.0, 1.0, np.inf, -np.inf, np.nan, 1.0 + 1e-7])
+
+
+_FLOATS = ("float32", "float64")
+SPECS += [
+    # unary primitives
+    OpSpec("tan", ("tan",), ember.tan, np.tan, UNARY_SHAPES, domain="unit"),
+    OpSpec("asin", ("asin",), ember.asin, np.arcsin, UNARY_SHAPES, domain="unit"),
+    OpSpec("acos", ("acos",), ember.acos, np.arccos, UNARY_SHAPES, domain="unit"),
+    OpSpec("atan", ("atan",), ember.atan, np.arctan, UNARY_SHAPES, int_dtypes=INT, int_out="float32"),
+    OpSpec("sinh", ("sinh",), ember.sinh, np.sinh, UNARY_SHAPES),
+    OpSpec("cosh", ("cosh",), ember.cosh, np.cosh, UNARY_SHAPES),
+    OpSpec("asinh", ("asinh",), ember.asinh, np.arcsinh, UNARY_SHAPES),
+    OpSpec("acosh", ("acosh", "add"), lambda x: ember.acosh(x + 1.5), lambda a: np.arccosh(a + 1.5), UNARY_SHAPES,
+           domain="positive"),
+    OpSpec("atanh", ("atanh",), ember.atanh, np.arctanh, UNARY_SHAPES, domain="unit"),
+    OpSpec("expm1", ("expm1",), ember.expm1, np.expm1, UNARY_SHAPES, int_dtypes=INT, int_out="float32"),
+    OpSpec("log2", ("log2",), ember.log2, np.log2, UNARY_SHAPES, domain="positive", int_dtypes=INT,
+           int_out="float32"),
+    OpSpec("log10", ("log10",), ember.log10, np.log10, UNARY_SHAPES, domain="positive"),
+    OpSpec("exp2", ("exp2",), ember.exp2, np.exp2, UNARY_SHAPES, int_dtypes=INT, int_out="float32"),
+    OpSpec("trunc", ("trunc",), ember.trunc, np.trunc, UNARY_SHAPES, int_dtypes=INT, int_out="same"),
+    OpSpec("erfinv", ("erfinv",), ember.erfinv, __import__("scipy.special").special.erfinv, UNARY_SHAPES,
+           domain="unit"),
+    OpSpec("atan2", ("atan2",), ember.atan2, np.arctan2, BINARY_SHAPES, domain="nonzero", int_dtypes=INT,
+           int_out="float32"),
+    # elementwise composites
+    OpSpec("square", ("mul",), ember.square, np.square, UNARY_SHAPES, int_dtypes=INT, int_out="same"),
+    OpSpec("frac", ("trunc", "sub"), ember.frac, lambda a: a - np.trunc(a), UNARY_SHAPES, domain="away0"),
+    OpSpec("hypot", (), ember.hypot, np.hypot, BINARY_SHAPES, domain="nonzero"),
+    OpSpec("logaddexp", (), ember.logaddexp, np.logaddexp, BINARY_SHAPES),
+    OpSpec("logaddexp2", (), ember.logaddexp2, np.logaddexp2, BINARY_SHAPES[:3]),
+    OpSpec("xlogy", (), ember.xlogy, _xlogy_ref, BINARY_SHAPES, domain=("real", "positive")),
+    OpSpec("xlogy_zeros", (), lambda x, y: ember.xlogy(x * ember.tensor(_mask_2x3_zero(), dtype=x.dtype), y),
+           lambda a, b: _xlogy_ref(a * _mask_2x3_zero(), b), [((2, 3), (2, 3))], domain=("real", "positive"),
+           low_precision=False),
+    OpSpec("logit", (), lambda x: ember.logit(x * 0.4 + 0.5), lambda a: np.log((a * 0.4 + 0.5) / (0.5 - a * 0.4)),
+           UNARY_SHAPES, domain="unit"),
+    OpSpec("deg2rad", (), ember.deg2rad, np.deg2rad, UNARY_SHAPES[:3]),
+    OpSpec("rad2deg", (), ember.rad2deg, np.rad2deg, UNARY_SHAPES[:3], atol=1e-4),
+    OpSpec("clamp_min_fn", ("clamp",), lambda x: ember.clamp_min(x, 0.2), lambda a: np.maximum(a, 0.2),
+           UNARY_SHAPES, domain="away0"),
+    OpSpec("clamp_max_fn", ("clamp",), lambda x: ember.clamp_max(x, -0.2), lambda a: np.minimum(a, -0.2),
+           UNARY_SHAPES, domain="away0"),
+    OpSpec("nan_to_num", ("where",), lambda x: ember.nan_to_num(x, nan=0.5, posinf=9.0, neginf=-9.0),
+           lambda a: np.nan_to_num(a, nan=0.5, posinf=9.0, neginf=-9.0), UNARY_SHAPES, domain="special", grad=False),
+    OpSpec("nan_to_num_default", ("where",), ember.nan_to_num, np.nan_to_num, [((6,),)], domain="special",
+           grad=False, float_dtypes=("float64",)),
+    OpSpec("nan_to_num_grad", ("where",), ember.nan_to_num, np.nan_to_num, UNARY_SHAPES[:3]),
+    OpSpec("lerp", ("where",), ember.lerp, lambda a, b, w: a + w * (b - a),
+           [((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), ()), ((), (), ())]),
+    OpSpec("lerp_scalar_low", (), lambda a, b: ember.lerp(a, b, 0.25), lambda a, b: a + 0.25 * (b - a),
+           BINARY_SHAPES[:4]),
+    OpSpec("lerp_scalar_high", (), lambda a, b: ember.lerp(a, b, 0.75), lambda a, b: a + 0.75 * (b - a),
+           BINARY_SHAPES[:4]),
+    OpSpec("addcmul", (), lambda x, a, b: ember.addcmul(x, a, b, value=0.5), lambda x, a, b: x + 0.5 * a * b,
+           [((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), (2, 1)), ((), (), ())]),
+    OpSpec("addcdiv", (), lambda x, a, b: ember.addcdiv(x, a, b, value=-2), lambda x, a, b: x - 2 * a / b,
+           [((2, 3), (2, 3), (2, 3)), ((3,), (2, 3), ())], domain=("real", "real", "nonzero")),
+    # matrix composites
+    OpSpec("addmm", ("matmul",), ember.addmm, lambda x, a, b: x + a @ b,
+           [((2, 3), (2, 4), (4, 3)), ((3,), (2, 4), (4, 3)), ((), (1, 2), (2, 2))]),
+    OpSpec("addmm_beta_alpha", ("matmul",), lambda x, a, b: ember.addmm(x, a, b, beta=0.5, alpha=-2.0),
+           lambda x, a, b: 0.5 * x + -2.0 * (a @ b), [((2, 3), (2, 4), (4, 3))]),
+    OpSpec("addmm_beta0", ("matmul",), lambda x, a, b: ember.addmm(x * np.nan, a, b, beta=0),
+           lambda x, a, b: a @ b + 0 * x.sum(), [((2, 3), (2, 4), (4, 3))], low_precision=False),
+    OpSpec("addmv", ("matmul",), lambda x, m, v: ember.addmv(x, m, v, beta=2.0), lambda x, m, v: 2 * x + m @ v,
+           [((2,), (2, 3), (3,)), ((), (2, 3), (3,))]),
+    OpSpec("addr", (), lambda x, a, b: ember.addr(x, a, b, alpha=3), lambda x, a, b: x + 3 * np.outer(a, b),
+           [((2, 3), (2,), (3,))]),
+    OpSpec("baddbmm", ("matmul",), lambda x, a, b: ember.baddbmm(x, a, b, beta=0.5),
+           lambda x, a, b: 0.5 * x + a @ b, [((2, 2, 3), (2, 2, 4), (2, 4, 3)), ((3,), (2, 2, 4), (2, 4, 3))]),
+    OpSpec("addbmm", ("matmul", "sum"), ember.addbmm, lambda x, a, b: x + (a @ b).sum(0),
+           [((2, 3), (2, 2, 4), (2, 4, 3))]),
+    OpSpec("outer", ("mul",), ember.outer, np.outer, [((3,), (2,)), ((0,), (2,))], int_dtypes=INT, int_out="same"),
+    OpSpec("tensordot", ("matmul",), ember.tensordot, lambda a, b: np.tensordot(a, b, 2),
+           [((2, 3, 4), (3, 4, 2)), ((3, 4), (3, 4))]),
+    OpSpec("tensordot_dims", ("matmul",), lambda a, b: ember.tensordot(a, b, ([1, 2], [2, 0])),
+           lambda a, b: np.tensordot(a, b, ([1, 2], [2, 0])), [((2, 3, 4), (4, 2, 3))]),
+    OpSpec("tensordot_0", ("matmul",), lambda a, b: ember.tensordot(a, b, 0), lambda a, b: np.tensordot(a, b, 0),
+           [((2,), (3,))]),
+    OpSpec("diagonal", ("getitem",), ember.diagonal, _diagonal_ref(0), [((3, 3),), ((3, 4),), ((4, 2),)],
+           int_dtypes=INT, int_out="same"),
+    OpSpec("diagonal_offset", ("getitem",), lambda x: x.diagonal(1), _diagonal_ref(1), [((3, 3),), ((2, 4),)]),
+    OpSpec("diagonal_neg_offset", ("getitem",), lambda x: x.diagonal(-2), _diagonal_ref(-2), [((3, 3),), ((4, 2),),
+                                                                                              ((1, 3),)]),
+    OpSpec("diagonal_dims", ("getitem",), lambda x: ember.diagonal(x, 0, 2, 0), _diagonal_ref(0, 2, 0),
+           [((3, 2, 4),)]),
+    OpSpec("diag_vector", ("index_put",), ember.diag, np.diag, [((3,),), ((1,),)], int_dtypes=INT, int_out="same"),
+    OpSpec("diag_vector_offset", ("index_put",), lambda x: ember.diag(x, -1), lambda a: np.diag(a, -1), [((3,),)]),
+    OpSpec("diag_matrix", ("getitem",), lambda x: x.diag(1), lambda a: np.diag(a, 1).copy(), [((3, 4),)]),
+    OpSpec("diag_embed", ("index_put",), ember.diag_embed, _diag_embed_ref, [((2, 3),), ((2,),)]),
+    OpSpec("trace", ("getitem", "sum"), ember.trace, np.trace, [((3, 3),), ((2, 4),)], int_dtypes=INT,
+           int_out="int64"),
+    OpSpec("meshgrid_ij", ("reshape", "expand"), lambda a, b: ember.meshgrid(a, b, indexing="ij"),
+           lambda a, b: tuple(np.meshgrid(a, b, indexing="ij")), [((2,), (3,)), ((0,), (2,))]),
+    OpSpec("meshgrid_xy", ("reshape", "expand"), lambda a, b, c: ember.meshgrid([a, b, c], indexing="xy"),
+           lambda a, b, c: tuple(np.meshgrid(a, b, c, indexing="xy")), [((2,), (3,), (1,))]),
+    OpSpec("masked_select", ("getitem",), ember.masked_select, lambda a, m: a[m], [((2, 3), None)],
+           fixed={1: _mask}),
+    OpSpec("masked_select_broadcast", ("getitem", "expand"), ember.masked_select,
+           lambda a, m: np.broadcast_to(a, m.shape)[m], [((3,), None)], fixed={1: _mask}),
+    OpSpec("count_nonzero", ("ne", "sum"), ember.count_nonzero, np.count_nonzero, REDUCE_SHAPES, domain="smallint",
+           grad=False, float_out="int64", int_dtypes=INTB, int_out="int64"),
+    OpSpec("count_nonzero_dim", ("ne", "sum"), lambda x: ember.count_nonzero(x, 1),
+           lambda a: np.count_nonzero(a, 1), [((2, 3, 4),)], domain="smallint", grad=False, float_out="int64"),
+    OpSpec("isclose", ("le",), lambda a, b: ember.isclose(a, b, rtol=0.1, atol=0.5),
+           lambda a, b: np.isclose(a, b, rtol=0.1, atol=0.5), BINARY_SHAPES, grad=False, float_out="bool",
+           low_precision=False),
+    OpSpec("isclose_special", ("eq",), lambda a, b: ember.isclose(a, b, equal_nan=True),
+           lambda a, b: np.isclose(a, b, equal_nan=True), [((6,), (6,)), ((6, 1), (6,))], domain="special",
+           grad=False, float_out="bool"),
+    OpSpec("isclose_int", ("eq",), lambda a, b: ember.isclose(a, b, atol=1), lambda a, b: np.isclose(a, b, atol=1),
+           [((2, 3), (2, 3))], float_dtypes=(), grad=False, int_dtypes=INT, int_out="bool"),
+    # scans
+    OpSpec("cumprod", ("cumprod",), lambda x: x.cumprod(-1), lambda a: np.cumprod(a, -1),
+           [((2, 3),), ((4,),), ((2, 0),)], domain="nonzero", int_dtypes=INT, int_out="int64"),
+    OpSpec("cumprod_0d", ("cumprod",), lambda x: ember.cumprod(x, 0), lambda a: a.copy(), [((),)]),
+    OpSpec("cumprod_zeros", ("cumprod",),
+           lambda x: ember.cumprod(x * ember.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]], dtype=x.dtype), 1),
+           lambda a: np.cumprod(a * np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]]), 1), [((2, 4),)],
+           domain="nonzero", low_precision=False),
+    OpSpec("cummax", ("cummax",), lambda x: tuple(ember.cummax(x, 1)), _cum_extreme_ref(np.greater, 1),
+           [((2, 3),), ((2, 4, 2),)], domain="distinct", int_dtypes=INT, int_out="same"),
+    OpSpec("cummax_ties", ("cummax",), lambda x: tuple(x.cummax(0)), _cum_extreme_ref(np.greater, 0), [((6,),)],
+           domain="smallint", grad=False),
+    OpSpec("cummin", ("cummin",), lambda x: tuple(ember.cummin(x, -1)), _cum_extreme_ref(np.less, -1),
+           [((2, 3),), ((5,),), ((),)], domain="distinct"),
+    # sorting
+    OpSpec("sort", ("sort",), lambda x: tuple(ember.sort(x)), _sort_ref(), [((2, 3),), ((5,),), ((),), ((2, 0),)],
+           domain="distinct", int_dtypes=INT, int_out="same"),
+    OpSpec("sort_descending_dim0", ("sort",), lambda x: tuple(x.sort(0, descending=True)), _sort_ref(0, True),
+           [((3, 2),), ((2, 3, 2),)], domain="distinct"),
+    OpSpec("sort_stable_ties", ("sort",), lambda x: tuple(ember.sort(x, stable=True)), _sort_ref(),
+           [((2, 6),)], domain="smallint", grad=False, int_dtypes=INTB, int_out="same"),
+    OpSpec("sort_stable_ties_descending", ("sort",), lambda x: tuple(ember.sort(x, -1, True, stable=True)),
+           _sort_ref(-1, True), [((2, 6),)], domain="smallint", grad=False, int_dtypes=INTB, int_out="same"),
+    OpSpec("argsort", ("sort",), lambda x: ember.argsort(x, 1, descending=True),
+           lambda a: _sort_ref(1, True)(a)[1], [((2, 4),)], domain="distinct", grad=False, float_out="int64"),
+    OpSpec("topk", ("sort", "getitem"), lambda x: tuple(ember.topk(x, 2)), _topk_ref(2), [((2, 4),), ((3,),)],
+           domain="distinct", int_dtypes=INT, int_out="same"),
+    OpSpec("topk_smallest_dim0", ("sort", "getitem"), lambda x: tuple(x.topk(1, 0, largest=False)),
+           _topk_ref(1, 0, False), [((3, 2),)], domain="distinct"),
+    OpSpec("kthvalue", ("sort", "getitem"), lambda x: tuple(ember.kthvalue(x, 2, 1)),
+           lambda a: tuple(r[:, 1] for r in _sort_ref(1)(a)), [((2, 3),), ((3, 4, 2),)], domain="distinct"),
+    OpSpec("kthvalue_keepdim", ("sort", "getitem"), lambda x: tuple(x.kthvalue(3, keepdim=True)),
+           lambda a: tuple(r[..., 2:3] for r in _sort_ref(-1)(a)), [((2, 4),)], domain="distinct"),
+    OpSpec("unique", ("unique",), lambda x: ember.unique(x, return_inverse=True, return_counts=True), _unique_ref,
+           [((2, 3),), ((5,),), ((0,),), ((),)], domain="smallint", grad=False, int_dtypes=INTB, int_out="same"),
+    OpSpec("unique_dim", ("unique",), lambda x: ember.unique(ember.cat([x, x[:1]]), dim=0, return_inverse=True),
+           lambda a: tuple(r.reshape(-1) if i else r for i, r in enumerate(np.unique(
+               np.concatenate([a, a[:1]]), axis=0, return_inverse=True))), [((3, 2),)], domain="smallint",
+           grad=False),
+    OpSpec("searchsorted", ("searchsorted", "sort"), lambda s, v: ember.searchsorted(ember.sort(s).values, v),
+           _searchsorted_ref, [((5,), (2, 3)), ((2, 4), (2, 3)), ((3,), ())], domain="smallint", grad=False,
+           float_out="int64", int_dtypes=INT, int_out="int64"),
+]

@@ -85,6 +85,9 @@ ACTIVATIONS = [
     ("mish", lambda m, x: m.mish(x)),
     ("softsign", lambda m, x: m.softsign(x)),
     ("glu", lambda m, x: m.glu(x, -1)),
+    ("celu", lambda m, x: m.celu(x, 0.5)),  # 0.5: torch rounds 1/alpha to float32
+    ("threshold", lambda m, x: m.threshold(x, 0.2, -1.5)),
+    ("tanhshrink", lambda m, x: m.tanhshrink(x)),
     ("softmax0", lambda m, x: m.softmax(x, dim=0)),
     ("softmax-1", lambda m, x: m.softmax(x, dim=-1)),
     ("log_softmax", lambda m, x: m.log_softmax(x, dim=1)),
@@ -573,3 +576,23 @@ def test_linear_double_backward():
     w = ember.tensor(rnd(5, 4, seed=1), requires_grad=True)
     b = ember.tensor(rnd(5, seed=2), requires_grad=True)
     assert ember.autograd.gradgradcheck(lambda a, c, d: F.linear(a, c, d) ** 2, (x, w, b))
+
+
+def test_max_unpool2d_and_rms_norm():
+    x = rnd(2, 3, 6, 6)
+    tv, ti = TF.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    ev, ei = F.max_pool2d(ember.tensor(x), 2, return_indices=True)
+    compare(lambda v: TF.max_unpool2d(v, ti, 2), lambda v: F.max_unpool2d(v, ei, 2), [tv.numpy()])
+    compare(lambda a, w: TF.rms_norm(a, (4,), w), lambda a, w: F.rms_norm(a, (4,), w), [rnd(3, 4), rnd(4, seed=1)])
+
+
+def test_prelu_hinge_poisson():
+    compare(TF.prelu, F.prelu, [rnd(2, 3, 4), rnd(3, seed=1)])
+    compare(lambda x, t: TF.hinge_embedding_loss(x, t, margin=0.5),
+            lambda x, t: F.hinge_embedding_loss(x, t, margin=0.5), [rnd(6), np.sign(rnd(6, seed=1))],
+            grad=[True, False])
+    counts = np.random.default_rng(2).poisson(2.0, (3, 4)).astype(np.float64)
+    compare(lambda x, t: TF.poisson_nll_loss(x, t, full=True), lambda x, t: F.poisson_nll_loss(x, t, full=True),
+            [rnd(3, 4), counts], grad=[True, False])
+    compare(lambda x, t: TF.poisson_nll_loss(x, t, log_input=False),
+            lambda x, t: F.poisson_nll_loss(x, t, log_input=False), [rnd(3, 4, low=0.1), counts], grad=[True, False])

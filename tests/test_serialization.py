@@ -109,6 +109,9 @@ def test_file_is_safetensors_with_json_metadata_not_pickle(tmp_path):
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.ember"
     ember.save({"version": 1}, path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # like a plain open(), not mkstemp's 0600
 
     def broken(f, head, buffers):
         f.write(head[:5])

@@ -106,12 +106,44 @@ def _modules_of(fn: Any) -> list:
     return found
 
 
+def _optimizers_of(fn: Any) -> list:
+    """Optimizers a function can reach (closure cells, named globals, its bound instance)."""
+    candidates = [getattr(fn, "__self__", None)]
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
+        globs = getattr(fn, "__globals__", {})
+        candidates += [globs[n] for n in code.co_names if n in globs]
+    return [c for c in candidates if c is not None and hasattr(c, "param_groups") and hasattr(c, "step")]
+
+
+def _hyperparameter_guard(optimizers: list) -> tuple:
+    """Python numbers a traced optimizer step reads (lr, betas, ...) become constants of the graph, so
+    they are part of the cache key: a scheduler changing ``lr`` makes the next call retrace."""
+    guard = []
+    for opt in optimizers:
+        for group in opt.param_groups:
+            guard.append(tuple((k, _plain(v)) for k, v in group.items() if k != "params"))
+    return tuple(guard)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return ("tensor", float(value.item())) if value.numel() == 1 else ("tensor", id(value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(v) for v in value)
+    return value if isinstance(value, (int, float, str, bool, type(None))) else id(value)
+
+
 def _cell_ok(cell: Any) -> bool:
     try:
         cell.cell_contents  # noqa: B018
         return True
     except ValueError:
         return False
+
+
+CACHE_LIMIT = 16
 
 
 class _Compiled:
@@ -153,13 +185,17 @@ class CompiledFunction:
         self._cache: dict = {}
         self._seen: dict = {}
         self._modules: list | None = None
+        self._optimizers: list | None = None
+        self._warned_cache_limit = False
         self.last: _Compiled | None = None
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
             self._modules = _modules_of(self.fn)
+            self._optimizers = _optimizers_of(self.fn)
         return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad) for t in leaves),
-                grad_mode.STATE.enabled, tuple(m.training for m in self._modules))
+                grad_mode.STATE.enabled, tuple(m.training for m in self._modules),
+                _hyperparameter_guard(self._optimizers) if self._optimizers else ())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs and all(type(a) is Tensor for a in args):  # the common case, without the tree walk
@@ -173,6 +209,15 @@ class CompiledFunction:
         key = self._key(leaves, structure)
         entry = self._cache.get(key)
         if entry is None:
+            if len(self._cache) >= CACHE_LIMIT:
+                # Like torch.compile's recompile limit: a key that changes every call (an lr scheduled per
+                # step, shapes that always differ) would retrace forever, so run eagerly instead.
+                if not self._warned_cache_limit:
+                    warnings.warn(f"ember.compile({self.name}): {CACHE_LIMIT} different input signatures or "
+                                  "optimizer hyperparameters seen; running further new ones eagerly",
+                                  RuntimeWarning, stacklevel=2)
+                    self._warned_cache_limit = True
+                return self.fn(*args, **kwargs)
             seen = self._seen.get(key, 0)
             if seen < self.warmup:
                 self._seen[key] = seen + 1

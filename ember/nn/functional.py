@@ -30,6 +30,7 @@ from ember.ops.nn_ops import (  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
 from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
+    max_unpool2d,
 )
 
 
@@ -42,9 +43,10 @@ def linear(input: Any, weight: Any, bias: Any = None) -> Any:
         raise RuntimeError(
             f"linear: mat1 and mat2 shapes cannot be multiplied (input {tuple(input.shape)} and weight.T "
             f"{tuple(weight.shape[::-1])}): the last dim of input must equal in_features={in_features}")
-    if input.dtype is not weight.dtype:
-        raise RuntimeError(f"linear: input ({input.dtype}) and weight ({weight.dtype}) must have the same dtype; "
-                           "convert one with .to(dtype)")
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not weight.dtype):
+        raise RuntimeError(f"linear: input ({input.dtype}), weight ({weight.dtype})"
+                           f"{'' if bias is None else f' and bias ({bias.dtype})'} must have the same dtype; "
+                           "convert with .to(dtype)")
     if weight.ndim == 1 or input.ndim == 1 or (bias is not None and bias.ndim != 1):
         out = input.matmul(weight.mT if weight.ndim == 2 else weight)
         return out + bias if bias is not None else out

@@ -51,8 +51,7 @@ def im2col(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dil
     return xp.lib.stride_tricks.as_strided(
         xp_, shape=(n, c, kh, kw, oh, ow),
         strides=(s_n, s_c, dilation[0] * s_h, dilation[1] * s_w, stride[0] * s_h, stride[1] * s_w),
-        writeable=False,
-    )
+    )  # overlapping windows: read-only by convention (CuPy's as_strided has no ``writeable``)
 
 
 def _cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:

@@ -125,24 +125,34 @@ def _cumprod_impl(xp: Any, x: Any, dim: int) -> Any:
     return out.reshape(x.shape) if x.ndim == 0 else out
 
 
-def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
-    """d/dx_k sum_i g_i prod_{j<=i} x_j without dividing by zero.
+def _cumprod_grad(x: Any, g: Any, dim: int, depth: int = 2) -> Any:
+    """grad_k = sum_{i >= k} g_i prod_{j <= i, j != k} x_j, without dividing by zero.
 
-    Before the first zero of a slice it is revcumsum(g * out) / x_k; at the first zero it is
-    revcumsum(g * cumprod(x with that zero set to 1)); after it every term holds the zero, so 0.
+    Before the first zero z of a slice it is revcumsum(g * cumprod(x)) / x_k; at z it is
+    revcumsum(g * cumprod(y)) with y = x with x_z set to 1; after z it is x_z times the same
+    gradient for y (recursively, ``depth`` levels). Each branch is the exact function on its
+    region, so second derivatives are right too (for up to ``depth`` zeros per slice, as needed).
     """
-    (x,) = ctx.inputs
-    dim = ctx.attrs["dim"]
-    if x.ndim == 0:
-        return (g,)
     zero = x == 0
     zeros_so_far = zero.cumsum(dim)
     before = zeros_so_far == 0
     first_zero = ew.logical_and(zero, zeros_so_far == 1)
-    out = cumprod(x, dim)
-    plain = _flip_cumsum(g * out, dim) / ew.where(zero, 1.0, x)
-    at_zero = _flip_cumsum(g * cumprod(ew.where(first_zero, 1.0, x), dim), dim)
-    return (ew.where(before, plain, ew.where(first_zero, at_zero, 0.0)),)
+    plain = _flip_cumsum(g * cumprod(x, dim), dim) / ew.where(zero, 1.0, x)
+    y = ew.where(first_zero, 1.0, x)
+    at_zero = _flip_cumsum(g * cumprod(y, dim), dim)
+    after: Any = 0.0
+    if depth > 1:
+        # x_z itself (0, but it carries the derivative with respect to x_z)
+        zero_value = red.sum(ew.where(first_zero, x, 0.0), dim, keepdim=True)
+        after = _cumprod_grad(y, g, dim, depth - 1) * zero_value
+    return ew.where(before, plain, ew.where(first_zero, at_zero, after))
+
+
+def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    if x.ndim == 0:
+        return (g,)
+    return (_cumprod_grad(x, g, ctx.attrs["dim"]),)
 
 
 CUMPROD = register(OpDef(
@@ -355,12 +365,14 @@ def logaddexp2(input: Any, other: Any) -> Any:
 
 
 def xlogy(input: Any, other: Any) -> Any:
-    """input * log(other), defined as 0 where input == 0 (unless other is NaN)."""
+    """input * log(other), defined as 0 where input == 0 (unless other is NaN).
+
+    Where input == 0 and log(other) is not finite, other is replaced by 1 (so 0 * log 1 = 0 and no
+    inf/NaN reaches the gradients); elsewhere d/d input = log(other), as in PyTorch.
+    """
     x, y = _tensors(input, other, "xlogy")
-    zero = x == 0
-    # log of a safe stand-in where x == 0, so the unused branch cannot feed NaN/inf into gradients.
-    out = ew.where(zero, 0.0, x * ew.log(ew.where(zero, 1.0, y)))
-    return ew.where(ew.isnan(y), math.nan, out)
+    bad_log = ew.logical_or(y <= 0, ew.isinf(y))
+    return x * ew.log(ew.where(ew.logical_and(x == 0, bad_log), 1.0, y))
 
 
 def lerp(input: Any, end: Any, weight: Any) -> Any:

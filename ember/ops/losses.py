@@ -6,8 +6,8 @@ inputs with (N,) or (N, d1, ...) integer targets, and (C,) inputs with a scalar 
 Example:
     >>> import ember
     >>> from ember.nn import functional as F
-    >>> F.cross_entropy(ember.zeros(2, 4), ember.tensor([1, 3])).item() == __import__("math").log(4)
-    True
+    >>> round(F.cross_entropy(ember.zeros(2, 4), ember.tensor([1, 3])).item(), 4)  # log(4)
+    1.3863
 """
 from __future__ import annotations
 

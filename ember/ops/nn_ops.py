@@ -19,7 +19,7 @@ from ember import dtypes
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.elementwise import elementwise_rule
-from ember.ops.registry import OpDef, Spec, register
+from ember.ops.registry import OPS, OpDef, Spec, register
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -74,6 +74,19 @@ SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
     expr="x * (tanh(x * 0.5) + 1) * 0.5", onnx=None, extra={"float_only": True},
 ))
+
+
+# exp(x) - 1 without cancellation near 0 (elu/celu match PyTorch to the last digit). Registered here
+# only if the elementwise family does not provide it yet.
+EXPM1 = OPS.get("expm1") or register(OpDef(
+    name="expm1", category="unary", impl=lambda xp, x: xp.expm1(x),
+    vjp=lambda ctx, g: (g * (ctx.out + 1.0),), save="output", shape_rule=elementwise_rule(), expr="expm1(x)",
+    extra={"float_only": True},
+))
+
+
+def _expm1(x: Any) -> Any:
+    return dispatch.unary(EXPM1, x)
 
 
 # ---- softmax / log_softmax primitives ----------------------------------------------------------
@@ -183,7 +196,7 @@ def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) 
 
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
-        negative = ew.exp(ew.minimum(t, 0.0)) - 1.0  # min() keeps exp from overflowing on the unused side
+        negative = _expm1(ew.minimum(t, 0.0))  # min() keeps exp from overflowing on the unused side
         return ew.where(t > 0, t, negative * alpha)
 
     return _maybe_inplace(input, compute, inplace, "elu_")
@@ -195,7 +208,7 @@ def selu(input: Any, inplace: bool = False) -> Any:
 
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
-    return ew.where(input > 0, input, (ew.exp(ew.minimum(input, 0.0) / alpha) - 1.0) * alpha)
+    return ew.where(input > 0, input, _expm1(ew.minimum(input, 0.0) / alpha) * alpha)
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
@@ -394,7 +407,9 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
     if eps is None:
-        eps = float(dtypes.finfo(input.dtype).eps) if hasattr(dtypes, "finfo") else 1.1920929e-07
+        import numpy as np
+
+        eps = float(np.finfo(input.dtype.np).eps)  # PyTorch's default: the dtype's machine epsilon
     out = input * ew.rsqrt(red.mean(input * input, dims, keepdim=True) + eps)
     return out * weight if weight is not None else out
 

@@ -64,9 +64,11 @@ def _wrap_step(step: Callable) -> Callable:
 
     @functools.wraps(step)
     def wrapper(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
-        if self._in_step:  # a subclass calling super().step(): hooks already ran
+        if getattr(self, "_in_step", False):  # a subclass calling super().step(): hooks already ran
             return step(self, *args, **kwargs)
         self._opt_called = True
+        if "_optimizer_step_pre_hooks" not in self.__dict__:  # a subclass that skipped Optimizer.__init__
+            return step(self, *args, **kwargs)
         for hook in tuple(self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
@@ -115,6 +117,8 @@ class Optimizer:
 
     #: Class-wide switch for the eager array fast path (tests turn it off to check the op path).
     fast_path: bool = True
+    #: Threads for big CPU updates in the fast path: None = CPU count (at most 8); 1 = no threads.
+    update_threads: int | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -362,15 +366,16 @@ def lerp_array_(xp: Any, start: Any, end: Any, weight: float, tmp: Any) -> None:
 # run in parallel the way torch's intra-op threads do. Below this many elements per chunk the thread
 # hand-off costs more than it saves.
 _PARALLEL_MIN_CHUNK = 1 << 17
-_POOL: dict[str, Any] = {"pid": None, "executor": None, "workers": 1}
+_POOL: dict[str, Any] = {"key": None, "executor": None, "workers": 1}
 
 
 def _executor() -> Any:
-    if _POOL["pid"] != os.getpid():  # first use, or a forked child: the parent's threads are gone
+    workers = Optimizer.update_threads or min(os.cpu_count() or 1, 8)
+    key = (os.getpid(), workers)
+    if _POOL["key"] != key:  # first use, a new thread count, or a forked child (the parent's threads are gone)
         from concurrent.futures import ThreadPoolExecutor
 
-        workers = min(os.cpu_count() or 1, 8)
-        _POOL.update(pid=os.getpid(), workers=workers,
+        _POOL.update(key=key, workers=workers,
                      executor=ThreadPoolExecutor(workers - 1, thread_name_prefix="ember-optim") if workers > 1
                      else None)
     return _POOL["executor"]
