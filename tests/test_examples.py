@@ -25,6 +25,9 @@ CASES = {
     "gradient_tape.py": (5, True),
     "two_layer_nn_optim.py": (20, True),
     "two_layer_module.py": (5, False),
+    "mnist_cnn.py": (40, False),
+    "lstm_varying_length.py": (10, False),
+    "char_transformer.py": (5, False),
 }
 
 
