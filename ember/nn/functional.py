@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.ops import dispatch as _dispatch, elementwise as _ew
+from ember.ops import dispatch as _dispatch
 from ember.ops.conv import conv1d, conv2d, conv_transpose2d  # noqa: F401
 from ember.ops.losses import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
@@ -152,5 +152,3 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
         out = out.index_select(2 + axis, tensor(index, device=input.device))
     return out
 
-
-_ = _ew

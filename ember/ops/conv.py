@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
 
@@ -103,8 +102,8 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     gcols = gcols.reshape(c, kh, kw, n, oh, ow)
     top, bottom, left, right = padding
     # The padded buffer must hold every window; with stride > 1 some trailing rows get none.
-    hp = builtin_max(h + top + bottom, (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1)
-    wp = builtin_max(width + left + right, (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1)
+    hp = max(h + top + bottom, (oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1)
+    wp = max(width + left + right, (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1)
     gx = xp.zeros((c, n, hp, wp), dtype=g.dtype)
     h_span = stride[0] * (oh - 1) + 1
     w_span = stride[1] * (ow - 1) + 1
@@ -310,9 +309,3 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out
-
-
-import builtins as _builtins  # noqa: E402
-
-builtin_max = _builtins.max
-_ = dtypes

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import dtypes
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.nn_ops import log_softmax
 
@@ -320,5 +319,3 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
         d_neg = ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce(ew.relu(d_pos - d_neg + margin), reduction)
 
-
-_ = dtypes
