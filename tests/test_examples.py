@@ -28,6 +28,8 @@ CASES = {
     "mnist_cnn.py": (40, False),
     "lstm_varying_length.py": (10, False),
     "char_transformer.py": (5, False),
+    "tf1_define_then_run.py": (10, True),
+    "compile_step.py": (5, False),
 }
 
 

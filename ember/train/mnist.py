@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 MEAN, STD = 0.1307, 0.3081
+LR_DECAY = 0.5  # per-epoch multiplier of Adam's learning rate
 
 
 def build_cnn() -> Any:
@@ -47,12 +48,12 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
         verbose: int = 1, limit: int | None = None, resume: bool = False) -> dict[str, Any]:
     """Train the CNN and return ``{test_accuracy, test_loss, seconds, checkpoint, tensorboard, run_dir, history}``.
 
-    ``epochs`` defaults to 3 on the carried subset and 4 on full MNIST. ``limit`` trains on the first
+    ``epochs`` defaults to 5 on the carried subset and 6 on full MNIST; the learning rate halves each epoch. ``limit`` trains on the first
     ``limit`` images only (smoke tests). ``resume=True`` continues from ``run_dir``'s checkpoint.
     """
     import ember
     from ember.data import DataLoader, Subset
-    from ember.train.callbacks import ModelCheckpoint
+    from ember.train.callbacks import LearningRateScheduler, ModelCheckpoint
     from ember.train.model import Model
     from ember.train.tensorboard import TensorBoard
 
@@ -62,7 +63,7 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
         train_set = Subset(train_set, range(min(limit, len(train_set))))
         test_set = Subset(test_set, range(min(limit, len(test_set))))
     if epochs is None:
-        epochs = 3 if data_dir is None else 4
+        epochs = 5 if data_dir is None else 6
     run_dir = Path(run_dir) if run_dir is not None else Path("runs") / time.strftime("mnist-%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = run_dir / "checkpoint.ember"
@@ -77,7 +78,9 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
         print(f"ember: training a CNN on {len(train_set)} images ({source}), testing on {len(test_set)}")
     start = time.perf_counter()
     history = model.fit(train_loader, epochs=epochs, verbose=verbose, validation_data=test_loader,
-                        callbacks=[ModelCheckpoint(checkpoint), TensorBoard(board_dir)],
+                        callbacks=[ModelCheckpoint(checkpoint), TensorBoard(board_dir),
+                                   # halving the step size each epoch settles Adam into a sharper minimum
+                                   LearningRateScheduler(lambda epoch: lr * LR_DECAY ** epoch)],
                         resume_from=checkpoint if resume and checkpoint.is_file() else None)
     seconds = time.perf_counter() - start
     if history.history.get("val_accuracy") and history.epoch and history.epoch[-1] == epochs - 1:
