@@ -46,3 +46,28 @@ def environment_line() -> str:
 
     return (f"numpy {np.__version__}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
             f"cores={os.cpu_count()}")
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], rounds: int = 7, min_time: float = 0.3,
+                        warmup: int = 3) -> dict[str, float]:
+    """Median seconds per call of each function, timed in alternating rounds (A, B, A, B, ...), so
+    slow drifts of a noisy machine hit every contender alike."""
+    calls = {}
+    for name, fn in fns.items():
+        for _ in range(warmup):
+            fn()
+        start = time.perf_counter()
+        fn()
+        calls[name] = max(1, int(min_time / rounds / max(time.perf_counter() - start, 1e-7)))
+    samples: dict[str, list] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            # Untimed pause: OpenBLAS and OpenMP worker threads spin for a while after their last
+            # task; switching libraries at once would let one's spinning threads slow the other.
+            time.sleep(0.2)
+            fn()
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls[name])
+    return {name: statistics.median(values) for name, values in samples.items()}

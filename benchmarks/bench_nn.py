@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import environment_line, median_time, print_table  # noqa: E402
+from _timing import environment_line, interleaved_medians, print_table  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -62,7 +62,7 @@ def make_step(lib, model, optimizer, x, target, loss_kind: str):
 
 def workload(name: str, build, x_np: np.ndarray, target_np: np.ndarray | None, optim: str, loss_kind: str,
              target_ratio: float) -> None:
-    rows = {}
+    steps = {}
     reference = None
     if torch is not None:
         torch.manual_seed(0)
@@ -71,15 +71,15 @@ def workload(name: str, build, x_np: np.ndarray, target_np: np.ndarray | None, o
             reference.parameters(), 0.01)
         tx = torch.from_numpy(x_np)
         tt = torch.from_numpy(target_np) if target_np is not None else None
-        rows["torch eager"] = median_time(make_step(torch, reference, opt, tx, tt, loss_kind), repeats=5,
-                                          min_time=1.0)
+        steps["torch eager"] = make_step(torch, reference, opt, tx, tt, loss_kind)
     model = build(ember)
     if reference is not None:
         copy_weights(reference, model)
     opt = ember.optim.Adam(model.parameters(), 1e-3) if optim == "adam" else ember.optim.SGD(model.parameters(), 0.01)
     ex = ember.from_numpy(x_np)
     et = ember.from_numpy(target_np) if target_np is not None else None
-    rows["ember eager"] = median_time(make_step(ember, model, opt, ex, et, loss_kind), repeats=5, min_time=1.0)
+    steps["ember eager"] = make_step(ember, model, opt, ex, et, loss_kind)
+    rows = interleaved_medians(steps, rounds=9, min_time=3.0)
     print_table(f"{name}  [target: ember eager <= {target_ratio}x torch eager]", rows,
                 "torch eager" if torch is not None else "ember eager")
 

@@ -14,3 +14,7 @@ CHECK_SHAPE_RULES: bool = os.environ.get("EMBER_CHECK_SHAPE_RULES", "0") == "1"
 
 # Where the data loaders look for data sets when no root is given.
 DATA_HOME: str = os.environ.get("EMBER_DATA", os.path.join(os.path.expanduser("~"), ".ember", "data"))
+
+# CPU allocator tuning: "tuned" keeps freed large buffers in glibc's heap for reuse (see
+# ember/backends/cpu.py); "system" leaves malloc's defaults alone.
+CPU_ALLOCATOR: str = os.environ.get("EMBER_CPU_ALLOCATOR", "tuned")

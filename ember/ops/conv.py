@@ -18,6 +18,7 @@ Example:
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ember.ops import dispatch
@@ -66,6 +67,43 @@ def _cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dila
     return view.transpose(1, 2, 3, 0, 4, 5).reshape(groups, (c // groups) * kh * kw, n * length)
 
 
+# The weight gradient needs the same im2col matrix as the forward (the costliest copy of a conv);
+# keep it, keyed by the input array, until that array dies. Autograd's version counters guarantee
+# the saved input is unchanged when its weight gradient runs.
+_COLS_MEMO: dict[int, tuple] = {}
+_COLS_MEMO_LIMIT = 8
+
+
+def _remember_cols(x: Any, key: tuple, cols: Any) -> None:
+    xid = id(x)
+    try:
+        ref = weakref.ref(x, lambda _ref, xid=xid: _COLS_MEMO.pop(xid, None))
+    except TypeError:  # an array type without weak references: no memo
+        return
+    _COLS_MEMO.pop(xid, None)
+    _COLS_MEMO[xid] = (ref, key, cols)
+    while len(_COLS_MEMO) > _COLS_MEMO_LIMIT:
+        _COLS_MEMO.pop(next(iter(_COLS_MEMO)))
+
+
+def _recall_cols(x: Any, key: tuple) -> Any:
+    entry = _COLS_MEMO.get(id(x))
+    if entry is not None and entry[0]() is x and entry[1] == key:
+        return entry[2]
+    return None
+
+
+def _cols_cached(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple,
+                 groups: int, remember: bool) -> Any:
+    key = (kh, kw, stride, padding, dilation, groups, x.shape, x.dtype, x.strides)
+    if remember:  # the forward: always fresh (the input may have changed since), then kept
+        cols = _cols(xp, x, kh, kw, stride, padding, dilation, groups)
+        _remember_cols(x, key, cols)
+        return cols
+    cols = _recall_cols(x, key)
+    return cols if cols is not None else _cols(xp, x, kh, kw, stride, padding, dilation, groups)
+
+
 def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
     transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
@@ -85,7 +123,7 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     o, cg, kh, kw = w.shape
     oh = out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
     ow = out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
-    cols = _cols(xp, x, kh, kw, stride, padding, dilation, groups)
+    cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=True)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     out = _gemm(xp, w2, cols)  # (G, O/G, N*L): one GEMM per group
     # One copy to NCHW: every op downstream (bias, relu, pooling) runs faster on contiguous data.
@@ -118,7 +156,7 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
 def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
                       dilation: tuple, groups: int) -> Any:
     o, cg, kh, kw = weight_shape
-    cols = _cols(xp, x, kh, kw, stride, padding, dilation, groups)  # (G, K, N*L)
+    cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=False)  # (G, K, N*L)
     g2 = _to_channels_first(g, groups, o // groups)  # (G, O/G, N*L)
     return _gemm(xp, g2, cols.transpose(0, 2, 1)).reshape(weight_shape)
 

@@ -369,8 +369,11 @@ _PARALLEL_MIN_CHUNK = 1 << 17
 _POOL: dict[str, Any] = {"key": None, "executor": None, "workers": 1}
 
 
+_CPU_COUNT = min(os.cpu_count() or 1, 8)  # read once: os.cpu_count() costs ~65 us on some VMs
+
+
 def _executor() -> Any:
-    workers = Optimizer.update_threads or min(os.cpu_count() or 1, 8)
+    workers = Optimizer.update_threads or _CPU_COUNT
     key = (os.getpid(), workers)
     if _POOL["key"] != key:  # first use, a new thread count, or a forked child (the parent's threads are gone)
         from concurrent.futures import ThreadPoolExecutor
