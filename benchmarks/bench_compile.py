@@ -13,6 +13,9 @@ import numpy as np
 
 import ember
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _timing import interleaved_medians  # noqa: E402
+
 N, D_IN, H, D_OUT, LR = 64, 1000, 100, 10, 1e-6
 W5_OPS, W5_SIZE = 100, 16
 
@@ -105,52 +108,96 @@ def jax_versions():
     return w1, w5, jnp
 
 
+# ---- W2 ---------------------------------------------------------------------------------------------
+def w2_callables() -> dict:
+    """MLP 784-512-10, batch 256, Adam, cross-entropy: eager and compiled ember, torch eager/compile."""
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from bench_nn import copy_weights, make_step, mlp
+
+    rng = np.random.default_rng(0)
+    x_np, t_np = rng.standard_normal((256, 784)).astype(np.float32), rng.integers(0, 10, 256)
+    fns: dict = {}
+    reference = None
+    torch = _torch()
+    if torch is not None:
+        torch.manual_seed(0)
+        reference = mlp(torch)
+        tx, tt = torch.from_numpy(x_np), torch.from_numpy(t_np)
+        fns["torch eager"] = make_step(torch, reference, torch.optim.Adam(reference.parameters(), 1e-3), tx, tt, "ce")
+    ex, et = ember.from_numpy(x_np), ember.from_numpy(t_np)
+    for name, wrap in (("ember eager", lambda f: f), ("ember compiled", ember.compile)):
+        model = mlp(ember)
+        if reference is not None:
+            copy_weights(reference, model)
+        fns[name] = wrap(make_step(ember, model, ember.optim.Adam(model.parameters(), 1e-3), ex, et, "ce"))
+    if torch is not None:
+        other = mlp(torch)
+        fns["torch.compile"] = _torch_compile(
+            torch, make_step(torch, other, torch.optim.Adam(other.parameters(), 1e-3), tx, tt, "ce"), "W2")
+    return {k: v for k, v in fns.items() if v is not None}
+
+
+def _torch():
+    try:
+        import torch
+
+        return torch
+    except ImportError:
+        return None
+
+
+def _torch_compile(torch, fn, name: str):
+    try:
+        compiled = torch.compile(fn)
+        compiled()
+        return compiled
+    except Exception as error:  # noqa: BLE001 - no C++ toolchain, unsupported backend...
+        print(f"torch.compile {name}: unavailable ({type(error).__name__})")
+        return None
+
+
 def main(quick: bool = False) -> dict:
-    repeat = 30 if quick else 200
-    rows: dict[str, dict[str, float]] = {"W1": {}, "W5": {}}
-    # ember eager and compiled
-    x, y, w1, w2 = w1_data(ember)
-    rows["W1"]["ember eager"] = median_us(w1_step(ember, x, y, w1, w2), repeat)
-    x, y, w1, w2 = w1_data(ember)
-    compiled = ember.compile(w1_step(ember, x, y, w1, w2))
+    rounds, min_time = (3, 0.3) if quick else (9, 2.0)
+    torch = _torch()
+    workloads: dict[str, dict] = {}
+    # W1
+    fns: dict = {"ember eager": w1_step(ember, *w1_data(ember))}
+    compiled = ember.compile(w1_step(ember, *w1_data(ember)))
     compiled()
     start = time.perf_counter()
     compiled()  # the trace happens on the second call (the first warms up eagerly)
     first = time.perf_counter() - start
-    rows["W1"]["ember compiled"] = median_us(compiled, repeat)
-    xs, ps = w5_data(ember)
-    rows["W5"]["ember eager"] = median_us(w5_step(ember, xs, ps), repeat)
-    w5c = ember.compile(w5_step(ember, xs, ps))
-    rows["W5"]["ember compiled"] = median_us(w5c, repeat)
-    try:
-        import torch
-
-        tx, ty, tw1, tw2 = w1_data(torch)
-        rows["W1"]["torch eager"] = median_us(w1_step(torch, tx, ty, tw1, tw2), repeat)
-        txs, tps = w5_data(torch)
-        rows["W5"]["torch eager"] = median_us(w5_step(torch, txs, tps), repeat)
-        for name, fn in (("W1", w1_step(torch, *w1_data(torch))), ("W5", w5_step(torch, *w5_data(torch)))):
-            try:
-                tc = torch.compile(fn)
-                tc()
-                rows[name]["torch.compile"] = median_us(tc, repeat)
-            except Exception as error:  # noqa: BLE001 - no C++ toolchain, unsupported backend...
-                print(f"torch.compile {name}: unavailable ({type(error).__name__})")
-    except ImportError:
-        print("torch not installed: no PyTorch columns")
+    fns["ember compiled"] = compiled
+    if torch is not None:
+        fns["torch eager"] = w1_step(torch, *w1_data(torch))
     jx = jax_versions()
     if jx is not None:
         jw1, jw5, jnp = jx
         rng = np.random.RandomState(0)
         w = (jnp.asarray(rng.randn(D_IN, H), jnp.float32), jnp.asarray(rng.randn(H, D_OUT), jnp.float32))
         jxv, jyv = jnp.asarray(rng.randn(N, D_IN), jnp.float32), jnp.asarray(rng.randn(N, D_OUT), jnp.float32)
-        rows["W1"]["jax jit"] = median_us(lambda: jw1(w, jxv, jyv)[0].block_until_ready(), repeat)
+        fns["jax jit"] = lambda: jw1(w, jxv, jyv)[0].block_until_ready()
+    if torch is not None:
+        fns["torch.compile"] = _torch_compile(torch, w1_step(torch, *w1_data(torch)), "W1")
+    workloads["W1"] = {k: v for k, v in fns.items() if v is not None}
+    # W5
+    fns = {"ember eager": w5_step(ember, *w5_data(ember)), "ember compiled": ember.compile(w5_step(ember, *w5_data(ember)))}
+    if torch is not None:
+        fns["torch eager"] = w5_step(torch, *w5_data(torch))
+    if jx is not None:
         jp, jx5 = jnp.ones(W5_SIZE, jnp.float32), jnp.ones(W5_SIZE, jnp.float32)
-        rows["W5"]["jax jit"] = median_us(lambda: jw5(jp, jx5)[0].block_until_ready(), repeat)
-    for name, row in rows.items():
-        base = row.get("torch eager")
+        fns["jax jit"] = lambda: jw5(jp, jx5)[0].block_until_ready()
+    if torch is not None:
+        fns["torch.compile"] = _torch_compile(torch, w5_step(torch, *w5_data(torch)), "W5")
+    workloads["W5"] = {k: v for k, v in fns.items() if v is not None}
+    workloads["W2"] = w2_callables()
+
+    rows: dict[str, dict[str, float]] = {}
+    for name, fns in workloads.items():
+        rows[name] = {k: v * 1e6 for k, v in interleaved_medians(fns, rounds=rounds, min_time=min_time).items()}
+        base = rows[name].get("torch eager")
         print(f"{name}:")
-        for impl, us in row.items():
+        for impl, us in rows[name].items():
             ratio = f"  {us / base:6.3f}x torch eager" if base else ""
             print(f"  {impl:16s} {us:10.1f} us{ratio}")
     print(f"W1 first compiled call (trace + passes + first run): {first:.3f} s "
