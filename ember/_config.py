@@ -18,3 +18,7 @@ DATA_HOME: str = os.environ.get("EMBER_DATA", os.path.join(os.path.expanduser("~
 # CPU allocator tuning: "tuned" keeps freed large buffers in glibc's heap for reuse (see
 # ember/backends/cpu.py); "system" leaves malloc's defaults alone.
 CPU_ALLOCATOR: str = os.environ.get("EMBER_CPU_ALLOCATOR", "tuned")
+
+# Native CPU kernels for a few memory-bound ops (ember/backends/cpu_kernels.py): "numba" uses them
+# when numba is installed; "numpy" always takes the pure-NumPy path.
+CPU_KERNELS: str = os.environ.get("EMBER_CPU_KERNELS", "numba")

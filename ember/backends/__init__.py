@@ -80,3 +80,13 @@ def special_function(xp: Any, name: str) -> Callable:
     import importlib
 
     return getattr(importlib.import_module("cupyx.scipy.special"), name)
+
+
+def native_kernel(xp: Any, name: str) -> Callable | None:
+    """A native kernel named ``name`` for namespace ``xp`` (numba on CPU), or None: callers then
+    run their portable ``xp`` code. GPU backends may answer with their own compiled kernels."""
+    if xp is np:
+        from ember.backends import cpu_kernels
+
+        return cpu_kernels.get(name)
+    return None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
+from ember.backends import native_kernel
 from ember.ops import dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
@@ -63,9 +64,16 @@ def _pad_to(xp: Any, x: Any, padding: tuple, hp: int, wp: int, fill: float) -> A
 def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     """The common case (2x2 windows, stride 2, no padding, even sizes) as a tournament of three
     maximums; the first maximum's position (PyTorch's choice on ties) comes from three comparisons
-    and bool arithmetic, far fewer memory passes than tracking a tap code through every window."""
+    and bool arithmetic, far fewer memory passes than tracking a tap code through every window.
+    A native kernel, when the backend has one, does it all in a single pass."""
     n, c, h, w = x.shape
     oh, ow = h // 2, w // 2
+    kernel = native_kernel(xp, "max_pool2d_2x2")
+    if kernel is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        out = xp.empty((n, c, oh, ow), dtype=x.dtype)
+        indices = xp.empty((n, c, oh, ow), dtype=xp.int64)
+        if kernel(x, out, indices) == 0:  # NaN-free: done; else the NaN-propagating path below
+            return out, indices
     quad = x.reshape(n, c, oh, 2, ow, 2)
     top_left, top_right = quad[:, :, :, 0, :, 0], quad[:, :, :, 0, :, 1]
     bottom_left, bottom_right = quad[:, :, :, 1, :, 0], quad[:, :, :, 1, :, 1]
@@ -141,7 +149,13 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
     if not overlapping:
         # Each input pixel wins at most one window: a plain scatter, no accumulation needed.
         out = xp.zeros((rows, h * w), dtype=g.dtype)
-        xp.put_along_axis(out, flat_idx, flat_g, axis=1)
+        kernel = native_kernel(xp, "unpool_scatter")
+        if kernel is not None and flat_idx.dtype == xp.int64:
+            if kernel(xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx), out):
+                raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
+                                 f"(indices must lie in [0, {h * w}))")
+        else:
+            xp.put_along_axis(out, flat_idx, flat_g, axis=1)
         return out.reshape(input_shape)
     offsets = (xp.arange(rows) * (h * w))[:, None]
     summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
