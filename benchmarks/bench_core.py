@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import environment_line, median_time, print_table  # noqa: E402
+from _timing import environment_line, interleaved_medians, median_time, print_table  # noqa: E402
 
 import ember  # noqa: E402
 
@@ -109,7 +109,7 @@ def w1_bench() -> None:
         np.subtract(nw1, lr * grad_w1, out=nw1)
         np.subtract(nw2, lr * grad_w2, out=nw2)
 
-    rows = {"ember eager": median_time(ember_step), "numpy (hand-written)": median_time(numpy_step)}
+    steps = {"ember eager": ember_step, "numpy (hand-written)": numpy_step}
     if torch is not None:
         tx, ty = torch.from_numpy(x_np), torch.from_numpy(y_np)
         tw1 = torch.from_numpy(w1_np.copy()).requires_grad_()
@@ -125,7 +125,8 @@ def w1_bench() -> None:
                 tw1.grad.zero_()
                 tw2.grad.zero_()
 
-        rows["torch eager"] = median_time(torch_step)
+        steps["torch eager"] = torch_step
+    rows = interleaved_medians(steps, rounds=9, min_time=2.0)
     print_table("W1: two-layer net step 64x1000x100x10, autograd + SGD  [target: ember <= 1.3x torch eager]", rows,
                 "torch eager" if torch is not None else "numpy (hand-written)")
 
