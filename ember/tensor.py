@@ -67,7 +67,6 @@ class Tensor:
             made = creation.tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)
         else:
             made = creation.empty(*args, dtype=dtype, device=device)
-        Tensor.__setattr__  # noqa: B018
         for slot in ("_data", "_device", "grad", "grad_fn", "_output_nr", "_vc", "_base", "_hooks", "_retains_grad"):
             object.__setattr__(self, slot, getattr(made, slot))
         self._requires_grad = requires_grad
