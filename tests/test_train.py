@@ -403,3 +403,14 @@ def test_mnist_carried_subset_reaches_97_percent(tmp_path):
 
     result = mnist.run(run_dir=tmp_path / "run", verbose=0)
     assert result["test_accuracy"] >= 0.97
+
+
+@pytest.mark.slow
+def test_full_mnist_reaches_99_percent(tmp_path):
+    data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mnist"
+    if not (data / "train-images-idx3-ubyte.gz").is_file():
+        pytest.skip("full MNIST is not beside this checkout (../shared/data/mnist)")
+    from ember.train import mnist
+
+    result = mnist.run(data_dir=data, run_dir=tmp_path / "run", verbose=0)
+    assert result["test_accuracy"] >= 0.99
