@@ -99,5 +99,16 @@ from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linea
 from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_scheduler.StepLR)
 from ember import onnx  # noqa: E402,F401  (torch.onnx.export; onnx itself is imported only when exporting)
 from ember import data, optim, train, utils  # noqa: E402,F401  (light: optional deps load on use)
+from ember import backends, cuda  # noqa: E402,F401  (torch.cuda.is_available(), torch.backends.cudnn)
+
+
+def softmax(input: Tensor, dim: int, dtype: "dtype | None" = None) -> Tensor:
+    """``torch.softmax``: the same as ``ember.nn.functional.softmax``."""
+    return nn.functional.softmax(input, dim=dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: "dtype | None" = None) -> Tensor:
+    """``torch.log_softmax``: the same as ``ember.nn.functional.log_softmax``."""
+    return nn.functional.log_softmax(input, dim=dim, dtype=dtype)
 
 __version__ = "0.1.0"

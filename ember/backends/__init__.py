@@ -39,6 +39,19 @@ class Backend:
         return None
 
 
+class _BackendFlags:
+    """Settings scripts flip on ``torch.backends.cudnn`` (benchmark, deterministic, enabled); the CUDA
+    backend reads them; on CPU they change nothing."""
+
+    def __init__(self, **flags: Any) -> None:
+        self.__dict__.update(flags)
+
+    def __repr__(self) -> str:
+        return f"cudnn({', '.join(f'{k}={v}' for k, v in self.__dict__.items())})"
+
+
+cudnn = _BackendFlags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False)
+
 _BACKENDS: dict[str, Backend] = {}
 _LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
 
