@@ -260,6 +260,8 @@ SPECS += [
     OpSpec("grad_mask", ("grad_mask",), lambda g, m: ember.ops.elementwise.grad_mask(g, m),
            lambda g, m: g * m, [((3, 4), (3, 4)), ((2, 3), (3,)), ((), ())], diff=(0,),
            fixed={1: lambda rng, shapes: rng.random(shapes[1]) < 0.5}),
+    OpSpec("relu_grad", ("relu_grad",), lambda g, o: ember.ops.elementwise.relu_grad(g, o),
+           lambda g, o: np.where(o > 0, g, 0), [((3, 4), (3, 4)), ((), ()), ((0, 2), (0, 2))], diff=(0,)),
     OpSpec("where_scalar", ("where",), lambda c, x: ember.where(c, x, 0.5), lambda c, x: np.where(c, x, 0.5),
            [((2, 3), (2, 3)), ((3,), ())], fixed={0: _bool_cond}),
     OpSpec("clamp", ("clamp",), lambda x: ember.clamp(x, -0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5),

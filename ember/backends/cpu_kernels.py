@@ -77,7 +77,13 @@ def _build() -> dict[str, Callable]:
                     bad += 1
         return bad
 
-    return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter}
+    @njit(cache=True)
+    def relu_grad(g: Any, out: Any, result: Any) -> None:  # pragma: no cover - compiled
+        """``result = g where out > 0 else 0`` in one pass (flat, same-shape contiguous arrays)."""
+        for k in range(g.size):
+            result[k] = g[k] if out[k] > 0 else 0
+
+    return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad}
 
 
 def get(name: str) -> Callable | None:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ember import dtypes
-from ember.backends import special_function
+from ember.backends import native_kernel, special_function
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
 
@@ -91,7 +91,7 @@ SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
                  lambda ctx, g: (g * ctx.out * (1 - ctx.out),), "(tanh(x * 0.5) + 1) * 0.5", save="output",
                  onnx="Sigmoid", float_only=True)
 RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
-              lambda ctx, g: (grad_mask(g, ctx.out > 0),), "maximum(x, 0)", save="output", onnx="Relu")
+              lambda ctx, g: (relu_grad(g, ctx.out),), "maximum(x, 0)", save="output", onnx="Relu")
 ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), "abs(x)", onnx="Abs")
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), "1 / x",
                     save="output", onnx="Reciprocal", float_only=True)
@@ -286,6 +286,30 @@ GRAD_MASK = register(OpDef(
     vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), expr="x * y",
     nondiff_inputs=(1,),
 ))
+
+
+def _relu_grad_impl(xp: Any, g: Any, out: Any) -> Any:
+    kernel = native_kernel(xp, "relu_grad")
+    if (kernel is not None and g.shape == out.shape and g.dtype == out.dtype and g.dtype.kind == "f"
+            and g.dtype.itemsize >= 4  # numba has no float16
+            and g.flags.c_contiguous and out.flags.c_contiguous):
+        result = xp.empty_like(g)
+        kernel(g.reshape(-1), out.reshape(-1), result.reshape(-1))
+        return result
+    return xp.multiply(g, out > 0, dtype=g.dtype)
+
+
+# relu's backward: ``g`` where relu's output is positive. One op (and, with a native kernel, one
+# pass) instead of a comparison plus a masked multiply; its vjp in ``g`` is itself.
+RELU_GRAD = register(OpDef(
+    name="relu_grad", category="binary", impl=_relu_grad_impl, shape_rule=elementwise_rule(),
+    vjp=lambda ctx, gg: (relu_grad(gg, ctx.inputs[1]), None), expr="where(y > 0, x, 0)", nondiff_inputs=(1,),
+))
+
+
+def relu_grad(grad: Any, out: Any) -> Any:
+    """The gradient through relu: ``grad`` where ``out`` (relu's output) is positive, else 0."""
+    return dispatch.apply(RELU_GRAD, (grad, out))
 
 
 def grad_mask(grad: Any, mask: Any) -> Any:
