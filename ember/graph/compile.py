@@ -91,30 +91,29 @@ def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
     return build(structure)
 
 
-def _modules_of(fn: Any) -> list:
-    """Modules a function can reach: itself, its bound instance, closure cells and named globals."""
-    found = []
+def _reachable(fn: Any) -> list:
+    """Objects a function can reach: itself, its bound instance, closure cells and named globals."""
     candidates = [fn, getattr(fn, "__self__", None)]
     code = getattr(fn, "__code__", None)
     if code is not None:
         candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
         globs = getattr(fn, "__globals__", {})
         candidates += [globs[n] for n in code.co_names if n in globs]
-    for c in candidates:
-        if c is not None and hasattr(c, "training") and hasattr(c, "modules"):
+    return [c for c in candidates if c is not None]
+
+
+def _modules_of(fn: Any) -> list:
+    """Every module (and submodule) a function can reach."""
+    found = []
+    for c in _reachable(fn):
+        if hasattr(c, "training") and hasattr(c, "modules"):
             found.extend(c.modules())
     return found
 
 
 def _optimizers_of(fn: Any) -> list:
-    """Optimizers a function can reach (closure cells, named globals, its bound instance)."""
-    candidates = [getattr(fn, "__self__", None)]
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
-        globs = getattr(fn, "__globals__", {})
-        candidates += [globs[n] for n in code.co_names if n in globs]
-    return [c for c in candidates if c is not None and hasattr(c, "param_groups") and hasattr(c, "step")]
+    """Optimizers a function can reach."""
+    return [c for c in _reachable(fn) if hasattr(c, "param_groups") and hasattr(c, "step")]
 
 
 def _hyperparameter_guard(optimizers: list) -> tuple:

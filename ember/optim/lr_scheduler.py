@@ -145,44 +145,37 @@ class _LRScheduler(LRScheduler):
     """Old name kept for code written against torch < 2.0."""
 
 
-class LambdaLR(LRScheduler):
+class _LambdaScheduler(LRScheduler):
+    """Shared by the schedulers driven by one ``lr_lambda`` per param group: the lambdas are not
+    saved (only callable objects' ``__dict__``, as torch does)."""
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable],
+                 last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        return _state_with_lambdas(self)
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        _load_with_lambdas(self, state_dict)
+
+
+class LambdaLR(_LambdaScheduler):
     """``lr = base_lr * lr_lambda(epoch)``; one lambda, or one per param group.
 
     Example:
         >>> sched = LambdaLR(opt, lambda epoch: 0.95 ** epoch)
     """
 
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable],
-                 last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        return _state_with_lambdas(self)
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _load_with_lambdas(self, state_dict)
-
     def get_lr(self) -> list[Any]:
         self._warn_get_lr()
         return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """``lr *= lr_lambda(epoch)`` every epoch after the first."""
-
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable],
-                 last_epoch: int = -1) -> None:
-        self.optimizer = optimizer
-        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
-        super().__init__(optimizer, last_epoch)
-
-    def state_dict(self) -> dict[str, Any]:
-        return _state_with_lambdas(self)
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _load_with_lambdas(self, state_dict)
 
     def get_lr(self) -> list[Any]:
         self._warn_get_lr()
