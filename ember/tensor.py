@@ -40,8 +40,10 @@ class Size(tuple):
 class Tensor:
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
 
+    # _view_fn: set on views only (when _base is set): how to re-derive the view from _base, see
+    # ember/ops/inplace.py (PyTorch's view replay after an in-place change of the base or a view).
     __slots__ = ("_data", "_device", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc", "_base",
-                 "_hooks", "_retains_grad", "__weakref__", "__dict__")
+                 "_hooks", "_retains_grad", "_view_fn", "__weakref__", "__dict__")
 
     # ---- construction -----------------------------------------------------------------------
     @classmethod
@@ -228,6 +230,26 @@ class Tensor:
         else:
             self.grad_fn.register_prehook(self._output_nr, hook)
             hooks = self.grad_fn.pre_hooks[self._output_nr]
+        return _RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
+        """Call ``hook(tensor)`` after backward has accumulated into this leaf's ``.grad``.
+
+        Example:
+            >>> import ember
+            >>> w = ember.ones(2, requires_grad=True)
+            >>> seen = []
+            >>> _ = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+            >>> (w * 3).sum().backward(); seen
+            [[3.0, 3.0]]
+        """
+        if not self._requires_grad:
+            raise RuntimeError("register_post_accumulate_grad_hook: the tensor does not require grad")
+        if self.grad_fn is not None:
+            raise RuntimeError("register_post_accumulate_grad_hook: post accumulate grad hooks cannot be registered "
+                               "on non-leaf tensors (this tensor was produced by an op); use register_hook instead")
+        hooks = self.__dict__.setdefault("_post_accumulate_hooks", [])
+        hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,

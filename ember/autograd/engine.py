@@ -6,6 +6,7 @@ edges reachable from the roots), so a tensor used many times gets the sum of its
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,6 +18,31 @@ def _edge_of(tensor: Any) -> tuple:
     if tensor.grad_fn is not None:
         return (tensor.grad_fn, tensor._output_nr)
     return (tensor, 0)
+
+
+# Callbacks queued during a backward pass run once when the outermost pass ends (DistributedDataParallel
+# waits for its gradient all-reduces there). One list per thread, like the grad mode.
+import threading
+
+_LOCAL = threading.local()
+
+
+def queue_callback(callback: Any) -> None:
+    """Run ``callback()`` once the backward pass in progress on this thread has finished.
+
+    Example:
+        >>> import ember
+        >>> from ember.autograd.engine import queue_callback
+        >>> x = ember.ones(2, requires_grad=True)
+        >>> done = []
+        >>> _ = x.register_hook(lambda g: queue_callback(lambda: done.append(True)))
+        >>> x.sum().backward(); done
+        [True]
+    """
+    pending = getattr(_LOCAL, "callbacks", None)
+    if pending is None:
+        raise RuntimeError("queue_callback: no backward pass is running on this thread; call it from a hook")
+    pending.append(callback)
 
 
 def _accumulate(buffers: dict, key: int, index: int, size: int, grad: Any) -> None:
@@ -40,6 +66,23 @@ def run_backward(
     With ``capture`` (autograd.grad), returns the gradient arriving at each captured tensor and
     leaves ``.grad`` untouched; otherwise accumulates into leaves' ``.grad``.
     """
+    outer = getattr(_LOCAL, "callbacks", None) is None
+    if outer:
+        _LOCAL.callbacks = []
+    try:
+        captured = _propagate(roots, root_grads, retain_graph, create_graph, capture, accumulate_into_grad)
+        if outer:
+            pending = _LOCAL.callbacks
+            while pending:  # a callback may queue another
+                pending.pop(0)()
+    finally:
+        if outer:
+            _LOCAL.callbacks = None
+    return captured
+
+
+def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bool, create_graph: bool,
+               capture: Sequence[Any] | None, accumulate_into_grad: bool) -> list | None:
     from ember.tensor import Tensor
 
     capture_keys: dict = {}
@@ -157,27 +200,35 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
         for slot in capture_keys.get((id(leaf), 0), ()):
             captured[slot] = grad
     if accumulate:
-        if grad.shape != leaf.shape:
-            raise RuntimeError(
-                f"backward: gradient of shape {tuple(grad.shape)} does not match leaf of shape {tuple(leaf.shape)}"
-            )
-        if grad_mode.STATE.enabled:  # create_graph: keep the gradient's own history
-            leaf.grad = grad if leaf.grad is None else leaf.grad + grad
-        elif leaf.grad is None:
-            data = grad._data
-            if not _owned(data):
-                data = data.copy()  # never alias a buffer that something else may still hold
-            from ember.tensor import Tensor
+        _accumulate_into_grad(leaf, grad)
+        post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
+        if post_hooks:
+            for hook in tuple(post_hooks):
+                hook(leaf)
 
-            leaf.grad = Tensor._make(data, leaf._device, False)
-        else:
-            from ember.ops.dispatch import SYMBOLIC
 
-            if SYMBOLIC.active:  # graph building: the gradients may be symbolic
-                leaf.grad.add_(grad)
-                return
-            leaf.grad._data += grad._data
-            leaf.grad._bump()
+def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
+    if grad.shape != leaf.shape:
+        raise RuntimeError(
+            f"backward: gradient of shape {tuple(grad.shape)} does not match leaf of shape {tuple(leaf.shape)}"
+        )
+    if grad_mode.STATE.enabled:  # create_graph: keep the gradient's own history
+        leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+    elif leaf.grad is None:
+        data = grad._data
+        if not _owned(data):
+            data = data.copy()  # never alias a buffer that something else may still hold
+        from ember.tensor import Tensor
+
+        leaf.grad = Tensor._make(data, leaf._device, False)
+    else:
+        from ember.ops.dispatch import SYMBOLIC
+
+        if SYMBOLIC.active:  # graph building: the gradients may be symbolic
+            leaf.grad.add_(grad)
+            return
+        leaf.grad._data += grad._data
+        leaf.grad._bump()
 
 
 def _owned(array: Any) -> bool:

@@ -14,6 +14,7 @@ Example:
 from ember.data import datasets, transforms  # noqa: F401
 from ember.data.collate import default_collate, default_convert
 from ember.data.dataloader import DataLoader, set_pin_memory_hook
+from ember.data.distributed import DistributedSampler
 from ember.data.dataset import (
     ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split,
 )
@@ -24,7 +25,7 @@ from ember.data.worker import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
-    "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
+    "DistributedSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
     "WorkerInfo", "datasets", "default_collate", "default_convert", "get_worker_info", "random_split",
     "set_pin_memory_hook", "transforms",
 ]

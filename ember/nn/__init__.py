@@ -12,3 +12,5 @@ from ember.nn.parameter import Buffer, Parameter  # noqa: F401
 from ember.nn.modules import *  # noqa: F401,F403
 from ember.nn.modules import Module  # noqa: F401
 from ember.nn import utils  # noqa: F401
+from ember.nn import parallel  # noqa: F401
+from ember.nn.parallel import DataParallel, DistributedDataParallel  # noqa: F401

@@ -19,7 +19,7 @@ from ember.ops.conv import conv1d, conv2d, conv_transpose2d  # noqa: F401
 from ember.ops.losses import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
     hinge_embedding_loss, huber_loss, kl_div, l1_loss, margin_ranking_loss, mse_loss, multi_margin_loss,
-    multilabel_margin_loss, nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss,
+    nll_loss, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss,
 )
 from ember.ops.nn_ops import (  # noqa: F401
     alpha_dropout, batch_norm, celu, cosine_similarity, dropout, dropout1d, dropout2d, elu, embedding, gelu, glu,
@@ -27,6 +27,9 @@ from ember.ops.nn_ops import (  # noqa: F401
     mish, normalize, one_hot, pad, pairwise_distance, prelu, relu, relu6, rms_norm, selu, sigmoid, silu, softmax,
     softmin, softplus, softsign, tanh, tanhshrink, threshold,
 )
+from ember.nn._conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: F401
+from ember.nn._interpolate import interpolate  # noqa: F401
+from ember.nn._losses_extra import multilabel_margin_loss  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
 from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
@@ -132,23 +135,16 @@ def multi_head_attention_forward(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError("multi_head_attention_forward: use ember.nn.MultiheadAttention")
 
 
-def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                align_corners: Any = None, recompute_scale_factor: Any = None, antialias: bool = False) -> Any:
-    """Nearest-neighbour resize of the spatial dims (the only mode implemented)."""
-    if mode != "nearest":
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not implemented; only 'nearest'")
-    from ember.creation import tensor
-    import numpy as np
+def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: Any = None) -> Any:
+    """Deprecated alias of :func:`interpolate` (kept because PyTorch still has it)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
 
-    spatial = tuple(input.shape[2:])
-    if size is None:
-        factors = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * len(spatial)
-        size = tuple(int(math.floor(s * f)) for s, f in zip(spatial, factors))
-    elif isinstance(size, int):
-        size = (size,) * len(spatial)
-    out = input
-    for axis, (old, new) in enumerate(zip(spatial, size)):
-        index = np.minimum(np.floor(np.arange(new) * (old / new)).astype(np.int64), old - 1)
-        out = out.index_select(2 + axis, tensor(index, device=input.device))
-    return out
 
+def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    """Bilinear upsampling with ``align_corners=True`` (the deprecated function's fixed choice)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)

@@ -245,10 +245,6 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
     return _reduce(loss, reduction)
 
 
-def multilabel_margin_loss(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError("multilabel_margin_loss is not implemented in ember yet")
-
-
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)

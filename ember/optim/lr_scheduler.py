@@ -25,7 +25,7 @@ from ember.tensor import Tensor
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",
     "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau",
-    "CosineAnnealingWarmRestarts", "OneCycleLR", "warmup_cosine",
+    "CosineAnnealingWarmRestarts", "OneCycleLR", "CyclicLR", "warmup_cosine",
 ]
 
 
@@ -766,3 +766,6 @@ def warmup_cosine(optimizer: Optimizer, warmup_steps: int, total_steps: int, eta
     warmup = LinearLR(optimizer, start_factor=warmup_start_factor, end_factor=1.0, total_iters=warmup_steps)
     cosine = CosineAnnealingLR(optimizer, T_max=total_steps - warmup_steps, eta_min=eta_min)
     return SequentialLR(optimizer, [warmup, cosine], milestones=[warmup_steps])
+
+
+from ember.optim.cyclic_lr import CyclicLR  # noqa: E402,F401  (its own file; it builds on LRScheduler above)

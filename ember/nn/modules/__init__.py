@@ -5,23 +5,26 @@ from ember.nn.modules.activation import (  # noqa: F401
 )
 from ember.nn.modules.attention import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
 from ember.nn.modules.container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
-from ember.nn.modules.conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from ember.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose2d  # noqa: F401
 from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
 from ember.nn.modules.flatten import Flatten, Unflatten  # noqa: F401
 from ember.nn.modules.linear import Bilinear, Identity, Linear  # noqa: F401
 from ember.nn.modules.loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
-    L1Loss, MarginRankingLoss, MSELoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
+    L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss,
+    SmoothL1Loss, SoftMarginLoss,
     TripletMarginLoss,
 )
 from ember.nn.modules.module import Module, RemovableHandle  # noqa: F401
 from ember.nn.modules.normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm  # noqa: F401
 from ember.nn.modules.pooling import (  # noqa: F401
-    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d,
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, AvgPool3d, MaxPool1d, MaxPool2d,
+    MaxPool3d,
 )
 from ember.nn.modules.positional import LearnedPositionalEmbedding, PositionalEncoding  # noqa: F401
 from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: F401
 from ember.nn.modules.sparse import Embedding  # noqa: F401
+from ember.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from ember.nn.modules.transformer import (  # noqa: F401
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )

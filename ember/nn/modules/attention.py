@@ -24,6 +24,7 @@ from ember.nn.modules.linear import Linear
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.ops.elementwise import where
+from ember.ops.views import cat
 from ember.tensor import Tensor
 
 
@@ -61,8 +62,6 @@ class MultiheadAttention(Module):
         if embed_dim % num_heads != 0:
             raise AssertionError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
                                  f"({num_heads})")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported by ember")
         self.embed_dim, self.num_heads, self.dropout, self.batch_first = embed_dim, num_heads, dropout, batch_first
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -84,8 +83,12 @@ class MultiheadAttention(Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory)
-        self.bias_k = self.bias_v = None
-        self.add_zero_attn = False
+        if add_bias_kv:  # one learned key/value appended to every sequence (PyTorch's bias_k / bias_v)
+            self.bias_k = Parameter(creation.empty(1, 1, embed_dim, **factory))
+            self.bias_v = Parameter(creation.empty(1, 1, embed_dim, **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = bool(add_zero_attn)
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -99,6 +102,10 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
 
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         e = self.embed_dim
@@ -134,9 +141,18 @@ class MultiheadAttention(Module):
                                f"{tuple(value.shape)}")
         h, d = self.num_heads, self.head_dim
         q, k, v = self._project(query, key, value)
+        extra = 0  # key positions appended after the real ones; masks get zero (= attend) columns for them
+        if self.bias_k is not None and self.bias_v is not None:
+            k = cat([k, self.bias_k.expand(n, 1, e)], 1)
+            v = cat([v, self.bias_v.expand(n, 1, e)], 1)
+            extra += 1
         q = q.reshape(n, tgt_len, h, d).transpose(1, 2)  # (N, H, L, D)
-        k = k.reshape(n, src_len, h, d).transpose(1, 2)
-        v = v.reshape(n, src_len, h, d).transpose(1, 2)
+        k = k.reshape(n, src_len + extra, h, d).transpose(1, 2)
+        v = v.reshape(n, src_len + extra, h, d).transpose(1, 2)
+        if self.add_zero_attn:  # an all-zero key/value per head (PyTorch's add_zero_attn)
+            zeros = creation.zeros(n, h, 1, d, dtype=k.dtype, device=k.device)
+            k, v = cat([k, zeros], 2), cat([v, zeros], 2)
+            extra += 1
 
         if is_causal and attn_mask is None:
             attn_mask = causal_mask(tgt_len, src_len, query.device, q.dtype)
@@ -158,6 +174,8 @@ class MultiheadAttention(Module):
                                    f"{tuple(padding.shape)}")
             padding = padding.reshape(n, 1, 1, src_len)
             mask = padding if mask is None else mask + padding
+        if mask is not None and extra:
+            mask = F.pad(mask, (0, extra))
 
         scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
         if mask is not None:

@@ -1,4 +1,4 @@
-"""``Conv1d`` and ``Conv2d`` (weights ``(out_channels, in_channels // groups, *kernel_size)`` as PyTorch).
+"""``Conv1d``, ``Conv2d`` and ``Conv3d`` (weights ``(out_channels, in_channels // groups, *kernel_size)`` as PyTorch).
 
 Example:
     >>> import ember
@@ -115,6 +115,16 @@ class Conv2d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:
         x, padding = self._padded(input)
         return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W) input."""
+
+    _dims = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        x, padding = self._padded(input)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
 class ConvTranspose2d(Module):

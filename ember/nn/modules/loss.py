@@ -104,6 +104,13 @@ class MultiMarginLoss(_WeightedLoss):
                                    reduction=self.reduction)
 
 
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss; target rows list class indices, ended by the first -1."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
 class SmoothL1Loss(_Loss):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  beta: float = 1.0) -> None:

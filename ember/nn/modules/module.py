@@ -85,6 +85,8 @@ class Module:
         d["_forward_hooks"] = OrderedDict()
         d["_forward_hooks_with_kwargs"] = set()
         d["_forward_hooks_always_called"] = set()
+        d["_backward_hooks"] = OrderedDict()
+        d["_backward_pre_hooks"] = OrderedDict()
 
     forward: Callable[..., Any]
 
@@ -531,7 +533,58 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
+    def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_output) -> tuple | None`` runs when the gradient w.r.t. the outputs is known.
+
+        A returned tuple (one entry per output, ``None`` for non-tensors) replaces ``grad_output``
+        for the rest of backward. Example:
+            >>> h = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 2,))  # doctest: +SKIP
+        """
+        hooks = self.__dict__.setdefault("_backward_pre_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output) -> tuple | None`` runs once the gradient w.r.t. the
+        module's positional inputs is known (entries are ``None`` for non-tensors and inputs that take
+        no gradient). A returned tuple replaces ``grad_input``. Example:
+            >>> h = lin.register_full_backward_hook(lambda m, gi, go: print(gi[0].shape))  # doctest: +SKIP
+        """
+        hooks = self.__dict__.setdefault("_backward_hooks", OrderedDict())
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """PyTorch's deprecated non-full hook; ember runs it as a full backward hook (the documented
+        intent), not on the last op of forward as old PyTorch did."""
+        return self.register_full_backward_hook(hook)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+            return self._call_with_backward_hooks(args, kwargs)
+        return self._call_forward(args, kwargs)
+
+    def _call_with_backward_hooks(self, args: tuple, kwargs: dict) -> Any:
+        """Run forward with identity autograd nodes around the inputs and outputs (see _backward_hooks)."""
+        from ember.nn.modules._backward_hooks import BackwardHook
+
+        hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+        output = self._call_forward(args, kwargs, hook)
+        if not isinstance(output, (Tensor, tuple)):
+            import warnings
+
+            warnings.warn(f"{type(self).__name__}: for backward hooks to be called, module output should be a "
+                          "Tensor or a tuple of Tensors", UserWarning, stacklevel=3)
+            return output
+        return hook.setup_output_hook(output)
+
+    def _call_forward(self, args: tuple, kwargs: dict, backward_hook: Any = None) -> Any:
         if self._forward_pre_hooks:
             for hook_id, hook in list(self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -545,6 +598,8 @@ class Module:
                     result = hook(self, args)
                     if result is not None:
                         args = result if isinstance(result, tuple) else (result,)
+        if backward_hook is not None:
+            args = backward_hook.setup_input_hook(args)
         output = self.forward(*args, **kwargs)
         if self._forward_hooks:
             for hook_id, hook in list(self._forward_hooks.items()):

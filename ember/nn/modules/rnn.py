@@ -80,21 +80,31 @@ class RNNBase(Module):
             raise ValueError(f"{name}: dropout should be a number in range [0, 1], got {dropout}")
         if hidden_size <= 0 or num_layers <= 0:
             raise ValueError(f"{name}: hidden_size and num_layers must be positive, got {hidden_size}, {num_layers}")
-        if proj_size:
-            raise NotImplementedError(f"{name}: proj_size is not supported by ember")
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError(f"{name}: proj_size should be a positive integer or zero to disable projections, "
+                             f"got {proj_size!r}")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if proj_size >= hidden_size:
+            raise ValueError(f"{name}: proj_size has to be smaller than hidden_size (got proj_size={proj_size}, "
+                             f"hidden_size={hidden_size})")
         self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         gate_size = _GATES[mode] * hidden_size
         directions = 2 if bidirectional else 1
+        # With projections (LSTM only) h has proj_size features: h_t = W_hr (o_t * tanh(c_t)).
+        real_hidden = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names: list = []
         for layer in range(num_layers):
-            layer_input = input_size if layer == 0 else hidden_size * directions
+            layer_input = input_size if layer == 0 else real_hidden * directions
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
-                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, hidden_size))]
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, real_hidden))]
                 if bias:
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append(("weight_hr", (proj_size, hidden_size)))
                 for prefix, shape in shapes:
                     setattr(self, prefix + suffix, Parameter(creation.empty(*shape, device=device, dtype=dtype)))
                     self._flat_weights_names.append(prefix + suffix)
@@ -112,19 +122,19 @@ class RNNBase(Module):
     @property
     def all_weights(self) -> list:
         names = self._flat_weights_names
-        per = 4 if self.bias else 2
+        per = (4 if self.bias else 2) + (1 if self.proj_size > 0 else 0)
         return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
 
     def _weights(self, layer: int, direction: int) -> tuple:
         suffix = f"_l{layer}" + ("_reverse" if direction == 1 else "")
         get = self._parameters.get
         return (get("weight_ih" + suffix), get("weight_hh" + suffix), get("bias_ih" + suffix),
-                get("bias_hh" + suffix))
+                get("bias_hh" + suffix), get("weight_hr" + suffix))
 
     def _run_direction(self, x: Tensor, h: Tensor, c: Tensor | None, weights: tuple, masks: list | None,
                        reverse_index: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         """Run one direction of one layer over time-major ``x`` (T, B, H_in)."""
-        w_ih, w_hh, b_ih, b_hh = weights
+        w_ih, w_hh, b_ih, b_hh, w_hr = weights
         steps = x.shape[0]
         if reverse_index is not None:  # reverse each sequence within its own length
             x = x.gather(0, reverse_index.unsqueeze(-1).expand(*tuple(x.shape)))
@@ -132,6 +142,8 @@ class RNNBase(Module):
         outputs = []
         for t in range(steps):
             h_new, c_new = _cell_step(self.mode, gates_x[t], h, c, w_hh, b_hh)
+            if w_hr is not None:
+                h_new = h_new.matmul(w_hr.t())
             if masks is not None:  # finished sequences keep their state and emit zeros
                 h = where(masks[t], h_new, h)
                 if c is not None:
@@ -174,8 +186,9 @@ class RNNBase(Module):
                                f"got {features}")
         directions = 2 if self.bidirectional else 1
         state_shape = (self.num_layers * directions, batch, self.hidden_size)
+        h_shape = (self.num_layers * directions, batch, self.proj_size or self.hidden_size)
         is_lstm = self.mode == "LSTM"
-        h0, c0 = self._initial_state(hx, batched, state_shape, input, is_lstm)
+        h0, c0 = self._initial_state(hx, batched, state_shape, input, is_lstm, h_shape)
 
         masks = reverse_index = None
         if lengths is not None:
@@ -218,12 +231,15 @@ class RNNBase(Module):
         return output, ((h_out, c_out) if is_lstm else h_out)
 
     def _initial_state(self, hx: Any, batched: bool, state_shape: tuple, input: Tensor,
-                       is_lstm: bool) -> tuple[Any, Any]:
-        def zeros() -> Tensor:
-            return creation.zeros(*state_shape, dtype=input.dtype, device=input.device)
+                       is_lstm: bool, h_shape: tuple | None = None) -> tuple[Any, Any]:
+        """(h_0, c_0); ``h_shape`` differs from ``state_shape`` (the cell's) only with proj_size."""
+        h_shape = state_shape if h_shape is None else h_shape
+
+        def zeros(shape: tuple) -> Tensor:
+            return creation.zeros(*shape, dtype=input.dtype, device=input.device)
 
         if hx is None:
-            return zeros(), (zeros() if is_lstm else None)
+            return zeros(h_shape), (zeros(state_shape) if is_lstm else None)
         if is_lstm:
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise TypeError("LSTM: hx must be a tuple (h_0, c_0)")
@@ -238,7 +254,7 @@ class RNNBase(Module):
         if not batched:
             h0 = h0.unsqueeze(1)
             c0 = c0.unsqueeze(1) if c0 is not None else None
-        self._check_hidden(h0, state_shape, "hidden")
+        self._check_hidden(h0, h_shape, "hidden")
         if c0 is not None:
             self._check_hidden(c0, state_shape, "cell")
         return h0, c0
@@ -255,6 +271,8 @@ class RNNBase(Module):
             text += f", dropout={self.dropout}"
         if self.bidirectional:
             text += ", bidirectional=True"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         return text
 
 

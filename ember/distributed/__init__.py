@@ -1,0 +1,47 @@
+"""Distributed training on MPI, with ``torch.distributed``'s names and semantics.
+
+* Process groups, collectives (all_reduce, broadcast, all_gather, reduce_scatter, ...), point to
+  point (send/recv/isend/irecv) and object collectives: :mod:`ember.distributed.collectives`.
+* Data parallel: :class:`ember.nn.parallel.DistributedDataParallel` and
+  :class:`ember.data.DistributedSampler`.
+* Model parallel: autograd-aware send/recv (:mod:`ember.distributed.nn.functional`) and a GPipe-style
+  pipeline over ranks (:class:`ember.distributed.pipeline.Pipeline`).
+* Launch: ``python -m ember.distributed.run -n 2 train.py`` (calls ``mpiexec``; ``--hosts a,b`` for
+  several machines).
+
+Example (``python -m ember.distributed.run -n 2 script.py``):
+    >>> import ember, ember.distributed as dist          # doctest: +SKIP
+    >>> dist.init_process_group("mpi")                   # doctest: +SKIP
+    >>> t = ember.tensor([1.0 + dist.get_rank()])        # doctest: +SKIP
+    >>> dist.all_reduce(t, op=dist.ReduceOp.SUM); t      # doctest: +SKIP
+    tensor([3.])
+"""
+from ember.distributed.collectives import (
+    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all_single, barrier,
+    broadcast, broadcast_object_list, gather, gather_object, irecv, isend, recv, reduce, reduce_scatter,
+    reduce_scatter_tensor, scatter, scatter_object_list, send,
+)
+from ember.distributed.process_group import (
+    GroupMember, ProcessGroup, destroy_process_group, get_backend, get_global_rank, get_rank, get_world_size,
+    init_process_group, is_available, is_initialized, is_mpi_available, new_group,
+)
+
+
+def is_nccl_available() -> bool:
+    """False: NCCL needs the CUDA backend, which this build does not ship."""
+    return False
+
+
+def is_gloo_available() -> bool:
+    """False: ember's collectives run on MPI (backend='mpi')."""
+    return False
+
+
+__all__ = [
+    "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
+    "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
+    "gather", "gather_object", "get_backend", "get_global_rank", "get_rank", "get_world_size", "init_process_group",
+    "irecv", "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+    "isend", "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
+    "scatter_object_list", "send",
+]

@@ -1,0 +1,431 @@
+"""Collective and point-to-point communication of tensors over MPI, with torch.distributed's API.
+
+Every operation is written once as "start a non-blocking MPI call, then finish": the blocking form
+waits at once, ``async_op=True`` returns a :class:`Work` to wait on later (which lets
+DistributedDataParallel overlap gradient all-reduces with the rest of the backward pass).
+Results land in the given tensors in place, and their version counters move, as in torch.
+``src``/``dst`` are world ranks even when ``group`` is a subgroup, as in torch.
+
+Example (under ``mpiexec -n 2``):
+    >>> import ember, ember.distributed as dist   # doctest: +SKIP
+    >>> dist.init_process_group("mpi")            # doctest: +SKIP
+    >>> t = ember.ones(3) * (dist.get_rank() + 1)  # doctest: +SKIP
+    >>> dist.all_reduce(t); t                      # doctest: +SKIP
+    tensor([3., 3., 3.])
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember.distributed.process_group import ProcessGroup, _mpi, default_group
+
+
+class ReduceOp(enum.Enum):
+    """How values from all ranks combine. AVG is SUM divided by the group size (floating point only)."""
+
+    SUM = "sum"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    BAND = "band"
+    BOR = "bor"
+    BXOR = "bxor"
+    AVG = "avg"
+
+
+_MPI_OPS = {ReduceOp.SUM: "SUM", ReduceOp.AVG: "SUM", ReduceOp.PRODUCT: "PROD", ReduceOp.MIN: "MIN",
+            ReduceOp.MAX: "MAX", ReduceOp.BAND: "BAND", ReduceOp.BOR: "BOR", ReduceOp.BXOR: "BXOR"}
+
+
+class Work:
+    """A started communication: ``wait()`` blocks until it is done and its results are in place."""
+
+    def __init__(self, requests: Sequence[Any], finish: Callable[[], Any] | None = None,
+                 result: Sequence[Any] = ()) -> None:
+        self._requests = list(requests)
+        self._finish = finish
+        self._result = list(result)
+        self._done = False
+        self._value: Any = None
+
+    def _complete(self) -> None:
+        self._done = True
+        if self._finish is not None:
+            self._value = self._finish()
+            self._finish = None
+        self._requests = []
+
+    def wait(self, timeout: Any = None) -> bool:
+        if not self._done:
+            if self._requests:
+                _mpi().Request.Waitall(self._requests)
+            self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        """Poll without blocking (polling also lets MPI make progress on the transfer)."""
+        if not self._done and (not self._requests or _mpi().Request.Testall(self._requests)):
+            self._complete()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self._done
+
+    def result(self) -> list:
+        self.wait()
+        return self._result
+
+    def __repr__(self) -> str:
+        return f"Work(completed={self._done})"
+
+
+# ---- buffers ------------------------------------------------------------------------------------------
+def _check(tensor: Any, op: str) -> None:
+    from ember.tensor import Tensor
+
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{op}: expected an ember.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise RuntimeError(f"{op}: the 'mpi' backend communicates host memory, but the tensor is on "
+                           f"{tensor.device}; move it with .cpu() first (NCCL for GPU tensors needs the CUDA backend)")
+
+
+def _send_view(tensor: Any) -> np.ndarray:
+    """A contiguous array with the tensor's bytes (for ops that only move data)."""
+    data = np.ascontiguousarray(tensor._data)
+    return data if _plain(data.dtype) else data.view(np.uint8)
+
+
+def _plain(dtype: np.dtype) -> bool:
+    # float16 and ml_dtypes' bfloat16 have no MPI datatype everywhere: move them as raw bytes.
+    return dtype.itemsize >= 4 or dtype.kind in "biu"
+
+
+def _reduce_buffer(tensor: Any, op: ReduceOp, name: str) -> tuple[np.ndarray, bool]:
+    """A contiguous array to reduce in; True when it is a copy that must be written back."""
+    data = tensor._data
+    if op is ReduceOp.AVG and data.dtype.kind not in "fc" and not _is_low_float(data.dtype):
+        raise RuntimeError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got {tensor.dtype}; "
+                           "use ReduceOp.SUM and divide, or convert with .float()")
+    if op in (ReduceOp.BAND, ReduceOp.BOR, ReduceOp.BXOR) and data.dtype.kind not in "biu":
+        raise RuntimeError(f"{name}: bitwise {op.name} needs an integer or bool tensor, got {tensor.dtype}")
+    if _is_low_float(data.dtype):  # reduce 16-bit floats in float32, as NCCL's accumulators do
+        return data.astype(np.float32), True
+    if data.flags.c_contiguous and data.flags.writeable:
+        return data, False
+    return np.ascontiguousarray(data), True
+
+
+def _is_low_float(dtype: np.dtype) -> bool:
+    return dtype.itemsize == 2 and dtype.kind not in "iu"
+
+
+def _store(tensor: Any, values: np.ndarray) -> None:
+    """Write ``values`` into the tensor in place and mark it modified."""
+    data = tensor._data
+    if values is not data:
+        data[...] = values.astype(data.dtype, copy=False).reshape(data.shape)
+    tensor._bump()
+
+
+def _mpi_op(op: ReduceOp | Any, name: str) -> Any:
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"{name}: op must be an ember.distributed.ReduceOp, got {op!r}")
+    return getattr(_mpi(), _MPI_OPS[op])
+
+
+def _group_rank(group: ProcessGroup, world_rank: int, what: str, name: str) -> int:
+    try:
+        return group.world_ranks.index(world_rank)
+    except ValueError:
+        raise ValueError(f"{name}: {what}={world_rank} is not a member of the group (world ranks "
+                         f"{list(group.world_ranks)})") from None
+
+
+def _run(requests: list, finish: Callable[[], Any] | None, async_op: bool, result: Sequence[Any] = ()) -> Any:
+    work = Work(requests, finish, result)
+    if async_op:
+        return work
+    work.wait()
+    return work._value
+
+
+# ---- collectives --------------------------------------------------------------------------------------
+def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
+    """Combine ``tensor`` across the group with ``op``; every rank ends with the result."""
+    _check(tensor, "all_reduce")
+    g = default_group(group, "all_reduce")
+    buf, copied = _reduce_buffer(tensor, op, "all_reduce")
+    request = g.comm.Iallreduce(_mpi().IN_PLACE, buf, op=_mpi_op(op, "all_reduce"))
+
+    def finish() -> None:
+        if op is ReduceOp.AVG:
+            np.divide(buf, g.size(), out=buf, casting="unsafe")
+        _store(tensor, buf)
+
+    return _run([request], finish, async_op, [tensor])
+
+
+def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+           async_op: bool = False) -> Work | None:
+    """Combine ``tensor`` across the group into rank ``dst``'s tensor (others keep theirs)."""
+    _check(tensor, "reduce")
+    g = default_group(group, "reduce")
+    root = _group_rank(g, dst, "dst", "reduce")
+    buf, _ = _reduce_buffer(tensor, op, "reduce")
+    send = buf.copy()
+    recv = np.empty_like(buf) if g.rank() == root else None
+    request = g.comm.Ireduce(send, recv, op=_mpi_op(op, "reduce"), root=root)
+
+    def finish() -> None:
+        if recv is not None:
+            if op is ReduceOp.AVG:
+                np.divide(recv, g.size(), out=recv, casting="unsafe")
+            _store(tensor, recv)
+
+    return _run([request], finish, async_op, [tensor])
+
+
+def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Copy rank ``src``'s tensor into every rank's tensor (shapes and dtypes must agree)."""
+    _check(tensor, "broadcast")
+    g = default_group(group, "broadcast")
+    root = _group_rank(g, src, "src", "broadcast")
+    buf = _send_view(tensor).copy() if g.rank() != root else _send_view(tensor)
+    request = g.comm.Ibcast(buf, root=root)
+
+    def finish() -> None:
+        if g.rank() != root:
+            _store(tensor, buf.view(tensor._data.dtype))
+
+    return _run([request], finish, async_op, [tensor])
+
+
+def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: ProcessGroup | None = None,
+                           async_op: bool = False) -> Work | None:
+    """Gather every rank's ``input_tensor`` into ``output_tensor``: stacked (world, *shape) or
+    concatenated along dim 0 (world * n, ...)."""
+    _check(output_tensor, "all_gather_into_tensor")
+    _check(input_tensor, "all_gather_into_tensor")
+    g = default_group(group, "all_gather_into_tensor")
+    n, shape = g.size(), tuple(input_tensor.shape)
+    stacked = (n,) + shape
+    concatenated = (n * shape[0],) + shape[1:] if shape else None
+    if tuple(output_tensor.shape) not in (stacked, concatenated) or output_tensor.dtype != input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor: output must have shape {stacked} or {concatenated} and dtype "
+                         f"{input_tensor.dtype}; got {tuple(output_tensor.shape)} {output_tensor.dtype}")
+    send = _send_view(input_tensor)
+    recv = np.empty((n,) + send.shape, send.dtype)
+    request = g.comm.Iallgather(send, recv)
+
+    def finish() -> None:
+        _store(output_tensor, recv.view(input_tensor._data.dtype))
+
+    return _run([request], finish, async_op, [output_tensor])
+
+
+def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
+    """Fill ``tensor_list[i]`` with rank i's ``tensor`` on every rank."""
+    _check(tensor, "all_gather")
+    g = default_group(group, "all_gather")
+    _check_list(tensor_list, tensor, g.size(), "all_gather", "tensor_list")
+    send = _send_view(tensor)
+    recv = np.empty((g.size(),) + send.shape, send.dtype)
+    request = g.comm.Iallgather(send, recv)
+
+    def finish() -> None:
+        for i, out in enumerate(tensor_list):
+            _store(out, recv[i].view(tensor._data.dtype))
+
+    return _run([request], finish, async_op, tensor_list)
+
+
+def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: ProcessGroup | None = None,
+           async_op: bool = False) -> Work | None:
+    """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``."""
+    _check(tensor, "gather")
+    g = default_group(group, "gather")
+    root = _group_rank(g, dst, "dst", "gather")
+    if g.rank() == root:
+        _check_list(gather_list, tensor, g.size(), "gather", "gather_list")
+    send = _send_view(tensor)
+    recv = np.empty((g.size(),) + send.shape, send.dtype) if g.rank() == root else None
+    request = g.comm.Igather(send, recv, root=root)
+
+    def finish() -> None:
+        if recv is not None:
+            for i, out in enumerate(gather_list):
+                _store(out, recv[i].view(tensor._data.dtype))
+
+    return _run([request], finish, async_op, gather_list or [])
+
+
+def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: ProcessGroup | None = None,
+            async_op: bool = False) -> Work | None:
+    """Rank ``src`` sends ``scatter_list[i]`` to rank i, which receives it into ``tensor``."""
+    _check(tensor, "scatter")
+    g = default_group(group, "scatter")
+    root = _group_rank(g, src, "src", "scatter")
+    send = None
+    if g.rank() == root:
+        _check_list(scatter_list, tensor, g.size(), "scatter", "scatter_list")
+        send = np.stack([_send_view(t) for t in scatter_list])
+    recv = np.empty_like(_send_view(tensor))
+    request = g.comm.Iscatter(send, recv, root=root)
+
+    def finish() -> None:
+        _store(tensor, recv.view(tensor._data.dtype))
+
+    return _run([request], finish, async_op, [tensor])
+
+
+def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,  # noqa: A002 - torch's name
+                          group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
+    """Reduce ``input`` (world * n along dim 0) across ranks; rank i keeps block i in ``output``."""
+    _check(output, "reduce_scatter_tensor")
+    _check(input, "reduce_scatter_tensor")
+    g = default_group(group, "reduce_scatter_tensor")
+    n, shape = g.size(), tuple(output.shape)
+    if tuple(input.shape) not in ((n,) + shape, ((n * shape[0],) + shape[1:]) if shape else None):
+        raise ValueError(f"reduce_scatter_tensor: input of shape {tuple(input.shape)} must hold {n} blocks of the "
+                         f"output's shape {shape} along dim 0")
+    buf, _ = _reduce_buffer(input, op, "reduce_scatter_tensor")
+    send = np.ascontiguousarray(buf)
+    recv = np.empty(shape, send.dtype)
+    request = g.comm.Ireduce_scatter_block(send, recv, op=_mpi_op(op, "reduce_scatter_tensor"))
+
+    def finish() -> None:
+        if op is ReduceOp.AVG:
+            np.divide(recv, n, out=recv, casting="unsafe")
+        _store(output, recv)
+
+    return _run([request], finish, async_op, [output])
+
+
+def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
+                   async_op: bool = False) -> Work | None:
+    """Reduce ``input_list[i]`` across ranks into rank i's ``output``."""
+    g = default_group(group, "reduce_scatter")
+    _check_list(input_list, output, g.size(), "reduce_scatter", "input_list")
+    from ember.tensor import Tensor
+
+    stacked = Tensor._make(np.stack([t._data for t in input_list]), output.device, False)
+    return reduce_scatter_tensor(output, stacked, op, group, async_op)
+
+
+def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None,  # noqa: A002
+                      async_op: bool = False) -> Work | None:
+    """Split ``input`` into world-size equal blocks along dim 0; block i goes to rank i, and block j of
+    ``output`` comes from rank j."""
+    _check(output, "all_to_all_single")
+    _check(input, "all_to_all_single")
+    g = default_group(group, "all_to_all_single")
+    n = g.size()
+    if tuple(output.shape) != tuple(input.shape) or not input.shape or input.shape[0] % n:
+        raise ValueError(f"all_to_all_single: input and output must have the same shape with dim 0 divisible by "
+                         f"the world size {n}; got {tuple(input.shape)} and {tuple(output.shape)}")
+    send = _send_view(input)
+    recv = np.empty_like(send)
+    request = g.comm.Ialltoall(send, recv)
+
+    def finish() -> None:
+        _store(output, recv.view(input._data.dtype))
+
+    return _run([request], finish, async_op, [output])
+
+
+def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+    """Block until every rank of the group has reached the barrier."""
+    g = default_group(group, "barrier")
+    return _run([g.comm.Ibarrier()], None, async_op)
+
+
+def _check_list(tensors: list | None, like: Any, size: int, name: str, what: str) -> None:
+    if tensors is None or len(tensors) != size:
+        raise ValueError(f"{name}: {what} must hold one tensor per rank ({size}), got "
+                         f"{None if tensors is None else len(tensors)}")
+    for i, t in enumerate(tensors):
+        _check(t, name)
+        if tuple(t.shape) != tuple(like.shape) or t.dtype != like.dtype:
+            raise ValueError(f"{name}: {what}[{i}] has shape {tuple(t.shape)} and dtype {t.dtype}, but the tensor "
+                             f"has {tuple(like.shape)} and {like.dtype}; they must match")
+
+
+# ---- point to point -----------------------------------------------------------------------------------
+def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
+    """Start sending ``tensor`` to world rank ``dst``; the tensor must not change until ``wait()``."""
+    _check(tensor, "isend")
+    g = default_group(group, "isend")
+    buf = _send_view(tensor)
+    request = g.comm.Isend(buf, dest=_group_rank(g, dst, "dst", "isend"), tag=tag)
+    return Work([request], lambda: buf is None, [tensor])  # the closure keeps ``buf`` alive until done
+
+
+def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work:
+    """Start receiving into ``tensor`` from world rank ``src`` (any rank when None)."""
+    _check(tensor, "irecv")
+    g = default_group(group, "irecv")
+    MPI = _mpi()
+    buf = np.empty_like(_send_view(tensor))
+    source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "irecv")
+    request = g.comm.Irecv(buf, source=source, tag=tag)
+    return Work([request], lambda: _store(tensor, buf.view(tensor._data.dtype)), [tensor])
+
+
+def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
+    """Send ``tensor`` to world rank ``dst`` (blocks until the buffer may be reused)."""
+    _check(tensor, "send")
+    g = default_group(group, "send")
+    g.comm.Send(_send_view(tensor), dest=_group_rank(g, dst, "dst", "send"), tag=tag)
+
+
+def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from world rank ``src`` (any when None); returns the sender's world rank."""
+    _check(tensor, "recv")
+    g = default_group(group, "recv")
+    MPI = _mpi()
+    buf = np.empty_like(_send_view(tensor))
+    status = MPI.Status()
+    source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "recv")
+    g.comm.Recv(buf, source=source, tag=tag, status=status)
+    _store(tensor, buf.view(tensor._data.dtype))
+    return g.world_ranks[status.Get_source()]
+
+
+# ---- Python objects (pickled between cooperating ranks, as torch does; never read from files) ----------
+def broadcast_object_list(object_list: list, src: int = 0, group: ProcessGroup | None = None,
+                          device: Any = None) -> None:
+    g = default_group(group, "broadcast_object_list")
+    root = _group_rank(g, src, "src", "broadcast_object_list")
+    values = g.comm.bcast(list(object_list) if g.rank() == root else None, root=root)
+    object_list[:] = values
+
+
+def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = None) -> None:
+    g = default_group(group, "all_gather_object")
+    if len(object_list) != g.size():
+        raise ValueError(f"all_gather_object: object_list must have one slot per rank ({g.size()}), "
+                         f"got {len(object_list)}")
+    object_list[:] = g.comm.allgather(obj)
+
+
+def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0,
+                  group: ProcessGroup | None = None) -> None:
+    g = default_group(group, "gather_object")
+    root = _group_rank(g, dst, "dst", "gather_object")
+    values = g.comm.gather(obj, root=root)
+    if g.rank() == root:
+        object_gather_list[:] = values
+
+
+def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
+                        src: int = 0, group: ProcessGroup | None = None) -> None:
+    g = default_group(group, "scatter_object_list")
+    root = _group_rank(g, src, "src", "scatter_object_list")
+    value = g.comm.scatter(scatter_object_input_list if g.rank() == root else None, root=root)
+    scatter_object_output_list[0] = value

@@ -1,0 +1,172 @@
+"""Process groups on MPI: who takes part in a collective, and the default (world) group.
+
+ember's distributed engine is MPI (through mpi4py), so processes are started by ``mpiexec`` (or
+``python -m ember.distributed.run``, which calls it) rather than by a rendezvous store: MPI already
+knows every process's rank, the world size and how to reach the others, on one machine or many.
+
+Example (run under ``mpiexec -n 2 python script.py``):
+    >>> import ember.distributed as dist
+    >>> dist.init_process_group("mpi")          # doctest: +SKIP
+    >>> dist.get_rank(), dist.get_world_size()  # doctest: +SKIP
+    (0, 2)
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+BACKENDS = ("mpi",)
+
+
+def _mpi() -> Any:
+    try:
+        from mpi4py import MPI
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "ember.distributed needs mpi4py and an MPI library: pip install 'ember[dist]' "
+            "(mpi4py + the MPICH wheel), then launch with `python -m ember.distributed.run -n 2 script.py`"
+        ) from error
+    return MPI
+
+
+def is_mpi_available() -> bool:
+    """True when mpi4py (and so an MPI library) can be imported."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class ProcessGroup:
+    """A set of processes that run collectives together: an MPI communicator and its ranks."""
+
+    def __init__(self, comm: Any, backend: str = "mpi", world_ranks: Sequence[int] | None = None) -> None:
+        self.comm = comm
+        self.backend = backend
+        # Ranks of this group's members in the world group, in group-rank order.
+        self.world_ranks = tuple(world_ranks) if world_ranks is not None else tuple(range(comm.Get_size()))
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(backend={self.backend!r}, rank={self.rank()}, size={self.size()})"
+
+
+class _GroupMember:
+    """``group=GroupMember.WORLD`` spells the default group, as in torch."""
+
+    WORLD: ProcessGroup | None = None
+    NON_GROUP_MEMBER = object()
+
+
+GroupMember = _GroupMember
+_WORLD: list[ProcessGroup | None] = [None]
+
+
+def init_process_group(backend: str | None = None, init_method: str | None = None, timeout: Any = None,
+                       world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
+                       pg_options: Any = None, device_id: Any = None) -> None:
+    """Join the default process group (all processes ``mpiexec`` started).
+
+    ``world_size`` and ``rank``, when given, are checked against what MPI reports. ``init_method``
+    and ``store`` are accepted for torch compatibility and ignored: MPI does its own rendezvous.
+    """
+    if _WORLD[0] is not None:
+        raise RuntimeError("init_process_group: the default process group is already initialized; call "
+                           "destroy_process_group() first to start a new one")
+    backend = (backend or "mpi").lower()
+    if backend not in BACKENDS:
+        hint = ("NCCL needs the CUDA backend, which this build cannot run" if backend == "nccl" else
+                "ember runs collectives on MPI")
+        raise ValueError(f"init_process_group: backend {backend!r} is not available ({hint}); use backend='mpi' "
+                         "and launch with `python -m ember.distributed.run -n N script.py` (or mpiexec -n N)")
+    MPI = _mpi()
+    comm = MPI.COMM_WORLD.Dup()  # a private communicator: user MPI traffic cannot match ours
+    if world_size not in (-1, None) and world_size != comm.Get_size():
+        raise ValueError(f"init_process_group: world_size={world_size} but MPI started {comm.Get_size()} "
+                         f"process(es); launch with `-n {world_size}` or drop the argument")
+    if rank not in (-1, None) and rank != comm.Get_rank():
+        raise ValueError(f"init_process_group: rank={rank} but MPI assigned rank {comm.Get_rank()}; ranks come "
+                         "from the launcher, drop the argument")
+    group = ProcessGroup(comm, backend)
+    _WORLD[0] = group
+    GroupMember.WORLD = group
+
+
+def is_initialized() -> bool:
+    return _WORLD[0] is not None
+
+
+def is_available() -> bool:
+    """True: ember always has a distributed package (it needs mpi4py only when a group is made)."""
+    return True
+
+
+def default_group(group: ProcessGroup | None = None, op: str = "this call") -> ProcessGroup:
+    if group is not None:
+        if group is GroupMember.NON_GROUP_MEMBER:
+            raise RuntimeError(f"{op}: this process is not a member of the group it was given")
+        return group
+    world = _WORLD[0]
+    if world is None:
+        raise RuntimeError(f"{op}: the default process group has not been initialized; call "
+                           "ember.distributed.init_process_group('mpi') first")
+    return world
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in ``group`` (default: the world); -1 when it is not a member."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return default_group(group, "get_rank").rank()
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return default_group(group, "get_world_size").size()
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    return default_group(group, "get_backend").backend
+
+
+def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
+    """The world rank of the process that has rank ``group_rank`` in ``group``."""
+    return default_group(group, "get_global_rank").world_ranks[group_rank]
+
+
+def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: str | None = None,
+              pg_options: Any = None, use_local_synchronization: bool = False) -> Any:
+    """A group of the given world ranks. Every process must call it (as in torch), members or not.
+
+    Returns the group, or ``GroupMember.NON_GROUP_MEMBER`` on processes outside it.
+    """
+    world = default_group(None, "new_group")
+    size = world.size()
+    members = sorted(set(range(size) if ranks is None else ranks))
+    bad = [r for r in members if not 0 <= r < size]
+    if bad:
+        raise ValueError(f"new_group: ranks {bad} are outside the world of {size} process(es)")
+    MPI = _mpi()
+    me = world.rank()
+    color = 0 if me in members else MPI.UNDEFINED
+    comm = world.comm.Split(color, key=me)
+    if comm == MPI.COMM_NULL:
+        return GroupMember.NON_GROUP_MEMBER
+    return ProcessGroup(comm, world.backend, members)
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Free ``group`` (default: the world group, after which init_process_group may run again)."""
+    target = group if group is not None else _WORLD[0]
+    if target is None or target is GroupMember.NON_GROUP_MEMBER:
+        return
+    target.comm.Free()
+    if target is _WORLD[0]:
+        _WORLD[0] = None
+        GroupMember.WORLD = None

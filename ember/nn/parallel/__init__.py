@@ -1,0 +1,10 @@
+"""Parallel wrappers (torch's ``torch.nn.parallel``).
+
+Example:
+    >>> import ember
+    >>> ember.nn.parallel.DistributedDataParallel.__name__
+    'DistributedDataParallel'
+"""
+from ember.nn.parallel.distributed import DataParallel, DistributedDataParallel
+
+__all__ = ["DataParallel", "DistributedDataParallel"]

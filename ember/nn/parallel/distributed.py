@@ -1,0 +1,284 @@
+"""``DistributedDataParallel``: one model replica per process, gradients averaged by all-reduce.
+
+How it works (the same plan as torch's reducer, on MPI):
+
+* At construction, rank 0's parameters and buffers are broadcast so every replica starts equal,
+  and the ranks check that they wrap the same architecture (a clear error instead of a hang).
+* Parameters are grouped into buckets of about ``bucket_cap_mb`` in reverse registration order
+  (roughly the order backward produces their gradients). A post-accumulate-grad hook counts the
+  gradients a bucket still waits for; when a bucket is complete its gradients are packed into one
+  flat buffer and a non-blocking all-reduce starts, while backward goes on with earlier layers.
+  Buckets start in index order on every rank, since MPI collectives must be issued in the same order.
+* When the backward pass ends (an engine callback), DDP waits for the all-reduces and writes the
+  averaged gradients back into each ``param.grad``.
+* ``no_sync()`` skips the reduction (gradient accumulation); the next synchronized backward reduces
+  the accumulated sums. ``find_unused_parameters=True`` lets parameters get no gradient in a step
+  (they count as zero; one that no rank used keeps ``grad`` None); without it a missing gradient is
+  an error that says which parameter and what to do.
+
+Example (``python -m ember.distributed.run -n 2 train.py``):
+    >>> import ember, ember.distributed as dist                             # doctest: +SKIP
+    >>> dist.init_process_group("mpi")                                      # doctest: +SKIP
+    >>> model = ember.nn.parallel.DistributedDataParallel(ember.nn.Linear(4, 2))  # doctest: +SKIP
+    >>> model(ember.randn(8, 4)).sum().backward()   # grads are now averaged across ranks  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from ember.nn.modules.module import Module
+
+
+class _Bucket:
+    """Parameters whose gradients travel in one all-reduce."""
+
+    def __init__(self, params: list, names: list) -> None:
+        self.params = params
+        self.names = names
+        self.sizes = [int(np.prod(p.shape, dtype=np.int64)) for p in params]
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        dtype = params[0]._data.dtype
+        # 16-bit floats are summed in float32 (MPI has no half-precision sum everywhere).
+        self.dtype = np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind not in "iu" else dtype
+        self.buffer = np.empty(int(self.offsets[-1]), self.dtype)
+        self.pending = len(params)
+        self.ready = False
+        self.used = np.zeros(len(params), np.uint8)
+        self.work: Any = None
+
+    def reset(self) -> None:
+        self.pending = len(self.params)
+        self.ready = False
+        self.used[:] = 0
+        self.work = None
+
+
+class DistributedDataParallel(Module):
+    """Data parallel training across processes (torch's ``nn.parallel.DistributedDataParallel``).
+
+    ``device_ids``/``output_device``/``dim``/``gradient_as_bucket_view``/``static_graph`` are accepted
+    for compatibility; host (CPU) tensors are reduced over MPI.
+    """
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
+                 broadcast_buffers: bool = True, process_group: Any = None, bucket_cap_mb: float | None = 25.0,
+                 find_unused_parameters: bool = False, check_reduction: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False) -> None:
+        super().__init__()
+        from ember.distributed.process_group import default_group
+
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel: expected an ember.nn.Module, got {type(module).__name__}")
+        self.module = module
+        group = default_group(process_group, "DistributedDataParallel")
+        object.__setattr__(self, "process_group", group)
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self.dim = dim
+        named = []
+        seen: set[int] = set()
+        for name, p in module.named_parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                named.append((name, p))
+        for name, p in named:
+            if p.device.type != "cpu":
+                raise RuntimeError(f"DistributedDataParallel: parameter {name!r} is on {p.device}; the 'mpi' backend "
+                                   "reduces host memory, so keep the model on the CPU")
+        self._check_same_model(named)
+        self._sync_module_states()
+        cap = (25.0 if bucket_cap_mb is None else bucket_cap_mb) * 2**20
+        object.__setattr__(self, "_buckets", self._build_buckets(named, cap))
+        self._slot: dict[int, tuple[int, int]] = {}
+        for b, bucket in enumerate(self._buckets):
+            for i, p in enumerate(bucket.params):
+                self._slot[id(p)] = (b, i)
+                p.register_post_accumulate_grad_hook(self._on_grad_ready)
+        self._next_launch = 0
+        self._callback_queued = False
+        self._sync_this_backward = True
+
+    # ---- construction ----------------------------------------------------------------------------------
+    def _check_same_model(self, named: list) -> None:
+        from ember.distributed.collectives import all_gather_object
+
+        mine = [(n, tuple(p.shape), str(p.dtype)) for n, p in named]
+        everyone: list = [None] * self.process_group.size()
+        all_gather_object(everyone, mine, group=self.process_group)
+        for rank, theirs in enumerate(everyone):
+            if theirs != mine:
+                diff = next(((a, b) for a, b in zip(mine, theirs) if a != b), (len(mine), len(theirs)))
+                raise RuntimeError(f"DistributedDataParallel: rank {rank} wraps a different model than rank "
+                                   f"{self.process_group.rank()} (first difference: {diff[0]} vs {diff[1]}); every "
+                                   "process must build the same architecture")
+
+    def _sync_module_states(self) -> None:
+        """Copy rank 0's parameters and buffers to every rank, one broadcast per dtype."""
+        tensors = list(self.module.parameters()) + [b for b in self.module.buffers() if b is not None]
+        self._broadcast_coalesced(tensors)
+
+    def _broadcast_coalesced(self, tensors: list) -> None:
+        from ember.distributed.collectives import broadcast
+        from ember.tensor import Tensor
+
+        by_dtype: dict = {}
+        for t in tensors:
+            by_dtype.setdefault(t._data.dtype.str, []).append(t)
+        src = self.process_group.world_ranks[0]
+        for group in by_dtype.values():
+            flat = Tensor._make(np.concatenate([t._data.reshape(-1) for t in group]), group[0].device, False)
+            broadcast(flat, src=src, group=self.process_group)
+            offset = 0
+            for t in group:
+                n = t._data.size
+                t._data[...] = flat._data[offset:offset + n].reshape(t._data.shape)
+                t._bump()
+                offset += n
+
+    @staticmethod
+    def _build_buckets(named: list, cap_bytes: float) -> list:
+        buckets: list = []
+        current: list = []
+        size = 0
+        for name, p in reversed(named):
+            nbytes = p._data.nbytes
+            if current and (size + nbytes > cap_bytes or p._data.dtype != current[0][1]._data.dtype):
+                buckets.append(_Bucket([q for _, q in current], [n for n, _ in current]))
+                current, size = [], 0
+            current.append((name, p))
+            size += nbytes
+        if current:
+            buckets.append(_Bucket([q for _, q in current], [n for n, _ in current]))
+        return buckets
+
+    # ---- forward ---------------------------------------------------------------------------------------
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self.broadcast_buffers and self.training:
+            buffers = [b for b in self.module.buffers() if b is not None]
+            if buffers and self.process_group.size() > 1:
+                self._broadcast_coalesced(buffers)
+        self._sync_this_backward = self.require_backward_grad_sync
+        return self.module(*inputs, **kwargs)
+
+    @contextlib.contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Backward passes of forwards run inside this block accumulate gradients locally only."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+    # ---- backward: bucketed all-reduce -----------------------------------------------------------------
+    def _on_grad_ready(self, param: Any) -> None:
+        if not self._sync_this_backward:
+            return
+        from ember.ops.dispatch import SYMBOLIC
+
+        if SYMBOLIC.active:
+            from ember.graph.ir import TracingError
+
+            raise TracingError("DistributedDataParallel: gradient all-reduce cannot be traced into a graph")
+        if not self._callback_queued:
+            from ember.autograd.engine import queue_callback
+
+            queue_callback(self._finish_reduction)
+            self._callback_queued = True
+        b, i = self._slot[id(param)]
+        bucket = self._buckets[b]
+        if bucket.used[i]:
+            return
+        bucket.used[i] = 1
+        bucket.pending -= 1
+        if bucket.pending == 0:
+            bucket.ready = True
+            self._launch_ready_buckets()
+
+    def _launch_ready_buckets(self) -> None:
+        while self._next_launch < len(self._buckets) and self._buckets[self._next_launch].ready:
+            self._launch(self._buckets[self._next_launch])
+            self._next_launch += 1
+
+    def _launch(self, bucket: _Bucket) -> None:
+        from ember.distributed.process_group import _mpi
+
+        buffer, offsets = bucket.buffer, bucket.offsets
+        for i, p in enumerate(bucket.params):
+            region = buffer[offsets[i]:offsets[i + 1]]
+            if p.grad is None:
+                region[...] = 0  # unused here (find_unused_parameters): contributes zero
+            else:
+                np.multiply(p.grad._data.reshape(-1), 1.0 / self.process_group.size(), out=region,
+                            casting="unsafe")
+        MPI = _mpi()
+        bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+
+    def _finish_reduction(self) -> None:
+        from ember.distributed.process_group import _mpi
+        from ember.tensor import Tensor
+
+        self._callback_queued = False
+        missing = [(bucket, i) for bucket in self._buckets for i in range(len(bucket.params)) if not bucket.used[i]]
+        if missing and not self.find_unused_parameters:
+            names = [bucket.names[i] for bucket, i in missing]
+            self._reset_all()
+            raise RuntimeError(
+                f"DistributedDataParallel: parameters {names[:8]}{'...' if len(names) > 8 else ''} received no "
+                "gradient in this backward pass, so their all-reduce can never start. Pass "
+                "find_unused_parameters=True to DistributedDataParallel, or make sure forward's outputs depend on "
+                "every parameter that requires grad.")
+        for bucket in self._buckets:
+            if not bucket.ready:
+                bucket.ready = True
+        self._launch_ready_buckets()
+        globally_used = None
+        if self.find_unused_parameters:
+            usage = np.concatenate([bucket.used for bucket in self._buckets])
+            self.process_group.comm.Allreduce(_mpi().IN_PLACE, usage, op=_mpi().MAX)
+            globally_used = usage
+        _mpi().Request.Waitall([bucket.work for bucket in self._buckets])
+        k = 0
+        for bucket in self._buckets:
+            for i, p in enumerate(bucket.params):
+                if globally_used is not None and not globally_used[k]:
+                    k += 1
+                    continue  # no rank produced a gradient: leave it untouched, as torch does
+                k += 1
+                region = bucket.buffer[bucket.offsets[i]:bucket.offsets[i + 1]].reshape(p._data.shape)
+                if p.grad is None:
+                    p.grad = Tensor._make(region.astype(p._data.dtype, copy=True), p.device, False)
+                else:
+                    p.grad._data[...] = region
+                    p.grad._bump()
+        self._reset_all()
+
+    def _reset_all(self) -> None:
+        for bucket in self._buckets:
+            bucket.reset()
+        self._next_launch = 0
+        self._callback_queued = False
+
+
+class DataParallel(Module):
+    """Single-process data parallelism over several GPUs (torch's ``nn.DataParallel``).
+
+    With no CUDA devices (this build) it runs the wrapped module unchanged, exactly as torch does
+    when ``torch.cuda.is_available()`` is False.
+    """
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
+        super().__init__()
+        from ember import cuda
+
+        if device_ids and not cuda.is_available():
+            raise RuntimeError(f"DataParallel: device_ids={device_ids} but no CUDA device is available")
+        self.module = module
+        self.dim = dim
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        return self.module(*inputs, **kwargs)
