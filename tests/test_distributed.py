@@ -60,13 +60,13 @@ def test_pipeline_and_tensor_parallel_match_torch():
 @needs_mpi
 def test_launcher_runs_a_script_on_two_ranks(tmp_path):
     script = tmp_path / "hello.py"
-    script.write_text("import ember.distributed as d\nd.init_process_group()\n"
-                      "print('rank', d.get_rank(), 'of', d.get_world_size())\n")
-    result = subprocess.run([sys.executable, "-m", "ember.distributed.run", "-n", "2", str(script)],
-                            capture_output=True, text=True, timeout=120)
+    # each rank writes its own file: the ranks' stdout streams interleave character by character
+    script.write_text("import sys, ember.distributed as d\nd.init_process_group()\n"
+                      "open(sys.argv[1] + str(d.get_rank()), 'w').write(f'{d.get_rank()} of {d.get_world_size()}')\n")
+    result = subprocess.run([sys.executable, "-m", "ember.distributed.run", "-n", "2", str(script),
+                             str(tmp_path / "rank")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert sorted(line for line in result.stdout.splitlines() if line.startswith("rank")) == \
-        ["rank 0 of 2", "rank 1 of 2"]
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["0 of 2", "1 of 2"]
 
 
 def test_launcher_command_line():

@@ -96,7 +96,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     # 1. Count, for every node reachable from the roots, how many edges point at it.
     dependencies: dict[int, int] = {}
     root_edges = [_edge_of(t) for t in roots]
-    stack = [e[0] for e in root_edges]
+    stack = list({id(e[0]): e[0] for e in root_edges}.values())  # a root given twice is walked once
     seen = {id(n) for n in stack}
     while stack:
         node = stack.pop()

@@ -20,7 +20,16 @@ Decisions (and why):
   is printed once and that key always runs eagerly; with ``fallback="raise"`` the error propagates.
 * **What is baked.** Python numbers computed during the trace (a learning rate, a step count
   read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
-  retrace. Outputs of a compiled function carry no autograd history.
+  retrace (an optimizer's hyperparameters are guarded by the cache key, though).
+* **Autograd.** When grad mode is on and a result requires grad (it depends on an argument or a
+  parameter that does) and the function did not consume its graph itself (no ``backward()``
+  inside), the call becomes one autograd node, as with ``torch.compile``: the forward graph also
+  returns the values backward needs, and a backward graph, built from the trace by the ops' vjp
+  rules and optimized with it, runs when ``loss.backward()`` reaches the node
+  (:mod:`ember.graph.compiled_autograd`). Under ``no_grad`` (its own cache key) the plain forward
+  runs. A training step that calls ``backward()`` compiles whole and returns results without
+  history, as before. Freezing or unfreezing a parameter later retraces. A compiled function
+  called while another one is traced is inlined into that trace.
 
 Example:
     >>> import ember
@@ -43,7 +52,8 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from ember.autograd import grad_mode
-from ember.graph.builder import Tracer
+from ember.graph.builder import _TRACES, Tracer
+from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
 from ember.graph.executor import Executable
 from ember.graph.ir import Graph, TracingError
 from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
@@ -186,7 +196,7 @@ class CompiledFunction:
         self._modules: list | None = None
         self._optimizers: list | None = None
         self._warned_cache_limit = False
-        self.last: _Compiled | None = None
+        self.last: _Compiled | CompiledAutograd | None = None
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
@@ -197,6 +207,8 @@ class CompiledFunction:
                 _hyperparameter_guard(self._optimizers) if self._optimizers else ())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _TRACES:  # called while another function is traced: inline it into that trace
+            return self.fn(*args, **kwargs)
         if not kwargs and all(type(a) is Tensor for a in args):  # the common case, without the tree walk
             leaves = list(args)
             structure = _FLAT_STRUCTURES.get(len(args))
@@ -225,7 +237,12 @@ class CompiledFunction:
         if entry is _EAGER:
             return self.fn(*args, **kwargs)
         self.last = entry
-        return entry.run(leaves)
+        out = entry.run(leaves)
+        if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
+            del self._cache[key]
+            self.last = None
+            return self(*args, **kwargs)
+        return out
 
     def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:
         start = time.perf_counter()
@@ -238,7 +255,14 @@ class CompiledFunction:
                 result = self.fn(*sym_args, **sym_kwargs)
                 out_leaves: list = []
                 out_structure = flatten(result, out_leaves)
-                del result, sym_args, sym_kwargs, sym
+                del result, sym_args, sym_kwargs
+                # Results that need history get a backward graph built now, from the trace's own record.
+                plan = build_backward(tracer, out_leaves, sym) if grad_mode.STATE.enabled else None
+                del sym
+                n_results = len(out_leaves)
+                if plan is not None:
+                    out_leaves.extend(plan.grads)
+                    plan.grads = []
                 tracer.builder.finish(out_leaves)
                 del out_leaves
         except TracingError as error:
@@ -251,11 +275,25 @@ class CompiledFunction:
         history: list = [("trace", graph)]
         graph = run_passes(graph, self.passes, history)
         graph.validate()
+        if plan is not None:
+            forward, saved, backward = split(graph, len(leaves), n_results)
+            kept = ", ".join(v.label() if v.name else f"state #{forward.states.index(v)}" for v in saved) or "nothing"
+            history += [(f"split: forward (saves {kept} for backward)", forward),
+                        ("split: backward", backward)]
+            return CompiledAutograd(forward, saved, backward, plan, out_structure, history,
+                                    time.perf_counter() - start, self.passes)
         if "fuse" in self.passes:
             history.append(("fuse", fuse_pass(graph)))
         executable = Executable(graph, graph.outputs, include_updates=True, fuse="fuse" in self.passes,
                                 memory="memory" in self.passes)
         return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start)
+
+    def __getattr__(self, name: str) -> Any:
+        # Like torch.compile's OptimizedModule: cm.parameters(), cm.train(), cm.state_dict() reach the module.
+        fn = self.__dict__.get("fn")
+        if fn is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(fn, name)
 
     # ---- inspection ---------------------------------------------------------------------------------
     @property
