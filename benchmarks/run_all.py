@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SUITES = ["bench_core.py", "bench_nn.py", "bench_compile.py", "bench_dataloader.py"]
+SUITES = ["bench_core.py", "bench_nn.py", "bench_compile.py", "bench_dataloader.py", "bench_distributed.py"]
 
 
 def main() -> int:
