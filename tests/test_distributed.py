@@ -6,7 +6,6 @@ mpiexec is missing. The rest runs in this process.
 """
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,28 +14,11 @@ import ember
 import ember.distributed as dist
 from ember.distributed.run import build_command
 
-WORKERS = Path(__file__).parent / "distributed"
-
-
-def _mpiexec() -> str | None:
-    try:
-        import mpi4py  # noqa: F401
-        from ember.distributed.run import find_mpiexec
-
-        return find_mpiexec()
-    except (ImportError, FileNotFoundError):
-        return None
-
-
-MPIEXEC = _mpiexec()
-needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="mpi4py/mpiexec not installed (pip install 'ember[dist]')")
+from mpi_support import WORKERS, needs_mpi, run_on_ranks  # noqa: E402
 
 
 def _run_workers(script: str, n: int = 2) -> str:
-    cmd = [MPIEXEC, "-n", str(n), sys.executable, str(WORKERS / script)]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, f"{script} failed:\n{result.stdout}\n{result.stderr[-4000:]}"
-    return result.stdout
+    return run_on_ranks([WORKERS / script], n=n)
 
 
 @needs_mpi

@@ -26,27 +26,9 @@ from ember.ops.views import stack
 
 
 def _check_conv3d(x: Any, w: Any, bias: Any, groups: int, input_shape: tuple) -> None:
-    if w.ndim != 5:
-        raise RuntimeError(f"conv3d: expected a 5-D weight (out_channels, in_channels/groups, kD, kH, kW), got "
-                           f"weight of shape {tuple(w.shape)}")
-    if x.ndim != 5:
-        raise RuntimeError(f"conv3d: expected 4-D (unbatched) or 5-D (batched) input, got input of shape "
-                           f"{input_shape}")
-    if groups < 1 or w.shape[0] % groups:
-        raise RuntimeError(f"conv3d: out_channels ({w.shape[0]}) must be divisible by groups ({groups})")
-    if x.shape[1] != w.shape[1] * groups:
-        raise RuntimeError(
-            f"conv3d: input of shape {input_shape} has {x.shape[1]} channels, but weight of shape {tuple(w.shape)} "
-            f"with groups={groups} expects {w.shape[1] * groups} input channels. Check in_channels of the layer "
-            "against the channel dim (dim 1) of the input.")
-    if x.dtype is not w.dtype or (bias is not None and bias.dtype is not x.dtype):
-        raise RuntimeError(f"conv3d: input ({x.dtype}), weight ({w.dtype})"
-                           f"{'' if bias is None else f' and bias ({bias.dtype})'} should have the same dtype; "
-                           "convert with .to(dtype) first")
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"conv3d: expected a floating-point input, got {x.dtype}")
-    if bias is not None and tuple(bias.shape) != (w.shape[0],):
-        raise RuntimeError(f"conv3d: bias must have shape ({w.shape[0]},), got {tuple(bias.shape)}")
+    from ember.ops.conv import _check_inputs
+
+    _check_inputs("conv3d", x, w, bias, groups, 3)
 
 
 def _pads3(padding: Any, kernel: tuple, stride: tuple, dilation: tuple) -> tuple:

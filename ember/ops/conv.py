@@ -243,7 +243,7 @@ def _check_inputs(op: str, x: Any, w: Any, bias: Any, groups: int, spatial: int)
     dims = spatial + 2
     if w.ndim != dims:
         raise RuntimeError(f"{op}: expected a {dims}-D weight (out_channels, in_channels/groups, "
-                           f"{'kH, kW' if spatial == 2 else 'kL'}), got weight of shape {tuple(w.shape)}")
+                           f"{ {1: 'kL', 2: 'kH, kW', 3: 'kD, kH, kW'}[spatial]}), got weight of shape {tuple(w.shape)}")
     if x.ndim != dims:
         raise RuntimeError(f"{op}: expected {dims - 1}-D (unbatched) or {dims}-D (batched) input, got input of "
                            f"shape {tuple(x.shape)}")

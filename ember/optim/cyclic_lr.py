@@ -20,7 +20,9 @@ import types
 from functools import partial
 from typing import Any, Callable
 
-from ember.optim.lr_scheduler import LRScheduler, _check_optimizer, _per_group, _set_group_value
+from ember.optim.lr_scheduler import (
+    LRScheduler, _check_optimizer, _per_group, _set_group_value, _start_cycled_momentum,
+)
 from ember.optim.optimizer import Optimizer
 from ember.tensor import Tensor
 
@@ -65,20 +67,8 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled "
-                                 f"({type(optimizer).__name__} has neither); pass cycle_momentum=False")
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _copies(_per_group("base_momentum", optimizer, base_momentum))
-            self.max_momentums = _copies(_per_group("max_momentum", optimizer, max_momentum))
-            if last_epoch == -1:
-                for top, bottom, group in zip(self.max_momentums, self.base_momentums, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (top, *group["betas"][1:])
-                    else:
-                        group["momentum"] = top
-                    group["max_momentum"] = top
-                    group["base_momentum"] = bottom
+            self.use_beta1, bases, tops = _start_cycled_momentum(optimizer, base_momentum, max_momentum, last_epoch)
+            self.base_momentums, self.max_momentums = _copies(bases), _copies(tops)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 

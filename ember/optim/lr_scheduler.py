@@ -633,6 +633,27 @@ class ReduceLROnPlateau(LRScheduler):
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 
 
+def _start_cycled_momentum(optimizer: Any, base_momentum: Any, max_momentum: Any,
+                           last_epoch: int) -> tuple[bool, list, list]:
+    """Shared by OneCycleLR and CyclicLR: check the optimizer has momentum (or Adam's beta1) and, on a
+    fresh start, set it to the top of the cycle. Returns (uses beta1, base values, max values)."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled "
+                         f"({type(optimizer).__name__} has neither); pass cycle_momentum=False")
+    use_beta1 = "betas" in optimizer.defaults
+    max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+    base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+    if last_epoch == -1:
+        for top, bottom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+            if use_beta1:
+                group["betas"] = (top, *group["betas"][1:])
+            else:
+                group["momentum"] = top
+            group["max_momentum"] = top
+            group["base_momentum"] = bottom
+    return use_beta1, base_momentums, max_momentums
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: warm up from ``max_lr / div_factor`` to ``max_lr``, then anneal to
     ``initial_lr / final_div_factor`` (cosine or linear); momentum (SGD) or beta1 (Adam) cycles the
@@ -688,20 +709,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled "
-                                 f"({type(optimizer).__name__} has neither); pass cycle_momentum=False")
-            self.use_beta1 = "betas" in optimizer.defaults
-            max_momentums = _per_group("max_momentum", optimizer, max_momentum)
-            base_momentums = _per_group("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for top, bottom, group in zip(max_momentums, base_momentums, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (top, *group["betas"][1:])
-                    else:
-                        group["momentum"] = top
-                    group["max_momentum"] = top
-                    group["base_momentum"] = bottom
+            self.use_beta1, _, _ = _start_cycled_momentum(optimizer, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
 
     @staticmethod

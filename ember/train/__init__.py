@@ -1,4 +1,5 @@
-"""Keras-style training for ember modules: ``Model``/``Trainer``, callbacks, metrics, checkpoints.
+"""Keras-style training for ember modules: ``Model``/``Trainer``, callbacks, metrics, checkpoints,
+and multi-process data parallelism with ``DataParallelStrategy`` (ember/train/distributed.py).
 
 Example:
     >>> import ember
@@ -16,6 +17,7 @@ from ember.train.callbacks import (
     Callback, CallbackList, CSVLogger, EarlyStopping, History, LambdaCallback, LearningRateScheduler,
     ModelCheckpoint, TerminateOnNaN,
 )
+from ember.train.distributed import DataParallelStrategy, get_strategy
 from ember.train.checkpoint import capture_rng_state, load_checkpoint, restore_rng_state, save_checkpoint
 from ember.train.metrics import Accuracy, Mean, Metric, TopKAccuracy
 from ember.train.model import Model, Trainer
@@ -23,8 +25,8 @@ from ember.train.progress import ProgbarLogger
 from ember.train.tensorboard import TensorBoard
 
 __all__ = [
-    "Accuracy", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History", "LambdaCallback",
+    "Accuracy", "CSVLogger", "Callback", "CallbackList", "DataParallelStrategy", "EarlyStopping", "History", "LambdaCallback",
     "LearningRateScheduler", "Mean", "Metric", "Model", "ModelCheckpoint", "ProgbarLogger", "TensorBoard",
     "TerminateOnNaN", "TopKAccuracy", "Trainer", "capture_rng_state", "load_checkpoint", "metrics", "mnist",
-    "restore_rng_state", "save_checkpoint",
+    "get_strategy", "restore_rng_state", "save_checkpoint",
 ]

@@ -27,9 +27,14 @@ import numpy as np
 
 
 class Callback:
-    """Base class: override the hooks you need."""
+    """Base class: override the hooks you need.
+
+    ``chief_only = True`` marks a callback with side effects (printing, files) that runs on rank 0
+    only under ``ember.train.DataParallelStrategy``.
+    """
 
     order = 0
+    chief_only = False
 
     def __init__(self) -> None:
         self.model: Any = None
@@ -229,6 +234,7 @@ class ModelCheckpoint(Callback):
     """
 
     order = 100
+    chief_only = True  # one writer under DataParallelStrategy
 
     def __init__(self, filepath: str | os.PathLike, monitor: str = "val_loss", verbose: int = 0,
                  save_best_only: bool = False, save_weights_only: bool = False, mode: str = "auto",
@@ -353,6 +359,8 @@ class LearningRateScheduler(Callback):
 
 class CSVLogger(Callback):
     """Append each epoch's logs as a CSV row (``epoch`` first), flushed every epoch."""
+
+    chief_only = True
 
     def __init__(self, filename: str | os.PathLike, separator: str = ",", append: bool = False) -> None:
         super().__init__()

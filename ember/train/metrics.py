@@ -39,6 +39,17 @@ class Metric:
     def result(self) -> float:
         raise NotImplementedError
 
+    # Merging across data-parallel replicas (ember.train.DataParallelStrategy): a metric whose running
+    # state is a vector of sums returns it here, and the global result is computed from the summed vectors.
+    def state(self) -> list[float] | None:
+        """Additive running state (summed across replicas), or None: then the strategy averages
+        ``result()`` weighted by each replica's sample count."""
+        return None
+
+    def result_from_state(self, state: Any) -> float:
+        """The result for a (summed) ``state()`` vector."""
+        raise NotImplementedError
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -55,6 +66,12 @@ class _Ratio(Metric):
 
     def result(self) -> float:
         return self.total / self.count if self.count else float("nan")
+
+    def state(self) -> list[float]:
+        return [float(self.total), float(self.count)]
+
+    def result_from_state(self, state: Any) -> float:
+        return float(state[0] / state[1]) if state[1] else float("nan")
 
 
 class Mean(_Ratio):

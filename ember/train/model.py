@@ -8,6 +8,11 @@ step, which is what ``ember.compile`` does.) ``Trainer`` is another name for ``M
 and can continue a run exactly from a checkpoint with ``resume_from=path``. Shuffling draws from
 ``generator`` (default: ember's default generator), whose state every checkpoint stores.
 
+Data parallel training over several processes: build the Model under a
+:class:`ember.train.DataParallelStrategy` (``with strategy.scope(): model = Model(net)`` or
+``Model(net, strategy=strategy)``) and launch with ``python -m ember.distributed.run -n N script.py``;
+see ``ember/train/distributed.py`` for what changes (per-replica ``batch_size``, global logs, rank-0 I/O).
+
 Example:
     >>> import ember
     >>> from ember import nn
@@ -28,6 +33,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.train.callbacks import Callback, CallbackList, History
+from ember.train.distributed import get_strategy, quiet_on_workers
 from ember.train.metrics import Mean, Metric, get_metric
 
 _LOSSES = {
@@ -95,14 +101,24 @@ def _as_input(value: Any, name: str) -> Any:
 
 
 class Model:
-    """Wrap an ``nn.Module`` for Keras-style training: ``Model(module).configure(...).fit(...)``."""
+    """Wrap an ``nn.Module`` for Keras-style training: ``Model(module).configure(...).fit(...)``.
 
-    def __init__(self, module: Any, device: Any = None, generator: Any = None) -> None:
+    ``strategy``: a :class:`~ember.train.DataParallelStrategy` (default: the one whose ``scope()`` is
+    open, if any). Under it the network is wrapped in ``DistributedDataParallel`` here, so every rank
+    must build its Models in the same order; ``self.module`` stays the plain network.
+    """
+
+    def __init__(self, module: Any, device: Any = None, generator: Any = None, strategy: Any = None) -> None:
         if not callable(module):
             raise TypeError(f"Model: expected an nn.Module (callable), got {type(module).__name__}")
         self.module = module
         if device is not None:
             module.to(device)
+        self.strategy = strategy if strategy is not None else get_strategy()
+        # The module that train_step runs forward through: DDP under a strategy. (DDP's gradient hooks
+        # sit on the parameters, so a custom train_step calling self.module still averages gradients;
+        # only DDP's buffer broadcast is skipped.)
+        self._net = self.strategy.wrap_module(module) if self.strategy is not None else module
         self.generator = generator
         self.optimizer: Any = None
         self.loss_fn: Callable | None = None
@@ -144,7 +160,12 @@ class Model:
 
         return to_device("cpu")
 
-    def _loader(self, x: Any, y: Any, batch_size: int, shuffle: bool, num_workers: int) -> Any:
+    def _loader(self, x: Any, y: Any, batch_size: int, shuffle: bool, num_workers: int, train: bool = True) -> Any:
+        """A DataLoader over the data; under a strategy, this replica's shard of it."""
+        loader = self._full_loader(x, y, batch_size, shuffle, num_workers)
+        return self.strategy.distribute_loader(loader, train) if self.strategy is not None else loader
+
+    def _full_loader(self, x: Any, y: Any, batch_size: int, shuffle: bool, num_workers: int) -> Any:
         from ember.data import DataLoader, Dataset
 
         if isinstance(x, DataLoader):
@@ -208,7 +229,7 @@ class Model:
     def train_step(self, x: Any, y: Any) -> tuple[Any, Any]:
         """One optimization step; returns (detached output, detached loss). Override for custom steps."""
         self.optimizer.zero_grad()
-        output = self.module(x)
+        output = self._net(x)
         loss = self.loss_fn(output, y)
         loss.backward()
         self.optimizer.step()
@@ -224,6 +245,10 @@ class Model:
         loss_mean = Mean("loss")
         for metric in self.metrics:
             metric.reset()
+        # Under a strategy, training batches all-reduce the running sums (global logs on every rank);
+        # evaluation shards may differ in length, so they reduce once, at the end.
+        strategy = self.strategy
+        seen = 0
         begin = callbacks.on_train_batch_begin if train else callbacks.on_test_batch_begin
         end = callbacks.on_train_batch_end if train else callbacks.on_test_batch_end
         was_training = getattr(self.module, "training", True)
@@ -245,21 +270,33 @@ class Model:
                     with no_grad():
                         output, loss = self.test_step(x, y)
                 loss_mean.update(loss.item(), size)
-                logs = {"batch": step, "size": size, "loss": loss_mean.result()}
-                for metric in self.metrics:
-                    metric.update(output, y)
-                    logs[metric.name] = metric.result()
+                seen += size
+                if strategy is not None and train:
+                    for metric in self.metrics:
+                        metric.update(output, y)
+                    global_logs, global_size = strategy.reduce_logs(loss_mean, self.metrics, seen, size)
+                    logs = {"batch": step, "size": global_size, **global_logs}
+                else:
+                    logs = {"batch": step, "size": size, "loss": loss_mean.result()}
+                    for metric in self.metrics:
+                        metric.update(output, y)
+                        logs[metric.name] = metric.result()
                 end(step, logs)
+                if train and strategy is not None:
+                    self.stop_training = strategy.any(self.stop_training)
                 if train and self.stop_training:
                     break
         finally:
             if hasattr(self.module, "train"):
                 self.module.train(was_training)
+        if strategy is not None:
+            return strategy.reduce_logs(loss_mean, self.metrics, seen, 0)[0]
         out = {"loss": loss_mean.result()}
         out.update({m.name: m.result() for m in self.metrics})
         return out
 
     # ---- fit / evaluate / predict ----------------------------------------------------------------------
+    @quiet_on_workers
     def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1, verbose: int = 1,
             callbacks: Sequence[Callback] | None = None, validation_split: float = 0.0,
             validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
@@ -271,6 +308,9 @@ class Model:
         a Dataset or a DataLoader. ``resume_from``: a checkpoint from ``ModelCheckpoint``/``save_checkpoint``;
         model, optimizer, schedulers, callbacks, RNG states and history are restored and training continues
         after its last completed epoch, giving the same result as an uninterrupted run.
+
+        Under a ``DataParallelStrategy``, ``batch_size`` (and ``validation_batch_size``, ``steps_per_epoch``)
+        are per replica, logs are global, and progress/TensorBoard/checkpoints happen on rank 0 only.
         """
         self._require_configured("fit")
         if x is None:
@@ -283,7 +323,7 @@ class Model:
         if validation_data is not None:
             vx, vy = (validation_data[0], validation_data[1]) if isinstance(validation_data, (tuple, list)) \
                 else (validation_data, None)
-            val_loader = self._loader(vx, vy, validation_batch_size or batch_size, False, num_workers)
+            val_loader = self._loader(vx, vy, validation_batch_size or batch_size, False, num_workers, train=False)
         if steps_per_epoch is None:
             try:
                 steps = len(train_loader)
@@ -297,6 +337,8 @@ class Model:
             from ember.train.progress import ProgbarLogger
 
             chain.append(ProgbarLogger(verbose))
+        if self.strategy is not None and not self.strategy.is_chief:
+            chain = [c for c in chain if not getattr(c, "chief_only", False)]  # rank 0 prints and writes
         cbs = CallbackList(chain, model=self, params={"epochs": epochs, "steps": steps, "verbose": verbose})
         self._callbacks = cbs
         self.stop_training = False
@@ -308,6 +350,8 @@ class Model:
                 cbs.load_state_dict(checkpoint["callbacks"])
                 initial_epoch = max(initial_epoch, int(checkpoint["epochs_completed"] or 0))
             for epoch in range(initial_epoch, epochs):
+                if self.strategy is not None:
+                    self.strategy.set_epoch(train_loader, epoch)  # a new, rank-consistent shuffle each epoch
                 cbs.on_epoch_begin(epoch, {})
                 logs = self._run_epoch(train_loader, cbs, train=True, steps=steps)
                 if val_loader is not None and (epoch + 1) % validation_freq == 0:
@@ -316,6 +360,8 @@ class Model:
                     cbs.on_test_end(val_logs)
                     logs.update({f"val_{k}": v for k, v in val_logs.items()})
                 cbs.on_epoch_end(epoch, logs)
+                if self.strategy is not None:  # one rank stopping alone would hang the others
+                    self.stop_training = self.strategy.any(self.stop_training)
                 if self.stop_training:
                     break
             cbs.on_train_end(logs)
@@ -323,17 +369,22 @@ class Model:
             self._callbacks = None
         return self.history
 
+    @quiet_on_workers
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
                  callbacks: Sequence[Callback] | None = None, steps: int | None = None, return_dict: bool = False,
                  num_workers: int = 0) -> Any:
-        """Loss and metrics over the data: a dict with ``return_dict=True``, else Keras's list (or scalar)."""
+        """Loss and metrics over the data: a dict with ``return_dict=True``, else Keras's list (or scalar).
+
+        Under a ``DataParallelStrategy`` each rank evaluates a contiguous shard and the figures are
+        all-reduced: every rank returns the global loss/metrics.
+        """
         self._require_configured("evaluate")
-        loader = self._loader(x, y, batch_size or 32, False, num_workers)
+        loader = self._loader(x, y, batch_size or 32, False, num_workers, train=False)
         cbs = CallbackList(callbacks or [], model=self, params={"steps": steps, "verbose": verbose})
         cbs.on_test_begin()
         logs = self._run_epoch(loader, cbs, train=False, steps=steps)
         cbs.on_test_end(logs)
-        if verbose:
+        if verbose and (self.strategy is None or self.strategy.is_chief):
             from ember.train.progress import format_logs
 
             print(f"evaluate - {format_logs(logs)}", flush=True)
@@ -342,13 +393,18 @@ class Model:
         values = list(logs.values())
         return values[0] if len(values) == 1 else values
 
+    @quiet_on_workers
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0, steps: int | None = None,
                 callbacks: Sequence[Callback] | None = None, num_workers: int = 0) -> Any:
-        """The module's outputs for all inputs, concatenated along dim 0 (in eval mode, without grad)."""
+        """The module's outputs for all inputs, concatenated along dim 0 (in eval mode, without grad).
+
+        Under a ``DataParallelStrategy`` each rank predicts a contiguous shard and the shards are
+        gathered: every rank returns the full predictions, in input order.
+        """
         from ember.autograd import no_grad
         from ember.ops.views import cat
 
-        loader = self._loader(x, None, batch_size or 32, False, num_workers)
+        loader = self._loader(x, None, batch_size or 32, False, num_workers, train=False)
         cbs = CallbackList(callbacks or [], model=self, params={"verbose": verbose})
         outputs = []
         was_training = getattr(self.module, "training", False)
@@ -369,6 +425,8 @@ class Model:
             if hasattr(self.module, "train"):
                 self.module.train(was_training)
         cbs.on_predict_end()
+        if self.strategy is not None:
+            return self.strategy.gather_outputs(outputs)
         if not outputs:
             raise ValueError("Model.predict: no batches (empty input)")
         if isinstance(outputs[0], (tuple, list)):
@@ -380,8 +438,17 @@ class Model:
         return {"model": self.generator} if self.generator is not None else None
 
     def save_checkpoint(self, path: str | os.PathLike, epochs_completed: int | None = None, extra: Any = None) -> Any:
-        """Write a full training checkpoint (see ``ember.train.checkpoint``) atomically to ``path``."""
+        """Write a full training checkpoint (see ``ember.train.checkpoint``) atomically to ``path``.
+
+        Under a ``DataParallelStrategy`` only rank 0 writes (replicas hold the same state); the others
+        return the path without writing.
+        """
+        from pathlib import Path
+
         from ember.train.checkpoint import save_checkpoint
+
+        if self.strategy is not None and not self.strategy.is_chief:
+            return Path(path)
 
         if epochs_completed is None:
             epochs_completed = len(self.history.epoch)

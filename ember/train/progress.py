@@ -49,6 +49,7 @@ class ProgbarLogger(Callback):
     """Shows training progress; added by ``Model.fit`` when ``verbose > 0``."""
 
     order = 90  # after callbacks that add logs (lr), before ModelCheckpoint prints its path
+    chief_only = True
 
     def __init__(self, verbose: int = 1, file: Any = None) -> None:
         super().__init__()

@@ -34,6 +34,8 @@ def _tag(key: str) -> str:
 class TensorBoard(Callback):
     """Log scalars (and optionally weight histograms) for TensorBoard under ``log_dir``."""
 
+    chief_only = True  # one event file under DataParallelStrategy
+
     def __init__(self, log_dir: str | os.PathLike = "logs", histogram_freq: int = 0, update_freq: str | int = "epoch",
                  write_grads: bool = True) -> None:
         super().__init__()

@@ -14,7 +14,11 @@ from ember.nn.modules.module import Module
 from ember.tensor import Tensor
 
 
-class MaxPool2d(Module):
+class _MaxPoolNd(Module):
+    """Shared by MaxPool1d/2d/3d: the same arguments, a different ``F`` function."""
+
+    _function = ""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -23,15 +27,37 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input: Tensor) -> Any:
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        return getattr(F, self._function)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                          ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
+class MaxPool1d(_MaxPoolNd):
+    """Max pooling over (N, C, L), via ``F.max_pool1d`` or ``max_pool2d`` on a height-1 image."""
+
+    _function = "max_pool1d"
+
+
+class MaxPool2d(_MaxPoolNd):
+    """Max pooling over (N, C, H, W) or (C, H, W)."""
+
+    _function = "max_pool2d"
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+
+    _function = "max_pool3d"
+
+
+class _AvgPoolNd(Module):
+    """Shared by AvgPool1d/2d/3d."""
+
+    _function = ""
+
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
@@ -43,45 +69,33 @@ class AvgPool2d(Module):
         kwargs: dict = {}
         if self.divisor_override is not None:
             kwargs["divisor_override"] = self.divisor_override
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, **kwargs)
+        return getattr(F, self._function)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                          self.count_include_pad, **kwargs)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class MaxPool1d(Module):
-    """Max pooling over (N, C, L), via ``F.max_pool1d`` or ``max_pool2d`` on a height-1 image."""
+class AvgPool1d(_AvgPoolNd):
+    """Average pooling over (N, C, L) or (C, L)."""
 
-    def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0, dilation: int = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.dilation, self.ceil_mode = padding, dilation, ceil_mode
-        self.return_indices = return_indices
+    _function = "avg_pool1d"
 
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-    def extra_repr(self) -> str:
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
-
-
-class AvgPool1d(Module):
     def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+                 count_include_pad: bool = True) -> None:  # torch's AvgPool1d has no divisor_override
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
 
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class AvgPool2d(_AvgPoolNd):
+    """Average pooling over (N, C, H, W) or (C, H, W)."""
+
+    _function = "avg_pool2d"
+
+
+class AvgPool3d(_AvgPoolNd):
+    """Average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+
+    _function = "avg_pool3d"
 
 
 class AdaptiveAvgPool2d(Module):
@@ -120,35 +134,3 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class MaxPool3d(Module):
-    """Max pooling over (N, C, D, H, W) or (C, D, H, W)."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-                 return_indices: bool = False, ceil_mode: bool = False) -> None:
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input: Tensor) -> Any:
-        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-    extra_repr = MaxPool2d.extra_repr
-
-
-class AvgPool3d(Module):
-    """Average pooling over (N, C, D, H, W) or (C, D, H, W)."""
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    extra_repr = AvgPool2d.extra_repr
