@@ -103,10 +103,13 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if not recording and dispatch.SYMBOLIC.active:  # graph building: source or self may be symbolic
         return inplace.inplace_call(self, "copy_", lambda t: source.expand_as(t).clone(), needs_copy=False)
     if not recording:
+        if not inplace._writeable(self._data):
+            raise RuntimeError(f"copy_: {inplace._OVERLAP_MESSAGE}")
         self._data[...] = source._data
         self._bump()
         return self
-    return inplace.inplace_call(self, "copy_", lambda t: t * 0 + source.expand_as(t), needs_copy=False)
+    return inplace.inplace_call(self, "copy_", lambda t: inplace.replaced(t, source.expand_as(t)), needs_copy=False,
+                                others=(source,))
 
 
 def _unary_inplace(name: str, fn: Any) -> Any:
@@ -143,8 +146,15 @@ def _random_inplace(name: str) -> Any:
 
         sample = getattr(ember_random, "sample_" + name)(tuple(self.shape), self.dtype, self.device, generator,
                                                          *args, **kwargs)
+        if dispatch.grad_mode.STATE.enabled and self._requires_grad:  # recorded: the old values get zero grad
+            from ember.creation import _wrap_array
+
+            drawn = _wrap_array(self._device.xp.asarray(sample), self._device)
+            return inplace.inplace_call(self, name + "_", lambda t: inplace.replaced(t, drawn), needs_copy=False)
         with dispatch.grad_mode.no_grad():
-            inplace.check_inplace(self, name + "_", dispatch.grad_mode.STATE.enabled and self._requires_grad)
+            inplace.check_inplace(self, name + "_", False)
+            if not inplace._writeable(self._data):
+                raise RuntimeError(f"{name}_: {inplace._OVERLAP_MESSAGE}")
             self._data[...] = sample
         self._bump()
         return self

@@ -736,3 +736,89 @@ SPECS += [
            _searchsorted_ref, [((5,), (2, 3)), ((2, 4), (2, 3)), ((3,), ())], domain="smallint", grad=False,
            float_out="int64", int_dtypes=INT, int_out="int64"),
 ]
+
+
+# ---- einsum with '...' (broadcast batch dims, implicit output), and in-place ops on views ---------------
+def _einsum_pair(equation: str) -> tuple:
+    return (lambda a, b: ember.einsum(equation, a, b)), (lambda a, b: np.einsum(equation, a, b))
+
+
+SPECS += [
+    OpSpec("einsum_ellipsis_matmul", ("einsum", "expand"), *_einsum_pair("...ij,...jk"),
+           [((2, 2, 3), (3, 2)), ((2, 1, 2, 3), (3, 3, 2)), ((2, 3), (3, 2))]),
+    OpSpec("einsum_ellipsis_explicit", ("einsum",), *_einsum_pair("...ij,...j->...i"), [((2, 3, 4), (4,))]),
+    OpSpec("einsum_ellipsis_summed", ("einsum",), lambda a, b: ember.einsum("bij,...j->bi", a, b),
+           lambda a, b: np.einsum("bij,kj->bi", a, b.reshape(-1, b.shape[-1])),  # NumPy keeps '...' dims
+           [((2, 3, 4), (2, 4)), ((2, 3, 4), (4,))]),
+    OpSpec("einsum_ellipsis_diagonal", ("einsum",), lambda a: ember.einsum("...ii->...i", a),
+           lambda a: np.einsum("...ii->...i", a), [((2, 3, 3),), ((3, 3),)]),
+    OpSpec("einsum_ellipsis_middle", ("einsum",), lambda a: ember.einsum("i...j->j...", a),
+           lambda a: np.einsum("i...j->j...", a), [((2, 3, 1, 4),)]),
+    OpSpec("einsum_ellipsis_list_operands", ("einsum",), lambda a, b: ember.einsum("...j,j", [a, b]),
+           lambda a, b: np.einsum("...j,j", a, b), [((2, 3), (3,))]),
+    OpSpec("einsum_repeated_operand", ("einsum",), lambda a: ember.einsum("...ij,...ij->...", a, a),
+           lambda a: np.einsum("...ij,...ij->...", a, a), [((2, 2, 3),)]),
+    OpSpec("einsum_broadcast_label", ("einsum", "expand"), *_einsum_pair("i,i->i"), [((3,), (1,))]),
+    OpSpec("einsum_sublist", ("einsum",), lambda a, b: ember.einsum(a, [Ellipsis, 0, 1], b, [1, 2], [Ellipsis, 0, 2]),
+           lambda a, b: np.einsum("...ij,jk->...ik", a, b), [((2, 2, 3), (3, 2))]),
+]
+
+
+def _inplace_on_views(x: Any) -> Any:
+    """PyTorch's CopySlices cases on one non-leaf: setitem, += on a row, a diagonal, a transposed
+    slice, a view of a view, a 0-d element."""
+    y = x * 1
+    y[:, 0] = 0
+    y[1] += x[1] * 2
+    y.diagonal().mul_(3)
+    v = y[2:]
+    v.mul_(x[2:])
+    y.t()[1:][0].add_(x[:, 1] ** 2)
+    y[0, 2].mul_(x[-1, 2])
+    return y
+
+
+def _inplace_on_views_ref(a: np.ndarray) -> np.ndarray:
+    y = a * 1
+    y[:, 0] = 0
+    y[1] += a[1] * 2
+    n = min(y.shape)
+    y[np.arange(n), np.arange(n)] *= 3
+    y[2:] *= a[2:]
+    y[:, 1] += a[:, 1] ** 2
+    y[0, 2] *= a[-1, 2]
+    return y
+
+
+def _setitem_views(x: Any, z: Any) -> Any:
+    """setitem with a value that requires grad, into a base and into a (permuted) view of it."""
+    b = ember.zeros(tuple(x.shape), dtype=x.dtype)
+    b[1:] = x[1:] * 2
+    b.t()[0] = z * z
+    b.narrow(0, 1, 2).select(1, 1).copy_(z[:2])
+    return b * x
+
+
+def _setitem_views_ref(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    b = np.zeros_like(a)
+    b[1:] = a[1:] * 2
+    b[:, 0] = c * c
+    b[1:3, 1] = c[:2]
+    return b * a
+
+
+SPECS += [
+    OpSpec("inplace_on_views", ("view_replay", "diagonal", "getitem", "permute"), _inplace_on_views,
+           _inplace_on_views_ref, [((4, 3),), ((3, 3),)]),
+    OpSpec("setitem_views", ("view_replay", "index_put", "permute"), _setitem_views, _setitem_views_ref,
+           [((3, 3), (3,))]),
+    OpSpec("diagonal_view_op", ("diagonal",), lambda x: x.diagonal(1, -1, 0), _diagonal_ref(1, -1, 0),
+           [((3, 2, 4),), ((2, 2),)]),
+]
+# copy_slices is recorded (not run) by in-place ops on views: its backward is what these specs check.
+COVERED_BY_BACKWARD["copy_slices"] = ("inplace_on_views", "setitem_views")
+# diagonal became a view op of its own (PyTorch's diagonal is a view): the specs written when it was a
+# gather now exercise that record instead of getitem.
+for _spec in SPECS:
+    if _spec.name in ("diagonal", "diagonal_offset", "diagonal_neg_offset", "diagonal_dims", "diag_matrix", "trace"):
+        _spec.ops = tuple("diagonal" if op == "getitem" else op for op in _spec.ops)

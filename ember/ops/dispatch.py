@@ -7,6 +7,7 @@ define-then-run) and an argument is symbolic, the registered symbolic handler ta
 from __future__ import annotations
 
 from typing import Any, Callable
+from weakref import ref as _weakref
 
 from ember import dtypes
 from ember.autograd import grad_mode
@@ -99,24 +100,62 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         out._requires_grad = True
 
 
-def _wrap(op: OpDef, out: Any, device: Any, args: tuple) -> Any:
+def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = None) -> Any:
     xp_array = device.xp.ndarray
     if op.num_outputs == 1:
         if type(out) is not xp_array:
             out = device.xp.asarray(out)
         result = Tensor._make(out, device, False)
         if op.extra.get("view") and out.base is not None:
-            _share_version(result, args[0])
+            _share_version(result, args[0], op, attrs if attrs is not None else {})
         return result
     return tuple(Tensor._make(o if type(o) is xp_array else device.xp.asarray(o), device, False) for o in out)
 
 
-def _share_version(view: Any, source: Any) -> None:
-    """A view shares its base's version counter, so in-place changes through either are seen."""
-    if source._vc is None:
-        source._vc = [0]
-    view._vc = source._vc
-    view._base = source._base if source._base is not None else source
+def _owner(array: Any) -> Any:
+    """The array that owns ``array``'s memory (NumPy/CuPy keep it in ``.base``)."""
+    while True:
+        base = getattr(array, "base", None)
+        if base is None or not hasattr(base, "shape"):
+            return array
+        array = base
+
+
+_NO_GRAD_VIEW = (None, "no_grad")  # a view made under no_grad: never re-derived, never rebased
+
+
+def _share_version(view: Any, source: Any, op: OpDef | None = None, attrs: dict | None = None) -> None:
+    """A view shares its base's version counter, so in-place changes through either are seen.
+
+    It also remembers how it was made from its root base (``_view_fn``: the chain of view ops and
+    whether it was made under no_grad) and, made with grad mode on, is listed weakly next to that
+    counter (``vc[1]``), so an in-place change of the base or of another view can re-derive its
+    history (PyTorch's view replay, see ember/ops/inplace.py).
+    """
+    data = source._data
+    base = view._data.base
+    if base is not data and base is not data.base and _owner(base) is not _owner(data):
+        return  # the op had to copy (e.g. reshape of a transposed array): not a view
+    vc = source._vc
+    if vc is None:
+        vc = source._vc = [0]
+    view._vc = vc
+    root = source._base
+    view._base = source if root is None else root
+    if not _STATE.enabled:
+        view._view_fn = _NO_GRAD_VIEW
+        return
+    if root is None:
+        view._view_fn = (((op, attrs),), None)
+    else:
+        steps, creation = source._view_fn
+        view._view_fn = _NO_GRAD_VIEW if steps is None else (steps + ((op, attrs),), creation)
+    if len(vc) == 1:
+        vc.append([])
+    live = vc[1]
+    live.append(_weakref(view))
+    if len(live) >= 64 and not len(live) & (len(live) - 1):  # at powers of two: drop dead views
+        live[:] = [r for r in live if r() is not None]
 
 
 def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
@@ -150,7 +189,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
             if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
                 out = _keep_half(out, a.dtype)
                 break
-    result = _wrap(op, out, device, args)
+    result = _wrap(op, out, device, args, attrs)
     if needs_grad and op.vjp is not None and _STATE.enabled:
         record(op, result if isinstance(result, tuple) else (result,), args, attrs)
     return result

@@ -487,7 +487,7 @@ def _diag_positions(rows: int, cols: int, offset: int, device: Any) -> tuple:
 
 
 def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
-    """The diagonal over dims (dim1, dim2), appended as the last dim (a copy, not a view).
+    """The diagonal over dims (dim1, dim2), appended as the last dim: a view (see ember.ops.views).
 
     Example:
         >>> ember.diagonal(ember.eye(3) * 2)
@@ -495,14 +495,7 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """
     from ember.ops import views
 
-    if input.ndim < 2:
-        raise RuntimeError(f"diagonal: expected a tensor with at least 2 dims, got shape {tuple(input.shape)}")
-    d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
-    if d1 == d2:
-        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
-    moved = views.movedim(input, (d1, d2), (-2, -1))
-    rows, cols = _diag_positions(moved.shape[-2], moved.shape[-1], offset, input.device)
-    return moved[..., rows, cols]
+    return views.diagonal(input, offset, dim1, dim2)
 
 
 _diagonal = diagonal  # diag's argument is named `diagonal`, as in PyTorch

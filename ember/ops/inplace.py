@@ -1,5 +1,18 @@
 """In-place ops (``add_``, ``x[idx] = v``, ...): write into the tensor's own buffer, bump its
-version, and — when autograd is recording — rebase the tensor's history onto the op's node.
+version, and, when autograd is recording, rebase the tensor's history onto the op's node.
+
+In-place changes of views follow PyTorch (CopySlices): writing ``result`` into a view ``v`` of
+``base`` gives ``base`` a new node, ``copy_slices(base_before, result)``, whose backward hands the
+view's part of the gradient to ``result`` and passes the rest through; ``v`` (and every live view of
+``base`` that may overlap it) is then re-derived from ``base`` (``view_replay``, PyTorch's
+AsStridedBackward0), so later uses see the new history. Views remember how they were made
+(``_view_fn``) and are listed weakly beside their shared version counter (``_vc[1]``), see
+``ember.ops.dispatch._share_version``.
+
+Example:
+    >>> x = ember.randn(4, 3, requires_grad=True); y = x * 1
+    >>> y[:, 0] = 0; y.diagonal().mul_(3); y[2:].relu_()
+    >>> y.sum().backward()  # x.grad matches PyTorch's
 """
 from __future__ import annotations
 
@@ -7,23 +20,68 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ember import dtypes
 from ember.autograd import grad_mode
 from ember.ops import dispatch
 from ember.ops.registry import OpDef
 
+_OVERLAP_MESSAGE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory "
+    "location. Please clone() the tensor before performing the operation."
+)
+_NO_GRAD_VIEW_MESSAGE = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked)."
+)
+
 
 def check_inplace(t: Any, op_name: str, recording: bool) -> None:
-    """PyTorch's rules: no in-place on a leaf that requires grad while grad mode is on."""
-    if recording and t._requires_grad and t.grad_fn is None:
+    """PyTorch's rules for recorded in-place ops: never on a leaf that requires grad (or a view of
+    one), never on a view made under no_grad or by a multi-view function (split, chunk, unbind)."""
+    if not recording:
+        base = t._base
+        if (base is not None and t._view_fn[1] == "no_grad" and base._requires_grad
+                and grad_mode.STATE.enabled):
+            raise RuntimeError(f"{op_name}: {_NO_GRAD_VIEW_MESSAGE}")
+        return
+    if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(
             f"{op_name}: a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with ember.no_grad():` (as optimizers do) or clone the tensor first."
         )
-    if recording and t._base is not None and (t._base._requires_grad or t._requires_grad):
+    base = t._base
+    if base is None:
+        return
+    if base._requires_grad and base.grad_fn is None:
         raise RuntimeError(
-            f"{op_name}: in-place changes to a view of a tensor that requires grad are not supported by ember's "
-            "autograd; use an out-of-place op (e.g. ember.where) or .clone() the view first."
+            f"{op_name}: a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "Wrap the update in `with ember.no_grad():` or clone the leaf first (y = x.clone(); y[0] = ...)."
         )
+    creation = t._view_fn[1]
+    if creation == "no_grad":
+        raise RuntimeError(f"{op_name}: {_NO_GRAD_VIEW_MESSAGE}")
+    if creation is not None:
+        _, name, index = creation
+        raise RuntimeError(
+            f"{op_name}: Output {index} of {name} is a view and is being modified inplace. This view is the output "
+            "of a function that returns multiple views. Such functions do not allow the output views to be modified "
+            "inplace. You should replace the inplace operation by an out-of-place one."
+        )
+    if dispatch.SYMBOLIC.active and (dispatch.SYMBOLIC.is_symbolic(t) or dispatch.SYMBOLIC.is_symbolic(base)):
+        raise RuntimeError(
+            f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
+            "is being built (ember.compile / define-then-run); use an out-of-place op (e.g. ember.where) or "
+            ".clone() the view first."
+        )
+    if not _writeable(t._data):
+        raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
+
+
+def _writeable(data: Any) -> bool:
+    """False for NumPy's read-only (expanded, broadcast) views; CuPy arrays have no such flag."""
+    return getattr(getattr(data, "flags", None), "writeable", True)
 
 
 def _write(t: Any, result: Any, op_name: str) -> None:
@@ -42,8 +100,8 @@ def _write(t: Any, result: Any, op_name: str) -> None:
             f"{op_name}: result type {from_numpy_dtype(result.dtype)} can't be cast to the desired output type "
             f"{from_numpy_dtype(data.dtype)}; convert the tensor first (e.g. x = x.float())."
         )
-    if not data.flags.writeable:
-        raise RuntimeError(f"{op_name}: this tensor is a read-only (expanded) view; clone() it before writing")
+    if not _writeable(data):
+        raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
     data[...] = result
 
 
@@ -83,14 +141,80 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
         t._data.fill(value)
         t._bump()
         return t
-    return inplace_call(t, op_name, lambda x: x * 0 + value, needs_copy=False)
+    return inplace_call(t, op_name, lambda x: replaced(x, value), needs_copy=False)
+
+
+def replaced(t: Any, value: Any) -> Any:
+    """``value`` broadcast to ``t``'s shape, as a function of ``t`` with zero gradient (so the result
+    keeps requiring grad, like PyTorch's FillBackward/CopyBackwards), without ``t * 0`` turning inf into nan."""
+    from ember.creation import zeros
+    from ember.ops.elementwise import where
+
+    keep = zeros(tuple(t.shape), dtype=dtypes.bool_, device=t.device)
+    return where(keep, t, value)
 
 
 def _rebase(t: Any, result: Any) -> None:
     """After a recorded in-place op, ``t`` is the op's output: same buffer, new history."""
+    if t._base is not None:
+        _copy_slices(t, result)
+        return
     t.grad_fn = result.grad_fn
     t._output_nr = result._output_nr
     t._requires_grad = result._requires_grad
+    vc = t._vc
+    if vc is not None and len(vc) > 1 and vc[1]:  # t has (had) views: they now show the new history
+        _refresh_views(t, None)
+
+
+def _copy_slices(view: Any, result: Any) -> None:
+    """``result`` was written into ``view``: give its base the CopySlices node, re-derive the views."""
+    from ember.ops.views import COPY_SLICES, plain_steps
+
+    base = view._base
+    steps = plain_steps(view._view_fn[0])
+    before = dispatch.Tensor._make(base._data, base._device, base._requires_grad)
+    before.grad_fn = base.grad_fn
+    before._output_nr = base._output_nr
+    if not (before._requires_grad or result._requires_grad):
+        return
+    dispatch.record(COPY_SLICES, (base,), (before, result), {"steps": steps})
+    _replay_into(view, base, steps)
+    _refresh_views(base, view)
+
+
+def _replay_into(view: Any, base: Any, steps: tuple) -> None:
+    """Give ``view`` the history of the same view taken from ``base`` now."""
+    from ember.ops.views import VIEW_REPLAY
+
+    fresh = dispatch.apply(VIEW_REPLAY, (base,), {"steps": steps})
+    view.grad_fn = fresh.grad_fn
+    view._output_nr = 0
+    view._requires_grad = fresh._requires_grad
+
+
+def _refresh_views(base: Any, written: Any) -> None:
+    """Re-derive every live view of ``base`` that may overlap ``written`` (all of them when the base
+    itself was written), dropping dead entries from the list on the way."""
+    from ember.ops.views import plain_steps
+
+    vc = base._vc
+    if vc is None or len(vc) < 2:
+        return
+    live = vc[1]
+    kept = []
+    overlap = getattr(base._device.xp, "may_share_memory", None)
+    for ref in live:
+        other = ref()
+        if other is None:
+            continue
+        kept.append(ref)
+        if other is written or other._base is not base or other._view_fn[1] == "no_grad":
+            continue
+        if written is not None and overlap is not None and not overlap(other._data, written._data):
+            continue  # untouched elements: the old history is still exact
+        _replay_into(other, base, plain_steps(other._view_fn[0]))
+    live[:] = kept
 
 
 def _snapshot(t: Any, keep_copy: bool) -> Any:
@@ -170,6 +294,8 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         raw = value._data if isinstance(value, dispatch.Tensor) else value
         if isinstance(value, dispatch.Tensor) and value._device != t._device:
             raise RuntimeError(f"index_put_: value is on {value.device} but the tensor is on {t.device}; move it first")
+        if not _writeable(t._data):
+            raise RuntimeError(f"index_put_: {_OVERLAP_MESSAGE}")
         try:
             t._data[full] = raw
         except IndexError as error:

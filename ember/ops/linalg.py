@@ -93,24 +93,89 @@ def mv(input: Any, vec: Any) -> Any:
 
 
 # ---- einsum ------------------------------------------------------------------------------------
-def _parse_einsum(equation: str, count: int) -> tuple[list[str], str]:
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _split_equation(equation: str, count: int) -> tuple[list[str], str | None]:
+    """Operand subscripts and the explicit output (None in implicit mode), spaces removed."""
     equation = equation.replace(" ", "")
-    if "." in equation:
-        raise NotImplementedError("einsum: ellipsis ('...') is not supported yet; write the dimensions out")
-    if "->" in equation:
-        lhs, rhs = equation.split("->")
-    else:
-        lhs = equation
-        letters = lhs.replace(",", "")
-        rhs = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    lhs, arrow, rhs = equation.partition("->")
     subs = lhs.split(",")
     if len(subs) != count:
-        raise RuntimeError(f"einsum: equation {equation!r} names {len(subs)} operands but {count} were given")
-    return subs, rhs
+        raise RuntimeError(f"einsum(): equation {equation!r} names {len(subs)} operands but {count} were given")
+    for k, sub in enumerate(subs + ([rhs] if arrow else [])):
+        if sub.replace("...", "", 1).count(".") or sub.count("...") > 1:
+            where = f"operand {k}" if k < count else "the output"
+            raise RuntimeError(f"einsum(): found '.' for {where} that is not part of any ellipsis ('...' may appear "
+                               f"once per subscript) in {equation!r}")
+        bad = set(sub.replace(".", "")) - set(_LETTERS)
+        if bad:
+            raise RuntimeError(f"einsum(): invalid subscript {sorted(bad)[0]!r} in {equation!r}; subscripts must be "
+                               "letters in [a-zA-Z]")
+    return subs, (rhs if arrow else None)
+
+
+def _parse_einsum(equation: str, shapes: list) -> tuple[list[str], str]:
+    """Resolve ``equation`` for operands of ``shapes`` into explicit letters: ``'...'`` becomes fresh
+    letters (right-aligned, broadcast as in NumPy) and implicit mode gets PyTorch's output (the
+    ellipsis dims, then the letters used exactly once, in alphabetical order).
+
+    Example:
+        >>> _parse_einsum("...ij,...jk", [(5, 2, 3), (3, 4)])
+        (['aij', 'jk'], 'aik')
+    """
+    subs, rhs = _split_equation(equation, len(shapes))
+    used = set("".join(subs) + (rhs or ""))
+    spare = [c for c in _LETTERS if c not in used]  # lowercase first: what ONNX's Einsum accepts
+    ranks = []
+    for k, (sub, shape) in enumerate(zip(subs, shapes)):
+        named = len(sub.replace("...", ""))
+        if "..." in sub:
+            if named > len(shape):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) is more than the "
+                                   f"number of dimensions ({len(shape)}) for operand {k}")
+            ranks.append(len(shape) - named)
+        elif named != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) does not match the "
+                               f"number of dimensions ({len(shape)}) for operand {k} and no ellipsis was given")
+    rank = max(ranks, default=0)
+    if rank > len(spare):
+        raise RuntimeError(f"einsum(): too many dimensions: '...' needs {rank} letters, only {len(spare)} are free")
+    ellipsis = "".join(spare[:rank])
+    explicit = [sub.replace("...", ellipsis[rank - (len(shape) - len(sub) + 3):] if "..." in sub else "")
+                for sub, shape in zip(subs, shapes)]
+    if rhs is None:
+        letters = "".join(subs).replace(".", "")
+        out = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    else:
+        out = rhs.replace("...", ellipsis)
+        for c in out:
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+            if not any(c in sub for sub in explicit):
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any "
+                                   "input operand")
+    return explicit, out
+
+
+def _letter_sizes(subs: list[str], shapes: list, equation: str) -> dict:
+    """Size of every letter after broadcasting (1 stretches to n, anything else must agree)."""
+    sizes: dict = {}
+    for k, (sub, shape) in enumerate(zip(subs, shapes)):
+        for c, n in zip(sub, shape):
+            seen = sizes.get(c, 1)
+            if n != seen and n != 1 and seen != 1:
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not broadcast "
+                                   f"with previously seen size {seen} (equation {equation!r}, operand shapes "
+                                   f"{[tuple(s) for s in shapes]})")
+            sizes[c] = max(seen, n) if n != 0 and seen != 0 else 0
+    return sizes
 
 
 def _einsum_vjp(ctx: Any, g: Any) -> tuple:
-    subs, rhs = _parse_einsum(ctx.attrs["equation"], len(ctx.input_meta))
+    shapes = [tuple(s) for s in ctx.input_meta]
+    subs, rhs = _parse_einsum(ctx.attrs["equation"], shapes)
+    sizes = _letter_sizes(subs, shapes, ctx.attrs["equation"])
     operands = ctx.inputs
     grads = []
     for i, sub in enumerate(subs):
@@ -123,9 +188,11 @@ def _einsum_vjp(ctx: Any, g: Any) -> tuple:
         kept = "".join(c for c in unique if c in available)
         eq = ",".join([rhs] + others) + "->" + kept
         grad = einsum(eq, g, *[o for j, o in enumerate(operands) if j != i])
-        shape = ctx.input_meta[i]
+        shape = shapes[i]
+        unique_shape = [shape[sub.index(c)] for c in unique]
+        # Letters this operand had at size 1 while others broadcast them: sum them back to 1.
+        grad = sum_to(grad, tuple(unique_shape[unique.index(c)] for c in kept))
         if kept != unique:  # letters only this operand had were summed out: broadcast them back
-            unique_shape = [shape[sub.index(c)] for c in unique]
             grad = grad.reshape([s if c in kept else 1 for c, s in zip(unique, unique_shape)]).expand(unique_shape)
         if unique != sub:  # a repeated letter (a diagonal, 'ii'): put the gradient back on it
             first = [sub.index(c) == p for p, c in enumerate(sub)]
@@ -158,10 +225,9 @@ def _einsum_impl(xp: Any, *ops: Any, equation: str) -> Any:
 
 
 def _einsum_rule(*specs: Spec, equation: str) -> Spec:
-    subs, rhs = _parse_einsum(equation, len(specs))
-    sizes = {}
-    for sub, spec in zip(subs, specs):
-        sizes.update(zip(sub, spec.shape))
+    shapes = [tuple(s.shape) for s in specs]
+    subs, rhs = _parse_einsum(equation, shapes)
+    sizes = _letter_sizes(subs, shapes, equation)
     return Spec(tuple(sizes[c] for c in rhs), specs[0].dtype, specs[0].device)
 
 
@@ -171,16 +237,59 @@ EINSUM = register(OpDef(
 ))
 
 
-def einsum(equation: str, *operands: Any) -> Any:
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
+def _sublist_equation(args: tuple) -> tuple[str, tuple]:
+    """``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (PyTorch's sublist form) as an equation string."""
+    def letters(sublist: Any) -> str:
+        out = ""
+        for item in sublist:
+            if item is Ellipsis:
+                out += "..."
+            elif isinstance(item, int) and 0 <= item < len(_LETTERS):
+                out += _LETTERS[item]
+            else:
+                raise RuntimeError(f"einsum(): sublist entries must be Ellipsis or ints in [0, 52), got {item!r}")
+        return out
+
+    operands, subs = args[0::2], args[1::2]
+    if len(args) % 2:  # an output sublist closes the argument list
+        operands, output = args[0:-1:2], args[-1]
+        return ",".join(letters(s) for s in subs) + "->" + letters(output), tuple(operands)
+    return ",".join(letters(s) for s in subs), tuple(operands)
+
+
+def einsum(*args: Any) -> Any:
+    """PyTorch's einsum: ``einsum("...ij,...jk", a, b)``, ``einsum(eq, [a, b])`` or the sublist form
+    ``einsum(a, [0, 1], b, [1, 2])``. ``'...'`` broadcasts like NumPy; implicit mode (no ``->``)
+    outputs the ellipsis dims, then the letters used once, alphabetically.
+
+    Example:
+        >>> ember.einsum("...ii->...i", ember.eye(3).expand(2, 3, 3)).shape
+        ember.Size([2, 3])
+    """
+    if not args:
+        raise TypeError("einsum(): expected an equation and operands")
+    if isinstance(args[0], str):
+        equation, operands = args[0], args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = tuple(operands[0])
+    else:
+        equation, operands = _sublist_equation(args)
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    for k, o in enumerate(operands):
+        if not isinstance(o, dispatch.Tensor):
+            raise TypeError(f"einsum(): operand {k} is a {type(o).__name__}, expected a Tensor")
     target = operands[0].dtype
     for o in operands[1:]:
         target = dtypes.promote_types(target, o.dtype)
     operands = tuple(dispatch.cast(o, target) for o in operands)
-    subs, _ = _parse_einsum(equation, len(operands))
+    shapes = [tuple(o.shape) for o in operands]
+    subs, rhs = _parse_einsum(equation, shapes)
+    sizes = _letter_sizes(subs, shapes, equation)
+    # One explicit equation per call: the record (and a saved graph or ONNX file) never sees '...',
+    # and size-1 dims are expanded first so the backward of that expand sums them back.
+    broadcast = []
     for sub, o in zip(subs, operands):
-        if len(sub) != o.ndim:
-            raise RuntimeError(f"einsum: subscript {sub!r} has {len(sub)} letters but its operand has shape "
-                               f"{tuple(o.shape)}")
-    return dispatch.apply(EINSUM, operands, {"equation": equation})
+        full = tuple(sizes[c] for c in sub)
+        broadcast.append(o.expand(full) if full != tuple(o.shape) else o)
+    return dispatch.apply(EINSUM, tuple(broadcast), {"equation": ",".join(subs) + "->" + rhs})

@@ -105,13 +105,30 @@ def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
 
 def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
     try:
-        return x[_rebuild_index(index, index_arrays)]
+        out = x[_rebuild_index(index, index_arrays)]
+        if not index_arrays and not isinstance(out, xp.ndarray):  # x[1, 2]: a 0-d view, as in PyTorch
+            out = x[index + (Ellipsis,)]
+        return out
     except IndexError as error:
         raise _index_error(x, index, error) from None
 
 
+def _saved_index_tensors(ctx: Any, first: int) -> tuple:
+    """The saved index tensors only: the indexed tensor's own version is not checked (PyTorch's
+    index/slice backward does not need its values, so changing it in place later is fine)."""
+    from ember.autograd.node import _FREED_MESSAGE, SavedTensor
+
+    saved = getattr(ctx, "saved", ())
+    if saved is None:
+        raise RuntimeError(_FREED_MESSAGE)
+    if not saved:  # a symbolic-graph ctx: no saved versions to check
+        return tuple(ctx.inputs[first:])
+    return tuple(s.unpack(ctx, ctx.op.name, f"input {i}") if isinstance(s, SavedTensor) else s
+                 for i, s in enumerate(saved[first:], first))
+
+
 def _getitem_vjp(ctx: Any, g: Any) -> tuple:
-    index_tensors = ctx.inputs[1:] if ctx.saved else ()
+    index_tensors = _saved_index_tensors(ctx, 1)
     grad = dispatch.apply(INDEX_BACKWARD, (g, *index_tensors), {"index": ctx.attrs["index"], "shape": ctx.input_meta[0]})
     return (grad,) + (None,) * len(index_tensors)
 
@@ -168,8 +185,7 @@ def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tupl
 
 
 def _index_put_vjp(ctx: Any, g: Any) -> tuple:
-    inputs = ctx.inputs
-    index, index_tensors = ctx.attrs["index"], inputs[2:]
+    index, index_tensors = ctx.attrs["index"], _saved_index_tensors(ctx, 2)
     gx = None
     if ctx.needs[0]:
         gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)

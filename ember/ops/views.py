@@ -4,11 +4,15 @@ device transfer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember.ops import dispatch
-from ember.ops.movement import CAT, CONTIGUOUS, EXPAND, FLIP, PERMUTE, RESHAPE, TRIL, TRIU, getitem, infer_shape
-from ember.ops.registry import OpDef, register
+from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, INDEX_BACKWARD, PERMUTE, RESHAPE, TENSOR_SLOT, TRIL,
+                                TRIU, getitem, getitem_with, index_put, infer_shape)
+from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.reductions import normalize_dims
 
 register(OpDef(
@@ -189,7 +193,7 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
     for length in sections:
         out.append(narrow(tensor, d, start, length))
         start += length
-    return tuple(out)
+    return _multi_output_views(out, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 
 
 def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
@@ -200,7 +204,7 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
 
 def unbind(input: Any, dim: int = 0) -> tuple:
     d = input._dim(dim, "unbind")
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return _multi_output_views([select(input, d, i) for i in range(input.shape[d])], "Unbind")
 
 
 def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
@@ -357,3 +361,154 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
         if s:
             out = cat([narrow(out, d, size - s, s), narrow(out, d, 0, size - s)], d)
     return out
+
+
+def _multi_output_views(outs: list, name: str) -> tuple:
+    """Mark the views of a multi-view function: PyTorch forbids in-place changes of them (with grad)."""
+    if dispatch.grad_mode.STATE.enabled:
+        for i, out in enumerate(outs):
+            if out._base is not None and out._view_fn[1] is None:
+                out._view_fn = (out._view_fn[0], ("multi", name, i))
+    return tuple(outs)
+
+
+# ---- diagonal: a view, as in PyTorch -----------------------------------------------------------------
+def _diagonal_impl(xp: Any, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    out = xp.diagonal(x, offset, dim1, dim2)
+    flags = out.flags
+    if not getattr(flags, "writeable", True) and x.flags.writeable:
+        flags.writeable = True  # NumPy hands out a read-only diagonal of a writable array: same memory
+    return out
+
+
+def _diagonal_rule(x: Spec, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Spec:
+    rows, cols = x.shape[dim1], x.shape[dim2]
+    length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
+    rest = tuple(n for k, n in enumerate(x.shape) if k not in (dim1, dim2))
+    return Spec(rest + (length,), x.dtype, x.device)
+
+
+DIAGONAL = register(OpDef(
+    name="diagonal", category="movement", impl=_diagonal_impl, save="none", shape_rule=_diagonal_rule,
+    vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("diagonal", _plain_attrs(ctx.attrs)),)),),
+    extra={"view": True},
+))
+
+
+def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    """The diagonal over dims (dim1, dim2), appended as the last dim; a view (writes reach ``input``).
+
+    Example:
+        >>> ember.diagonal(ember.eye(3) * 2)
+        tensor([2., 2., 2.])
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"diagonal: expected a tensor with at least 2 dims, got shape {tuple(input.shape)}")
+    d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
+    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.is_symbolic(input):
+        # Graphs (and ONNX) take the gather form: a permute plus an index with two position vectors.
+        from ember.creation import arange
+
+        moved = movedim(input, (d1, d2), (-2, -1))
+        rows, cols = moved.shape[-2], moved.shape[-1]
+        length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
+        r = arange(length, device=input.device) + max(-offset, 0)
+        c = arange(length, device=input.device) + max(offset, 0)
+        return moved[..., r, c]
+    return dispatch.apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+
+# ---- view replay: how in-place changes of views reach their base (PyTorch's CopySlices) --------------------
+def _plain_attrs(attrs: dict) -> tuple:
+    return tuple(sorted(attrs.items()))
+
+
+def plain_steps(steps: tuple) -> tuple:
+    """A view's ``_view_fn`` chain ((OpDef, attrs), ...) as plain, serializable ((name, attrs items), ...)."""
+    return tuple((op.name, _plain_attrs(attrs)) for op, attrs in steps)
+
+
+def _replay(xp: Any, base: Any, steps: tuple) -> Any:
+    out = base
+    for name, attrs in steps:
+        out = OPS[name].impl(xp, out, **dict(attrs))
+    return out
+
+
+def view_positions(shape: tuple, steps: tuple) -> np.ndarray:
+    """For each element of the view ``steps`` make of a base of ``shape``: its flat (C-order) index there.
+
+    Example:
+        >>> view_positions((2, 3), (("permute", (("dims", (1, 0)),)),)).tolist()
+        [[0, 3], [1, 4], [2, 5]]
+    """
+    size = 1
+    for n in shape:
+        size *= n
+    return np.ascontiguousarray(_replay(np, np.arange(size, dtype=np.int64).reshape(shape), steps))
+
+
+def _positions_tensor(shape: tuple, steps: tuple, like: Any) -> Any:
+    from ember.creation import tensor
+
+    return tensor(view_positions(tuple(shape), steps), device=like.device)
+
+
+_FLAT = ((TENSOR_SLOT, 0),)
+
+
+def scatter_view_grad(g: Any, shape: tuple, steps: tuple) -> Any:
+    """The adjoint of a view: ``g``'s elements summed back where the view reads them in a base of ``shape``.
+
+    Built from index ops, so it is differentiable again (second order through views).
+    """
+    positions = _positions_tensor(shape, steps, g)
+    size = int(np.prod(shape, dtype=np.int64))
+    flat = dispatch.apply(INDEX_BACKWARD, (g, positions), {"index": _FLAT, "shape": (size,)})
+    return reshape(flat, tuple(shape))
+
+
+@dataclass(eq=False)
+class _TorchNamedOp(OpDef):
+    """An op record whose backward node carries PyTorch's own name (``CopySlices``, ``AsStridedBackward0``)."""
+
+    torch_name: str = ""
+
+    @property
+    def backward_name(self) -> str:
+        return self.torch_name
+
+
+def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
+    out = base.copy()
+    _replay(xp, out, steps)[...] = value
+    return out
+
+
+def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
+    shape, steps = tuple(ctx.input_meta[0]), ctx.attrs["steps"]
+    positions = _positions_tensor(shape, steps, g)
+    flat = reshape(g, -1)
+    grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
+    grad_value = None
+    if ctx.needs[1]:
+        from ember.ops.elementwise import sum_to
+
+        grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
+    return grad_base, grad_value
+
+
+# base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.
+COPY_SLICES = register(_TorchNamedOp(
+    name="copy_slices", category="movement", impl=_copy_slices_impl, vjp=_copy_slices_vjp, save="none",
+    shape_rule=lambda base, value, steps: base, torch_name="CopySlices",
+))
+
+# A view re-derived from its base after the base (or another view) changed in place.
+VIEW_REPLAY = register(_TorchNamedOp(
+    name="view_replay", category="movement", impl=lambda xp, base, steps: _replay(xp, base, steps), save="none",
+    vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], ctx.attrs["steps"]),),
+    torch_name="AsStridedBackward0",
+))

@@ -161,6 +161,8 @@ class DistributedDataParallel(Module):
             buffers = [b for b in self.module.buffers() if b is not None]
             if buffers and self.process_group.size() > 1:
                 self._broadcast_coalesced(buffers)
+        if self._callback_queued:  # the last backward raised before it ended: start clean
+            self._reset_all()
         self._sync_this_backward = self.require_backward_grad_sync
         return self.module(*inputs, **kwargs)
 
