@@ -100,6 +100,13 @@ from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_sc
 from ember import onnx  # noqa: E402,F401  (torch.onnx.export; onnx itself is imported only when exporting)
 from ember import data, optim, train, utils  # noqa: E402,F401  (light: optional deps load on use)
 from ember import backends, cuda  # noqa: E402,F401  (torch.cuda.is_available(), torch.backends.cudnn)
+from ember import amp, cpu  # noqa: E402,F401  (mixed precision: torch.amp.GradScaler, torch.cpu.amp.autocast)
+from ember.amp import autocast  # noqa: E402,F401  (torch.autocast)
+from ember.amp.autocast_mode import (  # noqa: E402,F401
+    clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,
+    is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
+    set_autocast_dtype, set_autocast_enabled,
+)
 
 
 def softmax(input: Tensor, dim: int, dtype: "dtype | None" = None) -> Tensor:

@@ -140,10 +140,20 @@ def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = N
     return inplace.inplace_call(self, "scatter_", lambda t: views.scatter(t, dim, index, src, value), needs_copy=False)
 
 
+# Positional parameters of the in-place samplers, by the graph sampler's names (uniform_(a, b), ...).
+_GRAPH_PARAMS = {"uniform": ("low", "high"), "normal": ("mean", "std"), "bernoulli": ("p",)}
+
+
 def _random_inplace(name: str) -> Any:
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
         from ember import random as ember_random
 
+        if name in _GRAPH_PARAMS:  # while a graph is built, sample with a graph node and copy it in
+            params = dict(zip(_GRAPH_PARAMS[name], args), **kwargs)
+            traced = ember_random.graph_sample(name, tuple(self.shape), self.dtype, self.device, generator,
+                                               like=self, **params)
+            if traced is not None:
+                return self.copy_(traced)
         sample = getattr(ember_random, "sample_" + name)(tuple(self.shape), self.dtype, self.device, generator,
                                                          *args, **kwargs)
         if dispatch.grad_mode.STATE.enabled and self._requires_grad:  # recorded: the old values get zero grad

@@ -214,6 +214,9 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     if not dt.is_floating_point:
         raise RuntimeError(f"{sampler}: expected a floating dtype, got {dt}; use randint for integers")
+    traced = ember_random.graph_sample(sampler, _shape_args(size), dt, dev, generator, **kwargs)
+    if traced is not None:  # inside ember.compile: a random graph node (see ember/graph/rng.py)
+        return traced.requires_grad_(True) if requires_grad else traced
     array = getattr(ember_random, "sample_" + sampler)(_shape_args(size), dt, dev, generator, **kwargs)
     return _wrap_array(array, dev, requires_grad)
 
@@ -245,6 +248,12 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
         low, high, size = 0, low, high
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
+    if high <= low:
+        raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    traced = ember_random.graph_sample("integers", _shape_args((size,)), dt, dev, generator, low=int(low),
+                                       high=int(high))
+    if traced is not None:
+        return traced
     return _wrap_array(ember_random.sample_integers(_shape_args((size,)), dt, dev, generator, low, high), dev)
 
 
@@ -256,6 +265,9 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
 
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
     dev = to_device(device)
+    traced = ember_random.graph_sample("permutation", (int(n),), dtypes.int64, dev, generator)
+    if traced is not None:
+        return traced if dtype is None else traced.to(dtype)
     out = _wrap_array(ember_random.sample_permutation(n, dev, generator), dev)
     return out if dtype is None else out.to(dtype)
 
@@ -269,6 +281,14 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtyp
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    if p is None:
+        traced = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, generator,
+                                           inputs=(input,))
+    else:
+        traced = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, generator,
+                                           like=input, p=float(p))
+    if traced is not None:
+        return traced
     rng = ember_random._rng(generator)
     probs = np.asarray(input.__array__()) if p is None else p
     draws = rng.random(tuple(input.shape)) < probs
@@ -276,6 +296,14 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
+    if not replacement and num_samples > input.shape[-1]:
+        raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without replacement from "
+                           f"{input.shape[-1]} categories; pass replacement=True or draw fewer")
+    traced = ember_random.graph_sample("multinomial", tuple(input.shape[:-1]) + (int(num_samples),), dtypes.int64,
+                                       input.device, generator, inputs=(input,),
+                                       replacement=bool(replacement))
+    if traced is not None:
+        return traced
     rng = ember_random._rng(generator)
     probs = np.asarray(input.detach().__array__(), dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1])

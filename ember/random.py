@@ -87,6 +87,25 @@ def set_rng_state(state: Any) -> None:
     default_generator.set_state(state)
 
 
+# Set by ember.graph.rng on import: while a graph is built (ember.compile, define-then-run), samplers
+# that call graph_sample get a random graph node instead of numbers drawn now.
+_GRAPH_SAMPLER: Any = None
+
+
+def graph_sample(kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                 like: Any = None, inputs: tuple = (), **params: Any) -> Any:
+    """A symbolic tensor made by a ``random_<kind>`` graph node when a graph is being built around
+    this call (a trace, or ``like``/``inputs`` is a graph tensor); None otherwise: sample eagerly.
+    See :mod:`ember.graph.rng` for how graphs seed their samples."""
+    if _GRAPH_SAMPLER is None:
+        return None
+    from ember.ops import dispatch
+
+    if not dispatch.SYMBOLIC.active:
+        return None
+    return _GRAPH_SAMPLER(kind, tuple(shape), dtype, device, generator, like, tuple(inputs), **params)
+
+
 def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator).numpy_rng
 

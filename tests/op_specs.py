@@ -455,7 +455,10 @@ else:
     ]
 
 # Ops with no eager meaning, tested where they are used.
-GRAPH_ONLY_OPS = {"group": "tests/test_graph*.py"}
+GRAPH_ONLY_OPS = {"group": "tests/test_graph*.py",
+                  **{f"random_{k}": "tests/test_compile_random.py"
+                     for k in ("uniform", "normal", "bernoulli", "integers", "permutation", "multinomial")},
+                  "send": "tests/test_graph_distributed.py", "recv": "tests/test_graph_distributed.py"}
 
 
 def _acc_ref(a: np.ndarray, v: np.ndarray) -> np.ndarray:

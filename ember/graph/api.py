@@ -8,7 +8,10 @@
 * :func:`group` - one node that runs several;
 * :func:`gradients` (ys, xs) - symbolic gradients: new graph nodes built by the ops' vjp rules;
 * :class:`Session` - ``run(fetches, feed_dict)`` executes only the subgraph the fetches need: an
-  update that is not fetched does not run (the lectures' gotcha), and returns NumPy arrays.
+  update that is not fetched does not run (the lectures' gotcha), and returns NumPy arrays;
+* :func:`device` (:mod:`ember.graph.placement`) - place nodes on the processes of an
+  ``ember.distributed`` job; the Session then runs each rank's part, joined by send/recv nodes
+  (:mod:`ember.graph.partition`, :mod:`ember.graph.distributed_session`).
 
 Ops on placeholders/Variables build nodes in the *default graph*, which switches the dispatcher's
 symbolic hook on until :func:`reset_default_graph`.
@@ -36,6 +39,7 @@ import numpy as np
 from ember import dtypes
 from ember.autograd import grad_mode
 from ember.graph import ops as graph_ops
+from ember.graph import placement
 from ember.graph.builder import Builder, SymbolicTensor, symbolic
 from ember.graph.executor import Executable, needed_nodes
 from ember.graph.ir import Graph, Value
@@ -101,16 +105,21 @@ def assign(variable: Any, value: Any) -> Any:
     graph = target.graph
     new = graph.builder.value_of(value) if isinstance(value, Tensor) else graph.add_const(
         np.full(target.shape, value, dtype=target.dtype))
-    (out,) = graph.add_node(graph_ops.ASSIGN, (target, new), {})
+    with placement.placed(target.rank):  # the write runs where the Variable lives
+        (out,) = graph.add_node(graph_ops.ASSIGN, (target, new), {})
     return symbolic(out)
 
 
 def assign_add(variable: Any, delta: Any) -> Any:
-    return assign(variable, variable + delta)
+    """``assign(variable, variable + delta)``, the addition colocated with the Variable (TF's AssignAdd)."""
+    with placement.placed(variable._data.rank if isinstance(variable, Tensor) else None):
+        return assign(variable, variable + delta)
 
 
 def assign_sub(variable: Any, delta: Any) -> Any:
-    return assign(variable, variable - delta)
+    """``assign(variable, variable - delta)``, the subtraction colocated with the Variable (TF's AssignSub)."""
+    with placement.placed(variable._data.rank if isinstance(variable, Tensor) else None):
+        return assign(variable, variable - delta)
 
 
 def group(*tensors: Any) -> Any:
@@ -141,6 +150,8 @@ def gradients(ys: Any, xs: Sequence[Any], grad_ys: Any = None) -> list:
     """Symbolic d(sum ys)/d(xs): graph nodes built by walking the graph backward with each op's vjp.
 
     Returns one symbolic tensor per x (None where x does not reach ys), like ``tf.gradients``.
+    Each gradient node is placed with the forward node it differentiates (TF's
+    ``colocate_gradients_with_ops``), so a placed model's backward pass runs where its forward did.
     """
     from ember import creation
 
@@ -158,8 +169,9 @@ def gradients(ys: Any, xs: Sequence[Any], grad_ys: Any = None) -> list:
     seeds = grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys] * len(ys)
     with grad_mode.no_grad():
         for y, g in zip(ys, seeds):
-            g = creation.ones_like(y) if g is None else g
-            grads[y._data.id] = grads[y._data.id] + g if y._data.id in grads else g
+            with placement.placed(y._data.rank):
+                g = creation.ones_like(y) if g is None else g
+                grads[y._data.id] = grads[y._data.id] + g if y._data.id in grads else g
         for node in reversed(needed_nodes(graph, y_values)):
             out_grads = [grads.get(o.id) for o in node.outputs]
             if all(g is None for g in out_grads) or node.op.vjp is None:
@@ -168,35 +180,79 @@ def gradients(ys: Any, xs: Sequence[Any], grad_ys: Any = None) -> list:
                           for k, i in enumerate(node.inputs))
             if not any(needs):
                 continue
-            if len(out_grads) > 1:
-                out_grads = [g if g is not None else creation.zeros(o.shape, dtype=o.edtype)
-                             for g, o in zip(out_grads, node.outputs)]
-            result = node.op.vjp(_Ctx(node, needs), out_grads[0] if len(out_grads) == 1 else tuple(out_grads))
-            if not isinstance(result, tuple):
-                result = (result,)
-            for i, g, need in zip(node.inputs, result, needs):
-                if need and g is not None:
-                    grads[i.id] = grads[i.id] + g if i.id in grads else g
+            with placement.colocate_with(node):  # the vjp and the accumulation run where the op ran
+                if len(out_grads) > 1:
+                    out_grads = [g if g is not None else creation.zeros(o.shape, dtype=o.edtype)
+                                 for g, o in zip(out_grads, node.outputs)]
+                result = node.op.vjp(_Ctx(node, needs), out_grads[0] if len(out_grads) == 1 else tuple(out_grads))
+                if not isinstance(result, tuple):
+                    result = (result,)
+                for i, g, need in zip(node.inputs, result, needs):
+                    if need and g is not None:
+                        grads[i.id] = grads[i.id] + g if i.id in grads else g
     return [grads.get(v.id) for v in x_values]
 
 
 # ---- running ----------------------------------------------------------------------------------------
 class Session:
-    """Runs parts of a graph: ``run(fetches, feed_dict)`` computes only what the fetches need."""
+    """Runs parts of a graph: ``run(fetches, feed_dict)`` computes only what the fetches need.
 
-    def __init__(self, graph: Graph | None = None, fuse: bool = True) -> None:
+    In an ``ember.distributed`` job, a graph placed with :func:`device` runs partitioned: each rank
+    runs its nodes, joined by send/recv, and fetches come back on every rank
+    (``broadcast_fetches=False``: on the owning rank only). ``distributed`` (None: automatic),
+    ``default_rank`` (where unplaced nodes go) and the rest: :mod:`ember.graph.distributed_session`.
+    """
+
+    def __init__(self, graph: Graph | None = None, fuse: bool = True, *, distributed: bool | None = None,
+                 default_rank: int = 0, broadcast_fetches: bool = True) -> None:
         self.graph = graph or get_default_graph()
         self.fuse = fuse
+        self.distributed = distributed
+        self.default_rank = default_rank
+        self.broadcast_fetches = broadcast_fetches
         self._plans: dict = {}
+        self._dist_plans: dict = {}
+
+    def _distributed_job(self) -> tuple | None:
+        """(rank, world size) when this run is partitioned over a job, else None (a local run)."""
+        from ember.graph import distributed_session as ds
+
+        if self.distributed is False:
+            return None
+        where = ds.job()
+        if self.distributed is True:
+            if where is None:
+                raise RuntimeError("Session(distributed=True).run: no ember.distributed job; launch with "
+                                   "`python -m ember.distributed.run -n N script.py` and call "
+                                   "ember.distributed.init_process_group('mpi') first")
+            return where
+        return where if where is not None and where[1] > 1 and ds.is_placed(self.graph) else None
+
+    def partition(self, fetches: Any, world_size: int | None = None) -> Any:
+        """The per-rank subgraphs (with their send/recv nodes) a distributed run of ``fetches`` uses."""
+        from ember.graph.compile import flatten
+        from ember.graph.partition import partition
+
+        leaves: list = []
+        flatten(fetches, leaves)
+        if world_size is None:
+            where = self._distributed_job()
+            world_size = where[1] if where is not None else 1
+        return partition(self.graph, [t._data for t in leaves], world_size, self.default_rank)
 
     def __enter__(self) -> "Session":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._plans.clear()
+        self._dist_plans.clear()
 
-    def run(self, fetches: Any, feed_dict: dict | None = None) -> Any:
-        """Fetch a tensor, or a list/tuple/dict of them; returns NumPy arrays (None for a group)."""
+    def run(self, fetches: Any, feed_dict: dict | None = None, seed: int | None = None) -> Any:
+        """Fetch a tensor, or a list/tuple/dict of them; returns NumPy arrays (None for a group).
+
+        Random nodes (``dropout(placeholder)``...) sample anew at each run from a seed drawn from
+        ember's default generator, or from ``seed`` when given (see :mod:`ember.graph.rng`).
+        """
         leaves: list = []
         from ember.graph.compile import flatten, unflatten
 
@@ -208,8 +264,14 @@ class Session:
                 raise TypeError(f"Session.run: fetch {t!r} is not a tensor of this session's graph")
             values.append(v)
         key = tuple(v.id for v in values)
+        where = self._distributed_job()
+        if where is not None:
+            return unflatten(structure, self._run_distributed(key, values, where, feed_dict, seed))
         plan = self._plans.get(key)
         if plan is None:
+            from ember.graph.distributed_session import check_local
+
+            check_local(self.graph, values, self.distributed)
             needed = {i.id for n in needed_nodes(self.graph, values) for i in n.inputs if isinstance(i, Value)}
             needed.update(key)
             plan = self._plans[key] = (Executable(self.graph, values, include_updates=False, fuse=self.fuse), needed)
@@ -233,19 +295,35 @@ class Session:
             if array.shape != p.shape:
                 raise ValueError(f"Session.run: placeholder {p.label()} has shape {p.shape}, fed shape {array.shape}")
             inputs.append(array)
-        results = executable.run(inputs)
+        results = executable.run(inputs, seed=seed)
         # Variables and fed arrays come back as copies, never as the live buffers.
         results = [r.copy() if v.kind != "node" and r is not None else r for r, v in zip(results, values)]
         return unflatten(structure, [None if r is None else np.asarray(r) for r in results])
+
+    def _run_distributed(self, key: tuple, values: list, where: tuple, feed_dict: dict | None,
+                         seed: int | None) -> list:
+        from ember.graph.distributed_session import DistributedPlan
+
+        plan = self._dist_plans.get(key)
+        if plan is None:
+            plan = self._dist_plans[key] = DistributedPlan(self.graph, values, where[0], where[1], self.default_rank,
+                                                           self.fuse)
+        feeds = {}
+        for k, v in (feed_dict or {}).items():
+            kv = k._data if isinstance(k, Tensor) else None
+            if type(kv) is not Value or kv.kind != "input":
+                raise TypeError(f"Session.run: feed_dict key {k!r} is not a placeholder")
+            feeds[kv.id] = v
+        return plan.run(feeds, seed, self.broadcast_fetches)
 
 
 Runner = Session
 
 
-def run(fetches: Any, feed_dict: dict | None = None) -> Any:
+def run(fetches: Any, feed_dict: dict | None = None, seed: int | None = None) -> Any:
     """Run on the default graph with a session kept for it."""
     graph = get_default_graph()
     session = getattr(graph, "_session", None)
     if session is None:
         session = graph._session = Session(graph)
-    return session.run(fetches, feed_dict)
+    return session.run(fetches, feed_dict, seed)

@@ -97,6 +97,8 @@ class Builder:
         self.storage: dict[int, Value] = {}  # value id -> the state whose buffer it is (or will be written to)
         self.latest: dict[int, Value] = {}  # state id -> its newest value
         self.created: list = []  # weakrefs to symbolic tensors made while tracing (escape detection)
+        self.rng_seeds: dict = {}  # (id(generator) or None, device) -> the graph's seed state (ember/graph/rng.py)
+        self.rng_streams = 0  # the next random node's stream number (unique in the graph)
 
     # ---- values of arguments ------------------------------------------------------------------
     def value_of(self, a: Any) -> Any:
@@ -286,10 +288,14 @@ install()
 
 
 def _no_random(*args: Any, **kwargs: Any) -> Any:
+    # rand/randn/randint/randperm/bernoulli/multinomial/dropout become random graph nodes
+    # (ember/graph/rng.py); whatever still draws from a generator directly while tracing lands here.
     raise TracingError(
-        "random sampling (rand, randn, dropout, normal_, ...) inside a traced function is not supported yet: "
-        "the graph would replay one fixed sample. Sample outside the compiled function and pass the noise in, "
-        "or let ember.compile fall back to eager (fallback='eager')."
+        "this random sampling call draws numbers from a generator directly, which a graph cannot replay "
+        "(in-place fills such as normal_/uniform_/bernoulli_/exponential_, ember.nn.init, data transforms). "
+        "Inside a compiled function use the out-of-place samplers (ember.rand/randn/randint/randperm/bernoulli/"
+        "multinomial, dropout), which compile to random nodes; or sample outside and pass the values in; or let "
+        "ember.compile fall back to eager (fallback='eager')."
     )
 
 

@@ -14,10 +14,18 @@ Decisions (and why):
 * **Warm-up.** Each new key first runs eagerly ``warmup`` times (default 1), then traces. Lazily
   created state (momentum buffers, ``p.grad``) is made by Python ``if`` statements on the first
   step; tracing the second step sees it and records the steady-state step.
-* **Data-dependent control flow.** ``.item()``, ``bool(x)``, ``if x > 0``, ``x.numpy()`` and
-  random sampling raise :class:`~ember.graph.ir.TracingError` while tracing. With
-  ``fallback="eager"`` (default) the trace is abandoned (every lifted tensor restored), a warning
-  is printed once and that key always runs eagerly; with ``fallback="raise"`` the error propagates.
+* **Data-dependent control flow.** ``.item()``, ``bool(x)``, ``if x > 0`` and ``x.numpy()``
+  raise :class:`~ember.graph.ir.TracingError` while tracing. With ``fallback="eager"`` (default)
+  the trace is abandoned (every lifted tensor restored), a warning is printed once and that key
+  always runs eagerly; with ``fallback="raise"`` the error propagates.
+* **Random ops.** ``rand``/``randn``/``randint``/``randperm``/``bernoulli``/``multinomial`` and
+  dropout (every Transformer) become ``random_*`` nodes (:mod:`ember.graph.rng`): each call of the
+  compiled function draws one fresh seed from ember's default generator (or the ``generator=``
+  the code passed) and each node samples from ``(seed, node stream)``. So successive calls differ,
+  ``ember.manual_seed(s)`` makes compiled runs reproducible, and a dropout mask is one value that
+  forward and backward share. Compiled samples follow the same distributions as eager but are not
+  the same numbers (as with ``torch.compile``): see :mod:`ember.graph.rng` for why. In-place fills
+  (``normal_``, ``uniform_``...) and ``ember.nn.init`` still raise TracingError (eager fallback).
 * **What is baked.** Python numbers computed during the trace (a learning rate, a step count
   read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
   retrace (an optimizer's hyperparameters are guarded by the cache key, though).
@@ -51,6 +59,7 @@ import time
 import warnings
 from typing import Any, Callable, Sequence
 
+from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import grad_mode
 from ember.graph.builder import _TRACES, Tracer
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
@@ -204,7 +213,8 @@ class CompiledFunction:
             self._optimizers = _optimizers_of(self.fn)
         return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad) for t in leaves),
                 grad_mode.STATE.enabled, tuple(m.training for m in self._modules),
-                _hyperparameter_guard(self._optimizers) if self._optimizers else ())
+                _hyperparameter_guard(self._optimizers) if self._optimizers else (),
+                _AUTOCAST.key)  # the autocast casts are traced into the graph: another region, another graph
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _TRACES:  # called while another function is traced: inline it into that trace

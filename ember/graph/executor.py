@@ -6,6 +6,8 @@ for compiled functions, the state updates) need - so an ``assign`` that nothing 
 ``(callable, input slots, output slot)``. A run is: copy the slot template (constants already in
 it), drop in the inputs and the current state arrays, call each entry, copy state updates into
 their tensors' buffers (after every node ran: reads see start-of-run values), return the fetches.
+A graph that samples reads no seed from memory: each run draws a fresh one from its generator
+(or takes ``seed=``), see :mod:`ember.graph.rng`.
 
 Example:
     >>> import numpy as np, ember
@@ -25,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.graph.ir import Graph, Node, Value
+from ember.graph.rng import is_seed
 
 
 def needed_nodes(graph: Graph, roots: Sequence[Value]) -> list[Node]:
@@ -91,6 +94,7 @@ class Executable:
 
             self.memory_stats = plan_buffers(nodes, keep, xp, updates)
         self.nodes = nodes
+        read = {i.id for n in nodes for i in n.inputs if isinstance(i, Value)} | {v.id for v in fetches}
         slots: dict[int, int] = {}
 
         def slot(v: Value) -> int:
@@ -100,7 +104,10 @@ class Executable:
             return s
 
         self.input_slots = [slot(v) for v in graph.inputs]
-        self.state_reads = [(slot(v), v.tensor) for v in graph.states]
+        self.state_reads = [(slot(v), v.tensor) for v in graph.states if not is_seed(v)]
+        # Seeds of random nodes: drawn per run, and only when a node that runs reads them (a plan
+        # without random nodes leaves the generator alone).
+        self.seed_reads = [(slot(v), v.tensor) for v in graph.states if is_seed(v) and v.id in read]
         const_slots = [(slot(v), v.data) for v in graph.consts]
         program = []
         for node in nodes:
@@ -121,16 +128,28 @@ class Executable:
         self.fetch_slots = [slot(v) for v in fetches]
         self.writes = [(slot(new), state.tensor) for state, new in updates]
 
-    def run(self, inputs: Sequence[Any]) -> list:
-        """Execute with ``inputs`` (arrays, in ``graph.inputs`` order); return the fetched arrays."""
+    def run(self, inputs: Sequence[Any], seed: int | None = None, before_writes: Any = None) -> list:
+        """Execute with ``inputs`` (arrays, in ``graph.inputs`` order); return the fetched arrays.
+
+        Random nodes get a fresh seed from their generator, or ``seed`` (an int >= 0) when given.
+        ``before_writes()``, when given, is called after the last node and before state buffers are
+        written (a distributed run waits there for sends that may still read a Variable's buffer).
+        """
         env = self.template[:]
         for s, array in zip(self.input_slots, inputs):
             env[s] = array
         for s, tensor in self.state_reads:
             env[s] = tensor._data
+        if self.seed_reads:
+            if seed is not None and not 0 <= int(seed) < 2**63:
+                raise ValueError(f"graph run: seed must be an int in [0, 2**63), got {seed!r}")
+            for s, tensor in self.seed_reads:
+                env[s] = tensor.draw() if seed is None else np.asarray(seed, dtype=np.int64)
         for fn, ins, out in self.program:
             env[out] = fn(*[env[i] for i in ins])
         results = [env[s] for s in self.fetch_slots]
+        if before_writes is not None:
+            before_writes()
         if self.writes:
             self._write_back(env, results)
         return results

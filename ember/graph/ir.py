@@ -39,6 +39,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember.graph.placement import current_rank
 
 _IDS = itertools.count()
 
@@ -71,7 +72,7 @@ class Value:
     """An SSA value. Also usable as the ``_data`` of a symbolic Tensor (it mimics an array's metadata)."""
 
     __slots__ = ("id", "shape", "dtype", "edtype", "device", "kind", "node", "index", "name", "data", "tensor",
-                 "graph")
+                 "graph", "rank")
 
     def __init__(self, graph: "Graph | None", shape: tuple, edtype: dtypes.dtype, device: Any, kind: str,
                  name: str | None = None) -> None:
@@ -87,6 +88,7 @@ class Value:
         self.data: Any = None  # const: the array
         self.tensor: Any = None  # state: the Tensor whose buffer persists across runs
         self.graph = graph
+        self.rank: int | None = None  # the process that computes/holds it (ember/graph/placement.py)
 
     # ---- array-like metadata so Tensor methods work on symbolic tensors -----------------------
     @property
@@ -151,7 +153,8 @@ class Value:
 
     def type_str(self) -> str:
         dev = "" if self.device is None or str(self.device) == "cpu" else f" @{self.device}"
-        return f"{self.edtype.name}[{', '.join(map(str, self.shape))}]{dev}"
+        rank = "" if self.rank is None else f" @rank:{self.rank}"
+        return f"{self.edtype.name}[{', '.join(map(str, self.shape))}]{dev}{rank}"
 
     def __repr__(self) -> str:
         return f"{self.label()}: {self.type_str()} ({self.kind})"
@@ -219,6 +222,7 @@ class Graph:
     # ---- building --------------------------------------------------------------------------
     def add_input(self, shape: Sequence[int], dtype: dtypes.dtype, device: Any = None, name: str | None = None) -> Value:
         v = Value(self, tuple(shape), dtype, _dev(device), "input", name)
+        v.rank = current_rank()
         self.inputs.append(v)
         return v
 
@@ -226,6 +230,7 @@ class Graph:
         data = tensor._data
         v = Value(self, tuple(data.shape), tensor.dtype, tensor._device, "state", name)
         v.tensor = tensor
+        v.rank = current_rank()
         self.states.append(v)
         return v
 
@@ -248,9 +253,11 @@ class Graph:
             specs = (specs,)
         device = next((i.device for i in inputs if isinstance(i, Value)), None)
         outs = []
+        rank = current_rank()
         for k, spec in enumerate(specs):
             v = Value(self, spec.shape, spec.dtype, spec.device if spec.device is not None else _dev(device), "node")
             v.index = k
+            v.rank = rank
             outs.append(v)
         node = Node(op, tuple(inputs), attrs, tuple(outs))
         for v in outs:

@@ -14,6 +14,14 @@ Schema (``"version": 1``)::
      "nodes":  [{"op": str, "inputs": [{"value": id} | {"literal": <enc>}], "attrs": {str: <enc>},
                  "outputs": [id]}]}
 
+A value record may carry ``"rank": int``, its placement (:func:`ember.graph.device`; absent when
+unplaced). Per-rank subgraphs made by :mod:`ember.graph.partition` save like any graph: their
+``send``/``recv`` nodes are ordinary op records.
+
+A value record may carry ``"rng_seed": true`` (no weight): the per-run seed of the graph's random
+nodes (:mod:`ember.graph.rng`). A loaded graph draws a fresh seed from ember's default generator at
+every call (so ``ember.manual_seed`` makes its runs reproducible), or uses ``graph(x, seed=s)``.
+
 ``<enc>`` is JSON with tags for what JSON lacks: ``{"int": 3}``, ``{"float": 0.5}`` (or ``"inf"``,
 ``"-inf"``, ``"nan"``), ``{"bool": true}``, ``{"str": ...}``, ``{"tuple": [...]}``, ``{"list": [...]}``,
 ``{"slice": [start, stop, step]}``, ``{"ellipsis": true}``, ``{"dtype": "float32"}``, ``null``.
@@ -38,6 +46,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.graph.ir import Graph, Node, Value
+from ember.graph.rng import SeedTensor, is_seed
 
 FORMAT = "ember.graph"
 VERSION = 1
@@ -107,13 +116,18 @@ def save(graph: Graph, path: str) -> None:
             return ids[v.id]
         ids[v.id] = len(records)
         weight = None
-        if v.kind in ("const", "state"):
+        seed = is_seed(v)
+        if v.kind in ("const", "state") and not seed:
             weight = f"{v.kind}{len(weights)}"
             array = v.data if v.kind == "const" else v.tensor._data
             array = np.asarray(array.get() if hasattr(array, "get") else array)
             weights[weight] = np.ascontiguousarray(array)
         records.append({"id": ids[v.id], "kind": v.kind, "shape": list(v.shape), "dtype": v.edtype.name,
                         "device": str(v.device) if v.device is not None else "cpu", "name": v.name, "weight": weight})
+        if seed:
+            records[-1]["rng_seed"] = True
+        if v.rank is not None:
+            records[-1]["rank"] = int(v.rank)
         return ids[v.id]
 
     for v in list(graph.inputs) + list(graph.states) + list(graph.consts):
@@ -151,7 +165,8 @@ class LoadedGraph:
                                      memory="memory" in passes)
         self.states = {v.name or f"state{k}": v.tensor for k, v in enumerate(graph.states)}
 
-    def __call__(self, *inputs: Any) -> list:
+    def __call__(self, *inputs: Any, seed: int | None = None) -> list:
+        """Run on ``inputs``; random nodes use a fresh seed from ember's default generator, or ``seed``."""
         from ember.tensor import Tensor
 
         if len(inputs) != len(self.graph.inputs):
@@ -163,7 +178,7 @@ class LoadedGraph:
             if a.shape != v.shape:
                 raise ValueError(f"loaded graph input {v.label()} expects shape {v.shape}, got {a.shape}")
             arrays.append(a)
-        results = self.executable.run(arrays)
+        results = self.executable.run(arrays, seed=seed)
         return [Tensor._make(np.array(r) if v.kind != "node" else r, v.device, False)
                 for r, v in zip(results, self.graph.outputs)]
 
@@ -200,7 +215,12 @@ def load(path: str, passes: Any = None) -> LoadedGraph:
         values: dict[int, Value] = {}
         for r in doc["values"]:
             v = Value(graph, tuple(r["shape"]), dtypes.to_dtype(r["dtype"]), to_device(r["device"]), r["kind"], r["name"])
-            if r["kind"] in ("const", "state"):
+            v.rank = r.get("rank")
+            if r.get("rng_seed"):
+                if r["kind"] != "state":
+                    raise ValueError(f"value {r['id']} is marked rng_seed but is a {r['kind']!r}, not a state")
+                v.tensor = SeedTensor.create(None, v.device)
+            elif r["kind"] in ("const", "state"):
                 array = weights[r["weight"]]
                 if tuple(array.shape) != v.shape:
                     raise ValueError(f"weight {r['weight']} has shape {array.shape}, expected {v.shape}")

@@ -23,6 +23,7 @@ from ember.ops.conv import conv2d_raw, out_size, pair
 from ember.ops.nn_ops import pad as _pad
 from ember.ops.pooling import avg_pool2d, max_pool2d
 from ember.ops.views import stack
+from ember.amp.policy import autocast_policy
 
 
 def _check_conv3d(x: Any, w: Any, bias: Any, groups: int, input_shape: tuple) -> None:
@@ -47,6 +48,7 @@ def _pads3(padding: Any, kernel: tuple, stride: tuple, dilation: tuple) -> tuple
     return tuple((v, v) for v in p)
 
 
+@autocast_policy("lower")
 def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """3-D convolution (cross-correlation) over (N, C, D, H, W) or (C, D, H, W), as ``torch.nn.functional``."""
@@ -101,6 +103,7 @@ def _pool3_args(op: str, input: Any, kernel_size: Any, stride: Any, padding: Any
     return kernel, stride, padding, dilation
 
 
+@autocast_policy("fp32")
 def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over kD x kH x kW windows; ``return_indices`` gives flat D*H*W indices, as PyTorch.
@@ -129,6 +132,7 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     return values, (flat.squeeze(0) if unbatched else flat)
 
 
+@autocast_policy("fp32")
 def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
     """Mean over kD x kH x kW windows (padding counted unless ``count_include_pad=False``)."""

@@ -17,8 +17,10 @@ import numpy as np
 from ember import dtypes
 from ember.ops.elementwise import relu
 from ember.ops.losses import _reduce, _reduction
+from ember.amp.policy import autocast_policy
 
 
+@autocast_policy("fp32")
 def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                            reduction: str = "mean") -> Any:
     """Multi-label hinge loss, PyTorch's definition: for each sample,

@@ -31,12 +31,14 @@ from ember.nn._conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: F401
 from ember.nn._interpolate import interpolate  # noqa: F401
 from ember.nn._losses_extra import multilabel_margin_loss  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
+from ember.amp.policy import autocast_policy
 from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
     max_unpool2d,
 )
 
 
+@autocast_policy("lower")
 def linear(input: Any, weight: Any, bias: Any = None) -> Any:
     """``input @ weight.T + bias``; leading dims are flattened so the product is one GEMM."""
     if weight.ndim not in (1, 2):
@@ -57,6 +59,7 @@ def linear(input: Any, weight: Any, bias: Any = None) -> Any:
     return _dispatch.apply(_LINEAR, args)
 
 
+@autocast_policy("native")
 def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
     """``x1^T W_k x2 + b_k`` for each output k; weight is (out, in1, in2)."""
     from ember.ops.linalg import einsum
@@ -68,6 +71,7 @@ def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
     return out + bias if bias is not None else out
 
 
+@autocast_policy("lower")
 def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> Any:
     """softmax(Q K^T * scale + mask) V over the last two dims (PyTorch semantics).

@@ -23,6 +23,7 @@ from typing import Any
 
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.amp.policy import autocast_policy
 
 
 # ---- geometry and im2col (array-level helpers, written against xp) ---------------------------
@@ -108,8 +109,11 @@ def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
     transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
     if a.shape[0] == 1:
-        return xp.matmul(a[0], b[0])[None]
-    return xp.matmul(xp.ascontiguousarray(a), xp.ascontiguousarray(b))
+        out = xp.matmul(a[0], b[0])[None]
+    else:
+        out = xp.matmul(xp.ascontiguousarray(a), xp.ascontiguousarray(b))
+    # bfloat16 (ml_dtypes) products come back as float32: round once to the inputs' dtype, as PyTorch.
+    return out if out.dtype == a.dtype else out.astype(a.dtype)
 
 
 def _to_channels_first(a: Any, groups: int, per_group: int) -> Any:
@@ -198,6 +202,7 @@ def _conv_rule(x: Spec, w: Spec, stride: tuple, padding: tuple, dilation: tuple,
 
 CONV2D = register(OpDef(
     name="conv2d", category="nn", impl=_conv_impl, vjp=_conv_vjp, shape_rule=_conv_rule, onnx="Conv",
+    autocast="lower",
 ))
 CONV2D_INPUT_GRAD = register(OpDef(
     name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_input_grad_vjp, onnx="ConvTranspose",
@@ -284,6 +289,7 @@ def _resolve_padding(op: str, padding: Any, kernel: tuple, stride: tuple, dilati
     return (ph, ph, pw, pw)
 
 
+@autocast_policy("lower")
 def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """2-D convolution (cross-correlation) over an (N, C, H, W) or (C, H, W) input, as ``torch.nn.functional``."""
@@ -304,6 +310,7 @@ def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy("lower")
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """1-D convolution over (N, C, L) or (C, L), run as a 2-D convolution of height 1."""
@@ -326,6 +333,7 @@ def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_policy("lower")
 def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
     """Transposed 2-D convolution: the adjoint of ``conv2d`` in its input. Weight is (C_in, C_out/groups, kH, kW)."""

@@ -12,6 +12,8 @@ from weakref import ref as _weakref
 from ember import dtypes
 from ember.autograd import grad_mode
 from ember.autograd.node import OpNode, SavedTensor
+from ember.amp.policy import cast_args as _autocast_args
+from ember.amp.state import STATE as _AUTOCAST
 from ember.ops.registry import OpDef
 
 _STATE = grad_mode.STATE
@@ -82,6 +84,10 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     save = op.save
     if save == "inputs" or save == "both":
         node.saved = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
+    elif save == "cross":
+        wanted = [any(e is not None for j, e in enumerate(edges) if j != i) for i in range(len(args))]
+        node.saved = tuple((SavedTensor(a) if want else None) if isinstance(a, Tensor) else a
+                           for a, want in zip(args, wanted))
     else:
         node.saved = (None,) * len(args)
     if save == "output" or save == "both":
@@ -162,6 +168,8 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     """Run ``op`` on ``args`` (tensors and Python scalars) and record it for autograd."""
     if attrs is None:
         attrs = {}
+    if op.autocast is not None and _AUTOCAST.active:  # mixed precision: the op's policy (ember/amp/policy.py)
+        args = _autocast_args(op.autocast, args)
     if SYMBOLIC.active and _symbolic_args(args):
         return SYMBOLIC.handler(op, args, attrs)
     device = None

@@ -179,7 +179,8 @@ ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, "x + y", save="non
              ufunc="add")
 SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, "x - y", save="none", onnx="Sub",
              ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", onnx="Mul", ufunc="multiply")
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", save="cross", onnx="Mul",
+              ufunc="multiply")
 DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, "x / y", onnx="Div", float_only=True,
              ufunc="true_divide")
 POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, "x ** y", onnx="Pow", ufunc="power")

@@ -23,6 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
 from ember.ops.elementwise import _unary, elementwise_rule, sum_to
 from ember.ops.registry import OpDef, Spec, register
+from ember.amp.policy import autocast_policy
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -411,28 +412,33 @@ def _check_ndim(op: str, **tensors: Any) -> None:
             raise RuntimeError(f"{op}: {name} must be a {ndim}-D tensor, got shape {tuple(t.shape)}")
 
 
+@autocast_policy("lower")
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat1 @ mat2)."""
     _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
     return _scaled_sum(input, linalg.mm(mat1, mat2), beta, alpha)
 
 
+@autocast_policy("native")
 def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat @ vec)."""
     _check_ndim("addmv", mat=(mat, 2), vec=(vec, 1))
     return _scaled_sum(input, linalg.matmul(mat, vec), beta, alpha)
 
 
+@autocast_policy("native")
 def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * outer(vec1, vec2)."""
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
+@autocast_policy("lower")
 def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
     return _scaled_sum(input, linalg.bmm(batch1, batch2), beta, alpha)
 
 
+@autocast_policy("lower")
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
     return _scaled_sum(input, red.sum(linalg.bmm(batch1, batch2), 0), beta, alpha)
@@ -531,6 +537,7 @@ def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> A
     return out
 
 
+@autocast_policy("fp32")
 def trace(input: Any) -> Any:
     """Sum of the main diagonal of a 2-D tensor."""
     if input.ndim != 2:

@@ -246,7 +246,7 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
             out = op.impl(t._device.xp, t._data, other_data)
             _write(t, t._device.xp.asarray(out), op_name)
     else:
-        old = _snapshot(t, op.save in ("inputs", "both"))
+        old = _snapshot(t, op.save in ("inputs", "both", "cross"))
         result = dispatch.binary(op, old, other)
         _write(t, result._data, op_name)
         _rebase(t, result)

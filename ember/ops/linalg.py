@@ -7,6 +7,7 @@ from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
 from ember.ops.registry import OpDef, Spec, register
+from ember.amp.policy import autocast_policy
 
 
 def _matmul_vjp(ctx: Any, g: Any) -> tuple:
@@ -29,12 +30,14 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         a = xp.ascontiguousarray(a)
     if b.ndim > 2 and not b.flags.c_contiguous:
         b = xp.ascontiguousarray(b)
-    return xp.matmul(a, b)
+    out = xp.matmul(a, b)
+    # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.
+    return out if out.dtype == a.dtype or a.dtype != b.dtype else out.astype(a.dtype)
 
 
 MATMUL = register(OpDef(
     name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
-    shape_rule=_matmul_rule, onnx="MatMul",
+    shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower",
 ))
 
 
@@ -81,6 +84,7 @@ def bmm(input: Any, mat2: Any) -> Any:
     return matmul(input, mat2)
 
 
+@autocast_policy("native")
 def dot(input: Any, other: Any) -> Any:
     if input.ndim != 1 or other.ndim != 1 or input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(input.shape)} and "
@@ -88,6 +92,7 @@ def dot(input: Any, other: Any) -> Any:
     return matmul(input, other)
 
 
+@autocast_policy("native")
 def mv(input: Any, vec: Any) -> Any:
     return matmul(input, vec)
 
@@ -233,7 +238,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 EINSUM = register(OpDef(
     name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx="Einsum",
-    impl=_einsum_impl,
+    impl=_einsum_impl, autocast="lower",
 ))
 
 

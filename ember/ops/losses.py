@@ -15,6 +15,7 @@ from typing import Any
 
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.nn_ops import log_softmax
+from ember.amp.policy import autocast_policy
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -52,6 +53,7 @@ def _as_float_target(target: Any, input: Any) -> Any:
 
 
 # ---- regression -----------------------------------------------------------------------------------
+@autocast_policy("fp32")
 def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
              weight: Any = None) -> Any:
     """Mean squared error: (input - target)^2 (broadcast), reduced."""
@@ -63,12 +65,14 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Any:
     """Mean absolute error |input - target|, reduced."""
     reduction = _reduction("l1_loss", reduction, size_average, reduce)
     return _reduce(ew.abs(input - _as_float_target(target, input)), reduction)
 
 
+@autocast_policy("fp32")
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                    beta: float = 1.0) -> Any:
     reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
@@ -78,6 +82,7 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     return _reduce(ew.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
+@autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
     diff = ew.abs(input - _as_float_target(target, input))
@@ -108,6 +113,7 @@ def _pick(input: Any, target: Any) -> Any:
     return input.gather(1, target.unsqueeze(1)).squeeze(1)
 
 
+@autocast_policy("fp32")
 def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
              reduce: Any = None, reduction: str = "mean") -> Any:
     """Negative log likelihood of log-probabilities ``input`` at class ``target``.
@@ -138,6 +144,7 @@ def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = No
     return loss.sum() / w.sum()
 
 
+@autocast_policy("fp32")
 def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                   reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
     """Softmax cross entropy over dim 1 with class-index or class-probability targets."""
@@ -181,6 +188,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
 
 
 # ---- binary ----------------------------------------------------------------------------------------------
+@autocast_policy("fp32")
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Any:
     """-(t log p + (1 - t) log(1 - p)) with the logs clamped at -100, as PyTorch."""
@@ -198,6 +206,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean", pos_weight: Any = None) -> Any:
     """Sigmoid + binary cross entropy in one stable formula; ``pos_weight`` scales the positive term."""
@@ -217,6 +226,7 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
 
 
 # ---- margin and divergence ------------------------------------------------------------------------------
+@autocast_policy("fp32")
 def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, weight: Any = None,
                       size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Any:
     """Multiclass hinge (SVM) loss: sum_{i != y} max(0, margin - x[y] + x[i])^p / C, per sample."""
@@ -245,6 +255,7 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
@@ -252,6 +263,7 @@ def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: 
     return _reduce(ew.log1p(ew.exp(-ew.abs(z))) + ew.relu(z), reduction)
 
 
+@autocast_policy("fp32")
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
@@ -259,12 +271,14 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_aver
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                         reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
     return _reduce(ew.relu(-target * (input1 - input2) + margin), reduction)
 
 
+@autocast_policy("fp32")
 def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
            log_target: bool = False) -> Any:
     """KL(target || exp(input)) pointwise; ``batchmean`` divides the sum by the batch size."""
@@ -280,6 +294,7 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool = False, size_average: Any = None,
                      eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
@@ -293,6 +308,7 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                           reduce: Any = None, reduction: str = "mean") -> Any:
     from ember.ops.nn_ops import cosine_similarity
@@ -303,6 +319,7 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float =
     return _reduce(loss, reduction)
 
 
+@autocast_policy("fp32")
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Any:

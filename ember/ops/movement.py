@@ -273,7 +273,7 @@ def _cat_rule(*specs: Spec, dim: int) -> Spec:
 
 CAT = register(OpDef(
     name="cat", category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
-    save="none", shape_rule=_cat_rule, onnx="Concat",
+    save="none", shape_rule=_cat_rule, onnx="Concat", autocast="promote",
 ))
 
 

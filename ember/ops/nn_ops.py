@@ -20,6 +20,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.amp.policy import autocast_policy
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -254,6 +255,7 @@ def threshold(input: Any, threshold: float, value: float, inplace: bool = False)
     return _maybe_inplace(input, lambda t: ew.where(t > threshold, t, value), inplace, "threshold_")
 
 
+@autocast_policy("lower")
 def prelu(input: Any, weight: Any) -> Any:
     w = weight.reshape((1, -1) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and weight.numel() > 1 else weight
     return ew.where(input > 0, input, input * w)
@@ -275,6 +277,8 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     out = xp.matmul(x.reshape(-1, x.shape[-1]), w.T)  # leading dims flattened: one GEMM, not one per row block
     if bias:
         out += bias[0]
+    if out.dtype != x.dtype and x.dtype == w.dtype:  # bfloat16 (ml_dtypes) GEMMs give float32: round once
+        out = out.astype(x.dtype)
     return out.reshape(lead + (w.shape[0],))
 
 
@@ -289,7 +293,7 @@ def _linear_vjp(ctx: Any, g: Any) -> tuple:
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx="Gemm",
+    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx="Gemm", autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
 ))
 
@@ -300,6 +304,9 @@ def _ln_axes(ndim: int, count: int) -> tuple:
 
 def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
     axes = _ln_axes(x.ndim, count)
+    low = x.dtype if x.dtype.itemsize == 2 else None  # float16/bfloat16: compute in float32, as PyTorch
+    if low is not None:
+        x = x.astype(xp.float32)
     mean = x.mean(axis=axes, keepdims=True)
     y = x - mean
     var = (y * y).mean(axis=axes, keepdims=True)
@@ -310,6 +317,8 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
         affine = affine[1:]
     if affine:
         y += affine[0]
+    if low is not None:
+        return y.astype(low), mean.astype(low), rstd.astype(low)
     return y, mean, rstd
 
 
@@ -350,7 +359,8 @@ def _layer_norm_vjp(ctx: Any, grads: Any) -> tuple:
         result.append(gw if ctx.needs[1] else None)
     if len(inputs) > 1 + int(has_weight):
         result.append(gb if ctx.needs[-1] else None)
-    return tuple(result)
+    # Mixed dtypes (a bfloat16 input under autocast, float32 weight): each gradient in its input's dtype.
+    return tuple(r if r is None or r.dtype is t.dtype else r.to(t.dtype) for r, t in zip(result, inputs))
 
 
 def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight: bool) -> tuple:
@@ -367,6 +377,10 @@ LAYER_NORM = register(OpDef(
 def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *weight: Any, count: int) -> tuple:
     axes = _ln_axes(x.ndim, count)
     lead = tuple(range(x.ndim - count))
+    out_dtype, param_dtype = x.dtype, (weight[0].dtype if weight else x.dtype)
+    if min(a.dtype.itemsize for a in (g, x, mean, rstd) + weight) == 2:  # float16/bfloat16: float32 math
+        g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
+        weight = tuple(w.astype(xp.float32) for w in weight)
     xhat = (x - mean) * rstd
     gw = (g * xhat).sum(axis=lead) if lead else g * xhat
     gb = g.sum(axis=lead) if lead else g.copy()
@@ -374,14 +388,14 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
     gx = gxhat - gxhat.mean(axis=axes, keepdims=True)
     gx -= xhat * (gxhat * xhat).mean(axis=axes, keepdims=True)
     gx *= rstd
-    return gx, gw, gb
+    return gx.astype(out_dtype, copy=False), gw.astype(param_dtype, copy=False), gb.astype(param_dtype, copy=False)
 
 
 LAYER_NORM_BACKWARD = register(OpDef(
     name="layer_norm_backward", category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
     shape_rule=lambda g, x, mean, rstd, *w, count: (
-        Spec(x.shape, x.dtype, x.device), Spec(tuple(x.shape[len(x.shape) - count:]), x.dtype, x.device),
-        Spec(tuple(x.shape[len(x.shape) - count:]), x.dtype, x.device)),
+        Spec(x.shape, x.dtype, x.device), Spec(tuple(x.shape[len(x.shape) - count:]), (w or (x,))[0].dtype, x.device),
+        Spec(tuple(x.shape[len(x.shape) - count:]), (w or (x,))[0].dtype, x.device)),
 ))
 
 
@@ -525,6 +539,11 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
     from ember import random as ember_random
     from ember.creation import _wrap_array
 
+    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+        mask = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, like=input,
+                                         p=1.0 - p, scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
+        if mask is not None:
+            return _maybe_inplace(input, lambda t: t * mask, inplace, "dropout_")
     if p == 1.0:
         mask_array = input._device.xp.zeros(tuple(input.shape), dtype=input.dtype.np)
     else:
@@ -558,6 +577,11 @@ def _channel_dropout(input: Any, p: float, training: bool, batched_ndim: int) ->
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     if input.ndim == batched_ndim - 1:
         shape = (input.shape[0],) + (1,) * (input.ndim - 1)
+    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+        mask = ember_random.graph_sample("bernoulli", shape, input.dtype, input.device, like=input, p=1.0 - p,
+                                         scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
+        if mask is not None:
+            return input * mask
     keep = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
     if p < 1.0:
         keep *= 1.0 / (1.0 - p)

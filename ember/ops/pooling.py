@@ -150,7 +150,7 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
         # Each input pixel wins at most one window: a plain scatter, no accumulation needed.
         out = xp.zeros((rows, h * w), dtype=g.dtype)
         kernel = native_kernel(xp, "unpool_scatter")
-        if kernel is not None and flat_idx.dtype == xp.int64:
+        if kernel is not None and flat_idx.dtype == xp.int64 and g.dtype.itemsize >= 4:  # numba: no half types
             if kernel(xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx), out):
                 raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
                                  f"(indices must lie in [0, {h * w}))")

@@ -68,6 +68,8 @@ def expand_reduced(g: Any, in_shape: tuple, dims: tuple | None, keepdim: bool) -
 def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
     if x.dtype.kind in "biu":
         return xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.int64)
+    if x.dtype.itemsize == 2:  # float16/bfloat16: accumulate in float32 and round once, as PyTorch does
+        return xp.asarray(xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype)
     return xp.sum(x, axis=_axis(dims), keepdims=keepdim)
 
 
@@ -90,7 +92,8 @@ def _mean_vjp(ctx: Any, g: Any) -> tuple:
 
 MEAN = register(OpDef(
     name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
-    impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim),
+    impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim) if x.dtype.itemsize != 2 or x.dtype.kind == "i"
+    else xp.asarray(xp.mean(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype),  # as sum
     expr="mean", onnx="ReduceMean",
 ))
 
@@ -118,7 +121,7 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
 
 
 PROD = register(OpDef(
-    name="prod", category="reduction", save="inputs", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
+    name="prod", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
                                                         dtype=xp.int64 if x.dtype.kind in "biu" else None),
     onnx="ReduceProd",
@@ -128,6 +131,8 @@ PROD = register(OpDef(
 def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
+    if axes and x.dtype.itemsize == 2 and x.dtype.kind != "i":  # float16/bfloat16: float32 accumulation, as sum
+        return x.sum(axis=axes, keepdims=True, dtype=xp.float32).astype(x.dtype).reshape(shape)
     out = x.sum(axis=axes, keepdims=True) if axes else x
     return out.reshape(shape)
 

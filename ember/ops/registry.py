@@ -8,7 +8,10 @@ An :class:`OpDef` holds everything ember knows about an op:
   traced and exported;
 * ``expr`` - for elementwise ops, an expression over ``x``/``y``/``z`` the fuser can inline;
 * ``onnx`` - the ONNX op name (or a callable building nodes) for export;
-* ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"`` or ``"none"``.
+* ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"``, ``"none"``, or
+  ``"cross"`` for bilinear ops (mul, matmul): each input is needed only for the *other* input's
+  gradient, so it is saved only when another input requires grad (``y * 2`` keeps nothing of ``y``,
+  and changing ``y`` in place afterwards is fine, as in PyTorch).
 
 Example:
     >>> from ember.ops.registry import OPS
@@ -46,6 +49,9 @@ class OpDef:
     nondiff_outputs: tuple = ()
     # Inputs (by position) that never carry gradient (e.g. index tensors of gather).
     nondiff_inputs: tuple = ()
+    # Mixed precision (ember/amp/policy.py): inside an autocast region, "lower" casts floating inputs to
+    # the region's dtype (matmul, conv), "fp32" to float32 (prod, losses), "promote" to the widest input.
+    autocast: str | None = None
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

@@ -3,8 +3,10 @@ so a user can print the graph after each and see what it did:
 
 * ``simplify`` - algebraic rules kept on the op records (``op.extra["simplify"]``): x*1, x+0, x-0,
   x/1, x**1, identity reshapes/casts/expands, permute-of-permute, transposes folded into matmul;
-* ``cse`` - common-subexpression elimination (same op, inputs and attributes);
-* ``fold`` - constant folding (nodes whose inputs are all constants run once at compile time);
+* ``cse`` - common-subexpression elimination (same op, inputs and attributes; never random nodes:
+  two dropout calls are two masks);
+* ``fold`` - constant folding (nodes whose inputs are all constants run once at compile time; never
+  random nodes, which must sample anew each run);
 * ``dce`` - dead-code elimination (nodes no output or state update needs);
 * ``fuse`` and ``memory`` are lowering passes applied when an executor is built
   (:func:`ember.graph.passes.fuse.fuse_nodes`, :func:`ember.graph.passes.memory.plan_buffers`);
@@ -96,7 +98,7 @@ def cse(graph: Graph) -> Graph:
     subst: dict[int, Any] = {}
     nodes = []
     for node in graph.nodes:
-        if node.op.extra.get("side_effect") or node.op.category == "fused":
+        if node.op.extra.get("side_effect") or node.op.extra.get("random") or node.op.category == "fused":
             nodes.append(node)
             continue
         try:
@@ -125,7 +127,8 @@ def fold(graph: Graph) -> Graph:
     nodes = []
     for node in graph.nodes:
         ins = [subst.get(i.id, i) if isinstance(i, Value) else i for i in node.inputs]
-        foldable = (not node.op.extra.get("side_effect") and node.op.category not in ("fused", "control", "state")
+        foldable = (not node.op.extra.get("side_effect") and not node.op.extra.get("random")
+                    and node.op.category not in ("fused", "control", "state")
                     and all((not isinstance(i, Value)) or i.id in consts for i in ins)
                     and any(isinstance(i, Value) for i in ins)
                     and all(o.size <= FOLD_LIMIT for o in node.outputs))
