@@ -87,7 +87,10 @@ class Adam(Optimizer):
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
         max_exp_avg_sq = state["max_exp_avg_sq"]._data if amsgrad else None
-        run_kernel(p._device.type == "cpu", p._device.xp, _kernel,
+        kernel = _kernel
+        if not (amsgrad or maximize or (weight_decay and not decoupled)) and _native_ok(p, state):
+            kernel = _native_kernel
+        run_kernel(p._device.type == "cpu", p._device.xp, kernel,
                    (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data, max_exp_avg_sq,
                     bufs[0] if len(bufs) > 1 else None, bufs[-1]),
                    lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
@@ -117,6 +120,34 @@ def _kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_e
     xp.divide(exp_avg, tmp, out=tmp)
     tmp *= -step_size
     param += tmp
+
+
+def _native_ok(p: Tensor, state: dict) -> bool:
+    """The one-pass native kernel applies: CPU, float32/float64, contiguous buffers, numba present."""
+    if p._device.type != "cpu" or p._data.dtype.char not in "fd":
+        return False
+    arrays = (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data)
+    if not all(a.flags.c_contiguous and a.dtype == p._data.dtype for a in arrays):
+        return False
+    from ember.backends import native_kernel
+
+    return native_kernel(p._device.xp, "adam_update") is not None
+
+
+def _native_kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
+                   grad_buf: Any, tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float,
+                   weight_decay: float, decoupled: bool, maximize: bool, step_size: float,
+                   bias_correction2_sqrt: float) -> None:
+    """:func:`_kernel` for the common case (no amsgrad/maximize/L2 decay) as one native pass."""
+    from ember.backends import native_kernel
+
+    if weight_decay and decoupled:
+        param *= 1 - lr * weight_decay
+    scalar = param.dtype.type  # NumPy's weak scalars: each Python float acts in the arrays' dtype
+    native_kernel(xp, "adam_update")(
+        param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1), exp_avg_sq.reshape(-1), scalar(1 - beta1),
+        scalar(1 - (1 - beta1)), scalar(beta2), scalar(1 - beta2), scalar(bias_correction2_sqrt), scalar(eps),
+        scalar(-step_size))
 
 
 class AdamW(Adam):
