@@ -320,7 +320,7 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
     from ember.graph.passes import fuse_numba
 
-    if xp is np and len(steps) >= fuse_numba.MIN_STEPS and fuse_numba.supported(steps, len(outputs)) \
+    if xp is np and fuse_numba.worth_compiling(steps, outputs) and fuse_numba.supported(steps, len(outputs)) \
             and _single_loop(members) and fuse_numba.available():
         kernel = fuse_numba.NumbaKernel(steps, len(inputs), out_names, source, outputs)
     from ember.backends import get_backend

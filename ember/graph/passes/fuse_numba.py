@@ -22,6 +22,11 @@ from typing import Any
 import numpy as np
 
 MIN_STEPS = 24
+# A big group (256k+ elements) is bound by memory sweeps instead (Adam over a 400k-element weight makes
+# 13 NumPy passes): one loop pays off from two steps, and such shapes are few, so compiles are few;
+# smaller ones stay on NumPy so that a first compiled call stays fast.
+BIG_ELEMENTS = 1 << 18
+MIN_STEPS_BIG = 2
 _SCALAR = {
     "add": "({0} + {1})", "subtract": "({0} - {1})", "multiply": "({0} * {1})", "true_divide": "({0} / {1})",
     "power": "({0} ** {1})", "negative": "(-{0})", "positive": "(+{0})",
@@ -43,6 +48,14 @@ def available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def worth_compiling(steps: list, outputs: list) -> bool:
+    """Long groups (per-call overhead) or big arrays with several steps (memory sweeps)."""
+    if len(steps) >= MIN_STEPS:
+        return True
+    elements = max((int(np.prod(v.shape, dtype=np.int64)) for v in outputs), default=0)
+    return len(steps) >= MIN_STEPS_BIG and elements >= BIG_ELEMENTS
 
 
 def supported(steps: list, n_outputs: int) -> bool:
