@@ -276,12 +276,7 @@ class Session:
             needed.update(key)
             plan = self._plans[key] = (Executable(self.graph, values, include_updates=False, fuse=self.fuse), needed)
         executable, needed = plan
-        feeds = {}
-        for k, v in (feed_dict or {}).items():
-            kv = k._data if isinstance(k, Tensor) else None
-            if type(kv) is not Value or kv.kind != "input":
-                raise TypeError(f"Session.run: feed_dict key {k!r} is not a placeholder")
-            feeds[kv.id] = v
+        feeds = _feeds_by_id(feed_dict)
         inputs = []
         for p in self.graph.inputs:
             if p.id not in feeds:
@@ -308,13 +303,18 @@ class Session:
         if plan is None:
             plan = self._dist_plans[key] = DistributedPlan(self.graph, values, where[0], where[1], self.default_rank,
                                                            self.fuse)
-        feeds = {}
-        for k, v in (feed_dict or {}).items():
-            kv = k._data if isinstance(k, Tensor) else None
-            if type(kv) is not Value or kv.kind != "input":
-                raise TypeError(f"Session.run: feed_dict key {k!r} is not a placeholder")
-            feeds[kv.id] = v
-        return plan.run(feeds, seed, self.broadcast_fetches)
+        return plan.run(_feeds_by_id(feed_dict), seed, self.broadcast_fetches)
+
+
+def _feeds_by_id(feed_dict: dict | None) -> dict:
+    """``{placeholder: value}`` keyed by the placeholder's graph value id (anything else is an error)."""
+    feeds = {}
+    for k, v in (feed_dict or {}).items():
+        kv = k._data if isinstance(k, Tensor) else None
+        if type(kv) is not Value or kv.kind != "input":
+            raise TypeError(f"Session.run: feed_dict key {k!r} is not a placeholder")
+        feeds[kv.id] = v
+    return feeds
 
 
 Runner = Session

@@ -47,6 +47,15 @@ class RemovableHandle:
         self.remove()
 
 
+def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
+    """Register ``hook`` in ``hooks`` (first when ``prepend``); the handle removes it."""
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
 class _IncompatibleKeys(NamedTuple):
     missing_keys: list
     unexpected_keys: list
@@ -512,25 +521,19 @@ class Module:
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
         """``hook(module, args)`` (or ``(module, args, kwargs)``) runs before forward; may return new args."""
-        handle = RemovableHandle(self._forward_pre_hooks)
-        self._forward_pre_hooks[handle.id] = hook
+        handle = _add_hook(self._forward_pre_hooks, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
         """``hook(module, args, output)`` runs after forward; a non-None return replaces the output."""
-        handle = RemovableHandle(self._forward_hooks)
-        self._forward_hooks[handle.id] = hook
+        handle = _add_hook(self._forward_hooks, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
         if always_call:
             self._forward_hooks_always_called.add(handle.id)
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def register_full_backward_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
@@ -540,12 +543,7 @@ class Module:
         for the rest of backward. Example:
             >>> h = lin.register_full_backward_pre_hook(lambda m, go: (go[0] * 2,))  # doctest: +SKIP
         """
-        hooks = self.__dict__.setdefault("_backward_pre_hooks", OrderedDict())
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self.__dict__.setdefault("_backward_pre_hooks", OrderedDict()), hook, prepend)
 
     def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
         """``hook(module, grad_input, grad_output) -> tuple | None`` runs once the gradient w.r.t. the
@@ -553,12 +551,7 @@ class Module:
         no gradient). A returned tuple replaces ``grad_input``. Example:
             >>> h = lin.register_full_backward_hook(lambda m, gi, go: print(gi[0].shape))  # doctest: +SKIP
         """
-        hooks = self.__dict__.setdefault("_backward_hooks", OrderedDict())
-        handle = RemovableHandle(hooks)
-        hooks[handle.id] = hook
-        if prepend:
-            hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self.__dict__.setdefault("_backward_hooks", OrderedDict()), hook, prepend)
 
     def register_backward_hook(self, hook: Callable) -> RemovableHandle:
         """PyTorch's deprecated non-full hook; ember runs it as a full backward hook (the documented
