@@ -114,6 +114,9 @@ def _reduce_buffer(tensor: Any, op: ReduceOp, name: str) -> tuple[np.ndarray, bo
         raise RuntimeError(f"{name}: bitwise {op.name} needs an integer or bool tensor, got {tensor.dtype}")
     if _is_low_float(data.dtype):  # reduce 16-bit floats in float32, as NCCL's accumulators do
         return data.astype(np.float32), True
+    if data.dtype == np.bool_:  # MPI defines no MAX/MIN/SUM/BOR on C_BOOL: reduce the 0/1 bytes instead
+        contiguous = data.flags.c_contiguous and data.flags.writeable
+        return (data if contiguous else np.ascontiguousarray(data)).view(np.uint8), True
     if data.flags.c_contiguous and data.flags.writeable:
         return data, False
     return np.ascontiguousarray(data), True
@@ -131,9 +134,12 @@ def _store(tensor: Any, values: np.ndarray) -> None:
     tensor._bump()
 
 
-def _mpi_op(op: ReduceOp | Any, name: str) -> Any:
+def _mpi_op(op: ReduceOp | Any, name: str, tensor: Any = None) -> Any:
     if not isinstance(op, ReduceOp):
         raise TypeError(f"{name}: op must be an ember.distributed.ReduceOp, got {op!r}")
+    if tensor is not None and tensor._data.dtype == np.bool_:
+        # bools travel as 0/1 bytes; torch's SUM and PRODUCT of bools are logical or / and
+        op = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.PRODUCT: ReduceOp.MIN}.get(op, op)
     return getattr(_mpi(), _MPI_OPS[op])
 
 
@@ -145,10 +151,40 @@ def _group_rank(group: ProcessGroup, world_rank: int, what: str, name: str) -> i
                          f"{list(group.world_ranks)})") from None
 
 
-def _run(requests: list, finish: Callable[[], Any] | None, async_op: bool, result: Sequence[Any] = ()) -> Any:
+# Memory that async operations not yet waited read or write. Another operation on overlapping memory, where
+# either one writes, would race inside MPI (torch's backends run such ops in order instead); it is refused.
+# "Done" means wait() (or a True is_completed()) was seen, never a poll made here: a poll can answer
+# differently on each rank, and a refusal on one rank only would leave the others hanging in the collective.
+_INFLIGHT: list = []  # [array, writes, op name, weakref to the Work]
+
+
+def _guard(name: str, reads: Sequence[Any] = (), writes: Sequence[Any] = ()) -> list:
+    """Refuse an operation whose tensors overlap those of an unfinished async one (one of them writing);
+    returns what this operation touches, for :func:`_track`."""
+    touched = [(t._data, False) for t in reads if t is not None] + [(t._data, True) for t in writes if t is not None]
+    live = [entry for entry in _INFLIGHT if entry[3]() is not None and not entry[3]()._done]
+    _INFLIGHT[:] = live
+    for array, writing, other, _ in live:
+        for data, mine in touched:
+            if (writing or mine) and np.may_share_memory(array, data):
+                raise RuntimeError(f"{name}: a tensor of shape {data.shape} ({data.dtype}) is still in use by an "
+                                   f"unfinished async {other} that {'writes' if writing else 'reads'} it; call "
+                                   f"wait() on that work first (MPI would race on the shared memory)")
+    return touched
+
+
+def _track(work: "Work", touched: list, name: str) -> "Work":
+    from weakref import ref  # a dropped Work can never be waited: it stops guarding its tensors
+
+    _INFLIGHT.extend([data, writes, name, ref(work)] for data, writes in touched)
+    return work
+
+
+def _run(requests: list, finish: Callable[[], Any] | None, async_op: bool, result: Sequence[Any] = (),
+         touched: Sequence[Any] = (), name: str = "") -> Any:
     work = Work(requests, finish, result)
     if async_op:
-        return work
+        return _track(work, list(touched), name)
     work.wait()
     return work._value
 
@@ -159,15 +195,16 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     """Combine ``tensor`` across the group with ``op``; every rank ends with the result."""
     _check(tensor, "all_reduce")
     g = default_group(group, "all_reduce")
+    touched = _guard("all_reduce", writes=[tensor])
     buf, copied = _reduce_buffer(tensor, op, "all_reduce")
-    request = g.comm.Iallreduce(_mpi().IN_PLACE, buf, op=_mpi_op(op, "all_reduce"))
+    request = g.comm.Iallreduce(_mpi().IN_PLACE, buf, op=_mpi_op(op, "all_reduce", tensor))
 
     def finish() -> None:
         if op is ReduceOp.AVG:
             np.divide(buf, g.size(), out=buf, casting="unsafe")
         _store(tensor, buf)
 
-    return _run([request], finish, async_op, [tensor])
+    return _run([request], finish, async_op, [tensor], touched, "all_reduce")
 
 
 def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -176,10 +213,11 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
     _check(tensor, "reduce")
     g = default_group(group, "reduce")
     root = _group_rank(g, dst, "dst", "reduce")
+    touched = _guard("reduce", reads=[tensor], writes=[tensor] if g.rank() == root else [])
     buf, _ = _reduce_buffer(tensor, op, "reduce")
     send = buf.copy()
     recv = np.empty_like(buf) if g.rank() == root else None
-    request = g.comm.Ireduce(send, recv, op=_mpi_op(op, "reduce"), root=root)
+    request = g.comm.Ireduce(send, recv, op=_mpi_op(op, "reduce", tensor), root=root)
 
     def finish() -> None:
         if recv is not None:
@@ -187,7 +225,7 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
                 np.divide(recv, g.size(), out=recv, casting="unsafe")
             _store(tensor, recv)
 
-    return _run([request], finish, async_op, [tensor])
+    return _run([request], finish, async_op, [tensor], touched, "reduce")
 
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
@@ -195,6 +233,7 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op
     _check(tensor, "broadcast")
     g = default_group(group, "broadcast")
     root = _group_rank(g, src, "src", "broadcast")
+    touched = _guard("broadcast", **{"reads" if g.rank() == root else "writes": [tensor]})
     buf = _send_view(tensor).copy() if g.rank() != root else _send_view(tensor)
     request = g.comm.Ibcast(buf, root=root)
 
@@ -202,7 +241,7 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op
         if g.rank() != root:
             _store(tensor, buf.view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, [tensor])
+    return _run([request], finish, async_op, [tensor], touched, "broadcast")
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: ProcessGroup | None = None,
@@ -218,6 +257,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
     if tuple(output_tensor.shape) not in (stacked, concatenated) or output_tensor.dtype != input_tensor.dtype:
         raise ValueError(f"all_gather_into_tensor: output must have shape {stacked} or {concatenated} and dtype "
                          f"{input_tensor.dtype}; got {tuple(output_tensor.shape)} {output_tensor.dtype}")
+    touched = _guard("all_gather_into_tensor", reads=[input_tensor], writes=[output_tensor])
     send = _send_view(input_tensor)
     recv = np.empty((n,) + send.shape, send.dtype)
     request = g.comm.Iallgather(send, recv)
@@ -225,7 +265,7 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
     def finish() -> None:
         _store(output_tensor, recv.view(input_tensor._data.dtype))
 
-    return _run([request], finish, async_op, [output_tensor])
+    return _run([request], finish, async_op, [output_tensor], touched, "all_gather_into_tensor")
 
 
 def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None,
@@ -234,6 +274,7 @@ def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None
     _check(tensor, "all_gather")
     g = default_group(group, "all_gather")
     _check_list(tensor_list, tensor, g.size(), "all_gather", "tensor_list")
+    touched = _guard("all_gather", reads=[tensor], writes=tensor_list)
     send = _send_view(tensor)
     recv = np.empty((g.size(),) + send.shape, send.dtype)
     request = g.comm.Iallgather(send, recv)
@@ -242,7 +283,7 @@ def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None
         for i, out in enumerate(tensor_list):
             _store(out, recv[i].view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, tensor_list)
+    return _run([request], finish, async_op, tensor_list, touched, "all_gather")
 
 
 def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: ProcessGroup | None = None,
@@ -253,6 +294,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Pr
     root = _group_rank(g, dst, "dst", "gather")
     if g.rank() == root:
         _check_list(gather_list, tensor, g.size(), "gather", "gather_list")
+    touched = _guard("gather", reads=[tensor], writes=gather_list if g.rank() == root else [])
     send = _send_view(tensor)
     recv = np.empty((g.size(),) + send.shape, send.dtype) if g.rank() == root else None
     request = g.comm.Igather(send, recv, root=root)
@@ -262,7 +304,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Pr
             for i, out in enumerate(gather_list):
                 _store(out, recv[i].view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, gather_list or [])
+    return _run([request], finish, async_op, gather_list or [], touched, "gather")
 
 
 def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: ProcessGroup | None = None,
@@ -272,6 +314,7 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
     g = default_group(group, "scatter")
     root = _group_rank(g, src, "src", "scatter")
     send = None
+    touched = _guard("scatter", writes=[tensor])
     if g.rank() == root:
         _check_list(scatter_list, tensor, g.size(), "scatter", "scatter_list")
         send = np.stack([_send_view(t) for t in scatter_list])
@@ -281,7 +324,7 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
     def finish() -> None:
         _store(tensor, recv.view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, [tensor])
+    return _run([request], finish, async_op, [tensor], touched, "scatter")
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,  # noqa: A002 - torch's name
@@ -294,17 +337,18 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM, 
     if tuple(input.shape) not in ((n,) + shape, ((n * shape[0],) + shape[1:]) if shape else None):
         raise ValueError(f"reduce_scatter_tensor: input of shape {tuple(input.shape)} must hold {n} blocks of the "
                          f"output's shape {shape} along dim 0")
+    touched = _guard("reduce_scatter_tensor", reads=[input], writes=[output])
     buf, _ = _reduce_buffer(input, op, "reduce_scatter_tensor")
     send = np.ascontiguousarray(buf)
     recv = np.empty(shape, send.dtype)
-    request = g.comm.Ireduce_scatter_block(send, recv, op=_mpi_op(op, "reduce_scatter_tensor"))
+    request = g.comm.Ireduce_scatter_block(send, recv, op=_mpi_op(op, "reduce_scatter_tensor", input))
 
     def finish() -> None:
         if op is ReduceOp.AVG:
             np.divide(recv, n, out=recv, casting="unsafe")
         _store(output, recv)
 
-    return _run([request], finish, async_op, [output])
+    return _run([request], finish, async_op, [output], touched, "reduce_scatter_tensor")
 
 
 def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -329,6 +373,7 @@ def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None
     if tuple(output.shape) != tuple(input.shape) or not input.shape or input.shape[0] % n:
         raise ValueError(f"all_to_all_single: input and output must have the same shape with dim 0 divisible by "
                          f"the world size {n}; got {tuple(input.shape)} and {tuple(output.shape)}")
+    touched = _guard("all_to_all_single", reads=[input], writes=[output])
     send = _send_view(input)
     recv = np.empty_like(send)
     request = g.comm.Ialltoall(send, recv)
@@ -336,7 +381,7 @@ def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None
     def finish() -> None:
         _store(output, recv.view(input._data.dtype))
 
-    return _run([request], finish, async_op, [output])
+    return _run([request], finish, async_op, [output], touched, "all_to_all_single")
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
@@ -361,26 +406,30 @@ def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0
     """Start sending ``tensor`` to world rank ``dst``; the tensor must not change until ``wait()``."""
     _check(tensor, "isend")
     g = default_group(group, "isend")
+    touched = _guard("isend", reads=[tensor])
     buf = _send_view(tensor)
     request = g.comm.Isend(buf, dest=_group_rank(g, dst, "dst", "isend"), tag=tag)
-    return Work([request], lambda: buf is None, [tensor])  # the closure keeps ``buf`` alive until done
+    return _track(Work([request], lambda: buf is None, [tensor]), touched, "isend")  # the closure keeps ``buf`` alive until done
 
 
 def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work:
     """Start receiving into ``tensor`` from world rank ``src`` (any rank when None)."""
     _check(tensor, "irecv")
     g = default_group(group, "irecv")
+    touched = _guard("irecv", writes=[tensor])
     MPI = _mpi()
     buf = np.empty_like(_send_view(tensor))
     source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "irecv")
     request = g.comm.Irecv(buf, source=source, tag=tag)
-    return Work([request], lambda: _store(tensor, buf.view(tensor._data.dtype)), [tensor])
+    work = Work([request], lambda: _store(tensor, buf.view(tensor._data.dtype)), [tensor])
+    return _track(work, touched, "irecv")
 
 
 def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
     """Send ``tensor`` to world rank ``dst`` (blocks until the buffer may be reused)."""
     _check(tensor, "send")
     g = default_group(group, "send")
+    _guard("send", reads=[tensor])
     g.comm.Send(_send_view(tensor), dest=_group_rank(g, dst, "dst", "send"), tag=tag)
 
 
@@ -388,6 +437,7 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
     """Receive into ``tensor`` from world rank ``src`` (any when None); returns the sender's world rank."""
     _check(tensor, "recv")
     g = default_group(group, "recv")
+    _guard("recv", writes=[tensor])
     MPI = _mpi()
     buf = np.empty_like(_send_view(tensor))
     status = MPI.Status()

@@ -157,13 +157,26 @@ class DistributedDataParallel(Module):
 
     # ---- forward ---------------------------------------------------------------------------------------
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        from ember.ops.dispatch import SYMBOLIC
+
+        if SYMBOLIC.active:
+            # A replayed graph would skip this Python: the buffer broadcast and the arming of the gradient
+            # all-reduce for the next backward. ember.compile catches this and runs the call eagerly.
+            from ember.graph.ir import TracingError
+
+            raise TracingError("DistributedDataParallel.forward cannot be traced (its buffer broadcast and "
+                               "gradient all-reduce run in Python on every call), so it runs eagerly; compile "
+                               "functions called inside the wrapped module's forward instead")
         if self.broadcast_buffers and self.training:
             buffers = [b for b in self.module.buffers() if b is not None]
             if buffers and self.process_group.size() > 1:
                 self._broadcast_coalesced(buffers)
         if self._callback_queued:  # the last backward raised before it ended: start clean
             self._reset_all()
-        self._sync_this_backward = self.require_backward_grad_sync
+        from ember.autograd import grad_mode
+
+        if grad_mode.STATE.enabled:  # torch's prepare_for_backward: only a forward that records a graph arms it
+            self._sync_this_backward = self.require_backward_grad_sync
         return self.module(*inputs, **kwargs)
 
     @contextlib.contextmanager
@@ -225,6 +238,9 @@ class DistributedDataParallel(Module):
         from ember.tensor import Tensor
 
         self._callback_queued = False
+        # One reduction per forward, as torch's reducer: a second backward of the same forward
+        # (retain_graph=True) accumulates this rank's gradient locally, until the next forward.
+        self._sync_this_backward = False
         missing = [(bucket, i) for bucket in self._buckets for i in range(len(bucket.params)) if not bucket.used[i]]
         if missing and not self.find_unused_parameters:
             names = [bucket.names[i] for bucket, i in missing]
