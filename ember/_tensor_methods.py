@@ -95,7 +95,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         from ember.creation import tensor
 
-        src = tensor(src)
+        # A Python number goes straight to self's dtype (through float32 it would lose digits in float64).
+        src = tensor(src, dtype=self.dtype) if isinstance(src, (int, float, bool)) else tensor(src)
     source = src.to(self.device) if src.device != self.device else src
     source = source.to(self.dtype)
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)

@@ -88,6 +88,9 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         wanted = [any(e is not None for j, e in enumerate(edges) if j != i) for i in range(len(args))]
         node.saved = tuple((SavedTensor(a) if want else None) if isinstance(a, Tensor) else a
                            for a, want in zip(args, wanted))
+    elif save == "first":  # where: only the condition; changing x or y in place afterwards is fine
+        node.saved = tuple((SavedTensor(a) if i == 0 else None) if isinstance(a, Tensor) else a
+                           for i, a in enumerate(args))
     else:
         node.saved = (None,) * len(args)
     if save == "output" or save == "both":

@@ -238,7 +238,7 @@ def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
 
 WHERE = register(OpDef(
     name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_where_vjp,
-    shape_rule=_where_rule, expr="where(x, y, z)", onnx="Where", nondiff_inputs=(0,),
+    shape_rule=_where_rule, expr="where(x, y, z)", onnx="Where", nondiff_inputs=(0,), save="first",
 ))
 
 

@@ -238,7 +238,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 EINSUM = register(OpDef(
     name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx="Einsum",
-    impl=_einsum_impl, autocast="lower",
+    impl=_einsum_impl, autocast="lower", save="cross",  # multilinear: operand i's grad reads only the others
 ))
 
 

@@ -11,7 +11,8 @@ An :class:`OpDef` holds everything ember knows about an op:
 * ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"``, ``"none"``, or
   ``"cross"`` for bilinear ops (mul, matmul): each input is needed only for the *other* input's
   gradient, so it is saved only when another input requires grad (``y * 2`` keeps nothing of ``y``,
-  and changing ``y`` in place afterwards is fine, as in PyTorch).
+  and changing ``y`` in place afterwards is fine, as in PyTorch); ``"first"`` keeps only input 0
+  (``where``'s condition).
 
 Example:
     >>> from ember.ops.registry import OPS

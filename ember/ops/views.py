@@ -41,11 +41,31 @@ def _alias(input: Any) -> Any:
     return dispatch.apply(RESHAPE, (input,), {"shape": tuple(input.shape)})
 
 
-view = reshape
+def view(input: Any, *shape: Any) -> Any:
+    """``reshape`` that never copies: where the strides cannot express the new shape it raises, as
+    PyTorch's ``view`` does (a silent copy would cut in-place changes off from the original).
+
+    Example:
+        >>> ember.zeros(2, 3).t().view(6)  # doctest: +SKIP
+        RuntimeError: view size is not compatible with input tensor's size and stride ...
+    """
+    out = reshape(input, *shape)
+    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.is_symbolic(input):
+        return out
+    # Only views are checked: a fresh result's layout is NumPy's choice (a reduction of a transposed array
+    # may come back column-major where torch's is contiguous), and code that works in PyTorch must not fail here.
+    if (input._base is not None and out._data.size
+            and dispatch._owner(out._data) is not dispatch._owner(input._data)):
+        raise RuntimeError(
+            f"view: view size {list(out.shape)} is not compatible with input tensor's size {list(input.shape)} and "
+            f"stride {list(input.stride())} (at least one dimension spans across two contiguous subspaces). "
+            "Use .reshape(...) instead (it copies when it must), or .contiguous().view(...)."
+        )
+    return out
 
 
 def view_as(input: Any, other: Any) -> Any:
-    return reshape(input, tuple(other.shape))
+    return view(input, tuple(other.shape))
 
 
 def reshape_as(input: Any, other: Any) -> Any:
