@@ -85,6 +85,24 @@ def _build() -> dict[str, Callable]:
         for k in range(g.size):
             result[k] = g[k] if out[k] > 0 else 0
 
+    @njit(cache=True)
+    def where_scalar(cond: Any, x: Any, y: Any, flip: bool, out: Any) -> None:  # pragma: no cover - compiled
+        """``out = where(cond, x, y)`` (``where(cond, y, x)`` when ``flip``) for a scalar ``y`` of ``x``'s
+        dtype (flat, same-size contiguous arrays). NumPy's ``where`` branches per element (0.47 ms on
+        256x512 random masks); this select vectorizes (0.02 ms)."""
+        if flip:
+            for k in range(x.size):
+                out[k] = y if cond[k] else x[k]
+        else:
+            for k in range(x.size):
+                out[k] = x[k] if cond[k] else y
+
+    @njit(cache=True)
+    def where_arrays(cond: Any, x: Any, y: Any, out: Any) -> None:  # pragma: no cover - compiled
+        """``out = where(cond, x, y)`` (flat, same-size contiguous arrays of one dtype)."""
+        for k in range(x.size):
+            out[k] = x[k] if cond[k] else y[k]
+
     # error_model="numpy": a division by zero gives inf like NumPy instead of raising, which removes the
     # per-element check that kept LLVM from vectorizing the loop (4x slower).
     @njit(cache=True, nogil=True, error_model="numpy")
@@ -119,7 +137,7 @@ def _build() -> dict[str, Callable]:
                 param[k] = param[k] + (m / (math.sqrt(v) / bias_correction2_sqrt + eps)) * neg_step_size
 
     return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad,
-            "adam_update": adam_update}
+            "adam_update": adam_update, "where_scalar": where_scalar, "where_arrays": where_arrays}
 
 
 def get(name: str) -> Callable | None:

@@ -53,13 +53,43 @@ def _reducer(node: Node) -> bool:
 
 # ---- grouping ------------------------------------------------------------------------------------
 def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
-    """Replace fusable groups in ``nodes`` by fused nodes; values in ``keep`` stay materialized."""
-    group_of: dict[int, int] = {}  # id(node) -> group index
+    """Replace fusable groups in ``nodes`` by fused nodes; values in ``keep`` stay materialized.
+
+    A node joins the group of one of its inputs (same loop shape, no cycle through an outside
+    node); when its inputs come from several such groups, those groups merge into one (Adam's
+    update reads the gradient's square and the moments from separate chains: one loop, not three).
+    """
+    group_of: dict[int, int] = {}  # id(node) -> group index (follow ``find`` after merges)
     groups: list[list[Node]] = []
+    parent: list[int] = []  # union-find over group indices
+    has_reducer: list[bool] = []
     reduced: set[int] = set()  # values made by a fused reduction
-    deps: dict[int, frozenset] = {}  # value id -> groups it depends on
-    producer_group: dict[int, int] = {}  # value id -> group index of its producer
+    deps: dict[int, frozenset] = {}  # value id -> groups it depends on (raw indices)
+    producer_group: dict[int, int] = {}  # value id -> group index of its producer (raw)
     shape_of_group: list[tuple] = []
+    order = {id(n): k for k, n in enumerate(nodes)}
+
+    def find(g: int) -> int:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    def group(v: Value) -> int | None:
+        g = producer_group.get(v.id)
+        return None if g is None else find(g)
+
+    def depends(v: Value, targets: set) -> bool:
+        return any(find(d) in targets for d in deps.get(v.id, ()))
+
+    def can_merge(g: int, h: int, node: Node) -> bool:
+        """No member of g, h or ``node`` reads a value made outside them that depends on g or h."""
+        both = {g, h}
+        for m in (*groups[g], *groups[h], node):
+            for j in m.inputs:
+                if isinstance(j, Value) and group(j) not in both and depends(j, both):
+                    return False
+        return True
 
     for node in nodes:
         ins = [i for i in node.inputs if isinstance(i, Value)]
@@ -72,7 +102,7 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
             else:
                 ins_groups = ins
             for i in ins_groups:
-                g = producer_group.get(i.id)
+                g = group(i)
                 if g is None:
                     continue
                 if fusable(node) and shape_of_group[g] != out_shape:
@@ -80,18 +110,30 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
                 if _reducer(node) and shape_of_group[g] != i.shape:
                     continue
                 # Joining g must not create a cycle through a node outside g.
-                if all(producer_group.get(j.id) == g or g not in deps.get(j.id, frozenset()) for j in ins):
+                if all(group(j) == g or not depends(j, {g}) for j in ins):
                     chosen = g
                     break
+            if chosen is not None and fusable(node):
+                for i in ins_groups:
+                    h = group(i)
+                    if h is None or h == chosen or shape_of_group[h] != out_shape or has_reducer[h] \
+                            or has_reducer[chosen] or not can_merge(chosen, h, node):
+                        continue
+                    parent[h] = chosen
+                    groups[chosen] = sorted(groups[chosen] + groups[h], key=lambda n: order[id(n)])
+                    groups[h] = []
             if chosen is None and fusable(node):
                 chosen = len(groups)
                 groups.append([])
+                parent.append(chosen)
+                has_reducer.append(False)
                 shape_of_group.append(out_shape)
         if chosen is not None:
             groups[chosen].append(node)
             group_of[id(node)] = chosen
             if _reducer(node):
                 reduced.add(node.outputs[0].id)
+                has_reducer[chosen] = True
             for out in node.outputs:
                 producer_group[out.id] = chosen
                 deps[out.id] = upstream | {chosen}
@@ -102,8 +144,9 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
     used_outside: set[int] = set(keep)
     for node in nodes:
         g = group_of.get(id(node))
+        g = None if g is None else find(g)
         for i in node.inputs:
-            if isinstance(i, Value) and (g is None or producer_group.get(i.id) != g):
+            if isinstance(i, Value) and (g is None or group(i) != g):
                 used_outside.add(i.id)
     units: list[Any] = []
     unit_of_group: dict[int, int] = {}
@@ -111,7 +154,9 @@ def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
         g = group_of.get(id(node))
         if g is None:
             units.append(node)
-        elif g not in unit_of_group:
+            continue
+        g = find(g)
+        if g not in unit_of_group:
             members = groups[g]
             unit_of_group[g] = len(units)
             units.append(members[0] if len(members) == 1 and not _reducer(members[0]) else
@@ -200,6 +245,10 @@ def _steps_for(node: Node, names: dict, steps: list, counter: list) -> str:
     return result
 
 
+# Steps _call treats specially; every other step is ``getattr(xp, fn)(*operands, out=out)``.
+_SPECIAL = ("cast", "where", "copy", "round", "sum", "mean", "erf", "clip")
+
+
 def _call(xp: Any, fn: str, operands: list, extra: Any, out: Any) -> Any:
     if fn == "cast":
         if out is None:
@@ -207,6 +256,10 @@ def _call(xp: Any, fn: str, operands: list, extra: Any, out: Any) -> Any:
         xp.copyto(out, operands[0], casting="unsafe")
         return out
     if fn == "where":
+        if xp is np:
+            result = _native_where(*operands)
+            if result is not None:
+                return result
         return xp.where(*operands)
     if fn == "copy":
         return xp.array(operands[0])
@@ -225,6 +278,40 @@ def _call(xp: Any, fn: str, operands: list, extra: Any, out: Any) -> Any:
         x, lo, hi = (operands + [None, None])[:3]
         return xp.clip(x, lo, hi, out=out)
     return getattr(xp, fn)(*operands, out=out)
+
+
+def _native_where(cond: Any, x: Any, y: Any) -> Any:
+    """``np.where`` through a vectorized native select when the operands allow, else None.
+
+    Covers a bool ``cond`` and float ``x``/``y`` of one shape, contiguous, one of them possibly a
+    Python number (``where(mask, g, 0)`` in relu's gradient); NumPy's result dtype rules hold there.
+    """
+    if not (isinstance(cond, np.ndarray) and cond.dtype == np.bool_ and cond.flags.c_contiguous):
+        return None
+    flip = not isinstance(x, np.ndarray)
+    arr, other = (y, x) if flip else (x, y)
+    if not (isinstance(arr, np.ndarray) and arr.shape == cond.shape and arr.dtype.kind == "f"
+            and arr.dtype.itemsize >= 4 and arr.flags.c_contiguous):
+        return None
+    if isinstance(other, np.ndarray):
+        if flip or other.shape != arr.shape or other.dtype != arr.dtype or not other.flags.c_contiguous:
+            return None
+        name = "where_arrays"
+    elif isinstance(other, (int, float)) and not isinstance(other, bool):
+        name = "where_scalar"
+    else:
+        return None
+    from ember.backends import cpu_kernels
+
+    kernel = cpu_kernels.get(name)
+    if kernel is None:
+        return None
+    out = np.empty(arr.shape, dtype=arr.dtype)
+    if name == "where_arrays":
+        kernel(cond.reshape(-1), arr.reshape(-1), other.reshape(-1), out.reshape(-1))
+    else:
+        kernel(cond.reshape(-1), arr.reshape(-1), arr.dtype.type(other), flip, out.reshape(-1))
+    return out
 
 
 class FusedKernel:
@@ -252,24 +339,32 @@ class FusedKernel:
             last_use[o] = len(self.steps)
         free: dict[tuple, list] = {}
         plan = []
+        bufs: dict[str, Any] = {}  # temporary -> its scratch buffer
+
+        def release(k: int) -> None:
+            for o in operands:  # temporaries whose last reader is step k free their buffer
+                b = bufs.pop(o, None) if isinstance(o, str) and last_use.get(o) == k else None
+                if b is not None:
+                    free.setdefault((b.shape, b.dtype), []).append(b)
+
         for k, (name, fn, operands, extra) in enumerate(self.steps):
             vals = [env[o] if isinstance(o, str) else o for o in operands]
             target = arrays[self.out_into[name]] if name in self.out_into else None
             result = _call(xp, fn, vals, extra, target)
             env[name] = result
             buf = None
+            ufunc = None if fn in _SPECIAL else getattr(xp, fn)
             key = (tuple(getattr(result, "shape", ())), getattr(result, "dtype", None))
+            if ufunc is not None:
+                release(k)  # an elementwise ufunc may write over an operand it is the last to read
             if target is not None:
                 buf = "inplace"
             elif fn not in ("where", "copy") and hasattr(result, "shape") and name not in self.outputs:
                 pool = free.get(key)
                 buf = pool.pop() if pool else xp.empty(key[0], dtype=key[1])
-            plan.append((name, fn, operands, extra, buf))
-            for o in operands:  # temporaries whose last reader this was free their buffer
-                if isinstance(o, str) and o.startswith("t") and last_use.get(o) == k:
-                    prev = next((p for p in plan if p[0] == o), None)
-                    if prev is not None and prev[4] is not None and not isinstance(prev[4], str):
-                        free.setdefault((prev[4].shape, prev[4].dtype), []).append(prev[4])
+                bufs[name] = buf
+            plan.append((name, fn, operands, extra, buf, ufunc))
+            release(k)
         self.plan = plan
         outs = tuple(env[o] for o in self.outputs)
         return outs[0] if self.single else outs
@@ -278,10 +373,12 @@ class FusedKernel:
         if self.plan is None:
             return self._first(arrays)
         env = {f"in{k}": a for k, a in enumerate(arrays)}
-        for name, fn, operands, extra, buf in self.plan:
+        for name, fn, operands, extra, buf, ufunc in self.plan:
             if buf is not None and buf.__class__ is str:
                 buf = arrays[self.out_into[name]]
-            env[name] = _call(xp, fn, [env[o] if isinstance(o, str) else o for o in operands], extra, buf)
+            vals = [env[o] if o.__class__ is str else o for o in operands]
+            # A plain ufunc is called directly: _call's dispatch costs ~1 us a step.
+            env[name] = ufunc(*vals, out=buf) if ufunc is not None else _call(xp, fn, vals, extra, buf)
         if self.single:
             return env[self.outputs[0]]
         return tuple(env[o] for o in self.outputs)

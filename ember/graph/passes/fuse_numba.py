@@ -7,9 +7,10 @@ costs about a second for a few hundred steps, so it is used only for groups of a
 when ``numba`` is installed, and when every step has a scalar form below; the result is cached per
 kernel source for the process.
 
-Inputs are broadcast to the loop shape (copied when their shape differs), reductions must be
-``sum``/``mean`` over all elements. Literals are cast to the kernel's float dtype, so float32
-kernels stay float32 as NumPy's ufuncs do.
+Inputs are broadcast to the loop shape (copied when their shape differs; one-element inputs
+are read once before the loop), reductions must be ``sum``/``mean`` over all elements. Outputs
+the memory pass plans in place are stored through the state input's own argument. Literals are
+cast to the kernel's float dtype, so float32 kernels stay float32 as NumPy's ufuncs do.
 
 Example:
     >>> available() in (True, False)
@@ -88,17 +89,28 @@ class NumbaKernel:
         import numba
 
         shapes = [np.shape(a) for a in arrays]
+        # One-element inputs (Adam's bias corrections) are read once before the loop instead of being
+        # broadcast to a full-size copy per call.
+        self.scalar_in = [int(np.prod(s, dtype=np.int64)) == 1 for s in shapes]
         self.shape = tuple(np.broadcast_shapes(*shapes))
         dtype = np.result_type(*[v.dtype for v in self.out_values if v.dtype.kind == "f"] or [np.float64])
         reductions = {s[0]: s for s in self.steps if s[1] in ("sum", "mean")}
         lit = "np.float32({})" if dtype == np.float32 else "{}"
+        # An output planned in place (memory pass) is stored through its input's own argument: with a
+        # separate output argument aliasing it, LLVM's runtime overlap check fails and the loop runs
+        # unvectorized (3x slower); one base pointer needs no check.
+        self.fresh = [o for o in self.outputs if o not in self.out_into or o in reductions]
         lines = ["def kernel(n, " + ", ".join([f"in{k}" for k in range(self.n_inputs)] +
-                                               [f"o_{o}" for o in self.outputs]) + "):"]
+                                               [f"o_{o}" for o in self.fresh]) + "):"]
         for name in reductions:
             lines.append(f"    acc_{name} = {lit.format(0.0)}")
+        for k in range(self.n_inputs):
+            if self.scalar_in[k]:
+                lines.append(f"    in{k}_ = in{k}[0]")
         lines.append("    for i in range(n):")
         for k in range(self.n_inputs):
-            lines.append(f"        in{k}_ = in{k}[i]")
+            if not self.scalar_in[k]:
+                lines.append(f"        in{k}_ = in{k}[i]")
 
         def arg(o: Any) -> str:
             if isinstance(o, str):
@@ -126,7 +138,8 @@ class NumbaKernel:
             lines.append(f"        {name}_ = {expr}")
         for o in self.outputs:
             if o not in reductions:
-                lines.append(f"        o_{o}[i] = {o}_")
+                target = f"in{self.out_into[o]}" if o not in self.fresh else f"o_{o}"
+                lines.append(f"        {target}[i] = {o}_")
         for name, (_, fn, _, _) in reductions.items():
             scale = " / n" if fn == "mean" else ""
             lines.append(f"    o_{name}[0] = acc_{name}{scale}")
@@ -148,16 +161,27 @@ class NumbaKernel:
                 n *= s
             self.n = n
             # Shapes are static in a graph: which inputs need broadcasting is known after one call.
-            self.direct = [np.shape(a) == self.shape for a in arrays]
+            self.direct = [np.shape(a) == self.shape or one for a, one in zip(arrays, self.scalar_in)]
             self.out_specs = [(1 if o in self.reductions else n, v.dtype, v.shape)
                               for o, v in zip(self.outputs, self.out_values)]
+            self.fresh_specs = [spec for o, spec in zip(self.outputs, self.out_specs) if o in self.fresh]
         flat = []
+        copied = []
         for a, direct in zip(arrays, self.direct):
             if not direct or not a.flags.c_contiguous:
                 a = np.ascontiguousarray(np.broadcast_to(a, self.shape))
+                copied.append(True)
+            else:
+                copied.append(False)
             flat.append(a.reshape(-1))
-        outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.out_specs]
+        outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.fresh_specs]
         self.fn(self.n, *flat, *outs)
-        if self.single:
-            return outs[0].reshape(self.out_specs[0][2])
-        return tuple(buf.reshape(spec[2]) for buf, spec in zip(outs, self.out_specs))
+        fresh = iter(outs)
+        results = []
+        for o, spec in zip(self.outputs, self.out_specs):
+            if o in self.fresh:
+                results.append(next(fresh).reshape(spec[2]))
+            else:  # written into the state's buffer (or into the contiguous copy made of it above)
+                q = self.out_into[o]
+                results.append(flat[q].reshape(spec[2]) if copied[q] else arrays[q])
+        return results[0] if self.single else tuple(results)

@@ -8,7 +8,13 @@ Two things, both safe by construction:
   the state's old value, and nothing after that step reads the old value (no later step of the
   kernel, no later node, no fetch), the step writes straight into the state's buffer, so the
   end-of-run copy disappears. Only elementwise ufunc steps of the state's shape and dtype qualify
-  (NumPy ufuncs handle exact aliasing of an input and the output).
+  (NumPy ufuncs handle exact aliasing of an input and the output). A Numba-compiled kernel
+  qualifies for any non-reduction output: it loads every input element before it stores any, and
+  stores the new value through the state's own argument (see
+  :class:`~ember.graph.passes.fuse_numba.NumbaKernel`).
+
+A value that may be a view of the state (made from it by a movement, cast or other op that can
+return its input's memory) must have no reader at or after the updating kernel, nor be fetched.
 
 Example:
     >>> plan_buffers([], set(), __import__("numpy"))
@@ -21,10 +27,27 @@ from typing import Any, Sequence
 from ember.graph.ir import Node, Value
 
 _NOT_INPLACE = ("where", "copy", "sum", "mean", "cast")
+# Ops of these categories always return fresh arrays; any other op may return a view of its input.
+_FRESH = ("unary", "binary", "ternary", "reduction", "linalg", "fused")
+
+
+def _views_read_late(nodes: Sequence[Node], state: Value, k: int, last_read: dict, keep: set) -> bool:
+    """Whether a value that may alias ``state``'s buffer is read by node ``k`` or later, or fetched."""
+    aliases = {state.id}
+    for node in nodes[:k]:
+        if node.op.category in _FRESH:
+            continue
+        if any(isinstance(i, Value) and i.id in aliases for i in node.inputs):
+            for out in node.outputs:
+                if last_read.get(out.id, -1) >= k or out.id in keep:
+                    return True
+                aliases.add(out.id)
+    return False
 
 
 def plan_buffers(nodes: Sequence[Node], keep: set, xp: Any, updates: Sequence[tuple] = ()) -> dict:
     from ember.graph.passes.fuse import FusedKernel
+    from ember.graph.passes.fuse_numba import NumbaKernel
 
     last_read: dict[int, int] = {}
     for k, node in enumerate(nodes):
@@ -39,8 +62,9 @@ def plan_buffers(nodes: Sequence[Node], keep: set, xp: Any, updates: Sequence[tu
     count = 0
     for k, node in enumerate(nodes):
         kernel = node.op.impl
-        if node.op.category != "fused" or not isinstance(kernel, FusedKernel):
+        if node.op.category != "fused" or not isinstance(kernel, (FusedKernel, NumbaKernel)):
             continue
+        numba = isinstance(kernel, NumbaKernel)
         step_of = {s[0]: j for j, s in enumerate(kernel.steps)}
         for out, name in zip(node.outputs, kernel.outputs):
             states = state_of_update.get(out.id, [])
@@ -51,11 +75,15 @@ def plan_buffers(nodes: Sequence[Node], keep: set, xp: Any, updates: Sequence[tu
                     or state not in node.inputs or state.shape != out.shape or state.dtype != out.dtype:
                 continue
             j = step_of.get(name)
-            if j is None or kernel.steps[j][1] in _NOT_INPLACE:
+            if j is None or kernel.steps[j][1] in (("sum", "mean") if numba else _NOT_INPLACE):
                 continue
             src = f"in{node.inputs.index(state)}"
-            if any(src in s[2] for s in kernel.steps[j + 1:]) or src in kernel.outputs:
+            if src in kernel.outputs or node.inputs.index(state) in kernel.out_into.values():
+                continue
+            if not numba and any(src in s[2] for s in kernel.steps[j + 1:]):
                 continue  # a later step still reads the old value
+            if _views_read_late(nodes, state, k, last_read, keep):
+                continue
             kernel.out_into[name] = node.inputs.index(state)
             node.attrs.setdefault("inplace", ())
             node.attrs["inplace"] += (state.label(),)
