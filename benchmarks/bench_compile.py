@@ -15,6 +15,7 @@ import ember
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _timing import interleaved_medians  # noqa: E402
+from ember.graph.showcase import two_layer_step  # noqa: E402
 
 N, D_IN, H, D_OUT, LR = 64, 1000, 100, 10, 1e-6
 W5_OPS, W5_SIZE = 100, 16
@@ -33,17 +34,8 @@ def median_us(fn, repeat: int = 200, warm: int = 5) -> float:
 
 # ---- W1 ---------------------------------------------------------------------------------------------
 def w1_step(lib, x, y, w1, w2):
-    def step(x=x, y=y):
-        y_pred = x.mm(w1).clamp(min=0).mm(w2)
-        loss = (y_pred - y).pow(2).sum()
-        loss.backward()
-        with lib.no_grad():
-            w1.sub_(LR * w1.grad)
-            w2.sub_(LR * w2.grad)
-            w1.grad.zero_()
-            w2.grad.zero_()
-        return loss
-    return step
+    step = two_layer_step(lib, w1, w2, LR)
+    return lambda x=x, y=y: step(x, y)
 
 
 def w1_data(lib):

@@ -5,6 +5,7 @@ Run alone (other processes stall PyTorch's OpenMP threads):  .venv/bin/python be
 """
 from __future__ import annotations
 
+import functools
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import environment_line, interleaved_medians, median_time, print_table  # noqa: E402
 
 import ember  # noqa: E402
+from ember.graph.showcase import two_layer_step  # noqa: E402
 
 try:
     import torch
@@ -85,15 +87,7 @@ def w1_bench() -> None:
     w1 = ember.from_numpy(w1_np.copy()).requires_grad_()
     w2 = ember.from_numpy(w2_np.copy()).requires_grad_()
 
-    def ember_step() -> None:
-        y_pred = x.mm(w1).clamp(min=0).mm(w2)
-        loss = (y_pred - y).pow(2).sum()
-        loss.backward()
-        with ember.no_grad():
-            w1.sub_(lr * w1.grad)  # the lectures' `w1 -= ...`, spelled for a closure
-            w2.sub_(lr * w2.grad)
-            w1.grad.zero_()
-            w2.grad.zero_()
+    ember_step = functools.partial(two_layer_step(ember, w1, w2, lr), x, y)
 
     nw1, nw2 = w1_np.copy(), w2_np.copy()
 
@@ -115,15 +109,7 @@ def w1_bench() -> None:
         tw1 = torch.from_numpy(w1_np.copy()).requires_grad_()
         tw2 = torch.from_numpy(w2_np.copy()).requires_grad_()
 
-        def torch_step() -> None:
-            y_pred = tx.mm(tw1).clamp(min=0).mm(tw2)
-            loss = (y_pred - ty).pow(2).sum()
-            loss.backward()
-            with torch.no_grad():
-                tw1.sub_(lr * tw1.grad)
-                tw2.sub_(lr * tw2.grad)
-                tw1.grad.zero_()
-                tw2.grad.zero_()
+        torch_step = functools.partial(two_layer_step(torch, tw1, tw2, lr), tx, ty)
 
         steps["torch eager"] = torch_step
     rows = interleaved_medians(steps, rounds=9, min_time=2.0)

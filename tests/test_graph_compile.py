@@ -6,6 +6,7 @@ import pytest
 
 import ember
 from ember.graph import TracingError
+from ember.graph.showcase import two_layer_step
 
 RTOL = 1e-6
 
@@ -20,17 +21,7 @@ def _w1_setup(seed: int):
 
 
 def _w1_step(w1, w2, lr=1e-3):
-    def step(x, y):
-        y_pred = x.mm(w1).clamp(min=0).mm(w2)
-        loss = (y_pred - y).pow(2).sum()
-        loss.backward()
-        with ember.no_grad():
-            w1.sub_(lr * w1.grad)
-            w2.sub_(lr * w2.grad)
-            w1.grad.zero_()
-            w2.grad.zero_()
-        return loss
-    return step
+    return two_layer_step(ember, w1, w2, lr)
 
 
 def _numpy_w1(x, y, w1, w2, lr=1e-3, steps=6):

@@ -27,15 +27,25 @@ def _setup(seed: int = 0, n: int = 64, d_in: int = 1000, hidden: int = 100, d_ou
     return x, y, w1, w2
 
 
-def _make_step(w1: Any, w2: Any, lr: float = 1e-6) -> Any:
-    import ember
+def two_layer_step(lib: Any, w1: Any, w2: Any, lr: float = 1e-6) -> Any:
+    """The lectures' two-layer-net training step (autograd + manual SGD) as a closure over the weights.
+
+    ``lib`` is ``ember`` or ``torch``: the same code runs on both (benchmarks compare them with it).
+
+    Example:
+        >>> import ember
+        >>> w1 = ember.ones(3, 2, requires_grad=True); w2 = ember.ones(2, 1, requires_grad=True)
+        >>> step = two_layer_step(ember, w1, w2, lr=0.01)
+        >>> round(step(ember.ones(4, 3), ember.zeros(4, 1)).item(), 3)
+        144.0
+    """
 
     def step(x: Any, y: Any) -> Any:
         y_pred = x.mm(w1).clamp(min=0).mm(w2)
         loss = (y_pred - y).pow(2).sum()
         loss.backward()
-        with ember.no_grad():
-            w1.sub_(lr * w1.grad)
+        with lib.no_grad():
+            w1.sub_(lr * w1.grad)  # the lectures' `w1 -= ...`, spelled for a closure
             w2.sub_(lr * w2.grad)
             w1.grad.zero_()
             w2.grad.zero_()
@@ -58,9 +68,9 @@ def showcase(steps: int = 100, verbose: bool = True) -> dict:
     import ember
 
     x, y, w1, w2 = _setup()
-    eager = _make_step(w1, w2)
+    eager = two_layer_step(ember, w1, w2)
     xc, yc, w1c, w2c = _setup()
-    compiled = ember.compile(_make_step(w1c, w2c))
+    compiled = ember.compile(two_layer_step(ember, w1c, w2c))
     compiled(xc, yc)
     eager(x, y)
     compiled(xc, yc)  # traced here

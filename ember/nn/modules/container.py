@@ -158,51 +158,63 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList has no forward(); iterate over it in your module's forward")
 
 
-class ModuleDict(Module):
+class _DictContainer(Module):
+    """Shared by ModuleDict and ParameterDict: a string-keyed view of one of the module's own stores
+    (``_STORE`` names it); subclasses say how a value is registered (``__setitem__``)."""
+
+    _STORE = ""
+
+    def _store(self) -> Any:
+        return self.__dict__[self._STORE]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._store()[key]
+
+    def __delitem__(self, key: str) -> None:
+        del self._store()[key]
+
+    def __len__(self) -> int:
+        return len(self._store())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._store())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._store()
+
+    def keys(self) -> Any:
+        return self._store().keys()
+
+    def values(self) -> Any:
+        return self._store().values()
+
+    def items(self) -> Any:
+        return self._store().items()
+
+    def clear(self) -> None:
+        self._store().clear()
+
+    def pop(self, key: str) -> Any:
+        return self._store().pop(key)
+
+    def update(self, values: Any) -> None:
+        items = values.items() if hasattr(values, "items") else values
+        for key, value in items:
+            self[key] = value
+
+
+class ModuleDict(_DictContainer):
     """An ordered dict of modules keyed by string."""
+
+    _STORE = "_modules"
 
     def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None) -> None:
         super().__init__()
         if modules is not None:
             self.update(modules)
 
-    def __getitem__(self, key: str) -> Module:
-        return self._modules[key]
-
     def __setitem__(self, key: str, module: Module) -> None:
         self.add_module(key, module)
-
-    def __delitem__(self, key: str) -> None:
-        del self._modules[key]
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._modules
-
-    def keys(self) -> Any:
-        return self._modules.keys()
-
-    def values(self) -> Any:
-        return self._modules.values()
-
-    def items(self) -> Any:
-        return self._modules.items()
-
-    def clear(self) -> None:
-        self._modules.clear()
-
-    def pop(self, key: str) -> Module:
-        return self._modules.pop(key)
-
-    def update(self, modules: Any) -> None:
-        items = modules.items() if hasattr(modules, "items") else modules
-        for key, module in items:
-            self[key] = module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("ModuleDict has no forward(); index it in your module's forward")
@@ -244,45 +256,18 @@ class ParameterList(Module):
                          for i, p in enumerate(self))
 
 
-class ParameterDict(Module):
+class ParameterDict(_DictContainer):
     """An ordered dict of Parameters keyed by string."""
+
+    _STORE = "_parameters"
 
     def __init__(self, parameters: Any = None) -> None:
         super().__init__()
         if parameters is not None:
             self.update(parameters)
 
-    def __getitem__(self, key: str) -> Parameter:
-        return self._parameters[key]
-
     def __setitem__(self, key: str, value: Any) -> None:
         self.register_parameter(key, _as_param(value))
-
-    def __delitem__(self, key: str) -> None:
-        del self._parameters[key]
-
-    def __len__(self) -> int:
-        return len(self._parameters)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._parameters)
-
-    def __contains__(self, key: str) -> bool:
-        return key in self._parameters
-
-    def keys(self) -> Any:
-        return self._parameters.keys()
-
-    def values(self) -> Any:
-        return self._parameters.values()
-
-    def items(self) -> Any:
-        return self._parameters.items()
-
-    def update(self, parameters: Any) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
-        for key, value in items:
-            self[key] = value
 
 
 def _as_param(value: Any) -> Parameter:
