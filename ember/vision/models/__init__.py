@@ -1,0 +1,20 @@
+"""Model builders with torchvision's names, arguments and state_dict keys, and their pretrained weights.
+
+Example:
+    >>> import ember.vision as torchvision
+    >>> model = torchvision.models.resnet18(num_classes=10)
+    >>> torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["num_params"]
+    11689512
+"""
+from ember.vision.models._api import (  # noqa: F401
+    Weights, WeightsEnum, get_model, get_model_builder, get_model_weights, get_weight, list_models,
+)
+from ember.vision.models.alexnet import *  # noqa: F401,F403
+from ember.vision.models.efficientnet import *  # noqa: F401,F403
+from ember.vision.models.mobilenetv2 import *  # noqa: F401,F403
+from ember.vision.models.mobilenetv3 import *  # noqa: F401,F403
+from ember.vision.models.resnet import *  # noqa: F401,F403
+from ember.vision.models.vgg import *  # noqa: F401,F403
+from ember.vision.models.vision_transformer import *  # noqa: F401,F403
+
+

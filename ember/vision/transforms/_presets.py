@@ -1,0 +1,48 @@
+"""The preprocessing each pretrained checkpoint expects (torchvision's ``transforms._presets``)."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember.vision.transforms import functional as F
+from ember.vision.transforms.functional import InterpolationMode
+
+
+class ImageClassification:
+    """Resize the shorter edge to ``resize_size``, centre-crop ``crop_size``, scale to [0, 1], normalize.
+
+    Takes a PIL image, a NumPy ``HxWxC`` image or a tensor ``[..., C, H, W]`` (uint8 or float) and
+    returns a float32 tensor.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember.vision.models import ResNet18_Weights
+        >>> preprocess = ResNet18_Weights.DEFAULT.transforms()
+        >>> preprocess(np.zeros((300, 400, 3), dtype=np.uint8)).shape
+        ember.Size([3, 224, 224])
+    """
+
+    def __init__(self, *, crop_size: int, resize_size: int = 256, mean: Sequence[float] = (0.485, 0.456, 0.406),
+                 std: Sequence[float] = (0.229, 0.224, 0.225),
+                 interpolation: InterpolationMode = InterpolationMode.BILINEAR, antialias: bool | None = True) -> None:
+        self.crop_size = [crop_size]
+        self.resize_size = [resize_size]
+        self.mean = list(mean)
+        self.std = list(std)
+        self.interpolation = interpolation
+        self.antialias = antialias
+
+    def __call__(self, img: Any) -> Any:
+        import ember
+
+        img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
+        img = F.center_crop(img, self.crop_size)
+        if not isinstance(img, ember.Tensor):
+            img = F.pil_to_tensor(img)
+        img = F.convert_image_dtype(img, ember.float32)
+        return F.normalize(img, mean=self.mean, std=self.std)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return (f"ImageClassification(\n    crop_size={self.crop_size}\n    resize_size={self.resize_size}\n"
+                f"    mean={self.mean}\n    std={self.std}\n    interpolation={self.interpolation}\n)")

@@ -1,0 +1,67 @@
+"""Write the facts ember.vision needs about torchvision's published weights (run by hand, not at import).
+
+Reads, from an installed torchvision, each weights entry of the models ember.vision provides: its URL,
+preprocessing sizes, metrics, parameter count and the ImageNet class names, and writes them as data:
+
+    ember/vision/models/_weights_meta.json       one record per weights entry
+    ember/vision/models/_imagenet_categories.txt  the 1000 ImageNet-1k class names, one per line
+
+Usage (torchvision's C++ ops need not load; see tests/vision/torchvision_ref.py):
+    python tools/gen_vision_weights_meta.py
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "vision"))
+
+ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights", "VGG13_BN_Weights", "VGG16_Weights",
+         "VGG16_BN_Weights", "VGG19_Weights", "VGG19_BN_Weights", "ResNet18_Weights", "ResNet34_Weights",
+         "ResNet50_Weights", "ResNet101_Weights", "ResNet152_Weights", "ResNeXt50_32X4D_Weights",
+         "Wide_ResNet50_2_Weights", "MobileNet_V2_Weights", "MobileNet_V3_Small_Weights",
+         "MobileNet_V3_Large_Weights", "EfficientNet_B0_Weights", "ViT_B_16_Weights"]
+META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
+
+
+def main() -> None:
+    from torchvision_ref import import_torchvision
+
+    torchvision = import_torchvision()
+    records: dict[str, dict] = {}
+    categories = None
+    for enum_name in ENUMS:
+        enum = getattr(torchvision.models, enum_name)
+        entries = {}
+        for member_name, member in enum.__members__.items():
+            if member_name == "DEFAULT":
+                continue
+            preset = member.transforms()
+            transform = {"kind": type(preset).__name__}
+            for key in ("crop_size", "resize_size", "mean", "std", "antialias"):
+                if hasattr(preset, key):
+                    transform[key] = getattr(preset, key)
+            if hasattr(preset, "interpolation"):
+                transform["interpolation"] = preset.interpolation.value
+            meta = {k: member.meta[k] for k in META_KEYS if k in member.meta}
+            cats = member.meta.get("categories")
+            if cats is not None and len(cats) == 1000:
+                categories = categories or list(cats)
+                if list(cats) != categories:
+                    raise SystemExit(f"{enum_name}.{member_name}: unexpected category list")
+                meta["categories"] = "imagenet1k"
+            else:
+                meta["categories"] = cats
+            entries[member_name] = {"url": member.url, "transforms": transform, "meta": meta}
+        entries["DEFAULT"] = enum.DEFAULT.name
+        records[enum_name] = entries
+    out = ROOT / "ember" / "vision" / "models"
+    (out / "_weights_meta.json").write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
+    (out / "_imagenet_categories.txt").write_text("\n".join(categories) + "\n")
+    print(f"wrote {len(records)} weight enums and {len(categories)} categories to {out}")
+
+
+if __name__ == "__main__":
+    main()
