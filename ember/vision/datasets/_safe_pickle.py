@@ -16,8 +16,16 @@ _ALLOWED = {
     ("numpy", "ndarray"), ("numpy", "dtype"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
-    ("__builtin__", "set"), ("copy_reg", "_reconstructor"),
+    ("__builtin__", "set"),
 }
+
+
+def _latin1_bytes(text: str, encoding: str = "utf-8") -> bytes:
+    """What Python 3's protocol-2 pickles call to rebuild ``bytes`` (``_codecs.encode(text, "latin1")``),
+    limited to that use: a str and the latin-1 codec, nothing else."""
+    if not isinstance(text, str) or encoding.replace("-", "").lower() != "latin1":
+        raise pickle.UnpicklingError(f"refusing _codecs.encode({type(text).__name__}, {encoding!r}) in a data file")
+    return text.encode("latin1")
 
 
 class RefusedGlobal(pickle.UnpicklingError):
@@ -30,10 +38,8 @@ class _Restricted(pickle.Unpickler):
         self._source = source
 
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) == ("copy_reg", "_reconstructor"):
-            raise RefusedGlobal(f"{self._source}: refusing to load global copy_reg._reconstructor (an arbitrary "
-                                "class instance); only dicts, lists, strings, bytes, numbers and NumPy arrays are "
-                                "allowed in data files")
+        if (module, name) == ("_codecs", "encode"):
+            return _latin1_bytes
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         raise RefusedGlobal(f"{self._source}: refusing to load global {module}.{name}: data files may only hold "

@@ -77,7 +77,7 @@ def max_value(dtype: np.dtype) -> float:
     return 1.0 if np.dtype(dtype).kind == "f" else float(np.iinfo(dtype).max)
 
 
-def image_size(img: Any) -> tuple[int, int]:
+def image_size(img: Any, op: str = "ember.vision.transforms") -> tuple[int, int]:
     """(height, width) of an image of any kind."""
     if is_pil(img):
         return img.size[1], img.size[0]
@@ -85,4 +85,5 @@ def image_size(img: Any) -> tuple[int, int]:
         return int(img.shape[-2]), int(img.shape[-1])
     if isinstance(img, np.ndarray):
         return int(img.shape[0]), int(img.shape[1])
-    raise TypeError(f"Unexpected type {type(img).__name__}")
+    raise TypeError(f"{op}: img should be a PIL Image, a NumPy array (HxW or HxWxC) or an ember tensor; got "
+                    f"{type(img).__name__}")

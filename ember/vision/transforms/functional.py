@@ -166,7 +166,7 @@ def resize(img: Any, size: Any, interpolation: Any = InterpolationMode.BILINEAR,
     """Resize to ``size`` ((h, w), or an int for the shorter edge). Bilinear/bicubic are antialiased when
     downscaling (``antialias=True``, torchvision's default); PIL images use Pillow's resampling."""
     mode = _mode(interpolation)
-    h, w = image_size(img)
+    h, w = image_size(img, "resize")
     out_h, out_w = _output_size(h, w, size, max_size)
     if (out_h, out_w) == (h, w):
         return img
