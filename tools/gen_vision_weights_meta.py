@@ -55,10 +55,10 @@ def main() -> None:
             else:
                 meta["categories"] = cats
             entries[member_name] = {"url": member.url, "transforms": transform, "meta": meta}
-        entries["DEFAULT"] = enum.DEFAULT.name
+        entries["DEFAULT"] = enum.DEFAULT.name  # members keep torchvision's order
         records[enum_name] = entries
     out = ROOT / "ember" / "vision" / "models"
-    (out / "_weights_meta.json").write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
+    (out / "_weights_meta.json").write_text(json.dumps(records, indent=1) + "\n")
     (out / "_imagenet_categories.txt").write_text("\n".join(categories) + "\n")
     print(f"wrote {len(records)} weight enums and {len(categories)} categories to {out}")
 
