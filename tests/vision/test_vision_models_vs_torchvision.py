@@ -66,24 +66,40 @@ def test_eval_and_train_outputs_match_torchvision(name: str, size: int) -> None:
     no_dropout_(reference), no_dropout_(model)
     reference.train(), model.train()
     with torch.no_grad():
-        expected = reference(torch.from_numpy(x)).numpy()
-    _close(model(ember.from_numpy(x)).detach().numpy(), expected, f"{name} train output")
+        expected32 = reference(torch.from_numpy(x)).numpy()
+    got32 = model(ember.from_numpy(x)).detach().numpy()
     buffers = dict(model.named_buffers())
     for key, b in reference.named_buffers():
         _close(buffers[key].numpy(), b.numpy(), f"{name} buffer {key} after a training-mode forward")
 
-    # Gradients in float64: in float32 the two libraries' last-bit differences can flip a ReLU/ReLU6
-    # mask on an activation that sits at the kink, which says nothing about either implementation.
+    # float64: the outputs, then the gradients. (In float32 the two libraries' last-bit differences
+    # can flip a ReLU mask on an activation sitting at the kink, and deep train-mode batch norm over
+    # few samples amplifies rounding: see _close_train32.)
     reference.double(), model.double()
     xt = torch.from_numpy(x.astype(np.float64))
-    expected_t = reference(xt)
+    expected = reference(xt)
     got = model(ember.from_numpy(x.astype(np.float64)))
-    weights = np.random.default_rng(2).standard_normal(tuple(expected_t.shape))
-    (expected_t * torch.from_numpy(weights)).sum().backward()
+    _close(got.detach().numpy(), expected.detach().numpy(), f"{name} train output (float64)", tol=1e-9)
+    _close_train32(got32, expected32, expected.detach().numpy(), name)
+    weights = np.random.default_rng(2).standard_normal(tuple(expected.shape))
+    (expected * torch.from_numpy(weights)).sum().backward()
     (got * ember.from_numpy(weights)).sum().backward()
     ours = dict(model.named_parameters())
     for key, p in reference.named_parameters():
         _close(ours[key].grad.numpy(), p.grad.numpy(), f"{name} grad of {key}", tol=1e-7)
+
+
+def _close_train32(ours: np.ndarray, theirs: np.ndarray, exact: np.ndarray, name: str) -> None:
+    """Train-mode float32 outputs agree within 1e-4; where they do not (ResNet-101/152: ~100 batch norms
+    over 8 samples each), ember must be at least as close to the float64 result as torch itself is."""
+    scale = max(1.0, float(np.abs(theirs).max()))
+    err = float(np.abs(ours - theirs).max())
+    if err <= TOL * scale:
+        return
+    ours_off = float(np.abs(ours - exact).max())
+    torch_off = float(np.abs(theirs - exact).max())
+    assert ours_off <= 1.5 * torch_off, (f"{name} train output (float32): {err:.3g} from torch, {ours_off:.3g} from "
+                                         f"the float64 result where torch is {torch_off:.3g} from it")
 
 
 def test_resnet_options_match_torchvision() -> None:
