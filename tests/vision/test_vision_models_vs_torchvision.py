@@ -65,22 +65,29 @@ def test_eval_and_train_outputs_match_torchvision(name: str, size: int) -> None:
 
     no_dropout_(reference), no_dropout_(model)
     reference.train(), model.train()
+    initial = state_dict_to_numpy(reference)
     with torch.no_grad():
         expected32 = reference(torch.from_numpy(x)).numpy()
     got32 = model(ember.from_numpy(x)).detach().numpy()
-    buffers = dict(model.named_buffers())
-    for key, b in reference.named_buffers():
-        _close(buffers[key].numpy(), b.numpy(), f"{name} buffer {key} after a training-mode forward")
+    buffers32 = ({k: v.numpy().copy() for k, v in model.named_buffers()},
+                 {k: v.numpy().copy() for k, v in reference.named_buffers()})
 
-    # float64: the outputs, then the gradients. (In float32 the two libraries' last-bit differences
-    # can flip a ReLU mask on an activation sitting at the kink, and deep train-mode batch norm over
-    # few samples amplifies rounding: see _close_train32.)
+    # The same step in float64 from the same state: outputs, batch-norm statistics, gradients. (In
+    # float32 the libraries' last-bit differences can flip a ReLU mask at the kink, and deep
+    # train-mode batch norm over few samples amplifies rounding: see _close32.)
     reference.double(), model.double()
-    xt = torch.from_numpy(x.astype(np.float64))
-    expected = reference(xt)
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict({k: ember.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                           for k, v in initial.items()})
+    expected = reference(torch.from_numpy(x.astype(np.float64)))
     got = model(ember.from_numpy(x.astype(np.float64)))
     _close(got.detach().numpy(), expected.detach().numpy(), f"{name} train output (float64)", tol=1e-9)
-    _close_train32(got32, expected32, expected.detach().numpy(), name)
+    _close32(got32, expected32, expected.detach().numpy(), f"{name} train output")
+    ours64 = dict(model.named_buffers())
+    for key, b in reference.named_buffers():
+        _close(ours64[key].numpy(), b.numpy(), f"{name} buffer {key} after a training step (float64)", tol=1e-9)
+        _close32(buffers32[0][key], buffers32[1][key], b.numpy(), f"{name} buffer {key} after a training step")
     weights = np.random.default_rng(2).standard_normal(tuple(expected.shape))
     (expected * torch.from_numpy(weights)).sum().backward()
     (got * ember.from_numpy(weights)).sum().backward()
@@ -89,17 +96,18 @@ def test_eval_and_train_outputs_match_torchvision(name: str, size: int) -> None:
         _close(ours[key].grad.numpy(), p.grad.numpy(), f"{name} grad of {key}", tol=1e-7)
 
 
-def _close_train32(ours: np.ndarray, theirs: np.ndarray, exact: np.ndarray, name: str) -> None:
-    """Train-mode float32 outputs agree within 1e-4; where they do not (ResNet-101/152: ~100 batch norms
-    over 8 samples each), ember must be at least as close to the float64 result as torch itself is."""
+def _close32(ours: np.ndarray, theirs: np.ndarray, exact: np.ndarray, what: str) -> None:
+    """Float32 results agree within 1e-4; where they do not (ResNet-101/152 in training mode: ~100 batch
+    norms over 8 samples each), ember must be at least as close to the float64 result as torch itself is."""
+    ours, theirs, exact = (np.asarray(a, dtype=np.float64) for a in (ours, theirs, exact))
     scale = max(1.0, float(np.abs(theirs).max()))
     err = float(np.abs(ours - theirs).max())
     if err <= TOL * scale:
         return
     ours_off = float(np.abs(ours - exact).max())
     torch_off = float(np.abs(theirs - exact).max())
-    assert ours_off <= 1.5 * torch_off, (f"{name} train output (float32): {err:.3g} from torch, {ours_off:.3g} from "
-                                         f"the float64 result where torch is {torch_off:.3g} from it")
+    assert ours_off <= 1.5 * torch_off, (f"{what} (float32): {err:.3g} from torch, {ours_off:.3g} from the float64 "
+                                         f"result where torch is {torch_off:.3g} from it")
 
 
 def test_resnet_options_match_torchvision() -> None:
