@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.graph.ir import Node, Value
+from ember.graph.passes import kernel_text
 from ember.ops.registry import OpDef
 
 _ELEMENTWISE = ("unary", "binary", "ternary", "cast")
@@ -411,7 +412,9 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
             out_names.append(result)
     lines = [f"# inputs: {', '.join(names[i.id] for i in inputs)}", f"# outputs: {', '.join(out_names)}"]
     for name, fn, operands, extra in steps:
-        args = ", ".join(str(o) for o in operands) + (f", {extra!r}" if extra is not None else "")
+        # Only kernel-made names and plain numbers reach the source text (kernel_text refuses the rest).
+        args = ", ".join(kernel_text.operand(o) for o in operands) + \
+            (f", {kernel_text.literal(extra)}" if extra is not None else "")
         lines.append(f"{name} = {fn}({args})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
