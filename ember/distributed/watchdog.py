@@ -121,6 +121,7 @@ def setup(MPI: Any, timeout: timedelta) -> None:
     comm, request = world.Idup()
     wait_requests(MPI, [request], Pending("init_process_group", _WorldOnly(s.size, timeout), seq=1))
     s.control = comm
+    _unlink_mpi_segments()  # every rank is past MPI_Init now (the Idup above needed them all)
     if s.size > 1:
         _install_excepthook(MPI)
         atexit.register(_leave, MPI)  # registered after mpi4py's MPI_Finalize hook, so it runs before it
@@ -155,10 +156,31 @@ def _install_excepthook(MPI: Any) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         s.aborting = True
+        _unlink_mpi_segments()
         MPI.COMM_WORLD.Abort(1)
         os._exit(1)  # MPICH's MPI_Abort can return after telling mpiexec: never run the exit handshake then
 
     sys.excepthook = hook
+
+
+def _unlink_mpi_segments() -> None:
+    """Remove the names of MPICH's shared-memory segments this rank has mapped (Linux).
+
+    MPICH removes them in MPI_Finalize, so a job that is aborted or killed leaves a few MB per job in
+    /dev/shm forever. Once every rank of the machine has mapped them (after MPI_Init), the names are not
+    needed: the mappings live on, and nothing is left behind however the job ends.
+    """
+    try:
+        with open("/proc/self/maps") as maps:
+            names = {line.split()[-1] for line in maps if "/dev/shm/mpich_shm_" in line}
+    except OSError:  # not Linux: MPICH cleans up at MPI_Finalize as usual
+        return
+    for name in names:
+        if name.startswith("/dev/shm/mpich_shm_") and not name.endswith("(deleted)"):
+            try:
+                os.unlink(name)
+            except OSError:  # another rank of this machine removed it first
+                pass
 
 
 def _record_error(kind: Any, value: Any, tb: Any) -> None:
