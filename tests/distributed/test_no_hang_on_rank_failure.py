@@ -88,3 +88,36 @@ def test_the_launcher_prints_the_root_cause_like_torchrun():
                        "exception : ValueError: rank 1 broke at step 2")
     summary = result.stderr.split("Root cause")[1]
     assert 'File "' in summary and "worker_failures.py" in summary  # the failing rank's traceback, in full
+
+
+# ---- in this process, without MPI ----------------------------------------------------------------------
+def test_the_default_timeout_is_torchs_and_bad_timeouts_are_refused():
+    from datetime import timedelta
+
+    from ember.distributed.process_group import _check_timeout
+    from ember.distributed.watchdog import DEFAULT_TIMEOUT
+
+    torch_constants = pytest.importorskip("torch.distributed.constants")
+    assert DEFAULT_TIMEOUT == torch_constants.default_pg_timeout == timedelta(minutes=30)
+    assert _check_timeout(None, "init_process_group") == DEFAULT_TIMEOUT
+    with pytest.raises(TypeError, match="init_process_group: timeout must be a datetime.timedelta"):
+        _check_timeout(30, "init_process_group")
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        _check_timeout(timedelta(0), "init_process_group")
+
+
+def test_the_launcher_summary_orders_failures_and_survives_bad_records(tmp_path):
+    import json
+
+    from ember.distributed.run import failure_summary
+
+    assert "No rank recorded a Python exception" in failure_summary(str(tmp_path), 9)
+    (tmp_path / "rank-0.json").write_text(json.dumps({"rank": 0, "time": 20.0, "exception": "DistBackendError: x",
+                                                      "traceback": "tb0"}))
+    (tmp_path / "rank-1.json").write_text(json.dumps({"rank": 1, "time": 10.0, "exception": "ValueError: boom",
+                                                      "traceback": "Traceback\n  line\nValueError: boom"}))
+    (tmp_path / "rank-2.json").write_text("{not json")  # a rank killed while writing
+    text = failure_summary(str(tmp_path), 1)
+    root = text.split("Root cause (first observed failure):")[1]
+    assert root.index("rank      : 1") < root.index("Other failures") and "ValueError: boom" in root
+    assert "rank 0: DistBackendError: x" in text and "exit code 1" in text
