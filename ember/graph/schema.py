@@ -7,7 +7,7 @@ names registered in ``OPS`` and not internal ``fused`` kernels; inputs referring
 or plain numbers), and attributes: each attribute name must be a parameter of the op's ``impl``,
 its value one of the tagged encodings (nesting at most ``MAX_DEPTH`` deep, strings at most
 ``MAX_STR`` characters) and of the type the ``impl`` annotates (``bool``, ``int``, ``float``,
-``str``, ``tuple``, optionally ``| None``). A failure raises :class:`ember.serialization.CheckpointError`
+``str``, ``tuple``, optionally ``| None``); strings only where the annotation says ``str``. A failure raises :class:`ember.serialization.CheckpointError`
 naming the file, the record and the problem.
 
 This is one of two locks: the fuser also never pastes a value into generated source (literals are
@@ -108,6 +108,14 @@ def _attr_types(op: Any) -> dict[str, Any]:
     return allowed
 
 
+def _holds_str(value: Any) -> bool:
+    if isinstance(value, str):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_str(v) for v in value)
+    return False
+
+
 def check_attrs(op: Any, attrs: dict, where: Any, what: str) -> None:
     """Decoded ``attrs`` of a node of ``op``: known names, annotated types."""
     allowed = _attr_types(op)
@@ -116,6 +124,9 @@ def check_attrs(op: Any, attrs: dict, where: Any, what: str) -> None:
             raise CheckpointError(where, what, f"op {op.name!r} has no attribute {name!r} (its attributes: "
                                   f"{sorted(allowed)})")
         types = allowed[name]
+        if (types is None or str not in types) and _holds_str(value):
+            raise CheckpointError(where, what, f"attribute {name!r} of op {op.name!r} holds a string {value!r:.80}; "
+                                  "only attributes the op's impl annotates as str take strings")
         if types is not None and not isinstance(value, types):
             raise CheckpointError(where, what, f"attribute {name!r} of op {op.name!r} is {type(value).__name__} "
                                   f"{value!r:.80}, expected {' or '.join(t.__name__ for t in types)}")

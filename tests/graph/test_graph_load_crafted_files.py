@@ -19,6 +19,7 @@ import pytest
 import ember
 import ember.graph as G
 from ember.graph.passes import fuse_numba
+from ember.graph.passes import kernel_text
 from ember.graph.passes.kernel_text import UnsafeKernelValue
 from ember.serialization import CheckpointError
 
@@ -112,15 +113,29 @@ def test_injection_strings_in_every_attribute_and_literal_never_run(saved, numba
     assert attempts >= 7 * 3 * 4 and refused >= attempts - 21  # to_dtype.source: 21 at most  # clamp min/max, sum dims/keepdim, literals, dtype
 
 
-def test_string_attribute_that_the_schema_allows_is_never_pasted_into_a_kernel(saved, numba_everywhere):
-    """clamp's bounds are annotated Any, so a string passes the schema; the fuser still refuses it."""
+def test_string_in_a_numeric_attribute_is_refused_at_load(saved):
     tmp_path, doc, x, _ = saved
     marker = tmp_path / "PWNED"
     bad = copy.deepcopy(doc)
     clamp = next(n for n in bad["nodes"] if n["op"] == "clamp")
     clamp["attrs"]["min"] = {"str": _payloads(marker)[0]}
-    with pytest.raises((UnsafeKernelValue, CheckpointError)):
-        G.load(str(_write(tmp_path, bad, "bad")))(x)
+    with pytest.raises(CheckpointError, match="attribute 'min' of op 'clamp' holds a string"):
+        G.load(str(_write(tmp_path, bad, "bad")))
+    assert not marker.exists()
+
+
+def test_the_code_generators_never_paste_strings(tmp_path):
+    """Second lock, for values that reach the fuser some other way: the generators refuse them."""
+    marker = tmp_path / "PWNED"
+    payload = _payloads(marker)[5]
+    numba_kernel = fuse_numba.NumbaKernel([("t1", "maximum", ["in0", payload], {})], 1, ["t1"], "", [])
+    if fuse_numba.available():
+        with pytest.raises(UnsafeKernelValue, match="not a name the fuser made"):
+            numba_kernel._build((np.ones(3),))
+    for value in (payload, object(), {"__import__('os')": 1}, b"bytes"):
+        with pytest.raises(UnsafeKernelValue):
+            kernel_text.operand(value)
+    assert kernel_text.literal((1, 2.5, None, True, float("inf"))) == "(1, 2.5, None, True, float('inf'))"
     assert not marker.exists()
 
 
@@ -144,10 +159,12 @@ def _mutations(doc: dict) -> list[tuple[str, dict, str]]:
     edit("op not a string", "not a registered op", lambda d: d["nodes"][0].update(op=["clamp"]))
     edit("unknown attribute", "has no attribute", lambda d: d["nodes"][node]["attrs"].update(evil={"int": 1}))
     edit("private attribute", "private", lambda d: d["nodes"][node]["attrs"].update(_inplace={"int": 1}))
-    edit("bool attr given a string", "expected bool", lambda d: d["nodes"][node]["attrs"].update(keepdim={"str": "x"}))
+    edit("bool attr given a string", "holds a string", lambda d: d["nodes"][node]["attrs"].update(keepdim={"str": "x"}))
     edit("bool attr given an int", "expected bool", lambda d: d["nodes"][node]["attrs"].update(keepdim={"int": 1}))
     edit("deeply nested attribute", "deeper than", lambda d: d["nodes"][node]["attrs"].update(dims=deep))
     edit("untagged attribute", "tagged value", lambda d: d["nodes"][node]["attrs"].update(dims=[1]))
+    edit("string in a tuple attribute", "holds a string",
+         lambda d: d["nodes"][node]["attrs"].update(dims={"tuple": [{"str": "x"}]}))
     edit("unknown tag", "tagged value", lambda d: d["nodes"][node]["attrs"].update(dims={"code": "x"}))
     edit("int tag holding a string", "wrong type", lambda d: d["nodes"][node]["attrs"].update(dims={"int": "1"}))
     edit("huge string", "wrong type", lambda d: d["nodes"][node]["attrs"].update(dims={"str": "x" * 10_000}))
