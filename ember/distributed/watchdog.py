@@ -94,6 +94,7 @@ class _State:
     waiting: list = field(default_factory=list)  # the Pending this rank waits on now (a stack)
     exiting: bool = False
     aborting: bool = False
+    pid: int = 0  # the rank's process: a forked child (a DataLoader worker) must never act for it
     group_counter: int = 0
 
 
@@ -118,6 +119,7 @@ def setup(MPI: Any, timeout: timedelta) -> None:
         return
     world = MPI.COMM_WORLD
     s.rank, s.size = world.Get_rank(), world.Get_size()
+    s.pid = os.getpid()
     comm, request = world.Idup()
     wait_requests(MPI, [request], Pending("init_process_group", _WorldOnly(s.size, timeout), seq=1))
     s.control = comm
@@ -148,6 +150,9 @@ def _install_excepthook(MPI: Any) -> None:
 
     def hook(kind: Any, value: Any, tb: Any) -> None:
         s = _STATE_
+        if os.getpid() != s.pid:  # a forked child of the rank: not a rank itself
+            previous(kind, value, tb)
+            return
         sys.stderr.write(f"[rank {s.rank}] ember.distributed: uncaught {kind.__name__} on rank {s.rank} "
                          f"(pid {os.getpid()}); aborting the job so that the other {s.size - 1} rank(s) do not "
                          "wait forever:\n")
@@ -388,7 +393,7 @@ def _report_timeout(poll: Callable[[], bool], pending: Pending, waited: float) -
 def _leave(MPI: Any) -> None:
     """At exit: tell every rank this one is done, then wait until all are (so MPI can finalize together)."""
     s = _STATE_
-    if s.control is None or s.size < 2 or MPI.Is_finalized():
+    if s.control is None or s.size < 2 or os.getpid() != s.pid or MPI.Is_finalized():
         return
     if s.aborting:
         return

@@ -82,6 +82,16 @@ def test_a_rank_leaving_after_its_last_collective_is_a_normal_end():
 
 
 @needs_mpi
+def test_dataloader_worker_processes_inside_ranks():
+    result, seconds = run_job("loader_ok")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0: finished" in result.stdout and "rank 1: finished" in result.stdout
+    result, seconds = run_job("loader_raise")
+    assert_failed_fast(result, seconds, "uncaught ValueError on rank 1", "Caught ValueError in DataLoader worker "
+                       "process", "rank 1 broke at item 21")
+
+
+@needs_mpi
 def test_the_launcher_prints_the_root_cause_like_torchrun():
     result, seconds = run_job("ddp_raise", launcher=True)
     assert_failed_fast(result, seconds, "Root cause (first observed failure)", "rank      : 1",
