@@ -100,6 +100,17 @@ def test_the_launcher_prints_the_root_cause_like_torchrun():
     assert 'File "' in summary and "worker_failures.py" in summary  # the failing rank's traceback, in full
 
 
+@needs_mpi
+@pytest.mark.parametrize("mode, exception", [("pre_init_raise", "ValueError: rank 1 broke before init_process_group"),
+                                             ("ddp_exit3", "SystemExit: 3")])
+def test_the_launcher_ends_jobs_that_mpi_cannot_abort(mode, exception):
+    # a rank failing before init_process_group (the others wait in MPI_Init) or calling sys.exit(3): the rank
+    # records its failure and the launcher ends the job a few seconds later, as torchrun does
+    result, seconds = run_job(mode, launcher=True)
+    assert_failed_fast(result, seconds, "Root cause (first observed failure)", "rank      : 1",
+                       f"exception : {exception}")
+
+
 # ---- in this process, without MPI ----------------------------------------------------------------------
 def test_the_default_timeout_is_torchs_and_bad_timeouts_are_refused():
     from datetime import timedelta

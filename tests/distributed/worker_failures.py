@@ -15,6 +15,8 @@ import ember.distributed as dist
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 mode = sys.argv[1]
+if mode == "pre_init_raise" and os.environ.get("PMI_RANK") == "1":
+    raise ValueError("rank 1 broke before init_process_group")  # rank 0 waits in MPI_Init: the launcher ends it
 timeout = timedelta(seconds=1) if mode == "timeout" else None
 dist.init_process_group("mpi", timeout=timeout)
 rank = dist.get_rank()
@@ -89,6 +91,8 @@ elif mode.startswith("loader"):
             total += batch.sum()
         dist.all_reduce(total)
     assert float(total[0]) == 3 * sum(range(40)), float(total[0])
+elif mode == "pre_init_raise":
+    dist.all_reduce(ember.ones(1))
 elif mode == "clean_early_exit":
     # rank 1 leaves after the last collective while rank 0 still works: a normal end, exit code 0
     t = ember.ones(2)
