@@ -258,3 +258,12 @@ def test_prefetch_factor_bounds_the_batches_in_flight():
     time.sleep(0.3)
     assert counter.value == 1 + 2 * 3  # ...exactly as far as prefetch_factor allows, and no further
     iterator.close()
+
+
+def test_an_iterable_dataset_restarts_each_epoch_with_persistent_workers():
+    stream = _sharded_stream(get_worker_info, IterableDataset, 10)
+    loader = DataLoader(stream, batch_size=3, num_workers=2, persistent_workers=True)
+    first = [np.asarray(b).tolist() for b in loader]
+    second = [np.asarray(b).tolist() for b in loader]
+    assert first == second == [[0, 1, 2], [5, 6, 7], [3, 4], [8, 9]]
+    del loader
