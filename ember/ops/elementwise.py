@@ -87,8 +87,17 @@ COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs
              float_only=True)
 TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), "tanh(x)",
               save="output", onnx="Tanh", float_only=True)
-SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
-                 lambda ctx, g: (g * ctx.out * (1 - ctx.out),), "(tanh(x * 0.5) + 1) * 0.5", save="output",
+
+
+def _sigmoid_impl(xp: Any, x: Any) -> Any:
+    # exp(-|x|) never overflows, and e / (1 + e) keeps the tail (sigmoid(-20) = 2.06e-9 in float32, as
+    # PyTorch) that (tanh(x / 2) + 1) / 2 rounds to 0.
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * ctx.out * (1 - ctx.out),),
+                 "where(x >= 0, 1 / (1 + exp(-abs(x))), exp(-abs(x)) / (1 + exp(-abs(x))))", save="output",
                  onnx="Sigmoid", float_only=True)
 RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
               lambda ctx, g: (relu_grad(g, ctx.out),), "maximum(x, 0)", save="output", onnx="Relu")
@@ -141,7 +150,8 @@ def _div_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     sa, sb = ctx.input_meta
     ga = sum_to(g / b, sa) if ctx.needs[0] else None
-    gb = sum_to(-g * a / (b * b), sb) if ctx.needs[1] else None
+    # (a / b) / b, not a / (b * b): b * b underflows (denormal b) or overflows (1e30 in float32), as PyTorch.
+    gb = sum_to(-g * (a / b / b), sb) if ctx.needs[1] else None
     return ga, gb
 
 
@@ -151,13 +161,19 @@ def _pow_vjp(ctx: Any, g: Any) -> tuple:
     ga = gb = None
     if ctx.needs[0]:
         if isinstance(b, (int, float)):
-            ga = g * b * a ** (b - 1) if b != 2 else g * 2 * a
+            # x ** 0 is constant: its gradient is 0 everywhere, also at x = 0 (0 * 0 ** -1 would be NaN).
+            ga = (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
         else:
-            ga = g * b * a ** (b - 1)
+            ga = where(b == 0, 0.0, g * b * a ** (b - 1))
         ga = sum_to(ga, sa)
     if ctx.needs[1]:
         # d(a^b)/db = a^b log a; define it as 0 where a == 0 (PyTorch's convention).
-        gb = sum_to(where(a == 0, 0.0, g * a ** b * log(where(a == 0, 1.0, a))), sb)
+        if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
+            gb = sum_to(g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan), sb)
+        else:
+            # 0 where a == 0 and b >= 0 (PyTorch's convention); 0 ** negative is inf, with log 0 = -inf.
+            masked = logical_and(a == 0, b >= 0)
+            gb = sum_to(where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a))), sb)
     return ga, gb
 
 
@@ -191,7 +207,10 @@ MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lamb
 FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None, "floor_divide(x, y)")
 REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
                     lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
-                                    sum_to(-g * floor(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
+                                    # floor_divide, not floor(a / b): a / b rounds to -0 for
+                                    # a = 1e-40, b = -1e30, whose floor quotient is -1 (PyTorch's)
+                                    sum_to(-g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach()),
+                                           ctx.input_meta[1])
                                     if ctx.needs[1] else None),
                     "remainder(x, y)", onnx="Mod")
 
@@ -551,11 +570,15 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
+        # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
+        # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = where(isnan(min), min, where(out < min, min, out)) if isinstance(min, dispatch.Tensor) \
+                else maximum(out, min)
         if max is not None:
-            out = minimum(out, max)
+            out = where(isnan(max), max, where(out > max, max, out)) if isinstance(max, dispatch.Tensor) \
+                else minimum(out, max)
         return out
     if input.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
         input = dispatch.cast(input, dtypes.get_default_dtype())

@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember.ops import dispatch, elementwise as ew, reductions as red
-from ember.ops.nn_ops import log_softmax
+from ember.ops.elementwise import elementwise_rule, sum_to
+from ember.ops.nn_ops import log_softmax, logsigmoid
+from ember.ops.registry import OpDef, register
 from ember.amp.policy import autocast_policy
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -79,14 +81,18 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     diff = ew.abs(input - _as_float_target(target, input))
     if beta == 0:
         return _reduce(diff, reduction)
-    return _reduce(ew.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), reduction)
+    # The quadratic side sees |d| clamped to beta, so an infinite difference (whose branch where() drops)
+    # cannot send inf * 0 = NaN into the gradient; PyTorch's gradient there is sign(d).
+    small = ew.clamp(diff, max=float(beta))
+    return _reduce(ew.where(diff < beta, small * small * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
 @autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
     diff = ew.abs(input - _as_float_target(target, input))
-    loss = ew.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    small = ew.clamp(diff, max=float(delta))  # as smooth_l1_loss: no inf * 0 from the dropped branch
+    loss = ew.where(diff < delta, small * small * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(loss * weight if weight is not None else loss, reduction)
 
 
@@ -188,6 +194,34 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
 
 
 # ---- binary ----------------------------------------------------------------------------------------------
+def _bce_impl(xp: Any, p: Any, t: Any) -> Any:
+    # Refused here, where the values are at hand (also when a compiled graph runs): NaN fails the test too.
+    if p.size and not bool(((p >= 0) & (p <= 1)).all()):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities), "
+                           "got values outside [0, 1] or NaN; for logits use binary_cross_entropy_with_logits")
+    # PyTorch clamps each log at -100, so p = 0 or 1 gives a finite loss (and log1p(-p) keeps tiny p exact).
+    log_p = xp.maximum(xp.log(p), -100.0)
+    log_q = xp.maximum(xp.log1p(-p), -100.0)
+    return (t - 1) * log_q - t * log_p
+
+
+def _bce_vjp(ctx: Any, g: Any) -> tuple:
+    p, t = ctx.inputs
+    sp, st = ctx.input_meta
+    # PyTorch's gradient: (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and p = 1 like the loss.
+    gp = sum_to(g * (p - t) / ew.clamp((1.0 - p) * p, min=1e-12), sp) if ctx.needs[0] else None
+    gt = None
+    if ctx.needs[1]:  # PyTorch does not clamp the logs here: inf at p = 0 or 1
+        gt = sum_to(g * (ew.log1p(-p) - ew.log(p)), st)
+    return gp, gt
+
+
+BINARY_CROSS_ENTROPY = register(OpDef(
+    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
+    extra={"float_only": True},
+))
+
+
 @autocast_policy("fp32")
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Any:
@@ -195,12 +229,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
     target = _as_float_target(target, input)
     _check_same_shape("binary_cross_entropy", input, target)
-    if input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
-        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
-                           "for logits use binary_cross_entropy_with_logits")
-    log_p = ew.clamp(ew.log(input), min=-100.0)
-    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
-    loss = -(target * log_p + (1.0 - target) * log_q)
+    loss = dispatch.apply(BINARY_CROSS_ENTROPY, (input, target))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -213,13 +242,15 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
     target = _as_float_target(target, input)
     _check_same_shape("binary_cross_entropy_with_logits", input, target)
-    # log(1 + exp(-x)) written so it never overflows: log1p(exp(-|x|)) + max(-x, 0).
-    softplus_neg = ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1.0) * target + 1.0
-        loss = (1.0 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1.0 - target) * input + softplus_neg
+    # (1 - t) x + w log(1 + exp(-x)) with w = (pos_weight - 1) t + 1, written on each side of 0 with exp of
+    # a non-positive number (never overflows) and the linear terms merged, so the gradient is PyTorch's
+    # w sigmoid(x) - pos_weight t without cancellation in the tails, and sigmoid(0) - t = 0.5 - t at 0 (a
+    # composite of abs and relu gives 1 - t there: a zero-initialized classifier's first step was wrong).
+    log_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * target + 1.0
+    negative, positive = ew.clamp(input, max=0.0), ew.clamp(input, min=0.0)
+    loss = ew.where(input < 0,
+                    (1.0 - target - log_weight) * negative + log_weight * ew.log1p(ew.exp(negative)),
+                    (1.0 - target) * positive + log_weight * ew.log1p(ew.exp(-positive)))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -259,15 +290,14 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
-    z = -target * input
-    return _reduce(ew.log1p(ew.exp(-ew.abs(z))) + ew.relu(z), reduction)
+    return _reduce(-logsigmoid(target * input), reduction)  # log(1 + exp(-y x)), PyTorch's gradient at 0
 
 
 @autocast_policy("fp32")
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
-    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.relu(margin - input), 0.0)
+    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.clamp(margin - input, min=0.0), 0.0)
     return _reduce(loss, reduction)
 
 
@@ -275,7 +305,8 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_aver
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                         reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
-    return _reduce(ew.relu(-target * (input1 - input2) + margin), reduction)
+    # clamp(min=0), not relu: PyTorch's hinge passes the gradient at exactly 0.
+    return _reduce(ew.clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
 @autocast_policy("fp32")
@@ -289,8 +320,9 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:
-        safe = ew.where(target > 0, target, 1.0)
-        loss = ew.where(target > 0, target * (ew.log(safe) - input), 0.0)
+        from ember.ops.extra_math import xlogy
+
+        loss = xlogy(target, target) - target * input  # PyTorch's formula: 0 * inf input is NaN there too
     return _reduce(loss, reduction)
 
 

@@ -62,7 +62,7 @@ GELU = register(OpDef(
 
 
 def _silu_impl(xp: Any, x: Any) -> Any:
-    return x * ((xp.tanh(x * 0.5) + 1.0) * 0.5)
+    return x * OPS["sigmoid"].impl(xp, x)  # the stable sigmoid: silu(-30) keeps its tail
 
 
 def _silu_vjp(ctx: Any, g: Any) -> tuple:
@@ -73,7 +73,7 @@ def _silu_vjp(ctx: Any, g: Any) -> tuple:
 
 SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
-    expr="x * (tanh(x * 0.5) + 1) * 0.5", onnx=None, extra={"float_only": True},
+    expr="x * where(x >= 0, 1 / (1 + exp(-abs(x))), exp(-abs(x)) / (1 + exp(-abs(x))))", onnx=None, extra={"float_only": True},
 ))
 
 
@@ -197,7 +197,9 @@ def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) 
 
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
-        negative = _expm1(ew.minimum(t, 0.0))  # min() keeps exp from overflowing on the unused side
+        # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
+        # at 0, where PyTorch's slope is alpha (minimum would split it between its two equal arguments).
+        negative = _expm1(ew.clamp(t, max=0.0))
         return ew.where(t > 0, t, negative * alpha)
 
     return _maybe_inplace(input, compute, inplace, "elu_")
@@ -209,38 +211,60 @@ def selu(input: Any, inplace: bool = False) -> Any:
 
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
-    return ew.where(input > 0, input, _expm1(ew.minimum(input, 0.0) / alpha) * alpha)
+    return ew.where(input > 0, input, _expm1(ew.clamp(input, max=0.0) / alpha) * alpha)
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
     scaled = input * beta if beta != 1 else input
-    # log1p(exp(-|z|)) + max(z, 0) is exact and never overflows.
-    soft = (ew.log1p(ew.exp(-ew.abs(scaled))) + ew.relu(scaled))
+    # PyTorch's formula: log1p(exp(z)) up to the threshold, x above it. The clamp keeps exp finite on the
+    # unused side; the gradient is sigmoid(z) (0.5 at 0; a composite of abs and relu would give 0 there).
+    soft = ew.log1p(ew.exp(ew.clamp(scaled, max=float(threshold))))
     if beta != 1:
         soft = soft / beta
     return ew.where(scaled > threshold, input, soft)
 
 
 def logsigmoid(input: Any) -> Any:
-    """log(sigmoid(x)) = -softplus(-x), computed stably."""
-    return -(ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input))
+    """log(sigmoid(x)) = -softplus(-x), computed stably.
+
+    Each side of 0 has its own formula with exp of a non-positive number (never overflows); the
+    gradient is 1 - sigmoid(x) everywhere (0.5 at 0, as PyTorch).
+    """
+    negative = ew.clamp(input, max=0.0)
+    positive = ew.clamp(input, min=0.0)
+    return ew.where(input < 0, negative - ew.log1p(ew.exp(negative)), -ew.log1p(ew.exp(-positive)))
 
 
+# The piecewise activations below are written with where() so that the gradient at each kink is
+# PyTorch's: hardtanh/relu6/hardsigmoid have slope 0 at their corners (clamp passes the gradient there),
+# hardswish has slope 0 at -3 and 1 at 3.
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.clamp(t, min_val, max_val), inplace, "hardtanh_")
+    def compute(t: Any) -> Any:
+        return ew.where(t <= min_val, float(min_val), ew.where(t >= max_val, float(max_val), t))
+
+    return _maybe_inplace(input, compute, inplace, "hardtanh_")
 
 
 def hardsigmoid(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
+    def compute(t: Any) -> Any:
+        return ew.where(t <= -3.0, 0.0, ew.where(t >= 3.0, 1.0, t / 6.0 + 0.5))
+
+    return _maybe_inplace(input, compute, inplace, "hardsigmoid_")
 
 
 def hardswish(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: t * ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
+    def compute(t: Any) -> Any:
+        middle = ew.clamp(t, -3.0, 3.0)  # the dropped branch stays finite at +-inf (no inf * 0 in the gradient)
+        return ew.where(t <= -3.0, 0.0, ew.where(t < 3.0, middle * (middle + 3.0) / 6.0, t))
+
+    return _maybe_inplace(input, compute, inplace, "hardswish_")
 
 
 def mish(input: Any, inplace: bool = False) -> Any:
-    return input * ew.tanh(softplus(input))
+    # Above 20, tanh(softplus(x)) is 1 in float64 too: mish is x there, and the gradient 1 never forms
+    # upstream * x (which overflows for x near the float's max before it meets tanh's zero slope).
+    return ew.where(input > 20.0, input, input * ew.tanh(softplus(ew.clamp(input, max=20.0))))
 
 
 def softsign(input: Any) -> Any:
@@ -252,7 +276,8 @@ def tanhshrink(input: Any) -> Any:
 
 
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.where(t > threshold, t, value), inplace, "threshold_")
+    # x <= threshold -> value, else x: NaN is not <= anything, so it passes through (as PyTorch).
+    return _maybe_inplace(input, lambda t: ew.where(t <= threshold, value, t), inplace, "threshold_")
 
 
 @autocast_policy("lower")
