@@ -125,7 +125,7 @@ ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, "isnan(x)", onnx="IsNaN
 ISNAN.shape_rule = elementwise_rule("bool")
 ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, "isinf(x)", onnx="IsInf", differentiable=False)
 ISINF.shape_rule = elementwise_rule("bool")
-BITWISE_NOT = _unary("bitwise_not", lambda xp, x: xp.invert(x), None, "invert(x)", onnx="Not",
+BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", x) or xp.invert(x), None, "invert(x)", onnx="Not",
                      differentiable=False)
 
 
@@ -204,8 +204,30 @@ MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lamb
                   "maximum(x, y)", onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
                   "minimum(x, y)", onnx="Min")
-FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None, "floor_divide(x, y)")
-REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
+def _integer_divisor_check(op: str, xp: Any, x: Any, y: Any) -> None:
+    """Integer division by zero raises, as in PyTorch (NumPy would return 0 and warn). Checked in the impl,
+    where the values are, so a compiled graph refuses it too; float division keeps its inf/NaN."""
+    if getattr(x, "dtype", None) is None or getattr(y, "dtype", None) is None:
+        kinds = {getattr(v, "dtype", None).kind if hasattr(v, "dtype") else ("f" if isinstance(v, float) else "i")
+                 for v in (x, y)}
+    else:
+        kinds = {x.dtype.kind, y.dtype.kind}
+    if not kinds & {"f", "c"} and bool(xp.any(y == 0)):
+        raise RuntimeError(f"{op}: ZeroDivisionError: integer division by zero (the divisor has a 0); divide "
+                           "floats instead (x.float()) or replace the zeros first (torch.where(y == 0, 1, y))")
+
+
+def _checked_int_division(op: str, fn: str) -> Any:
+    def impl(xp: Any, x: Any, y: Any) -> Any:
+        _integer_divisor_check(op, xp, x, y)
+        return getattr(xp, fn)(x, y)
+
+    return impl
+
+
+FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
+                       "floor_divide(x, y)")
+REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
                     lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                     # floor_divide, not floor(a / b): a / b rounds to -0 for
                                     # a = 1e-40, b = -1e30, whose floor quotient is -1 (PyTorch's)
@@ -220,7 +242,7 @@ def _trunc(q: Any) -> Any:
 
 
 # C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
-FMOD = _binary("fmod", lambda xp, x, y: xp.fmod(x, y),
+FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
                lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                if ctx.needs[1] else None),
@@ -236,8 +258,16 @@ for _name, _fn, _sym, _onnx in [
 for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
     _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, f"{_name}(x, y)", onnx=_onnx,
             out_dtype="bool")
+def _bitwise_check(op: str, *values: Any) -> None:
+    for v in values:
+        if getattr(getattr(v, "dtype", None), "kind", "i") in "fc" or isinstance(v, float):
+            raise RuntimeError(f"{op}: not implemented for floating-point tensors (got {v.dtype if hasattr(v, 'dtype') else 'float'}); "
+                               "bitwise ops take integer or bool tensors")
+
+
 for _name, _np in [("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_np), None, f"{_np}(x, y)")
+    _binary(_name, (lambda f: lambda xp, x, y: _bitwise_check(f, x, y) or getattr(xp, f)(x, y))(_np), None,
+            f"{_np}(x, y)")
 
 
 # ---- where, clamp, cast ----------------------------------------------------------------------
@@ -454,6 +484,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode == "floor":
         return dispatch.binary(FLOOR_DIVIDE, input, other)
     if rounding_mode == "trunc":
+        a, b = _t(input), _t(other)
+        if not a.dtype.is_floating_point and not b.dtype.is_floating_point and bool((b == 0).any()):
+            raise RuntimeError("div(rounding_mode='trunc'): ZeroDivisionError: integer division by zero (the "
+                               "divisor has a 0); divide floats instead (x.float()) or replace the zeros first")
         q = dispatch.binary(DIV, input, other)
         return where(q < 0, ceil(q), floor(q)).to(q.dtype if not _t(input).dtype.category == 1 else _t(input).dtype)
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
@@ -549,6 +583,13 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         return condition.nonzero(as_tuple=True)
     cond = _t(condition)
     if cond.dtype is not dtypes.bool_:
+        if cond.dtype is not dtypes.uint8:
+            raise RuntimeError(f"where: expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{cond.dtype}; pass a comparison (x > 0) or condition.bool()")
+        import warnings
+
+        warnings.warn("where received a uint8 condition tensor; this is deprecated (as in PyTorch): use a boolean "
+                      "condition instead", UserWarning, stacklevel=2)
         cond = dispatch.cast(cond, dtypes.bool_)
     x_is_t = isinstance(input, dispatch.Tensor)
     y_is_t = isinstance(other, dispatch.Tensor)

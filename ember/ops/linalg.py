@@ -44,6 +44,12 @@ MATMUL = register(OpDef(
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
     if input.dtype is not other.dtype:
+        from ember.amp.state import STATE as _autocast
+
+        if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
+            raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
+                               f"(shape {tuple(input.shape)}) and {other.dtype} (shape {tuple(other.shape)}); "
+                               f"convert one with .to({other.dtype}) or .to({input.dtype})")
         target = dtypes.promote_types(input.dtype, other.dtype)
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
     if input.ndim == 0 or other.ndim == 0:

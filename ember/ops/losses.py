@@ -164,7 +164,9 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     if weight is not None:
         w_view = weight.to(input.dtype).reshape((classes,) + (1,) * (input.ndim - 1 - class_dim))
     if target.dtype.is_floating_point:
-        _check_same_shape("cross_entropy", input, target)
+        if tuple(target.shape) != tuple(input.shape):  # PyTorch: RuntimeError here (ValueError for BCE)
+            raise RuntimeError(f"cross_entropy: class-probability target shape {tuple(target.shape)} must match the "
+                               f"input shape {tuple(input.shape)}; for class indices pass an integer target")
         probs = target.to(input.dtype)
         if label_smoothing > 0:
             probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
@@ -174,7 +176,10 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
             return loss.sum() / max(input.numel() // classes, 1) if input.numel() else loss.sum() * float("nan")
         return _reduce(loss, reduction)
     _class_layout("cross_entropy", input, target)  # so a bad target names cross_entropy, not nll_loss
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    try:
+        nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    except IndexError as error:  # name the function the user called
+        raise IndexError(f"cross_entropy: {error}") from None
     if label_smoothing <= 0:
         return nll
     x, t, scalar = _class_layout("cross_entropy", logp, target)

@@ -679,6 +679,12 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError(f"pad: padding length must be even and at most 2*ndim ({2 * input.ndim}), got {len(pad)} "
                            f"for input of shape {tuple(input.shape)}")
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        new_size = input.shape[dim] + pad[2 * i] + pad[2 * i + 1]
+        if new_size < 0:  # PyTorch refuses negative widths that crop more than the dim has
+            raise RuntimeError(f"pad: padding ({pad[2 * i]}, {pad[2 * i + 1]}) of dim {dim} of input "
+                               f"{tuple(input.shape)} gives a negative size {new_size}; crop less")
     if mode == "constant":
         return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
     if mode not in ("reflect", "replicate", "circular"):

@@ -154,9 +154,9 @@ def _amax_vjp(ctx: Any, g: Any) -> tuple:
     return (hit * expand_reduced(g, shape, dims, keepdim) / count,)
 
 
-def _check_nonempty(xp: Any, x: Any, dims: Any, op: str) -> None:
+def _check_nonempty(xp: Any, x: Any, dims: Any, op: str, error: type = RuntimeError) -> None:
     if x.size == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
-        raise RuntimeError(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
+        raise error(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
                            "the result has no identity. Give a dim with nonzero size.")
 
 
@@ -178,7 +178,7 @@ AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="
 
 def _arg_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
-        _check_nonempty(xp, x, None if dim is None else (dim,), fn)
+        _check_nonempty(xp, x, None if dim is None else (dim,), fn, IndexError)  # PyTorch's class here
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
             return out.reshape((1,) * x.ndim) if keepdim else out
@@ -360,6 +360,9 @@ def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = F
     """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
+                           "e.g. x.float().std()")
     dims = normalize_dims(dim, input.ndim, "var")
     count = 1
     for i, s in enumerate(input.shape):
