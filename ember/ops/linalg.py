@@ -291,7 +291,12 @@ def einsum(*args: Any) -> Any:
         if not isinstance(o, dispatch.Tensor):
             raise TypeError(f"einsum(): operand {k} is a {type(o).__name__}, expected a Tensor")
     target = operands[0].dtype
-    for o in operands[1:]:
+    from ember.amp.state import STATE as _autocast
+
+    for k, o in enumerate(operands[1:], 1):
+        if o.dtype is not operands[0].dtype and not _autocast.active:  # PyTorch refuses mixed dtypes
+            raise RuntimeError(f"einsum(): operands must have the same dtype, but operand 0 is {operands[0].dtype} "
+                               f"and operand {k} is {o.dtype}; convert with .to(...)")
         target = dtypes.promote_types(target, o.dtype)
     operands = tuple(dispatch.cast(o, target) for o in operands)
     shapes = [tuple(o.shape) for o in operands]
