@@ -223,7 +223,7 @@ ENTRIES: list[Entry] = [
     act("softplus[beta=0.5]", 40.0, call=lambda F, x: F.softplus(x, beta=0.5)),
     act("logsigmoid"), act("hardtanh"), act("hardsigmoid", rtol={"float64": 1e-7}),  # torch's float64 slope is float32(1/6)
     act("hardswish", finite_where_torch_nan="hardswish(-inf): torch -inf * 0 = NaN, ember the limit 0",
-        exact=lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x * (x + 3) / 6, x))), act("mish"),
+        exact=lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x * (x + 3) / 6, x))), act("mish", finite_where_torch_nan="gradient at +inf: torch inf * 0 = NaN, ember 1 (the limit)"),
     act("softsign"), act("tanhshrink"), act("F.sigmoid", call=lambda F, x: F.sigmoid(x)), act("F.tanh", call=lambda F, x: F.tanh(x)),
     act("threshold", 0.5, call=lambda F, x: F.threshold(x, 0.5, -1.0)),
     Entry("prelu", lambda lib, x: _f(lib).prelu(x, lib.tensor([0.25], dtype=x.dtype)), unary()),
