@@ -221,6 +221,40 @@ def _bce_vjp(ctx: Any, g: Any) -> tuple:
     return gp, gt
 
 
+def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
+    # PyTorch's formula: (1 - t) x + w log(1 + exp(-x)), w = (pos_weight - 1) t + 1, with
+    # log(1 + exp(-x)) = log1p(exp(-|x|)) + max(-x, 0) (never overflows).
+    softplus_neg = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
+    if pos_weight:
+        return (1 - t) * x + ((pos_weight[0] - 1) * t + 1) * softplus_neg
+    return (1 - t) * x + softplus_neg
+
+
+def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
+    x, t = ctx.inputs[0], ctx.inputs[1]
+    shapes = ctx.input_meta
+    s = ew.sigmoid(x)
+    pw = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+    # PyTorch's gradient: sigmoid(x) - t (with pos_weight: (pw t + 1 - t) sigmoid(x) - pw t), formed
+    # directly so the tails keep their digits and a logit of 0 gives 0.5 - t.
+    if pw is None:
+        gx = g * (s - t) if ctx.needs[0] else None
+        gt = g * -x if ctx.needs[1] else None
+        return (sum_to(gx, shapes[0]) if gx is not None else None, sum_to(gt, shapes[1]) if gt is not None else None)
+    pwt = pw * t
+    softplus_neg = -logsigmoid(x)
+    gx = g * ((pwt + 1.0 - t) * s - pwt) if ctx.needs[0] else None
+    gt = g * ((pw - 1.0) * softplus_neg - x) if ctx.needs[1] else None
+    gpw = g * t * softplus_neg if ctx.needs[2] else None
+    return tuple(sum_to(v, shape) if v is not None else None for v, shape in zip((gx, gt, gpw), shapes))
+
+
+BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
+    name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
+    shape_rule=elementwise_rule(), extra={"float_only": True},
+))
+
+
 BINARY_CROSS_ENTROPY = register(OpDef(
     name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
     extra={"float_only": True},
@@ -247,15 +281,10 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
     target = _as_float_target(target, input)
     _check_same_shape("binary_cross_entropy_with_logits", input, target)
-    # (1 - t) x + w log(1 + exp(-x)) with w = (pos_weight - 1) t + 1, written on each side of 0 with exp of
-    # a non-positive number (never overflows) and the linear terms merged, so the gradient is PyTorch's
-    # w sigmoid(x) - pos_weight t without cancellation in the tails, and sigmoid(0) - t = 0.5 - t at 0 (a
-    # composite of abs and relu gives 1 - t there: a zero-initialized classifier's first step was wrong).
-    log_weight = 1.0 if pos_weight is None else (pos_weight - 1.0) * target + 1.0
-    negative, positive = ew.clamp(input, max=0.0), ew.clamp(input, min=0.0)
-    loss = ew.where(input < 0,
-                    (1.0 - target - log_weight) * negative + log_weight * ew.log1p(ew.exp(negative)),
-                    (1.0 - target) * positive + log_weight * ew.log1p(ew.exp(-positive)))
+    # A primitive with PyTorch's gradient sigmoid(x) - t: a composite of abs and relu gave 1 - t at a logit
+    # of 0 (a zero-initialized classifier's first step was wrong) and lost the tails to cancellation.
+    args = (input, target) if pos_weight is None else (input, target, pos_weight.to(input.dtype))
+    loss = dispatch.apply(BINARY_CROSS_ENTROPY_WITH_LOGITS, args)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
