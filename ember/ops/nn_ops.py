@@ -268,11 +268,11 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: b
 
 
 def hardsigmoid(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: _hardtanh(t + 3.0, 0.0, 6.0) / 6.0, inplace, "hardsigmoid_")
+    return _maybe_inplace(input, lambda t: _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
 
 
 def hardswish(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: t * (_hardtanh(t + 3.0, 0.0, 6.0) / 6.0), inplace, "hardswish_")
+    return _maybe_inplace(input, lambda t: t * _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
 
 
 def mish(input: Any, inplace: bool = False) -> Any:
