@@ -107,7 +107,7 @@ def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
 
 
 HARDTANH = register(OpDef(
-    name="hardtanh", category="unary", impl=lambda xp, x, min_val, max_val: xp.clip(x, min_val, max_val),
+    name="hardtanh", category="unary", impl=lambda xp, x, min_val=-1.0, max_val=1.0: xp.clip(x, min_val, max_val),
     vjp=_hardtanh_vjp, shape_rule=elementwise_rule(),
 ))
 

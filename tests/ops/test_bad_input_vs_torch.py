@@ -82,6 +82,8 @@ CASES = [
     Case("matmul int @ float", "matmul", lambda L: L.ones(2, 2, dtype=L.int64) @ L.ones(2, 2)),
     Case("bmm float32, float64", "", lambda L: L.bmm(L.ones(1, 2, 2), L.ones(1, 2, 2, dtype=L.float64))),
     Case("einsum float32, float64", "einsum", lambda L: L.einsum("ij,jk", L.ones(2, 2), L.ones(2, 2, dtype=L.float64))),
+    Case("einsum elementwise product of mixed dtypes (accepted)", "",
+         lambda L: L.einsum("i,i->i", L.ones(2), L.ones(2, dtype=L.float64))),
     Case("linear float32 input, float64 weight", "linear", lambda L: _f(L).linear(L.ones(2, 2),
                                                                                   L.ones(2, 2, dtype=L.float64))),
     Case("conv2d float32 input, float64 weight", "conv2d", lambda L: _f(L).conv2d(L.ones(1, 1, 3, 3),
