@@ -126,7 +126,7 @@ HYPOT = register(OpDef(
 
 ATAN2 = register(OpDef(
     name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
-    shape_rule=elementwise_rule(), extra={"float_only": True, "ufunc": "arctan2"},
+    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2",
 ))
 
 
