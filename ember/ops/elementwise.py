@@ -12,6 +12,7 @@ from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.simplify import same_value
 
 
 def _broadcast_shapes(*shapes: tuple) -> tuple:
@@ -56,7 +57,7 @@ def _unary(name: str, impl: Any, vjp: Any, save: str = "inputs", onnx: Any = Non
     return register(OpDef(
         name=name, category="unary", impl=impl, vjp=vjp if differentiable else None,
         shape_rule=elementwise_rule(), save=save, onnx=onnx,
-        extra={"float_only": float_only},
+        float_only=float_only,
     ))
 
 
@@ -65,7 +66,7 @@ def _binary(name: str, impl: Any, vjp: Any, save: str = "inputs", onnx: Any = No
     # ``ufunc`` names the namespace function that can write into an out= buffer (in-place ops use it).
     return register(OpDef(
         name=name, category="binary", impl=impl, vjp=vjp, shape_rule=elementwise_rule(out_dtype),
-        save=save, onnx=onnx, extra={"float_only": float_only, "ufunc": ufunc},
+        save=save, onnx=onnx, float_only=float_only, ufunc=ufunc,
     ))
 
 
@@ -272,7 +273,7 @@ TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
     impl=lambda xp, x, dtype, source=None: x.astype(dtype.np),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
-    shape_rule=elementwise_rule("attr"), save="none", onnx="Cast",
+    shape_rule=elementwise_rule("attr"), save="none", onnx="Cast", simplify=same_value,
 ))
 
 

@@ -104,7 +104,7 @@ def _atan2_vjp(ctx: Any, g: Any) -> tuple:
 
 ATAN2 = register(OpDef(
     name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
-    shape_rule=elementwise_rule(), extra={"float_only": True, "ufunc": "arctan2"},
+    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2",
 ))
 
 

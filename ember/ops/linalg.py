@@ -6,7 +6,8 @@ from typing import Any
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
-from ember.ops.registry import OpDef, Spec, register
+from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 
 
@@ -38,6 +39,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 MATMUL = register(OpDef(
     name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower",
+    simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
 
 

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ember import dtypes
 from ember.backends import special_function
-from ember.ops import dispatch, elementwise as ew, reductions as red
+from ember.ops import dispatch, elementwise as ew, extra_math, reductions as red
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.amp.policy import autocast_policy
@@ -57,7 +57,7 @@ def _gelu_vjp(ctx: Any, g: Any) -> tuple:
 
 GELU = register(OpDef(
     name="gelu", category="unary", impl=_gelu_impl, vjp=_gelu_vjp, shape_rule=elementwise_rule(),
-    onnx="Gelu", extra={"float_only": True},
+    onnx="Gelu", float_only=True,
 ))
 
 
@@ -73,16 +73,12 @@ def _silu_vjp(ctx: Any, g: Any) -> tuple:
 
 SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
-    onnx=None, extra={"float_only": True},
+    onnx=None, float_only=True,
 ))
 
 
-# exp(x) - 1 without cancellation near 0 (elu/celu match PyTorch to the last digit). Registered here
-# only if the elementwise family does not provide it yet.
-EXPM1 = OPS.get("expm1") or register(OpDef(
-    name="expm1", category="unary", impl=lambda xp, x: xp.expm1(x),
-    vjp=lambda ctx, g: (g * (ctx.out + 1.0),), save="output", shape_rule=elementwise_rule(), extra={"float_only": True},
-))
+# exp(x) - 1 without cancellation near 0 (elu/celu match PyTorch to the last digit).
+EXPM1 = extra_math.EXPM1
 
 
 def _expm1(x: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.simplify import same_value
 
 
 def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
@@ -140,7 +141,7 @@ def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
 SUM_TO = register(OpDef(
     name="sum_to", category="reduction", impl=_sum_to_impl, save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx="ReduceSum",
+    vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx="ReduceSum", simplify=same_value,
 ))
 
 

@@ -411,7 +411,7 @@ def _diagonal_rule(x: Spec, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Sp
 DIAGONAL = register(OpDef(
     name="diagonal", category="movement", impl=_diagonal_impl, save="none", shape_rule=_diagonal_rule,
     vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("diagonal", _plain_attrs(ctx.attrs)),)),),
-    extra={"view": True},
+    view=True,
 ))
 
 
