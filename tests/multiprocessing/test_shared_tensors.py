@@ -66,6 +66,14 @@ def test_the_reducers_are_registered_for_multiprocessing_only():
     assert ForkingPickler._extra_reducers[ember.Tensor] is reduce_tensor
     assert ForkingPickler._extra_reducers[ember.nn.Parameter] is reduce_tensor
     assert ember.Tensor not in copyreg.dispatch_table  # plain pickle keeps what ember.tensor defines
+    t = ember.arange(3.0)
+    try:
+        back = pickle.loads(pickle.dumps(t))  # by value (ember.serialization.pickling), where available
+    except TypeError:
+        back = None
+    assert not t.is_shared() and (back is None or (back.tolist() == [0.0, 1.0, 2.0] and not back.is_shared()))
+    shared = ForkingPickler.loads(ForkingPickler.dumps(t))
+    assert t.is_shared() and shared.is_shared() and shared.data_ptr() == t.data_ptr()
 
 
 def _child_adds(q, t, amount):
@@ -172,3 +180,25 @@ def test_shared_storage_leaves_nothing_in_dev_shm():
     del tensors
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= fds_before - 5  # the descriptors close with the tensors
+
+
+def _echo(q_in, q_out):
+    t = q_in.get()
+    t.mul_(3)
+    q_out.put((t, t[1:]))  # a tensor and a view of it, sent back to the parent
+    q_in.get()  # the sender must live until the receiver has the tensors (descriptors pass through it), as in torch
+
+
+def test_queue_round_trip_through_a_child_keeps_views_on_one_mapping():
+    q_in, q_out = mp.Queue(), mp.Queue()
+    child = mp.Process(target=_echo, args=(q_in, q_out))
+    child.start()
+    t = ember.ones(4)
+    q_in.put(t)
+    whole, view = q_out.get(timeout=60)
+    q_in.put(None)
+    child.join(60)
+    assert child.exitcode == 0
+    assert t.tolist() == [3.0] * 4  # the child wrote into the parent's memory
+    whole.add_(1)
+    assert view.tolist() == [4.0] * 3 and t.tolist() == [4.0] * 4  # one memory, mapped once per process
