@@ -36,6 +36,7 @@ import numpy as np
 from ember.serialization import safetensors_format, torch_reader, torch_writer
 from ember.serialization.atomic import atomic_directory, atomic_write, clean_stale_temporaries  # noqa: F401
 from ember.serialization.errors import CheckpointError, UnsafeGlobalError  # noqa: F401
+from ember.serialization.inspect_globals import get_unsafe_globals_in_checkpoint  # noqa: F401
 from ember.serialization.safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                                               safe_globals)
 

@@ -252,8 +252,12 @@ def test_safe_globals_api_follows_torch(tmp_path):
         assert collections.Counter in ember.serialization.get_safe_globals()
     with pytest.raises(UnsafeGlobalError):
         ember.load(path)  # the context ended
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == ["collections.Counter"]
+    torch.save({"c": collections.Counter("a")}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "legacy.pt") == ["collections.Counter"]
     ember.serialization.add_safe_globals([collections.Counter])
     try:
+        assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == []
         assert ember.load(path)["c"]["a"] == 2
         assert collections.Counter in ember.serialization.get_safe_globals()
     finally:
