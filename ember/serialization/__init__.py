@@ -80,9 +80,14 @@ def _read(f: Any, mmap: bool) -> Any:
         raise FileNotFoundError(f"ember.load: no such file: {path}")
     if mmap and path.stat().st_size:
         return np.memmap(path, dtype=np.uint8, mode="c")  # copy-on-write: in-place edits never reach the file
-    data = bytearray(path.stat().st_size)
-    with open(path, "rb") as handle:
-        handle.readinto(data)
+    data = np.empty(path.stat().st_size, dtype=np.uint8)  # not zero-filled: readinto writes every byte
+    with open(path, "rb", buffering=0) as handle:
+        view, done = memoryview(data), 0
+        while done < len(data):
+            got = handle.readinto(view[done:])
+            if not got:
+                raise CheckpointError(path, None, "shrank while it was being read")
+            done += got
     return data
 
 

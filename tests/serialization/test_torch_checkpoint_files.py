@@ -57,6 +57,11 @@ def test_torch_state_dicts_load_with_equal_values_and_outputs(tmp_path, legacy, 
     x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
     expected = conv(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(model(ember.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+    recurrent = enn.LSTM(4, 6, num_layers=2)
+    recurrent.load_state_dict(loaded["lstm"], strict=True)
+    seq = np.random.default_rng(1).standard_normal((5, 2, 4)).astype(np.float32)
+    np.testing.assert_allclose(recurrent(ember.tensor(seq))[0].detach().numpy(),
+                               lstm(torch.tensor(seq))[0].detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
