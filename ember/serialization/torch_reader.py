@@ -207,8 +207,9 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
 
 def _place(obj: Any, map_location: Any) -> Any:
     """Move loaded tensors where ``map_location`` says (CPU needs nothing)."""
-    if map_location is None or str(map_location) == "cpu" or (isinstance(map_location, dict) and not map_location):
-        return obj
+    if map_location is None or callable(map_location) or str(map_location) == "cpu" \
+            or (isinstance(map_location, dict) and not map_location):
+        return obj  # a callable (torch's ``lambda storage, loc: storage`` idiom) keeps storages on the CPU
     from ember.serialization.safetensors_format import target_device
 
     target = target_device("cpu", map_location)

@@ -43,7 +43,7 @@ def test_torch_state_dicts_load_with_equal_values_and_outputs(tmp_path, legacy, 
     path = tmp_path / "model.pth"
     torch.save({"conv": conv.state_dict(), "lstm": lstm.state_dict()}, path,
                _use_new_zipfile_serialization=not legacy)
-    loaded = ember.load(path, mmap=mmap)
+    loaded = ember.load(path, mmap=mmap, map_location=lambda storage, location: storage)  # torch's CPU idiom
     for part, model in (("conv", conv), ("lstm", lstm)):
         theirs = model.state_dict()
         assert list(loaded[part]) == list(theirs)
