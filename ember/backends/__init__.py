@@ -81,7 +81,11 @@ def special_function(xp: Any, name: str) -> Callable:
     NumPy has none: SciPy's is used when installed (and ``EMBER_SPECIAL_FUNCTIONS`` is not
     ``numpy``), else ember's vectorized NumPy version (:mod:`ember.ops.special_math`), which is as
     accurate and within a small factor of SciPy's speed. Both take ``out=``.
+    A namespace that brings its own (the fuser's symbolic one) answers for itself.
     """
+    own = getattr(type(xp), "special_function", None)
+    if own is not None:
+        return own(xp, name)
     if xp is np:
         from ember import _config
         from ember.ops import special_math
