@@ -251,13 +251,13 @@ def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
     name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
-    shape_rule=elementwise_rule(), extra={"float_only": True},
+    shape_rule=elementwise_rule(), float_only=True,
 ))
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
     name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
-    extra={"float_only": True},
+    float_only=True,
 ))
 
 

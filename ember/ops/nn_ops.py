@@ -92,7 +92,7 @@ def _logsigmoid_impl(xp: Any, x: Any) -> Any:
 
 LOGSIGMOID = register(OpDef(
     name="logsigmoid", category="unary", impl=_logsigmoid_impl, vjp=lambda ctx, g: (g * ew.sigmoid(-ctx.inputs[0]),),
-    shape_rule=elementwise_rule(), extra={"float_only": True},
+    shape_rule=elementwise_rule(), float_only=True,
 ))
 
 
