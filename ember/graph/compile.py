@@ -194,7 +194,7 @@ class _Compiled:
         self.copy_outputs = [v.kind != "node" for v in graph.outputs]
         self.devices = [v.device for v in graph.outputs]
         # The speed trial (see the module notes): None when not needed, else the timings so far.
-        random = any(n.op.extra.get("random") for n in graph.nodes if getattr(n.op, "extra", None))
+        random = any(getattr(n.op, "random", False) for n in graph.nodes)
         self.trial: dict | None = None if random else {"calls": 0, "compiled": [], "eager": []}
         self.speed_note = "speed trial: skipped (random nodes)" if random else "speed trial: not finished"
 
