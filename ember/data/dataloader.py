@@ -149,10 +149,16 @@ class DataLoader:
             ember_random.default_generator.numpy_rng
         base_seed = int(base_rng.integers(0, 2**63 - 1))
         if self.num_workers == 0:
-            return self._serial_iter(base_seed)
-        if self._iterable:
-            return _ThreadedStreamIter(self, base_seed)
-        return _ThreadedMapIter(self, base_seed)
+            batches = self._serial_iter(base_seed)
+        elif self._iterable:
+            batches = _ThreadedStreamIter(self, base_seed)
+        else:
+            batches = _ThreadedMapIter(self, base_seed)
+        from ember.profiler import _recorder
+
+        if _recorder.CURRENT is not None:  # inside a profile: each wait for a batch becomes an event
+            return _recorder.timed_batches(batches)
+        return batches
 
     # ---- building one batch (runs in the main thread or a loader thread) -------------------------
     def _fetch(self, indices: Any) -> Any:

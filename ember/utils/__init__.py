@@ -3,4 +3,4 @@
 Example:
     >>> from ember.utils.data import DataLoader, TensorDataset
 """
-from ember.utils import data  # noqa: F401
+from ember.utils import data, flop_counter  # noqa: F401
