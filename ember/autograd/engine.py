@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode, grad_mode
 
 
 def _edge_of(tensor: Any) -> tuple:
@@ -128,6 +128,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     ready = [n for n in {id(e[0]): e[0] for e in root_edges}.values() if dependencies.get(id(n), 0) == 0]
 
     accumulate = accumulate_into_grad and capture is None
+    anomaly = anomaly_mode.STATE.enabled
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
@@ -158,7 +159,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 input_grads = (None,) * len(edges)
             else:
                 t0 = PROFILER and _clock()
-                input_grads = node.apply(grads)
+                input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
                 if t0 and PROFILER is not None:
                     PROFILER.node(node, t0, grads)
                 if not retain_graph:

@@ -76,7 +76,7 @@ def op_flops(op: Any, inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict
     if rule is not None:
         return int(rule(inputs, outputs, attrs))
     if op.category == "fused":  # one elementwise pass per member op over the output's elements
-        members = op.extra.get("members") or [m for m in str(attrs.get("ops") or "").split("+") if m] or (None,)
+        members = [m for m in str(attrs.get("ops") or "").split("+") if m] or (None,)
         return numel(outputs[0]) * len(members) if outputs else 0
     return default_flops(op.category, inputs, outputs)
 
@@ -86,7 +86,7 @@ def op_bytes(op: Any, inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict
     rule = op.bytes_moved
     if rule is not None:
         return int(rule(inputs, outputs, attrs))
-    if op.extra.get("view"):
+    if getattr(op, "view", False):
         return 0
     return default_bytes(inputs, outputs)
 

@@ -85,7 +85,7 @@ def _describe(raw: tuple, with_flops: bool) -> dict:
         in_specs, out_specs = [_spec(m) for m in ins], [_spec(m) for m in outs]
         flops = op_flops(what, in_specs, out_specs, attrs or {}) if with_flops else 0
         nbytes = op_bytes(what, in_specs, out_specs, attrs or {})
-        alloc = 0 if what.extra.get("view") else sum(_nbytes(s) for s in out_specs if s is not None)
+        alloc = 0 if getattr(what, "view", False) else sum(_nbytes(s) for s in out_specs if s is not None)
         return dict(name=what.name, shapes=[list(m[0]) if m else [] for m in ins],
                     dtypes=[str(m[1]) if m else "Scalar" for m in ins], flops=flops, bytes=nbytes, memory=alloc,
                     dtype=_first_float(ins) or _first_float(outs))

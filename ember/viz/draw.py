@@ -135,7 +135,7 @@ def _value_label(v: Any, names: dict) -> str:
 
 def _op_label(node: Any, show_attrs: bool) -> str:
     if node.op.category == "fused":
-        members = (node.op.extra.get("members") or str(node.attrs.get("ops") or node.op.doc or "").split("+"))
+        members = str(node.attrs.get("ops") or node.op.doc.split("\n")[0] or "").split("+")
         members = [m for m in members if m]
         label = "fused: " + "+".join(members[:6]) + ("..." if len(members) > 6 else "")
     else:
