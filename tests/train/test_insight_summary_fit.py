@@ -123,6 +123,7 @@ def test_tensorboard_gets_perf_scalars_and_the_graph(tmp_path):
     assert "Sequential/Linear[0]/linear" in names and "Sequential/ReLU[1]/relu" in names
 
 
+@pytest.mark.slow  # trains the demo's CNN for an epoch on 64 images (~3-10 s on a shared 2-core machine)
 def test_demo_writes_curves_and_graph_next_to_checkpoint(tmp_path, capsys):
     from ember.train import mnist
 
