@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ember.ops.cost import op_bytes, op_flops
-from ember.ops.registry import Spec
+from ember.ops.registry import OPS, Spec
 from ember.profiler import _recorder as R
 
 _COMPUTE = (R.OP, R.GRAPH)
@@ -81,6 +81,8 @@ def _first_float(metas: Any) -> str:
 
 def _describe(raw: tuple, with_flops: bool) -> dict:
     kind, what, _, _, _, ins, outs, attrs = raw
+    if kind == R.OP and isinstance(what, str):  # recorded by name (see Recorder.op)
+        what = OPS[what]
     if kind == R.OP:
         in_specs, out_specs = [_spec(m) for m in ins], [_spec(m) for m in outs]
         flops = op_flops(what, in_specs, out_specs, attrs or {}) if with_flops else 0
@@ -103,8 +105,7 @@ def _describe(raw: tuple, with_flops: bool) -> dict:
                     dtypes=[str(v.dtype) for v in values], flops=flops,
                     bytes=op_bytes(what.op, in_specs, out_specs, attrs), memory=0, dtype=_first_float(metas))
     if kind == R.NODE:
-        name = what.name() if callable(getattr(what, "name", None)) else type(what).__name__
-        return dict(name=f"autograd::engine::evaluate_function: {name}",
+        return dict(name=f"autograd::engine::evaluate_function: {what}",
                     shapes=[list(m[0]) if m else [] for m in ins], dtypes=[str(m[1]) if m else "" for m in ins],
                     flops=0, bytes=0, memory=0, dtype="")
     if kind == R.COPY:
