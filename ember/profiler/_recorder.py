@@ -34,9 +34,23 @@ _LISTENERS: list = []
 CURRENT: Any = None
 
 
+# dtypes are recorded by name: a tuple holding a NumPy dtype object stays tracked by the garbage collector
+# forever, and millions of tracked records would make every full collection (and so every op) slower.
+DTYPES: dict = {}
+_NAMES: dict = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = str(dtype)
+        DTYPES[name] = dtype
+    return name
+
+
 def _meta(value: Any) -> Any:
     data = getattr(value, "_data", None)
-    return None if data is None else (data.shape, data.dtype)
+    return None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype))
 
 
 class Recorder:
@@ -53,12 +67,12 @@ class Recorder:
         ins = []
         for a in args:
             data = getattr(a, "_data", None)
-            ins.append(None if data is None else (data.shape, data.dtype))
+            ins.append(None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)))
         if type(result) is tuple:
             outs = tuple([_meta(r) for r in result])
         else:
             data = result._data
-            outs = ((data.shape, data.dtype),)
+            outs = ((data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)),)
         self.raw.append((OP, op.name, t0, t1, get_ident(), tuple(ins), outs, attrs))
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
@@ -68,7 +82,7 @@ class Recorder:
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
         kind = ("H" if source.type == "cpu" else "D") + "to" + ("H" if target.type == "cpu" else "D")
-        meta = (data.shape, data.dtype)
+        meta = (data.shape, dtype_name(data.dtype))
         self.raw.append((COPY, f"Memcpy {kind}", t0, _clock(), get_ident(), (meta,), (meta,), None))
 
     def span(self, kind: str, name: str, t0: int, t1: int | None = None) -> None:

@@ -68,13 +68,17 @@ class FunctionEvent:
                 f"shapes={self.input_shapes} flops={self.flops}>")
 
 
+def _dtype(meta: Any) -> Any:
+    return R.DTYPES.get(meta[1], meta[1])
+
+
 def _spec(meta: Any) -> Any:
-    return None if meta is None else Spec(tuple(meta[0]), meta[1])
+    return None if meta is None else Spec(tuple(meta[0]), _dtype(meta))
 
 
 def _first_float(metas: Any) -> str:
     for m in metas:
-        if m is not None and getattr(m[1], "kind", "") in "fV":
+        if m is not None and getattr(_dtype(m), "kind", "") in "fV":
             return str(m[1])
     return ""
 
