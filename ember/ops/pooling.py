@@ -155,7 +155,13 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
                 raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
                                  f"(indices must lie in [0, {h * w}))")
         else:
-            xp.put_along_axis(out, flat_idx, flat_g, axis=1)
+            # One flat scatter (indices shifted to their plane) is about 2x faster than put_along_axis,
+            # which builds an index grid; the shift needs the range check put_along_axis made.
+            if flat_idx.size and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= h * w):
+                raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
+                                 f"(indices must lie in [0, {h * w}))")
+            planes = xp.arange(rows, dtype=flat_idx.dtype)[:, None] * (h * w)
+            out.reshape(-1)[(flat_idx + planes).reshape(-1)] = flat_g.reshape(-1)
         return out.reshape(input_shape)
     offsets = (xp.arange(rows) * (h * w))[:, None]
     summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
