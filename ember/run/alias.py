@@ -22,6 +22,23 @@ import types
 # PyTorch path prefix -> ember path prefix, longest first where they nest.
 RENAMES: dict[str, str] = {
     "torchvision": "ember.vision",
+    "torch.backends.cuda": "ember.backends.cuda_flags",  # ember.backends.cuda is the CUDA backend itself
+    "torch.utils.data": "ember.data",
+    "torch.nn.modules.batchnorm": "ember.nn.modules.normalization",
+    "torch.nn.modules.instancenorm": "ember.nn.modules.normalization",
+    "torch.nn.modules.pixelshuffle": "ember.nn.modules.upsampling",
+    "torch.nn.modules.channelshuffle": "ember.nn.modules.upsampling",
+    "torch.nn.modules.distance": "ember.nn.modules.loss",
+    "torch.nn.modules.fold": "ember.nn.modules.padding",
+    "torch.nn.modules.adaptive": "ember.nn.modules.loss",
+    "torch.optim.adamw": "ember.optim.adam",
+    "torch.optim.adamax": "ember.optim.more",
+    "torch.optim.adadelta": "ember.optim.more",
+    "torch.optim.nadam": "ember.optim.more",
+    "torch.optim.radam": "ember.optim.more",
+    "torch.optim.rprop": "ember.optim.more",
+    "torch.optim.asgd": "ember.optim.more",
+    "torch.optim.lbfgs": "ember.optim.lbfgs",
     "torch": "ember",
 }
 
