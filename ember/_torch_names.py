@@ -1,13 +1,22 @@
 """PyTorch names ember adds to its top-level namespace (imported by ``ember/__init__.py`` in one line).
 
-Kept apart from ``ember/__init__.py`` so the PyTorch surface grows in one place.
+Kept apart from ``ember/__init__.py`` so the PyTorch surface grows in one place; the families are built
+from tables in :mod:`ember.surface.families`.
 
 Example:
     >>> import ember as torch
-    >>> torch.jit.trace, torch.accelerator.is_available()      # doctest: +ELLIPSIS
-    (<function trace at ...>, False)
+    >>> torch.pi > 3, torch.accelerator.is_available(), torch.tensor_split(torch.arange(5), 2)[1].tolist()
+    (True, False, [3, 4])
 """
 from __future__ import annotations
 
 from ember import accelerator, jit  # noqa: F401  (torch.accelerator, torch.jit)
-__all__ = ["accelerator", "jit"]
+from ember.surface import constants as _constants, families as _families, functions as _functions
+from ember.surface.constants import *  # noqa: F401,F403
+from ember.surface.functions import *  # noqa: F401,F403
+
+_generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
+globals().update(_generated)
+_families.install_methods()
+
+__all__ = ["accelerator", "jit", *_constants.__all__, *_functions.__all__, *_generated]

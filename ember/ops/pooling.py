@@ -109,7 +109,8 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
             continue
         # Strictly greater keeps the first maximum on ties (PyTorch's choice); maximum() keeps NaNs.
         # which = where(v > best, tap, which), as integer arithmetic: np.where is ~20x slower here.
-        better = (v > best).astype(which.dtype)
+        # A NaN wins (as in PyTorch: `val > max || isnan(val)`), so its index is a real, in-range position.
+        better = ((v > best) | (v != v)).astype(which.dtype)
         better *= which.dtype.type(tap) - which
         which += better
         best = xp.maximum(best, v)

@@ -78,6 +78,11 @@ def _child_environment() -> None:
     parts = [_ALIAS_PATH, os.path.dirname(_EMBER_DIR)]
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(parts + ([old] if old else []))
+    # multiprocessing's spawn copies this process's sys.path into the child: put the stand-in there too,
+    # ahead of site-packages (in this process the meta-path finder answers first anyway)
+    for k, part in enumerate(parts):
+        if part not in sys.path:
+            sys.path.insert(1 + k, part)
 
 
 def run_script(path: str, args: list[str]) -> int:

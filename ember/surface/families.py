@@ -1,0 +1,136 @@
+"""Names PyTorch derives by rule, generated from tables so a family is complete or absent, never half there:
+
+* in-place methods ``x.sin_()`` from the out-of-place op (``inplace.inplace_call``: writes into ``x``, bumps
+  its version, rebases autograd history, refuses a result dtype ``x`` cannot hold);
+* top-level in-place functions ``torch.sin_(x)``;
+* Tensor methods ``x.fmax(y)`` for top-level functions ``torch.fmax(x, y)``;
+* top-level spellings of ``nn.functional`` ops (``torch.conv2d``, ``torch.dropout``, ``torch.layer_norm``).
+
+Example:
+    >>> import ember
+    >>> x = ember.tensor([0.0, 1.0])
+    >>> x.exp_().tolist(), ember.conv1d is ember.nn.functional.conv1d
+    ([1.0, 2.718281828459045], True)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ember
+from ember.ops import inplace
+from ember.tensor import Tensor
+
+# In-place methods generated from the out-of-place method of the same name (PyTorch's `op_` family). View
+# ops (`t_`, `squeeze_`...) change metadata, not values, and are not in this table.
+INPLACE_FROM_METHOD = (
+    "abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "arccos",
+    "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh",
+    "baddbmm", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "ceil", "clamp_max", "clamp_min", "clip",
+    "copysign", "cos", "cosh", "cumprod", "cumsum", "deg2rad", "divide", "eq", "erf", "erfc", "erfinv", "exp",
+    "exp2", "expm1", "fix", "float_power", "floor", "floor_divide", "fmod", "frac", "gcd", "ge", "greater",
+    "greater_equal", "gt", "heaviside", "hypot", "index_add", "index_copy", "index_fill", "lcm", "ldexp", "le",
+    "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logit", "lt", "masked_scatter", "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter",
+    "not_equal", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt", "scatter_reduce",
+    "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "tril", "triu",
+    "true_divide", "trunc", "xlogy", "sgn", "clamp",
+)
+
+# Top-level in-place functions PyTorch has (``torch.relu_(x)``): each calls the method of the same name.
+INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_",
+    "deg2rad_", "erf_", "erfc_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_",
+    "log_", "log10_", "log1p_", "log2_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
+    "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_",
+)
+
+# Tensor methods that are the top-level function with the tensor as first argument.
+METHODS_FROM_FUNCTIONS = (
+    "absolute", "aminmax", "argwhere", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "copysign", "corrcoef", "cov", "cross", "diagflat", "diagonal_scatter", "diff", "dist", "dsplit", "fliplr",
+    "flipud", "float_power", "fmax", "fmin", "frexp", "gcd", "greater", "greater_equal", "heaviside", "histc",
+    "histogram", "hsplit", "index_add", "index_copy", "index_fill", "inner", "is_nonzero", "is_same_size",
+    "is_signed", "isin", "isneginf", "isposinf", "isreal", "kron", "lcm", "ldexp", "less", "less_equal",
+    "logcumsumexp", "masked_scatter", "median", "mode", "moveaxis", "msort", "nanmean", "nanmedian",
+    "nanquantile", "nansum", "negative", "nextafter", "not_equal", "positive", "quantile", "ravel", "renorm",
+    "repeat_interleave", "rot90", "scatter_reduce", "select_scatter", "signbit", "sinc", "slice_scatter",
+    "split_with_sizes", "swapaxes", "take", "take_along_dim", "tensor_split", "tile", "unique_consecutive",
+    "unsafe_chunk", "unsafe_split", "vdot", "vsplit", "erfc", "matrix_power", "subtract", "multiply", "divide",
+    "true_divide", "xlogy", "logit", "nan_to_num", "arctan2", "hypot", "get_device", "is_inference", "lerp",
+)
+
+# torch.<name> -> ember.nn.functional.<name>, where PyTorch exposes the functional op at the top level too.
+FROM_FUNCTIONAL = (
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "avg_pool1d", "batch_norm", "bilinear",
+    "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "ctc_loss", "dropout",
+    "embedding", "embedding_bag", "feature_alpha_dropout", "group_norm", "hardshrink", "hinge_embedding_loss",
+    "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d", "max_pool2d", "max_pool3d",
+    "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "rms_norm",
+    "rrelu", "selu", "threshold", "triplet_margin_loss", "native_channel_shuffle",
+)
+
+
+# Device-type and layout predicates: ember tensors are dense, on ember's devices (cpu, cuda) only.
+FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_meta", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
+                    "is_vulkan", "is_xla", "is_quantized", "is_sparse", "is_sparse_csr", "is_nested")
+
+
+def _inplace_method(name: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        others = tuple(a for a in args if isinstance(a, Tensor))
+        return inplace.inplace_call(self, name + "_", lambda t: getattr(t, name)(*args, **kwargs), others=others)
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``: ``x.{name}_(...)`` writes ``x.{name}(...)`` into ``x``."
+    return method
+
+
+def _function_as_method(fn: Callable, name: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``x.{name}(...)`` is ``ember.{name}(x, ...)``."
+    return method
+
+
+def _method_as_function(name: str) -> Callable:
+    def function(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"``ember.{name}(x, ...)`` is ``x.{name}(...)``."
+    return function
+
+
+def install_methods() -> None:
+    """Bind the generated Tensor methods (only where Tensor lacks the name: explicit code wins)."""
+    for name in METHODS_FROM_FUNCTIONS:
+        fn = getattr(ember, name, None)
+        if fn is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, _function_as_method(fn, name))
+    for name in INPLACE_FROM_METHOD:
+        if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _inplace_method(name))
+    for name in FALSE_PROPERTIES:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, property(lambda self: False, doc=f"``{name}``: always False in ember."))
+    if not hasattr(Tensor, "is_cpu"):
+        Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="True for a tensor on the CPU.")
+
+
+def top_level_names() -> dict[str, Any]:
+    """The top-level in-place functions and functional spellings, for ``ember/_torch_names.py``."""
+    F = ember.nn.functional
+    names: dict[str, Any] = {}
+    for name in INPLACE_FUNCTIONS:
+        if hasattr(Tensor, name):
+            names[name] = _method_as_function(name)
+    for name in FROM_FUNCTIONAL:
+        fn = getattr(F, name, None)
+        if fn is not None:
+            names[name] = fn
+    return names

@@ -1,0 +1,106 @@
+"""Every top-level function added for PyTorch's surface, checked against torch from one table
+(``surface_cases.py``): values, dtypes, gradients (float64, where differentiable) and errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from surface_cases import CASES, ERRORS, FACTORIES
+
+torch = pytest.importorskip("torch")
+
+
+def _convert(value, lib, leaves):
+    if isinstance(value, np.ndarray):
+        t = lib.tensor(value)
+        if value.dtype == np.float64:
+            t.requires_grad_(True)
+            leaves.append(t)
+        return t
+    if isinstance(value, np.generic):
+        return lib.tensor(value)
+    if isinstance(value, list):
+        return [_convert(v, lib, leaves) for v in value]
+    if isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+        return tuple(_convert(v, lib, leaves) for v in value)
+    return value
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [x for o in out for x in _flat(o)]
+    return [out]
+
+
+def _numpy(t):
+    if hasattr(t, "detach"):
+        t = t.detach()
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+
+
+def _dtype_name(t) -> str:
+    return str(t.dtype).split(".")[-1]
+
+
+def _run(name, args, kwargs, lib):
+    leaves: list = []
+    call_args = [_convert(a, lib, leaves) for a in args]
+    call_kwargs = {k: _convert(v, lib, leaves) for k, v in kwargs.items()}
+    return getattr(lib, name)(*call_args, **call_kwargs), leaves
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{k}" for k, c in enumerate(CASES)])
+def test_values_dtypes_gradients(case) -> None:
+    name, args, kwargs, differentiable = case
+    e_out, e_leaves = _run(name, args, kwargs, ember)
+    t_out, t_leaves = _run(name, args, kwargs, torch)
+    e_flat, t_flat = _flat(e_out), _flat(t_out)
+    assert len(e_flat) == len(t_flat), name
+    for a, b in zip(e_flat, t_flat):
+        if isinstance(b, torch.Tensor):
+            assert _dtype_name(a) == _dtype_name(b), (name, a.dtype, b.dtype)
+            assert tuple(a.shape) == tuple(b.shape), (name, a.shape, b.shape)
+        np.testing.assert_allclose(_numpy(a), _numpy(b), rtol=1e-7, atol=1e-10, equal_nan=True, err_msg=name)
+    if not differentiable:
+        return
+    rng = np.random.default_rng(3)
+    e_total, t_total = 0, 0
+    for a, b in zip(e_flat, t_flat):
+        if isinstance(b, torch.Tensor) and b.requires_grad:
+            w = rng.standard_normal(tuple(b.shape))
+            e_total = e_total + (a * ember.tensor(w)).sum()
+            t_total = t_total + (b * torch.tensor(w)).sum()
+    t_total.backward()
+    e_total.backward()
+    for a, b in zip(e_leaves, t_leaves):  # no gradient and a zero gradient are the same answer
+        ga = a.grad.numpy() if a.grad is not None else np.zeros(tuple(a.shape))
+        gb = b.grad.numpy() if b.grad is not None else np.zeros(tuple(b.shape))
+        np.testing.assert_allclose(ga, gb, rtol=1e-6, atol=1e-9, err_msg=f"{name} grad")
+
+
+@pytest.mark.parametrize("case", FACTORIES, ids=[f"{c[0]}-{k}" for k, c in enumerate(FACTORIES)])
+def test_factories(case) -> None:
+    name, args, kwargs = case
+    a = getattr(ember, name)(*[ember.tensor(x) if isinstance(x, np.ndarray) else x for x in args], **kwargs)
+    b = getattr(torch, name)(*[torch.tensor(x) if isinstance(x, np.ndarray) else x for x in args], **kwargs)
+    if isinstance(b, tuple) and b and isinstance(b[0], torch.Tensor):
+        for x, y in zip(a, b):
+            assert _dtype_name(x) == _dtype_name(y)
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+        return
+    if isinstance(b, torch.Tensor):
+        assert _dtype_name(a) == _dtype_name(b), (name, a.dtype, b.dtype)
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    else:
+        assert tuple(a) == tuple(b)
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[f"{c[0]}-{k}" for k, c in enumerate(ERRORS)])
+def test_errors_like_torch(case) -> None:
+    name, args, kwargs = case
+    with pytest.raises(Exception) as theirs:
+        _run(name, args, kwargs, torch)
+    with pytest.raises(type(theirs.value) if type(theirs.value) in (TypeError, IndexError, ValueError)
+                       else (RuntimeError, ValueError, TypeError, IndexError)):
+        _run(name, args, kwargs, ember)
