@@ -10,7 +10,8 @@ Example:
 """
 from __future__ import annotations
 
-from ember import accelerator, jit  # noqa: F401  (torch.accelerator, torch.jit)
+from ember import accelerator, jit, sparse  # noqa: F401  (torch.accelerator, torch.jit, torch.sparse)
+from ember.sparse import sparse_coo_tensor, spmm  # noqa: F401
 from ember.surface import constants as _constants, families as _families, functions as _functions
 from ember.surface.constants import *  # noqa: F401,F403
 from ember.surface.functions import *  # noqa: F401,F403
@@ -18,5 +19,6 @@ from ember.surface.functions import *  # noqa: F401,F403
 _generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
 globals().update(_generated)
 _families.install_methods()
+sparse.install()
 
-__all__ = ["accelerator", "jit", *_constants.__all__, *_functions.__all__, *_generated]
+__all__ = ["accelerator", "jit", "sparse", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_generated]

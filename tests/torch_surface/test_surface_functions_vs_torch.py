@@ -43,11 +43,11 @@ def _dtype_name(t) -> str:
     return str(t.dtype).split(".")[-1]
 
 
-def _run(name, args, kwargs, lib):
+def _run(name, args, kwargs, lib, owner=None):
     leaves: list = []
     call_args = [_convert(a, lib, leaves) for a in args]
     call_kwargs = {k: _convert(v, lib, leaves) for k, v in kwargs.items()}
-    return getattr(lib, name)(*call_args, **call_kwargs), leaves
+    return getattr(owner if owner is not None else lib, name)(*call_args, **call_kwargs), leaves
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{k}" for k, c in enumerate(CASES)])
