@@ -68,7 +68,11 @@ def special_function(xp: Any, name: str) -> Callable:
     """A special function (``erf``, ``erfinv``) for namespace ``xp``.
 
     NumPy has no ``erf``; SciPy's is used when installed, else a vectorized ``math`` fallback.
+    A namespace that brings its own (the fuser's symbolic one) answers for itself.
     """
+    own = getattr(type(xp), "special_function", None)
+    if own is not None:
+        return own(xp, name)
     if xp is np:
         try:
             import scipy.special as special

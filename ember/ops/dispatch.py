@@ -208,10 +208,10 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
 
 def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     """Fast path for one-tensor elementwise ops; promotes integers to float for float-only ops."""
+    if op.extra.get("float_only") and x._data.dtype.kind in "biu":  # before tracing too: graphs promote as eager
+        x = cast(x, dtypes.get_default_dtype())
     if SYMBOLIC.active and SYMBOLIC.is_symbolic(x):
         return SYMBOLIC.handler(op, (x,), attrs or {})
-    if op.extra.get("float_only") and x._data.dtype.kind in "biu":
-        x = cast(x, dtypes.get_default_dtype())
     device = x._device
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:

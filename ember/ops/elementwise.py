@@ -1,7 +1,7 @@
 """Elementwise primitives: unary math, binary arithmetic, comparisons, where, clamp, casts.
 
-Every record carries ``expr`` (its formula over ``x``, ``y``, ``z`` in NumPy function names), which
-is all the fuser needs to put a chain of them into one kernel.
+The fuser needs nothing beyond each record's ``impl``: it runs it on a symbolic namespace to get the
+kernel's steps (``ember/graph/passes/symbolic_xp.py``).
 """
 from __future__ import annotations
 
@@ -51,72 +51,68 @@ def sum_to(grad: Any, shape: tuple) -> Any:
     return dispatch.apply(OPS["sum_to"], (grad,), {"shape": tuple(shape)})
 
 
-def _unary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx: Any = None,
+def _unary(name: str, impl: Any, vjp: Any, save: str = "inputs", onnx: Any = None,
            float_only: bool = False, differentiable: bool = True) -> OpDef:
     return register(OpDef(
         name=name, category="unary", impl=impl, vjp=vjp if differentiable else None,
-        shape_rule=elementwise_rule(), save=save, expr=expr, onnx=onnx,
+        shape_rule=elementwise_rule(), save=save, onnx=onnx,
         extra={"float_only": float_only},
     ))
 
 
-def _binary(name: str, impl: Any, vjp: Any, expr: str, save: str = "inputs", onnx: Any = None,
+def _binary(name: str, impl: Any, vjp: Any, save: str = "inputs", onnx: Any = None,
             out_dtype: str = "same", float_only: bool = False, ufunc: str | None = None) -> OpDef:
     # ``ufunc`` names the namespace function that can write into an out= buffer (in-place ops use it).
     return register(OpDef(
         name=name, category="binary", impl=impl, vjp=vjp, shape_rule=elementwise_rule(out_dtype),
-        save=save, expr=expr, onnx=onnx, extra={"float_only": float_only, "ufunc": ufunc},
+        save=save, onnx=onnx, extra={"float_only": float_only, "ufunc": ufunc},
     ))
 
 
 # ---- unary -----------------------------------------------------------------------------------
-NEG = _unary("neg", lambda xp, x: xp.negative(x), lambda ctx, g: (-g,), "-x", save="none", onnx="Neg")
-EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), "exp(x)", save="output",
+NEG = _unary("neg", lambda xp, x: xp.negative(x), lambda ctx, g: (-g,), save="none", onnx="Neg")
+EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), save="output",
              onnx="Exp", float_only=True)
-LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],), "log(x)", onnx="Log",
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],), onnx="Log",
              float_only=True)
-LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), "log1p(x)",
-               float_only=True)
-SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), "sqrt(x)",
-              save="output", onnx="Sqrt", float_only=True)
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
 RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
-               "1 / sqrt(x)", save="output", float_only=True)
-SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), "sin(x)", onnx="Sin",
+               save="output", float_only=True)
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
              float_only=True)
-COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), "cos(x)", onnx="Cos",
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), onnx="Cos",
              float_only=True)
-TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), "tanh(x)",
-              save="output", onnx="Tanh", float_only=True)
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), save="output", onnx="Tanh", float_only=True)
 SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
-                 lambda ctx, g: (g * ctx.out * (1 - ctx.out),), "(tanh(x * 0.5) + 1) * 0.5", save="output",
+                 lambda ctx, g: (g * ctx.out * (1 - ctx.out),), save="output",
                  onnx="Sigmoid", float_only=True)
 RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
-              lambda ctx, g: (relu_grad(g, ctx.out),), "maximum(x, 0)", save="output", onnx="Relu")
-ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), "abs(x)", onnx="Abs")
-RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), "1 / x",
-                    save="output", onnx="Reciprocal", float_only=True)
+              lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
+ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), onnx="Abs")
+RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), save="output", onnx="Reciprocal", float_only=True)
 ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
              lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
-             "erf(x)", onnx="Erf", float_only=True)
+             onnx="Erf", float_only=True)
 
 
 def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-SIGN = _unary("sign", lambda xp, x: xp.sign(x), _zero_grad, "sign(x)", save="none", onnx="Sign")
-FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, "floor(x)", save="none", onnx="Floor")
-CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, "ceil(x)", save="none", onnx="Ceil")
-ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, "round(x)", save="none",
+SIGN = _unary("sign", lambda xp, x: xp.sign(x), _zero_grad, save="none", onnx="Sign")
+FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, save="none", onnx="Floor")
+CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
+ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, save="none",
                onnx="Round")
-LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, "logical_not(x)", onnx="Not",
+LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, onnx="Not",
                      differentiable=False)
 LOGICAL_NOT.shape_rule = elementwise_rule("bool")
-ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, "isnan(x)", onnx="IsNaN", differentiable=False)
+ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, onnx="IsNaN", differentiable=False)
 ISNAN.shape_rule = elementwise_rule("bool")
-ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, "isinf(x)", onnx="IsInf", differentiable=False)
+ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, onnx="IsInf", differentiable=False)
 ISINF.shape_rule = elementwise_rule("bool")
-BITWISE_NOT = _unary("bitwise_not", lambda xp, x: xp.invert(x), None, "invert(x)", onnx="Not",
+BITWISE_NOT = _unary("bitwise_not", lambda xp, x: xp.invert(x), None, onnx="Not",
                      differentiable=False)
 
 
@@ -175,25 +171,25 @@ def _minmax_vjp(pick_first: Any) -> Any:
     return vjp
 
 
-ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, "x + y", save="none", onnx="Add",
+ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, save="none", onnx="Add",
              ufunc="add")
-SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, "x - y", save="none", onnx="Sub",
+SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, save="none", onnx="Sub",
              ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, "x * y", save="cross", onnx="Mul",
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, save="cross", onnx="Mul",
               ufunc="multiply")
-DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, "x / y", onnx="Div", float_only=True,
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, onnx="Div", float_only=True,
              ufunc="true_divide")
-POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, "x ** y", onnx="Pow", ufunc="power")
+POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, onnx="Pow", ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
-                  "maximum(x, y)", onnx="Max")
+                  onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
-                  "minimum(x, y)", onnx="Min")
-FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None, "floor_divide(x, y)")
+                  onnx="Min")
+FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None)
 REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
                     lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                     sum_to(-g * floor(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                     if ctx.needs[1] else None),
-                    "remainder(x, y)", onnx="Mod")
+                    onnx="Mod")
 
 
 def _trunc(q: Any) -> Any:
@@ -205,20 +201,20 @@ FMOD = _binary("fmod", lambda xp, x, y: xp.fmod(x, y),
                lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                if ctx.needs[1] else None),
-               "fmod(x, y)", onnx="Mod")
+               onnx="Mod")
 
 for _name, _fn, _sym, _onnx in [
     ("eq", "equal", "==", "Equal"), ("ne", "not_equal", "!=", None), ("lt", "less", "<", "Less"),
     ("le", "less_equal", "<=", "LessOrEqual"), ("gt", "greater", ">", "Greater"),
     ("ge", "greater_equal", ">=", "GreaterOrEqual"),
 ]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn), None, f"x {_sym} y", onnx=_onnx,
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn), None, onnx=_onnx,
             out_dtype="bool")
 for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, f"{_name}(x, y)", onnx=_onnx,
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, onnx=_onnx,
             out_dtype="bool")
 for _name, _np in [("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_np), None, f"{_np}(x, y)")
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_np), None)
 
 
 # ---- where, clamp, cast ----------------------------------------------------------------------
@@ -238,7 +234,7 @@ def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
 
 WHERE = register(OpDef(
     name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_where_vjp,
-    shape_rule=_where_rule, expr="where(x, y, z)", onnx="Where", nondiff_inputs=(0,), save="first",
+    shape_rule=_where_rule, onnx="Where", nondiff_inputs=(0,), save="first",
 ))
 
 
@@ -263,7 +259,7 @@ def _clamp_vjp(ctx: Any, g: Any) -> tuple:
 
 CLAMP = register(OpDef(
     name="clamp", category="unary", impl=_clamp_impl, vjp=_clamp_vjp, shape_rule=elementwise_rule(),
-    expr="clip(x, min, max)", onnx="Clip",
+    onnx="Clip",
 ))
 
 
@@ -276,16 +272,16 @@ TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
     impl=lambda xp, x, dtype, source=None: x.astype(dtype.np),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
-    shape_rule=elementwise_rule("attr"), save="none", expr="cast(x)", onnx="Cast",
+    shape_rule=elementwise_rule("attr"), save="none", onnx="Cast",
 ))
 
 
-# The backward of relu/clamp: keep the gradient where a mask holds. A masked multiply is ~10x faster
-# than where() in NumPy; the mask carries no gradient, so the op is its own vjp in the first input.
+# The backward of clamp: keep the gradient where a mask holds, 0 elsewhere - also where the gradient is
+# inf or NaN (a masked multiply would give NaN there; PyTorch gives 0). The mask carries no gradient,
+# so the op is its own vjp in the first input.
 GRAD_MASK = register(OpDef(
-    name="grad_mask", category="binary", impl=lambda xp, g, mask: xp.multiply(g, mask, dtype=g.dtype),
-    vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), expr="x * y",
-    nondiff_inputs=(1,),
+    name="grad_mask", category="binary", impl=lambda xp, g, mask: xp.where(mask, g, 0),
+    vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), nondiff_inputs=(1,),
 ))
 
 
@@ -297,14 +293,16 @@ def _relu_grad_impl(xp: Any, g: Any, out: Any) -> Any:
         result = xp.empty_like(g)
         kernel(g.reshape(-1), out.reshape(-1), result.reshape(-1))
         return result
-    return xp.multiply(g, out > 0, dtype=g.dtype)
+    # Not a masked multiply (faster in NumPy, but NaN where g is inf/NaN and relu was inactive; the
+    # native kernel and PyTorch give 0 there).
+    return xp.where(out > 0, g, 0)
 
 
 # relu's backward: ``g`` where relu's output is positive. One op (and, with a native kernel, one
 # pass) instead of a comparison plus a masked multiply; its vjp in ``g`` is itself.
 RELU_GRAD = register(OpDef(
     name="relu_grad", category="binary", impl=_relu_grad_impl, shape_rule=elementwise_rule(),
-    vjp=lambda ctx, gg: (relu_grad(gg, ctx.inputs[1]), None), expr="where(y > 0, x, 0)", nondiff_inputs=(1,),
+    vjp=lambda ctx, gg: (relu_grad(gg, ctx.inputs[1]), None), nondiff_inputs=(1,),
 ))
 
 

@@ -34,35 +34,28 @@ def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (1 + ctx.out * ctx.out),), "tan(x)",
-             save="output", onnx="Tan", float_only=True)
+TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (1 + ctx.out * ctx.out),), save="output", onnx="Tan", float_only=True)
 ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
-              "arcsin(x)", onnx="Asin", float_only=True)
+              onnx="Asin", float_only=True)
 ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g: (-g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
-              "arccos(x)", onnx="Acos", float_only=True)
+              onnx="Acos", float_only=True)
 ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (1 + ctx.inputs[0] * ctx.inputs[0]),),
-              "arctan(x)", onnx="Atan", float_only=True)
-SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * cosh(ctx.inputs[0]),), "sinh(x)",
-              onnx="Sinh", float_only=True)
-COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * sinh(ctx.inputs[0]),), "cosh(x)",
-              onnx="Cosh", float_only=True)
+              onnx="Atan", float_only=True)
+SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * cosh(ctx.inputs[0]),), onnx="Sinh", float_only=True)
+COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * sinh(ctx.inputs[0]),), onnx="Cosh", float_only=True)
 ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
-               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1),), "arcsinh(x)", onnx="Asinh",
+               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1),), onnx="Asinh",
                float_only=True)
 ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
-               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1),), "arccosh(x)", onnx="Acosh",
+               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1),), onnx="Acosh",
                float_only=True)
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
-               "arctanh(x)", onnx="Atanh", float_only=True)
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1),), "expm1(x)",
-               save="output", float_only=True)
-LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), "log2(x)",
-              float_only=True)
-LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), "log10(x)",
-               float_only=True)
-EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), "exp2(x)",
-              save="output", float_only=True)
-TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, "trunc(x)", save="none")
+               onnx="Atanh", float_only=True)
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1),), save="output", float_only=True)
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True)
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True)
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True)
+TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none")
 
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
@@ -96,7 +89,7 @@ def _erfinv_numpy(x: np.ndarray) -> np.ndarray:
 
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
-                None, save="output", float_only=True)
+                save="output", float_only=True)
 
 
 # ---- binary primitive: atan2 -----------------------------------------------------------------------
@@ -111,7 +104,7 @@ def _atan2_vjp(ctx: Any, g: Any) -> tuple:
 
 ATAN2 = register(OpDef(
     name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
-    shape_rule=elementwise_rule(), expr="arctan2(x, y)", extra={"float_only": True, "ufunc": "arctan2"},
+    shape_rule=elementwise_rule(), extra={"float_only": True, "ufunc": "arctan2"},
 ))
 
 

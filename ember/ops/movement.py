@@ -67,12 +67,12 @@ FLIP = register(OpDef(
 
 CONTIGUOUS = register(OpDef(
     name="contiguous", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), expr="x", onnx="Identity",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity",
 ))
 
 CLONE = register(OpDef(
     name="clone", category="movement", impl=lambda xp, x: x.copy(), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), expr="x", onnx="Identity",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity",
 ))
 
 TRIL = register(OpDef(

@@ -57,7 +57,7 @@ def _gelu_vjp(ctx: Any, g: Any) -> tuple:
 
 GELU = register(OpDef(
     name="gelu", category="unary", impl=_gelu_impl, vjp=_gelu_vjp, shape_rule=elementwise_rule(),
-    expr="0.5 * x * (1 + erf(x * 0.7071067811865476))", onnx="Gelu", extra={"float_only": True},
+    onnx="Gelu", extra={"float_only": True},
 ))
 
 
@@ -73,7 +73,7 @@ def _silu_vjp(ctx: Any, g: Any) -> tuple:
 
 SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
-    expr="x * (tanh(x * 0.5) + 1) * 0.5", onnx=None, extra={"float_only": True},
+    onnx=None, extra={"float_only": True},
 ))
 
 
@@ -81,8 +81,7 @@ SILU = register(OpDef(
 # only if the elementwise family does not provide it yet.
 EXPM1 = OPS.get("expm1") or register(OpDef(
     name="expm1", category="unary", impl=lambda xp, x: xp.expm1(x),
-    vjp=lambda ctx, g: (g * (ctx.out + 1.0),), save="output", shape_rule=elementwise_rule(), expr="expm1(x)",
-    extra={"float_only": True},
+    vjp=lambda ctx, g: (g * (ctx.out + 1.0),), save="output", shape_rule=elementwise_rule(), extra={"float_only": True},
 ))
 
 

@@ -76,7 +76,7 @@ def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False)
 SUM = register(OpDef(
     name="sum", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
     vjp=lambda ctx, g: (expand_reduced(g, ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)),),
-    expr="sum", onnx="ReduceSum",
+    onnx="ReduceSum",
 ))
 
 
@@ -94,7 +94,7 @@ MEAN = register(OpDef(
     name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim) if x.dtype.itemsize != 2 or x.dtype.kind == "i"
     else xp.asarray(xp.mean(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype),  # as sum
-    expr="mean", onnx="ReduceMean",
+    onnx="ReduceMean",
 ))
 
 
@@ -171,9 +171,9 @@ def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False
 
 
 AMAX = register(OpDef(name="amax", category="reduction", impl=_amax_impl, save="both",
-                      shape_rule=reduce_rule(), vjp=_amax_vjp, expr="max", onnx="ReduceMax"))
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx="ReduceMax"))
 AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="both",
-                      shape_rule=reduce_rule(), vjp=_amax_vjp, expr="min", onnx="ReduceMin"))
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx="ReduceMin"))
 
 
 def _arg_impl(fn: str):

@@ -6,7 +6,6 @@ An :class:`OpDef` holds everything ember knows about an op:
 * ``shape_rule(*specs, **attrs)`` - output (shape, dtype) without computing (used by tracers);
 * ``vjp(ctx, grad)`` - the backward, written in ember ops so it can itself be differentiated,
   traced and exported;
-* ``expr`` - for elementwise ops, an expression over ``x``/``y``/``z`` the fuser can inline;
 * ``onnx`` - the ONNX op name (or a callable building nodes) for export;
 * ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"``, ``"none"``, or
   ``"cross"`` for bilinear ops (mul, matmul): each input is needed only for the *other* input's
@@ -43,7 +42,6 @@ class OpDef:
     vjp: Callable[..., Any] | None = None
     shape_rule: Callable[..., Any] | None = None
     save: str = "inputs"
-    expr: str | None = None
     onnx: Any = None
     num_outputs: int = 1
     # Outputs that never carry gradient (e.g. argmax indices of max); they get requires_grad=False.

@@ -1,9 +1,10 @@
 """Elementwise fusion: a chain (or DAG) of elementwise ops with one loop shape, optionally ending in
 a ``sum``/``mean``, becomes one kernel node.
 
-Eligibility comes from the op records alone: an op with an ``expr`` formula and an elementwise
-category fuses; ``expr`` is parsed (Python syntax, NumPy function names, ``x``/``y``/``z`` for the
-inputs and attribute names such as ``min``) into three-address steps.
+Eligibility and math come from the op records alone: an elementwise op fuses when its own ``impl``
+runs on the symbolic namespace of :mod:`~ember.graph.passes.symbolic_xp`, which turns it into
+three-address steps (so the kernel performs exactly the calls eager performs: no second copy of
+the math to drift); a ``sum``/``mean``-style reduction may end a group the same way.
 
 Kernels: the device backend's :meth:`~ember.backends.Backend.fuse` hook gets first try with the
 kernel *source* - one line per step, ``name = fn(arg, ...)`` in NumPy ufunc names, inputs ``in0..``,
@@ -24,36 +25,75 @@ Example:
 """
 from __future__ import annotations
 
-import ast
 import heapq
 from typing import Any, Sequence
 
 import numpy as np
 
 from ember.graph.ir import Node, Value
+from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.registry import OpDef
 
 _ELEMENTWISE = ("unary", "binary", "ternary", "cast")
-_REDUCE = {"sum": "sum", "mean": "mean"}
-_BINOPS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide", ast.Pow: "power",
-           ast.FloorDiv: "floor_divide", ast.Mod: "remainder"}
-_UNOPS = {ast.USub: "negative", ast.Not: "logical_not", ast.Invert: "invert", ast.UAdd: "positive"}
-_CMPOPS = {ast.Eq: "equal", ast.NotEq: "not_equal", ast.Lt: "less", ast.LtE: "less_equal", ast.Gt: "greater",
-           ast.GtE: "greater_equal"}
+_REDUCTIONS = ("sum", "mean")
+
+
+def _trace(node: Node) -> tuple | None:
+    """The steps of ``node``'s own ``impl`` run on the symbolic namespace (cached on the node's attrs
+    dict under a private key), or None when it cannot be fused."""
+    cached = _TRACES.get(id(node))
+    if cached is not None and cached[0] is node:
+        return cached[1]
+    op = node.op
+    result = None
+    if len(node.outputs) == 1 and not (op.extra.get("side_effect") or op.extra.get("random")) and (
+            op.category in _ELEMENTWISE or op.category == "reduction"):
+        constants = [None if isinstance(i, Value) else i for i in node.inputs]
+        dts = [i.dtype if isinstance(i, Value) else None for i in node.inputs]
+        ranks = [len(i.shape) if isinstance(i, Value) else 0 for i in node.inputs]
+        try:
+            steps, out = trace_impl(op.impl, dts, ranks, node.attrs, constants)
+        except Untraceable:
+            steps = None
+        if steps is not None:
+            reductions = [k for k, s in enumerate(steps) if s[1] in _REDUCTIONS]
+            if op.category == "reduction":
+                # One reduction of the input, then at most casts of its result (float16's float32 sum).
+                ok = len(reductions) == 1 and reductions[0] == 0 and steps[0][2] == ["x0"] and \
+                    all(s[1] == "cast" for s in steps[1:])
+            else:
+                ok = not reductions
+            result = (steps, out) if ok else None
+    _TRACES[id(node)] = (node, result)
+    return result
+
+
+# id(node) -> (node, trace): a node is traced once per compile however often grouping asks.
+_TRACES: dict[int, tuple] = {}
 
 
 def fusable(node: Node) -> bool:
-    op = node.op
-    return op.expr is not None and op.category in _ELEMENTWISE and len(node.outputs) == 1
+    """An elementwise node whose ``impl`` the symbolic namespace can replay."""
+    return node.op.category in _ELEMENTWISE and _trace(node) is not None
 
 
 def _reducer(node: Node) -> bool:
-    return node.op.category == "reduction" and node.op.expr in _REDUCE and len(node.outputs) == 1
+    """A ``sum``/``mean`` style reduction that can end a fused group."""
+    return node.op.category == "reduction" and _trace(node) is not None
 
 
 # ---- grouping ------------------------------------------------------------------------------------
 def fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
     """Replace fusable groups in ``nodes`` by fused nodes; values in ``keep`` stay materialized.
+    (See :func:`_fuse_nodes`.)"""
+    try:
+        return _fuse_nodes(nodes, keep, xp)
+    finally:
+        _TRACES.clear()
+
+
+def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
+    """Group and fuse (the work of :func:`fuse_nodes`).
 
     A node joins the group of one of its inputs (same loop shape, no cycle through an outside
     node); when its inputs come from several such groups, those groups merge into one (Adam's
@@ -195,89 +235,65 @@ def _toposort(units: list[Node]) -> list[Node]:
 
 # ---- code generation -----------------------------------------------------------------------------
 def _steps_for(node: Node, names: dict, steps: list, counter: list) -> str:
-    """Append the three-address steps computing ``node``; return the name holding its result."""
-    args = [names[i.id] if isinstance(i, Value) else i for i in node.inputs]
-    env = dict(zip("xyz", args))
-    attrs = node.attrs
-
-    def temp() -> str:
+    """Append the steps of ``node``'s traced ``impl``, renamed into the kernel; return the name holding
+    its result. Trace inputs ``x0..`` map to the kernel's names for the node's inputs."""
+    trace_steps, result = _trace(node)
+    rename = {f"x{k}": names[i.id] for k, i in enumerate(node.inputs) if isinstance(i, Value)}
+    for name, fn, operands, kwargs in trace_steps:
         counter[0] += 1
-        return f"t{counter[0]}"
-
-    def emit(fn: str, operands: list, extra: Any = None) -> str:
-        name = temp()
-        steps.append((name, fn, operands, extra))
-        return name
-
-    def walk(e: ast.AST) -> Any:
-        if isinstance(e, ast.Name):
-            if e.id in env:
-                return env[e.id]
-            if e.id in attrs:
-                return attrs[e.id]
-            if e.id in ("min", "max", "None"):
-                return None
-            raise KeyError(e.id)
-        if isinstance(e, ast.Constant):
-            return e.value
-        if isinstance(e, ast.BinOp):
-            return emit(_BINOPS[type(e.op)], [walk(e.left), walk(e.right)])
-        if isinstance(e, ast.UnaryOp):
-            return emit(_UNOPS[type(e.op)], [walk(e.operand)])
-        if isinstance(e, ast.Compare):
-            return emit(_CMPOPS[type(e.ops[0])], [walk(e.left), walk(e.comparators[0])])
-        if isinstance(e, ast.Call):
-            fn = e.func.id
-            operands = [walk(a) for a in e.args]
-            if fn == "cast":
-                return emit("cast", operands, attrs["dtype"].np)
-            if fn == "round":
-                return emit("round", operands, attrs.get("decimals", 0))
-            return emit(fn, operands)
-        raise ValueError(f"cannot fuse expression {ast.dump(e)}")
-
-    if _reducer(node):
-        return emit(_REDUCE[node.op.expr], [args[0]], (attrs.get("dims"), attrs.get("keepdim", False)))
-    expr = node.op.expr
-    result = walk(ast.parse(expr, mode="eval").body)
-    if not isinstance(result, str) or not result.startswith("t"):
-        result = emit("copy", [result])  # e.g. expr "x": an identity still needs its own value
-    return result
+        rename[name] = f"t{counter[0]}"
+        steps.append((rename[name], fn, [rename[o] if isinstance(o, str) else o for o in operands], kwargs))
+    if isinstance(result, str) and result in rename and rename[result].startswith("t") and trace_steps:
+        return rename[result]
+    # The impl returned an input or a constant: the node's value still needs its own array.
+    counter[0] += 1
+    name = f"t{counter[0]}"
+    steps.append((name, "copy", [rename.get(result, result) if isinstance(result, str) else result], {}))
+    return name
 
 
-# Steps _call treats specially; every other step is ``getattr(xp, fn)(*operands, out=out)``.
-_SPECIAL = ("cast", "where", "copy", "round", "sum", "mean", "erf", "clip")
+# Namespace functions (not ufuncs) that accept ``out=``; any other non-ufunc step allocates its result.
+_OUT_FUNCTIONS = ("clip", "round", "sum", "mean")
 
 
-def _call(xp: Any, fn: str, operands: list, extra: Any, out: Any) -> Any:
-    if fn == "cast":
+def _resolve(xp: Any, fn: str) -> tuple[Any, str]:
+    """The callable a step runs on namespace ``xp`` and how: ``"ufunc"`` (called with ``out=``),
+    ``"out"`` (a function taking ``out=``), ``"plain"`` (allocates), or a special handling name."""
+    if fn in ("cast", "where", "copy"):
+        return None, fn
+    if fn in SPECIAL:
+        from ember.backends import special_function
+
+        return special_function(xp, fn), "plain"
+    f = getattr(xp, fn)
+    if isinstance(f, np.ufunc):
+        return f, "ufunc"
+    return f, ("out" if fn in _OUT_FUNCTIONS else "plain")
+
+
+def _call(xp: Any, fn: str, operands: list, kwargs: Any, out: Any) -> Any:
+    f, mode = _resolve(xp, fn)
+    return _run(xp, f, mode, operands, kwargs or {}, out)
+
+
+def _run(xp: Any, f: Any, mode: str, operands: list, kwargs: dict, out: Any) -> Any:
+    if mode == "ufunc":
+        return f(*operands, out=out, **kwargs)
+    if mode == "cast":
         if out is None:
-            return xp.asarray(operands[0]).astype(extra)
+            return xp.asarray(operands[0]).astype(kwargs["dtype"])
         xp.copyto(out, operands[0], casting="unsafe")
         return out
-    if fn == "where":
+    if mode == "where":
         if xp is np:
             result = _native_where(*operands)
             if result is not None:
                 return result
         return xp.where(*operands)
-    if fn == "copy":
+    if mode == "copy":
         return xp.array(operands[0])
-    if fn == "round":
-        return xp.round(operands[0], extra, out=out)
-    if fn in ("sum", "mean"):
-        dims, keepdim = extra
-        axis = dims if dims is None or len(dims) != 1 else dims[0]
-        result = getattr(xp, fn)(operands[0], axis=axis, keepdims=keepdim, out=out)
-        return xp.asarray(result)
-    if fn == "erf":
-        from ember.backends import special_function
-
-        return special_function(xp, "erf")(*operands) if out is None else special_function(xp, "erf")(*operands, out=out)
-    if fn == "clip":
-        x, lo, hi = (operands + [None, None])[:3]
-        return xp.clip(x, lo, hi, out=out)
-    return getattr(xp, fn)(*operands, out=out)
+    result = f(*operands, out=out, **kwargs) if mode == "out" and out is not None else f(*operands, **kwargs)
+    return xp.asarray(result)  # NumPy's full reductions return scalars
 
 
 def _native_where(cond: Any, x: Any, y: Any) -> Any:
@@ -323,9 +339,15 @@ class FusedKernel:
         self.outputs = outputs
         self.source = source
         self.xp = xp
+        self.calls = [_resolve(xp, fn) for _, fn, _, _ in steps]
         self.plan: list | None = None
         self.single = len(outputs) == 1
         self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
+
+    def writes_in_place(self, index: int) -> bool:
+        """Whether step ``index`` can write its result over an input of its own shape and dtype
+        (NumPy ufuncs handle exact aliasing of an input and the output)."""
+        return self.calls[index][1] == "ufunc"
 
     def _first(self, arrays: tuple) -> tuple:
         xp = self.xp
@@ -347,23 +369,22 @@ class FusedKernel:
                 if b is not None:
                     free.setdefault((b.shape, b.dtype), []).append(b)
 
-        for k, (name, fn, operands, extra) in enumerate(self.steps):
+        for k, ((name, fn, operands, kwargs), (f, mode)) in enumerate(zip(self.steps, self.calls)):
             vals = [env[o] if isinstance(o, str) else o for o in operands]
             target = arrays[self.out_into[name]] if name in self.out_into else None
-            result = _call(xp, fn, vals, extra, target)
+            result = _run(xp, f, mode, vals, kwargs, target)
             env[name] = result
             buf = None
-            ufunc = None if fn in _SPECIAL else getattr(xp, fn)
             key = (tuple(getattr(result, "shape", ())), getattr(result, "dtype", None))
-            if ufunc is not None:
+            if mode == "ufunc":
                 release(k)  # an elementwise ufunc may write over an operand it is the last to read
             if target is not None:
                 buf = "inplace"
-            elif fn not in ("where", "copy") and hasattr(result, "shape") and name not in self.outputs:
+            elif mode in ("ufunc", "out", "cast") and hasattr(result, "shape") and name not in self.outputs:
                 pool = free.get(key)
                 buf = pool.pop() if pool else xp.empty(key[0], dtype=key[1])
                 bufs[name] = buf
-            plan.append((name, fn, operands, extra, buf, ufunc))
+            plan.append((name, f, mode, operands, kwargs, buf))
             release(k)
         self.plan = plan
         outs = tuple(env[o] for o in self.outputs)
@@ -373,12 +394,15 @@ class FusedKernel:
         if self.plan is None:
             return self._first(arrays)
         env = {f"in{k}": a for k, a in enumerate(arrays)}
-        for name, fn, operands, extra, buf, ufunc in self.plan:
+        for name, f, mode, operands, kwargs, buf in self.plan:
             if buf is not None and buf.__class__ is str:
                 buf = arrays[self.out_into[name]]
             vals = [env[o] if o.__class__ is str else o for o in operands]
-            # A plain ufunc is called directly: _call's dispatch costs ~1 us a step.
-            env[name] = ufunc(*vals, out=buf) if ufunc is not None else _call(xp, fn, vals, extra, buf)
+            # A plain ufunc is called directly: _run's dispatch costs ~1 us a step.
+            if mode == "ufunc":
+                env[name] = f(*vals, out=buf, **kwargs) if kwargs else f(*vals, out=buf)
+            else:
+                env[name] = _run(xp, f, mode, vals, kwargs, buf)
         if self.single:
             return env[self.outputs[0]]
         return tuple(env[o] for o in self.outputs)
@@ -387,6 +411,11 @@ class FusedKernel:
 def _single_loop(members: list[Node]) -> bool:
     """One loop can run the group: reductions are over everything and nothing inside reads them."""
     return all(m.attrs.get("dims") is None for m in members if _reducer(m))
+
+
+def _literal(value: Any) -> str:
+    """Kernel source text for a step keyword: dtypes by name, numbers and axes as Python literals."""
+    return f"'{value.name}'" if isinstance(value, np.dtype) else repr(value)
 
 
 def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
@@ -410,9 +439,9 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
             outputs.append(out)
             out_names.append(result)
     lines = [f"# inputs: {', '.join(names[i.id] for i in inputs)}", f"# outputs: {', '.join(out_names)}"]
-    for name, fn, operands, extra in steps:
-        args = ", ".join(str(o) for o in operands) + (f", {extra!r}" if extra is not None else "")
-        lines.append(f"{name} = {fn}({args})")
+    for name, fn, operands, kwargs in steps:
+        args = [str(o) for o in operands] + [f"{key}={_literal(value)}" for key, value in kwargs.items()]
+        lines.append(f"{name} = {fn}({', '.join(args)})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
     from ember.graph.passes import fuse_numba
@@ -426,7 +455,6 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
     if compiled is not None:  # the backend's own kernel: called as kernel(xp, *inputs)
         kernel = compiled
     label = "+".join(n.op.name for n in members)
-    op = OpDef(name="fused", category="fused", impl=kernel, expr=source, doc=label,
-               extra={"members": [n.op.name for n in members]})
+    op = OpDef(name="fused", category="fused", impl=kernel, doc=f"{label}\n{source}")
     node = Node(op, tuple(inputs), {"ops": label}, tuple(outputs))
     return node

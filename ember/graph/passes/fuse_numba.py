@@ -60,16 +60,24 @@ def worth_compiling(steps: list, outputs: list) -> bool:
 
 
 def supported(steps: list, n_outputs: int) -> bool:
-    for _, fn, operands, extra in steps:
+    """Every step has a scalar form: ufuncs of ``_SCALAR`` (a ``dtype=`` keyword only to a float),
+    float/bool casts, clip, and ``sum``/``mean`` over all elements whose result no step reads."""
+    reduced = set()
+    for _, fn, operands, kwargs in steps:
+        if any(o in reduced for o in operands if isinstance(o, str)):
+            return False
         if fn in ("sum", "mean"):
-            if extra[0] is not None:
+            if kwargs.get("axis") is not None or "dtype" in kwargs:
                 return False
+            reduced.add(_)
         elif fn == "clip":
             continue
         elif fn == "cast":
-            if np.dtype(extra).kind not in "fb":
+            if np.dtype(kwargs["dtype"]).kind not in "fb":
                 return False
         elif fn not in _SCALAR:
+            return False
+        elif set(kwargs) - {"dtype"} or ("dtype" in kwargs and np.dtype(kwargs["dtype"]).kind != "f"):
             return False
     return True
 
@@ -119,7 +127,7 @@ class NumbaKernel:
                 return repr(o)
             return lit.format(repr(float(o))) if isinstance(o, float) else repr(o)
 
-        for name, fn, operands, extra in self.steps:
+        for name, fn, operands, kwargs in self.steps:
             if fn in ("sum", "mean"):
                 lines.append(f"        acc_{name} += {arg(operands[0])}")
                 continue
@@ -131,10 +139,12 @@ class NumbaKernel:
                 if hi is not None:
                     expr = f"np.minimum({expr}, {arg(hi)})"
             elif fn == "cast":
-                target = np.dtype(extra)
+                target = np.dtype(kwargs["dtype"])
                 expr = f"({arg(operands[0])} != 0)" if target.kind == "b" else f"np.{target.name}({arg(operands[0])})"
             else:
                 expr = _SCALAR[fn].format(*[arg(o) for o in operands])
+                if "dtype" in kwargs:  # e.g. grad_mask's multiply(g, mask, dtype=g.dtype)
+                    expr = f"np.{np.dtype(kwargs['dtype']).name}({expr})"
             lines.append(f"        {name}_ = {expr}")
         for o in self.outputs:
             if o not in reductions:
@@ -151,7 +161,7 @@ class NumbaKernel:
             fn = _CACHE[code] = numba.njit(cache=False, error_model="numpy")(namespace["kernel"])
         self.fn = fn
         self.reductions = reductions
-        self.keepdims = {name: s[3][1] for name, s in reductions.items()}
+        self.keepdims = {name: s[3].get("keepdims", False) for name, s in reductions.items()}
 
     def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> Any:
         if self.fn is None:

@@ -26,7 +26,6 @@ from typing import Any, Sequence
 
 from ember.graph.ir import Node, Value
 
-_NOT_INPLACE = ("where", "copy", "sum", "mean", "cast")
 # Ops of these categories always return fresh arrays; any other op may return a view of its input.
 _FRESH = ("unary", "binary", "ternary", "reduction", "linalg", "fused")
 
@@ -75,7 +74,7 @@ def plan_buffers(nodes: Sequence[Node], keep: set, xp: Any, updates: Sequence[tu
                     or state not in node.inputs or state.shape != out.shape or state.dtype != out.dtype:
                 continue
             j = step_of.get(name)
-            if j is None or kernel.steps[j][1] in (("sum", "mean") if numba else _NOT_INPLACE):
+            if j is None or (kernel.steps[j][1] in ("sum", "mean") if numba else not kernel.writes_in_place(j)):
                 continue
             src = f"in{node.inputs.index(state)}"
             if src in kernel.outputs or node.inputs.index(state) in kernel.out_into.values():
