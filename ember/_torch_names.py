@@ -15,10 +15,12 @@ from ember.sparse import sparse_coo_tensor, spmm  # noqa: F401
 from ember.surface import constants as _constants, families as _families, functions as _functions
 from ember.surface.constants import *  # noqa: F401,F403
 from ember.surface.functions import *  # noqa: F401,F403
+from ember.surface.special_linalg import *  # noqa: F401,F403
+from ember.surface import special_linalg as _special_linalg
 
+sparse.install()
+_families.install_methods(globals())
 _generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
 globals().update(_generated)
-_families.install_methods()
-sparse.install()
 
-__all__ = ["accelerator", "jit", "sparse", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_generated]
+__all__ = ["accelerator", "jit", "sparse", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_generated]

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.autograd.anomaly_mode import STATE as _ANOMALY
 from ember.autograd import grad_mode
 
 
@@ -153,6 +154,10 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 input_grads = (None,) * len(edges)
             else:
                 input_grads = node.apply(grads)
+                if _ANOMALY["enabled"] and _ANOMALY["check_nan"]:  # torch.autograd.detect_anomaly
+                    from ember.autograd.anomaly_mode import check_gradients
+
+                    check_gradients(node, input_grads)
                 if not retain_graph:
                     node.release()
                 if len(input_grads) != len(edges):

@@ -33,7 +33,8 @@ INPLACE_FROM_METHOD = (
     "logical_xor", "logit", "lt", "masked_scatter", "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter",
     "not_equal", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt", "scatter_reduce",
     "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "tril", "triu",
-    "true_divide", "trunc", "xlogy", "sgn", "clamp",
+    "true_divide", "trunc", "xlogy", "sgn", "clamp", "bitwise_left_shift", "bitwise_right_shift", "lgamma",
+    "digamma", "i0", "igamma", "igammac", "mvlgamma",
 )
 
 # Top-level in-place functions PyTorch has (``torch.relu_(x)``): each calls the method of the same name.
@@ -43,7 +44,7 @@ INPLACE_FUNCTIONS = (
     "deg2rad_", "erf_", "erfc_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_",
     "log_", "log10_", "log1p_", "log2_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
     "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
-    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_",
+    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_", "i0_", "lgamma_", "digamma_",
 )
 
 # Tensor methods that are the top-level function with the tensor as first argument.
@@ -59,7 +60,14 @@ METHODS_FROM_FUNCTIONS = (
     "split_with_sizes", "swapaxes", "take", "take_along_dim", "tensor_split", "tile", "unique_consecutive",
     "unsafe_chunk", "unsafe_split", "vdot", "vsplit", "erfc", "matrix_power", "subtract", "multiply", "divide",
     "true_divide", "xlogy", "logit", "nan_to_num", "arctan2", "hypot", "get_device", "is_inference", "lerp",
+    "bitwise_left_shift", "bitwise_right_shift", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
+    "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
+    "matrix_exp",
 )
+
+# In-place view ops: they change the tensor's shape metadata in place (no values move).
+VIEW_INPLACE = {"squeeze_": "squeeze", "unsqueeze_": "unsqueeze", "t_": "t", "transpose_": "transpose",
+                "swapaxes_": "swapaxes", "swapdims_": "swapdims", "as_strided_": None}
 
 # torch.<name> -> ember.nn.functional.<name>, where PyTorch exposes the functional op at the top level too.
 FROM_FUNCTIONAL = (
@@ -88,6 +96,23 @@ def _inplace_method(name: str) -> Callable:
     return method
 
 
+def _view_inplace(name: str, view: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        from ember.autograd import grad_mode
+
+        if self.requires_grad and grad_mode.STATE.enabled:
+            raise RuntimeError(f"{name}: in-place view changes of a tensor that requires grad are not supported by "
+                               f"ember; use the out-of-place x = x.{view}(...)")
+        viewed = getattr(self, view)(*args, **kwargs)
+        self._data = viewed._data
+        self._bump()
+        return self
+
+    method.__name__ = name
+    method.__doc__ = f"``x.{name}(...)``: ``x`` becomes ``x.{view}(...)`` (same storage)."
+    return method
+
+
 def _function_as_method(fn: Callable, name: str) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)
@@ -106,15 +131,27 @@ def _method_as_function(name: str) -> Callable:
     return function
 
 
-def install_methods() -> None:
-    """Bind the generated Tensor methods (only where Tensor lacks the name: explicit code wins)."""
+def install_methods(namespace: dict[str, Any]) -> None:
+    """Bind the generated Tensor methods (only where Tensor lacks the name: explicit code wins).
+
+    ``namespace``: the top-level names being built (``ember`` itself is still importing).
+    """
     for name in METHODS_FROM_FUNCTIONS:
-        fn = getattr(ember, name, None)
+        fn = namespace.get(name, getattr(ember, name, None))
         if fn is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, _function_as_method(fn, name))
     for name in INPLACE_FROM_METHOD:
         if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", _inplace_method(name))
+    for name, view in VIEW_INPLACE.items():
+        if view is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, _view_inplace(name, view))
+    Tensor.polygamma = lambda self, n: namespace["polygamma"](n, self)  # torch: x.polygamma(n)
+    Tensor.polygamma_ = lambda self, n: inplace.inplace_call(self, "polygamma_", lambda t: namespace["polygamma"](n, t))
+    Tensor.__lshift__ = lambda self, other: namespace["bitwise_left_shift"](self, other)
+    Tensor.__rshift__ = lambda self, other: namespace["bitwise_right_shift"](self, other)
+    Tensor.__rlshift__ = lambda self, other: namespace["bitwise_left_shift"](other, self)
+    Tensor.__rrshift__ = lambda self, other: namespace["bitwise_right_shift"](other, self)
     for name in FALSE_PROPERTIES:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, property(lambda self: False, doc=f"``{name}``: always False in ember."))

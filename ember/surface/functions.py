@@ -1001,3 +1001,39 @@ def fill(input: Tensor, value: Any) -> Tensor:
 
 def zero_(input: Tensor) -> Tensor:
     return input.zero_()
+
+
+# ---- bit shifts (integers; no gradient) -----------------------------------------------------------------------
+def _shift(input: Any, other: Any, left: bool) -> Tensor:
+    x = _t(input)
+    y = _t(other, x)
+    if x.is_floating_point() or y.is_floating_point():
+        raise RuntimeError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Float': bit shifts take "
+                           "integer tensors")
+    dtype = ember.result_type(x, y) if isinstance(input, Tensor) else x.dtype
+    xp = _xp(x)
+    fn = xp.left_shift if left else xp.right_shift
+    return _wrap(fn(x._data.astype(dtype.np), y._data.astype(dtype.np)), x)
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    return _shift(input, other, True)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    return _shift(input, other, False)
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """PyTorch's casting rule: no float -> int, no non-bool -> bool (same-kind casting)."""
+    import numpy as np
+
+    a, b = ember.dtypes.to_dtype(from_), ember.dtypes.to_dtype(to)
+    if a.is_floating_point and not b.is_floating_point:
+        return False
+    if a is not ember.bool and b is ember.bool:
+        return False
+    return bool(np.can_cast(a.np, b.np, casting="same_kind")) or a.category <= b.category
+
+
+__all__ += ["bitwise_left_shift", "bitwise_right_shift", "can_cast"]
