@@ -1,91 +1,150 @@
-"""DataLoader prefetching: epoch time with num_workers=0 versus background threads.
+"""DataLoader workers: epoch time with num_workers=0, worker threads and worker processes.
 
-The dataset sleeps per item (standing in for file reads/JPEG decoding, which release the GIL) and
-each batch is followed by a compute step (an ember MLP training step). With num_workers=0 the epoch
-costs load + compute; with threads, loading overlaps compute (and several threads also load in
-parallel), so the epoch approaches max(load / threads, compute). Also checks that every setting yields the same batches.
+Three datasets, each item costing about ``--item-ms``:
 
-Run: ``.venv/bin/python benchmarks/bench_dataloader.py [--items 2048 --decode-ms 0.5]``
+* ``python``: pure-Python per-item work that holds the GIL (a tokenizer-like loop over a string).
+  Threads cannot run it in parallel; processes can, so this is where processes pay off.
+* ``sleep``: the item waits (file reads, JPEG decoding in C: work that releases the GIL). Threads and
+  processes both overlap it.
+* ``images``: no per-item work, 3x64x64 float32 items: what moving big batches between processes
+  costs (they go through shared memory).
+
+Contenders run in alternating rounds (A, B, C, A, B, C, ...) and each figure is the median epoch, so
+a noisy shared machine slows all alike. Workers are persistent, so start-up is timed once apart.
+Every contender must yield the same batches as num_workers=0 (checked).
+
+Run: ``.venv/bin/python benchmarks/bench_dataloader.py [--items 512 --item-ms 1 --workers 2 --rounds 5]``
 """
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import statistics
 import time
+from typing import Any
 
 import numpy as np
 
 import ember
-import ember.optim
-from ember import nn
 from ember.data import DataLoader, Dataset
 
 
-class SlowDataset(Dataset):
-    """Synthetic 784-feature samples that take ``delay`` seconds each to "decode"."""
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
-    def __init__(self, n: int, delay: float) -> None:
-        self.n, self.delay = n, delay
-        rng = np.random.default_rng(0)
-        self.x = rng.standard_normal((n, 784)).astype(np.float32)
-        self.y = rng.integers(0, 10, n)
+
+class PythonHeavy(Dataset):
+    """Each item runs a pure-Python loop (holds the GIL) calibrated to ~``item_ms``."""
+
+    def __init__(self, n: int, loops: int) -> None:
+        self.n, self.loops = n, loops
+        self.text = "the quick brown fox jumps over the lazy dog " * 4
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple:
-        time.sleep(self.delay)
-        return self.x[i], int(self.y[i])
+        counts: dict = {}
+        for _ in range(self.loops):
+            for word in self.text.split():
+                counts[word] = counts.get(word, 0) + (i % 7)
+        return np.float32(sum(counts.values())), i
 
 
-def epoch_time(loader: DataLoader, step) -> tuple[float, float]:
-    """(seconds for one epoch, checksum of the labels seen in order)."""
+class Sleepy(Dataset):
+    def __init__(self, n: int, seconds: float) -> None:
+        self.n, self.seconds = n, seconds
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple:
+        time.sleep(self.seconds)
+        return np.float32(i), i
+
+
+class Images(Dataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.image = np.random.default_rng(0).standard_normal((3, 64, 64)).astype(np.float32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple:
+        return self.image + np.float32(i), i
+
+
+def calibrate(item_ms: float) -> int:
+    """Loops of PythonHeavy's inner work that take about ``item_ms``."""
+    probe = PythonHeavy(1, 200)
+    start = time.perf_counter()
+    probe[0]
+    per_loop = (time.perf_counter() - start) / 200
+    return max(1, int(item_ms / 1000 / per_loop))
+
+
+def epoch(loader: DataLoader) -> tuple[float, float]:
+    """(seconds, checksum of the batches in order)."""
     start = time.perf_counter()
     checksum = 0.0
     for k, (x, y) in enumerate(loader):
-        step(x, y)
-        checksum += float((y.numpy() * (k + 1)).sum())
+        checksum += float(x.numpy().sum(dtype=np.float64)) * (k + 1) + float(y.numpy().sum())
     return time.perf_counter() - start, checksum
+
+
+def compare(name: str, dataset: Dataset, workers: int, batch_size: int, rounds: int) -> None:
+    loaders: dict[str, Any] = {
+        "num_workers=0": DataLoader(dataset, batch_size=batch_size),
+        f"{workers} threads": DataLoader(dataset, batch_size=batch_size, num_workers=workers,
+                                         multiprocessing_context="thread"),
+        f"{workers} processes": DataLoader(dataset, batch_size=batch_size, num_workers=workers,
+                                           persistent_workers=True),
+    }
+    start = time.perf_counter()
+    first = epoch(loaders[f"{workers} processes"])  # also starts the persistent workers
+    startup = time.perf_counter() - start
+    times: dict[str, list] = {k: [] for k in loaders}
+    sums: dict[str, float] = {}
+    for _ in range(rounds):
+        for key, loader in loaders.items():
+            seconds, checksum = epoch(loader)
+            times[key].append(seconds)
+            sums[key] = checksum
+    base = statistics.median(times["num_workers=0"])
+    print(f"\n{name}: {len(dataset)} items, batch {batch_size} (first process epoch incl. start-up {startup:.2f}s)")
+    for key, values in times.items():
+        median = statistics.median(values)
+        same = "same batches" if sums[key] == sums["num_workers=0"] == first[1] else "DIFFERENT batches"
+        print(f"  {key:<16} {median:7.3f} s/epoch   speed-up x{base / median:5.2f}   ({same})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=2048)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--decode-ms", type=float, default=0.5, help="sleep per item (ms)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[0, 2, 4])
+    parser.add_argument("--items", type=int, default=512)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--item-ms", type=float, default=1.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-
     ember.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
-    opt = ember.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def step(x, y) -> None:
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-
-    dataset = SlowDataset(args.items, args.decode_ms / 1000)
-    prebuilt = list(DataLoader(SlowDataset(args.items, 0.0), batch_size=args.batch_size))
-    step(*prebuilt[0])  # warm up
-    start = time.perf_counter()
-    for x, y in prebuilt:
-        step(x, y)
-    compute = time.perf_counter() - start
-    load, _ = epoch_time(DataLoader(dataset, batch_size=args.batch_size), lambda x, y: None)
-    print(f"{args.items} items, batch {args.batch_size}, {args.decode_ms} ms/item: loading alone {load:.2f}s/epoch, "
-          f"compute alone {compute:.2f}s/epoch")
-    results = {}
-    for workers in args.workers:
-        loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=workers,
-                            generator=ember.Generator().manual_seed(1))
-        seconds, checksum = epoch_time(loader, step)
-        results[workers] = (seconds, checksum)
-    base = results[args.workers[0]][0]
-    for workers, (seconds, checksum) in results.items():
-        same = "same batches" if checksum == results[args.workers[0]][1] else "DIFFERENT batches"
-        print(f"num_workers={workers}: {seconds:6.2f}s/epoch  speedup x{base / seconds:4.2f}  ({same})")
-    print(f"serial sum ~{load + compute:.2f}s/epoch; ideal with full overlap ~{max(load, compute):.2f}s/epoch")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; start method "
+          f"{__import__('multiprocessing').get_start_method()}; numpy {np.__version__}")
+    loops = calibrate(args.item_ms)
+    compare(f"python (pure-Python work holding the GIL, ~{args.item_ms} ms/item)", PythonHeavy(args.items, loops),
+            args.workers, args.batch_size, args.rounds)
+    compare(f"sleep (work releasing the GIL, {args.item_ms} ms/item)", Sleepy(args.items, args.item_ms / 1000),
+            args.workers, args.batch_size, args.rounds)
+    compare("images (3x64x64 float32 items, no work: the cost of moving batches)", Images(args.items * 4),
+            args.workers, args.batch_size * 2, args.rounds)
 
 
 if __name__ == "__main__":

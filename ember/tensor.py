@@ -133,6 +133,25 @@ class Tensor:
     def data_ptr(self) -> int:
         return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
 
+    def share_memory_(self) -> "Tensor":
+        """Move the data into shared memory other processes can map (no-op if it is there); see
+        ember.multiprocessing. Views made before the move keep the old memory."""
+        from ember.multiprocessing import shared_storage
+
+        if self._device.type != "cpu":
+            return self  # torch: a no-op for CUDA tensors, which are shared through their own IPC
+        if not shared_storage.is_shared(self._data):
+            self._data = shared_storage.to_shared(self._data)
+            if self.grad is not None:
+                self.grad.share_memory_()
+        return self
+
+    def is_shared(self) -> bool:
+        """True when the data lives in shared memory (after share_memory_(), or sent by another process)."""
+        from ember.multiprocessing import shared_storage
+
+        return self._device.type == "cpu" and shared_storage.is_shared(self._data)
+
     def _dim(self, dim: int, op: str) -> int:
         n = max(self._data.ndim, 1)
         if not -n <= dim < n:

@@ -222,7 +222,7 @@ def test_worker_errors_reraise_with_traceback():
                 pass
         if workers:
             message = str(info.value)
-            assert "DataLoader worker thread" in message and "Traceback" in message and "__getitem__" in message
+            assert "DataLoader worker process" in message and "Traceback" in message and "__getitem__" in message
 
 
 def _loader_threads():
@@ -232,11 +232,12 @@ def _loader_threads():
 def test_break_and_exceptions_shut_down_threads():
     before = len(_loader_threads())
     for _ in range(3):
-        for i, _batch in enumerate(DataLoader(Squares(200, delay=0.001), batch_size=2, num_workers=3)):
+        for i, _batch in enumerate(DataLoader(Squares(200, delay=0.001), batch_size=2, num_workers=3,
+                                              multiprocessing_context="thread")):
             if i == 2:
                 break
     with pytest.raises(KeyError):
-        for _batch in DataLoader(Squares(50), batch_size=2, num_workers=2):
+        for _batch in DataLoader(Squares(50), batch_size=2, num_workers=2, multiprocessing_context="thread"):
             raise KeyError("user error in the loop body")
     deadline = time.time() + 5
     while len(_loader_threads()) > before and time.time() < deadline:
@@ -259,7 +260,7 @@ def test_prefetch_is_bounded_and_loading_overlaps():
                 state["active"] -= 1
             return super().__getitem__(i)
 
-    loader = DataLoader(Probe(400), batch_size=1, num_workers=2, prefetch_factor=3)
+    loader = DataLoader(Probe(400), batch_size=1, num_workers=2, prefetch_factor=3, multiprocessing_context="thread")
     iterator = iter(loader)
     next(iterator)
     time.sleep(0.2)  # let the threads run ahead as far as they may
@@ -276,7 +277,8 @@ def test_iterable_dataset_workers_and_worker_info():
                 yield i, (info.id if info else -1)
 
     serial = _flat(DataLoader(Stream(), batch_size=3))
-    threaded = _flat(DataLoader(Stream(), batch_size=3, num_workers=2))
+    # threads read one stream with one reader (processes follow torch: see tests/data/test_dataloader_processes.py)
+    threaded = _flat(DataLoader(Stream(), batch_size=3, num_workers=2, multiprocessing_context="thread"))
     assert [b[0] for b in serial] == [b[0] for b in threaded] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     assert serial[0][1] == [-1] * 3 and threaded[0][1] == [0] * 3
     with pytest.raises(ValueError, match="shuffle"):
@@ -293,7 +295,7 @@ def test_loader_options():
     custom = list(DataLoader(ds, batch_size=4, collate_fn=lambda b: len(b)))
     assert custom == [4, 4, 2]
     ids = []
-    list(DataLoader(ds, batch_size=5, num_workers=2, worker_init_fn=ids.append))
+    list(DataLoader(ds, batch_size=5, num_workers=2, worker_init_fn=ids.append, multiprocessing_context="thread"))
     assert sorted(ids) == [0, 1]
     with pytest.raises(ValueError, match="mutually exclusive"):
         DataLoader(ds, batch_sampler=[[0]], batch_size=2)

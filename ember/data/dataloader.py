@@ -1,10 +1,15 @@
-"""``DataLoader``: batches from a dataset, optionally prepared by background threads.
+"""``DataLoader``: batches from a dataset, optionally prepared by worker processes.
 
-``num_workers > 0`` starts that many *threads* (not processes): decoding done in NumPy, file I/O and
-``time.sleep`` release the GIL, so loading overlaps the training step without pickling the dataset.
-At most ``num_workers * prefetch_factor`` batches are in flight. Batches come back in sampler order,
-so the result equals ``num_workers=0`` exactly (random transforms included, see ``worker.py``).
-A worker's exception is re-raised in the main thread with the worker's traceback in its message.
+``num_workers > 0`` starts that many worker *processes*, as PyTorch does (``process_pool.py``,
+``worker_process.py``): Python-heavy per-item work runs in parallel, and batches come back through
+shared memory (``shared_batch.py``). At most ``num_workers * prefetch_factor`` batches are in flight.
+Batches come back in sampler order, so the result equals ``num_workers=0`` exactly (random
+transforms included, see ``worker.py``). A worker's exception is re-raised in the main process with
+the worker's traceback in its message; a worker that dies is a RuntimeError naming its pid.
+
+``multiprocessing_context="thread"`` (an ember extension) uses threads instead: no pickling of the
+dataset and no start-up cost, which suits loading that releases the GIL (NumPy, file I/O) and
+datasets that cannot be pickled.
 
 Example:
     >>> import ember
@@ -27,6 +32,7 @@ from ember.data.collate import default_collate, default_convert
 from ember.data.dataset import Dataset, IterableDataset
 from ember.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 from ember.data.worker import WorkerInfo, _set_batch_seed, _set_worker_info
+from ember.data.worker_process import Fetcher
 
 _PIN_MEMORY_HOOK: Callable[[Any, str], Any] | None = None
 
@@ -64,8 +70,10 @@ class _ExceptionWrapper:
 class DataLoader:
     """Iterate a dataset in batches: ``for x, y in DataLoader(ds, batch_size=64, shuffle=True): ...``.
 
-    Matches ``torch.utils.data.DataLoader``'s arguments. ``multiprocessing_context`` and
-    ``persistent_workers`` are accepted for compatibility; workers are threads, made per epoch.
+    Matches ``torch.utils.data.DataLoader``'s arguments and behaviour: ``num_workers`` processes
+    started with ``multiprocessing_context`` (None: the platform default, a start method name or a
+    context; ``"thread"`` for threads), seeded ``base_seed + worker_id`` (``get_worker_info()``),
+    kept across epochs with ``persistent_workers``. ``pin_memory`` is a no-op on CPU.
     """
 
     def __init__(self, dataset: Dataset, batch_size: int | None = 1, shuffle: bool | None = None,
@@ -83,6 +91,12 @@ class DataLoader:
             raise ValueError("DataLoader: prefetch_factor option could only be specified with num_workers > 0")
         if prefetch_factor is not None and prefetch_factor < 1:
             raise ValueError(f"DataLoader: prefetch_factor should be >= 1, got {prefetch_factor}")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("DataLoader: persistent_workers option needs num_workers > 0")
+        if num_workers > 0 and multiprocessing_context != "thread":
+            from ember.data.process_pool import get_context
+
+            get_context(multiprocessing_context)  # a bad start method is refused here, not in the first epoch
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = 2 if prefetch_factor is None and num_workers > 0 else prefetch_factor
@@ -95,6 +109,7 @@ class DataLoader:
         self.in_order = in_order
         self.generator = generator
         self._iterable = isinstance(dataset, IterableDataset)
+        self._pool: Any = None  # persistent worker processes, made on the first epoch
 
         if self._iterable:
             if shuffle not in (None, False):
@@ -150,21 +165,32 @@ class DataLoader:
         base_seed = int(base_rng.integers(0, 2**63 - 1))
         if self.num_workers == 0:
             return self._serial_iter(base_seed)
-        if self._iterable:
-            return _ThreadedStreamIter(self, base_seed)
-        return _ThreadedMapIter(self, base_seed)
+        if self.multiprocessing_context == "thread":
+            return _ThreadedStreamIter(self, base_seed) if self._iterable else _ThreadedMapIter(self, base_seed)
+        from ember.data.process_pool import ProcessIter, WorkerPool
+
+        if not self.persistent_workers:
+            return ProcessIter(self, WorkerPool(self, base_seed), base_seed, owns_pool=True)
+        if self._pool is None or self._pool.closed:
+            self._pool = WorkerPool(self, base_seed)  # worker seeds come from the first epoch, as in torch
+        return ProcessIter(self, self._pool, base_seed, owns_pool=False)
+
+    def __del__(self) -> None:
+        pool = self.__dict__.get("_pool")
+        if pool is not None:
+            try:
+                pool.shutdown()
+            except Exception:
+                pass
 
     # ---- building one batch (runs in the main thread or a loader thread) -------------------------
+    def _fetcher(self) -> Fetcher:
+        return Fetcher(self.dataset, self.collate_fn, self._auto_collation, self._user_collate, self.batch_size,
+                       self.drop_last)
+
     def _fetch(self, indices: Any) -> Any:
         """Collate the samples at ``indices`` (a batch) or the one sample at ``indices``."""
-        dataset = self.dataset
-        if not self._auto_collation:
-            return self.collate_fn(dataset[indices])
-        if not self._user_collate and hasattr(dataset, "get_batch"):
-            return dataset.get_batch(np.asarray(indices, dtype=np.int64))
-        if hasattr(dataset, "__getitems__"):
-            return self.collate_fn(dataset.__getitems__(list(indices)))
-        return self.collate_fn([dataset[i] for i in indices])
+        return self._fetcher().fetch(indices)
 
     def _finish(self, batch: Any) -> Any:
         if self.pin_memory and _PIN_MEMORY_HOOK is not None:
@@ -173,18 +199,7 @@ class DataLoader:
 
     def _stream_batches(self) -> Iterator[Any]:
         """Collated batches of an IterableDataset, in order."""
-        if not self._auto_collation:
-            for sample in self.dataset:
-                yield self.collate_fn(sample)
-            return
-        batch: list = []
-        for sample in self.dataset:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        return self._fetcher().stream_batches()
 
     def _serial_iter(self, base_seed: int) -> Iterator[Any]:
         try:

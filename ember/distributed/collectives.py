@@ -16,10 +16,12 @@ Example (under ``mpiexec -n 2``):
 from __future__ import annotations
 
 import enum
+import pickle
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ember.distributed import watchdog
 from ember.distributed.process_group import ProcessGroup, _mpi, default_group
 
 
@@ -44,7 +46,8 @@ class Work:
     """A started communication: ``wait()`` blocks until it is done and its results are in place."""
 
     def __init__(self, requests: Sequence[Any], finish: Callable[[], Any] | None = None,
-                 result: Sequence[Any] = ()) -> None:
+                 result: Sequence[Any] = (), pending: "watchdog.Pending | None" = None) -> None:
+        self._pending = pending
         self._requests = list(requests)
         self._finish = finish
         self._result = list(result)
@@ -59,9 +62,14 @@ class Work:
         self._requests = []
 
     def wait(self, timeout: Any = None) -> bool:
+        """Block until done; raises DistBackendError after ``timeout`` (default: the group's) or when a rank
+        this work needs has ended its script."""
         if not self._done:
             if self._requests:
-                _mpi().Request.Waitall(self._requests)
+                pending = self._pending or watchdog.Pending("communication", default_group(None, "wait"), seq=0)
+                if timeout is not None:
+                    pending = watchdog.with_timeout(pending, timeout)
+                watchdog.wait_requests(_mpi(), self._requests, pending)
             self._complete()
         return True
 
@@ -180,9 +188,14 @@ def _track(work: "Work", touched: list, name: str) -> "Work":
     return work
 
 
+def _start(g: ProcessGroup, name: str) -> "watchdog.Pending":
+    """Count a collective on ``g`` as started by this rank (just before its MPI call)."""
+    return watchdog.begin_collective(g, name)
+
+
 def _run(requests: list, finish: Callable[[], Any] | None, async_op: bool, result: Sequence[Any] = (),
-         touched: Sequence[Any] = (), name: str = "") -> Any:
-    work = Work(requests, finish, result)
+         touched: Sequence[Any] = (), name: str = "", pending: "watchdog.Pending | None" = None) -> Any:
+    work = Work(requests, finish, result, pending)
     if async_op:
         return _track(work, list(touched), name)
     work.wait()
@@ -197,6 +210,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
     g = default_group(group, "all_reduce")
     touched = _guard("all_reduce", writes=[tensor])
     buf, copied = _reduce_buffer(tensor, op, "all_reduce")
+    pending = _start(g, "all_reduce")
     request = g.comm.Iallreduce(_mpi().IN_PLACE, buf, op=_mpi_op(op, "all_reduce", tensor))
 
     def finish() -> None:
@@ -204,7 +218,7 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
             np.divide(buf, g.size(), out=buf, casting="unsafe")
         _store(tensor, buf)
 
-    return _run([request], finish, async_op, [tensor], touched, "all_reduce")
+    return _run([request], finish, async_op, [tensor], touched, "all_reduce", pending)
 
 
 def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -217,6 +231,7 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
     buf, _ = _reduce_buffer(tensor, op, "reduce")
     send = buf.copy()
     recv = np.empty_like(buf) if g.rank() == root else None
+    pending = _start(g, "reduce")
     request = g.comm.Ireduce(send, recv, op=_mpi_op(op, "reduce", tensor), root=root)
 
     def finish() -> None:
@@ -225,7 +240,7 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
                 np.divide(recv, g.size(), out=recv, casting="unsafe")
             _store(tensor, recv)
 
-    return _run([request], finish, async_op, [tensor], touched, "reduce")
+    return _run([request], finish, async_op, [tensor], touched, "reduce", pending)
 
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
@@ -235,13 +250,14 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op
     root = _group_rank(g, src, "src", "broadcast")
     touched = _guard("broadcast", **{"reads" if g.rank() == root else "writes": [tensor]})
     buf = _send_view(tensor).copy() if g.rank() != root else _send_view(tensor)
+    pending = _start(g, "broadcast")
     request = g.comm.Ibcast(buf, root=root)
 
     def finish() -> None:
         if g.rank() != root:
             _store(tensor, buf.view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, [tensor], touched, "broadcast")
+    return _run([request], finish, async_op, [tensor], touched, "broadcast", pending)
 
 
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: ProcessGroup | None = None,
@@ -260,12 +276,13 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
     touched = _guard("all_gather_into_tensor", reads=[input_tensor], writes=[output_tensor])
     send = _send_view(input_tensor)
     recv = np.empty((n,) + send.shape, send.dtype)
+    pending = _start(g, "all_gather_into_tensor")
     request = g.comm.Iallgather(send, recv)
 
     def finish() -> None:
         _store(output_tensor, recv.view(input_tensor._data.dtype))
 
-    return _run([request], finish, async_op, [output_tensor], touched, "all_gather_into_tensor")
+    return _run([request], finish, async_op, [output_tensor], touched, "all_gather_into_tensor", pending)
 
 
 def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None,
@@ -277,13 +294,14 @@ def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None
     touched = _guard("all_gather", reads=[tensor], writes=tensor_list)
     send = _send_view(tensor)
     recv = np.empty((g.size(),) + send.shape, send.dtype)
+    pending = _start(g, "all_gather")
     request = g.comm.Iallgather(send, recv)
 
     def finish() -> None:
         for i, out in enumerate(tensor_list):
             _store(out, recv[i].view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, tensor_list, touched, "all_gather")
+    return _run([request], finish, async_op, tensor_list, touched, "all_gather", pending)
 
 
 def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: ProcessGroup | None = None,
@@ -297,6 +315,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Pr
     touched = _guard("gather", reads=[tensor], writes=gather_list if g.rank() == root else [])
     send = _send_view(tensor)
     recv = np.empty((g.size(),) + send.shape, send.dtype) if g.rank() == root else None
+    pending = _start(g, "gather")
     request = g.comm.Igather(send, recv, root=root)
 
     def finish() -> None:
@@ -304,7 +323,7 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Pr
             for i, out in enumerate(gather_list):
                 _store(out, recv[i].view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, gather_list or [], touched, "gather")
+    return _run([request], finish, async_op, gather_list or [], touched, "gather", pending)
 
 
 def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: ProcessGroup | None = None,
@@ -319,12 +338,13 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
         _check_list(scatter_list, tensor, g.size(), "scatter", "scatter_list")
         send = np.stack([_send_view(t) for t in scatter_list])
     recv = np.empty_like(_send_view(tensor))
+    pending = _start(g, "scatter")
     request = g.comm.Iscatter(send, recv, root=root)
 
     def finish() -> None:
         _store(tensor, recv.view(tensor._data.dtype))
 
-    return _run([request], finish, async_op, [tensor], touched, "scatter")
+    return _run([request], finish, async_op, [tensor], touched, "scatter", pending)
 
 
 def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,  # noqa: A002 - torch's name
@@ -341,6 +361,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM, 
     buf, _ = _reduce_buffer(input, op, "reduce_scatter_tensor")
     send = np.ascontiguousarray(buf)
     recv = np.empty(shape, send.dtype)
+    pending = _start(g, "reduce_scatter_tensor")
     request = g.comm.Ireduce_scatter_block(send, recv, op=_mpi_op(op, "reduce_scatter_tensor", input))
 
     def finish() -> None:
@@ -348,7 +369,7 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM, 
             np.divide(recv, n, out=recv, casting="unsafe")
         _store(output, recv)
 
-    return _run([request], finish, async_op, [output], touched, "reduce_scatter_tensor")
+    return _run([request], finish, async_op, [output], touched, "reduce_scatter_tensor", pending)
 
 
 def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
@@ -376,18 +397,20 @@ def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None
     touched = _guard("all_to_all_single", reads=[input], writes=[output])
     send = _send_view(input)
     recv = np.empty_like(send)
+    pending = _start(g, "all_to_all_single")
     request = g.comm.Ialltoall(send, recv)
 
     def finish() -> None:
         _store(output, recv.view(input._data.dtype))
 
-    return _run([request], finish, async_op, [output], touched, "all_to_all_single")
+    return _run([request], finish, async_op, [output], touched, "all_to_all_single", pending)
 
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
     """Block until every rank of the group has reached the barrier."""
     g = default_group(group, "barrier")
-    return _run([g.comm.Ibarrier()], None, async_op)
+    pending = _start(g, "barrier")
+    return _run([g.comm.Ibarrier()], None, async_op, name="barrier", pending=pending)
 
 
 def _check_list(tensors: list | None, like: Any, size: int, name: str, what: str) -> None:
@@ -408,8 +431,11 @@ def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0
     g = default_group(group, "isend")
     touched = _guard("isend", reads=[tensor])
     buf = _send_view(tensor)
-    request = g.comm.Isend(buf, dest=_group_rank(g, dst, "dst", "isend"), tag=tag)
-    return _track(Work([request], lambda: buf is None, [tensor]), touched, "isend")  # the closure keeps ``buf`` alive until done
+    dest = _group_rank(g, dst, "dst", "isend")
+    pending = watchdog.begin_send(g, "isend", dst)
+    request = g.comm.Isend(buf, dest=dest, tag=tag)
+    # the closure keeps ``buf`` alive until done
+    return _track(Work([request], lambda: buf is None, [tensor], pending), touched, "isend")
 
 
 def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work:
@@ -420,8 +446,9 @@ def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None
     MPI = _mpi()
     buf = np.empty_like(_send_view(tensor))
     source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "irecv")
+    pending = watchdog.begin_receive(g, "irecv", src)
     request = g.comm.Irecv(buf, source=source, tag=tag)
-    work = Work([request], lambda: _store(tensor, buf.view(tensor._data.dtype)), [tensor])
+    work = Work([request], lambda: _store(tensor, buf.view(tensor._data.dtype)), [tensor], pending)
     return _track(work, touched, "irecv")
 
 
@@ -430,7 +457,10 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
     _check(tensor, "send")
     g = default_group(group, "send")
     _guard("send", reads=[tensor])
-    g.comm.Send(_send_view(tensor), dest=_group_rank(g, dst, "dst", "send"), tag=tag)
+    buf = _send_view(tensor)
+    dest = _group_rank(g, dst, "dst", "send")
+    pending = watchdog.begin_send(g, "send", dst)
+    watchdog.wait_requests(_mpi(), [g.comm.Isend(buf, dest=dest, tag=tag)], pending)
 
 
 def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
@@ -440,20 +470,63 @@ def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None,
     _guard("recv", writes=[tensor])
     MPI = _mpi()
     buf = np.empty_like(_send_view(tensor))
-    status = MPI.Status()
     source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "recv")
-    g.comm.Recv(buf, source=source, tag=tag, status=status)
+    pending = watchdog.begin_receive(g, "recv", src)
+    request = g.comm.Irecv(buf, source=source, tag=tag)
+    status = MPI.Status()
+    watchdog.wait(lambda: request.Test(status), pending)
     _store(tensor, buf.view(tensor._data.dtype))
     return g.world_ranks[status.Get_source()]
 
 
 # ---- Python objects (pickled between cooperating ranks, as torch does; never read from files) ----------
+# Each is a few non-blocking byte transfers (sizes first, then the pickles), waited on like every collective.
+def _dumps(obj: Any) -> np.ndarray:
+    return np.frombuffer(pickle.dumps(obj), dtype=np.uint8)
+
+
+def _loads(data: np.ndarray) -> Any:
+    return pickle.loads(data.tobytes())  # noqa: S301 - bytes from the job's own ranks, never from a file
+
+
+def _collective(g: ProcessGroup, name: str, start: Callable[[], Any]) -> None:
+    """Run one non-blocking collective to completion under the watchdog."""
+    pending = _start(g, name)
+    watchdog.wait_requests(_mpi(), [start()], pending)
+
+
+def _gather_bytes(g: ProcessGroup, payload: np.ndarray, name: str, root: int | None) -> list | None:
+    """Every rank's ``payload`` (bytes), on every rank (root None) or on ``root`` only."""
+    n, me = g.size(), g.rank()
+    sizes = np.zeros(n, np.int64)
+    mine = np.array([payload.size], np.int64)
+    receiving = root is None or me == root
+    if root is None:
+        _collective(g, name, lambda: g.comm.Iallgather(mine, sizes))
+    else:
+        _collective(g, name, lambda: g.comm.Igather(mine, sizes if receiving else None, root=root))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    out = np.empty(int(offsets[-1]) if receiving else 0, np.uint8)
+    spec = [out, (sizes, offsets[:-1]), _mpi().BYTE] if receiving else None
+    if root is None:
+        _collective(g, name, lambda: g.comm.Iallgatherv(payload, spec))
+    else:
+        _collective(g, name, lambda: g.comm.Igatherv(payload, spec, root=root))
+    if not receiving:
+        return None
+    return [out[offsets[i]:offsets[i + 1]] for i in range(n)]
+
+
 def broadcast_object_list(object_list: list, src: int = 0, group: ProcessGroup | None = None,
                           device: Any = None) -> None:
     g = default_group(group, "broadcast_object_list")
     root = _group_rank(g, src, "src", "broadcast_object_list")
-    values = g.comm.bcast(list(object_list) if g.rank() == root else None, root=root)
-    object_list[:] = values
+    payload = _dumps(list(object_list)) if g.rank() == root else None
+    size = np.array([payload.size if payload is not None else 0], np.int64)
+    _collective(g, "broadcast_object_list", lambda: g.comm.Ibcast(size, root=root))
+    data = payload if payload is not None else np.empty(int(size[0]), np.uint8)
+    _collective(g, "broadcast_object_list", lambda: g.comm.Ibcast(data, root=root))
+    object_list[:] = _loads(data)
 
 
 def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = None) -> None:
@@ -461,21 +534,69 @@ def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = 
     if len(object_list) != g.size():
         raise ValueError(f"all_gather_object: object_list must have one slot per rank ({g.size()}), "
                          f"got {len(object_list)}")
-    object_list[:] = g.comm.allgather(obj)
+    object_list[:] = [_loads(b) for b in _gather_bytes(g, _dumps(obj), "all_gather_object", None)]
 
 
 def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0,
                   group: ProcessGroup | None = None) -> None:
     g = default_group(group, "gather_object")
     root = _group_rank(g, dst, "dst", "gather_object")
-    values = g.comm.gather(obj, root=root)
-    if g.rank() == root:
-        object_gather_list[:] = values
+    values = _gather_bytes(g, _dumps(obj), "gather_object", root)
+    if values is not None:
+        object_gather_list[:] = [_loads(b) for b in values]
 
 
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
                         src: int = 0, group: ProcessGroup | None = None) -> None:
     g = default_group(group, "scatter_object_list")
     root = _group_rank(g, src, "src", "scatter_object_list")
-    value = g.comm.scatter(scatter_object_input_list if g.rank() == root else None, root=root)
-    scatter_object_output_list[0] = value
+    n, me = g.size(), g.rank()
+    spec = None
+    sizes = np.zeros(n, np.int64)
+    if me == root:
+        if scatter_object_input_list is None or len(scatter_object_input_list) != n:
+            raise ValueError(f"scatter_object_list: the source needs one object per rank ({n})")
+        parts = [_dumps(o) for o in scatter_object_input_list]
+        sizes = np.array([p.size for p in parts], np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+        spec = [np.concatenate(parts) if parts else np.empty(0, np.uint8), (sizes, offsets), _mpi().BYTE]
+    mine = np.zeros(1, np.int64)
+    _collective(g, "scatter_object_list", lambda: g.comm.Iscatter(sizes if me == root else None, mine, root=root))
+    out = np.empty(int(mine[0]), np.uint8)
+    _collective(g, "scatter_object_list", lambda: g.comm.Iscatterv(spec, out, root=root))
+    scatter_object_output_list[0] = _loads(out)
+
+
+def send_object_list(object_list: list, dst: int, group: ProcessGroup | None = None, device: Any = None) -> None:
+    """Send the (picklable) objects of ``object_list`` to world rank ``dst`` (torch's name)."""
+    g = default_group(group, "send_object_list")
+    payload = _dumps(list(object_list))
+    dest = _group_rank(g, dst, "dst", "send_object_list")
+    size = np.array([payload.size], np.int64)
+    for part in (size, payload):
+        pending = watchdog.begin_send(g, "send_object_list", dst)
+        watchdog.wait_requests(_mpi(), [g.comm.Isend(part, dest=dest, tag=_OBJECT_TAG)], pending)
+
+
+def recv_object_list(object_list: list, src: int | None = None, group: ProcessGroup | None = None,
+                     device: Any = None) -> int:
+    """Receive ``len(object_list)`` objects from world rank ``src`` (any when None) into ``object_list``;
+    returns the sender's world rank."""
+    g = default_group(group, "recv_object_list")
+    MPI = _mpi()
+    source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "recv_object_list")
+    size = np.zeros(1, np.int64)
+    status = MPI.Status()
+    pending = watchdog.begin_receive(g, "recv_object_list", src)
+    request = g.comm.Irecv(size, source=source, tag=_OBJECT_TAG)
+    watchdog.wait(lambda: request.Test(status), pending)
+    sender = status.Get_source()
+    data = np.empty(int(size[0]), np.uint8)
+    pending = watchdog.begin_receive(g, "recv_object_list", g.world_ranks[sender])
+    watchdog.wait_requests(MPI, [g.comm.Irecv(data, source=sender, tag=_OBJECT_TAG)], pending)
+    values = _loads(data)
+    object_list[:len(values)] = values
+    return g.world_ranks[sender]
+
+
+_OBJECT_TAG = 32000  # object messages never match tensor messages of user tags

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember.distributed import collectives as dist
 from ember.distributed.nn import functional as dF
 from ember.distributed.process_group import default_group
 
@@ -54,7 +55,6 @@ class Pipeline:
     def step(self, inputs: Any = None, target: Any = None, loss_fn: Callable | None = None) -> Any:
         """Forward and backward of one batch. Returns the loss (mean over micro-batches) on the last
         stage and None elsewhere; gradients accumulate into every stage's parameters."""
-        comm = self.group.comm
         xs = self._micro_batches(inputs, "first") if self.is_first else None
         ys = self._micro_batches(target, "last") if self.is_last else None
         if self.is_last and loss_fn is None:
@@ -65,7 +65,9 @@ class Pipeline:
             if self.is_first:
                 h = xs[i]
             else:
-                shape, dtype = comm.recv(source=self.group.world_ranks.index(self.prev), tag=i)
+                header: list = [None]
+                dist.recv_object_list(header, src=self.prev, group=self.group)
+                shape, dtype = header[0]
                 h = dF.recv(shape, src=self.prev, dtype=dtype, group=self.group, tag=i)
             out = self.stage(h)
             if self.is_last:
@@ -73,7 +75,7 @@ class Pipeline:
                 pending.append(loss)
                 total = loss.detach() if total is None else total + loss.detach()
             else:
-                comm.send((tuple(out.shape), out.dtype), dest=self.group.world_ranks.index(self.next), tag=i)
+                dist.send_object_list([(tuple(out.shape), out.dtype)], dst=self.next, group=self.group)
                 pending.append(dF.send(out, dst=self.next, group=self.group, tag=i))
         for root in pending:  # same order on every stage, so each gradient meets its receive
             root.backward()

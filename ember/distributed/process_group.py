@@ -12,7 +12,10 @@ Example (run under ``mpiexec -n 2 python script.py``):
 """
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Sequence
+
+from ember.distributed import watchdog
 
 BACKENDS = ("mpi",)
 
@@ -40,11 +43,18 @@ def is_mpi_available() -> bool:
 class ProcessGroup:
     """A set of processes that run collectives together: an MPI communicator and its ranks."""
 
-    def __init__(self, comm: Any, backend: str = "mpi", world_ranks: Sequence[int] | None = None) -> None:
+    def __init__(self, comm: Any, backend: str = "mpi", world_ranks: Sequence[int] | None = None,
+                 timeout: timedelta | None = None, gid: str = "") -> None:
         self.comm = comm
         self.backend = backend
         # Ranks of this group's members in the world group, in group-rank order.
         self.world_ranks = tuple(world_ranks) if world_ranks is not None else tuple(range(comm.Get_size()))
+        self.timeout = _check_timeout(timeout, "ProcessGroup")
+        self.gid = gid or watchdog.next_group_id()  # the same on every rank: groups are made in the same order
+        self.is_world = world_ranks is None
+
+    def describe(self) -> str:
+        return "the default group" if self.is_world else f"the group of ranks {list(self.world_ranks)}"
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -54,6 +64,18 @@ class ProcessGroup:
 
     def __repr__(self) -> str:
         return f"ProcessGroup(backend={self.backend!r}, rank={self.rank()}, size={self.size()})"
+
+
+def _check_timeout(timeout: Any, op: str) -> timedelta:
+    """``timeout`` as a positive timedelta (None: torch's default, 30 minutes)."""
+    if timeout is None:
+        return watchdog.DEFAULT_TIMEOUT
+    if not isinstance(timeout, timedelta):
+        raise TypeError(f"{op}: timeout must be a datetime.timedelta (e.g. timedelta(minutes=5)), got "
+                        f"{type(timeout).__name__}")
+    if timeout.total_seconds() <= 0:
+        raise ValueError(f"{op}: timeout must be positive, got {timeout}")
+    return timeout
 
 
 class _GroupMember:
@@ -74,6 +96,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 
     ``world_size`` and ``rank``, when given, are checked against what MPI reports. ``init_method``
     and ``store`` are accepted for torch compatibility and ignored: MPI does its own rendezvous.
+    ``timeout`` (a ``timedelta``, default 30 minutes as torch.distributed's) bounds every wait on the
+    group: a collective waiting longer raises ``DistBackendError`` naming the ranks that did not arrive.
+    From here on, an uncaught exception on any rank aborts the whole job (see
+    :mod:`ember.distributed.watchdog`).
     """
     if _WORLD[0] is not None:
         raise RuntimeError("init_process_group: the default process group is already initialized; call "
@@ -84,15 +110,19 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                 "ember runs collectives on MPI")
         raise ValueError(f"init_process_group: backend {backend!r} is not available ({hint}); use backend='mpi' "
                          "and launch with `python -m ember.distributed.run -n N script.py` (or mpiexec -n N)")
+    limit = _check_timeout(timeout, "init_process_group")
     MPI = _mpi()
-    comm = MPI.COMM_WORLD.Dup()  # a private communicator: user MPI traffic cannot match ours
+    watchdog.setup(MPI, limit)
+    comm, request = MPI.COMM_WORLD.Idup()  # a private communicator: user MPI traffic cannot match ours
+    watchdog.wait_requests(MPI, [request], watchdog.Pending("init_process_group", watchdog._WorldOnly(
+        comm.Get_size(), limit), seq=1))
     if world_size not in (-1, None) and world_size != comm.Get_size():
         raise ValueError(f"init_process_group: world_size={world_size} but MPI started {comm.Get_size()} "
                          f"process(es); launch with `-n {world_size}` or drop the argument")
     if rank not in (-1, None) and rank != comm.Get_rank():
         raise ValueError(f"init_process_group: rank={rank} but MPI assigned rank {comm.Get_rank()}; ranks come "
                          "from the launcher, drop the argument")
-    group = ProcessGroup(comm, backend)
+    group = ProcessGroup(comm, backend, timeout=limit)
     _WORLD[0] = group
     GroupMember.WORLD = group
 
@@ -154,11 +184,16 @@ def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: 
         raise ValueError(f"new_group: ranks {bad} are outside the world of {size} process(es)")
     MPI = _mpi()
     me = world.rank()
+    limit = _check_timeout(timeout, "new_group") if timeout is not None else world.timeout
+    gid = watchdog.next_group_id()  # every rank counts every group, members or not
+    # MPI has no non-blocking split: a watched barrier first, so a rank that never comes is an error, not a hang
+    pending = watchdog.begin_collective(world, "new_group")
+    watchdog.wait_requests(MPI, [world.comm.Ibarrier()], pending)
     color = 0 if me in members else MPI.UNDEFINED
     comm = world.comm.Split(color, key=me)
     if comm == MPI.COMM_NULL:
         return GroupMember.NON_GROUP_MEMBER
-    return ProcessGroup(comm, world.backend, members)
+    return ProcessGroup(comm, world.backend, members, timeout=limit, gid=gid)
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:

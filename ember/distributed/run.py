@@ -12,11 +12,16 @@ Example:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+
+from ember.distributed.watchdog import ERROR_DIR_ENV
 
 
 def find_mpiexec() -> str:
@@ -60,8 +65,44 @@ def build_command(argv: list[str], mpiexec: str | None = None, python: str | Non
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the job; when it fails, print which rank failed first and its traceback (as torchrun does)."""
     cmd = build_command(sys.argv[1:] if argv is None else argv)
-    return subprocess.call(cmd, env=dict(os.environ))
+    with tempfile.TemporaryDirectory(prefix="ember-errors-") as folder:
+        code = subprocess.call(cmd, env=dict(os.environ, **{ERROR_DIR_ENV: folder}))
+        if code != 0:
+            sys.stderr.write(failure_summary(folder, code))
+    return code
+
+
+def failure_summary(folder: str, code: int) -> str:
+    """A report of the ranks' recorded failures in ``folder``, the first one (the root cause) in full."""
+    records = []
+    for path in sorted(Path(folder).glob("rank-*.json")):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue  # a rank killed while writing: its traceback is on stderr above
+    records = [r for r in records if isinstance(r, dict) and {"rank", "time", "exception", "traceback"} <= set(r)]
+    records.sort(key=lambda r: float(r["time"]))
+    line = "=" * 72
+    out = [line, f"ember.distributed.run: the job failed (exit code {code})"]
+    if not records:
+        out.append("No rank recorded a Python exception: a rank was killed by a signal, or exited in a way Python "
+                   "could not report (see mpiexec's messages above).")
+    else:
+        first = records[0]
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(first["time"])))
+        out += ["Root cause (first observed failure):",
+                f"  rank      : {first['rank']} (pid {first.get('pid')}, host {first.get('host')})",
+                f"  time      : {stamp}",
+                f"  exception : {first['exception']}",
+                "  traceback :"]
+        out += ["    " + text for text in str(first["traceback"]).rstrip().splitlines()]
+        if len(records) > 1:
+            out.append("Other failures (after the root cause):")
+            out += [f"  rank {r['rank']}: {r['exception'][:300]}" for r in records[1:]]
+    out.append(line)
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

@@ -104,10 +104,9 @@ def _dec(v: Any) -> Any:
 
 
 def save(graph: Graph, path: str) -> None:
-    """Write ``graph`` (structure + weights) into directory ``path``."""
-    from safetensors.numpy import save_file
+    """Write ``graph`` (structure + weights) into directory ``path``, atomically as a whole."""
+    from ember.serialization import atomic_directory, safetensors_format
 
-    os.makedirs(path, exist_ok=True)
     ids: dict[int, int] = {}
     records, weights = [], {}
 
@@ -148,9 +147,15 @@ def save(graph: Graph, path: str) -> None:
         "consts": [ids[v.id] for v in graph.consts], "outputs": [ids[v.id] for v in graph.outputs],
         "updates": [[ids[s.id], ids[v.id]] for s, v in graph.updates], "nodes": nodes,
     }
-    with open(os.path.join(path, "graph.json"), "w") as f:
-        json.dump(doc, f, indent=1)
-    save_file(weights, os.path.join(path, "weights.safetensors"))
+    head, buffers = safetensors_format.layout(weights, {"format": "np"})
+
+    def fill(folder: Any) -> None:
+        with open(os.path.join(folder, "graph.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+        with open(os.path.join(folder, "weights.safetensors"), "wb") as f:
+            safetensors_format.write_all(f, head, buffers)
+
+    atomic_directory(path, fill)
 
 
 class LoadedGraph:
@@ -188,28 +193,30 @@ from ember.graph.executor import Executable  # noqa: E402
 
 def load(path: str, passes: Any = None) -> LoadedGraph:
     """Read a graph saved by :func:`save`; raises ValueError naming the problem on a bad file."""
-    from safetensors.numpy import load_file
-
     from ember import graph as _graph_package  # noqa: F401  (registers the graph-only ops)
     from ember.device import to_device
     from ember.ops.registry import OPS
     from ember.tensor import Tensor
 
+    from ember.graph.schema import check_attrs, check_document
+    from ember.serialization import CheckpointError, safetensors_format
+    from ember.serialization.safetensors_header import parse_json
+
     json_path = os.path.join(path, "graph.json")
     try:
-        with open(json_path) as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"ember.graph.load: {json_path} is not valid JSON ({error}); the file is corrupted") from None
+        with open(json_path, "rb") as f:
+            doc = parse_json(f.read(), json_path, "graph.json")
+    except CheckpointError as error:
+        raise CheckpointError(json_path, None, f"{error.problem}; the file is corrupted") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"ember.graph.load: {json_path} is not an ember graph (format field missing or wrong)")
+        raise CheckpointError(json_path, None, "is not an ember graph (format field missing or wrong)")
     if doc.get("version") != VERSION:
-        raise ValueError(f"ember.graph.load: {json_path} has schema version {doc.get('version')!r}; this ember reads "
-                         f"version {VERSION}. Re-save the graph with a matching ember version.")
-    try:
-        weights = load_file(os.path.join(path, "weights.safetensors"))
-    except Exception as error:  # noqa: BLE001 - safetensors raises several types for bad files
-        raise ValueError(f"ember.graph.load: cannot read the weights in {path}: {error}") from None
+        raise CheckpointError(json_path, None, f"has schema version {doc.get('version')!r:.40}; this ember reads "
+                              f"version {VERSION}. Re-save the graph with a matching ember version.")
+    check_document(doc, json_path)  # every field's type and range, before anything is built
+    weights_path = os.path.join(path, "weights.safetensors")
+    with open(weights_path, "rb") as f:
+        weights, _ = safetensors_format.read_arrays(bytearray(f.read()), weights_path)
     try:
         graph = Graph(doc["name"])
         values: dict[int, Value] = {}
@@ -221,9 +228,12 @@ def load(path: str, passes: Any = None) -> LoadedGraph:
                     raise ValueError(f"value {r['id']} is marked rng_seed but is a {r['kind']!r}, not a state")
                 v.tensor = SeedTensor.create(None, v.device)
             elif r["kind"] in ("const", "state"):
+                if r["weight"] not in weights:
+                    raise ValueError(f"value {r['id']} names weight {r['weight']!r}, which {weights_path} lacks")
                 array = weights[r["weight"]]
-                if tuple(array.shape) != v.shape:
-                    raise ValueError(f"weight {r['weight']} has shape {array.shape}, expected {v.shape}")
+                if tuple(array.shape) != v.shape or array.dtype != v.dtype:
+                    raise ValueError(f"weight {r['weight']!r} is {array.dtype}{list(array.shape)}, expected "
+                                     f"{v.dtype}{list(v.shape)}")
                 if v.kind == "const":
                     v.data = array
                 else:
@@ -232,18 +242,26 @@ def load(path: str, passes: Any = None) -> LoadedGraph:
         graph.inputs = [values[i] for i in doc["inputs"]]
         graph.states = [values[i] for i in doc["states"]]
         graph.consts = [values[i] for i in doc["consts"]]
-        for n in doc["nodes"]:
-            if n["op"] not in OPS:
-                raise ValueError(f"unknown op {n['op']!r} (not in this ember's op registry)")
+        for k, n in enumerate(doc["nodes"]):
+            op = OPS[n["op"]]
             ins = tuple(values[i["value"]] if "value" in i else _dec(i["literal"]) for i in n["inputs"])
-            node = Node(OPS[n["op"]], ins, {k: _dec(a) for k, a in n["attrs"].items()},
-                        tuple(values[o] for o in n["outputs"]))
+            attrs = {name: _dec(a) for name, a in n["attrs"].items()}
+            check_attrs(op, attrs, json_path, f"node {k} ({op.name})")
+            outs = tuple(values[o] for o in n["outputs"])
+            expected = op.num_outputs
+            if len(outs) != expected:
+                raise ValueError(f"node {k} ({op.name}) lists {len(outs)} outputs; the op has {expected}")
+            if any(o.kind != "node" or o.node is not None for o in outs):
+                raise ValueError(f"node {k} ({op.name}) outputs must be fresh values of kind 'node'")
+            node = Node(op, ins, attrs, outs)
             for o in node.outputs:
                 o.node = node
             graph.nodes.append(node)
         graph.outputs = [values[i] for i in doc["outputs"]]
         graph.updates = [(values[s], values[v]) for s, v in doc["updates"]]
-        graph.validate()
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise ValueError(f"ember.graph.load: {json_path} is corrupted or inconsistent: {error!r}") from None
+        graph.validate()  # re-derives every node's output shape and dtype from its op's rule
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, MemoryError) as error:
+        raise CheckpointError(json_path, None, f"is corrupted or inconsistent: {error}") from None
     return LoadedGraph(graph, passes)

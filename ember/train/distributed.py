@@ -48,7 +48,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import sys
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -82,8 +81,8 @@ class DataParallelStrategy:
 
     ``seed`` seeds the per-epoch shuffle of the training shards (the same on every rank).
     ``silence_workers`` hides non-chief ranks' stdout during fit/evaluate/predict. ``abort_on_error``
-    makes an uncaught exception on any rank abort the whole job instead of leaving the other ranks
-    waiting forever in a collective (as ``python -m mpi4py`` does). ``bucket_cap_mb`` and
+    is kept for compatibility: ``init_process_group`` always makes an uncaught exception on any rank
+    abort the whole job, and a rank that ends early an error on the others (ember.distributed.watchdog). ``bucket_cap_mb`` and
     ``find_unused_parameters`` go to ``DistributedDataParallel``.
 
     The process group is joined (``init_process_group('mpi')``) if it is not already.
@@ -102,8 +101,6 @@ class DataParallelStrategy:
         self.bucket_cap_mb = bucket_cap_mb
         self.find_unused_parameters = find_unused_parameters
         self._replicas: dict[int, Any] = {}
-        if abort_on_error and self.num_replicas_in_sync > 1:
-            _install_abort_hook()
 
     # ---- who am I ---------------------------------------------------------------------------------
     @property
@@ -196,11 +193,12 @@ class DataParallelStrategy:
     # ---- reductions ---------------------------------------------------------------------------------
     def all_sum(self, values: Sequence[float]) -> np.ndarray:
         """Element-wise sum of a float64 vector over the replicas (every rank gets the result)."""
-        from ember.distributed.process_group import _mpi
+        from ember import distributed as dist
+        from ember.creation import from_numpy
 
         buffer = np.array(values, dtype=np.float64)
-        if self.num_replicas_in_sync > 1:
-            self.group.comm.Allreduce(_mpi().IN_PLACE, buffer, op=_mpi().SUM)
+        if self.num_replicas_in_sync > 1:  # through ember's collective: watched, never a hang
+            dist.all_reduce(from_numpy(buffer), group=self.group)
         return buffer
 
     def any(self, flag: bool) -> bool:
@@ -245,7 +243,10 @@ class DataParallelStrategy:
         tupled = bool(outputs) and isinstance(outputs[0], (tuple, list))
         kind = type(outputs[0]) if tupled else None
         mine = [host([o[i] for o in outputs]) for i in range(len(outputs[0]))] if tupled else host(outputs)
-        everyone = self.group.comm.allgather((tupled, kind, mine))
+        from ember import distributed as dist
+
+        everyone: list = [None] * self.num_replicas_in_sync
+        dist.all_gather_object(everyone, (tupled, kind, mine), group=self.group)
         shapes = [entry for entry in everyone if entry[2] is not None]
         if not shapes:
             raise ValueError("Model.predict: no batches on any replica (empty input)")
@@ -256,7 +257,9 @@ class DataParallelStrategy:
         return from_numpy(np.concatenate([e[2] for e in shapes]))
 
     def barrier(self) -> None:
-        self.group.comm.Barrier()
+        from ember import distributed as dist
+
+        dist.barrier(group=self.group)
 
     @contextlib.contextmanager
     def worker_output(self) -> Iterator[None]:
@@ -280,23 +283,3 @@ def quiet_on_workers(method: Callable) -> Callable:
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-_HOOKED = [False]
-
-
-def _install_abort_hook() -> None:
-    """Uncaught exception on one rank -> print it and abort the MPI job (the others would hang)."""
-    if _HOOKED[0]:
-        return
-    _HOOKED[0] = True
-    previous = sys.excepthook
-
-    def hook(kind: Any, value: Any, tb: Any) -> None:
-        previous(kind, value, tb)
-        sys.stderr.flush()
-        from ember.distributed.process_group import _mpi
-
-        _mpi().COMM_WORLD.Abort(1)
-
-    sys.excepthook = hook

@@ -31,6 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.graph.ir import Node, Value
+from ember.graph.passes import kernel_text
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.registry import OpDef
 
@@ -415,7 +416,7 @@ def _single_loop(members: list[Node]) -> bool:
 
 def _literal(value: Any) -> str:
     """Kernel source text for a step keyword: dtypes by name, numbers and axes as Python literals."""
-    return f"'{value.name}'" if isinstance(value, np.dtype) else repr(value)
+    return f"'{kernel_text.name_of_dtype(value)}'" if isinstance(value, np.dtype) else kernel_text.literal(value)
 
 
 def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
@@ -440,7 +441,8 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
             out_names.append(result)
     lines = [f"# inputs: {', '.join(names[i.id] for i in inputs)}", f"# outputs: {', '.join(out_names)}"]
     for name, fn, operands, kwargs in steps:
-        args = [str(o) for o in operands] + [f"{key}={_literal(value)}" for key, value in kwargs.items()]
+        # Only kernel-made names and plain numbers reach the source text (kernel_text refuses the rest).
+        args = [kernel_text.operand(o) for o in operands] + [f"{key}={_literal(value)}" for key, value in kwargs.items()]
         lines.append(f"{name} = {fn}({', '.join(args)})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.graph.passes import kernel_text
+
 MIN_STEPS = 24
 # A big group (256k+ elements) is bound by memory sweeps instead (Adam over a 400k-element weight makes
 # 13 NumPy passes): one loop pays off from two steps, and such shapes are few, so compiles are few;
@@ -120,12 +122,18 @@ class NumbaKernel:
             if not self.scalar_in[k]:
                 lines.append(f"        in{k}_ = in{k}[i]")
 
+        constants: list = []  # literals are bound as names K0, K1, ...; their text never enters the source
+
         def arg(o: Any) -> str:
             if isinstance(o, str):
-                return f"{o}_"
-            if isinstance(o, bool) or o is None:
-                return repr(o)
-            return lit.format(repr(float(o))) if isinstance(o, float) else repr(o)
+                return f"{kernel_text.name(o)}_"
+            if o is None:
+                return "None"
+            if not kernel_text.is_number(o):
+                raise kernel_text.UnsafeKernelValue(f"fused kernel: operand {o!r:.80} is not a number")
+            constants.append(o)
+            ref = f"K{len(constants) - 1}"
+            return lit.format(ref) if isinstance(o, float) else ref
 
         for name, fn, operands, kwargs in self.steps:
             if fn in ("sum", "mean"):
@@ -140,11 +148,12 @@ class NumbaKernel:
                     expr = f"np.minimum({expr}, {arg(hi)})"
             elif fn == "cast":
                 target = np.dtype(kwargs["dtype"])
-                expr = f"({arg(operands[0])} != 0)" if target.kind == "b" else f"np.{target.name}({arg(operands[0])})"
+                expr = f"({arg(operands[0])} != 0)" if target.kind == "b" else \
+                    f"np.{kernel_text.name_of_dtype(target)}({arg(operands[0])})"
             else:
                 expr = _SCALAR[fn].format(*[arg(o) for o in operands])
                 if "dtype" in kwargs:  # e.g. grad_mask's multiply(g, mask, dtype=g.dtype)
-                    expr = f"np.{np.dtype(kwargs['dtype']).name}({expr})"
+                    expr = f"np.{kernel_text.name_of_dtype(kwargs['dtype'])}({expr})"
             lines.append(f"        {name}_ = {expr}")
         for o in self.outputs:
             if o not in reductions:
@@ -154,11 +163,12 @@ class NumbaKernel:
             scale = " / n" if fn == "mean" else ""
             lines.append(f"    o_{name}[0] = acc_{name}{scale}")
         code = "\n".join(lines)
-        fn = _CACHE.get(code)
+        key = code + "\n# constants: " + repr([(type(c).__name__, c) for c in constants])
+        fn = _CACHE.get(key)
         if fn is None:
-            namespace: dict = {"np": np}
+            namespace: dict = {"np": np, **{f"K{k}": c for k, c in enumerate(constants)}}
             exec(compile(code, "<ember fused kernel>", "exec"), namespace)  # noqa: S102 - our own generated code
-            fn = _CACHE[code] = numba.njit(cache=False, error_model="numpy")(namespace["kernel"])
+            fn = _CACHE[key] = numba.njit(cache=False, error_model="numpy")(namespace["kernel"])
         self.fn = fn
         self.reductions = reductions
         self.keepdims = {name: s[3].get("keepdims", False) for name, s in reductions.items()}

@@ -418,6 +418,10 @@ class Module:
         return self._cast_floats(dtypes.bfloat16)
 
     def share_memory(self) -> "Module":
+        """Move every parameter (and its gradient) and buffer into shared memory, for Hogwild training with
+        ember.multiprocessing: processes given this module update the same weights."""
+        for tensor in list(self.parameters()) + list(self.buffers()):
+            tensor.share_memory_()
         return self
 
     # ---- state dict ----------------------------------------------------------------------------------

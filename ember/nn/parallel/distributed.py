@@ -29,6 +29,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ember.distributed import watchdog
 from ember.nn.modules.module import Module
 
 
@@ -48,6 +49,7 @@ class _Bucket:
         self.ready = False
         self.used = np.zeros(len(params), np.uint8)
         self.work: Any = None
+        self.ticket: Any = None  # what the watchdog reports if the bucket's all-reduce cannot finish
 
     def reset(self) -> None:
         self.pending = len(self.params)
@@ -231,6 +233,8 @@ class DistributedDataParallel(Module):
                 np.multiply(p.grad._data.reshape(-1), 1.0 / self.process_group.size(), out=region,
                             casting="unsafe")
         MPI = _mpi()
+        bucket.ticket = watchdog.begin_collective(self.process_group, "all_reduce of a DistributedDataParallel "
+                                                  "gradient bucket")
         bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
 
     def _finish_reduction(self) -> None:
@@ -257,9 +261,13 @@ class DistributedDataParallel(Module):
         globally_used = None
         if self.find_unused_parameters:
             usage = np.concatenate([bucket.used for bucket in self._buckets])
-            self.process_group.comm.Allreduce(_mpi().IN_PLACE, usage, op=_mpi().MAX)
+            ticket = watchdog.begin_collective(self.process_group, "all_reduce of DistributedDataParallel's "
+                                               "used-parameter flags")
+            request = self.process_group.comm.Iallreduce(_mpi().IN_PLACE, usage, op=_mpi().MAX)
+            watchdog.wait_requests(_mpi(), [request], ticket)
             globally_used = usage
-        _mpi().Request.Waitall([bucket.work for bucket in self._buckets])
+        # polled under the watchdog: a rank that failed or left makes this an error, not a hang
+        watchdog.wait_requests(_mpi(), [bucket.work for bucket in self._buckets], self._buckets[-1].ticket)
         k = 0
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
