@@ -10,7 +10,7 @@ Example:
 """
 from __future__ import annotations
 
-from ember import accelerator, jit, sparse  # noqa: F401  (torch.accelerator, torch.jit, torch.sparse)
+from ember import accelerator, jit, linalg, sparse, special, testing, types  # noqa: F401  (torch.accelerator, ...)
 from ember.sparse import sparse_coo_tensor, spmm  # noqa: F401
 from ember.surface import constants as _constants, families as _families, functions as _functions
 from ember.surface.constants import *  # noqa: F401,F403
@@ -23,4 +23,4 @@ _families.install_methods(globals())
 _generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
 globals().update(_generated)
 
-__all__ = ["accelerator", "jit", "sparse", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_generated]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_generated]

@@ -106,8 +106,9 @@ for ns in ("torch", "Tensor"):
     _exclude(ns, _NESTED, "nested_*", "is_nested", "_nested*")
     _exclude(ns, _INTERNAL, "*Storage", "storage*", "untyped_storage", "typed_storage", "_storage",
              "data_ptr", "is_shared", "share_memory_", "pin_memory", "is_pinned", "_C", "classproto",
-             "set_", "record_stream", "storage_offset", "module_load", "new_tensor", "dim_order",
-             "*_copy", "_*")
+             "set_", "record_stream", "storage_offset", "module_load", "new_tensor", "dim_order", "_*")
+    _exclude(ns, "out-of-place copies of view ops made for functionalization (view_copy, t_copy, ...)",
+             "*_copy")
 _exclude("torch", _SYM, "sym_*", "Sym*", "compile", "_dynamo", "export", "fx", "cond", "while_loop",
          "unravel_index", "compiler", "library", "is_inference_mode_enabled", "vmap", "func", "ops",
          "Generator", "set_float32_matmul_precision", "get_float32_matmul_precision", "use_deterministic_algorithms",
@@ -139,28 +140,32 @@ _ALWAYS_COUNTED = {"device", "dtype", "finfo", "iinfo", "Size", "rand_like", "is
                    "is_inference_mode_enabled", "new_tensor", "pin_memory", "is_pinned", "share_memory_",
                    "is_shared", "data_ptr", "storage_offset", "values", "indices", "real", "imag", "is_meta",
                    "set_warn_always", "is_warn_always_enabled", "trace", "Stream", "Event", "jit", "export",
-                   "fx", "func", "library", "ops", "compiler", "ScriptModule", "ScriptFunction", "script"}
+                   "fx", "func", "library", "ops", "compiler", "ScriptModule", "ScriptFunction", "script",
+                   "index_copy", "is_complex", "is_anomaly_enabled", "set_anomaly_enabled",
+                   "is_anomaly_check_nan_enabled", "sgn", "sgn_"}
 for ns in ("nn",):
     _exclude(ns, _QUANT, "quantized", "qat", "quantizable", "intrinsic")
     _exclude(ns, "the lazy-module mixin and parameter placeholders are internals of Lazy* modules",
              "UninitializedBuffer")
 for ns in ("nn.functional",):
     _exclude(ns, _VENDOR, "*cudnn*")
+    _exclude(ns, "float8 / grouped GEMM kernels (CUDA-only prototypes)", "scaled_mm", "scaled_grouped_mm",
+             "grouped_mm", "ScalingType", "SwizzleType")
     _exclude(ns, "re-exported helpers of PyTorch's implementation, not API", "boolean_dispatch",
              "has_torch_function*", "handle_torch_function", "BroadcastingList*", "Callable", "DType",
              "TYPE_CHECKING", "Optional", "Union", "GRID_SAMPLE_*", "reproducibility_notes", "sparse_support_notes",
              "tf32_notes", "math", "importlib", "warnings", "List", "Tuple", "Tensor", "torch",
-             "native_channel_shuffle", "assert_int_or_pair", "fractional_max_pool*_with_indices")
-_exclude("autograd", _SYM, "forward_ad", "graph", "profiler*", "kineto_available", "DeviceType",
-         "ProfilerActivity", "ProfilerState", "ProfilerConfig", "SavedTensor", "emit_*", "record_function",
-         "KinetoEvent", "_*")
-_exclude("backends.cuda", _VENDOR, "*cufft*", "*cublas*", "*cusolver*", "SDPAParams", "*flash*", "*mem_efficient*",
-         "*cudnn*", "*math_sdp*", "*fp16_bf16*", "*overrideable*", "preferred_*", "can_use_*", "tunable*",
-         "sdp_kernel", "SDPBackend", "enable_*", "is_*_enabled", "allow_*", "matmul", "flags", "is_built",
-         "ContextProp", "cuBLASModule", "cuFFTPlanCache*", "ctypes", "contextlib", "Enum", "Union")
-_exclude("multiprocessing", "stdlib multiprocessing re-exports (ember.multiprocessing re-exports them too, "
-         "counted under the helper that owns it)", "*")
-_exclude("serialization", "pickle protocol internals of torch.save's zip format", "*")
+             "assert_int_or_pair")
+_exclude("autograd", "profiler and kernel-trace internals (ember has its own profiler)", "profiler*",
+         "kineto_available", "DeviceType", "ProfilerActivity", "ProfilerState", "ProfilerConfig", "KinetoEvent",
+         "emit_*", "record_function", "_*")
+_exclude("backends.cuda", _VENDOR, "*cufft*", "*cublas*", "*cusolver*", "cuFFT*", "cuBLASModule", "SDPAParams",
+         "can_use_*", "is_ck_sdpa_available", "is_flash_attention_available", "preferred_blas_library",
+         "preferred_rocm_fa_library", "*fp16_bf16*", "tunable*", "ContextProp", "ctypes", "contextlib", "Enum",
+         "Union", "deprecated", "torch", "Any")
+_exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them); not implemented",
+         "*DataPipe", "DataChunk", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
+         "runtime_validation*", "argument_validation")
 _exclude("jit", _JIT_IR, "*")
 for name in ("trace", "script", "load", "save", "ScriptModule", "ScriptFunction", "ignore", "unused",
              "is_scripting", "is_tracing", "export", "annotate", "Final", "interface", "freeze", "optimize_for_inference",
@@ -189,8 +194,18 @@ def _foreign(obj: object) -> bool:
     return False
 
 
+# Namespaces whose PyTorch module exposes its names as module properties (no __all__, not in dir()).
+EXPLICIT_NAMES = {
+    "torch.backends.cudnn": ["enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32",
+                             "is_available", "version", "is_acceptable", "flags"],
+}
+
+
 def torch_names(path: str) -> list[str]:
     import torch
+
+    if path in EXPLICIT_NAMES:
+        return sorted(EXPLICIT_NAMES[path])
 
     if path == "torch.Tensor":
         return sorted(n for n in dir(torch.Tensor) if not n.startswith("_"))

@@ -4,3 +4,4 @@ Example:
     >>> from ember.utils.data import DataLoader, TensorDataset
 """
 from ember.utils import data  # noqa: F401
+from ember.utils import checkpoint  # noqa: E402,F401  (torch.utils.checkpoint; tensorboard imports on use)

@@ -146,3 +146,26 @@ ERRORS = [
     ("inverse", (np.zeros((2, 2)),), {}), ("cholesky", (-np.eye(2),), {}), ("det", (f(2, 3),), {}),
     ("polygamma", (-1, f(2)), {}), ("bitwise_left_shift", (f(2), f(2)), {}),
 ]
+
+SPD = SQ @ SQ.T + np.eye(3)
+
+# (namespace, name, args, kwargs, differentiable): torch.<namespace>.<name> vs ember.<namespace>.<name>
+NAMESPACED = [
+    ("linalg", "inv", (SPD,), {}, True), ("linalg", "det", (SQ,), {}, True), ("linalg", "slogdet", (SQ,), {}, True),
+    ("linalg", "solve", (SPD, f(3, 2)), {}, True), ("linalg", "solve", (SPD, f(3)), {}, True),
+    ("linalg", "solve", (SPD, f(2, 3)), {"left": False}, True), ("linalg", "cholesky", (SPD,), {}, True),
+    ("linalg", "matrix_exp", (SQ * 0.3,), {}, True), ("linalg", "matrix_power", (SQ, 2), {}, True),
+    ("linalg", "vector_norm", (f(3, 4),), {}, True), ("linalg", "vector_norm", (f(3, 4), 1, 1), {}, True),
+    ("linalg", "vector_norm", (f(3, 4), 0), {}, False), ("linalg", "matrix_norm", (f(3, 4),), {}, True),
+    ("linalg", "matrix_norm", (f(3, 4), 1), {}, True), ("linalg", "matrix_norm", (f(2, 3, 4), float("inf")), {}, True),
+    ("linalg", "norm", (f(3, 4),), {}, True), ("linalg", "norm", (f(4),), {"ord": 3}, True),
+    ("linalg", "cross", (f(2, 3), f(2, 3)), {}, True), ("linalg", "multi_dot", ([f(3), f(3, 4), f(4)],), {}, True),
+    ("linalg", "vecdot", (f(2, 3), f(2, 3)), {}, True), ("linalg", "diagonal", (f(3, 4),), {"offset": 1}, True),
+    ("special", "expit", (f(4),), {}, True), ("special", "logit", (np.array([0.1, 0.5, 0.9]),), {}, True),
+    ("special", "erfc", (f(4),), {}, True), ("special", "gammaln", (np.abs(f(4)) + 0.2,), {}, True),
+    ("special", "psi", (np.abs(f(4)) + 0.2,), {}, True), ("special", "multigammaln", (np.abs(f(3)) + 2, 2), {}, True),
+    ("special", "xlog1py", (np.array([0.0, 1.0, 2.0]), np.array([-1.0, 0.5, 3.0])), {}, False),
+    ("special", "entr", (np.array([-1.0, 0.0, 0.3, 2.0]),), {}, False), ("special", "entr", (np.abs(f(4)) + 0.1,), {}, True),
+    ("special", "ndtr", (f(4),), {}, True), ("special", "log_ndtr", (f(4),), {}, True),
+    ("special", "log_softmax", (f(2, 3), 1), {}, True), ("special", "i0", (f(4),), {}, True),
+]

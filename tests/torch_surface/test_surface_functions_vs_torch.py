@@ -104,3 +104,54 @@ def test_errors_like_torch(case) -> None:
     with pytest.raises(type(theirs.value) if type(theirs.value) in (TypeError, IndexError, ValueError)
                        else (RuntimeError, ValueError, TypeError, IndexError)):
         _run(name, args, kwargs, ember)
+
+
+from surface_cases import NAMESPACED  # noqa: E402
+
+
+@pytest.mark.parametrize("case", NAMESPACED, ids=[f"{c[0]}.{c[1]}-{k}" for k, c in enumerate(NAMESPACED)])
+def test_linalg_special_namespaces(case) -> None:
+    namespace, name, args, kwargs, differentiable = case
+    e_out, e_leaves = _run(name, args, kwargs, ember, getattr(ember, namespace))
+    t_out, t_leaves = _run(name, args, kwargs, torch, getattr(torch, namespace))
+    e_flat, t_flat = _flat(e_out), _flat(t_out)
+    for a, b in zip(e_flat, t_flat):
+        assert _dtype_name(a) == _dtype_name(b) and tuple(a.shape) == tuple(b.shape), (name, a.shape, b.shape)
+        np.testing.assert_allclose(_numpy(a), _numpy(b), rtol=1e-7, atol=1e-10, equal_nan=True, err_msg=name)
+    if differentiable:
+        w = [np.random.default_rng(k).standard_normal(tuple(b.shape)) for k, b in enumerate(t_flat)]
+        sum((a * ember.tensor(x)).sum() for a, x, b in zip(e_flat, w, t_flat) if b.requires_grad).backward()
+        sum((b * torch.tensor(x)).sum() for b, x in zip(t_flat, w) if b.requires_grad).backward()
+        for a, b in zip(e_leaves, t_leaves):
+            ga = a.grad.numpy() if a.grad is not None else np.zeros(tuple(a.shape))
+            gb = b.grad.numpy() if b.grad is not None else np.zeros(tuple(b.shape))
+            np.testing.assert_allclose(ga, gb, rtol=1e-6, atol=1e-9, err_msg=f"{name} grad")
+
+
+def test_testing_assert_close_like_torch() -> None:
+    pairs = [([1.0], [1.0 + 1e-7], {}), ([1.0], [1.001], {}), ([1.0], [1.001], {"rtol": 1e-2, "atol": 0.0}),
+             ([np.nan], [np.nan], {}), ([np.nan], [np.nan], {"equal_nan": True})]
+    for a, b, kw in pairs:
+        outcomes = []
+        for lib in (torch, ember):
+            try:
+                lib.testing.assert_close(lib.tensor(a), lib.tensor(b), **kw)
+                outcomes.append(True)
+            except AssertionError:
+                outcomes.append(False)
+        assert outcomes[0] == outcomes[1], (a, b, kw)
+    with pytest.raises(AssertionError, match="dtype"):
+        ember.testing.assert_close(ember.tensor([1.0]), ember.tensor([1.0], dtype=ember.float64))
+
+
+def test_checkpoint_same_values_and_gradients() -> None:
+    from ember.utils.checkpoint import checkpoint
+
+    x = ember.tensor([0.5, -1.0], requires_grad=True)
+    y = checkpoint(lambda t: (t.sin() * t).sum(), x, use_reentrant=False)
+    y.backward()
+    tx = torch.tensor([0.5, -1.0], requires_grad=True)
+    import torch.utils.checkpoint as tcp
+
+    tcp.checkpoint(lambda t: (t.sin() * t).sum(), tx, use_reentrant=False).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
