@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import os
 
-# Debug switch: when set, the dispatcher validates every op's output against its shape rule.
-CHECK_SHAPE_RULES: bool = os.environ.get("EMBER_CHECK_SHAPE_RULES", "0") == "1"
-
 # Where the data loaders look for data sets when no root is given.
 DATA_HOME: str = os.environ.get("EMBER_DATA", os.path.join(os.path.expanduser("~"), ".ember", "data"))
 

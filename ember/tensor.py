@@ -303,9 +303,15 @@ class Tensor:
         return np.asarray(self.__array__()).tolist()
 
     def __float__(self) -> float:
+        if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
+            raise ValueError(f"only one element tensors can be converted to Python scalars (float() of a tensor of "
+                             f"shape {tuple(self.shape)})")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars (int() of a tensor of "
+                             f"shape {tuple(self.shape)})")
         return int(self.item())
 
     def __index__(self) -> int:
@@ -345,7 +351,10 @@ class Tensor:
         return repr(self)
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        raise TypeError("ember tensors are not pickled; save them with ember.save (safetensors) instead")
+        """Pickle by value (array, requires_grad, class); see ember/serialization/pickling.py."""
+        from ember.serialization.pickling import reduce_tensor
+
+        return reduce_tensor(self)
 
     def __deepcopy__(self, memo: dict) -> "Tensor":
         out = Tensor._make(self._data.copy(), self._device, self._requires_grad)

@@ -80,7 +80,7 @@ class Executable:
         nodes = needed_nodes(graph, fetches + [v for _, v in updates])
         # assign nodes that run (because something fetched needs them) write their variable.
         for node in nodes:
-            if node.op.extra.get("side_effect"):
+            if node.op.side_effect:
                 updates.append((node.inputs[0], node.outputs[0]))
         keep = {v.id for v in fetches} | {v.id for _, v in updates}
         device = next((v.device for v in graph.values() if v.device is not None), None)

@@ -7,7 +7,7 @@ serializer, executor and exporter treat them like any other op.
 Example:
     >>> from ember.ops.registry import OPS
     >>> import ember.graph
-    >>> OPS["assign"].extra["side_effect"]
+    >>> OPS["assign"].side_effect
     True
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.simplify import transposes_into_matmul
 
 
 def _assign_rule(target: Spec, value: Spec) -> Spec:
@@ -60,7 +61,7 @@ def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
 if "assign" not in OPS:
     ASSIGN = register(OpDef(
         name="assign", category="state", impl=_assign_impl, shape_rule=_assign_rule, save="none",
-        extra={"side_effect": True}, doc="assign(variable, value): write value into the variable after the run",
+        side_effect=True, doc="assign(variable, value): write value into the variable after the run",
     ))
     GROUP = register(OpDef(
         name="group", category="control", impl=lambda xp, *values: None, save="none",
@@ -70,6 +71,7 @@ if "assign" not in OPS:
     MATMUL_T = register(OpDef(
         name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=_matmul_t_vjp,
         onnx="Gemm", doc="matmul(a^T?, b^T?): transposes folded into the matmul",
+        simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
     ))
 else:  # re-import (e.g. importlib.reload in tests): keep the records already registered
     ASSIGN, GROUP, MATMUL_T = OPS["assign"], OPS["group"], OPS["matmul_t"]

@@ -84,7 +84,7 @@ def current_rank() -> int | None:
 
 def node_rank(node: Any) -> int | None:
     """The placement recorded for ``node`` (that of its outputs; an assign's is its Variable's)."""
-    if node.op.extra.get("side_effect"):
+    if node.op.side_effect:
         return node.inputs[0].rank
     return node.outputs[0].rank if node.outputs else None
 

@@ -11,6 +11,7 @@ from weakref import ref as _weakref
 
 from ember import dtypes
 from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode as _anomaly
 from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
@@ -81,6 +82,8 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     edges = tuple(edges)
     meta = tuple(meta)
     node = OpNode(op, attrs, edges, meta)
+    if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
+        _anomaly.record(node)
     save = op.save
     if save == "inputs" or save == "both":
         node.saved = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
@@ -115,7 +118,7 @@ def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = No
         if type(out) is not xp_array:
             out = device.xp.asarray(out)
         result = Tensor._make(out, device, False)
-        if op.extra.get("view") and out.base is not None:
+        if op.view and out.base is not None:
             _share_version(result, args[0], op, attrs if attrs is not None else {})
         return result
     return tuple(Tensor._make(o if type(o) is xp_array else device.xp.asarray(o), device, False) for o in out)
@@ -208,7 +211,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
 
 def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     """Fast path for one-tensor elementwise ops; promotes integers to float for float-only ops."""
-    if op.extra.get("float_only") and x._data.dtype.kind in "biu":  # before tracing too: graphs promote as eager
+    if op.float_only and x._data.dtype.kind in "biu":  # before tracing too: graphs promote as eager
         x = cast(x, dtypes.get_default_dtype())
     if SYMBOLIC.active and SYMBOLIC.is_symbolic(x):
         return SYMBOLIC.handler(op, (x,), attrs or {})
@@ -232,7 +235,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         if a._data.dtype != b._data.dtype:
             target = dtypes.result_type(a, b)
             a, b = _cast_to(a, target, op), _cast_to(b, target, op)
-        if op.extra.get("float_only") and a._data.dtype.kind in "biu":  # also after promotion: int32 / int64
+        if op.float_only and a._data.dtype.kind in "biu":  # also after promotion: int32 / int64
             target = dtypes.get_default_dtype()
             a, b = cast(a, target), cast(b, target)
         if a._device is not b._device and a._device != b._device:
@@ -246,9 +249,9 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
         category = 0 if kind == "b" else (1 if kind in "iu" else 2)
-        if dtypes.scalar_category(scalar) > category or (op.extra.get("float_only") and category < 2):
+        if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
             target = dtypes.result_type(tensor, scalar)
-            if op.extra.get("float_only") and not target.is_floating_point:
+            if op.float_only and not target.is_floating_point:
                 target = dtypes.get_default_dtype()
             tensor = cast(tensor, target)
             if a_tensor:

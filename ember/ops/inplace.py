@@ -239,7 +239,7 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:
         other_data = other._data if isinstance(other, dispatch.Tensor) else other
-        ufunc = op.extra.get("ufunc")
+        ufunc = op.ufunc
         if ufunc is not None and t._data.flags.writeable:
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:

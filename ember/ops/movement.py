@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops.simplify import permute_rule, same_value
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -35,7 +36,7 @@ def infer_shape(shape: Sequence[int], numel: int, op: str, source: tuple) -> tup
 RESHAPE = register(OpDef(
     name="reshape", category="movement", impl=lambda xp, x, shape: xp.reshape(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx="Reshape", extra={"view": True},
+    vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx="Reshape", view=True, simplify=same_value,
 ))
 
 
@@ -50,13 +51,13 @@ PERMUTE = register(OpDef(
     name="permute", category="movement", impl=lambda xp, x, dims: xp.transpose(x, dims), save="none",
     shape_rule=lambda x, dims: Spec(tuple(x.shape[d] for d in dims), x.dtype, x.device),
     vjp=lambda ctx, g: (g.permute(_inverse_permutation(ctx.attrs["dims"])),), onnx="Transpose",
-    extra={"view": True},
+    view=True, simplify=permute_rule,
 ))
 
 EXPAND = register(OpDef(
     name="expand", category="movement", impl=lambda xp, x, shape: xp.broadcast_to(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx="Expand", extra={"view": True},
+    vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx="Expand", view=True, simplify=same_value,
 ))
 
 FLIP = register(OpDef(
@@ -67,12 +68,12 @@ FLIP = register(OpDef(
 
 CONTIGUOUS = register(OpDef(
     name="contiguous", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity", simplify=same_value,
 ))
 
 CLONE = register(OpDef(
     name="clone", category="movement", impl=lambda xp, x: x.copy(), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity",
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity", simplify=same_value,
 ))
 
 TRIL = register(OpDef(
@@ -135,7 +136,7 @@ def _getitem_vjp(ctx: Any, g: Any) -> tuple:
 
 GETITEM = register(OpDef(
     name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs",
-    nondiff_inputs=tuple(range(1, 64)), onnx="Slice", extra={"view": True},
+    nondiff_inputs=tuple(range(1, 64)), onnx="Slice", view=True,
 ))
 
 
@@ -315,12 +316,16 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
                            f"({index.ndim} vs {x.ndim})")
     slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
     if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
-        raise IndexError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
-                         f"{x.shape[dim]}")
+        raise RuntimeError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
+                           f"{x.shape[dim]}")
     return xp.take_along_axis(x[slices], index, axis=dim)
 
 
 def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
+    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):
+        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
+        raise RuntimeError(f"scatter_add/scatter: index {bad} is out of bounds for dimension {dim} with size "
+                           f"{x.shape[dim]} (input shape {tuple(x.shape)})")
     out = x.copy()
     grids = xp.meshgrid(*(xp.arange(s) for s in index.shape), indexing="ij", sparse=True)
     full = tuple(index if d == dim else grids[d] for d in range(index.ndim))

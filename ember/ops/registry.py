@@ -20,7 +20,7 @@ Example:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -52,7 +52,19 @@ class OpDef:
     # the region's dtype (matmul, conv), "fp32" to float32 (prod, losses), "promote" to the widest input.
     autocast: str | None = None
     doc: str = ""
-    extra: dict = field(default_factory=dict)
+    # Flags. float_only: integer inputs are promoted to the default float dtype first (exp, div).
+    float_only: bool = False
+    # view: the output may share the input's memory (reshape, permute, getitem): autograd tracks it.
+    view: bool = False
+    # The namespace ufunc in-place variants call with ``out=`` (``add_`` -> ``"add"``), if any.
+    ufunc: str | None = None
+    # side_effect: runs for its effect (assign); random: draws numbers (never folded, merged or fused);
+    # comm: moves data between processes (send/recv).
+    side_effect: bool = False
+    random: bool = False
+    comm: bool = False
+    # Graph simplification: ``rule(node, inputs) -> replacement | None`` (see ember/ops/simplify.py).
+    simplify: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"
@@ -71,21 +83,6 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} is already registered")
     OPS[op.name] = op
     return op
-
-
-def defop(name: str, category: str, **fields: Any) -> Callable[[Callable], OpDef]:
-    """Decorator form: the decorated function is the op's ``impl``.
-
-    Example:
-        >>> @defop("my_square", "unary", expr="x * x", save="inputs")  # doctest: +SKIP
-        ... def my_square(xp, x):
-        ...     return x * x
-    """
-
-    def wrap(impl: Callable) -> OpDef:
-        return register(OpDef(name=name, category=category, impl=impl, **fields))
-
-    return wrap
 
 
 def abstract_eval(op: OpDef, specs: tuple, attrs: dict) -> Any:

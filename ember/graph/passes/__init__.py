@@ -1,7 +1,7 @@
 """Graph passes. Each takes a :class:`~ember.graph.ir.Graph` and returns a new one (sharing Values),
 so a user can print the graph after each and see what it did:
 
-* ``simplify`` - algebraic rules kept on the op records (``op.extra["simplify"]``): x*1, x+0, x-0,
+* ``simplify`` - algebraic rules kept on the op records (``op.simplify``): x*1, x+0, x-0,
   x/1, x**1, identity reshapes/casts/expands, permute-of-permute, transposes folded into matmul;
 * ``cse`` - common-subexpression elimination (same op, inputs and attributes; never random nodes:
   two dropout calls are two masks);
@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.graph.ir import Graph, Node, Value
+from ember.graph.passes.rules import binary_identity
 
 GRAPH_PASSES = ("simplify", "cse", "fold", "dce")
 LOWERING_PASSES = ("fuse", "memory")
@@ -69,7 +70,7 @@ def dce(graph: Graph) -> Graph:
     live: set[int] = {v.id for v in _live_roots(graph)}
     keep = []
     for node in reversed(graph.nodes):
-        if node.op.extra.get("side_effect") or any(o.id in live for o in node.outputs):
+        if node.op.side_effect or any(o.id in live for o in node.outputs):
             keep.append(node)
             live.update(i.id for i in node.inputs if isinstance(i, Value))
     keep.reverse()
@@ -98,7 +99,7 @@ def cse(graph: Graph) -> Graph:
     subst: dict[int, Any] = {}
     nodes = []
     for node in graph.nodes:
-        if node.op.extra.get("side_effect") or node.op.extra.get("random") or node.op.category == "fused":
+        if node.op.side_effect or node.op.random or node.op.category == "fused":
             nodes.append(node)
             continue
         try:
@@ -127,7 +128,7 @@ def fold(graph: Graph) -> Graph:
     nodes = []
     for node in graph.nodes:
         ins = [subst.get(i.id, i) if isinstance(i, Value) else i for i in node.inputs]
-        foldable = (not node.op.extra.get("side_effect") and not node.op.extra.get("random")
+        foldable = (not node.op.side_effect and not node.op.random
                     and node.op.category not in ("fused", "control", "state")
                     and all((not isinstance(i, Value)) or i.id in consts for i in ins)
                     and any(isinstance(i, Value) for i in ins)
@@ -152,17 +153,16 @@ def fold(graph: Graph) -> Graph:
 
 
 def simplify(graph: Graph) -> Graph:
-    """Apply each op record's ``extra['simplify']`` rule: ``rule(node, inputs) -> replacement | None``.
+    """Apply each op record's ``simplify`` rule, ``rule(node, inputs) -> replacement | None`` (binary
+    ops without one: identities probed from ``impl``, see :mod:`ember.graph.passes.rules`).
 
     A replacement is a Value (the node's output is that value) or a ``(op, inputs, attrs)`` triple
     (the node becomes that op).
     """
-    from ember.graph.passes import rules  # noqa: F401  (attaches the rules to the op records)
-
     subst: dict[int, Any] = {}
     nodes = []
     for node in graph.nodes:
-        rule = node.op.extra.get("simplify")
+        rule = node.op.simplify or (binary_identity if node.op.category == "binary" else None)
         ins = tuple(subst.get(i.id, i) if isinstance(i, Value) else i for i in node.inputs)
         out = rule(node, ins) if rule is not None and len(node.outputs) == 1 else None
         if out is None:

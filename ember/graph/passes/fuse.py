@@ -47,7 +47,7 @@ def _trace(node: Node) -> tuple | None:
         return cached[1]
     op = node.op
     result = None
-    if len(node.outputs) == 1 and not (op.extra.get("side_effect") or op.extra.get("random")) and (
+    if len(node.outputs) == 1 and not (op.side_effect or op.random) and (
             op.category in _ELEMENTWISE or op.category == "reduction"):
         constants = [None if isinstance(i, Value) else i for i in node.inputs]
         dts = [i.dtype if isinstance(i, Value) else None for i in node.inputs]

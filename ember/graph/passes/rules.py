@@ -1,9 +1,9 @@
-"""Algebraic simplification rules, attached to the op records as ``op.extra['simplify']``.
+"""The simplify pass's rule for binary ops: identities found by probing each record's own ``impl``.
 
-Identities of binary ops are not listed by hand: they are found by probing each record's own
-``impl`` (``impl(x, 1) == x`` bitwise on a probe array means 1 is a right identity), so a new op
-gets ``x op e -> x`` for free. Structural rules (transposes folded into matmul, identity
-reshapes/casts/expands/permutes, clone) name their ops here, in one place.
+Identities are not listed by hand: ``impl(x, 1) == x`` bitwise on a probe array means 1 is a right
+identity, so a new binary op gets ``x op e -> x`` for free. Structural rules (transposes folded
+into matmul, identity reshapes/casts/permutes, clone) sit on their op records' ``simplify`` field
+(:mod:`ember.ops.simplify`).
 
 Example:
     >>> from ember.ops.registry import OPS
@@ -70,73 +70,3 @@ def binary_identity(node: Node, ins: tuple) -> Any:
         if isinstance(keep, Value) and keep.shape == out.shape and keep.edtype is out.edtype:
             return keep
     return None
-
-
-def _same_value_rule(attr_check: Any) -> Any:
-    def rule(node: Node, ins: tuple) -> Any:
-        x = ins[0]
-        out = node.outputs[0]
-        if isinstance(x, Value) and x.shape == out.shape and x.edtype is out.edtype and attr_check(node, x):
-            return x
-        return None
-
-    return rule
-
-
-def _swaps_last_two(dims: tuple) -> bool:
-    n = len(dims)
-    return n >= 2 and tuple(dims) == tuple(range(n - 2)) + (n - 1, n - 2)
-
-
-def permute_rule(node: Node, ins: tuple) -> Any:
-    x = ins[0]
-    dims = tuple(node.attrs["dims"])
-    if dims == tuple(range(len(dims))):
-        return x
-    if isinstance(x, Value) and x.node is not None and x.node.op.name == "permute":
-        inner = tuple(x.node.attrs["dims"])
-        composed = tuple(inner[d] for d in dims)
-        src = x.node.inputs[0]
-        if composed == tuple(range(len(composed))):
-            return src
-        return OPS["permute"], (src,), {"dims": composed}
-    return None
-
-
-def matmul_rule(node: Node, ins: tuple) -> Any:
-    flags = [node.attrs.get("transpose_a", False), node.attrs.get("transpose_b", False)]
-    new = list(ins)
-    changed = False
-    for k in (0, 1):
-        v = ins[k]
-        if isinstance(v, Value) and v.node is not None and v.node.op.name == "permute" \
-                and _swaps_last_two(v.node.attrs["dims"]):
-            new[k] = v.node.inputs[0]
-            flags[k] = not flags[k]
-            changed = True
-    if not changed:
-        return None
-    return OPS["matmul_t"], tuple(new), {"transpose_a": flags[0], "transpose_b": flags[1]}
-
-
-def install() -> None:
-    for op in OPS.values():
-        if op.category == "binary" and op.impl is not None:
-            op.extra.setdefault("simplify", binary_identity)
-    rules = {
-        "reshape": _same_value_rule(lambda n, x: True),
-        "expand": _same_value_rule(lambda n, x: True),
-        "sum_to": _same_value_rule(lambda n, x: True),
-        "to_dtype": _same_value_rule(lambda n, x: True),
-        "contiguous": _same_value_rule(lambda n, x: True),
-        "clone": _same_value_rule(lambda n, x: True),
-        "permute": permute_rule,
-        "matmul": matmul_rule,
-        "matmul_t": matmul_rule,
-    }
-    for name, rule in rules.items():
-        if name in OPS:
-            OPS[name].extra.setdefault("simplify", rule)
-
-
-install()
