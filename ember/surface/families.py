@@ -34,7 +34,7 @@ INPLACE_FROM_METHOD = (
     "not_equal", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt", "scatter_reduce",
     "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "tril", "triu",
     "true_divide", "trunc", "xlogy", "sgn", "clamp", "bitwise_left_shift", "bitwise_right_shift", "lgamma",
-    "digamma", "i0", "igamma", "igammac", "mvlgamma",
+    "digamma", "i0", "igamma", "igammac", "mvlgamma", "sgn", "put", "index_reduce",
 )
 
 # Top-level in-place functions PyTorch has (``torch.relu_(x)``): each calls the method of the same name.
@@ -60,7 +60,9 @@ METHODS_FROM_FUNCTIONS = (
     "split_with_sizes", "swapaxes", "take", "take_along_dim", "tensor_split", "tile", "unique_consecutive",
     "unsafe_chunk", "unsafe_split", "vdot", "vsplit", "erfc", "matrix_power", "subtract", "multiply", "divide",
     "true_divide", "xlogy", "logit", "nan_to_num", "arctan2", "hypot", "get_device", "is_inference", "lerp",
-    "bitwise_left_shift", "bitwise_right_shift", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
+    "bitwise_left_shift", "bitwise_right_shift", "allclose", "equal", "bernoulli", "multinomial", "index_put",
+    "put", "index_reduce", "real", "imag", "sgn", "nonzero_static", "is_distributed", "unsafe_split_with_sizes",
+    "triangular_solve", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
     "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
     "matrix_exp",
 )
@@ -77,7 +79,8 @@ FROM_FUNCTIONAL = (
     "embedding", "embedding_bag", "feature_alpha_dropout", "group_norm", "hardshrink", "hinge_embedding_loss",
     "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d", "max_pool2d", "max_pool3d",
     "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "rms_norm",
-    "rrelu", "selu", "threshold", "triplet_margin_loss", "native_channel_shuffle",
+    "rrelu", "selu", "threshold", "triplet_margin_loss", "native_channel_shuffle", "celu_", "selu_", "rrelu_",
+    "threshold_", "conv_tbc", "max_pool1d_with_indices",
 )
 
 
@@ -146,6 +149,7 @@ def install_methods(namespace: dict[str, Any]) -> None:
     for name, view in VIEW_INPLACE.items():
         if view is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, _view_inplace(name, view))
+    _extra_methods()
     Tensor.polygamma = lambda self, n: namespace["polygamma"](n, self)  # torch: x.polygamma(n)
     Tensor.polygamma_ = lambda self, n: inplace.inplace_call(self, "polygamma_", lambda t: namespace["polygamma"](n, t))
     Tensor.__lshift__ = lambda self, other: namespace["bitwise_left_shift"](self, other)
@@ -157,6 +161,108 @@ def install_methods(namespace: dict[str, Any]) -> None:
             setattr(Tensor, name, property(lambda self: False, doc=f"``{name}``: always False in ember."))
     if not hasattr(Tensor, "is_cpu"):
         Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="True for a tensor on the CPU.")
+
+
+def _unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim (differentiable)."""
+    dim = dimension % max(self.ndim, 1)
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (length - size) // step + 1
+    index = (ember.arange(count).reshape(-1, 1) * step + ember.arange(size).reshape(1, -1)).reshape(-1)
+    picked = ember.index_select(self, dim, index)
+    shape = list(self.shape)
+    shape[dim:dim + 1] = [count, size]
+    return ember.movedim(picked.reshape(shape), dim + 1, -1)
+
+
+def _fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (all dims equal, or a tall 2-D matrix, wrapping every ncols+1 rows if asked)."""
+    import numpy as np
+
+    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(tuple(self.shape), dtype=bool)
+    if self.ndim == 2:
+        rows, cols = self.shape
+        limit = rows if wrap else min(rows, cols)
+        for r in range(limit):
+            c = r % (cols + 1) if wrap else r
+            if c < cols:
+                mask[r, c] = True
+    else:
+        mask[tuple([np.arange(self.shape[0])] * self.ndim)] = True
+    return self.masked_fill_(ember.tensor(mask, device=self.device), fill_value)
+
+
+def _apply_(self: Tensor, fn: Any) -> Tensor:
+    """Apply a Python function to every element in place (CPU; no autograd, as in PyTorch)."""
+    import numpy as np
+
+    if self.requires_grad:
+        raise RuntimeError("apply_ is only implemented on CPU tensors that do not require grad")
+    values = np.vectorize(fn, otypes=[self.dtype.np])(self.numpy()) if self.numel() else self.numpy()
+    with ember.no_grad():
+        return self.copy_(ember.tensor(values, dtype=self.dtype))
+
+
+def _map_(self: Tensor, other: Tensor, fn: Any) -> Tensor:
+    import numpy as np
+
+    a, b = np.broadcast_arrays(self.numpy(), other.numpy())
+    values = np.vectorize(fn, otypes=[self.dtype.np])(a, b) if self.numel() else a
+    with ember.no_grad():
+        return self.copy_(ember.tensor(values, dtype=self.dtype))
+
+
+def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Legacy ``x.new(...)``: sizes give an uninitialized tensor, data gives a tensor, of x's dtype/device."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        data = args[0]
+        if isinstance(data, ember.Size):  # a plain tuple or list is data, as in PyTorch
+            return ember.empty(tuple(data), dtype=self.dtype, device=self.device)
+        return ember.tensor(data, dtype=self.dtype, device=self.device)
+    return ember.empty(*args, dtype=self.dtype, device=self.device)
+
+
+def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, ember.Size)) else sizes
+    import math as _math
+
+    if _math.prod(shape) != self.numel():
+        raise RuntimeError(f"resize_: ember cannot grow or shrink a tensor's storage in place ({self.numel()} "
+                           f"elements to {_math.prod(shape)}); build a new tensor instead")
+    self._data = self._data.reshape(shape)
+    self._bump()
+    return self
+
+
+def _extra_methods() -> None:
+    """Tensor methods written directly (not derived from a top-level function)."""
+    F = ember.nn.functional
+    extras = {
+        "unfold": _unfold, "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
+        "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
+        "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),
+        "prelu": lambda self, weight: F.prelu(self, weight),
+        "is_complex": lambda self: False, "is_pinned": lambda self, device=None: False,
+        "pin_memory": lambda self, device=None: self,
+        "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
+            self, "put_", lambda t: ember.put(t, index, source, accumulate)),
+        "index_reduce_": lambda self, dim, index, source, reduce, include_self=True: inplace.inplace_call(
+            self, "index_reduce_", lambda t: ember.index_reduce(t, dim, index, source, reduce,
+                                                                include_self=include_self)),
+    }
+    for name, fn in extras.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+    if not hasattr(Tensor, "output_nr"):
+        Tensor.output_nr = property(lambda self: self._output_nr, doc="Which output of its grad_fn this is.")
+    if not hasattr(Tensor, "mH"):
+        Tensor.mH = property(lambda self: self.transpose(-2, -1), doc="Conjugate transpose of the last two dims.")
 
 
 def top_level_names() -> dict[str, Any]:

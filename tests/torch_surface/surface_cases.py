@@ -122,12 +122,28 @@ CASES = [
     ("triangular_solve", (f(3, 2), np.tril(SQ) + 3 * np.eye(3)), {"upper": False, "transpose": True}, True),
     ("matrix_exp", (SQ * 0.5,), {}, True), ("matrix_exp", (f(2, 2, 2) * 2,), {}, True),
     ("bitwise_left_shift", (i(8, 5), i(3, 5)), {}, False), ("bitwise_right_shift", (i(100, 5), i(3, 5)), {}, False),
+    ("gradient", (f(5),), {}, True), ("gradient", (f(4, 5),), {"spacing": 0.5, "dim": 1}, True),
+    ("gradient", (f(4, 5),), {"edge_order": 2}, True), ("gradient", (f(3, 4),), {"spacing": [2.0, 0.5]}, True),
+    ("nonzero_static", (np.array([0, 3, 0, 2]),), {"size": 4}, False),
+    ("nonzero_static", (np.array([[1, 0], [2, 3]]),), {"size": 2, "fill_value": -7}, False),
+    ("index_put", (f(4, 3), (np.array([0, 2]),), f(2, 3)), {}, True),
+    ("index_put", (f(4), (np.array([1, 1, 3]),), f(3)), {"accumulate": True}, True),
+    ("put", (f(3, 4), np.array([0, 5, 11]), f(3)), {}, True),
+    ("put", (f(3, 4), np.array([1, 1]), f(2)), {"accumulate": True}, True),
+    ("index_reduce", (f(4, 3), 0, np.array([0, 2, 0]), f(3, 3), "prod"), {}, False),
+    ("index_reduce", (f(4, 3), 1, np.array([2, 0]), f(4, 2), "amax"), {"include_self": False}, False),
+    ("constant_pad_nd", (f(2, 3), (1, 2)), {"value": 0.5}, True),
+    ("convolution", (f(1, 2, 5), f(3, 2, 3), f(3), (1,), (1,), (1,), False, (0,), 1), {}, True),
+    ("convolution", (f(1, 2, 4, 4), f(2, 3, 3, 3), None, (2, 2), (1, 1), (1, 1), True, (1, 1), 1), {}, True),
+    ("real", (f(3),), {}, True), ("sgn", (SPECIAL,), {}, False), ("frobenius_norm", (f(3, 4), (0, 1)), {}, True),
+    ("norm_except_dim", (f(3, 4), 2, 0), {}, True), ("unsafe_split_with_sizes", (f(5, 2), [3, 2]), {}, True),
     ("square", (f(4),), {}, True), ("split_with_sizes", (f(5, 2), [2, 3]), {}, True),
     ("unsafe_chunk", (f(5, 2), 2), {}, True), ("unsafe_split", (f(5, 2), 2), {}, True),
 ]
 
 # Functions of no tensor inputs, compared value for value.
 FACTORIES = [
+    ("range", (1.0, 4.0), {}), ("range", (0, 1, 0.25), {}),
     ("unravel_index", (np.array([13, -1, 5]), (3, 4)), {}),
     ("tril_indices", (4, 3), {}), ("tril_indices", (3, 5, 1), {}), ("triu_indices", (4, 4, -1), {}),
     ("hann_window", (8,), {}), ("hann_window", (7,), {"periodic": False}), ("hamming_window", (6,), {}),
@@ -145,6 +161,7 @@ ERRORS = [
     ("nanmean", (i(3, 4),), {}), ("positive", (np.array([True, False]),), {}),
     ("inverse", (np.zeros((2, 2)),), {}), ("cholesky", (-np.eye(2),), {}), ("det", (f(2, 3),), {}),
     ("polygamma", (-1, f(2)), {}), ("bitwise_left_shift", (f(2), f(2)), {}),
+    ("imag", (f(2),), {}), ("gradient", (f(1),), {}),
 ]
 
 SPD = SQ @ SQ.T + np.eye(3)
@@ -168,4 +185,12 @@ NAMESPACED = [
     ("special", "entr", (np.array([-1.0, 0.0, 0.3, 2.0]),), {}, False), ("special", "entr", (np.abs(f(4)) + 0.1,), {}, True),
     ("special", "ndtr", (f(4),), {}, True), ("special", "log_ndtr", (f(4),), {}, True),
     ("special", "log_softmax", (f(2, 3), 1), {}, True), ("special", "i0", (f(4),), {}, True),
+]
+
+# (method, tensor input, args, kwargs, differentiable): Tensor methods written directly
+METHODS = [
+    ("unfold", f(7), (0, 3, 2), {}, True), ("unfold", f(2, 6, 3), (1, 2, 1), {}, True),
+    ("unfold", f(4, 5), (-1, 5, 1), {}, True), ("hardshrink", f(6), (0.3,), {}, True),
+    ("prelu", f(2, 3, 4), (np.array([0.1, 0.2, 0.3]),), {}, True), ("new", f(2), ((2, 3),), {}, False),
+    ("new", f(2), ([1, 2],), {}, False),
 ]

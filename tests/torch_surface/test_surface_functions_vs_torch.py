@@ -155,3 +155,49 @@ def test_checkpoint_same_values_and_gradients() -> None:
 
     tcp.checkpoint(lambda t: (t.sin() * t).sum(), tx, use_reentrant=False).backward()
     np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+
+
+from surface_cases import METHODS  # noqa: E402
+
+
+@pytest.mark.parametrize("case", METHODS, ids=[f"{c[0]}-{k}" for k, c in enumerate(METHODS)])
+def test_methods(case) -> None:
+    name, data, args, kwargs, differentiable = case
+    e_leaves: list = []
+    t_leaves: list = []
+    e_x, t_x = _convert(data, ember, e_leaves), _convert(data, torch, t_leaves)
+    e_out = getattr(e_x, name)(*[_convert(a, ember, e_leaves) for a in args], **kwargs)
+    t_out = getattr(t_x, name)(*[_convert(a, torch, t_leaves) for a in args], **kwargs)
+    assert tuple(e_out.shape) == tuple(t_out.shape) and _dtype_name(e_out) == _dtype_name(t_out)
+    if name != "new" or isinstance(args[0], list):  # new(sizes) is uninitialized memory
+        np.testing.assert_allclose(_numpy(e_out), _numpy(t_out), rtol=1e-7, atol=1e-10)
+    if differentiable:
+        w = np.random.default_rng(0).standard_normal(tuple(t_out.shape))
+        (e_out * ember.tensor(w)).sum().backward()
+        (t_out * torch.tensor(w)).sum().backward()
+        for a, b in zip(e_leaves, t_leaves):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape,wrap", [((3, 3), False), ((5, 3), False), ((7, 3), True), ((2, 2, 2), False)])
+def test_fill_diagonal_like_torch(shape, wrap) -> None:
+    e, t = ember.zeros(*shape), torch.zeros(*shape)
+    e.fill_diagonal_(2.5, wrap=wrap)
+    t.fill_diagonal_(2.5, wrap=wrap)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_apply_map_put_inplace_like_torch() -> None:
+    data = np.arange(6.0).reshape(2, 3)
+    e, t = ember.tensor(data), torch.tensor(data)
+    e.apply_(lambda v: v * v + 1)
+    t.apply_(lambda v: v * v + 1)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    e.map_(ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64), lambda a, b: a - b)
+    t.map_(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), lambda a, b: a - b)
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    e.put_(ember.tensor([0, 4]), ember.tensor([9.0, 8.0], dtype=ember.float64))
+    t.put_(torch.tensor([0, 4]), torch.tensor([9.0, 8.0], dtype=torch.float64))
+    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    with pytest.raises(RuntimeError):
+        ember.arange(3.0).unfold(0, 4, 1)
