@@ -20,7 +20,7 @@ from ember.creation import full_like, tensor, zeros_like
 from ember.optim.optimizer import Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
 from ember.tensor import Tensor
 
-__all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"]
+__all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam"]
 
 
 def _check(name: str, ok: bool, what: str, value: Any) -> None:
@@ -277,3 +277,38 @@ class ASGD(_ElementwiseOptimizer):
             state["ax"].copy_(p)
         state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
         state["mu"].fill_(1 / max(1, step - t0))
+
+
+class SparseAdam(_ElementwiseOptimizer):
+    """``torch.optim.SparseAdam``: lazy Adam that updates only the entries a (sparse) gradient touches.
+
+    ember stores sparse gradients densely (see ``ember/sparse.py``), so "touched" means nonzero: an entry
+    whose gradient is exactly 0 keeps its moments and value (PyTorch would still decay the moments of an
+    explicitly stored zero).
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("SparseAdam", 0.0 < lr, "learning rate", lr)
+        _check("SparseAdam", 0.0 < eps, "epsilon value", eps)
+        _check("SparseAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+        _check("SparseAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize, differentiable=False))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": 0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        from ember.ops.elementwise import where
+
+        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+        state["step"] += 1
+        touched = grad != 0
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.copy_(where(touched, exp_avg + (grad - exp_avg) * (1 - beta1), exp_avg))
+        exp_avg_sq.copy_(where(touched, exp_avg_sq + (grad * grad - exp_avg_sq) * (1 - beta2), exp_avg_sq))
+        step = state["step"]
+        step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+        update = exp_avg / (exp_avg_sq.sqrt() + eps) * -step_size
+        p.add_(where(touched, update, zeros_like(update)))

@@ -68,3 +68,23 @@ def test_float32_parameters_stay_float32() -> None:
         opt.step()
         assert w.dtype is ember.float32 and all(v.dtype is ember.float32 for v in opt.state[w].values()
                                                  if getattr(v, "ndim", 0) > 0), name
+
+
+@pytest.mark.parametrize("options", [{}, {"lr": 0.05, "betas": (0.5, 0.9)}, {"maximize": True}])
+def test_sparse_adam_matches_torch_with_sparse_gradients(options: dict) -> None:
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((6, 3))
+    e = ember.tensor(w0, requires_grad=True)
+    t = torch.tensor(w0, requires_grad=True)
+    eopt, topt = ember.optim.SparseAdam([e], **options), torch.optim.SparseAdam([t], **options)
+    for step in range(5):
+        rows = rng.choice(6, size=2, replace=False)
+        dense = np.zeros((6, 3))
+        dense[rows] = rng.standard_normal((2, 3))
+        e.grad = ember.tensor(dense)
+        t.grad = torch.tensor(dense).to_sparse()
+        eopt.step()
+        topt.step()
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="Invalid"):
+        ember.optim.SparseAdam([e], lr=0.0)
