@@ -19,7 +19,14 @@ from typing import Any, Callable
 from ember import dtypes
 from ember.amp import autocast_mode, grad_scaler
 
-__all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
+__all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler", "amp_definitely_not_available"]
+
+
+def amp_definitely_not_available() -> bool:
+    """True when CUDA AMP cannot run here (no CUDA device/backend), as ``torch.cuda.amp`` answers."""
+    from ember import cuda
+
+    return not cuda.is_available()
 
 
 class autocast(autocast_mode.autocast):

@@ -29,3 +29,19 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad and not t.requires_grad:
             t = t.detach().requires_grad_(True)
         return t
+
+
+class set_multithreading_enabled:
+    """``torch.autograd.set_multithreading_enabled(mode)``: accepted; ember's backward runs on one thread."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def clone(self) -> "set_multithreading_enabled":
+        return set_multithreading_enabled(self.mode)

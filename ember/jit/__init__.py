@@ -20,3 +20,4 @@ from ember.jit.api import (  # noqa: F401
     is_scripting, is_tracing, load, optimize_for_inference, save, script, trace, trace_module, unused,
 )
 from ember.jit.api import isinstance  # noqa: F401,A004  (torch.jit.isinstance)
+from ember.jit.api import Future, enable_onednn_fusion, fork, onednn_fusion_enabled, wait  # noqa: F401

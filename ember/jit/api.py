@@ -331,3 +331,37 @@ class _FinalType:
 
 
 Final = _FinalType()
+
+
+class Future:
+    """What ``ember.jit.fork`` returns: the call already ran (ember has no TorchScript thread pool)."""
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    def wait(self) -> Any:
+        return self._value
+
+    def done(self) -> bool:
+        return True
+
+
+def fork(func: Callable, *args: Any, **kwargs: Any) -> Future:
+    """``torch.jit.fork``: run ``func`` (eagerly, at once) and return a future holding its result."""
+    return Future(func(*args, **kwargs))
+
+
+def wait(future: Future) -> Any:
+    return future.wait()
+
+
+_ONEDNN = {"enabled": False}
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    """Accepted: ember's CPU fusion is its own (ember.compile), oneDNN is not used."""
+    _ONEDNN["enabled"] = bool(enabled)
+
+
+def onednn_fusion_enabled() -> bool:
+    return _ONEDNN["enabled"]

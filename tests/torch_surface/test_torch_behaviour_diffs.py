@@ -115,3 +115,23 @@ def test_max_pool_with_nans_picks_the_nan_like_torch(kernel: int, stride: int, p
     ye.sum().backward()
     yt.sum().backward()
     np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
+
+
+def test_stack_dataset_like_torch() -> None:
+    a, b = [1, 2, 3], ["x", "y", "z"]
+    for lib in (torch, ember):
+        ds = lib.utils.data.StackDataset(a, b)
+        assert ds[2] == (3, "z") and len(ds) == 3
+        assert lib.utils.data.StackDataset(n=a, s=b)[0] == {"n": 1, "s": "x"}
+        with pytest.raises(ValueError):
+            lib.utils.data.StackDataset(a, [1])
+
+
+def test_jit_fork_wait_and_small_flags() -> None:
+    fut = ember.jit.fork(lambda x: x * 2, ember.ones(2))
+    assert ember.jit.wait(fut).tolist() == [2.0, 2.0]
+    assert ember.cuda.amp.amp_definitely_not_available() is torch.cuda.amp.amp_definitely_not_available()
+    with ember.autograd.set_multithreading_enabled(False):
+        x = ember.ones(2, requires_grad=True)
+        (x * 3).sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
