@@ -38,7 +38,8 @@ def main(argv: list[str]) -> int:
     # The ember side runs through `ember run` from this checkout (run.py replaces PYTHONPATH).
     launcher = f"{sys.executable} -c \"import sys; sys.path.insert(1, {ROOT!r}); from ember.cli import main; " \
                f"sys.exit(main())\" run"
-    env = dict(os.environ, PROGRAMS_DIR=programs)
+    # Both runs use the runner's torchvision stand-in (same data subsets), not ember.vision.
+    env = dict(os.environ, PROGRAMS_DIR=programs, EMBER_RUN_NO_VISION="1")
     return subprocess.call([sys.executable, runner, "--ember-cmd", launcher, *argv], env=env)
 
 

@@ -3,7 +3,8 @@
 ``import torch.nn.functional as F`` gives the very object ``ember.nn.functional`` (no second copy), so
 ``isinstance`` checks and module state agree between code that says ``torch`` and code that says
 ``ember``. Paths where ember's layout differs from PyTorch's are listed in :data:`RENAMES`.
-``torchvision`` maps to ``ember.vision`` when that package exists.
+``torchvision`` maps to ``ember.vision`` when that package exists (``EMBER_RUN_NO_VISION=1`` keeps a real or
+stand-in torchvision, e.g. when comparing with PyTorch runs that use the same stand-in).
 
 Example:
     >>> from ember.run.alias import module_for
@@ -16,6 +17,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 
@@ -110,8 +112,9 @@ class TorchToEmberFinder(importlib.abc.MetaPathFinder):
         top = fullname.partition(".")[0]
         if top not in RENAMES:
             return None
-        if top == "torchvision" and importlib.util.find_spec("ember.vision") is None:
-            return None  # no ember.vision yet: let a real (or stand-in) torchvision be found
+        if top == "torchvision" and (os.environ.get("EMBER_RUN_NO_VISION") == "1"
+                                     or importlib.util.find_spec("ember.vision") is None):
+            return None  # no ember.vision (or opted out): let a real or stand-in torchvision be found
         module = module_for(fullname)
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module))
 

@@ -81,3 +81,18 @@ def test_missing_script_is_a_clear_error(tmp_path) -> None:
     p = subprocess.run([sys.executable, "-m", "ember.cli", "run", str(tmp_path / "nope.py")], env=env,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "no such script" in p.stderr
+
+
+def test_torchvision_maps_to_ember_vision_only_when_it_exists(tmp_path, monkeypatch) -> None:
+    import importlib.util
+
+    from ember.run import alias
+
+    finder = alias.TorchToEmberFinder()
+    has_vision = importlib.util.find_spec("ember.vision") is not None
+    spec = finder.find_spec("torchvision")
+    assert (spec is not None) == has_vision
+    monkeypatch.setenv("EMBER_RUN_NO_VISION", "1")
+    assert finder.find_spec("torchvision") is None
+    assert alias.ember_name("torch.utils.data.dataloader") == "ember.data.dataloader"
+    assert alias.torch_name("ember.nn.functional") == "torch.nn.functional"
