@@ -92,6 +92,29 @@ def calibrate(item_ms: float) -> int:
     return max(1, int(item_ms / 1000 / per_loop))
 
 
+def _spin(loops: int) -> None:
+    PythonHeavy(1, loops)[0]
+
+
+def parallel_ceiling(workers: int, loops: int) -> float:
+    """Speed-up of ``workers`` plain processes over one doing the same pure-Python work: the most any
+    worker processes can reach on this machine right now (less than ``workers`` on a busy machine)."""
+    import multiprocessing
+
+    chunk = loops * 64
+    start = time.perf_counter()
+    for _ in range(workers):
+        _spin(chunk)
+    serial = time.perf_counter() - start
+    start = time.perf_counter()
+    processes = [multiprocessing.Process(target=_spin, args=(chunk,)) for _ in range(workers)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join()
+    return serial / (time.perf_counter() - start)
+
+
 def epoch(loader: DataLoader) -> tuple[float, float]:
     """(seconds, checksum of the batches in order)."""
     start = time.perf_counter()
@@ -125,6 +148,7 @@ def compare(name: str, dataset: Dataset, workers: int, batch_size: int, rounds: 
         median = statistics.median(values)
         same = "same batches" if sums[key] == sums["num_workers=0"] == first[1] else "DIFFERENT batches"
         print(f"  {key:<16} {median:7.3f} s/epoch   speed-up x{base / median:5.2f}   ({same})")
+    loaders[f"{workers} processes"]._pool.shutdown()  # the persistent workers must not linger into the next
 
 
 def main() -> None:
@@ -139,6 +163,8 @@ def main() -> None:
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; start method "
           f"{__import__('multiprocessing').get_start_method()}; numpy {np.__version__}")
     loops = calibrate(args.item_ms)
+    print(f"machine check: {args.workers} plain processes run pure-Python work "
+          f"x{parallel_ceiling(args.workers, loops):.2f} faster than one (the ceiling for worker processes now)")
     compare(f"python (pure-Python work holding the GIL, ~{args.item_ms} ms/item)", PythonHeavy(args.items, loops),
             args.workers, args.batch_size, args.rounds)
     compare(f"sleep (work releasing the GIL, {args.item_ms} ms/item)", Sleepy(args.items, args.item_ms / 1000),

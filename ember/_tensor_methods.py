@@ -149,6 +149,16 @@ def _random_inplace(name: str) -> Any:
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
         from ember import random as ember_random
 
+        names = {"exponential": ("lambd",), "random": ("low", "high")}.get(name) or _GRAPH_PARAMS.get(name, ())
+        given = dict(zip(names, args), **kwargs)
+        if name == "random":  # random_(to) or random_(from, to): from < to, both integers
+            if len(args) == 1:
+                given = {"low": 0, "high": args[0]}
+            if "high" in given and given["high"] is not None and not given.get("low", 0) < given["high"]:
+                raise RuntimeError(f"random_: expects 'from' to be less than 'to', but got from={given.get('low', 0)} "
+                                   f">= to={given['high']}")
+        else:
+            ember_random.check_args(name + "_", **given)
         if name in _GRAPH_PARAMS:  # while a graph is built, sample with a graph node and copy it in
             params = dict(zip(_GRAPH_PARAMS[name], args), **kwargs)
             traced = ember_random.graph_sample(name, tuple(self.shape), self.dtype, self.device, generator,

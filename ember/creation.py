@@ -179,6 +179,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if (values[2] > 0 and values[1] < values[0]) or (values[2] < 0 and values[1] > values[0]):
+        raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign (start={values[0]}, "
+                           f"end={values[1]}, step={values[2]}); use a step of the other sign")
     if dtype is None:
         dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in values) else dtypes.int64
     dt = dtypes.to_dtype(dtype)
@@ -189,6 +192,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
 
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    if int(steps) < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
     array = np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np)
@@ -203,6 +208,8 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype:
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be greater or equal to 0, got n={n}, m={m}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
     return _wrap_array(dev.xp.eye(n, m, dtype=dt.np), dev, requires_grad)
@@ -264,6 +271,8 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
 
 
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+    if n < 0:
+        raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     dev = to_device(device)
     traced = ember_random.graph_sample("permutation", (int(n),), dtypes.int64, dev, generator)
     if traced is not None:
@@ -274,6 +283,11 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
 
 def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtype: Any = None,
            device: Any = None) -> Tensor:
+    if isinstance(std, Tensor):
+        if not ember_random.is_tracing() and std.numel() and not bool((std.detach() >= 0).all()):
+            raise RuntimeError("normal: expects all elements of std >= 0.0 (found negative or NaN values)")
+    else:
+        ember_random.check_args("normal", std=std)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         return randn(tuple(ref.shape), generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
@@ -281,6 +295,13 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtyp
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    if p is not None:
+        ember_random.check_args("bernoulli", p=p)
+    elif not ember_random.is_tracing() and input.numel():
+        values = input.detach()
+        if not bool(((values >= 0) & (values <= 1)).all()):
+            raise RuntimeError("bernoulli: expects all probabilities in input to be in [0, 1] (found values outside "
+                               "it or NaN); for logits use torch.sigmoid(logits) first")
     if p is None:
         traced = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, generator,
                                            inputs=(input,))
@@ -296,6 +317,13 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial: only supports floating-point dtypes for input, got {input.dtype}; "
+                           "convert the weights with .float()")
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(input.shape)}")
+    if num_samples <= 0:
+        raise RuntimeError(f"multinomial: cannot sample {num_samples} (<= 0) samples")
     if not replacement and num_samples > input.shape[-1]:
         raise RuntimeError(f"multinomial: cannot draw {num_samples} samples without replacement from "
                            f"{input.shape[-1]} categories; pass replacement=True or draw fewer")
@@ -310,6 +338,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for i, row in enumerate(rows):
         total = row.sum()
+        if (row < 0).any() or not np.isfinite(row).all():
+            raise RuntimeError("multinomial: probability tensor contains either inf, nan or element < 0")
         if total <= 0 or not np.isfinite(total):
             raise RuntimeError("multinomial: probabilities must be finite, non-negative and not all zero")
         out[i] = rng.choice(row.size, size=num_samples, replace=replacement, p=row / total)

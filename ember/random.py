@@ -106,6 +106,13 @@ def graph_sample(kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, gene
     return _GRAPH_SAMPLER(kind, tuple(shape), dtype, device, generator, like, tuple(inputs), **params)
 
 
+def is_tracing() -> bool:
+    """True while a graph is being built (tensor values are not known: value checks wait for run time)."""
+    from ember.ops import dispatch
+
+    return bool(dispatch.SYMBOLIC.active)
+
+
 def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator).numpy_rng
 
@@ -117,6 +124,33 @@ def _to(array: np.ndarray, dtype: dtypes.dtype, device: Any) -> Any:
 
 def _float_dtype(dtype: dtypes.dtype) -> Any:
     return dtype.np if dtype in (dtypes.float32, dtypes.float64) else np.float32
+
+
+def check_args(op: str, **params: Any) -> None:
+    """Refuse distribution parameters PyTorch refuses, naming the op, the value and the fix."""
+    import math
+
+    def number(value: Any) -> float:
+        return float(value.item()) if hasattr(value, "item") and getattr(value, "ndim", 0) == 0 else float(value)
+
+    if "low" in params or "high" in params:
+        low, high = number(params.get("low", 0.0)), number(params.get("high", 1.0))
+        if not low <= high:
+            raise RuntimeError(f"{op}: expects a [from, to) range, but found from={low:g} > to={high:g}; swap the bounds")
+        if high - low > 1.7976931348623157e308:
+            raise RuntimeError(f"{op}: to - from must be finite, got from={low:g}, to={high:g}")
+    if "std" in params:
+        std = number(params["std"])
+        if not std >= 0.0:
+            raise RuntimeError(f"{op}: expects std >= 0.0, but found std {std:g}; use abs(std) or a positive value")
+    if "p" in params and params["p"] is not None and not hasattr(params["p"], "shape"):
+        p = number(params["p"])
+        if not 0.0 <= p <= 1.0:
+            raise RuntimeError(f"{op}: expects p to be in [0, 1], but got p={p:g}")
+    if "lambd" in params:
+        lambd = number(params["lambd"])
+        if not lambd > 0.0 or math.isinf(lambd):
+            raise RuntimeError(f"{op}: expects lambda > 0.0, but found lambda={lambd:g}")
 
 
 def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,

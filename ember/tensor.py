@@ -303,9 +303,15 @@ class Tensor:
         return np.asarray(self.__array__()).tolist()
 
     def __float__(self) -> float:
+        if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
+            raise ValueError(f"only one element tensors can be converted to Python scalars (float() of a tensor of "
+                             f"shape {tuple(self.shape)})")
         return float(self.item())
 
     def __int__(self) -> int:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars (int() of a tensor of "
+                             f"shape {tuple(self.shape)})")
         return int(self.item())
 
     def __index__(self) -> int:

@@ -272,7 +272,7 @@ SPECS += [
            domain="away0"),
     OpSpec("clamp_max", ("clamp",), lambda x: x.clamp(max=-0.1), lambda a: np.minimum(a, -0.1), UNARY_SHAPES,
            domain="away0"),
-    OpSpec("clamp_tensor", ("maximum", "minimum"), lambda x, lo: ember.clamp(x, lo, lo + 1.0),
+    OpSpec("clamp_tensor", ("where",), lambda x, lo: ember.clamp(x, lo, lo + 1.0),
            lambda a, lo: np.minimum(np.maximum(a, lo), lo + 1.0), [((2, 3), (3,))], domain="distinct"),
     OpSpec("to_float32", ("to_dtype",), _cast(ember.float32), lambda a: a.astype(np.float32), UNARY_SHAPES,
            eps=1e-2, atol=1e-4, int_dtypes=INTB, int_out="float32", float_out="float32"),
@@ -611,7 +611,7 @@ SPECS += [
     # elementwise composites
     OpSpec("square", ("mul",), ember.square, np.square, UNARY_SHAPES, int_dtypes=INT, int_out="same"),
     OpSpec("frac", ("trunc", "sub"), ember.frac, lambda a: a - np.trunc(a), UNARY_SHAPES, domain="away0"),
-    OpSpec("hypot", (), ember.hypot, np.hypot, BINARY_SHAPES, domain="nonzero"),
+    OpSpec("hypot", ("hypot",), ember.hypot, np.hypot, BINARY_SHAPES, domain="nonzero"),
     OpSpec("logaddexp", (), ember.logaddexp, np.logaddexp, BINARY_SHAPES),
     OpSpec("logaddexp2", (), ember.logaddexp2, np.logaddexp2, BINARY_SHAPES[:3]),
     OpSpec("xlogy", (), ember.xlogy, _xlogy_ref, BINARY_SHAPES, domain=("real", "positive")),

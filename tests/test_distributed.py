@@ -12,7 +12,7 @@ import pytest
 
 import ember
 import ember.distributed as dist
-from ember.distributed.run import build_command
+from ember.distributed.run import BOOTSTRAP, build_command
 
 from mpi_support import WORKERS, needs_mpi, run_on_ranks  # noqa: E402
 
@@ -53,9 +53,9 @@ def test_launcher_runs_a_script_on_two_ranks(tmp_path):
 
 def test_launcher_command_line():
     assert build_command(["-n", "4", "train.py", "--lr", "0.1"], mpiexec="mpiexec", python="py") == \
-        ["mpiexec", "-n", "4", "py", "-u", "train.py", "--lr", "0.1"]
+        ["mpiexec", "-n", "4", "py", "-u", BOOTSTRAP, "train.py", "--lr", "0.1"]
     assert build_command(["--nproc-per-node", "2", "--hosts", "a,b", "-m", "pkg.train"], mpiexec="m", python="py") \
-        == ["m", "-hosts", "a,b", "-ppn", "2", "-n", "4", "py", "-u", "-m", "pkg.train"]
+        == ["m", "-hosts", "a,b", "-ppn", "2", "-n", "4", "py", "-u", BOOTSTRAP, "-m", "pkg.train"]
 
 
 def test_calls_before_init_explain_what_to_do():

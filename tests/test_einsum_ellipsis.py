@@ -105,9 +105,13 @@ def test_operand_list_and_sublist_forms() -> None:
                                torch.einsum(ta, [Ellipsis, 0, 1], tb, [1, 2]).numpy(), rtol=1e-12)
 
 
-def test_mixed_dtypes_promote_like_torch() -> None:
+def test_mixed_dtypes_like_torch() -> None:
+    # torch 2.13 refuses mixed dtypes where einsum contracts ("expected scalar type Float but found
+    # Double") and promotes a pure elementwise product.
     a, b = _arrays([(2, 3), (3,)])
-    out = ember.einsum("...j,j", ember.tensor(a, dtype=ember.float32), ember.tensor(b))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        ember.einsum("...j,j", ember.tensor(a, dtype=ember.float32), ember.tensor(b))
+    out = ember.einsum("i,i->i", ember.tensor(b, dtype=ember.float32), ember.tensor(b))
     assert out.dtype == ember.float64
     assert ember.einsum("...ij->...", ember.ones(2, 3, dtype=ember.int64)).dtype == ember.int64
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                                         set_detect_anomaly)
 from ember.autograd.engine import run_backward
 from ember.autograd.function import Function, FunctionCtx
 from ember.autograd.gradcheck import gradcheck, gradgradcheck
@@ -18,7 +20,8 @@ from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enable
 from ember.autograd.tape import GradientTape
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
-           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode"]
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
 
 def _as_list(value: Any) -> list:

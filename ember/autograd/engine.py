@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode, grad_mode
 
 
 def _edge_of(tensor: Any) -> tuple:
@@ -123,6 +123,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     ready = [n for n in {id(e[0]): e[0] for e in root_edges}.values() if dependencies.get(id(n), 0) == 0]
 
     accumulate = accumulate_into_grad and capture is None
+    anomaly = anomaly_mode.STATE.enabled
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
@@ -152,7 +153,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             if empty:
                 input_grads = (None,) * len(edges)
             else:
-                input_grads = node.apply(grads)
+                input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
                 if not retain_graph:
                     node.release()
                 if len(input_grads) != len(edges):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd.node import _FREED_MESSAGE, Node, SavedTensor
 
 
@@ -75,14 +75,40 @@ class FunctionCtx(Node):
         result = self.fn_class.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
-        # PyTorch lets backward return extra trailing Nones, or fewer values for non-tensor inputs.
+        # As PyTorch: one gradient per forward input (None for non-tensors); extra trailing Nones are
+        # allowed, anything else is an error rather than gradients silently given to the wrong inputs.
         expected = len(self.next_edges)
-        result = tuple(result[:expected]) + (None,) * max(0, expected - len(result))
+        if len(result) < expected or any(r is not None for r in result[expected:]):
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients (expected {expected}, got "
+                f"{len(result)}): {self.fn_class.__name__}.backward must return one gradient per argument of "
+                "forward, None for arguments that are not tensors or need no gradient")
+        result = tuple(result[:expected])
+        shapes = self.__dict__.get("input_shapes")
+        if shapes:
+            result = tuple(_checked_grad(self, i, r, shapes[i]) for i, r in enumerate(result))
         return tuple(r if need else None for r, need in zip(result, self.needs_input_grad))
 
     def release(self) -> None:
         self._saved = None
         self.freed = True
+
+
+def _checked_grad(ctx: FunctionCtx, index: int, grad: Any, shape: tuple | None) -> Any:
+    """A custom backward's gradient must match its input's shape or reduce to it (as PyTorch's
+    ``validate_outputs``: a broadcast gradient is summed back to the input's shape)."""
+    if grad is None or shape is None or not hasattr(grad, "shape") or tuple(grad.shape) == shape:
+        return grad
+    from ember.ops.elementwise import _broadcast_shapes, sum_to
+
+    try:
+        expandable = _broadcast_shapes(shape, tuple(grad.shape)) == tuple(grad.shape)
+    except RuntimeError:
+        expandable = False
+    if not expandable:
+        raise RuntimeError(f"function {ctx.name()} returned an invalid gradient at index {index} - got "
+                           f"{list(grad.shape)} but expected shape compatible with {list(shape)}")
+    return sum_to(grad, shape)
 
 
 class Function:
@@ -114,6 +140,9 @@ class Function:
                 for t, need in zip(tensors_in, ctx.needs_input_grad)
             )
             ctx.num_outputs = len(outs)
+            if anomaly_mode.STATE.enabled:
+                anomaly_mode.record(ctx)
+            ctx.input_shapes = tuple(tuple(t.shape) if t is not None else None for t in tensors_in)
             ctx.output_meta = [(tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else None for o in outs]
             wrapped = []
             input_ids = {id(t) for t in tensors_in if t is not None}

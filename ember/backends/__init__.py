@@ -69,9 +69,22 @@ def get_backend(device_type: str) -> Backend:
             raise RuntimeError(f"unknown device type {device_type!r}; expected one of {sorted(_LOADERS)}")
         import importlib
 
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            if device_type == "cuda":
+                raise RuntimeError(_NO_CUDA.format(reason=f"the CUDA backend could not be loaded: {error}")) from None
+            raise
         backend = _BACKENDS[device_type]
+    if device_type == "cuda" and not backend.is_available():
+        raise RuntimeError(_NO_CUDA.format(reason="the CUDA backend found no GPU"))
     return backend
+
+
+# PyTorch says "Torch not compiled with CUDA enabled"; ember says what is missing and how to get it.
+_NO_CUDA = ("no CUDA device is available to ember ({reason}): ember runs on the CPU here. The GPU backend needs an "
+            "NVIDIA GPU with its driver and CuPy (pip install 'ember[gpu]'); until then use device='cpu', or pick "
+            "the device with `ember.device('cuda' if ember.cuda.is_available() else 'cpu')`")
 
 
 def special_function(xp: Any, name: str) -> Callable:

@@ -201,7 +201,8 @@ class ProcessIter:
         self._owner: dict = {}  # batch index -> worker asked for it
         self._results: dict = {}
         self._sent = 0
-        self._next = 0
+        self._next = 0  # the next batch index to yield (in order)
+        self._consumed = 0  # batches yielded or skipped
         self._exhausted = False
         self._done = False
         for _ in range(pool.num_workers * loader.prefetch_factor):
@@ -240,15 +241,16 @@ class ProcessIter:
 
     def __next__(self) -> Any:
         while True:
-            if self._done or (self._next >= self._sent and (self._exhausted or not self._active)):
+            if self._done or (self._consumed >= self._sent and (self._exhausted or not self._active)):
                 self._finish()
                 raise StopIteration
-            if self._next not in self._results:
+            key = self._ready_key()
+            if key is None:
                 self._collect()
                 continue
-            status, payload = self._results.pop(self._next)
-            self._owner.pop(self._next, None)
-            self._next += 1
+            status, payload = self._results.pop(key)
+            self._owner.pop(key, None)
+            self._consumed += 1
             if status == "end":
                 continue  # that worker's stream ran out before this batch: torch skips it too
             if status == "error":
@@ -257,6 +259,15 @@ class ProcessIter:
                 payload.reraise()
             self._send_next()
             return self._loader._finish(payload)
+
+    def _ready_key(self) -> int | None:
+        """The batch to yield now: the next in order, or (in_order=False) any that has arrived."""
+        if self._loader.in_order:
+            if self._next in self._results:
+                self._next += 1
+                return self._next - 1
+            return None
+        return min(self._results) if self._results else None
 
     def _collect(self) -> None:
         messages = self._pool.receive(self._timeout)

@@ -6,8 +6,8 @@ wheel that ``pip install 'ember[dist]'`` brings, or any MPI on PATH). Several ma
 
 Example:
     >>> from ember.distributed.run import build_command
-    >>> build_command(["-n", "2", "train.py", "--lr", "0.1"], mpiexec="mpiexec", python="python")
-    ['mpiexec', '-n', '2', 'python', '-u', 'train.py', '--lr', '0.1']
+    >>> build_command(["-n", "2", "train.py", "--lr", "0.1"], mpiexec="mpiexec", python="python")[:5]
+    ['mpiexec', '-n', '2', 'python', '-u']
 """
 from __future__ import annotations
 
@@ -21,7 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from ember.distributed.watchdog import ERROR_DIR_ENV
+from ember.distributed import bootstrap
+from ember.distributed.bootstrap import ERROR_DIR_ENV
+
+BOOTSTRAP = str(Path(bootstrap.__file__).resolve())  # runs each rank's script; started by path (see its docstring)
+GRACE_S = 3.0  # after a rank records a failure, how long the job may take to end by itself before it is ended
 
 
 def find_mpiexec() -> str:
@@ -59,7 +63,7 @@ def build_command(argv: list[str], mpiexec: str | None = None, python: str | Non
         cmd += ["-hosts", ",".join(hosts), "-ppn", str(opts.nproc), "-n", str(opts.nproc * len(hosts))]
     else:
         cmd += ["-n", str(opts.nproc)]
-    cmd += [python or sys.executable, "-u"]
+    cmd += [python or sys.executable, "-u", BOOTSTRAP]
     cmd += (["-m", opts.target] if opts.module else [opts.target]) + list(opts.args)
     return cmd
 
@@ -68,10 +72,38 @@ def main(argv: list[str] | None = None) -> int:
     """Run the job; when it fails, print which rank failed first and its traceback (as torchrun does)."""
     cmd = build_command(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory(prefix="ember-errors-") as folder:
-        code = subprocess.call(cmd, env=dict(os.environ, **{ERROR_DIR_ENV: folder}))
+        job = subprocess.Popen(cmd, env=dict(os.environ, **{ERROR_DIR_ENV: folder}))
+        try:
+            code = _watch(job, folder)
+        except KeyboardInterrupt:  # mpiexec got the Ctrl-C too and stops the ranks
+            code = job.wait()
         if code != 0:
             sys.stderr.write(failure_summary(folder, code))
     return code
+
+
+def _watch(job: subprocess.Popen, folder: str) -> int:
+    """Wait for the job; if a rank recorded a failure and the job is still running ``GRACE_S`` later (the
+    rank failed before MPI could abort the job, e.g. before init_process_group, or called sys.exit(1)),
+    end it: mpiexec passes the signal to every rank."""
+    failed_at = None
+    while True:
+        try:
+            return job.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        if failed_at is None and any(Path(folder).glob("rank-*.json")):
+            failed_at = time.monotonic()
+        if failed_at is not None and time.monotonic() - failed_at > GRACE_S:
+            sys.stderr.write(f"ember.distributed.run: a rank failed {GRACE_S:.0f} s ago and the job is still "
+                             "running; ending every rank\n")
+            job.terminate()
+            try:
+                code = job.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                job.kill()
+                code = job.wait()
+            return code or 1
 
 
 def failure_summary(folder: str, code: int) -> str:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import socket
 import sys
 import time
 import traceback
@@ -38,8 +37,9 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Callable
 
+from ember.distributed.bootstrap import ERROR_DIR_ENV, launcher_rank, record_failure  # noqa: F401
+
 DEFAULT_TIMEOUT = timedelta(minutes=30)  # torch.distributed's default_pg_timeout (gloo / MPI)
-ERROR_DIR_ENV = "EMBER_ERROR_DIR"  # set by the launcher: where a failing rank records its traceback
 
 _LEAVE, _QUERY, _STATE = 7001, 7002, 7003  # control-message tags
 _SPIN_S = 0.002  # poll without sleeping this long first: most waits end here, at MPI's own latency
@@ -94,6 +94,7 @@ class _State:
     waiting: list = field(default_factory=list)  # the Pending this rank waits on now (a stack)
     exiting: bool = False
     aborting: bool = False
+    pid: int = 0  # the rank's process: a forked child (a DataLoader worker) must never act for it
     group_counter: int = 0
 
 
@@ -118,6 +119,7 @@ def setup(MPI: Any, timeout: timedelta) -> None:
         return
     world = MPI.COMM_WORLD
     s.rank, s.size = world.Get_rank(), world.Get_size()
+    s.pid = os.getpid()
     comm, request = world.Idup()
     wait_requests(MPI, [request], Pending("init_process_group", _WorldOnly(s.size, timeout), seq=1))
     s.control = comm
@@ -148,6 +150,9 @@ def _install_excepthook(MPI: Any) -> None:
 
     def hook(kind: Any, value: Any, tb: Any) -> None:
         s = _STATE_
+        if os.getpid() != s.pid:  # a forked child of the rank: not a rank itself
+            previous(kind, value, tb)
+            return
         sys.stderr.write(f"[rank {s.rank}] ember.distributed: uncaught {kind.__name__} on rank {s.rank} "
                          f"(pid {os.getpid()}); aborting the job so that the other {s.size - 1} rank(s) do not "
                          "wait forever:\n")
@@ -185,20 +190,8 @@ def _unlink_mpi_segments() -> None:
 
 def _record_error(kind: Any, value: Any, tb: Any) -> None:
     """Write this rank's failure where the launcher reads it (like torchrun's error files)."""
-    folder = os.environ.get(ERROR_DIR_ENV)
-    if not folder or not os.path.isdir(folder):
-        return
-    record = {"rank": _STATE_.rank, "pid": os.getpid(), "host": socket.gethostname(), "time": time.time(),
-              "exception": f"{kind.__name__}: {value}",
-              "traceback": "".join(traceback.format_exception(kind, value, tb))}
-    path = os.path.join(folder, f"rank-{_STATE_.rank}.json")
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(temporary, "w") as f:
-            json.dump(record, f)
-        os.replace(temporary, path)
-    except OSError:  # the record is a courtesy; the traceback is already on stderr
-        pass
+    rank = _STATE_.rank if _STATE_.control is not None else launcher_rank()
+    record_failure(rank, f"{kind.__name__}: {value}", "".join(traceback.format_exception(kind, value, tb)))
 
 
 # ---- bookkeeping (called when an operation starts) ----------------------------------------------------
@@ -388,7 +381,7 @@ def _report_timeout(poll: Callable[[], bool], pending: Pending, waited: float) -
 def _leave(MPI: Any) -> None:
     """At exit: tell every rank this one is done, then wait until all are (so MPI can finalize together)."""
     s = _STATE_
-    if s.control is None or s.size < 2 or MPI.Is_finalized():
+    if s.control is None or s.size < 2 or os.getpid() != s.pid or MPI.Is_finalized():
         return
     if s.aborting:
         return

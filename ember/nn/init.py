@@ -89,12 +89,18 @@ def _sample_dtype(tensor: Tensor) -> Any:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
+    from ember.random import check_args
+
+    check_args("uniform_", low=a, high=b)
     values = _rng(generator).random(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * (b - a) + a
     return _write(tensor, values, "uniform_")
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2)."""
+    from ember.random import check_args
+
+    check_args("normal_", std=std)
     values = _rng(generator).standard_normal(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * std + mean
     return _write(tensor, values, "normal_")
 

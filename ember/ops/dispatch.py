@@ -11,6 +11,7 @@ from weakref import ref as _weakref
 
 from ember import dtypes
 from ember.autograd import grad_mode
+from ember.autograd import anomaly_mode as _anomaly
 from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
@@ -81,6 +82,8 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     edges = tuple(edges)
     meta = tuple(meta)
     node = OpNode(op, attrs, edges, meta)
+    if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
+        _anomaly.record(node)
     save = op.save
     if save == "inputs" or save == "both":
         node.saved = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.ops import dispatch
@@ -86,8 +88,18 @@ SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[
 COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), onnx="Cos",
              float_only=True)
 TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), save="output", onnx="Tanh", float_only=True)
-SIGMOID = _unary("sigmoid", lambda xp, x: (xp.tanh(x * 0.5) + 1) * 0.5,
-                 lambda ctx, g: (g * ctx.out * (1 - ctx.out),), save="output",
+
+
+def _sigmoid_impl(xp: Any, x: Any) -> Any:
+    # PyTorch's formula: 1 / (1 + exp(-x)) keeps the tail (sigmoid(-20) = 2.06e-9 in float32) that
+    # (tanh(x / 2) + 1) / 2 rounds to 0. Below -88 (float32) exp(-x) overflows to inf and the result is the
+    # limit 0: not worth a warning. (A where() on the sign would be exact there too, but a where() over
+    # random signs is ~10x slower than the whole formula in NumPy.)
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-x))
+
+
+SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * ctx.out * (1 - ctx.out),), save="output",
                  onnx="Sigmoid", float_only=True)
 RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
               lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
@@ -114,7 +126,8 @@ ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, onnx="IsNaN", different
 ISNAN.shape_rule = elementwise_rule("bool")
 ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, onnx="IsInf", differentiable=False)
 ISINF.shape_rule = elementwise_rule("bool")
-BITWISE_NOT = _unary("bitwise_not", lambda xp, x: xp.invert(x), None, onnx=to_onnx.bitwise("Not", "BitwiseNot"),
+BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", x) or xp.invert(x), None,
+                     onnx=to_onnx.bitwise("Not", "BitwiseNot"),
                      differentiable=False)
 
 
@@ -139,7 +152,8 @@ def _div_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     sa, sb = ctx.input_meta
     ga = sum_to(g / b, sa) if ctx.needs[0] else None
-    gb = sum_to(-g * a / (b * b), sb) if ctx.needs[1] else None
+    # (a / b) / b, not a / (b * b): b * b underflows (denormal b) or overflows (1e30 in float32), as PyTorch.
+    gb = sum_to(-g * (a / b / b), sb) if ctx.needs[1] else None
     return ga, gb
 
 
@@ -149,13 +163,19 @@ def _pow_vjp(ctx: Any, g: Any) -> tuple:
     ga = gb = None
     if ctx.needs[0]:
         if isinstance(b, (int, float)):
-            ga = g * b * a ** (b - 1) if b != 2 else g * 2 * a
+            # x ** 0 is constant: its gradient is 0 everywhere, also at x = 0 (0 * 0 ** -1 would be NaN).
+            ga = (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
         else:
-            ga = g * b * a ** (b - 1)
+            ga = where(b == 0, 0.0, g * b * a ** (b - 1))
         ga = sum_to(ga, sa)
     if ctx.needs[1]:
         # d(a^b)/db = a^b log a; define it as 0 where a == 0 (PyTorch's convention).
-        gb = sum_to(where(a == 0, 0.0, g * a ** b * log(where(a == 0, 1.0, a))), sb)
+        if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
+            gb = sum_to(g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan), sb)
+        else:
+            # 0 where a == 0 and b >= 0 (PyTorch's convention); 0 ** negative is inf, with log 0 = -inf.
+            masked = logical_and(a == 0, b >= 0)
+            gb = sum_to(where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a))), sb)
     return ga, gb
 
 
@@ -186,10 +206,37 @@ MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lamb
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
                   onnx="Min")
-FLOOR_DIVIDE = _binary("floor_divide", lambda xp, x, y: xp.floor_divide(x, y), None, onnx=to_onnx.floor_divide)
-REMAINDER = _binary("remainder", lambda xp, x, y: xp.remainder(x, y),
+
+
+def _integer_divisor_check(op: str, xp: Any, x: Any, y: Any) -> None:
+    """Integer division by zero raises, as in PyTorch (NumPy would return 0 and warn). Checked in the impl,
+    where the values are, so a compiled graph refuses it too; float division keeps its inf/NaN."""
+    if getattr(x, "dtype", None) is None or getattr(y, "dtype", None) is None:
+        kinds = {getattr(v, "dtype", None).kind if hasattr(v, "dtype") else ("f" if isinstance(v, float) else "i")
+                 for v in (x, y)}
+    else:
+        kinds = {x.dtype.kind, y.dtype.kind}
+    if not kinds & {"f", "c"} and bool(xp.any(y == 0)):
+        raise RuntimeError(f"{op}: ZeroDivisionError: integer division by zero (the divisor has a 0); divide "
+                           "floats instead (x.float()) or replace the zeros first (torch.where(y == 0, 1, y))")
+
+
+def _checked_int_division(op: str, fn: str) -> Any:
+    def impl(xp: Any, x: Any, y: Any) -> Any:
+        _integer_divisor_check(op, xp, x, y)
+        return getattr(xp, fn)(x, y)
+
+    return impl
+
+
+FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
+                       onnx=to_onnx.floor_divide)
+REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
                     lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
-                                    sum_to(-g * floor(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
+                                    # floor_divide, not floor(a / b): a / b rounds to -0 for
+                                    # a = 1e-40, b = -1e30, whose floor quotient is -1 (PyTorch's)
+                                    sum_to(-g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach()),
+                                           ctx.input_meta[1])
                                     if ctx.needs[1] else None),
                     onnx=to_onnx.remainder)
 
@@ -199,7 +246,7 @@ def _trunc(q: Any) -> Any:
 
 
 # C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
-FMOD = _binary("fmod", lambda xp, x, y: xp.fmod(x, y),
+FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
                lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                if ctx.needs[1] else None),
@@ -215,9 +262,18 @@ for _name, _fn, _sym, _onnx in [
 for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
     _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, onnx=_onnx,
             out_dtype="bool")
+
+
+def _bitwise_check(op: str, *values: Any) -> None:
+    for v in values:
+        if getattr(getattr(v, "dtype", None), "kind", "i") in "fc" or isinstance(v, float):
+            raise RuntimeError(f"{op}: not implemented for floating-point tensors (got {v.dtype if hasattr(v, 'dtype') else 'float'}); "
+                               "bitwise ops take integer or bool tensors")
+
+
 for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
                                  ("bitwise_xor", "Xor", "BitwiseXor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None,
+    _binary(_name, (lambda f: lambda xp, x, y: _bitwise_check(f, x, y) or getattr(xp, f)(x, y))(_name), None,
             onnx=to_onnx.bitwise(_bool_op, _int_op))
 
 
@@ -438,6 +494,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode == "floor":
         return dispatch.binary(FLOOR_DIVIDE, input, other)
     if rounding_mode == "trunc":
+        a, b = _t(input), _t(other)
+        if not a.dtype.is_floating_point and not b.dtype.is_floating_point and bool((b == 0).any()):
+            raise RuntimeError("div(rounding_mode='trunc'): ZeroDivisionError: integer division by zero (the "
+                               "divisor has a 0); divide floats instead (x.float()) or replace the zeros first")
         q = dispatch.binary(DIV, input, other)
         return where(q < 0, ceil(q), floor(q)).to(q.dtype if not _t(input).dtype.category == 1 else _t(input).dtype)
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
@@ -533,6 +593,13 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         return condition.nonzero(as_tuple=True)
     cond = _t(condition)
     if cond.dtype is not dtypes.bool_:
+        if cond.dtype is not dtypes.uint8:
+            raise RuntimeError(f"where: expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{cond.dtype}; pass a comparison (x > 0) or condition.bool()")
+        import warnings
+
+        warnings.warn("where received a uint8 condition tensor; this is deprecated (as in PyTorch): use a boolean "
+                      "condition instead", UserWarning, stacklevel=2)
         cond = dispatch.cast(cond, dtypes.bool_)
     x_is_t = isinstance(input, dispatch.Tensor)
     y_is_t = isinstance(other, dispatch.Tensor)
@@ -554,11 +621,15 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
+        # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
+        # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.
         out = input
         if min is not None:
-            out = maximum(out, min)
+            out = where(isnan(min), min, where(out < min, min, out)) if isinstance(min, dispatch.Tensor) \
+                else maximum(out, min)
         if max is not None:
-            out = minimum(out, max)
+            out = where(isnan(max), max, where(out > max, max, out)) if isinstance(max, dispatch.Tensor) \
+                else minimum(out, max)
         return out
     if input.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
         input = dispatch.cast(input, dtypes.get_default_dtype())

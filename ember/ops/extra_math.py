@@ -52,7 +52,8 @@ ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
                float_only=True)
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
                onnx="Atanh", float_only=True)
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1),), save="output", float_only=True, onnx=to_onnx.expm1)
+# The gradient is exp(x), not expm1(x) + 1, which rounds to 0 below x = -17 in float32 (elu's tail).
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True, onnx=to_onnx.expm1)
 LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True, onnx=to_onnx.log_base(2))
 LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True, onnx=to_onnx.log_base(10))
 EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True, onnx=to_onnx.exp2)
@@ -97,10 +98,31 @@ ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx
 def _atan2_vjp(ctx: Any, g: Any) -> tuple:
     y, x = ctx.inputs
     sy, sx = ctx.input_meta
+    # PyTorch's convention: where x^2 + y^2 is 0 (the origin, or both tiny enough to underflow) the
+    # gradient is 0, not 0 * inf = NaN.
     denom = x * x + y * y
-    gy = sum_to(g * x / denom, sy) if ctx.needs[0] else None
-    gx = sum_to(-g * y / denom, sx) if ctx.needs[1] else None
+    recip = ew.where(denom == 0, 0.0, 1.0 / ew.where(denom == 0, 1.0, denom))
+    gy = sum_to(g * x * recip, sy) if ctx.needs[0] else None
+    gx = sum_to(-g * y * recip, sx) if ctx.needs[1] else None
     return gy, gx
+
+
+def _hypot_vjp(ctx: Any, g: Any) -> tuple:
+    a, b = ctx.inputs
+    sa, sb = ctx.input_meta
+    out = ctx.out
+    safe = ew.where(out == 0, 1.0, out)  # hypot(0, 0): gradient 0 (PyTorch's), not 0 / 0
+    ga = sum_to(ew.where(out == 0, 0.0, g * a / safe), sa) if ctx.needs[0] else None
+    gb = sum_to(ew.where(out == 0, 0.0, g * b / safe), sb) if ctx.needs[1] else None
+    return ga, gb
+
+
+# A primitive because sqrt(a^2 + b^2) overflows for |a| > 1.8e19 in float32 (hypot(0, 1e30) = inf);
+# the namespace's hypot scales as C's does.
+HYPOT = register(OpDef(
+    name="hypot", category="binary", impl=lambda xp, a, b: xp.hypot(a, b), vjp=_hypot_vjp, save="both",
+    shape_rule=elementwise_rule(), float_only=True, ufunc='hypot',
+))
 
 
 ATAN2 = register(OpDef(
@@ -275,7 +297,8 @@ def frac(input: Any) -> Any:
 def logit(input: Any, eps: float | None = None) -> Any:
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
     p = input if eps is None else ew.clamp(input, eps, 1 - eps)
-    return ew.log(p / (1 - p))
+    # log p - log1p(-p): the gradient 1/p + 1/(1 - p) is inf at 0 and 1 (PyTorch's), not 0 * inf = NaN.
+    return ew.log(p) - ew.log1p(-p)
 
 
 def deg2rad(input: Any) -> Any:
@@ -342,7 +365,7 @@ arctan2 = atan2
 def hypot(input: Any, other: Any) -> Any:
     """sqrt(input**2 + other**2)."""
     a, b = _tensors(input, other, "hypot")
-    return ew.sqrt(a * a + b * b)
+    return dispatch.apply(HYPOT, (a, b))
 
 
 def logaddexp(input: Any, other: Any) -> Any:

@@ -47,6 +47,12 @@ MATMUL = register(OpDef(
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
     if input.dtype is not other.dtype:
+        from ember.amp.state import STATE as _autocast
+
+        if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
+            raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
+                               f"(shape {tuple(input.shape)}) and {other.dtype} (shape {tuple(other.shape)}); "
+                               f"convert one with .to({other.dtype}) or .to({input.dtype})")
         target = dtypes.promote_types(input.dtype, other.dtype)
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
     if input.ndim == 0 or other.ndim == 0:
@@ -265,6 +271,18 @@ def _sublist_equation(args: tuple) -> tuple[str, tuple]:
     return ",".join(letters(s) for s in subs), tuple(operands)
 
 
+def _contracts(equation: Any) -> bool:
+    """Whether an einsum equation sums over some label (a contraction), as far as the string tells."""
+    if not isinstance(equation, str):
+        return True
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    labels = set(lhs.replace(",", "").replace(".", ""))
+    if not _:  # implicit output: the labels that appear once
+        counts = {c: lhs.count(c) for c in labels}
+        return any(n > 1 for n in counts.values())
+    return bool(labels - set(rhs))
+
+
 def einsum(*args: Any) -> Any:
     """PyTorch's einsum: ``einsum("...ij,...jk", a, b)``, ``einsum(eq, [a, b])`` or the sublist form
     ``einsum(a, [0, 1], b, [1, 2])``. ``'...'`` broadcasts like NumPy; implicit mode (no ``->``)
@@ -288,6 +306,14 @@ def einsum(*args: Any) -> Any:
         if not isinstance(o, dispatch.Tensor):
             raise TypeError(f"einsum(): operand {k} is a {type(o).__name__}, expected a Tensor")
     target = operands[0].dtype
+    from ember.amp.state import STATE as _autocast
+
+    mixed = any(o.dtype is not operands[0].dtype for o in operands[1:])
+    if mixed and not _autocast.active and len(operands) > 1 and _contracts(equation):
+        # PyTorch refuses mixed dtypes where einsum contracts (its bmm path); a pure product promotes.
+        k = next(i for i, o in enumerate(operands) if o.dtype is not operands[0].dtype)
+        raise RuntimeError(f"einsum(): operands must have the same dtype, but operand 0 is {operands[0].dtype} "
+                           f"and operand {k} is {operands[k].dtype}; convert with .to(...)")
     for o in operands[1:]:
         target = dtypes.promote_types(target, o.dtype)
     operands = tuple(dispatch.cast(o, target) for o in operands)

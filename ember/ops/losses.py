@@ -14,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ember.ops import dispatch, elementwise as ew, reductions as red
-from ember.ops.nn_ops import log_softmax
+from ember.ops.elementwise import elementwise_rule, sum_to
+from ember.ops.nn_ops import log_softmax, logsigmoid
+from ember.ops.registry import OpDef, register
 from ember.amp.policy import autocast_policy
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -79,14 +81,18 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     diff = ew.abs(input - _as_float_target(target, input))
     if beta == 0:
         return _reduce(diff, reduction)
-    return _reduce(ew.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta), reduction)
+    # The quadratic side sees |d| clamped to beta, so an infinite difference (whose branch where() drops)
+    # cannot send inf * 0 = NaN into the gradient; PyTorch's gradient there is sign(d).
+    small = ew.clamp(diff, max=float(beta))
+    return _reduce(ew.where(diff < beta, small * small * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
 @autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
     diff = ew.abs(input - _as_float_target(target, input))
-    loss = ew.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    small = ew.clamp(diff, max=float(delta))  # as smooth_l1_loss: no inf * 0 from the dropped branch
+    loss = ew.where(diff < delta, small * small * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(loss * weight if weight is not None else loss, reduction)
 
 
@@ -158,7 +164,9 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     if weight is not None:
         w_view = weight.to(input.dtype).reshape((classes,) + (1,) * (input.ndim - 1 - class_dim))
     if target.dtype.is_floating_point:
-        _check_same_shape("cross_entropy", input, target)
+        if tuple(target.shape) != tuple(input.shape):  # PyTorch: RuntimeError here (ValueError for BCE)
+            raise RuntimeError(f"cross_entropy: class-probability target shape {tuple(target.shape)} must match the "
+                               f"input shape {tuple(input.shape)}; for class indices pass an integer target")
         probs = target.to(input.dtype)
         if label_smoothing > 0:
             probs = probs * (1.0 - label_smoothing) + label_smoothing / classes
@@ -168,7 +176,10 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
             return loss.sum() / max(input.numel() // classes, 1) if input.numel() else loss.sum() * float("nan")
         return _reduce(loss, reduction)
     _class_layout("cross_entropy", input, target)  # so a bad target names cross_entropy, not nll_loss
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    try:
+        nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    except IndexError as error:  # name the function the user called
+        raise IndexError(f"cross_entropy: {error}") from None
     if label_smoothing <= 0:
         return nll
     x, t, scalar = _class_layout("cross_entropy", logp, target)
@@ -188,6 +199,68 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
 
 
 # ---- binary ----------------------------------------------------------------------------------------------
+def _bce_impl(xp: Any, p: Any, t: Any) -> Any:
+    # Refused here, where the values are at hand (also when a compiled graph runs): NaN fails the test too.
+    if p.size and not bool(((p >= 0) & (p <= 1)).all()):
+        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities), "
+                           "got values outside [0, 1] or NaN; for logits use binary_cross_entropy_with_logits")
+    # PyTorch clamps each log at -100, so p = 0 or 1 gives a finite loss (and log1p(-p) keeps tiny p exact).
+    log_p = xp.maximum(xp.log(p), -100.0)
+    log_q = xp.maximum(xp.log1p(-p), -100.0)
+    return (t - 1) * log_q - t * log_p
+
+
+def _bce_vjp(ctx: Any, g: Any) -> tuple:
+    p, t = ctx.inputs
+    sp, st = ctx.input_meta
+    # PyTorch's gradient: (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and p = 1 like the loss.
+    gp = sum_to(g * (p - t) / ew.clamp((1.0 - p) * p, min=1e-12), sp) if ctx.needs[0] else None
+    gt = None
+    if ctx.needs[1]:  # PyTorch does not clamp the logs here: inf at p = 0 or 1
+        gt = sum_to(g * (ew.log1p(-p) - ew.log(p)), st)
+    return gp, gt
+
+
+def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
+    # PyTorch's formula: (1 - t) x + w log(1 + exp(-x)), w = (pos_weight - 1) t + 1, with
+    # log(1 + exp(-x)) = log1p(exp(-|x|)) + max(-x, 0) (never overflows).
+    softplus_neg = xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0)
+    if pos_weight:
+        return (1 - t) * x + ((pos_weight[0] - 1) * t + 1) * softplus_neg
+    return (1 - t) * x + softplus_neg
+
+
+def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
+    x, t = ctx.inputs[0], ctx.inputs[1]
+    shapes = ctx.input_meta
+    s = ew.sigmoid(x)
+    pw = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+    # PyTorch's gradient: sigmoid(x) - t (with pos_weight: (pw t + 1 - t) sigmoid(x) - pw t), formed
+    # directly so the tails keep their digits and a logit of 0 gives 0.5 - t.
+    if pw is None:
+        gx = g * (s - t) if ctx.needs[0] else None
+        gt = g * -x if ctx.needs[1] else None
+        return (sum_to(gx, shapes[0]) if gx is not None else None, sum_to(gt, shapes[1]) if gt is not None else None)
+    pwt = pw * t
+    softplus_neg = -logsigmoid(x)
+    gx = g * ((pwt + 1.0 - t) * s - pwt) if ctx.needs[0] else None
+    gt = g * ((pw - 1.0) * softplus_neg - x) if ctx.needs[1] else None
+    gpw = g * t * softplus_neg if ctx.needs[2] else None
+    return tuple(sum_to(v, shape) if v is not None else None for v, shape in zip((gx, gt, gpw), shapes))
+
+
+BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
+    name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
+    shape_rule=elementwise_rule(), float_only=True,
+))
+
+
+BINARY_CROSS_ENTROPY = register(OpDef(
+    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
+    float_only=True,
+))
+
+
 @autocast_policy("fp32")
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Any:
@@ -195,12 +268,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     reduction = _reduction("binary_cross_entropy", reduction, size_average, reduce)
     target = _as_float_target(target, input)
     _check_same_shape("binary_cross_entropy", input, target)
-    if input.numel() and (float(input.min()) < 0 or float(input.max()) > 1):
-        raise RuntimeError("binary_cross_entropy: all elements of input should be between 0 and 1 (probabilities); "
-                           "for logits use binary_cross_entropy_with_logits")
-    log_p = ew.clamp(ew.log(input), min=-100.0)
-    log_q = ew.clamp(ew.log(1.0 - input), min=-100.0)
-    loss = -(target * log_p + (1.0 - target) * log_q)
+    loss = dispatch.apply(BINARY_CROSS_ENTROPY, (input, target))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -213,13 +281,10 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     reduction = _reduction("binary_cross_entropy_with_logits", reduction, size_average, reduce)
     target = _as_float_target(target, input)
     _check_same_shape("binary_cross_entropy_with_logits", input, target)
-    # log(1 + exp(-x)) written so it never overflows: log1p(exp(-|x|)) + max(-x, 0).
-    softplus_neg = ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input)
-    if pos_weight is not None:
-        log_weight = (pos_weight - 1.0) * target + 1.0
-        loss = (1.0 - target) * input + log_weight * softplus_neg
-    else:
-        loss = (1.0 - target) * input + softplus_neg
+    # A primitive with PyTorch's gradient sigmoid(x) - t: a composite of abs and relu gave 1 - t at a logit
+    # of 0 (a zero-initialized classifier's first step was wrong) and lost the tails to cancellation.
+    args = (input, target) if pos_weight is None else (input, target, pos_weight.to(input.dtype))
+    loss = dispatch.apply(BINARY_CROSS_ENTROPY_WITH_LOGITS, args)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -259,15 +324,14 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
-    z = -target * input
-    return _reduce(ew.log1p(ew.exp(-ew.abs(z))) + ew.relu(z), reduction)
+    return _reduce(-logsigmoid(target * input), reduction)  # log(1 + exp(-y x)), PyTorch's gradient at 0
 
 
 @autocast_policy("fp32")
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
-    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.relu(margin - input), 0.0)
+    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.clamp(margin - input, min=0.0), 0.0)
     return _reduce(loss, reduction)
 
 
@@ -275,7 +339,8 @@ def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_aver
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                         reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("margin_ranking_loss", reduction, size_average, reduce)
-    return _reduce(ew.relu(-target * (input1 - input2) + margin), reduction)
+    # clamp(min=0), not relu: PyTorch's hinge passes the gradient at exactly 0.
+    return _reduce(ew.clamp(-target * (input1 - input2) + margin, min=0.0), reduction)
 
 
 @autocast_policy("fp32")
@@ -289,8 +354,9 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:
-        safe = ew.where(target > 0, target, 1.0)
-        loss = ew.where(target > 0, target * (ew.log(safe) - input), 0.0)
+        from ember.ops.extra_math import xlogy
+
+        loss = xlogy(target, target) - target * input  # PyTorch's formula: 0 * inf input is NaN there too
     return _reduce(loss, reduction)
 
 

@@ -313,12 +313,16 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
                            f"({index.ndim} vs {x.ndim})")
     slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
     if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
-        raise IndexError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
-                         f"{x.shape[dim]}")
+        raise RuntimeError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
+                           f"{x.shape[dim]}")
     return xp.take_along_axis(x[slices], index, axis=dim)
 
 
 def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
+    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):
+        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
+        raise RuntimeError(f"scatter_add/scatter: index {bad} is out of bounds for dimension {dim} with size "
+                           f"{x.shape[dim]} (input shape {tuple(x.shape)})")
     out = x.copy()
     grids = xp.meshgrid(*(xp.arange(s) for s in index.shape), indexing="ij", sparse=True)
     full = tuple(index if d == dim else grids[d] for d in range(index.ndim))

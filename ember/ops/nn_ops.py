@@ -63,7 +63,7 @@ GELU = register(OpDef(
 
 
 def _silu_impl(xp: Any, x: Any) -> Any:
-    return x * ((xp.tanh(x * 0.5) + 1.0) * 0.5)
+    return x * OPS["sigmoid"].impl(xp, x)  # the stable sigmoid: silu(-30) keeps its tail
 
 
 def _silu_vjp(ctx: Any, g: Any) -> tuple:
@@ -80,6 +80,33 @@ SILU = register(OpDef(
 
 # exp(x) - 1 without cancellation near 0 (elu/celu match PyTorch to the last digit).
 EXPM1 = extra_math.EXPM1
+
+
+# ---- logsigmoid / hardtanh primitives ---------------------------------------------------------------
+# Primitives (not composites) so that the gradient at the kinks is PyTorch's without a where() per
+# element (a where over random signs costs ~10x the whole formula in NumPy): logsigmoid's gradient is
+# sigmoid(-x) (0.5 at 0, no cancellation in the tails); hardtanh's is 1 strictly inside (min, max) and 0
+# at the corners (clamp passes the gradient at the corners, PyTorch's hardtanh does not).
+def _logsigmoid_impl(xp: Any, x: Any) -> Any:
+    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))  # exp of a non-positive number: no overflow
+
+
+LOGSIGMOID = register(OpDef(
+    name="logsigmoid", category="unary", impl=_logsigmoid_impl, vjp=lambda ctx, g: (g * ew.sigmoid(-ctx.inputs[0]),),
+    shape_rule=elementwise_rule(), float_only=True,
+))
+
+
+def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    inside = ew.logical_and(x > ctx.attrs["min_val"], x < ctx.attrs["max_val"])
+    return (ew.grad_mask(g, inside),)
+
+
+HARDTANH = register(OpDef(
+    name="hardtanh", category="unary", impl=lambda xp, x, min_val=-1.0, max_val=1.0: xp.clip(x, min_val, max_val),
+    vjp=_hardtanh_vjp, shape_rule=elementwise_rule(),
+))
 
 
 def _expm1(x: Any) -> Any:
@@ -193,7 +220,9 @@ def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) 
 
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
-        negative = _expm1(ew.minimum(t, 0.0))  # min() keeps exp from overflowing on the unused side
+        # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
+        # at 0, where PyTorch's slope is alpha (minimum would split it between its two equal arguments).
+        negative = _expm1(ew.clamp(t, max=0.0))
         return ew.where(t > 0, t, negative * alpha)
 
     return _maybe_inplace(input, compute, inplace, "elu_")
@@ -205,34 +234,42 @@ def selu(input: Any, inplace: bool = False) -> Any:
 
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
-    return ew.where(input > 0, input, _expm1(ew.minimum(input, 0.0) / alpha) * alpha)
+    return ew.where(input > 0, input, _expm1(ew.clamp(input, max=0.0) / alpha) * alpha)
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
     scaled = input * beta if beta != 1 else input
-    # log1p(exp(-|z|)) + max(z, 0) is exact and never overflows.
-    soft = (ew.log1p(ew.exp(-ew.abs(scaled))) + ew.relu(scaled))
+    # PyTorch's formula: log1p(exp(z)) up to the threshold, x above it. The clamp keeps exp finite on the
+    # unused side; the gradient is sigmoid(z) (0.5 at 0; a composite of abs and relu would give 0 there).
+    soft = ew.log1p(ew.exp(ew.clamp(scaled, max=float(threshold))))
     if beta != 1:
         soft = soft / beta
     return ew.where(scaled > threshold, input, soft)
 
 
 def logsigmoid(input: Any) -> Any:
-    """log(sigmoid(x)) = -softplus(-x), computed stably."""
-    return -(ew.log1p(ew.exp(-ew.abs(input))) + ew.relu(-input))
+    """log(sigmoid(x)) = -softplus(-x), computed stably; gradient sigmoid(-x) (0.5 at 0, as PyTorch)."""
+    _float_input(input, "logsigmoid")
+    return dispatch.unary(LOGSIGMOID, input)
+
+
+# hardtanh, relu6, hardsigmoid and hardswish share the hardtanh record: slope 0 at each corner (PyTorch's;
+# hardswish: 0 at -3, 1 at 3).
+def _hardtanh(t: Any, min_val: float, max_val: float) -> Any:
+    return dispatch.unary(HARDTANH, t, {"min_val": float(min_val), "max_val": float(max_val)})
 
 
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.clamp(t, min_val, max_val), inplace, "hardtanh_")
+    return _maybe_inplace(input, lambda t: _hardtanh(t, min_val, max_val), inplace, "hardtanh_")
 
 
 def hardsigmoid(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
+    return _maybe_inplace(input, lambda t: _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
 
 
 def hardswish(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: t * ew.clamp(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
+    return _maybe_inplace(input, lambda t: t * _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
 
 
 def mish(input: Any, inplace: bool = False) -> Any:
@@ -248,7 +285,8 @@ def tanhshrink(input: Any) -> Any:
 
 
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: ew.where(t > threshold, t, value), inplace, "threshold_")
+    # x <= threshold -> value, else x: NaN is not <= anything, so it passes through (as PyTorch).
+    return _maybe_inplace(input, lambda t: ew.where(t <= threshold, value, t), inplace, "threshold_")
 
 
 @autocast_policy("lower")
@@ -650,6 +688,12 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError(f"pad: padding length must be even and at most 2*ndim ({2 * input.ndim}), got {len(pad)} "
                            f"for input of shape {tuple(input.shape)}")
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        new_size = input.shape[dim] + pad[2 * i] + pad[2 * i + 1]
+        if new_size < 0:  # PyTorch refuses negative widths that crop more than the dim has
+            raise RuntimeError(f"pad: padding ({pad[2 * i]}, {pad[2 * i + 1]}) of dim {dim} of input "
+                               f"{tuple(input.shape)} gives a negative size {new_size}; crop less")
     if mode == "constant":
         return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
     if mode not in ("reflect", "replicate", "circular"):

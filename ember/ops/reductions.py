@@ -156,9 +156,9 @@ def _amax_vjp(ctx: Any, g: Any) -> tuple:
     return (hit * expand_reduced(g, shape, dims, keepdim) / count,)
 
 
-def _check_nonempty(xp: Any, x: Any, dims: Any, op: str) -> None:
+def _check_nonempty(xp: Any, x: Any, dims: Any, op: str, error: type = RuntimeError) -> None:
     if x.size == 0 and (dims is None or 0 in [x.shape[d] for d in dims]):
-        raise RuntimeError(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
+        raise error(f"{op}: cannot reduce over an empty dimension of a tensor of shape {tuple(x.shape)}; "
                            "the result has no identity. Give a dim with nonzero size.")
 
 
@@ -180,7 +180,7 @@ AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="
 
 def _arg_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
-        _check_nonempty(xp, x, None if dim is None else (dim,), fn)
+        _check_nonempty(xp, x, None if dim is None else (dim,), fn, IndexError)  # PyTorch's class here
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
             return out.reshape((1,) * x.ndim) if keepdim else out
@@ -242,7 +242,12 @@ ANY = register(OpDef(name="any", category="reduction", shape_rule=reduce_rule("b
 
 
 def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
-    out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.name == "bfloat16":
+        # 16-bit floats accumulate in float32 and round each output, as PyTorch: a float16 running sum
+        # stops growing once the step is below half an ulp (20,000 x 0.1 would end at 256, not 2000).
+        out = xp.cumsum(x.astype(xp.float32), axis=dim).astype(x.dtype)
+    else:
+        out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
     return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
 
 
@@ -357,6 +362,9 @@ def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = F
     """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
+                           "e.g. x.float().std()")
     dims = normalize_dims(dim, input.ndim, "var")
     count = 1
     for i, s in enumerate(input.shape):
@@ -366,10 +374,17 @@ def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = F
     return sum(centered * centered, dims, keepdim=keepdim) / builtin_max(count - correction, 0)
 
 
-def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    from ember.ops.elementwise import sqrt
+def _sqrt_zero_grad(s: Any) -> Any:
+    """sqrt(s) whose gradient is 0 where s == 0 (PyTorch's mask in the backward of norm and std), instead
+    of 2x / (2 sqrt(0)) = 0 / 0 = NaN: the gradient of a norm at the zero vector is 0."""
+    from ember.ops.elementwise import sqrt, where
 
-    return sqrt(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+    zero = s == 0
+    return where(zero, 0.0, sqrt(where(zero, 1.0, s)))
+
+
+def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+    return _sqrt_zero_grad(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
 
 
 def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
@@ -395,7 +410,7 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         input = input.to(dtype)
     dims = normalize_dims(dim, input.ndim, "norm")
     if p in ("fro", 2, 2.0):
-        return sqrt(sum(input * input, dims, keepdim=keepdim))
+        return _sqrt_zero_grad(sum(input * input, dims, keepdim=keepdim))
     if p in (float("inf"), "inf"):
         return amax(absolute(input), dims if dims is not None else (), keepdim=keepdim)
     if p in (float("-inf"),):
@@ -404,7 +419,17 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         return sum(absolute(input), dims, keepdim=keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
-    return sum(absolute(input) ** p, dims, keepdim=keepdim) ** (1.0 / p)
+    from ember.ops.elementwise import where
+
+    magnitude = absolute(input)
+    if p < 1:  # |x|^p has an infinite slope at 0: keep 0 * inf out of the gradient (PyTorch gives 0)
+        zero_x = magnitude == 0
+        powered = where(zero_x, 0.0, where(zero_x, 1.0, magnitude) ** p)
+    else:
+        powered = magnitude ** p
+    total = sum(powered, dims, keepdim=keepdim)
+    zero = total == 0  # the zero vector: gradient 0, as PyTorch
+    return where(zero, 0.0, where(zero, 1.0, total) ** (1.0 / p))
 
 
 import builtins as _builtins  # noqa: E402

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, INDEX_BACKWARD, PERMUTE, RESHAPE, TENSOR_SLOT, TRIL,
                                 TRIU, getitem, getitem_with, index_put, infer_shape)
@@ -189,6 +190,19 @@ def contiguous(input: Any) -> Any:
 
 def narrow(input: Any, dim: int, start: int, length: int) -> Any:
     d = input._dim(dim, "narrow")
+    size = input.shape[d]
+    if isinstance(start, dispatch.Tensor):
+        start = int(start.item())
+    if not -size <= start <= size:
+        raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, {size}], but got {start}) "
+                         f"for dim {d} of a tensor of shape {tuple(input.shape)}")
+    start = start % size if start < 0 else start
+    if length < 0:
+        raise RuntimeError(f"narrow: length must be non-negative, got {length}")
+    if start + length > size:
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size}) of dim {d} "
+                           f"of a tensor of shape {tuple(input.shape)}; the largest length from {start} is "
+                           f"{size - start}")
     index = (slice(None),) * d + (slice(start, start + length),)
     return getitem(input, index)
 
@@ -218,6 +232,8 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
 
 
 def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk: expects `chunks` to be greater than 0, got: {chunks}")
     size = input.shape[input._dim(dim, "chunk")]
     step = -(-size // chunks) if chunks > 0 else size
     return split(input, max(step, 1), dim)
@@ -281,8 +297,17 @@ def vstack(tensors: Sequence[Any]) -> Any:
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
-def flip(input: Any, dims: Any) -> Any:
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
+    """``flip(x, dims)`` or, as the method, ``x.flip(0, 1)``."""
+    if "dims" in kwargs:
+        dims = (kwargs.pop("dims"),)
+    if kwargs:
+        raise TypeError(f"flip: unexpected keyword arguments {sorted(kwargs)}")
+    dims = tuple(d for part in dims for d in ((part,) if isinstance(part, int) else tuple(part)))
+    normalized = [input._dim(d, "flip") for d in dims]
+    for d in normalized:
+        if normalized.count(d) > 1:
+            raise RuntimeError(f"flip: dim {d} appears multiple times in the list of dims {dims}")
     return dispatch.apply(FLIP, (input,), {"dims": tuple(input._dim(d, "flip") for d in dims)})
 
 
@@ -327,6 +352,12 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     d = input._dim(dim, "index_select")
     if index.ndim > 1:
         raise IndexError(f"index_select: index must be 0-D or 1-D, got shape {tuple(index.shape)}")
+    size = input.shape[d]
+    if index.numel() and not dispatch.SYMBOLIC.is_symbolic(index):
+        lo, hi = int(index.min()), int(index.max())
+        if hi >= size or lo < -size:
+            raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
+                             f"with size {size} (input shape {tuple(input.shape)})")
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
@@ -363,6 +394,9 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
     from ember.ops.elementwise import where
 
+    if isinstance(mask, dispatch.Tensor) and mask.dtype is not dtypes.bool_:
+        raise RuntimeError(f"masked_fill: only boolean masks are supported, but got a mask with dtype {mask.dtype}; "
+                           "pass a comparison (x > 0) or mask.bool()")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
     return where(mask, value, input)
@@ -373,6 +407,9 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
         return roll(flatten(input), shifts, 0).reshape(tuple(input.shape))
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align, got {len(shifts)} shifts {shifts} and "
+                           f"{len(dims)} dims {dims}")
     out = input
     for s, d in zip(shifts, dims):
         size = out.shape[d]

@@ -212,3 +212,21 @@ def test_start_methods_and_contexts():
     with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
         DataLoader(ds, persistent_workers=True)
     assert len(list(DataLoader(ds, batch_size=5, num_workers=1, pin_memory=True))) == 4  # no-op on CPU
+
+
+class SlowFirst(Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i == 0:
+            time.sleep(1.0)
+        return np.float64(i)
+
+
+def test_in_order_false_yields_batches_as_they_arrive():
+    got = [b.tolist() for b in DataLoader(SlowFirst(), batch_size=2, num_workers=2, in_order=False)]
+    assert sorted(got) == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]]
+    assert got[0] != [0.0, 1.0]  # the slow first batch did not hold the others back
+    ordered = [b.tolist() for b in DataLoader(SlowFirst(), batch_size=2, num_workers=2)]
+    assert ordered == sorted(got)

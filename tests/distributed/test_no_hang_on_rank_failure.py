@@ -82,12 +82,33 @@ def test_a_rank_leaving_after_its_last_collective_is_a_normal_end():
 
 
 @needs_mpi
+def test_dataloader_worker_processes_inside_ranks():
+    result, seconds = run_job("loader_ok")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0: finished" in result.stdout and "rank 1: finished" in result.stdout
+    result, seconds = run_job("loader_raise")
+    assert_failed_fast(result, seconds, "uncaught ValueError on rank 1", "Caught ValueError in DataLoader worker "
+                       "process", "rank 1 broke at item 21")
+
+
+@needs_mpi
 def test_the_launcher_prints_the_root_cause_like_torchrun():
     result, seconds = run_job("ddp_raise", launcher=True)
     assert_failed_fast(result, seconds, "Root cause (first observed failure)", "rank      : 1",
                        "exception : ValueError: rank 1 broke at step 2")
     summary = result.stderr.split("Root cause")[1]
     assert 'File "' in summary and "worker_failures.py" in summary  # the failing rank's traceback, in full
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode, exception", [("pre_init_raise", "ValueError: rank 1 broke before init_process_group"),
+                                             ("ddp_exit3", "SystemExit: 3")])
+def test_the_launcher_ends_jobs_that_mpi_cannot_abort(mode, exception):
+    # a rank failing before init_process_group (the others wait in MPI_Init) or calling sys.exit(3): the rank
+    # records its failure and the launcher ends the job a few seconds later, as torchrun does
+    result, seconds = run_job(mode, launcher=True)
+    assert_failed_fast(result, seconds, "Root cause (first observed failure)", "rank      : 1",
+                       f"exception : {exception}")
 
 
 # ---- in this process, without MPI ----------------------------------------------------------------------

@@ -15,6 +15,8 @@ import ember.distributed as dist
 from ember.nn.parallel import DistributedDataParallel as DDP
 
 mode = sys.argv[1]
+if mode == "pre_init_raise" and os.environ.get("PMI_RANK") == "1":
+    raise ValueError("rank 1 broke before init_process_group")  # rank 0 waits in MPI_Init: the launcher ends it
 timeout = timedelta(seconds=1) if mode == "timeout" else None
 dist.init_process_group("mpi", timeout=timeout)
 rank = dist.get_rank()
@@ -68,6 +70,29 @@ elif mode.startswith("object"):
     fail("before all_gather_object")
     gathered = [None, None]
     dist.all_gather_object(gathered, {"rank": rank})
+elif mode.startswith("loader"):
+    # DataLoader worker processes forked from a rank must not act for it (no leave notice at their exit);
+    # an error in rank 1's worker reaches rank 1's main process and aborts the job
+    from ember.data import DataLoader, Dataset, DistributedSampler
+
+    class Items(Dataset):
+        def __len__(self):
+            return 40
+
+        def __getitem__(self, i):
+            if mode == "loader_raise" and i == 21:
+                raise ValueError("rank 1 broke at item 21 in a DataLoader worker")
+            return np.float64(i)
+
+    total = ember.zeros(1, dtype=ember.float64)
+    for _ in range(2):
+        for batch in DataLoader(Items(), batch_size=4, sampler=DistributedSampler(Items(), shuffle=False),
+                                num_workers=2):
+            total += batch.sum()
+        dist.all_reduce(total)
+    assert float(total[0]) == 3 * sum(range(40)), float(total[0])
+elif mode == "pre_init_raise":
+    dist.all_reduce(ember.ones(1))
 elif mode == "clean_early_exit":
     # rank 1 leaves after the last collective while rank 0 still works: a normal end, exit code 0
     t = ember.ones(2)

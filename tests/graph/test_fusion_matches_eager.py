@@ -23,7 +23,9 @@ from op_specs import SPECS, sample
 
 ELEMENTWISE = ("unary", "binary", "ternary", "cast")
 # Records whose impl the symbolic namespace cannot replay, with the reason; they run as their own node.
-NOT_TRACEABLE = {"erfinv": "SciPy's erfinv has no NumPy-only counterpart a fused call could rely on"}
+NOT_TRACEABLE = {"erfinv": "SciPy's erfinv has no NumPy-only counterpart a fused call could rely on",
+                 "binary_cross_entropy": "refuses probabilities outside [0, 1] by reading the values (as PyTorch), "
+                                         "which a fused kernel cannot do"}
 
 
 def _fusable_record(name: str) -> bool:

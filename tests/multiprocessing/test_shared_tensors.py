@@ -172,3 +172,25 @@ def test_shared_storage_leaves_nothing_in_dev_shm():
     del tensors
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= fds_before - 5  # the descriptors close with the tensors
+
+
+def _echo(q_in, q_out):
+    t = q_in.get()
+    t.mul_(3)
+    q_out.put((t, t[1:]))  # a tensor and a view of it, sent back to the parent
+    q_in.get()  # the sender must live until the receiver has the tensors (descriptors pass through it), as in torch
+
+
+def test_queue_round_trip_through_a_child_keeps_views_on_one_mapping():
+    q_in, q_out = mp.Queue(), mp.Queue()
+    child = mp.Process(target=_echo, args=(q_in, q_out))
+    child.start()
+    t = ember.ones(4)
+    q_in.put(t)
+    whole, view = q_out.get(timeout=60)
+    q_in.put(None)
+    child.join(60)
+    assert child.exitcode == 0
+    assert t.tolist() == [3.0] * 4  # the child wrote into the parent's memory
+    whole.add_(1)
+    assert view.tolist() == [4.0] * 3 and t.tolist() == [4.0] * 4  # one memory, mapped once per process

@@ -267,7 +267,8 @@ class DistributedDataParallel(Module):
             watchdog.wait_requests(_mpi(), [request], ticket)
             globally_used = usage
         # polled under the watchdog: a rank that failed or left makes this an error, not a hang
-        watchdog.wait_requests(_mpi(), [bucket.work for bucket in self._buckets], self._buckets[-1].ticket)
+        if self._buckets:
+            watchdog.wait_requests(_mpi(), [bucket.work for bucket in self._buckets], self._buckets[-1].ticket)
         k = 0
         for bucket in self._buckets:
             for i, p in enumerate(bucket.params):
