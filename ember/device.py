@@ -51,6 +51,9 @@ class device:
     def __hash__(self) -> int:
         return hash((self.type, self.index or 0))
 
+    def __reduce__(self) -> tuple:  # by name: the backend and its array module are not picklable
+        return (device, (str(self),))
+
 
 CPU = device("cpu")
 _CACHE: dict[Any, device] = {"cpu": CPU, None: CPU}

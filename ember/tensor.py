@@ -351,7 +351,10 @@ class Tensor:
         return repr(self)
 
     def __reduce_ex__(self, protocol: int) -> Any:
-        raise TypeError("ember tensors are not pickled; save them with ember.save (safetensors) instead")
+        """Pickle by value (array, requires_grad, class); see ember/serialization/pickling.py."""
+        from ember.serialization.pickling import reduce_tensor
+
+        return reduce_tensor(self)
 
     def __deepcopy__(self, memo: dict) -> "Tensor":
         out = Tensor._make(self._data.copy(), self._device, self._requires_grad)

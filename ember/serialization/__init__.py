@@ -1,15 +1,21 @@
-"""``ember.save`` / ``ember.load``: checkpoints that never run code when loaded.
+"""``ember.save`` / ``ember.load``: PyTorch's checkpoint files, loaded without running their code.
 
 Formats (chosen when saving with ``format=``; recognized by their first bytes when loading):
 
-* ``"safetensors"``: a standard safetensors file; the nesting, numbers and strings are JSON in its
-  metadata (:mod:`ember.serialization.safetensors_format`). No pickle at all.
+* ``"torch"`` (the default): PyTorch's zip format (:mod:`ember.serialization.torch_writer`), so
+  ``torch.load`` reads ember's files and ``ember.load`` reads ``torch.save``'s. Anything
+  ``torch.save`` accepts can be saved (whole modules, optimizers' state dicts, nested containers).
+* ``"safetensors"``: a standard safetensors file whose nesting, numbers and strings are JSON in its
+  metadata (:mod:`ember.serialization.safetensors_format`). No pickle at all; plain data only.
+* PyTorch's legacy (pre-1.6) format is read, not written.
 
-Every file read is checked before use (:mod:`ember.serialization.safetensors_header`,
-:mod:`ember.serialization.structure`); a rejection raises :class:`CheckpointError` naming the file,
-the entry and the problem. Writes to a path are atomic (:mod:`ember.serialization.atomic`): a
-temporary file in the same folder, ``fsync``, then ``os.replace``; temporaries left by a killed
-writer are removed by the next save of the same target.
+Loading follows PyTorch's ``weights_only`` rules: by default (``weights_only=True``) a pickle may
+build only tensors, storages, dtypes, devices, ``torch.Size``, containers, numbers, strings and the
+globals allowed with :func:`add_safe_globals` / :func:`safe_globals`; any other global is refused
+with :class:`UnsafeGlobalError` naming it. ``weights_only=False`` runs the full unpickler (only for
+files you trust). Every file is checked before use; a rejection raises :class:`CheckpointError`
+naming the file, the entry and the problem. Writes to a path are atomic (temp file, ``fsync``,
+``os.replace``); temporaries left by a killed writer are removed by the next save of the same target.
 
 Example:
     >>> import ember, io
@@ -25,51 +31,80 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ember.serialization import safetensors_format
+import numpy as np
+
+from ember.serialization import safetensors_format, torch_reader, torch_writer
 from ember.serialization.atomic import atomic_directory, atomic_write, clean_stale_temporaries  # noqa: F401
 from ember.serialization.errors import CheckpointError, UnsafeGlobalError  # noqa: F401
+from ember.serialization.safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
+                                              safe_globals)
 
-FORMATS = ("safetensors",)
+FORMATS = ("torch", "safetensors")
+DEFAULT_FORMAT = "torch"
 
 
 def save(obj: Any, f: str | os.PathLike | BinaryIO, pickle_module: Any = None, pickle_protocol: int = 2,
-         *, format: str = "safetensors", **kwargs: Any) -> None:
-    """Save ``obj`` to ``f`` (a path, written atomically, or a binary file object).
+         _use_new_zipfile_serialization: bool = True, *, format: str = DEFAULT_FORMAT, **kwargs: Any) -> None:
+    """Save ``obj`` to ``f`` (a path, written atomically, or a binary file object), like ``torch.save``.
 
-    ``format="safetensors"`` stores tensors, arrays, numbers, strings, bytes, dtypes, devices and
-    dicts/lists/tuples of those. torch.save's ``_use_new_zipfile_serialization`` is accepted and ignored.
+    ``format="torch"`` (default) writes PyTorch's zip format; ``format="safetensors"`` writes plain
+    data (tensors, arrays, numbers, strings, bytes, dtypes, devices, dicts/lists/tuples) without pickle.
     """
     if pickle_module is not None:
         raise ValueError("ember.save: a custom pickle_module is not supported; drop it")
     if format not in FORMATS:
         raise ValueError(f"ember.save: unknown format {format!r}; choose one of {FORMATS}")
-    head, buffers = safetensors_format.serialize(obj)
-    if hasattr(f, "write"):
-        safetensors_format.write_all(f, head, buffers)  # type: ignore[arg-type]
+    if not _use_new_zipfile_serialization:
+        raise ValueError("ember.save: the legacy (pre-zip) format is read but not written; drop "
+                         "_use_new_zipfile_serialization=False")
+    if format == "torch":
+        def write(handle: BinaryIO) -> None:
+            torch_writer.write(handle, obj)
     else:
-        atomic_write(f, lambda handle: safetensors_format.write_all(handle, head, buffers))
+        head, buffers = safetensors_format.serialize(obj)  # before opening: a bad object leaves no file
+
+        def write(handle: BinaryIO) -> None:
+            safetensors_format.write_all(handle, head, buffers)
+    if hasattr(f, "write"):
+        write(f)  # type: ignore[arg-type]
+    else:
+        atomic_write(f, write)
 
 
-def _read_bytes(f: Any) -> bytearray:
+def _read(f: Any, mmap: bool) -> Any:
     if hasattr(f, "read"):
         return bytearray(f.read())
     path = Path(f)
     if not path.is_file():
         raise FileNotFoundError(f"ember.load: no such file: {path}")
+    if mmap and path.stat().st_size:
+        return np.memmap(path, dtype=np.uint8, mode="c")  # copy-on-write: in-place edits never reach the file
     data = bytearray(path.stat().st_size)
     with open(path, "rb") as handle:
         handle.readinto(data)
     return data
 
 
-def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, weights_only: Any = None, mmap: Any = None,
-         **kwargs: Any) -> Any:
-    """Load what :func:`save` wrote, or a plain safetensors file (as a dict ``name -> tensor``).
+def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **kwargs: Any) -> Any:
+    """Load a file written by :func:`save`, ``torch.save`` (zip or legacy) or any safetensors writer.
 
-    ``map_location`` ('cpu', 'cuda:0', a device, or a dict from saved to target device) moves tensors.
+    ``weights_only`` (default True, as in torch >= 2.6) restricts unpickling to the allow-list;
+    pass ``weights_only=False`` only for files you trust. ``mmap=True`` maps the file instead of
+    reading it (tensors view the mapping, copy-on-write). ``map_location`` ('cpu', a device, or a
+    dict from saved to target device) moves tensors.
     """
-    data = _read_bytes(f)
+    if pickle_module is not None:
+        raise ValueError("ember.load: a custom pickle_module is not supported; drop it")
+    weights_only = True if weights_only is None else bool(weights_only)
+    data = _read(f, bool(mmap))
     where = getattr(f, "name", "<file object>") if hasattr(f, "read") else os.fspath(f)
-    if data[:4] == b"PK\x03\x04" or data[:1] == b"\x80":
-        raise CheckpointError(where, None, "is a PyTorch pickle/zip checkpoint, which this ember cannot read")
+    head = bytes(data[:16])
+    if torch_reader.is_zip(head):
+        return torch_reader.read_zip(data, where, weights_only, map_location)
+    if torch_reader.is_legacy(head):
+        return torch_reader.read_legacy(data, where, weights_only, map_location)
+    if head[:1] == b"\x80":
+        raise CheckpointError(where, None, "is a pickle but not a PyTorch checkpoint (no zip archive, no legacy "
+                              "magic number); ember.load does not read plain pickles")
     return safetensors_format.read(data, where, map_location)

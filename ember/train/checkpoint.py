@@ -87,7 +87,7 @@ def save_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
         "callbacks": callbacks or {},
         "extra": extra,
     }
-    save(checkpoint, path)
+    save(checkpoint, path, format="safetensors")  # plain data: no pickle needed, any safetensors tool reads it
     return Path(path)
 
 

@@ -161,7 +161,7 @@ def test_timeout_names_the_batch_and_worker():
     with pytest.raises(RuntimeError, match="DataLoader timed out after 0.5 seconds waiting for batch 1 from worker 1"):
         for _ in DataLoader(Probe(8, sleep_at=2), batch_size=2, num_workers=2, timeout=0.5):
             pass
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 8  # not the 3 s the item sleeps plus a 5 s join: stopped at once
 
 
 def test_persistent_workers_live_across_epochs_and_stop_with_the_loader():
@@ -230,3 +230,40 @@ def test_in_order_false_yields_batches_as_they_arrive():
     assert got[0] != [0.0, 1.0]  # the slow first batch did not hold the others back
     ordered = [b.tolist() for b in DataLoader(SlowFirst(), batch_size=2, num_workers=2)]
     assert ordered == sorted(got)
+
+
+class Counted(Dataset):
+    """Counts fetches in memory shared with the (forked) workers."""
+
+    def __init__(self, counter):
+        self.counter = counter
+
+    def __len__(self):
+        return 400
+
+    def __getitem__(self, i):
+        with self.counter.get_lock():
+            self.counter.value += 1
+        return np.float64(i)
+
+
+def test_prefetch_factor_bounds_the_batches_in_flight():
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+    iterator = iter(DataLoader(Counted(counter), batch_size=1, num_workers=2, prefetch_factor=3,
+                               multiprocessing_context="fork"))
+    next(iterator)
+    deadline = time.monotonic() + 10
+    while counter.value < 1 + 2 * 3 and time.monotonic() < deadline:  # the workers run ahead...
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert counter.value == 1 + 2 * 3  # ...exactly as far as prefetch_factor allows, and no further
+    iterator.close()
+
+
+def test_an_iterable_dataset_restarts_each_epoch_with_persistent_workers():
+    stream = _sharded_stream(get_worker_info, IterableDataset, 10)
+    loader = DataLoader(stream, batch_size=3, num_workers=2, persistent_workers=True)
+    first = [np.asarray(b).tolist() for b in loader]
+    second = [np.asarray(b).tolist() for b in loader]
+    assert first == second == [[0, 1, 2], [5, 6, 7], [3, 4], [8, 9]]
+    del loader

@@ -67,6 +67,13 @@ def test_a_collective_past_the_timeout_names_it_and_the_missing_rank():
 
 
 @needs_mpi
+def test_work_wait_takes_its_own_timeout():
+    result, seconds = run_job("wait_timeout")
+    assert_failed_fast(result, seconds, "all_reduce (collective #1 on the default group) timed out",
+                       "(timeout=0:00:01)", "rank(s) 1 did not arrive")
+
+
+@needs_mpi
 @pytest.mark.parametrize("mode, what", [("p2p_exit0", "recv from rank 1"),
                                         ("object_exit0", "all_gather_object (collective #1")])
 def test_point_to_point_and_object_collectives_are_watched_too(mode, what):

@@ -91,6 +91,12 @@ elif mode.startswith("loader"):
             total += batch.sum()
         dist.all_reduce(total)
     assert float(total[0]) == 3 * sum(range(40)), float(total[0])
+elif mode == "wait_timeout":
+    # the group keeps torch's 30-minute default; Work.wait(timeout=...) bounds this one wait
+    if rank == 1:
+        time.sleep(4)
+    work = dist.all_reduce(ember.ones(2), async_op=True)
+    work.wait(timeout=timedelta(seconds=1))
 elif mode == "pre_init_raise":
     dist.all_reduce(ember.ones(1))
 elif mode == "clean_early_exit":

@@ -66,6 +66,14 @@ def test_the_reducers_are_registered_for_multiprocessing_only():
     assert ForkingPickler._extra_reducers[ember.Tensor] is reduce_tensor
     assert ForkingPickler._extra_reducers[ember.nn.Parameter] is reduce_tensor
     assert ember.Tensor not in copyreg.dispatch_table  # plain pickle keeps what ember.tensor defines
+    t = ember.arange(3.0)
+    try:
+        back = pickle.loads(pickle.dumps(t))  # by value (ember.serialization.pickling), where available
+    except TypeError:
+        back = None
+    assert not t.is_shared() and (back is None or (back.tolist() == [0.0, 1.0, 2.0] and not back.is_shared()))
+    shared = ForkingPickler.loads(ForkingPickler.dumps(t))
+    assert t.is_shared() and shared.is_shared() and shared.data_ptr() == t.data_ptr()
 
 
 def _child_adds(q, t, amount):

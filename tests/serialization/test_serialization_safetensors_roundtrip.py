@@ -1,4 +1,4 @@
-"""ember.save / ember.load: safetensors + JSON, atomic writes, never pickle.
+"""ember.save(format="safetensors") / ember.load: safetensors + JSON, atomic writes, never pickle.
 
 References: the safetensors library (an independent reader/writer of the format) and torch.
 """
@@ -25,7 +25,7 @@ def to_np(x):
 
 def roundtrip(obj):
     buffer = io.BytesIO()
-    ember.save(obj, buffer)
+    ember.save(obj, buffer, format="safetensors")
     buffer.seek(0)
     return ember.load(buffer)
 
@@ -61,7 +61,7 @@ def test_every_dtype_matches_the_safetensors_library(tmp_path, dtype, rng):
     values = rng.standard_normal((2, 3)) * 10
     t = ember.tensor(values > 0 if dtype == "bool" else values).to(getattr(ember, dtype))
     path = tmp_path / "t.safetensors"
-    ember.save({"t": t, "non_contiguous": t.t()}, path)
+    ember.save({"t": t, "non_contiguous": t.t()}, path, format="safetensors")
     theirs = safetensors_numpy.load_file(str(path))
     assert theirs["t"].dtype == t.dtype.np
     np.testing.assert_array_equal(theirs["t"], to_np(t))
@@ -84,7 +84,7 @@ def test_state_dict_reads_back_in_torch(tmp_path):
     safetensors_torch = pytest.importorskip("safetensors.torch")
     w = ember.randn(4, 5)
     path = tmp_path / "w.safetensors"
-    ember.save({"layer.weight": w}, path)
+    ember.save({"layer.weight": w}, path, format="safetensors")
     loaded = safetensors_torch.load_file(str(path))["layer.weight"]
     assert isinstance(loaded, torch.Tensor)
     np.testing.assert_array_equal(loaded.numpy(), to_np(w))
@@ -92,7 +92,7 @@ def test_state_dict_reads_back_in_torch(tmp_path):
 
 def test_file_is_safetensors_with_json_metadata_not_pickle(tmp_path):
     path = tmp_path / "x.ember"
-    ember.save({"w": ember.ones(2), "epoch": 1}, path)
+    ember.save({"w": ember.ones(2), "epoch": 1}, path, format="safetensors")
     raw = path.read_bytes()
     assert not raw.startswith(b"\x80")  # pickle protocol marker
     (length,) = struct.unpack("<Q", raw[:8])
@@ -101,14 +101,14 @@ def test_file_is_safetensors_with_json_metadata_not_pickle(tmp_path):
     assert header["w"]["dtype"] == "F32" and header["w"]["shape"] == [2]
     assert json.loads(header["__metadata__"]["ember.structure"])["epoch"] == 1
     with pytest.raises(TypeError, match="no pickle"):
-        ember.save({"f": lambda: 0}, tmp_path / "bad")
+        ember.save({"f": lambda: 0}, tmp_path / "bad", format="safetensors")
     with pytest.raises(ValueError, match="pickle_module"):
         ember.save({}, tmp_path / "bad", pickle_module=object())
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
     path = tmp_path / "ckpt.ember"
-    ember.save({"version": 1}, path)
+    ember.save({"version": 1}, path, format="safetensors")
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask  # like a plain open(), not mkstemp's 0600
@@ -119,7 +119,7 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(serialization.safetensors_format, "write_all", broken)
     with pytest.raises(OSError, match="disk full"):
-        ember.save({"version": 2, "w": ember.ones(3)}, path)
+        ember.save({"version": 2, "w": ember.ones(3)}, path, format="safetensors")
     monkeypatch.undo()
     assert ember.load(path) == {"version": 1}
     assert os.listdir(tmp_path) == ["ckpt.ember"]  # no temp file left behind

@@ -1,0 +1,236 @@
+"""The globals a PyTorch checkpoint names, and what ember builds for each.
+
+A ``torch.save`` file's pickle names functions and classes by module path (``torch._utils
+_rebuild_tensor_v2``, ``torch FloatStorage``, ``collections OrderedDict``...). Loading maps each
+allowed name to ember's own implementation here (so no torch is needed and nothing is imported by
+name); writing uses :class:`TorchName` stand-ins so ember's files name exactly what torch expects.
+Every rebuild function checks its arguments (types, non-negative sizes, strides and offsets within
+the storage) before making a view.
+
+Example:
+    >>> STORAGE_DTYPES["FloatStorage"]
+    'float32'
+"""
+from __future__ import annotations
+
+import collections
+import math
+from typing import Any
+
+import numpy as np
+
+from ember.serialization.errors import CheckpointError
+
+# torch storage class name -> ember dtype name
+STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+                  "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+                  "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool"}
+DTYPE_STORAGES = {v: k for k, v in STORAGE_DTYPES.items()}
+# torch dtype attribute names -> ember dtype name
+TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
+                "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64",
+                "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
+                "uint8": "uint8", "bool": "bool"}
+
+
+class StorageType:
+    """What ``torch FloatStorage`` (etc.) unpickles to: only its dtype matters."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.dtype_name = STORAGE_DTYPES[name]
+
+    def numpy_dtype(self, where: Any) -> np.dtype:
+        from ember import dtypes
+
+        dt = dtypes.to_dtype(self.dtype_name)
+        if dt.np is None:
+            raise CheckpointError(where, f"storage type torch.{self.name}", "holds bfloat16 data; install ml_dtypes "
+                                  "to read it (pip install 'ember[bf16]')")
+        return dt.np
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class Storage:
+    """A loaded storage: a 1-D NumPy array (``None`` during the legacy format's first pass)."""
+
+    __slots__ = ("key", "array", "dtype")
+
+    def __init__(self, key: str, array: np.ndarray | None, dtype: np.dtype) -> None:
+        self.key, self.array, self.dtype = key, array, dtype
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CheckpointError("pickle", what, f"is {value!r:.60}, expected an integer")
+    return value
+
+
+def _int_tuple(value: Any, what: str) -> tuple:
+    if not isinstance(value, (tuple, list)) or len(value) > 64:
+        raise CheckpointError("pickle", what, f"is {value!r:.60}, expected a tuple of at most 64 integers")
+    return tuple(_int(v, what) for v in value)
+
+
+def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any = False,
+                   backward_hooks: Any = None, metadata: Any = None) -> Any:
+    """``torch._utils._rebuild_tensor_v2``: an ember tensor viewing ``storage`` (no copy)."""
+    from ember.creation import _wrap_array
+    from ember.device import to_device
+
+    if not isinstance(storage, Storage):
+        raise CheckpointError("pickle", "_rebuild_tensor_v2", f"got {type(storage).__name__} instead of a storage")
+    offset = _int(storage_offset, "storage_offset")
+    size = _int_tuple(size, "tensor size")
+    stride = _int_tuple(stride, "tensor stride")
+    if len(size) != len(stride):
+        raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"size {size} and stride {stride} differ "
+                              "in length")
+    if offset < 0 or any(s < 0 for s in size) or any(s < 0 for s in stride):
+        raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"negative offset, size or stride "
+                              f"(offset {offset}, size {size}, stride {stride})")
+    if not isinstance(requires_grad, bool):
+        raise CheckpointError("pickle", "requires_grad", f"is {requires_grad!r:.40}, expected a bool")
+    if storage.array is None:  # first pass over a legacy file: only the storages' dtypes are being collected
+        return None
+    array = storage.array
+    if math.prod(size) == 0:
+        data = np.empty(size, dtype=array.dtype)
+    else:
+        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
+        if last >= array.shape[0]:
+            raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"size {size}, stride {stride} and "
+                                  f"offset {offset} reach element {last}, past the storage's {array.shape[0]} elements")
+        item = array.dtype.itemsize
+        data = np.lib.stride_tricks.as_strided(array[offset:], shape=size, strides=tuple(s * item for s in stride),
+                                               writeable=array.flags.writeable)
+    tensor = _wrap_array(data, to_device("cpu"))
+    if requires_grad:
+        if not tensor.dtype.is_floating_point:
+            raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"requires grad but has dtype "
+                                  f"{tensor.dtype}")
+        tensor.requires_grad_(True)
+    return tensor
+
+
+def rebuild_tensor_v1(storage: Any, storage_offset: Any, size: Any, stride: Any) -> Any:
+    """``torch._utils._rebuild_tensor`` (older files)."""
+    return rebuild_tensor(storage, storage_offset, size, stride)
+
+
+def rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None, state: Any = None) -> Any:
+    """``torch._utils._rebuild_parameter`` / ``_rebuild_parameter_with_state``: an ember Parameter."""
+    from ember.nn import Parameter
+    from ember.tensor import Tensor
+
+    if data is None:  # legacy first pass
+        return None
+    if not isinstance(data, Tensor) or not isinstance(requires_grad, bool):
+        raise CheckpointError("pickle", "_rebuild_parameter", "expects a tensor and a bool")
+    param = Parameter(data.detach(), requires_grad=requires_grad)
+    if isinstance(state, dict):
+        for key, value in state.items():
+            if not isinstance(key, str) or key.startswith("_"):
+                raise CheckpointError("pickle", "_rebuild_parameter_with_state", f"refuses to set attribute {key!r:.40}")
+            setattr(param, key, value)
+    return param
+
+
+def rebuild_parameter_with_state(data: Any, requires_grad: Any, backward_hooks: Any, state: Any) -> Any:
+    return rebuild_parameter(data, requires_grad, backward_hooks, state)
+
+
+def make_size(dims: Any = ()) -> Any:
+    """``torch.Size((2, 3))``."""
+    from ember.tensor import Size
+
+    return Size(_int_tuple(dims, "torch.Size"))
+
+
+def make_device(kind: Any, index: Any = None) -> Any:
+    """``torch.device('cpu')`` / ``torch.device('cuda', 0)``."""
+    from ember.device import device
+
+    if not isinstance(kind, str) or len(kind) > 32 or (index is not None and not isinstance(index, int)):
+        raise CheckpointError("pickle", "torch.device", f"bad arguments {kind!r:.40}, {index!r:.20}")
+    return device(kind, index)
+
+
+def codecs_encode(text: Any, encoding: Any = "utf-8", errors: str = "strict") -> bytes:
+    """``_codecs.encode``, which protocol-2 pickles use for bytes: only ``(str, 'latin1')``."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1") or errors != "strict":
+        raise CheckpointError("pickle", "_codecs.encode", "only encodes a str with 'latin1' (pickled bytes)")
+    return text.encode("latin1")
+
+
+def ordered_dict(*args: Any) -> collections.OrderedDict:
+    """``collections.OrderedDict`` (from pairs, as pickles rebuild it)."""
+    return collections.OrderedDict(*args)
+
+
+def _allowed() -> dict[str, Any]:
+    from ember import dtypes
+
+    table: dict[str, Any] = {
+        "torch._utils._rebuild_tensor_v2": rebuild_tensor,
+        "torch._utils._rebuild_tensor": rebuild_tensor_v1,
+        "torch._utils._rebuild_parameter": rebuild_parameter,
+        "torch._utils._rebuild_parameter_with_state": rebuild_parameter_with_state,
+        "torch.Size": make_size, "torch.device": make_device,
+        "collections.OrderedDict": collections.OrderedDict,
+        "_codecs.encode": codecs_encode,
+        "builtins.set": set, "builtins.frozenset": frozenset, "builtins.slice": slice, "builtins.complex": complex,
+        "torch.nn.parameter.Parameter": None,  # resolved below (import cycle)
+    }
+    for name in STORAGE_DTYPES:
+        table[f"torch.{name}"] = StorageType(name)
+    for name, ember_name in TORCH_DTYPES.items():
+        table[f"torch.{name}"] = dtypes.to_dtype(ember_name)
+    from ember.nn import Parameter
+
+    table["torch.nn.parameter.Parameter"] = Parameter
+    return table
+
+
+_TABLE: dict[str, Any] | None = None
+
+
+def allowed() -> dict[str, Any]:
+    """Global name -> the ember object built for it (the weights-only allow-list)."""
+    global _TABLE
+    if _TABLE is None:
+        _TABLE = _allowed()
+    return _TABLE
+
+
+# Names refused with a specific reason instead of "not allowed".
+UNSUPPORTED = {
+    "torch._utils._rebuild_qtensor": "quantized tensors are not supported by ember",
+    "torch._utils._rebuild_sparse_tensor": "sparse tensors are not supported by ember",
+    "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported by ember",
+    "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported by ember",
+    "torch.ComplexFloatStorage": "complex tensors are not supported by ember",
+    "torch.ComplexDoubleStorage": "complex tensors are not supported by ember",
+}
+
+
+class TorchName:
+    """A stand-in that pickles as the global ``module name`` (so files name torch's objects)."""
+
+    _made: dict[str, "TorchName"] = {}
+
+    def __new__(cls, module: str, name: str) -> "TorchName":
+        key = f"{module} {name}"
+        if key not in cls._made:
+            obj = super().__new__(cls)
+            obj.module, obj.name = module, name
+            cls._made[key] = obj
+        return cls._made[key]
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    def __call__(self, *args: Any) -> Any:  # pickle requires reducers to be callable; never called
+        raise TypeError(f"{self!r} is a name written into PyTorch files, not a function")

@@ -1,0 +1,210 @@
+"""Read PyTorch checkpoints (``torch.save`` files) without PyTorch and without running their code.
+
+Two layouts exist:
+
+* the zip format (PyTorch >= 1.6, and ``ember.save``'s default): ``<prefix>/data.pkl`` (the
+  object, tensors as ``_rebuild_tensor_v2`` calls on persistent storage ids), ``<prefix>/data/<key>``
+  (raw little-endian storage bytes, stored uncompressed and 64-byte aligned), ``byteorder``,
+  ``version``. A stored member is viewed in place: a slice of the file read into memory once, or a
+  copy-on-write ``np.memmap`` of the file with ``mmap=True``. Compressed members are inflated.
+* the legacy format (``_use_new_zipfile_serialization=False``): pickles back to back (magic
+  number, protocol version, system info, the object, the storage keys), then each storage as an
+  8-byte element count and its bytes. The object is unpickled twice: once to learn each storage's
+  dtype (so the byte layout can be walked), once to build it over the now located bytes.
+
+Every storage is checked against the file (its member exists and holds ``numel * itemsize`` bytes,
+the byte order is little-endian) and every tensor view against its storage; failures raise
+:class:`CheckpointError` naming the file and the storage.
+
+Example:
+    >>> is_legacy(b"\\x80\\x02\\x8a\\x0alo\\x86")
+    True
+"""
+from __future__ import annotations
+
+import io
+import struct
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from ember.serialization.errors import CheckpointError
+from ember.serialization.restricted_unpickler import Unpickler
+from ember.serialization.torch_names import Storage, StorageType
+
+LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+LEGACY_PROTOCOL = 1001
+_MAGIC_PICKLE = b"\x8a\x0a" + LEGACY_MAGIC.to_bytes(10, "little")
+
+
+def is_zip(head: bytes) -> bool:
+    return head[:4] == b"PK\x03\x04"
+
+
+def is_legacy(head: bytes) -> bool:
+    """A legacy torch file starts with a protocol-2 pickle of the magic number."""
+    return head[:1] == b"\x80" and head[2:4] == _MAGIC_PICKLE[:2]
+
+
+def _member_offset(buffer: Any, info: zipfile.ZipInfo, where: Any) -> int:
+    """Where a stored member's bytes start (after its local header, whose extra field may pad)."""
+    start = info.header_offset
+    header = bytes(buffer[start:start + 30])
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise CheckpointError(where, f"zip member {info.filename!r}", "has no valid local header")
+    name_len, extra_len = struct.unpack("<HH", header[26:30])
+    return start + 30 + name_len + extra_len
+
+
+def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> Any:
+    """Load a zip-format checkpoint held in ``buffer`` (a bytearray or a uint8 memmap)."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(buffer) if not isinstance(buffer, np.ndarray) else _MemmapFile(buffer))
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
+        raise CheckpointError(where, None, f"is not a readable zip archive ({error})") from None
+    infos = {i.filename: i for i in archive.infolist()}
+    pickles = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1] + \
+        (["data.pkl"] if "data.pkl" in infos else [])
+    if len(pickles) != 1:
+        raise CheckpointError(where, None, "is a zip file but not a PyTorch checkpoint (no single <name>/data.pkl)")
+    prefix = pickles[0][: -len("data.pkl")]
+    order = infos.get(prefix + "byteorder")
+    if order is not None and archive.read(order).strip() not in (b"little",):
+        raise CheckpointError(where, "byteorder", f"is {archive.read(order)[:20]!r}; only little-endian files are read")
+    storages: dict[str, Storage] = {}
+
+    def storage(key: str, kind: StorageType, location: str, numel: int, view: Any) -> Storage:
+        dtype = kind.numpy_dtype(where)
+        if key in storages:
+            found = storages[key]
+            if found.dtype != dtype:
+                raise CheckpointError(where, f"storage {key!r}", f"is used as {found.dtype} and as {dtype}")
+            return found
+        info = infos.get(f"{prefix}data/{key}")
+        if info is None:
+            raise CheckpointError(where, f"storage {key!r}", f"has no member {prefix}data/{key} in the archive")
+        nbytes = numel * dtype.itemsize
+        if info.file_size != nbytes:
+            raise CheckpointError(where, f"storage {key!r}", f"holds {info.file_size} bytes; {numel} elements of "
+                                  f"{dtype} need {nbytes}")
+        if info.compress_type == zipfile.ZIP_STORED:
+            begin = _member_offset(buffer, info, where)
+            if begin + nbytes > len(buffer):
+                raise CheckpointError(where, f"storage {key!r}", "runs past the end of the file")
+            raw = buffer[begin:begin + nbytes]
+            array = (raw.view(np.uint8) if isinstance(raw, np.ndarray) else np.frombuffer(raw, np.uint8))
+            if begin % dtype.itemsize:
+                array = array.copy()  # unaligned member (not written by torch or ember): copy once
+            array = array.view(dtype)
+        else:
+            array = np.frombuffer(bytearray(archive.read(info)), dtype=dtype)
+        storages[key] = Storage(key, array, dtype)
+        return storages[key]
+
+    data = archive.read(pickles[0])
+    obj = Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
+    return _place(obj, map_location)
+
+
+class _MemmapFile(io.RawIOBase):
+    """A read-only file object over a uint8 memmap, so zipfile can list members without a copy."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array, self.pos = array, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = {0: offset, 1: self.pos + offset, 2: len(self.array) + offset}[whence]
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, b: Any) -> int:
+        chunk = self.array[self.pos:self.pos + len(b)]
+        b[:len(chunk)] = chunk.tobytes()
+        self.pos += len(chunk)
+        return len(chunk)
+
+
+def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> Any:
+    """Load a legacy (pre-zip) checkpoint held in ``buffer``."""
+    stream = io.BytesIO(buffer) if not isinstance(buffer, np.ndarray) else _MemmapFile(buffer)
+
+    def plain() -> Any:
+        return Unpickler(stream, where, weights_only=True).load()
+
+    if plain() != LEGACY_MAGIC:
+        raise CheckpointError(where, None, "is not a PyTorch legacy checkpoint (bad magic number)")
+    if plain() != LEGACY_PROTOCOL:
+        raise CheckpointError(where, None, "has an unknown legacy protocol version")
+    info = plain()
+    if not isinstance(info, dict) or info.get("little_endian") is not True:
+        raise CheckpointError(where, "sys_info", "the file is not little-endian or has no system info")
+    main = stream.tell()
+    seen: dict[str, tuple] = {}
+
+    def first_pass(key: str, kind: StorageType, location: str, numel: int, view: Any) -> Storage:
+        dtype = kind.numpy_dtype(where)
+        if seen.setdefault(key, (dtype, numel)) != (dtype, numel):
+            raise CheckpointError(where, f"storage {key!r}", "is declared twice with different dtypes or sizes")
+        return Storage(key, None, dtype)
+
+    Unpickler(stream, where, storage=first_pass, weights_only=weights_only).load()
+    keys = plain()
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise CheckpointError(where, "storage keys", "is not a list of strings")
+    located: dict[str, np.ndarray] = {}
+    for key in keys:
+        if key not in seen:
+            raise CheckpointError(where, f"storage {key!r}", "is listed but never used")
+        dtype, numel = seen[key]
+        head = stream.read(8)
+        if len(head) != 8:
+            raise CheckpointError(where, f"storage {key!r}", "the file is truncated")
+        (count,) = struct.unpack("<q", head)
+        if count != numel:
+            raise CheckpointError(where, f"storage {key!r}", f"holds {count} elements; the pickle says {numel}")
+        begin = stream.tell()
+        end = begin + count * dtype.itemsize
+        if end > len(buffer):
+            raise CheckpointError(where, f"storage {key!r}", "runs past the end of the file")
+        raw = buffer[begin:end]
+        array = raw.view(np.uint8) if isinstance(raw, np.ndarray) else np.frombuffer(raw, np.uint8)
+        located[key] = (array.copy() if begin % dtype.itemsize else array).view(dtype)
+        stream.seek(end)
+    missing = set(seen) - set(located)
+    if missing:
+        raise CheckpointError(where, f"storage {sorted(missing)[0]!r}", "is used but its bytes are missing")
+
+    def second_pass(key: str, kind: StorageType, location: str, numel: int, view: Any) -> Storage:
+        array = located[key]
+        if view is not None:
+            _, offset, size = view
+            if offset + size > array.shape[0]:
+                raise CheckpointError(where, f"storage {key!r}", f"view [{offset}, {offset + size}) is past its end")
+            array = array[offset:offset + size]
+        return Storage(key, array, array.dtype)
+
+    stream.seek(main)
+    obj = Unpickler(stream, where, storage=second_pass, weights_only=weights_only).load()
+    return _place(obj, map_location)
+
+
+def _place(obj: Any, map_location: Any) -> Any:
+    """Move loaded tensors where ``map_location`` says (CPU needs nothing)."""
+    if map_location is None or str(map_location) == "cpu" or (isinstance(map_location, dict) and not map_location):
+        return obj
+    from ember.serialization.safetensors_format import target_device
+
+    target = target_device("cpu", map_location)
+    if target == "cpu":
+        return obj
+    raise CheckpointError("ember.load", "map_location", f"{map_location!r}: PyTorch-format files load on the CPU; "
+                          "move the tensors after loading (tensor.to(device))")
