@@ -12,11 +12,11 @@ $(PY):
 
 $(STAMP_BASE): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(PY) -m pip install -q -e ".[train,bf16,fast]"
+	$(PY) -m pip install -q -e ".[train,bf16,fast,plot]"
 	touch $@
 
 $(STAMP_TEST): pyproject.toml $(STAMP_BASE)
-	$(PY) -m pip install -q -e ".[test,train,bf16,fast]"
+	$(PY) -m pip install -q -e ".[test,train,bf16,fast,plot]"
 	touch $@
 
 demo: $(STAMP_BASE)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SUITES = ["bench_core.py", "bench_nn.py", "bench_compile.py", "bench_dataloader.py", "bench_distributed.py"]
+SUITES = ["bench_core.py", "bench_nn.py", "bench_compile.py", "bench_dataloader.py", "bench_distributed.py",
+          "bench_workloads.py"]
 
 
 def main() -> int:

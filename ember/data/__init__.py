@@ -1,4 +1,4 @@
-"""Data loading: datasets, samplers, collation, the threaded ``DataLoader``, transforms, MNIST.
+"""Data loading: datasets, samplers, collation, ``DataLoader`` (worker processes), transforms, MNIST.
 
 ``ember.data`` plays the role of ``torch.utils.data`` (also importable as ``ember.utils.data``) plus a
 few ``torchvision`` pieces (``transforms``, ``datasets``).

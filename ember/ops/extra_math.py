@@ -61,33 +61,7 @@ TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx
 
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
-    try:
-        fn = special_function(xp, "erfinv")
-    except AttributeError:  # no SciPy: NumPy fallback below
-        fn = _erfinv_numpy
-    return fn(x).astype(x.dtype, copy=False)
-
-
-def _erfinv_numpy(x: np.ndarray) -> np.ndarray:
-    """Giles' single-precision approximation polished by two Newton steps on math.erf."""
-    x64 = np.asarray(x, dtype=np.float64)
-    w = -np.log((1.0 - x64) * (1.0 + x64))
-    small = w < 5.0
-    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
-    p_small = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-               -0.00417768164, 0.246640727, 1.50140941]
-    p_large = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-               0.00943887047, 1.00167406, 2.83297682]
-    ps, pl = np.zeros_like(x64), np.zeros_like(x64)
-    for cs, cl in zip(p_small, p_large):
-        ps, pl = ps * ws + cs, pl * wl + cl
-    y = np.where(small, ps, pl) * x64
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    for _ in range(2):
-        finite = np.isfinite(y)
-        step = (erf(np.where(finite, y, 0.0)) - x64) / (2 / math.sqrt(math.pi) * np.exp(-np.where(finite, y, 0) ** 2))
-        y = np.where(finite, y - step, y)
-    return y
+    return special_function(xp, "erfinv")(x).astype(x.dtype, copy=False)
 
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),

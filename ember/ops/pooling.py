@@ -20,7 +20,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.backends import native_kernel
-from ember.ops import dispatch
+from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -138,7 +138,7 @@ def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilati
 
 MAX_POOL2D = register(OpDef(
     name="max_pool2d", category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
-    save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d,
+    save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
 ))
 
 
@@ -156,7 +156,13 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
                 raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
                                  f"(indices must lie in [0, {h * w}))")
         else:
-            xp.put_along_axis(out, flat_idx, flat_g, axis=1)
+            # One flat scatter (indices shifted to their plane) is about 2x faster than put_along_axis,
+            # which builds an index grid; the shift needs the range check put_along_axis made.
+            if flat_idx.size and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= h * w):
+                raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
+                                 f"(indices must lie in [0, {h * w}))")
+            planes = xp.arange(rows, dtype=flat_idx.dtype)[:, None] * (h * w)
+            out.reshape(-1)[(flat_idx + planes).reshape(-1)] = flat_g.reshape(-1)
         return out.reshape(input_shape)
     offsets = (xp.arange(rows) * (h * w))[:, None]
     summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
@@ -173,7 +179,7 @@ def _unpool_vjp(ctx: Any, gg: Any) -> tuple:
 MAX_POOL2D_BACKWARD = register(OpDef(
     name="max_pool2d_backward", category="nn", impl=_unpool_impl, vjp=_unpool_vjp, nondiff_inputs=(1,),
     shape_rule=lambda g, indices, input_shape, overlapping: Spec(tuple(input_shape), g.dtype, g.device),
-    onnx="MaxUnpool",
+    onnx="MaxUnpool", flops=cost.max_pool2d_backward_flops,
 ))
 
 
@@ -240,7 +246,7 @@ def _avg_attrs(attrs: dict) -> dict:
 
 
 AVG_POOL2D = register(OpDef(
-    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d,
+    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d, flops=cost.pool2d_flops,
     vjp=lambda ctx, g: (dispatch.apply(AVG_POOL2D_BACKWARD, (g,), {"input_shape": tuple(ctx.input_meta[0]),
                                                                   **ctx.attrs}),),
     shape_rule=lambda x, kernel, stride, padding, ceil_mode=False, **_: Spec(
@@ -249,6 +255,7 @@ AVG_POOL2D = register(OpDef(
 ))
 AVG_POOL2D_BACKWARD = register(OpDef(
     name="avg_pool2d_backward", category="nn", impl=_avg_pool_backward_impl, save="none",
+    flops=cost.avg_pool2d_backward_flops,
     vjp=lambda ctx, gg: (dispatch.apply(AVG_POOL2D, (gg,), _avg_attrs(ctx.attrs)),),
     shape_rule=lambda g, input_shape, **_: Spec(tuple(input_shape), g.dtype, g.device),
 ))

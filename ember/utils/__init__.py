@@ -3,4 +3,5 @@
 Example:
     >>> from ember.utils.data import DataLoader, TensorDataset
 """
-from ember.utils import data  # noqa: F401
+from ember.utils import data, flop_counter  # noqa: F401
+from ember.utils.model_summary import summary  # noqa: F401  (Keras' table + FLOPs per layer)
