@@ -5,18 +5,18 @@ PY := $(VENV)/bin/python
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-slow test-programs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP_BASE): pyproject.toml | $(PY)
 	$(PY) -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-	$(PY) -m pip install -q -e ".[train,bf16,fast]"
+	$(PY) -m pip install -q -e ".[train,bf16,fast,plot]"
 	touch $@
 
 $(STAMP_TEST): pyproject.toml $(STAMP_BASE)
-	$(PY) -m pip install -q -e ".[test,train,bf16,fast]"
+	$(PY) -m pip install -q -e ".[test,train,bf16,fast,plot]"
 	touch $@
 
 demo: $(STAMP_BASE)
@@ -27,6 +27,11 @@ test: $(STAMP_TEST)
 
 test-slow: $(STAMP_TEST)
 	$(PY) -m pytest -m slow
+
+# Real PyTorch programs through `ember run` vs PyTorch (skips cleanly where they were not brought in):
+# PROGRAMS_DIR=/tmp/ember-programs make test-programs   (see docs/pytorch-compat.md)
+test-programs: $(STAMP_TEST)
+	$(PY) tools/run_programs.py $(ARGS)
 
 bench: $(STAMP_TEST)
 	$(PY) benchmarks/run_all.py

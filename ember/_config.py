@@ -19,3 +19,7 @@ CPU_ALLOCATOR: str = os.environ.get("EMBER_CPU_ALLOCATOR", "tuned")
 # Native CPU kernels for a few memory-bound ops (ember/backends/cpu_kernels.py): "numba" uses them
 # when numba is installed; "numpy" always takes the pure-NumPy path.
 CPU_KERNELS: str = os.environ.get("EMBER_CPU_KERNELS", "numba")
+
+# Special functions (erf, erfinv, lgamma, ...) on CPU: "scipy" uses SciPy's when installed; "numpy"
+# always takes ember's vectorized NumPy versions (ember/ops/special_math.py).
+SPECIAL_FUNCTIONS: str = os.environ.get("EMBER_SPECIAL_FUNCTIONS", "scipy")

@@ -469,9 +469,12 @@ def _transfer(t: Tensor, target: Device) -> Tensor:
     from ember.ops.registry import OPS
 
     source = t._device
+    t0 = dispatch.PROFILER and dispatch._clock()
     data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
                                   if target.type == "cpu" else t._data, index=target.index or 0)
     out = Tensor._make(data, target, False)
+    if t0 and dispatch.PROFILER is not None:  # a host<->device copy is a profiler event of its own
+        dispatch.PROFILER.copy(t0, t._data, source, target)
     if t._requires_grad and grad_mode.STATE.enabled:
         dispatch.record(OPS["to_device"], (out,), (t,), {"device": str(target), "source": str(source)})
     return out

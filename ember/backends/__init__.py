@@ -39,18 +39,8 @@ class Backend:
         return None
 
 
-class _BackendFlags:
-    """Settings scripts flip on ``torch.backends.cudnn`` (benchmark, deterministic, enabled); the CUDA
-    backend reads them; on CPU they change nothing."""
-
-    def __init__(self, **flags: Any) -> None:
-        self.__dict__.update(flags)
-
-    def __repr__(self) -> str:
-        return f"cudnn({', '.join(f'{k}={v}' for k, v in self.__dict__.items())})"
-
-
-cudnn = _BackendFlags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False)
+from ember.backends import cudnn, mps  # noqa: E402,F401  (torch.backends.cudnn / .mps: modules, as in PyTorch)
+from ember.backends import cuda_flags as cuda  # noqa: E402,F401  (torch.backends.cuda; see cuda_flags.py)
 
 _BACKENDS: dict[str, Backend] = {}
 _LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
@@ -88,25 +78,29 @@ _NO_CUDA = ("no CUDA device is available to ember ({reason}): ember runs on the 
 
 
 def special_function(xp: Any, name: str) -> Callable:
-    """A special function (``erf``, ``erfinv``) for namespace ``xp``.
+    """A special function (``erf``, ``erfc``, ``erfinv``, ``lgamma``/``gammaln``, ``digamma``/``psi``, ...)
+    for namespace ``xp``.
 
-    NumPy has no ``erf``; SciPy's is used when installed, else a vectorized ``math`` fallback.
+    NumPy has none: SciPy's is used when installed (and ``EMBER_SPECIAL_FUNCTIONS`` is not
+    ``numpy``), else ember's vectorized NumPy version (:mod:`ember.ops.special_math`), which is as
+    accurate and within a small factor of SciPy's speed. Both take ``out=``.
     A namespace that brings its own (the fuser's symbolic one) answers for itself.
     """
     own = getattr(type(xp), "special_function", None)
     if own is not None:
         return own(xp, name)
     if xp is np:
-        try:
-            import scipy.special as special
+        from ember import _config
+        from ember.ops import special_math
 
-            return getattr(special, name)
-        except ImportError:
-            import math
+        if _config.SPECIAL_FUNCTIONS == "scipy":
+            try:
+                import scipy.special as special
 
-            scalar = getattr(math, name)
-            vectorized = np.vectorize(scalar, otypes=[np.float64])
-            return lambda x: vectorized(x).astype(x.dtype, copy=False)
+                return getattr(special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name))
+            except ImportError:
+                pass
+        return special_math.FUNCTIONS[name]
     import importlib
 
     return getattr(importlib.import_module("cupyx.scipy.special"), name)

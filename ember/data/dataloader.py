@@ -163,6 +163,14 @@ class DataLoader:
         base_rng = self.generator.numpy_rng if self.generator is not None else \
             ember_random.default_generator.numpy_rng
         base_seed = int(base_rng.integers(0, 2**63 - 1))
+        batches = self._batches(base_seed)
+        from ember.profiler import _recorder
+
+        if _recorder.CURRENT is not None:  # inside a profile: each wait for a batch becomes an event
+            return _recorder.timed_batches(batches)
+        return batches
+
+    def _batches(self, base_seed: int) -> Iterator[Any]:
         if self.num_workers == 0:
             return self._serial_iter(base_seed)
         if self.multiprocessing_context == "thread":

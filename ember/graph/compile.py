@@ -26,6 +26,19 @@ Decisions (and why):
   forward and backward share. Compiled samples follow the same distributions as eager but are not
   the same numbers (as with ``torch.compile``): see :mod:`ember.graph.rng` for why. In-place fills
   (``normal_``, ``uniform_``...) and ``ember.nn.init`` still raise TracingError (eager fallback).
+* **Never slower than eager.** A compiled whole step (one that calls ``backward()`` itself, or has
+  no autograd outputs) is timed against eager on its first calls: after the first compiled run
+  (which pays one-time costs such as compiling native loops), the next ``2 * SPEED_TRIALS`` calls
+  alternate compiled and eager, each timed. When the compiled time (the fastest of its calls: load
+  only ever slows a call down) is more than ``SPEED_MARGIN`` slower than eager's, that signature
+  runs eagerly from then on, and
+  ``eager_reason`` (also in ``explain()``, and logged on the ``ember.compile`` logger) says so
+  with both figures. Why measure instead of predicting: whether a graph wins depends on the
+  machine (cores, BLAS, numba present) and on how much of the step is a few big GEMMs that no
+  graph pass can speed up, so a cost model would be wrong in exactly the cases that matter.
+  Graphs with random nodes skip the trial (eager and compiled draw different numbers, so
+  alternating would change what a seeded run sees), as do autograd-node calls (their backward
+  runs later, outside the call). ``ember.compile(fn, measure=False)`` always runs the graph.
 * **What is baked.** Python numbers computed during the trace (a learning rate, a step count
   read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
   retrace (an optimizer's hyperparameters are guarded by the cache key, though).
@@ -55,6 +68,7 @@ Example:
 """
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from typing import Any, Callable, Sequence
@@ -162,6 +176,9 @@ def _cell_ok(cell: Any) -> bool:
 
 
 CACHE_LIMIT = 16
+SPEED_TRIALS = 5     # timed compiled and eager calls each, alternating, before deciding
+SPEED_MARGIN = 0.03  # compiled may be this much slower than eager (timing noise) and still be kept
+_LOG = logging.getLogger("ember.compile")
 
 
 class _Compiled:
@@ -176,6 +193,10 @@ class _Compiled:
         self.trace_seconds = trace_seconds
         self.copy_outputs = [v.kind != "node" for v in graph.outputs]
         self.devices = [v.device for v in graph.outputs]
+        # The speed trial (see the module notes): None when not needed, else the timings so far.
+        random = any(getattr(n.op, "random", False) for n in graph.nodes)
+        self.trial: dict | None = None if random else {"calls": 0, "compiled": [], "eager": []}
+        self.speed_note = "speed trial: skipped (random nodes)" if random else "speed trial: not finished"
 
     def run(self, leaves: list) -> Any:
         results = self.executable.run([t._data for t in leaves])
@@ -189,7 +210,7 @@ class CompiledFunction:
     """What ``ember.compile(fn)`` returns: call it like ``fn``; inspect ``graph``/``explain()``."""
 
     def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
-                 warmup: int = 1, name: str | None = None) -> None:
+                 warmup: int = 1, name: str | None = None, measure: bool = True) -> None:
         if fallback not in ("eager", "raise"):
             raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
         self.fn = fn
@@ -206,6 +227,9 @@ class CompiledFunction:
         self._optimizers: list | None = None
         self._warned_cache_limit = False
         self.last: _Compiled | CompiledAutograd | None = None
+        self.measure = measure
+        self.eager_reasons: dict = {}  # signature -> why it runs eagerly after the speed trial
+        self.eager_reason: str | None = None  # the most recent call's reason, None when it ran compiled
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
@@ -245,13 +269,49 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
         if entry is _EAGER:
+            self.eager_reason = self.eager_reasons.get(key)
             return self.fn(*args, **kwargs)
         self.last = entry
+        self.eager_reason = None
+        if self.measure and type(entry) is _Compiled and entry.trial is not None:
+            return self._trial_call(key, entry, args, kwargs, leaves)
         out = entry.run(leaves)
         if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
             del self._cache[key]
             self.last = None
             return self(*args, **kwargs)
+        return out
+
+    def _trial_call(self, key: tuple, entry: "_Compiled", args: tuple, kwargs: dict, leaves: list) -> Any:
+        """One call of the speed trial: the first compiled run untimed, then compiled and eager in
+        turn, timed; after SPEED_TRIALS of each, keep the faster (see the module notes)."""
+        trial = entry.trial
+        turn = trial["calls"]
+        trial["calls"] += 1
+        eager = turn > 0 and turn % 2 == 0
+        start = time.perf_counter()
+        out = self.fn(*args, **kwargs) if eager else entry.run(leaves)
+        elapsed = time.perf_counter() - start
+        if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
+            del self._cache[key]
+            self.last = None
+            return self(*args, **kwargs)
+        if turn > 0:
+            trial["eager" if eager else "compiled"].append(elapsed)
+        if len(trial["eager"]) >= SPEED_TRIALS:
+            # Minimums: on a busy machine a call is only ever slowed down, so the fastest of each is
+            # the best estimate of its own cost.
+            compiled_s, eager_s = min(trial["compiled"]), min(trial["eager"])
+            entry.trial = None
+            entry.speed_note = (f"speed trial: compiled {compiled_s * 1e3:.3f} ms, eager {eager_s * 1e3:.3f} ms "
+                                "per call (fastest of each)")
+            if compiled_s > eager_s * (1 + SPEED_MARGIN):
+                reason = (f"the compiled graph measured {compiled_s * 1e3:.3f} ms per call against "
+                          f"{eager_s * 1e3:.3f} ms eager (fastest of {SPEED_TRIALS} alternating calls each), so "
+                          "this signature runs eagerly")
+                self.eager_reasons[key] = reason
+                self._cache[key] = _EAGER
+                _LOG.info("ember.compile(%s): %s", self.name, reason)
         return out
 
     def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:
@@ -315,7 +375,7 @@ class CompiledFunction:
         """The graph after tracing and after each pass, so each pass's effect can be read."""
         if self.last is None:
             return f"{self.name}: not traced yet (call it {self.warmup + 1} times)"
-        parts = []
+        parts = [f"{self.name}: {self.eager_reason or getattr(self.last, 'speed_note', 'speed trial: not run (an autograd-node call)')}"]
         for name, g in self.last.history:
             parts.append(f"==== after {name}: {g.summary()}\n{g}")
         return "\n".join(parts)
@@ -348,13 +408,14 @@ def _objects(*trees: Any) -> list:
 
 
 def compile(fn: Callable | None = None, *, passes: Sequence[str] | None = None, fallback: str = "eager",
-            warmup: int = 1, **ignored: Any) -> Any:  # noqa: A001 - torch.compile's name
+            warmup: int = 1, measure: bool = True, **ignored: Any) -> Any:  # noqa: A001 - torch.compile's name
     """Compile ``fn`` (a function or module); usable as ``@ember.compile`` or ``ember.compile(fn, ...)``.
 
     ``passes`` picks graph passes from ``simplify, cse, fold, dce, fuse, memory`` (default: all;
     ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments (``mode=``,
-    ``fullgraph=``, ``backend=``...) are accepted and ignored.
+    ``fullgraph=``, ``backend=``...) are accepted and ignored. ``measure=False`` skips the speed
+    trial that otherwise runs a signature eagerly when its graph measured slower than eager.
     """
     if fn is None:
-        return lambda f: CompiledFunction(f, passes, fallback, warmup)
-    return CompiledFunction(fn, passes, fallback, warmup)
+        return lambda f: CompiledFunction(f, passes, fallback, warmup, measure=measure)
+    return CompiledFunction(fn, passes, fallback, warmup, measure=measure)

@@ -30,6 +30,10 @@ from ember.graph.ir import Graph, Node, Value
 from ember.graph.rng import is_seed
 
 
+# The profiler's hook (ember/profiler): None unless a profile is recording; then runs time each node.
+PROFILER: Any = None
+
+
 def needed_nodes(graph: Graph, roots: Sequence[Value]) -> list[Node]:
     """The nodes ``roots`` depend on, in graph (topological) order."""
     wanted: set[int] = set()
@@ -110,9 +114,11 @@ class Executable:
         self.seed_reads = [(slot(v), v.tensor) for v in graph.states if is_seed(v) and v.id in read]
         const_slots = [(slot(v), v.data) for v in graph.consts]
         program = []
+        self.program_nodes: list = []  # the node behind each program entry (None: a tuple item), for the profiler
         for node in nodes:
             fn, values = _node_callable(node, xp)
             ins = tuple(slot(v) for v in values)
+            self.program_nodes.append(node)
             if len(node.outputs) == 1:
                 program.append((fn, ins, slot(node.outputs[0])))
             else:
@@ -121,6 +127,7 @@ class Executable:
                 program.append((fn, ins, holder))
                 for k, out in enumerate(node.outputs):
                     program.append((operator.itemgetter(k), (holder,), slot(out)))
+                    self.program_nodes.append(None)
         self.program = program
         self.template = [None] * len(slots)
         for s, data in const_slots:
@@ -145,8 +152,11 @@ class Executable:
                 raise ValueError(f"graph run: seed must be an int in [0, 2**63), got {seed!r}")
             for s, tensor in self.seed_reads:
                 env[s] = tensor.draw() if seed is None else np.asarray(seed, dtype=np.int64)
-        for fn, ins, out in self.program:
-            env[out] = fn(*[env[i] for i in ins])
+        if PROFILER is None:
+            for fn, ins, out in self.program:
+                env[out] = fn(*[env[i] for i in ins])
+        else:
+            PROFILER.run_program(self, env)
         results = [env[s] for s in self.fetch_slots]
         if before_writes is not None:
             before_writes()

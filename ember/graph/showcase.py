@@ -80,14 +80,43 @@ def showcase(steps: int = 100, verbose: bool = True) -> dict:
     diff = float(np.abs(w1.detach().numpy() - w1c.detach().numpy()).max())
     result = {"eager_us": eager_us, "compiled_us": compiled_us, "speedup": eager_us / compiled_us,
               "trace_seconds": compiled.last.trace_seconds, "max_weight_difference": diff}
+    lines = _rooflines(eager, compiled, x, y, xc, yc, eager_us, compiled_us)
+    result.update({f"{k}_mfu": r.mfu for k, r in lines.items()})
     if verbose:
+        from ember import hardware
+
         print("two-layer net training step (N=64, D_in=1000, H=100, D_out=10, float32)")
-        print(f"  eager     {eager_us:9.1f} us/step")
-        print(f"  compiled  {compiled_us:9.1f} us/step   ({result['speedup']:.2f}x faster; trace + passes "
-              f"{result['trace_seconds'] * 1000:.0f} ms once)")
+        print(f"  eager     {eager_us:9.1f} us/step   {_line(lines['eager'])}")
+        print(f"  compiled  {compiled_us:9.1f} us/step   {_line(lines['compiled'])}")
+        print(f"            ({result['speedup']:.2f}x faster; trace + passes {result['trace_seconds'] * 1000:.0f} ms once)")
+        print(f"  a step is {lines['eager'].flops / 1e6:.1f} MFLOP; peak of this machine: {hardware.peak()}")
         print(f"  weights agree to {diff:.1e} after {steps + 2} steps each")
         print(f"  compiled graph: {compiled.graph.summary()}")
     return result
+
+
+def _rooflines(eager: Any, compiled: Any, x: Any, y: Any, xc: Any, yc: Any, eager_us: float,
+               compiled_us: float) -> dict:
+    """Achieved FLOP/s, MFU, bandwidth and bound of each step: FLOPs are the model's (counted on the eager
+    step), bytes each run's own (fusion moves less), over the measured step time."""
+    from ember import hardware
+    from ember.profiler import profile
+
+    def work(fn: Any, a: Any, b: Any) -> tuple:
+        with profile(with_flops=True) as prof:
+            fn(a, b)
+        events = [e for e in prof.events() if e.category in ("cpu_op", "graph_node")]
+        return sum(e.flops for e in events), sum(e.bytes for e in events)
+
+    flops, eager_bytes = work(eager, x, y)
+    _, compiled_bytes = work(compiled, xc, yc)
+    return {"eager": hardware.roofline(flops, eager_bytes, eager_us * 1e-6),
+            "compiled": hardware.roofline(flops, compiled_bytes or eager_bytes, compiled_us * 1e-6)}
+
+
+def _line(r: Any) -> str:
+    return (f"{r.flops_per_s / 1e9:6.2f} GFLOP/s = {r.mfu:5.1%} MFU, {r.bytes_per_s / 1e9:5.2f} GB/s, "
+            f"{r.bound}-bound ({r.attained:.0%} of that roof)")
 
 
 if __name__ == "__main__":

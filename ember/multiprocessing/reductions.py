@@ -13,7 +13,8 @@ Example:
     >>> q = mp.get_context("fork").SimpleQueue()
     >>> t = ember.zeros(3)
     >>> q.put(t); received = q.get()
-    >>> received.add_(1); t.tolist()   # the same memory
+    >>> _ = received.add_(1)
+    >>> t.tolist()   # the same memory
     [1.0, 1.0, 1.0]
 """
 from __future__ import annotations

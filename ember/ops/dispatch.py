@@ -6,6 +6,7 @@ define-then-run) and an argument is symbolic, the registered symbolic handler ta
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 from weakref import ref as _weakref
 
@@ -34,6 +35,11 @@ class _Symbolic:
 
 
 SYMBOLIC = _Symbolic()
+
+# The profiler's hook (ember/profiler): None unless a profile is recording, so an op pays one global
+# read when profiling is off. When on, it is called as PROFILER.op(op, t0, args, attrs, result).
+PROFILER: Any = None
+_clock = time.perf_counter_ns
 
 Tensor: Any = None  # bound by ember.tensor at import time (avoids an import cycle)
 
@@ -178,6 +184,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         args = _autocast_args(op.autocast, args)
     if SYMBOLIC.active and _symbolic_args(args):
         return SYMBOLIC.handler(op, args, attrs)
+    t0 = PROFILER and _clock()
     device = None
     arrays = []
     needs_grad = False
@@ -206,6 +213,8 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     result = _wrap(op, out, device, args, attrs)
     if needs_grad and op.vjp is not None and _STATE.enabled:
         record(op, result if isinstance(result, tuple) else (result,), args, attrs)
+    if t0 and PROFILER is not None:
+        PROFILER.op(op, t0, args, attrs, result)
     return result
 
 
@@ -215,6 +224,7 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         x = cast(x, dtypes.get_default_dtype())
     if SYMBOLIC.active and SYMBOLIC.is_symbolic(x):
         return SYMBOLIC.handler(op, (x,), attrs or {})
+    t0 = PROFILER and _clock()
     device = x._device
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
@@ -224,6 +234,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     result = Tensor._make(out, device, False)
     if x._requires_grad and op.vjp is not None and _STATE.enabled:
         record(op, (result,), (x,), attrs or {})
+    if t0 and PROFILER is not None:
+        PROFILER.op(op, t0, (x,), attrs, result)
     return result
 
 
@@ -262,6 +274,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         raise TypeError(f"{op.name}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
     if SYMBOLIC.active and (SYMBOLIC.is_symbolic(a) or SYMBOLIC.is_symbolic(b)):
         return SYMBOLIC.handler(op, (a, b), {})
+    t0 = PROFILER and _clock()
     device = a._device if a_tensor else b._device
     try:
         out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
@@ -277,6 +290,8 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)
     ):
         record(op, (result,), (a, b), {})
+    if t0 and PROFILER is not None:
+        PROFILER.op(op, t0, (a, b), None, result)
     return result
 
 

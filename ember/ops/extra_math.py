@@ -23,6 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
 from ember.ops.elementwise import _unary, elementwise_rule, sum_to
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
 _LN2 = math.log(2.0)
@@ -52,41 +53,15 @@ ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
                onnx="Atanh", float_only=True)
 # The gradient is exp(x), not expm1(x) + 1, which rounds to 0 below x = -17 in float32 (elu's tail).
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True)
-LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True)
-LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True)
-EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True)
-TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none")
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True, onnx=to_onnx.expm1)
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True, onnx=to_onnx.log_base(2))
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True, onnx=to_onnx.log_base(10))
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True, onnx=to_onnx.exp2)
+TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx=to_onnx.trunc)
 
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
-    try:
-        fn = special_function(xp, "erfinv")
-    except AttributeError:  # no SciPy: NumPy fallback below
-        fn = _erfinv_numpy
-    return fn(x).astype(x.dtype, copy=False)
-
-
-def _erfinv_numpy(x: np.ndarray) -> np.ndarray:
-    """Giles' single-precision approximation polished by two Newton steps on math.erf."""
-    x64 = np.asarray(x, dtype=np.float64)
-    w = -np.log((1.0 - x64) * (1.0 + x64))
-    small = w < 5.0
-    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
-    p_small = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-               -0.00417768164, 0.246640727, 1.50140941]
-    p_large = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-               0.00943887047, 1.00167406, 2.83297682]
-    ps, pl = np.zeros_like(x64), np.zeros_like(x64)
-    for cs, cl in zip(p_small, p_large):
-        ps, pl = ps * ws + cs, pl * wl + cl
-    y = np.where(small, ps, pl) * x64
-    erf = np.vectorize(math.erf, otypes=[np.float64])
-    for _ in range(2):
-        finite = np.isfinite(y)
-        step = (erf(np.where(finite, y, 0.0)) - x64) / (2 / math.sqrt(math.pi) * np.exp(-np.where(finite, y, 0) ** 2))
-        y = np.where(finite, y - step, y)
-    return y
+    return special_function(xp, "erfinv")(x).astype(x.dtype, copy=False)
 
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
@@ -126,7 +101,7 @@ HYPOT = register(OpDef(
 
 ATAN2 = register(OpDef(
     name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
-    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2",
+    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2", onnx=to_onnx.atan2,
 ))
 
 

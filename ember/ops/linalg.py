@@ -6,7 +6,9 @@ from typing import Any
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 
@@ -38,7 +40,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 MATMUL = register(OpDef(
     name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
-    shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower",
+    shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
 
@@ -245,8 +247,8 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 
 EINSUM = register(OpDef(
-    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx="Einsum",
-    impl=_einsum_impl, autocast="lower", save="cross",  # multilinear: operand i's grad reads only the others
+    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
+    impl=_einsum_impl, autocast="lower", save="cross", flops=cost.einsum_flops,  # multilinear: operand i's grad reads only the others
 ))
 
 

@@ -7,6 +7,8 @@ An :class:`OpDef` holds everything ember knows about an op:
 * ``vjp(ctx, grad)`` - the backward, written in ember ops so it can itself be differentiated,
   traced and exported;
 * ``onnx`` - the ONNX op name (or a callable building nodes) for export;
+* ``flops(inputs, outputs, attrs)`` / ``bytes_moved(inputs, outputs, attrs)`` - the work an op does, from
+  specs (shapes and dtypes) only; ``None`` takes its category's default (:mod:`ember.ops.cost`);
 * ``save`` - what backward needs kept alive: ``"inputs"``, ``"output"``, ``"both"``, ``"none"``, or
   ``"cross"`` for bilinear ops (mul, matmul): each input is needed only for the *other* input's
   gradient, so it is saved only when another input requires grad (``y * 2`` keeps nothing of ``y``,
@@ -51,6 +53,10 @@ class OpDef:
     # Mixed precision (ember/amp/policy.py): inside an autocast region, "lower" casts floating inputs to
     # the region's dtype (matmul, conv), "fp32" to float32 (prod, losses), "promote" to the widest input.
     autocast: str | None = None
+    # Cost model (profiler, FlopCounterMode, MFU): fn(input specs, output specs, attrs) -> int. None takes the
+    # category default in ember/ops/cost.py (elementwise: one per output element, reductions: one per input...).
+    flops: Callable[[tuple, tuple, dict], int] | None = None
+    bytes_moved: Callable[[tuple, tuple, dict], int] | None = None
     doc: str = ""
     # Flags. float_only: integer inputs are promoted to the default float dtype first (exp, div).
     float_only: bool = False

@@ -95,7 +95,7 @@ class Adam(Optimizer):
                     bufs[0] if len(bufs) > 1 else None, bufs[-1]),
                    lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
                    maximize=maximize, step_size=lr / bias_correction1,
-                   bias_correction2_sqrt=bias_correction2 ** 0.5)
+                   bias_correction2_sqrt=bias_correction2 ** 0.5, cache_blocks=kernel is _kernel)
         p._bump()
 
 

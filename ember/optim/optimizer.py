@@ -384,13 +384,38 @@ def _executor() -> Any:
     return _POOL["executor"]
 
 
-def run_kernel(on_cpu: bool, xp: Any, kernel: Callable, arrays: tuple, **scalars: Any) -> None:
+# Elements per block when a CPU update runs block by block (``cache_blocks=True``): Adam's NumPy update
+# is ~12 whole-array sweeps; on blocks of 64K elements (256 KiB per float32 array) its temporaries stay
+# in cache (1M-element Adam: 1.88 -> 1.48 ms). A 3-sweep update (SGD momentum) gains nothing.
+_CACHE_BLOCK = 1 << 16
+
+
+def _cache_blocked(kernel: Callable) -> Callable:
+    """``kernel`` run on consecutive flat blocks of its (contiguous, same-shape) arrays."""
+
+    def blocked(xp: Any, *arrays: Any, **scalars: Any) -> None:
+        first = arrays[0]
+        if first.size <= 2 * _CACHE_BLOCK or any(a is not None and a.shape != first.shape for a in arrays):
+            return kernel(xp, *arrays, **scalars)
+        flat = [None if a is None else a.reshape(-1) for a in arrays]
+        for start in range(0, first.size, _CACHE_BLOCK):
+            kernel(xp, *(None if a is None else a[start:start + _CACHE_BLOCK] for a in flat), **scalars)
+
+    return blocked
+
+
+def run_kernel(on_cpu: bool, xp: Any, kernel: Callable, arrays: tuple, cache_blocks: bool = False,
+               **scalars: Any) -> None:
     """Call ``kernel(xp, *arrays, **scalars)``, an elementwise in-place update.
 
     Large contiguous CPU arrays are cut into equal flat chunks run on a small thread pool; ``None``
     entries (absent buffers) pass through. The kernel must be elementwise, so chunks are independent.
+    With ``cache_blocks``, each chunk runs block by block (``_CACHE_BLOCK`` elements).
     """
     first = arrays[0]
+    if cache_blocks and on_cpu and first.size > 2 * _CACHE_BLOCK and all(
+            a is None or a.flags.c_contiguous for a in arrays):
+        kernel = _cache_blocked(kernel)
     chunks = first.size // _PARALLEL_MIN_CHUNK
     if chunks >= 2 and on_cpu:
         executor = _executor()

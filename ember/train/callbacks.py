@@ -21,7 +21,7 @@ import inspect
 import math
 import os
 import warnings
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -143,6 +143,21 @@ class History(Callback):
 
     def __repr__(self) -> str:
         return f"History({self.history})"
+
+    def plot(self, path: str | os.PathLike = "history.png", metrics: Sequence[str] | None = None,
+             title: str | None = None) -> str:
+        """Save the training (and validation) curves to ``path`` (PNG/SVG/PDF by suffix); returns the path.
+
+        One panel per metric (``loss``, ``accuracy``...), train solid and ``val_`` dashed, over epochs.
+        Needs matplotlib (``pip install matplotlib`` or ``pip install 'ember[plot]'``).
+
+        Example:
+            >>> history = trainer.fit(loader, epochs=5, validation_data=test_loader)   # doctest: +SKIP
+            >>> history.plot("curves.png")                                            # doctest: +SKIP
+        """
+        from ember.train.plots import plot_history
+
+        return plot_history(self.history, self.epoch, path, metrics, title)
 
 
 def _mode_better(mode: str, monitor: str) -> str:

@@ -76,6 +76,7 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
     source = "carried MNIST subset" if data_dir is None else f"MNIST from {data_dir}"
     if verbose:
         print(f"ember: training a CNN on {len(train_set)} images ({source}), testing on {len(test_set)}")
+        model.summary(train_set[0][0].unsqueeze(0))
     start = time.perf_counter()
     history = model.fit(train_loader, epochs=epochs, verbose=verbose, validation_data=test_loader,
                         callbacks=[ModelCheckpoint(checkpoint), TensorBoard(board_dir),
@@ -88,11 +89,36 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
         results = {"accuracy": history.history["val_accuracy"][-1], "loss": history.history["val_loss"][-1]}
     else:
         results = model.evaluate(test_loader, verbose=0, return_dict=True)
+    pictures = write_pictures(model, history, train_set, run_dir)
     if verbose:
         print(f"test accuracy: {results['accuracy'] * 100:.2f}% (loss {results['loss']:.4f}) after {epochs} epochs "
               f"in {seconds:.1f}s")
         print(f"checkpoint:  {checkpoint}")
         print(f"tensorboard: {board_dir}  (view with: tensorboard --logdir {board_dir})")
+        for label, (path, note) in pictures.items():
+            print(f"{label + ':':<12} {path or '(skipped)'}" + (f"  ({note})" if note else ""))
     return {"test_accuracy": results["accuracy"], "test_loss": results["loss"], "seconds": seconds,
             "checkpoint": str(checkpoint), "tensorboard": str(board_dir), "run_dir": str(run_dir),
-            "history": history.history}
+            "history": history.history, "pictures": {k: v[0] for k, v in pictures.items()}}
+
+
+def write_pictures(model: Any, history: Any, train_set: Any, run_dir: Path) -> dict:
+    """The training curves (PNG, needs matplotlib) and the autograd graph of one training loss (SVG, needs
+    Graphviz's ``dot``; the DOT text otherwise) next to the checkpoint. Returns {label: (path, note)}."""
+    import ember
+    from ember.viz import draw
+
+    out: dict = {}
+    try:
+        out["curves"] = (history.plot(run_dir / "curves.png", title="ember demo: CNN on MNIST"), "")
+    except ImportError as error:
+        out["curves"] = (None, str(error))
+    x, y = train_set[0]
+    loss = model.loss_fn(model.module(x.unsqueeze(0)), ember.tensor([int(y)]))
+    doc = draw(loss, params=dict(model.module.named_parameters()), title="autograd graph of one training loss")
+    try:
+        out["graph"] = (doc.render(run_dir / "graph.svg"), "")
+    except RuntimeError:  # no Graphviz: the DOT text still says everything
+        out["graph"] = (doc.render(run_dir / "graph.dot"), "install Graphviz to get SVG: apt-get install graphviz; "
+                        "then dot -Tsvg graph.dot -o graph.svg")
+    return out

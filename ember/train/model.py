@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -125,6 +126,8 @@ class Model:
         self.metrics: list[Metric] = []
         self.stop_training = False
         self.history = History()
+        self.perf: Any = None  # ember.train.perf.StepStats during fit, when a callback shows it
+        self._example_input: Any = None
         self._callbacks: CallbackList | None = None
 
     # ---- configuration ----------------------------------------------------------------------------
@@ -254,17 +257,27 @@ class Model:
         was_training = getattr(self.module, "training", True)
         if hasattr(self.module, "train"):
             self.module.train(train)
+        perf = self.perf if train else None  # set by fit when the progress bar or TensorBoard shows it
+        if perf is not None:
+            perf.reset()
+        ready = time.perf_counter()
         try:
             for step, batch in enumerate(loader):
                 if steps is not None and step >= steps:
                     break
+                arrived = time.perf_counter()  # the wait since the last step ended is the DataLoader's
                 x, y = self._batch(batch)
+                moved = time.perf_counter()
                 if y is None:
                     raise ValueError("Model: training and evaluation batches need targets: pass y, or a "
                                      "Dataset/DataLoader whose samples are (input, target)")
                 size = self._size(x)
+                if getattr(self, "_example_input", None) is None and hasattr(x, "shape"):
+                    self._example_input = x[:1].detach()  # for summary(): shapes and FLOPs per layer
                 begin(step, {"batch": step, "size": size})
-                if train:
+                if train and perf is not None and not perf.flops_per_sample:
+                    output, loss = self._counted_step(x, y, size)
+                elif train:
                     output, loss = self.train_step(x, y)
                 else:
                     with no_grad():
@@ -281,7 +294,11 @@ class Model:
                     for metric in self.metrics:
                         metric.update(output, y)
                         logs[metric.name] = metric.result()
+                if perf is not None:
+                    now = time.perf_counter()
+                    perf.add(arrived - ready, moved - arrived, now - ready, size)
                 end(step, logs)
+                ready = time.perf_counter()
                 if train and strategy is not None:
                     self.stop_training = strategy.any(self.stop_training)
                 if train and self.stop_training:
@@ -294,6 +311,18 @@ class Model:
         out = {"loss": loss_mean.result()}
         out.update({m.name: m.result() for m in self.metrics})
         return out
+
+    def _counted_step(self, x: Any, y: Any, size: int) -> tuple[Any, Any]:
+        """The first training step, with its FLOPs counted (forward, backward and optimizer)."""
+        from ember import hardware
+        from ember.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            result = self.train_step(x, y)
+        self.perf.flops_per_sample = counter.get_total_flops() / max(size, 1)
+        dtype = next((p.dtype for p in self.module.parameters()), "float32")
+        self.perf.peak_flops = hardware.peak().flops_for(dtype)
+        return result
 
     # ---- fit / evaluate / predict ----------------------------------------------------------------------
     @quiet_on_workers
@@ -340,6 +369,12 @@ class Model:
         if self.strategy is not None and not self.strategy.is_chief:
             chain = [c for c in chain if not getattr(c, "chief_only", False)]  # rank 0 prints and writes
         cbs = CallbackList(chain, model=self, params={"epochs": epochs, "steps": steps, "verbose": verbose})
+        if any(getattr(c, "wants_perf", False) for c in chain):  # MFU and time shares for the bar / TensorBoard
+            from ember.train.perf import StepStats
+
+            self.perf = StepStats()
+        else:
+            self.perf = None
         self._callbacks = cbs
         self.stop_training = False
         logs: dict = {}
@@ -468,14 +503,17 @@ class Model:
         self.history.epoch = list(saved.get("epoch") or [])
         return checkpoint
 
-    def summary(self) -> str:
-        """The module and its parameter counts, printed and returned."""
-        total = trainable = 0
-        for param in self.module.parameters():
-            total += param.numel()
-            trainable += param.numel() if param.requires_grad else 0
-        text = f"{self.module!r}\nTotal params: {total:,}\nTrainable params: {trainable:,}"
-        print(text)
+    def summary(self, input_data: Any = None, print_fn: Any = print) -> str:
+        """Keras' table (layer, output shape, parameters, trainable) plus FLOPs per layer, printed and
+        returned. Output shapes and FLOPs need an example input: ``input_data``, or one batch of the data
+        ``fit`` has seen (its first sample is used)."""
+        from ember.utils.model_summary import summary
+
+        if input_data is None and getattr(self, "_example_input", None) is not None:
+            input_data = self._example_input
+        text = str(summary(self.module, input_data, print_fn=None))
+        if print_fn is not None:
+            print_fn(text)
         return text
 
 

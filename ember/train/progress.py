@@ -50,6 +50,7 @@ class ProgbarLogger(Callback):
 
     order = 90  # after callbacks that add logs (lr), before ModelCheckpoint prints its path
     chief_only = True
+    wants_perf = True  # fit measures MFU and the data-wait / transfer shares of the step time for it
 
     def __init__(self, verbose: int = 1, file: Any = None) -> None:
         super().__init__()
@@ -71,6 +72,10 @@ class ProgbarLogger(Callback):
             self._bar = self._tqdm(total=self.params.get("steps"), desc=self._title, unit="batch", leave=True,
                                    file=self.file, dynamic_ncols=True)
 
+    def _perf(self) -> str:
+        perf = getattr(self.model, "perf", None) if self.model is not None else None
+        return f" - {perf.postfix()}" if perf is not None and perf.steps else ""
+
     def _rate(self) -> float:
         elapsed = time.perf_counter() - self._start
         return self._seen / elapsed if elapsed > 0 else 0.0
@@ -83,12 +88,13 @@ class ProgbarLogger(Callback):
             now = time.perf_counter()
             if now - self._last_postfix > 0.25:  # formatting every batch would cost more than it shows
                 self._last_postfix = now
-                self._bar.set_postfix_str(f"{format_logs(logs)} - {self._rate():.0f} samples/s", refresh=False)
+                self._bar.set_postfix_str(f"{format_logs(logs)} - {self._rate():.0f} samples/s{self._perf()}",
+                                          refresh=False)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs or {}
         elapsed = time.perf_counter() - self._start
-        summary = f"{format_logs(logs)} - {self._rate():.0f} samples/s"
+        summary = f"{format_logs(logs)} - {self._rate():.0f} samples/s{self._perf()}"
         if self._bar is not None:
             self._bar.set_postfix_str(summary, refresh=False)
             self._bar.close()

@@ -2,7 +2,9 @@
 
 Per epoch it writes every log value as a scalar (``train/loss``, ``val/loss``, ``train/lr``...);
 with ``update_freq='batch'`` (or an int N) also the running batch values every N batches
-(``batch/loss``...); with ``histogram_freq=N`` the weights (and gradients, when present) every N epochs.
+(``batch/loss``...); with ``histogram_freq=N`` the weights (and gradients, when present) every N epochs. While ``fit`` runs it
+also writes ``perf/mfu``, ``perf/gflops_per_s``, ``perf/data_wait_share`` and ``perf/transfer_share`` per
+epoch, and (``write_graph=True``, as in Keras) the model's graph for the Graphs tab.
 
 Example:
     >>> from ember.train import TensorBoard
@@ -20,11 +22,11 @@ from ember.train.callbacks import Callback
 
 def _summary_writer(log_dir: str) -> Any:
     try:
-        from tensorboardX import SummaryWriter
+        from ember.utils.tensorboard import SummaryWriter
     except ImportError:
         raise ImportError("TensorBoard callback: tensorboardX is not installed; install it with "
                           "`pip install tensorboardX` (or `pip install ember[train]`)") from None
-    return SummaryWriter(logdir=log_dir)
+    return SummaryWriter(log_dir)
 
 
 def _tag(key: str) -> str:
@@ -35,9 +37,10 @@ class TensorBoard(Callback):
     """Log scalars (and optionally weight histograms) for TensorBoard under ``log_dir``."""
 
     chief_only = True  # one event file under DataParallelStrategy
+    wants_perf = True  # fit measures MFU and the data-wait / transfer shares of the step time (perf/*)
 
     def __init__(self, log_dir: str | os.PathLike = "logs", histogram_freq: int = 0, update_freq: str | int = "epoch",
-                 write_grads: bool = True) -> None:
+                 write_grads: bool = True, write_graph: bool = True) -> None:
         super().__init__()
         if update_freq not in ("epoch", "batch") and not (isinstance(update_freq, int) and update_freq > 0):
             raise ValueError(f"TensorBoard: update_freq must be 'epoch', 'batch' or a positive int, got "
@@ -46,6 +49,7 @@ class TensorBoard(Callback):
         self.histogram_freq = histogram_freq
         self.update_freq = 1 if update_freq == "batch" else update_freq
         self.write_grads = write_grads
+        self.write_graph = write_graph  # the model's graph for the Graphs tab, traced at the first batch (Keras)
         self.writer: Any = None
         self._step = 0
 
@@ -56,6 +60,19 @@ class TensorBoard(Callback):
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._step = epoch * int(self.params.get("steps") or 0)
 
+    def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
+        example = getattr(self.model, "_example_input", None)
+        if not self.write_graph or self.writer is None or example is None:
+            return
+        self.write_graph = False  # once per fit
+        try:
+            self.writer.add_graph(self.model.module, example)
+        except Exception as error:  # a model the tracer cannot follow (data-dependent Python): no graph, say why
+            import warnings
+
+            warnings.warn(f"TensorBoard: could not trace the model for the Graphs tab ({type(error).__name__}: "
+                          f"{error}); pass write_graph=False to skip it", RuntimeWarning, stacklevel=2)
+
     def on_batch_end(self, batch: int, logs: dict | None = None) -> None:
         self._step += 1
         if self.update_freq == "epoch" or self.writer is None or self._step % self.update_freq:
@@ -63,6 +80,12 @@ class TensorBoard(Callback):
         for key, value in (logs or {}).items():
             if key not in ("batch", "size") and isinstance(value, (int, float)):
                 self.writer.add_scalar(f"batch/{key}", float(value), self._step)
+        for tag, value in self._perf_scalars().items():
+            self.writer.add_scalar(tag.replace("perf/", "batch_perf/"), value, self._step)
+
+    def _perf_scalars(self) -> dict:
+        perf = getattr(self.model, "perf", None) if self.model is not None else None
+        return perf.scalars() if perf is not None and perf.steps else {}
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if self.writer is None:
@@ -70,6 +93,8 @@ class TensorBoard(Callback):
         for key, value in (logs or {}).items():
             if isinstance(value, (int, float)):
                 self.writer.add_scalar(_tag(key), float(value), epoch)
+        for tag, value in self._perf_scalars().items():
+            self.writer.add_scalar(tag, value, epoch)
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             for name, param in self.model.module.named_parameters():
                 self.writer.add_histogram(f"weights/{name}", np.asarray(param.detach()), epoch)

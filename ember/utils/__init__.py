@@ -3,4 +3,6 @@
 Example:
     >>> from ember.utils.data import DataLoader, TensorDataset
 """
-from ember.utils import data  # noqa: F401
+from ember.utils import data, flop_counter  # noqa: F401
+from ember.utils.model_summary import summary  # noqa: F401  (Keras' table + FLOPs per layer)
+from ember.utils import checkpoint  # noqa: E402,F401  (torch.utils.checkpoint; tensorboard imports on use)

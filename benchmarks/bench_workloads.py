@@ -1,0 +1,399 @@
+"""The workloads users run, each in every mode: ember eager, ember compiled, PyTorch eager,
+torch.compile and JAX jit (the last two where installed), timed in interleaved rounds in one process.
+
+Workloads (run all, or pick with --only):
+  mnist     one epoch of the MNIST CNN (conv 1->32, pool, conv 32->64, pool, linear; SGD momentum 0.9,
+            batch 64) on real MNIST from ../shared/data/mnist when present, else data-shaped synthetic
+            digits; each round times --steps shuffled batches (default 150) and reports the epoch
+            time they extrapolate to (938 steps), with the data pipeline (shuffle, gather, normalize,
+            convert) and a loss.item() per step as in a user's loop
+  resnet18  a ResNet-18 training step, CIFAR-shaped batches of 128 (3x32x32), SGD momentum + wd
+  gpt       a char-level GPT training step: 6 layers, d 384, 6 heads, context 256, batch 16, vocab 65, AdamW
+  w1..w4    the issue workloads: two-layer net, MLP (Adam), small CNN (SGD), Transformer block (Adam)
+
+Prints per workload: median per unit, ratio to the best peer (the fastest of torch eager,
+torch.compile, JAX jit) and to torch eager; then a summary. Run alone on a quiet machine:
+    python benchmarks/bench_workloads.py                    # everything (about 10 minutes)
+    python benchmarks/bench_workloads.py --only mnist,w4 --rounds 5
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import ember  # noqa: E402
+import workload_models as models  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+PEERS = ("torch eager", "torch.compile", "jax jit")
+MNIST_EPOCH_STEPS = 60000 // 64 + 1
+
+
+def cpu_model() -> str:
+    """The CPU's model name and vector extensions (AVX-512 vs AVX2 changes every library's speed)."""
+    name, flags = "unknown CPU", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and name == "unknown CPU":
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = "avx512f" if "avx512f" in flags else "avx2" if "avx2" in flags else "no avx2"
+    return f"{name} ({simd}), {os.cpu_count()} cores"
+
+
+def versions() -> str:
+    # OPENBLAS_CORETYPE picks NumPy's GEMM kernels (Haswell = AVX2 even on an AVX-512 CPU): it moves
+    # every ember figure, so it is printed with them.
+    parts = [f"ember (numpy {np.__version__}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')})"]
+    if torch is not None:
+        parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
+    try:
+        import jax
+
+        parts.append(f"jax {jax.__version__}")
+    except ImportError:
+        parts.append("jax not installed")
+    return ", ".join(parts)
+
+
+# ---- timing -----------------------------------------------------------------------------------------
+def interleaved(fns: dict[str, Callable[[], Any]], rounds: int, budget: float) -> dict[str, float]:
+    """Median seconds per call over ``rounds`` alternating rounds (A, B, C, A, B, C, ...); each round
+    runs one call per contender, or several when a call is short (each round lasts ~budget/rounds)."""
+    calls = {}
+    for name, fn in fns.items():
+        start = time.perf_counter()
+        fn()
+        single = max(time.perf_counter() - start, 1e-6)
+        calls[name] = max(1, int(budget / rounds / len(fns) / single))
+    samples: dict[str, list] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            time.sleep(0.05)  # let the previous library's spinning worker threads go to sleep
+            start = time.perf_counter()
+            for _ in range(calls[name]):
+                fn()
+            samples[name].append((time.perf_counter() - start) / calls[name])
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def warm(name: str, fn: Callable[[], Any], calls: int = 2) -> Callable[[], Any] | None:
+    """Run ``fn`` a few times (compilers compile on the first calls); None if it cannot run here."""
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        print(f"  {name}: ready ({time.perf_counter() - start:.1f} s for {calls} warm-up calls)", flush=True)
+        return fn
+    except Exception as error:  # noqa: BLE001 - no C compiler, unsupported op...: report and skip
+        print(f"  {name}: unavailable ({type(error).__name__}: {str(error).splitlines()[0][:120]})", flush=True)
+        return None
+
+
+def compile_note(fn: Any) -> str:
+    """What ember.compile decided for this step (its own explanation when it runs eagerly)."""
+    reason = getattr(fn, "eager_reason", None)
+    return f" [compiled step runs eagerly: {reason}]" if reason else ""
+
+
+# ---- the step, written once for ember and torch ----------------------------------------------------
+def train_step(lib: Any, model: Any, optimizer: Any, loss_fn: Callable) -> Callable:
+    def step(x: Any, y: Any) -> Any:
+        loss = loss_fn(lib, model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return step
+
+
+def cross_entropy(lib: Any, out: Any, y: Any) -> Any:
+    return lib.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+
+
+def mean_square(lib: Any, out: Any, y: Any) -> Any:
+    return (out * out).mean()
+
+
+def build_modes(build: Callable[[Any], Any], make_opt: Callable[[Any, Any], Any], loss_fn: Callable,
+                args: argparse.Namespace) -> dict[str, Callable]:
+    """step(x, y) callables (arrays are the library's own) for each mode that can run here."""
+    steps: dict[str, Callable] = {}
+    reference = None
+    if torch is not None:
+        torch.manual_seed(0)
+        reference = build(torch)
+        steps["torch eager"] = train_step(torch, reference, make_opt(torch, reference), loss_fn)
+    for mode in ("ember eager", "ember compiled"):
+        ember.manual_seed(0)
+        model = build(ember)
+        if reference is not None:
+            models.copy_weights(reference, model)
+        step = train_step(ember, model, make_opt(ember, model), loss_fn)
+        steps[mode] = ember.compile(step) if mode == "ember compiled" else step
+    if torch is not None and not args.no_torch_compile:
+        other = build(torch)
+        other.load_state_dict(reference.state_dict())
+        steps["torch.compile"] = train_step(torch, torch.compile(other), make_opt(torch, other), loss_fn)
+    return steps
+
+
+def converters() -> dict[str, Callable[[np.ndarray], Any]]:
+    out: dict[str, Callable] = {"ember": ember.from_numpy}
+    if torch is not None:
+        out["torch"] = torch.from_numpy
+    return out
+
+
+def lib_of(mode: str) -> str:
+    return "torch" if mode.startswith("torch") else "jax" if mode.startswith("jax") else "ember"
+
+
+# ---- workloads --------------------------------------------------------------------------------------
+def find_mnist() -> Path | None:
+    for root in (HERE.parent.parent / "shared" / "data", HERE.parent.parent.parent / "shared" / "data",
+                 Path(os.environ.get("EMBER_DATA", "~/.ember/data")).expanduser()):
+        folder = root / "mnist"
+        if (folder / "train-images-idx3-ubyte.gz").exists():
+            return folder
+    return None
+
+
+def mnist_arrays() -> tuple[np.ndarray, np.ndarray, str]:
+    from ember.data.datasets.mnist import read_idx
+
+    folder = find_mnist()
+    if folder is not None:
+        images = read_idx(gzip.decompress((folder / "train-images-idx3-ubyte.gz").read_bytes()))
+        labels = read_idx(gzip.decompress((folder / "train-labels-idx1-ubyte.gz").read_bytes()))
+        return images, labels.astype(np.int64), f"real MNIST from {folder}"
+    # Data-shaped synthetic digits: uint8 images, mostly exact zeros with bright strokes (as MNIST).
+    rng = np.random.default_rng(0)
+    images = np.zeros((60000, 28, 28), np.uint8)
+    strokes = rng.random((60000, 20, 20)) < 0.19
+    images[:, 4:24, 4:24] = np.where(strokes, rng.integers(128, 256, (60000, 20, 20)), 0)
+    return images, rng.integers(0, 10, 60000), "synthetic MNIST-shaped data (../shared/data/mnist not found)"
+
+
+def mnist_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
+    images, labels, source = mnist_arrays()
+    steps = build_modes(models.mnist_cnn, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.01, momentum=0.9),
+                        cross_entropy, args)
+    convert = converters()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(len(images))
+
+    def segment(mode: str, step: Callable) -> Callable:
+        to_lib = convert.get(lib_of(mode))
+        state = {"offset": 0}
+
+        def run() -> None:  # --steps consecutive batches of the shuffled epoch, wrapping around
+            for _ in range(args.steps):
+                start = state["offset"]
+                if start + 64 > len(order):
+                    start = 0
+                state["offset"] = start + 64
+                idx = order[start:start + 64]
+                x = (images[idx].astype(np.float32) / 255.0 - 0.1307) / 0.3081
+                step(to_lib(x.reshape(64, 1, 28, 28)), to_lib(labels[idx])).item()
+
+        return run
+
+    fns = {mode: segment(mode, step) for mode, step in steps.items()}
+    jax_fn = jax_mnist(images, labels, order, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    scale = MNIST_EPOCH_STEPS / args.steps
+    return fns, f"MNIST CNN epoch ({source}; {args.steps} steps per round x {scale:.2f} = one epoch)", scale
+
+
+def fixed_batch(build, make_opt, loss_fn, x: np.ndarray, y: np.ndarray, args) -> dict:
+    steps = build_modes(build, make_opt, loss_fn, args)
+    convert = converters()
+    fns = {}
+    for mode, step in steps.items():
+        to_lib = convert[lib_of(mode)]
+        lx, ly = to_lib(x), to_lib(y)
+        fns[mode] = (lambda s=step, a=lx, b=ly: s(a, b).item())
+    return fns
+
+
+def resnet_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((128, 3, 32, 32)).astype(np.float32), rng.integers(0, 10, 128)
+    fns = fixed_batch(models.resnet18, lambda lib, m: lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9,
+                                                                     weight_decay=5e-4), cross_entropy, x, y, args)
+    jax_fn = jax_step("resnet18", x, y, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "ResNet-18 training step, batch 128 x 3x32x32, SGD momentum", 1.0
+
+
+def gpt_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 65, (16, 257))
+    x, y = tokens[:, :-1].copy(), tokens[:, 1:].copy()
+    fns = fixed_batch(models.gpt, lambda lib, m: lib.optim.AdamW(m.parameters(), lr=3e-4), cross_entropy, x, y, args)
+    jax_fn = jax_step("gpt", x, y, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "char GPT training step: 6 layers, d 384, 6 heads, context 256, batch 16, AdamW", 1.0
+
+
+def w1_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
+    from ember.graph.showcase import two_layer_step
+
+    rng = np.random.RandomState(0)
+    arrays = [rng.randn(64, 1000), rng.randn(64, 10), rng.randn(1000, 100), rng.randn(100, 10)]
+    arrays = [a.astype(np.float32) for a in arrays]
+    fns: dict = {}
+    libs = [("ember eager", ember, None), ("ember compiled", ember, ember.compile)]
+    if torch is not None:
+        libs.insert(0, ("torch eager", torch, None))
+        if not args.no_torch_compile:
+            libs.append(("torch.compile", torch, torch.compile))
+    for mode, lib, wrap in libs:
+        x, y, w1, w2 = (lib.tensor(a) for a in arrays)
+        w1.requires_grad_(True)
+        w2.requires_grad_(True)
+        step = two_layer_step(lib, w1, w2, 1e-6)
+        step = wrap(step) if wrap else step
+        fns[mode] = (lambda s=step, a=x, b=y: s(a, b))
+    jax_fn = jax_step("w1", arrays, None, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "W1: two-layer net step 64x1000x100x10, autograd + SGD", 1.0
+
+
+def w2_workload(args):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((256, 784)).astype(np.float32), rng.integers(0, 10, 256)
+    mlp = lambda lib: lib.nn.Sequential(lib.nn.Linear(784, 512), lib.nn.ReLU(), lib.nn.Linear(512, 10))
+    fns = fixed_batch(mlp, lambda lib, m: lib.optim.Adam(m.parameters(), 1e-3), cross_entropy, x, y, args)
+    jax_fn = jax_step("mlp", x, y, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "W2: MLP 784-512-10, batch 256, Adam", 1.0
+
+
+def w3_workload(args):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((64, 1, 28, 28)).astype(np.float32), rng.integers(0, 10, 64)
+    fns = fixed_batch(models.mnist_cnn, lambda lib, m: lib.optim.SGD(m.parameters(), 0.01), cross_entropy, x, y, args)
+    jax_fn = jax_step("cnn", x, y, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "W3: CNN conv32-pool-conv64-pool-linear, batch 64, SGD (random data)", 1.0
+
+
+def w4_workload(args):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 128, 256)).astype(np.float32)
+    block = lambda lib: lib.nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True, norm_first=True)
+    fns = fixed_batch(block, lambda lib, m: lib.optim.Adam(m.parameters(), 1e-3), mean_square, x, x, args)
+    jax_fn = jax_step("encoder", x, None, args)
+    if jax_fn is not None:
+        fns["jax jit"] = jax_fn
+    return fns, "W4: pre-LN Transformer encoder block, batch 16, seq 128, d 256, 4 heads, MLP 1024, Adam", 1.0
+
+
+WORKLOADS = {"mnist": mnist_workload, "resnet18": resnet_workload, "gpt": gpt_workload, "w1": w1_workload,
+             "w2": w2_workload, "w3": w3_workload, "w4": w4_workload}
+
+
+# ---- JAX (optional) ---------------------------------------------------------------------------------
+def jax_step(name: str, x: Any, y: Any, args: argparse.Namespace) -> Callable | None:
+    if args.no_jax:
+        return None
+    try:
+        import workload_jax
+    except ImportError:
+        return None
+    return workload_jax.step(name, x, y)
+
+
+def jax_mnist(images, labels, order, args) -> Callable | None:
+    if args.no_jax:
+        return None
+    try:
+        import workload_jax
+    except ImportError:
+        return None
+    return workload_jax.mnist_segment(images, labels, order, args.steps)
+
+
+# ---- report -----------------------------------------------------------------------------------------
+def fmt(seconds: float) -> str:
+    return f"{seconds * 1e3:10.1f} ms" if seconds < 10 else f"{seconds:10.2f} s "
+
+
+def report(title: str, rows: dict[str, float]) -> dict[str, float]:
+    peers = {k: v for k, v in rows.items() if k in PEERS}
+    best_peer = min(peers, key=peers.get) if peers else None
+    print(f"\n{title}")
+    print(f"  {'mode':<16}{'median':>13}  {'/ best peer':>12}  {'/ torch eager':>13}")
+    for mode, value in rows.items():
+        vs_best = f"{value / peers[best_peer]:11.2f}x" if best_peer else ""
+        vs_torch = f"{value / rows['torch eager']:12.2f}x" if "torch eager" in rows else ""
+        print(f"  {mode:<16}{fmt(value)}  {vs_best:>12}  {vs_torch:>13}")
+    if best_peer:
+        print(f"  best peer: {best_peer}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated: " + ",".join(WORKLOADS))
+    parser.add_argument("--steps", type=int, default=150, help="MNIST batches per timed round (epoch = 938)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per workload")
+    parser.add_argument("--budget", type=float, default=40.0, help="seconds of timed work per workload (about)")
+    parser.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (slow to compile)")
+    parser.add_argument("--no-jax", action="store_true")
+    args = parser.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    print(f"CPU: {cpu_model()}\n{versions()}")
+    print(f"medians of {args.rounds} interleaved rounds; peers = {', '.join(PEERS)}")
+    summary = {}
+    for key in args.only.split(","):
+        start = time.perf_counter()
+        fns, title, scale = WORKLOADS[key](args)
+        print(f"\n[{key}] warming up", flush=True)
+        ready = {name: f for name, f in ((n, warm(n, f)) for n, f in fns.items()) if f is not None}
+        rows = {k: v * scale for k, v in interleaved(ready, args.rounds, args.budget).items()}
+        summary[key] = report(title + compile_note(fns.get("ember compiled")), rows)
+        print(f"  ({time.perf_counter() - start:.0f} s for this workload)", flush=True)
+    print("\nsummary (ratio to the best peer; < 1 means ember is ahead)")
+    print(f"  {'workload':<10}{'ember eager':>13}{'ember compiled':>16}{'eager/torch':>13}  best peer")
+    for key, rows in summary.items():
+        peers = {k: v for k, v in rows.items() if k in PEERS}
+        if not peers:
+            continue
+        best = min(peers.values())
+        eager, compiled = rows.get("ember eager", float("nan")), rows.get("ember compiled", float("nan"))
+        torch_eager = rows.get("torch eager", float("nan"))
+        print(f"  {key:<10}{eager / best:12.2f}x{compiled / best:15.2f}x{eager / torch_eager:12.2f}x  "
+              f"{min(peers, key=peers.get)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

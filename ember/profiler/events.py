@@ -1,0 +1,278 @@
+"""Profiler events: raw hook records turned into nested events, averages and PyTorch's table.
+
+:func:`build_events` nests the raw records per thread by their time intervals (a child starts and
+ends inside its parent), and computes each compute event's FLOPs and bytes from its op record
+(:mod:`ember.ops.cost`). :class:`EventList` has ``key_averages()`` and ``table(sort_by=...)`` as in
+``torch.autograd.profiler_util``, with four more columns: achieved GFLOP/s, MFU (fraction of this
+machine's measured peak, :mod:`ember.hardware`), achieved GB/s and the bound that applies.
+
+Example:
+    >>> import ember
+    >>> from ember.profiler import profile
+    >>> with profile(with_flops=True) as prof:
+    ...     _ = ember.ones(8, 8) @ ember.ones(8, 8)
+    >>> prof.key_averages()[0].key, prof.key_averages()[0].flops
+    ('matmul', 1024)
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ember.ops.cost import op_bytes, op_flops
+from ember.ops.registry import OPS, Spec
+from ember.profiler import _recorder as R
+
+_COMPUTE = (R.OP, R.GRAPH)
+
+
+@dataclass(eq=False)
+class FunctionEvent:
+    """One recorded interval. Times are in microseconds from the start of the profile (PyTorch's unit)."""
+
+    id: int
+    name: str
+    category: str
+    start_us: float
+    end_us: float
+    thread: int
+    input_shapes: list = field(default_factory=list)
+    input_dtypes: list = field(default_factory=list)
+    flops: int = 0  # own FLOPs for ops and graph nodes; for the others, the sum over their subtree
+    bytes: int = 0
+    cpu_memory_usage: int = 0  # bytes allocated for outputs (views allocate nothing)
+    dtype: str = ""
+    cpu_parent: "FunctionEvent | None" = None
+    cpu_children: list = field(default_factory=list)
+    count: int = 1
+
+    @property
+    def cpu_time_total(self) -> float:
+        return self.end_us - self.start_us
+
+    @property
+    def self_cpu_time_total(self) -> float:
+        return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def self_cpu_memory_usage(self) -> int:
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.cpu_children)
+
+    @property
+    def key(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return (f"<FunctionEvent {self.name} cat={self.category} cpu_time={self.cpu_time_total:.1f}us "
+                f"shapes={self.input_shapes} flops={self.flops}>")
+
+
+def _dtype(meta: Any) -> Any:
+    return R.DTYPES.get(meta[1], meta[1])
+
+
+def _spec(meta: Any) -> Any:
+    return None if meta is None else Spec(tuple(meta[0]), _dtype(meta))
+
+
+def _first_float(metas: Any) -> str:
+    for m in metas:
+        if m is not None and getattr(_dtype(m), "kind", "") in "fV":
+            return str(m[1])
+    return ""
+
+
+def _describe(raw: tuple, with_flops: bool) -> dict:
+    kind, what, _, _, _, ins, outs, attrs = raw
+    if kind == R.OP and isinstance(what, str):  # recorded by name (see Recorder.op)
+        what = OPS[what]
+    if kind == R.OP:
+        in_specs, out_specs = [_spec(m) for m in ins], [_spec(m) for m in outs]
+        flops = op_flops(what, in_specs, out_specs, attrs or {}) if with_flops else 0
+        nbytes = op_bytes(what, in_specs, out_specs, attrs or {})
+        alloc = 0 if getattr(what, "view", False) else sum(_nbytes(s) for s in out_specs if s is not None)
+        return dict(name=what.name, shapes=[list(m[0]) if m else [] for m in ins],
+                    dtypes=[str(m[1]) if m else "Scalar" for m in ins], flops=flops, bytes=nbytes, memory=alloc,
+                    dtype=_first_float(ins) or _first_float(outs))
+    if kind == R.GRAPH:
+        from ember.graph.ir import Value
+
+        values = [v for v in what.inputs if isinstance(v, Value)]
+        in_specs = [Spec(v.shape, v.dtype) if isinstance(v, Value) else None for v in what.inputs]
+        out_specs = [Spec(v.shape, v.dtype) for v in what.outputs]
+        attrs = {k: v for k, v in what.attrs.items() if not k.startswith("_")}
+        label = what.attrs.get("ops") if what.op.category == "fused" else what.op.name
+        flops = op_flops(what.op, in_specs, out_specs, attrs) if with_flops else 0
+        metas = [(v.shape, v.dtype) for v in values] + [(v.shape, v.dtype) for v in what.outputs]
+        return dict(name=f"graph::{label}", shapes=[list(v.shape) for v in values],
+                    dtypes=[str(v.dtype) for v in values], flops=flops,
+                    bytes=op_bytes(what.op, in_specs, out_specs, attrs), memory=0, dtype=_first_float(metas))
+    if kind == R.NODE:
+        return dict(name=f"autograd::engine::evaluate_function: {what}",
+                    shapes=[list(m[0]) if m else [] for m in ins], dtypes=[str(m[1]) if m else "" for m in ins],
+                    flops=0, bytes=0, memory=0, dtype="")
+    if kind == R.COPY:
+        nbytes = _nbytes(_spec(ins[0]))
+        return dict(name=what, shapes=[list(ins[0][0])], dtypes=[str(ins[0][1])], flops=0, bytes=2 * nbytes,
+                    memory=nbytes, dtype="")
+    return dict(name=what, shapes=[], dtypes=[], flops=0, bytes=0, memory=0, dtype="")
+
+
+def _nbytes(spec: Any) -> int:
+    n = 1
+    for s in spec.shape:
+        n *= s
+    return n * spec.dtype.itemsize
+
+
+def build_events(raw: list, origin_ns: int, with_flops: bool = True) -> "EventList":
+    """Nested :class:`FunctionEvent` s from raw records (sorted by start; children inside parents)."""
+    ordered = sorted(raw, key=lambda r: (r[4], r[2], -r[3]))
+    events = []
+    stacks: dict = {}
+    for i, record in enumerate(ordered):
+        kind, _, t0, t1, tid = record[:5]
+        info = _describe(record, with_flops)
+        event = FunctionEvent(id=i, name=info["name"], category=kind, start_us=(t0 - origin_ns) / 1e3,
+                              end_us=(t1 - origin_ns) / 1e3, thread=tid, input_shapes=info["shapes"],
+                              input_dtypes=info["dtypes"], flops=info["flops"], bytes=info["bytes"],
+                              cpu_memory_usage=info["memory"], dtype=info["dtype"])
+        stack = stacks.setdefault(tid, [])
+        while stack and not (stack[-1].start_us <= event.start_us and event.end_us <= stack[-1].end_us):
+            stack.pop()
+        if stack:
+            event.cpu_parent = stack[-1]
+            stack[-1].cpu_children.append(event)
+        stack.append(event)
+        events.append(event)
+    # Containers (user ranges, autograd nodes, graph runs, data-loader waits) sum their subtree's work.
+    for event in reversed(events):  # children come after parents in start order
+        if event.category not in _COMPUTE and event.cpu_children:
+            event.flops = sum(c.flops for c in event.cpu_children)
+            event.bytes = sum(c.bytes for c in event.cpu_children)
+            event.cpu_memory_usage += sum(c.cpu_memory_usage for c in event.cpu_children)
+            dtypes = [c.dtype for c in event.cpu_children if c.dtype]
+            event.dtype = event.dtype or (max(set(dtypes), key=dtypes.count) if dtypes else "")
+    return EventList(events)
+
+
+@dataclass(eq=False)
+class FunctionEventAvg:
+    """Events of one name (and input shapes, when grouped so) summed: one row of the table."""
+
+    key: str
+    category: str = ""
+    count: int = 0
+    cpu_time_total: float = 0.0
+    self_cpu_time_total: float = 0.0
+    flops: int = 0
+    bytes: int = 0
+    cpu_memory_usage: int = 0
+    self_cpu_memory_usage: int = 0
+    input_shapes: Any = None
+    dtype: str = ""
+
+    @property
+    def cpu_time(self) -> float:
+        """Average time per call in microseconds."""
+        return self.cpu_time_total / self.count if self.count else 0.0
+
+    def add(self, event: FunctionEvent) -> None:
+        self.count += 1
+        self.cpu_time_total += event.cpu_time_total
+        self.self_cpu_time_total += event.self_cpu_time_total
+        self.flops += event.flops
+        self.bytes += event.bytes
+        self.cpu_memory_usage += event.cpu_memory_usage
+        self.self_cpu_memory_usage += event.self_cpu_memory_usage
+        self.dtype = self.dtype or event.dtype
+        self.category = self.category or event.category
+
+    def roofline(self) -> Any:
+        """Achieved rates of these calls against the machine's peak (:class:`ember.hardware.Roofline`)."""
+        from ember import hardware
+
+        return hardware.roofline(self.flops, self.bytes, self.cpu_time_total / 1e6, self.dtype or "float32")
+
+
+_SORT_KEYS = {
+    "cpu_time": "cpu_time", "cpu_time_total": "cpu_time_total", "self_cpu_time_total": "self_cpu_time_total",
+    "count": "count", "flops": "flops", "cpu_memory_usage": "cpu_memory_usage",
+    "self_cpu_memory_usage": "self_cpu_memory_usage", "bytes": "bytes",
+    # accepted for scripts written for CUDA; a CPU-only run sorts by CPU time instead
+    "cuda_time": "cpu_time", "cuda_time_total": "cpu_time_total", "self_cuda_time_total": "self_cpu_time_total",
+    "device_time": "cpu_time", "device_time_total": "cpu_time_total", "self_device_time_total": "self_cpu_time_total",
+}
+
+
+class EventList(list):
+    """A list of :class:`FunctionEvent` (or of :class:`FunctionEventAvg` after ``key_averages``)."""
+
+    def __init__(self, events: Any = (), wall_us: float | None = None, profile_memory: bool = False,
+                 with_flops: bool = True, record_shapes: bool = False) -> None:
+        super().__init__(events)
+        self.wall_us = wall_us
+        self.profile_memory = profile_memory
+        self.with_flops = with_flops
+        self.record_shapes = record_shapes
+
+    def _like(self, items: Any) -> "EventList":
+        return EventList(items, self.wall_us, self.profile_memory, self.with_flops, self.record_shapes)
+
+    def key_averages(self, group_by_input_shape: bool = False, group_by_stack_n: int = 0) -> "EventList":
+        """One :class:`FunctionEventAvg` per event name (and per input shapes when asked)."""
+        rows: "OrderedDict[Any, FunctionEventAvg]" = OrderedDict()
+        for event in self:
+            shapes = str(event.input_shapes) if group_by_input_shape else None
+            key = (event.name, shapes)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = FunctionEventAvg(event.name, input_shapes=shapes)
+            row.add(event)
+        averaged = self._like(rows.values())
+        averaged.grouped_by_shape = group_by_input_shape
+        return averaged
+
+    def total_average(self) -> FunctionEventAvg:
+        total = FunctionEventAvg("Total")
+        for event in self:
+            total.add(event)
+        return total
+
+    def summary(self) -> Any:
+        """The run against this machine's roofs: FLOPs and bytes of compute events over the wall time."""
+        from ember import hardware
+
+        compute = [e for e in self if isinstance(e, FunctionEvent) and e.category in _COMPUTE]
+        if not compute:
+            compute = [e for e in self if getattr(e, "category", "") in _COMPUTE]
+        flops = sum(e.flops for e in compute)
+        nbytes = sum(e.bytes for e in compute)
+        seconds = (self.wall_us or sum(getattr(e, "self_cpu_time_total", 0.0) for e in self)) / 1e6
+        dtypes = [e.dtype for e in compute if e.dtype]
+        dtype = max(set(dtypes), key=dtypes.count) if dtypes else "float32"
+        return hardware.roofline(flops, nbytes, seconds, dtype)
+
+    def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
+              max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
+              top_level_events_only: bool = False) -> str:
+        """PyTorch's profiler table, plus achieved GFLOP/s, MFU, GB/s and the bound per row."""
+        from ember.profiler.table import format_table
+
+        rows = self if not self or isinstance(self[0], FunctionEventAvg) else self.key_averages()
+        if top_level_events_only and self and isinstance(self[0], FunctionEvent):
+            rows = self._like([e for e in self if e.cpu_parent is None]).key_averages()
+        if sort_by is not None:
+            attr = _SORT_KEYS.get(sort_by)
+            if attr is None:
+                raise ValueError(f"table: unknown sort_by {sort_by!r}; use one of {sorted(_SORT_KEYS)}")
+            rows = sorted(rows, key=lambda r: getattr(r, attr), reverse=True)
+        return format_table(list(rows)[:row_limit], self, header, max_name_column_width,
+                            max_shapes_column_width, getattr(rows, "grouped_by_shape", False)
+                            or getattr(self, "grouped_by_shape", False))
+
+    def export_chrome_trace(self, path: str) -> None:
+        from ember.profiler.trace import write_chrome_trace
+
+        write_chrome_trace([e for e in self if isinstance(e, FunctionEvent)], path)

@@ -1,0 +1,64 @@
+"""What ``fit`` reports about the machine each epoch: MFU and where the step time goes.
+
+``StepStats`` adds up, per epoch, the time each training step waited for its batch (the DataLoader),
+the time spent moving the batch to the model's device, and the whole step time; the FLOPs of one
+sample come from counting the first step with :class:`ember.utils.flop_counter.FlopCounterMode`
+(forward, backward and optimizer ops). MFU is the achieved FLOP/s over the wall time of the steps
+divided by this machine's measured peak for the model's dtype (:mod:`ember.hardware`).
+
+Example:
+    >>> s = StepStats(flops_per_sample=1e6, peak_flops=1e9)
+    >>> s.add(wait=0.1, transfer=0.0, total=1.0, samples=100)
+    >>> round(s.mfu, 3), round(s.data_wait_share, 2)
+    (0.1, 0.1)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class StepStats:
+    flops_per_sample: float = 0.0
+    peak_flops: float = 0.0
+    wait_s: float = 0.0
+    transfer_s: float = 0.0
+    total_s: float = 0.0
+    samples: int = 0
+    steps: int = 0
+
+    def reset(self) -> None:
+        self.wait_s = self.transfer_s = self.total_s = 0.0
+        self.samples = self.steps = 0
+
+    def add(self, wait: float, transfer: float, total: float, samples: int) -> None:
+        self.wait_s += wait
+        self.transfer_s += transfer
+        self.total_s += total
+        self.samples += samples
+        self.steps += 1
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.flops_per_sample * self.samples / self.total_s if self.total_s > 0 else 0.0
+
+    @property
+    def mfu(self) -> float:
+        return self.flops_per_s / self.peak_flops if self.peak_flops > 0 else 0.0
+
+    @property
+    def data_wait_share(self) -> float:
+        return self.wait_s / self.total_s if self.total_s > 0 else 0.0
+
+    @property
+    def transfer_share(self) -> float:
+        return self.transfer_s / self.total_s if self.total_s > 0 else 0.0
+
+    def postfix(self) -> str:
+        """The progress-bar text: ``MFU 3.2% - data 12% - xfer 0%``."""
+        return f"MFU {self.mfu:.1%} - data {self.data_wait_share:.0%} - xfer {self.transfer_share:.0%}"
+
+    def scalars(self) -> dict:
+        """TensorBoard tags and values."""
+        return {"perf/mfu": self.mfu, "perf/gflops_per_s": self.flops_per_s / 1e9,
+                "perf/data_wait_share": self.data_wait_share, "perf/transfer_share": self.transfer_share}
