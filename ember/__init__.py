@@ -103,11 +103,8 @@ from ember import backends, cuda  # noqa: E402,F401  (torch.cuda.is_available(),
 from ember import amp, cpu  # noqa: E402,F401  (mixed precision: torch.amp.GradScaler, torch.cpu.amp.autocast)
 from ember.amp import autocast  # noqa: E402,F401  (torch.autocast)
 from ember import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; registers tensor sharing for queues)
-<<<<<<< HEAD
-from ember import hub  # noqa: E402,F401  (torch.hub.load_state_dict_from_url: the checkpoint cache)
-=======
 from ember import hardware, profiler, viz  # noqa: E402,F401  (torch.profiler; this machine's peak; graph pictures)
->>>>>>> main
+from ember import hub  # noqa: E402,F401  (torch.hub.load_state_dict_from_url: the checkpoint cache)
 from ember.amp.autocast_mode import (  # noqa: E402,F401
     clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,
     is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,
