@@ -8,11 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SUITES = ["bench_core.py", "bench_nn.py", "bench_compile.py", "bench_dataloader.py", "bench_distributed.py",
-<<<<<<< HEAD
-          "bench_vision.py"]
-=======
-          "bench_workloads.py"]
->>>>>>> main
+          "bench_workloads.py", "bench_vision.py"]
 
 
 def main() -> int:
