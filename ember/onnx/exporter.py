@@ -1,15 +1,13 @@
 """ONNX export: trace a model or function into ember's graph, then walk it node by node.
 
-The walk is generic. For each node it looks up how to emit the node's op, in this order:
+The walk is generic. For each node it asks the op's record (``OPS[name].onnx``):
 
-1. ``EMITTERS[op.name]`` in :mod:`ember.onnx.emitters`: a function for ops whose attrs need
-   translating (``sum`` dims -> ``ReduceSum`` axes, ``reshape`` shape -> a shape tensor, ``conv2d``
-   padding -> ``Conv`` pads, ``getitem`` index -> ``Slice``/``Gather``/``Squeeze``...);
-2. ``OPS[name].onnx`` when it is a callable (same signature as an emitter);
-3. ``OPS[name].onnx`` when it is a string: a 1:1 ONNX op taking the same inputs, no attrs.
+1. a callable: a translation for ops whose attrs need it (``sum`` dims -> ``ReduceSum`` axes,
+   ``reshape`` shape -> a shape tensor, ``conv2d`` padding -> ``Conv`` pads, ``getitem`` index ->
+   ``Slice``/``Gather``/``Squeeze``...), most of them in :mod:`ember.onnx.emitters`;
+2. a string: a 1:1 ONNX op taking the same inputs, no attrs.
 
-So each op-specific fact lives with the op record (its ONNX name) or in one emitter function keyed
-by the op's name; nothing here knows any op. Composite ops (softmax, layer_norm, attention) reach
+So each op-specific fact lives with the op record; nothing here knows any op. Composite ops (softmax, layer_norm, attention) reach
 the graph as primitives and export through them.
 
 Dynamic axes (:mod:`ember.onnx.dynamic`): the function is traced at a few sizes, every int that
@@ -39,12 +37,18 @@ MIN_OPSET = 17
 # ---- the public entry point ----------------------------------------------------------------------
 def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_version: int = MIN_OPSET,
            input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-           dynamic_axes: dict | None = None, check: bool = True) -> Any:
+           dynamic_axes: dict | None = None, check: bool = True, *, verbose: bool | None = None,
+           kwargs: dict | None = None, export_params: bool = True, training: Any = None, **torch_options: Any) -> Any:
     """Export an ember ``nn.Module`` or function of tensors to an ONNX file; returns the ModelProto.
 
     ``dynamic_axes`` maps an input (or output) name to ``{axis: symbol}`` or a list of axes, as in
     ``torch.onnx.export``. Modules are exported in eval mode (dropout off), as PyTorch does.
+    ``verbose=True`` prints the exported graph. PyTorch's options that only choose how torch builds the
+    same model (``dynamo``, ``do_constant_folding``, ``optimize``, ``external_data``, ``report``...) are
+    accepted; the ones that would change the result and ember cannot honour raise.
     """
+    _check_torch_options(kwargs, export_params, training, torch_options)
+    opset_version = MIN_OPSET if opset_version is None else opset_version
     onnx, helper = onnx_modules()
     if opset_version < MIN_OPSET:
         raise ValueError(f"ember.onnx.export: opset_version must be >= {MIN_OPSET}, got {opset_version}")
@@ -82,7 +86,34 @@ def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_versio
         onnx.checker.check_model(model, full_check=True)
     if path is not None:
         onnx.save(model, path)
+    if verbose:
+        print(helper.printable_graph(model.graph))
     return model
+
+
+# torch.onnx.export options that do not change the exported model (ember always folds constants, keeps
+# initializers out of the inputs, writes one file, exports modules flat).
+_ACCEPTED_TORCH_OPTIONS = {"dynamo", "external_data", "report", "optimize", "verify", "profile",
+                           "dump_exported_program", "artifacts_dir", "do_constant_folding",
+                           "keep_initializers_as_inputs", "operator_export_type", "custom_opsets",
+                           "export_modules_as_functions", "autograd_inlining", "dynamic_shapes"}
+
+
+def _check_torch_options(kwargs: dict | None, export_params: bool, training: Any, options: dict) -> None:
+    unknown = sorted(set(options) - _ACCEPTED_TORCH_OPTIONS)
+    if unknown:
+        raise TypeError(f"ember.onnx.export: unexpected keyword argument(s) {unknown}")
+    if kwargs:
+        raise NotImplementedError("ember.onnx.export: keyword inputs (kwargs=) are not supported; pass the inputs "
+                                  "positionally in the example-inputs tuple")
+    if not export_params:
+        raise NotImplementedError("ember.onnx.export: export_params=False is not supported; ember always stores "
+                                  "the weights as initializers")
+    if training is not None and "EVAL" not in str(training).upper():
+        raise NotImplementedError(f"ember.onnx.export: training={training} is not supported; ember exports "
+                                  "modules in eval mode, as torch's default TrainingMode.EVAL")
+    if options.get("dynamic_shapes"):
+        raise NotImplementedError("ember.onnx.export: dynamic_shapes= is not supported; use dynamic_axes=")
 
 
 def _callable(model_or_fn: Any) -> tuple[Callable, dict, Any]:
@@ -174,11 +205,7 @@ class EmitNode:
 
 
 def emitter_for(op: Any) -> Callable:
-    """How to emit ``op``: its emitter, a callable ``op.onnx``, or a 1:1 op named by ``op.onnx``."""
-    from ember.onnx.emitters import EMITTERS
-
-    if op.name in EMITTERS:
-        return EMITTERS[op.name]
+    """How to emit ``op``: its record's ``onnx`` callable, or a 1:1 ONNX op named by ``op.onnx``."""
     if callable(op.onnx):
         return op.onnx
     if isinstance(op.onnx, str):
@@ -188,14 +215,15 @@ def emitter_for(op: Any) -> Callable:
             if n.attrs:
                 raise NotImplementedError(
                     f"ember.onnx.export: op {op.name!r} (ONNX {onnx_name}) was called with attrs "
-                    f"{sorted(n.attrs)} that need translating; add an emitter for {op.name!r} to "
-                    "ember/onnx/emitters.py")
+                    f"{sorted(n.attrs)} that need translating; give its record an onnx= callable "
+                    "(see ember/onnx/emitters.py)")
             return b.node(onnx_name, n.inputs, outputs=op.num_outputs)
 
         return one_to_one
     raise NotImplementedError(
-        f"ember.onnx.export: op {op.name!r} has no ONNX mapping (OPS[{op.name!r}].onnx is None and "
-        "ember/onnx/emitters.py has no emitter for it). Add one there, or avoid the op in exported code.")
+        f"ember.onnx.export: op {op.name!r} has no ONNX mapping (OPS[{op.name!r}].onnx is None; "
+        "docs/architecture.md lists the ops ONNX has no equivalent of). Give the record an onnx= name or callable, "
+        "or avoid the op in exported code.")
 
 
 def _scalar_dtype(node: Node, specs: dict) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ember.ops import cost, dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
 
@@ -208,11 +209,11 @@ def _conv_rule(x: Spec, w: Spec, stride: tuple, padding: tuple, dilation: tuple,
 
 
 CONV2D = register(OpDef(
-    name="conv2d", category="nn", impl=_conv_impl, vjp=_conv_vjp, shape_rule=_conv_rule, onnx="Conv",
+    name="conv2d", category="nn", impl=_conv_impl, vjp=_conv_vjp, shape_rule=_conv_rule, onnx=to_onnx.conv2d,
     autocast="lower", flops=cost.conv2d_flops,
 ))
 CONV2D_INPUT_GRAD = register(OpDef(
-    name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_input_grad_vjp, onnx="ConvTranspose",
+    name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_input_grad_vjp, onnx=to_onnx.conv2d_input_grad,
     shape_rule=lambda g, w, input_shape, **geo: Spec(tuple(input_shape), g.dtype, g.device),
     flops=cost.conv2d_input_grad_flops,
 ))

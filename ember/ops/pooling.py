@@ -23,6 +23,7 @@ from ember.backends import native_kernel
 from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 
 
 def pool_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -109,7 +110,8 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
             continue
         # Strictly greater keeps the first maximum on ties (PyTorch's choice); maximum() keeps NaNs.
         # which = where(v > best, tap, which), as integer arithmetic: np.where is ~20x slower here.
-        better = (v > best).astype(which.dtype)
+        # A NaN wins (as in PyTorch: `val > max || isnan(val)`), so its index is a real, in-range position.
+        better = ((v > best) | (v != v)).astype(which.dtype)
         better *= which.dtype.type(tap) - which
         which += better
         best = xp.maximum(best, v)
@@ -137,7 +139,7 @@ def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilati
 
 MAX_POOL2D = register(OpDef(
     name="max_pool2d", category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
-    save="output", num_outputs=2, nondiff_outputs=(1,), onnx="MaxPool", flops=cost.pool2d_flops,
+    save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
 ))
 
 
@@ -245,7 +247,7 @@ def _avg_attrs(attrs: dict) -> dict:
 
 
 AVG_POOL2D = register(OpDef(
-    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx="AveragePool", flops=cost.pool2d_flops,
+    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d, flops=cost.pool2d_flops,
     vjp=lambda ctx, g: (dispatch.apply(AVG_POOL2D_BACKWARD, (g,), {"input_shape": tuple(ctx.input_meta[0]),
                                                                   **ctx.attrs}),),
     shape_rule=lambda x, kernel, stride, padding, ceil_mode=False, **_: Spec(
@@ -390,7 +392,9 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
         output_size = (output_size, output_size)
     oh = h if output_size[0] is None else int(output_size[0])
     ow = w if output_size[1] is None else int(output_size[1])
-    if h % oh or w % ow:
-        raise NotImplementedError(f"adaptive_max_pool2d: input size {(h, w)} must be divisible by output size "
-                                  f"{(oh, ow)}")
+    if h % oh or w % ow:  # uneven windows: PyTorch's cell bounds, one max per output cell
+        from ember.nn._functional_more import _max_indices_flat
+
+        values, indices = _max_indices_flat(input, (oh, ow), 2)
+        return (values, indices) if return_indices else values
     return max_pool2d(input, (h // oh, w // ow), return_indices=return_indices)
