@@ -236,6 +236,10 @@ def test_other_pickle_tricks_are_refused(tmp_path):
         (b"\x80\x02(X\x01\x00\x00\x00xJ\x01\x00\x00\x00tQ.", "persistent id"),  # not a storage id
         (b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x05\x00\x00\x00rot13\x86R.", "latin1"),
         (b"\x80\x02X\x04\x00\x00\x00evil)R.", "REDUCE"),  # calling something that is no allowed global
+        (b"\x80\x02c__builtin__\nset\n)RK\x00K\x01s.", "SETITEM"),  # __setitem__ of a non-dict (a tensor's...)
+        (b"\x80\x02c__builtin__\nset\n)R(K\x00K\x01u.", "SETITEMS"),
+        (b"\x80\x02ctorch\nSize\n)RK\x01a.", "APPEND"),  # .append of a non-list
+        (b"\x80\x02)(K\x01e.", "APPENDS"),
         (b"\x80\x02_", "malformed"),  # an unknown opcode
         (b"\x80\x02(X\x01\x00", "malformed"),  # truncated
     ]
