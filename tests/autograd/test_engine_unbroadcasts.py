@@ -32,9 +32,13 @@ def test_gradients_an_input_does_not_need_are_dropped():
 def test_symbolic_gradients_unbroadcast_too():
     import ember.graph as G
 
-    x = G.placeholder((3, 1), ember.float64)
-    y = G.placeholder((4,), ember.float64)
-    gx, gy = G.gradients((x * y).sum(), [x, y])
-    out = G.Session().run([gx, gy], {x: np.full((3, 1), 2.0), y: np.arange(4.0)})
+    G.reset_default_graph()
+    try:  # the default graph is global state: leave none behind for other tests
+        x = G.placeholder((3, 1), ember.float64)
+        y = G.placeholder((4,), ember.float64)
+        gx, gy = G.gradients((x * y).sum(), [x, y])
+        out = G.Session().run([gx, gy], {x: np.full((3, 1), 2.0), y: np.arange(4.0)})
+    finally:
+        G.reset_default_graph()
     np.testing.assert_array_equal(np.asarray(out[0]), np.full((3, 1), 6.0))
     np.testing.assert_array_equal(np.asarray(out[1]), np.full((4,), 6.0))
