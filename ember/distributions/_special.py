@@ -42,9 +42,18 @@ def _trigamma_array(xp: Any, x: Any) -> Any:
     for coeff in reversed(_TRIGAMMA_ASYM):
         series = series * inv2 + coeff
     value = acc + inv + 0.5 * inv2 + inv * inv2 * series
-    with_reflection = (math.pi / xp.sin(math.pi * x)) ** 2 - value  # psi_1(1-x) + psi_1(x) = pi^2/sin^2(pi x)
+    with xp.errstate(divide="ignore", invalid="ignore") if hasattr(xp, "errstate") else _nothing():
+        with_reflection = (math.pi / xp.sin(math.pi * x)) ** 2 - value  # psi_1(1-x) + psi_1(x) = pi^2/sin^2(pi x)
     poles = (x <= 0) & (x == xp.floor(x))
     return xp.where(poles, xp.inf, xp.where(reflect, with_reflection, value))
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
 
 
 def _apply(fn_name: str, x: Tensor) -> Tensor:
