@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: demo test test-slow bench clean
+.PHONY: demo test test-slow test-programs bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP_TEST)
 
 test-slow: $(STAMP_TEST)
 	$(PY) -m pytest -m slow
+
+# Real PyTorch programs through `ember run` vs PyTorch (skips cleanly where they were not brought in):
+# PROGRAMS_DIR=/tmp/ember-programs make test-programs   (see docs/pytorch-compat.md)
+test-programs: $(STAMP_TEST)
+	$(PY) tools/run_programs.py $(ARGS)
 
 bench: $(STAMP_TEST)
 	$(PY) benchmarks/run_all.py

@@ -34,8 +34,19 @@ def workloads() -> dict:
         ember.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
+    from ember.train.mnist import build_cnn
+
+    cnn = build_cnn()
+    cnn_opt = ember.optim.Adam(cnn.parameters())
+    images, labels = ember.randn(64, 1, 28, 28), ember.randint(0, 10, (64,))
+
+    def cnn_step() -> None:  # the demo's training step (batch 64)
+        cnn_opt.zero_grad()
+        ember.nn.functional.cross_entropy(cnn(images), labels).backward()
+        cnn_opt.step()
+
     return {"a + b": (lambda: a + b, 2000), "a + b (requires_grad)": (lambda: ga + gb, 2000),
-            "MLP train step (32x64)": (step, 20)}
+            "MLP train step (32x64)": (step, 20), "demo CNN train step (64)": (cnn_step, 2)}
 
 
 def round_mean(fn, calls: int) -> float:

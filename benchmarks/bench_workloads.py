@@ -60,7 +60,9 @@ def cpu_model() -> str:
 
 
 def versions() -> str:
-    parts = [f"ember (numpy {np.__version__})"]
+    # OPENBLAS_CORETYPE picks NumPy's GEMM kernels (Haswell = AVX2 even on an AVX-512 CPU): it moves
+    # every ember figure, so it is printed with them.
+    parts = [f"ember (numpy {np.__version__}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')})"]
     if torch is not None:
         parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
     try:

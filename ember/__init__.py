@@ -120,4 +120,6 @@ def log_softmax(input: Tensor, dim: int, dtype: "dtype | None" = None) -> Tensor
     """``torch.log_softmax``: the same as ``ember.nn.functional.log_softmax``."""
     return nn.functional.log_softmax(input, dim=dim, dtype=dtype)
 
+from ember._torch_names import *  # noqa: E402,F401,F403  (more of PyTorch's top-level names)
+
 __version__ = "0.1.0"

@@ -9,9 +9,14 @@ from ember import dtypes
 
 _IMPLICIT = ("float32", "int64", "bool")
 
+# torch.set_printoptions: precision, threshold, edgeitems, linewidth, sci_mode (None: automatic).
+OPTIONS: dict[str, Any] = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 
-def _edges(array: np.ndarray, threshold: int = 1000, edge: int = 3) -> np.ndarray:
+
+def _edges(array: np.ndarray, threshold: int | None = None, edge: int | None = None) -> np.ndarray:
     """The elements a summarized print shows (all of them for small arrays)."""
+    threshold = OPTIONS["threshold"] if threshold is None else threshold
+    edge = OPTIONS["edgeitems"] if edge is None else edge
     if array.size <= threshold:
         return array
     for axis in range(array.ndim):
@@ -24,18 +29,22 @@ def _edges(array: np.ndarray, threshold: int = 1000, edge: int = 3) -> np.ndarra
 
 def _float_style(values: np.ndarray) -> Any:
     """PyTorch's choice: integers as '3.', else 4 decimals, or scientific for wide ranges."""
+    p, sci = OPTIONS["precision"], OPTIONS["sci_mode"]
     finite = np.abs(values[np.isfinite(values)])
     nonzero = finite[finite != 0]
+    if sci is True:
+        return lambda v: f"{v:.{p}e}" if np.isfinite(v) else str(v)
     if nonzero.size == 0:
         return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
     low, high = nonzero.min(), nonzero.max()
+    wide = sci is None and (high / low > 1000.0 or high > 1e8)
     if np.all(nonzero == np.ceil(nonzero)):
-        if high / low > 1000.0 or high > 1e8:
-            return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
+        if wide:
+            return lambda v: f"{v:.{p}e}" if np.isfinite(v) else str(v)
         return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
-    if high / low > 1000.0 or high > 1e8 or low < 1e-4:
-        return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
-    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
+    if wide or (sci is None and low < 1e-4):
+        return lambda v: f"{v:.{p}e}" if np.isfinite(v) else str(v)
+    return lambda v: f"{v:.{p}f}" if np.isfinite(v) else str(v)
 
 
 def _format_array(array: np.ndarray, prefix: str) -> str:
@@ -48,8 +57,9 @@ def _format_array(array: np.ndarray, prefix: str) -> str:
         style, key = str, "int"
     # Every element is right-aligned to the widest one, as PyTorch prints.
     width = max((len(style(v)) for v in _edges(array).reshape(-1)), default=0)
-    return np.array2string(array, separator=", ", prefix=prefix, threshold=1000, edgeitems=3,
-                           max_line_width=80, formatter={key: lambda v: style(v).rjust(width)})
+    return np.array2string(array, separator=", ", prefix=prefix, threshold=OPTIONS["threshold"],
+                           edgeitems=OPTIONS["edgeitems"], max_line_width=OPTIONS["linewidth"],
+                           formatter={key: lambda v: style(v).rjust(width)})
 
 
 def tensor_repr(t: Any) -> str:

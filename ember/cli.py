@@ -70,7 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="eager vs compiled time for the same training step")
     twolayer = sub.add_parser("twolayer", help="the lectures' two-layer network with autograd")
     twolayer.add_argument("--steps", type=int, default=500)
+    run = sub.add_parser("run", help="run a PyTorch script unchanged, with `import torch` resolved to ember")
+    run.add_argument("script", help="the Python file to run as __main__")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script (sys.argv[1:])")
     args = parser.parse_args(argv)
+    if args.command == "run":
+        from ember.run import run_script
+
+        return run_script(args.script, args.args)
     if args.command == "demo":
         return _train_mnist(None, args.epochs, args.batch_size, args.out)
     if args.command == "train":

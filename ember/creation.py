@@ -30,7 +30,12 @@ def _to_device_array(array: np.ndarray, device: Any) -> Any:
     return device.backend.asarray(array, index=device.index or 0)
 
 
-def _shape_args(size: Sequence[Any]) -> tuple:
+def _shape_args(size: Sequence[Any], keywords: dict | None = None) -> tuple:
+    """A shape from ``f(2, 3)``, ``f((2, 3))``, ``f(ember.Size)`` or PyTorch's keyword ``f(size=(2, 3))``."""
+    if keywords and "size" in keywords:
+        if size:
+            raise TypeError("got the size both positionally and as size=; pass it once")
+        size = (keywords["size"],)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     elif len(size) == 1 and isinstance(size[0], Tensor):
@@ -125,11 +130,11 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(_shape_args(size, _), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(_shape_args(size, _), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -144,7 +149,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _wrap_array(dev.xp.empty(_shape_args(size), dtype=dt.np), dev, requires_grad)
+    return _wrap_array(dev.xp.empty(_shape_args(size, _), dtype=dt.np), dev, requires_grad)
 
 
 def _like(input: Tensor, dtype: Any, device: Any) -> tuple:
@@ -229,13 +234,13 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
 
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
-    return _random("uniform", size, dtype, device, generator, requires_grad)
+         requires_grad: bool = False, **keywords: Any) -> Tensor:
+    return _random("uniform", (_shape_args(size, keywords),), dtype, device, generator, requires_grad)
 
 
 def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
-    return _random("normal", size, dtype, device, generator, requires_grad)
+          requires_grad: bool = False, **keywords: Any) -> Tensor:
+    return _random("normal", (_shape_args(size, keywords),), dtype, device, generator, requires_grad)
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
@@ -250,9 +255,16 @@ def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tenso
 
 def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None, dtype: Any = None,
             device: Any = None) -> Tensor:
-    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high).
+
+    As in PyTorch, ``randint(10, size=(3,))`` reads 10 as ``high`` (``low`` defaults to 0).
+    """
     if size is None:
         low, high, size = 0, low, high
+    elif high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint: missing the size (randint(high, size) or randint(low, high, size))")
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     if high <= low:

@@ -74,3 +74,4 @@ def manual_seed(seed: int) -> None:
 
 def manual_seed_all(seed: int) -> None:
     """Accepted for compatibility: see :func:`manual_seed`."""
+from ember.amp import cuda_amp as amp  # noqa: E402,F401  (torch.cuda.amp)

@@ -11,10 +11,13 @@ from typing import Any
 
 import numpy as np
 
-try:  # bfloat16 comes from the optional ml_dtypes package, as in JAX.
+try:  # bfloat16 comes from ml_dtypes (a core dependency since it must never silently be another dtype).
     import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - exercised only without the extra
+except ImportError:  # pragma: no cover - only when installed without its dependencies
     _ml_dtypes = None
+
+_NO_BF16 = ("ember.bfloat16 needs the ml_dtypes package (a dependency of ember; it is missing here): "
+            "pip install ml_dtypes")
 
 
 class dtype:
@@ -96,6 +99,8 @@ def from_numpy_dtype(np_dtype: Any) -> dtype:
 def to_dtype(value: Any) -> dtype:
     """Accept an ember dtype, a NumPy dtype, a Python type or a name and return an ember dtype."""
     if isinstance(value, dtype):
+        if value.np is None:  # bfloat16 without ml_dtypes: refuse rather than compute in another dtype
+            raise TypeError(_NO_BF16)
         return value
     if value is bool:
         return bool_
@@ -106,7 +111,7 @@ def to_dtype(value: Any) -> dtype:
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if isinstance(value, str) and value == "bfloat16" and bfloat16.np is None:
-        raise TypeError("bfloat16 needs the optional ml_dtypes package: pip install ml_dtypes")
+        raise TypeError(_NO_BF16)
     return from_numpy_dtype(value)
 
 

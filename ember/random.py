@@ -54,8 +54,16 @@ class Generator:
             payload = json.loads(raw.decode())
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"Generator.set_state: not a state from Generator.get_state ({error})") from None
+        # The state may come from a file: check its shape before handing it to NumPy.
+        if not (isinstance(payload, dict) and isinstance(payload.get("seed"), int)
+                and isinstance(payload.get("bit_generator"), dict)):
+            raise ValueError("Generator.set_state: not a state from Generator.get_state (expected an object with an "
+                             "integer 'seed' and a 'bit_generator' object)")
+        try:
+            self._rng.bit_generator.state = payload["bit_generator"]
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(f"Generator.set_state: the bit generator state is invalid ({error})") from None
         self._seed = payload["seed"]
-        self._rng.bit_generator.state = payload["bit_generator"]
         return self
 
     @property

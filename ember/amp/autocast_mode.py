@@ -121,6 +121,13 @@ class autocast:
                           f"supported. Disabling autocast. {device_type.upper()} autocast only supports dtypes "
                           "of ember.bfloat16, ember.float16 currently.", stacklevel=2)
             enabled = False
+        if enabled and self.device == "cuda":
+            from ember import cuda
+
+            if not cuda.is_available():  # PyTorch's behaviour: a GPU script still runs, without autocast
+                warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling",
+                              stacklevel=2)
+                enabled = False
         self._enabled = bool(enabled)
         self._cache_enabled = cache_enabled
         self._saved: list[tuple] = []  # a stack, so one instance can be entered again (decorator, recursion)

@@ -18,10 +18,14 @@ from ember.autograd.function import Function, FunctionCtx
 from ember.autograd.gradcheck import gradcheck, gradgradcheck
 from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ember.autograd.tape import GradientTape
+from ember.autograd.variable import Variable  # noqa: F401
+from ember.autograd.variable import set_multithreading_enabled  # noqa: F401
+from ember.autograd import functional  # noqa: F401,E402
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
+           "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+           "Variable", "functional", "set_multithreading_enabled"]
 
 
 def _as_list(value: Any) -> list:

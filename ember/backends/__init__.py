@@ -39,18 +39,8 @@ class Backend:
         return None
 
 
-class _BackendFlags:
-    """Settings scripts flip on ``torch.backends.cudnn`` (benchmark, deterministic, enabled); the CUDA
-    backend reads them; on CPU they change nothing."""
-
-    def __init__(self, **flags: Any) -> None:
-        self.__dict__.update(flags)
-
-    def __repr__(self) -> str:
-        return f"cudnn({', '.join(f'{k}={v}' for k, v in self.__dict__.items())})"
-
-
-cudnn = _BackendFlags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False)
+from ember.backends import cudnn, mps  # noqa: E402,F401  (torch.backends.cudnn / .mps: modules, as in PyTorch)
+from ember.backends import cuda_flags as cuda  # noqa: E402,F401  (torch.backends.cuda; see cuda_flags.py)
 
 _BACKENDS: dict[str, Backend] = {}
 _LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}

@@ -22,10 +22,11 @@ from ember.data.sampler import (
     BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler, WeightedRandomSampler,
 )
 from ember.data.worker import WorkerInfo, get_worker_info
+from ember.data.stack_dataset import StackDataset  # noqa: F401
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset", "RandomSampler",
     "DistributedSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
     "WorkerInfo", "datasets", "default_collate", "default_convert", "get_worker_info", "random_split",
-    "set_pin_memory_hook", "transforms",
+    "set_pin_memory_hook", "transforms", "StackDataset",
 ]

@@ -51,7 +51,9 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A random permutation (or ``num_samples`` draws with replacement)."""
+    """A random permutation (or ``num_samples`` draws with replacement, drawn in chunks as iterated)."""
+
+    _CHUNK = 32  # indices drawn per call with replacement (PyTorch draws 32 at a time)
 
     def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
                  generator: Any = None) -> None:
@@ -67,13 +69,16 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
+        # Lazily, a chunk at a time (as PyTorch does): num_samples may be far larger than memory allows.
         n = len(self.data_source)
         rng = _numpy_rng(self.generator)
         if self.replacement:
-            return iter(rng.integers(0, n, self.num_samples).tolist())
-        chunks = [rng.permutation(n) for _ in range(self.num_samples // n)]
-        chunks.append(rng.permutation(n)[: self.num_samples % n])
-        return iter(np.concatenate(chunks).tolist())
+            for start in range(0, self.num_samples, self._CHUNK):
+                yield from rng.integers(0, n, min(self._CHUNK, self.num_samples - start)).tolist()
+            return
+        for _ in range(self.num_samples // n):
+            yield from rng.permutation(n).tolist()
+        yield from rng.permutation(n)[: self.num_samples % n].tolist()
 
     def __len__(self) -> int:
         return self.num_samples

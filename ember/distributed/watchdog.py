@@ -101,10 +101,6 @@ class _State:
 _STATE_ = _State()
 
 
-def state() -> _State:
-    return _STATE_
-
-
 def next_group_id() -> str:
     """A name for a new group, the same on every rank (groups are made by every rank in the same order)."""
     _STATE_.group_counter += 1

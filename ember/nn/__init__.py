@@ -14,3 +14,4 @@ from ember.nn.modules import Module  # noqa: F401
 from ember.nn import utils  # noqa: F401
 from ember.nn import parallel  # noqa: F401
 from ember.nn.parallel import DataParallel, DistributedDataParallel  # noqa: F401
+from ember.nn.modules.more import factory_kwargs  # noqa: E402,F401

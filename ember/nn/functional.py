@@ -152,3 +152,5 @@ def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> 
 def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
     """Bilinear upsampling with ``align_corners=True`` (the deprecated function's fixed choice)."""
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)

@@ -225,3 +225,21 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
 uniform, normal, constant = uniform_, normal_, constant_
 xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
 kaiming_uniform, kaiming_normal, orthogonal = kaiming_uniform_, kaiming_normal_, orthogonal_
+
+
+def _deprecated_alias(new: Any, old_name: str) -> Any:
+    """PyTorch's deprecated spellings without the trailing underscore (``init.eye`` -> ``init.eye_``)."""
+    import warnings
+
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    alias.__name__ = old_name
+    return alias
+
+
+eye = _deprecated_alias(eye_, "eye")
+dirac = _deprecated_alias(dirac_, "dirac")
+sparse = _deprecated_alias(sparse_, "sparse")

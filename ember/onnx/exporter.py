@@ -39,12 +39,18 @@ MIN_OPSET = 17
 # ---- the public entry point ----------------------------------------------------------------------
 def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_version: int = MIN_OPSET,
            input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-           dynamic_axes: dict | None = None, check: bool = True) -> Any:
+           dynamic_axes: dict | None = None, check: bool = True, *, verbose: bool | None = None,
+           kwargs: dict | None = None, export_params: bool = True, training: Any = None, **torch_options: Any) -> Any:
     """Export an ember ``nn.Module`` or function of tensors to an ONNX file; returns the ModelProto.
 
     ``dynamic_axes`` maps an input (or output) name to ``{axis: symbol}`` or a list of axes, as in
     ``torch.onnx.export``. Modules are exported in eval mode (dropout off), as PyTorch does.
+    ``verbose=True`` prints the exported graph. PyTorch's options that only choose how torch builds the
+    same model (``dynamo``, ``do_constant_folding``, ``optimize``, ``external_data``, ``report``...) are
+    accepted; the ones that would change the result and ember cannot honour raise.
     """
+    _check_torch_options(kwargs, export_params, training, torch_options)
+    opset_version = MIN_OPSET if opset_version is None else opset_version
     onnx, helper = onnx_modules()
     if opset_version < MIN_OPSET:
         raise ValueError(f"ember.onnx.export: opset_version must be >= {MIN_OPSET}, got {opset_version}")
@@ -82,7 +88,34 @@ def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_versio
         onnx.checker.check_model(model, full_check=True)
     if path is not None:
         onnx.save(model, path)
+    if verbose:
+        print(helper.printable_graph(model.graph))
     return model
+
+
+# torch.onnx.export options that do not change the exported model (ember always folds constants, keeps
+# initializers out of the inputs, writes one file, exports modules flat).
+_ACCEPTED_TORCH_OPTIONS = {"dynamo", "external_data", "report", "optimize", "verify", "profile",
+                           "dump_exported_program", "artifacts_dir", "do_constant_folding",
+                           "keep_initializers_as_inputs", "operator_export_type", "custom_opsets",
+                           "export_modules_as_functions", "autograd_inlining", "dynamic_shapes"}
+
+
+def _check_torch_options(kwargs: dict | None, export_params: bool, training: Any, options: dict) -> None:
+    unknown = sorted(set(options) - _ACCEPTED_TORCH_OPTIONS)
+    if unknown:
+        raise TypeError(f"ember.onnx.export: unexpected keyword argument(s) {unknown}")
+    if kwargs:
+        raise NotImplementedError("ember.onnx.export: keyword inputs (kwargs=) are not supported; pass the inputs "
+                                  "positionally in the example-inputs tuple")
+    if not export_params:
+        raise NotImplementedError("ember.onnx.export: export_params=False is not supported; ember always stores "
+                                  "the weights as initializers")
+    if training is not None and "EVAL" not in str(training).upper():
+        raise NotImplementedError(f"ember.onnx.export: training={training} is not supported; ember exports "
+                                  "modules in eval mode, as torch's default TrainingMode.EVAL")
+    if options.get("dynamic_shapes"):
+        raise NotImplementedError("ember.onnx.export: dynamic_shapes= is not supported; use dynamic_axes=")
 
 
 def _callable(model_or_fn: Any) -> tuple[Callable, dict, Any]:

@@ -219,8 +219,12 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
                 raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(item)
-        elif isinstance(item, (list,)) or (hasattr(item, "__array__") and not isinstance(item, (int, float))):
-            t = make_tensor(item, device=device)
+        elif isinstance(item, (list, tuple, range)) or (
+                hasattr(item, "__array__") and not isinstance(item, (int, float))):
+            # a nested sequence or a Python range is an integer (or bool) index, as in PyTorch
+            t = make_tensor(list(item) if isinstance(item, range) else item, device=device)
+            if len(t.shape) == 1 and t.shape[0] == 0:
+                t = t.long()
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(t)
         elif item is None or item is Ellipsis or isinstance(item, (int, slice, bool)):

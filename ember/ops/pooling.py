@@ -109,7 +109,8 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
             continue
         # Strictly greater keeps the first maximum on ties (PyTorch's choice); maximum() keeps NaNs.
         # which = where(v > best, tap, which), as integer arithmetic: np.where is ~20x slower here.
-        better = (v > best).astype(which.dtype)
+        # A NaN wins (as in PyTorch: `val > max || isnan(val)`), so its index is a real, in-range position.
+        better = ((v > best) | (v != v)).astype(which.dtype)
         better *= which.dtype.type(tap) - which
         which += better
         best = xp.maximum(best, v)
@@ -390,7 +391,9 @@ def adaptive_max_pool2d(input: Any, output_size: Any, return_indices: bool = Fal
         output_size = (output_size, output_size)
     oh = h if output_size[0] is None else int(output_size[0])
     ow = w if output_size[1] is None else int(output_size[1])
-    if h % oh or w % ow:
-        raise NotImplementedError(f"adaptive_max_pool2d: input size {(h, w)} must be divisible by output size "
-                                  f"{(oh, ow)}")
+    if h % oh or w % ow:  # uneven windows: PyTorch's cell bounds, one max per output cell
+        from ember.nn._functional_more import _max_indices_flat
+
+        values, indices = _max_indices_flat(input, (oh, ow), 2)
+        return (values, indices) if return_indices else values
     return max_pool2d(input, (h // oh, w // ow), return_indices=return_indices)

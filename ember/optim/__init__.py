@@ -15,5 +15,9 @@ from ember.optim.rmsprop import RMSprop  # noqa: F401
 from ember.optim.adagrad import Adagrad  # noqa: F401
 from ember.optim.adam import Adam, AdamW  # noqa: F401
 from ember.optim import lr_scheduler  # noqa: F401
+from ember.optim.more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop, SparseAdam  # noqa: F401
+from ember.optim.lbfgs import LBFGS  # noqa: F401
+from ember.optim import swa_utils  # noqa: F401
 
-__all__ = ["Optimizer", "SGD", "RMSprop", "Adagrad", "Adam", "AdamW", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "RMSprop", "Adagrad", "Adam", "AdamW", "lr_scheduler",
+           "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "swa_utils", "SparseAdam"]

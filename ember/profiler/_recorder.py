@@ -15,7 +15,7 @@ Example:
     >>> _recorder.attach(rec)
     >>> import ember; _ = ember.ones(2) + 1
     >>> _recorder.detach(rec)
-    >>> [raw[1].name for raw in rec.raw if raw[0] == _recorder.OP]
+    >>> [raw[1] for raw in rec.raw if raw[0] == _recorder.OP]
     ['add']
 """
 from __future__ import annotations
@@ -34,9 +34,23 @@ _LISTENERS: list = []
 CURRENT: Any = None
 
 
+# dtypes are recorded by name: a tuple holding a NumPy dtype object stays tracked by the garbage collector
+# forever, and millions of tracked records would make every full collection (and so every op) slower.
+DTYPES: dict = {}
+_NAMES: dict = {}
+
+
+def dtype_name(dtype: Any) -> str:
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = str(dtype)
+        DTYPES[name] = dtype
+    return name
+
+
 def _meta(value: Any) -> Any:
     data = getattr(value, "_data", None)
-    return None if data is None else (data.shape, data.dtype)
+    return None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype))
 
 
 class Recorder:
@@ -46,25 +60,29 @@ class Recorder:
         self.raw: list = []
 
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
-        # The per-op cost of recording (~1 us): keep it to shape/dtype references, no conversions.
+        # The per-op cost of recording (~1 us): shape/dtype references only. Records hold names, shapes
+        # and numbers, nothing the garbage collector must walk (a profile of a long run would otherwise
+        # make every full collection slower and slower); the op record is found again by name.
         t1 = _clock()
         ins = []
         for a in args:
             data = getattr(a, "_data", None)
-            ins.append(None if data is None else (data.shape, data.dtype))
+            ins.append(None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)))
         if type(result) is tuple:
-            outs = [_meta(r) for r in result]
+            outs = tuple([_meta(r) for r in result])
         else:
             data = result._data
-            outs = ((data.shape, data.dtype),)
-        self.raw.append((OP, op, t0, t1, get_ident(), ins, outs, attrs))
+            outs = ((data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)),)
+        self.raw.append((OP, op.name, t0, t1, get_ident(), tuple(ins), outs, attrs))
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
-        self.raw.append((NODE, node, t0, _clock(), get_ident(), tuple(_meta(g) for g in grads), (), None))
+        t1 = _clock()
+        name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
+        self.raw.append((NODE, name, t0, t1, get_ident(), tuple([_meta(g) for g in grads]), (), None))
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
         kind = ("H" if source.type == "cpu" else "D") + "to" + ("H" if target.type == "cpu" else "D")
-        meta = (data.shape, data.dtype)
+        meta = (data.shape, dtype_name(data.dtype))
         self.raw.append((COPY, f"Memcpy {kind}", t0, _clock(), get_ident(), (meta,), (meta,), None))
 
     def span(self, kind: str, name: str, t0: int, t1: int | None = None) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ember.ops.cost import op_bytes, op_flops
-from ember.ops.registry import Spec
+from ember.ops.registry import OPS, Spec
 from ember.profiler import _recorder as R
 
 _COMPUTE = (R.OP, R.GRAPH)
@@ -68,19 +68,25 @@ class FunctionEvent:
                 f"shapes={self.input_shapes} flops={self.flops}>")
 
 
+def _dtype(meta: Any) -> Any:
+    return R.DTYPES.get(meta[1], meta[1])
+
+
 def _spec(meta: Any) -> Any:
-    return None if meta is None else Spec(tuple(meta[0]), meta[1])
+    return None if meta is None else Spec(tuple(meta[0]), _dtype(meta))
 
 
 def _first_float(metas: Any) -> str:
     for m in metas:
-        if m is not None and getattr(m[1], "kind", "") in "fV":
+        if m is not None and getattr(_dtype(m), "kind", "") in "fV":
             return str(m[1])
     return ""
 
 
 def _describe(raw: tuple, with_flops: bool) -> dict:
     kind, what, _, _, _, ins, outs, attrs = raw
+    if kind == R.OP and isinstance(what, str):  # recorded by name (see Recorder.op)
+        what = OPS[what]
     if kind == R.OP:
         in_specs, out_specs = [_spec(m) for m in ins], [_spec(m) for m in outs]
         flops = op_flops(what, in_specs, out_specs, attrs or {}) if with_flops else 0
@@ -103,8 +109,7 @@ def _describe(raw: tuple, with_flops: bool) -> dict:
                     dtypes=[str(v.dtype) for v in values], flops=flops,
                     bytes=op_bytes(what.op, in_specs, out_specs, attrs), memory=0, dtype=_first_float(metas))
     if kind == R.NODE:
-        name = what.name() if callable(getattr(what, "name", None)) else type(what).__name__
-        return dict(name=f"autograd::engine::evaluate_function: {name}",
+        return dict(name=f"autograd::engine::evaluate_function: {what}",
                     shapes=[list(m[0]) if m else [] for m in ins], dtypes=[str(m[1]) if m else "" for m in ins],
                     flops=0, bytes=0, memory=0, dtype="")
     if kind == R.COPY:

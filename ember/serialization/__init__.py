@@ -36,6 +36,7 @@ import numpy as np
 from ember.serialization import safetensors_format, torch_reader, torch_writer
 from ember.serialization.atomic import atomic_directory, atomic_write, clean_stale_temporaries  # noqa: F401
 from ember.serialization.errors import CheckpointError, UnsafeGlobalError  # noqa: F401
+from ember.serialization.inspect_globals import get_unsafe_globals_in_checkpoint  # noqa: F401
 from ember.serialization.safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals,  # noqa: F401
                                               safe_globals)
 
@@ -79,9 +80,14 @@ def _read(f: Any, mmap: bool) -> Any:
         raise FileNotFoundError(f"ember.load: no such file: {path}")
     if mmap and path.stat().st_size:
         return np.memmap(path, dtype=np.uint8, mode="c")  # copy-on-write: in-place edits never reach the file
-    data = bytearray(path.stat().st_size)
-    with open(path, "rb") as handle:
-        handle.readinto(data)
+    data = np.empty(path.stat().st_size, dtype=np.uint8)  # not zero-filled: readinto writes every byte
+    with open(path, "rb", buffering=0) as handle:
+        view, done = memoryview(data), 0
+        while done < len(data):
+            got = handle.readinto(view[done:])
+            if not got:
+                raise CheckpointError(path, None, "shrank while it was being read")
+            done += got
     return data
 
 

@@ -8,7 +8,8 @@
   other name raises :class:`UnsafeGlobalError` naming it and the two ways to opt in;
 * ``REDUCE`` calls only callables that came from those names;
 * ``BUILD`` sets state only on ``OrderedDict``s (string keys) and on instances of user-allowed
-  classes; ``NEWOBJ`` makes only allowed classes;
+  classes; ``NEWOBJ`` makes only allowed classes; ``SETITEM(S)``/``APPEND(S)``/``ADDITEMS`` act
+  only on real dicts/lists/sets (so a pickle cannot call a tensor's ``__setitem__``);
 * persistent ids must be ``('storage', <storage type>, key, location, numel[, view])``, and the
   storage comes from the container's loader, which checks it against the file.
 
@@ -143,6 +144,41 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
         super().load_build()
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def _container(self, kinds: tuple, opcode: str, depth: int) -> None:
+        """SETITEM(S)/APPEND(S)/ADDITEMS act only on real dicts/lists/sets (never on a tensor's __setitem__)."""
+        if not self.weights_only:
+            return
+        target = self.stack[-depth] if depth else self.metastack[-1][-1] if self.metastack else None
+        if not isinstance(target, kinds):
+            raise UnsafeGlobalError(self.where, opcode, f"applied to a {type(target).__name__}, not a "
+                                    f"{'/'.join(k.__name__ for k in kinds)}")
+
+    def load_setitem(self) -> None:
+        self._container((dict,), "SETITEM", 3)
+        super().load_setitem()
+
+    def load_setitems(self) -> None:
+        self._container((dict,), "SETITEMS", 0)
+        super().load_setitems()
+
+    def load_append(self) -> None:
+        self._container((list,), "APPEND", 2)
+        super().load_append()
+
+    def load_appends(self) -> None:
+        self._container((list,), "APPENDS", 0)
+        super().load_appends()
+
+    def load_additems(self) -> None:
+        self._container((set,), "ADDITEMS", 0)
+        super().load_additems()
+
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+    dispatch[pickle.APPEND[0]] = load_append
+    dispatch[pickle.APPENDS[0]] = load_appends
+    dispatch[pickle.ADDITEMS[0]] = load_additems
 
     for _opcode in (pickle.INST, pickle.OBJ):  # protocol 0/1 class calls: find_class gates the class; forbid here
         def _refuse_old(self: "Unpickler", _name: str = _opcode.decode("latin1")) -> None:

@@ -159,7 +159,7 @@ def target_device(saved: str, map_location: Any) -> str:
     if isinstance(map_location, dict):
         return str(map_location.get(saved, saved))
     if callable(map_location):
-        raise TypeError("ember.load: a callable map_location is not supported; pass a device, a string or a dict")
+        return "cpu"  # torch's ``lambda storage, loc: storage`` idiom: storages stay on the CPU
     return str(map_location)
 
 

@@ -59,8 +59,10 @@ def _member_offset(buffer: Any, info: zipfile.ZipInfo, where: Any) -> int:
 
 def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> Any:
     """Load a zip-format checkpoint held in ``buffer`` (a bytearray or a uint8 memmap)."""
+    if not isinstance(buffer, np.ndarray):
+        buffer = np.frombuffer(buffer, dtype=np.uint8)  # slices below are views, never copies
     try:
-        archive = zipfile.ZipFile(io.BytesIO(buffer) if not isinstance(buffer, np.ndarray) else _MemmapFile(buffer))
+        archive = zipfile.ZipFile(_MemmapFile(buffer))
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise CheckpointError(where, None, f"is not a readable zip archive ({error})") from None
     infos = {i.filename: i for i in archive.infolist()}
@@ -92,8 +94,7 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
             begin = _member_offset(buffer, info, where)
             if begin + nbytes > len(buffer):
                 raise CheckpointError(where, f"storage {key!r}", "runs past the end of the file")
-            raw = buffer[begin:begin + nbytes]
-            array = (raw.view(np.uint8) if isinstance(raw, np.ndarray) else np.frombuffer(raw, np.uint8))
+            array = buffer[begin:begin + nbytes]
             if begin % dtype.itemsize:
                 array = array.copy()  # unaligned member (not written by torch or ember): copy once
             array = array.view(dtype)
@@ -108,7 +109,7 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
 
 
 class _MemmapFile(io.RawIOBase):
-    """A read-only file object over a uint8 memmap, so zipfile can list members without a copy."""
+    """A read-only file object over a uint8 array (a memmap or the file read into memory)."""
 
     def __init__(self, array: np.ndarray) -> None:
         self.array, self.pos = array, 0
@@ -128,14 +129,22 @@ class _MemmapFile(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         chunk = self.array[self.pos:self.pos + len(b)]
-        b[:len(chunk)] = chunk.tobytes()
+        memoryview(b).cast("B")[:len(chunk)] = chunk.data
         self.pos += len(chunk)
         return len(chunk)
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self.array) if size is None or size < 0 else min(self.pos + size, len(self.array))
+        chunk = self.array[self.pos:end].tobytes()
+        self.pos = max(self.pos, end)
+        return chunk
 
 
 def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> Any:
     """Load a legacy (pre-zip) checkpoint held in ``buffer``."""
-    stream = io.BytesIO(buffer) if not isinstance(buffer, np.ndarray) else _MemmapFile(buffer)
+    if not isinstance(buffer, np.ndarray):
+        buffer = np.frombuffer(buffer, dtype=np.uint8)  # slices below are views, never copies
+    stream = _MemmapFile(buffer)
 
     def plain() -> Any:
         return Unpickler(stream, where, weights_only=True).load()
@@ -175,8 +184,7 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
         end = begin + count * dtype.itemsize
         if end > len(buffer):
             raise CheckpointError(where, f"storage {key!r}", "runs past the end of the file")
-        raw = buffer[begin:end]
-        array = raw.view(np.uint8) if isinstance(raw, np.ndarray) else np.frombuffer(raw, np.uint8)
+        array = buffer[begin:end]
         located[key] = (array.copy() if begin % dtype.itemsize else array).view(dtype)
         stream.seek(end)
     missing = set(seen) - set(located)
@@ -199,8 +207,9 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
 
 def _place(obj: Any, map_location: Any) -> Any:
     """Move loaded tensors where ``map_location`` says (CPU needs nothing)."""
-    if map_location is None or str(map_location) == "cpu" or (isinstance(map_location, dict) and not map_location):
-        return obj
+    if map_location is None or callable(map_location) or str(map_location) == "cpu" \
+            or (isinstance(map_location, dict) and not map_location):
+        return obj  # a callable (torch's ``lambda storage, loc: storage`` idiom) keeps storages on the CPU
     from ember.serialization.safetensors_format import target_device
 
     target = target_device("cpu", map_location)

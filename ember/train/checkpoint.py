@@ -105,6 +105,7 @@ def load_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise ValueError(f"load_checkpoint: {path} is not an ember training checkpoint (expected format {FORMAT!r}); "
                          "for a bare state dict use module.load_state_dict(ember.load(path))")
+    _check_fields(checkpoint, path)
     if module is not None:
         if checkpoint["model"] is None:
             raise ValueError(f"load_checkpoint: {path} holds no model state")
@@ -122,5 +123,26 @@ def load_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
         for s, state in zip(schedulers, saved):
             s.load_state_dict(state)
     if restore_rng:
-        restore_rng_state(checkpoint["rng"], generators)
+        try:
+            restore_rng_state(checkpoint["rng"], generators)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as error:
+            from ember.serialization import CheckpointError
+
+            raise CheckpointError(path, "rng state", f"is malformed ({type(error).__name__}: {error!s:.200}); pass "
+                                  "restore_rng=False to resume without it") from None
     return checkpoint
+
+
+def _check_fields(checkpoint: dict, path: Any) -> None:
+    """The checkpoint's top-level fields have the types save_checkpoint writes (the file may be edited)."""
+    from ember.serialization import CheckpointError
+
+    expected = {"model": (dict, type(None)), "optimizer": (dict, type(None)), "schedulers": (list,),
+                "rng": (dict,), "history": (dict,), "callbacks": (dict,), "epochs_completed": (int, type(None))}
+    for key, types in expected.items():
+        if key not in checkpoint:
+            raise CheckpointError(path, f"field {key!r}", "is missing; the file is not a complete training checkpoint")
+        value = checkpoint[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise CheckpointError(path, f"field {key!r}", f"is a {type(value).__name__}, expected "
+                                  f"{' or '.join(t.__name__ for t in types)}")

@@ -144,3 +144,18 @@ def test_interrupted_saves_leave_no_temporaries_behind(tmp_path):
     os.utime(alive, (old, old))
     ember.save({"w": ember.ones(2)}, target)
     assert not alive.exists()
+
+
+def test_edited_training_checkpoints_fail_with_the_field_named(tmp_path):
+    from ember.train.checkpoint import load_checkpoint, save_checkpoint
+
+    path = tmp_path / "run.ckpt"
+    save_checkpoint(path, ember.nn.Linear(2, 1), epochs_completed=1)
+    checkpoint = ember.load(path)
+    for key, value, words in [("rng", {"ember": "x"}, "rng state"), ("schedulers", {"a": 1}, "'schedulers'"),
+                              ("epochs_completed", "1; import os", "'epochs_completed'"), ("history", None, "'history'")]:
+        edited = dict(checkpoint, **{key: value})
+        ember.save(edited, path, format="safetensors")
+        with pytest.raises(CheckpointError, match=words) as info:
+            load_checkpoint(path, ember.nn.Linear(2, 1))
+        assert str(path) in str(info.value)

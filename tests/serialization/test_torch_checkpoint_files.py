@@ -43,7 +43,7 @@ def test_torch_state_dicts_load_with_equal_values_and_outputs(tmp_path, legacy, 
     path = tmp_path / "model.pth"
     torch.save({"conv": conv.state_dict(), "lstm": lstm.state_dict()}, path,
                _use_new_zipfile_serialization=not legacy)
-    loaded = ember.load(path, mmap=mmap)
+    loaded = ember.load(path, mmap=mmap, map_location=lambda storage, location: storage)  # torch's CPU idiom
     for part, model in (("conv", conv), ("lstm", lstm)):
         theirs = model.state_dict()
         assert list(loaded[part]) == list(theirs)
@@ -57,6 +57,11 @@ def test_torch_state_dicts_load_with_equal_values_and_outputs(tmp_path, legacy, 
     x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
     expected = conv(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(model(ember.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
+    recurrent = enn.LSTM(4, 6, num_layers=2)
+    recurrent.load_state_dict(loaded["lstm"], strict=True)
+    seq = np.random.default_rng(1).standard_normal((5, 2, 4)).astype(np.float32)
+    np.testing.assert_allclose(recurrent(ember.tensor(seq))[0].detach().numpy(),
+                               lstm(torch.tensor(seq))[0].detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
@@ -231,6 +236,10 @@ def test_other_pickle_tricks_are_refused(tmp_path):
         (b"\x80\x02(X\x01\x00\x00\x00xJ\x01\x00\x00\x00tQ.", "persistent id"),  # not a storage id
         (b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x05\x00\x00\x00rot13\x86R.", "latin1"),
         (b"\x80\x02X\x04\x00\x00\x00evil)R.", "REDUCE"),  # calling something that is no allowed global
+        (b"\x80\x02c__builtin__\nset\n)RK\x00K\x01s.", "SETITEM"),  # __setitem__ of a non-dict (a tensor's...)
+        (b"\x80\x02c__builtin__\nset\n)R(K\x00K\x01u.", "SETITEMS"),
+        (b"\x80\x02ctorch\nSize\n)RK\x01a.", "APPEND"),  # .append of a non-list
+        (b"\x80\x02)(K\x01e.", "APPENDS"),
         (b"\x80\x02_", "malformed"),  # an unknown opcode
         (b"\x80\x02(X\x01\x00", "malformed"),  # truncated
     ]
@@ -252,8 +261,12 @@ def test_safe_globals_api_follows_torch(tmp_path):
         assert collections.Counter in ember.serialization.get_safe_globals()
     with pytest.raises(UnsafeGlobalError):
         ember.load(path)  # the context ended
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == ["collections.Counter"]
+    torch.save({"c": collections.Counter("a")}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(tmp_path / "legacy.pt") == ["collections.Counter"]
     ember.serialization.add_safe_globals([collections.Counter])
     try:
+        assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == []
         assert ember.load(path)["c"]["a"] == 2
         assert collections.Counter in ember.serialization.get_safe_globals()
     finally:

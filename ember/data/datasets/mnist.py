@@ -35,6 +35,8 @@ def read_idx(data: bytes, name: str = "IDX data") -> np.ndarray:
     if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_TYPES:
         raise ValueError(f"{name}: not an IDX file (bad magic number {data[:4].hex()})")
     ndim = data[3]
+    if len(data) < 4 + 4 * ndim:
+        raise ValueError(f"{name}: IDX header declares {ndim} dimensions but the file ends inside the header")
     shape = tuple(int(s) for s in np.frombuffer(data, dtype=">i4", count=ndim, offset=4))
     dtype = np.dtype(_IDX_TYPES[data[2]])
     expected = int(np.prod(shape)) * dtype.itemsize

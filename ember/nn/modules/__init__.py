@@ -29,4 +29,6 @@ from ember.nn.modules.transformer import (  # noqa: F401
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
 
+from ember.nn.modules.more import *  # noqa: E402,F401,F403  (padding, instance norm, lazy modules, ...)
+
 __all__ = [name for name in dir() if name[:1].isupper()]

@@ -4,3 +4,12 @@ from ember.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, get_tota
 from ember.nn.utils.convert import parameters_to_vector, vector_to_parameters  # noqa: F401
 
 clip_grad_norm = clip_grad_norm_  # PyTorch's deprecated alias
+from ember.nn.utils import parametrize, parametrizations, prune  # noqa: E402,F401
+from ember.nn.utils.weight_norm import (  # noqa: E402,F401
+    remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm,
+)
+from ember.nn.utils.fusion import (  # noqa: E402,F401
+    convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format, fuse_conv_bn_eval, fuse_conv_bn_weights,
+    fuse_linear_bn_eval, fuse_linear_bn_weights, skip_init,
+)
+from ember.nn.utils.clip_grad import clip_grads_with_norm_  # noqa: E402,F401

@@ -85,3 +85,22 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
         if math.isinf(norm_type):
             return stack([t.detach().abs().max() for t in tensors]).max()
         return stack([t.detach().norm(norm_type) for t in tensors]).norm(norm_type)
+
+
+def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm: Tensor,
+                          foreach: Any = None) -> None:
+    """Scale the gradients by ``min(1, max_norm / (total_norm + 1e-6))`` (the second half of clip_grad_norm_).
+
+    Example:
+        >>> w = ember.ones(2, requires_grad=True); w.grad = ember.tensor([3.0, 4.0])
+        >>> clip_grads_with_norm_([w], 1.0, get_total_norm([w.grad])); [round(v, 3) for v in w.grad.tolist()]
+        [0.6, 0.8]
+    """
+    params = _with_grads(parameters)
+    if not params:
+        return
+    with grad_mode.no_grad():
+        coef = float(max_norm) / (float(total_norm) + 1e-6)
+        coef = min(coef, 1.0)
+        for p in params:
+            _set_grad(p, p.grad.detach() * coef)

@@ -158,3 +158,20 @@ def _pack_like(padded: Tensor, template: PackedSequence) -> PackedSequence:
     flat = padded.reshape(steps * batch, *tuple(padded.shape)[2:])
     return PackedSequence(flat[creation.tensor(rows, device=padded.device)], template.batch_sizes,
                           template.sorted_indices, template.unsorted_indices)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of a permutation of 0..n-1 (None stays None)."""
+    if permutation is None:
+        return None
+    from ember.creation import arange, empty_like
+
+    output = empty_like(permutation)
+    output[permutation] = arange(permutation.numel(), device=permutation.device)
+    return output
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list:
+    """The list of variable-length sequences a PackedSequence holds (inverse of ``pack_sequence``)."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)

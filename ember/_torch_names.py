@@ -1,0 +1,30 @@
+"""PyTorch names ember adds to its top-level namespace (imported by ``ember/__init__.py`` in one line).
+
+Kept apart from ``ember/__init__.py`` so the PyTorch surface grows in one place; the families are built
+from tables in :mod:`ember.surface.families`.
+
+Example:
+    >>> import ember as torch
+    >>> torch.pi > 3, torch.accelerator.is_available(), torch.tensor_split(torch.arange(5), 2)[1].tolist()
+    (True, False, [3, 4])
+"""
+from __future__ import annotations
+
+from ember import accelerator, jit, linalg, sparse, special, testing, types  # noqa: F401  (torch.accelerator, ...)
+from ember.sparse import sparse_coo_tensor, spmm  # noqa: F401
+from ember.surface import constants as _constants, families as _families, functions as _functions
+from ember.surface.constants import *  # noqa: F401,F403
+from ember.surface.functions import *  # noqa: F401,F403
+from ember.surface.special_linalg import *  # noqa: F401,F403
+from ember.surface import special_linalg as _special_linalg
+from ember.surface.more_functions import *  # noqa: F401,F403
+from ember.surface import more_functions as _more_functions
+from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
+from ember.nn import ParameterDict  # noqa: F401
+
+sparse.install()
+_families.install_methods(globals())
+_generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
+globals().update(_generated)
+
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]

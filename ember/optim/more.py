@@ -1,0 +1,314 @@
+"""More of ``torch.optim``: Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD.
+
+Each optimizer is its state initialization plus one update written in ember ops (the design's "two small
+functions"), following torch's single-tensor algorithm and operation order, so a step agrees with
+``torch.optim`` to rounding. The base class owns parameter groups, closures, hooks and state dicts.
+
+Example:
+    >>> import ember
+    >>> w = ember.randn(3, requires_grad=True)
+    >>> opt = ember.optim.Adadelta([w], lr=1.0)
+    >>> (w * w).sum().backward(); opt.step()
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ember.autograd import grad_mode
+from ember.creation import full_like, tensor, zeros_like
+from ember.optim.optimizer import Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
+from ember.tensor import Tensor
+
+__all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam"]
+
+
+def _check(name: str, ok: bool, what: str, value: Any) -> None:
+    if not ok:
+        raise ValueError(f"Invalid {what}: {value}")
+
+
+class _ElementwiseOptimizer(Optimizer):
+    """An optimizer given by ``_init(p, group) -> state`` and ``_update(p, grad, state, group)``."""
+
+    _unsupported = ("differentiable",)
+
+    def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        unsupported(type(self).__name__, **{k: defaults.get(k) for k in self._unsupported})
+        super().__init__(params, defaults)
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        raise NotImplementedError
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        raise NotImplementedError
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._run_closure(closure)
+        with grad_mode.no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        state.update(self._init(p, group))
+                    grad = -p.grad if group.get("maximize") else p.grad
+                    self._update(p, grad, state, group)
+        return loss
+
+
+def _l2(grad: Tensor, p: Tensor, weight_decay: float) -> Tensor:
+    return grad + p * weight_decay if weight_decay else grad
+
+
+class Adadelta(_ElementwiseOptimizer):
+    """``torch.optim.Adadelta``: step sizes from running averages of squared gradients and updates."""
+
+    def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0,
+                 foreach: bool | None = None, *, capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("Adadelta", 0.0 <= lr, "learning rate", lr)
+        _check("Adadelta", 0.0 <= rho <= 1.0, "rho value", rho)
+        _check("Adadelta", 0.0 <= eps, "epsilon value", eps)
+        _check("Adadelta", 0.0 <= weight_decay, "weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      capturable=capturable, foreach=foreach, differentiable=differentiable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "square_avg": zeros_like(p), "acc_delta": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        rho, eps, lr = group["rho"], group["eps"], to_scalar(group["lr"])
+        state["step"].add_(1)
+        grad = _l2(grad, p, group["weight_decay"])
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg.mul_(rho).add_(grad * grad * (1 - rho))
+        std = (square_avg + eps).sqrt()
+        delta = (acc_delta + eps).sqrt() / std * grad
+        acc_delta.mul_(rho).add_(delta * delta * (1 - rho))
+        p.add_(delta * -lr)
+
+
+class Adamax(_ElementwiseOptimizer):
+    """``torch.optim.Adamax``: Adam with the infinity norm of past gradients as the denominator."""
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("Adamax", 0.0 <= lr, "learning rate", lr)
+        _check("Adamax", 0.0 <= eps, "epsilon value", eps)
+        _check("Adamax", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+        _check("Adamax", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+        _check("Adamax", 0.0 <= weight_decay, "weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      foreach=foreach, differentiable=differentiable, capturable=capturable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        from ember.ops.elementwise import maximum
+
+        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _l2(grad, p, group["weight_decay"])
+        exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+        exp_avg.add_((grad - exp_avg) * (1 - beta1))
+        exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
+        clr = lr / (1 - beta1 ** step)
+        p.add_(exp_avg / exp_inf * -clr)
+
+
+def _decay(p: Tensor, grad: Tensor, group: dict) -> Tensor:
+    """L2 (added to the gradient) or decoupled (AdamW-style shrink of the parameter) weight decay."""
+    wd = group["weight_decay"]
+    if not wd:
+        return grad
+    if group.get("decoupled_weight_decay"):
+        p.mul_(1 - to_scalar(group["lr"]) * wd)
+        return grad
+    return grad + p * wd
+
+
+class NAdam(_ElementwiseOptimizer):
+    """``torch.optim.NAdam``: Adam with Nesterov momentum and a momentum-decay schedule."""
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("NAdam", 0.0 <= lr, "learning rate", lr)
+        _check("NAdam", 0.0 <= eps, "epsilon value", eps)
+        _check("NAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+        _check("NAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+        _check("NAdam", 0.0 <= weight_decay, "weight_decay value", weight_decay)
+        _check("NAdam", 0.0 <= momentum_decay, "momentum_decay value", momentum_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "mu_product": tensor(1.0, dtype=scalar_dtype()),
+                "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        (beta1, beta2), eps, lr, psi = group["betas"], group["eps"], to_scalar(group["lr"]), group["momentum_decay"]
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _decay(p, grad, group)
+        bias_correction2 = 1 - beta2 ** step
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
+        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
+        state["mu_product"].mul_(mu)
+        mu_product = state["mu_product"].item()
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.add_((grad - exp_avg) * (1 - beta1))
+        exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
+        denom = (exp_avg_sq / bias_correction2).sqrt() + eps
+        p.add_(grad / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
+        p.add_(exp_avg / denom * (-lr * mu_next / (1.0 - mu_product * mu_next)))
+
+
+class RAdam(_ElementwiseOptimizer):
+    """``torch.optim.RAdam``: Adam with the variance of the adaptive rate rectified in early steps."""
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("RAdam", 0.0 <= lr, "learning rate", lr)
+        _check("RAdam", 0.0 <= eps, "epsilon value", eps)
+        _check("RAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+        _check("RAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+        _check("RAdam", 0.0 <= weight_decay, "weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                                      foreach=foreach, capturable=capturable, differentiable=differentiable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _decay(p, grad, group)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.add_((grad - exp_avg) * (1 - beta1))
+        exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        corrected = exp_avg / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            adaptive = math.sqrt(bias_correction2) / (exp_avg_sq.sqrt() + eps)
+            p.add_(corrected * lr * adaptive * rect * -1.0)
+        else:
+            p.add_(corrected * lr * -1.0)
+
+
+class Rprop(_ElementwiseOptimizer):
+    """``torch.optim.Rprop``: per-element step sizes grown or shrunk by the sign agreement of gradients."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
+                 step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
+                 foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("Rprop", 0.0 <= lr, "learning rate", lr)
+        _check("Rprop", 0.0 < etas[0] < 1.0 < etas[1], "eta values", etas)
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "prev": zeros_like(p), "step_size": full_like(p, to_scalar(group["lr"]))}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        from ember.ops.elementwise import where
+
+        (etaminus, etaplus), (step_min, step_max) = group["etas"], group["step_sizes"]
+        state["step"].add_(1)
+        agreement = (grad * state["prev"]).sign()
+        # full_like keeps the parameter's dtype (Python scalars in where() would be float32)
+        factor = where(agreement > 0, full_like(p, etaplus), where(agreement < 0, full_like(p, etaminus),
+                                                                    full_like(p, 1.0)))
+        step_size = state["step_size"]
+        step_size.mul_(factor).clamp_(step_min, step_max)
+        grad = where(agreement < 0, zeros_like(grad), grad)  # after a sign change, no step this time
+        p.add_(grad.sign() * step_size * -1)
+        state["prev"].copy_(grad)
+
+
+class ASGD(_ElementwiseOptimizer):
+    """``torch.optim.ASGD``: SGD with a decaying rate and a running (Polyak) average in ``state['ax']``."""
+
+    def __init__(self, params: Any, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
+                 weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("ASGD", 0.0 <= lr, "learning rate", lr)
+        _check("ASGD", 0.0 <= weight_decay, "weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "eta": tensor(float(to_scalar(group["lr"])), dtype=scalar_dtype()),
+                "mu": tensor(1.0, dtype=scalar_dtype()), "ax": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        lr, lambd, alpha, t0 = to_scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _l2(grad, p, group["weight_decay"])
+        eta, mu = state["eta"].item(), state["mu"].item()
+        p.mul_(1 - lambd * eta)
+        p.add_(grad * -eta)
+        if mu != 1:
+            state["ax"].add_((p - state["ax"]) * mu)
+        else:
+            state["ax"].copy_(p)
+        state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
+        state["mu"].fill_(1 / max(1, step - t0))
+
+
+class SparseAdam(_ElementwiseOptimizer):
+    """``torch.optim.SparseAdam``: lazy Adam that updates only the entries a (sparse) gradient touches.
+
+    ember stores sparse gradients densely (see ``ember/sparse.py``), so "touched" means nonzero: an entry
+    whose gradient is exactly 0 keeps its moments and value (PyTorch would still decay the moments of an
+    explicitly stored zero).
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False) -> None:
+        lr = to_scalar(lr)
+        _check("SparseAdam", 0.0 < lr, "learning rate", lr)
+        _check("SparseAdam", 0.0 < eps, "epsilon value", eps)
+        _check("SparseAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
+        _check("SparseAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize, differentiable=False))
+
+    def _init(self, p: Tensor, group: dict) -> dict:
+        return {"step": 0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+
+    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
+        from ember.ops.elementwise import where
+
+        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+        state["step"] += 1
+        touched = grad != 0
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.copy_(where(touched, exp_avg + (grad - exp_avg) * (1 - beta1), exp_avg))
+        exp_avg_sq.copy_(where(touched, exp_avg_sq + (grad * grad - exp_avg_sq) * (1 - beta2), exp_avg_sq))
+        step = state["step"]
+        step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+        update = exp_avg / (exp_avg_sq.sqrt() + eps) * -step_size
+        p.add_(where(touched, update, zeros_like(update)))

@@ -1,0 +1,306 @@
+"""PyTorch's constants, dtype info, legacy tensor types and process-wide settings.
+
+Example:
+    >>> import ember as torch
+    >>> torch.finfo(torch.float32).eps, torch.iinfo(torch.int8).max
+    (1.1920928955078125e-07, 127)
+    >>> torch.FloatTensor([1, 2]).dtype
+    ember.float32
+"""
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+import ember
+from ember import dtypes
+from ember.tensor import Tensor
+
+__all__ = [
+    "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "memory_format",
+    "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "FloatTensor", "DoubleTensor",
+    "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+    "BoolTensor", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
+    "set_default_device", "get_default_device", "set_default_tensor_type", "set_flush_denormal", "has_lapack",
+    "has_mkl", "has_openmp", "has_spectral", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "set_warn_always", "is_warn_always_enabled", "typename", "is_storage",
+    "get_device", "is_inference", "is_complex", "cfloat", "cdouble",
+    "uint16", "uint32", "uint64", "is_nonzero",
+]
+
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+
+class finfo:
+    """``torch.finfo(dtype)``: machine limits of a floating dtype (eps, max, min, tiny, resolution, bits)."""
+
+    def __init__(self, type: Any = None) -> None:  # noqa: A002 - PyTorch's argument name
+        dt = dtypes.get_default_dtype() if type is None else dtypes.to_dtype(type)
+        if not dt.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            f"'{dt}'")
+        from ember.ops.extra_math import _finfo
+
+        info = _finfo(dt.np)
+        self.dtype = dt.name
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny if hasattr(info, "tiny") else info.smallest_normal)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")
+
+
+class iinfo:
+    """``torch.iinfo(dtype)``: limits of an integer dtype."""
+
+    def __init__(self, type: Any) -> None:  # noqa: A002
+        dt = dtypes.to_dtype(type)
+        if dt.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to handle '{dt}'")
+        info = np.iinfo(dt.np) if dt is not dtypes.bool_ else None
+        self.dtype = dt.name
+        self.bits = int(info.bits) if info is not None else 8
+        self.max = int(info.max) if info is not None else 1
+        self.min = int(info.min) if info is not None else 0
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+class layout:
+    """Tensor layouts: ember tensors are always ``strided``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
+
+class memory_format:
+    """Memory formats: accepted where PyTorch takes them; ember arrays are row-major (``contiguous_format``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+preserve_format = memory_format("preserve_format")
+
+
+class _LegacyTensorType(type):
+    """``torch.FloatTensor`` and friends: constructors of one dtype, and ``isinstance`` by dtype."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls._dtype
+
+    def __call__(cls, *args: Any, device: Any = None) -> Tensor:
+        if len(args) == 1 and not isinstance(args[0], int):
+            data = args[0]
+            if isinstance(data, Tensor):
+                return data.to(cls._dtype)
+            return ember.tensor(data, dtype=cls._dtype, device=device)
+        return ember.empty(*args, dtype=cls._dtype, device=device)
+
+
+def _legacy(name: str, dtype: dtypes.dtype) -> type:
+    return _LegacyTensorType(name, (), {"_dtype": dtype, "__doc__": f"``torch.{name}``: tensors of {dtype}.",
+                                        "dtype": dtype, "is_cuda": False})
+
+
+FloatTensor = _legacy("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
+HalfTensor = _legacy("HalfTensor", dtypes.float16)
+BFloat16Tensor = _legacy("BFloat16Tensor", dtypes.bfloat16)
+LongTensor = _legacy("LongTensor", dtypes.int64)
+IntTensor = _legacy("IntTensor", dtypes.int32)
+ShortTensor = _legacy("ShortTensor", dtypes.int16)
+CharTensor = _legacy("CharTensor", dtypes.int8)
+ByteTensor = _legacy("ByteTensor", dtypes.uint8)
+BoolTensor = _legacy("BoolTensor", dtypes.bool_)
+
+
+class _Unsupported:
+    """A dtype name PyTorch has and ember does not: a clear error where it is used, not at import."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name, self.why = name, why
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name} (unsupported: {self.why})"
+
+
+cfloat = _Unsupported("cfloat", "ember has no complex dtypes")
+cdouble = _Unsupported("cdouble", "ember has no complex dtypes")
+uint16 = _Unsupported("uint16", "ember's unsigned dtype is uint8 only")
+uint32 = _Unsupported("uint32", "ember's unsigned dtype is uint8 only")
+uint64 = _Unsupported("uint64", "ember's unsigned dtype is uint8 only")
+
+_SETTINGS: dict[str, Any] = {"num_threads": None, "interop_threads": 1, "deterministic": False,
+                             "deterministic_warn_only": False, "matmul_precision": "highest", "warn_always": False,
+                             "default_device": None}
+
+
+def set_num_threads(num: int) -> None:
+    """Threads for ember's native kernels and, where threadpoolctl is installed, BLAS."""
+    if int(num) < 1:
+        raise RuntimeError(f"set_num_threads: number of threads must be positive, got {num}")
+    _SETTINGS["num_threads"] = int(num)
+    os.environ["NUMBA_NUM_THREADS"] = str(int(num))
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(int(num))
+    except ImportError:  # without threadpoolctl, BLAS keeps the thread count it started with
+        pass
+
+
+def get_num_interop_threads() -> int:
+    return _SETTINGS["interop_threads"]
+
+
+def set_num_interop_threads(num: int) -> None:
+    if int(num) < 1:
+        raise RuntimeError(f"set_num_interop_threads: number of threads must be positive, got {num}")
+    _SETTINGS["interop_threads"] = int(num)
+
+
+def set_printoptions(precision: int | None = None, threshold: int | None = None, edgeitems: int | None = None,
+                     linewidth: int | None = None, profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print (PyTorch's options and profiles ``default``, ``short``, ``full``)."""
+    from ember import _repr
+
+    if profile is not None:
+        profiles = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80), "full": (4, math.inf, 3, 80)}
+        if profile not in profiles:
+            raise ValueError(f"set_printoptions: profile must be default, short or full, got {profile!r}")
+        p, t, eitems, lw = profiles[profile]
+        _repr.OPTIONS.update(precision=p, threshold=t if t != math.inf else 2**62, edgeitems=eitems, linewidth=lw)
+    for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                       ("linewidth", linewidth)):
+        if value is not None:
+            _repr.OPTIONS[key] = int(value) if value != math.inf else 2**62
+    _repr.OPTIONS["sci_mode"] = sci_mode
+
+
+def set_default_device(device: Any) -> None:
+    """Only the CPU exists here; other devices raise (ember has no CUDA backend built)."""
+    if device is not None and ember.device(device).type != "cpu":
+        raise RuntimeError(f"set_default_device({device!r}): ember runs on the CPU here; only 'cpu' can be the "
+                           "default device")
+    _SETTINGS["default_device"] = device
+
+
+def get_default_device() -> Any:
+    return ember.device("cpu")
+
+
+def set_default_tensor_type(t: Any) -> None:
+    """Deprecated in PyTorch: sets the default floating dtype from ``torch.FloatTensor``/``DoubleTensor``."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated; use torch.set_default_dtype()", UserWarning,
+                  stacklevel=2)
+    dtype = getattr(t, "_dtype", None) or {"torch.FloatTensor": dtypes.float32,
+                                            "torch.DoubleTensor": dtypes.float64}.get(str(t))
+    if dtype is None or not dtype.is_floating_point:
+        raise TypeError(f"set_default_tensor_type: only floating-point types are supported as the default type, "
+                        f"got {t}")
+    ember.set_default_dtype(dtype)
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Denormal flushing is a CPU flag NumPy does not expose: unsupported, as on CPUs without SSE3."""
+    return False
+
+
+has_lapack = True  # through NumPy
+has_mkl = False
+has_openmp = False
+has_spectral = True
+
+
+def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+    """Accepted: every ember CPU kernel is deterministic already."""
+    _SETTINGS["deterministic"], _SETTINGS["deterministic_warn_only"] = bool(mode), bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    return _SETTINGS["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _SETTINGS["deterministic_warn_only"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"set_float32_matmul_precision: invalid precision {precision!r}; use highest, high or "
+                           "medium")
+    _SETTINGS["matmul_precision"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    return _SETTINGS["matmul_precision"]
+
+
+def set_warn_always(b: bool) -> None:
+    _SETTINGS["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return _SETTINGS["warn_always"]
+
+
+def typename(obj: Any) -> str:
+    if isinstance(obj, Tensor):
+        return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                "bool": "torch.BoolTensor"}[obj.dtype.name]
+    module = type(obj).__module__
+    return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
+
+
+def is_storage(obj: Any) -> bool:
+    return False
+
+
+def is_inference(input: Tensor) -> bool:
+    """False: ember has no separate inference tensors (``inference_mode`` is ``no_grad``)."""
+    return False
+
+
+def get_device(input: Tensor) -> int:
+    return -1 if input.device.type == "cpu" else (input.device.index or 0)
+
+
+def is_complex(input: Tensor) -> bool:
+    return False
+
+
+def is_nonzero(input: Tensor) -> bool:
+    from ember.surface.functions import is_nonzero as _is_nonzero
+
+    return _is_nonzero(input)

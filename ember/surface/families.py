@@ -1,0 +1,279 @@
+"""Names PyTorch derives by rule, generated from tables so a family is complete or absent, never half there:
+
+* in-place methods ``x.sin_()`` from the out-of-place op (``inplace.inplace_call``: writes into ``x``, bumps
+  its version, rebases autograd history, refuses a result dtype ``x`` cannot hold);
+* top-level in-place functions ``torch.sin_(x)``;
+* Tensor methods ``x.fmax(y)`` for top-level functions ``torch.fmax(x, y)``;
+* top-level spellings of ``nn.functional`` ops (``torch.conv2d``, ``torch.dropout``, ``torch.layer_norm``).
+
+Example:
+    >>> import ember
+    >>> x = ember.tensor([0.0, 1.0])
+    >>> x.exp_().tolist(), ember.conv1d is ember.nn.functional.conv1d
+    ([1.0, 2.718281828459045], True)
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ember
+from ember.ops import inplace
+from ember.tensor import Tensor
+
+# In-place methods generated from the out-of-place method of the same name (PyTorch's `op_` family). View
+# ops (`t_`, `squeeze_`...) change metadata, not values, and are not in this table.
+INPLACE_FROM_METHOD = (
+    "abs", "absolute", "acos", "acosh", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "arccos",
+    "arccosh", "arcsin", "arcsinh", "arctan", "arctan2", "arctanh", "asin", "asinh", "atan", "atan2", "atanh",
+    "baddbmm", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "ceil", "clamp_max", "clamp_min", "clip",
+    "copysign", "cos", "cosh", "cumprod", "cumsum", "deg2rad", "divide", "eq", "erf", "erfc", "erfinv", "exp",
+    "exp2", "expm1", "fix", "float_power", "floor", "floor_divide", "fmod", "frac", "gcd", "ge", "greater",
+    "greater_equal", "gt", "heaviside", "hypot", "index_add", "index_copy", "index_fill", "lcm", "ldexp", "le",
+    "lerp", "less", "less_equal", "log", "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logit", "lt", "masked_scatter", "multiply", "nan_to_num", "ne", "neg", "negative", "nextafter",
+    "not_equal", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt", "scatter_reduce",
+    "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "tril", "triu",
+    "true_divide", "trunc", "xlogy", "sgn", "clamp", "bitwise_left_shift", "bitwise_right_shift", "lgamma",
+    "digamma", "i0", "igamma", "igammac", "mvlgamma", "sgn", "put", "index_reduce",
+)
+
+# Top-level in-place functions PyTorch has (``torch.relu_(x)``): each calls the method of the same name.
+INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
+    "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_",
+    "deg2rad_", "erf_", "erfc_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_",
+    "log_", "log10_", "log1p_", "log2_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
+    "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_", "i0_", "lgamma_", "digamma_",
+)
+
+# Tensor methods that are the top-level function with the tensor as first argument.
+METHODS_FROM_FUNCTIONS = (
+    "absolute", "aminmax", "argwhere", "bincount", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "copysign", "corrcoef", "cov", "cross", "diagflat", "diagonal_scatter", "diff", "dist", "dsplit", "fliplr",
+    "flipud", "float_power", "fmax", "fmin", "frexp", "gcd", "greater", "greater_equal", "heaviside", "histc",
+    "histogram", "hsplit", "index_add", "index_copy", "index_fill", "inner", "is_nonzero", "is_same_size",
+    "is_signed", "isin", "isneginf", "isposinf", "isreal", "kron", "lcm", "ldexp", "less", "less_equal",
+    "logcumsumexp", "masked_scatter", "median", "mode", "moveaxis", "msort", "nanmean", "nanmedian",
+    "nanquantile", "nansum", "negative", "nextafter", "not_equal", "positive", "quantile", "ravel", "renorm",
+    "repeat_interleave", "rot90", "scatter_reduce", "select_scatter", "signbit", "sinc", "slice_scatter",
+    "split_with_sizes", "swapaxes", "take", "take_along_dim", "tensor_split", "tile", "unique_consecutive",
+    "unsafe_chunk", "unsafe_split", "vdot", "vsplit", "erfc", "matrix_power", "subtract", "multiply", "divide",
+    "true_divide", "xlogy", "logit", "nan_to_num", "arctan2", "hypot", "get_device", "is_inference", "lerp",
+    "bitwise_left_shift", "bitwise_right_shift", "allclose", "equal", "bernoulli", "multinomial", "index_put",
+    "put", "index_reduce", "real", "imag", "sgn", "nonzero_static", "is_distributed", "unsafe_split_with_sizes",
+    "triangular_solve", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
+    "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
+    "matrix_exp",
+)
+
+# In-place view ops: they change the tensor's shape metadata in place (no values move).
+VIEW_INPLACE = {"squeeze_": "squeeze", "unsqueeze_": "unsqueeze", "t_": "t", "transpose_": "transpose",
+                "swapaxes_": "swapaxes", "swapdims_": "swapdims", "as_strided_": None}
+
+# torch.<name> -> ember.nn.functional.<name>, where PyTorch exposes the functional op at the top level too.
+FROM_FUNCTIONAL = (
+    "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "avg_pool1d", "batch_norm", "bilinear",
+    "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cosine_embedding_loss", "cosine_similarity", "ctc_loss", "dropout",
+    "embedding", "embedding_bag", "feature_alpha_dropout", "group_norm", "hardshrink", "hinge_embedding_loss",
+    "instance_norm", "kl_div", "layer_norm", "margin_ranking_loss", "max_pool1d", "max_pool2d", "max_pool3d",
+    "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "rms_norm",
+    "rrelu", "selu", "threshold", "triplet_margin_loss", "native_channel_shuffle", "celu_", "selu_", "rrelu_",
+    "threshold_", "conv_tbc", "max_pool1d_with_indices",
+)
+
+
+# Device-type and layout predicates: ember tensors are dense, on ember's devices (cpu, cuda) only.
+FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_meta", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
+                    "is_vulkan", "is_xla", "is_quantized", "is_sparse_csr", "is_nested")
+
+
+def _inplace_method(name: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        others = tuple(a for a in args if isinstance(a, Tensor))
+        return inplace.inplace_call(self, name + "_", lambda t: getattr(t, name)(*args, **kwargs), others=others)
+
+    method.__name__ = name + "_"
+    method.__doc__ = f"In-place ``{name}``: ``x.{name}_(...)`` writes ``x.{name}(...)`` into ``x``."
+    return method
+
+
+def _view_inplace(name: str, view: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        from ember.autograd import grad_mode
+
+        if self.requires_grad and grad_mode.STATE.enabled:
+            raise RuntimeError(f"{name}: in-place view changes of a tensor that requires grad are not supported by "
+                               f"ember; use the out-of-place x = x.{view}(...)")
+        viewed = getattr(self, view)(*args, **kwargs)
+        self._data = viewed._data
+        self._bump()
+        return self
+
+    method.__name__ = name
+    method.__doc__ = f"``x.{name}(...)``: ``x`` becomes ``x.{view}(...)`` (same storage)."
+    return method
+
+
+def _function_as_method(fn: Callable, name: str) -> Callable:
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"``x.{name}(...)`` is ``ember.{name}(x, ...)``."
+    return method
+
+
+def _method_as_function(name: str) -> Callable:
+    def function(input: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = name
+    function.__doc__ = f"``ember.{name}(x, ...)`` is ``x.{name}(...)``."
+    return function
+
+
+def install_methods(namespace: dict[str, Any]) -> None:
+    """Bind the generated Tensor methods (only where Tensor lacks the name: explicit code wins).
+
+    ``namespace``: the top-level names being built (``ember`` itself is still importing).
+    """
+    for name in METHODS_FROM_FUNCTIONS:
+        fn = namespace.get(name, getattr(ember, name, None))
+        if fn is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, _function_as_method(fn, name))
+    for name in INPLACE_FROM_METHOD:
+        if hasattr(Tensor, name) and not hasattr(Tensor, name + "_"):
+            setattr(Tensor, name + "_", _inplace_method(name))
+    for name, view in VIEW_INPLACE.items():
+        if view is not None and not hasattr(Tensor, name):
+            setattr(Tensor, name, _view_inplace(name, view))
+    _extra_methods()
+    Tensor.polygamma = lambda self, n: namespace["polygamma"](n, self)  # torch: x.polygamma(n)
+    Tensor.polygamma_ = lambda self, n: inplace.inplace_call(self, "polygamma_", lambda t: namespace["polygamma"](n, t))
+    Tensor.__lshift__ = lambda self, other: namespace["bitwise_left_shift"](self, other)
+    Tensor.__rshift__ = lambda self, other: namespace["bitwise_right_shift"](self, other)
+    Tensor.__rlshift__ = lambda self, other: namespace["bitwise_left_shift"](other, self)
+    Tensor.__rrshift__ = lambda self, other: namespace["bitwise_right_shift"](other, self)
+    for name in FALSE_PROPERTIES:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, property(lambda self: False, doc=f"``{name}``: always False in ember."))
+    if not hasattr(Tensor, "is_cpu"):
+        Tensor.is_cpu = property(lambda self: self.device.type == "cpu", doc="True for a tensor on the CPU.")
+
+
+def _unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim (differentiable)."""
+    dim = dimension % max(self.ndim, 1)
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    count = (length - size) // step + 1
+    index = (ember.arange(count).reshape(-1, 1) * step + ember.arange(size).reshape(1, -1)).reshape(-1)
+    picked = ember.index_select(self, dim, index)
+    shape = list(self.shape)
+    shape[dim:dim + 1] = [count, size]
+    return ember.movedim(picked.reshape(shape), dim + 1, -1)
+
+
+def _fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """Fill the main diagonal (all dims equal, or a tall 2-D matrix, wrapping every ncols+1 rows if asked)."""
+    import numpy as np
+
+    if self.ndim < 2 or (self.ndim > 2 and len(set(self.shape)) != 1):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(tuple(self.shape), dtype=bool)
+    if self.ndim == 2:
+        rows, cols = self.shape
+        limit = rows if wrap else min(rows, cols)
+        for r in range(limit):
+            c = r % (cols + 1) if wrap else r
+            if c < cols:
+                mask[r, c] = True
+    else:
+        mask[tuple([np.arange(self.shape[0])] * self.ndim)] = True
+    return self.masked_fill_(ember.tensor(mask, device=self.device), fill_value)
+
+
+def _apply_(self: Tensor, fn: Any) -> Tensor:
+    """Apply a Python function to every element in place (CPU; no autograd, as in PyTorch)."""
+    import numpy as np
+
+    if self.requires_grad:
+        raise RuntimeError("apply_ is only implemented on CPU tensors that do not require grad")
+    values = np.vectorize(fn, otypes=[self.dtype.np])(self.numpy()) if self.numel() else self.numpy()
+    with ember.no_grad():
+        return self.copy_(ember.tensor(values, dtype=self.dtype))
+
+
+def _map_(self: Tensor, other: Tensor, fn: Any) -> Tensor:
+    import numpy as np
+
+    a, b = np.broadcast_arrays(self.numpy(), other.numpy())
+    values = np.vectorize(fn, otypes=[self.dtype.np])(a, b) if self.numel() else a
+    with ember.no_grad():
+        return self.copy_(ember.tensor(values, dtype=self.dtype))
+
+
+def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """Legacy ``x.new(...)``: sizes give an uninitialized tensor, data gives a tensor, of x's dtype/device."""
+    if len(args) == 1 and not isinstance(args[0], int):
+        data = args[0]
+        if isinstance(data, ember.Size):  # a plain tuple or list is data, as in PyTorch
+            return ember.empty(tuple(data), dtype=self.dtype, device=self.device)
+        return ember.tensor(data, dtype=self.dtype, device=self.device)
+    return ember.empty(*args, dtype=self.dtype, device=self.device)
+
+
+def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, ember.Size)) else sizes
+    import math as _math
+
+    if _math.prod(shape) != self.numel():
+        raise RuntimeError(f"resize_: ember cannot grow or shrink a tensor's storage in place ({self.numel()} "
+                           f"elements to {_math.prod(shape)}); build a new tensor instead")
+    self._data = self._data.reshape(shape)
+    self._bump()
+    return self
+
+
+def _extra_methods() -> None:
+    """Tensor methods written directly (not derived from a top-level function)."""
+    F = ember.nn.functional
+    extras = {
+        "unfold": _unfold, "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
+        "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
+        "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),
+        "prelu": lambda self, weight: F.prelu(self, weight),
+        "is_complex": lambda self: False, "is_pinned": lambda self, device=None: False,
+        "pin_memory": lambda self, device=None: self,
+        "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
+            self, "put_", lambda t: ember.put(t, index, source, accumulate)),
+        "index_reduce_": lambda self, dim, index, source, reduce, include_self=True: inplace.inplace_call(
+            self, "index_reduce_", lambda t: ember.index_reduce(t, dim, index, source, reduce,
+                                                                include_self=include_self)),
+    }
+    for name, fn in extras.items():
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, fn)
+    if not hasattr(Tensor, "output_nr"):
+        Tensor.output_nr = property(lambda self: self._output_nr, doc="Which output of its grad_fn this is.")
+    if not hasattr(Tensor, "mH"):
+        Tensor.mH = property(lambda self: self.transpose(-2, -1), doc="Conjugate transpose of the last two dims.")
+
+
+def top_level_names() -> dict[str, Any]:
+    """The top-level in-place functions and functional spellings, for ``ember/_torch_names.py``."""
+    F = ember.nn.functional
+    names: dict[str, Any] = {}
+    for name in INPLACE_FUNCTIONS:
+        if hasattr(Tensor, name):
+            names[name] = _method_as_function(name)
+    for name in FROM_FUNCTIONAL:
+        fn = getattr(F, name, None)
+        if fn is not None:
+            names[name] = fn
+    return names

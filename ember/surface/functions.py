@@ -1,0 +1,1039 @@
+"""Top-level PyTorch functions written as compositions of ember ops (so autograd, tracing and export
+come for free), plus a few integer/boolean ones computed on the device's array namespace (no gradient).
+
+Example:
+    >>> import ember
+    >>> ember.take_along_dim(ember.tensor([[3., 1.], [0., 2.]]), ember.tensor([[1], [0]]), dim=1).tolist()
+    [[1.0], [0.0]]
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+from typing import Any, Sequence
+
+import ember
+from ember.tensor import Tensor
+
+__all__ = [
+    "absolute", "negative", "positive", "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_tensors",
+    "broadcast_shapes", "cartesian_prod", "cdist", "column_stack", "row_stack", "dstack", "tensor_split", "hsplit",
+    "vsplit", "dsplit", "cov", "corrcoef", "cross", "diff", "diagflat", "dist", "fliplr", "flipud", "float_power",
+    "fmax", "fmin", "heaviside", "inner", "vdot", "kron", "ldexp", "logcumsumexp", "nansum", "nanmean", "ravel",
+    "repeat_interleave", "rot90", "rsub", "sinc", "std_mean", "take", "take_along_dim", "tile", "trapezoid", "trapz",
+    "cumulative_trapezoid", "vander", "quantile", "nanquantile", "median", "nanmedian", "msort", "aminmax",
+    "renorm", "index_add", "index_fill", "index_copy", "select_scatter", "slice_scatter", "diagonal_scatter",
+    "masked_scatter", "scatter_reduce", "copysign", "signbit", "isneginf", "isposinf", "isreal", "isin", "argwhere",
+    "nonzero", "bincount", "histc", "histogram", "gcd", "lcm", "tril_indices", "triu_indices", "unique_consecutive",
+    "unravel_index", "scalar_tensor", "hann_window", "hamming_window", "blackman_window", "bartlett_window",
+    "kaiser_window", "combinations", "is_nonzero", "is_same_size", "is_signed", "chain_matmul", "mode", "frexp",
+    "nextafter", "fill", "zero_", "split_with_sizes", "unsafe_chunk", "unsafe_split", "erfc", "matrix_power",
+    "square_", "subtract", "multiply", "swapaxes", "greater", "less",
+]
+
+
+def _t(x: Any, like: Tensor | None = None) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    return ember.tensor(x, device=like.device if like is not None else None)
+
+
+def _xp(t: Tensor) -> Any:
+    return t._device.xp
+
+
+def _wrap(array: Any, like: Tensor) -> Tensor:
+    return Tensor._make(array, like._device, False)
+
+
+# ---- simple spellings ------------------------------------------------------------------------------------
+def absolute(input: Tensor) -> Tensor:
+    return ember.abs(input)
+
+
+def negative(input: Tensor) -> Tensor:
+    return ember.neg(input)
+
+
+def positive(input: Tensor) -> Tensor:
+    if input.dtype is ember.bool:
+        raise TypeError("positive: the `+` operator, on a bool tensor is not supported")
+    return input
+
+
+subtract = ember.sub
+multiply = ember.mul
+swapaxes = ember.swapaxes
+greater = ember.gt
+less = ember.lt
+
+
+def ravel(input: Tensor) -> Tensor:
+    return input.reshape(-1)
+
+
+def fliplr(input: Tensor) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"fliplr: input must be >= 2-d, got {input.ndim}-d")
+    return ember.flip(input, (1,))
+
+
+def flipud(input: Tensor) -> Tensor:
+    if input.ndim < 1:
+        raise RuntimeError("flipud: input must be >= 1-d")
+    return ember.flip(input, (0,))
+
+
+def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
+    return other - input * alpha if alpha != 1 else other - input
+
+
+def erfc(input: Tensor) -> Tensor:
+    return 1 - ember.erf(input)
+
+
+def square_(input: Tensor) -> Tensor:
+    return input.mul_(input.clone())
+
+
+# ---- shapes -------------------------------------------------------------------------------------------------
+def _each(tensors: tuple, fn: Any) -> Any:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(fn(t) for t in tensors[0])
+    out = tuple(fn(t) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    return _each(tensors, lambda t: t.reshape(1) if t.ndim == 0 else t)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    return _each(tensors, lambda t: t.reshape(1, 1) if t.ndim == 0 else t.unsqueeze(0) if t.ndim == 1 else t)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    def lift(t: Tensor) -> Tensor:
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, -1, 1)
+        if t.ndim == 2:
+            return t.unsqueeze(-1)
+        return t
+    return _each(tensors, lift)
+
+
+def broadcast_shapes(*shapes: Any) -> ember.Size:
+    import numpy as np
+
+    try:
+        return ember.Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
+    except ValueError as error:
+        raise RuntimeError(f"broadcast_shapes: shapes {list(shapes)} cannot be broadcast together ({error})") from None
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple:
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    mats = [t.reshape(1, -1) if t.ndim == 1 else t.reshape(1, 1) if t.ndim == 0 else t for t in tensors]
+    for t in mats:
+        if t.ndim != 2:
+            raise RuntimeError(f"block_diag: Input tensors must have 2 or fewer dimensions. Input has {t.ndim}")
+    rows = builtins.sum(t.shape[0] for t in mats)
+    cols = builtins.sum(t.shape[1] for t in mats)
+    dtype = ember.result_type(*mats) if mats else ember.get_default_dtype()
+    out = ember.zeros(rows, cols, dtype=dtype, device=mats[0].device if mats else None)
+    r = c = 0
+    for t in mats:
+        h, w = t.shape
+        pad_left = ember.zeros(h, c, dtype=dtype)
+        pad_right = ember.zeros(h, cols - c - w, dtype=dtype)
+        out = slice_scatter(out, ember.cat([pad_left, t.to(dtype), pad_right], dim=1), 0, r, r + h)
+        r, c = r + h, c + w
+    return out
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = ember.meshgrid(*tensors, indexing="ij")
+    return ember.stack([g.reshape(-1) for g in grids], dim=1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
+    import itertools
+
+    n = input.shape[0]
+    chooser = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(chooser(range(n), r))
+    if not rows:
+        return ember.empty(0, r, dtype=input.dtype) if r > 0 else ember.empty(0, dtype=input.dtype)
+    index = ember.tensor(rows, dtype=ember.int64, device=input.device)
+    return input[index]
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    return ember.hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
+
+
+def row_stack(tensors: Sequence[Tensor]) -> Tensor:
+    return ember.vstack(list(tensors))
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    return ember.cat(list(atleast_3d(list(tensors))), dim=2)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
+    """Split into ``n`` nearly equal parts (the first ``size % n`` one longer), or at the given indices."""
+    size = input.shape[dim]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"tensor_split: number of sections must be larger than 0, got {n}")
+        base, extra = divmod(size, n)
+        bounds, start = [], 0
+        for k in range(n):
+            stop = start + base + (1 if k < extra else 0)
+            bounds.append((start, stop))
+            start = stop
+    else:
+        points = [0] + [int(i) for i in indices_or_sections] + [size]
+        bounds = [(min(max(a, 0), size), min(max(b, a, 0), size)) for a, b in zip(points[:-1], points[1:])]
+    return tuple(ember.narrow(input, dim, a, max(b - a, 0)) for a, b in bounds)
+
+
+def _split_named(input: Tensor, sections: Any, dim: int, name: str, min_dims: int) -> tuple:
+    if input.ndim < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                           f"with {input.ndim} dimensions!")
+    if isinstance(sections, int) and input.shape[dim] % sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input: Tensor, sections: Any) -> tuple:
+    return _split_named(input, sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input: Tensor, sections: Any) -> tuple:
+    return _split_named(input, sections, 0, "vsplit", 2)
+
+
+def dsplit(input: Tensor, sections: Any) -> tuple:
+    return _split_named(input, sections, 2, "dsplit", 3)
+
+
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+    return tuple(ember.split(input, list(split_sizes), dim))
+
+
+def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple:
+    return tuple(ember.split(input, split_size, dim))
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
+    return tuple(ember.chunk(input, chunks, dim))
+
+
+def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return input.reshape((1,) * (len(dims) - input.ndim) + tuple(input.shape)).repeat(*dims)
+
+
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return ember.flip(input, (d1,)).transpose(d0, d1)
+    if k == 2:
+        return ember.flip(input, (d0, d1))
+    if k == 3:
+        return ember.flip(input, (d0,)).transpose(d0, d1)
+    return input.clone()
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    return ember.diag(input.reshape(-1), offset)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
+    n = x.shape[0] if N is None else N
+    powers = ember.arange(n, device=x.device)
+    if not increasing:
+        powers = ember.flip(powers, (0,))
+    if n == 0:
+        return ember.empty(x.shape[0], 0, dtype=x.dtype)
+    return x.unsqueeze(-1) ** powers.to(x.dtype if x.is_floating_point() else ember.int64)
+
+
+def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
+    if repeats is None:  # repeat_interleave(repeats): indices 0..n-1 repeated by the given counts
+        counts = input
+        return repeat_interleave(ember.arange(counts.shape[0], device=counts.device), counts, 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    dim = dim % input.ndim if input.ndim else 0
+    size = input.shape[dim]
+    if isinstance(repeats, Tensor) and repeats.numel() == 1 and repeats.ndim <= 1:
+        repeats = int(repeats.item())
+    if isinstance(repeats, int):
+        if repeats < 0:
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        index = ember.arange(size, device=input.device).reshape(-1, 1).expand(size, repeats).reshape(-1)
+    else:
+        counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
+        if len(counts) != size:
+            raise RuntimeError(f"repeat_interleave: repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {len(counts)} and input.size({dim}) = {size}")
+        if any(c < 0 for c in counts):
+            raise RuntimeError("repeat_interleave: repeats can not be negative")
+        index = ember.tensor([i for i, c in enumerate(counts) for _ in range(int(c))], dtype=ember.int64,
+                             device=input.device)
+    return ember.index_select(input, dim, index)
+
+
+# ---- math written in ember ops ------------------------------------------------------------------------------
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    a, b = broadcast_tensors(input, other)
+    if dim is None:
+        dim = next((d for d, s in enumerate(a.shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input (shape {list(a.shape)})")
+    if a.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
+                           f"{b.shape[dim]}")
+    a0, a1, a2 = ember.unbind(a, dim)
+    b0, b1, b2 = ember.unbind(b, dim)
+    return ember.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=dim)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = ember.cat(parts, dim=dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        hi, lo = ember.narrow(x, dim, 1, max(length - 1, 0)), ember.narrow(x, dim, 0, max(length - 1, 0))
+        x = ember.logical_xor(hi, lo) if x.dtype is ember.bool else hi - lo
+    return x
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
+    return ember.norm(input - other, p=p)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """Pairwise p-norm distances between the rows of ``x1`` (.., P, M) and ``x2`` (.., R, M)."""
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return ember.norm(difference, p=p, dim=-1)
+
+
+def float_power(input: Any, exponent: Any) -> Tensor:
+    base = _t(input).to(ember.float64)
+    return base ** (exponent.to(ember.float64) if isinstance(exponent, Tensor) else exponent)
+
+
+def fmax(input: Tensor, other: Tensor) -> Tensor:
+    """Elementwise maximum that ignores a NaN when the other value is a number."""
+    return ember.where(ember.isnan(other), input, ember.where(ember.isnan(input), other,
+                                                              ember.maximum(input, other)))
+
+
+def fmin(input: Tensor, other: Tensor) -> Tensor:
+    return ember.where(ember.isnan(other), input, ember.where(ember.isnan(input), other,
+                                                              ember.minimum(input, other)))
+
+
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    dtype = ember.result_type(input, values)
+    return ember.where(input == 0, values.to(dtype), (input > 0).to(dtype))
+
+
+def copysign(input: Any, other: Any) -> Tensor:
+    x = _t(input)
+    if not x.is_floating_point():
+        x = x.to(ember.get_default_dtype())
+    negative_sign = signbit(_t(other, x))
+    return ember.where(negative_sign, -x.abs(), x.abs())
+
+
+def inner(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    return ember.tensordot(input, other, dims=([-1], [-1]))
+
+
+def vdot(input: Tensor, other: Tensor) -> Tensor:
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return ember.dot(input, other)
+
+
+def kron(input: Tensor, other: Tensor) -> Tensor:
+    nd = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (nd - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.ndim) + tuple(other.shape))
+    # a[i..] * b[j..] laid out as (i0, j0, i1, j1, ...), then merged pairwise
+    a_exp = a.reshape([s for d in a.shape for s in (d, 1)])
+    b_exp = b.reshape([s for d in b.shape for s in (1, d)])
+    return (a_exp * b_exp).reshape([x * y for x, y in zip(a.shape, b.shape)])
+
+
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = out @ m
+    return out
+
+
+def matrix_power(input: Tensor, n: int) -> Tensor:
+    if n < 0:
+        raise NotImplementedError("matrix_power: negative powers need a matrix inverse, which ember does not have")
+    out = ember.eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(input.shape).clone()
+    base = input
+    while n:
+        if n & 1:
+            out = out @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return out
+
+
+def ldexp(input: Tensor, other: Tensor) -> Tensor:
+    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
+    return x * ember.pow(2.0, _t(other, x).to(x.dtype))
+
+
+def logcumsumexp(input: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(x))) as a running ``logaddexp`` (a single shift would underflow for wide ranges)."""
+    if input.numel() == 0 or input.ndim == 0:
+        return input.clone()
+    slices = ember.unbind(input, dim)
+    running = [slices[0]]
+    for x in slices[1:]:
+        running.append(ember.logaddexp(running[-1], x))
+    return ember.stack(running, dim=dim)
+
+
+def sinc(input: Tensor) -> Tensor:
+    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
+    safe = ember.where(x == 0, ember.ones_like(x), x)
+    return ember.where(x == 0, ember.ones_like(x), ember.sin(math.pi * safe) / (math.pi * safe))
+
+
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    x = ember.where(ember.isnan(input), ember.zeros_like(input), input) if input.is_floating_point() else input
+    out = ember.sum(x, dim=dim, keepdim=keepdim) if dim is not None else ember.sum(x)
+    return out if dtype is None else out.to(dtype)
+
+
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    if not input.is_floating_point():
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
+    count = (~ember.isnan(input)).sum(dim=dim, keepdim=keepdim) if dim is not None else (~ember.isnan(input)).sum()
+    out = nansum(input, dim, keepdim) / count
+    return out if dtype is None else out.to(dtype)
+
+
+_StdMean = namedtuple("std_mean", ["std", "mean"])
+
+
+def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False,
+             unbiased: Any = None) -> tuple:
+    if unbiased is not None:
+        correction = 1 if unbiased else 0
+    std = ember.std(input, dim, correction=correction, keepdim=keepdim)
+    mean = ember.mean(input, dim=dim, keepdim=keepdim) if dim is not None else ember.mean(input)
+    return _StdMean(std, mean)
+
+
+_MinMax = namedtuple("aminmax", ["min", "max"])
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> tuple:
+    if dim is None:
+        return _MinMax(ember.amin(input).reshape(()) if not keepdim else ember.amin(input),
+                       ember.amax(input).reshape(()) if not keepdim else ember.amax(input))
+    return _MinMax(ember.amin(input, dim=dim, keepdim=keepdim), ember.amax(input, dim=dim, keepdim=keepdim))
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    flat = input.reshape(-1)
+    n = flat.shape[0]
+    if index.numel() and (int(index.max()) >= n or int(index.min()) < -n):
+        raise IndexError(f"take: index out of range for tensor of size {list(input.shape)} ({n} elements)")
+    return flat[index]
+
+
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    if dim is None:
+        return input.reshape(-1)[indices.reshape(-1)]
+    dim = dim % input.ndim
+    shape = list(broadcast_shapes(input.shape[:dim] + (1,) + input.shape[dim + 1:],
+                                  indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
+    src_shape, idx_shape = list(shape), list(shape)
+    src_shape[dim], idx_shape[dim] = input.shape[dim], indices.shape[dim]
+    return ember.gather(input.expand(src_shape), dim, indices.expand(idx_shape))
+
+
+def trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    n = y.shape[dim]
+    if n == 0:
+        return ember.sum(y, dim=dim) * 0
+    left, right = ember.narrow(y, dim, 0, n - 1), ember.narrow(y, dim, 1, n - 1)
+    if isinstance(x, Tensor):
+        spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
+        if x.ndim == 1:
+            spacing = spacing.reshape([-1 if d == dim % y.ndim else 1 for d in range(y.ndim)])
+        return ember.sum((left + right) * spacing, dim=dim) / 2
+    step = dx if dx is not None else (x if x is not None else 1.0)
+    return ember.sum(left + right, dim=dim) * (step / 2)
+
+
+trapz = trapezoid
+
+
+def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    n = y.shape[dim]
+    left, right = ember.narrow(y, dim, 0, max(n - 1, 0)), ember.narrow(y, dim, 1, max(n - 1, 0))
+    if isinstance(x, Tensor):
+        spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
+        if x.ndim == 1:
+            spacing = spacing.reshape([-1 if d == dim % y.ndim else 1 for d in range(y.ndim)])
+        return ember.cumsum((left + right) * spacing / 2, dim=dim)
+    step = dx if dx is not None else (x if x is not None else 1.0)
+    return ember.cumsum((left + right) * (step / 2), dim=dim)
+
+
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
+        aweights: Tensor | None = None) -> Tensor:
+    """Covariance of the rows (variables) of ``input`` over its columns (observations), as torch.cov."""
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if not x.is_floating_point():
+        x = x.to(ember.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    if fweights is not None:
+        w = fweights.to(x.dtype)
+    if aweights is not None:
+        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+    if w is None:
+        mean = x.mean(dim=1, keepdim=True)
+        norm = n - correction
+        centred = x - mean
+        out = centred @ centred.transpose(0, 1) / max(norm, 0)
+    else:
+        w_sum = w.sum()
+        mean = (x * w).sum(dim=1, keepdim=True) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+        centred = x - mean
+        out = (centred * w) @ centred.transpose(0, 1) / ember.clamp(norm, min=0)
+    return out.squeeze() if input.ndim < 2 else out
+
+
+def corrcoef(input: Tensor) -> Tensor:
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = ember.diagonal(c)
+    stddev = d.sqrt()
+    out = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
+    return ember.clamp(out, -1, 1)
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    dims = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
+    norms = ember.norm(input, p=p, dim=dims, keepdim=True)
+    factor = ember.where(norms > maxnorm, maxnorm / (norms + 1e-7), ember.ones_like(norms))
+    return input * factor
+
+
+# ---- order statistics -------------------------------------------------------------------------------------
+_Values = namedtuple("values_indices", ["values", "indices"])
+
+
+def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
+    if dim is None:
+        flat = input.reshape(-1)
+        if ignore_nan:
+            flat = flat[~ember.isnan(flat)] if flat.is_floating_point() else flat
+        elif flat.is_floating_point() and bool(ember.isnan(flat).any()):
+            return flat[ember.isnan(flat).nonzero()[0, 0]]
+        n = flat.shape[0]
+        if n == 0:
+            return ember.tensor(math.nan, dtype=input.dtype)
+        values = ember.sort(flat).values
+        return values[(n - 1) // 2]
+    dim = dim % max(input.ndim, 1)
+    if input.ndim == 0:
+        return _Values(input.clone(), ember.zeros((), dtype=ember.int64))
+    values, indices = ember.sort(input, dim=dim, stable=True)
+    if input.is_floating_point():
+        nan_count = ember.isnan(input).sum(dim=dim, keepdim=True)
+        valid = input.shape[dim] - nan_count
+        if ignore_nan:
+            k = ember.clamp((valid - 1) // 2, min=0)
+        else:  # a NaN in the slice is the median; sort puts NaNs last
+            k = ember.where(nan_count > 0, ember.full_like(nan_count, input.shape[dim] - 1), (valid - 1) // 2)
+    else:
+        k = ember.full([s if d != dim else 1 for d, s in enumerate(input.shape)], (input.shape[dim] - 1) // 2,
+                       dtype=ember.int64)
+    out_v, out_i = ember.gather(values, dim, k), ember.gather(indices, dim, k)
+    if not keepdim:
+        out_v, out_i = out_v.squeeze(dim), out_i.squeeze(dim)
+    return _Values(out_v, out_i)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The lower median (as PyTorch: no averaging); with ``dim``, ``(values, indices)``."""
+    return _median(input, dim, keepdim, ignore_nan=False)
+
+
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _median(input, dim, keepdim, ignore_nan=True)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
+    """Most frequent value along ``dim`` (the smallest on ties) and the index of its last occurrence."""
+    xp = _xp(input)
+    data = xp.moveaxis(input._data, dim, -1)
+    flat = data.reshape(-1, data.shape[-1])
+    values = xp.empty(flat.shape[0], dtype=flat.dtype)
+    indices = xp.empty(flat.shape[0], dtype=xp.int64)
+    for row in range(flat.shape[0]):
+        uniq, counts = xp.unique(flat[row], return_counts=True)
+        best = uniq[int(xp.argmax(counts))]
+        values[row] = best
+        indices[row] = int(xp.nonzero(flat[row] == best)[0][-1])
+    shape = data.shape[:-1]
+    v, i = _wrap(values.reshape(shape), input), _wrap(indices.reshape(shape), input)
+    if keepdim:
+        v, i = v.unsqueeze(dim), i.unsqueeze(dim)
+    return _Values(v, i)
+
+
+def msort(input: Tensor) -> Tensor:
+    return ember.sort(input, dim=0).values
+
+
+def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> Tensor:
+    if not input.is_floating_point():
+        raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
+    q_t = q if isinstance(q, Tensor) else ember.tensor(q, dtype=input.dtype)
+    if q_t.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if bool(((q_t < 0) | (q_t > 1)).any()):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                         f"Got {interpolation}")
+    x = input.reshape(-1) if dim is None else input
+    d = 0 if dim is None else dim % input.ndim
+    values = ember.sort(x, dim=d).values  # NaNs sort last
+    nan_count = ember.isnan(x).sum(dim=d, keepdim=True)
+    n = x.shape[d]
+    valid = (n - nan_count) if ignore_nan else ember.full_like(nan_count, n)
+    qs = q_t.reshape(-1).to(input.dtype)
+    outs = []
+    for k in range(qs.shape[0]):
+        rank = qs[k] * (valid - 1).to(input.dtype).clamp(min=0)
+        lo = ember.floor(rank)
+        hi = ember.ceil(rank)
+        if interpolation == "lower":
+            hi = lo
+        elif interpolation == "higher":
+            lo = hi
+        elif interpolation == "nearest":
+            lo = hi = ember.round(rank)
+        lo_v = ember.gather(values, d, lo.to(ember.int64))
+        hi_v = ember.gather(values, d, hi.to(ember.int64))
+        if interpolation == "midpoint":
+            out = lo_v + (hi_v - lo_v) * 0.5 * (hi > lo).to(input.dtype)
+        elif interpolation == "linear":
+            out = lo_v + (hi_v - lo_v) * (rank - lo)
+        else:
+            out = lo_v
+        nan_mask = (valid == 0) if ignore_nan else (nan_count > 0)
+        out = ember.where(nan_mask, ember.full_like(out, math.nan), out)
+        if not keepdim or dim is None:
+            out = out.squeeze(d) if dim is not None else out.reshape(())
+        if keepdim and dim is None:
+            out = out.reshape((1,) * input.ndim)
+        outs.append(out)
+    return ember.stack(outs) if q_t.ndim == 1 else outs[0]
+
+
+def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+def nanquantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+# ---- scatter family ---------------------------------------------------------------------------------------
+def _dim_key(ndim: int, dim: int, index: Any) -> tuple:
+    return (slice(None),) * (dim % ndim) + (index,)
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    out = input.clone()
+    out.index_put_(_dim_key(input.ndim, dim, index), source * alpha if alpha != 1 else source, accumulate=True)
+    return out
+
+
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    out = input.clone()
+    out[_dim_key(input.ndim, dim, index)] = source
+    return out
+
+
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    out = input.clone()
+    out[_dim_key(input.ndim, dim, index)] = value
+    return out
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:
+    out = input.clone()
+    out[_dim_key(input.ndim, dim, index)] = src
+    return out
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None, end: int | None = None,
+                  step: int = 1) -> Tensor:
+    out = input.clone()
+    out[_dim_key(input.ndim, dim, slice(start, end, step))] = src
+    return out
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    out = input.clone()
+    ember.diagonal(out, offset, dim1, dim2).copy_(src)
+    return out
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    mask_b = mask.expand(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
+    count = int(mask_b.sum())
+    if source.numel() < count:
+        raise RuntimeError(f"masked_scatter: expected source to have at least {count} elements, got "
+                           f"{source.numel()}")
+    out = input.clone()
+    out[mask_b] = source.reshape(-1)[:count]
+    return out
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """``reduce`` in sum, prod, mean, amax, amin; no gradient for prod/amax/amin (computed on the arrays)."""
+    if reduce == "sum":
+        base = input.clone() if include_self else ember.scatter(input, dim, index, ember.zeros_like(src))
+        return ember.scatter_add(base, dim, index, src)
+    if reduce == "mean":
+        ones = ember.ones_like(src)
+        total = scatter_reduce(input, dim, index, src, "sum", include_self=include_self)
+        counts = scatter_reduce(ember.ones_like(input) if include_self else ember.zeros_like(input), dim, index,
+                                ones, "sum", include_self=True)
+        counts = ember.where(counts == 0, ember.ones_like(counts), counts)
+        out = total / counts
+        return out if input.is_floating_point() else ember.floor_divide(total, counts).to(input.dtype)
+    if reduce not in ("prod", "amax", "amin"):
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    xp = _xp(input)
+    data = input._data.copy()
+    idx = index._data
+    grids = list(xp.indices(idx.shape, sparse=True))
+    grids[dim % input.ndim] = idx
+    target = tuple(grids)
+    values = src._data[tuple(slice(0, s) for s in idx.shape)]
+    ufunc = {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}[reduce]
+    if not include_self:
+        fill = {"prod": 1, "amax": -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min,
+                "amin": xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).max}[reduce]
+        touched = xp.zeros(data.shape, dtype=bool)
+        touched[target] = True
+        data[touched] = fill
+    ufunc.at(data, target, values)
+    return _wrap(data, input)
+
+
+# ---- integer / boolean results (no gradient) ----------------------------------------------------------------
+def signbit(input: Any) -> Tensor:
+    x = _t(input)
+    return _wrap(_xp(x).signbit(x._data), x)
+
+
+def isneginf(input: Tensor) -> Tensor:
+    return input == -math.inf if input.is_floating_point() else ember.zeros_like(input, dtype=ember.bool)
+
+
+def isposinf(input: Tensor) -> Tensor:
+    return input == math.inf if input.is_floating_point() else ember.zeros_like(input, dtype=ember.bool)
+
+
+def isreal(input: Tensor) -> Tensor:
+    return ember.ones_like(input, dtype=ember.bool)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
+    e, t = _t(elements), _t(test_elements)
+    ref = e if isinstance(elements, Tensor) else t
+    result = _xp(ref).isin(e._data, t._data, invert=invert)
+    return _wrap(result, ref)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    return input.nonzero(as_tuple=as_tuple) if as_tuple else input.nonzero()
+
+
+def argwhere(input: Tensor) -> Tensor:
+    return input.nonzero()
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    if input.ndim != 1 or input.is_floating_point():
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if input.numel() and int(input.min()) < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    xp = _xp(input)
+    counts = xp.bincount(input._data, weights=None if weights is None else weights._data, minlength=minlength)
+    if weights is None:
+        return _wrap(counts.astype(xp.int64), input)
+    dtype = weights.dtype if weights.is_floating_point() else ember.float64
+    return _wrap(counts.astype(dtype.np), input)
+
+
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:  # noqa: A002
+    if not input.is_floating_point():
+        raise RuntimeError(f"torch.histc: input tensor and weight tensor should have the same dtype, but got input "
+                           f"{input.dtype}")
+    xp = _xp(input)
+    data = input._data
+    lo, hi = float(min), float(max)
+    if lo == hi and data.size:
+        lo, hi = float(data.min()), float(data.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    counts, _ = xp.histogram(data, bins=bins, range=(lo, hi))
+    return _wrap(counts.astype(input.dtype.np), input)
+
+
+_Histogram = namedtuple("histogram", ["hist", "bin_edges"])
+
+
+def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,  # noqa: A002
+              density: bool = False) -> tuple:
+    xp = _xp(input)
+    edges_in = bins._data if isinstance(bins, Tensor) else bins
+    hist, edges = xp.histogram(input._data, bins=edges_in, range=range,
+                               weights=None if weight is None else weight._data, density=density)
+    return _Histogram(_wrap(hist.astype(input.dtype.np), input), _wrap(edges.astype(input.dtype.np), input))
+
+
+def gcd(input: Tensor, other: Tensor) -> Tensor:
+    return _wrap(_xp(input).gcd(input._data, _t(other, input)._data), input)
+
+
+def lcm(input: Tensor, other: Tensor) -> Tensor:
+    return _wrap(_xp(input).lcm(input._data, _t(other, input)._data), input)
+
+
+def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    return _wrap(_xp(input).nextafter(input._data, _t(other, input)._data.astype(input._data.dtype)), input)
+
+
+_Frexp = namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def frexp(input: Tensor) -> tuple:
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    mantissa, exponent = _xp(input).frexp(input._data)
+    return _Frexp(_wrap(mantissa, input), _wrap(exponent.astype(_xp(input).int32), input))
+
+
+def _tri_indices(row: int, col: int, offset: int, upper: bool, dtype: Any, device: Any) -> Tensor:
+    import numpy as np
+
+    r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
+    return ember.tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or ember.int64, device=device)
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    return _tri_indices(row, col, offset, False, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    return _tri_indices(row, col, offset, True, dtype, device)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    if dim is not None:
+        raise NotImplementedError("unique_consecutive: dim= is not supported by ember; flatten first")
+    xp = _xp(input)
+    flat = input._data.reshape(-1)
+    if flat.size == 0:
+        starts = xp.zeros(0, dtype=bool)
+    else:
+        starts = xp.concatenate([xp.ones(1, dtype=bool), flat[1:] != flat[:-1]])
+    values = flat[starts]
+    out: list = [_wrap(values, input)]
+    if return_inverse:
+        out.append(_wrap((xp.cumsum(starts) - 1).reshape(input._data.shape).astype(xp.int64), input))
+    if return_counts:
+        positions = xp.nonzero(starts)[0]
+        out.append(_wrap(xp.diff(xp.append(positions, flat.size)).astype(xp.int64), input))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple:
+    idx = _t(indices)
+    if idx.is_floating_point() or idx.dtype is ember.bool:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = math.prod(shape)  # out-of-range indices wrap around, as in PyTorch
+    xp = _xp(idx)
+    parts = xp.unravel_index(idx._data % total if total else idx._data, shape)
+    return tuple(_wrap(p.astype(xp.int64), idx) for p in parts)
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return ember.tensor(float(s) if not isinstance(s, bool) else s, dtype=dtype or ember.get_default_dtype(),
+                        device=device, requires_grad=requires_grad)
+
+
+# ---- windows (signal processing) ---------------------------------------------------------------------------
+def _window(name: str, length: int, periodic: bool, dtype: Any, device: Any, fn: Any) -> Tensor:
+    import numpy as np
+
+    if length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got window_length={length}")
+    if length <= 1:
+        return ember.ones(length, dtype=dtype, device=device)
+    values = fn(length + 1)[:-1] if periodic else fn(length)
+    return ember.tensor(np.asarray(values, dtype=np.float64), dtype=dtype or ember.get_default_dtype(),
+                        device=device)
+
+
+def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
+                **_: Any) -> Tensor:
+    import numpy as np
+
+    return _window("hann_window", window_length, periodic, dtype, device, np.hanning)
+
+
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
+                   dtype: Any = None, device: Any = None, **_: Any) -> Tensor:
+    import numpy as np
+
+    return _window("hamming_window", window_length, periodic, dtype, device,
+                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+
+
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
+                    **_: Any) -> Tensor:
+    import numpy as np
+
+    return _window("blackman_window", window_length, periodic, dtype, device, np.blackman)
+
+
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
+                    **_: Any) -> Tensor:
+    import numpy as np
+
+    return _window("bartlett_window", window_length, periodic, dtype, device, np.bartlett)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None,
+                  device: Any = None, **_: Any) -> Tensor:
+    import numpy as np
+
+    return _window("kaiser_window", window_length, periodic, dtype, device, lambda n: np.kaiser(n, beta))
+
+
+# ---- predicates and in-place helpers ------------------------------------------------------------------------
+def is_nonzero(input: Tensor) -> bool:
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous" if input.numel() else
+                           "Boolean value of Tensor with no values is ambiguous")
+    return bool(input.item())
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input: Tensor) -> bool:
+    return input.dtype.is_signed
+
+
+def fill(input: Tensor, value: Any) -> Tensor:
+    return ember.full_like(input, value.item() if isinstance(value, Tensor) else value)
+
+
+def zero_(input: Tensor) -> Tensor:
+    return input.zero_()
+
+
+# ---- bit shifts (integers; no gradient) -----------------------------------------------------------------------
+def _shift(input: Any, other: Any, left: bool) -> Tensor:
+    x = _t(input)
+    y = _t(other, x)
+    if x.is_floating_point() or y.is_floating_point():
+        raise RuntimeError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Float': bit shifts take "
+                           "integer tensors")
+    dtype = ember.result_type(x, y) if isinstance(input, Tensor) else x.dtype
+    xp = _xp(x)
+    fn = xp.left_shift if left else xp.right_shift
+    return _wrap(fn(x._data.astype(dtype.np), y._data.astype(dtype.np)), x)
+
+
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    return _shift(input, other, True)
+
+
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    return _shift(input, other, False)
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """PyTorch's casting rule: no float -> int, no non-bool -> bool (same-kind casting)."""
+    import numpy as np
+
+    a, b = ember.dtypes.to_dtype(from_), ember.dtypes.to_dtype(to)
+    if a.is_floating_point and not b.is_floating_point:
+        return False
+    if a is not ember.bool and b is ember.bool:
+        return False
+    return bool(np.can_cast(a.np, b.np, casting="same_kind")) or a.category <= b.category
+
+
+__all__ += ["bitwise_left_shift", "bitwise_right_shift", "can_cast"]

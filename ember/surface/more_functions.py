@@ -1,0 +1,238 @@
+"""A second batch of PyTorch's top-level names: in-place functional spellings, ``convolution``,
+``constant_pad_nd``, ``gradient``, ``nonzero_static``, ``index_put``/``put``/``index_reduce``, ``real``/
+``imag``/``sgn``, deprecated ``range``, ``empty_strided``/``frombuffer``, the autocast/anomaly setters,
+and the exception classes scripts catch.
+
+Example:
+    >>> import ember
+    >>> ember.gradient(ember.tensor([1.0, 4.0, 9.0, 16.0]))[0].tolist()
+    [3.0, 4.0, 6.0, 7.0]
+"""
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+import ember
+from ember.tensor import Tensor
+
+__all__ = [
+    "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "constant_pad_nd", "convolution", "gradient", "nonzero_static", "index_put", "put", "index_reduce", "real",
+    "imag", "sgn", "range", "empty_strided", "empty_permuted", "frombuffer", "unsafe_split_with_sizes",
+    "frobenius_norm", "norm_except_dim", "is_distributed", "set_autocast_cpu_dtype", "set_autocast_cpu_enabled",
+    "set_autocast_gpu_dtype", "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+    "OutOfMemoryError", "AcceleratorError",
+]
+
+
+class OutOfMemoryError(RuntimeError):
+    """``torch.OutOfMemoryError`` (``torch.cuda.OutOfMemoryError``): raised when a device runs out of memory."""
+
+
+class AcceleratorError(RuntimeError):
+    """``torch.AcceleratorError``: an error reported by an accelerator's runtime."""
+
+
+def _F() -> Any:
+    return ember.nn.functional
+
+
+def dropout_(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
+    return input.copy_(_F().dropout(input, p, train))
+
+
+def alpha_dropout_(input: Tensor, p: float = 0.5, train: bool = False) -> Tensor:
+    return input.copy_(_F().alpha_dropout(input, p, train))
+
+
+def feature_alpha_dropout_(input: Tensor, p: float = 0.5, train: bool = False) -> Tensor:
+    return input.copy_(_F().feature_alpha_dropout(input, p, train))
+
+
+def feature_dropout(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
+    """Zero whole channels (dim 1) of (N, C, ...) input with probability p, scaling the rest by 1/(1-p)."""
+    if not train or p == 0:
+        return input
+    keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    keep = (ember.rand(keep_shape, device=input.device) >= p).to(input.dtype)
+    return input * keep / (1 - p) if p < 1 else input * 0
+
+
+def feature_dropout_(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
+    return input.copy_(feature_dropout(input, p, train))
+
+
+def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
+    return _F().pad(input, list(pad), "constant", value)
+
+
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int], padding: Sequence[int],
+                dilation: Sequence[int], transposed: bool, output_padding: Sequence[int], groups: int) -> Tensor:
+    """The generic convolution the nn.functional ones dispatch to (dims from the weight)."""
+    dims = weight.ndim - 2
+    if transposed:
+        fn = {1: _F().conv_transpose1d, 2: _F().conv_transpose2d, 3: _F().conv_transpose3d}[dims]
+        return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(output_padding), groups, tuple(dilation))
+    fn = {1: _F().conv1d, 2: _F().conv2d, 3: _F().conv3d}[dims]
+    return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple:
+    """Central differences inside, one-sided at the edges (``numpy.gradient`` with uniform spacing)."""
+    if edge_order not in (1, 2):
+        raise ValueError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
+    dims = list(builtins.range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(spacings) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacings)} and a dim argument of length {len(dims)}.")
+    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
+    out = []
+    for d, h in zip(dims, spacings):
+        if isinstance(h, Tensor):
+            raise NotImplementedError("gradient: coordinate tensors as spacing are not supported by ember; pass "
+                                      "a scalar spacing per dim")
+        n = x.shape[d]
+        if n < edge_order + 1:
+            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1")
+        nar = lambda start, length: ember.narrow(x, d, start, length)  # noqa: E731
+        inner = (nar(2, n - 2) - nar(0, n - 2)) / (2 * h)
+        if edge_order == 1:
+            first = (nar(1, 1) - nar(0, 1)) / h
+            last = (nar(n - 1, 1) - nar(n - 2, 1)) / h
+        else:
+            first = (-1.5 * nar(0, 1) + 2 * nar(1, 1) - 0.5 * nar(2, 1)) / h
+            last = (0.5 * nar(n - 3, 1) - 2 * nar(n - 2, 1) + 1.5 * nar(n - 1, 1)) / h
+        out.append(ember.cat([first, inner, last], dim=d))
+    return tuple(out)
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
+    """``nonzero`` padded with ``fill_value`` (or truncated) to exactly ``size`` rows."""
+    found = input.nonzero()
+    if found.shape[0] >= size:
+        return found[:size]
+    pad = ember.full((size - found.shape[0], input.ndim), fill_value, dtype=ember.int64)
+    return ember.cat([found, pad], dim=0)
+
+
+def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Tensor:
+    return input.clone().index_put_(tuple(indices), values, accumulate)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """Write ``source`` into the flattened ``input`` at ``index`` (summed when ``accumulate``)."""
+    flat = input.reshape(-1).clone()
+    flat.index_put_((index.reshape(-1),), source.reshape(-1), accumulate)
+    return flat.reshape(input.shape)
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                 include_self: bool = True) -> Tensor:
+    """Reduce rows of ``source`` into ``input[index]`` along ``dim`` (prod, mean, amax, amin)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    dim = dim % input.ndim
+    shape = [1] * source.ndim
+    shape[dim] = -1
+    expanded = index.reshape(shape).expand(source.shape)
+    return ember.scatter_reduce(input, dim, expanded, source, reduce, include_self=include_self)
+
+
+def real(input: Tensor) -> Tensor:
+    """The real part: for ember's real tensors, the tensor itself."""
+    return input
+
+
+def imag(input: Tensor) -> Tensor:
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def sgn(input: Tensor) -> Tensor:
+    """sign(x) for real tensors, 0 at NaN as PyTorch (x/|x| for complex ones, which ember does not have)."""
+    out = ember.sign(input)
+    return ember.where(ember.isnan(input), ember.zeros_like(out), out) if input.is_floating_point() else out
+
+
+def range(start: float, end: float | None = None, step: float = 1, *, dtype: Any = None,  # noqa: A001
+          device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Deprecated ``torch.range``: like ``arange`` but ``end`` included, float by default."""
+    import warnings
+
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
+                  "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                  "[start, end).", UserWarning, stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    count = int(math.floor((end - start) / step)) + 1
+    values = np.arange(count, dtype=np.float64) * step + start
+    return ember.tensor(values, dtype=dtype or ember.get_default_dtype(), device=device,
+                        requires_grad=requires_grad)
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, **_: Any) -> Tensor:
+    """An uninitialized tensor of ``size``; ember stores it row-major whatever ``stride`` says."""
+    return ember.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False, **_: Any) -> Tensor:
+    return ember.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
+    """A 1-D tensor sharing memory with a Python buffer object (bytes become read-only)."""
+    dt = ember.dtypes.to_dtype(dtype)
+    array = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
+    out = ember.from_numpy(array)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
+    return tuple(ember.split(input, list(split_sizes), dim))
+
+
+def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
+    return ember.sqrt((input * input).sum(dim=dim, keepdim=keepdim))
+
+
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002
+    """The ``pow``-norm over every dim but ``dim``, shaped to broadcast against ``v`` (weight norm's helper)."""
+    if dim == -1:
+        return ember.norm(v, p=pow)
+    others = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
+    return ember.norm(v, p=pow, dim=others, keepdim=True)
+
+
+def is_distributed(input: Tensor) -> bool:
+    return False
+
+
+def set_autocast_cpu_dtype(dtype: Any) -> None:
+    ember.amp.autocast_mode.set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype: Any) -> None:
+    ember.amp.autocast_mode.set_autocast_dtype("cuda", dtype)
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    ember.amp.autocast_mode.set_autocast_enabled("cpu", enabled)
+
+
+def is_anomaly_enabled() -> bool:
+    return ember.autograd.is_anomaly_enabled()
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return ember.autograd.is_anomaly_check_nan_enabled()
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    ember.autograd.set_detect_anomaly(enabled, check_nan)

@@ -1,0 +1,97 @@
+"""``torch.testing``: ``assert_close`` with PyTorch's default tolerances per dtype, and ``make_tensor``.
+
+Example:
+    >>> import ember
+    >>> ember.testing.assert_close(ember.tensor([1.0]), ember.tensor([1.0 + 1e-7]))
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.tensor import Tensor
+
+__all__ = ["assert_close", "make_tensor", "assert_allclose"]
+
+# (rtol, atol) by dtype, as torch.testing.assert_close.
+_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
+               "float64": (1e-7, 1e-7)}
+
+
+def _arr(x: Any) -> np.ndarray:
+    if isinstance(x, Tensor):
+        return np.asarray(x.detach().numpy())
+    return np.asarray(x)
+
+
+def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False, check_device: bool = True,
+                 check_dtype: bool = True, check_layout: bool = True, check_stride: bool = False,
+                 msg: Any = None) -> None:
+    """Raise AssertionError unless ``|actual - expected| <= atol + rtol * |expected|`` elementwise."""
+    if isinstance(actual, (list, tuple)) and isinstance(expected, (list, tuple)):
+        if len(actual) != len(expected):
+            raise AssertionError(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=check_dtype, msg=msg)
+        return
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        if set(actual) != set(expected):
+            raise AssertionError(f"The keys of the mappings do not match: {sorted(actual)} != {sorted(expected)}")
+        for k in actual:
+            assert_close(actual[k], expected[k], rtol=rtol, atol=atol, equal_nan=equal_nan, msg=msg)
+        return
+    if (rtol is None) != (atol is None):
+        raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got no rtol." if rtol
+                         is None else "Both 'rtol' and 'atol' must be either specified or omitted, but got no atol.")
+    if isinstance(actual, Tensor) and isinstance(expected, Tensor):
+        if check_dtype and actual.dtype != expected.dtype:
+            raise AssertionError(f"The values for attribute 'dtype' do not match: {actual.dtype} != {expected.dtype}.")
+        if tuple(actual.shape) != tuple(expected.shape):
+            raise AssertionError(f"The values for attribute 'shape' do not match: {actual.shape} != "
+                                 f"{expected.shape}.")
+        if check_device and actual.device != expected.device:
+            raise AssertionError(f"The values for attribute 'device' do not match: {actual.device} != "
+                                 f"{expected.device}.")
+    a, e = _arr(actual), _arr(expected)
+    if rtol is None:
+        rtol, atol = _TOLERANCES.get(str(a.dtype) if a.dtype.kind == "f" else "", (0.0, 0.0))
+    if a.shape != e.shape:
+        raise AssertionError(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.")
+    af, ef = a.astype(np.float64), e.astype(np.float64)
+    close = np.isclose(af, ef, rtol=rtol, atol=atol, equal_nan=equal_nan) | (af == ef)
+    if not close.all():
+        bad = int((~close).sum())
+        diff = np.abs(af - ef)[~close]
+        text = (f"Tensor-likes are not close!\n\nMismatched elements: {bad} / {a.size} "
+                f"({100.0 * bad / max(a.size, 1):.1f}%)\nGreatest absolute difference: {diff.max()} "
+                f"(up to {atol} allowed)\nrtol={rtol}")
+        raise AssertionError(msg if isinstance(msg, str) else text)
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None,
+                    equal_nan: bool = True, msg: str = "") -> None:
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=False, msg=msg or None)
+
+
+def make_tensor(*shape: Any, dtype: Any, device: Any = None, low: float | None = None, high: float | None = None,
+                requires_grad: bool = False, noncontiguous: bool = False, exclude_zero: bool = False,
+                memory_format: Any = None) -> Tensor:
+    """A random tensor in [low, high) (PyTorch's defaults: [-9, 9) for floats, [-9, 10) for ints)."""
+    import ember
+
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    dt = ember.dtypes.to_dtype(dtype)
+    lo = -9 if low is None else low
+    hi = (9 if dt.is_floating_point else 10) if high is None else high
+    if dt is ember.bool:
+        out = ember.rand(*shape) > 0.5
+    elif dt.is_floating_point:
+        out = (ember.rand(*shape, dtype=ember.float64) * (hi - lo) + lo).to(dt)
+    else:
+        out = ember.randint(int(max(lo, -(2 ** 31))), int(hi), tuple(shape), dtype=dt)
+    if exclude_zero:
+        out = ember.where(out == 0, ember.ones_like(out), out)
+    return out.requires_grad_(True) if requires_grad else out
