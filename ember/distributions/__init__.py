@@ -20,10 +20,11 @@ from ember.distributions.distribution import Distribution
 from ember.distributions.gamma_family import Beta, Dirichlet, Gamma, Poisson
 from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
 from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
 
 __all__ = ["AffineTransform", "Bernoulli", "Beta", "Categorical", "ComposeTransform", "Dirichlet", "Distribution",
-           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "Normal",
+           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms"]
