@@ -32,6 +32,12 @@ CONTINUOUS = [
     (lambda: ED.Beta(ember.tensor([0.5, 2.0, 5.0]), ember.tensor([0.5, 3.0, 1.0])), None),
     (lambda: ED.Poisson(ember.tensor([0.5, 4.0, 30.0])), None),
     (lambda: ED.Bernoulli(probs=ember.tensor([0.1, 0.5, 0.9])), None),
+    (lambda: ED.Gumbel(ember.tensor([0.0, 2.0]), ember.tensor([1.0, 0.3])), None),
+    (lambda: ED.HalfNormal(ember.tensor([0.5, 2.0])), None),
+    (lambda: ED.StudentT(ember.tensor([6.0, 30.0]), ember.tensor([1.0, -1.0]), ember.tensor([2.0, 0.5])), None),
+    (lambda: ED.Chi2(ember.tensor([1.0, 7.0])), None),
+    (lambda: ED.Geometric(probs=ember.tensor([0.2, 0.7])), None),
+    (lambda: ED.Binomial(ember.tensor([5.0, 40.0]), probs=ember.tensor([0.3, 0.9])), None),
 ]
 
 
@@ -76,6 +82,10 @@ def test_ks_against_exact_cdf():
         (ED.Gamma(0.4, 2.0), stats.gamma(0.4, scale=0.5).cdf),
         (ED.Gamma(5.0, 1.0), stats.gamma(5.0).cdf),
         (ED.Beta(0.7, 2.5), stats.beta(0.7, 2.5).cdf),
+        (ED.Cauchy(1.0, 0.5), stats.cauchy(1.0, 0.5).cdf),
+        (ED.Gumbel(1.0, 2.0), stats.gumbel_r(1.0, 2.0).cdf),
+        (ED.HalfNormal(1.5), stats.halfnorm(scale=1.5).cdf),
+        (ED.StudentT(3.0, 0.5, 2.0), stats.t(3.0, 0.5, 2.0).cdf),
         (ED.TransformedDistribution(ED.Normal(0.0, 1.0), [ED.SigmoidTransform()]),
          lambda x: stats.norm.cdf(np.log(x) - np.log1p(-x))),
     ]

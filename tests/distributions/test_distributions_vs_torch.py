@@ -52,6 +52,16 @@ CASES = {
     "Categorical_logits": (lambda D, l: D.Categorical(logits=l), [RNG.normal(size=(2, 3, 4))]),
     "OneHotCategorical": (lambda D, p: D.OneHotCategorical(probs=p), [_probs(4, 3)]),
     "Independent_Normal": (lambda D, a, b: D.Independent(D.Normal(a, b), 1), [RNG.normal(size=(3, 4)), _pos(3, 4)]),
+    "Cauchy": (lambda D, a, b: D.Cauchy(a, b), [RNG.normal(size=(3,)), _pos(3)]),
+    "Gumbel": (lambda D, a, b: D.Gumbel(a, b), [RNG.normal(size=(2, 2)), _pos(2, 2)]),
+    "HalfNormal": (lambda D, s: D.HalfNormal(s), [_pos(4)]),
+    "StudentT": (lambda D, df, a, b: D.StudentT(df, a, b), [_pos(5, low=0.5, high=8), RNG.normal(size=5), _pos(5)]),
+    "Chi2": (lambda D, df: D.Chi2(df), [_pos(4, low=0.5, high=9)]),
+    "Geometric_probs": (lambda D, p: D.Geometric(probs=p), [RNG.uniform(0.05, 0.95, (4,))]),
+    "Geometric_logits": (lambda D, l: D.Geometric(logits=l), [RNG.normal(size=(3,))]),
+    "Binomial_probs": (lambda D, n, p: D.Binomial(n, probs=p), [RNG.integers(0, 20, (2, 3)).astype(float),
+                                                                 RNG.uniform(0.05, 0.95, (2, 3))]),
+    "Binomial_logits": (lambda D, n, l: D.Binomial(n, logits=l), [np.full(4, 7.0), RNG.normal(size=4)]),
     "Affine_Sigmoid": (lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.AffineTransform(0.5, 2.0), D.transforms.SigmoidTransform()]),
         [RNG.normal(size=(4,)), _pos(4, low=0.3, high=1.0)]),
@@ -95,7 +105,8 @@ def test_shapes_moments_entropy_log_prob(name):
     _close(expanded_ours.log_prob(ember.tensor(values.numpy())), expanded_theirs.log_prob(values))
 
 
-@pytest.mark.parametrize("name", ["Normal", "Laplace", "Uniform", "Exponential", "LogNormal", "Affine_Sigmoid"])
+@pytest.mark.parametrize("name", ["Normal", "Laplace", "Uniform", "Exponential", "LogNormal", "Affine_Sigmoid",
+                                  "Cauchy", "Gumbel", "HalfNormal"])
 def test_cdf_icdf(name):
     ours, theirs = _build(name)
     values = theirs.sample((5,))
