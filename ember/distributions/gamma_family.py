@@ -1,9 +1,9 @@
 """Families built on the gamma function: Gamma, Beta, Dirichlet, Poisson.
 
 Densities use ``lgamma``/``digamma`` from :mod:`ember.distributions._special` (accurate without
-SciPy). Samples come from NumPy's generator behind ``ember.manual_seed``; these families do not
-implement ``rsample`` yet (PyTorch's implicit reparameterization gradients are future work, see
-docs/math.md), so ``has_rsample`` is False.
+SciPy). Samples come from NumPy's generator behind ``ember.manual_seed``. Gamma, Beta and Dirichlet
+are reparameterizable: ``rsample`` carries implicit gradients to the concentrations
+(:mod:`ember.distributions._gamma_rsample`); Poisson is discrete and has ``sample`` only.
 
 Example:
     >>> import ember
@@ -21,6 +21,7 @@ import numpy as np
 import ember
 from ember import random as ember_random
 from ember.distributions import constraints
+from ember.distributions._gamma_rsample import standard_gamma
 from ember.distributions._special import digamma, lgamma
 from ember.distributions.distribution import Distribution
 from ember.distributions.utils import broadcast_all, finfo_tiny
@@ -63,6 +64,7 @@ class Gamma(Distribution):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
 
     def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None) -> None:
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -84,11 +86,11 @@ class Gamma(Distribution):
     def variance(self) -> Tensor:
         return self.concentration / self.rate.pow(2)
 
-    def sample(self, sample_shape: Any = Size()) -> Tensor:
+    def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        draws = _rng().standard_gamma(np.broadcast_to(_host(self.concentration), shape)) / _host(self.rate)
+        value = standard_gamma(self.concentration, shape) / self.rate.expand(shape)
         # Like PyTorch, never return an exact 0 (log_prob(0) is -inf or nan for concentration >= 1).
-        return _to_tensor(np.maximum(draws, finfo_tiny(self.rate.dtype)), self.rate)
+        return value.clamp(min=finfo_tiny(value.dtype))
 
     def log_prob(self, value: Tensor) -> Tensor:
         value = value if isinstance(value, Tensor) else ember.tensor(value, dtype=self.rate.dtype)
@@ -113,6 +115,7 @@ class Dirichlet(Distribution):
 
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
         if not isinstance(concentration, Tensor) or concentration.dim() < 1:
@@ -142,13 +145,12 @@ class Dirichlet(Distribution):
         total = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (total - self.concentration) / (total.pow(2) * (total + 1))
 
-    def sample(self, sample_shape: Any = Size()) -> Tensor:
+    def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        gammas = _rng().standard_gamma(np.broadcast_to(_host(self.concentration), shape))
-        gammas = np.maximum(gammas, np.finfo(np.float64).tiny)
-        draws = gammas / gammas.sum(-1, keepdims=True)
-        tiny = finfo_tiny(self.concentration.dtype)
-        return _to_tensor(np.clip(draws, tiny, 1 - np.finfo(self.concentration.dtype.np).eps), self.concentration)
+        gammas = standard_gamma(self.concentration, shape)
+        draws = gammas / gammas.sum(-1, keepdim=True)
+        dtype = self.concentration.dtype
+        return draws.clamp(min=finfo_tiny(dtype), max=1 - float(np.finfo(dtype.np).eps))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -174,6 +176,7 @@ class Beta(Distribution):
 
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1: Any, concentration0: Any, validate_args: bool | None = None) -> None:
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
@@ -196,13 +199,12 @@ class Beta(Distribution):
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
-    def sample(self, sample_shape: Any = Size()) -> Tensor:
+    def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        a = np.broadcast_to(_host(self.concentration1), shape)
-        b = np.broadcast_to(_host(self.concentration0), shape)
-        eps = np.finfo(self.concentration1.dtype.np).eps
-        return _to_tensor(np.clip(_rng().beta(a, b), finfo_tiny(self.concentration1.dtype), 1 - eps),
-                          self.concentration1)
+        x = standard_gamma(self.concentration1, shape)
+        y = standard_gamma(self.concentration0, shape)
+        dtype = self.concentration1.dtype
+        return (x / (x + y)).clamp(min=finfo_tiny(dtype), max=1 - float(np.finfo(dtype.np).eps))
 
     def log_prob(self, value: Tensor) -> Tensor:
         value = value if isinstance(value, Tensor) else ember.tensor(value, dtype=self.concentration1.dtype)

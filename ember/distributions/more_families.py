@@ -17,6 +17,7 @@ import numpy as np
 import ember
 import ember.nn.functional as F
 from ember.distributions import constraints
+from ember.distributions._gamma_rsample import standard_gamma
 from ember.distributions._special import digamma, lgamma
 from ember.distributions.continuous import _LocScale, _noise
 from ember.distributions.distribution import Distribution
@@ -174,6 +175,7 @@ class StudentT(Distribution):
 
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
+    has_rsample = True
 
     def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0, validate_args: bool | None = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
@@ -198,11 +200,12 @@ class StudentT(Distribution):
         var = ember.where((self.df <= 2) & (self.df > 1), ember.full_like(var, math.inf), var)
         return ember.where(self.df <= 1, ember.full_like(var, float("nan")), var)
 
-    def sample(self, sample_shape: Any = Size()) -> Tensor:
+    def rsample(self, sample_shape: Any = Size()) -> Tensor:
+        # Y = X / sqrt(Z / df) with X ~ Normal(0, 1), Z ~ Chi2(df) = 2 Gamma(df / 2): reparameterized in all three
         shape = tuple(self._extended_shape(sample_shape))
-        df = np.broadcast_to(_host(self.df), shape)
-        draws = _rng().standard_t(df) * _host(self.scale) + _host(self.loc)
-        return _to_tensor(np.asarray(draws), self.df)
+        x = _noise("normal", Size(shape), self.df)
+        z = 2 * standard_gamma(0.5 * self.df, shape)
+        return self.loc + self.scale * x * ember.rsqrt(z / self.df)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
