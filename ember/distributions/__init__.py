@@ -22,11 +22,12 @@ from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.more_families import Binomial, Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
 from ember.distributions.multivariate_normal import MultivariateNormal
+from ember.distributions.mixtures import MixtureSameFamily, Multinomial
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
 from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
 
 __all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
-           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
+           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms"]

@@ -38,6 +38,9 @@ CONTINUOUS = [
     (lambda: ED.Chi2(ember.tensor([1.0, 7.0])), None),
     (lambda: ED.Geometric(probs=ember.tensor([0.2, 0.7])), None),
     (lambda: ED.Binomial(ember.tensor([5.0, 40.0]), probs=ember.tensor([0.3, 0.9])), None),
+    (lambda: ED.Multinomial(10, probs=ember.tensor([0.2, 0.3, 0.5])), None),
+    (lambda: ED.MixtureSameFamily(ED.Categorical(probs=ember.tensor([0.3, 0.7])),
+                                  ED.Normal(ember.tensor([-2.0, 1.0]), ember.tensor([0.5, 1.0]))), None),
 ]
 
 
