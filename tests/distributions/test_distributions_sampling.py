@@ -49,7 +49,7 @@ def test_moments(index):
     ember.manual_seed(index)
     dist = CONTINUOUS[index][0]()
     samples = dist.sample((N,)).double().numpy()
-    assert samples.shape == (N,) + tuple(dist.batch_shape)
+    assert samples.shape == (N,) + tuple(dist.batch_shape) + tuple(dist.event_shape)
     _moments_ok(samples, dist.mean.double().numpy(), dist.variance.double().numpy())
     assert bool(dist.support.check(ember.tensor(samples)).all())
 
