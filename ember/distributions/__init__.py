@@ -13,7 +13,7 @@ Example:
 """
 from __future__ import annotations
 
-from ember.distributions import constraints, transforms  # noqa: F401
+from ember.distributions import constraints, relaxed, transforms  # noqa: F401
 from ember.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from ember.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from ember.distributions.distribution import Distribution
@@ -23,11 +23,13 @@ from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.more_families import Binomial, Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
 from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.mixtures import MixtureSameFamily, Multinomial
+from ember.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # logit-space bases: .relaxed
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
 from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
 
 __all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
-           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial", "MultivariateNormal", "Normal",
+           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms"]

@@ -15,6 +15,12 @@ TD = torch.distributions
 RNG = np.random.default_rng(5)
 
 
+@pytest.fixture(autouse=True)
+def _seed_torch():
+    """torch's samples are the test values: seed them so a test never depends on the tests before it."""
+    torch.manual_seed(0)
+
+
 def _spd(*batch: int, n: int = 3) -> np.ndarray:
     m = RNG.normal(size=batch + (n, n))
     return m @ np.swapaxes(m, -1, -2) + 0.5 * np.eye(n)

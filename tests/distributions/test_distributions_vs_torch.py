@@ -14,6 +14,12 @@ TD = torch.distributions
 RNG = np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def _seed_torch():
+    """torch's samples are the test values: seed them so a test never depends on the tests before it."""
+    torch.manual_seed(0)
+
+
 def _pos(*shape: int, low: float = 0.2, high: float = 4.0) -> np.ndarray:
     return RNG.uniform(low, high, shape)
 
@@ -67,6 +73,13 @@ CASES = {
                        [_probs(3, 4), RNG.normal(size=(3, 4)), _pos(3, 4)]),
     "Mixture_MVN_diag": (lambda D, p, a, b: D.MixtureSameFamily(D.Categorical(logits=p), D.Independent(D.Normal(a, b), 1)),
                          [RNG.normal(size=(2, 3)), RNG.normal(size=(2, 3, 2)), _pos(2, 3, 2)]),
+    "RelaxedBernoulli": (lambda D, t, l: D.RelaxedBernoulli(t, logits=l), [np.array(0.7), RNG.normal(size=(3,))]),
+    "RelaxedBernoulli_probs": (lambda D, t, p: D.RelaxedBernoulli(t, probs=p), [np.array(2.0),
+                                                                                 RNG.uniform(0.05, 0.95, (2, 2))]),
+    "RelaxedOneHotCategorical": (lambda D, t, p: D.RelaxedOneHotCategorical(t, probs=p), [np.array(0.6), _probs(2, 3)]),
+    "ExpRelaxedCategorical": (lambda D, t, l: D.relaxed_categorical.ExpRelaxedCategorical(t, logits=l)
+                              if D is TD else D.relaxed.ExpRelaxedCategorical(t, logits=l),
+                              [np.array(1.3), RNG.normal(size=(4,))]),
     "Affine_Sigmoid": (lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.AffineTransform(0.5, 2.0), D.transforms.SigmoidTransform()]),
         [RNG.normal(size=(4,)), _pos(4, low=0.3, high=1.0)]),
