@@ -17,6 +17,7 @@ from typing import Any
 from ember import dtypes
 from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 
 
@@ -71,7 +72,7 @@ if "assign" not in OPS:
     ))
     MATMUL_T = register(OpDef(
         name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=_matmul_t_vjp,
-        onnx="Gemm", doc="matmul(a^T?, b^T?): transposes folded into the matmul", flops=cost.matmul_flops,
+        onnx=to_onnx.matmul_t, doc="matmul(a^T?, b^T?): transposes folded into the matmul", flops=cost.matmul_flops,
         simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
     ))
 else:  # re-import (e.g. importlib.reload in tests): keep the records already registered

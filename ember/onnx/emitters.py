@@ -1,10 +1,10 @@
-"""ONNX emitters for ops whose attrs need translating, keyed by op name.
+"""ONNX translations that op records name in their ``onnx`` field when a plain ONNX op name is not enough.
 
-An op whose ``OPS[name].onnx`` is a plain ONNX op name with the same inputs and no attrs (``exp`` ->
-``Exp``, ``add`` -> ``Add``) needs nothing here. An op with attrs (``sum`` dims, ``reshape`` shape,
-``conv2d`` padding, ``getitem`` index...) gets one function in :data:`EMITTERS`, found by the
-exporter under the op's name. This table is the single place that knows how ember attrs map to ONNX
-inputs and attributes; the exporter core only walks the graph.
+An op whose record says ``onnx="Exp"`` (same inputs, no attrs) needs nothing here. An op with attrs
+(``sum`` dims, ``reshape`` shape, ``conv2d`` padding, ``getitem`` index...) or without a 1:1 ONNX op
+has ``onnx=<one of these functions>`` on its record (``onnx=to_onnx.reduction("ReduceSum")``); the
+exporter core only walks the graph and calls what the record names. There is no table keyed by op
+name: what an op exports to is read where the op is defined.
 
 Every emitter has the signature ``emit(b, n) -> output name (or list of names)``, where ``b`` is the
 :class:`~ember.onnx.builder.GraphBuilder` and ``n`` the :class:`~ember.onnx.exporter.EmitNode`
@@ -12,8 +12,8 @@ Every emitter has the signature ``emit(b, n) -> output name (or list of names)``
 other int lists that may depend on a dynamic size go through ``b.ints(...)``.
 
 Example:
-    >>> from ember.onnx.emitters import EMITTERS
-    >>> "reshape" in EMITTERS and "conv2d" in EMITTERS
+    >>> from ember.ops.registry import OPS
+    >>> OPS["reshape"].onnx is reshape
     True
 """
 from __future__ import annotations
@@ -25,20 +25,6 @@ import numpy as np
 
 from ember import dtypes
 from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied
-
-EMITTERS: dict[str, Callable] = {}
-
-
-def emits(*names: str) -> Callable:
-    """Register the decorated function as the emitter of ops ``names`` (in this module only)."""
-
-    def wrap(fn: Callable) -> Callable:
-        for name in names:
-            EMITTERS[name] = fn
-        return fn
-
-    return wrap
-
 
 def _rank(n: Any, i: int = 0) -> int:
     return len(n.in_specs[i].shape)
@@ -73,22 +59,22 @@ def reduce(b: GraphBuilder, op_type: str, x: str, dims: Any, keepdim: bool) -> s
     return b.node(op_type, [x], axes=[int(d) for d in dims], keepdims=keep)
 
 
-@emits("sum", "mean", "amax", "amin", "prod")
-def _reduction(b: GraphBuilder, n: Any) -> str:
-    x = n.inputs[0]
-    out_dtype = n.out_specs[0].dtype
-    if n.in_specs[0].dtype is not out_dtype:  # integer/bool sums accumulate in int64, as in PyTorch
-        x = _cast(b, x, out_dtype)
-    dims = n.attrs.get("dims")
-    if _rank(n) == 0:
-        return b.node("Identity", [x])
-    onnx_op = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax", "amin": "ReduceMin",
-               "prod": "ReduceProd"}[n.op.name]
-    return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+def reduction(onnx_op: str) -> Callable:
+    """``sum``/``mean``/``amax``/... over ``dims`` as ONNX ``onnx_op`` (ReduceSum, ...)."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        x = n.inputs[0]
+        out_dtype = n.out_specs[0].dtype
+        if n.in_specs[0].dtype is not out_dtype:  # integer/bool sums accumulate in int64, as in PyTorch
+            x = _cast(b, x, out_dtype)
+        if _rank(n) == 0:
+            return b.node("Identity", [x])
+        return reduce(b, onnx_op, x, n.attrs.get("dims"), n.attrs.get("keepdim", False))
+
+    return emit
 
 
-@emits("sum_to")
-def _sum_to(b: GraphBuilder, n: Any) -> str:
+def sum_to(b: GraphBuilder, n: Any) -> str:
     shape = tuple(n.attrs["shape"])
     in_shape = n.in_specs[0].shape
     lead = len(in_shape) - len(shape)
@@ -97,61 +83,66 @@ def _sum_to(b: GraphBuilder, n: Any) -> str:
     return b.node("Reshape", [x, b.ints(shape)])
 
 
-@emits("argmax", "argmin")
-def _arg_reduce(b: GraphBuilder, n: Any) -> str:
-    op_type = "ArgMax" if n.op.name == "argmax" else "ArgMin"
-    dim, keepdim = n.attrs.get("dim"), int(bool(n.attrs.get("keepdim", False)))
-    if dim is None:
-        flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
-        out = b.node(op_type, [flat], axis=0, keepdims=0)
-        return b.node("Reshape", [out, b.ints([1] * _rank(n))]) if keepdim else out
-    return b.node(op_type, [n.inputs[0]], axis=int(dim), keepdims=keepdim)
+def arg_reduce(op_type: str) -> Callable:
+    """``argmax``/``argmin`` as ONNX ``op_type`` (ArgMax/ArgMin), over everything when dim is None."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        dim, keepdim = n.attrs.get("dim"), int(bool(n.attrs.get("keepdim", False)))
+        if dim is None:
+            flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
+            out = b.node(op_type, [flat], axis=0, keepdims=0)
+            return b.node("Reshape", [out, b.ints([1] * _rank(n))]) if keepdim else out
+        return b.node(op_type, [n.inputs[0]], axis=int(dim), keepdims=keepdim)
+
+    return emit
 
 
-@emits("max_dim", "min_dim")
-def _max_dim(b: GraphBuilder, n: Any) -> list:
-    dim, keepdim = int(n.attrs["dim"]), bool(n.attrs.get("keepdim", False))
-    idx = b.node("ArgMax" if n.op.name == "max_dim" else "ArgMin", [n.inputs[0]], axis=dim, keepdims=1)
-    values = b.node("GatherElements", [n.inputs[0], idx], axis=dim)
-    if not keepdim:
-        axes = b.ints([dim])
-        values, idx = b.node("Squeeze", [values, axes]), b.node("Squeeze", [idx, axes])
-    return [values, idx]
+def values_and_indices(arg_op: str) -> Callable:
+    """``max(dim)``/``min(dim)``: the ``arg_op`` index, then the values gathered at it."""
+
+    def emit(b: GraphBuilder, n: Any) -> list:
+        dim, keepdim = int(n.attrs["dim"]), bool(n.attrs.get("keepdim", False))
+        idx = b.node(arg_op, [n.inputs[0]], axis=dim, keepdims=1)
+        values = b.node("GatherElements", [n.inputs[0], idx], axis=dim)
+        if not keepdim:
+            axes = b.ints([dim])
+            values, idx = b.node("Squeeze", [values, axes]), b.node("Squeeze", [idx, axes])
+        return [values, idx]
+
+    return emit
 
 
-@emits("cumsum")
-def _cumsum(b: GraphBuilder, n: Any) -> str:
+def cumsum(b: GraphBuilder, n: Any) -> str:
     x = n.inputs[0]
     if n.in_specs[0].dtype is not n.out_specs[0].dtype:
         x = _cast(b, x, n.out_specs[0].dtype)
     return b.node("CumSum", [x, b.const(np.array(int(n.attrs["dim"]), dtype=np.int64))])
 
 
-@emits("all", "any")
-def _all_any(b: GraphBuilder, n: Any) -> str:
-    # all = min over bools, any = max; ONNX reduces ints, so go through int32 and back.
-    x = _cast(b, _cast(b, n.inputs[0], dtypes.bool_), dtypes.int32)
-    out = reduce(b, "ReduceMin" if n.op.name == "all" else "ReduceMax", x, n.attrs.get("dims"),
-                 n.attrs.get("keepdim", False))
-    return _cast(b, out, dtypes.bool_)
+def bool_reduction(onnx_op: str) -> Callable:
+    """``all`` (ReduceMin over bools) / ``any`` (ReduceMax); ONNX reduces ints, so via int32 and back."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        x = _cast(b, _cast(b, n.inputs[0], dtypes.bool_), dtypes.int32)
+        out = reduce(b, onnx_op, x, n.attrs.get("dims"), n.attrs.get("keepdim", False))
+        return _cast(b, out, dtypes.bool_)
+
+    return emit
 
 
 # ---- elementwise with attrs or without a 1:1 ONNX op ---------------------------------------------
-@emits("clamp")
-def _clamp(b: GraphBuilder, n: Any) -> str:
+def clamp(b: GraphBuilder, n: Any) -> str:
     dtype = n.in_specs[0].dtype
     lo, hi = n.attrs.get("min"), n.attrs.get("max")
     return b.node("Clip", [n.inputs[0], "" if lo is None else b.scalar(lo, dtype),
                            "" if hi is None else b.scalar(hi, dtype)])
 
 
-@emits("to_dtype")
-def _to_dtype(b: GraphBuilder, n: Any) -> str:
+def to_dtype(b: GraphBuilder, n: Any) -> str:
     return _cast(b, n.inputs[0], n.attrs["dtype"])
 
 
-@emits("round")
-def _round(b: GraphBuilder, n: Any) -> str:
+def round_decimals(b: GraphBuilder, n: Any) -> str:
     decimals = int(n.attrs.get("decimals", 0))
     if not decimals:
         return b.node("Round", [n.inputs[0]])
@@ -159,18 +150,15 @@ def _round(b: GraphBuilder, n: Any) -> str:
     return b.node("Div", [b.node("Round", [b.node("Mul", [n.inputs[0], scale])]), scale])
 
 
-@emits("ne")
-def _ne(b: GraphBuilder, n: Any) -> str:
+def not_equal(b: GraphBuilder, n: Any) -> str:
     return b.node("Not", [b.node("Equal", n.inputs)])
 
 
-@emits("log1p")
-def _log1p(b: GraphBuilder, n: Any) -> str:
+def log1p(b: GraphBuilder, n: Any) -> str:
     return b.node("Log", [b.node("Add", [n.inputs[0], b.scalar(1, n.in_specs[0].dtype)])])
 
 
-@emits("rsqrt")
-def _rsqrt(b: GraphBuilder, n: Any) -> str:
+def rsqrt(b: GraphBuilder, n: Any) -> str:
     return b.node("Reciprocal", [b.node("Sqrt", [n.inputs[0]])])
 
 
@@ -178,8 +166,7 @@ def _operand_dtype(n: Any) -> Any:
     return next(s.dtype for s in n.in_specs if s is not None)
 
 
-@emits("floor_divide")
-def _floor_divide(b: GraphBuilder, n: Any) -> str:
+def floor_divide(b: GraphBuilder, n: Any) -> str:
     dtype = _operand_dtype(n)
     if dtype.is_floating_point:
         return b.node("Floor", [b.node("Div", n.inputs)])
@@ -188,8 +175,7 @@ def _floor_divide(b: GraphBuilder, n: Any) -> str:
     return _cast(b, b.node("Floor", [b.node("Div", [a, c])]), dtype)
 
 
-@emits("remainder")
-def _remainder(b: GraphBuilder, n: Any) -> str:
+def remainder(b: GraphBuilder, n: Any) -> str:
     dtype = _operand_dtype(n)
     if not dtype.is_floating_point:
         return b.node("Mod", n.inputs, fmod=0)  # integer Mod with fmod=0 takes the divisor's sign, like Python
@@ -197,7 +183,7 @@ def _remainder(b: GraphBuilder, n: Any) -> str:
     return b.node("Sub", [a, b.node("Mul", [b.node("Floor", [b.node("Div", [a, c])]), c])])
 
 
-def _bitwise(bool_op: str, int_op: str) -> Callable:
+def bitwise(bool_op: str, int_op: str) -> Callable:
     def emit(b: GraphBuilder, n: Any) -> str:
         if _operand_dtype(n) is dtypes.bool_:
             return b.node(bool_op, n.inputs)
@@ -209,53 +195,47 @@ def _bitwise(bool_op: str, int_op: str) -> Callable:
     return emit
 
 
-for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
-                                 ("bitwise_xor", "Xor", "BitwiseXor"), ("bitwise_not", "Not", "BitwiseNot")]:
-    EMITTERS[_name] = _bitwise(_bool_op, _int_op)
 
 
 # ---- movement --------------------------------------------------------------------------------------
-@emits("reshape")
-def _reshape(b: GraphBuilder, n: Any) -> str:
+def reshape(b: GraphBuilder, n: Any) -> str:
     return b.node("Reshape", [n.inputs[0], b.ints(n.attrs["shape"])])
 
 
-@emits("expand")
-def _expand(b: GraphBuilder, n: Any) -> str:
+def expand(b: GraphBuilder, n: Any) -> str:
     return b.node("Expand", [n.inputs[0], b.ints(n.attrs["shape"])])
 
 
-@emits("permute")
-def _permute(b: GraphBuilder, n: Any) -> str:
+def permute(b: GraphBuilder, n: Any) -> str:
     return b.node("Transpose", [n.inputs[0]], perm=_static(n.attrs["dims"], n, "dims"))
 
 
-@emits("contiguous", "clone", "to_device")
-def _identity(b: GraphBuilder, n: Any) -> str:
+def identity(b: GraphBuilder, n: Any) -> str:
     return b.node("Identity", [n.inputs[0]])
 
 
-@emits("tril", "triu")
-def _trilu(b: GraphBuilder, n: Any) -> str:
-    k = b.const(np.array(int(n.attrs.get("diagonal", 0)), dtype=np.int64))
-    return b.node("Trilu", [n.inputs[0], k], upper=int(n.op.name == "triu"))
+def trilu(upper: bool) -> Callable:
+    """``tril``/``triu`` as ONNX Trilu."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        k = b.const(np.array(int(n.attrs.get("diagonal", 0)), dtype=np.int64))
+        return b.node("Trilu", [n.inputs[0], k], upper=int(upper))
+
+    return emit
 
 
-@emits("flip")
-def _flip(b: GraphBuilder, n: Any) -> str:
+def flip(b: GraphBuilder, n: Any) -> str:
     dims = list(n.attrs["dims"])
     count = len(dims)
     return b.node("Slice", [n.inputs[0], b.ints([-1] * count), b.ints([INT64_MIN] * count), b.ints(dims),
                             b.ints([-1] * count)])
 
 
-@emits("cat")
-def _cat(b: GraphBuilder, n: Any) -> str:
+def cat(b: GraphBuilder, n: Any) -> str:
     return b.node("Concat", n.inputs, axis=int(n.attrs["dim"]))
 
 
-@emits("pad")
-def _pad(b: GraphBuilder, n: Any) -> str:
+def pad(b: GraphBuilder, n: Any) -> str:
     rank = _rank(n)
     pad = list(n.attrs["pad"])
     begins, ends = [0] * rank, [0] * rank
@@ -265,18 +245,15 @@ def _pad(b: GraphBuilder, n: Any) -> str:
     return b.node("Pad", [n.inputs[0], b.ints(begins + ends), value], mode="constant")
 
 
-@emits("gather")
-def _gather(b: GraphBuilder, n: Any) -> str:
+def gather(b: GraphBuilder, n: Any) -> str:
     return b.node("GatherElements", n.inputs, axis=int(n.attrs["dim"]))
 
 
-@emits("scatter_add")
-def _scatter_add(b: GraphBuilder, n: Any) -> str:
+def scatter_add(b: GraphBuilder, n: Any) -> str:
     return b.node("ScatterElements", n.inputs, axis=int(n.attrs["dim"]), reduction="add")
 
 
-@emits("getitem")
-def _getitem(b: GraphBuilder, n: Any) -> str:
+def getitem(b: GraphBuilder, n: Any) -> str:
     """Basic indexing -> one Slice, then Squeeze (int items) and Unsqueeze (None items); a single
     integer index tensor -> Gather on its axis."""
     x, index_names = n.inputs[0], n.inputs[1:]
@@ -344,13 +321,11 @@ def _is_tensor_slot(item: Any) -> bool:
 
 
 # ---- linear algebra ------------------------------------------------------------------------------------
-@emits("einsum")
-def _einsum(b: GraphBuilder, n: Any) -> str:
+def einsum(b: GraphBuilder, n: Any) -> str:
     return b.node("Einsum", n.inputs, equation=n.attrs["equation"].replace(" ", ""))
 
 
-@emits("matmul_t")
-def _matmul_t(b: GraphBuilder, n: Any) -> str:
+def matmul_t(b: GraphBuilder, n: Any) -> str:
     a, c = n.inputs
     if n.attrs.get("transpose_a"):
         a = b.node("Transpose", [a], perm=_swap_last(_rank(n, 0)))
@@ -365,8 +340,7 @@ def _swap_last(rank: int) -> list:
     return perm
 
 
-@emits("linear")
-def _linear(b: GraphBuilder, n: Any) -> str:
+def linear(b: GraphBuilder, n: Any) -> str:
     """y = x @ w.T + bias: Gemm for 2-D inputs, MatMul (+ Add) for any other rank."""
     x, w, bias = n.inputs[0], n.inputs[1], (n.inputs[2] if len(n.inputs) > 2 else "")
     if _rank(n) == 2:
@@ -376,16 +350,14 @@ def _linear(b: GraphBuilder, n: Any) -> str:
 
 
 # ---- convolution and pooling -----------------------------------------------------------------------------
-@emits("conv2d")
-def _conv2d(b: GraphBuilder, n: Any) -> str:
+def conv2d(b: GraphBuilder, n: Any) -> str:
     top, bottom, left, right = _static(n.attrs["padding"], n, "padding")
     return b.node("Conv", n.inputs, strides=_static(n.attrs["stride"], n, "stride"), pads=[top, left, bottom, right],
                   dilations=_static(n.attrs["dilation"], n, "dilation"), group=int(n.attrs["groups"]),
                   kernel_shape=[int(k) for k in n.in_specs[1].shape[2:]])
 
 
-@emits("conv2d_input_grad")
-def _conv2d_input_grad(b: GraphBuilder, n: Any) -> str:
+def conv2d_input_grad(b: GraphBuilder, n: Any) -> str:
     """The adjoint of conv2d in its input is ConvTranspose, with output_padding fixing the size."""
     top, bottom, left, right = _static(n.attrs["padding"], n, "padding")
     stride = _static(n.attrs["stride"], n, "stride")
@@ -402,8 +374,7 @@ def _conv2d_input_grad(b: GraphBuilder, n: Any) -> str:
                   group=int(n.attrs["groups"]), kernel_shape=kernel, output_padding=extra)
 
 
-@emits("max_pool2d")
-def _max_pool2d(b: GraphBuilder, n: Any) -> list:
+def max_pool2d(b: GraphBuilder, n: Any) -> list:
     """MaxPool gives values and NCHW-flat indices; ember's indices are flat within each H*W plane."""
     ph, pw = _static(n.attrs["padding"], n, "padding")
     values, flat = b.node("MaxPool", [n.inputs[0]], outputs=2, kernel_shape=_static(n.attrs["kernel"], n, "kernel"),
@@ -415,8 +386,7 @@ def _max_pool2d(b: GraphBuilder, n: Any) -> list:
     return [values, indices]
 
 
-@emits("avg_pool2d")
-def _avg_pool2d(b: GraphBuilder, n: Any) -> str:
+def avg_pool2d(b: GraphBuilder, n: Any) -> str:
     if n.attrs.get("divisor_override"):
         raise NotImplementedError("ember.onnx.export: avg_pool2d with divisor_override has no ONNX equivalent")
     ph, pw = _static(n.attrs["padding"], n, "padding")
@@ -426,19 +396,21 @@ def _avg_pool2d(b: GraphBuilder, n: Any) -> str:
                   count_include_pad=int(bool(n.attrs.get("count_include_pad", True))))
 
 
-@emits("fmod")
-def _fmod(b: GraphBuilder, n: Any) -> str:
+def fmod(b: GraphBuilder, n: Any) -> str:
     return b.node("Mod", n.inputs, fmod=1)  # C fmod: the dividend's sign (ONNX requires fmod=1 for floats)
 
 
 # ---- nn primitives ----------------------------------------------------------------------------------------
-@emits("softmax", "log_softmax")
-def _softmax(b: GraphBuilder, n: Any) -> str:
-    return b.node("Softmax" if n.op.name == "softmax" else "LogSoftmax", [n.inputs[0]], axis=int(n.attrs["dim"]))
+def along_dim(onnx_op: str) -> Callable:
+    """``softmax``/``log_softmax``: ONNX ``onnx_op`` with ember's ``dim`` as its axis."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        return b.node(onnx_op, [n.inputs[0]], axis=int(n.attrs["dim"]))
+
+    return emit
 
 
-@emits("gelu")
-def _gelu(b: GraphBuilder, n: Any) -> str:
+def gelu(b: GraphBuilder, n: Any) -> str:
     approximate = n.attrs.get("approximate", "none")
     if b.opset >= 20:
         return b.node("Gelu", [n.inputs[0]], approximate=approximate)
@@ -456,13 +428,11 @@ def _gelu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [b.node("Mul", [x, c(0.5)]), b.node("Add", [core, c(1.0)])])
 
 
-@emits("silu")
-def _silu(b: GraphBuilder, n: Any) -> str:
+def silu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [n.inputs[0], b.node("Sigmoid", [n.inputs[0]])])
 
 
-@emits("layer_norm")
-def _layer_norm(b: GraphBuilder, n: Any) -> list:
+def layer_norm(b: GraphBuilder, n: Any) -> list:
     """LayerNormalization over the last ``count`` dims; outputs (y, mean, 1/std) as ember's op."""
     count, dtype = int(n.attrs["count"]), n.in_specs[0].dtype
     affine = list(n.inputs[1:])
@@ -473,3 +443,67 @@ def _layer_norm(b: GraphBuilder, n: Any) -> list:
         scale = b.const(np.ones(shape, dtype=dtype.np), dtype)
     return b.node("LayerNormalization", [n.inputs[0], scale] + affine[:1], outputs=3, axis=-count,
                   epsilon=float(n.attrs["eps"]), stash_type=dtypes.float64.onnx if dtype is dtypes.float64 else 1)
+
+
+# ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------
+def expm1(b: GraphBuilder, n: Any) -> str:
+    """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
+    return b.node("Sub", [b.node("Exp", [n.inputs[0]]), b.scalar(1, n.in_specs[0].dtype)])
+
+
+def log_base(base: float) -> Callable:
+    """``log2``/``log10``: Log(x) / ln(base)."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        return b.node("Div", [b.node("Log", [n.inputs[0]]), b.scalar(math.log(base), n.in_specs[0].dtype)])
+
+    return emit
+
+
+def exp2(b: GraphBuilder, n: Any) -> str:
+    return b.node("Pow", [b.scalar(2.0, n.in_specs[0].dtype), n.inputs[0]])
+
+
+def trunc(b: GraphBuilder, n: Any) -> str:
+    """Round toward zero: Ceil below 0, Floor elsewhere (ONNX has no Trunc)."""
+    x = n.inputs[0]
+    if not n.in_specs[0].dtype.is_floating_point:
+        return b.node("Identity", [x])
+    negative = b.node("Less", [x, b.scalar(0, n.in_specs[0].dtype)])
+    return b.node("Where", [negative, b.node("Ceil", [x]), b.node("Floor", [x])])
+
+
+def atan2(b: GraphBuilder, n: Any) -> str:
+    """atan2(y, x) = atan(y / x), shifted by +-pi where x < 0 (by y's sign); x == 0 gives +-pi/2 through
+    atan(+-inf). (atan2(0, 0) is NaN here; ember and PyTorch give 0.)"""
+    y, x = n.inputs
+    dtype = n.in_specs[0].dtype
+    base = b.node("Atan", [b.node("Div", [y, x])])
+    pi = b.node("Where", [b.node("Less", [y, b.scalar(0, dtype)]), b.scalar(-math.pi, dtype), b.scalar(math.pi, dtype)])
+    shift = b.node("Where", [b.node("Less", [x, b.scalar(0, dtype)]), pi, b.scalar(0, dtype)])
+    return b.node("Add", [base, shift])
+
+
+def sort(b: GraphBuilder, n: Any) -> list:
+    """sort(dim, descending) as TopK over the whole dim (values and int64 indices). TopK is not
+    stable: indices of equal values may come in another order than ember's stable sort."""
+    dim = int(n.attrs.get("dim", -1))
+    size = n.in_specs[0].shape[dim] if n.in_specs[0].shape else 1
+    k = b.ints([size])
+    return b.node("TopK", [n.inputs[0], k], outputs=2, axis=dim, largest=int(bool(n.attrs.get("descending", False))),
+                  sorted=1)
+
+
+def relu_grad(b: GraphBuilder, n: Any) -> str:
+    """relu's backward: the gradient where relu's output is positive, else 0."""
+    g, out = n.inputs
+    zero = b.scalar(0, n.in_specs[0].dtype)
+    return b.node("Where", [b.node("Greater", [out, b.scalar(0, n.in_specs[1].dtype)]), g, zero])
+
+
+def grad_mask(b: GraphBuilder, n: Any) -> str:
+    """clamp's backward: the gradient where the mask holds, else 0."""
+    g, mask = n.inputs
+    if n.in_specs[1].dtype is not dtypes.bool_:
+        mask = _cast(b, mask, dtypes.bool_)
+    return b.node("Where", [mask, g, b.scalar(0, n.in_specs[0].dtype)])

@@ -1,15 +1,13 @@
 """ONNX export: trace a model or function into ember's graph, then walk it node by node.
 
-The walk is generic. For each node it looks up how to emit the node's op, in this order:
+The walk is generic. For each node it asks the op's record (``OPS[name].onnx``):
 
-1. ``EMITTERS[op.name]`` in :mod:`ember.onnx.emitters`: a function for ops whose attrs need
-   translating (``sum`` dims -> ``ReduceSum`` axes, ``reshape`` shape -> a shape tensor, ``conv2d``
-   padding -> ``Conv`` pads, ``getitem`` index -> ``Slice``/``Gather``/``Squeeze``...);
-2. ``OPS[name].onnx`` when it is a callable (same signature as an emitter);
-3. ``OPS[name].onnx`` when it is a string: a 1:1 ONNX op taking the same inputs, no attrs.
+1. a callable: a translation for ops whose attrs need it (``sum`` dims -> ``ReduceSum`` axes,
+   ``reshape`` shape -> a shape tensor, ``conv2d`` padding -> ``Conv`` pads, ``getitem`` index ->
+   ``Slice``/``Gather``/``Squeeze``...), most of them in :mod:`ember.onnx.emitters`;
+2. a string: a 1:1 ONNX op taking the same inputs, no attrs.
 
-So each op-specific fact lives with the op record (its ONNX name) or in one emitter function keyed
-by the op's name; nothing here knows any op. Composite ops (softmax, layer_norm, attention) reach
+So each op-specific fact lives with the op record; nothing here knows any op. Composite ops (softmax, layer_norm, attention) reach
 the graph as primitives and export through them.
 
 Dynamic axes (:mod:`ember.onnx.dynamic`): the function is traced at a few sizes, every int that
@@ -207,11 +205,7 @@ class EmitNode:
 
 
 def emitter_for(op: Any) -> Callable:
-    """How to emit ``op``: its emitter, a callable ``op.onnx``, or a 1:1 op named by ``op.onnx``."""
-    from ember.onnx.emitters import EMITTERS
-
-    if op.name in EMITTERS:
-        return EMITTERS[op.name]
+    """How to emit ``op``: its record's ``onnx`` callable, or a 1:1 ONNX op named by ``op.onnx``."""
     if callable(op.onnx):
         return op.onnx
     if isinstance(op.onnx, str):
@@ -221,14 +215,15 @@ def emitter_for(op: Any) -> Callable:
             if n.attrs:
                 raise NotImplementedError(
                     f"ember.onnx.export: op {op.name!r} (ONNX {onnx_name}) was called with attrs "
-                    f"{sorted(n.attrs)} that need translating; add an emitter for {op.name!r} to "
-                    "ember/onnx/emitters.py")
+                    f"{sorted(n.attrs)} that need translating; give its record an onnx= callable "
+                    "(see ember/onnx/emitters.py)")
             return b.node(onnx_name, n.inputs, outputs=op.num_outputs)
 
         return one_to_one
     raise NotImplementedError(
-        f"ember.onnx.export: op {op.name!r} has no ONNX mapping (OPS[{op.name!r}].onnx is None and "
-        "ember/onnx/emitters.py has no emitter for it). Add one there, or avoid the op in exported code.")
+        f"ember.onnx.export: op {op.name!r} has no ONNX mapping (OPS[{op.name!r}].onnx is None; "
+        "docs/architecture.md lists the ops ONNX has no equivalent of). Give the record an onnx= name or callable, "
+        "or avoid the op in exported code.")
 
 
 def _scalar_dtype(node: Node, specs: dict) -> Any:

@@ -14,6 +14,7 @@ from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
 
@@ -78,10 +79,10 @@ EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), save
              onnx="Exp", float_only=True)
 LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],), onnx="Log",
              float_only=True)
-LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True)
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
 RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
-               save="output", float_only=True)
+               save="output", float_only=True, onnx=to_onnx.rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
              float_only=True)
 COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), onnx="Cos",
@@ -117,7 +118,7 @@ SIGN = _unary("sign", lambda xp, x: xp.sign(x), _zero_grad, save="none", onnx="S
 FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, save="none", onnx="Floor")
 CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
 ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, save="none",
-               onnx="Round")
+               onnx=to_onnx.round_decimals)
 LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, onnx="Not",
                      differentiable=False)
 LOGICAL_NOT.shape_rule = elementwise_rule("bool")
@@ -126,7 +127,7 @@ ISNAN.shape_rule = elementwise_rule("bool")
 ISINF = _unary("isinf", lambda xp, x: xp.isinf(x), None, onnx="IsInf", differentiable=False)
 ISINF.shape_rule = elementwise_rule("bool")
 BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", x) or xp.invert(x), None,
-                     onnx="Not",
+                     onnx=to_onnx.bitwise("Not", "BitwiseNot"),
                      differentiable=False)
 
 
@@ -228,7 +229,8 @@ def _checked_int_division(op: str, fn: str) -> Any:
     return impl
 
 
-FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None)
+FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
+                       onnx=to_onnx.floor_divide)
 REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
                     lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                     # floor_divide, not floor(a / b): a / b rounds to -0 for
@@ -236,7 +238,7 @@ REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder")
                                     sum_to(-g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach()),
                                            ctx.input_meta[1])
                                     if ctx.needs[1] else None),
-                    onnx="Mod")
+                    onnx=to_onnx.remainder)
 
 
 def _trunc(q: Any) -> Any:
@@ -248,10 +250,10 @@ FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
                lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
                                sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
                                if ctx.needs[1] else None),
-               onnx="Mod")
+               onnx=to_onnx.fmod)
 
 for _name, _fn, _sym, _onnx in [
-    ("eq", "equal", "==", "Equal"), ("ne", "not_equal", "!=", None), ("lt", "less", "<", "Less"),
+    ("eq", "equal", "==", "Equal"), ("ne", "not_equal", "!=", to_onnx.not_equal), ("lt", "less", "<", "Less"),
     ("le", "less_equal", "<=", "LessOrEqual"), ("gt", "greater", ">", "Greater"),
     ("ge", "greater_equal", ">=", "GreaterOrEqual"),
 ]:
@@ -269,8 +271,10 @@ def _bitwise_check(op: str, *values: Any) -> None:
                                "bitwise ops take integer or bool tensors")
 
 
-for _name, _np in [("bitwise_and", "bitwise_and"), ("bitwise_or", "bitwise_or"), ("bitwise_xor", "bitwise_xor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: _bitwise_check(f, x, y) or getattr(xp, f)(x, y))(_np), None)
+for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise_or", "Or", "BitwiseOr"),
+                                 ("bitwise_xor", "Xor", "BitwiseXor")]:
+    _binary(_name, (lambda f: lambda xp, x, y: _bitwise_check(f, x, y) or getattr(xp, f)(x, y))(_name), None,
+            onnx=to_onnx.bitwise(_bool_op, _int_op))
 
 
 # ---- where, clamp, cast ----------------------------------------------------------------------
@@ -315,7 +319,7 @@ def _clamp_vjp(ctx: Any, g: Any) -> tuple:
 
 CLAMP = register(OpDef(
     name="clamp", category="unary", impl=_clamp_impl, vjp=_clamp_vjp, shape_rule=elementwise_rule(),
-    onnx="Clip",
+    onnx=to_onnx.clamp,
 ))
 
 
@@ -328,7 +332,7 @@ TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
     impl=lambda xp, x, dtype, source=None: x.astype(dtype.np),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
-    shape_rule=elementwise_rule("attr"), save="none", onnx="Cast", simplify=same_value,
+    shape_rule=elementwise_rule("attr"), save="none", onnx=to_onnx.to_dtype, simplify=same_value,
 ))
 
 
@@ -338,6 +342,7 @@ TO_DTYPE = register(OpDef(
 GRAD_MASK = register(OpDef(
     name="grad_mask", category="binary", impl=lambda xp, g, mask: xp.where(mask, g, 0),
     vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), nondiff_inputs=(1,),
+    onnx=to_onnx.grad_mask,
 ))
 
 
@@ -358,7 +363,7 @@ def _relu_grad_impl(xp: Any, g: Any, out: Any) -> Any:
 # pass) instead of a comparison plus a masked multiply; its vjp in ``g`` is itself.
 RELU_GRAD = register(OpDef(
     name="relu_grad", category="binary", impl=_relu_grad_impl, shape_rule=elementwise_rule(),
-    vjp=lambda ctx, gg: (relu_grad(gg, ctx.inputs[1]), None), nondiff_inputs=(1,),
+    vjp=lambda ctx, gg: (relu_grad(gg, ctx.inputs[1]), None), nondiff_inputs=(1,), onnx=to_onnx.relu_grad,
 ))
 
 

@@ -23,6 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
 from ember.ops.elementwise import _unary, elementwise_rule, sum_to
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
 _LN2 = math.log(2.0)
@@ -52,11 +53,11 @@ ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
 ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
                onnx="Atanh", float_only=True)
 # The gradient is exp(x), not expm1(x) + 1, which rounds to 0 below x = -17 in float32 (elu's tail).
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True)
-LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True)
-LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True)
-EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True)
-TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none")
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True, onnx=to_onnx.expm1)
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True, onnx=to_onnx.log_base(2))
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True, onnx=to_onnx.log_base(10))
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True, onnx=to_onnx.exp2)
+TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx=to_onnx.trunc)
 
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
@@ -100,7 +101,7 @@ HYPOT = register(OpDef(
 
 ATAN2 = register(OpDef(
     name="atan2", category="binary", impl=lambda xp, y, x: xp.arctan2(y, x), vjp=_atan2_vjp,
-    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2",
+    shape_rule=elementwise_rule(), float_only=True, ufunc="arctan2", onnx=to_onnx.atan2,
 ))
 
 

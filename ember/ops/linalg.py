@@ -8,6 +8,7 @@ from ember.ops import dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
 from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 
@@ -246,7 +247,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 
 EINSUM = register(OpDef(
-    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx="Einsum",
+    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
     impl=_einsum_impl, autocast="lower", save="cross", flops=cost.einsum_flops,  # multilinear: operand i's grad reads only the others
 ))
 

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 
 
@@ -36,7 +37,7 @@ def infer_shape(shape: Sequence[int], numel: int, op: str, source: tuple) -> tup
 RESHAPE = register(OpDef(
     name="reshape", category="movement", impl=lambda xp, x, shape: xp.reshape(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx="Reshape", view=True, simplify=same_value,
+    vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx=to_onnx.reshape, view=True, simplify=same_value,
 ))
 
 
@@ -50,39 +51,39 @@ def _inverse_permutation(dims: Sequence[int]) -> tuple:
 PERMUTE = register(OpDef(
     name="permute", category="movement", impl=lambda xp, x, dims: xp.transpose(x, dims), save="none",
     shape_rule=lambda x, dims: Spec(tuple(x.shape[d] for d in dims), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.permute(_inverse_permutation(ctx.attrs["dims"])),), onnx="Transpose",
+    vjp=lambda ctx, g: (g.permute(_inverse_permutation(ctx.attrs["dims"])),), onnx=to_onnx.permute,
     view=True, simplify=permute_rule,
 ))
 
 EXPAND = register(OpDef(
     name="expand", category="movement", impl=lambda xp, x, shape: xp.broadcast_to(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx="Expand", view=True, simplify=same_value,
+    vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx=to_onnx.expand, view=True, simplify=same_value,
 ))
 
 FLIP = register(OpDef(
     name="flip", category="movement", impl=lambda xp, x, dims: xp.flip(x, dims), save="none",
     shape_rule=lambda x, dims: Spec(x.shape, x.dtype, x.device),
-    vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),),
+    vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),), onnx=to_onnx.flip,
 ))
 
 CONTIGUOUS = register(OpDef(
     name="contiguous", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity", simplify=same_value,
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 
 CLONE = register(OpDef(
     name="clone", category="movement", impl=lambda xp, x: x.copy(), save="none",
-    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx="Identity", simplify=same_value,
+    shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 
 TRIL = register(OpDef(
     name="tril", category="movement", impl=lambda xp, x, diagonal=0: xp.tril(x, diagonal), save="none",
-    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),), onnx="Trilu",
+    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=False),
 ))
 TRIU = register(OpDef(
     name="triu", category="movement", impl=lambda xp, x, diagonal=0: xp.triu(x, diagonal), save="none",
-    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),), onnx="Trilu",
+    shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=True),
 ))
 
 
@@ -136,7 +137,7 @@ def _getitem_vjp(ctx: Any, g: Any) -> tuple:
 
 GETITEM = register(OpDef(
     name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs",
-    nondiff_inputs=tuple(range(1, 64)), onnx="Slice", view=True,
+    nondiff_inputs=tuple(range(1, 64)), onnx=to_onnx.getitem, view=True,
 ))
 
 
@@ -278,7 +279,7 @@ def _cat_rule(*specs: Spec, dim: int) -> Spec:
 
 CAT = register(OpDef(
     name="cat", category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
-    save="none", shape_rule=_cat_rule, onnx="Concat", autocast="promote",
+    save="none", shape_rule=_cat_rule, onnx=to_onnx.cat, autocast="promote",
 ))
 
 
@@ -307,7 +308,7 @@ def _pad_rule(x: Spec, pad: tuple, value: float = 0.0) -> Spec:
 
 
 PAD = register(OpDef(name="pad", category="movement", impl=_pad_impl, vjp=_pad_vjp, save="none",
-                     shape_rule=_pad_rule, onnx="Pad"))
+                     shape_rule=_pad_rule, onnx=to_onnx.pad))
 
 
 def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
@@ -337,14 +338,14 @@ def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
 GATHER = register(OpDef(
     name="gather", category="movement", impl=_gather_impl, nondiff_inputs=(1,),
     vjp=lambda ctx, g: (_zeros_like_shape(g, ctx.input_meta[0]).scatter_add(ctx.attrs["dim"], ctx.inputs[1], g), None),
-    shape_rule=lambda x, index, dim: Spec(index.shape, x.dtype, x.device), onnx="GatherElements",
+    shape_rule=lambda x, index, dim: Spec(index.shape, x.dtype, x.device), onnx=to_onnx.gather,
 ))
 
 SCATTER_ADD = register(OpDef(
     name="scatter_add", category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
     vjp=lambda ctx, g: (g if ctx.needs[0] else None, None,
                         g.gather(ctx.attrs["dim"], ctx.inputs[1]) if ctx.needs[2] else None),
-    shape_rule=lambda x, index, src, dim: x, onnx="ScatterElements",
+    shape_rule=lambda x, index, src, dim: x, onnx=to_onnx.scatter_add,
 ))
 
 

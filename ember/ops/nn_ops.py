@@ -20,6 +20,7 @@ from ember.backends import special_function
 from ember.ops import cost, dispatch, elementwise as ew, extra_math, reductions as red
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -57,7 +58,7 @@ def _gelu_vjp(ctx: Any, g: Any) -> tuple:
 
 GELU = register(OpDef(
     name="gelu", category="unary", impl=_gelu_impl, vjp=_gelu_vjp, shape_rule=elementwise_rule(),
-    onnx="Gelu", float_only=True,
+    onnx=to_onnx.gelu, float_only=True,
 ))
 
 
@@ -73,7 +74,7 @@ def _silu_vjp(ctx: Any, g: Any) -> tuple:
 
 SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
-    onnx=None, float_only=True,
+    onnx=to_onnx.silu, float_only=True,
 ))
 
 
@@ -139,11 +140,11 @@ def _log_softmax_vjp(ctx: Any, g: Any) -> tuple:
 
 SOFTMAX = register(OpDef(
     name="softmax", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
-    shape_rule=lambda x, dim: x, onnx="Softmax", flops=cost.softmax_flops,
+    shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("Softmax"), flops=cost.softmax_flops,
 ))
 LOG_SOFTMAX = register(OpDef(
     name="log_softmax", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
-    shape_rule=lambda x, dim: x, onnx="LogSoftmax", flops=cost.softmax_flops,
+    shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("LogSoftmax"), flops=cost.softmax_flops,
 ))
 
 
@@ -326,7 +327,7 @@ def _linear_vjp(ctx: Any, g: Any) -> tuple:
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx="Gemm", autocast="lower",
+    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx=to_onnx.linear, autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))
@@ -404,7 +405,7 @@ def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight:
 
 LAYER_NORM = register(OpDef(
     name="layer_norm", category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
-    nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx="LayerNormalization", flops=cost.layer_norm_flops,
+    nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx=to_onnx.layer_norm, flops=cost.layer_norm_flops,
 ))
 
 

@@ -23,6 +23,7 @@ from ember.backends import native_kernel
 from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 
 
 def pool_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -138,7 +139,7 @@ def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilati
 
 MAX_POOL2D = register(OpDef(
     name="max_pool2d", category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
-    save="output", num_outputs=2, nondiff_outputs=(1,), onnx="MaxPool", flops=cost.pool2d_flops,
+    save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
 ))
 
 
@@ -246,7 +247,7 @@ def _avg_attrs(attrs: dict) -> dict:
 
 
 AVG_POOL2D = register(OpDef(
-    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx="AveragePool", flops=cost.pool2d_flops,
+    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d, flops=cost.pool2d_flops,
     vjp=lambda ctx, g: (dispatch.apply(AVG_POOL2D_BACKWARD, (g,), {"input_shape": tuple(ctx.input_meta[0]),
                                                                   **ctx.attrs}),),
     shape_rule=lambda x, kernel, stride, padding, ceil_mode=False, **_: Spec(

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
 
@@ -77,7 +78,7 @@ def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False)
 SUM = register(OpDef(
     name="sum", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
     vjp=lambda ctx, g: (expand_reduced(g, ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)),),
-    onnx="ReduceSum",
+    onnx=to_onnx.reduction("ReduceSum"),
 ))
 
 
@@ -95,7 +96,7 @@ MEAN = register(OpDef(
     name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim) if x.dtype.itemsize != 2 or x.dtype.kind == "i"
     else xp.asarray(xp.mean(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype),  # as sum
-    onnx="ReduceMean",
+    onnx=to_onnx.reduction("ReduceMean"),
 ))
 
 
@@ -125,7 +126,7 @@ PROD = register(OpDef(
     name="prod", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
                                                         dtype=xp.int64 if x.dtype.kind in "biu" else None),
-    onnx="ReduceProd",
+    onnx=to_onnx.reduction("ReduceProd"),
 ))
 
 
@@ -141,7 +142,7 @@ def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
 SUM_TO = register(OpDef(
     name="sum_to", category="reduction", impl=_sum_to_impl, save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
-    vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx="ReduceSum", simplify=same_value,
+    vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx=to_onnx.sum_to, simplify=same_value,
 ))
 
 
@@ -172,9 +173,9 @@ def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False
 
 
 AMAX = register(OpDef(name="amax", category="reduction", impl=_amax_impl, save="both",
-                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx="ReduceMax"))
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMax")))
 AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="both",
-                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx="ReduceMin"))
+                      shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMin")))
 
 
 def _arg_impl(fn: str):
@@ -194,9 +195,9 @@ def _arg_rule(x: Spec, dim: int | None = None, keepdim: bool = False) -> Spec:
 
 
 ARGMAX = register(OpDef(name="argmax", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
-                        onnx="ArgMax"))
+                        onnx=to_onnx.arg_reduce("ArgMax")))
 ARGMIN = register(OpDef(name="argmin", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
-                        onnx="ArgMin"))
+                        onnx=to_onnx.arg_reduce("ArgMin")))
 
 
 def _max_dim_impl(fn: str):
@@ -230,14 +231,14 @@ def _max_dim_rule(x: Spec, dim: int, keepdim: bool = False) -> tuple:
 
 
 MAX_DIM = register(OpDef(name="max_dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
-                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule))
+                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMax")))
 MIN_DIM = register(OpDef(name="min_dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
-                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule))
+                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
 
 ALL = register(OpDef(name="all", category="reduction", shape_rule=reduce_rule("bool"),
-                     impl=lambda xp, x, dims=None, keepdim=False: xp.all(x, axis=_axis(dims), keepdims=keepdim)))
+                     impl=lambda xp, x, dims=None, keepdim=False: xp.all(x, axis=_axis(dims), keepdims=keepdim), onnx=to_onnx.bool_reduction("ReduceMin")))
 ANY = register(OpDef(name="any", category="reduction", shape_rule=reduce_rule("bool"),
-                     impl=lambda xp, x, dims=None, keepdim=False: xp.any(x, axis=_axis(dims), keepdims=keepdim)))
+                     impl=lambda xp, x, dims=None, keepdim=False: xp.any(x, axis=_axis(dims), keepdims=keepdim), onnx=to_onnx.bool_reduction("ReduceMax")))
 
 
 def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
@@ -254,7 +255,7 @@ CUMSUM = register(OpDef(
     name="cumsum", category="reduction", impl=_cumsum_impl, save="none",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
     vjp=lambda ctx, g: (g if g.ndim == 0 else g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
-    onnx="CumSum",
+    onnx=to_onnx.cumsum,
 ))
 
 

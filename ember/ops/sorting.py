@@ -18,6 +18,7 @@ from ember import dtypes
 from ember.ops import dispatch
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 
 
 # ---- sort ------------------------------------------------------------------------------------------
@@ -58,7 +59,7 @@ def _sort_rule(x: Spec, dim: int = -1, descending: bool = False) -> tuple:
 SORT = register(OpDef(
     name="sort", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", num_outputs=2,
     nondiff_outputs=(1,), shape_rule=_sort_rule,
-    doc="Stable sort along dim; returns (values, int64 indices).",
+    doc="Stable sort along dim; returns (values, int64 indices).", onnx=to_onnx.sort,
 ))
 
 

@@ -14,13 +14,14 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, INDEX_BACKWARD, PERMUTE, RESHAPE, TENSOR_SLOT, TRIL,
                                 TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 
 register(OpDef(
     name="to_device", category="movement", save="none",
     impl=lambda xp, x, device, source: __import__("ember.device", fromlist=["to_device"]).to_device(device)
     .backend.asarray(x),
-    vjp=lambda ctx, g: (g.to(ctx.attrs["source"]),), onnx="Identity",
+    vjp=lambda ctx, g: (g.to(ctx.attrs["source"]),), onnx=to_onnx.identity,
 ))
 
 
