@@ -104,6 +104,7 @@ from ember import amp, cpu  # noqa: E402,F401  (mixed precision: torch.amp.GradS
 from ember.amp import autocast  # noqa: E402,F401  (torch.autocast)
 from ember import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; registers tensor sharing for queues)
 from ember import hardware, profiler, viz  # noqa: E402,F401  (torch.profiler; this machine's peak; graph pictures)
+from ember import distributions  # noqa: E402,F401  (torch.distributions.Normal, kl_divergence, constraints)
 from ember import hub  # noqa: E402,F401  (torch.hub.load_state_dict_from_url: the checkpoint cache)
 from ember.amp.autocast_mode import (  # noqa: E402,F401
     clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,

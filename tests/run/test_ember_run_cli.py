@@ -96,3 +96,25 @@ def test_torchvision_maps_to_ember_vision_only_when_it_exists(tmp_path, monkeypa
     assert finder.find_spec("torchvision") is None
     assert alias.ember_name("torch.utils.data.dataloader") == "ember.data.dataloader"
     assert alias.torch_name("ember.nn.functional") == "torch.nn.functional"
+
+
+def test_torch_nn_modules_file_paths_find_every_class_ember_has() -> None:
+    torch = pytest.importorskip("torch")
+    import importlib
+    import inspect
+
+    import ember
+    from ember.run.alias import module_for
+
+    checked = 0
+    for file in ("activation", "linear", "conv", "container", "dropout", "normalization", "batchnorm", "pooling",
+                 "rnn", "sparse", "transformer", "loss", "padding", "flatten", "upsampling", "pixelshuffle",
+                 "instancenorm", "distance", "fold", "module"):
+        torch_module = importlib.import_module(f"torch.nn.modules.{file}")
+        ember_module = module_for(f"torch.nn.modules.{file}")
+        for name, obj in vars(torch_module).items():
+            if inspect.isclass(obj) and obj.__module__ == torch_module.__name__ and not name.startswith("_") \
+                    and hasattr(ember.nn, name):
+                assert getattr(ember_module, name) is getattr(ember.nn, name), (file, name)
+                checked += 1
+    assert checked > 100

@@ -32,3 +32,18 @@ from ember.nn.modules.transformer import (  # noqa: F401
 from ember.nn.modules.more import *  # noqa: E402,F401,F403  (padding, instance norm, lazy modules, ...)
 
 __all__ = [name for name in dir() if name[:1].isupper()]
+
+
+def _elsewhere_in_modules(module_name: str):  # noqa: ANN202
+    """PyTorch files its classes differently (MultiheadAttention lives in torch.nn.modules.activation):
+    any nn class is found from any ember.nn.modules submodule, so ``torch.nn.modules.<file>.<Class>`` works."""
+    def __getattr__(name: str):  # noqa: ANN202, N807
+        if name in __all__:
+            return globals()[name]
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+    return __getattr__
+
+
+for _name, _module in list(__import__("sys").modules.items()):
+    if _name.startswith(__name__ + ".") and _module is not None and "__getattr__" not in vars(_module):
+        _module.__getattr__ = _elsewhere_in_modules(_name)

@@ -1,0 +1,35 @@
+"""``ember.distributions``: probability distributions with PyTorch's API (``torch.distributions``).
+
+Families: Normal, Uniform, Exponential, Laplace, LogNormal, Gamma, Beta, Dirichlet, Poisson,
+Bernoulli, Categorical, OneHotCategorical, MultivariateNormal, Independent, TransformedDistribution;
+``constraints``, ``transforms``, ``kl_divergence``/``register_kl``. See docs/math.md.
+
+Example:
+    >>> import ember
+    >>> from ember.distributions import Normal, kl_divergence
+    >>> p, q = Normal(ember.zeros(2), 1.0), Normal(ember.ones(2), 1.0)
+    >>> p.sample((4,)).shape, kl_divergence(p, q).tolist()
+    (ember.Size([4, 2]), [0.5, 0.5])
+"""
+from __future__ import annotations
+
+from ember.distributions import constraints, relaxed, transforms  # noqa: F401
+from ember.distributions.continuous import Exponential, Laplace, Normal, Uniform
+from ember.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
+from ember.distributions.distribution import Distribution
+from ember.distributions.gamma_family import Beta, Dirichlet, Gamma, Poisson
+from ember.distributions.independent import Independent
+from ember.distributions.kl import kl_divergence, register_kl
+from ember.distributions.more_families import Binomial, Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
+from ember.distributions.multivariate_normal import MultivariateNormal
+from ember.distributions.mixtures import MixtureSameFamily, Multinomial
+from ember.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # logit-space bases: .relaxed
+from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
+from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
+
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
+           "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
+           "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Poisson", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform",
+           "constraints", "kl_divergence", "register_kl", "transforms"]

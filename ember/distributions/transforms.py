@@ -1,0 +1,297 @@
+"""Invertible transforms with log-det-Jacobians, for ``TransformedDistribution`` (``torch.distributions.transforms``).
+
+Example:
+    >>> import ember
+    >>> from ember.distributions.transforms import ExpTransform
+    >>> t = ExpTransform()
+    >>> round(t.inv(t(ember.tensor(0.5))).item(), 6)
+    0.5
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import ember
+import ember.nn.functional as F
+from ember.distributions import constraints
+from ember.distributions.utils import finfo_eps, finfo_tiny, sum_rightmost
+from ember.tensor import Tensor
+
+__all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "Transform", "identity_transform"]
+
+
+class Transform:
+    """y = f(x) with ``inv`` (x from y) and ``log_abs_det_jacobian(x, y)``; ``cache_size`` 0 or 1."""
+
+    bijective = False
+    sign: int = 1
+    domain: constraints.Constraint = constraints.real
+    codomain: constraints.Constraint = constraints.real
+
+    def __init__(self, cache_size: int = 0) -> None:
+        if cache_size not in (0, 1):
+            raise ValueError("cache_size must be 0 or 1")
+        self._cache_size = cache_size
+        self._cached_x_y: tuple = (None, None)
+
+    @property
+    def event_dim(self) -> int:
+        if self.domain.event_dim == self.codomain.event_dim:
+            return self.domain.event_dim
+        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
+
+    @property
+    def inv(self) -> "Transform":
+        return _InverseTransform(self)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if self._cache_size == 0:
+            return self._call(x)
+        x_old, y_old = self._cached_x_y
+        if x is x_old:
+            return y_old
+        y = self._call(x)
+        self._cached_x_y = (x, y)
+        return y
+
+    def _inv_call(self, y: Tensor) -> Tensor:
+        if self._cache_size == 0:
+            return self._inverse(y)
+        x_old, y_old = self._cached_x_y
+        if y is y_old:
+            return x_old
+        x = self._inverse(y)
+        self._cached_x_y = (x, y)
+        return x
+
+    def _call(self, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def forward_shape(self, shape: tuple) -> tuple:
+        return shape
+
+    def inverse_shape(self, shape: tuple) -> tuple:
+        return shape
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    def __init__(self, transform: Transform) -> None:
+        super().__init__(cache_size=transform._cache_size)
+        self._inv = transform
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self._inv.codomain
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self._inv.domain
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self._inv.bijective
+
+    @property
+    def sign(self) -> int:  # type: ignore[override]
+        return self._inv.sign
+
+    @property
+    def inv(self) -> Transform:
+        return self._inv
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    def __hash__(self) -> int:
+        return hash(("inverse", self._inv))
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return self._inv._inv_call(x)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+
+class ComposeTransform(Transform):
+    """Apply ``parts`` in order."""
+
+    def __init__(self, parts: list, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.parts = list(parts)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.parts))
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.parts[0].domain if self.parts else constraints.real
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.parts[-1].codomain if self.parts else constraints.real
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(p.bijective for p in self.parts)
+
+    @property
+    def sign(self) -> int:  # type: ignore[override]
+        sign = 1
+        for p in self.parts:
+            sign *= p.sign
+        return sign
+
+    @property
+    def inv(self) -> Transform:
+        return ComposeTransform([p.inv for p in reversed(self.parts)])
+
+    def _call(self, x: Tensor) -> Tensor:
+        for part in self.parts:
+            x = part(x)
+        return x
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        if not self.parts:
+            return ember.zeros_like(x)
+        event_dim = self.codomain.event_dim
+        total: Any = 0.0
+        for part in self.parts:
+            y_part = part(x)
+            total = total + sum_rightmost(part.log_abs_det_jacobian(x, y_part), event_dim - part.codomain.event_dim)
+            x = y_part
+        return total
+
+
+identity_transform = ComposeTransform([])
+
+
+class ExpTransform(Transform):
+    """y = exp(x)."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExpTransform)
+
+    def __hash__(self) -> int:
+        return hash(ExpTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return x.exp()
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.log()
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return x
+
+
+class SigmoidTransform(Transform):
+    """y = sigmoid(x), clamped away from 0 and 1 as PyTorch does."""
+
+    domain = constraints.real
+    codomain = constraints.unit_interval
+    bijective = True
+    sign = 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SigmoidTransform)
+
+    def __hash__(self) -> int:
+        return hash(SigmoidTransform)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return ember.sigmoid(x).clamp(min=finfo_tiny(x.dtype), max=1.0 - finfo_eps(x.dtype))
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        y = y.clamp(min=finfo_tiny(y.dtype), max=1.0 - finfo_eps(y.dtype))
+        return y.log() - (-y).log1p()
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -F.softplus(-x) - F.softplus(x)
+
+
+class AffineTransform(Transform):
+    """y = loc + scale * x; ``event_dim`` rightmost dims count as one event for the log-det."""
+
+    bijective = True
+
+    def __init__(self, loc: Any, scale: Any, event_dim: int = 0, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.loc, self.scale, self._event_dim = loc, scale, event_dim
+
+    @property
+    def event_dim(self) -> int:
+        return self._event_dim
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.real if self._event_dim == 0 else constraints.independent(constraints.real, self._event_dim)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.domain
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AffineTransform):
+            return False
+        for mine, theirs in ((self.loc, other.loc), (self.scale, other.scale)):
+            if isinstance(mine, numbers.Number) and isinstance(theirs, numbers.Number):
+                if mine != theirs:
+                    return False
+            elif isinstance(mine, numbers.Number) or isinstance(theirs, numbers.Number):
+                return False
+            elif tuple(mine.shape) != tuple(theirs.shape) or not bool((mine == theirs).all()):
+                return False
+        return self._event_dim == other._event_dim
+
+    def __hash__(self) -> int:
+        return hash(AffineTransform)
+
+    @property
+    def sign(self) -> Any:  # type: ignore[override]
+        if isinstance(self.scale, numbers.Real):
+            return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
+        return self.scale.sign()
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self.loc + self.scale * x
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return (y - self.loc) / self.scale
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        shape = tuple(x.shape)
+        scale = self.scale
+        if isinstance(scale, numbers.Real):
+            result = ember.full_like(x, math.log(abs(scale)))
+        else:
+            result = scale.abs().log()
+        if self._event_dim:
+            result_size = tuple(result.shape[:result.dim() - self._event_dim]) + (-1,)
+            result = result.reshape(result_size).sum(-1)
+            shape = shape[:len(shape) - self._event_dim]
+        return result.expand(shape)

@@ -1,0 +1,82 @@
+"""Helpers shared by the distributions: broadcasting parameters, probs <-> logits, cached properties.
+
+Example:
+    >>> import ember
+    >>> from ember.distributions.utils import broadcast_all
+    >>> [tuple(t.shape) for t in broadcast_all(ember.zeros(3), 1.0)]
+    [(3,), (3,)]
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Callable
+
+import numpy as np
+
+import ember
+from ember.tensor import Tensor
+
+
+def broadcast_all(*values: Any) -> tuple:
+    """Tensors and numbers broadcast to one shape; numbers become tensors of the tensors' dtype."""
+    tensors = [v for v in values if isinstance(v, Tensor)]
+    for v in values:
+        if not isinstance(v, (Tensor, numbers.Number)):
+            raise ValueError("Input arguments must all be instances of numbers.Number or ember.Tensor, "
+                             f"got {type(v).__name__}")
+    dtype = tensors[0].dtype if tensors else ember.get_default_dtype()
+    if not dtype.is_floating_point:
+        dtype = ember.get_default_dtype()
+    device = tensors[0].device if tensors else None
+    as_tensors = [v if isinstance(v, Tensor) else ember.tensor(float(v), dtype=dtype, device=device) for v in values]
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in as_tensors))
+    return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in as_tensors)
+
+
+def finfo_eps(dtype: Any) -> float:
+    return float(np.finfo(dtype.np).eps)
+
+
+def finfo_tiny(dtype: Any) -> float:
+    return float(np.finfo(dtype.np).tiny)
+
+
+def clamp_probs(probs: Tensor) -> Tensor:
+    eps = finfo_eps(probs.dtype)
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
+    clamped = clamp_probs(probs)
+    if is_binary:
+        return ember.log(clamped) - ember.log1p(-clamped)
+    return ember.log(clamped)
+
+
+def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
+    if is_binary:
+        return ember.sigmoid(logits)
+    return ember.softmax(logits, dim=-1)
+
+
+def sum_rightmost(value: Tensor, dim: int) -> Tensor:
+    """Sum the ``dim`` rightmost dimensions."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1)
+
+
+class lazy_property:
+    """A property computed once per instance, on first use (with gradients recorded)."""
+
+    def __init__(self, wrapped: Callable) -> None:
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance: Any, obj_type: Any = None) -> Any:
+        if instance is None:
+            return self
+        with ember.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
