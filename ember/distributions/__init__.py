@@ -25,9 +25,13 @@ from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.mixtures import MixtureSameFamily, Multinomial
 from ember.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # logit-space bases: .relaxed
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
-from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
+from ember.distributions.transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                                            IndependentTransform, PowerTransform, SigmoidTransform, SoftmaxTransform,
+                                            SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
+                                            identity_transform)
 
-__all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
+__all__ = ["AbsTransform", "IndependentTransform", "PowerTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "TanhTransform", "identity_transform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
            "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "MultivariateNormal", "Normal",
