@@ -18,6 +18,8 @@ from ember.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from ember.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from ember.distributions.distribution import Distribution
 from ember.distributions.gamma_family import Beta, Dirichlet, Gamma, Poisson
+from ember.distributions.derived_families import (HalfCauchy, InverseGamma, NegativeBinomial,
+                                                  OneHotCategoricalStraightThrough, Pareto, Weibull)
 from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.more_families import Binomial, Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
@@ -30,7 +32,8 @@ from ember.distributions.transforms import (AbsTransform, AffineTransform, Compo
                                             SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
                                             identity_transform)
 
-__all__ = ["AbsTransform", "IndependentTransform", "PowerTransform", "SoftmaxTransform", "SoftplusTransform",
+__all__ = ["HalfCauchy", "InverseGamma", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull",
+           "AbsTransform", "IndependentTransform", "PowerTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "TanhTransform", "identity_transform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
            "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
