@@ -165,10 +165,7 @@ class OpNode(Node):
         if self.freed and self.op.save != "none":
             raise RuntimeError(_FREED_MESSAGE)
         grad = grads[0] if self.num_outputs == 1 else tuple(grads)
-        result = self.op.vjp(self, grad)
-        if not isinstance(result, tuple):
-            result = (result,)
-        return result
+        return self.op.input_grads(self, grad)
 
     def release(self) -> None:
         self.saved = None

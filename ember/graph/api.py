@@ -184,9 +184,7 @@ def gradients(ys: Any, xs: Sequence[Any], grad_ys: Any = None) -> list:
                 if len(out_grads) > 1:
                     out_grads = [g if g is not None else creation.zeros(o.shape, dtype=o.edtype)
                                  for g, o in zip(out_grads, node.outputs)]
-                result = node.op.vjp(_Ctx(node, needs), out_grads[0] if len(out_grads) == 1 else tuple(out_grads))
-                if not isinstance(result, tuple):
-                    result = (result,)
+                result = node.op.input_grads(_Ctx(node, needs), out_grads[0] if len(out_grads) == 1 else tuple(out_grads))
                 for i, g, need in zip(node.inputs, result, needs):
                     if need and g is not None:
                         grads[i.id] = grads[i.id] + g if i.id in grads else g

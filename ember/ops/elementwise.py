@@ -132,34 +132,32 @@ BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", 
 
 
 # ---- binary ----------------------------------------------------------------------------------
+# Rules say only the math: the engine sums broadcast gradients back to each input's shape and drops
+# the ones no input needs (OpDef.input_grads). ``ctx.needs`` stays only where it saves a computation
+# (or where "cross" saving kept no copy of an input whose gradient is not needed).
 def _add_vjp(ctx: Any, g: Any) -> tuple:
-    sa, sb = ctx.input_meta
-    return (sum_to(g, sa) if ctx.needs[0] else None, sum_to(g, sb) if ctx.needs[1] else None)
+    return g, g
 
 
 def _sub_vjp(ctx: Any, g: Any) -> tuple:
-    sa, sb = ctx.input_meta
-    return (sum_to(g, sa) if ctx.needs[0] else None, sum_to(-g, sb) if ctx.needs[1] else None)
+    return g, (-g if ctx.needs[1] else None)
 
 
 def _mul_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
-    sa, sb = ctx.input_meta
-    return (sum_to(g * b, sa) if ctx.needs[0] else None, sum_to(g * a, sb) if ctx.needs[1] else None)
+    return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
 
 
 def _div_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
-    sa, sb = ctx.input_meta
-    ga = sum_to(g / b, sa) if ctx.needs[0] else None
+    ga = g / b if ctx.needs[0] else None
     # (a / b) / b, not a / (b * b): b * b underflows (denormal b) or overflows (1e30 in float32), as PyTorch.
-    gb = sum_to(-g * (a / b / b), sb) if ctx.needs[1] else None
+    gb = -g * (a / b / b) if ctx.needs[1] else None
     return ga, gb
 
 
 def _pow_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
-    sa, sb = ctx.input_meta
     ga = gb = None
     if ctx.needs[0]:
         if isinstance(b, (int, float)):
@@ -167,28 +165,26 @@ def _pow_vjp(ctx: Any, g: Any) -> tuple:
             ga = (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
         else:
             ga = where(b == 0, 0.0, g * b * a ** (b - 1))
-        ga = sum_to(ga, sa)
     if ctx.needs[1]:
         # d(a^b)/db = a^b log a; define it as 0 where a == 0 (PyTorch's convention).
         if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
-            gb = sum_to(g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan), sb)
+            gb = g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
         else:
             # 0 where a == 0 and b >= 0 (PyTorch's convention); 0 ** negative is inf, with log 0 = -inf.
             masked = logical_and(a == 0, b >= 0)
-            gb = sum_to(where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a))), sb)
+            gb = where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a)))
     return ga, gb
 
 
 def _minmax_vjp(pick_first: Any) -> Any:
     def vjp(ctx: Any, g: Any) -> tuple:
         a, b = ctx.inputs
-        sa, sb = ctx.input_meta
         first = pick_first(a, b)
         # Ties split the gradient evenly, as PyTorch does.
         tie = a == b
-        share_a = where(tie, g * 0.5, where(first, g, 0.0))
-        share_b = where(tie, g * 0.5, where(first, 0.0, g))
-        return (sum_to(share_a, sa) if ctx.needs[0] else None, sum_to(share_b, sb) if ctx.needs[1] else None)
+        share_a = where(tie, g * 0.5, where(first, g, 0.0)) if ctx.needs[0] else None
+        share_b = where(tie, g * 0.5, where(first, 0.0, g)) if ctx.needs[1] else None
+        return share_a, share_b
 
     return vjp
 
@@ -232,11 +228,10 @@ def _checked_int_division(op: str, fn: str) -> Any:
 FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
                        onnx=to_onnx.floor_divide)
 REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
-                    lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
+                    lambda ctx, g: (g,
                                     # floor_divide, not floor(a / b): a / b rounds to -0 for
                                     # a = 1e-40, b = -1e30, whose floor quotient is -1 (PyTorch's)
-                                    sum_to(-g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach()),
-                                           ctx.input_meta[1])
+                                    -g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach())
                                     if ctx.needs[1] else None),
                     onnx=to_onnx.remainder)
 
@@ -247,9 +242,7 @@ def _trunc(q: Any) -> Any:
 
 # C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
 FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
-               lambda ctx, g: (sum_to(g, ctx.input_meta[0]) if ctx.needs[0] else None,
-                               sum_to(-g * _trunc(ctx.inputs[0] / ctx.inputs[1]), ctx.input_meta[1])
-                               if ctx.needs[1] else None),
+               lambda ctx, g: (g, -g * _trunc(ctx.inputs[0] / ctx.inputs[1]) if ctx.needs[1] else None),
                onnx=to_onnx.fmod)
 
 for _name, _fn, _sym, _onnx in [
@@ -280,9 +273,8 @@ for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise
 # ---- where, clamp, cast ----------------------------------------------------------------------
 def _where_vjp(ctx: Any, g: Any) -> tuple:
     cond = ctx.inputs[0]
-    _, sx, sy = ctx.input_meta
-    gx = sum_to(where(cond, g, 0.0), sx) if ctx.needs[1] else None
-    gy = sum_to(where(cond, 0.0, g), sy) if ctx.needs[2] else None
+    gx = where(cond, g, 0.0) if ctx.needs[1] else None
+    gy = where(cond, 0.0, g) if ctx.needs[2] else None
     return None, gx, gy
 
 

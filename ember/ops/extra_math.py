@@ -21,7 +21,7 @@ import numpy as np
 from ember import dtypes
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
-from ember.ops.elementwise import _unary, elementwise_rule, sum_to
+from ember.ops.elementwise import _unary, elementwise_rule
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
@@ -71,23 +71,21 @@ ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx
 # ---- binary primitive: atan2 -----------------------------------------------------------------------
 def _atan2_vjp(ctx: Any, g: Any) -> tuple:
     y, x = ctx.inputs
-    sy, sx = ctx.input_meta
     # PyTorch's convention: where x^2 + y^2 is 0 (the origin, or both tiny enough to underflow) the
     # gradient is 0, not 0 * inf = NaN.
     denom = x * x + y * y
     recip = ew.where(denom == 0, 0.0, 1.0 / ew.where(denom == 0, 1.0, denom))
-    gy = sum_to(g * x * recip, sy) if ctx.needs[0] else None
-    gx = sum_to(-g * y * recip, sx) if ctx.needs[1] else None
+    gy = g * x * recip if ctx.needs[0] else None
+    gx = -g * y * recip if ctx.needs[1] else None
     return gy, gx
 
 
 def _hypot_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
-    sa, sb = ctx.input_meta
     out = ctx.out
     safe = ew.where(out == 0, 1.0, out)  # hypot(0, 0): gradient 0 (PyTorch's), not 0 / 0
-    ga = sum_to(ew.where(out == 0, 0.0, g * a / safe), sa) if ctx.needs[0] else None
-    gb = sum_to(ew.where(out == 0, 0.0, g * b / safe), sb) if ctx.needs[1] else None
+    ga = ew.where(out == 0, 0.0, g * a / safe) if ctx.needs[0] else None
+    gb = ew.where(out == 0, 0.0, g * b / safe) if ctx.needs[1] else None
     return ga, gb
 
 

@@ -75,6 +75,24 @@ class OpDef:
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"
 
+    def input_grads(self, ctx: Any, grad: Any) -> tuple:
+        """Run the vjp rule and finish its answer, once for every rule and both gradient walkers
+        (eager autograd, symbolic ``ember.graph.gradients``): gradients an input does not need become
+        None, and a gradient with its output's broadcast shape is summed back to its input's shape
+        (the adjoint of broadcasting). So rules say only the math: ``mul``'s is ``(g * b, g * a)``."""
+        result = self.vjp(ctx, grad)
+        if not isinstance(result, tuple):
+            result = (result,)
+        needs, shapes = ctx.needs, ctx.input_meta
+        out = []
+        for i, g in enumerate(result):
+            if g is not None and i < len(needs) and not needs[i]:
+                g = None
+            elif g is not None and i < len(shapes) and shapes[i] is not None and tuple(g.shape) != tuple(shapes[i]):
+                g = g.sum_to_size(tuple(shapes[i]))
+            out.append(g)
+        return tuple(out)
+
     @property
     def backward_name(self) -> str:
         return "".join(part.capitalize() for part in self.name.split("_")) + "Backward0"
