@@ -49,6 +49,9 @@ NAMESPACES: dict[str, str] = {
     "multiprocessing": "torch.multiprocessing",
     "serialization": "torch.serialization",
     "jit": "torch.jit",
+    "distributions": "torch.distributions",
+    "distributions.constraints": "torch.distributions.constraints",
+    "distributions.transforms": "torch.distributions.transforms",
 }
 
 # Module paths real programs import (issue 17): each counts as one name, present if it imports under ember.

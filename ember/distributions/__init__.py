@@ -18,6 +18,8 @@ from ember.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from ember.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
 from ember.distributions.distribution import Distribution
 from ember.distributions.gamma_family import Beta, Dirichlet, Gamma, Poisson
+from ember.distributions.derived_families import (HalfCauchy, InverseGamma, NegativeBinomial,
+                                                  OneHotCategoricalStraightThrough, Pareto, Weibull)
 from ember.distributions.independent import Independent
 from ember.distributions.kl import kl_divergence, register_kl
 from ember.distributions.more_families import Binomial, Cauchy, Chi2, Geometric, Gumbel, HalfNormal, StudentT
@@ -25,9 +27,14 @@ from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.mixtures import MixtureSameFamily, Multinomial
 from ember.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # logit-space bases: .relaxed
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
-from ember.distributions.transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, Transform
+from ember.distributions.transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                                            IndependentTransform, PowerTransform, SigmoidTransform, SoftmaxTransform,
+                                            SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
+                                            identity_transform)
 
-__all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
+__all__ = ["HalfCauchy", "InverseGamma", "NegativeBinomial", "OneHotCategoricalStraightThrough", "Pareto", "Weibull",
+           "AbsTransform", "IndependentTransform", "PowerTransform", "SoftmaxTransform", "SoftplusTransform",
+           "StickBreakingTransform", "TanhTransform", "identity_transform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ComposeTransform",
            "Dirichlet", "Distribution", "Geometric", "Gumbel", "HalfNormal", "StudentT",
            "ExpTransform", "Exponential", "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily", "Multinomial",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "MultivariateNormal", "Normal",

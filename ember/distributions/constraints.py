@@ -16,7 +16,8 @@ from typing import Any
 import ember
 from ember.tensor import Tensor
 
-__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "lower_triangular", "multinomial",
+           "positive_semidefinite", "square", "symmetric", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
            "positive_integer", "real", "real_vector", "simplex", "stack", "unit_interval"]
@@ -236,6 +237,67 @@ class _PositiveDefinite(Constraint):
         return ember.tensor(symmetric & positive, device=value.device)
 
 
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        return ember.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=ember.bool,
+                          device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value: Tensor) -> Tensor:
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        close = ((value - value.transpose(-2, -1)).abs() <= 1e-6).reshape(tuple(value.shape[:-2]) + (-1,))
+        return close.all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value: Tensor) -> Tensor:
+        import numpy as np
+
+        symmetric = super().check(value)
+        host = value.detach().cpu().numpy()
+        # per matrix (torch returns only the symmetry mask when any matrix is asymmetric; whether
+        # validation raises is the same either way)
+        eigen_ok = np.linalg.eigvalsh((host + np.swapaxes(host, -1, -2)) / 2).min(-1) >= 0
+        return symmetric & ember.tensor(eigen_ok, device=value.device)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative integer counts along the last dim summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: int) -> None:
+        self.upper_bound = upper_bound
+
+    def check(self, x: Tensor) -> Tensor:
+        return (x >= 0).all(dim=-1) & (x.sum(dim=-1) <= self.upper_bound)
+
+
+class _CorrCholesky(Constraint):
+    """Lower-triangular factors of correlation matrices: positive diagonal, unit-norm rows."""
+
+    event_dim = 2
+
+    def check(self, value: Tensor) -> Tensor:
+        tol = float(__import__("numpy").finfo(value.dtype.np).eps) * value.shape[-1] * 10
+        row_norm = (value.pow(2).sum(-1)).sqrt()
+        unit_rows = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return lower_cholesky.check(value) & unit_rows
+
+
 class _Cat(Constraint):
     """Constraints applied to consecutive chunks of ``dim``."""
 
@@ -285,3 +347,9 @@ lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 cat = _Cat
 stack = _Stack
+lower_triangular = _LowerTriangular()
+square = _Square()
+symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
+multinomial = _Multinomial
+corr_cholesky = _CorrCholesky()

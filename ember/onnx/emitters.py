@@ -507,3 +507,22 @@ def grad_mask(b: GraphBuilder, n: Any) -> str:
     if n.in_specs[1].dtype is not dtypes.bool_:
         mask = _cast(b, mask, dtypes.bool_)
     return b.node("Where", [mask, g, b.scalar(0, n.in_specs[0].dtype)])
+
+
+def hardtanh(b: GraphBuilder, n: Any) -> str:
+    dtype = n.in_specs[0].dtype
+    return b.node("Clip", [n.inputs[0], b.scalar(n.attrs.get("min_val", -1.0), dtype),
+                           b.scalar(n.attrs.get("max_val", 1.0), dtype)])
+
+
+def logsigmoid(b: GraphBuilder, n: Any) -> str:
+    """min(x, 0) - log(1 + exp(-|x|)): exp of a non-positive number never overflows (as ember's impl)."""
+    x, dtype = n.inputs[0], n.in_specs[0].dtype
+    tail = b.node("Log", [b.node("Add", [b.node("Exp", [b.node("Neg", [b.node("Abs", [x])])]), b.scalar(1, dtype)])])
+    return b.node("Sub", [b.node("Min", [x, b.scalar(0, dtype)]), tail])
+
+
+def hypot(b: GraphBuilder, n: Any) -> str:
+    """sqrt(a^2 + b^2) (overflows above ~1.8e19 in float32, where ember's scaled hypot does not)."""
+    a, c = n.inputs
+    return b.node("Sqrt", [b.node("Add", [b.node("Mul", [a, a]), b.node("Mul", [c, c])])])

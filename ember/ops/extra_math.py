@@ -93,7 +93,7 @@ def _hypot_vjp(ctx: Any, g: Any) -> tuple:
 # the namespace's hypot scales as C's does.
 HYPOT = register(OpDef(
     name="hypot", category="binary", impl=lambda xp, a, b: xp.hypot(a, b), vjp=_hypot_vjp, save="both",
-    shape_rule=elementwise_rule(), float_only=True, ufunc="hypot",
+    shape_rule=elementwise_rule(), float_only=True, ufunc="hypot", onnx=to_onnx.hypot,
 ))
 
 

@@ -93,7 +93,7 @@ def _logsigmoid_impl(xp: Any, x: Any) -> Any:
 
 LOGSIGMOID = register(OpDef(
     name="logsigmoid", category="unary", impl=_logsigmoid_impl, vjp=lambda ctx, g: (g * ew.sigmoid(-ctx.inputs[0]),),
-    shape_rule=elementwise_rule(), float_only=True,
+    shape_rule=elementwise_rule(), float_only=True, onnx=to_onnx.logsigmoid,
 ))
 
 
@@ -105,7 +105,7 @@ def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
 
 HARDTANH = register(OpDef(
     name="hardtanh", category="unary", impl=lambda xp, x, min_val=-1.0, max_val=1.0: xp.clip(x, min_val, max_val),
-    vjp=_hardtanh_vjp, shape_rule=elementwise_rule(),
+    vjp=_hardtanh_vjp, shape_rule=elementwise_rule(), onnx=to_onnx.hardtanh,
 ))
 
 

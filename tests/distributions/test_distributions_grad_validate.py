@@ -167,6 +167,20 @@ def test_constraints_check():
     np.testing.assert_array_equal(C.interval(0.0, 1.0).check(ember.tensor(values)).numpy(),
                                   TC.interval(0.0, 1.0).check(torch.tensor(values)).numpy())
     assert repr(C.positive) == repr(TC.positive) and repr(C.real) == repr(TC.real)
+    a = np.array([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 2.0], [2.0, 1.0]], [[2.0, 1.0], [1.0, 2.0]],
+                  [[0.6, 0.0], [0.6, 0.8]], [[1.0, 0.0], [0.0, 1.0]]])
+    for name in ("lower_triangular", "lower_cholesky", "symmetric", "square", "corr_cholesky"):
+        np.testing.assert_array_equal(getattr(C, name).check(ember.tensor(a)).numpy(),
+                                      getattr(TC, name).check(torch.tensor(a)).numpy(), err_msg=name)
+    # definiteness on a batch of symmetric matrices (torch answers only the symmetry mask for mixed batches)
+    symmetric = a[[1, 2, 4]]
+    for name in ("positive_definite", "positive_semidefinite"):
+        np.testing.assert_array_equal(getattr(C, name).check(ember.tensor(symmetric)).numpy(),
+                                      getattr(TC, name).check(torch.tensor(symmetric)).numpy(), err_msg=name)
+    assert C.positive_definite.check(ember.tensor(a)).tolist() == [False, False, True, False, True]
+    counts = np.array([[1.0, 2.0, 0.0], [3.0, 2.0, 1.0], [-1.0, 1.0, 1.0]])
+    np.testing.assert_array_equal(C.multinomial(5).check(ember.tensor(counts)).numpy(),
+                                  TC.multinomial(5).check(torch.tensor(counts)).numpy())
     assert C.is_dependent(ED.Uniform.support) and not C.is_dependent(C.positive)
 
 

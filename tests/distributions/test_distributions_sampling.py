@@ -39,6 +39,10 @@ CONTINUOUS = [
     (lambda: ED.Geometric(probs=ember.tensor([0.2, 0.7])), None),
     (lambda: ED.Binomial(ember.tensor([5.0, 40.0]), probs=ember.tensor([0.3, 0.9])), None),
     (lambda: ED.Multinomial(10, probs=ember.tensor([0.2, 0.3, 0.5])), None),
+    (lambda: ED.Weibull(ember.tensor([1.0, 2.0]), ember.tensor([0.8, 3.0])), None),
+    (lambda: ED.Pareto(ember.tensor([1.0, 0.5]), ember.tensor([6.0, 9.0])), None),
+    (lambda: ED.InverseGamma(ember.tensor([8.0, 12.0]), ember.tensor([2.0, 1.0])), None),
+    (lambda: ED.NegativeBinomial(ember.tensor([3.0, 10.5]), probs=ember.tensor([0.3, 0.6])), None),
     (lambda: ED.MixtureSameFamily(ED.Categorical(probs=ember.tensor([0.3, 0.7])),
                                   ED.Normal(ember.tensor([-2.0, 1.0]), ember.tensor([0.5, 1.0]))), None),
 ]
@@ -89,6 +93,10 @@ def test_ks_against_exact_cdf():
         (ED.Gumbel(1.0, 2.0), stats.gumbel_r(1.0, 2.0).cdf),
         (ED.HalfNormal(1.5), stats.halfnorm(scale=1.5).cdf),
         (ED.StudentT(3.0, 0.5, 2.0), stats.t(3.0, 0.5, 2.0).cdf),
+        (ED.HalfCauchy(2.0), stats.halfcauchy(scale=2.0).cdf),
+        (ED.Weibull(2.0, 1.5), stats.weibull_min(1.5, scale=2.0).cdf),
+        (ED.Pareto(1.5, 2.5), stats.pareto(2.5, scale=1.5).cdf),
+        (ED.InverseGamma(3.0, 2.0), stats.invgamma(3.0, scale=2.0).cdf),
         (ED.TransformedDistribution(ED.Normal(0.0, 1.0), [ED.SigmoidTransform()]),
          lambda x: stats.norm.cdf(np.log(x) - np.log1p(-x))),
     ]

@@ -80,6 +80,14 @@ CASES = {
     "ExpRelaxedCategorical": (lambda D, t, l: D.relaxed_categorical.ExpRelaxedCategorical(t, logits=l)
                               if D is TD else D.relaxed.ExpRelaxedCategorical(t, logits=l),
                               [np.array(1.3), RNG.normal(size=(4,))]),
+    "HalfCauchy": (lambda D, s: D.HalfCauchy(s), [_pos(3)]),
+    "Weibull": (lambda D, s, c: D.Weibull(s, c), [_pos(4), _pos(4, low=0.5, high=3)]),
+    "Pareto": (lambda D, s, a: D.Pareto(s, a), [_pos(4), _pos(4, low=0.5, high=4)]),
+    "InverseGamma": (lambda D, c, r: D.InverseGamma(c, r), [_pos(5, low=0.5, high=5), _pos(5)]),
+    "NegativeBinomial_probs": (lambda D, n, p: D.NegativeBinomial(n, probs=p), [_pos(4, low=0.5, high=10),
+                                                                               RNG.uniform(0.05, 0.9, 4)]),
+    "NegativeBinomial_logits": (lambda D, n, l: D.NegativeBinomial(n, logits=l), [_pos(3), RNG.normal(size=3)]),
+    "OneHotStraightThrough": (lambda D, p: D.OneHotCategoricalStraightThrough(probs=p), [_probs(2, 3)]),
     "Affine_Sigmoid": (lambda D, a, b: D.TransformedDistribution(
         D.Normal(a, b), [D.transforms.AffineTransform(0.5, 2.0), D.transforms.SigmoidTransform()]),
         [RNG.normal(size=(4,)), _pos(4, low=0.3, high=1.0)]),
@@ -125,7 +133,7 @@ def test_shapes_moments_entropy_log_prob(name):
 
 
 @pytest.mark.parametrize("name", ["Normal", "Laplace", "Uniform", "Exponential", "LogNormal", "Affine_Sigmoid",
-                                  "Cauchy", "Gumbel", "HalfNormal", "Mixture_Normal"])
+                                  "Cauchy", "Gumbel", "HalfNormal", "Mixture_Normal", "HalfCauchy", "Weibull", "Pareto"])
 def test_cdf_icdf(name):
     ours, theirs = _build(name)
     values = theirs.sample((5,))

@@ -35,6 +35,9 @@ CASES = [
     ("exp2", lambda x: ember.exp2(x), np.exp2, _X),
     ("trunc", lambda x: ember.trunc(x * 1.7), lambda a: np.trunc(a * np.float32(1.7)), _X),
     ("atan2", lambda x: ember.atan2(x, x.flip(1) + 0.1), lambda a: np.arctan2(a, np.flip(a, 1) + np.float32(0.1)), _X),
+    ("hypot", lambda x: ember.hypot(x, x.flip(1)), lambda a: np.hypot(a, np.flip(a, 1)), _X),
+    ("hardtanh", lambda x: ember.nn.functional.hardtanh(x * 2, -1.5, 0.75), lambda a: np.clip(a * 2, -1.5, 0.75), _X),
+    ("logsigmoid", lambda x: ember.nn.functional.logsigmoid(x * 20), lambda a: -np.logaddexp(0, -a.astype(np.float64) * 20), _X),
 ]
 
 
