@@ -45,6 +45,7 @@ _LEAVE, _QUERY, _STATE = 7001, 7002, 7003  # control-message tags
 _SPIN_S = 0.002  # poll without sleeping this long first: most waits end here, at MPI's own latency
 _MAX_SLEEP_S = 0.002  # then sleep between polls, at most this long (the latency a slow wait gains)
 _ANSWER_WAIT_S = 1.0  # how long a timed-out rank waits for the others to say where they are
+ABORT_DRAIN_SECONDS = 0.5  # pause between printing a traceback and MPI_Abort (see the excepthook)
 
 
 class DistError(RuntimeError):
@@ -158,6 +159,9 @@ def _install_excepthook(MPI: Any) -> None:
         sys.stderr.flush()
         s.aborting = True
         _unlink_mpi_segments()
+        # mpiexec kills every rank as soon as it hears of the abort; output still in its forwarding
+        # pipes is then lost (the traceback arrived cut off under load). Give it a moment to drain.
+        time.sleep(ABORT_DRAIN_SECONDS)
         MPI.COMM_WORLD.Abort(1)
         os._exit(1)  # MPICH's MPI_Abort can return after telling mpiexec: never run the exit handshake then
 
