@@ -332,7 +332,7 @@ TO_DTYPE = register(OpDef(
 # inf or NaN (a masked multiply would give NaN there; PyTorch gives 0). The mask carries no gradient,
 # so the op is its own vjp in the first input.
 GRAD_MASK = register(OpDef(
-    name="grad_mask", category="binary", impl=lambda xp, g, mask: xp.where(mask, g, 0),
+    name="grad_mask", category="binary", impl=lambda xp, g, mask: _masked_grad(xp, g, mask),
     vjp=lambda ctx, gg: (grad_mask(gg, ctx.inputs[1]), None), shape_rule=elementwise_rule(), nondiff_inputs=(1,),
     onnx=to_onnx.grad_mask,
 ))
@@ -346,9 +346,28 @@ def _relu_grad_impl(xp: Any, g: Any, out: Any) -> Any:
         result = xp.empty_like(g)
         kernel(g.reshape(-1), out.reshape(-1), result.reshape(-1))
         return result
-    # Not a masked multiply (faster in NumPy, but NaN where g is inf/NaN and relu was inactive; the
-    # native kernel and PyTorch give 0 there).
-    return xp.where(out > 0, g, 0)
+    return _masked_grad(xp, g, out > 0)
+
+
+def _masked_grad(xp: Any, g: Any, mask: Any) -> Any:
+    """``g`` where ``mask``, else 0 (PyTorch's relu/clamp backward), in the fastest NumPy form.
+
+    A masked multiply is ~15x faster than ``where`` over random masks (no per-element branch),
+    but gives NaN where ``g`` is inf/NaN and the mask is off (torch gives 0). One reduction of
+    the product detects any non-finite value; only then is ``where`` needed.
+
+    Example:
+        >>> import numpy as np
+        >>> _masked_grad(np, np.array([np.inf, 2.0]), np.array([False, True]))
+        array([0., 2.])
+    """
+    if getattr(xp, "records_steps", False):  # the fuser's symbolic namespace: the where form fuses
+        return xp.where(mask, g, 0)
+    with np.errstate(invalid="ignore"):  # inf * 0: the NaN is detected and replaced just below
+        product = g * mask
+    if product.size and not bool(xp.isfinite(product.sum())):  # rare: inf/NaN (or overflow) present
+        return xp.where(mask, g, 0).astype(g.dtype, copy=False)
+    return product.astype(g.dtype, copy=False)
 
 
 # relu's backward: ``g`` where relu's output is positive. One op (and, with a native kernel, one

@@ -104,6 +104,10 @@ class Sym:
 class SymbolicNamespace:
     """An ``xp`` whose functions record steps instead of computing (see the module docstring)."""
 
+    # Lets an impl that picks its fastest eager form by looking at values (relu's backward) take
+    # its value-free form when it is being recorded for a fused kernel.
+    records_steps = True
+
     def __init__(self) -> None:
         self.steps: list[tuple] = []
 
