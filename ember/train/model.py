@@ -322,6 +322,7 @@ class Model:
         self.perf.flops_per_sample = counter.get_total_flops() / max(size, 1)
         dtype = next((p.dtype for p in self.module.parameters()), "float32")
         self.perf.peak_flops = hardware.peak().flops_for(dtype)
+        self.perf.dtype = getattr(dtype, "name", None) or str(dtype)
         return result
 
     # ---- fit / evaluate / predict ----------------------------------------------------------------------
