@@ -127,27 +127,31 @@ class Conv3d(_ConvNd):
         return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d(Module):
-    """Transposed 2-D convolution ("deconvolution"); weight (in_channels, out_channels // groups, kH, kW).
+class _ConvTransposeNd(Module):
+    """Transposed N-D convolution ("deconvolution"); weight (in_channels, out_channels // groups, *kernel).
 
     Output size per dim: (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
+    One implementation for ConvTranspose1d/2d/3d; subclasses set ``_dims``.
     """
+
+    _dims = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__()
+        name, n = type(self).__name__, self._dims
         if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for ConvTranspose2d, got {padding_mode!r}')
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}, got {padding_mode!r}')
         if in_channels % groups != 0 or out_channels % groups != 0:
-            raise ValueError(f"ConvTranspose2d: in_channels ({in_channels}) and out_channels ({out_channels}) must "
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must "
                              f"both be divisible by groups ({groups})")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _ntuple(kernel_size, 2, "ConvTranspose2d")
-        self.stride = _ntuple(stride, 2, "ConvTranspose2d")
-        self.padding = _ntuple(padding, 2, "ConvTranspose2d")
-        self.output_padding = _ntuple(output_padding, 2, "ConvTranspose2d")
-        self.dilation = _ntuple(dilation, 2, "ConvTranspose2d")
+        self.kernel_size = _ntuple(kernel_size, n, name)
+        self.stride = _ntuple(stride, n, name)
+        self.padding = _ntuple(padding, n, name)
+        self.output_padding = _ntuple(output_padding, n, name)
+        self.dilation = _ntuple(dilation, n, name)
         self.padding_mode, self.transposed = padding_mode, True
         self.weight = Parameter(creation.empty(in_channels, out_channels // groups, *self.kernel_size,
                                                device=device, dtype=dtype))
@@ -160,17 +164,29 @@ class ConvTranspose2d(Module):
     reset_parameters = _ConvNd.reset_parameters
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        output_padding = self.output_padding
+        output_padding, n = self.output_padding, self._dims
         if output_size is not None:  # pick output_padding so the result has output_size (as PyTorch)
-            size = tuple(output_size)[-2:]
-            minimum = [(input.shape[-2 + i] - 1) * self.stride[i] - 2 * self.padding[i]
-                       + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(2)]
+            size = tuple(output_size)[-n:]
+            minimum = [(input.shape[-n + i] - 1) * self.stride[i] - 2 * self.padding[i]
+                       + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(n)]
             output_padding = tuple(int(s - m) for s, m in zip(size, minimum))
             if any(not 0 <= p < max(self.stride[i], self.dilation[i]) for i, p in enumerate(output_padding)):
-                raise ValueError(f"ConvTranspose2d: requested output_size {size} is not reachable; valid sizes "
-                                 f"start at {tuple(minimum)}")
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+                raise ValueError(f"{type(self).__name__}: requested output_size {size} is not reachable; valid "
+                                 f"sizes start at {tuple(minimum)}")
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[n - 1]
+        return fn(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                  self.dilation)
 
     extra_repr = _ConvNd.extra_repr
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+
+
+class ConvTranspose2d(_ConvTransposeNd):
     _dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims = 3

@@ -18,7 +18,7 @@ from typing import Any
 import ember
 from ember import creation
 from ember.nn import functional as F, init
-from ember.nn.modules.conv import _ConvNd
+from ember.nn.modules.conv import ConvTranspose1d, ConvTranspose3d  # noqa: F401 (re-exported)
 from ember.nn.modules.loss import _Loss, _WeightedLoss
 from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import _BatchNorm
@@ -172,57 +172,7 @@ class SyncBatchNorm(_BatchNorm):
 
 
 # ---- convolutions --------------------------------------------------------------------------------------------
-class _ConvTransposeNd(Module):
-    _dims = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        name = type(self).__name__
-        if padding_mode != "zeros":
-            raise ValueError(f'Only "zeros" padding mode is supported for {name}, got {padding_mode!r}')
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
-                             f"divisible by groups ({groups})")
-        n = self._dims
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
-        self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
-        self.dilation, self.padding_mode, self.transposed = _tuple(dilation, n), padding_mode, True
-        self.weight = Parameter(creation.empty(in_channels, out_channels // groups, *self.kernel_size,
-                                               device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(creation.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    reset_parameters = _ConvNd.reset_parameters
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        output_padding = self.output_padding
-        if output_size is not None:
-            n = self._dims
-            size = tuple(output_size)[-n:]
-            minimum = [(input.shape[-n + i] - 1) * self.stride[i] - 2 * self.padding[i]
-                       + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(n)]
-            output_padding = tuple(int(s - m) for s, m in zip(size, minimum))
-        fn = F.conv_transpose1d if self._dims == 1 else F.conv_transpose3d
-        return fn(input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
-                  self.dilation)
-
-    def extra_repr(self) -> str:
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-                + (f", padding={self.padding}" if any(self.padding) else ""))
-
-
-class ConvTranspose1d(_ConvTransposeNd):
-    _dims = 1
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    _dims = 3
+# ConvTranspose1d/3d share ConvTranspose2d's one implementation (ember/nn/modules/conv.py).
 
 
 # ---- rearrangements, fold/unfold, unpooling, pooling --------------------------------------------------------------
