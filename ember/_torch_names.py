@@ -17,6 +17,8 @@ from ember.surface.constants import *  # noqa: F401,F403
 from ember.surface.functions import *  # noqa: F401,F403
 from ember.surface.special_linalg import *  # noqa: F401,F403
 from ember.surface import special_linalg as _special_linalg
+from ember.surface.linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.qr, torch.inverse, ...)
+from ember.surface import linalg_aliases as _linalg_aliases
 from ember.surface.more_functions import *  # noqa: F401,F403
 from ember.surface import more_functions as _more_functions
 from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
@@ -24,7 +26,8 @@ from ember.nn import ParameterDict  # noqa: F401
 
 sparse.install()
 _families.install_methods(globals())
+_linalg_aliases.install_methods()
 _generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
 globals().update(_generated)
 
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]
