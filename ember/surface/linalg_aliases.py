@@ -106,16 +106,20 @@ def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
 
 
 def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
-    """X with (L L^T) X = B for the Cholesky factor L (U^T U with ``upper=True``)."""
-    low = L.transpose(-2, -1) if upper else L
-    y = _solve.solve_triangular(low, B, upper=False)
-    return _solve.solve_triangular(low.transpose(-2, -1), y, upper=True)
+    """X with (L L^T) X = B for the Cholesky factor L (U^T U with ``upper=True``). The gradient treats L as a
+    full matrix (PyTorch's), so A = L L^T is formed and solved."""
+    return _solve.solve(_gram(L, upper), B)
 
 
 def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
-    low = L.transpose(-2, -1) if upper else L
-    eye = (low.diagonal(0, -2, -1) * 0 + 1).diag_embed()
-    return cholesky_solve(eye, low)
+    return _solve.inv(_gram(L, upper))
+
+
+def _gram(L: Tensor, upper: bool) -> Tensor:
+    """L L^T from L's triangle (LAPACK reads only that), with the gradient PyTorch gives: that of a full L."""
+    other = L.tril(-1) if upper else L.triu(1)
+    tri = L - other.detach()
+    return tri.transpose(-2, -1) @ tri if upper else tri @ tri.transpose(-2, -1)
 
 
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
