@@ -19,6 +19,8 @@ from ember.surface.special_linalg import *  # noqa: F401,F403
 from ember.surface import special_linalg as _special_linalg
 from ember.surface.linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.qr, torch.inverse, ...)
 from ember.surface import linalg_aliases as _linalg_aliases
+from ember.surface.runtime_names import *  # noqa: F401,F403  (binomial, poisson, histogramdd, Stream, ...)
+from ember.surface import runtime_names as _runtime_names
 from ember.surface.more_functions import *  # noqa: F401,F403
 from ember.surface import more_functions as _more_functions
 from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
@@ -30,4 +32,4 @@ _linalg_aliases.install_methods()
 _generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
 globals().update(_generated)
 
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]
