@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember import creation
+from ember.creation import full_like, ones_like, tensor, zeros_like
+from ember.dtypes import get_default_dtype
+from ember.ops.elementwise import exp, log, where
+from ember.ops.extra_math import diag_embed, diagonal
+from ember.ops.views import cat, stack, tril, triu
 from ember.autograd import Function
 from ember.tensor import Tensor
 
@@ -38,11 +43,11 @@ def _scipy_special() -> Any:
 
 
 def _float(x: Tensor) -> Tensor:
-    return x if x.is_floating_point() else x.to(ember.get_default_dtype())
+    return x if x.is_floating_point() else x.to(get_default_dtype())
 
 
 def _out(values: np.ndarray, like: Tensor) -> Tensor:
-    return ember.tensor(np.asarray(values).astype(like.dtype.np), device=like.device)
+    return tensor(np.asarray(values).astype(like.dtype.np), device=like.device)
 
 
 def _host(x: Tensor) -> np.ndarray:
@@ -98,8 +103,8 @@ class _I1(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors  # I1'(x) = I0(x) - I1(x)/x
-        safe = ember.where(x == 0, ember.ones_like(x), x)
-        return g * ember.where(x == 0, ember.full_like(x, 0.5), _I0.apply(x) - _I1.apply(x) / safe)
+        safe = where(x == 0, ones_like(x), x)
+        return g * where(x == 0, full_like(x, 0.5), _I0.apply(x) - _I1.apply(x) / safe)
 
 
 class _Igamma(Function):
@@ -118,7 +123,7 @@ class _Igamma(Function):
     def backward(ctx: Any, g: Tensor) -> tuple:
         a, x = ctx.saved_tensors
         # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
-        density = ember.exp((a - 1) * ember.log(x) - x - _Lgamma.apply(a))
+        density = exp((a - 1) * log(x) - x - _Lgamma.apply(a))
         grad_x = g * (-density if ctx.upper else density)
         return None, grad_x, None
 
@@ -142,7 +147,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     x = _float(input)
     if bool((x <= (p - 1) / 2).any()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
-    terms = ember.stack([lgamma(x - j / 2) for j in range(p)]).sum(dim=0)
+    terms = stack([lgamma(x - j / 2) for j in range(p)]).sum(dim=0)
     return terms + p * (p - 1) / 4 * math.log(math.pi)
 
 
