@@ -166,7 +166,8 @@ _exclude("autograd", "profiler and kernel-trace internals (ember has its own pro
 _exclude("backends.cuda", _VENDOR, "*cufft*", "*cublas*", "*cusolver*", "cuFFT*", "cuBLASModule", "SDPAParams",
          "can_use_*", "is_ck_sdpa_available", "is_flash_attention_available", "preferred_blas_library",
          "preferred_rocm_fa_library", "*fp16_bf16*", "tunable*", "ContextProp", "ctypes", "contextlib", "Enum",
-         "Union", "deprecated", "torch", "Any")
+         "Union", "deprecated", "torch", "Any", "blas_workspace_size")
+_exclude("backends.mps", _VENDOR + " (Metal device queries)", "get_name", "get_core_count")
 _exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them); not implemented",
          "*DataPipe", "DataChunk", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
          "runtime_validation*", "argument_validation")
