@@ -131,7 +131,7 @@ class Tensor:
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def data_ptr(self) -> int:
-        return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
+        return self._device.backend.data_ptr(self._data)
 
     def share_memory_(self) -> "Tensor":
         """Move the data into shared memory other processes can map (no-op if it is there); see
@@ -290,17 +290,20 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self._device.backend.to_numpy(self._data) if self._device.type != "cpu" else self._data
+        """NumPy's view of a CPU tensor; device tensors refuse (copy with ``.cpu()`` first), as in PyTorch."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        array = self._data
         return array if dtype is None else array.astype(dtype)
 
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._device.type == "cpu" else self._device.backend.to_numpy(
-            self._data).reshape(()).item()
+        return self._device.backend.item(self._data)
 
     def tolist(self) -> Any:
-        return np.asarray(self.__array__()).tolist()
+        return self._device.backend.to_numpy(self._data).tolist()
 
     def __float__(self) -> float:
         if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
@@ -470,8 +473,10 @@ def _transfer(t: Tensor, target: Device) -> Tensor:
 
     source = t._device
     t0 = dispatch.PROFILER and dispatch._clock()
-    data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
-                                  if target.type == "cpu" else t._data, index=target.index or 0)
+    # Between device types through the host: device -> host by the source's backend, host -> device by
+    # the target's; within one type (cuda:0 -> cuda:1) the backend copies directly.
+    data = t._data if source.type == target.type else source.backend.to_numpy(t._data)
+    data = target.backend.asarray(data, index=target.index or 0)
     out = Tensor._make(data, target, False)
     if t0 and dispatch.PROFILER is not None:  # a host<->device copy is a profiler event of its own
         dispatch.PROFILER.copy(t0, t._data, source, target)
