@@ -171,11 +171,13 @@ def get_backend(device_type: str) -> Backend:
         module = _LOADERS.get(device_type)
         if module is None:
             raise RuntimeError(f"unknown device type {device_type!r}; expected one of {sorted(_LOADERS)}")
-        if device_type == "cuda":
-            from ember import _config
+        from ember import _config
 
-            if _config.CUDA_STANDIN:
-                module = "ember.backends.standin"
+        if device_type == "cuda" and _config.CUDA_STANDIN:
+            from ember.backends import standin
+
+            standin.enable()
+            return standin.BACKEND
         import importlib
 
         try:

@@ -299,6 +299,8 @@ def setitem(t: Any, key: Any, value: Any) -> None:
 
     _lift(t)
     index, index_tensors = movement.split_index(key, t._device)
+    if isinstance(value, dispatch.Tensor) and value._device != t._device:
+        value = value.to(t._device)  # t[i] = v copies v across devices, as PyTorch's copy_ does
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
@@ -306,8 +308,6 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
         raw = value._data if isinstance(value, dispatch.Tensor) else value
-        if isinstance(value, dispatch.Tensor) and value._device != t._device:
-            raise RuntimeError(f"index_put_: value is on {value.device} but the tensor is on {t.device}; move it first")
         if not _writeable(t):
             raise RuntimeError(f"index_put_: {_OVERLAP_MESSAGE}")
         try:
