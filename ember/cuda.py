@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import _config
+
 
 def _cupy() -> Any:
     try:
@@ -23,7 +25,12 @@ def _cupy() -> Any:
 
 
 def device_count() -> int:
-    """Number of visible CUDA devices (0 without CuPy or a GPU)."""
+    """Number of visible CUDA devices (0 without CuPy or a GPU; the stand-in device counts)."""
+    from ember.backends import _BACKENDS
+
+    served = _BACKENDS.get("cuda")  # the stand-in device in tests (ember.testing.standin_cuda)
+    if served is not None:
+        return served.device_count() if served.is_available() else 0
     cupy = _cupy()
     if cupy is None:
         return 0
@@ -35,7 +42,7 @@ def device_count() -> int:
 
 def is_available() -> bool:
     """True when CuPy is installed, a GPU is visible and ember's CUDA backend module is present."""
-    if device_count() == 0:
+    if device_count() == 0 and not _config.CUDA_STANDIN:
         return False
     try:
         from ember.backends import get_backend

@@ -82,7 +82,7 @@ class Variable(SymbolicTensor):
         init = initial_value if isinstance(initial_value, Tensor) else tensor(initial_value, dtype=dtype)
         if dtype is not None:
             init = init.to(dtypes.to_dtype(dtype))
-        store = Tensor._make(np.array(init.detach().__array__()), init._device, False)
+        store = Tensor._make(np.array(init.detach().cpu().numpy()), init._device, False)
         graph = get_default_graph()
         value = graph.add_state(store, name or f"variable{len(graph.states)}")
         return cls._make(value, value.device, False)
@@ -284,7 +284,7 @@ class Session:
                 inputs.append(None)
                 continue
             raw = feeds[p.id]
-            array = np.asarray(raw.detach().__array__() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
+            array = np.asarray(raw.detach().cpu().numpy() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
             if array.shape != p.shape:
                 raise ValueError(f"Session.run: placeholder {p.label()} has shape {p.shape}, fed shape {array.shape}")
             inputs.append(array)

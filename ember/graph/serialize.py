@@ -179,7 +179,7 @@ class LoadedGraph:
                             f"({', '.join(v.type_str() for v in self.graph.inputs)}), got {len(inputs)}")
         arrays = []
         for v, x in zip(self.graph.inputs, inputs):
-            a = np.asarray(x.detach().__array__() if isinstance(x, Tensor) else x, dtype=v.dtype)
+            a = np.asarray(x.detach().cpu().numpy() if isinstance(x, Tensor) else x, dtype=v.dtype)
             if a.shape != v.shape:
                 raise ValueError(f"loaded graph input {v.label()} expects shape {v.shape}, got {a.shape}")
             arrays.append(a)
