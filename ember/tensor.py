@@ -472,6 +472,8 @@ def _transfer(t: Tensor, target: Device) -> Tensor:
     from ember.ops.registry import OPS
 
     source = t._device
+    if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
+        return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})
     t0 = dispatch.PROFILER and dispatch._clock()
     # Between device types through the host: device -> host by the source's backend, host -> device by
     # the target's; within one type (cuda:0 -> cuda:1) the backend copies directly.

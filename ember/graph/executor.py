@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.graph.ir import Graph, Node, Value
+from ember.graph.ir import Graph, Node, Value, device_xp
 from ember.graph.rng import is_seed
 
 
@@ -116,7 +116,7 @@ class Executable:
         program = []
         self.program_nodes: list = []  # the node behind each program entry (None: a tuple item), for the profiler
         for node in nodes:
-            fn, values = _node_callable(node, xp)
+            fn, values = _node_callable(node, device_xp(node, xp))
             ins = tuple(slot(v) for v in values)
             self.program_nodes.append(node)
             if len(node.outputs) == 1:

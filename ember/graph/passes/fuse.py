@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.backends import backend_for, native_kernel, special_function
-from ember.graph.ir import Node, Value
+from ember.graph.ir import Node, Value, device_xp
 from ember.graph.passes import kernel_text
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.registry import OpDef
@@ -138,7 +138,7 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
         upstream = frozenset().union(*(deps.get(i.id, frozenset()) for i in ins)) if ins else frozenset()
         chosen = None
         if fusable(node) or _reducer(node):
-            out_shape = node.outputs[0].shape
+            out_shape = _loop(node.outputs[0])
             if any(i.id in reduced for i in ins):
                 ins_groups = []  # a reduced value is complete only after its kernel: start a new group
             else:
@@ -149,7 +149,7 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
                     continue
                 if fusable(node) and shape_of_group[g] != out_shape:
                     continue
-                if _reducer(node) and shape_of_group[g] != i.shape:
+                if _reducer(node) and shape_of_group[g] != _loop(i):
                     continue
                 # Joining g must not create a cycle through a node outside g.
                 if all(group(j) == g or not depends(j, {g}) for j in ins):
@@ -202,8 +202,13 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
             members = groups[g]
             unit_of_group[g] = len(units)
             units.append(members[0] if len(members) == 1 and not _reducer(members[0]) else
-                         make_fused_node(members, used_outside, xp))
+                         make_fused_node(members, used_outside, device_xp(members[0], xp)))
     return _toposort(units)
+
+
+def _loop(v: Value) -> tuple:
+    """What a fused loop runs over: a shape on one device (a group never spans two devices)."""
+    return v.shape, str(v.device)
 
 
 def _toposort(units: list[Node]) -> list[Node]:
