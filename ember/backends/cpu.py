@@ -30,7 +30,7 @@ class CPUBackend(Backend):
         return isinstance(value, np.ndarray)
 
     def is_writeable(self, array: Any) -> bool:
-        return bool(array.flags.writeable)
+        return array.flags.writeable
 
     def may_share_memory(self, a: Any, b: Any) -> bool:
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and bool(np.may_share_memory(a, b))

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ember.device import _CACHE as _DEVICE_CACHE
-from ember.backends import _BACKENDS, Backend, get_backend, register_backend
+from ember.backends import _BACKENDS, _BY_NAMESPACE, Backend, get_backend, register_backend
 
 # The public names of CuPy's top-level module (cupy/__init__.py at cupy/cupy 6b6d956, less its CUDA-only
 # API): the stand-in namespace offers these where NumPy has them, so code using a NumPy-only name
@@ -646,6 +646,7 @@ class StandinBackend(Backend):
 
 
 BACKEND = StandinBackend()
+_BY_NAMESPACE[id(xp)] = BACKEND  # its arrays find their backend even while another one serves "cuda"
 
 
 def enable() -> Any:

@@ -373,11 +373,21 @@ def device_xp(node: Node, default: Any) -> Any:
 
 def host_array(value: Value) -> np.ndarray:
     """A constant's data on the host (an explicit device -> host copy for device constants)."""
-    data = value.data
-    device = value.device
-    if device is not None and device.backend.is_array(data):
-        return device.backend.to_numpy(data)
-    return np.asarray(data)
+    return to_host(value.data, value.device)
+
+
+def to_host(array: Any, device: Any) -> np.ndarray:
+    """``array`` (of ``device``, or host data) as a NumPy array: an explicit copy for device arrays."""
+    if device is not None and device.backend.is_array(array):
+        return device.backend.to_numpy(array)
+    return np.asarray(array)
+
+
+def on_device(array: Any, device: Any) -> Any:
+    """A new copy of ``array`` (host data or ``device``'s) on ``device`` (the CPU when None)."""
+    if device is None or device.type == "cpu":
+        return np.array(array)
+    return device.backend.asarray(array)
 
 
 def _dev(device: Any) -> Any:
