@@ -277,11 +277,13 @@ def _loop(fn: str, operand_types: Sequence[Any]) -> tuple:
         raise UnsupportedKernel(f"{fn} has no NumPy loop for {operand_types}: {error}") from None
 
 
-def _result_type(types: Sequence[Any], values: Sequence[Any]) -> np.dtype:
-    """NumPy's result dtype of arrays and weak Python numbers (where/clip)."""
-    args = [np.ones(1, t) if isinstance(t, np.dtype) else v for t, v in zip(types, values) if v is not None or
-            isinstance(t, np.dtype)]
-    return np.result_type(*args)
+def _result_type(fn: str, types: Sequence[Any], values: Sequence[Any]) -> np.dtype:
+    """NumPy's result dtype of ``where``/``clip`` on one-element witnesses of these dtypes and the Python
+    numbers themselves (weak), i.e. what eager NumPy computes (ml_dtypes' bfloat16 promotes with a Python
+    float to float32, for instance)."""
+    args = [np.ones(1, t) if isinstance(t, np.dtype) else v for t, v in zip(types, values)]
+    with np.errstate(all="ignore"):
+        return np.asarray(getattr(np, fn)(*args)).dtype
 
 
 # ---- emission ------------------------------------------------------------------------------------
@@ -356,13 +358,13 @@ def _expression(step: Step, types: dict) -> tuple[str, np.dtype]:
         return f"(({_compute(types[x])}){x})", types[x]
     if fn == "where":
         cond, a, b = ops
-        out = _result_type(in_types[1:], ops[1:])
+        out = _result_type("where", [np.dtype(bool)] + list(in_types[1:]), [True] + list(ops[1:]))
         ct = _compute(out)
         c = f"((bool){cond})" if isinstance(cond, str) else ("true" if cond else "false")
         return f"({c} ? {_operand(a, types, out)} : {_operand(b, types, out)})", out
     if fn == "clip":
         x, lo, hi = (tuple(ops) + (None, None))[:3]
-        out = _result_type(in_types, ops)
+        out = _result_type("clip", in_types, ops)
         ct = _compute(out)
         expr = _operand(x, types, out)
         if lo is not None:

@@ -55,14 +55,23 @@ def _compile_run(fn, arrays: list) -> None:
 
 @pytest.fixture(scope="module")
 def recorded() -> list:
-    """(source, input arrays, generic outputs) of every fused kernel the specs produce."""
+    return record_kernels()
+
+
+def _generic(source: str):
+    program = parse(source)
+    return FusedKernel(cuda_codegen.fuser_steps(program), len(program.inputs), list(program.outputs), source, np)
+
+
+def record_kernels() -> list:
+    """(source, input arrays, generic outputs) of every fused kernel the specs produce, on their dtypes
+    and on float16/bfloat16. (Also used by tools/check_cuda_nvrtc.py.)"""
     cpu = get_backend("cpu")
     records: list = []
 
-    def recorder(source: str, name: str):
-        program = parse(source)
-        generic = FusedKernel(cuda_codegen.fuser_steps(program), len(program.inputs), list(program.outputs), source,
-                              np)
+    def recorder(kernel, *rest):
+        source = kernel if isinstance(kernel, str) else kernel.source
+        generic = _generic(source)
 
         def kernel(xp, *arrays):
             out = generic(xp, *arrays)
@@ -79,7 +88,8 @@ def recorded() -> list:
             for spec in SPECS:
                 if not any(_fusable(n) for n in spec.ops):
                     continue
-                for dtype in spec.float_dtypes + tuple(spec.int_dtypes):
+                halves = ("float16", "bfloat16") if spec.float_dtypes else ()
+                for dtype in spec.float_dtypes + halves + tuple(spec.int_dtypes):
                     case = spec.shapes[0]
                     rng = np.random.default_rng(0)
                     arrays = [spec.fixed[i](rng, case) if i in spec.fixed else
