@@ -60,8 +60,48 @@ def compile_source(source: str) -> tuple[bool, str]:
         return False, f"{error}\n{nvrtc.getProgramLog(prog)[:6000]}"
 
 
+def check_api() -> list[str]:
+    """The CuPy names and keywords ember's CUDA backend uses exist in the installed CuPy (no GPU needed)."""
+    import inspect
+
+    from cupy._core import _routines_linalg
+
+    problems = []
+    needed = ["cuda.Event", "cuda.Stream", "cuda.get_elapsed_time", "cuda.alloc_pinned_memory",
+              "cuda.PinnedMemoryPointer", "cuda.set_allocator", "cuda.get_current_stream", "cuda.Device",
+              "cuda.runtime.getDeviceCount", "cuda.runtime.getDevice", "cuda.runtime.setDevice",
+              "cuda.runtime.getDeviceProperties", "cuda.runtime.memGetInfo", "get_default_memory_pool",
+              "get_default_pinned_memory_pool", "may_share_memory", "ElementwiseKernel", "asarray", "asnumpy"]
+    for name in needed:
+        obj = cupy
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        if obj is None:
+            problems.append(f"cupy.{name} missing")
+    pool = cupy.get_default_memory_pool()
+    problems += [f"MemoryPool.{m} missing" for m in ("malloc", "used_bytes", "total_bytes", "free_all_blocks")
+                 if not hasattr(pool, m)]
+    if getattr(_routines_linalg, "COMPUTE_TYPE_TF32", None) is None or not hasattr(_routines_linalg,
+                                                                                   "set_compute_type"):
+        problems.append("cupy._core._routines_linalg TF32 compute type missing")
+    for fn, words in ((cupy.ndarray.get, ("stream", "out", "blocking")), (cupy.ndarray.set, ("stream",)),
+                      (cupy.cuda.Event.__init__, ("block", "disable_timing", "interprocess")),
+                      (cupy.ElementwiseKernel, ("preamble", "return_tuple", "options"))):
+        doc = (fn.__doc__ or "") + str(getattr(fn, "__text_signature__", "") or "")
+        try:
+            doc += str(inspect.signature(fn))
+        except (TypeError, ValueError):
+            pass
+        problems += [f"{fn.__qualname__}: no {w!r}" for w in words if w not in doc]
+    return problems
+
+
 def main() -> int:
     import test_cuda_codegen
+
+    problems = check_api()
+    print(f"CuPy {cupy.__version__} API used by ember/backends/cuda.py: " + ("OK" if not problems else
+                                                                          f"PROBLEMS {problems}"))
 
     t0 = time.perf_counter()
     seen, kernels = set(), []
@@ -74,6 +114,17 @@ def main() -> int:
             kernels.append(generate(source, [a.dtype for a in ins]))
         except UnsupportedKernel:
             continue
+    # CuPy parses the parameter lists at construction (no GPU): each C type must be the one the body uses.
+    mismatched = []
+    for kern in kernels:
+        ek = cupy.ElementwiseKernel(kern.in_params, kern.out_params, kern.body, kern.name, preamble=kern.preamble,
+                                    return_tuple=True, options=("--fmad=false",))
+        for info, (dtype, _) in zip(ek.in_params + ek.out_params, _params(kern.in_params) + _params(kern.out_params)):
+            if info.ctype != C_TYPES[dtype]:
+                mismatched.append((dtype, info.ctype))
+    problems += [f"CuPy's C type for {d} is {c}" for d, c in sorted(set(mismatched))]
+    print(f"ElementwiseKernel parameter lists: {len(kernels)} parsed by CuPy, "
+          f"{'C types agree' if not mismatched else sorted(set(mismatched))}")
     parts = [HEADERS, PREAMBLE] + [wrap(k, kern) for k, kern in enumerate(kernels)]
     ok, message = compile_source("\n".join(parts))
     print(f"fused kernels: {len(kernels)} generated, NVRTC {'OK' if ok else 'FAILED'}: {message}")
@@ -86,7 +137,7 @@ def main() -> int:
     ok2, message2 = compile_source("\n".join(rng_parts))
     print(f"philox kernels: {len(cuda_random.BODIES)}, NVRTC {'OK' if ok2 else 'FAILED'}: {message2}")
     print(f"NVRTC {nvrtc.getVersion()}, {time.perf_counter() - t0:.1f} s")
-    return 0 if ok and ok2 else 1
+    return 0 if ok and ok2 and not problems else 1
 
 
 if __name__ == "__main__":

@@ -24,9 +24,14 @@ C_TYPE = {"float32": "float", "float64": "double", "uint64": "unsigned long long
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    cxx = host.compiler()
-    if cxx is None:
+    if host.compiler() is None:
         pytest.skip("no C++ compiler")
+    return build_host_lib(tmp_path_factory.mktemp("philox"))
+
+
+def build_host_lib(d):
+    """The Philox core and every kernel body compiled as host C++ into ``d`` (also used by the GPU test)."""
+    cxx = host.compiler()
     parts = ["#include <math.h>", "#define EMBER_DEVICE", PREAMBLE,
              'extern "C" void kat(unsigned int* c, unsigned int* k, unsigned int* out) {'
              " ember_u4 r = ember_philox(c[0], c[1], c[2], c[3], k[0], k[1]);"
@@ -36,7 +41,6 @@ def lib(tmp_path_factory):
         parts.append(f'extern "C" void draw_{kind}_{dtype}(long long n, unsigned int k0, unsigned int k1, '
                      f"unsigned int o0, unsigned int o1, {t}* dst) {{ for (long long i = 0; i < n; ++i) "
                      f"{{ {t} out; {{ {body} }} dst[i] = out; }} }}")
-    d = tmp_path_factory.mktemp("philox")
     (d / "philox.cpp").write_text("\n".join(parts))
     subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(d / "philox.so"), str(d / "philox.cpp")], check=True)
     return ctypes.CDLL(str(d / "philox.so"))
