@@ -260,7 +260,13 @@ class CuPyBackend(Backend):
             return None
         if program.fns & {"sum", "mean"}:
             return None
-        return FusedCudaKernel(program, None if isinstance(kernel, str) else kernel)
+        generic = kernel
+        if isinstance(kernel, str):  # the older hook form: build the generic replay from the parsed steps
+            from ember.graph.passes.fuse import FusedKernel  # the graph package imports backends: on use
+
+            generic = FusedKernel(cuda_codegen.fuser_steps(program), len(program.inputs), list(program.outputs),
+                                  source, cupy)
+        return FusedCudaKernel(program, generic)
 
     def special_function(self, name: str) -> Callable:
         return getattr(_cupy_special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name))

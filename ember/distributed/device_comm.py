@@ -35,11 +35,17 @@ def _low_float(dtype: np.dtype) -> bool:
 def choose(device: Any, group: ProcessGroup) -> str:
     """``"cpu"`` (host tensors), ``"nccl"`` or ``"host"`` (device tensors staged through host memory).
     Every rank of ``group`` must call it (it gathers each rank's GPU over MPI)."""
+    nccl = _nccl_module(device) if device.type != "cpu" else None
+    where = (socket.gethostname(), _gpu_id(device)) if nccl is not None else None
+    # A collective on every rank (CPU ones too), so that all get the same answer or the same error.
+    everyone = group.comm.allgather((device.type, where))
+    types = sorted({t for t, _ in everyone})
+    if len(types) > 1:
+        raise RuntimeError(f"DistributedDataParallel: the ranks' models are on different device types {types} "
+                           f"(rank {group.rank()} is on {device}); put every replica on the same kind of device")
     if device.type == "cpu":
         return "cpu"
-    nccl = _nccl_module(device)
-    where = (socket.gethostname(), _gpu_id(device)) if nccl is not None else None
-    everyone = group.comm.allgather(where)  # collective: all ranks ask, all get the same answer
+    everyone = [w for _, w in everyone]
     if os.environ.get("EMBER_DDP_COMM", "") == "host":
         return "host"
     if any(w is None or w[1] is None for w in everyone) or len(set(everyone)) != len(everyone):

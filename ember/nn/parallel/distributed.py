@@ -100,7 +100,7 @@ class DistributedDataParallel(Module):
                                f"({sorted(map(str, devices))}); move the whole module to one device per process")
         device = next(iter(devices)) if devices else None
         # Device tensors: NCCL where each rank has its own GPU, else staged through host memory (device_comm.py).
-        kind = device_comm.choose(device, group) if device is not None else "cpu"
+        kind = device_comm.choose(device if device is not None else _CPU, group)
         object.__setattr__(self, "comm_kind", kind)
         object.__setattr__(self, "_comm", device_comm.make(kind, device, group) if device is not None else None)
         self._check_same_model(named)
