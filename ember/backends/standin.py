@@ -609,11 +609,6 @@ class StandinBackend(Backend):
     def is_array(self, value: Any) -> bool:
         return type(value) is StandinArray
 
-    def is_writeable(self, array: StandinArray) -> bool:
-        # Device arrays carry no read-only flag: a zero stride over more than one element (an expanded
-        # tensor) is what in-place writes must refuse, as PyTorch checks for internal overlap.
-        return not any(s == 0 and n > 1 for s, n in zip(array.strides, array.shape))
-
     def may_share_memory(self, a: Any, b: Any) -> bool:
         return type(a) is StandinArray and type(b) is StandinArray and bool(np.may_share_memory(a._a, b._a))
 

@@ -279,8 +279,6 @@ def test_checkpoint_saved_on_device_loads_on_cpu_and_back(tmp_path, fmt):
         _assert_same(p, q, 0.0, name)
 
 
-@pytest.mark.xfail(reason="device generators (ember.random drawing through Backend.make_rng) land with the CuPy "
-                          "backend's random.py (helper cuda-backend); until then numbers are drawn on the host")
 def test_random_numbers_are_drawn_by_the_device_generator():
     ember.manual_seed(0)
     a = ember.randn(1000, device="cuda")
