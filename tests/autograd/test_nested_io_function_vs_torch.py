@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember.run.alias import module_for
 
 torch = pytest.importorskip("torch")
 
@@ -59,7 +60,8 @@ def test_enforce_grad_layout_policy_is_a_thread_local_switch() -> None:
 
 def test_sdp_kernel_sets_and_restores_flags_like_torch() -> None:
     for lib in (torch, ember):
-        cuda = lib.backends.cuda
+        # torch.backends.cuda is ember.backends.cuda_flags (ember.backends.cuda is the CUDA backend module)
+        cuda = torch.backends.cuda if lib is torch else module_for("torch.backends.cuda")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with cuda.sdp_kernel(enable_flash=False, enable_math=True, enable_mem_efficient=False):
