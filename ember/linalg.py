@@ -132,10 +132,11 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
     """Compact LU with partial pivoting and 1-based int32 pivots; a zero pivot raises as in PyTorch (use
     :func:`lu_factor_ex` or :func:`lu` to get the factors of a singular matrix)."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
-    bad = [i for i, v in enumerate(info.reshape(-1).tolist()) if v]
-    if bad:
-        where = f"(Batch element {bad[0]}): " if A.ndim > 2 else ""
-        z = int(info.reshape(-1)[bad[0]].item())
+    if bool((info != 0).any()):
+        flat = info.reshape(-1)
+        index = int((flat != 0).to(info.dtype).argmax())
+        where = f"(Batch element {index}): " if A.ndim > 2 else ""
+        z = int(flat[index])
         raise RuntimeError(f"torch.linalg.lu_factor: {where}U[{z},{z}] is zero and using it on lu_solve would result "
                            "in a division by zero. If you still want to perform the factorization, consider calling "
                            "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")

@@ -831,7 +831,8 @@ for _spec in SPECS:
 # References are NumPy/SciPy's LAPACK wrappers; functions of singular/eigen vectors are gauge-invariant
 # (squares, U @ Vh), as differentiating them requires. Square inputs get + 3 I where they must be invertible.
 def _plus3i(a: Any) -> Any:
-    return a + 3 * (ember.eye(a.shape[-1], dtype=a.dtype) if isinstance(a, ember.Tensor) else np.eye(a.shape[-1]))
+    return a + 3 * (ember.eye(a.shape[-1], dtype=a.dtype, device=a.device) if isinstance(a, ember.Tensor)
+                    else np.eye(a.shape[-1]))
 
 
 def _sym(a: Any) -> Any:
@@ -840,7 +841,7 @@ def _sym(a: Any) -> Any:
 
 def _spd(a: Any) -> Any:
     return a @ a.swapaxes(-1, -2) + 2 * np.eye(a.shape[-1]) if isinstance(a, np.ndarray) else \
-        a @ a.mT + 2 * ember.eye(a.shape[-1], dtype=a.dtype)
+        a @ a.mT + 2 * ember.eye(a.shape[-1], dtype=a.dtype, device=a.device)
 
 
 def _svd_gauge(U: Any, S: Any, Vh: Any) -> tuple:

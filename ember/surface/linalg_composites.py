@@ -254,12 +254,13 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, o
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, pivots = dispatch.apply(_factor.LU_FACTOR, (A,))
     k = min(A.shape[-2], A.shape[-1])
-    diag = LU.detach().diagonal(0, -2, -1).reshape(-1, k).numpy() if k else np.zeros((max(1, LU.numel()), 0))
-    info = [int(np.flatnonzero(row == 0)[0]) + 1 if (row == 0).any() else 0 for row in diag]
-    info_t = _batch_int(tuple(A.shape[:-2]), info[:math.prod(A.shape[:-2])] if A.ndim > 2 else info[:1], A.device)
-    if check_errors and any(info):
-        raise checks.LinAlgError(f"torch.linalg.lu_factor_ex: U[{max(info)},{max(info)}] is zero and using it on "
-                                 "lu_solve would result in a division by zero.")
+    zero = LU.detach().diagonal(0, -2, -1) == 0  # computed where LU lives (no host round trip)
+    first = zero.to(dtypes.int32).argmax(-1).to(dtypes.int32) + 1 if k else zero.sum(-1).to(dtypes.int32)
+    info_t = first.where(zero.any(-1), first * 0) if k else first
+    if check_errors and bool((info_t != 0).any()):
+        bad = int(info_t.max())
+        raise checks.LinAlgError(f"torch.linalg.lu_factor_ex: U[{bad},{bad}] is zero and using it on lu_solve would "
+                                 "result in a division by zero.")
     return _LU_FACTOR_EX(LU, pivots, info_t)
 
 
