@@ -30,7 +30,7 @@ from ember.dtypes import from_numpy_dtype
 from ember.interpreters import TracingError
 from ember.ops.registry import OPS, Spec
 
-from op_harness import (DEVICES, EXTRAS, LAYOUTS, as_tuple, assert_matches_reference, cotangents, diff_positions,
+from op_harness import (DEVICES, EXTRAS, INTEGER_DTYPES, LAYOUTS, as_tuple, assert_matches_reference, cotangents, diff_positions,
                         extras, layout_tensor, layout_values, make_inputs, reference, to_numpy, weighted_loss)
 from op_specs import SPECS, OpSpec
 
@@ -324,3 +324,148 @@ def test_shape_rules_agree_with_impl(device: str) -> None:
 def test_shape_rules_agree_with_impl_every_case(spec: OpSpec, device: str) -> None:
     _, bad = shape_rule_mismatches(_shape_rule_run(spec, list(spec.shapes), device))
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+# ---- ONNX: export and onnxruntime against eager -----------------------------------------------------
+# Specs whose records all map to ONNX but whose call cannot be exported, with the reason.
+_INDEX_PUT = ("index_put's ONNX mapping (ScatterND) has no translation of its index/accumulate attributes yet "
+              "(ember/onnx/emitters.py): the exporter refuses")
+_MASK = "a boolean mask selects a data-dependent number of elements (ONNX export traces a static graph)"
+NOT_EXPORTABLE: dict[str, str] = {
+    **{name: _INDEX_PUT for name in ("setitem_slice", "setitem_advanced", "setitem_mask", "index_put_accumulate",
+                                     "diag_vector", "diag_vector_offset", "diag_embed")},
+    **{name: _MASK for name in ("getitem_bool", "getitem_bool_cmp", "masked_select", "masked_select_broadcast")},
+}
+
+
+def _onnx_dtype(spec: OpSpec) -> str:
+    return "float32" if "float32" in spec.float_dtypes else (spec.float_dtypes + tuple(spec.int_dtypes))[0]
+
+
+def _exportable(spec: OpSpec) -> bool:
+    return bool(spec.ops) and all(OPS[name].onnx is not None for name in spec.ops if name in OPS)
+
+
+def check_onnx(spec: OpSpec, device: str, slow: bool) -> None:
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import ember.onnx as eonnx
+
+    cases = [c for c in spec.shapes if all(s is None or 0 not in s for s in c)] if slow else [typical_case(spec)]
+    for case in cases:
+        dtype = _onnx_dtype(spec)
+        arrays = make_inputs(spec, case, dtype)
+        tensors = [ember.tensor(a, device=device) for a in arrays]
+        if spec.name in NOT_EXPORTABLE:
+            with pytest.raises((NotImplementedError, TracingError)):
+                eonnx.export(spec.fn, tuple(tensors))
+            continue
+        with np.errstate(all="ignore"):
+            want = as_tuple(spec.fn(*tensors))
+            got = eonnx.run(eonnx.export(spec.fn, tuple(tensors)), [to_numpy(t) for t in tensors])
+        where = f"{spec.name} [onnx {dtype} {case}]"
+        assert len(got) == len(want), f"{where}: {len(got)} outputs, eager has {len(want)}"
+        for k, (g, w) in enumerate(zip(got, want)):
+            w = to_numpy(w)
+            assert np.asarray(g).dtype == w.dtype, f"{where}: output {k} dtype {np.asarray(g).dtype} != {w.dtype}"
+            _assert_same(g, w, 1e-5, f"{where}: output {k}")
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if _exportable(s)], ids=lambda s: s.name)
+def test_onnx_export_matches_eager(spec: OpSpec, device: str) -> None:
+    check_onnx(spec, device, slow=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", [s for s in SPECS if _exportable(s)], ids=lambda s: s.name)
+def test_onnx_export_matches_eager_every_case(spec: OpSpec, device: str) -> None:
+    check_onnx(spec, device, slow=True)
+
+
+# ---- PyTorch: the spec's own callable with ``ember`` rebound to ``torch`` ----------------------------
+# Specs whose callable reaches ember internals (records without a public name) have no torch form.
+_INTERNAL_NAMES = {"dispatch", "OPS", "ops"}
+# Specs with a torch form where torch differs on purpose or does not run the same call, with the reason.
+TORCH_DIFFERS: dict[str, str] = {
+    "sort_stable_ties_descending": "torch.sort takes dim/descending by keyword once stable= is given; ember also "
+                                  "accepts them by position (the call is checked against NumPy in test_ops_generated)",
+    "addmm_beta0": "beta=0: ember's addmm leaves input out of the graph (no gradient), as its forward ignores it; torch "
+                   "sends it 0 * grad, which the spec's x * nan turns into NaN",
+}
+
+
+def _torch_value(value: Any, torch: Any) -> Any:
+    if isinstance(value, ember.dtype):
+        return getattr(torch, value.name)
+    if isinstance(value, types.FunctionType):
+        return torch_form(value, torch)
+    return value
+
+
+def torch_form(fn: Any, torch: Any) -> Any:
+    """``fn`` with the global ``ember`` bound to ``torch`` (closures converted), or None when ``fn`` reaches
+    ember's internals. Public ember functions map to torch's function of the same name."""
+    if not isinstance(fn, types.FunctionType):
+        return None
+    if fn.__module__ != "op_specs":
+        return getattr(torch, fn.__name__, None) if fn.__module__.startswith("ember") else None
+    if _INTERNAL_NAMES & set(fn.__code__.co_names):
+        return None
+    cells = None
+    if fn.__closure__:
+        values = [_torch_value(c.cell_contents, torch) for c in fn.__closure__]
+        if any(v is None for v in values):
+            return None
+        cells = tuple(types.CellType(v) for v in values)
+    return types.FunctionType(fn.__code__, {**fn.__globals__, "ember": torch}, fn.__name__, fn.__defaults__, cells)
+
+
+def check_torch(spec: OpSpec, device: str, slow: bool) -> bool:
+    """Values, result dtypes and gradients against torch; False when the spec has no torch form."""
+    torch = pytest.importorskip("torch")
+    tfn = torch_form(spec.fn, torch)
+    if tfn is None:
+        return False
+    for case in spec.shapes if slow else [typical_case(spec)]:
+        for dtype in list(spec.float_dtypes) + list(spec.int_dtypes):
+            arrays = make_inputs(spec, case, dtype)
+            grad = dtype == _grad_dtype(spec)
+            tensors, diff = _tensors(spec, arrays, device, grad)
+            outs, grads = _run(spec, spec.fn, tensors, diff)
+            t_in = [torch.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]
+            with np.errstate(all="ignore"):
+                t_outs = as_tuple(tfn(*t_in))
+            where = f"{spec.name} [torch {dtype} {case}]"
+            assert len(t_outs) == len(outs), f"{where}: {len(outs)} outputs, torch has {len(t_outs)}"
+            ties = dtype in INTEGER_DTYPES and not _broadcast_ok(spec)  # 'distinct' values drawn as ints tie
+            for k, (o, t) in enumerate(zip(outs, t_outs)):
+                if ties and k > 0:  # which of equal elements an index points to is unspecified in torch
+                    continue
+                assert o.dtype.name == str(t.dtype).replace("torch.", ""), \
+                    f"{where}: output {k} dtype {o.dtype}, torch gives {t.dtype}"
+                _assert_same(to_numpy(o), t.detach().numpy(), 1e-10 if dtype == "float64" else 1e-5,
+                             f"{where}: output {k}")
+            if grad:
+                vs = cotangents(outs)
+                loss = sum((t * torch.tensor(v)).sum() for t, v in zip(t_outs, vs) if v is not None)
+                t_grads = torch.autograd.grad(loss, [t_in[i] for i in diff], allow_unused=True)
+                _assert_grads(spec, grads, [None if g is None else g.numpy() for g in t_grads],
+                              [arrays[i].shape for i in diff], 1e-9, f" [torch {dtype} {case}]")
+    return True
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_matches_torch(spec: OpSpec, device: str) -> None:
+    if spec.name in TORCH_DIFFERS:
+        pytest.skip(TORCH_DIFFERS[spec.name])
+    if not check_torch(spec, device, slow=False):
+        pytest.skip("no torch form: the spec calls ember internals")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
+def test_matches_torch_every_case(spec: OpSpec, device: str) -> None:
+    if spec.name in TORCH_DIFFERS:
+        pytest.skip(TORCH_DIFFERS[spec.name])
+    if not check_torch(spec, device, slow=True):
+        pytest.skip("no torch form: the spec calls ember internals")
