@@ -476,7 +476,10 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
         length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
         r = arange(length, device=input.device) + max(-offset, 0)
         c = arange(length, device=input.device) + max(offset, 0)
-        return moved[..., r, c]
+        out = moved[..., r, c]
+        # Still a view for in-place writes: the graph carries them back into ``input``.
+        input._data.interpreter.mark_view(out, input, "diagonal", {"offset": int(offset), "dim1": d1, "dim2": d2})
+        return out
     return dispatch.apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
 
 
