@@ -140,7 +140,6 @@ def test_backward_on_device_matches_cpu(spec: OpSpec) -> None:
 
 # Compiled results that are wrong on the CPU as well (found by this axis; not device bugs), with why.
 COMPILE_BROKEN_ON_CPU_TOO = {
-    "inplace_on_views": "ember.compile replays in-place writes through views wrongly (CPU: max error 2.9 vs eager)",
     "assign": "a raw assign on a traced input: the executor's write-back finds no target tensor (CPU too)",
 }
 
