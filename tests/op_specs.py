@@ -835,18 +835,24 @@ for _spec in SPECS:
 # ---- linear algebra records (ember/ops/linalg_factor.py, linalg_solve.py) ------------------------------
 # References are NumPy/SciPy's LAPACK wrappers; functions of singular/eigen vectors are gauge-invariant
 # (squares, U @ Vh), as differentiating them requires. Square inputs get + 3 I where they must be invertible.
+def _eye_like(a: Any) -> Any:
+    """Identity matrices matching a's batch, dtype and device, for NumPy, ember or torch (specs also run with
+    ``ember`` rebound to ``torch``)."""
+    if isinstance(a, np.ndarray):
+        return np.eye(a.shape[-1])
+    return (a.diagonal(0, -2, -1) * 0 + 1).diag_embed()
+
+
 def _plus3i(a: Any) -> Any:
-    return a + 3 * (ember.eye(a.shape[-1], dtype=a.dtype, device=a.device) if isinstance(a, ember.Tensor)
-                    else np.eye(a.shape[-1]))
+    return a + 3 * _eye_like(a)
 
 
 def _sym(a: Any) -> Any:
-    return (a + a.swapaxes(-1, -2)) / 2 if isinstance(a, np.ndarray) else (a + a.mT) / 2
+    return (a + a.swapaxes(-1, -2)) / 2
 
 
 def _spd(a: Any) -> Any:
-    return a @ a.swapaxes(-1, -2) + 2 * np.eye(a.shape[-1]) if isinstance(a, np.ndarray) else \
-        a @ a.mT + 2 * ember.eye(a.shape[-1], dtype=a.dtype, device=a.device)
+    return a @ a.swapaxes(-1, -2) + 2 * _eye_like(a)
 
 
 def _svd_gauge(U: Any, S: Any, Vh: Any) -> tuple:
@@ -903,9 +909,10 @@ SPECS += [
            [((4, 3),), ((2, 3, 3),), ((2, 4),)], **_LINALG),
     OpSpec("linalg_qr_complete", ("linalg_qr",), lambda a: tuple(ember.linalg.qr(a, "complete")),
            lambda a: np.linalg.qr(a, "complete"), [((2, 3),)], **_LINALG),
+    # lu_factor_ex: no data-dependent check (compiles), and the broadcast layout's singular inputs factor
     OpSpec("linalg_lu_factor", ("linalg_lu_factor",),
-           lambda a: (lambda lu, piv: (lu, piv.to(ember.int64)))(*ember.linalg.lu_factor(a)), _scipy_lu,
-           [((3, 3),), ((2, 4, 3),), ((3, 4),)], **_LINALG),
+           lambda a: (lambda lu, piv, info: (lu, piv.to(ember.int64)))(*ember.linalg.lu_factor_ex(a)), _scipy_lu,
+           [((2, 3, 3),), ((2, 4, 3),), ((2, 3, 4),)], **_LINALG),
     OpSpec("lu_permutation", ("lu_permutation", "linalg_lu_factor"), lambda a: ember.linalg.lu(a).P,
            lambda a: np.stack([__import__("scipy.linalg").linalg.lu(m)[0] for m in a.reshape(-1, *a.shape[-2:])]
                               ).reshape(a.shape[:-2] + (a.shape[-2], a.shape[-2])),
@@ -919,7 +926,7 @@ SPECS += [
     OpSpec("linalg_det", ("linalg_det",), ember.linalg.det, np.linalg.det, [((3, 3),), ((2, 2, 2),), ((1, 1),)],
            **_LINALG),
     OpSpec("linalg_slogdet", ("linalg_slogdet",), lambda a: ember.linalg.slogdet(a)[1],
-           lambda a: np.linalg.slogdet(a)[1], [((3, 3),), ((2, 2, 2),)], **_LINALG),
+           lambda a: np.linalg.slogdet(a)[1], [((2, 3, 3),), ((2, 2, 2),)], **_LINALG),
     OpSpec("linalg_slogdet_sign", ("linalg_slogdet",), lambda a: ember.linalg.slogdet(a)[0],  # no gradient
            lambda a: np.linalg.slogdet(a)[0], [((3, 3),), ((2, 2, 2),)], grad=False, low_precision=False),
     OpSpec("linalg_solve", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
