@@ -16,14 +16,9 @@ import pytest
 import ember
 from ember.backends.standin import StandinArray
 
+from op_harness import CPU_ONLY, MIXES_A_CPU_CONSTANT
 from op_specs import SPECS, OpSpec, sample
 
-# Specs whose fn multiplies by a CPU constant tensor of its own (``ember.tensor([...])`` without a device):
-# on the device that mix must raise, naming the op and both devices, as PyTorch does.
-MIXES_A_CPU_CONSTANT = {"prod_with_zero", "prod_two_zeros", "amax_ties", "xlogy_zeros", "cumprod_zeros",
-                        "setitem_views"}
-# Specs for the CPU only: the transfer op's record with CPU source and target attributes.
-CPU_ONLY = {"to_device_cpu"}
 
 
 def _inputs(spec: OpSpec, dtype: str, seed: int = 0) -> list:
@@ -140,7 +135,6 @@ def test_backward_on_device_matches_cpu(spec: OpSpec) -> None:
 
 # Compiled results that are wrong on the CPU as well (found by this axis; not device bugs), with why.
 COMPILE_BROKEN_ON_CPU_TOO = {
-    "inplace_on_views": "ember.compile replays in-place writes through views wrongly (CPU: max error 2.9 vs eager)",
     "assign": "a raw assign on a traced input: the executor's write-back finds no target tensor (CPU too)",
 }
 
