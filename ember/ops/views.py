@@ -436,7 +436,7 @@ def _multi_output_views(outs: list, name: str) -> tuple:
 def _diagonal_impl(xp: Any, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     out = xp.diagonal(x, offset, dim1, dim2)
     flags = out.flags
-    if not getattr(flags, "writeable", True) and x.flags.writeable:
+    if not getattr(flags, "writeable", True) and getattr(x.flags, "writeable", True):
         flags.writeable = True  # NumPy hands out a read-only diagonal of a writable array: same memory
     return out
 
