@@ -20,7 +20,6 @@ from typing import Any, Iterator
 import numpy as np
 
 import ember
-import ember.testing
 from ember import _config
 from ember.backends import cpu_kernels
 from ember.graph.passes import fuse_numba
@@ -31,28 +30,12 @@ LOW_PRECISION = ("float16", "bfloat16")
 INTEGER_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64")
 TOL = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6), "float16": (1e-2, 1e-2), "bfloat16": (4e-2, 4e-2)}
 
-# The device axis: every axis test takes a ``device`` fixture (tests/ops/test_ops_axes.py) over this
-# list. "cuda" is a real GPU where ember's CUDA backend finds one, else the stand-in device
-# (ember.testing.standin_cuda(): device arrays that refuse silent host conversion, docs/devices.md).
-# Inputs are created with ``device=`` and results read back with ``.cpu()`` before comparing.
+# The device axis. Every axis test takes a ``device`` fixture parametrized over this list; a backend
+# whose tests can run here (the stand-in device served as "cuda", a real GPU) is added to it, e.g.
+# ``DEVICES.append("cuda")`` behind its availability check. Inputs are created on the device and
+# results are brought back with ``.cpu()`` before they are compared.
+# "cuda" is a GPU where one is present, else ember's stand-in device (docs/devices.md), so CI runs it.
 DEVICES: list[str] = ["cpu", "cuda"]
-
-# Specs whose callable multiplies by a CPU constant of its own (``ember.tensor([...])`` without a
-# device): on another device that mix must raise, naming both devices, as PyTorch does.
-MIXES_A_CPU_CONSTANT = {"prod_with_zero", "prod_two_zeros", "amax_ties", "xlogy_zeros", "cumprod_zeros",
-                        "setitem_views"}
-# Specs for the CPU only: the transfer op's record with CPU source and target attributes.
-CPU_ONLY = {"to_device_cpu"}
-
-
-@contextlib.contextmanager
-def on_device(device: str) -> Iterator[str]:
-    """Run the block with ``device`` usable: "cuda" without a GPU is served by the stand-in device."""
-    if device == "cuda" and not ember.cuda.is_available():
-        with ember.testing.standin_cuda():
-            yield device
-    else:
-        yield device
 
 
 def np_dtype(name: str) -> Any:

@@ -30,23 +30,19 @@ from ember.dtypes import from_numpy_dtype
 from ember.interpreters import TracingError
 from ember.ops.registry import OPS, Spec
 
-from op_harness import (CPU_ONLY, DEVICES, EXTRAS, INTEGER_DTYPES, LAYOUTS, MIXES_A_CPU_CONSTANT, as_tuple,
-                        assert_matches_reference, cotangents, diff_positions, extras, layout_tensor, layout_values,
-                        make_inputs, on_device, reference, to_numpy, weighted_loss)
+from op_harness import (DEVICES, EXTRAS, INTEGER_DTYPES, LAYOUTS, as_tuple, assert_matches_reference, cotangents, diff_positions,
+                        extras, layout_tensor, layout_values, make_inputs, reference, to_numpy, weighted_loss)
 from op_specs import SPECS, OpSpec
 
 
 @pytest.fixture(params=DEVICES)
 def device(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The device axis (op_harness.DEVICES): "cuda" is the stand-in device where no GPU is present."""
-    with on_device(request.param) as name:
-        yield name
-
-
-def _skip_on_device(spec: OpSpec, device: str) -> None:
-    if device != "cpu" and spec.name in CPU_ONLY | MIXES_A_CPU_CONSTANT:
-        pytest.skip("CPU only, or mixes a CPU constant in (tests/backends/test_ops_on_standin_device.py checks "
-                    "that this raises)")
+    """The device axis: "cuda" is the GPU where one is present, else the stand-in device."""
+    if request.param == "cuda" and not ember.cuda.is_available():
+        with ember.testing.standin_cuda():
+            yield "cuda"
+    else:
+        yield request.param
 
 
 def typical_case(spec: OpSpec) -> tuple:
@@ -139,14 +135,12 @@ def check_layouts(spec: OpSpec, device: str, slow: bool) -> int:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_layouts(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_layouts(spec, device, slow=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_layouts_every_dtype(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_layouts(spec, device, slow=True)
 
 
@@ -171,14 +165,12 @@ def check_numpy_only(spec: OpSpec, device: str, slow: bool) -> None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_numpy_only_install(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_numpy_only(spec, device, slow=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_numpy_only_install_every_case(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_numpy_only(spec, device, slow=True)
 
 
@@ -240,7 +232,6 @@ def check_compiled(spec: OpSpec, device: str, slow: bool, extras_mode: str = "in
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     if spec.name in GRAPH_ONLY_SPECS:
         pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=False)
@@ -250,7 +241,6 @@ def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
 @pytest.mark.parametrize("extras_mode", EXTRAS)
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager_every_case(spec: OpSpec, device: str, extras_mode: str) -> None:
-    _skip_on_device(spec, device)
     if spec.name in GRAPH_ONLY_SPECS:
         pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=True, extras_mode=extras_mode)
@@ -280,8 +270,8 @@ def recorded_calls() -> Iterator[list]:
 
 
 def _spec_of(value: Any) -> Any:
-    """The abstract value of an impl argument or result (host or device array); other values as they are."""
-    if isinstance(value, (np.ndarray, np.generic)) or (hasattr(value, "shape") and hasattr(value, "dtype")):
+    """An impl's array argument or result (NumPy's, or a device's) as a Spec; other values as they are."""
+    if not isinstance(value, Spec) and hasattr(value, "shape") and hasattr(value, "dtype"):
         return Spec(tuple(value.shape), from_numpy_dtype(value.dtype))
     return value
 
@@ -301,7 +291,8 @@ def shape_rule_mismatches(calls: list) -> tuple:
             bad.append(f"{op.name}{[_spec_of(a) for a in args]} {attrs}: shape_rule raised {error!r}")
             continue
         rule = [rule] if isinstance(rule, Spec) else list(rule)  # one Spec, or one per output
-        got = [_spec_of(o if hasattr(o, "dtype") else np.asarray(o)) for o in (out if isinstance(out, (tuple, list)) else (out,))]
+        got = [_spec_of(o if hasattr(o, "shape") else np.asarray(o))
+               for o in (out if isinstance(out, (tuple, list)) else (out,))]
         want = [(tuple(s.shape), s.dtype.name) for s in rule]
         have = [(tuple(s.shape), s.dtype.name) for s in got]
         if want != have:
@@ -327,8 +318,6 @@ def test_shape_rules_agree_with_impl(device: str) -> None:
     reaches is checked (a count floor keeps the axis from going quiet)."""
     checked, bad = set(), []
     for spec in SPECS:
-        if device != "cpu" and spec.name in CPU_ONLY | MIXES_A_CPU_CONSTANT:
-            continue
         c, b = shape_rule_mismatches(_shape_rule_run(spec, [typical_case(spec)], device))
         checked |= c
         bad += [f"{spec.name}: {m}" for m in b]
@@ -339,7 +328,6 @@ def test_shape_rules_agree_with_impl(device: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_shape_rules_agree_with_impl_every_case(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     _, bad = shape_rule_mismatches(_shape_rule_run(spec, list(spec.shapes), device))
     assert not bad, "\n".join(sorted(set(bad)))
 
@@ -391,14 +379,12 @@ def check_onnx(spec: OpSpec, device: str, slow: bool) -> None:
 
 @pytest.mark.parametrize("spec", [s for s in SPECS if _exportable(s)], ids=lambda s: s.name)
 def test_onnx_export_matches_eager(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_onnx(spec, device, slow=False)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", [s for s in SPECS if _exportable(s)], ids=lambda s: s.name)
 def test_onnx_export_matches_eager_every_case(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     check_onnx(spec, device, slow=True)
 
 
@@ -476,7 +462,6 @@ def check_torch(spec: OpSpec, device: str, slow: bool) -> bool:
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_matches_torch(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     if spec.name in TORCH_DIFFERS:
         pytest.skip(TORCH_DIFFERS[spec.name])
     if not check_torch(spec, device, slow=False):
@@ -486,7 +471,6 @@ def test_matches_torch(spec: OpSpec, device: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_matches_torch_every_case(spec: OpSpec, device: str) -> None:
-    _skip_on_device(spec, device)
     if spec.name in TORCH_DIFFERS:
         pytest.skip(TORCH_DIFFERS[spec.name])
     if not check_torch(spec, device, slow=True):
