@@ -10,6 +10,8 @@ from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
+from ember.autograd.node import _FREED_MESSAGE, SavedTensor
+from ember.ops.elementwise import sum_to
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -118,8 +120,6 @@ def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
 def _saved_index_tensors(ctx: Any, first: int) -> tuple:
     """The saved index tensors only: the indexed tensor's own version is not checked (PyTorch's
     index/slice backward does not need its values, so changing it in place later is fine)."""
-    from ember.autograd.node import _FREED_MESSAGE, SavedTensor
-
     saved = getattr(ctx, "saved", ())
     if saved is None:
         raise RuntimeError(_FREED_MESSAGE)
@@ -193,8 +193,6 @@ def _index_put_vjp(ctx: Any, g: Any) -> tuple:
         gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)
     gv = None
     if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to
-
         gv = sum_to(getitem_with(g, index, index_tensors), ctx.input_meta[1])
     return (gx, gv) + (None,) * len(index_tensors)
 
