@@ -25,6 +25,7 @@ from pathlib import Path
 
 if __name__ == "__main__" and "--threads" in sys.argv:  # before NumPy and torch load their thread pools
     os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
+    os.environ["EMBER_CPU_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]  # ember's own pool too
 
 import numpy as np
 
