@@ -29,6 +29,7 @@ from ember.autograd import grad_mode
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.cost import numel
 from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
 
 
 def _as3(xp: Any, a: Any) -> Any:
@@ -126,7 +127,7 @@ def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, e
 
 BATCH_NORM_TRAIN = register(OpDef(
     name="batch_norm", category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
-    nondiff_outputs=(1, 2), shape_rule=_train_rule, flops=_train_flops,
+    nondiff_outputs=(1, 2), shape_rule=_train_rule, flops=_train_flops, onnx=to_onnx.batch_norm,
 ))
 BATCH_NORM_TRAIN_BACKWARD = register(OpDef(
     name="batch_norm_backward", category="nn", impl=_backward_impl, num_outputs=3,

@@ -59,3 +59,19 @@ def test_batch_norm_second_derivative_matches_torch() -> None:
 
     for got, want in zip(grad_norm(ember), grad_norm(torch)):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+def test_batch_norm_train_exports_to_onnx(tmp_path) -> None:
+    pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    import ember.onnx as eonnx
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((4, 3, 5, 5)).astype(np.float32) + 2
+    w, b = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    fn = lambda t, tw, tb: ember.nn.functional.batch_norm(t, None, None, tw, tb, True)  # noqa: E731
+    inputs = [ember.tensor(a) for a in (x, w, b)]
+    eonnx.export(fn, tuple(inputs), str(tmp_path / "bn.onnx"))
+    (got,) = eonnx.run(str(tmp_path / "bn.onnx"), inputs)
+    want = torch.nn.functional.batch_norm(torch.tensor(x), None, None, torch.tensor(w), torch.tensor(b), True)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
