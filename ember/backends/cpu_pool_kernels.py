@@ -1,7 +1,7 @@
 """Native (numba) kernels for max pooling with any window (``ember/ops/pooling.py``).
 
 The NumPy path loops over the kernel taps, each a few full-output sweeps (compare, select, index
-bookkeeping), and its backward for overlapping windows (ResNet's 3x3, stride 2) is a float64
+bookkeeping; ~3x slower), and its backward for overlapping windows (ResNet's 3x3, stride 2) is a float64
 ``bincount``; these do one pass. Both work on planes ``[start, stop)`` of the (N*C, H, W) input
 and release the GIL, so ``ember.backends.cpu_threads.parallel_for`` runs them on all cores.
 
@@ -23,21 +23,31 @@ def build(numba: Any) -> dict[str, Callable]:
 
     @njit(cache=True, nogil=True)
     def max_pool2d_planes(x: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int, dw: int,
-                          out: Any, indices: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+                          out: Any, indices: Any, start: int, stop: int) -> int:  # pragma: no cover - compiled
         """PyTorch's CPU rule per window: start at -inf with the first in-bounds position, take a
-        value when ``val > best or val != val`` (so NaN wins, the last NaN of a window), taps
-        in row-major order; padding is never read. ``x`` is (P, H, W), ``out``/``indices`` (P, OH, OW)."""
+        value when ``val > best``, taps in row-major order; padding is never read. ``x`` is
+        (P, H, W), ``out``/``indices`` (P, OH, OW).
+
+        Returns how many windows held a NaN: for those PyTorch's rule also takes each NaN, and the
+        caller redoes the op on the exact NumPy path. A NaN test inside the compare doubled the time.
+        """
         _, h, w = x.shape
         _, oh, ow = out.shape
         lowest = np.full(1, -np.inf, dtype=x.dtype)[0]  # x's type: a float64 best converts each compare
+        nans = 0
         for p in range(start, stop):
             for i in range(oh):
                 r0 = i * sh - ph
-                rs = r0 if r0 >= 0 else r0 + (-r0 + dh - 1) // dh * dh  # first row inside the input
+                rs = r0  # the first row inside the input (an if: a select would divide every time)
+                if r0 < 0:
+                    rs = r0 + (-r0 + dh - 1) // dh * dh
                 for j in range(ow):
                     c0 = j * sw - pw
-                    cs = c0 if c0 >= 0 else c0 + (-c0 + dw - 1) // dw * dw
+                    cs = c0
+                    if c0 < 0:
+                        cs = c0 + (-c0 + dw - 1) // dw * dw
                     best = lowest
+                    odd = False
                     where = rs * w + cs
                     for a in range(kh):
                         r = r0 + a * dh
@@ -48,11 +58,14 @@ def build(numba: Any) -> dict[str, Callable]:
                             if c < 0 or c >= w:
                                 continue
                             v = x[p, r, c]
-                            take = (v > best) | (v != v)  # selects, not branches: on random data
-                            best = v if take else best    # a branch mispredicts half the compares
+                            odd |= v != v  # off the compare chain's critical path
+                            take = v > best  # a select, not a branch: on random data a branch
+                            best = v if take else best  # mispredicts half the compares
                             where = r * w + c if take else where
+                    nans += odd
                     out[p, i, j] = best
                     indices[p, i, j] = where
+        return nans
 
     @njit(cache=True, nogil=True)
     def unpool_scatter_add(g: Any, indices: Any, out: Any, start: int, stop: int) -> int:  # pragma: no cover - compiled

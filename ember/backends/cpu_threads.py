@@ -22,7 +22,9 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
+
+import numpy as np
 
 from ember import _config
 
@@ -74,3 +76,14 @@ def parallel_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 
     finally:
         for future in futures:
             future.result()
+
+
+def split_channels(xp: Any, fn: Callable[[int, int], object], channels: int, per_channel: int,
+                   min_elements: int = 1 << 16) -> None:
+    """``parallel_for`` over blocks of ``channels`` for the CPU backend (``xp`` NumPy), each thread
+    getting at least ``min_elements`` elements (``per_channel`` each); other backends run
+    ``fn(0, channels)`` as is (their arrays live on a device with its own parallelism)."""
+    if xp is not np:
+        fn(0, channels)
+        return
+    parallel_for(fn, channels, max(1, -(-min_elements // max(1, per_channel))))

@@ -25,6 +25,7 @@ import numpy as np
 
 from ember import _config
 from ember.backends import native_kernel
+from ember.ops import conv_geometry, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import cost, dispatch
 from ember.ops.registry import OpDef, Spec, register
@@ -33,20 +34,8 @@ from ember.amp.policy import autocast_policy
 
 
 # ---- geometry and im2col (array-level helpers, written against xp) ---------------------------
-def out_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
-    return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def _tap_range(size: int, out: int, offset: int, stride: int, pad: int) -> tuple | None:
-    """For one kernel tap at ``offset`` (tap index * dilation): the output positions whose window
-    reads a real (non-padding) input element, and those input elements, as two slices; None when
-    the tap reads only padding."""
-    lo = max(0, -((offset - pad) // stride))  # ceil((pad - offset) / stride)
-    hi = min(out, (size - 1 + pad - offset) // stride + 1)
-    if hi <= lo:
-        return None
-    start = lo * stride + offset - pad
-    return slice(lo, hi), slice(start, start + (hi - lo - 1) * stride + 1, stride)
+out_size = conv_geometry.out_size
+_tap_range = conv_geometry.tap_range
 
 
 def _live_taps(size: int, out: int, k: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
@@ -193,6 +182,29 @@ def _winograd_input(xp: Any, x: Any, padding: tuple, m: int, remember: bool) -> 
     return v
 
 
+PER_IMAGE_MIN_PIXELS = 128
+
+
+def _per_image(groups: int, oh: int, ow: int) -> bool:
+    """Whether im2col runs per image (``conv_per_image``: no transposing copies, one GEMM per image)
+    rather than batch-wide: one group, and maps of at least ``PER_IMAGE_MIN_PIXELS`` outputs, below
+    which per-image GEMMs are too small for BLAS (measured: docs/cpu-performance.md)."""
+    return groups == 1 and oh * ow >= PER_IMAGE_MIN_PIXELS
+
+
+def _per_image_cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple,
+                    remember: bool) -> Any:
+    key = ("per_image", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
+    if not remember:
+        found = _recall_cols(x, key)
+        if found is not None:
+            return found
+    cols = per_image.cols(xp, x, kh, kw, stride, padding, dilation)
+    if remember:
+        _remember_cols(x, key, cols)
+    return cols
+
+
 def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
     transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
@@ -221,6 +233,8 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     o, cg, kh, kw = w.shape
     oh = out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
     ow = out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
+    if _per_image(groups, oh, ow):
+        return per_image.forward(xp, _per_image_cols(xp, x, kh, kw, stride, padding, dilation, True), w, oh, ow)
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=True)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     out = _gemm(xp, w2, cols)  # (G, O/G, N*L): one GEMM per group
@@ -239,6 +253,8 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     n, c, h, width = input_shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
+    if _per_image(groups, oh, ow):
+        return per_image.input_grad(xp, g, w, tuple(input_shape), stride, padding, dilation)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     gcols = _gemm(xp, w2.transpose(0, 2, 1), _to_channels_first(g, groups, o // groups))  # (G, K, N*L)
     gcols = gcols.reshape(c, kh, kw, n, oh, ow)
@@ -271,6 +287,9 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
     if m and _finite(xp, x, g):
         return winograd.weight_grad(xp, x, g, padding, m, v=_winograd_input(xp, x, padding, m, remember=False))
     o, cg, kh, kw = weight_shape
+    if _per_image(groups, g.shape[2], g.shape[3]):
+        cols = _per_image_cols(xp, x, kh, kw, stride, padding, dilation, False)
+        return per_image.weight_grad(xp, g, cols, tuple(weight_shape))
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=False)  # (G, K, N*L)
     g2 = _to_channels_first(g, groups, o // groups)  # (G, O/G, N*L)
     return _gemm(xp, g2, cols.transpose(0, 2, 1)).reshape(weight_shape)

@@ -2,7 +2,8 @@
 
 Composed from primitives (mean, subtract, square, mean, rsqrt, two products, a sum), a training
 batch norm made ~9 full passes over the activation forward and ~20 backward, with as many
-temporaries: a quarter of a ResNet-18 step here. These make 5 each way. Sums of products run as
+temporaries: a quarter of a ResNet-18 step here. These make 5 each way, on blocks of channels
+split over the cores (``ember.backends.cpu_threads``: NumPy releases the GIL in these loops). Sums of products run as
 ``einsum`` contractions (no temporary product array), and the gradient is formed from the
 centered input, ``dx = a * (g - mean(g) - xhat * mean(g * xhat))``, which keeps its precision when
 a channel's mean is large against its spread.
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ember.autograd import grad_mode
+from ember.backends.cpu_threads import split_channels
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.cost import numel
 from ember.ops.registry import OpDef, Spec, register
@@ -44,17 +46,27 @@ def _per_channel(v: Any) -> Any:
 
 def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> tuple:
     x3 = _as3(xp, x)
-    count = x3.shape[0] * x3.shape[2]
-    mean = xp.einsum("ncl->c", x3) / count
-    y = x3 - _per_channel(mean)  # becomes the output in place
-    var = xp.einsum("ncl,ncl->c", y, y) / count
-    scale = 1.0 / xp.sqrt(var + eps)
-    if has_weight:
-        scale = scale * affine[0].astype(scale.dtype, copy=False)
-        affine = affine[1:]
-    y *= _per_channel(scale.astype(y.dtype, copy=False))
-    if affine:
-        y += _per_channel(affine[0].astype(y.dtype, copy=False))
+    n, c, length = x3.shape
+    count = n * length
+    weight = affine[0] if has_weight else None
+    bias = affine[-1] if len(affine) > int(has_weight) else None
+    y = xp.empty(x3.shape, dtype=x3.dtype)
+    mean = xp.empty(c, dtype=x3.dtype)
+    var = xp.empty(c, dtype=x3.dtype)
+
+    def channels(c0: int, c1: int) -> None:  # channel blocks are independent: one per core
+        xs, ys = x3[:, c0:c1], y[:, c0:c1]
+        mean[c0:c1] = xp.einsum("ncl->c", xs) / count
+        xp.subtract(xs, _per_channel(mean[c0:c1]), out=ys)  # becomes the output in place
+        var[c0:c1] = xp.einsum("ncl,ncl->c", ys, ys) / count
+        scale = 1.0 / xp.sqrt(var[c0:c1] + eps)
+        if weight is not None:
+            scale = scale * weight[c0:c1].astype(scale.dtype, copy=False)
+        ys *= _per_channel(scale.astype(ys.dtype, copy=False))
+        if bias is not None:
+            ys += _per_channel(bias[c0:c1].astype(ys.dtype, copy=False))
+
+    split_channels(xp, channels, c, count)
     return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False),
             var.astype(x.dtype, copy=False))
 
@@ -108,18 +120,28 @@ def _train_flops(inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict) -> 
 
 def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, eps: float) -> tuple:
     g3, x3 = _as3(xp, g), _as3(xp, x)
-    count = x3.shape[0] * x3.shape[2]
+    n, c, length = x3.shape
+    count = n * length
     mean, var = mean.astype(x3.dtype, copy=False), var.astype(x3.dtype, copy=False)
     invstd = 1.0 / xp.sqrt(var + eps)
-    gb = xp.einsum("ncl->c", g3)
-    centered = x3 - _per_channel(mean)
-    gw = xp.einsum("ncl,ncl->c", g3, centered) * invstd  # sum(g * xhat)
     a = invstd * weight[0].astype(invstd.dtype, copy=False) if weight else invstd
-    # dx = a * (g - gb / count - xhat * gw / count), with xhat = centered * invstd
-    centered *= _per_channel(-(a * invstd * gw / count))
-    gx = g3 * _per_channel(a)
-    gx += centered
-    gx += _per_channel(-(a * gb / count))
+    gx = xp.empty(x3.shape, dtype=x3.dtype)
+    gw = xp.empty(c, dtype=x3.dtype)
+    gb = xp.empty(c, dtype=x3.dtype)
+
+    def channels(c0: int, c1: int) -> None:
+        gs, gxs = g3[:, c0:c1], gx[:, c0:c1]
+        gb[c0:c1] = xp.einsum("ncl->c", gs)
+        centered = x3[:, c0:c1] - _per_channel(mean[c0:c1])
+        gw[c0:c1] = xp.einsum("ncl,ncl->c", gs, centered) * invstd[c0:c1]  # sum(g * xhat)
+        # dx = a * (g - gb / count - xhat * gw / count), with xhat = centered * invstd
+        ac = a[c0:c1]
+        centered *= _per_channel(-(ac * invstd[c0:c1] * gw[c0:c1] / count))
+        xp.multiply(gs, _per_channel(ac), out=gxs)
+        gxs += centered
+        gxs += _per_channel(-(ac * gb[c0:c1] / count))
+
+    split_channels(xp, channels, c, count)
     param = weight[0].dtype if weight else x.dtype
     return (gx.reshape(x.shape).astype(x.dtype, copy=False), gw.astype(param, copy=False),
             gb.astype(param, copy=False))

@@ -105,9 +105,12 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
         planes = xp.ascontiguousarray(x).reshape(n * c, h, w)
         out = xp.empty((n * c, oh, ow), dtype=x.dtype)
         indices = xp.empty((n * c, oh, ow), dtype=xp.int64)
-        parallel_for(lambda start, stop: native(planes, *kernel, *stride, *padding, *dilation, out, indices,
-                                                start, stop), n * c, max(1, 16384 // max(1, oh * ow)))
-        return out.reshape(n, c, oh, ow), indices.reshape(n, c, oh, ow)
+        nans: list = []  # list.append is atomic: each chunk reports its count
+        parallel_for(lambda start, stop: nans.append(native(planes, *kernel, *stride, *padding, *dilation, out,
+                                                            indices, start, stop)),
+                     n * c, max(1, 16384 // max(1, oh * ow)))
+        if not any(nans):  # NaN-free: done; else PyTorch's NaN rule on the NumPy path below
+            return out.reshape(n, c, oh, ow), indices.reshape(n, c, oh, ow)
     xpad = _pad_to(xp, x, padding, hp, wp, -xp.inf)
     # Narrow tap codes: these passes are memory-bound, so int8 is about twice as fast as int64.
     code = xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32
