@@ -52,6 +52,16 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return _POOL
 
 
+def _forget_pool() -> None:
+    """After fork the child has the pool object but none of its threads: start a new one there."""
+    global _POOL, _LOCK
+    _POOL, _LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _run(fn: Callable[[int, int], object], start: int, stop: int) -> None:
     _LOCAL.inside = True  # a chunk that calls parallel_for again runs it inline (no deadlock)
     try:

@@ -46,3 +46,21 @@ def test_nested_calls_run_inline_and_one_thread_means_no_pool(monkeypatch) -> No
     names = []
     cpu_threads.parallel_for(lambda a, b: names.append(threading.current_thread().name), 1000, 1)
     assert names == [threading.current_thread().name]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork only")
+def test_a_forked_child_gets_a_working_pool(monkeypatch) -> None:
+    """A DataLoader worker forked after the pool started must not wait on the parent's threads."""
+    import multiprocessing
+
+    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    cpu_threads.parallel_for(lambda a, b: None, 10, 1)  # the parent's pool exists
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply_async(_sum_in_child).get(timeout=60) == 4950
+
+
+def _sum_in_child() -> int:
+    out = np.zeros(100)
+    cpu_threads.parallel_for(lambda a, b: out.__setitem__(slice(a, b), np.arange(a, b)), 100, 1)
+    return int(out.sum())
