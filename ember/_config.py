@@ -32,3 +32,7 @@ CONV_ALGORITHM: str = os.environ.get("EMBER_CONV_ALGORITHM", "auto")
 # Threads for ember's own memory-bound CPU work (ember/backends/cpu_threads.py); 0: all CPUs this
 # process may use. BLAS keeps its own setting (OPENBLAS_NUM_THREADS).
 CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
+
+# The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
+# EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.
+CUDA_STANDIN: bool = os.environ.get("EMBER_CUDA_STANDIN", "") not in ("", "0")

@@ -20,6 +20,7 @@ import numpy as np
 from ember import dtypes
 from ember._tensor_methods import TensorMethods
 from ember.autograd import grad_mode
+from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
 from ember.ops import dispatch, elementwise as ew, inplace, linalg
 from ember.ops.registry import OPS
@@ -139,7 +140,7 @@ class Tensor(TensorMethods):
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def data_ptr(self) -> int:
-        return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
+        return self._device.backend.data_ptr(self._data)
 
     def share_memory_(self) -> "Tensor":
         """Move the data into shared memory other processes can map (no-op if it is there); see
@@ -298,17 +299,20 @@ class Tensor(TensorMethods):
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self._device.backend.to_numpy(self._data) if self._device.type != "cpu" else self._data
+        """NumPy's view of a CPU tensor; device tensors refuse (copy with ``.cpu()`` first), as in PyTorch."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        array = self._data
         return array if dtype is None else array.astype(dtype)
 
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._device.type == "cpu" else self._device.backend.to_numpy(
-            self._data).reshape(()).item()
+        return self._device.backend.item(self._data)
 
     def tolist(self) -> Any:
-        return np.asarray(self.__array__()).tolist()
+        return self._device.backend.to_numpy(self._data).tolist()
 
     def __float__(self) -> float:
         if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
@@ -379,7 +383,7 @@ class Tensor(TensorMethods):
         target_device = kwargs.pop("device", None)
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
@@ -390,13 +394,15 @@ class Tensor(TensorMethods):
                 target_dtype = dtypes.to_dtype(arg)
             elif isinstance(arg, (str, Device)):
                 target_device = arg
+            elif isinstance(arg, bool) and target_device is not None:
+                non_blocking = arg  # to(device, dtype, non_blocking) positional form
             elif arg is not None:
                 raise TypeError(f"to(): unexpected argument {arg!r}")
         out = self
         if target_device is not None:
             target = to_device(target_device)
             if target != out._device:
-                out = _transfer(out, target)
+                out = _transfer(out, target, non_blocking)
         if target_dtype is not None:
             out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
         if copy and out is self:
@@ -411,7 +417,29 @@ class Tensor(TensorMethods):
             device = "cuda"
         elif isinstance(device, int):
             device = f"cuda:{device}"
-        return self.to(device)
+        return self.to(device, non_blocking=non_blocking)
+
+    def pin_memory(self, device: Any = None) -> "Tensor":
+        """A copy in page-locked host memory, so ``.to('cuda', non_blocking=True)`` can copy
+        asynchronously (needs the CUDA backend, as PyTorch needs an accelerator)."""
+        if self._device.type != "cpu":
+            raise RuntimeError(f"pin_memory(): cannot pin a {self._device} tensor: only dense CPU tensors can be "
+                               "pinned")
+        if self.is_pinned():
+            return self
+        try:
+            backend = get_backend("cuda")
+        except RuntimeError as error:
+            raise RuntimeError(f"pin_memory(): {error}") from None
+        out = Tensor._make(backend.pin(self._data), self._device, False)
+        return out.requires_grad_(True) if self._requires_grad else out
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """Whether this CPU tensor lives in page-locked memory (False without a CUDA backend)."""
+        if self._device.type != "cpu":
+            return False
+        backend = _cuda_backend_or_none()
+        return backend is not None and backend.is_pinned(self._data)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
@@ -572,14 +600,31 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-def _transfer(t: Tensor, target: Device) -> Tensor:
-    """Copy to another device; recorded so gradients flow back to the source device."""
+def _cuda_backend_or_none() -> Any:
+    try:
+        return get_backend("cuda")
+    except RuntimeError:
+        return None
+
+
+def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
+    """Copy to another device; recorded so gradients flow back to the source device.
+
+    ``non_blocking``: a host -> device copy from pinned memory, or a device -> host copy, may return
+    before the data has arrived (the backend queues it on the current stream), as in PyTorch."""
     from ember.ops.registry import OPS
 
     source = t._device
+    if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
+        return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})
     t0 = dispatch.PROFILER and dispatch._clock()
-    data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
-                                  if target.type == "cpu" else t._data, index=target.index or 0)
+    if source.type == "cpu" and target.type != "cpu":
+        data = target.backend.copy_from_host(t._data, target.index or 0, non_blocking)
+    elif target.type == "cpu" and source.type != "cpu":
+        data = source.backend.copy_to_host(t._data, non_blocking)
+    else:  # within one device type (cuda:0 -> cuda:1) the backend copies directly; else through the host
+        data = t._data if source.type == target.type else source.backend.to_numpy(t._data)
+        data = target.backend.asarray(data, index=target.index or 0)
     out = Tensor._make(data, target, False)
     if t0 and dispatch.PROFILER is not None:  # a host<->device copy is a profiler event of its own
         dispatch.PROFILER.copy(t0, t._data, source, target)
