@@ -116,6 +116,8 @@ def cumsum(b: GraphBuilder, n: Any) -> str:
     x = n.inputs[0]
     if n.in_specs[0].dtype is not n.out_specs[0].dtype:
         x = _cast(b, x, n.out_specs[0].dtype)
+    if not _rank(n):  # ONNX CumSum refuses scalars; the cumulative sum of one element is itself
+        return b.node("Identity", [x])
     return b.node("CumSum", [x, b.const(np.array(int(n.attrs["dim"]), dtype=np.int64))])
 
 
@@ -125,7 +127,7 @@ def bool_reduction(onnx_op: str) -> Callable:
     def emit(b: GraphBuilder, n: Any) -> str:
         x = _cast(b, _cast(b, n.inputs[0], dtypes.bool_), dtypes.int32)
         out = reduce(b, onnx_op, x, n.attrs.get("dims"), n.attrs.get("keepdim", False))
-        return _cast(b, out, dtypes.bool_)
+        return _cast(b, out, n.out_specs[0].dtype)  # bool (uint8 for uint8 input, as PyTorch)
 
     return emit
 
@@ -181,6 +183,18 @@ def remainder(b: GraphBuilder, n: Any) -> str:
         return b.node("Mod", n.inputs, fmod=0)  # integer Mod with fmod=0 takes the divisor's sign, like Python
     a, c = n.inputs
     return b.node("Sub", [a, b.node("Mul", [b.node("Floor", [b.node("Div", [a, c])]), c])])
+
+
+def logical(onnx_op: str) -> Callable:
+    """``logical_not/and/or/xor``: ONNX's Not/And/Or/Xor take bools only; other inputs are cast (0 -> False,
+    anything else, NaN included, -> True, as PyTorch reads them)."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        inputs = [x if spec.dtype is dtypes.bool_ else _cast(b, x, dtypes.bool_)
+                  for x, spec in zip(n.inputs, n.in_specs)]
+        return b.node(onnx_op, inputs)
+
+    return emit
 
 
 def bitwise(bool_op: str, int_op: str) -> Callable:
@@ -445,6 +459,26 @@ def layer_norm(b: GraphBuilder, n: Any) -> list:
                   epsilon=float(n.attrs["eps"]), stash_type=dtypes.float64.onnx if dtype is dtypes.float64 else 1)
 
 
+def batch_norm(b: GraphBuilder, n: Any) -> list:
+    """Training-mode batch norm (batch statistics) as primitives; outputs (y, mean, var) as ember's
+    op. ONNX's BatchNormalization in training mode returns running statistics instead."""
+    rank, has_weight = _rank(n), n.attrs["has_weight"]
+    dtype = n.in_specs[0].dtype
+    axes = [0] + list(range(2, rank))
+    mean = reduce(b, "ReduceMean", n.inputs[0], axes, True)
+    centered = b.node("Sub", [n.inputs[0], mean])
+    var = reduce(b, "ReduceMean", b.node("Mul", [centered, centered]), axes, True)
+    y = b.node("Div", [centered, b.node("Sqrt", [b.node("Add", [var, b.scalar(n.attrs["eps"], dtype)])])])
+    per_channel = b.ints([1, -1] + [1] * (rank - 2))
+    affine = list(n.inputs[1:])
+    if has_weight:
+        y = b.node("Mul", [y, b.node("Reshape", [affine.pop(0), per_channel])])
+    if affine:
+        y = b.node("Add", [y, b.node("Reshape", [affine[0], per_channel])])
+    flat = b.ints([-1])
+    return [y, b.node("Reshape", [mean, flat]), b.node("Reshape", [var, flat])]
+
+
 # ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------
 def expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
@@ -487,8 +521,10 @@ def atan2(b: GraphBuilder, n: Any) -> str:
 def sort(b: GraphBuilder, n: Any) -> list:
     """sort(dim, descending) as TopK over the whole dim (values and int64 indices). TopK is not
     stable: indices of equal values may come in another order than ember's stable sort."""
+    if not _rank(n):  # TopK needs an axis: a 0-d tensor sorts to itself at index 0
+        return [b.node("Identity", [n.inputs[0]]), b.const(np.array(0, dtype=np.int64))]
     dim = int(n.attrs.get("dim", -1))
-    size = n.in_specs[0].shape[dim] if n.in_specs[0].shape else 1
+    size = n.in_specs[0].shape[dim]
     k = b.ints([size])
     return b.node("TopK", [n.inputs[0], k], outputs=2, axis=dim, largest=int(bool(n.attrs.get("descending", False))),
                   sorted=1)
