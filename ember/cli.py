@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from ember.run import run_script
+from ember.train import mnist
+import ember as torch
 
 
 def two_layer_demo(steps: int = 500) -> float:
     """The lectures' two-layer ReLU network on random data, trained with autograd."""
-    import ember as torch
-
     torch.manual_seed(0)
     n, d_in, h, d_out = 64, 1000, 100, 10
     x = torch.randn(n, d_in)
@@ -44,10 +45,9 @@ def two_layer_demo(steps: int = 500) -> float:
     return loss_value
 
 
-def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None) -> int:
-    from ember.train import mnist
-
-    kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size}
+def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None,
+                 device: str = "cpu") -> int:
+    kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "device": device}
     if out is not None:
         kwargs["run_dir"] = out
     mnist.run(**kwargs)
@@ -61,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--epochs", type=int, default=None)
     demo.add_argument("--batch-size", type=int, default=64)
     demo.add_argument("--out", default=None, help="run directory for the checkpoint and logs")
+    demo.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N (needs a GPU and CuPy)")
     train = sub.add_parser("train", help="train a model on a data set")
     train.add_argument("dataset", choices=["mnist"])
     train.add_argument("--data", default=None, help="folder with the four MNIST IDX .gz files")
     train.add_argument("--epochs", type=int, default=None)
     train.add_argument("--batch-size", type=int, default=64)
     train.add_argument("--out", default=None)
+    train.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N (needs a GPU and CuPy)")
     sub.add_parser("bench", help="eager vs compiled time for the same training step")
     twolayer = sub.add_parser("twolayer", help="the lectures' two-layer network with autograd")
     twolayer.add_argument("--steps", type=int, default=500)
@@ -75,13 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script (sys.argv[1:])")
     args = parser.parse_args(argv)
     if args.command == "run":
-        from ember.run import run_script
-
         return run_script(args.script, args.args)
     if args.command == "demo":
-        return _train_mnist(None, args.epochs, args.batch_size, args.out)
+        return _train_mnist(None, args.epochs, args.batch_size, args.out, args.device)
     if args.command == "train":
-        return _train_mnist(args.data, args.epochs, args.batch_size, args.out)
+        return _train_mnist(args.data, args.epochs, args.batch_size, args.out, args.device)
     if args.command == "bench":
         from ember.graph.showcase import showcase
 
