@@ -103,12 +103,12 @@ def _fused_where() -> Callable:
 
 CASES: dict[str, Callable[[], Callable]] = {
     "erf": _erf, "erfinv": _erfinv, "gelu": _gelu_train, "relu (relu_grad)": _relu_train,
-    "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "adam_update": _adam_step,
+    "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "Adam step (compiled update)": _adam_step,
     "fused where (where_scalar/where_arrays)": _fused_where,
 }
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
-                "relu_grad": "relu (relu_grad)", "adam_update": "adam_update",
+                "relu_grad": "relu (relu_grad)",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
                 "where_arrays": "fused where (where_scalar/where_arrays)"}
 
