@@ -575,7 +575,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
     from ember import random as ember_random
     from ember.creation import _wrap_array
 
-    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+    if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, like=input,
                                          p=1.0 - p, scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
@@ -613,7 +613,7 @@ def _channel_dropout(input: Any, p: float, training: bool, batched_ndim: int) ->
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     if input.ndim == batched_ndim - 1:
         shape = (input.shape[0],) + (1,) * (input.ndim - 1)
-    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+    if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", shape, input.dtype, input.device, like=input, p=1.0 - p,
                                          scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
@@ -637,7 +637,7 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm:
         if not -num <= padding_idx < num:
             raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num})")
         padding_idx %= num
-    if input.numel() and not dispatch.SYMBOLIC.is_symbolic(input):  # traced indices have no values to check
+    if input.numel() and not dispatch.is_symbolic(input):  # traced indices have no values to check
         lo, hi = int(input.min()), int(input.max())
         if lo < 0 or hi >= num:
             raise IndexError(f"embedding: index {hi if hi >= num else lo} is out of range for a weight with "

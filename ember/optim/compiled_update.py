@@ -35,12 +35,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable
 
-from ember import dtypes
+from ember import dtypes, interpreters
 from ember.creation import tensor
 from ember.graph.compile import CompiledFunction
 from ember.graph.ir import TracingError
 from ember.graph.passes import fuse_numba
-from ember.ops import dispatch
 from ember.optim.hyper import Hyper, apply_updates, to_scalar
 from ember.tensor import Tensor
 
@@ -90,7 +89,7 @@ class _Entry:
 
         def compiled_update(*args: Tensor) -> None:
             grads = list(args[count:])
-            if not dispatch.SYMBOLIC.active:
+            if not interpreters.tracing():
                 # ember.compile's eager warm-up call: the options as Python numbers, exactly the op-by-op
                 # path (in-place ops with a 0-d float64 tensor would round differently from a number).
                 apply_updates(update, params, grads, states, Hyper(group))

@@ -29,9 +29,8 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, Iterable
 
-from ember import dtypes
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
-from ember.ops import dispatch
 from ember.optim.compiled_update import CompiledUpdates
 from ember.optim.hyper import Hyper, apply_updates, to_scalar  # noqa: F401 (to_scalar: re-exported)
 from ember.tensor import Tensor
@@ -91,7 +90,7 @@ def _wrap_step(step: Callable) -> Callable:
 def use_fast_path() -> bool:
     """True when a group's update may run as its compiled graph (eager mode, no graph being built
     around the step, not disabled by ``Optimizer.fast_path = False``)."""
-    return Optimizer.fast_path and dispatch.SYMBOLIC.active == 0
+    return Optimizer.fast_path and not interpreters.tracing()
 
 
 def scalar_dtype() -> dtypes.dtype:
