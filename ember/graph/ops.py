@@ -46,18 +46,19 @@ def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: boo
     return Spec(_broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype, a.device)
 
 
-def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    ta, tb = ctx.attrs.get("transpose_a", False), ctx.attrs.get("transpose_b", False)
-    A = a.mT if ta else a
-    B = b.mT if tb else b
-    ga = (g @ B.mT) if ctx.needs[0] else None
-    gb = (A.mT @ g) if ctx.needs[1] else None
-    from ember.ops.elementwise import sum_to  # batch dims that were broadcast sum back to the input's shape
+def _matmul_t_a_grad(ctx: Any, g: Any) -> Any:
+    """a's gradient: ``g @ B^T`` (B = b, or b^T when transpose_b), transposed back when a was read transposed.
+    The engine sums broadcast batch dimensions back to a's shape."""
+    b = ctx.inputs[1]
+    ga = g @ (b if ctx.attrs.get("transpose_b", False) else b.mT)
+    return ga.mT if ctx.attrs.get("transpose_a", False) else ga
 
-    sa, sb = ctx.input_meta
-    return (sum_to(ga.mT if ta else ga, sa) if ga is not None else None,
-            sum_to(gb.mT if tb else gb, sb) if gb is not None else None)
+
+def _matmul_t_b_grad(ctx: Any, g: Any) -> Any:
+    """b's gradient: ``A^T @ g`` (A = a, or a^T when transpose_a), transposed back when b was read transposed."""
+    a = ctx.inputs[0]
+    gb = (a if ctx.attrs.get("transpose_a", False) else a.mT) @ g
+    return gb.mT if ctx.attrs.get("transpose_b", False) else gb
 
 
 if "assign" not in OPS:
@@ -71,7 +72,7 @@ if "assign" not in OPS:
         doc="group(*ops): an op that runs when fetched only to make its inputs run",
     ))
     MATMUL_T = register(OpDef(
-        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=_matmul_t_vjp,
+        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=(_matmul_t_a_grad, _matmul_t_b_grad),
         onnx=to_onnx.matmul_t, doc="matmul(a^T?, b^T?): transposes folded into the matmul", flops=cost.matmul_flops,
         simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
     ))

@@ -13,12 +13,8 @@ from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 
 
-def _matmul_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    sa, sb = ctx.input_meta
-    ga = sum_to(matmul(g, b.mT), sa) if ctx.needs[0] else None
-    gb = sum_to(matmul(a.mT, g), sb) if ctx.needs[1] else None
-    return ga, gb
+# One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
+_MATMUL_VJP = (lambda ctx, g: matmul(g, ctx.inputs[1].mT), lambda ctx, g: matmul(ctx.inputs[0].mT, g))
 
 
 def _matmul_rule(a: Spec, b: Spec) -> Spec:
@@ -39,7 +35,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
+    name="matmul", category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.ops import dispatch, elementwise as ew, reductions as red
-from ember.ops.elementwise import elementwise_rule, sum_to
+from ember.ops.elementwise import elementwise_rule
 from ember.ops.nn_ops import log_softmax, logsigmoid
 from ember.ops.registry import OpDef, register
 from ember.amp.policy import autocast_policy
@@ -210,15 +210,13 @@ def _bce_impl(xp: Any, p: Any, t: Any) -> Any:
     return (t - 1) * log_q - t * log_p
 
 
-def _bce_vjp(ctx: Any, g: Any) -> tuple:
-    p, t = ctx.inputs
-    sp, st = ctx.input_meta
+# One rule per input (the engine sums broadcast gradients back to each input's shape).
+_BCE_VJP = (
     # PyTorch's gradient: (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and p = 1 like the loss.
-    gp = sum_to(g * (p - t) / ew.clamp((1.0 - p) * p, min=1e-12), sp) if ctx.needs[0] else None
-    gt = None
-    if ctx.needs[1]:  # PyTorch does not clamp the logs here: inf at p = 0 or 1
-        gt = sum_to(g * (ew.log1p(-p) - ew.log(p)), st)
-    return gp, gt
+    lambda ctx, g: g * (ctx.inputs[0] - ctx.inputs[1]) / ew.clamp((1.0 - ctx.inputs[0]) * ctx.inputs[0], min=1e-12),
+    # PyTorch does not clamp the logs here: inf at p = 0 or 1.
+    lambda ctx, g: g * (ew.log1p(-ctx.inputs[0]) - ew.log(ctx.inputs[0])),
+)
 
 
 def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
@@ -231,22 +229,19 @@ def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
 
 
 def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
+    """One function: with ``pos_weight`` the gradients share ``pw * t`` and ``softplus(-x)``."""
     x, t = ctx.inputs[0], ctx.inputs[1]
-    shapes = ctx.input_meta
-    s = ew.sigmoid(x)
     pw = ctx.inputs[2] if len(ctx.inputs) > 2 else None
     # PyTorch's gradient: sigmoid(x) - t (with pos_weight: (pw t + 1 - t) sigmoid(x) - pw t), formed
     # directly so the tails keep their digits and a logit of 0 gives 0.5 - t.
     if pw is None:
-        gx = g * (s - t) if ctx.needs[0] else None
-        gt = g * -x if ctx.needs[1] else None
-        return (sum_to(gx, shapes[0]) if gx is not None else None, sum_to(gt, shapes[1]) if gt is not None else None)
+        return (g * (ew.sigmoid(x) - t) if ctx.needs[0] else None), (g * -x if ctx.needs[1] else None)
     pwt = pw * t
     softplus_neg = -logsigmoid(x)
-    gx = g * ((pwt + 1.0 - t) * s - pwt) if ctx.needs[0] else None
+    gx = g * ((pwt + 1.0 - t) * ew.sigmoid(x) - pwt) if ctx.needs[0] else None
     gt = g * ((pw - 1.0) * softplus_neg - x) if ctx.needs[1] else None
     gpw = g * t * softplus_neg if ctx.needs[2] else None
-    return tuple(sum_to(v, shape) if v is not None else None for v, shape in zip((gx, gt, gpw), shapes))
+    return gx, gt, gpw
 
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
@@ -256,7 +251,7 @@ BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
-    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
+    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_BCE_VJP, shape_rule=elementwise_rule(),
     float_only=True,
 ))
 

@@ -186,21 +186,16 @@ def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tupl
     return out
 
 
-def _index_put_vjp(ctx: Any, g: Any) -> tuple:
-    index, index_tensors = ctx.attrs["index"], _saved_index_tensors(ctx, 2)
-    gx = None
-    if ctx.needs[0]:
-        gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)
-    gv = None
-    if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to
-
-        gv = sum_to(getitem_with(g, index, index_tensors), ctx.input_meta[1])
-    return (gx, gv) + (None,) * len(index_tensors)
+# index_put(x, value, *index_tensors): one rule per differentiable input; the value's gradient is
+# summed back to its (broadcast) shape by the engine.
+_INDEX_PUT_VJP = (
+    lambda ctx, g: g if ctx.attrs.get("accumulate") else index_put(g, ctx.attrs["index"], _saved_index_tensors(ctx, 2), 0.0),
+    lambda ctx, g: getitem_with(g, ctx.attrs["index"], _saved_index_tensors(ctx, 2)),
+)
 
 
 INDEX_PUT = register(OpDef(
-    name="index_put", category="movement", impl=_index_put_impl, vjp=_index_put_vjp,
+    name="index_put", category="movement", impl=_index_put_impl, vjp=_INDEX_PUT_VJP,
     shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
     onnx="ScatterND",
 ))
@@ -343,8 +338,7 @@ GATHER = register(OpDef(
 
 SCATTER_ADD = register(OpDef(
     name="scatter_add", category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
-    vjp=lambda ctx, g: (g if ctx.needs[0] else None, None,
-                        g.gather(ctx.attrs["dim"], ctx.inputs[1]) if ctx.needs[2] else None),
+    vjp=(lambda ctx, g: g, None, lambda ctx, g: g.gather(ctx.attrs["dim"], ctx.inputs[1])),
     shape_rule=lambda x, index, src, dim: x, onnx=to_onnx.scatter_add,
 ))
 

@@ -316,18 +316,19 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     return out.reshape(lead + (w.shape[0],))
 
 
-def _linear_vjp(ctx: Any, g: Any) -> tuple:
-    x, w = ctx.inputs[:2]
-    g2 = g.reshape(-1, g.shape[-1])
-    gx = g2.matmul(w).reshape(ctx.input_meta[0]) if ctx.needs[0] else None
-    gw = g2.mT.matmul(x.reshape(-1, x.shape[-1])) if ctx.needs[1] else None
-    if len(ctx.input_meta) == 2:
-        return gx, gw
-    return gx, gw, (red.sum(g2, 0) if ctx.needs[2] else None)
+def _rows(t: Any) -> Any:
+    """``t`` as a matrix of rows (all leading dimensions flattened)."""
+    return t.reshape(-1, t.shape[-1])
+
+
+# One rule per input (x, weight, optional bias), each called only when that input needs a gradient.
+_LINEAR_VJP = (lambda ctx, g: _rows(g).matmul(ctx.inputs[1]).reshape(ctx.input_meta[0]),
+               lambda ctx, g: _rows(g).mT.matmul(_rows(ctx.inputs[0])),
+               lambda ctx, g: red.sum(_rows(g), 0))
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx=to_onnx.linear, autocast="lower",
+    name="linear", category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))

@@ -546,16 +546,13 @@ def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
 
 
 def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
-    shape, steps = tuple(ctx.input_meta[0]), ctx.attrs["steps"]
-    positions = _positions_tensor(shape, steps, g)
+    """One function: both gradients read the overwritten positions. The base's is g with them zeroed,
+    the value's is g at them (the engine sums a broadcast value back to its shape)."""
+    shape = tuple(ctx.input_meta[0])
+    positions = _positions_tensor(shape, ctx.attrs["steps"], g)
     flat = reshape(g, -1)
     grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
-    grad_value = None
-    if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to
-
-        grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
-    return grad_base, grad_value
+    return grad_base, (getitem_with(flat, _FLAT, [positions]) if ctx.needs[1] else None)
 
 
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.
