@@ -4,6 +4,10 @@ Two versions of one package cannot share a process, so ``--ab`` starts process p
 new, old, ...), each timing every case in interleaved rounds, and prints each side's best
 per-process median and the ratio new/old (< 1: the new code is faster), with the CPU model.
 
+``--cpu-time`` times with the process's CPU time on one thread (BLAS, Numba loops and optimizer
+updates limited to one thread; see :func:`one_thread`): far less sensitive to other processes on a
+shared machine than wall time, but blind to what threads would gain.
+
 A benchmark file defines ``cases() -> {name: zero-argument callable}`` and ends with
 ``main(__file__, cases, __doc__)``.
 """
@@ -31,29 +35,48 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def measure(cases: dict, rounds: int, min_time: float) -> dict:
+def one_thread() -> None:
+    """Limit ember's own threads (old and new knobs, whichever exist) to one."""
+    try:
+        import ember.optim
+
+        if hasattr(ember.optim.Optimizer, "update_threads"):
+            ember.optim.Optimizer.update_threads = 1
+        from ember.graph.passes import fuse_numba
+
+        if hasattr(fuse_numba, "THREADS"):
+            fuse_numba.THREADS = 1
+    except ImportError:
+        pass
+
+
+def measure(cases: dict, rounds: int, min_time: float, clock: Callable[[], float] = time.perf_counter) -> dict:
     """Median seconds per call of every case, in interleaved rounds (after a warm-up that compiles)."""
     calls = {}
     for name, fn in cases.items():
         for _ in range(5):  # compiled paths trace and compile on their first calls
             fn()
-        start = time.perf_counter()
+        start = clock()
         fn()
-        calls[name] = max(1, int(min_time / max(time.perf_counter() - start, 1e-7)))
+        calls[name] = max(1, int(min_time / max(clock() - start, 1e-7)))
     samples: dict = {name: [] for name in cases}
     for _ in range(rounds):
         for name, fn in cases.items():
-            start = time.perf_counter()
+            start = clock()
             for _ in range(calls[name]):
                 fn()
-            samples[name].append((time.perf_counter() - start) / calls[name])
+            samples[name].append((clock() - start) / calls[name])
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def _child(script: str, repo: str, rounds: int, min_time: float) -> dict:
+def _child(script: str, repo: str, rounds: int, min_time: float, cpu_time: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=repo)
-    out = subprocess.run([sys.executable, script, "--json", "--rounds", str(rounds), "--min-time", str(min_time)],
-                         env=env, capture_output=True, text=True, check=True, cwd=repo)
+    flags = []
+    if cpu_time:
+        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        flags = ["--cpu-time"]
+    out = subprocess.run([sys.executable, script, "--json", "--rounds", str(rounds), "--min-time", str(min_time),
+                          *flags], env=env, capture_output=True, text=True, check=True, cwd=repo)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -64,26 +87,31 @@ def main(script: str, make_cases: Callable[[], dict], doc: str | None) -> None:
     parser.add_argument("--processes", type=int, default=3, help="--ab: process pairs (old, new) to alternate")
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per case per round")
     parser.add_argument("--json", action="store_true", help="print one JSON line of medians (used by --ab)")
+    parser.add_argument("--cpu-time", action="store_true", help="one thread, timed by process CPU time")
     args = parser.parse_args()
     script = os.path.abspath(script)
+    clock = time.process_time if args.cpu_time else time.perf_counter
+    if args.cpu_time:
+        one_thread()
     if args.json:
-        print(json.dumps(measure(make_cases(), args.rounds, args.min_time)))
+        print(json.dumps(measure(make_cases(), args.rounds, args.min_time, clock)))
         return
     import numpy as np
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; numpy {np.__version__}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
     if not args.ab:
-        for name, t in measure(make_cases(), args.rounds, args.min_time).items():
+        for name, t in measure(make_cases(), args.rounds, args.min_time, clock).items():
             print(f"  {name:<30} {t * 1e3:9.3f} ms")
         return
     new_repo = os.path.dirname(os.path.dirname(script))
     runs: dict = {"old": [], "new": []}
     for k in range(args.processes):
         for side in (("old", "new") if k % 2 == 0 else ("new", "old")):
-            runs[side].append(_child(script, args.ab if side == "old" else new_repo, args.rounds, args.min_time))
+            runs[side].append(_child(script, args.ab if side == "old" else new_repo, args.rounds, args.min_time,
+                                     args.cpu_time))
     print(f"old: {args.ab}\nnew: {new_repo}\n{args.processes} process pairs (alternating order), "
-          "best of the per-process medians")
+          f"best of the per-process medians; {'CPU time, one thread' if args.cpu_time else 'wall time'}")
     print(f"  {'case':<30} {'old':>10} {'new':>10}  new/old")
     for name in runs["new"][0]:
         old = min(r[name] for r in runs["old"])

@@ -88,14 +88,23 @@ class OpDef:
         input gradient when only its weight trains)."""
         needs, shapes = ctx.needs, ctx.input_meta
         vjp = self.vjp
-        if isinstance(vjp, tuple):  # one rule per input: compute only what is needed
-            result = tuple(vjp[i](ctx, grad) if needs[i] and i < len(vjp) and vjp[i] is not None else None
-                           for i in range(len(needs)))
-        else:
-            result = vjp(ctx, grad)
-            if not isinstance(result, tuple):
-                result = (result,)
         out = []
+        if vjp.__class__ is tuple:  # one rule per input: compute only what is needed
+            rules = len(vjp)
+            for i, need in enumerate(needs):
+                rule = vjp[i] if need and i < rules else None
+                if rule is None:
+                    out.append(None)
+                    continue
+                g = rule(ctx, grad)
+                shape = shapes[i]
+                if g is not None and g.shape != shape and tuple(g.shape) != tuple(shape):
+                    g = g.sum_to_size(tuple(shape))
+                out.append(g)
+            return tuple(out)
+        result = vjp(ctx, grad)
+        if not isinstance(result, tuple):
+            result = (result,)
         for i, g in enumerate(result):
             if g is not None and i < len(needs) and not needs[i]:
                 g = None

@@ -65,11 +65,6 @@ def _decision(value: Any) -> Any:
     return ("id", id(value))
 
 
-def _state_key(state: dict) -> tuple:
-    """Which buffers a state holds (a graph updates these very tensors, of these shapes)."""
-    return tuple([(k, id(v), v._data.shape) if isinstance(v, Tensor) else (k, v) for k, v in state.items()])
-
-
 class _Entry:
     """One compiled group update: the traced function and its option inputs."""
 
@@ -85,6 +80,7 @@ class _Entry:
                 self.layout.append((key, len(value)))
         count = sum(1 if n is None else n for _, n in self.layout)
         self.inputs = [tensor(0.0, dtype=dtypes.float64) for _ in range(count)]  # CPU, as state['step']
+        self.arrays = [t._data for t in self.inputs]
         layout = self.layout
 
         def compiled_update(*args: Tensor) -> None:
@@ -117,14 +113,14 @@ class _Entry:
         for key, n in self.layout:
             value = group[key]
             for v in ((value,) if n is None else value):
-                self.inputs[k]._data[...] = to_scalar(v)
+                self.arrays[k][()] = to_scalar(v)
                 k += 1
         return self.inputs
 
     def run(self, group: dict, params: list) -> bool:
         inputs = self.fill(group)
-        if self.executable is not None:
-            self.executable.run([t._data for t in inputs] + [p.grad._data for p in params])
+        if self.executable is not None:  # the key pinned the tensors, shapes and dtypes: run the plan
+            self.executable.run(self.arrays + [p.grad._data for p in params])
             return True
         try:
             with fuse_numba.every_group():
@@ -146,10 +142,23 @@ class CompiledUpdates:
 
     def run(self, update: Callable, group: dict, params: list, states: list) -> bool:
         """Run the group's update compiled; False when it must run op by op instead (then nothing ran)."""
-        if any(p.device.type != "cpu" for p in params):
-            return False
-        key = (update, id(group), tuple([(id(p), p._data.shape, p._data.dtype, p.grad._data.dtype) for p in params]),
-               tuple(map(_state_key, states)), tuple((k, _decision(v)) for k, v in group.items() if k not in _SKIP))
+        key = [update, id(group)]
+        for p, state in zip(params, states):
+            if p._device.type != "cpu":
+                return False
+            data = p._data
+            key += (id(p), data.shape, data.dtype, p.grad._data.dtype)
+            for name, value in state.items():
+                key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)
+        for name, value in group.items():
+            kind = type(value)
+            if kind is float or kind is int:
+                key.append(value != 0)
+            elif kind is bool or value is None:
+                key.append(value)
+            elif name not in _SKIP:
+                key.append(_decision(value))
+        key = tuple(key)
         entry = self.cache.get(key)
         if entry is None:
             entry = self.cache[key] = _Entry(update, group, params, states)

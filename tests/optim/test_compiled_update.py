@@ -67,7 +67,7 @@ def test_numpy_only_kernels_and_threaded_loops_equal_op_path(case, monkeypatch):
     ops = _run(name, kwargs, np.float32, compiled=False, shapes=shapes)
     monkeypatch.setattr(fuse_numba, "PARALLEL_MIN_CHUNK", 4096)
     monkeypatch.setattr(fuse_numba, "THREADS", 3)
-    monkeypatch.setattr(fuse_numba, "_POOL", {"key": None, "executor": None})
+    monkeypatch.setattr(fuse_numba, "_POOL", {"threads": None, "executor": None})
     threaded = _run(name, kwargs, np.float32, compiled=True, shapes=shapes)
     if fuse_numba.available():
         assert fuse_numba._POOL["executor"] is not None  # the 40k loop was split (into 3 chunks)

@@ -51,22 +51,29 @@ _CACHE: dict[str, Any] = {}
 PARALLEL_MIN_CHUNK = 1 << 17
 #: Threads for big loops: None = CPU count (at most 8); 1 = never split.
 THREADS: int | None = None
-_POOL: dict[str, Any] = {"key": None, "executor": None}
+_POOL: dict[str, Any] = {"threads": None, "executor": None}
 _CPU_COUNT = min(os.cpu_count() or 1, 8)  # read once: os.cpu_count() costs ~65 us on some VMs
+
+
+def _forget_pool() -> None:
+    _POOL.update(threads=None, executor=None)  # a forked child has none of its parent's threads
+
+
+if hasattr(os, "register_at_fork"):  # not per call: os.getpid() is a ~0.1 ms system call on some VMs
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
     """``fn(n, *flat, *outs)`` as equal contiguous chunks on a thread pool (an elementwise loop:
     chunks are independent; one-element inputs are read whole by every chunk)."""
-    workers = min(THREADS or _CPU_COUNT, n // PARALLEL_MIN_CHUNK)
-    key = (os.getpid(), workers)
-    if _POOL["key"] != key:  # first use, a new count, or a forked child (the parent's threads are gone)
-        _POOL.update(key=key, executor=ThreadPoolExecutor(workers - 1, thread_name_prefix="ember-fused")
-                     if workers > 1 else None)
-    executor = _POOL["executor"]
-    if executor is None:
+    threads = THREADS or _CPU_COUNT
+    workers = min(threads, n // PARALLEL_MIN_CHUNK)
+    if workers <= 1:
         fn(n, *flat, *outs)
         return
+    if _POOL["threads"] != threads:  # first use, or a new THREADS
+        _POOL.update(threads=threads, executor=ThreadPoolExecutor(threads - 1, thread_name_prefix="ember-fused"))
+    executor = _POOL["executor"]
     edges = [n * i // workers for i in range(workers + 1)]
 
     def part(i: int) -> tuple:
