@@ -80,6 +80,8 @@ def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
     opt = ember.optim.Adam([p], lr=1e-3)
+    for _ in range(3):  # the compiled update is traced (its kernels chosen) while this mode is set
+        opt.step()
     return opt.step
 
 

@@ -63,27 +63,32 @@ if hasattr(os, "register_at_fork"):  # not per call: os.getpid() is a ~0.1 ms sy
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
-    """``fn(n, *flat, *outs)`` as equal contiguous chunks on a thread pool (an elementwise loop:
-    chunks are independent; one-element inputs are read whole by every chunk)."""
+def run_parallel(fn: Any, parts: list) -> None:
+    """``fn(*part)`` for every part, spread over the thread pool (the caller's thread takes the first).
+    For loops that release the GIL (Numba ``nogil``, NumPy ufuncs) over disjoint memory."""
     threads = THREADS or _CPU_COUNT
-    workers = min(threads, n // PARALLEL_MIN_CHUNK)
-    if workers <= 1:
-        fn(n, *flat, *outs)
+    if threads <= 1 or len(parts) <= 1:
+        for part in parts:
+            fn(*part)
         return
     if _POOL["threads"] != threads:  # first use, or a new THREADS
         _POOL.update(threads=threads, executor=ThreadPoolExecutor(threads - 1, thread_name_prefix="ember-fused"))
-    executor = _POOL["executor"]
-    edges = [n * i // workers for i in range(workers + 1)]
-
-    def part(i: int) -> tuple:
-        lo, hi = edges[i], edges[i + 1]
-        return (hi - lo, *[a if one else a[lo:hi] for a, one in zip(flat, scalar_in)], *[o[lo:hi] for o in outs])
-
-    futures = [executor.submit(fn, *part(i)) for i in range(1, workers)]
-    fn(*part(0))
+    futures = [_POOL["executor"].submit(fn, *part) for part in parts[1:]]
+    fn(*parts[0])
     for future in futures:
         future.result()
+
+
+def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
+    """``fn(n, *flat, *outs)`` as equal contiguous chunks on the thread pool (an elementwise loop:
+    chunks are independent; one-element inputs are read whole by every chunk)."""
+    workers = min(THREADS or _CPU_COUNT, n // PARALLEL_MIN_CHUNK)
+    if workers <= 1:
+        fn(n, *flat, *outs)
+        return
+    edges = [n * i // workers for i in range(workers + 1)]
+    run_parallel(fn, [(hi - lo, *[a if one else a[lo:hi] for a, one in zip(flat, scalar_in)],
+                       *[o[lo:hi] for o in outs]) for lo, hi in zip(edges, edges[1:])])
 
 
 class every_group:
