@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.creation import full_like, ones_like, tensor, zeros_like
+from ember.ops import elementwise, extra_math, nn_ops, reductions
+from ember.ops.elementwise import log, sigmoid, where
 from ember.surface import functions as _functions, special_linalg as _sl
 from ember.tensor import Tensor
 
@@ -17,51 +19,51 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi
            "i0", "xlogy", "xlog1py", "log_softmax", "softmax", "sinc", "log1p", "expm1", "exp2", "round",
            "logsumexp", "entr", "ndtr", "log_ndtr", "gammainc", "gammaincc"]
 
-expit = ember.sigmoid
-logit = ember.logit
-erf = ember.erf
+expit = sigmoid
+logit = extra_math.logit
+erf = elementwise.erf
 erfc = _functions.erfc
-erfinv = ember.erfinv
+erfinv = extra_math.erfinv
 gammaln = _sl.lgamma
 digamma = psi = _sl.digamma
 polygamma = _sl.polygamma
 multigammaln = _sl.mvlgamma
 i0 = _sl.i0
-xlogy = ember.xlogy
+xlogy = extra_math.xlogy
 sinc = _functions.sinc
-log1p = ember.log1p
-expm1 = ember.expm1
-exp2 = ember.exp2
-round = ember.round  # noqa: A001
-logsumexp = ember.logsumexp
+log1p = elementwise.log1p
+expm1 = extra_math.expm1
+exp2 = extra_math.exp2
+round = elementwise.round  # noqa: A001
+logsumexp = reductions.logsumexp
 gammainc = _sl.igamma
 gammaincc = _sl.igammac
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
-    x = input if isinstance(input, Tensor) else ember.tensor(input)
-    y = other if isinstance(other, Tensor) else ember.tensor(other)
-    return ember.where(x == 0, ember.zeros_like(x * y), x * ember.log1p(y))
+    x = input if isinstance(input, Tensor) else tensor(input)
+    y = other if isinstance(other, Tensor) else tensor(other)
+    return where(x == 0, zeros_like(x * y), x * elementwise.log1p(y))
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    return ember.nn.functional.log_softmax(input, dim=dim, dtype=dtype)
+    return nn_ops.log_softmax(input, dim=dim, dtype=dtype)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    return ember.nn.functional.softmax(input, dim=dim, dtype=dtype)
+    return nn_ops.softmax(input, dim=dim, dtype=dtype)
 
 
 def entr(input: Tensor) -> Tensor:
     """-x log x elementwise (0 at 0, -inf for negative x)."""
-    safe = ember.where(input > 0, input, ember.ones_like(input))
-    return ember.where(input > 0, -input * ember.log(safe),
-                       ember.where(input == 0, ember.zeros_like(input), ember.full_like(input, -float("inf"))))
+    safe = where(input > 0, input, ones_like(input))
+    return where(input > 0, -input * log(safe),
+                       where(input == 0, zeros_like(input), full_like(input, -float("inf"))))
 
 
 def ndtr(input: Tensor) -> Tensor:
-    return 0.5 * (1 + ember.erf(input / 2 ** 0.5))
+    return 0.5 * (1 + elementwise.erf(input / 2 ** 0.5))
 
 
 def log_ndtr(input: Tensor) -> Tensor:
-    return ember.log(ndtr(input))
+    return log(ndtr(input))

@@ -1,5 +1,8 @@
 """The Tensor: an array on a device plus autograd state. Operators and methods forward to ops.
 
+The operators are defined here, in the class; the long tail of op methods (``sum``, ``view``,
+``add_``...) comes from the mixin :class:`ember._tensor_methods.TensorMethods`.
+
 Example:
     >>> import ember
     >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -15,9 +18,15 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember._tensor_methods import TensorMethods
 from ember.autograd import grad_mode
+from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch
+from ember.ops import dispatch, elementwise as ew, inplace, linalg
+from ember.ops.registry import OPS
+
+_binary = dispatch.binary
+_ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
 class Size(tuple):
@@ -37,7 +46,7 @@ class Size(tuple):
         return Size(out) if isinstance(item, slice) else out
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
 
     # _view_fn: set on views only (when _base is set): how to re-derive the view from _base, see
@@ -131,7 +140,7 @@ class Tensor:
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def data_ptr(self) -> int:
-        return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
+        return self._device.backend.data_ptr(self._data)
 
     def share_memory_(self) -> "Tensor":
         """Move the data into shared memory other processes can map (no-op if it is there); see
@@ -290,17 +299,20 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self._device.backend.to_numpy(self._data) if self._device.type != "cpu" else self._data
+        """NumPy's view of a CPU tensor; device tensors refuse (copy with ``.cpu()`` first), as in PyTorch."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        array = self._data
         return array if dtype is None else array.astype(dtype)
 
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._device.type == "cpu" else self._device.backend.to_numpy(
-            self._data).reshape(()).item()
+        return self._device.backend.item(self._data)
 
     def tolist(self) -> Any:
-        return np.asarray(self.__array__()).tolist()
+        return self._device.backend.to_numpy(self._data).tolist()
 
     def __float__(self) -> float:
         if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
@@ -371,7 +383,7 @@ class Tensor:
         target_device = kwargs.pop("device", None)
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
@@ -382,13 +394,15 @@ class Tensor:
                 target_dtype = dtypes.to_dtype(arg)
             elif isinstance(arg, (str, Device)):
                 target_device = arg
+            elif isinstance(arg, bool) and target_device is not None:
+                non_blocking = arg  # to(device, dtype, non_blocking) positional form
             elif arg is not None:
                 raise TypeError(f"to(): unexpected argument {arg!r}")
         out = self
         if target_device is not None:
             target = to_device(target_device)
             if target != out._device:
-                out = _transfer(out, target)
+                out = _transfer(out, target, non_blocking)
         if target_dtype is not None:
             out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
         if copy and out is self:
@@ -403,7 +417,29 @@ class Tensor:
             device = "cuda"
         elif isinstance(device, int):
             device = f"cuda:{device}"
-        return self.to(device)
+        return self.to(device, non_blocking=non_blocking)
+
+    def pin_memory(self, device: Any = None) -> "Tensor":
+        """A copy in page-locked host memory, so ``.to('cuda', non_blocking=True)`` can copy
+        asynchronously (needs the CUDA backend, as PyTorch needs an accelerator)."""
+        if self._device.type != "cpu":
+            raise RuntimeError(f"pin_memory(): cannot pin a {self._device} tensor: only dense CPU tensors can be "
+                               "pinned")
+        if self.is_pinned():
+            return self
+        try:
+            backend = get_backend("cuda")
+        except RuntimeError as error:
+            raise RuntimeError(f"pin_memory(): {error}") from None
+        out = Tensor._make(backend.pin(self._data), self._device, False)
+        return out.requires_grad_(True) if self._requires_grad else out
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """Whether this CPU tensor lives in page-locked memory (False without a CUDA backend)."""
+        if self._device.type != "cpu":
+            return False
+        backend = _cuda_backend_or_none()
+        return backend is not None and backend.is_pinned(self._data)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
@@ -443,6 +479,106 @@ class Tensor:
     def bool(self) -> "Tensor":
         return self.to(dtypes.bool_)
 
+    # ---- operators (small direct functions: this is the eager hot path) -------------------------
+    def __add__(self, other: Any) -> "Tensor":
+        return _binary(_ADD, self, other)
+
+    def __radd__(self, other: Any) -> "Tensor":
+        return _binary(_ADD, other, self)
+
+    def __sub__(self, other: Any) -> "Tensor":
+        return _binary(_SUB, self, other)
+
+    def __rsub__(self, other: Any) -> "Tensor":
+        return _binary(_SUB, other, self)
+
+    def __mul__(self, other: Any) -> "Tensor":
+        return _binary(_MUL, self, other)
+
+    def __rmul__(self, other: Any) -> "Tensor":
+        return _binary(_MUL, other, self)
+
+    def __truediv__(self, other: Any) -> "Tensor":
+        return _binary(_DIV, self, other)
+
+    def __rtruediv__(self, other: Any) -> "Tensor":
+        return _binary(_DIV, other, self)
+
+    def __pow__(self, other: Any) -> "Tensor":
+        return _binary(_POW, self, other)
+
+    def __rpow__(self, other: Any) -> "Tensor":
+        return _binary(_POW, other, self)
+
+    def __floordiv__(self, other: Any) -> "Tensor":
+        return ew.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> "Tensor":
+        return ew.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> "Tensor":
+        return ew.remainder(self, other)
+
+    def __neg__(self) -> "Tensor":
+        return ew.neg(self)
+
+    def __pos__(self) -> "Tensor":
+        return self
+
+    def __abs__(self) -> "Tensor":
+        return ew.abs(self)
+
+    def __invert__(self) -> "Tensor":
+        return ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
+
+    def __matmul__(self, other: Any) -> "Tensor":
+        return linalg.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> "Tensor":
+        return linalg.matmul(other, self)
+
+    def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return ew.eq(self, other)
+
+    def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return ew.ne(self, other)
+
+    def __lt__(self, other: Any) -> "Tensor":
+        return ew.lt(self, other)
+
+    def __le__(self, other: Any) -> "Tensor":
+        return ew.le(self, other)
+
+    def __gt__(self, other: Any) -> "Tensor":
+        return ew.gt(self, other)
+
+    def __ge__(self, other: Any) -> "Tensor":
+        return ew.ge(self, other)
+
+    def __and__(self, other: Any) -> "Tensor":
+        return ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
+
+    def __or__(self, other: Any) -> "Tensor":
+        return ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
+
+    def __xor__(self, other: Any) -> "Tensor":
+        return ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    # ---- in-place arithmetic ----------------------------------------------------------------------
+    def __iadd__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_ADD, self, other, "add_")
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_SUB, self, other, "sub_")
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_MUL, self, other, "mul_")
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_DIV, self, other, "div_")
+
     # ---- indexing ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "Tensor":
         from ember.ops.movement import getitem
@@ -464,14 +600,31 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-def _transfer(t: Tensor, target: Device) -> Tensor:
-    """Copy to another device; recorded so gradients flow back to the source device."""
+def _cuda_backend_or_none() -> Any:
+    try:
+        return get_backend("cuda")
+    except RuntimeError:
+        return None
+
+
+def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
+    """Copy to another device; recorded so gradients flow back to the source device.
+
+    ``non_blocking``: a host -> device copy from pinned memory, or a device -> host copy, may return
+    before the data has arrived (the backend queues it on the current stream), as in PyTorch."""
     from ember.ops.registry import OPS
 
     source = t._device
+    if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
+        return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})
     t0 = dispatch.PROFILER and dispatch._clock()
-    data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
-                                  if target.type == "cpu" else t._data, index=target.index or 0)
+    if source.type == "cpu" and target.type != "cpu":
+        data = target.backend.copy_from_host(t._data, target.index or 0, non_blocking)
+    elif target.type == "cpu" and source.type != "cpu":
+        data = source.backend.copy_to_host(t._data, non_blocking)
+    else:  # within one device type (cuda:0 -> cuda:1) the backend copies directly; else through the host
+        data = t._data if source.type == target.type else source.backend.to_numpy(t._data)
+        data = target.backend.asarray(data, index=target.index or 0)
     out = Tensor._make(data, target, False)
     if t0 and dispatch.PROFILER is not None:  # a host<->device copy is a profiler event of its own
         dispatch.PROFILER.copy(t0, t._data, source, target)
@@ -480,6 +633,8 @@ def _transfer(t: Tensor, target: Device) -> Tensor:
     return out
 
 
+# The one seam of the core import graph (docs/architecture.md): dispatch and the op modules build and
+# recognise Tensors, and Tensor's methods call the op modules, so one side must learn of the other at
+# run time. The op layer is imported first and is handed the class here, once; type checkers see the
+# real class through dispatch's TYPE_CHECKING import.
 dispatch.Tensor = Tensor
-
-from ember import _tensor_methods  # noqa: E402,F401  (binds the op methods onto Tensor)

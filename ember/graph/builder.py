@@ -42,7 +42,7 @@ from ember import dtypes
 from ember import interpreters
 from ember.autograd import grad_mode
 from ember.graph import rng
-from ember.graph.ir import Graph, TracingError, Value, data_dependent_error
+from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
 from ember.tensor import Tensor
 
@@ -174,7 +174,7 @@ class Builder(interpreters.Interpreter):
         from ember.ops.registry import OPS
 
         if type(result) is not Value:
-            result = self.graph.add_const(np.array(result), t._device)
+            result = self.graph.add_const(on_device(result, t._device), t._device)
         if result.shape != old.shape:
             try:
                 (result,) = self.graph.add_node(OPS["expand"], (result,), {"shape": old.shape})

@@ -213,6 +213,8 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
         if isinstance(item, dispatch.Tensor):
             if item.dtype is not dtypes.bool_ and item.dtype.category != 1:
                 raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
+            if item._device != device and item._device.type == "cpu":
+                item = item.to(device)  # CPU indices of a device tensor move with it, as in PyTorch
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(item)
         elif isinstance(item, (list, tuple, range)) or (

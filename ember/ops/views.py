@@ -22,6 +22,8 @@ register(OpDef(
     impl=lambda xp, x, device, source: __import__("ember.device", fromlist=["to_device"]).to_device(device)
     .backend.asarray(x),
     vjp=lambda ctx, g: (g.to(ctx.attrs["source"]),), onnx=to_onnx.identity,
+    shape_rule=lambda x, device, source: Spec(x.shape, x.dtype, __import__("ember.device", fromlist=["to_device"])
+                                              .to_device(device)),
 ))
 
 
