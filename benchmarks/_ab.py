@@ -69,12 +69,12 @@ def measure(cases: dict, rounds: int, min_time: float, clock: Callable[[], float
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def _child(script: str, repo: str, rounds: int, min_time: float, cpu_time: bool) -> dict:
+def _child(script: str, repo: str, rounds: int, min_time: float, cpu_time: bool, only: str) -> dict:
     env = dict(os.environ, PYTHONPATH=repo)
-    flags = []
+    flags = ["--only", only] if only else []
     if cpu_time:
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        flags = ["--cpu-time"]
+        flags.append("--cpu-time")
     out = subprocess.run([sys.executable, script, "--json", "--rounds", str(rounds), "--min-time", str(min_time),
                           *flags], env=env, capture_output=True, text=True, check=True, cwd=repo)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -88,20 +88,25 @@ def main(script: str, make_cases: Callable[[], dict], doc: str | None) -> None:
     parser.add_argument("--min-time", type=float, default=0.05, help="seconds per case per round")
     parser.add_argument("--json", action="store_true", help="print one JSON line of medians (used by --ab)")
     parser.add_argument("--cpu-time", action="store_true", help="one thread, timed by process CPU time")
+    parser.add_argument("--only", default="", help="run only cases whose name contains this text")
     args = parser.parse_args()
     script = os.path.abspath(script)
     clock = time.process_time if args.cpu_time else time.perf_counter
     if args.cpu_time:
         one_thread()
+
+    def selected() -> dict:
+        return {k: v for k, v in make_cases().items() if args.only in k}
+
     if args.json:
-        print(json.dumps(measure(make_cases(), args.rounds, args.min_time, clock)))
+        print(json.dumps(measure(selected(), args.rounds, args.min_time, clock)))
         return
     import numpy as np
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; numpy {np.__version__}; "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}")
     if not args.ab:
-        for name, t in measure(make_cases(), args.rounds, args.min_time, clock).items():
+        for name, t in measure(selected(), args.rounds, args.min_time, clock).items():
             print(f"  {name:<30} {t * 1e3:9.3f} ms")
         return
     new_repo = os.path.dirname(os.path.dirname(script))
@@ -109,7 +114,7 @@ def main(script: str, make_cases: Callable[[], dict], doc: str | None) -> None:
     for k in range(args.processes):
         for side in (("old", "new") if k % 2 == 0 else ("new", "old")):
             runs[side].append(_child(script, args.ab if side == "old" else new_repo, args.rounds, args.min_time,
-                                     args.cpu_time))
+                                     args.cpu_time, args.only))
     print(f"old: {args.ab}\nnew: {new_repo}\n{args.processes} process pairs (alternating order), "
           f"best of the per-process medians; {'CPU time, one thread' if args.cpu_time else 'wall time'}")
     print(f"  {'case':<30} {'old':>10} {'new':>10}  new/old")

@@ -45,9 +45,9 @@ _SCALAR = {
     "logical_and": "({0} and {1})", "logical_or": "({0} or {1})",
 }
 _CACHE: dict[str, Any] = {}
-# A loop over this many elements or more per thread runs on several threads (Numba releases the GIL):
-# memory-bound updates (Adam over a 400k-element weight) gain from a second core, as torch's intra-op
-# threads do; below it the hand-off costs more than it saves.
+# Inside every_group, a loop over this many elements or more per thread runs on several threads (Numba
+# releases the GIL): memory-bound updates (Adam over a 400k-element weight) gain from a second core, as
+# torch's intra-op threads do; below it the hand-off costs more than it saves.
 PARALLEL_MIN_CHUNK = 1 << 17
 #: Threads for big loops: None = CPU count (at most 8); 1 = never split.
 THREADS: int | None = None
@@ -92,7 +92,8 @@ def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> No
 
 
 class every_group:
-    """Within this block, fusion compiles every supported group of two or more steps (any size).
+    """Within this block, fusion compiles every supported group of two or more steps (any size), and
+    the compiled loops over big arrays run in chunks on threads (:func:`_run_chunked`).
 
     For code that runs the same small kernels many times, where one-time compiles pay off: an
     optimizer's compiled update (``ember/optim/optimizer.py``) would otherwise run a parameter's
@@ -165,6 +166,9 @@ class NumbaKernel:
         self.shape: tuple | None = None
         self.fn: Any = None
         self.out_into: dict = {}
+        # Big loops run in chunks on threads only inside every_group (an optimizer's compiled update, as
+        # its eager update always did); a compiled training step keeps serial loops, as before.
+        self.threaded = every_group.depth > 0
 
     def _build(self, arrays: tuple) -> None:
         import numba
@@ -267,7 +271,7 @@ class NumbaKernel:
                 copied.append(False)
             flat.append(a.reshape(-1))
         outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.fresh_specs]
-        if self.n >= 2 * PARALLEL_MIN_CHUNK and not self.reductions:
+        if self.threaded and self.n >= 2 * PARALLEL_MIN_CHUNK and not self.reductions:
             _run_chunked(self.fn, self.n, flat, outs, self.scalar_in)
         else:
             self.fn(self.n, *flat, *outs)
