@@ -40,13 +40,9 @@ import numpy as np
 
 from ember import dtypes
 from ember.graph.placement import current_rank
-from ember.interpreters import Interpreter, SymbolicValue
+from ember.interpreters import Interpreter, SymbolicValue, TracingError  # noqa: F401  (TracingError: re-exported)
 
 _IDS = itertools.count()
-
-
-class TracingError(RuntimeError):
-    """Raised when Python code needs a traced tensor's data (``.item()``, ``bool(x)``, ``x.numpy()``)."""
 
 
 def data_dependent_error(what: str) -> TracingError:

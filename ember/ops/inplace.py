@@ -71,8 +71,8 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
             "of a function that returns multiple views. Such functions do not allow the output views to be modified "
             "inplace. You should replace the inplace operation by an out-of-place one."
         )
-    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):
-        raise RuntimeError(
+    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):  # a TracingError: ember.compile runs it eagerly
+        raise interpreters.TracingError(
             f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
             "is being built (ember.compile / define-then-run); use an out-of-place op (e.g. ember.where) or "
             ".clone() the view first."

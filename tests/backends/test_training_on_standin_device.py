@@ -294,3 +294,116 @@ def test_random_numbers_are_drawn_by_the_device_generator():
     after = ember.randn(1000)  # device draws leave the CPU generator alone
     np.testing.assert_array_equal(after.numpy(), host.numpy())
     assert abs(float(a.mean())) < 0.15 and abs(float(a.std()) - 1) < 0.1
+
+
+# ---- nn layers and functions, forward and backward, device vs CPU -----------------------------------------
+class _Apply(nn.Module):
+    """``fn(mods, *inputs)`` as a module, with ``mods`` registered (so ``.to`` moves them)."""
+
+    def __init__(self, fn: Callable, **mods: nn.Module) -> None:
+        super().__init__()
+        self.fn = fn
+        for key, m in mods.items():
+            setattr(self, key, m)
+
+    def forward(self, *xs: Any) -> Any:
+        return self.fn(self, *xs)
+
+
+LAYERS = {
+    "conv1d": (lambda: nn.Conv1d(3, 4, 3, padding=2, dilation=2), [(2, 3, 9)]),
+    "conv3d": (lambda: nn.Conv3d(2, 3, 2, stride=2), [(1, 2, 4, 4, 4)]),
+    "conv_transpose2d": (lambda: nn.ConvTranspose2d(3, 2, 3, stride=2, output_padding=1), [(2, 3, 4, 4)]),
+    "avg_pool2d": (lambda: nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False), [(2, 3, 5, 5)]),
+    "max_pool1d": (lambda: nn.MaxPool1d(3, stride=2, padding=1), [(2, 3, 9)]),
+    "upsample_bilinear": (lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False), [(1, 2, 3, 3)]),
+    "gru": (lambda: _Apply(lambda s, x: s.m(x)[0], m=nn.GRU(4, 5, num_layers=2, bidirectional=True, batch_first=True)),
+            [(2, 3, 4)]),
+    "multihead_attention": (lambda: _Apply(lambda s, x: s.m(x, x, x)[0], m=nn.MultiheadAttention(8, 2, batch_first=True)),
+                            [(2, 5, 8)]),
+    "group_norm": (lambda: nn.GroupNorm(2, 4), [(2, 4, 3, 3)]),
+    "instance_norm": (lambda: nn.InstanceNorm2d(3, affine=True), [(2, 3, 4, 4)]),
+    "pixel_shuffle": (lambda: nn.PixelShuffle(2), [(1, 8, 2, 2)]),
+    "embedding_bag": (lambda: _Apply(lambda s, w: s.m(ember.tensor([[1, 2], [3, 9]], device=w.device)) * w.sum(),
+                                     m=nn.EmbeddingBag(10, 4, mode="mean")), [(1,)]),
+    "sdpa_causal": (lambda: _Apply(lambda s, q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+                    [(2, 2, 4, 8), (2, 2, 4, 8), (2, 2, 4, 8)]),
+    "pad_reflect_unfold": (lambda: _Apply(lambda s, x: F.unfold(F.pad(x, (1, 1, 1, 1), mode="reflect"), 3)),
+                           [(1, 2, 4, 4)]),
+    "losses": (lambda: _Apply(lambda s, a, b: F.mse_loss(a, b) + F.smooth_l1_loss(a, b) + F.l1_loss(a, b)
+                              + F.binary_cross_entropy_with_logits(a, b.sigmoid())
+                              + F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean")
+                              + F.huber_loss(a, b) + F.cosine_embedding_loss(a, b, ember.ones(3, device=a.device))),
+               [(3, 5), (3, 5)]),
+    "cross_entropy_smoothing_weight": (lambda: _Apply(lambda s, a: F.cross_entropy(
+        a, ember.tensor([0, 2, 1], device=a.device), label_smoothing=0.1,
+        weight=ember.tensor([1.0, 2.0, 0.5, 1.0], device=a.device))), [(3, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_layer_forward_backward_matches_cpu(name):
+    make, shapes = LAYERS[name]
+    cpu, dev = _twins(make)
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    results = {}
+    for model, device in ((cpu, "cpu"), (dev, "cuda")):
+        xs = [ember.tensor(a, device=device, requires_grad=True) for a in arrays]
+        out = model(*xs)
+        out.backward(ember.tensor(np.random.default_rng(7).standard_normal(tuple(out.shape)).astype(np.float32),
+                                  device=device))
+        results[device] = (out, [x.grad for x in xs], [p.grad for p in model.parameters()])
+    (out_d, gx_d, gp_d), (out_c, gx_c, gp_c) = results["cuda"], results["cpu"]
+    assert out_d.is_cuda and type(out_d._data) is StandinArray
+    _assert_same(out_d, out_c, 1e-5, f"{name} forward")
+    for g_d, g_c in zip(gx_d + gp_d, gx_c + gp_c):
+        assert (g_d is None) == (g_c is None)
+        if g_d is not None:
+            assert g_d.is_cuda
+            _assert_same(g_d, g_c, 1e-4, f"{name} gradient")
+
+
+# ---- functions outside the op specs: deterministic ones equal the CPU's, samplers draw on the device ---------
+FUNCTIONS = {
+    "linalg_inv_det_special": lambda d: ember.linalg.inv(ember.eye(3, device=d) * 2 + 0.1) + ember.linalg.det(
+        ember.eye(3, device=d) * 2) + ember.special.i0(ember.ones(3, 3, device=d)),
+    "topk_sort_nonzero": lambda d: ember.cat([ember.arange(10.0, device=d).topk(3)[0],
+                                              ember.arange(10.0, device=d).flip(0).sort()[0][:3],
+                                              (ember.arange(5.0, device=d) > 2).nonzero().reshape(-1).float()]),
+    "masked_select_histc": lambda d: ember.cat([ember.arange(6.0, device=d)[ember.arange(6.0, device=d) > 3],
+                                                ember.histc(ember.arange(6.0, device=d), 3)]),
+    "index_add_scatter_add": lambda d: ember.zeros(5, device=d).index_add_(0, ember.tensor([0, 1], device=d),
+                                                                           ember.ones(2, device=d)).scatter_add_(
+        0, ember.tensor([0, 0], device=d), ember.ones(2, device=d)),
+    "allclose_equal_stack": lambda d: ember.stack([ember.tensor(float(ember.allclose(ember.ones(2, device=d),
+                                                                                      ember.ones(2, device=d))),
+                                                                device=d), ember.ones((), device=d)]),
+}
+SAMPLERS = {
+    "bernoulli": lambda d: ember.bernoulli(ember.full((4000,), 0.3, device=d)),
+    "multinomial": lambda d: ember.multinomial(ember.tensor([0.7, 0.3], device=d), 4000, replacement=True).float(),
+    "normal_": lambda d: ember.empty(4000, device=d).normal_(0.3, 0.01),
+    "uniform_": lambda d: ember.empty(4000, device=d).uniform_(0.2, 0.4),
+    "dropout2d": lambda d: F.dropout2d(ember.ones(4000, 1, 1, 1, device=d), 0.7, training=True).reshape(-1) * 0.3,
+    "init_uniform": lambda d: nn.init.uniform_(ember.empty(4000, device=d), 0.2, 0.4),
+    "normal_rsample": lambda d: ember.distributions.Normal(ember.full((4000,), 0.3, device=d),
+                                                           ember.full((4000,), 0.01, device=d)).rsample(),
+    "categorical": lambda d: ember.distributions.Categorical(probs=ember.tensor([0.7, 0.3], device=d)).sample(
+        (4000,)).float(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_functions_on_device_match_cpu(name):
+    got, want = FUNCTIONS[name]("cuda"), FUNCTIONS[name]("cpu")
+    assert got.is_cuda and type(got._data) is StandinArray
+    _assert_same(got, want, 1e-6, name)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLERS))
+def test_samplers_draw_on_the_device(name):
+    ember.manual_seed(0)
+    out = SAMPLERS[name]("cuda")
+    assert out.is_cuda and type(out._data) is StandinArray and tuple(out.shape) == (4000,)
+    assert abs(float(out.mean()) - 0.3) < 0.03, name  # each sampler above has mean 0.3
