@@ -432,6 +432,41 @@ def silu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [n.inputs[0], b.node("Sigmoid", [n.inputs[0]])])
 
 
+def binary_cross_entropy(b: GraphBuilder, n: Any) -> str:
+    """(t - 1) max(log(1 - p), -100) - t max(log p, -100), ember's (and PyTorch's) clamped logs. ONNX cannot
+    raise: an exported graph gives NaN for p outside [0, 1] where ember refuses the input."""
+    p, t = n.inputs
+    dtype = n.in_specs[0].dtype
+    floor = b.scalar(-100.0, dtype)
+    log_p = b.node("Max", [b.node("Log", [p]), floor])
+    log_q = b.node("Max", [b.node("Log", [b.node("Sub", [b.scalar(1.0, dtype), p])]), floor])
+    positive = b.node("Mul", [t, log_p])
+    negative = b.node("Mul", [b.node("Sub", [t, b.scalar(1.0, dtype)]), log_q])
+    return b.node("Sub", [negative, positive])
+
+
+def binary_cross_entropy_with_logits(b: GraphBuilder, n: Any) -> str:
+    """(1 - t) x + w (log(1 + exp(-|x|)) + max(-x, 0)), w = (pos_weight - 1) t + 1: exp of a non-positive
+    number never overflows (ember's formula; Log(1 + e) instead of log1p loses e < 1e-7 in float32)."""
+    x, t = n.inputs[0], n.inputs[1]
+    dtype = n.in_specs[0].dtype
+    one = b.scalar(1.0, dtype)
+    tail = b.node("Log", [b.node("Add", [b.node("Exp", [b.node("Neg", [b.node("Abs", [x])])]), one])])
+    softplus_neg = b.node("Add", [tail, b.node("Max", [b.node("Neg", [x]), b.scalar(0.0, dtype)])])
+    if len(n.inputs) > 2:
+        weight = b.node("Add", [b.node("Mul", [b.node("Sub", [n.inputs[2], one]), t]), one])
+        softplus_neg = b.node("Mul", [weight, softplus_neg])
+    return b.node("Add", [b.node("Mul", [b.node("Sub", [one, t]), x]), softplus_neg])
+
+
+def mish(b: GraphBuilder, n: Any) -> str:
+    """Mish (opset 18), else x * tanh(softplus(x)) from ONNX's Softplus (log(exp(x) + 1))."""
+    x = n.inputs[0]
+    if b.opset >= 18:
+        return b.node("Mish", [x])
+    return b.node("Mul", [x, b.node("Tanh", [b.node("Softplus", [x])])])
+
+
 def layer_norm(b: GraphBuilder, n: Any) -> list:
     """LayerNormalization over the last ``count`` dims; outputs (y, mean, 1/std) as ember's op."""
     count, dtype = int(n.attrs["count"]), n.in_specs[0].dtype

@@ -81,7 +81,9 @@ LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],)
              float_only=True)
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
-RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
+# The gradient multiplies g by the output three times in turn: out ** 3 alone underflows (a variance of
+# 1e30 gives rsqrt 1e-15, cubed 1e-45 in float32), which zeroed the variance path of every composite norm.
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
                save="output", float_only=True, onnx=to_onnx.rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
              float_only=True)

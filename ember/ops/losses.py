@@ -17,6 +17,7 @@ from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.elementwise import elementwise_rule, sum_to
 from ember.ops.nn_ops import log_softmax, logsigmoid
 from ember.ops.registry import OpDef, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -251,13 +252,13 @@ def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
     name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
-    shape_rule=elementwise_rule(), float_only=True,
+    shape_rule=elementwise_rule(), float_only=True, onnx=to_onnx.binary_cross_entropy_with_logits,
 ))
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
     name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
-    float_only=True,
+    float_only=True, onnx=to_onnx.binary_cross_entropy,
 ))
 
 

@@ -78,6 +78,27 @@ SILU = register(OpDef(
 ))
 
 
+# mish = x tanh(softplus(x)), PyTorch's formula. A primitive: the composite's backward formed upstream * x
+# before meeting tanh's zero slope, which overflowed to inf * 0 = NaN for |x| > 1e38 (torch gives 1 there).
+def _mish_impl(xp: Any, x: Any) -> Any:
+    return x * xp.tanh(xp.log1p(xp.exp(x)))
+
+
+def _mish_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    t = ew.tanh(ew.log1p(ew.exp(x)))
+    # x enters only where 1 - t^2 > 0, i.e. x below ~20: capping it keeps +inf * 0 out (the limit 1 at +inf,
+    # where torch's kernel forms inf * 0 = NaN) and changes nothing elsewhere.
+    capped = ew.clamp(x, max=1e4)
+    return (g * (t + capped * ew.sigmoid(x) * (1.0 - t * t)),)
+
+
+MISH = register(OpDef(
+    name="mish", category="unary", impl=_mish_impl, vjp=_mish_vjp, shape_rule=elementwise_rule(),
+    onnx=to_onnx.mish, float_only=True,
+))
+
+
 # exp(x) - 1 without cancellation near 0 (elu/celu match PyTorch to the last digit).
 EXPM1 = extra_math.EXPM1
 
@@ -273,7 +294,9 @@ def hardswish(input: Any, inplace: bool = False) -> Any:
 
 
 def mish(input: Any, inplace: bool = False) -> Any:
-    return input * ew.tanh(softplus(input))
+    """x * tanh(softplus(x)) (a primitive: finite gradients at every finite x, as PyTorch)."""
+    _float_input(input, "mish")
+    return _maybe_inplace(input, lambda t: dispatch.unary(MISH, t), inplace, "mish_")
 
 
 def softsign(input: Any) -> Any:
@@ -345,8 +368,19 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     mean = x.mean(axis=axes, keepdims=True)
     y = x - mean
     var = (y * y).mean(axis=axes, keepdims=True)
+    if bool((mean * mean > 4096.0 * var).any()):
+        # A mean far above the spread (|mean| > 64 std, e.g. 1e7 + [0, 1, 2, 3] in float32) was rounded by more
+        # than the spread's digits: one correction pass (the mean of the centered values) restores them.
+        shift = y.mean(axis=axes, keepdims=True)
+        y -= shift
+        mean = mean + shift
+        var = (y * y).mean(axis=axes, keepdims=True)
     rstd = 1.0 / xp.sqrt(var + eps)
     y *= rstd
+    overflow = ~xp.isfinite(var)
+    if bool(overflow.any()):  # rare: squares that overflow (|x| > 1.8e19 in float32), or inf/NaN inputs
+        scaled = _scaled_normalize(xp, x, axes, eps)
+        mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
     if has_weight:
         y *= affine[0]
         affine = affine[1:]
@@ -355,6 +389,21 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     if low is not None:
         return y.astype(low), mean.astype(low), rstd.astype(low)
     return y, mean, rstd
+
+
+def _scaled_normalize(xp: Any, x: Any, axes: tuple, eps: float) -> tuple:
+    """(mean, normalized x, 1 / std) computed on ``x / s``, s = each slice's largest magnitude, for slices
+    whose sum or squares overflow (|x| > 1.8e19 in float32): no intermediate exceeds ``max |x|``.
+    PyTorch gives NaN there in layer_norm (and 0 or the right value in batch_norm, by memory layout)."""
+    scale = xp.max(xp.abs(x), axis=axes, keepdims=True)
+    scale = xp.where(xp.isfinite(scale) & (scale > 0), scale, 1).astype(x.dtype)
+    xs = x / scale
+    mean_s = xs.mean(axis=axes, keepdims=True)
+    ys = xs - mean_s
+    # In float64: for a constant slice of 3e38, eps / s^2 is 1e-82 and its root a float32 denormal.
+    wide = scale.astype(xp.float64)
+    root = xp.sqrt((ys * ys).mean(axis=axes, keepdims=True, dtype=xp.float64) + (eps / wide) / wide)
+    return mean_s * scale, (ys / root).astype(x.dtype), (1 / (wide * root)).astype(x.dtype)
 
 
 def _layer_norm_composite(x: Any, count: int, eps: float) -> Any:
@@ -417,6 +466,8 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)
     xhat = (x - mean) * rstd
+    if bool((mean * mean * rstd * rstd > 4096.0).any()):  # |mean| > 64 std: the forward's correction pass
+        xhat -= xhat.mean(axis=axes, keepdims=True)
     gw = (g * xhat).sum(axis=lead) if lead else g * xhat
     gb = g.sum(axis=lead) if lead else g.copy()
     gxhat = g * weight[0] if weight else g
@@ -516,10 +567,10 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
                   bias: Any = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
-    dims = tuple(range(2, input.ndim))
-    mean = red.mean(input, dims, keepdim=True)
-    centered = input - mean
-    out = centered * ew.rsqrt(red.mean(centered * centered, dims, keepdim=True) + eps)
+    # The layer_norm primitive over each (sample, channel) slice: its backward is one pass, and its
+    # statistics survive values whose squares overflow (the composite gave 0 there).
+    flat = input.reshape(input.shape[0], input.shape[1], -1)
+    out = layer_norm(flat, (flat.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(view)
@@ -533,10 +584,8 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if c % num_groups:
         raise RuntimeError(f"group_norm: expected number of channels in input ({c}) to be divisible by num_groups "
                            f"({num_groups})")
-    grouped = input.reshape(n, num_groups, -1)
-    mean = red.mean(grouped, 2, keepdim=True)
-    centered = grouped - mean
-    out = (centered * ew.rsqrt(red.mean(centered * centered, 2, keepdim=True) + eps)).reshape(tuple(input.shape))
+    grouped = input.reshape(n, num_groups, -1)  # the layer_norm primitive over each group (as instance_norm)
+    out = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(view)

@@ -101,25 +101,35 @@ MEAN = register(OpDef(
 
 
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
-    """d prod / d x_i = product of the other elements, computed without dividing by zero.
+    """d prod / d x_i = the product of the other elements, computed without dividing by 0 or inf.
 
-    With no zero in a slice it is prod / x_i; with one zero, the zero's entry is the product of
-    the nonzero others and the rest get (that product / x_i) * (the zero, which is 0 but carries
-    the second derivative); with two or more zeros every entry is 0.
+    The ordinary elements (neither 0 nor +-inf) give ``P / x_i`` with P their product; the special ones
+    among the *others* multiply in afterwards: no zero -> 1, one zero -> that zero's value (0, but it
+    carries the second derivative), more -> 0; no infinity -> 1, else +-inf with the sign of their
+    product. So ``[inf, 1, 2, 3]`` gets ``[6, inf, inf, inf]`` and ``[0, 0, 2]`` gets zeros, the product
+    of the others as PyTorch computes it whenever the tensor holds a zero (without one, torch divides
+    ``result / x`` and gives inf / inf = NaN at an infinite element: docs/special-points.md).
     """
-    from ember.ops.elementwise import where
+    from ember.ops.elementwise import isinf, sign, where
 
     (x,) = ctx.inputs
     dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
     shape = ctx.input_meta[0]
-    zero = x == 0
-    safe = where(zero, 1.0, x)
-    n_zero = expand_reduced(_reduce(SUM, zero, dims, True), shape, dims, True)
-    nonzero_prod = expand_reduced(_reduce(PROD, safe, dims, True), shape, dims, True)
-    zero_value = expand_reduced(_reduce(SUM, where(zero, x, 0.0), dims, True), shape, dims, True)
-    others = where(n_zero == 0, nonzero_prod / safe,
-                   where(n_zero == 1, where(zero, nonzero_prod, nonzero_prod / safe * zero_value), 0.0))
-    return (expand_reduced(g, shape, dims, keepdim) * others,)
+
+    def over_slice(op: OpDef, t: Any) -> Any:  # reduce over the slice, broadcast back to the input's shape
+        return expand_reduced(_reduce(op, t, dims, True), shape, dims, True)
+
+    zero, inf = x == 0, isinf(x)
+    safe = where(zero | inf, 1.0, x)
+    others = over_slice(PROD, safe) / safe
+    zeros_here = where(zero, x, 0.0)
+    zeros_elsewhere = over_slice(SUM, zero) - zero.to(dtypes.int64)
+    zero_factor = where(zeros_elsewhere == 0, 1.0,
+                        where(zeros_elsewhere == 1, over_slice(SUM, zeros_here) - zeros_here, 0.0))
+    inf_sign = where(inf, sign(x), 1.0)
+    infs_elsewhere = over_slice(SUM, inf) - inf.to(dtypes.int64)
+    inf_factor = where(infs_elsewhere == 0, 1.0, over_slice(PROD, inf_sign) * inf_sign * float("inf"))
+    return (expand_reduced(g, shape, dims, keepdim) * (others * zero_factor * inf_factor),)
 
 
 PROD = register(OpDef(
@@ -358,20 +368,32 @@ def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
     return dispatch.apply(CUMSUM, (input,), {"dim": d})
 
 
-def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
+def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str) -> Any:
+    """The variance in the dtype it is accumulated in: float64 for float32 and 16-bit inputs.
+
+    PyTorch accumulates float32 (and 16-bit) variances in float64 on the CPU: the squares of values above
+    ~1.8e19 do not overflow, and a large mean does not eat the digits of a small spread
+    (var([1e7, 1e7 + 1, 1e7 + 2, 1e7 + 3]) is 1.667, not the 2.0 of a float32 two-pass)."""
     if unbiased is not None:
         correction = 1 if unbiased else 0
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
-    dims = normalize_dims(dim, input.ndim, "var")
+    dims = normalize_dims(dim, input.ndim, op)
     count = 1
     for i, s in enumerate(input.shape):
         if dims is None or i in dims:
             count *= s
-    centered = input - mean(input, dims, keepdim=True)
+    wide = input.to(dtypes.float64) if input.dtype.itemsize < 8 else input
+    centered = wide - mean(wide, dims, keepdim=True)
     return sum(centered * centered, dims, keepdim=keepdim) / builtin_max(count - correction, 0)
+
+
+def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated in float64.
+
+    Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
+    return _variance(input, dim, correction, keepdim, unbiased, "var").to(input.dtype)
 
 
 def _sqrt_zero_grad(s: Any) -> Any:
@@ -384,7 +406,8 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    return _sqrt_zero_grad(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+    """Standard deviation: the square root of :func:`var` (taken before rounding to the input's dtype)."""
+    return _sqrt_zero_grad(_variance(input, dim, correction, keepdim, unbiased, "std")).to(input.dtype)
 
 
 def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
