@@ -606,6 +606,8 @@ SPECS += [
     OpSpec("trunc", ("trunc",), ember.trunc, np.trunc, UNARY_SHAPES, int_dtypes=INT, int_out="same"),
     OpSpec("erfinv", ("erfinv",), ember.erfinv, __import__("scipy.special").special.erfinv, UNARY_SHAPES,
            domain="unit"),
+    OpSpec("erfc", ("erfc",), ember.erfc, __import__("scipy.special").special.erfc, UNARY_SHAPES),
+    OpSpec("erfcx", ("erfcx",), ember.special.erfcx, __import__("scipy.special").special.erfcx, UNARY_SHAPES),
     OpSpec("atan2", ("atan2",), ember.atan2, np.arctan2, BINARY_SHAPES, domain="nonzero", int_dtypes=INT,
            int_out="float32"),
     # elementwise composites

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 from ember import dtypes
@@ -645,32 +646,63 @@ def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: b
 
 
 def dropout1d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
-    return _channel_dropout(input, p, training, 3)
+    """Zero whole channels of (N, C, L) or (C, L) with probability ``p``; other ranks are refused (as torch)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, "dropout1d", batched=input.ndim == 3)
 
 
 def dropout2d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
-    return _channel_dropout(input, p, training, 4)
+    """Zero whole channels of (N, C, H, W). As torch, a 3-D input is read as (N, C, L) (with its warning)."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead.", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, "dropout2d", batched=True)
 
 
-def _channel_dropout(input: Any, p: float, training: bool, batched_ndim: int) -> Any:
-    """Drop whole channels: one Bernoulli draw per (sample, channel)."""
+def dropout3d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W); other ranks warn as in torch."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead.", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, "dropout3d", batched=input.ndim == 5)
+
+
+def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: str, batched: bool) -> Any:
+    """Drop whole channels: one Bernoulli draw per (sample, channel). Without a batch dim the first dim is the
+    channel (torch unsqueezes a batch of one, as here)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    lead = tuple(input.shape) if batched else (1,) + tuple(input.shape)
+    if len(lead) < 2:
+        raise RuntimeError(f"{op}: Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{tuple(input.shape)}")
     if not training or p == 0.0:
         return input
     from ember import random as ember_random
     from ember.creation import _wrap_array
 
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    if input.ndim == batched_ndim - 1:
-        shape = (input.shape[0],) + (1,) * (input.ndim - 1)
+    shape = lead[:2] + (1,) * (len(lead) - 2)
+    shape = shape if batched else shape[1:]
     if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", shape, input.dtype, input.device, like=input, p=1.0 - p,
                                          scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
-            return input * mask
+            return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
     keep = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
     if p < 1.0:
         keep *= 1.0 / (1.0 - p)
-    return input * _wrap_array(keep, input._device)
+    mask = _wrap_array(keep, input._device)
+    return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
 
 
 # ---- embedding, one_hot --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections import namedtuple
 from typing import Any, Sequence
 
 import ember
+from ember.ops import extra_math as _extra_math
 from ember.tensor import Tensor
 
 __all__ = [
@@ -90,7 +91,8 @@ def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
 
 
 def erfc(input: Tensor) -> Tensor:
-    return 1 - ember.erf(input)
+    """1 - erf(x), computed without cancellation (a primitive: erfc(6.0) is 2.15e-17, not 0)."""
+    return _extra_math.erfc(input if input.is_floating_point() else input.to(ember.get_default_dtype()))
 
 
 def square_(input: Tensor) -> Tensor:
@@ -350,14 +352,14 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise maximum that ignores a NaN when the other value is a number."""
-    return ember.where(ember.isnan(other), input, ember.where(ember.isnan(input), other,
-                                                              ember.maximum(input, other)))
+    """Elementwise maximum that ignores a NaN when the other value is a number. At a tie the whole gradient
+    goes to ``input`` (torch's ``self >= other`` mask; ``maximum`` splits it)."""
+    return ember.where((input >= other) | ember.isnan(other), input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
-    return ember.where(ember.isnan(other), input, ember.where(ember.isnan(input), other,
-                                                              ember.minimum(input, other)))
+    """Elementwise minimum that ignores a NaN when the other value is a number (ties: gradient to ``input``)."""
+    return ember.where((input <= other) | ember.isnan(other), input, other)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -433,9 +435,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 
 def sinc(input: Tensor) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0. Below |x| = 1e-4 (where the quotient's gradient divides rounding noise by
+    x^2, NaN for denormals) the Taylor form 1 - (pi x)^2 / 6 is exact to the last bit, gradient included."""
     x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
-    safe = ember.where(x == 0, ember.ones_like(x), x)
-    return ember.where(x == 0, ember.ones_like(x), ember.sin(math.pi * safe) / (math.pi * safe))
+    small = ember.abs(x) < 1e-4
+    safe = ember.where(small, ember.ones_like(x), x)
+    tiny = ember.where(small, x, ember.zeros_like(x)) * math.pi
+    return ember.where(small, 1 - tiny * tiny / 6, ember.sin(math.pi * safe) / (math.pi * safe))
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

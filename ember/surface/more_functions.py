@@ -199,7 +199,8 @@ def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int 
 
 
 def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
-    return ember.sqrt((input * input).sum(dim=dim, keepdim=keepdim))
+    """The 2-norm over ``dim`` (ember.norm's: gradient 0 at the zero matrix, not 0 / 0)."""
+    return ember.norm(input, p=2, dim=dim, keepdim=keepdim)
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002
@@ -207,6 +208,8 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa:
     if dim == -1:
         return ember.norm(v, p=pow)
     others = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
+    if not others:  # a vector along ``dim``: the norm over no dims is each element's magnitude (torch's)
+        return ember.abs(v)
     return ember.norm(v, p=pow, dim=others, keepdim=True)
 
 

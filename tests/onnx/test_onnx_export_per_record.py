@@ -38,6 +38,7 @@ CASES = [
     ("hypot", lambda x: ember.hypot(x, x.flip(1)), lambda a: np.hypot(a, np.flip(a, 1)), _X),
     ("hardtanh", lambda x: ember.nn.functional.hardtanh(x * 2, -1.5, 0.75), lambda a: np.clip(a * 2, -1.5, 0.75), _X),
     ("logsigmoid", lambda x: ember.nn.functional.logsigmoid(x * 20), lambda a: -np.logaddexp(0, -a.astype(np.float64) * 20), _X),
+    ("erfc", lambda x: ember.erfc(x), lambda a: __import__("scipy.special").special.erfc(a.astype(np.float64)), _X),
     ("mish", lambda x: ember.nn.functional.mish(x * 3), lambda a: a * 3 * np.tanh(np.logaddexp(0, a.astype(np.float64) * 3)), _X),
 ]
 
