@@ -101,7 +101,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     source = source.to(self.dtype)
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
     inplace.check_inplace(self, "copy_", recording)
-    if not recording and dispatch.SYMBOLIC.active:  # graph building: source or self may be symbolic
+    if not recording and (dispatch.is_symbolic(self) or dispatch.is_symbolic(source)):  # building a graph
         return inplace.inplace_call(self, "copy_", lambda t: source.expand_as(t).clone(), needs_copy=False)
     if not recording:
         if not inplace._writeable(self._data):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, interpreters
 
 
 class Generator:
@@ -95,33 +95,29 @@ def set_rng_state(state: Any) -> None:
     default_generator.set_state(state)
 
 
-# Set by ember.graph.rng on import: while a graph is built (ember.compile, define-then-run), samplers
-# that call graph_sample get a random graph node instead of numbers drawn now.
-_GRAPH_SAMPLER: Any = None
-
-
 def graph_sample(kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                  like: Any = None, inputs: tuple = (), **params: Any) -> Any:
     """A symbolic tensor made by a ``random_<kind>`` graph node when a graph is being built around
-    this call (a trace, or ``like``/``inputs`` is a graph tensor); None otherwise: sample eagerly.
-    See :mod:`ember.graph.rng` for how graphs seed their samples."""
-    if _GRAPH_SAMPLER is None:
+    this call (a trace in this thread, or ``like``/``inputs`` is a graph tensor); None otherwise:
+    sample eagerly. The interpreter the call belongs to decides (:mod:`ember.interpreters`); see
+    :mod:`ember.graph.rng` for how graphs seed their samples."""
+    if not interpreters.GRAPHS.count:
         return None
-    from ember.ops import dispatch
-
-    if not dispatch.SYMBOLIC.active:
-        return None
-    return _GRAPH_SAMPLER(kind, tuple(shape), dtype, device, generator, like, tuple(inputs), **params)
+    interpreter = interpreters.find((like,) + tuple(inputs))
+    if interpreter is interpreters.EAGER:
+        interpreter = interpreters.current()
+    return interpreter.random_node(kind, tuple(shape), dtype, device, generator, tuple(inputs), params)
 
 
 def is_tracing() -> bool:
-    """True while a graph is being built (tensor values are not known: value checks wait for run time)."""
-    from ember.ops import dispatch
-
-    return bool(dispatch.SYMBOLIC.active)
+    """True while this thread's ops are traced into a graph (tensor values are not known: value checks
+    wait for run time)."""
+    return interpreters.tracing()
 
 
 def _rng(generator: Generator | None) -> np.random.Generator:
+    if interpreters.GRAPHS.count:  # a trace cannot replay numbers drawn now: its interpreter refuses
+        interpreters.current().check_direct_sampling()
     return (generator or default_generator).numpy_rng
 
 

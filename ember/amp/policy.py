@@ -71,7 +71,7 @@ def _cast(t: Any, target: Any, kind: str) -> Any:
     # Only leaf float32 weights that require grad, cast to the region's lower dtype, as PyTorch; never
     # while a graph is built (a cached cast would be a concrete tensor baked into the trace).
     if (STATE.cache_enabled and target is STATE.dtype[kind] and t._requires_grad and t.grad_fn is None
-            and t._base is None and t.dtype is dtypes.float32 and not dispatch.SYMBOLIC.active):
+            and t._base is None and t.dtype is dtypes.float32 and not dispatch.is_symbolic(t)):
         grad_on = dispatch.grad_mode.STATE.enabled
         key = (id(t), target)
         hit = STATE.cache.get(key)

@@ -231,9 +231,9 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
 
         leaf.grad = Tensor._make(data, leaf._device, False)
     else:
-        from ember.ops.dispatch import SYMBOLIC
+        from ember.ops.dispatch import is_symbolic
 
-        if SYMBOLIC.active:  # graph building: the gradients may be symbolic
+        if is_symbolic(leaf.grad) or is_symbolic(grad):  # graph building: the gradients are graph values
             leaf.grad.add_(grad)
             return
         leaf.grad._data += grad._data

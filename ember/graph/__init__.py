@@ -11,7 +11,7 @@ Example:
     [3.0, 3.0]
 """
 from ember.graph import ops  # noqa: F401  (registers assign, group, matmul_t)
-from ember.graph import rng  # noqa: F401  (registers the random_* ops; installs the graph sampler)
+from ember.graph import rng  # noqa: F401  (registers the random_* ops)
 from ember.graph.ir import Graph, Node, TracingError, Value  # noqa: F401
 from ember.graph.builder import SymbolicTensor, Tracer  # noqa: F401
 from ember.graph.executor import Executable  # noqa: F401

@@ -13,8 +13,8 @@
   ``ember.distributed`` job; the Session then runs each rank's part, joined by send/recv nodes
   (:mod:`ember.graph.partition`, :mod:`ember.graph.distributed_session`).
 
-Ops on placeholders/Variables build nodes in the *default graph*, which switches the dispatcher's
-symbolic hook on until :func:`reset_default_graph`.
+Ops on placeholders/Variables build nodes in the *default graph*: a symbolic tensor's ops go to its
+graph's builder (:mod:`ember.interpreters`); ops on concrete tensors stay eager.
 
 Example:
     >>> import numpy as np, ember, ember.graph as G
@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.graph import ops as graph_ops
 from ember.graph import placement
@@ -55,15 +55,15 @@ def get_default_graph() -> Graph:
         graph = Graph("default")
         Builder(graph, trace=False)
         _DEFAULT.append(graph)
-        dispatch.SYMBOLIC.active += 1
+        interpreters.graph_opened()  # its tensors carry their builder (ember.interpreters): not pushed
     return _DEFAULT[0]
 
 
 def reset_default_graph() -> None:
-    """Forget the default graph (and switch symbolic dispatch off again)."""
+    """Forget the default graph."""
     if _DEFAULT:
         _DEFAULT.clear()
-        dispatch.SYMBOLIC.active -= 1
+        interpreters.graph_closed()
 
 
 def placeholder(shape: Sequence[int], dtype: Any = None, name: str | None = None) -> Any:

@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
+from ember import interpreters
 from ember.autograd import grad_mode
+from ember.graph import rng
 from ember.graph.ir import Graph, TracingError, Value, data_dependent_error
 from ember.ops import dispatch
 from ember.tensor import Tensor
@@ -78,16 +80,21 @@ class SymbolicTensor(Tensor):
 
 
 def is_symbolic(value: Any) -> bool:
-    """True for graph tensors - and, while a trace runs, for every tensor (so concrete ones get lifted)."""
-    return isinstance(value, Tensor) and (type(value._data) is Value or bool(_TRACES))
+    """True for graph tensors - and, while this thread traces, for every tensor (so concrete ones get lifted)."""
+    return isinstance(value, Tensor) and (type(value._data) is Value or interpreters.tracing())
 
 
 def symbolic(value: Value, requires_grad: bool = False, cls: type = SymbolicTensor) -> Any:
     return cls._make(value, value.device, requires_grad)
 
 
-class Builder:
-    """Adds nodes to one graph; ``trace=True`` lifts concrete tensors (see the module doc)."""
+class Builder(interpreters.Interpreter):
+    """Adds nodes to one graph; ``trace=True`` lifts concrete tensors (see the module doc).
+
+    It is the interpreter of its graph's symbolic tensors (:mod:`ember.interpreters`); a tracing
+    builder is also pushed on the thread's interpreter stack for the trace, so ops on concrete
+    tensors come to it too.
+    """
 
     def __init__(self, graph: Graph, trace: bool) -> None:
         self.graph = graph
@@ -143,6 +150,16 @@ class Builder:
             if any(isinstance(a, Tensor) and a._requires_grad and i not in nondiff for i, a in enumerate(args)):
                 dispatch.record(op, tensors, args, attrs)
         return tensors[0] if op.num_outputs == 1 else tensors
+
+    process = apply  # the interpreter's answer to dispatch
+
+    def random_node(self, kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, generator: Any, inputs: tuple,
+                    params: dict) -> Any:
+        return rng.random_node(self, kind, shape, dtype, device, generator, inputs, params)
+
+    def check_direct_sampling(self) -> None:
+        if self.trace:
+            _no_random()
 
     def write(self, t: Any, result: Any, op_name: str) -> None:
         """In-place write ``t[...] = result``: ``t`` now holds a new SSA value."""
@@ -247,46 +264,6 @@ def _measure_owned_refs() -> int:
 _OWNED_REFS = _measure_owned_refs()
 
 
-# ---- the dispatcher hooks -------------------------------------------------------------------------
-_TRACES: list[Builder] = []
-
-
-def handle_op(op: Any, args: tuple, attrs: dict) -> Any:
-    for a in args:
-        if isinstance(a, Tensor) and type(a._data) is Value:
-            return a._data.graph.builder.apply(op, args, attrs)
-    if _TRACES:  # only concrete tensors: still part of the traced computation (closures, parameters)
-        return _TRACES[-1].apply(op, args, attrs)
-    raise AssertionError("symbolic handler called without a symbolic argument")
-
-
-def _lift(t: Any) -> None:
-    if _TRACES and type(t._data) is not Value:
-        _TRACES[-1].lift(t)
-
-
-def _write(t: Any, result: Any, op_name: str) -> bool:
-    data = t._data
-    if type(data) is Value:
-        data.graph.builder.write(t, result, op_name)
-        return True
-    if type(result) is Value:
-        result.graph.builder.write(t, result, op_name)
-        return True
-    return False
-
-
-def install() -> None:
-    sym = dispatch.SYMBOLIC
-    sym.handler = handle_op
-    sym.is_symbolic = is_symbolic
-    sym.lift = _lift
-    sym.write = _write
-
-
-install()
-
-
 def _no_random(*args: Any, **kwargs: Any) -> Any:
     # rand/randn/randint/randperm/bernoulli/multinomial/dropout become random graph nodes
     # (ember/graph/rng.py); whatever still draws from a generator directly while tracing lands here.
@@ -311,19 +288,10 @@ class Tracer:
         return self.builder.make(self.graph.add_input(shape, dtype, device, name), requires_grad)
 
     def __enter__(self) -> "Tracer":
-        from ember import random as ember_random
-
-        dispatch.SYMBOLIC.active += 1
-        _TRACES.append(self.builder)
-        self._saved_rng = ember_random._rng
-        ember_random._rng = _no_random
+        interpreters.push(self.builder)
         return self
 
     def __exit__(self, exc_type: Any, *exc: Any) -> None:
-        from ember import random as ember_random
-
-        ember_random._rng = self._saved_rng
-        _TRACES.remove(self.builder)
-        dispatch.SYMBOLIC.active -= 1
+        interpreters.pop(self.builder)
         if exc_type is not None:
             self.builder.restore()

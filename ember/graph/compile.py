@@ -73,9 +73,10 @@ import time
 import warnings
 from typing import Any, Callable, Sequence
 
+from ember import interpreters
 from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import grad_mode
-from ember.graph.builder import _TRACES, Tracer
+from ember.graph.builder import Tracer
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
 from ember.graph.executor import Executable
 from ember.graph.ir import Graph, TracingError
@@ -241,7 +242,7 @@ class CompiledFunction:
                 _AUTOCAST.key)  # the autocast casts are traced into the graph: another region, another graph
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _TRACES:  # called while another function is traced: inline it into that trace
+        if interpreters.tracing():  # called while another function is traced: inline it into that trace
             return self.fn(*args, **kwargs)
         if not kwargs and all(type(a) is Tensor for a in args):  # the common case, without the tree walk
             leaves = list(args)

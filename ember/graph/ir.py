@@ -40,6 +40,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.graph.placement import current_rank
+from ember.interpreters import Interpreter, SymbolicValue
 
 _IDS = itertools.count()
 
@@ -68,7 +69,7 @@ class _Flags:
 _FLAGS = _Flags()
 
 
-class Value:
+class Value(SymbolicValue):
     """An SSA value. Also usable as the ``_data`` of a symbolic Tensor (it mimics an array's metadata)."""
 
     __slots__ = ("id", "shape", "dtype", "edtype", "device", "kind", "node", "index", "name", "data", "tensor",
@@ -147,6 +148,11 @@ class Value:
         from ember.ops.registry import Spec
 
         return Spec(self.shape, self.edtype, self.device)
+
+    @property
+    def interpreter(self) -> Interpreter:
+        """The builder of this value's graph: ops on a tensor holding this value go there."""
+        return self.graph.builder
 
     def label(self) -> str:
         return f"%{self.name}" if self.name else f"%{self.id}"

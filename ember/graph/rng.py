@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
+from ember.device import to_device
 from ember.graph.ir import Value
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.tensor import Tensor
@@ -86,28 +87,15 @@ def seed_value(builder: Any, generator: Any, device: Any) -> Value:
     return value
 
 
-# ---- the graph-side sampler (called by ember.random.graph_sample) --------------------------------------
-def graph_sample(kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, generator: Any = None,
-                 like: Any = None, inputs: tuple = (), **params: Any) -> Any:
-    """A symbolic tensor sampled by a ``random_<kind>`` node, or None when no graph is being built
-    around this call (then the caller samples eagerly).
+# ---- the graph-side sampler (Builder.random_node, asked by ember.random.graph_sample) -----------------
+def random_node(builder: Any, kind: str, shape: tuple, dtype: dtypes.dtype, device: Any, generator: Any,
+                inputs: tuple, params: dict) -> Any:
+    """A symbolic tensor sampled by a ``random_<kind>`` node of ``builder``'s graph.
 
-    The graph is the one of ``like`` or of a symbolic ``inputs`` tensor (define-then-run:
-    ``dropout(placeholder)``), else the innermost trace of ``ember.compile``.
+    ``builder`` is the interpreter the sampling call belongs to (:func:`ember.random.graph_sample`):
+    the graph of a symbolic ``like``/``inputs`` tensor (define-then-run: ``dropout(placeholder)``),
+    else the trace on top of this thread's interpreter stack (``ember.compile``).
     """
-    from ember.graph.builder import _TRACES
-
-    builder = None
-    for t in (like,) + tuple(inputs):
-        if isinstance(t, Tensor) and type(t._data) is Value:
-            builder = t._data.graph.builder
-            break
-    if builder is None:
-        if not _TRACES:
-            return None
-        builder = _TRACES[-1]
-    from ember.device import to_device
-
     device = to_device(device)
     seed = seed_value(builder, generator, device)
     attrs = {"shape": tuple(int(s) for s in shape), "dtype": dtype, "stream": builder.rng_streams}
@@ -222,10 +210,3 @@ for _kind, (_impl, _doc) in _SAMPLERS.items():
         ))
 
 
-def _install() -> None:
-    from ember import random as ember_random
-
-    ember_random._GRAPH_SAMPLER = graph_sample
-
-
-_install()

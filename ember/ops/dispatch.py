@@ -2,7 +2,8 @@
 
 Everything that executes an op goes through :func:`apply` (or the fast paths :func:`unary` and
 :func:`binary`, which do the same with less bookkeeping). When a graph is being built (tracing or
-define-then-run) and an argument is symbolic, the registered symbolic handler takes over instead.
+define-then-run), the op goes to the interpreter it belongs to instead (:mod:`ember.interpreters`:
+a symbolic argument's graph builder, else the top of this thread's interpreter stack).
 """
 from __future__ import annotations
 
@@ -17,24 +18,18 @@ from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
 from ember.ops.registry import OpDef
+from ember import interpreters as _interpreters
+from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool)
 
 
-class _Symbolic:
-    """Graph-building hook. ``active`` counts live graph builders; 0 keeps the eager path lean."""
-
-    active: int = 0
-    handler: Callable[[OpDef, tuple, dict], Any] | None = None
-    is_symbolic: Callable[[Any], bool] = staticmethod(lambda value: False)
-    # In-place support (set by ember.graph): make a concrete tensor part of the trace before it is
-    # read-modified-written; write(t, result, op_name) -> True when it handled a symbolic write.
-    lift: Callable[[Any], None] = staticmethod(lambda t: None)
-    write: Callable[[Any, Any, str], bool] = staticmethod(lambda t, result, op_name: False)
-
-
-SYMBOLIC = _Symbolic()
+def is_symbolic(value: Any) -> bool:
+    """True for a tensor of a graph under construction, and while this thread traces, for every
+    tensor (concrete ones become part of the trace): its values are not known now."""
+    return bool(_GRAPHS.count) and isinstance(value, Tensor) and (
+        isinstance(value._data, SymbolicValue) or _interpreters.tracing())
 
 # The profiler's hook (ember/profiler): None unless a profile is recording, so an op pays one global
 # read when profiling is off. When on, it is called as PROFILER.op(op, t0, args, attrs, result).
@@ -42,10 +37,6 @@ PROFILER: Any = None
 _clock = time.perf_counter_ns
 
 Tensor: Any = None  # bound by ember.tensor at import time (avoids an import cycle)
-
-
-def _symbolic_args(args: tuple) -> bool:
-    return any(SYMBOLIC.is_symbolic(a) for a in args)
 
 
 def _device_error(op: OpDef, args: tuple) -> RuntimeError:
@@ -182,8 +173,10 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         attrs = {}
     if op.autocast is not None and _AUTOCAST.active:  # mixed precision: the op's policy (ember/amp/policy.py)
         args = _autocast_args(op.autocast, args)
-    if SYMBOLIC.active and _symbolic_args(args):
-        return SYMBOLIC.handler(op, args, attrs)
+    if _GRAPHS.count:  # a graph is being built somewhere: ask which interpreter this op belongs to
+        interpreter = _interpreters.find(args)
+        if interpreter is not EAGER:
+            return interpreter.process(op, args, attrs)
     t0 = PROFILER and _clock()
     device = None
     arrays = []
@@ -222,8 +215,10 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     """Fast path for one-tensor elementwise ops; promotes integers to float for float-only ops."""
     if op.float_only and x._data.dtype.kind in "biu":  # before tracing too: graphs promote as eager
         x = cast(x, dtypes.get_default_dtype())
-    if SYMBOLIC.active and SYMBOLIC.is_symbolic(x):
-        return SYMBOLIC.handler(op, (x,), attrs or {})
+    if _GRAPHS.count:
+        interpreter = _interpreters.find((x,))
+        if interpreter is not EAGER:
+            return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and _clock()
     device = x._device
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
@@ -272,8 +267,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
                 b = tensor
     else:
         raise TypeError(f"{op.name}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
-    if SYMBOLIC.active and (SYMBOLIC.is_symbolic(a) or SYMBOLIC.is_symbolic(b)):
-        return SYMBOLIC.handler(op, (a, b), {})
+    if _GRAPHS.count:
+        interpreter = _interpreters.find((a, b))
+        if interpreter is not EAGER:
+            return interpreter.process(op, (a, b), {})
     t0 = PROFILER and _clock()
     device = a._device if a_tensor else b._device
     try:

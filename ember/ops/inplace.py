@@ -22,6 +22,8 @@ import numpy as np
 
 from ember import dtypes
 from ember.autograd import grad_mode
+from ember import interpreters
+from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops import dispatch
 from ember.ops.registry import OpDef
 
@@ -69,7 +71,7 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
             "of a function that returns multiple views. Such functions do not allow the output views to be modified "
             "inplace. You should replace the inplace operation by an out-of-place one."
         )
-    if dispatch.SYMBOLIC.active and (dispatch.SYMBOLIC.is_symbolic(t) or dispatch.SYMBOLIC.is_symbolic(base)):
+    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):
         raise RuntimeError(
             f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
             "is being built (ember.compile / define-then-run); use an out-of-place op (e.g. ember.where) or "
@@ -84,8 +86,23 @@ def _writeable(data: Any) -> bool:
     return getattr(getattr(data, "flags", None), "writeable", True)
 
 
+def _lift(t: Any) -> None:
+    """While this thread traces, make ``t`` part of the trace before it is read-modified-written."""
+    if GRAPHS.count:
+        interpreters.current().lift(t)
+
+
+def _write_symbolic(t: Any, result: Any, op_name: str) -> bool:
+    """Hand a write that involves a graph value to that graph's builder; False: nothing symbolic."""
+    for data in (t._data, result):
+        if isinstance(data, SymbolicValue):
+            data.interpreter.write(t, result, op_name)
+            return True
+    return False
+
+
 def _write(t: Any, result: Any, op_name: str) -> None:
-    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.write(t, result, op_name):
+    if GRAPHS.count and _write_symbolic(t, result, op_name):
         return
     data = t._data
     if tuple(result.shape) != tuple(data.shape):
@@ -131,9 +148,9 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
     """``zero_``/``fill_``: a direct fill when autograd is not recording."""
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
-    if not recording and dispatch.SYMBOLIC.active:  # graph building: a constant fill of the (lifted) tensor
-        dispatch.SYMBOLIC.lift(t)
-        if dispatch.SYMBOLIC.is_symbolic(t):
+    if not recording and GRAPHS.count:  # graph building: a constant fill of the (lifted) tensor
+        _lift(t)
+        if dispatch.is_symbolic(t):
             _write(t, np.full((), value, dtype=t._data.dtype), op_name)
             t._bump()
             return t
@@ -228,13 +245,12 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
 
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
-    if dispatch.SYMBOLIC.active:
-        dispatch.SYMBOLIC.lift(t)
+    _lift(t)
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or (isinstance(other, dispatch.Tensor) and other._requires_grad)
     )
     check_inplace(t, op_name, recording)
-    if not recording and dispatch.SYMBOLIC.active:  # graph building: the op may be symbolic
+    if not recording and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other)):  # the op may be symbolic
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:
@@ -260,8 +276,7 @@ def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy
 
     ``others``: the other tensor operands; any of them requiring grad makes the write recorded too.
     """
-    if dispatch.SYMBOLIC.active:
-        dispatch.SYMBOLIC.lift(t)
+    _lift(t)
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or any(isinstance(o, dispatch.Tensor) and o._requires_grad for o in others))
     check_inplace(t, op_name, recording)
@@ -282,13 +297,12 @@ def setitem(t: Any, key: Any, value: Any) -> None:
     """``t[key] = value`` with PyTorch semantics (broadcast value, recorded when grad is on)."""
     from ember.ops import movement
 
-    if dispatch.SYMBOLIC.active:
-        dispatch.SYMBOLIC.lift(t)
+    _lift(t)
     index, index_tensors = movement.split_index(key, t._device)
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
-    if not recording and not dispatch.SYMBOLIC.active:
+    if not recording and not any(dispatch.is_symbolic(v) for v in (t, value, *index_tensors)):
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
         raw = value._data if isinstance(value, dispatch.Tensor) else value

@@ -132,7 +132,7 @@ def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = No
     classes = x.shape[1]
     valid = t != ignore_index
     safe_t = ew.where(valid, t, 0)
-    if t.numel() and not dispatch.SYMBOLIC.is_symbolic(t):  # traced targets have no values to check
+    if t.numel() and not dispatch.is_symbolic(t):  # traced targets have no values to check
         lo, hi = int(safe_t.min()), int(safe_t.max())
         if lo < 0 or hi >= classes:
             raise IndexError(f"nll_loss: target {hi if hi >= classes else lo} is out of bounds for {classes} classes "

@@ -625,7 +625,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
     from ember import random as ember_random
     from ember.creation import _wrap_array
 
-    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+    if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", tuple(input.shape), input.dtype, input.device, like=input,
                                          p=1.0 - p, scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
@@ -693,7 +693,7 @@ def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: st
 
     shape = lead[:2] + (1,) * (len(lead) - 2)
     shape = shape if batched else shape[1:]
-    if dispatch.SYMBOLIC.active:  # building a graph: the mask is a random node, drawn anew at each run
+    if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", shape, input.dtype, input.device, like=input, p=1.0 - p,
                                          scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
@@ -718,7 +718,7 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm:
         if not -num <= padding_idx < num:
             raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num})")
         padding_idx %= num
-    if input.numel() and not dispatch.SYMBOLIC.is_symbolic(input):  # traced indices have no values to check
+    if input.numel() and not dispatch.is_symbolic(input):  # traced indices have no values to check
         lo, hi = int(input.min()), int(input.max())
         if lo < 0 or hi >= num:
             raise IndexError(f"embedding: index {hi if hi >= num else lo} is out of range for a weight with "

@@ -52,7 +52,7 @@ def view(input: Any, *shape: Any) -> Any:
         RuntimeError: view size is not compatible with input tensor's size and stride ...
     """
     out = reshape(input, *shape)
-    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.is_symbolic(input):
+    if dispatch.is_symbolic(input):
         return out
     # Only views are checked: a fresh result's layout is NumPy's choice (a reduction of a transposed array
     # may come back column-major where torch's is contiguous), and code that works in PyTorch must not fail here.
@@ -353,7 +353,7 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     if index.ndim > 1:
         raise IndexError(f"index_select: index must be 0-D or 1-D, got shape {tuple(index.shape)}")
     size = input.shape[d]
-    if index.numel() and not dispatch.SYMBOLIC.is_symbolic(index):
+    if index.numel() and not dispatch.is_symbolic(index):
         lo, hi = int(index.min()), int(index.max())
         if hi >= size or lo < -size:
             raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
@@ -465,7 +465,7 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
-    if dispatch.SYMBOLIC.active and dispatch.SYMBOLIC.is_symbolic(input):
+    if dispatch.is_symbolic(input):
         # Graphs (and ONNX) take the gather form: a permute plus an index with two position vectors.
         from ember.creation import arange
 

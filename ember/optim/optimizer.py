@@ -29,7 +29,7 @@ from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, Iterable
 
-from ember import dtypes
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.ops import dispatch
 from ember.tensor import Tensor
@@ -88,7 +88,7 @@ def _wrap_step(step: Callable) -> Callable:
 
 def use_fast_path() -> bool:
     """True when updates may bypass ember ops (eager mode, no graph being built, not disabled)."""
-    return Optimizer.fast_path and dispatch.SYMBOLIC.active == 0
+    return Optimizer.fast_path and not interpreters.tracing()
 
 
 def scalar_dtype() -> dtypes.dtype:

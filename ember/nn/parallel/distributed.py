@@ -29,7 +29,9 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ember import interpreters
 from ember.distributed import watchdog
+from ember.ops import dispatch
 from ember.nn.modules.module import Module
 
 
@@ -159,9 +161,7 @@ class DistributedDataParallel(Module):
 
     # ---- forward ---------------------------------------------------------------------------------------
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        from ember.ops.dispatch import SYMBOLIC
-
-        if SYMBOLIC.active:
+        if any(dispatch.is_symbolic(x) for x in inputs) or interpreters.tracing():
             # A replayed graph would skip this Python: the buffer broadcast and the arming of the gradient
             # all-reduce for the next backward. ember.compile catches this and runs the call eagerly.
             from ember.graph.ir import TracingError
@@ -195,9 +195,7 @@ class DistributedDataParallel(Module):
     def _on_grad_ready(self, param: Any) -> None:
         if not self._sync_this_backward:
             return
-        from ember.ops.dispatch import SYMBOLIC
-
-        if SYMBOLIC.active:
+        if interpreters.tracing() or dispatch.is_symbolic(param.grad):
             from ember.graph.ir import TracingError
 
             raise TracingError("DistributedDataParallel: gradient all-reduce cannot be traced into a graph")

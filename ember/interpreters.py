@@ -1,0 +1,137 @@
+"""The interpreter stack: who runs an op. Eager at the bottom of every thread's stack; a tracer on top.
+
+Every way into ember runs ops through one dispatcher (:mod:`ember.ops.dispatch`), which asks which
+interpreter an op belongs to, as JAX's ``bind`` asks ``find_top_trace``:
+
+1. an argument that is a *symbolic* tensor (its ``_data`` is a :class:`SymbolicValue`, an IR value of
+   a graph under construction) belongs to that graph's builder, which adds a node;
+2. otherwise, when a tensor takes part, the top of this thread's stack: a tracer pushed by
+   ``ember.compile``/``Tracer`` records every op of the traced function (concrete tensors included);
+3. otherwise the bottom, :data:`EAGER`: the op computes now (dispatch's own code, inlined there for speed).
+
+The stack is per thread (``threading.local``, like grad mode): a trace in one thread never captures
+another thread's ops. Define-then-run graphs (``ember.graph.placeholder``) are not pushed: their tensors
+carry their builder (rule 1), so eager code running beside an open default graph stays eager.
+
+:data:`GRAPHS` counts graphs under construction on any thread; while it is zero, dispatch skips the
+look-up above entirely (the eager fast path pays one attribute read). It never decides how an op runs.
+
+Example:
+    >>> from ember import interpreters
+    >>> interpreters.current() is interpreters.EAGER
+    True
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+
+class Interpreter:
+    """How ops run at one level of the stack. Subclassed by ``ember.graph.builder.Builder``."""
+
+    def process(self, op: Any, args: tuple, attrs: dict) -> Any:
+        """Run (or record) ``op`` on ``args``: the interpreter's answer to ``bind``."""
+        raise NotImplementedError
+
+    def lift(self, tensor: Any) -> None:
+        """Make a concrete ``tensor`` part of this interpreter's graph before an in-place write."""
+
+    def write(self, tensor: Any, result: Any, op_name: str) -> None:
+        """In-place write of symbolic ``result`` into ``tensor`` (``op_name`` for errors)."""
+        raise NotImplementedError
+
+    def random_node(self, kind: str, shape: tuple, dtype: Any, device: Any, generator: Any, inputs: tuple,
+                    params: dict) -> Any:
+        """A symbolic tensor sampled by a random graph node, or None: sample now (see ember.random.graph_sample)."""
+        return None
+
+    def check_direct_sampling(self) -> None:
+        """Raise when numbers drawn from a generator now could not be replayed (a trace)."""
+
+
+class Eager(Interpreter):
+    """The bottom of every stack: ops compute at once. Its ``process`` is dispatch's own inlined code."""
+
+    def __repr__(self) -> str:
+        return "EAGER"
+
+
+EAGER = Eager()
+
+
+class SymbolicValue:
+    """Marker base of IR values that stand in a tensor's ``_data`` (``ember.graph.ir.Value``).
+
+    ``interpreter`` is the builder of the value's graph: the interpreter its ops belong to.
+    """
+
+    __slots__ = ()
+
+    @property
+    def interpreter(self) -> Interpreter:
+        raise NotImplementedError
+
+
+class _Stack(threading.local):
+    def __init__(self) -> None:  # runs again in every new thread: each starts eager
+        self.interpreters: list[Interpreter] = [EAGER]
+
+
+class _GraphCount:
+    """Graphs under construction on any thread (pushed tracers and open define-then-run graphs)."""
+
+    count = 0
+
+
+_STACK = _Stack()
+GRAPHS = _GraphCount()
+_LOCK = threading.Lock()
+
+
+def current() -> Interpreter:
+    """The top of this thread's stack (:data:`EAGER` unless a trace is running in this thread)."""
+    return _STACK.interpreters[-1]
+
+
+def tracing() -> bool:
+    """True while this thread's ops are recorded by an interpreter above eager (a trace)."""
+    return _STACK.interpreters[-1] is not EAGER
+
+
+def push(interpreter: Interpreter) -> None:
+    """Put ``interpreter`` on top of this thread's stack (pair with :func:`pop`)."""
+    _STACK.interpreters.append(interpreter)
+    graph_opened()
+
+
+def pop(interpreter: Interpreter) -> None:
+    """Remove ``interpreter`` from this thread's stack (the innermost one, as a ``with`` block ends)."""
+    stack = _STACK.interpreters
+    if interpreter is EAGER or interpreter not in stack:
+        raise RuntimeError(f"interpreter {interpreter!r} is not on this thread's stack")
+    del stack[len(stack) - 1 - stack[::-1].index(interpreter)]
+    graph_closed()
+
+
+def graph_opened() -> None:
+    """A graph whose symbolic tensors may reach dispatch was created (define-then-run, a trace)."""
+    with _LOCK:
+        GRAPHS.count += 1
+
+
+def graph_closed() -> None:
+    with _LOCK:
+        GRAPHS.count -= 1
+
+
+def find(values: tuple) -> Interpreter:
+    """The interpreter an op on ``values`` belongs to (JAX's ``find_top_trace``; see the module doc)."""
+    tensor_seen = False
+    for value in values:
+        data = getattr(value, "_data", None)
+        if data is not None:
+            if isinstance(data, SymbolicValue):
+                return data.interpreter
+            tensor_seen = True
+    return _STACK.interpreters[-1] if tensor_seen else EAGER
