@@ -199,7 +199,19 @@ MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, save="cross",
               ufunc="multiply")
 DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, onnx="Div", float_only=True,
              ufunc="true_divide")
-POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, onnx="Pow", ufunc="power")
+def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
+    """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
+    exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
+    if (getattr(y, "ndim", 0) and y.dtype.kind in "iu" and getattr(x, "dtype", None) is not None
+            and x.dtype.kind in "iu" and bool((y < 0).any())):
+        negative = y < 0
+        base = xp.broadcast_to(x, xp.broadcast_shapes(x.shape, y.shape))
+        inverse = xp.where(base == 1, 1, xp.where(base == -1, 1 - 2 * (xp.abs(y) % 2), 0)).astype(base.dtype)
+        return xp.where(negative, inverse, xp.power(base, xp.where(negative, 0, y)))
+    return xp.power(x, y)
+
+
+POW = _binary("pow", _pow_impl, _pow_vjp, onnx="Pow", ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
@@ -632,7 +644,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
         # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
         # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.

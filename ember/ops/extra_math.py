@@ -404,6 +404,9 @@ def xlogy(input: Any, other: Any) -> Any:
 
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
+    if isinstance(end, dispatch.Tensor) and isinstance(input, dispatch.Tensor) and end.dtype is not input.dtype:
+        raise RuntimeError(f"lerp: expected dtype {input.dtype} for `end` but got dtype {end.dtype}; convert it "
+                           f"with .to({input.dtype})")
     diff = end - input
     if isinstance(weight, dispatch.Tensor):
         return ew.where(ew.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))

@@ -56,6 +56,9 @@ def matmul(input: Any, other: Any) -> Any:
                                f"convert one with .to({other.dtype}) or .to({input.dtype})")
         target = dtypes.promote_types(input.dtype, other.dtype)
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("matmul: not implemented for bool operands (PyTorch has no boolean matrix product); "
+                           "convert with .float() or .long() first")
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(input.shape)} "
                            f"and {tuple(other.shape)}; use * for scalars")
@@ -99,6 +102,9 @@ def dot(input: Any, other: Any) -> Any:
     if input.ndim != 1 or other.ndim != 1 or input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(input.shape)} and "
                            f"{tuple(other.shape)}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot: expected both vectors to have the same dtype, but found {input.dtype} and "
+                           f"{other.dtype}; convert one with .to(...)")
     return matmul(input, other)
 
 

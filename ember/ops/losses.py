@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.elementwise import elementwise_rule, sum_to
 from ember.ops.nn_ops import log_softmax, logsigmoid
@@ -103,6 +104,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
     if target.dtype.category != 1:
         raise RuntimeError(f"{op}: expected target of class indices with an integer dtype (Long), got {target.dtype}"
                            f"; for class probabilities pass a float target with the input's shape to cross_entropy")
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got {target.dtype} (as PyTorch); "
+                           "convert the class indices with .long()")
     if input.ndim == 1:
         if target.ndim != 0:
             raise ValueError(f"{op}: for a 1-D input of shape {tuple(input.shape)} the target must be a scalar, got "
@@ -110,7 +114,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
         return input.unsqueeze(0), target.reshape(1), True
     if input.ndim < 1 or target.ndim != input.ndim - 1 or tuple(target.shape) != (input.shape[0],) + tuple(
             input.shape[2:]):
-        raise ValueError(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
+        # PyTorch's classes: a batch size mismatch is a ValueError, any other target shape a RuntimeError
+        batch = target.ndim >= 1 and target.shape[0] != input.shape[0]
+        raise (ValueError if batch else RuntimeError)(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
                          f"shape {tuple(input.shape)} (N, C, d1, ...), got target of shape {tuple(target.shape)}")
     return input, target, False
 
@@ -157,7 +163,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     """Softmax cross entropy over dim 1 with class-index or class-probability targets."""
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     classes = input.shape[class_dim]

@@ -316,9 +316,9 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
         raise RuntimeError(f"gather: index tensor must have the same number of dimensions as input "
                            f"({index.ndim} vs {x.ndim})")
     slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
-    if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
-        raise RuntimeError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
-                           f"{x.shape[dim]}")
+    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
+        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
+        raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
     return xp.take_along_axis(x[slices], index, axis=dim)
 
 

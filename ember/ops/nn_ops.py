@@ -499,6 +499,11 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"layer_norm: {name} of shape {tuple(t.shape)} must match normalized_shape {shape}")
+        # PyTorch mixes dtypes only for a 16-bit input with float32 parameters (autocast's case)
+        if t is not None and t.dtype is not input.dtype and not (input.dtype.itemsize == 2 and
+                                                                t.dtype is dtypes.float32):
+            raise RuntimeError(f"layer_norm: mixed dtype: expected {name} to have dtype {input.dtype} (the input's), "
+                               f"got {t.dtype}; convert it with .to({input.dtype})")
     args = (input,) + tuple(t for t in (weight, bias) if t is not None)
     out, _, _ = dispatch.apply(LAYER_NORM, args, {"count": len(shape), "eps": float(eps),
                                                   "has_weight": weight is not None})
@@ -640,9 +645,23 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
 
 
 def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: bool = False) -> Any:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation and the result is rescaled
+    to keep zero mean and unit variance (PyTorch's formula)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    raise NotImplementedError("alpha_dropout: only the evaluation path (training=False) is implemented")
+    if p == 1.0:
+        return _maybe_inplace(input, lambda t: t * 0.0, inplace, "alpha_dropout_")
+    from ember import random as ember_random
+    from ember.creation import _wrap_array
+
+    alpha = -1.7580993408473766  # -scale * alpha of SELU
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    keep = _wrap_array(ember_random.sample_bernoulli(tuple(input.shape), input.dtype, input.device, None, 1.0 - p),
+                       input._device)
+    return _maybe_inplace(input, lambda t: (t * keep + (1 - keep) * alpha) * a + (-a * alpha * p), inplace,
+                          "alpha_dropout_")
 
 
 def dropout1d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:

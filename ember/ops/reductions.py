@@ -431,6 +431,9 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
 
     if dtype is not None:
         input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
+                           "convert with .float()")
     dims = normalize_dims(dim, input.ndim, "norm")
     if p in ("fro", 2, 2.0):
         return _sqrt_zero_grad(sum(input * input, dims, keepdim=keepdim))

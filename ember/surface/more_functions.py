@@ -127,6 +127,10 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """Write ``source`` into the flattened ``input`` at ``index`` (summed when ``accumulate``)."""
+    n = input.numel()
+    if index.numel() and (int(index.max()) >= n or int(index.min()) < -n):
+        raise IndexError(f"put_(): index {int(index.max()) if int(index.max()) >= n else int(index.min())} out of "
+                         f"range for tensor of {n} elements (shape {list(input.shape)})")
     flat = input.reshape(-1).clone()
     flat.index_put_((index.reshape(-1),), source.reshape(-1), accumulate)
     return flat.reshape(input.shape)
