@@ -1,4 +1,4 @@
-"""The op-spec table behind tests/test_ops_generated.py: one entry per op record (or public composite).
+"""The op-spec table behind tests/ops/test_ops_generated.py: one entry per op record (or public composite).
 
 Each :class:`OpSpec` says how to call the op on ember tensors (``fn``), what NumPy computes for the
 same inputs (``ref``, always evaluated in float64 or the input's own integer dtype), which input
@@ -455,10 +455,10 @@ else:
     ]
 
 # Ops with no eager meaning, tested where they are used.
-GRAPH_ONLY_OPS = {"group": "tests/test_graph*.py",
-                  **{f"random_{k}": "tests/test_compile_random.py"
+GRAPH_ONLY_OPS = {"group": "tests/graph/test_*.py",
+                  **{f"random_{k}": "tests/graph/test_compile_random_ops.py"
                      for k in ("uniform", "normal", "bernoulli", "integers", "permutation", "multinomial")},
-                  "send": "tests/test_graph_distributed.py", "recv": "tests/test_graph_distributed.py"}
+                  "send": "tests/graph/test_graph_partition_placement.py", "recv": "tests/graph/test_graph_partition_placement.py"}
 
 
 def _acc_ref(a: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -472,8 +472,8 @@ def _acc_ref(a: np.ndarray, v: np.ndarray) -> np.ndarray:
 COVERED_BY_BACKWARD = {"index_backward": ("getitem_advanced", "getitem_basic", "getitem_bool")}
 
 # Ops that back ember.nn.functional (conv, pooling, activations ...) are tested, forward and
-# backward, in tests/test_functional.py; each maps to the public name that file must exercise.
-FUNCTIONAL_TESTS = "tests/test_functional.py"
+# backward, in tests/nn/test_functional_vs_torch.py; each maps to the public name that file must exercise.
+FUNCTIONAL_TESTS = "tests/nn/test_functional_vs_torch.py"
 FUNCTIONAL_OPS = {
     "conv2d": "conv2d", "conv2d_input_grad": "conv2d", "conv2d_weight_grad": "conv2d",
     "max_pool2d": "max_pool2d", "max_pool2d_backward": "max_pool2d",
@@ -482,7 +482,7 @@ FUNCTIONAL_OPS = {
     "layer_norm": "layer_norm", "layer_norm_backward": "layer_norm", "linear": "linear",
 }
 # Records defined in these modules belong to ember.nn's helper too: allowlisted under their public name
-# (suffixes like _backward stripped) when tests/test_functional.py mentions that name.
+# (suffixes like _backward stripped) when tests/nn/test_functional_vs_torch.py mentions that name.
 FUNCTIONAL_MODULES = ("ember.nn", "ember.ops.conv", "ember.ops.pooling", "ember.ops.nn_ops", "ember.ops.losses",
                       "ember.ops.normalization", "ember.ops.attention")
 

@@ -11,7 +11,7 @@ rejects is usually dropped, and sometimes kept as the program's last line (then 
 Mismatches found this way are kept below as small named regression tests.
 
 Example (run many programs and print the failing ones):
-    python tests/test_qa_autograd_fuzz.py 2000
+    python tests/autograd/test_views_inplace_fuzz_vs_torch.py 2000
 """
 from __future__ import annotations
 

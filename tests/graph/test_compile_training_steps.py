@@ -159,7 +159,7 @@ def test_data_dependent_control_flow_raises_when_asked():
 
 
 def test_random_inside_compile_is_refused_clearly():
-    # Samplers with a graph op compile to random nodes (tests/test_compile_random.py); the others
+    # Samplers with a graph op compile to random nodes (tests/graph/test_compile_random_ops.py); the others
     # (exponential_, random_) draw from the generator directly and are still refused.
     g = ember.compile(lambda x: x + x.clone().exponential_(), warmup=0, fallback="raise")
     with pytest.raises(TracingError, match="random sampling"):

@@ -26,7 +26,7 @@ from ember.data.datasets import MNIST, FashionMNIST, load_carried_mnist, mnist a
 torch = pytest.importorskip("torch")
 import torch.utils.data as tud  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 needs_mnist = pytest.mark.skipif(not (SHARED / "mnist" / "train-images-idx3-ubyte.gz").is_file(),
                                  reason="../shared/data/mnist is absent")
 needs_fashion = pytest.mark.skipif(not (SHARED / "fashion-mnist" / "train-images-idx3-ubyte.gz").is_file(),

@@ -266,7 +266,7 @@ def test_saved_graph_with_dropout_runs_in_a_fresh_process(tmp_path):
         np.testing.assert_allclose(a[kept], 3.0 / {1 - P}, rtol=1e-6)
         print("ok")
     """)
-    root = Path(__file__).parents[1]
+    root = Path(__file__).parents[2]
     env = dict(os.environ, PYTHONPATH=str(root))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=str(tmp_path),
                           timeout=120)

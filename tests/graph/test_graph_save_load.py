@@ -13,7 +13,7 @@ import pytest
 import ember
 import ember.graph as G
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _build_and_save(path):

@@ -25,7 +25,7 @@ from ember.train import (
 )
 
 torch = pytest.importorskip("torch")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def to_np(x):
@@ -407,7 +407,7 @@ def test_mnist_carried_subset_reaches_97_percent(tmp_path):
 
 @pytest.mark.slow
 def test_full_mnist_reaches_99_percent(tmp_path):
-    data = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "mnist"
+    data = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "mnist"
     if not (data / "train-images-idx3-ubyte.gz").is_file():
         pytest.skip("full MNIST is not beside this checkout (../shared/data/mnist)")
     from ember.train import mnist
