@@ -74,6 +74,24 @@ def reduction(onnx_op: str) -> Callable:
     return emit
 
 
+def variance(b: GraphBuilder, n: Any) -> str:
+    """ember's ``var`` record (``root``: std): ReduceSum((x - ReduceMean(x))^2) / (n - correction) [then Sqrt],
+    computed in the input's dtype (ember accumulates float32 in float64 where float32 would lose the value)."""
+    x, dims, keepdim = n.inputs[0], n.attrs.get("dims"), n.attrs.get("keepdim", False)
+    shape = n.in_specs[0].shape
+    axes = range(len(shape)) if dims is None else dims
+    count = 1
+    for d in axes:
+        count *= int(_static([shape[d]], n, "reduced size")[0])
+    dtype = n.in_specs[0].dtype
+    centered = b.node("Sub", [x, reduce(b, "ReduceMean", x, dims, True)])
+    total = reduce(b, "ReduceSum", b.node("Mul", [centered, centered]), dims, keepdim)
+    divisor = max(count - float(n.attrs.get("correction", 1.0)), 0.0)
+    out = b.node("Div", [total, b.scalar(divisor if divisor else float("nan"), dtype)]) if divisor else \
+        b.node("Mul", [total, b.scalar(float("nan"), dtype)])
+    return b.node("Sqrt", [out]) if n.attrs.get("root", False) else out
+
+
 def sum_to(b: GraphBuilder, n: Any) -> str:
     shape = tuple(n.attrs["shape"])
     in_shape = n.in_specs[0].shape

@@ -3,7 +3,10 @@ plus ``sum_to`` (the adjoint of broadcasting). var/std/logsumexp/norm are compos
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
+
+import numpy as np  # np.errstate only: the float32 pass may overflow before its float64 redo
 
 from ember import dtypes
 from ember.ops import dispatch
@@ -368,32 +371,81 @@ def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
     return dispatch.apply(CUMSUM, (input,), {"dim": d})
 
 
-def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str) -> Any:
-    """The variance in the dtype it is accumulated in: float64 for float32 and 16-bit inputs.
+# ---- var / std: one primitive, PyTorch's accumulation ---------------------------------------------
+def _var_impl(xp: Any, x: Any, dims: tuple | None = None, correction: float = 1.0, keepdim: bool = False,
+              root: bool = False) -> Any:
+    """Variance (``root``: its square root) with Bessel's ``correction``, as precise as PyTorch's CPU kernel,
+    which accumulates float32 in float64: a float32 two-pass runs first and is redone in float64 only where it
+    cannot be trusted (squares that overflow above 1.8e19, or a mean more than 64 spreads away from the data,
+    where the float32 mean eats the spread: var([1e7, 1e7 + 1, 1e7 + 2, 1e7 + 3]) is 1.667, not 2.0)."""
+    axis = _axis(dims)
+    count = x.size if dims is None else math.prod(x.shape[d] for d in dims)
+    divisor = builtin_max(count - correction, 0)
+    low = x.dtype.itemsize < 8
+    work = x.astype(xp.float32) if x.dtype.itemsize == 2 else x  # float16/bfloat16: float32 math, as sum
+    with np.errstate(all="ignore"):
+        mean = work.mean(axis=axis, keepdims=True)
+        centered = work - mean
+        total = (centered * centered).sum(axis=axis, keepdims=True)
+        if low and bool((~xp.isfinite(total) | (mean * mean * divisor > 4096.0 * total)).any()):
+            wide = x.astype(xp.float64)
+            centered = wide - wide.mean(axis=axis, keepdims=True)
+            total = (centered * centered).sum(axis=axis, keepdims=True)
+        out = total / divisor if divisor else total * xp.nan
+        if root:
+            out = xp.sqrt(out)
+    if not keepdim:
+        out = out.reshape(_reduced_shape(x.shape, dims, False))
+    return xp.asarray(out).astype(x.dtype, copy=False)
 
-    PyTorch accumulates float32 (and 16-bit) variances in float64 on the CPU: the squares of values above
-    ~1.8e19 do not overflow, and a large mean does not eat the digits of a small spread
-    (var([1e7, 1e7 + 1, 1e7 + 2, 1e7 + 3]) is 1.667, not the 2.0 of a float32 two-pass)."""
+
+def _var_vjp(ctx: Any, g: Any) -> tuple:
+    """PyTorch's closed form 2 (x - mean) / (n - correction) (std: divided by 2 std, 0 where std is 0), written
+    in ember ops so that second derivatives see the mean move."""
+    from ember.ops.elementwise import where
+
+    (x,) = ctx.inputs
+    dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    correction, root = ctx.attrs.get("correction", 1.0), ctx.attrs.get("root", False)
+    shape = ctx.input_meta[0]
+    count = 1
+    for i, size in enumerate(shape):
+        if dims is None or i in dims:
+            count *= size
+    divisor = builtin_max(count - correction, 0)
+    centered = x - _reduce(MEAN, x, dims, True)
+    upstream = expand_reduced(g, shape, dims, keepdim)
+    if root:
+        std = expand_reduced(ctx.out, shape, dims, keepdim)
+        zero = std == 0
+        # scale the upstream first: centered * upstream alone can overflow next to values of 3e38
+        upstream = where(zero, 0.0, upstream / where(zero, 1.0, std) / divisor if divisor else float("nan"))
+        return (upstream * centered,)
+    return (upstream * (2.0 / divisor if divisor else float("nan")) * centered,)
+
+
+VAR = register(OpDef(
+    name="var", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
+    onnx=to_onnx.variance,
+))
+
+
+def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
     if unbiased is not None:
         correction = 1 if unbiased else 0
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
     dims = normalize_dims(dim, input.ndim, op)
-    count = 1
-    for i, s in enumerate(input.shape):
-        if dims is None or i in dims:
-            count *= s
-    wide = input.to(dtypes.float64) if input.dtype.itemsize < 8 else input
-    centered = wide - mean(wide, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim=keepdim) / builtin_max(count - correction, 0)
+    return dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
+                                          "root": root})
 
 
 def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated in float64.
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated as PyTorch's.
 
     Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
-    return _variance(input, dim, correction, keepdim, unbiased, "var").to(input.dtype)
+    return _variance(input, dim, correction, keepdim, unbiased, "var", False)
 
 
 def _sqrt_zero_grad(s: Any) -> Any:
@@ -406,8 +458,9 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    """Standard deviation: the square root of :func:`var` (taken before rounding to the input's dtype)."""
-    return _sqrt_zero_grad(_variance(input, dim, correction, keepdim, unbiased, "std")).to(input.dtype)
+    """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
+    std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
+    return _variance(input, dim, correction, keepdim, unbiased, "std", True)
 
 
 def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
