@@ -123,5 +123,8 @@ def log_softmax(input: Tensor, dim: int, dtype: "dtype | None" = None) -> Tensor
     return nn.functional.log_softmax(input, dim=dim, dtype=dtype)
 
 from ember._torch_names import *  # noqa: E402,F401,F403  (more of PyTorch's top-level names)
+from ember.surface import families as _families  # noqa: E402
+_families.install_methods(globals())  # Tensor methods generated from top-level functions (x.bitwise_and, ...)
+globals().update({k: v for k, v in _families.top_level_names().items() if k not in globals()})  # ember.relu_, ...
 
 __version__ = "0.1.0"

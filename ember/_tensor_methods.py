@@ -1,60 +1,22 @@
-"""Binds operators and op methods onto :class:`ember.tensor.Tensor`.
+"""The op methods of :class:`ember.tensor.Tensor`: a mixin class, ``TensorMethods``, that Tensor inherits.
 
-Kept apart from tensor.py so the class file stays about state; every method here forwards to the
-function of the same name in ``ember.ops``.
+Tensor's operators (``+``, ``@``, ``==``, ...) are in tensor.py itself; this file holds the long tail of
+methods that forward to the function of the same name in ``ember.ops`` (``x.sum()`` is
+``ember.ops.reductions.sum(x)``) and the in-place variants, so the class file stays about state.
+It imports no tensor module: ``Tensor`` itself is only named for type checkers.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ember.ops import dispatch, elementwise as ew, inplace, linalg, reductions as red, views
+from ember.ops import extra_math as _xm, sorting as _sorting
 from ember.ops.registry import OPS
-from ember.tensor import Tensor
+
+if TYPE_CHECKING:
+    from ember.tensor import Tensor
 
 ADD, SUB, MUL, DIV, POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
-_binary = dispatch.binary
-
-
-def _reflected(op: Any) -> Any:
-    return lambda self, other: _binary(op, other, self)
-
-
-# ---- operators (kept as small direct functions: this is the eager hot path) ---------------------
-Tensor.__add__ = lambda self, other: _binary(ADD, self, other)
-Tensor.__radd__ = lambda self, other: _binary(ADD, other, self)
-Tensor.__sub__ = lambda self, other: _binary(SUB, self, other)
-Tensor.__rsub__ = lambda self, other: _binary(SUB, other, self)
-Tensor.__mul__ = lambda self, other: _binary(MUL, self, other)
-Tensor.__rmul__ = lambda self, other: _binary(MUL, other, self)
-Tensor.__truediv__ = lambda self, other: _binary(DIV, self, other)
-Tensor.__rtruediv__ = lambda self, other: _binary(DIV, other, self)
-Tensor.__pow__ = lambda self, other: _binary(POW, self, other)
-Tensor.__rpow__ = lambda self, other: _binary(POW, other, self)
-Tensor.__floordiv__ = lambda self, other: ew.floor_divide(self, other)
-Tensor.__rfloordiv__ = lambda self, other: ew.floor_divide(other, self)
-Tensor.__mod__ = lambda self, other: ew.remainder(self, other)
-Tensor.__neg__ = lambda self: ew.neg(self)
-Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: ew.abs(self)
-Tensor.__invert__ = lambda self: ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
-Tensor.__matmul__ = lambda self, other: linalg.matmul(self, other)
-Tensor.__rmatmul__ = lambda self, other: linalg.matmul(other, self)
-Tensor.__eq__ = lambda self, other: ew.eq(self, other)
-Tensor.__ne__ = lambda self, other: ew.ne(self, other)
-Tensor.__lt__ = lambda self, other: ew.lt(self, other)
-Tensor.__le__ = lambda self, other: ew.le(self, other)
-Tensor.__gt__ = lambda self, other: ew.gt(self, other)
-Tensor.__ge__ = lambda self, other: ew.ge(self, other)
-Tensor.__and__ = lambda self, other: ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
-Tensor.__or__ = lambda self, other: ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
-Tensor.__xor__ = lambda self, other: ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
-Tensor.__rand__, Tensor.__ror__, Tensor.__rxor__ = Tensor.__and__, Tensor.__or__, Tensor.__xor__
-
-# ---- in-place arithmetic -------------------------------------------------------------------------
-Tensor.__iadd__ = lambda self, other: inplace.inplace_binary(ADD, self, other, "add_")
-Tensor.__isub__ = lambda self, other: inplace.inplace_binary(SUB, self, other, "sub_")
-Tensor.__imul__ = lambda self, other: inplace.inplace_binary(MUL, self, other, "mul_")
-Tensor.__itruediv__ = lambda self, other: inplace.inplace_binary(DIV, self, other, "div_")
 
 
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -82,7 +44,7 @@ def zero_(self: Tensor) -> Tensor:
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
-    if isinstance(value, Tensor):
+    if isinstance(value, dispatch.Tensor):
         value = value.item()
     return inplace.fill(self, value, "fill_")
 
@@ -92,7 +54,7 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
-    if not isinstance(src, Tensor):
+    if not isinstance(src, dispatch.Tensor):
         from ember.creation import tensor
 
         # A Python number goes straight to self's dtype (through float32 it would lose digits in float64).
@@ -200,63 +162,7 @@ def _size_method(self: Tensor, dim: Any = None) -> Any:
     return self.size(dim)
 
 
-_METHODS = {
-    # elementwise math
-    "exp": ew.exp, "log": ew.log, "log1p": ew.log1p, "sqrt": ew.sqrt, "rsqrt": ew.rsqrt, "sin": ew.sin,
-    "cos": ew.cos, "tanh": ew.tanh, "sigmoid": ew.sigmoid, "relu": ew.relu, "abs": ew.abs, "neg": ew.neg,
-    "negative": ew.neg, "sign": ew.sign, "floor": ew.floor, "ceil": ew.ceil, "round": ew.round,
-    "reciprocal": ew.reciprocal, "erf": ew.erf, "isnan": ew.isnan, "isinf": ew.isinf, "isfinite": ew.isfinite,
-    "logical_not": ew.logical_not, "logical_and": ew.logical_and, "logical_or": ew.logical_or,
-    "logical_xor": ew.logical_xor, "add": ew.add, "sub": ew.sub, "subtract": ew.sub, "mul": ew.mul,
-    "multiply": ew.mul, "div": ew.div, "divide": ew.div, "true_divide": ew.div, "pow": ew.pow,
-    "maximum": ew.maximum, "minimum": ew.minimum, "clamp": ew.clamp, "clip": ew.clamp, "eq": ew.eq, "ne": ew.ne,
-    "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge, "floor_divide": ew.floor_divide,
-    "remainder": ew.remainder, "fmod": ew.fmod,
-    "where": lambda self, condition, other: ew.where(condition, self, other),
-    # reductions
-    "sum": red.sum, "mean": red.mean, "prod": red.prod, "amax": red.amax, "amin": red.amin, "max": red.max,
-    "min": red.min, "argmax": red.argmax, "argmin": red.argmin, "var": red.var, "std": red.std,
-    "logsumexp": red.logsumexp, "norm": red.norm, "all": red.all, "any": red.any, "cumsum": red.cumsum,
-    # linear algebra
-    "matmul": linalg.matmul, "mm": linalg.mm, "bmm": linalg.bmm, "dot": linalg.dot, "mv": linalg.mv,
-    # views and movement
-    "reshape": views.reshape, "view": views.view, "view_as": views.view_as, "reshape_as": views.reshape_as,
-    "permute": views.permute, "transpose": views.transpose, "swapaxes": views.transpose,
-    "swapdims": views.transpose, "t": views.t, "squeeze": views.squeeze, "unsqueeze": views.unsqueeze,
-    "flatten": views.flatten, "unflatten": views.unflatten, "expand": views.expand,
-    "expand_as": views.expand_as, "broadcast_to": views.broadcast_to, "sum_to_size": views.sum_to_size,
-    "contiguous": views.contiguous, "narrow": views.narrow, "select": views.select, "split": views.split,
-    "chunk": views.chunk, "unbind": views.unbind, "flip": views.flip, "repeat": views.repeat,
-    "movedim": views.movedim, "tril": views.tril, "triu": views.triu, "index_select": views.index_select,
-    "gather": views.gather, "scatter_add": views.scatter_add, "scatter": views.scatter,
-    "masked_fill": views.masked_fill, "roll": views.roll,
-    "clone": lambda self, **kw: dispatch.apply(OPS["clone"], (self,)),
-    "nonzero": _nonzero,
-    # in place
-    "add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_, "zero_": zero_, "fill_": fill_,
-    "clamp_": clamp_, "clip_": clamp_, "copy_": copy_, "masked_fill_": masked_fill_, "index_put_": index_put_,
-    "scatter_add_": scatter_add_, "scatter_": scatter_,
-    "exp_": _unary_inplace("exp_", ew.exp), "relu_": _unary_inplace("relu_", ew.relu),
-    "sigmoid_": _unary_inplace("sigmoid_", ew.sigmoid), "tanh_": _unary_inplace("tanh_", ew.tanh),
-    "sqrt_": _unary_inplace("sqrt_", ew.sqrt), "neg_": _unary_inplace("neg_", ew.neg),
-    "abs_": _unary_inplace("abs_", ew.abs), "log_": _unary_inplace("log_", ew.log),
-    "normal_": _random_inplace("normal"), "uniform_": _random_inplace("uniform"),
-    "bernoulli_": _random_inplace("bernoulli"), "random_": _random_inplace("random"),
-    "exponential_": _random_inplace("exponential"),
-}
-
-for _name, _fn in _METHODS.items():
-    setattr(Tensor, _name, _fn)
-
-Tensor.T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim)))))
-Tensor.mT = property(lambda self: views.transpose(self, -2, -1))
-Tensor.H = Tensor.T
-
-
 # ---- sorting, extra math, softmax, new_* constructors ---------------------------------------------
-from ember.ops import extra_math as _xm, sorting as _sorting  # noqa: E402
-
-
 def _new_filled(fill: str) -> Any:
     def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
                **_: Any) -> Tensor:
@@ -279,7 +185,7 @@ def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, dev
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     from ember.creation import tensor
 
-    if isinstance(data, Tensor):
+    if isinstance(data, dispatch.Tensor):
         data = data.detach().clone()
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
@@ -309,32 +215,234 @@ def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
                                 others=(end, weight))
 
 
-_EXTRA_METHODS = {
-    "sort": _sorting.sort, "argsort": _sorting.argsort, "topk": _sorting.topk, "kthvalue": _sorting.kthvalue,
-    "unique": _sorting.unique,
-    "tan": _xm.tan, "asin": _xm.asin, "arcsin": _xm.asin, "acos": _xm.acos, "arccos": _xm.acos, "atan": _xm.atan,
-    "arctan": _xm.atan, "atan2": _xm.atan2, "arctan2": _xm.atan2, "sinh": _xm.sinh, "cosh": _xm.cosh,
-    "asinh": _xm.asinh, "arcsinh": _xm.asinh, "acosh": _xm.acosh, "arccosh": _xm.acosh, "atanh": _xm.atanh,
-    "arctanh": _xm.atanh, "expm1": _xm.expm1, "log2": _xm.log2, "log10": _xm.log10, "exp2": _xm.exp2,
-    "square": _xm.square, "trunc": _xm.trunc, "fix": _xm.trunc, "frac": _xm.frac, "hypot": _xm.hypot,
-    "logaddexp": _xm.logaddexp, "logaddexp2": _xm.logaddexp2, "erfinv": _xm.erfinv, "nan_to_num": _xm.nan_to_num,
-    "lerp": _xm.lerp, "addcmul": _xm.addcmul, "addcdiv": _xm.addcdiv, "addmm": _xm.addmm, "addmv": _xm.addmv,
-    "addr": _xm.addr, "baddbmm": _xm.baddbmm, "addbmm": _xm.addbmm, "outer": _xm.outer, "ger": _xm.outer,
-    "diag": _xm.diag, "diagonal": _xm.diagonal, "diag_embed": _xm.diag_embed, "trace": _xm.trace,
-    "cumprod": _xm.cumprod, "cummax": _xm.cummax, "cummin": _xm.cummin, "isclose": _xm.isclose,
-    "count_nonzero": _xm.count_nonzero, "masked_select": _xm.masked_select, "clamp_min": _xm.clamp_min,
-    "clamp_max": _xm.clamp_max, "xlogy": _xm.xlogy, "logit": _xm.logit, "deg2rad": _xm.deg2rad,
-    "rad2deg": _xm.rad2deg,
-    "softmax": _softmax_method("softmax"), "log_softmax": _softmax_method("log_softmax"),
-    "new_zeros": _new_filled("zeros"), "new_ones": _new_filled("ones"), "new_empty": _new_filled("empty"),
-    "new_full": new_full, "new_tensor": new_tensor,
-    # in place
-    "addcmul_": addcmul_, "addcdiv_": addcdiv_, "lerp_": lerp_, "square_": _unary_inplace("square_", _xm.square),
-    "trunc_": _unary_inplace("trunc_", _xm.trunc), "frac_": _unary_inplace("frac_", _xm.frac),
-    "clamp_min_": _unary_inplace("clamp_min_", _xm.clamp_min), "clamp_max_": _unary_inplace("clamp_max_", _xm.clamp_max),
-    "nan_to_num_": _unary_inplace("nan_to_num_", _xm.nan_to_num),
-}
+class TensorMethods:
+    """The methods of :class:`ember.tensor.Tensor` that forward to ``ember.ops`` (Tensor inherits them)."""
 
-for _name, _fn in _EXTRA_METHODS.items():
-    if _name not in Tensor.__dict__:  # never shadow a method another module already defines
-        setattr(Tensor, _name, _fn)
+    __slots__ = ()
+
+    # elementwise math
+    exp = ew.exp
+    log = ew.log
+    log1p = ew.log1p
+    sqrt = ew.sqrt
+    rsqrt = ew.rsqrt
+    sin = ew.sin
+    cos = ew.cos
+    tanh = ew.tanh
+    sigmoid = ew.sigmoid
+    relu = ew.relu
+    abs = ew.abs
+    neg = ew.neg
+    negative = ew.neg
+    sign = ew.sign
+    floor = ew.floor
+    ceil = ew.ceil
+    round = ew.round
+    reciprocal = ew.reciprocal
+    erf = ew.erf
+    isnan = ew.isnan
+    isinf = ew.isinf
+    isfinite = ew.isfinite
+    logical_not = ew.logical_not
+    logical_and = ew.logical_and
+    logical_or = ew.logical_or
+    logical_xor = ew.logical_xor
+    add = ew.add
+    sub = ew.sub
+    subtract = ew.sub
+    mul = ew.mul
+    multiply = ew.mul
+    div = ew.div
+    divide = ew.div
+    true_divide = ew.div
+    pow = ew.pow
+    maximum = ew.maximum
+    minimum = ew.minimum
+    clamp = ew.clamp
+    clip = ew.clamp
+    eq = ew.eq
+    ne = ew.ne
+    lt = ew.lt
+    le = ew.le
+    gt = ew.gt
+    ge = ew.ge
+    floor_divide = ew.floor_divide
+    remainder = ew.remainder
+    fmod = ew.fmod
+
+    def where(self, condition: Any, other: Any) -> Any:
+        return ew.where(condition, self, other)
+
+    # reductions
+    sum = red.sum
+    mean = red.mean
+    prod = red.prod
+    amax = red.amax
+    amin = red.amin
+    max = red.max
+    min = red.min
+    argmax = red.argmax
+    argmin = red.argmin
+    var = red.var
+    std = red.std
+    logsumexp = red.logsumexp
+    norm = red.norm
+    all = red.all
+    any = red.any
+    cumsum = red.cumsum
+    # linear algebra
+    matmul = linalg.matmul
+    mm = linalg.mm
+    bmm = linalg.bmm
+    dot = linalg.dot
+    mv = linalg.mv
+    # views and movement
+    reshape = views.reshape
+    view = views.view
+    view_as = views.view_as
+    reshape_as = views.reshape_as
+    permute = views.permute
+    transpose = views.transpose
+    swapaxes = views.transpose
+    swapdims = views.transpose
+    t = views.t
+    squeeze = views.squeeze
+    unsqueeze = views.unsqueeze
+    flatten = views.flatten
+    unflatten = views.unflatten
+    expand = views.expand
+    expand_as = views.expand_as
+    broadcast_to = views.broadcast_to
+    sum_to_size = views.sum_to_size
+    contiguous = views.contiguous
+    narrow = views.narrow
+    select = views.select
+    split = views.split
+    chunk = views.chunk
+    unbind = views.unbind
+    flip = views.flip
+    repeat = views.repeat
+    movedim = views.movedim
+    tril = views.tril
+    triu = views.triu
+    index_select = views.index_select
+    gather = views.gather
+    scatter_add = views.scatter_add
+    scatter = views.scatter
+    masked_fill = views.masked_fill
+    roll = views.roll
+
+    def clone(self, **kwargs: Any) -> Any:
+        return dispatch.apply(OPS["clone"], (self,))
+
+    nonzero = _nonzero
+    # in place
+    add_ = add_
+    sub_ = sub_
+    mul_ = mul_
+    div_ = div_
+    pow_ = pow_
+    zero_ = zero_
+    fill_ = fill_
+    clamp_ = clamp_
+    clip_ = clamp_
+    copy_ = copy_
+    masked_fill_ = masked_fill_
+    index_put_ = index_put_
+    scatter_add_ = scatter_add_
+    scatter_ = scatter_
+    exp_ = _unary_inplace("exp_", ew.exp)
+    relu_ = _unary_inplace("relu_", ew.relu)
+    sigmoid_ = _unary_inplace("sigmoid_", ew.sigmoid)
+    tanh_ = _unary_inplace("tanh_", ew.tanh)
+    sqrt_ = _unary_inplace("sqrt_", ew.sqrt)
+    neg_ = _unary_inplace("neg_", ew.neg)
+    abs_ = _unary_inplace("abs_", ew.abs)
+    log_ = _unary_inplace("log_", ew.log)
+    normal_ = _random_inplace("normal")
+    uniform_ = _random_inplace("uniform")
+    bernoulli_ = _random_inplace("bernoulli")
+    random_ = _random_inplace("random")
+    exponential_ = _random_inplace("exponential")
+    sort = _sorting.sort
+    argsort = _sorting.argsort
+    topk = _sorting.topk
+    kthvalue = _sorting.kthvalue
+    unique = _sorting.unique
+    tan = _xm.tan
+    asin = _xm.asin
+    arcsin = _xm.asin
+    acos = _xm.acos
+    arccos = _xm.acos
+    atan = _xm.atan
+    arctan = _xm.atan
+    atan2 = _xm.atan2
+    arctan2 = _xm.atan2
+    sinh = _xm.sinh
+    cosh = _xm.cosh
+    asinh = _xm.asinh
+    arcsinh = _xm.asinh
+    acosh = _xm.acosh
+    arccosh = _xm.acosh
+    atanh = _xm.atanh
+    arctanh = _xm.atanh
+    expm1 = _xm.expm1
+    log2 = _xm.log2
+    log10 = _xm.log10
+    exp2 = _xm.exp2
+    square = _xm.square
+    trunc = _xm.trunc
+    fix = _xm.trunc
+    frac = _xm.frac
+    hypot = _xm.hypot
+    logaddexp = _xm.logaddexp
+    logaddexp2 = _xm.logaddexp2
+    erfinv = _xm.erfinv
+    nan_to_num = _xm.nan_to_num
+    lerp = _xm.lerp
+    addcmul = _xm.addcmul
+    addcdiv = _xm.addcdiv
+    addmm = _xm.addmm
+    addmv = _xm.addmv
+    addr = _xm.addr
+    baddbmm = _xm.baddbmm
+    addbmm = _xm.addbmm
+    outer = _xm.outer
+    ger = _xm.outer
+    diag = _xm.diag
+    diagonal = _xm.diagonal
+    diag_embed = _xm.diag_embed
+    trace = _xm.trace
+    cumprod = _xm.cumprod
+    cummax = _xm.cummax
+    cummin = _xm.cummin
+    isclose = _xm.isclose
+    count_nonzero = _xm.count_nonzero
+    masked_select = _xm.masked_select
+    clamp_min = _xm.clamp_min
+    clamp_max = _xm.clamp_max
+    xlogy = _xm.xlogy
+    logit = _xm.logit
+    deg2rad = _xm.deg2rad
+    rad2deg = _xm.rad2deg
+    softmax = _softmax_method("softmax")
+    log_softmax = _softmax_method("log_softmax")
+    new_zeros = _new_filled("zeros")
+    new_ones = _new_filled("ones")
+    new_empty = _new_filled("empty")
+    new_full = new_full
+    new_tensor = new_tensor
+    # in place
+    addcmul_ = addcmul_
+    addcdiv_ = addcdiv_
+    lerp_ = lerp_
+    square_ = _unary_inplace("square_", _xm.square)
+    trunc_ = _unary_inplace("trunc_", _xm.trunc)
+    frac_ = _unary_inplace("frac_", _xm.frac)
+    clamp_min_ = _unary_inplace("clamp_min_", _xm.clamp_min)
+    clamp_max_ = _unary_inplace("clamp_max_", _xm.clamp_max)
+    nan_to_num_ = _unary_inplace("nan_to_num_", _xm.nan_to_num)
+
+    T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim)))))
+    mT = property(lambda self: views.transpose(self, -2, -1))
+    H = T

@@ -23,8 +23,7 @@ from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
 from ember.nn import ParameterDict  # noqa: F401
 
 sparse.install()
-_families.install_methods(globals())
-_generated = {k: v for k, v in _families.top_level_names().items() if k not in globals()}
-globals().update(_generated)
 
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", *_generated]
+# The Tensor methods and top-level names generated from the whole top-level namespace
+# (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict"]

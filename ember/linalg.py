@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import ember
+from ember.creation import zeros
+from ember.dtypes import int32
+from ember.ops import extra_math, linalg, reductions
+from ember.ops.elementwise import sqrt
 from ember.surface import functions as _functions, special_linalg as _sl
 from ember.tensor import Tensor
 
@@ -23,7 +26,7 @@ det = _sl.det
 slogdet = _sl.slogdet
 matrix_exp = _sl.matrix_exp
 matrix_power = _functions.matrix_power
-matmul = ember.matmul
+matmul = linalg.matmul
 
 
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
@@ -41,11 +44,11 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
 
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
-    return _sl.inverse(A), ember.zeros(A.shape[:-2], dtype=ember.int32)
+    return _sl.inverse(A), zeros(A.shape[:-2], dtype=int32)
 
 
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
-    return cholesky(A, upper=upper), ember.zeros(A.shape[:-2], dtype=ember.int32)
+    return cholesky(A, upper=upper), zeros(A.shape[:-2], dtype=int32)
 
 
 def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -54,14 +57,14 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         x, dim = x.reshape(-1), 0
     if ord == 0:
         return (x != 0).to(x.dtype).sum(dim=dim, keepdim=keepdim)
-    return ember.norm(x, p=ord, dim=dim, keepdim=keepdim)
+    return reductions.norm(x, p=ord, dim=dim, keepdim=keepdim)
 
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     A = A if dtype is None else A.to(dtype)
     if ord == "fro":
-        return ember.sqrt((A * A).sum(dim=dim, keepdim=keepdim))
+        return sqrt((A * A).sum(dim=dim, keepdim=keepdim))
     if ord in (1, -1, float("inf"), float("-inf")):
         sum_dim = dim[0] if ord in (1, -1) else dim[1]
         other = dim[1] if ord in (1, -1) else dim[0]
@@ -106,4 +109,4 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    return ember.diagonal(A, offset, dim1, dim2)
+    return extra_math.diagonal(A, offset, dim1, dim2)

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.creation import full_like, tensor, zeros, zeros_like
+from ember.ops import nn_ops
+from ember.ops.elementwise import where
+from ember.ops.extra_math import nan_to_num
+from ember.surface.constants import sparse_coo, strided
 from ember.tensor import Tensor
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spdiags", "as_sparse_gradcheck"]
@@ -36,9 +40,9 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
                       requires_grad: bool = False, check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> Tensor:
     """A COO tensor from ``indices`` (ndim, nnz) and ``values`` (nnz, ...); duplicates are summed."""
-    idx = indices if isinstance(indices, Tensor) else ember.tensor(indices)
+    idx = indices if isinstance(indices, Tensor) else tensor(indices)
     idx = idx.long()
-    vals = values if isinstance(values, Tensor) else ember.tensor(values)
+    vals = values if isinstance(values, Tensor) else tensor(values)
     if dtype is not None:
         vals = vals.to(dtype)
     if idx.ndim != 2:
@@ -52,7 +56,7 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
     size = tuple(int(s) for s in size)
     if idx.shape[1] and any(int(m) >= s for m, s in zip(idx.max(dim=1).values.tolist(), size[:sparse_dims])):
         raise RuntimeError(f"sparse_coo_tensor: an index is out of bounds for size {list(size)}")
-    dense = ember.zeros(size, dtype=vals.dtype, device=device)
+    dense = zeros(size, dtype=vals.dtype, device=device)
     if idx.shape[1]:
         dense.index_put_(tuple(idx[d] for d in range(sparse_dims)), vals, accumulate=True)
     if requires_grad:
@@ -134,24 +138,24 @@ def sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:  # noqa: A
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Softmax over the specified (nonzero) entries; unspecified entries stay zero (as torch.sparse)."""
     mask = input != 0
-    shifted = ember.where(mask, input, ember.full_like(input, -float("inf")))
-    out = ember.nn.functional.softmax(shifted, dim=dim)
-    out = ember.where(mask, out, ember.zeros_like(out))
-    out = ember.nan_to_num(out, nan=0.0)
+    shifted = where(mask, input, full_like(input, -float("inf")))
+    out = nn_ops.softmax(shifted, dim=dim)
+    out = where(mask, out, zeros_like(out))
+    out = nan_to_num(out, nan=0.0)
     return mark_sparse(out if dtype is None else out.to(dtype))
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     mask = input != 0
-    shifted = ember.where(mask, input, ember.full_like(input, -float("inf")))
-    out = ember.nn.functional.log_softmax(shifted, dim=dim)
-    out = ember.where(mask, out, ember.zeros_like(out))
+    shifted = where(mask, input, full_like(input, -float("inf")))
+    out = nn_ops.log_softmax(shifted, dim=dim)
+    out = where(mask, out, zeros_like(out))
     return mark_sparse(out if dtype is None else out.to(dtype))
 
 
 def spdiags(diagonals: Tensor, offsets: Tensor, shape: tuple, layout: Any = None) -> Tensor:
     rows, cols = shape
-    out = ember.zeros(rows, cols, dtype=diagonals.dtype)
+    out = zeros(rows, cols, dtype=diagonals.dtype)
     for k, off in enumerate(offsets.tolist()):
         for r in range(rows):
             c = r + off
@@ -177,4 +181,4 @@ def install() -> None:
     Tensor.is_coalesced = is_coalesced
     Tensor.sparse_dim = sparse_dim
     Tensor.dense_dim = dense_dim
-    Tensor.layout = property(lambda self: ember.sparse_coo if is_sparse(self) else ember.strided)
+    Tensor.layout = property(lambda self: sparse_coo if is_sparse(self) else strided)

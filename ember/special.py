@@ -2,16 +2,18 @@
 
 Example:
     >>> import ember
-    >>> round(ember.special.expit(ember.tensor(0.0)).item(), 3), round(ember.special.entr(ember.tensor(0.5)).item(), 4)
+    >>> round(ember.special.expit(tensor(0.0)).item(), 3), round(ember.special.entr(tensor(0.5)).item(), 4)
     (0.5, 0.3466)
 """
 from __future__ import annotations
 
 from typing import Any
 
-import ember
 from ember.autograd import Function
-from ember.ops import extra_math as _extra_math
+from ember.creation import full_like, ones_like, tensor, zeros_like
+from ember.ops import elementwise, extra_math, nn_ops, reductions
+from ember.ops.elementwise import log, sigmoid, where
+from ember.dtypes import get_default_dtype
 from ember.surface import functions as _functions, special_linalg as _sl
 from ember.tensor import Tensor
 
@@ -19,23 +21,23 @@ __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "gammaln", "digamma", "psi
            "i0", "xlogy", "xlog1py", "log_softmax", "softmax", "sinc", "log1p", "expm1", "exp2", "round",
            "logsumexp", "entr", "ndtr", "log_ndtr", "gammainc", "gammaincc", "erfcx"]
 
-expit = ember.sigmoid
-logit = ember.logit
-erf = ember.erf
+expit = sigmoid
+logit = extra_math.logit
+erf = elementwise.erf
 erfc = _functions.erfc
-erfinv = ember.erfinv
+erfinv = extra_math.erfinv
 gammaln = _sl.lgamma
 digamma = psi = _sl.digamma
 polygamma = _sl.polygamma
 multigammaln = _sl.mvlgamma
 i0 = _sl.i0
-xlogy = ember.xlogy
+xlogy = extra_math.xlogy
 sinc = _functions.sinc
-log1p = ember.log1p
-expm1 = ember.expm1
-exp2 = ember.exp2
-round = ember.round  # noqa: A001
-logsumexp = ember.logsumexp
+log1p = elementwise.log1p
+expm1 = extra_math.expm1
+exp2 = extra_math.exp2
+round = elementwise.round  # noqa: A001
+logsumexp = reductions.logsumexp
 gammainc = _sl.igamma
 gammaincc = _sl.igammac
 
@@ -47,31 +49,31 @@ class _Xlog1py(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor, y: Tensor) -> Tensor:
         ctx.save_for_backward(x, y)
-        return ember.where((x == 0) & ~ember.isnan(y), ember.zeros_like(x * y), x * ember.log1p(y))
+        return where((x == 0) & ~elementwise.isnan(y), zeros_like(x * y), x * elementwise.log1p(y))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> tuple:
         x, y = ctx.saved_tensors
-        gx = ember.where((x == 0) & (y <= -1), ember.zeros_like(g * y), g * ember.log1p(y))
+        gx = where((x == 0) & (y <= -1), zeros_like(g * y), g * elementwise.log1p(y))
         gy = g * x / (y + 1)
         return gx, gy
 
 
 def xlog1py(input: Any, other: Any) -> Tensor:
     """x * log1p(y), 0 where x == 0 (``torch.special.xlog1py``); NaN in y propagates first."""
-    x = input if isinstance(input, Tensor) else ember.tensor(input)
-    y = other if isinstance(other, Tensor) else ember.tensor(other)
+    x = input if isinstance(input, Tensor) else tensor(input)
+    y = other if isinstance(other, Tensor) else tensor(other)
     if not (x.is_floating_point() or y.is_floating_point()):
-        x = x.to(ember.get_default_dtype())
+        x = x.to(get_default_dtype())
     return _Xlog1py.apply(x, y)
 
 
 def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    return ember.nn.functional.log_softmax(input, dim=dim, dtype=dtype)
+    return nn_ops.log_softmax(input, dim=dim, dtype=dtype)
 
 
 def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    return ember.nn.functional.softmax(input, dim=dim, dtype=dtype)
+    return nn_ops.softmax(input, dim=dim, dtype=dtype)
 
 
 class _Entr(Function):
@@ -81,27 +83,27 @@ class _Entr(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         ctx.save_for_backward(x)
-        safe = ember.where(x > 0, x, ember.ones_like(x))
-        return ember.where(x > 0, -x * ember.log(safe),
-                           ember.where(x == 0, ember.zeros_like(x),
-                                       ember.where(x < 0, ember.full_like(x, -float("inf")), x)))
+        safe = where(x > 0, x, ones_like(x))
+        return where(x > 0, -x * log(safe),
+                           where(x == 0, zeros_like(x),
+                                       where(x < 0, full_like(x, -float("inf")), x)))
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors
-        return g * -(ember.log(x) + 1)
+        return g * -(log(x) + 1)
 
 
 def entr(input: Tensor) -> Tensor:
     """-x log x elementwise (0 at 0, -inf for negative x, NaN for NaN).
 
-    Example: ``ember.special.entr(ember.tensor([0.5]))`` is ``tensor([0.3466])``."""
+    Example: ``ember.special.entr(tensor([0.5]))`` is ``tensor([0.3466])``."""
     return _Entr.apply(_sl._float(input))
 
 
 def erfcx(input: Tensor) -> Tensor:
     """exp(x^2) erfc(x): finite where erfc underflows (``erfcx(30.0)`` is 0.0188)."""
-    return _extra_math.erfcx(_sl._float(input))
+    return extra_math.erfcx(_sl._float(input))
 
 
 _SQRT_HALF = 0.5 ** 0.5
@@ -109,15 +111,15 @@ _SQRT_HALF = 0.5 ** 0.5
 
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal CDF as 0.5 erfc(-x / sqrt 2): the lower tail keeps its digits (ndtr(-30) = 4.9e-198)."""
-    return 0.5 * _extra_math.erfc(_sl._float(input) * -_SQRT_HALF)
+    return 0.5 * extra_math.erfc(_sl._float(input) * -_SQRT_HALF)
 
 
 def log_ndtr(input: Tensor) -> Tensor:
     """log of the normal CDF, PyTorch's split: log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 below -1 (no underflow:
     log_ndtr(-40) = -804.6), log1p(-erfc(x / sqrt 2) / 2) above (no cancellation near 0)."""
     x = _sl._float(input)
-    low = ember.clamp(x, max=-1.0)
-    high = ember.clamp(x, min=-1.0)
-    lower = ember.log(_extra_math.erfcx(low * -_SQRT_HALF) * 0.5) - low * low * 0.5
-    upper = ember.log1p(_extra_math.erfc(high * _SQRT_HALF) * -0.5)
-    return ember.where(x < -1.0, lower, upper)
+    low = elementwise.clamp(x, max=-1.0)
+    high = elementwise.clamp(x, min=-1.0)
+    lower = log(extra_math.erfcx(low * -_SQRT_HALF) * 0.5) - low * low * 0.5
+    upper = elementwise.log1p(extra_math.erfc(high * _SQRT_HALF) * -0.5)
+    return where(x < -1.0, lower, upper)

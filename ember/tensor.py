@@ -1,5 +1,8 @@
 """The Tensor: an array on a device plus autograd state. Operators and methods forward to ops.
 
+The operators are defined here, in the class; the long tail of op methods (``sum``, ``view``,
+``add_``...) comes from the mixin :class:`ember._tensor_methods.TensorMethods`.
+
 Example:
     >>> import ember
     >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -15,9 +18,14 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember._tensor_methods import TensorMethods
 from ember.autograd import grad_mode
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch
+from ember.ops import dispatch, elementwise as ew, inplace, linalg
+from ember.ops.registry import OPS
+
+_binary = dispatch.binary
+_ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
 class Size(tuple):
@@ -37,7 +45,7 @@ class Size(tuple):
         return Size(out) if isinstance(item, slice) else out
 
 
-class Tensor:
+class Tensor(TensorMethods):
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
 
     # _view_fn: set on views only (when _base is set): how to re-derive the view from _base, see
@@ -443,6 +451,106 @@ class Tensor:
     def bool(self) -> "Tensor":
         return self.to(dtypes.bool_)
 
+    # ---- operators (small direct functions: this is the eager hot path) -------------------------
+    def __add__(self, other: Any) -> "Tensor":
+        return _binary(_ADD, self, other)
+
+    def __radd__(self, other: Any) -> "Tensor":
+        return _binary(_ADD, other, self)
+
+    def __sub__(self, other: Any) -> "Tensor":
+        return _binary(_SUB, self, other)
+
+    def __rsub__(self, other: Any) -> "Tensor":
+        return _binary(_SUB, other, self)
+
+    def __mul__(self, other: Any) -> "Tensor":
+        return _binary(_MUL, self, other)
+
+    def __rmul__(self, other: Any) -> "Tensor":
+        return _binary(_MUL, other, self)
+
+    def __truediv__(self, other: Any) -> "Tensor":
+        return _binary(_DIV, self, other)
+
+    def __rtruediv__(self, other: Any) -> "Tensor":
+        return _binary(_DIV, other, self)
+
+    def __pow__(self, other: Any) -> "Tensor":
+        return _binary(_POW, self, other)
+
+    def __rpow__(self, other: Any) -> "Tensor":
+        return _binary(_POW, other, self)
+
+    def __floordiv__(self, other: Any) -> "Tensor":
+        return ew.floor_divide(self, other)
+
+    def __rfloordiv__(self, other: Any) -> "Tensor":
+        return ew.floor_divide(other, self)
+
+    def __mod__(self, other: Any) -> "Tensor":
+        return ew.remainder(self, other)
+
+    def __neg__(self) -> "Tensor":
+        return ew.neg(self)
+
+    def __pos__(self) -> "Tensor":
+        return self
+
+    def __abs__(self) -> "Tensor":
+        return ew.abs(self)
+
+    def __invert__(self) -> "Tensor":
+        return ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
+
+    def __matmul__(self, other: Any) -> "Tensor":
+        return linalg.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> "Tensor":
+        return linalg.matmul(other, self)
+
+    def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return ew.eq(self, other)
+
+    def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
+        return ew.ne(self, other)
+
+    def __lt__(self, other: Any) -> "Tensor":
+        return ew.lt(self, other)
+
+    def __le__(self, other: Any) -> "Tensor":
+        return ew.le(self, other)
+
+    def __gt__(self, other: Any) -> "Tensor":
+        return ew.gt(self, other)
+
+    def __ge__(self, other: Any) -> "Tensor":
+        return ew.ge(self, other)
+
+    def __and__(self, other: Any) -> "Tensor":
+        return ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
+
+    def __or__(self, other: Any) -> "Tensor":
+        return ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
+
+    def __xor__(self, other: Any) -> "Tensor":
+        return ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    # ---- in-place arithmetic ----------------------------------------------------------------------
+    def __iadd__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_ADD, self, other, "add_")
+
+    def __isub__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_SUB, self, other, "sub_")
+
+    def __imul__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_MUL, self, other, "mul_")
+
+    def __itruediv__(self, other: Any) -> "Tensor":
+        return inplace.inplace_binary(_DIV, self, other, "div_")
+
     # ---- indexing ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "Tensor":
         from ember.ops.movement import getitem
@@ -480,6 +588,8 @@ def _transfer(t: Tensor, target: Device) -> Tensor:
     return out
 
 
+# The one seam of the core import graph (docs/architecture.md): dispatch and the op modules build and
+# recognise Tensors, and Tensor's methods call the op modules, so one side must learn of the other at
+# run time. The op layer is imported first and is handed the class here, once; type checkers see the
+# real class through dispatch's TYPE_CHECKING import.
 dispatch.Tensor = Tensor
-
-from ember import _tensor_methods  # noqa: E402,F401  (binds the op methods onto Tensor)

@@ -20,7 +20,6 @@ from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enable
 from ember.autograd.tape import GradientTape
 from ember.autograd.variable import Variable  # noqa: F401
 from ember.autograd.variable import set_multithreading_enabled  # noqa: F401
-from ember.autograd import functional  # noqa: F401,E402
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -114,3 +113,13 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                     "the graph. Set allow_unused=True if this is the desired behavior."
                 )
     return tuple(results)
+
+
+def __getattr__(name: str) -> Any:
+    """``ember.autograd.functional`` (jacobian, hessian, ...) loads on first use: it is built on the
+    whole tensor API, which itself imports this package (grad mode) early."""
+    if name == "functional":
+        import importlib
+
+        return importlib.import_module("ember.autograd.functional")
+    raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.creation import tensor
 from ember import random as ember_random
 from ember.autograd import Function
 from ember.backends import special_function
@@ -57,7 +57,7 @@ class _StandardGamma(Function):
         alpha = np.broadcast_to(concentration.detach().cpu().numpy().astype(np.float64), shape)
         draws = ember_random.default_generator.numpy_rng.standard_gamma(alpha)
         draws = np.maximum(draws, np.finfo(concentration.dtype.np).tiny)
-        out = ember.tensor(draws.astype(concentration.dtype.np), device=concentration.device)
+        out = tensor(draws.astype(concentration.dtype.np), device=concentration.device)
         ctx.save_for_backward(out)
         ctx.alpha = alpha
         ctx.shape_in = tuple(concentration.shape)
@@ -67,7 +67,7 @@ class _StandardGamma(Function):
     def backward(ctx: Any, grad: Tensor) -> Tensor:
         (out,) = ctx.saved_tensors
         dx_da = standard_gamma_grad(out.detach().cpu().numpy().astype(np.float64), np.asarray(ctx.alpha))
-        total = grad * ember.tensor(dx_da.astype(grad.dtype.np), device=grad.device)
+        total = grad * tensor(dx_da.astype(grad.dtype.np), device=grad.device)
         # sum over the dimensions the concentration was broadcast along
         extra = total.dim() - len(ctx.shape_in)
         if extra:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember import creation
+from ember.ops.extra_math import diag_embed
 from ember.autograd import Function
 from ember.tensor import Tensor
 
@@ -70,8 +71,8 @@ class _Cholesky(Function):
         (lower,) = ctx.saved_tensors
         # PyTorch's formula: gA = L^-T Phi(L^T gL) L^-1, symmetrized; Phi keeps the lower triangle, halves the diagonal.
         phi = (_mT(lower) @ grad).tril()
-        phi = phi - 0.5 * ember.diag_embed(phi.diagonal(dim1=-2, dim2=-1))
-        eye = ember.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device).expand(lower.shape)
+        phi = phi - 0.5 * diag_embed(phi.diagonal(dim1=-2, dim2=-1))
+        eye = creation.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device).expand(lower.shape)
         lower_inv = _SolveTriangular.apply(lower, eye, False)
         grad_a = _mT(lower_inv) @ phi @ lower_inv
         return 0.5 * (grad_a + _mT(grad_a))

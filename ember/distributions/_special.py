@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ember
+from ember.creation import tensor
+from ember.dtypes import get_default_dtype
 from ember.autograd import Function
 from ember.backends import special_function
 from ember.tensor import Tensor
@@ -101,8 +102,8 @@ class _Lgamma(Function):
 
 
 def _floating(x: Any) -> Tensor:
-    x = x if isinstance(x, Tensor) else ember.tensor(x)
-    return x if x.is_floating_point() else x.to(ember.get_default_dtype())
+    x = x if isinstance(x, Tensor) else tensor(x)
+    return x if x.is_floating_point() else x.to(get_default_dtype())
 
 
 def lgamma(x: Any) -> Tensor:

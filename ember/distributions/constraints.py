@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.creation import full, tensor
+from ember.dtypes import bool_
+from ember.ops import views
 from ember.tensor import Tensor
 
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "lower_triangular", "multinomial",
@@ -234,7 +236,7 @@ class _PositiveDefinite(Constraint):
         host = value.detach().cpu().numpy()
         symmetric = np.isclose(host, np.swapaxes(host, -1, -2), atol=1e-6).reshape(host.shape[:-2] + (-1,)).all(-1)
         positive = np.linalg.eigvalsh(host).min(-1) > 0 if host.size else np.ones(host.shape[:-2], bool)
-        return ember.tensor(symmetric & positive, device=value.device)
+        return tensor(symmetric & positive, device=value.device)
 
 
 class _LowerTriangular(Constraint):
@@ -248,7 +250,7 @@ class _Square(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
-        return ember.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=ember.bool,
+        return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=bool_,
                           device=value.device)
 
 
@@ -270,7 +272,7 @@ class _PositiveSemidefinite(_Symmetric):
         # per matrix (torch returns only the symmetry mask when any matrix is asymmetric; whether
         # validation raises is the same either way)
         eigen_ok = np.linalg.eigvalsh((host + np.swapaxes(host, -1, -2)) / 2).min(-1) >= 0
-        return symmetric & ember.tensor(eigen_ok, device=value.device)
+        return symmetric & tensor(eigen_ok, device=value.device)
 
 
 class _Multinomial(Constraint):
@@ -310,7 +312,7 @@ class _Cat(Constraint):
         for constraint, length in zip(self.cseq, self.lengths):
             pieces.append(constraint.check(value.narrow(self.dim, start, length)))
             start += length
-        return ember.cat(pieces, self.dim)
+        return views.cat(pieces, self.dim)
 
 
 class _Stack(Constraint):
@@ -321,7 +323,7 @@ class _Stack(Constraint):
 
     def check(self, value: Tensor) -> Tensor:
         slices = value.unbind(self.dim)
-        return ember.stack([c.check(v) for c, v in zip(self.cseq, slices)], self.dim)
+        return views.stack([c.check(v) for c, v in zip(self.cseq, slices)], self.dim)
 
 
 dependent = _Dependent()

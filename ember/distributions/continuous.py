@@ -15,7 +15,9 @@ import math
 import numbers
 from typing import Any
 
-import ember
+from ember.creation import full_like, zeros_like
+from ember.ops.elementwise import erf, exp, log, log1p
+from ember.ops.extra_math import erfinv, expm1
 from ember import random as ember_random
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
@@ -99,13 +101,13 @@ class Normal(_LocScale):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 * (1 + ember.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
+        return 0.5 * (1 + erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value: Tensor) -> Tensor:
-        return self.loc + self.scale * ember.erfinv(2 * value - 1) * math.sqrt(2)
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
-        return 0.5 + _HALF_LOG_2PI + ember.log(self.scale)
+        return 0.5 + _HALF_LOG_2PI + log(self.scale)
 
 
 class Laplace(_LocScale):
@@ -129,24 +131,24 @@ class Laplace(_LocScale):
         shape = self._extended_shape(sample_shape)
         eps = finfo_eps(self.loc.dtype)
         u = _noise("uniform", shape, self.loc, low=eps - 1, high=1.0)  # open at -1 so log1p(-|u|) is finite
-        return self.loc - self.scale * u.sign() * ember.log1p(-u.abs())
+        return self.loc - self.scale * u.sign() * log1p(-u.abs())
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return -ember.log(2 * self.scale) - (value - self.loc).abs() / self.scale
+        return -log(2 * self.scale) - (value - self.loc).abs() / self.scale
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 - 0.5 * (value - self.loc).sign() * ember.expm1(-(value - self.loc).abs() / self.scale)
+        return 0.5 - 0.5 * (value - self.loc).sign() * expm1(-(value - self.loc).abs() / self.scale)
 
     def icdf(self, value: Tensor) -> Tensor:
         term = value - 0.5
-        return self.loc - self.scale * term.sign() * ember.log1p(-2 * term.abs())
+        return self.loc - self.scale * term.sign() * log1p(-2 * term.abs())
 
     def entropy(self) -> Tensor:
-        return 1 + ember.log(2 * self.scale)
+        return 1 + log(2 * self.scale)
 
 
 class Uniform(Distribution):
@@ -187,7 +189,7 @@ class Uniform(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        return ember.full_like(self.high, float("nan"))
+        return full_like(self.high, float("nan"))
 
     @property
     def stddev(self) -> Tensor:
@@ -205,7 +207,7 @@ class Uniform(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         inside = (self.low <= value).to(self.low.dtype) * (self.high > value).to(self.low.dtype)
-        return ember.log(inside) - ember.log(self.high - self.low)
+        return log(inside) - log(self.high - self.low)
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -216,7 +218,7 @@ class Uniform(Distribution):
         return value * (self.high - self.low) + self.low
 
     def entropy(self) -> Tensor:
-        return ember.log(self.high - self.low)
+        return log(self.high - self.low)
 
 
 class Exponential(Distribution):
@@ -251,7 +253,7 @@ class Exponential(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        return ember.zeros_like(self.rate)
+        return zeros_like(self.rate)
 
     @property
     def stddev(self) -> Tensor:
@@ -273,10 +275,10 @@ class Exponential(Distribution):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 1 - ember.exp(-self.rate * value)
+        return 1 - exp(-self.rate * value)
 
     def icdf(self, value: Tensor) -> Tensor:
-        return -ember.log1p(-value) / self.rate
+        return -log1p(-value) / self.rate
 
     def entropy(self) -> Tensor:
-        return 1.0 - ember.log(self.rate)
+        return 1.0 - log(self.rate)

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.creation import full, full_like, ones_like, zeros_like
+from ember.ops.elementwise import exp, log, sigmoid, where
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions._special import digamma, lgamma
@@ -57,11 +58,11 @@ class HalfCauchy(TransformedDistribution):
 
     @property
     def mean(self) -> Tensor:
-        return ember.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)
+        return full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)
 
     @property
     def mode(self) -> Tensor:
-        return ember.zeros_like(self.scale)
+        return zeros_like(self.scale)
 
     @property
     def variance(self) -> Tensor:
@@ -71,7 +72,7 @@ class HalfCauchy(TransformedDistribution):
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return ember.where(value < 0, ember.full_like(log_prob, -math.inf), log_prob)
+        return where(value < 0, full_like(log_prob, -math.inf), log_prob)
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -95,7 +96,7 @@ class Weibull(TransformedDistribution):
     def __init__(self, scale: Any, concentration: Any, validate_args: bool | None = None) -> None:
         self.scale, self.concentration = broadcast_all(scale, concentration)
         self.concentration_reciprocal = self.concentration.reciprocal()
-        base = Exponential(ember.ones_like(self.scale), validate_args=validate_args)
+        base = Exponential(ones_like(self.scale), validate_args=validate_args)
         transforms = [PowerTransform(exponent=self.concentration_reciprocal), AffineTransform(loc=0, scale=self.scale)]
         super().__init__(base, transforms, validate_args=validate_args)
 
@@ -112,7 +113,7 @@ class Weibull(TransformedDistribution):
 
     @property
     def mean(self) -> Tensor:
-        return self.scale * ember.exp(lgamma(1 + self.concentration_reciprocal))
+        return self.scale * exp(lgamma(1 + self.concentration_reciprocal))
 
     @property
     def mode(self) -> Tensor:
@@ -121,11 +122,11 @@ class Weibull(TransformedDistribution):
 
     @property
     def variance(self) -> Tensor:
-        return self.scale.pow(2) * (ember.exp(lgamma(1 + 2 * self.concentration_reciprocal))
-                                    - ember.exp(2 * lgamma(1 + self.concentration_reciprocal)))
+        return self.scale.pow(2) * (exp(lgamma(1 + 2 * self.concentration_reciprocal))
+                                    - exp(2 * lgamma(1 + self.concentration_reciprocal)))
 
     def entropy(self) -> Tensor:
-        return _EULER * (1 - self.concentration_reciprocal) + ember.log(self.scale * self.concentration_reciprocal) + 1
+        return _EULER * (1 - self.concentration_reciprocal) + log(self.scale * self.concentration_reciprocal) + 1
 
 
 class Pareto(TransformedDistribution):
@@ -193,7 +194,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def mean(self) -> Tensor:
         result = self.rate / (self.concentration - 1)
-        return ember.where(self.concentration > 1, result, ember.full_like(result, math.inf))
+        return where(self.concentration > 1, result, full_like(result, math.inf))
 
     @property
     def mode(self) -> Tensor:
@@ -202,7 +203,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def variance(self) -> Tensor:
         result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
-        return ember.where(self.concentration > 2, result, ember.full_like(result, math.inf))
+        return where(self.concentration > 2, result, full_like(result, math.inf))
 
     def entropy(self) -> Tensor:
         c = self.concentration
@@ -235,7 +236,7 @@ class NegativeBinomial(_ProbsLogits):
 
     @property
     def mean(self) -> Tensor:
-        return self.total_count * ember.exp(self.logits)
+        return self.total_count * exp(self.logits)
 
     @property
     def mode(self) -> Tensor:
@@ -243,7 +244,7 @@ class NegativeBinomial(_ProbsLogits):
 
     @property
     def variance(self) -> Tensor:
-        return self.mean / ember.sigmoid(-self.logits)
+        return self.mean / sigmoid(-self.logits)
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
@@ -257,7 +258,7 @@ class NegativeBinomial(_ProbsLogits):
             self._validate_sample(value)
         log_unnormalized = self.total_count * F.logsigmoid(-self.logits) + value * F.logsigmoid(self.logits)
         log_normalization = -lgamma(self.total_count + value) + lgamma(1.0 + value) + lgamma(self.total_count)
-        log_normalization = ember.where(self.total_count + value == 0.0, ember.zeros_like(log_normalization),
+        log_normalization = where(self.total_count + value == 0.0, zeros_like(log_normalization),
                                         log_normalization)
         return log_unnormalized - log_normalization
 

@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import arange, bernoulli, eye, full, full_like, multinomial
+from ember.dtypes import int64
+from ember.ops.elementwise import where
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
@@ -87,7 +90,7 @@ class Bernoulli(Distribution):
     @property
     def mode(self) -> Tensor:
         mode = (self.probs >= 0.5).to(self.probs.dtype)
-        return ember.where(self.probs == 0.5, ember.full_like(mode, float("nan")), mode)
+        return where(self.probs == 0.5, full_like(mode, float("nan")), mode)
 
     @property
     def variance(self) -> Tensor:
@@ -95,8 +98,8 @@ class Bernoulli(Distribution):
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        with ember.no_grad():
-            return ember.bernoulli(self.probs.expand(shape))
+        with no_grad():
+            return bernoulli(self.probs.expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -108,7 +111,7 @@ class Bernoulli(Distribution):
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ember.arange(2, dtype=self._param.dtype, device=self._param.device)
+        values = arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -174,7 +177,7 @@ class Categorical(Distribution):
 
     @property
     def mean(self) -> Tensor:
-        return ember.full(tuple(self._extended_shape()), float("nan"), dtype=self.probs.dtype)
+        return full(tuple(self._extended_shape()), float("nan"), dtype=self.probs.dtype)
 
     @property
     def mode(self) -> Tensor:
@@ -182,15 +185,15 @@ class Categorical(Distribution):
 
     @property
     def variance(self) -> Tensor:
-        return ember.full(tuple(self._extended_shape()), float("nan"), dtype=self.probs.dtype)
+        return full(tuple(self._extended_shape()), float("nan"), dtype=self.probs.dtype)
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         if not isinstance(sample_shape, (tuple, list, Size)):
             sample_shape = (sample_shape,)
         count = int(np.prod(sample_shape)) if len(sample_shape) else 1
-        with ember.no_grad():
+        with no_grad():
             probs_2d = self.probs.reshape(-1, self._num_events)
-            samples_2d = ember.multinomial(probs_2d, count, True).T
+            samples_2d = multinomial(probs_2d, count, True).T
         return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -208,7 +211,7 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        values = ember.arange(self._num_events, dtype=ember.int64, device=self._param.device)
+        values = arange(self._num_events, dtype=int64, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
@@ -284,6 +287,6 @@ class OneHotCategorical(Distribution):
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         n = self.event_shape[0]
-        values = ember.eye(n, dtype=self._param.dtype, device=self._param.device)
+        values = eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape((n,) + (1,) * len(self.batch_shape) + (n,))
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values

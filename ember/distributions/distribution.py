@@ -17,7 +17,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.ops.elementwise import exp
 from ember.distributions import constraints
 from ember.distributions.utils import lazy_property
 from ember.tensor import Size, Tensor
@@ -112,7 +113,7 @@ class Distribution:
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         """Draw without gradients; shape ``sample_shape + batch_shape + event_shape``."""
-        with ember.no_grad():
+        with no_grad():
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
@@ -139,7 +140,7 @@ class Distribution:
         raise NotImplementedError
 
     def perplexity(self) -> Tensor:
-        return ember.exp(self.entropy())
+        return exp(self.entropy())
 
     # ---- validation ---------------------------------------------------------------------------------
     def _validate_sample(self, value: Any) -> None:

@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.creation import tensor
+from ember.ops.elementwise import log, where
+from ember.ops.extra_math import xlogy
+from ember.ops.nn_ops import one_hot
 from ember import random as ember_random
 from ember.distributions import constraints
 from ember.distributions._gamma_rsample import standard_gamma
@@ -35,7 +38,7 @@ def _host(x: Tensor) -> np.ndarray:
 
 
 def _to_tensor(values: np.ndarray, like: Tensor) -> Tensor:
-    return ember.tensor(values.astype(like.dtype.np), device=like.device)
+    return tensor(values.astype(like.dtype.np), device=like.device)
 
 
 def _rng() -> np.random.Generator:
@@ -93,15 +96,15 @@ class Gamma(Distribution):
         return value.clamp(min=finfo_tiny(value.dtype))
 
     def log_prob(self, value: Tensor) -> Tensor:
-        value = value if isinstance(value, Tensor) else ember.tensor(value, dtype=self.rate.dtype)
+        value = value if isinstance(value, Tensor) else tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
-        return (ember.xlogy(self.concentration, self.rate) + ember.xlogy(self.concentration - 1, value)
+        return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
 
     def entropy(self) -> Tensor:
         c = self.concentration
-        return c - ember.log(self.rate) + lgamma(c) + (1.0 - c) * digamma(c)
+        return c - log(self.rate) + lgamma(c) + (1.0 - c) * digamma(c)
 
 
 class Dirichlet(Distribution):
@@ -136,8 +139,8 @@ class Dirichlet(Distribution):
         mode = c / c.sum(-1, keepdim=True)
         below = (self.concentration < 1).all(dim=-1)
         if bool(below.any()):  # every concentration < 1: the mode is the vertex of the largest
-            vertex = ember.nn.functional.one_hot(self.concentration.argmax(-1), self.concentration.shape[-1])
-            mode = ember.where(below.unsqueeze(-1), vertex.to(mode.dtype), mode)
+            vertex = one_hot(self.concentration.argmax(-1), self.concentration.shape[-1])
+            mode = where(below.unsqueeze(-1), vertex.to(mode.dtype), mode)
         return mode
 
     @property
@@ -156,7 +159,7 @@ class Dirichlet(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
-        return ember.xlogy(c - 1.0, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
+        return xlogy(c - 1.0, value).sum(-1) + lgamma(c.sum(-1)) - lgamma(c).sum(-1)
 
     def entropy(self) -> Tensor:
         c = self.concentration
@@ -207,11 +210,11 @@ class Beta(Distribution):
         return (x / (x + y)).clamp(min=finfo_tiny(dtype), max=1 - float(np.finfo(dtype.np).eps))
 
     def log_prob(self, value: Tensor) -> Tensor:
-        value = value if isinstance(value, Tensor) else ember.tensor(value, dtype=self.concentration1.dtype)
+        value = value if isinstance(value, Tensor) else tensor(value, dtype=self.concentration1.dtype)
         if self._validate_args:
             self._validate_sample(value)
         a, b = self.concentration1, self.concentration0
-        return (ember.xlogy(a - 1.0, value) + ember.xlogy(b - 1.0, 1.0 - value)
+        return (xlogy(a - 1.0, value) + xlogy(b - 1.0, 1.0 - value)
                 + lgamma(a + b) - lgamma(a) - lgamma(b))
 
     def entropy(self) -> Tensor:
@@ -257,9 +260,9 @@ class Poisson(Distribution):
         return _to_tensor(_rng().poisson(np.broadcast_to(_host(self.rate), shape)).astype(np.float64), self.rate)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        value = value if isinstance(value, Tensor) else ember.tensor(value, dtype=self.rate.dtype)
+        value = value if isinstance(value, Tensor) else tensor(value, dtype=self.rate.dtype)
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         value = value.to(rate.dtype)
-        return ember.xlogy(value, rate) - rate - lgamma(value + 1)
+        return xlogy(value, rate) - rate - lgamma(value + 1)

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-import ember
+from ember.creation import full_like, zeros_like
+from ember.ops.elementwise import erf, exp, log, where
 from ember.distributions._special import digamma, lgamma
 from ember.distributions.continuous import Exponential, Laplace, Normal, Uniform
 from ember.distributions.discrete import Bernoulli, Categorical, OneHotCategorical
@@ -99,7 +100,7 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
 
 
 def _infinite_like(tensor: Tensor) -> Tensor:
-    return ember.full_like(tensor, math.inf)
+    return full_like(tensor, math.inf)
 
 
 # ---- same family --------------------------------------------------------------------------------------
@@ -115,19 +116,19 @@ def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
     import ember.nn.functional as F
 
     t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
-    t1 = ember.where(q.probs == 0, _infinite_like(t1), t1)
-    t1 = ember.where(p.probs == 0, ember.zeros_like(t1), t1)
+    t1 = where(q.probs == 0, _infinite_like(t1), t1)
+    t1 = where(p.probs == 0, zeros_like(t1), t1)
     t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
-    t2 = ember.where(q.probs == 1, _infinite_like(t2), t2)
-    t2 = ember.where(p.probs == 1, ember.zeros_like(t2), t2)
+    t2 = where(q.probs == 1, _infinite_like(t2), t2)
+    t2 = where(p.probs == 1, zeros_like(t2), t2)
     return t1 + t2
 
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
     t = p.probs * (p.logits - q.logits)
-    t = ember.where(q.probs.expand(t.shape) == 0, _infinite_like(t), t)
-    t = ember.where(p.probs.expand(t.shape) == 0, ember.zeros_like(t), t)
+    t = where(q.probs.expand(t.shape) == 0, _infinite_like(t), t)
+    t = where(p.probs.expand(t.shape) == 0, zeros_like(t), t)
     return t.sum(-1)
 
 
@@ -140,7 +141,7 @@ def _kl_onehotcategorical_onehotcategorical(p: OneHotCategorical, q: OneHotCateg
 def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
     result = ((q.high - q.low) / (p.high - p.low)).log()
     outside = (q.low > p.low) | (q.high < p.high)
-    return ember.where(outside, _infinite_like(result), result)
+    return where(outside, _infinite_like(result), result)
 
 
 @register_kl(Exponential, Exponential)
@@ -155,13 +156,13 @@ def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
     loc_abs_diff = (p.loc - q.loc).abs()
     t1 = -scale_ratio.log()
     t2 = loc_abs_diff / q.scale
-    t3 = scale_ratio * ember.exp(-loc_abs_diff / p.scale)
+    t3 = scale_ratio * exp(-loc_abs_diff / p.scale)
     return t1 + t2 + t3 - 1
 
 
 @register_kl(Gamma, Gamma)
 def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
-    t1 = q.concentration * ember.log(p.rate / q.rate)
+    t1 = q.concentration * log(p.rate / q.rate)
     t2 = lgamma(q.concentration) - lgamma(p.concentration)
     t3 = (p.concentration - q.concentration) * digamma(p.concentration)
     t4 = (q.rate - p.rate) * (p.concentration / p.rate)
@@ -225,7 +226,7 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> Tensor:
 @register_kl(Exponential, Gamma)
 def _kl_exponential_gamma(p: Exponential, q: Gamma) -> Tensor:
     ratio = q.rate / p.rate
-    t1 = -q.concentration * ember.log(ratio)
+    t1 = -q.concentration * log(ratio)
     return t1 + ratio + lgamma(q.concentration) + q.concentration * float(np.euler_gamma) - (1 + float(np.euler_gamma))
 
 
@@ -234,7 +235,7 @@ def _kl_normal_laplace(p: Normal, q: Laplace) -> Tensor:
     loc_diff = p.loc - q.loc
     scale_ratio = p.scale / q.scale
     loc_diff_scale_ratio = loc_diff / p.scale
-    t1 = ember.log(scale_ratio)
-    t2 = math.sqrt(2 / math.pi) * p.scale * ember.exp(-0.5 * loc_diff_scale_ratio.pow(2))
-    t3 = loc_diff * ember.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
+    t1 = log(scale_ratio)
+    t2 = math.sqrt(2 / math.pi) * p.scale * exp(-0.5 * loc_diff_scale_ratio.pow(2))
+    t3 = loc_diff * erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import tensor, zeros_like
+from ember.ops.elementwise import isinf, where
+from ember.ops.nn_ops import log_softmax, one_hot
+from ember.ops.reductions import logsumexp
+from ember.ops.views import gather
 from ember.distributions import constraints
 from ember.distributions._special import lgamma
 from ember.distributions.discrete import Categorical
@@ -73,7 +78,7 @@ class Multinomial(Distribution):
             sample_shape = (sample_shape,)
         k = self._categorical._num_events
         draws = self._categorical.sample((self.total_count,) + tuple(sample_shape))  # (n, *sample, *batch)
-        counts = ember.nn.functional.one_hot(draws, k).to(self.probs.dtype).sum(0)
+        counts = one_hot(draws, k).to(self.probs.dtype).sum(0)
         return counts.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -83,7 +88,7 @@ class Multinomial(Distribution):
         logits = self.logits.expand(tuple(value.shape)) if value.dim() >= self.logits.dim() else self.logits
         value = value.expand(tuple(logits.shape))
         # 0 * -inf is 0 here: a category of probability 0 observed 0 times costs nothing
-        logits = ember.where((value == 0) & ember.isinf(logits), ember.zeros_like(logits), logits)
+        logits = where((value == 0) & isinf(logits), zeros_like(logits), logits)
         log_factorial_n = lgamma(value.sum(-1) + 1)
         log_factorial_xs = lgamma(value + 1).sum(-1)
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
@@ -93,7 +98,7 @@ class Multinomial(Distribution):
         support = self._binomial.enumerate_support()
         binomial_probs = self._binomial.log_prob(support).exp()
         weights = lgamma(support + 1)
-        return n * self._categorical.entropy() - lgamma(ember.tensor(float(n + 1), dtype=self.probs.dtype)) \
+        return n * self._categorical.entropy() - lgamma(tensor(float(n + 1), dtype=self.probs.dtype)) \
             + (binomial_probs * weights).sum((0, -1))
 
 
@@ -177,13 +182,13 @@ class MixtureSameFamily(Distribution):
             self._validate_sample(x)
         x = self._pad(x)
         log_prob_x = self.component_distribution.log_prob(x)
-        log_mix_prob = ember.log_softmax(self.mixture_distribution.logits, dim=-1)
-        return ember.logsumexp(log_prob_x + log_mix_prob, dim=-1)
+        log_mix_prob = log_softmax(self.mixture_distribution.logits, dim=-1)
+        return logsumexp(log_prob_x + log_mix_prob, dim=-1)
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         if not isinstance(sample_shape, (tuple, list, Size)):
             sample_shape = (sample_shape,)
-        with ember.no_grad():
+        with no_grad():
             sample_len = len(sample_shape)
             batch_len = len(self.batch_shape)
             gather_dim = sample_len + batch_len
@@ -193,7 +198,7 @@ class MixtureSameFamily(Distribution):
             comp_samples = self.component_distribution.sample(sample_shape)
             index = mix_sample.reshape(mix_shape + (1,) * (len(es) + 1))
             index = index.expand(mix_shape + (1,) + es)
-            samples = ember.gather(comp_samples, gather_dim, index)
+            samples = gather(comp_samples, gather_dim, index)
             return samples.squeeze(gather_dim)
 
     def _pad(self, x: Tensor) -> Tensor:

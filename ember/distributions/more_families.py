@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.creation import arange, full, full_like, zeros_like
+from ember.ops.elementwise import erf, exp, log, log1p, rsqrt, where
+from ember.ops.extra_math import atan, erfinv, tan
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions._gamma_rsample import standard_gamma
@@ -36,11 +38,11 @@ class Cauchy(_LocScale):
 
     @property
     def mean(self) -> Tensor:
-        return ember.full(tuple(self._extended_shape()), float("nan"), dtype=self.loc.dtype)
+        return full(tuple(self._extended_shape()), float("nan"), dtype=self.loc.dtype)
 
     @property
     def variance(self) -> Tensor:
-        return ember.full(tuple(self._extended_shape()), float("inf"), dtype=self.loc.dtype)
+        return full(tuple(self._extended_shape()), float("inf"), dtype=self.loc.dtype)
 
     @property
     def stddev(self) -> Tensor:
@@ -49,7 +51,7 @@ class Cauchy(_LocScale):
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         u = _noise("uniform", shape, self.loc)
-        return self.loc + self.scale * ember.tan(math.pi * (u - 0.5))
+        return self.loc + self.scale * tan(math.pi * (u - 0.5))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -59,10 +61,10 @@ class Cauchy(_LocScale):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return ember.atan((value - self.loc) / self.scale) / math.pi + 0.5
+        return atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value: Tensor) -> Tensor:
-        return ember.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+        return tan(math.pi * (value - 0.5)) * self.scale + self.loc
 
     def entropy(self) -> Tensor:
         return math.log(4 * math.pi) + self.scale.log()
@@ -87,19 +89,19 @@ class Gumbel(_LocScale):
         shape = self._extended_shape(sample_shape)
         tiny, eps = finfo_tiny(self.loc.dtype), finfo_eps(self.loc.dtype)
         u = _noise("uniform", shape, self.loc).clamp(min=tiny, max=1 - eps)
-        return self.loc - self.scale * ember.log(-ember.log(u))
+        return self.loc - self.scale * log(-log(u))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
         z = (self.loc - value) / self.scale
-        return -self.scale.log() + z - ember.exp(z)
+        return -self.scale.log() + z - exp(z)
 
     def cdf(self, value: Tensor) -> Tensor:
-        return ember.exp(-ember.exp(-(value - self.loc) / self.scale))
+        return exp(-exp(-(value - self.loc) / self.scale))
 
     def icdf(self, value: Tensor) -> Tensor:
-        return self.loc - self.scale * ember.log(-ember.log(value))
+        return self.loc - self.scale * log(-log(value))
 
     def entropy(self) -> Tensor:
         return self.scale.log() + (1 + _EULER)
@@ -125,7 +127,7 @@ class HalfNormal(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        return ember.zeros_like(self.scale)
+        return zeros_like(self.scale)
 
     @property
     def variance(self) -> Tensor:
@@ -138,15 +140,15 @@ class HalfNormal(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         log_prob = math.log(2) - 0.5 * math.log(2 * math.pi) - self.scale.log() - value ** 2 / (2 * self.scale ** 2)
-        return ember.where(value >= 0, log_prob, ember.full_like(log_prob, -math.inf))
+        return where(value >= 0, log_prob, full_like(log_prob, -math.inf))
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return ember.erf(value / (self.scale * math.sqrt(2)))
+        return erf(value / (self.scale * math.sqrt(2)))
 
     def icdf(self, prob: Tensor) -> Tensor:
-        return self.scale * ember.erfinv(prob) * math.sqrt(2)
+        return self.scale * erfinv(prob) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         return 0.5 * math.log(math.pi * math.e / 2) + self.scale.log()
@@ -159,7 +161,7 @@ class Chi2(Gamma):
 
     def __init__(self, df: Any, validate_args: bool | None = None) -> None:
         (df,) = broadcast_all(df)
-        super().__init__(0.5 * df, ember.full_like(df, 0.5), validate_args=validate_args)
+        super().__init__(0.5 * df, full_like(df, 0.5), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._get_checked_instance(Chi2, _instance)
@@ -188,7 +190,7 @@ class StudentT(Distribution):
     @property
     def mean(self) -> Tensor:
         m = self.loc.clone()
-        return ember.where(self.df <= 1, ember.full_like(m, float("nan")), m)
+        return where(self.df <= 1, full_like(m, float("nan")), m)
 
     @property
     def mode(self) -> Tensor:
@@ -197,15 +199,15 @@ class StudentT(Distribution):
     @property
     def variance(self) -> Tensor:
         var = self.scale.pow(2) * self.df / (self.df - 2)
-        var = ember.where((self.df <= 2) & (self.df > 1), ember.full_like(var, math.inf), var)
-        return ember.where(self.df <= 1, ember.full_like(var, float("nan")), var)
+        var = where((self.df <= 2) & (self.df > 1), full_like(var, math.inf), var)
+        return where(self.df <= 1, full_like(var, float("nan")), var)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         # Y = X / sqrt(Z / df) with X ~ Normal(0, 1), Z ~ Chi2(df) = 2 Gamma(df / 2): reparameterized in all three
         shape = tuple(self._extended_shape(sample_shape))
         x = _noise("normal", Size(shape), self.df)
         z = 2 * standard_gamma(0.5 * self.df, shape)
-        return self.loc + self.scale * x * ember.rsqrt(z / self.df)
+        return self.loc + self.scale * x * rsqrt(z / self.df)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -213,7 +215,7 @@ class StudentT(Distribution):
         y = (value - self.loc) / self.scale
         z = self.scale.log() + 0.5 * self.df.log() + 0.5 * math.log(math.pi) + lgamma(0.5 * self.df) \
             - lgamma(0.5 * (self.df + 1.0))
-        return -0.5 * (self.df + 1.0) * ember.log1p(y ** 2.0 / self.df) - z
+        return -0.5 * (self.df + 1.0) * log1p(y ** 2.0 / self.df) - z
 
     def entropy(self) -> Tensor:
         half_df = 0.5 * self.df
@@ -265,7 +267,7 @@ class Geometric(_ProbsLogits):
 
     @property
     def mode(self) -> Tensor:
-        return ember.zeros_like(self.probs)
+        return zeros_like(self.probs)
 
     @property
     def variance(self) -> Tensor:
@@ -281,7 +283,7 @@ class Geometric(_ProbsLogits):
             self._validate_sample(value)
         value, probs = broadcast_all(value, self.probs)
         probs = probs.clone()
-        probs = ember.where((probs == 1) & (value == 0), ember.zeros_like(probs), probs)
+        probs = where((probs == 1) & (value == 0), zeros_like(probs), probs)
         return value * (-probs).log1p() + self.probs.log()
 
     def entropy(self) -> Tensor:
@@ -341,7 +343,7 @@ class Binomial(_ProbsLogits):
         log_factorial_nmk = lgamma(self.total_count - value + 1)
         # k log p + (n - k) log(1 - p) in the stable logits form PyTorch uses
         normalize_term = (self.total_count * _clamp_by_zero(self.logits)
-                          + self.total_count * ember.log1p(ember.exp(-self.logits.abs())) - log_factorial_n)
+                          + self.total_count * log1p(exp(-self.logits.abs())) - log_factorial_n)
         return value * self.logits - log_factorial_k - log_factorial_nmk - normalize_term
 
     def entropy(self) -> Tensor:
@@ -350,13 +352,13 @@ class Binomial(_ProbsLogits):
         if not bool((self.total_count == total).all()):
             raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
         log_prob = self.log_prob(self.enumerate_support(False))
-        return -(ember.exp(log_prob) * log_prob).sum(0)
+        return -(exp(log_prob) * log_prob).sum(0)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         total = int(self.total_count.max().item())
         if not bool((self.total_count == total).all()):
             raise NotImplementedError("Inhomogeneous total count not supported by `enumerate_support`.")
-        values = ember.arange(1 + total, dtype=self._param_dtype(), device=self.total_count.device)
+        values = arange(1 + total, dtype=self._param_dtype(), device=self.total_count.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember import creation
 from ember.distributions import constraints
 from ember.distributions._linalg import cholesky, solve_triangular
 from ember.distributions.continuous import _noise
@@ -41,7 +41,7 @@ def _precision_to_scale_tril(precision: Tensor) -> Tensor:
     """L with L L^T = P^-1, lower triangular, without inverting P (PyTorch's flip trick)."""
     flipped = cholesky(precision.flip((-2, -1)))
     lower_inv = flipped.flip((-2, -1)).transpose(-2, -1)
-    eye = ember.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device).expand(precision.shape)
+    eye = creation.eye(precision.shape[-1], dtype=precision.dtype, device=precision.device).expand(precision.shape)
     return solve_triangular(lower_inv, eye, upper=False)
 
 
@@ -102,7 +102,7 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self) -> Tensor:
         lower = self._unbroadcasted_scale_tril
-        eye = ember.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device).expand(lower.shape)
+        eye = creation.eye(lower.shape[-1], dtype=lower.dtype, device=lower.device).expand(lower.shape)
         lower_inv = solve_triangular(lower, eye, upper=False)
         return (lower_inv.transpose(-2, -1) @ lower_inv).expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)
 

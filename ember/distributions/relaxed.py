@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-import ember
+from ember.creation import full_like, tensor
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions._special import lgamma
@@ -47,7 +47,7 @@ class LogitRelaxedBernoulli(Distribution):
         else:
             self.logits = param
         self._param = param
-        self.temperature = temperature if isinstance(temperature, Tensor) else ember.tensor(float(temperature))
+        self.temperature = temperature if isinstance(temperature, Tensor) else tensor(float(temperature))
         super().__init__(Size() if isinstance(given, numbers.Number) else param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
@@ -123,7 +123,7 @@ class ExpRelaxedCategorical(Distribution):
     def __init__(self, temperature: Any, probs: Tensor | None = None, logits: Tensor | None = None,
                  validate_args: bool | None = None) -> None:
         self._categorical = Categorical(probs, logits)
-        self.temperature = temperature if isinstance(temperature, Tensor) else ember.tensor(float(temperature))
+        self.temperature = temperature if isinstance(temperature, Tensor) else tensor(float(temperature))
         param = self._categorical._param
         super().__init__(self._categorical.batch_shape, param.shape[-1:], validate_args=validate_args)
 
@@ -156,7 +156,7 @@ class ExpRelaxedCategorical(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        log_scale = lgamma(ember.full_like(self.temperature, float(k))) - self.temperature.log() * (-(k - 1))
+        log_scale = lgamma(full_like(self.temperature, float(k))) - self.temperature.log() * (-(k - 1))
         score = logits - value * self.temperature
         score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
         return score + log_scale

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.ops.extra_math import expm1
 from ember.distributions import constraints
 from ember.distributions.continuous import Normal
 from ember.distributions.distribution import Distribution
@@ -85,7 +86,7 @@ class TransformedDistribution(Distribution):
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        with ember.no_grad():
+        with no_grad():
             x = self.base_dist.sample(sample_shape)
             for transform in self.transforms:
                 x = transform(x)
@@ -173,7 +174,7 @@ class LogNormal(TransformedDistribution):
     @property
     def variance(self) -> Tensor:
         scale_sq = self.scale.pow(2)
-        return ember.expm1(scale_sq) * (2 * self.loc + scale_sq).exp()
+        return expm1(scale_sq) * (2 * self.loc + scale_sq).exp()
 
     def entropy(self) -> Tensor:
         return self.base_dist.entropy() + self.loc

@@ -13,7 +13,8 @@ import math
 import numbers
 from typing import Any
 
-import ember
+from ember.creation import arange, full_like, tensor, zeros_like
+from ember.ops.elementwise import sigmoid
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions.utils import finfo_eps, finfo_tiny, sum_rightmost
@@ -184,7 +185,7 @@ class ComposeTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         if not self.parts:
-            return ember.zeros_like(x)
+            return zeros_like(x)
         event_dim = self.codomain.event_dim
         total: Any = 0.0
         for part in self.parts:
@@ -236,7 +237,7 @@ class SigmoidTransform(Transform):
         return hash(SigmoidTransform)
 
     def _call(self, x: Tensor) -> Tensor:
-        return ember.sigmoid(x).clamp(min=finfo_tiny(x.dtype), max=1.0 - finfo_eps(x.dtype))
+        return sigmoid(x).clamp(min=finfo_tiny(x.dtype), max=1.0 - finfo_eps(x.dtype))
 
     def _inverse(self, y: Tensor) -> Tensor:
         y = y.clamp(min=finfo_tiny(y.dtype), max=1.0 - finfo_eps(y.dtype))
@@ -299,7 +300,7 @@ class AffineTransform(Transform):
         shape = tuple(x.shape)
         scale = self.scale
         if isinstance(scale, numbers.Real):
-            result = ember.full_like(x, math.log(abs(scale)))
+            result = full_like(x, math.log(abs(scale)))
         else:
             result = scale.abs().log()
         if self._event_dim:
@@ -337,7 +338,7 @@ class PowerTransform(Transform):
 
     def __init__(self, exponent: Any, cache_size: int = 0) -> None:
         super().__init__(cache_size=cache_size)
-        self.exponent = exponent if isinstance(exponent, Tensor) else ember.tensor(float(exponent))
+        self.exponent = exponent if isinstance(exponent, Tensor) else tensor(float(exponent))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, PowerTransform) and bool((self.exponent == other.exponent).all())
@@ -442,8 +443,8 @@ class StickBreakingTransform(Transform):
         return hash(StickBreakingTransform)
 
     def _call(self, x: Tensor) -> Tensor:
-        offset = x.shape[-1] + 1 - ember.arange(1, x.shape[-1] + 1, dtype=x.dtype, device=x.device)
-        z = ember.sigmoid(x - offset.log())
+        offset = x.shape[-1] + 1 - arange(1, x.shape[-1] + 1, dtype=x.dtype, device=x.device)
+        z = sigmoid(x - offset.log())
         z_cumprod = (1 - z).cumprod(-1)
         padded_z = F.pad(z, [0, 1], value=1.0)
         padded_cumprod = F.pad(z_cumprod, [1, 0], value=1.0)
@@ -451,14 +452,14 @@ class StickBreakingTransform(Transform):
 
     def _inverse(self, y: Tensor) -> Tensor:
         y_crop = y[..., :-1]
-        offset = y.shape[-1] - ember.arange(1, y.shape[-1], dtype=y.dtype, device=y.device)
+        offset = y.shape[-1] - arange(1, y.shape[-1], dtype=y.dtype, device=y.device)
         sf = 1 - y_crop.cumsum(-1)
         eps = finfo_eps(y.dtype)
         sf = sf.clamp(min=eps)
         return y_crop.log() - sf.log() + offset.log()
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        offset = x.shape[-1] + 1 - ember.arange(1, x.shape[-1] + 1, dtype=x.dtype, device=x.device)
+        offset = x.shape[-1] + 1 - arange(1, x.shape[-1] + 1, dtype=x.dtype, device=x.device)
         x = x - offset.log()
         detj = (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
         return detj

@@ -13,7 +13,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-import ember
+from ember.autograd.grad_mode import enable_grad
+from ember.creation import tensor
+from ember.dtypes import get_default_dtype
+from ember.ops.elementwise import log, log1p, sigmoid
+from ember.ops.nn_ops import softmax
 from ember.tensor import Tensor
 
 
@@ -24,11 +28,11 @@ def broadcast_all(*values: Any) -> tuple:
         if not isinstance(v, (Tensor, numbers.Number)):
             raise ValueError("Input arguments must all be instances of numbers.Number or ember.Tensor, "
                              f"got {type(v).__name__}")
-    dtype = tensors[0].dtype if tensors else ember.get_default_dtype()
+    dtype = tensors[0].dtype if tensors else get_default_dtype()
     if not dtype.is_floating_point:
-        dtype = ember.get_default_dtype()
+        dtype = get_default_dtype()
     device = tensors[0].device if tensors else None
-    as_tensors = [v if isinstance(v, Tensor) else ember.tensor(float(v), dtype=dtype, device=device) for v in values]
+    as_tensors = [v if isinstance(v, Tensor) else tensor(float(v), dtype=dtype, device=device) for v in values]
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in as_tensors))
     return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in as_tensors)
 
@@ -49,14 +53,14 @@ def clamp_probs(probs: Tensor) -> Tensor:
 def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
     clamped = clamp_probs(probs)
     if is_binary:
-        return ember.log(clamped) - ember.log1p(-clamped)
-    return ember.log(clamped)
+        return log(clamped) - log1p(-clamped)
+    return log(clamped)
 
 
 def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     if is_binary:
-        return ember.sigmoid(logits)
-    return ember.softmax(logits, dim=-1)
+        return sigmoid(logits)
+    return softmax(logits, dim=-1)
 
 
 def sum_rightmost(value: Tensor, dim: int) -> Tensor:
@@ -76,7 +80,7 @@ class lazy_property:
     def __get__(self, instance: Any, obj_type: Any = None) -> Any:
         if instance is None:
             return self
-        with ember.enable_grad():
+        with enable_grad():
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value

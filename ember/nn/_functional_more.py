@@ -14,7 +14,14 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import ember
+from ember import creation
+from ember.creation import arange, full_like, linspace, ones_like, rand, rand_like, tensor, zeros, zeros_like
+from ember.dtypes import int64
+from ember.ops import reductions
+from ember.ops.elementwise import clamp, isinf, log, minimum, relu, sign, where
+from ember.ops.extra_math import meshgrid
+from ember.ops.reductions import logsumexp, norm
+from ember.ops.views import cat, flip, index_select, narrow, scatter, scatter_add, stack
 from ember.ops.nn_ops import dropout3d  # noqa: F401  (listed in __all__; lives with dropout1d/2d)
 from ember.tensor import Tensor
 
@@ -31,7 +38,9 @@ __all__ = [
 
 
 def _F() -> Any:
-    return ember.nn.functional
+    from ember.nn import functional  # the whole namespace: ember.nn.functional star-imports this module
+
+    return functional
 
 
 def _tuple(value: Any, n: int) -> tuple:
@@ -79,24 +88,24 @@ native_channel_shuffle = channel_shuffle
 # ---- activations ---------------------------------------------------------------------------------------
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0; NaN passes through (torch's test is ``-lambd <= x <= lambd``)."""
-    return ember.where((input >= -lambd) & (input <= lambd), ember.zeros_like(input), input)
+    return where((input >= -lambd) & (input <= lambd), zeros_like(input), input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0 (``x * 0``: NaN stays NaN, as torch)."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
-    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, input * 0))
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in training, their mean in eval."""
     if training:
-        slope = ember.rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+        slope = rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
-    out = ember.where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
+    out = where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
     return input.copy_(out) if inplace else out
 
 
@@ -128,7 +137,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         return input
     alpha_p = -1.7580993408473766
     keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = (ember.rand(keep_shape, device=input.device) >= p).to(input.dtype)
+    keep = (rand(keep_shape, device=input.device) >= p).to(input.dtype)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
     out = (input * keep + alpha_p * (1 - keep)) * a + b
@@ -139,7 +148,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 def _lp_pool(input: Tensor, norm_type: float, kernel: tuple, stride: Any, ceil_mode: bool, pool: Any) -> Tensor:
     stride = kernel if stride is None else stride
     out = pool(input.pow(norm_type), kernel, stride, 0, ceil_mode)
-    return (ember.sign(out) * ember.relu(out.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
+    return (sign(out) * relu(out.abs())).mul(math.prod(kernel)).pow(1.0 / norm_type)
 
 
 def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> Tensor:
@@ -165,8 +174,8 @@ def _adaptive(input: Tensor, output_size: Any, dims: int, reduce: str) -> Any:
         cells = []
         for i in range(out):
             start, end = (i * length) // out, -((-(i + 1) * length) // out)
-            cells.append(ember.narrow(x, d, start, end - start).mean(dim=d, keepdim=True))
-        x = ember.cat(cells, dim=d)
+            cells.append(narrow(x, d, start, end - start).mean(dim=d, keepdim=True))
+        x = cat(cells, dim=d)
     return x
 
 
@@ -178,17 +187,17 @@ def _max_indices_flat(input: Tensor, output_size: Any, dims: int) -> tuple:
     flat = input.reshape(*lead, -1)
     import itertools
 
-    position = ember.arange(math.prod(sizes), device=input.device).reshape(sizes)
+    position = arange(math.prod(sizes), device=input.device).reshape(sizes)
     values, indices = [], []
     for cell in itertools.product(*[range(o) for o in out_sizes]):
         bounds = [((i * L) // o, -((-(i + 1) * L) // o)) for i, L, o in zip(cell, sizes, out_sizes)]
         pos = position[tuple(slice(a, b) for a, b in bounds)].reshape(-1)
-        window = ember.index_select(flat, flat.ndim - 1, pos)
-        v, k = ember.max(window, dim=-1)
+        window = index_select(flat, flat.ndim - 1, pos)
+        v, k = reductions.max(window, dim=-1)
         values.append(v)
         indices.append(pos[k])
     shape = lead + out_sizes
-    return ember.stack(values, dim=-1).reshape(shape), ember.stack(indices, dim=-1).reshape(shape)
+    return stack(values, dim=-1).reshape(shape), stack(indices, dim=-1).reshape(shape)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
@@ -242,12 +251,12 @@ def _unpool(input: Tensor, indices: Tensor, kernel: tuple, stride: Any, padding:
     else:
         out_spatial = tuple(output_size)[-dims:]
     lead = tuple(input.shape[:-dims])
-    flat = ember.zeros(*lead, math.prod(out_spatial), dtype=input.dtype, device=input.device)
+    flat = zeros(*lead, math.prod(out_spatial), dtype=input.dtype, device=input.device)
     idx = indices.reshape(*lead, -1)
     if idx.numel() and int(idx.max()) >= math.prod(out_spatial):
         raise RuntimeError(f"max_unpool{dims}d: found an invalid max index {int(idx.max())} for an output of size "
                            f"{out_spatial}")
-    out = ember.scatter(flat, len(lead), idx, input.reshape(*lead, -1))
+    out = scatter(flat, len(lead), idx, input.reshape(*lead, -1))
     return out.reshape(*lead, *out_spatial)
 
 
@@ -279,12 +288,12 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1, p
         raise RuntimeError(f"fold: expected input's dimension 2 to match the calculated number of sliding blocks "
                            f"{bh} * {bw} = {bh * bw}, but got input.size(2)={length}")
     hp, wp = oh + 2 * ph, ow + 2 * pw
-    rows = (ember.arange(kh).reshape(kh, 1, 1, 1) * dh + ember.arange(bh).reshape(1, 1, bh, 1) * sh)
-    cols = (ember.arange(kw).reshape(1, kw, 1, 1) * dw + ember.arange(bw).reshape(1, 1, 1, bw) * sw)
+    rows = (arange(kh).reshape(kh, 1, 1, 1) * dh + arange(bh).reshape(1, 1, bh, 1) * sh)
+    cols = (arange(kw).reshape(1, kw, 1, 1) * dw + arange(bw).reshape(1, 1, 1, bw) * sw)
     target = (rows * wp + cols).reshape(1, 1, -1).expand(n, c, kh * kw * length)
     values = x.reshape(n, c, kh * kw * length)
-    canvas = ember.zeros(n, c, hp * wp, dtype=x.dtype, device=x.device)
-    out = ember.scatter_add(canvas, 2, target, values).reshape(n, c, hp, wp)
+    canvas = zeros(n, c, hp * wp, dtype=x.dtype, device=x.device)
+    out = scatter_add(canvas, 2, target, values).reshape(n, c, hp, wp)
     out = out[:, :, ph:ph + oh, pw:pw + ow]
     return out if batched else out.squeeze(0)
 
@@ -307,7 +316,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Any, stride: Any, paddi
     # 1. dilate by the stride
     if any(s > 1 for s in stride):
         dilated_shape = tuple((L - 1) * s + 1 for L, s in zip(spatial, stride))
-        canvas = ember.zeros(n, cin, *dilated_shape, dtype=x.dtype, device=x.device)
+        canvas = zeros(n, cin, *dilated_shape, dtype=x.dtype, device=x.device)
         key = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
         canvas[key] = x
         x = canvas
@@ -320,7 +329,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Any, stride: Any, paddi
     # 3. weight (Cin, Cout/g, *k) -> (Cout, Cin/g, *k), flipped
     w = weight.reshape(groups, cin // groups, cout_g, *kernel).transpose(1, 2).reshape(groups * cout_g,
                                                                                         cin // groups, *kernel)
-    w = ember.flip(w, tuple(range(2, 2 + dims)))
+    w = flip(w, tuple(range(2, 2 + dims)))
     conv = {1: _F().conv1d, 2: _F().conv2d, 3: _F().conv3d}[dims]
     out = conv(x, w, bias, 1, 0, dilation, groups)
     return out if batched else out.squeeze(0)
@@ -377,7 +386,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:
     if not isinstance(var, Tensor):
-        var = ember.full_like(input, float(var))
+        var = full_like(input, float(var))
     if var.shape != input.shape:
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -386,8 +395,8 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Any, full: bool = Fals
     if bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
     # As torch: clamp for stability without changing the gradient (torch clamps in place under no_grad).
-    var = var + (ember.clamp(var, min=eps) - var).detach()
-    loss = 0.5 * (ember.log(var) + (input - target) ** 2 / var)
+    var = var + (clamp(var, min=eps) - var).detach()
+    loss = 0.5 * (log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
@@ -410,8 +419,8 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     dist = distance_function if distance_function is not None else _F().pairwise_distance
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
-        d_neg = ember.minimum(d_neg, dist(positive, negative))
-    return _reduce(ember.clamp(d_pos - d_neg + margin, min=0), reduction)
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce(clamp(d_pos - d_neg + margin, min=0), reduction)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
@@ -422,9 +431,9 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     import numpy as np
 
     rows, cols = np.triu_indices(n, 1)
-    a = ember.index_select(input, 0, ember.tensor(rows.astype(np.int64)))
-    b = ember.index_select(input, 0, ember.tensor(cols.astype(np.int64)))
-    return ember.norm(a - b, p=p, dim=1)
+    a = index_select(input, 0, tensor(rows.astype(np.int64)))
+    b = index_select(input, 0, tensor(cols.astype(np.int64)))
+    return norm(a - b, p=p, dim=1)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: Any = None,
@@ -465,16 +474,16 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     for a, b in bags:
         part = emb[a:b]
         if b <= a:
-            rows.append(ember.zeros(weight.shape[1], dtype=weight.dtype))
+            rows.append(zeros(weight.shape[1], dtype=weight.dtype))
         elif mode == "sum":
             rows.append(part.sum(dim=0))
         elif mode == "mean":
             count = keep[a:b].sum() if keep is not None else b - a
-            rows.append(part.sum(dim=0) / (ember.clamp(count, min=1) if isinstance(count, Tensor) else count))
+            rows.append(part.sum(dim=0) / (clamp(count, min=1) if isinstance(count, Tensor) else count))
         else:
             rows.append(part.max(dim=0).values if keep is None else
-                        ember.where(keep[a:b] > 0, part, ember.full_like(part, -math.inf)).max(dim=0).values)
-    return ember.stack(rows) if rows else ember.zeros(0, weight.shape[1], dtype=weight.dtype)
+                        where(keep[a:b] > 0, part, full_like(part, -math.inf)).max(dim=0).values)
+    return stack(rows) if rows else zeros(0, weight.shape[1], dtype=weight.dtype)
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
@@ -509,32 +518,32 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         for c in label:
             ext += [c, blank]
         s = len(ext)
-        ext_t = ember.tensor(ext, dtype=ember.int64)
-        can_skip = ember.tensor([k >= 2 and ext[k] != blank and ext[k] != ext[k - 2] for k in range(s)])
+        ext_t = tensor(ext, dtype=int64)
+        can_skip = tensor([k >= 2 and ext[k] != blank and ext[k] != ext[k - 2] for k in range(s)])
         lp_b = lp[:, b, :]
-        emit = ember.index_select(lp_b, 1, ext_t)  # (T, S)
-        first = ember.full((s,), neg_inf, dtype=lp.dtype)
-        init_mask = ember.tensor([k < 2 for k in range(s)])
-        alpha = ember.where(init_mask, emit[0], first)
+        emit = index_select(lp_b, 1, ext_t)  # (T, S)
+        first = creation.full((s,), neg_inf, dtype=lp.dtype)
+        init_mask = tensor([k < 2 for k in range(s)])
+        alpha = where(init_mask, emit[0], first)
         for t in range(1, in_lens[b]):
             stay = alpha
-            step = ember.cat([ember.full((1,), neg_inf, dtype=lp.dtype), alpha[:-1]])
-            skip = ember.cat([ember.full((2,), neg_inf, dtype=lp.dtype), alpha[:-2]])
-            skip = ember.where(can_skip, skip, ember.full_like(skip, neg_inf))
-            alpha = ember.logsumexp(ember.stack([stay, step, skip]), dim=0) + emit[t]
+            step = cat([creation.full((1,), neg_inf, dtype=lp.dtype), alpha[:-1]])
+            skip = cat([creation.full((2,), neg_inf, dtype=lp.dtype), alpha[:-2]])
+            skip = where(can_skip, skip, full_like(skip, neg_inf))
+            alpha = logsumexp(stack([stay, step, skip]), dim=0) + emit[t]
         tail = alpha[-2:] if s > 1 else alpha[-1:]
-        nll = -ember.logsumexp(tail, dim=0)
-        nll = ember.where(nll > 1e29, ember.full_like(nll, math.inf), nll)
+        nll = -logsumexp(tail, dim=0)
+        nll = where(nll > 1e29, full_like(nll, math.inf), nll)
         # PyTorch's CTC backward assumes log_probs come from log_softmax and folds that Jacobian in: its
         # gradient is the true one plus exp(log_probs) over the valid steps. A zero-valued term adds it.
         valid = lp_b[:in_lens[b]]
         nll = nll + (valid.detach().exp() * (valid - valid.detach())).sum()
         if zero_infinity:
-            nll = ember.where(ember.isinf(nll), ember.zeros_like(nll), nll)
+            nll = where(isinf(nll), zeros_like(nll), nll)
         losses.append(nll)
-    loss = ember.stack(losses)
+    loss = stack(losses)
     if reduction == "mean":
-        lens = ember.tensor([max(v, 1) for v in tg_lens], dtype=loss.dtype)
+        lens = tensor([max(v, 1) for v in tg_lens], dtype=loss.dtype)
         return (loss / lens).mean()
     if reduction == "sum":
         return loss.sum()
@@ -547,29 +556,29 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
 
     def base(steps: int) -> Tensor:
         if steps <= 1:
-            return ember.zeros(max(steps, 1), dtype=theta.dtype)
-        line = ember.linspace(-1, 1, steps, dtype=theta.dtype)
+            return zeros(max(steps, 1), dtype=theta.dtype)
+        line = linspace(-1, 1, steps, dtype=theta.dtype)
         return line if align else line * (steps - 1) / steps
 
     if len(size) == 4:
         n, _, h, w = size
-        ys, xs = ember.meshgrid(base(h), base(w), indexing="ij")
-        grid = ember.stack([xs, ys, ember.ones_like(xs)], dim=-1).reshape(1, h * w, 3)
+        ys, xs = meshgrid(base(h), base(w), indexing="ij")
+        grid = stack([xs, ys, ones_like(xs)], dim=-1).reshape(1, h * w, 3)
         return (grid @ theta.transpose(1, 2)).reshape(n, h, w, 2)
     if len(size) == 5:
         n, _, d, h, w = size
-        zs, ys, xs = ember.meshgrid(base(d), base(h), base(w), indexing="ij")
-        grid = ember.stack([xs, ys, zs, ember.ones_like(xs)], dim=-1).reshape(1, d * h * w, 4)
+        zs, ys, xs = meshgrid(base(d), base(h), base(w), indexing="ij")
+        grid = stack([xs, ys, zs, ones_like(xs)], dim=-1).reshape(1, d * h * w, 4)
         return (grid @ theta.transpose(1, 2)).reshape(n, d, h, w, 3)
     raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                               f"respectively. Got size {list(size)}.")
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
-    gumbels = -ember.log(-ember.log(ember.rand_like(logits)))  # Gumbel(0, 1) = -log(Exp(1))
+    gumbels = -log(-log(rand_like(logits)))  # Gumbel(0, 1) = -log(Exp(1))
     y_soft = _F().softmax((logits + gumbels) / tau, dim=dim)
     if not hard:
         return y_soft
     index = y_soft.argmax(dim=dim, keepdim=True)
-    y_hard = ember.zeros_like(logits).scatter(dim, index, 1.0)
+    y_hard = zeros_like(logits).scatter(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft

@@ -8,7 +8,7 @@ a symbolic argument's graph builder, else the top of this thread's interpreter s
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from weakref import ref as _weakref
 
 from ember import dtypes
@@ -36,7 +36,10 @@ def is_symbolic(value: Any) -> bool:
 PROFILER: Any = None
 _clock = time.perf_counter_ns
 
-Tensor: Any = None  # bound by ember.tensor at import time (avoids an import cycle)
+if TYPE_CHECKING:
+    from ember.tensor import Tensor
+else:
+    Tensor = None  # the core's one seam: ember.tensor hands the class over once it exists (see there)
 
 
 def _device_error(op: OpDef, args: tuple) -> RuntimeError:

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import ember
+from ember.creation import zeros
+from ember.ops.linalg import dot
+from ember.ops.views import cat
 from ember.autograd import grad_mode
 from ember.optim.optimizer import Optimizer
 from ember.tensor import Tensor
@@ -44,9 +46,9 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _flat_grad(self) -> Tensor:
-        parts = [p.grad.reshape(-1) if p.grad is not None else ember.zeros(p.numel(), dtype=p.dtype)
+        parts = [p.grad.reshape(-1) if p.grad is not None else zeros(p.numel(), dtype=p.dtype)
                  for p in self._params]
-        return ember.cat(parts)
+        return cat(parts)
 
     def _add_grad(self, step: float, direction: Tensor) -> None:
         offset = 0
@@ -91,7 +93,7 @@ class LBFGS(Optimizer):
                 else:
                     y = flat_grad - prev_flat_grad
                     s = d * t
-                    ys = float(ember.dot(y, s))
+                    ys = float(dot(y, s))
                     if ys > 1e-10:
                         if len(old_dirs) == history_size:
                             old_dirs.pop(0)
@@ -100,21 +102,21 @@ class LBFGS(Optimizer):
                         old_dirs.append(y)
                         old_stps.append(s)
                         ro.append(1.0 / ys)
-                        h_diag = ys / float(ember.dot(y, y))
+                        h_diag = ys / float(dot(y, y))
                     al = [0.0] * len(old_dirs)
                     q = -flat_grad
                     for i in range(len(old_dirs) - 1, -1, -1):
-                        al[i] = float(ember.dot(old_stps[i], q)) * ro[i]
+                        al[i] = float(dot(old_stps[i], q)) * ro[i]
                         q = q - old_dirs[i] * al[i]
                     r = q * h_diag
                     for i in range(len(old_dirs)):
-                        be_i = float(ember.dot(old_dirs[i], r)) * ro[i]
+                        be_i = float(dot(old_dirs[i], r)) * ro[i]
                         r = r + old_stps[i] * (al[i] - be_i)
                     d = r
                 prev_flat_grad = flat_grad.clone()
                 prev_loss = loss
                 t = min(1.0, 1.0 / float(flat_grad.abs().sum())) * lr if state["n_iter"] == 1 else lr
-                gtd = float(ember.dot(flat_grad, d))
+                gtd = float(dot(flat_grad, d))
                 if gtd > -tolerance_change:
                     break
                 ls_func_evals = 0

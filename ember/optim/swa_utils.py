@@ -14,7 +14,10 @@ import copy
 import math
 from typing import Any, Callable, Iterable
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import tensor
+from ember.dtypes import int64
+from ember.nn.modules.normalization import _BatchNorm
 from ember.nn.modules.module import Module
 from ember.optim.lr_scheduler import LRScheduler
 from ember.tensor import Tensor
@@ -65,7 +68,7 @@ class AveragedModel(Module):
         self.module = copy.deepcopy(model)
         if device is not None:
             self.module = self.module.to(device)
-        self.register_buffer("n_averaged", ember.tensor(0, dtype=ember.int64, device=device))
+        self.register_buffer("n_averaged", tensor(0, dtype=int64, device=device))
         self.avg_fn, self.multi_avg_fn, self.use_buffers = avg_fn, multi_avg_fn, use_buffers
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -75,7 +78,7 @@ class AveragedModel(Module):
         ours = list(self.module.parameters()) + (list(self.module.buffers()) if self.use_buffers else [])
         theirs = list(model.parameters()) + (list(model.buffers()) if self.use_buffers else [])
         n = int(self.n_averaged)
-        with ember.no_grad():
+        with no_grad():
             pairs = [(a, m.detach().to(a.device)) for a, m in zip(ours, theirs)]
             if n == 0:
                 for a, m in pairs:
@@ -96,7 +99,7 @@ def update_bn(loader: Iterable, model: Module, device: Any = None) -> None:
     """Recompute BatchNorm running statistics with one pass over ``loader`` (cumulative averages)."""
     momenta = {}
     for module in model.modules():
-        if isinstance(module, ember.nn.modules.normalization._BatchNorm) and module.running_mean is not None:
+        if isinstance(module, _BatchNorm) and module.running_mean is not None:
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:
@@ -105,7 +108,7 @@ def update_bn(loader: Iterable, model: Module, device: Any = None) -> None:
     model.train()
     for module in momenta:
         module.momentum = None
-    with ember.no_grad():
+    with no_grad():
         for batch in loader:
             x = batch[0] if isinstance(batch, (list, tuple)) else batch
             if device is not None:

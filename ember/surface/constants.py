@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember.creation import empty, tensor
+from ember.dtypes import set_default_dtype
 from ember import dtypes
+from ember.device import device as _device
 from ember.tensor import Tensor
 
 __all__ = [
@@ -122,8 +124,8 @@ class _LegacyTensorType(type):
             data = args[0]
             if isinstance(data, Tensor):
                 return data.to(cls._dtype)
-            return ember.tensor(data, dtype=cls._dtype, device=device)
-        return ember.empty(*args, dtype=cls._dtype, device=device)
+            return tensor(data, dtype=cls._dtype, device=device)
+        return empty(*args, dtype=cls._dtype, device=device)
 
 
 def _legacy(name: str, dtype: dtypes.dtype) -> type:
@@ -208,14 +210,14 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
 
 def set_default_device(device: Any) -> None:
     """Only the CPU exists here; other devices raise (ember has no CUDA backend built)."""
-    if device is not None and ember.device(device).type != "cpu":
+    if device is not None and _device(device).type != "cpu":
         raise RuntimeError(f"set_default_device({device!r}): ember runs on the CPU here; only 'cpu' can be the "
                            "default device")
     _SETTINGS["default_device"] = device
 
 
 def get_default_device() -> Any:
-    return ember.device("cpu")
+    return _device("cpu")
 
 
 def set_default_tensor_type(t: Any) -> None:
@@ -227,7 +229,7 @@ def set_default_tensor_type(t: Any) -> None:
     if dtype is None or not dtype.is_floating_point:
         raise TypeError(f"set_default_tensor_type: only floating-point types are supported as the default type, "
                         f"got {t}")
-    ember.set_default_dtype(dtype)
+    set_default_dtype(dtype)
 
 
 def set_flush_denormal(mode: bool) -> bool:

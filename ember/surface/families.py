@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import arange, empty, tensor
+from ember.nn import functional
+from ember.ops.views import index_select, movedim
+from ember.surface.more_functions import index_reduce, put
+from ember.tensor import Size
 from ember.ops import inplace
 from ember.tensor import Tensor
 
@@ -140,7 +145,7 @@ def install_methods(namespace: dict[str, Any]) -> None:
     ``namespace``: the top-level names being built (``ember`` itself is still importing).
     """
     for name in METHODS_FROM_FUNCTIONS:
-        fn = namespace.get(name, getattr(ember, name, None))
+        fn = namespace.get(name)
         if fn is not None and not hasattr(Tensor, name):
             setattr(Tensor, name, _function_as_method(fn, name))
     for name in INPLACE_FROM_METHOD:
@@ -172,11 +177,11 @@ def _unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     count = (length - size) // step + 1
-    index = (ember.arange(count).reshape(-1, 1) * step + ember.arange(size).reshape(1, -1)).reshape(-1)
-    picked = ember.index_select(self, dim, index)
+    index = (arange(count).reshape(-1, 1) * step + arange(size).reshape(1, -1)).reshape(-1)
+    picked = index_select(self, dim, index)
     shape = list(self.shape)
     shape[dim:dim + 1] = [count, size]
-    return ember.movedim(picked.reshape(shape), dim + 1, -1)
+    return movedim(picked.reshape(shape), dim + 1, -1)
 
 
 def _fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
@@ -195,7 +200,7 @@ def _fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor
                 mask[r, c] = True
     else:
         mask[tuple([np.arange(self.shape[0])] * self.ndim)] = True
-    return self.masked_fill_(ember.tensor(mask, device=self.device), fill_value)
+    return self.masked_fill_(tensor(mask, device=self.device), fill_value)
 
 
 def _apply_(self: Tensor, fn: Any) -> Tensor:
@@ -205,8 +210,8 @@ def _apply_(self: Tensor, fn: Any) -> Tensor:
     if self.requires_grad:
         raise RuntimeError("apply_ is only implemented on CPU tensors that do not require grad")
     values = np.vectorize(fn, otypes=[self.dtype.np])(self.numpy()) if self.numel() else self.numpy()
-    with ember.no_grad():
-        return self.copy_(ember.tensor(values, dtype=self.dtype))
+    with no_grad():
+        return self.copy_(tensor(values, dtype=self.dtype))
 
 
 def _map_(self: Tensor, other: Tensor, fn: Any) -> Tensor:
@@ -214,22 +219,22 @@ def _map_(self: Tensor, other: Tensor, fn: Any) -> Tensor:
 
     a, b = np.broadcast_arrays(self.numpy(), other.numpy())
     values = np.vectorize(fn, otypes=[self.dtype.np])(a, b) if self.numel() else a
-    with ember.no_grad():
-        return self.copy_(ember.tensor(values, dtype=self.dtype))
+    with no_grad():
+        return self.copy_(tensor(values, dtype=self.dtype))
 
 
 def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     """Legacy ``x.new(...)``: sizes give an uninitialized tensor, data gives a tensor, of x's dtype/device."""
     if len(args) == 1 and not isinstance(args[0], int):
         data = args[0]
-        if isinstance(data, ember.Size):  # a plain tuple or list is data, as in PyTorch
-            return ember.empty(tuple(data), dtype=self.dtype, device=self.device)
-        return ember.tensor(data, dtype=self.dtype, device=self.device)
-    return ember.empty(*args, dtype=self.dtype, device=self.device)
+        if isinstance(data, Size):  # a plain tuple or list is data, as in PyTorch
+            return empty(tuple(data), dtype=self.dtype, device=self.device)
+        return tensor(data, dtype=self.dtype, device=self.device)
+    return empty(*args, dtype=self.dtype, device=self.device)
 
 
 def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
-    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, ember.Size)) else sizes
+    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)) else sizes
     import math as _math
 
     if _math.prod(shape) != self.numel():
@@ -242,7 +247,7 @@ def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
 
 def _extra_methods() -> None:
     """Tensor methods written directly (not derived from a top-level function)."""
-    F = ember.nn.functional
+    F = functional
     extras = {
         "unfold": _unfold, "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
         "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
@@ -251,9 +256,9 @@ def _extra_methods() -> None:
         "is_complex": lambda self: False, "is_pinned": lambda self, device=None: False,
         "pin_memory": lambda self, device=None: self,
         "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
-            self, "put_", lambda t: ember.put(t, index, source, accumulate)),
+            self, "put_", lambda t: put(t, index, source, accumulate)),
         "index_reduce_": lambda self, dim, index, source, reduce, include_self=True: inplace.inplace_call(
-            self, "index_reduce_", lambda t: ember.index_reduce(t, dim, index, source, reduce,
+            self, "index_reduce_", lambda t: index_reduce(t, dim, index, source, reduce,
                                                                 include_self=include_self)),
     }
     for name, fn in extras.items():
@@ -267,7 +272,7 @@ def _extra_methods() -> None:
 
 def top_level_names() -> dict[str, Any]:
     """The top-level in-place functions and functional spellings, for ``ember/_torch_names.py``."""
-    F = ember.nn.functional
+    F = functional
     names: dict[str, Any] = {}
     for name in INPLACE_FUNCTIONS:
         if hasattr(Tensor, name):

@@ -13,7 +13,19 @@ import math
 from collections import namedtuple
 from typing import Any, Sequence
 
-import ember
+from ember import creation
+from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
+from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
+from ember.ops import elementwise, reductions, views
+from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
+    minimum, mul, neg, sin, sub, where)
+from ember.ops.extra_math import diag, diagonal, logaddexp, meshgrid, tensordot
+from ember.ops.linalg import dot
+from ember.ops.reductions import amax, amin, cumsum
+from ember.ops.sorting import sort
+from ember.ops.views import (cat, chunk, flip, gather, hstack, index_select, narrow, scatter, scatter_add, split,
+    stack, unbind, vstack)
+from ember.tensor import Size
 from ember.ops import dispatch as _dispatch, extra_math as _extra_math
 from ember.tensor import Tensor
 
@@ -37,7 +49,7 @@ __all__ = [
 def _t(x: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
-    return ember.tensor(x, device=like.device if like is not None else None)
+    return tensor(x, device=like.device if like is not None else None)
 
 
 def _xp(t: Tensor) -> Any:
@@ -50,24 +62,24 @@ def _wrap(array: Any, like: Tensor) -> Tensor:
 
 # ---- simple spellings ------------------------------------------------------------------------------------
 def absolute(input: Tensor) -> Tensor:
-    return ember.abs(input)
+    return elementwise.abs(input)
 
 
 def negative(input: Tensor) -> Tensor:
-    return ember.neg(input)
+    return neg(input)
 
 
 def positive(input: Tensor) -> Tensor:
-    if input.dtype is ember.bool:
+    if input.dtype is bool_:
         raise TypeError("positive: the `+` operator, on a bool tensor is not supported")
     return input
 
 
-subtract = ember.sub
-multiply = ember.mul
-swapaxes = ember.swapaxes
-greater = ember.gt
-less = ember.lt
+subtract = sub
+multiply = mul
+swapaxes = views.swapaxes
+greater = gt
+less = lt
 
 
 def ravel(input: Tensor) -> Tensor:
@@ -77,13 +89,13 @@ def ravel(input: Tensor) -> Tensor:
 def fliplr(input: Tensor) -> Tensor:
     if input.ndim < 2:
         raise RuntimeError(f"fliplr: input must be >= 2-d, got {input.ndim}-d")
-    return ember.flip(input, (1,))
+    return flip(input, (1,))
 
 
 def flipud(input: Tensor) -> Tensor:
     if input.ndim < 1:
         raise RuntimeError("flipud: input must be >= 1-d")
-    return ember.flip(input, (0,))
+    return flip(input, (0,))
 
 
 def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
@@ -92,7 +104,7 @@ def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
 
 def erfc(input: Tensor) -> Tensor:
     """1 - erf(x), computed without cancellation (a primitive: erfc(6.0) is 2.15e-17, not 0)."""
-    return _extra_math.erfc(input if input.is_floating_point() else input.to(ember.get_default_dtype()))
+    return _extra_math.erfc(input if input.is_floating_point() else input.to(get_default_dtype()))
 
 
 def square_(input: Tensor) -> Tensor:
@@ -127,11 +139,11 @@ def atleast_3d(*tensors: Any) -> Any:
     return _each(tensors, lift)
 
 
-def broadcast_shapes(*shapes: Any) -> ember.Size:
+def broadcast_shapes(*shapes: Any) -> Size:
     import numpy as np
 
     try:
-        return ember.Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
+        return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,) for s in shapes]))
     except ValueError as error:
         raise RuntimeError(f"broadcast_shapes: shapes {list(shapes)} cannot be broadcast together ({error})") from None
 
@@ -148,14 +160,14 @@ def block_diag(*tensors: Tensor) -> Tensor:
             raise RuntimeError(f"block_diag: Input tensors must have 2 or fewer dimensions. Input has {t.ndim}")
     rows = builtins.sum(t.shape[0] for t in mats)
     cols = builtins.sum(t.shape[1] for t in mats)
-    dtype = ember.result_type(*mats) if mats else ember.get_default_dtype()
-    out = ember.zeros(rows, cols, dtype=dtype, device=mats[0].device if mats else None)
+    dtype = result_type(*mats) if mats else get_default_dtype()
+    out = zeros(rows, cols, dtype=dtype, device=mats[0].device if mats else None)
     r = c = 0
     for t in mats:
         h, w = t.shape
-        pad_left = ember.zeros(h, c, dtype=dtype)
-        pad_right = ember.zeros(h, cols - c - w, dtype=dtype)
-        out = slice_scatter(out, ember.cat([pad_left, t.to(dtype), pad_right], dim=1), 0, r, r + h)
+        pad_left = zeros(h, c, dtype=dtype)
+        pad_right = zeros(h, cols - c - w, dtype=dtype)
+        out = slice_scatter(out, cat([pad_left, t.to(dtype), pad_right], dim=1), 0, r, r + h)
         r, c = r + h, c + w
     return out
 
@@ -163,8 +175,8 @@ def block_diag(*tensors: Tensor) -> Tensor:
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     if len(tensors) == 1:
         return tensors[0]
-    grids = ember.meshgrid(*tensors, indexing="ij")
-    return ember.stack([g.reshape(-1) for g in grids], dim=1)
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], dim=1)
 
 
 def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> Tensor:
@@ -174,21 +186,21 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     chooser = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(chooser(range(n), r))
     if not rows:
-        return ember.empty(0, r, dtype=input.dtype) if r > 0 else ember.empty(0, dtype=input.dtype)
-    index = ember.tensor(rows, dtype=ember.int64, device=input.device)
+        return empty(0, r, dtype=input.dtype) if r > 0 else empty(0, dtype=input.dtype)
+    index = tensor(rows, dtype=int64, device=input.device)
     return input[index]
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
-    return ember.hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
+    return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 
 def row_stack(tensors: Sequence[Tensor]) -> Tensor:
-    return ember.vstack(list(tensors))
+    return vstack(list(tensors))
 
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
-    return ember.cat(list(atleast_3d(list(tensors))), dim=2)
+    return cat(list(atleast_3d(list(tensors))), dim=2)
 
 
 def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
@@ -209,7 +221,7 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple
     else:
         points = [0] + [int(i) for i in indices_or_sections] + [size]
         bounds = [(min(max(a, 0), size), min(max(b, a, 0), size)) for a, b in zip(points[:-1], points[1:])]
-    return tuple(ember.narrow(input, dim, a, max(b - a, 0)) for a, b in bounds)
+    return tuple(narrow(input, dim, a, max(b - a, 0)) for a, b in bounds)
 
 
 def _split_named(input: Tensor, sections: Any, dim: int, name: str, min_dims: int) -> tuple:
@@ -235,15 +247,15 @@ def dsplit(input: Tensor, sections: Any) -> tuple:
 
 
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
-    return tuple(ember.split(input, list(split_sizes), dim))
+    return tuple(split(input, list(split_sizes), dim))
 
 
 def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple:
-    return tuple(ember.split(input, split_size, dim))
+    return tuple(split(input, split_size, dim))
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
-    return tuple(ember.chunk(input, chunks, dim))
+    return tuple(chunk(input, chunks, dim))
 
 
 def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
@@ -257,26 +269,26 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     d0, d1 = dims
     k %= 4
     if k == 1:
-        return ember.flip(input, (d1,)).transpose(d0, d1)
+        return flip(input, (d1,)).transpose(d0, d1)
     if k == 2:
-        return ember.flip(input, (d0, d1))
+        return flip(input, (d0, d1))
     if k == 3:
-        return ember.flip(input, (d0,)).transpose(d0, d1)
+        return flip(input, (d0,)).transpose(d0, d1)
     return input.clone()
 
 
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
-    return ember.diag(input.reshape(-1), offset)
+    return diag(input.reshape(-1), offset)
 
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     n = x.shape[0] if N is None else N
-    powers = ember.arange(n, device=x.device)
+    powers = arange(n, device=x.device)
     if not increasing:
-        powers = ember.flip(powers, (0,))
+        powers = flip(powers, (0,))
     if n == 0:
-        return ember.empty(x.shape[0], 0, dtype=x.dtype)
-    return x.unsqueeze(-1) ** powers.to(x.dtype if x.is_floating_point() else ember.int64)
+        return empty(x.shape[0], 0, dtype=x.dtype)
+    return x.unsqueeze(-1) ** powers.to(x.dtype if x.is_floating_point() else int64)
 
 
 def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *,
@@ -284,7 +296,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     """Repeat each element ``repeats`` times along ``dim`` (flattened when ``dim`` is None)."""
     if repeats is None:  # repeat_interleave(repeats): indices 0..n-1 repeated by the given counts
         counts = input
-        return repeat_interleave(ember.arange(counts.shape[0], device=counts.device), counts, 0)
+        return repeat_interleave(arange(counts.shape[0], device=counts.device), counts, 0)
     if dim is None:
         input, dim = input.reshape(-1), 0
     dim = dim % input.ndim if input.ndim else 0
@@ -294,7 +306,7 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
     if isinstance(repeats, int):
         if repeats < 0:
             raise RuntimeError("repeat_interleave: repeats can not be negative")
-        index = ember.arange(size, device=input.device).reshape(-1, 1).expand(size, repeats).reshape(-1)
+        index = arange(size, device=input.device).reshape(-1, 1).expand(size, repeats).reshape(-1)
     else:
         counts = repeats.tolist() if isinstance(repeats, Tensor) else list(repeats)
         if len(counts) != size:
@@ -302,9 +314,9 @@ def repeat_interleave(input: Any, repeats: Any = None, dim: int | None = None, *
                                f"repeats.size(0) = {len(counts)} and input.size({dim}) = {size}")
         if any(c < 0 for c in counts):
             raise RuntimeError("repeat_interleave: repeats can not be negative")
-        index = ember.tensor([i for i, c in enumerate(counts) for _ in range(int(c))], dtype=ember.int64,
+        index = tensor([i for i, c in enumerate(counts) for _ in range(int(c))], dtype=int64,
                              device=input.device)
-    return ember.index_select(input, dim, index)
+    return index_select(input, dim, index)
 
 
 # ---- math written in ember ops ------------------------------------------------------------------------------
@@ -317,24 +329,24 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     if a.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")
-    a0, a1, a2 = ember.unbind(a, dim)
-    b0, b1, b2 = ember.unbind(b, dim)
-    return ember.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=dim)
+    a0, a1, a2 = unbind(a, dim)
+    b0, b1, b2 = unbind(b, dim)
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim=dim)
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     parts = [p for p in (prepend, input, append) if p is not None]
-    x = ember.cat(parts, dim=dim) if len(parts) > 1 else input
+    x = cat(parts, dim=dim) if len(parts) > 1 else input
     for _ in range(n):
         length = x.shape[dim]
-        hi, lo = ember.narrow(x, dim, 1, max(length - 1, 0)), ember.narrow(x, dim, 0, max(length - 1, 0))
-        x = ember.logical_xor(hi, lo) if x.dtype is ember.bool else hi - lo
+        hi, lo = narrow(x, dim, 1, max(length - 1, 0)), narrow(x, dim, 0, max(length - 1, 0))
+        x = logical_xor(hi, lo) if x.dtype is bool_ else hi - lo
     return x
 
 
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
-    return ember.norm(input - other, p=p)
+    return reductions.norm(input - other, p=p)
 
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
@@ -348,48 +360,48 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
         raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
                            f"X2: {x2.shape[-1]}")
     difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return ember.norm(difference, p=p, dim=-1)
+    return reductions.norm(difference, p=p, dim=-1)
 
 
 def float_power(input: Any, exponent: Any) -> Tensor:
-    base = _t(input).to(ember.float64)
-    return base ** (exponent.to(ember.float64) if isinstance(exponent, Tensor) else exponent)
+    base = _t(input).to(float64)
+    return base ** (exponent.to(float64) if isinstance(exponent, Tensor) else exponent)
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise maximum that ignores a NaN when the other value is a number. At a tie the whole gradient
     goes to ``input`` (torch's ``self >= other`` mask; ``maximum`` splits it)."""
-    return ember.where((input >= other) | ember.isnan(other), input, other)
+    return where((input >= other) | isnan(other), input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """Elementwise minimum that ignores a NaN when the other value is a number (ties: gradient to ``input``)."""
-    return ember.where((input <= other) | ember.isnan(other), input, other)
+    return where((input <= other) | isnan(other), input, other)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
-    dtype = ember.result_type(input, values)
-    return ember.where(input == 0, values.to(dtype), (input > 0).to(dtype))
+    dtype = result_type(input, values)
+    return where(input == 0, values.to(dtype), (input > 0).to(dtype))
 
 
 def copysign(input: Any, other: Any) -> Tensor:
     x = _t(input)
     if not x.is_floating_point():
-        x = x.to(ember.get_default_dtype())
+        x = x.to(get_default_dtype())
     negative_sign = signbit(_t(other, x))
-    return ember.where(negative_sign, -x.abs(), x.abs())
+    return where(negative_sign, -x.abs(), x.abs())
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
         return input * other
-    return ember.tensordot(input, other, dims=([-1], [-1]))
+    return tensordot(input, other, dims=([-1], [-1]))
 
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return ember.dot(input, other)
+    return dot(input, other)
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -412,7 +424,7 @@ def chain_matmul(*matrices: Tensor) -> Tensor:
 def matrix_power(input: Tensor, n: int) -> Tensor:
     if n < 0:
         raise NotImplementedError("matrix_power: negative powers need a matrix inverse, which ember does not have")
-    out = ember.eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(input.shape).clone()
+    out = eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(input.shape).clone()
     base = input
     while n:
         if n & 1:
@@ -424,41 +436,41 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
-    return x * ember.pow(2.0, _t(other, x).to(x.dtype))
+    x = input if input.is_floating_point() else input.to(get_default_dtype())
+    return x * elementwise.pow(2.0, _t(other, x).to(x.dtype))
 
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) as a running ``logaddexp`` (a single shift would underflow for wide ranges)."""
     if input.numel() == 0 or input.ndim == 0:
         return input.clone()
-    slices = ember.unbind(input, dim)
+    slices = unbind(input, dim)
     running = [slices[0]]
     for x in slices[1:]:
-        running.append(ember.logaddexp(running[-1], x))
-    return ember.stack(running, dim=dim)
+        running.append(logaddexp(running[-1], x))
+    return stack(running, dim=dim)
 
 
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0. Below |x| = 1e-4 (where the quotient's gradient divides rounding noise by
     x^2, NaN for denormals) the Taylor form 1 - (pi x)^2 / 6 is exact to the last bit, gradient included."""
-    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
-    small = ember.abs(x) < 1e-4
-    safe = ember.where(small, ember.ones_like(x), x)
-    tiny = ember.where(small, x, ember.zeros_like(x)) * math.pi
-    return ember.where(small, 1 - tiny * tiny / 6, ember.sin(math.pi * safe) / (math.pi * safe))
+    x = input if input.is_floating_point() else input.to(get_default_dtype())
+    small = elementwise.abs(x) < 1e-4
+    safe = where(small, ones_like(x), x)
+    tiny = where(small, x, zeros_like(x)) * math.pi
+    return where(small, 1 - tiny * tiny / 6, sin(math.pi * safe) / (math.pi * safe))
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    x = ember.where(ember.isnan(input), ember.zeros_like(input), input) if input.is_floating_point() else input
-    out = ember.sum(x, dim=dim, keepdim=keepdim) if dim is not None else ember.sum(x)
+    x = where(isnan(input), zeros_like(input), input) if input.is_floating_point() else input
+    out = reductions.sum(x, dim=dim, keepdim=keepdim) if dim is not None else reductions.sum(x)
     return out if dtype is None else out.to(dtype)
 
 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     if not input.is_floating_point():
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got {input.dtype}")
-    count = (~ember.isnan(input)).sum(dim=dim, keepdim=keepdim) if dim is not None else (~ember.isnan(input)).sum()
+    count = (~isnan(input)).sum(dim=dim, keepdim=keepdim) if dim is not None else (~isnan(input)).sum()
     out = nansum(input, dim, keepdim) / count
     return out if dtype is None else out.to(dtype)
 
@@ -470,8 +482,8 @@ def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: 
              unbiased: Any = None) -> tuple:
     if unbiased is not None:
         correction = 1 if unbiased else 0
-    std = ember.std(input, dim, correction=correction, keepdim=keepdim)
-    mean = ember.mean(input, dim=dim, keepdim=keepdim) if dim is not None else ember.mean(input)
+    std = reductions.std(input, dim, correction=correction, keepdim=keepdim)
+    mean = reductions.mean(input, dim=dim, keepdim=keepdim) if dim is not None else reductions.mean(input)
     return _StdMean(std, mean)
 
 
@@ -480,9 +492,9 @@ _MinMax = namedtuple("aminmax", ["min", "max"])
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> tuple:
     if dim is None:
-        return _MinMax(ember.amin(input).reshape(()) if not keepdim else ember.amin(input),
-                       ember.amax(input).reshape(()) if not keepdim else ember.amax(input))
-    return _MinMax(ember.amin(input, dim=dim, keepdim=keepdim), ember.amax(input, dim=dim, keepdim=keepdim))
+        return _MinMax(amin(input).reshape(()) if not keepdim else amin(input),
+                       amax(input).reshape(()) if not keepdim else amax(input))
+    return _MinMax(amin(input, dim=dim, keepdim=keepdim), amax(input, dim=dim, keepdim=keepdim))
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
@@ -505,21 +517,21 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                                   indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
     src_shape, idx_shape = list(shape), list(shape)
     src_shape[dim], idx_shape[dim] = input.shape[dim], indices.shape[dim]
-    return ember.gather(input.expand(src_shape), dim, indices.expand(idx_shape))
+    return gather(input.expand(src_shape), dim, indices.expand(idx_shape))
 
 
 def trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
     if n == 0:
-        return ember.sum(y, dim=dim) * 0
-    left, right = ember.narrow(y, dim, 0, n - 1), ember.narrow(y, dim, 1, n - 1)
+        return reductions.sum(y, dim=dim) * 0
+    left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
     if isinstance(x, Tensor):
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
         if x.ndim == 1:
             spacing = spacing.reshape([-1 if d == dim % y.ndim else 1 for d in range(y.ndim)])
-        return ember.sum((left + right) * spacing, dim=dim) / 2
+        return reductions.sum((left + right) * spacing, dim=dim) / 2
     step = dx if dx is not None else (x if x is not None else 1.0)
-    return ember.sum(left + right, dim=dim) * (step / 2)
+    return reductions.sum(left + right, dim=dim) * (step / 2)
 
 
 trapz = trapezoid
@@ -527,14 +539,14 @@ trapz = trapezoid
 
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
-    left, right = ember.narrow(y, dim, 0, max(n - 1, 0)), ember.narrow(y, dim, 1, max(n - 1, 0))
+    left, right = narrow(y, dim, 0, max(n - 1, 0)), narrow(y, dim, 1, max(n - 1, 0))
     if isinstance(x, Tensor):
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
         if x.ndim == 1:
             spacing = spacing.reshape([-1 if d == dim % y.ndim else 1 for d in range(y.ndim)])
-        return ember.cumsum((left + right) * spacing / 2, dim=dim)
+        return cumsum((left + right) * spacing / 2, dim=dim)
     step = dx if dx is not None else (x if x is not None else 1.0)
-    return ember.cumsum((left + right) * (step / 2), dim=dim)
+    return cumsum((left + right) * (step / 2), dim=dim)
 
 
 def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
@@ -542,7 +554,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     """Covariance of the rows (variables) of ``input`` over its columns (observations), as torch.cov."""
     x = input.reshape(1, -1) if input.ndim < 2 else input
     if not x.is_floating_point():
-        x = x.to(ember.get_default_dtype())
+        x = x.to(get_default_dtype())
     n = x.shape[1]
     w = None
     if fweights is not None:
@@ -564,7 +576,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         else:
             norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
         centred = x - mean
-        out = (centred * w) @ centred.transpose(0, 1) / ember.clamp(norm, min=0)
+        out = (centred * w) @ centred.transpose(0, 1) / clamp(norm, min=0)
     return out.squeeze() if input.ndim < 2 else out
 
 
@@ -572,16 +584,16 @@ def corrcoef(input: Tensor) -> Tensor:
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    d = ember.diagonal(c)
+    d = diagonal(c)
     stddev = d.sqrt()
     out = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
-    return ember.clamp(out, -1, 1)
+    return clamp(out, -1, 1)
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
     dims = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
-    norms = ember.norm(input, p=p, dim=dims, keepdim=True)
-    factor = ember.where(norms > maxnorm, maxnorm / (norms + 1e-7), ember.ones_like(norms))
+    norms = reductions.norm(input, p=p, dim=dims, keepdim=True)
+    factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), ones_like(norms))
     return input * factor
 
 
@@ -593,29 +605,29 @@ def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     if dim is None:
         flat = input.reshape(-1)
         if ignore_nan:
-            flat = flat[~ember.isnan(flat)] if flat.is_floating_point() else flat
-        elif flat.is_floating_point() and bool(ember.isnan(flat).any()):
-            return flat[ember.isnan(flat).nonzero()[0, 0]]
+            flat = flat[~isnan(flat)] if flat.is_floating_point() else flat
+        elif flat.is_floating_point() and bool(isnan(flat).any()):
+            return flat[isnan(flat).nonzero()[0, 0]]
         n = flat.shape[0]
         if n == 0:
-            return ember.tensor(math.nan, dtype=input.dtype)
-        values = ember.sort(flat).values
+            return tensor(math.nan, dtype=input.dtype)
+        values = sort(flat).values
         return values[(n - 1) // 2]
     dim = dim % max(input.ndim, 1)
     if input.ndim == 0:
-        return _Values(input.clone(), ember.zeros((), dtype=ember.int64))
-    values, indices = ember.sort(input, dim=dim, stable=True)
+        return _Values(input.clone(), zeros((), dtype=int64))
+    values, indices = sort(input, dim=dim, stable=True)
     if input.is_floating_point():
-        nan_count = ember.isnan(input).sum(dim=dim, keepdim=True)
+        nan_count = isnan(input).sum(dim=dim, keepdim=True)
         valid = input.shape[dim] - nan_count
         if ignore_nan:
-            k = ember.clamp((valid - 1) // 2, min=0)
+            k = clamp((valid - 1) // 2, min=0)
         else:  # a NaN in the slice is the median; sort puts NaNs last
-            k = ember.where(nan_count > 0, ember.full_like(nan_count, input.shape[dim] - 1), (valid - 1) // 2)
+            k = where(nan_count > 0, full_like(nan_count, input.shape[dim] - 1), (valid - 1) // 2)
     else:
-        k = ember.full([s if d != dim else 1 for d, s in enumerate(input.shape)], (input.shape[dim] - 1) // 2,
-                       dtype=ember.int64)
-    out_v, out_i = ember.gather(values, dim, k), ember.gather(indices, dim, k)
+        k = full([s if d != dim else 1 for d, s in enumerate(input.shape)], (input.shape[dim] - 1) // 2,
+                       dtype=int64)
+    out_v, out_i = gather(values, dim, k), gather(indices, dim, k)
     if not keepdim:
         out_v, out_i = out_v.squeeze(dim), out_i.squeeze(dim)
     return _Values(out_v, out_i)
@@ -650,13 +662,13 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
 
 
 def msort(input: Tensor) -> Tensor:
-    return ember.sort(input, dim=0).values
+    return sort(input, dim=0).values
 
 
 def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> Tensor:
     if not input.is_floating_point():
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
-    q_t = q if isinstance(q, Tensor) else ember.tensor(q, dtype=input.dtype)
+    q_t = q if isinstance(q, Tensor) else tensor(q, dtype=input.dtype)
     if q_t.ndim > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
     if bool(((q_t < 0) | (q_t > 1)).any()):
@@ -666,24 +678,24 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
                          f"Got {interpolation}")
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else dim % input.ndim
-    values = ember.sort(x, dim=d).values  # NaNs sort last
-    nan_count = ember.isnan(x).sum(dim=d, keepdim=True)
+    values = sort(x, dim=d).values  # NaNs sort last
+    nan_count = isnan(x).sum(dim=d, keepdim=True)
     n = x.shape[d]
-    valid = (n - nan_count) if ignore_nan else ember.full_like(nan_count, n)
+    valid = (n - nan_count) if ignore_nan else full_like(nan_count, n)
     qs = q_t.reshape(-1).to(input.dtype)
     outs = []
     for k in range(qs.shape[0]):
         rank = qs[k] * (valid - 1).to(input.dtype).clamp(min=0)
-        lo = ember.floor(rank)
-        hi = ember.ceil(rank)
+        lo = floor(rank)
+        hi = ceil(rank)
         if interpolation == "lower":
             hi = lo
         elif interpolation == "higher":
             lo = hi
         elif interpolation == "nearest":
-            lo = hi = ember.round(rank)
-        lo_v = ember.gather(values, d, lo.to(ember.int64))
-        hi_v = ember.gather(values, d, hi.to(ember.int64))
+            lo = hi = elementwise.round(rank)
+        lo_v = gather(values, d, lo.to(int64))
+        hi_v = gather(values, d, hi.to(int64))
         if interpolation == "midpoint":
             out = lo_v + (hi_v - lo_v) * 0.5 * (hi > lo).to(input.dtype)
         elif interpolation == "linear":
@@ -691,13 +703,13 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         else:
             out = lo_v
         nan_mask = (valid == 0) if ignore_nan else (nan_count > 0)
-        out = ember.where(nan_mask, ember.full_like(out, math.nan), out)
+        out = where(nan_mask, full_like(out, math.nan), out)
         if not keepdim or dim is None:
             out = out.squeeze(d) if dim is not None else out.reshape(())
         if keepdim and dim is None:
             out = out.reshape((1,) * input.ndim)
         outs.append(out)
-    return ember.stack(outs) if q_t.ndim == 1 else outs[0]
+    return stack(outs) if q_t.ndim == 1 else outs[0]
 
 
 def quantile(input: Tensor, q: Any, dim: int | None = None, keepdim: bool = False, *,
@@ -719,7 +731,7 @@ def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = Ind
     """``index`` (a tensor) must hold integers in [0, size) of ``dim``, as PyTorch's index_* ops require."""
     if not isinstance(index, Tensor):
         return
-    if index.is_floating_point() or index.dtype is ember.bool:
+    if index.is_floating_point() or index.dtype is bool_:
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
     size = input.shape[dim % input.ndim] if input.ndim else 1
     if index.numel() and not _dispatch.is_symbolic(index):
@@ -768,7 +780,7 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
 
 def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     out = input.clone()
-    ember.diagonal(out, offset, dim1, dim2).copy_(src)
+    diagonal(out, offset, dim1, dim2).copy_(src)
     return out
 
 
@@ -788,16 +800,16 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     """``reduce`` in sum, prod, mean, amax, amin; no gradient for prod/amax/amin (computed on the arrays)."""
     _check_index("scatter_reduce", input, dim, index, RuntimeError)  # torch's class here (index_* raise IndexError)
     if reduce == "sum":
-        base = input.clone() if include_self else ember.scatter(input, dim, index, ember.zeros_like(src))
-        return ember.scatter_add(base, dim, index, src)
+        base = input.clone() if include_self else scatter(input, dim, index, zeros_like(src))
+        return scatter_add(base, dim, index, src)
     if reduce == "mean":
-        ones = ember.ones_like(src)
+        ones = ones_like(src)
         total = scatter_reduce(input, dim, index, src, "sum", include_self=include_self)
-        counts = scatter_reduce(ember.ones_like(input) if include_self else ember.zeros_like(input), dim, index,
+        counts = scatter_reduce(ones_like(input) if include_self else zeros_like(input), dim, index,
                                 ones, "sum", include_self=True)
-        counts = ember.where(counts == 0, ember.ones_like(counts), counts)
+        counts = where(counts == 0, ones_like(counts), counts)
         out = total / counts
-        return out if input.is_floating_point() else ember.floor_divide(total, counts).to(input.dtype)
+        return out if input.is_floating_point() else floor_divide(total, counts).to(input.dtype)
     if reduce not in ("prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     xp = _xp(input)
@@ -825,15 +837,15 @@ def signbit(input: Any) -> Tensor:
 
 
 def isneginf(input: Tensor) -> Tensor:
-    return input == -math.inf if input.is_floating_point() else ember.zeros_like(input, dtype=ember.bool)
+    return input == -math.inf if input.is_floating_point() else zeros_like(input, dtype=bool_)
 
 
 def isposinf(input: Tensor) -> Tensor:
-    return input == math.inf if input.is_floating_point() else ember.zeros_like(input, dtype=ember.bool)
+    return input == math.inf if input.is_floating_point() else zeros_like(input, dtype=bool_)
 
 
 def isreal(input: Tensor) -> Tensor:
-    return ember.ones_like(input, dtype=ember.bool)
+    return ones_like(input, dtype=bool_)
 
 
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> Tensor:
@@ -860,7 +872,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     counts = xp.bincount(input._data, weights=None if weights is None else weights._data, minlength=minlength)
     if weights is None:
         return _wrap(counts.astype(xp.int64), input)
-    dtype = weights.dtype if weights.is_floating_point() else ember.float64
+    dtype = weights.dtype if weights.is_floating_point() else float64
     return _wrap(counts.astype(dtype.np), input)
 
 
@@ -897,7 +909,7 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
 
 def _integers_only(op: str, *tensors: Any) -> None:
     for t in tensors:
-        if isinstance(t, Tensor) and (t.is_floating_point() or t.dtype is ember.bool):
+        if isinstance(t, Tensor) and (t.is_floating_point() or t.dtype is bool_):
             raise RuntimeError(f"{op}: only integer tensors are supported, got {t.dtype}; convert with .long()")
 
 
@@ -929,7 +941,7 @@ def _tri_indices(row: int, col: int, offset: int, upper: bool, dtype: Any, devic
     import numpy as np
 
     r, c = (np.triu_indices if upper else np.tril_indices)(row, offset, col)
-    return ember.tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or ember.int64, device=device)
+    return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64, device=device)
 
 
 def _check_tri_size(op: str, row: int, col: int) -> None:
@@ -972,7 +984,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
 
 def unravel_index(indices: Any, shape: Any) -> tuple:
     idx = _t(indices)
-    if idx.is_floating_point() or idx.dtype is ember.bool:
+    if idx.is_floating_point() or idx.dtype is bool_:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {idx.dtype}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     total = math.prod(shape)  # out-of-range indices wrap around, as in PyTorch
@@ -982,7 +994,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
 
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return ember.tensor(float(s) if not isinstance(s, bool) else s, dtype=dtype or ember.get_default_dtype(),
+    return tensor(float(s) if not isinstance(s, bool) else s, dtype=dtype or get_default_dtype(),
                         device=device, requires_grad=requires_grad)
 
 
@@ -993,9 +1005,9 @@ def _window(name: str, length: int, periodic: bool, dtype: Any, device: Any, fn:
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={length}")
     if length <= 1:
-        return ember.ones(length, dtype=dtype, device=device)
+        return creation.ones(length, dtype=dtype, device=device)
     values = fn(length + 1)[:-1] if periodic else fn(length)
-    return ember.tensor(np.asarray(values, dtype=np.float64), dtype=dtype or ember.get_default_dtype(),
+    return tensor(np.asarray(values, dtype=np.float64), dtype=dtype or get_default_dtype(),
                         device=device)
 
 
@@ -1052,7 +1064,7 @@ def is_signed(input: Tensor) -> bool:
 
 
 def fill(input: Tensor, value: Any) -> Tensor:
-    return ember.full_like(input, value.item() if isinstance(value, Tensor) else value)
+    return full_like(input, value.item() if isinstance(value, Tensor) else value)
 
 
 def zero_(input: Tensor) -> Tensor:
@@ -1066,7 +1078,7 @@ def _shift(input: Any, other: Any, left: bool) -> Tensor:
     if x.is_floating_point() or y.is_floating_point():
         raise RuntimeError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Float': bit shifts take "
                            "integer tensors")
-    dtype = ember.result_type(x, y) if isinstance(input, Tensor) else x.dtype
+    dtype = result_type(x, y) if isinstance(input, Tensor) else x.dtype
     xp = _xp(x)
     fn = xp.left_shift if left else xp.right_shift
     return _wrap(fn(x._data.astype(dtype.np), y._data.astype(dtype.np)), x)
@@ -1084,10 +1096,10 @@ def can_cast(from_: Any, to: Any) -> bool:
     """PyTorch's casting rule: no float -> int, no non-bool -> bool (same-kind casting)."""
     import numpy as np
 
-    a, b = ember.dtypes.to_dtype(from_), ember.dtypes.to_dtype(to)
+    a, b = to_dtype(from_), to_dtype(to)
     if a.is_floating_point and not b.is_floating_point:
         return False
-    if a is not ember.bool and b is ember.bool:
+    if a is not bool_ and b is bool_:
         return False
     return bool(np.can_cast(a.np, b.np, casting="same_kind")) or a.category <= b.category
 

@@ -16,7 +16,17 @@ from typing import Any, Sequence
 
 import numpy as np
 
-import ember
+from ember.amp.autocast_mode import set_autocast_dtype, set_autocast_enabled
+from ember.autograd import anomaly_mode
+from ember.autograd.anomaly_mode import set_detect_anomaly
+from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
+from ember.dtypes import get_default_dtype, int64, to_dtype
+from ember.nn import functional
+from ember.ops import elementwise
+from ember.ops.elementwise import isnan, sign, sqrt, where
+from ember.ops.reductions import norm
+from ember.ops.views import cat, narrow, split
+from ember.surface.functions import scatter_reduce
 from ember.tensor import Tensor
 
 __all__ = [
@@ -38,7 +48,7 @@ class AcceleratorError(RuntimeError):
 
 
 def _F() -> Any:
-    return ember.nn.functional
+    return functional
 
 
 def dropout_(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
@@ -58,7 +68,7 @@ def feature_dropout(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor
     if not train or p == 0:
         return input
     keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = (ember.rand(keep_shape, device=input.device) >= p).to(input.dtype)
+    keep = (rand(keep_shape, device=input.device) >= p).to(input.dtype)
     return input * keep / (1 - p) if p < 1 else input * 0
 
 
@@ -91,7 +101,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
                            f"arguments to have the same length, but got a spacing argument of length "
                            f"{len(spacings)} and a dim argument of length {len(dims)}.")
-    x = input if input.is_floating_point() else input.to(ember.get_default_dtype())
+    x = input if input.is_floating_point() else input.to(get_default_dtype())
     out = []
     for d, h in zip(dims, spacings):
         if isinstance(h, Tensor):
@@ -100,7 +110,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
         n = x.shape[d]
         if n < edge_order + 1:
             raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1")
-        nar = lambda start, length: ember.narrow(x, d, start, length)  # noqa: E731
+        nar = lambda start, length: narrow(x, d, start, length)  # noqa: E731
         inner = (nar(2, n - 2) - nar(0, n - 2)) / (2 * h)
         if edge_order == 1:
             first = (nar(1, 1) - nar(0, 1)) / h
@@ -108,7 +118,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
         else:
             first = (-1.5 * nar(0, 1) + 2 * nar(1, 1) - 0.5 * nar(2, 1)) / h
             last = (0.5 * nar(n - 3, 1) - 2 * nar(n - 2, 1) + 1.5 * nar(n - 1, 1)) / h
-        out.append(ember.cat([first, inner, last], dim=d))
+        out.append(cat([first, inner, last], dim=d))
     return tuple(out)
 
 
@@ -117,8 +127,8 @@ def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
     found = input.nonzero()
     if found.shape[0] >= size:
         return found[:size]
-    pad = ember.full((size - found.shape[0], input.ndim), fill_value, dtype=ember.int64)
-    return ember.cat([found, pad], dim=0)
+    pad = full((size - found.shape[0], input.ndim), fill_value, dtype=int64)
+    return cat([found, pad], dim=0)
 
 
 def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False) -> Tensor:
@@ -145,7 +155,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     shape = [1] * source.ndim
     shape[dim] = -1
     expanded = index.reshape(shape).expand(source.shape)
-    return ember.scatter_reduce(input, dim, expanded, source, reduce, include_self=include_self)
+    return scatter_reduce(input, dim, expanded, source, reduce, include_self=include_self)
 
 
 def real(input: Tensor) -> Tensor:
@@ -159,8 +169,8 @@ def imag(input: Tensor) -> Tensor:
 
 def sgn(input: Tensor) -> Tensor:
     """sign(x) for real tensors, 0 at NaN as PyTorch (x/|x| for complex ones, which ember does not have)."""
-    out = ember.sign(input)
-    return ember.where(ember.isnan(input), ember.zeros_like(out), out) if input.is_floating_point() else out
+    out = sign(input)
+    return where(isnan(input), zeros_like(out), out) if input.is_floating_point() else out
 
 
 def range(start: float, end: float | None = None, step: float = 1, *, dtype: Any = None,  # noqa: A001
@@ -175,46 +185,46 @@ def range(start: float, end: float | None = None, step: float = 1, *, dtype: Any
         start, end = 0, start
     count = int(math.floor((end - start) / step)) + 1
     values = np.arange(count, dtype=np.float64) * step + start
-    return ember.tensor(values, dtype=dtype or ember.get_default_dtype(), device=device,
+    return tensor(values, dtype=dtype or get_default_dtype(), device=device,
                         requires_grad=requires_grad)
 
 
 def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False, **_: Any) -> Tensor:
     """An uninitialized tensor of ``size``; ember stores it row-major whatever ``stride`` says."""
-    return ember.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False, **_: Any) -> Tensor:
-    return ember.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:
     """A 1-D tensor sharing memory with a Python buffer object (bytes become read-only)."""
-    dt = ember.dtypes.to_dtype(dtype)
+    dt = to_dtype(dtype)
     array = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
-    out = ember.from_numpy(array)
+    out = from_numpy(array)
     return out.requires_grad_(True) if requires_grad else out
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:
-    return tuple(ember.split(input, list(split_sizes), dim))
+    return tuple(split(input, list(split_sizes), dim))
 
 
 def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
     """The 2-norm over ``dim`` (ember.norm's: gradient 0 at the zero matrix, not 0 / 0)."""
-    return ember.norm(input, p=2, dim=dim, keepdim=keepdim)
+    return norm(input, p=2, dim=dim, keepdim=keepdim)
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002
     """The ``pow``-norm over every dim but ``dim``, shaped to broadcast against ``v`` (weight norm's helper)."""
     if dim == -1:
-        return ember.norm(v, p=pow)
+        return norm(v, p=pow)
     others = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
     if not others:  # a vector along ``dim``: the norm over no dims is each element's magnitude (torch's)
-        return ember.abs(v)
-    return ember.norm(v, p=pow, dim=others, keepdim=True)
+        return elementwise.abs(v)
+    return norm(v, p=pow, dim=others, keepdim=True)
 
 
 def is_distributed(input: Tensor) -> bool:
@@ -222,24 +232,24 @@ def is_distributed(input: Tensor) -> bool:
 
 
 def set_autocast_cpu_dtype(dtype: Any) -> None:
-    ember.amp.autocast_mode.set_autocast_dtype("cpu", dtype)
+    set_autocast_dtype("cpu", dtype)
 
 
 def set_autocast_gpu_dtype(dtype: Any) -> None:
-    ember.amp.autocast_mode.set_autocast_dtype("cuda", dtype)
+    set_autocast_dtype("cuda", dtype)
 
 
 def set_autocast_cpu_enabled(enabled: bool) -> None:
-    ember.amp.autocast_mode.set_autocast_enabled("cpu", enabled)
+    set_autocast_enabled("cpu", enabled)
 
 
 def is_anomaly_enabled() -> bool:
-    return ember.autograd.is_anomaly_enabled()
+    return anomaly_mode.is_anomaly_enabled()
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return ember.autograd.is_anomaly_check_nan_enabled()
+    return anomaly_mode.is_anomaly_check_nan_enabled()
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
-    ember.autograd.set_detect_anomaly(enabled, check_nan)
+    set_detect_anomaly(enabled, check_nan)

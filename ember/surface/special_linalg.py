@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-import ember
+from ember import creation
+from ember.creation import full_like, ones_like, tensor, zeros_like
+from ember.dtypes import get_default_dtype
+from ember.ops.elementwise import exp, log, where
+from ember.ops.extra_math import diag_embed, diagonal
+from ember.ops.views import cat, stack, tril, triu
 from ember.autograd import Function
 from ember.tensor import Tensor
 
@@ -39,11 +44,11 @@ def _scipy_special() -> Any:
 
 
 def _float(x: Tensor) -> Tensor:
-    return x if x.is_floating_point() else x.to(ember.get_default_dtype())
+    return x if x.is_floating_point() else x.to(get_default_dtype())
 
 
 def _out(values: np.ndarray, like: Tensor) -> Tensor:
-    return ember.tensor(np.asarray(values).astype(like.dtype.np), device=like.device)
+    return tensor(np.asarray(values).astype(like.dtype.np), device=like.device)
 
 
 def _host(x: Tensor) -> np.ndarray:
@@ -106,8 +111,8 @@ class _I1(Function):
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (x,) = ctx.saved_tensors  # I1'(x) = I0(x) - I1(x)/x
-        safe = ember.where(x == 0, ember.ones_like(x), x)
-        return g * ember.where(x == 0, ember.full_like(x, 0.5), _I0.apply(x) - _I1.apply(x) / safe)
+        safe = where(x == 0, ones_like(x), x)
+        return g * where(x == 0, full_like(x, 0.5), _I0.apply(x) - _I1.apply(x) / safe)
 
 
 class _Igamma(Function):
@@ -126,7 +131,7 @@ class _Igamma(Function):
     def backward(ctx: Any, g: Tensor) -> tuple:
         a, x = ctx.saved_tensors
         # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a)
-        density = ember.exp((a - 1) * ember.log(x) - x - _Lgamma.apply(a))
+        density = exp((a - 1) * log(x) - x - _Lgamma.apply(a))
         grad_x = g * (-density if ctx.upper else density)
         return None, grad_x, None
 
@@ -150,7 +155,7 @@ def mvlgamma(input: Tensor, p: int) -> Tensor:
     x = _float(input)
     if bool((x <= (p - 1) / 2).any()):
         raise RuntimeError(f"All elements must be greater than (p-1)/2 = {(p - 1) / 2}")
-    terms = ember.stack([lgamma(x - j / 2) for j in range(p)]).sum(dim=0)
+    terms = stack([lgamma(x - j / 2) for j in range(p)]).sum(dim=0)
     return terms + p * (p - 1) / 4 * math.log(math.pi)
 
 
@@ -203,7 +208,7 @@ def det(input: Tensor) -> Tensor:
     """det(A) = sign * exp(logabsdet); the gradient det * A^-T comes through slogdet."""
     _square(input, "det")
     sign, logabs = slogdet(input)
-    return sign * ember.exp(logabs)
+    return sign * exp(logabs)
 
 
 class _Slogdet(Function):
@@ -232,8 +237,8 @@ def slogdet(input: Tensor) -> tuple:
 
 def logdet(input: Tensor) -> Tensor:
     sign, logabs = slogdet(input)
-    return ember.where(sign < 0, ember.full_like(logabs, math.nan),
-                       ember.where(sign == 0, ember.full_like(logabs, -math.inf), logabs))
+    return where(sign < 0, full_like(logabs, math.nan),
+                       where(sign == 0, full_like(logabs, -math.inf), logabs))
 
 
 class _Cholesky(Function):
@@ -252,8 +257,8 @@ class _Cholesky(Function):
     def backward(ctx: Any, g: Tensor) -> Tensor:
         (low,) = ctx.saved_tensors
         # gA = L^-H Phi(L^H gL) L^-1, symmetrized; Phi takes the lower triangle with a halved diagonal
-        phi = ember.tril(_mT(low) @ g)
-        phi = phi - 0.5 * ember.diag_embed(ember.diagonal(phi, 0, -2, -1))
+        phi = tril(_mT(low) @ g)
+        phi = phi - 0.5 * diag_embed(diagonal(phi, 0, -2, -1))
         inv = inverse(low)
         grad = _mT(inv) @ phi @ inv
         return 0.5 * (grad + _mT(grad))
@@ -268,10 +273,10 @@ def cholesky(input: Tensor, upper: bool = False) -> Tensor:
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False) -> tuple:
     """Solve A X = b for triangular A (``torch.triangular_solve``: returns ``(solution, cloned_coefficient)``)."""
-    tri = ember.triu(A) if upper else ember.tril(A)
+    tri = triu(A) if upper else tril(A)
     if unitriangular:
         n = A.shape[-1]
-        tri = tri - ember.diag_embed(ember.diagonal(tri, 0, -2, -1)) + ember.eye(n, dtype=A.dtype)
+        tri = tri - diag_embed(diagonal(tri, 0, -2, -1)) + creation.eye(n, dtype=A.dtype)
     if transpose:
         tri = _mT(tri)
     solution = inverse(tri) @ b
@@ -301,9 +306,9 @@ class _MatrixExp(Function):
         (a,) = ctx.saved_tensors
         # The Frechet derivative: exp([[A^T, G], [0, A^T]]) holds it in its upper-right block.
         n = a.shape[-1]
-        top = ember.cat([_mT(a), g], dim=-1)
-        bottom = ember.cat([ember.zeros_like(a), _mT(a)], dim=-1)
-        big = _MatrixExp.apply(ember.cat([top, bottom], dim=-2))
+        top = cat([_mT(a), g], dim=-1)
+        bottom = cat([zeros_like(a), _mT(a)], dim=-1)
+        big = _MatrixExp.apply(cat([top, bottom], dim=-2))
         return big[..., :n, n:]
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.nn.modules.linear import Linear
 from ember import creation
 from ember.nn import functional as F, init
 from ember.nn.modules.conv import ConvTranspose1d, ConvTranspose3d  # noqa: F401 (re-exported)
@@ -448,7 +449,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with ember.no_grad():
+            with no_grad():
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
@@ -494,7 +495,7 @@ class LazyModuleMixin:
             new = real._parameters.get(name)
             if isinstance(p, UninitializedParameter) and new is not None:
                 p.materialize(tuple(new.shape), dtype=new.dtype)
-                with ember.no_grad():
+                with no_grad():
                     p.copy_(new)
                 real._parameters[name] = p
         training = self.training
@@ -520,7 +521,7 @@ class LazyLinear(LazyModuleMixin, Module):
             self.register_parameter("bias", None)
 
     def _build(self, input: Tensor) -> Module:
-        return ember.nn.Linear(input.shape[-1], self.out_features, self._bias, **self._factory)
+        return Linear(input.shape[-1], self.out_features, self._bias, **self._factory)
 
 
 def _lazy_conv(name: str, target: str, transposed: bool) -> type:
@@ -540,7 +541,9 @@ def _lazy_conv(name: str, target: str, transposed: bool) -> type:
         out_channels, kernel_size, stride, padding, args, kwargs = self._spec
         dims = int(target[-2])
         in_channels = input.shape[1] if input.ndim == dims + 2 else input.shape[0]
-        return getattr(ember.nn, target)(in_channels, out_channels, kernel_size, stride, padding, *args, **kwargs)
+        from ember import nn  # the target class by name; ember.nn imports this module
+
+        return getattr(nn, target)(in_channels, out_channels, kernel_size, stride, padding, *args, **kwargs)
 
     return type(name, (LazyModuleMixin, Module), {"__init__": __init__, "_build": _build, "__module__": __name__,
                                                   "__doc__": f"``{target}`` whose in_channels come from the first "
@@ -573,7 +576,9 @@ def _lazy_norm(name: str, target: str) -> type:
         return "_spec" in self.__dict__ and type(self).__name__.startswith("Lazy")
 
     def _build(self: Any, input: Tensor) -> Module:
-        cls = getattr(ember.nn, target)
+        from ember import nn  # the target class by name; ember.nn imports this module
+
+        cls = getattr(nn, target)
         channels = input.shape[1] if input.ndim in (cls._expected_dims[-1],) or input.ndim > 2 else input.shape[-1]
         if target.startswith("Instance") and input.ndim == cls._expected_dims[0]:
             channels = input.shape[0]

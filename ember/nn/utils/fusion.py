@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import ember
+from ember.creation import ones_like, zeros_like
+from ember.ops.elementwise import rsqrt
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
@@ -22,10 +23,10 @@ from ember.tensor import Tensor
 def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor, bn_eps: float,
                          bn_w: Tensor | None, bn_b: Tensor | None, transpose: bool = False) -> tuple:
     dtype = conv_w.dtype
-    conv_b = ember.zeros_like(bn_rm) if conv_b is None else conv_b
-    bn_w = ember.ones_like(bn_rm) if bn_w is None else bn_w
-    bn_b = ember.zeros_like(bn_rm) if bn_b is None else bn_b
-    scale = bn_w * ember.rsqrt(bn_rv + bn_eps)
+    conv_b = zeros_like(bn_rm) if conv_b is None else conv_b
+    bn_w = ones_like(bn_rm) if bn_w is None else bn_w
+    bn_b = zeros_like(bn_rm) if bn_b is None else bn_b
+    scale = bn_w * rsqrt(bn_rv + bn_eps)
     shape = [1] * conv_w.ndim
     shape[1 if transpose else 0] = -1
     weight = (conv_w * scale.reshape(shape)).to(dtype)
@@ -44,8 +45,8 @@ def fuse_conv_bn_eval(conv: Module, bn: Module, transpose: bool = False) -> Modu
 
 def fuse_linear_bn_weights(linear_w: Tensor, linear_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor, bn_eps: float,
                            bn_w: Tensor, bn_b: Tensor) -> tuple:
-    linear_b = ember.zeros_like(bn_rm) if linear_b is None else linear_b
-    scale = bn_w * ember.rsqrt(bn_rv + bn_eps)
+    linear_b = zeros_like(bn_rm) if linear_b is None else linear_b
+    scale = bn_w * rsqrt(bn_rv + bn_eps)
     weight = linear_w * scale.unsqueeze(-1)
     bias = (linear_b - bn_rm) * scale + bn_b
     return Parameter(weight.detach(), linear_w.requires_grad), Parameter(bias.detach(), linear_b.requires_grad)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import randn
+from ember.ops.linalg import dot
 from ember.nn.modules.module import Module
 from ember.nn.utils import parametrize
 from ember.nn.utils.weight_norm import _l2_normalize, _norm_except_dim, _weight_from
@@ -44,8 +46,8 @@ class _SpectralNorm(Module):
         if weight.ndim > 1:
             mat = self._reshape(weight)
             h, w = mat.shape
-            self.register_buffer("_u", _l2_normalize(ember.randn(h, dtype=weight.dtype), eps))
-            self.register_buffer("_v", _l2_normalize(ember.randn(w, dtype=weight.dtype), eps))
+            self.register_buffer("_u", _l2_normalize(randn(h, dtype=weight.dtype), eps))
+            self.register_buffer("_v", _l2_normalize(randn(w, dtype=weight.dtype), eps))
             self._power_method(mat, 15)
 
     def _reshape(self, weight: Tensor) -> Tensor:
@@ -55,7 +57,7 @@ class _SpectralNorm(Module):
         return w.reshape(w.shape[0], -1)
 
     def _power_method(self, mat: Tensor, iterations: int) -> None:
-        with ember.no_grad():
+        with no_grad():
             for _ in range(iterations):
                 self._u.copy_(_l2_normalize(mat.detach() @ self._v, self.eps))
                 self._v.copy_(_l2_normalize(mat.t().detach() @ self._u, self.eps))
@@ -66,7 +68,7 @@ class _SpectralNorm(Module):
         mat = self._reshape(weight)
         if self.training:
             self._power_method(mat, self.n_power_iterations)
-        sigma = ember.dot(self._u.clone(), mat @ self._v.clone())
+        sigma = dot(self._u.clone(), mat @ self._v.clone())
         return weight / sigma
 
     def right_inverse(self, value: Tensor) -> Tensor:

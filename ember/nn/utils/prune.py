@@ -17,7 +17,12 @@ import numbers
 from abc import ABC, abstractmethod
 from typing import Any, Iterable
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import ones_like, rand, zeros_like
+from ember.ops import elementwise
+from ember.ops.reductions import norm
+from ember.ops.sorting import topk
+from ember.ops.views import cat
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
@@ -80,10 +85,10 @@ class BasePruningMethod(ABC):
         if not found:
             module.register_parameter(name + "_orig", orig)
             del module._parameters[name]
-            default_mask = ember.ones_like(orig)
+            default_mask = ones_like(orig)
         else:
             default_mask = getattr(module, name + "_mask").detach().clone()
-        with ember.no_grad():
+        with no_grad():
             mask = method.compute_mask(scores.detach(), default_mask=default_mask)
         module.register_buffer(name + "_mask", mask)
         object.__setattr__(module, name, method.apply_mask(module))
@@ -92,7 +97,7 @@ class BasePruningMethod(ABC):
 
     def prune(self, t: Tensor, default_mask: Tensor | None = None, importance_scores: Tensor | None = None) -> Tensor:
         scores = importance_scores if importance_scores is not None else t
-        default_mask = default_mask if default_mask is not None else ember.ones_like(t)
+        default_mask = default_mask if default_mask is not None else ones_like(t)
         return t * self.compute_mask(scores, default_mask=default_mask)
 
     def remove(self, module: Module) -> None:
@@ -100,7 +105,7 @@ class BasePruningMethod(ABC):
         name = self._tensor_name
         module.__dict__.pop(name, None)
         orig = module._parameters[name + "_orig"]
-        with ember.no_grad():
+        with no_grad():
             orig.copy_(weight)
         del module._parameters[name + "_orig"]
         del module._buffers[name + "_mask"]
@@ -171,8 +176,8 @@ class RandomUnstructured(BasePruningMethod):
         k = _amount_to_count(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            prob = ember.rand(t.shape)
-            idx = ember.topk(prob.reshape(-1), k).indices
+            prob = rand(t.shape)
+            idx = topk(prob.reshape(-1), k).indices
             flat = mask.reshape(-1)
             flat[idx] = 0
             mask = flat.reshape(t.shape)
@@ -194,7 +199,7 @@ class L1Unstructured(BasePruningMethod):
         k = _amount_to_count(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
-            idx = ember.topk(ember.abs(t).reshape(-1), k, largest=False).indices
+            idx = topk(elementwise.abs(t).reshape(-1), k, largest=False).indices
             flat = mask.reshape(-1)
             flat[idx] = 0
             mask = flat.reshape(t.shape)
@@ -217,7 +222,7 @@ class _Structured(BasePruningMethod):
         channels = t.shape[dim]
         k = _amount_to_count(self.amount, channels)
         keep = channels - k
-        mask = ember.zeros_like(default_mask)
+        mask = zeros_like(default_mask)
         if keep:
             chosen = self._channels_to_keep(t, keep)
             key = (slice(None),) * dim + (chosen,)
@@ -232,7 +237,7 @@ class RandomStructured(_Structured):
 
     def _channels_to_keep(self, t: Tensor, keep: int) -> Tensor:
         dim = self.dim % t.ndim
-        return ember.topk(ember.rand(t.shape[dim]), keep).indices
+        return topk(rand(t.shape[dim]), keep).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any, dim: int = -1) -> "BasePruningMethod":  # type: ignore[override]
@@ -247,8 +252,8 @@ class LnStructured(_Structured):
     def _channels_to_keep(self, t: Tensor, keep: int) -> Tensor:
         dim = self.dim % t.ndim
         others = tuple(d for d in range(t.ndim) if d != dim)
-        norms = ember.norm(t, p=self.n, dim=others)
-        return ember.topk(norms, keep).indices
+        norms = norm(t, p=self.n, dim=others)
+        return topk(norms, keep).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any, n: Any, dim: int,  # type: ignore[override]
@@ -306,8 +311,8 @@ def global_unstructured(parameters: Iterable, pruning_method: type, importance_s
     """Prune across several tensors at once: ``amount`` counts over their concatenation."""
     parameters = list(parameters)
     scores = importance_scores or {}
-    flat_scores = ember.cat([scores.get((m, n), getattr(m, n)).detach().reshape(-1) for m, n in parameters])
-    default_masks = ember.cat([getattr(m, n + "_mask", ember.ones_like(getattr(m, n))).detach().reshape(-1)
+    flat_scores = cat([scores.get((m, n), getattr(m, n)).detach().reshape(-1) for m, n in parameters])
+    default_masks = cat([getattr(m, n + "_mask", ones_like(getattr(m, n))).detach().reshape(-1)
                                for m, n in parameters])
     container = PruningContainer()
     container._tensor_name = "temp"

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import ember
+from ember.autograd.grad_mode import no_grad
+from ember.creation import randn
+from ember.ops.elementwise import clamp, sqrt
+from ember.ops.linalg import dot
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
@@ -23,7 +26,7 @@ def _norm_except_dim(v: Tensor, dim: int | None) -> Tensor:
         return v.norm()
     dim = dim % v.ndim
     others = tuple(d for d in range(v.ndim) if d != dim)
-    return ember.sqrt((v * v).sum(dim=others, keepdim=True)) if others else v.abs()
+    return sqrt((v * v).sum(dim=others, keepdim=True)) if others else v.abs()
 
 
 def _weight_from(g: Tensor, v: Tensor, dim: int | None) -> Tensor:
@@ -71,7 +74,7 @@ def remove_weight_norm(module: Module, name: str = "weight") -> Module:
 
 
 def _l2_normalize(x: Tensor, eps: float) -> Tensor:
-    return x / ember.clamp(x.norm(), min=eps)
+    return x / clamp(x.norm(), min=eps)
 
 
 class _SpectralNormHook:
@@ -89,11 +92,11 @@ class _SpectralNormHook:
         u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
         mat = self.matrix(weight)
         if do_power_iteration:
-            with ember.no_grad():
+            with no_grad():
                 for _ in range(self.n_power_iterations):
                     v.copy_(_l2_normalize(mat.t().detach() @ u, self.eps))
                     u.copy_(_l2_normalize(mat.detach() @ v, self.eps))
-        sigma = ember.dot(u.clone(), mat @ v.clone())
+        sigma = dot(u.clone(), mat @ v.clone())
         return weight / sigma
 
     def __call__(self, module: Module, inputs: Any) -> None:
@@ -110,11 +113,11 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
                          f"{n_power_iterations}")
     weight = module._parameters[name]
     hook = _SpectralNormHook(name, n_power_iterations, dim, eps)
-    with ember.no_grad():
+    with no_grad():
         mat = hook.matrix(weight)
         h, w = mat.shape
-        u = _l2_normalize(ember.randn(h, dtype=weight.dtype), eps)
-        v = _l2_normalize(ember.randn(w, dtype=weight.dtype), eps)
+        u = _l2_normalize(randn(h, dtype=weight.dtype), eps)
+        v = _l2_normalize(randn(w, dtype=weight.dtype), eps)
     del module._parameters[name]
     module.register_parameter(name + "_orig", weight)
     object.__setattr__(module, name, weight.detach())
@@ -127,7 +130,7 @@ def spectral_norm(module: Module, name: str = "weight", n_power_iterations: int 
 def remove_spectral_norm(module: Module, name: str = "weight") -> Module:
     for key, hook in list(module._forward_pre_hooks.items()):
         if isinstance(hook, _SpectralNormHook) and hook.name == name:
-            with ember.no_grad():
+            with no_grad():
                 weight = hook.compute(module, False)
             del module._forward_pre_hooks[key]
             del module._parameters[name + "_orig"]
