@@ -95,7 +95,7 @@ def gpt(lib: Any, layers: int = 6, d: int = 384, heads: int = 6, context: int = 
             self.head = nn.Linear(d, vocab, bias=False)
 
         def forward(self, idx: Any) -> Any:
-            positions = lib.arange(idx.shape[1])
+            positions = lib.arange(idx.shape[1], device=idx.device)
             return self.head(self.ln_f(self.blocks(self.tok(idx) + self.pos(positions))))
 
     return GPT()

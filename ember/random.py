@@ -1,7 +1,9 @@
 """Random numbers: ``Generator``, ``manual_seed``, and the samplers behind rand/randn/dropout.
 
-Samples are drawn on the host with NumPy's PCG64 and moved to the target device, so a seed gives
-the same numbers on every device. States serialize to JSON (never pickle) for checkpoints.
+CPU samples come from NumPy's PCG64. Samples for a CUDA tensor are drawn on its device by that
+device's default generator (``cuda_generator``; on a GPU, Philox kernels in CuPy), seeded by
+``manual_seed`` as PyTorch seeds its CUDA generators: the same seed gives the same numbers on each
+run, but CPU and GPU draw different numbers (as in PyTorch). States serialize to JSON (never pickle).
 
 Example:
     >>> import ember
@@ -17,6 +19,8 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes, interpreters
+from ember.backends import get_backend
+from ember.device import device as _make_device
 
 
 class Generator:
@@ -27,14 +31,21 @@ class Generator:
 
         self.device = to_device(device)
         self._seed = 67280421310721
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._rng = self._make(self._seed)
+
+    def _make(self, seed: int) -> Any:
+        """The bit generator: NumPy's PCG64 on the CPU, the device backend's generator elsewhere
+        (drawing where the numbers are used: on a GPU, CuPy kernels)."""
+        if self.device.type == "cpu":
+            return np.random.Generator(np.random.PCG64(seed))
+        return self.device.backend.make_rng(seed)
 
     def manual_seed(self, seed: int) -> "Generator":
         seed = int(seed)
         if not -2 ** 63 <= seed < 2 ** 64:
             raise RuntimeError(f"manual_seed: the seed must be in [-2**63, 2**64), got {seed}")
         self._seed = seed % 2 ** 64  # a negative seed wraps as PyTorch's (an unsigned 64-bit value)
-        self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._rng = self._make(self._seed)
         return self
 
     def seed(self) -> int:
@@ -48,7 +59,8 @@ class Generator:
         """The state as a uint8 tensor (JSON bytes), as torch returns a ByteTensor."""
         from ember.creation import tensor
 
-        payload = json.dumps({"seed": self._seed, "bit_generator": self._rng.bit_generator.state}).encode()
+        state = self._rng.bit_generator.state if self.device.type == "cpu" else self.device.backend.rng_state(self._rng)
+        payload = json.dumps({"seed": self._seed, "bit_generator": state}).encode()
         return tensor(np.frombuffer(payload, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> "Generator":
@@ -63,7 +75,10 @@ class Generator:
             raise ValueError("Generator.set_state: not a state from Generator.get_state (expected an object with an "
                              "integer 'seed' and a 'bit_generator' object)")
         try:
-            self._rng.bit_generator.state = payload["bit_generator"]
+            if self.device.type == "cpu":
+                self._rng.bit_generator.state = payload["bit_generator"]
+            else:
+                self.device.backend.set_rng_state(self._rng, payload["bit_generator"])
         except (TypeError, ValueError, KeyError) as error:
             raise ValueError(f"Generator.set_state: the bit generator state is invalid ({error})") from None
         self._seed = payload["seed"]
@@ -77,8 +92,29 @@ class Generator:
 default_generator = Generator()
 
 
+# Default generators of CUDA devices, by index, made on first use (so a CPU-only run never loads a GPU
+# backend). ``ember.manual_seed`` seeds those that exist and records the seed for the others.
+_CUDA_GENERATORS: dict[int, Generator] = {}
+_CUDA_SEED: list[int | None] = [None]
+
+
+def cuda_generator(index: int | None = None) -> Generator:
+    """The default generator of CUDA device ``index`` (None: the current device); its numbers are drawn
+    on that device. Raises the no-CUDA error without a GPU."""
+    backend = get_backend("cuda")
+    index = backend.current_device() if index is None else int(index)
+    gen = _CUDA_GENERATORS.get(index)
+    if gen is None:
+        gen = _CUDA_GENERATORS[index] = Generator(_make_device("cuda", index))
+        gen.manual_seed(_CUDA_SEED[0] if _CUDA_SEED[0] is not None else default_generator.initial_seed() + index)
+    return gen
+
+
 def manual_seed(seed: int) -> Generator:
-    """Seed ember's default generator (and CUDA's, when present)."""
+    """Seed ember's default generator and every CUDA device's (as ``torch.manual_seed``)."""
+    _CUDA_SEED[0] = int(seed)
+    for gen in _CUDA_GENERATORS.values():
+        gen.manual_seed(seed)
     return default_generator.manual_seed(seed)
 
 
@@ -124,9 +160,22 @@ def _rng(generator: Generator | None) -> np.random.Generator:
     return (generator or default_generator).numpy_rng
 
 
-def _to(array: np.ndarray, dtype: dtypes.dtype, device: Any) -> Any:
+def _rng_for(generator: Generator | None, device: Any) -> Any:
+    """The generator drawing for ``device``: numbers for a CUDA tensor are drawn on its device (its
+    default generator, or a ``generator=`` of that device), never on the host and copied."""
+    host = _rng(generator)  # also the tracing guard: a trace refuses numbers drawn now
+    if device.type == "cpu" or (generator is not None and generator.device.type == "cpu"):
+        return host
+    if generator is not None:
+        return generator._rng
+    return cuda_generator(device.index)._rng if device.type == "cuda" else host
+
+
+def _to(array: Any, dtype: dtypes.dtype, device: Any) -> Any:
     array = array.astype(dtype.np, copy=False)
-    return array if device.type == "cpu" else device.backend.asarray(array, index=device.index or 0)
+    if device.type == "cpu" or not isinstance(array, np.ndarray):
+        return array  # drawn on the device already
+    return device.backend.asarray(array, index=device.index or 0)
 
 
 def _float_dtype(dtype: dtypes.dtype) -> Any:
@@ -162,7 +211,7 @@ def check_args(op: str, **params: Any) -> None:
 
 def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                    low: float = 0.0, high: float = 1.0) -> Any:
-    rng = _rng(generator)
+    rng = _rng_for(generator, device)
     values = rng.random(shape, dtype=_float_dtype(dtype))
     if low != 0.0 or high != 1.0:
         values = values * (high - low) + low
@@ -171,7 +220,7 @@ def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Ge
 
 def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   mean: float = 0.0, std: float = 1.0) -> Any:
-    rng = _rng(generator)
+    rng = _rng_for(generator, device)
     values = rng.standard_normal(shape, dtype=_float_dtype(dtype))
     if std != 1.0:
         values *= std
@@ -182,27 +231,27 @@ def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Gen
 
 def sample_bernoulli(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                      p: float = 0.5) -> Any:
-    return _to(_rng(generator).random(shape, dtype=np.float32) < p, dtype, device)
+    return _to(_rng_for(generator, device).random(shape, dtype=np.float32) < p, dtype, device)
 
 
 def sample_exponential(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                        lambd: float = 1.0) -> Any:
-    return _to(_rng(generator).exponential(1.0 / lambd, shape), dtype, device)
+    return _to(_rng_for(generator, device).exponential(1.0 / lambd, shape), dtype, device)
 
 
 def sample_random(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   low: int = 0, high: int | None = None) -> Any:
     if high is None:
         low, high = 0, low if low else 2**24
-    return _to(_rng(generator).integers(low, high, shape), dtype, device)
+    return _to(_rng_for(generator, device).integers(low, high, shape), dtype, device)
 
 
 def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None, low: int,
                     high: int) -> Any:
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
-    return _to(_rng(generator).integers(low, high, shape), dtype, device)
+    return _to(_rng_for(generator, device).integers(low, high, shape), dtype, device)
 
 
 def sample_permutation(n: int, device: Any, generator: Generator | None = None) -> Any:
-    return _to(_rng(generator).permutation(n), dtypes.int64, device)
+    return _to(_rng_for(generator, device).permutation(n), dtypes.int64, device)

@@ -20,6 +20,7 @@ import numpy as np
 from ember import dtypes
 from ember._tensor_methods import TensorMethods
 from ember.autograd import grad_mode
+from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
 from ember.ops import dispatch, elementwise as ew, inplace, linalg
 from ember.ops.registry import OPS
@@ -379,7 +380,7 @@ class Tensor(TensorMethods):
         target_device = kwargs.pop("device", None)
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
+        non_blocking = bool(kwargs.pop("non_blocking", False))
         kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
@@ -390,13 +391,15 @@ class Tensor(TensorMethods):
                 target_dtype = dtypes.to_dtype(arg)
             elif isinstance(arg, (str, Device)):
                 target_device = arg
+            elif isinstance(arg, bool) and target_device is not None:
+                non_blocking = arg  # to(device, dtype, non_blocking) positional form
             elif arg is not None:
                 raise TypeError(f"to(): unexpected argument {arg!r}")
         out = self
         if target_device is not None:
             target = to_device(target_device)
             if target != out._device:
-                out = _transfer(out, target)
+                out = _transfer(out, target, non_blocking)
         if target_dtype is not None:
             out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
         if copy and out is self:
@@ -411,7 +414,29 @@ class Tensor(TensorMethods):
             device = "cuda"
         elif isinstance(device, int):
             device = f"cuda:{device}"
-        return self.to(device)
+        return self.to(device, non_blocking=non_blocking)
+
+    def pin_memory(self, device: Any = None) -> "Tensor":
+        """A copy in page-locked host memory, so ``.to('cuda', non_blocking=True)`` can copy
+        asynchronously (needs the CUDA backend, as PyTorch needs an accelerator)."""
+        if self._device.type != "cpu":
+            raise RuntimeError(f"pin_memory(): cannot pin a {self._device} tensor: only dense CPU tensors can be "
+                               "pinned")
+        if self.is_pinned():
+            return self
+        try:
+            backend = get_backend("cuda")
+        except RuntimeError as error:
+            raise RuntimeError(f"pin_memory(): {error}") from None
+        out = Tensor._make(backend.pin(self._data), self._device, False)
+        return out.requires_grad_(True) if self._requires_grad else out
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """Whether this CPU tensor lives in page-locked memory (False without a CUDA backend)."""
+        if self._device.type != "cpu":
+            return False
+        backend = _cuda_backend_or_none()
+        return backend is not None and backend.is_pinned(self._data)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
@@ -572,14 +597,29 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-def _transfer(t: Tensor, target: Device) -> Tensor:
-    """Copy to another device; recorded so gradients flow back to the source device."""
+def _cuda_backend_or_none() -> Any:
+    try:
+        return get_backend("cuda")
+    except RuntimeError:
+        return None
+
+
+def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
+    """Copy to another device; recorded so gradients flow back to the source device.
+
+    ``non_blocking``: a host -> device copy from pinned memory, or a device -> host copy, may return
+    before the data has arrived (the backend queues it on the current stream), as in PyTorch."""
     from ember.ops.registry import OPS
 
     source = t._device
     t0 = dispatch.PROFILER and dispatch._clock()
-    data = target.backend.asarray(t._data if source.type == "cpu" else source.backend.to_numpy(t._data)
-                                  if target.type == "cpu" else t._data, index=target.index or 0)
+    if source.type == "cpu" and target.type != "cpu":
+        data = target.backend.copy_from_host(t._data, target.index or 0, non_blocking)
+    elif target.type == "cpu" and source.type != "cpu":
+        data = source.backend.copy_to_host(t._data, non_blocking)
+    else:  # within one device type (cuda:0 -> cuda:1) the backend copies directly; else through the host
+        data = t._data if source.type == target.type else source.backend.to_numpy(t._data)
+        data = target.backend.asarray(data, index=target.index or 0)
     out = Tensor._make(data, target, False)
     if t0 and dispatch.PROFILER is not None:  # a host<->device copy is a profiler event of its own
         dispatch.PROFILER.copy(t0, t._data, source, target)

@@ -1,21 +1,36 @@
 """``torch.backends.cuda`` (ember's ``ember.backends.cuda`` is the CUDA backend module, hence this name).
 
-The matmul/attention flags scripts set; ember has no CUDA backend built, so they are recorded only.
+The matmul/attention flags scripts set. The CUDA backend (``ember/backends/cuda.py``, which
+re-exports these names) listens to ``matmul``: ``allow_tf32 = True`` switches CuPy's float32 GEMMs
+to TF32 at once; off by default, as in PyTorch.
 
 Example:
     >>> import ember as torch
     >>> torch.backends.cuda.matmul.allow_tf32 = True
-    >>> torch.backends.cuda.is_built()
-    False
+    >>> torch.backends.cuda.matmul.allow_tf32 = False
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib.util
+from typing import Any, Callable
+
+_LISTENERS: list[Callable[[], None]] = []
+
+
+def on_change(listener: Callable[[], None]) -> None:
+    """Call ``listener()`` after any flag of ``matmul`` changes (the CUDA backend applies TF32)."""
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
 
 
 class _Flags:
     def __init__(self, **flags: Any) -> None:
         self.__dict__.update(flags)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__[name] = value
+        for listener in _LISTENERS:
+            listener()
 
     def __repr__(self) -> str:
         return f"flags({', '.join(f'{k}={v}' for k, v in self.__dict__.items())})"
@@ -28,7 +43,9 @@ _SDP = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 
 
 def is_built() -> bool:
-    return False
+    """Whether ember's GPU backend can be used on a machine with a GPU: CuPy is installed (PyTorch: built
+    with CUDA). ``ember.cuda.is_available()`` says whether a GPU is there."""
+    return importlib.util.find_spec("cupy") is not None
 
 
 def enable_flash_sdp(enabled: bool) -> None:

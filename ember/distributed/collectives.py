@@ -101,6 +101,39 @@ def _check(tensor: Any, op: str) -> None:
                            f"{tensor.device}; move it with .cpu() first (NCCL for GPU tensors needs the CUDA backend)")
 
 
+def _on_device(tensor: Any) -> bool:
+    device = getattr(tensor, "device", None)
+    return device is not None and getattr(device, "type", "cpu") != "cpu"
+
+
+def _staged(tensor: Any, run: Callable[[Any], Any], async_op: bool) -> Any:
+    """Run a host collective on a host copy of device ``tensor`` and copy the result back (when the
+    work completes, for ``async_op``): MPI with host staging, for GPU tensors."""
+    from ember.device import CPU
+    from ember.tensor import Tensor
+
+    device = tensor.device
+    host = Tensor._make(np.array(device.backend.to_numpy(tensor._data)), CPU, False)
+
+    def back() -> None:
+        tensor._data[...] = device.backend.asarray(host._data, index=device.index or 0)
+        tensor._bump()
+
+    result = run(host)
+    if async_op and result is not None and not result._done:
+        inner = result._finish
+
+        def finish() -> Any:
+            value = inner() if inner is not None else None
+            back()
+            return value
+
+        result._finish = finish
+    else:
+        back()
+    return result
+
+
 def _send_view(tensor: Any) -> np.ndarray:
     """A contiguous array with the tensor's bytes (for ops that only move data)."""
     data = np.ascontiguousarray(tensor._data)
@@ -205,7 +238,10 @@ def _run(requests: list, finish: Callable[[], Any] | None, async_op: bool, resul
 # ---- collectives --------------------------------------------------------------------------------------
 def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
                async_op: bool = False) -> Work | None:
-    """Combine ``tensor`` across the group with ``op``; every rank ends with the result."""
+    """Combine ``tensor`` across the group with ``op``; every rank ends with the result.
+    A GPU tensor travels through host memory (DistributedDataParallel uses NCCL where it can)."""
+    if _on_device(tensor):
+        return _staged(tensor, lambda host: all_reduce(host, op, group, async_op), async_op)
     _check(tensor, "all_reduce")
     g = default_group(group, "all_reduce")
     touched = _guard("all_reduce", writes=[tensor])
@@ -245,6 +281,8 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Copy rank ``src``'s tensor into every rank's tensor (shapes and dtypes must agree)."""
+    if _on_device(tensor):
+        return _staged(tensor, lambda host: broadcast(host, src, group, async_op), async_op)
     _check(tensor, "broadcast")
     g = default_group(group, "broadcast")
     root = _group_rank(g, src, "src", "broadcast")

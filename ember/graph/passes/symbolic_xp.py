@@ -53,8 +53,11 @@ class Sym:
 
     __array_ufunc__ = None  # NumPy functions called on a Sym directly raise TypeError (untraceable)
 
-    def __init__(self, name: str, witness: np.ndarray, tracer: "SymbolicNamespace") -> None:
+    def __init__(self, name: str, witness: np.ndarray, tracer: "SymbolicNamespace", special: bool = False) -> None:
         self.name, self.witness, self.tracer = name, witness, tracer
+        # Made by a special function: its witness dtype is a promise the real function may not keep
+        # (SciPy's erf returns float64 for float16), so a cast to "the same" dtype is still recorded.
+        self.special = special
 
     @property
     def dtype(self) -> np.dtype:
@@ -72,7 +75,7 @@ class Sym:
 
     def astype(self, dtype: Any, copy: bool = True) -> "Sym":
         target = np.dtype(dtype)
-        if target == self.dtype and not copy:
+        if target == self.dtype and not copy and not self.special:
             return self
         return self.tracer.record("cast", (self,), {"dtype": target})
 
@@ -123,7 +126,7 @@ class SymbolicNamespace:
                 witness = np.asarray(getattr(np, fn)(*witnesses, **kwargs))
         name = f"t{len(self.steps) + 1}"
         self.steps.append((name, fn, operands, dict(kwargs)))
-        return Sym(name, witness, self)
+        return Sym(name, witness, self, special=fn in SPECIAL)
 
     def special_function(self, name: str) -> Callable:
         """What ``ember.backends.special_function`` answers for this namespace."""

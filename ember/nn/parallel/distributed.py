@@ -30,7 +30,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ember import interpreters
-from ember.distributed import watchdog
+from ember.device import CPU as _CPU
+from ember.distributed import device_comm, watchdog
 from ember.ops import dispatch
 from ember.nn.modules.module import Module
 
@@ -52,19 +53,23 @@ class _Bucket:
         self.used = np.zeros(len(params), np.uint8)
         self.work: Any = None
         self.ticket: Any = None  # what the watchdog reports if the bucket's all-reduce cannot finish
+        self.device_flat: Any = None  # NCCL: the bucket's flat gradients on the device
 
     def reset(self) -> None:
         self.pending = len(self.params)
         self.ready = False
         self.used[:] = 0
         self.work = None
+        self.device_flat = None
 
 
 class DistributedDataParallel(Module):
     """Data parallel training across processes (torch's ``nn.parallel.DistributedDataParallel``).
 
     ``device_ids``/``output_device``/``dim``/``gradient_as_bucket_view``/``static_graph`` are accepted
-    for compatibility; host (CPU) tensors are reduced over MPI.
+    for compatibility. Host (CPU) tensors are reduced over MPI; GPU tensors with NCCL when every rank
+    has its own GPU, else through host memory and MPI (:mod:`ember.distributed.device_comm`;
+    ``self.comm_kind`` says which).
     """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0,
@@ -89,10 +94,15 @@ class DistributedDataParallel(Module):
             if p.requires_grad and id(p) not in seen:
                 seen.add(id(p))
                 named.append((name, p))
-        for name, p in named:
-            if p.device.type != "cpu":
-                raise RuntimeError(f"DistributedDataParallel: parameter {name!r} is on {p.device}; the 'mpi' backend "
-                                   "reduces host memory, so keep the model on the CPU")
+        devices = {p.device for _, p in named}
+        if len(devices) > 1:
+            raise RuntimeError(f"DistributedDataParallel: the module's parameters are on several devices "
+                               f"({sorted(map(str, devices))}); move the whole module to one device per process")
+        device = next(iter(devices)) if devices else None
+        # Device tensors: NCCL where each rank has its own GPU, else staged through host memory (device_comm.py).
+        kind = device_comm.choose(device if device is not None else _CPU, group)
+        object.__setattr__(self, "comm_kind", kind)
+        object.__setattr__(self, "_comm", device_comm.make(kind, device, group) if device is not None else None)
         self._check_same_model(named)
         self._sync_module_states()
         cap = (25.0 if bucket_cap_mb is None else bucket_cap_mb) * 2**20
@@ -134,12 +144,19 @@ class DistributedDataParallel(Module):
             by_dtype.setdefault(t._data.dtype.str, []).append(t)
         src = self.process_group.world_ranks[0]
         for group in by_dtype.values():
-            flat = Tensor._make(np.concatenate([t._data.reshape(-1) for t in group]), group[0].device, False)
+            device = group[0].device
+            xp = device.xp
+            flat_data = xp.concatenate([t._data.reshape(-1) for t in group])
+            if device.type != "cpu":  # once, at construction: through the host whatever the path
+                flat_data = device.backend.to_numpy(flat_data)
+            flat = Tensor._make(flat_data, _CPU, False)
             broadcast(flat, src=src, group=self.process_group)
+            received = flat._data if device.type == "cpu" else device.backend.asarray(flat._data,
+                                                                                      index=device.index or 0)
             offset = 0
             for t in group:
                 n = t._data.size
-                t._data[...] = flat._data[offset:offset + n].reshape(t._data.shape)
+                t._data[...] = received[offset:offset + n].reshape(t._data.shape)
                 t._bump()
                 offset += n
 
@@ -223,6 +240,21 @@ class DistributedDataParallel(Module):
         from ember.distributed.process_group import _mpi
 
         buffer, offsets = bucket.buffer, bucket.offsets
+        if self._comm is not None:  # device gradients: packed on the device in one kernel
+            p0 = bucket.params[0]
+            flat = device_comm.pack(p0.device.xp, [None if p.grad is None else p.grad._data for p in bucket.params],
+                                    bucket.sizes, bucket.dtype, 1.0 / self.process_group.size())
+            if self._comm.kind == "nccl":
+                bucket.device_flat = flat
+                bucket.work = self._comm.all_reduce_async(flat)
+                bucket.ticket = None
+                return
+            self._comm.to_host(flat, buffer)
+            MPI = _mpi()
+            bucket.ticket = watchdog.begin_collective(self.process_group, "all_reduce of a DistributedDataParallel "
+                                                      "gradient bucket (staged through host memory)")
+            bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+            return
         for i, p in enumerate(bucket.params):
             region = buffer[offsets[i]:offsets[i + 1]]
             if p.grad is None:
@@ -265,16 +297,22 @@ class DistributedDataParallel(Module):
             watchdog.wait_requests(_mpi(), [request], ticket)
             globally_used = usage
         # polled under the watchdog: a rank that failed or left makes this an error, not a hang
-        if self._buckets:
+        if self._buckets and self.comm_kind == "nccl":
+            for bucket in self._buckets:
+                bucket.work.synchronize()  # the NCCL all-reduce's event on the stream
+        elif self._buckets:
             watchdog.wait_requests(_mpi(), [bucket.work for bucket in self._buckets], self._buckets[-1].ticket)
         k = 0
         for bucket in self._buckets:
+            reduced = bucket.buffer
+            if self._comm is not None:  # the summed bucket back on the device (one copy, or already there)
+                reduced = bucket.device_flat if self.comm_kind == "nccl" else self._comm.to_device(bucket.buffer)
             for i, p in enumerate(bucket.params):
                 if globally_used is not None and not globally_used[k]:
                     k += 1
                     continue  # no rank produced a gradient: leave it untouched, as torch does
                 k += 1
-                region = bucket.buffer[bucket.offsets[i]:bucket.offsets[i + 1]].reshape(p._data.shape)
+                region = reduced[bucket.offsets[i]:bucket.offsets[i + 1]].reshape(p._data.shape)
                 if p.grad is None:
                     p.grad = Tensor._make(region.astype(p._data.dtype, copy=True), p.device, False)
                 else:
