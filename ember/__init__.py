@@ -80,7 +80,7 @@ def is_floating_point(input: Tensor) -> bool:
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
     import numpy as _np
 
-    return (_np.allclose(_np.asarray(input.detach().__array__()), _np.asarray(other.detach().__array__()),
+    return (_np.allclose(_np.asarray(input.detach().cpu().numpy()), _np.asarray(other.detach().cpu().numpy()),
                              rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

@@ -23,3 +23,7 @@ CPU_KERNELS: str = os.environ.get("EMBER_CPU_KERNELS", "numba")
 # Special functions (erf, erfinv, lgamma, ...) on CPU: "scipy" uses SciPy's when installed; "numpy"
 # always takes ember's vectorized NumPy versions (ember/ops/special_math.py).
 SPECIAL_FUNCTIONS: str = os.environ.get("EMBER_SPECIAL_FUNCTIONS", "scipy")
+
+# The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
+# EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.
+CUDA_STANDIN: bool = os.environ.get("EMBER_CUDA_STANDIN", "") not in ("", "0")

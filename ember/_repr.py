@@ -63,7 +63,7 @@ def _format_array(array: np.ndarray, prefix: str) -> str:
 
 
 def tensor_repr(t: Any) -> str:
-    array = np.asarray(t.__array__())
+    array = t._device.backend.to_numpy(t._data)  # printing copies device data to the host, as PyTorch
     prefix = "tensor("
     body = _format_array(array, prefix) if array.size else "[]"
     extras = []

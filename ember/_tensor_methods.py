@@ -66,7 +66,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     if not recording and (dispatch.is_symbolic(self) or dispatch.is_symbolic(source)):  # building a graph
         return inplace.inplace_call(self, "copy_", lambda t: source.expand_as(t).clone(), needs_copy=False)
     if not recording:
-        if not inplace._writeable(self._data):
+        if not inplace._writeable(self):
             raise RuntimeError(f"copy_: {inplace._OVERLAP_MESSAGE}")
         self._data[...] = source._data
         self._bump()
@@ -139,7 +139,7 @@ def _random_inplace(name: str) -> Any:
             return inplace.inplace_call(self, name + "_", lambda t: inplace.replaced(t, drawn), needs_copy=False)
         with dispatch.grad_mode.no_grad():
             inplace.check_inplace(self, name + "_", False)
-            if not inplace._writeable(self._data):
+            if not inplace._writeable(self):
                 raise RuntimeError(f"{name}_: {inplace._OVERLAP_MESSAGE}")
             self._data[...] = sample
         self._bump()

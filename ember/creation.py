@@ -78,7 +78,7 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
 
 def _unwrap_nested(data: Any) -> Any:
     if isinstance(data, Tensor):
-        return np.asarray(data.__array__())
+        return data.detach().cpu().numpy()
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(d) for d in data]
     return data
@@ -361,7 +361,7 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     if traced is not None:
         return traced
     rng = ember_random._rng(generator)
-    probs = np.asarray(input.__array__()) if p is None else p
+    probs = input.detach().cpu().numpy() if p is None else p
     draws = rng.random(tuple(input.shape)) < probs
     return _wrap_array(_to_device_array(draws.astype(input.dtype.np), input.device), input.device)
 
@@ -383,7 +383,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     if traced is not None:
         return traced
     rng = ember_random._rng(generator)
-    probs = np.asarray(input.detach().__array__(), dtype=np.float64)
+    probs = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1])
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for i, row in enumerate(rows):

@@ -60,6 +60,11 @@ class Eager(Interpreter):
 EAGER = Eager()
 
 
+class TracingError(RuntimeError):
+    """A traced function did something a graph cannot hold (needs a traced tensor's data: ``.item()``,
+    ``bool(x)``; an in-place change a graph cannot express); ``ember.compile`` then falls back to eager."""
+
+
 class SymbolicValue:
     """Marker base of IR values that stand in a tensor's ``_data`` (``ember.graph.ir.Value``).
 

@@ -140,7 +140,7 @@ class Tensor(TensorMethods):
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def data_ptr(self) -> int:
-        return int(self._data.__array_interface__["data"][0]) if self._device.type == "cpu" else int(self._data.data.ptr)
+        return self._device.backend.data_ptr(self._data)
 
     def share_memory_(self) -> "Tensor":
         """Move the data into shared memory other processes can map (no-op if it is there); see
@@ -299,17 +299,20 @@ class Tensor(TensorMethods):
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self._device.backend.to_numpy(self._data) if self._device.type != "cpu" else self._data
+        """NumPy's view of a CPU tensor; device tensors refuse (copy with ``.cpu()`` first), as in PyTorch."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        array = self._data
         return array if dtype is None else array.astype(dtype)
 
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        return self._data.reshape(()).item() if self._device.type == "cpu" else self._device.backend.to_numpy(
-            self._data).reshape(()).item()
+        return self._device.backend.item(self._data)
 
     def tolist(self) -> Any:
-        return np.asarray(self.__array__()).tolist()
+        return self._device.backend.to_numpy(self._data).tolist()
 
     def __float__(self) -> float:
         if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
@@ -612,6 +615,8 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
     from ember.ops.registry import OPS
 
     source = t._device
+    if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
+        return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})
     t0 = dispatch.PROFILER and dispatch._clock()
     if source.type == "cpu" and target.type != "cpu":
         data = target.backend.copy_from_host(t._data, target.index or 0, non_blocking)

@@ -6,13 +6,15 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 import numpy as np
 
+from ember.backends import standin
 from ember.tensor import Tensor
 
-__all__ = ["assert_close", "make_tensor", "assert_allclose"]
+__all__ = ["assert_close", "make_tensor", "assert_allclose", "standin_cuda"]
 
 # (rtol, atol) by dtype, as torch.testing.assert_close.
 _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
@@ -21,7 +23,7 @@ _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (
 
 def _arr(x: Any) -> np.ndarray:
     if isinstance(x, Tensor):
-        return np.asarray(x.detach().numpy())
+        return np.asarray(x.detach().cpu().numpy())
     return np.asarray(x)
 
 
@@ -95,3 +97,20 @@ def make_tensor(*shape: Any, dtype: Any, device: Any = None, low: float | None =
     if exclude_zero:
         out = ember.where(out == 0, ember.ones_like(out), out)
     return out.requires_grad_(True) if requires_grad else out
+
+
+@contextlib.contextmanager
+def standin_cuda() -> Iterator[None]:
+    """Inside the block, device ``cuda`` is ember's stand-in device: NumPy-backed arrays that refuse
+    silent conversion to host arrays, as CuPy's do (docs/devices.md). ``EMBER_CUDA_STANDIN=1`` does the
+    same for a whole process.
+
+    Example:
+        >>> import ember
+        >>> with ember.testing.standin_cuda():
+        ...     x = ember.ones(3, device="cuda")
+        ...     (x * 2).sum().item(), x.device
+        (6.0, device(type='cuda'))
+    """
+    with standin.enabled():
+        yield

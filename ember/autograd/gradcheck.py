@@ -24,7 +24,7 @@ def numerical_jacobian(fn: Callable, inputs: Sequence[Any], eps: float = 1e-6) -
 
     blocks = []
     with no_grad():
-        base = [np.asarray(o.__array__(), dtype=np.float64) for o in _outputs(fn, inputs)]
+        base = [np.asarray(o.detach().cpu().numpy(), dtype=np.float64) for o in _outputs(fn, inputs)]
         for t in inputs:
             if not (hasattr(t, "requires_grad") and t.requires_grad):
                 blocks.append(None)
@@ -35,9 +35,9 @@ def numerical_jacobian(fn: Callable, inputs: Sequence[Any], eps: float = 1e-6) -
             for k in range(flat.size):
                 original = flat[k].item()
                 flat[k] = original + eps
-                plus = [np.asarray(o.__array__(), dtype=np.float64).reshape(-1) for o in _outputs(fn, inputs)]
+                plus = [np.asarray(o.detach().cpu().numpy(), dtype=np.float64).reshape(-1) for o in _outputs(fn, inputs)]
                 flat[k] = original - eps
-                minus = [np.asarray(o.__array__(), dtype=np.float64).reshape(-1) for o in _outputs(fn, inputs)]
+                minus = [np.asarray(o.detach().cpu().numpy(), dtype=np.float64).reshape(-1) for o in _outputs(fn, inputs)]
                 flat[k] = original
                 for j in range(len(base)):
                     jac[j][k] = (plus[j] - minus[j]) / (2 * eps)
@@ -68,7 +68,7 @@ def analytical_jacobian(fn: Callable, inputs: Sequence[Any], create_graph: bool 
                     continue
                 g = next(gi)
                 if g is not None:
-                    blocks[i][j][:, k] = np.asarray(g.__array__(), dtype=np.float64).reshape(-1)
+                    blocks[i][j][:, k] = np.asarray(g.detach().cpu().numpy(), dtype=np.float64).reshape(-1)
     return blocks
 
 

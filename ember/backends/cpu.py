@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends import Backend, register_backend
+from ember.backends import Backend, cpu_kernels, register_backend
 
 
 class CPUBackend(Backend):
@@ -19,12 +19,75 @@ class CPUBackend(Backend):
     xp = np
 
     def asarray(self, data: Any, np_dtype: Any = None, index: int = 0) -> np.ndarray:
-        if hasattr(data, "__cuda_array_interface__") or type(data).__module__.startswith("cupy"):
-            data = data.get()  # a CuPy array: copy device -> host
+        if _is_device_array(data):
+            data = data.get()  # a device array (CuPy or the stand-in): copy device -> host
         return np.asarray(data, dtype=np_dtype)
 
     def to_numpy(self, array: Any) -> np.ndarray:
         return array
+
+    def is_array(self, value: Any) -> bool:
+        return isinstance(value, np.ndarray)
+
+    def is_writeable(self, array: Any) -> bool:
+        return array.flags.writeable
+
+    def may_share_memory(self, a: Any, b: Any) -> bool:
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and bool(np.may_share_memory(a, b))
+
+    def data_ptr(self, array: Any) -> int:
+        return int(array.__array_interface__["data"][0])
+
+    def fuse(self, kernel: Any, outputs: list, single_loop: bool) -> Any:
+        """Long groups, or big arrays, compile to one Numba loop when numba is installed; the rest
+        run as NumPy ufunc calls into reused buffers (the generic replay)."""
+        from ember.graph.passes import fuse_numba  # the graph package imports backends: import on use
+
+        steps = kernel.steps
+        if single_loop and fuse_numba.worth_compiling(steps, outputs) and \
+                fuse_numba.supported(steps, len(outputs)) and fuse_numba.available():
+            return fuse_numba.NumbaKernel(steps, kernel.n_inputs, kernel.outputs, kernel.source, outputs)
+        return None
+
+    def make_rng(self, seed: int, stream: int | None = None) -> np.random.Generator:
+        if stream is None:
+            return np.random.Generator(np.random.PCG64(seed))
+        # Philox takes a 128-bit key as is (no hashing: ~20 us to set up); (seed, stream) keys give
+        # independent streams, since each key is its own bijection of the counter.
+        return np.random.Generator(np.random.Philox(key=seed + (stream << 64)))
+
+    def rng_state(self, rng: np.random.Generator) -> dict:
+        return rng.bit_generator.state
+
+    def set_rng_state(self, rng: np.random.Generator, state: dict) -> None:
+        rng.bit_generator.state = state
+
+    def native_kernel(self, name: str) -> Any:
+        return cpu_kernels.get(name)
+
+    def special_function(self, name: str) -> Any:
+        """SciPy's when installed (and ``EMBER_SPECIAL_FUNCTIONS`` is not ``numpy``), else ember's
+        vectorized NumPy version (:mod:`ember.ops.special_math`): as accurate, a small factor slower.
+        Both take ``out=``."""
+        from ember import _config
+        from ember.ops import special_math
+
+        if _config.SPECIAL_FUNCTIONS == "scipy":
+            try:
+                import scipy.special as special
+
+                return getattr(special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name))
+            except ImportError:
+                pass
+        return special_math.FUNCTIONS[name]
+
+
+def _is_device_array(data: Any) -> bool:
+    """A CuPy or stand-in array (they copy to the host with ``.get()``; NumPy may not convert them)."""
+    if isinstance(data, np.ndarray):
+        return False
+    module = type(data).__module__
+    return hasattr(data, "__cuda_array_interface__") or module.startswith(("cupy", "ember.backends"))
 
 
 def tune_allocator() -> bool:

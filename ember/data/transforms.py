@@ -30,7 +30,7 @@ def _as_array(x: Any) -> np.ndarray:
     from ember.tensor import Tensor
 
     if isinstance(x, Tensor):
-        return np.asarray(x.detach().__array__())
+        return np.asarray(x.detach().cpu().numpy())
     return np.asarray(x)
 
 

@@ -42,7 +42,7 @@ from ember.graph import ops as graph_ops
 from ember.graph import placement
 from ember.graph.builder import Builder, SymbolicTensor, symbolic
 from ember.graph.executor import Executable, needed_nodes
-from ember.graph.ir import Graph, Value
+from ember.graph.ir import Graph, Value, on_device, to_host
 from ember.ops import dispatch
 from ember.tensor import Tensor
 
@@ -82,7 +82,7 @@ class Variable(SymbolicTensor):
         init = initial_value if isinstance(initial_value, Tensor) else tensor(initial_value, dtype=dtype)
         if dtype is not None:
             init = init.to(dtypes.to_dtype(dtype))
-        store = Tensor._make(np.array(init.detach().__array__()), init._device, False)
+        store = Tensor._make(on_device(init.detach()._data, init._device), init._device, False)
         graph = get_default_graph()
         value = graph.add_state(store, name or f"variable{len(graph.states)}")
         return cls._make(value, value.device, False)
@@ -284,14 +284,17 @@ class Session:
                 inputs.append(None)
                 continue
             raw = feeds[p.id]
-            array = np.asarray(raw.detach().__array__() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
+            array = np.asarray(raw.detach().cpu().numpy() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
             if array.shape != p.shape:
                 raise ValueError(f"Session.run: placeholder {p.label()} has shape {p.shape}, fed shape {array.shape}")
+            if p.device is not None and p.device.type != "cpu":
+                array = p.device.backend.asarray(array)  # fed host data: copied to the placeholder's device
             inputs.append(array)
         results = executable.run(inputs, seed=seed)
         # Variables and fed arrays come back as copies, never as the live buffers.
         results = [r.copy() if v.kind != "node" and r is not None else r for r, v in zip(results, values)]
-        return unflatten(structure, [None if r is None else np.asarray(r) for r in results])
+        # Fetches come back as NumPy arrays (TensorFlow's Session.run): device values are copied over.
+        return unflatten(structure, [None if r is None else to_host(r, v.device) for r, v in zip(results, values)])
 
     def _run_distributed(self, key: tuple, values: list, where: tuple, feed_dict: dict | None,
                          seed: int | None) -> list:

@@ -42,7 +42,7 @@ from ember import dtypes
 from ember import interpreters
 from ember.autograd import grad_mode
 from ember.graph import rng
-from ember.graph.ir import Graph, TracingError, Value, data_dependent_error
+from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
 from ember.tensor import Tensor
 
@@ -106,6 +106,10 @@ class Builder(interpreters.Interpreter):
         self.created: list = []  # weakrefs to symbolic tensors made while tracing (escape detection)
         self.rng_seeds: dict = {}  # (id(generator) or None, device) -> the graph's seed state (ember/graph/rng.py)
         self.rng_streams = 0  # the next random node's stream number (unique in the graph)
+        # Views made while building (an eager view shares memory; a graph value does not): an in-place
+        # write into a view is carried to its root (copy_slices) and from the root to its other views.
+        self.views: dict[int, tuple] = {}  # id(view) -> (weakref view, weakref root, plain steps from the root)
+        self.view_children: dict[int, list] = {}  # id(root) -> weakrefs of its views
 
     # ---- values of arguments ------------------------------------------------------------------
     def value_of(self, a: Any) -> Any:
@@ -145,6 +149,8 @@ class Builder(interpreters.Interpreter):
         attrs = {k: v for k, v in attrs.items() if k != "_device"}
         outs = self.graph.add_node(op, inputs, attrs)
         tensors = tuple(self.make(v) for v in outs)
+        if op.view and len(args) == 1 and isinstance(args[0], Tensor):  # (getitem with index tensors copies)
+            self.mark_view(tensors[0], args[0], op.name, attrs)
         if op.vjp is not None and grad_mode.STATE.enabled:
             nondiff = op.nondiff_inputs
             if any(isinstance(a, Tensor) and a._requires_grad and i not in nondiff for i, a in enumerate(args)):
@@ -174,7 +180,7 @@ class Builder(interpreters.Interpreter):
         from ember.ops.registry import OPS
 
         if type(result) is not Value:
-            result = self.graph.add_const(np.array(result), t._device)
+            result = self.graph.add_const(on_device(result, t._device), t._device)
         if result.shape != old.shape:
             try:
                 (result,) = self.graph.add_node(OPS["expand"], (result,), {"shape": old.shape})
@@ -190,6 +196,51 @@ class Builder(interpreters.Interpreter):
             self.storage[result.id] = state
             self.latest[state.id] = result
         t._data = result
+        self._propagate_write(t, op_name)
+
+    def mark_view(self, view: Any, source: Any, op_name: str, attrs: dict) -> None:
+        """``view`` = op ``op_name``(``source``) reads ``source``'s elements, as an eager view would share
+        its memory: later in-place writes into either must reach the other (see :meth:`write`)."""
+        entry = self.views.get(id(source))
+        if entry is not None and entry[0]() is source:
+            root, steps = entry[1](), entry[2]
+        else:
+            root, steps = source, ()
+        if root is None:
+            return
+        steps = steps + ((op_name, tuple(sorted(attrs.items()))),)
+        self.views[id(view)] = (weakref.ref(view), weakref.ref(root), steps)
+        self.view_children.setdefault(id(root), []).append(weakref.ref(view))
+        # The autograd side as for an eager view (ember/ops/dispatch.py _share_version): in-place rules
+        # (ember/ops/inplace.py check_inplace) then apply to graph views as they do to eager ones.
+        from ember.ops.registry import OPS
+
+        view._base = root
+        view._vc = root._vc = root._vc or [0]
+        if not grad_mode.STATE.enabled or (source._base is not None and source._view_fn[0] is None):
+            view._view_fn = (None, "no_grad")
+        else:
+            chain = source._view_fn[0] if source._base is not None else ()
+            view._view_fn = (chain + ((OPS[op_name], dict(attrs)),), None)
+
+    def _propagate_write(self, t: Any, op_name: str) -> None:
+        """After ``t`` got a new value: a view's root gets it written in (PyTorch's CopySlices); a root's
+        views are re-derived from its new value (view replay), as their shared memory would show."""
+        from ember.ops.registry import OPS
+
+        entry = self.views.get(id(t))
+        if entry is not None and entry[0]() is t:
+            root = entry[1]()
+            if root is not None and type(root._data) is Value:
+                (whole,) = self.graph.add_node(OPS["copy_slices"], (root._data, t._data), {"steps": entry[2]})
+                self.write(root, whole, op_name)
+            return
+        for ref in self.view_children.get(id(t), ()):
+            view = ref()
+            entry = self.views.get(id(view)) if view is not None else None
+            if entry is None or entry[0]() is not view or type(view._data) is not Value:
+                continue
+            (view._data,) = self.graph.add_node(OPS["view_replay"], (t._data,), {"steps": entry[2]})
 
     # ---- end of a trace -------------------------------------------------------------------------
     def restore(self) -> None:
@@ -203,6 +254,12 @@ class Builder(interpreters.Interpreter):
         graph = self.graph
         graph.outputs = [self.value_of(o) for o in outputs]
         returned = {id(o) for o in outputs}
+        for ref, _, _ in self.views.values():  # a graph view's link to its root must not make the root escape
+            view = ref()
+            if view is not None and view._base is not None:
+                view._base = None
+        self.views.clear()
+        self.view_children.clear()
         owned = []
         for key, (t, data, state, _) in list(self.lifted.items()):
             final = self.latest.get(state.id, state)

@@ -99,7 +99,7 @@ def _local_error(what: str, rank: int, distributed: Any) -> None:
 
 
 def _feed_array(raw: Any, p: Value) -> np.ndarray:
-    array = np.asarray(raw.detach().__array__() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
+    array = np.asarray(raw.detach().cpu().numpy() if isinstance(raw, Tensor) else raw, dtype=p.dtype)
     if array.shape != p.shape:
         raise ValueError(f"Session.run: placeholder {p.label()} has shape {p.shape}, fed shape {array.shape}")
     return array

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.graph.ir import Graph, Node, Value
+from ember.graph.ir import Graph, Node, Value, device_xp
 from ember.graph.rng import is_seed
 
 
@@ -69,7 +69,7 @@ def _node_callable(node: Node, xp: Any) -> tuple[Any, list]:
 
     if len(node.outputs) == 1 and node.outputs[0].shape == () and node.op.category not in ("fused", "control"):
         inner = fn
-        fn = lambda *arrays: np.asarray(inner(*arrays))  # noqa: E731  (NumPy reductions return scalars)
+        fn = lambda *arrays: xp.asarray(inner(*arrays))  # noqa: E731  (NumPy reductions return scalars)
     return fn, values
 
 
@@ -116,7 +116,7 @@ class Executable:
         program = []
         self.program_nodes: list = []  # the node behind each program entry (None: a tuple item), for the profiler
         for node in nodes:
-            fn, values = _node_callable(node, xp)
+            fn, values = _node_callable(node, device_xp(node, xp))
             ins = tuple(slot(v) for v in values)
             self.program_nodes.append(node)
             if len(node.outputs) == 1:
@@ -166,17 +166,18 @@ class Executable:
 
     def _write_back(self, env: list, results: list) -> None:
         targets = [tensor._data for _, tensor in self.writes]
+        overlap = self.writes[0][1]._device.backend.may_share_memory
         values = []
         for (s, _), target in zip(self.writes, targets):
             value = env[s]
             if value is target:  # computed in place (memory planning)
                 values.append(None)
                 continue
-            if any(np.may_share_memory(value, t) for t in targets):
+            if any(overlap(value, t) for t in targets):
                 value = value.copy()  # a swap or a view of another state: read before anything is written
             values.append(value)
         for k, r in enumerate(results):
-            if isinstance(r, np.ndarray) and any(np.may_share_memory(r, t) for t in targets):
+            if any(overlap(r, t) for t in targets):  # False for non-arrays (Python numbers)
                 results[k] = r.copy()  # a fetched state must show its value from before the writes
         for target, value in zip(targets, values):
             if value is not None:

@@ -40,13 +40,9 @@ import numpy as np
 
 from ember import dtypes
 from ember.graph.placement import current_rank
-from ember.interpreters import Interpreter, SymbolicValue
+from ember.interpreters import Interpreter, SymbolicValue, TracingError  # noqa: F401  (TracingError: re-exported)
 
 _IDS = itertools.count()
-
-
-class TracingError(RuntimeError):
-    """Raised when Python code needs a traced tensor's data (``.item()``, ``bool(x)``, ``x.numpy()``)."""
 
 
 def data_dependent_error(what: str) -> TracingError:
@@ -241,6 +237,7 @@ class Graph:
         return v
 
     def add_const(self, array: Any, device: Any = None, name: str | None = None) -> Value:
+        """A constant held by the graph (``array`` lives on ``device``; NumPy when None)."""
         array = np.asarray(array) if not hasattr(array, "shape") else array
         v = Value(self, tuple(array.shape), dtypes.from_numpy_dtype(array.dtype), _dev(device), "const", name)
         v.data = array
@@ -361,6 +358,32 @@ class Graph:
         for n in self.nodes:
             counts[n.op.name] = counts.get(n.op.name, 0) + 1
         return f"{len(self.nodes)} nodes: " + ", ".join(f"{k} x{v}" for k, v in sorted(counts.items()))
+
+
+def device_xp(node: Node, default: Any) -> Any:
+    """The array namespace a node runs with: its output's device's (a compiled step may keep some
+    values on the CPU, like optimizer step counters, while the rest live on a GPU)."""
+    device = node.outputs[0].device if node.outputs else None
+    return default if device is None else device.xp
+
+
+def host_array(value: Value) -> np.ndarray:
+    """A constant's data on the host (an explicit device -> host copy for device constants)."""
+    return to_host(value.data, value.device)
+
+
+def to_host(array: Any, device: Any) -> np.ndarray:
+    """``array`` (of ``device``, or host data) as a NumPy array: an explicit copy for device arrays."""
+    if device is not None and device.backend.is_array(array):
+        return device.backend.to_numpy(array)
+    return np.asarray(array)
+
+
+def on_device(array: Any, device: Any) -> Any:
+    """A new copy of ``array`` (host data or ``device``'s) on ``device`` (the CPU when None)."""
+    if device is None or device.type == "cpu":
+        return np.array(array)
+    return device.backend.asarray(array)
 
 
 def _dev(device: Any) -> Any:

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
+from ember.backends import backend_for
 from ember.device import to_device
 from ember.graph.ir import Value
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -107,24 +108,23 @@ def random_node(builder: Any, kind: str, shape: tuple, dtype: dtypes.dtype, devi
 
 
 # ---- the op records ----------------------------------------------------------------------------------
-def _rng(seed: Any, stream: int) -> np.random.Generator:
-    # Philox takes a 128-bit key as is (no hashing: ~20 us to set up); (seed, stream) keys give
-    # independent streams, since each key is its own bijection of the counter.
-    return np.random.Generator(np.random.Philox(key=int(seed) + (int(stream) << 64)))
+def _rng(xp: Any, seed: Any, stream: int) -> Any:
+    """The device's counter-based stream keyed by (seed, stream): numbers are drawn where they are used
+    (on the CPU, NumPy's Philox; see :meth:`ember.backends.Backend.make_rng`)."""
+    return backend_for(xp).make_rng(int(seed), int(stream))
 
 
 def _float(dtype: dtypes.dtype) -> Any:
     return dtype.np if dtype in (dtypes.float32, dtypes.float64) else np.float32
 
 
-def _out(xp: Any, values: np.ndarray, dtype: dtypes.dtype) -> Any:
-    values = values.astype(dtype.np, copy=False)
-    return values if xp is np else xp.asarray(values)
+def _out(xp: Any, values: Any, dtype: dtypes.dtype) -> Any:
+    return values.astype(dtype.np, copy=False)
 
 
 def _uniform(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int, low: float = 0.0,
              high: float = 1.0) -> Any:
-    values = _rng(seed, stream).random(shape, dtype=_float(dtype))
+    values = _rng(xp, seed, stream).random(shape, dtype=_float(dtype))
     if low != 0.0 or high != 1.0:
         values = values * (high - low) + low
     return _out(xp, values, dtype)
@@ -132,7 +132,7 @@ def _uniform(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int, low: flo
 
 def _normal(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int, mean: float = 0.0,
             std: float = 1.0) -> Any:
-    values = _rng(seed, stream).standard_normal(shape, dtype=_float(dtype))
+    values = _rng(xp, seed, stream).standard_normal(shape, dtype=_float(dtype))
     if std != 1.0:
         values *= std
     if mean != 0.0:
@@ -143,10 +143,10 @@ def _normal(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int, mean: flo
 def _bernoulli(xp: Any, seed: Any, *probs: Any, shape: tuple, dtype: Any, stream: int, p: float = 0.5,
                scale: float = 1.0) -> Any:
     """1 (times ``scale``: dropout's 1/(1-p)) with probability ``p`` or ``probs`` (a tensor), else 0."""
-    draws = _rng(seed, stream).random(shape, dtype=np.float32)
+    draws = _rng(xp, seed, stream).random(shape, dtype=np.float32)
     if probs:
         prob = probs[0]
-        keep = draws < (prob.get() if hasattr(prob, "get") else np.asarray(prob))
+        keep = draws < prob
     else:
         keep = draws < p
     values = keep.astype(dtype.np)
@@ -156,17 +156,20 @@ def _bernoulli(xp: Any, seed: Any, *probs: Any, shape: tuple, dtype: Any, stream
 
 
 def _integers(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int, low: int = 0, high: int = 2) -> Any:
-    return _out(xp, _rng(seed, stream).integers(low, high, shape), dtype)
+    return _out(xp, _rng(xp, seed, stream).integers(low, high, shape), dtype)
 
 
 def _permutation(xp: Any, seed: Any, shape: tuple, dtype: Any, stream: int) -> Any:
-    return _out(xp, _rng(seed, stream).permutation(shape[0]), dtype)
+    return _out(xp, _rng(xp, seed, stream).permutation(shape[0]), dtype)
 
 
 def _multinomial(xp: Any, seed: Any, probs: Any, shape: tuple, dtype: Any, stream: int,
                  replacement: bool = False) -> Any:
-    rng = _rng(seed, stream)
-    probs = np.asarray(probs.get() if hasattr(probs, "get") else probs, dtype=np.float64)
+    # Drawn on the host: NumPy's choice with per-row probabilities has no device counterpart here;
+    # an explicit transfer both ways (the eager multinomial does the same).
+    backend = backend_for(xp)
+    rng = backend_for(np).make_rng(int(backend.item(seed) if backend.is_array(seed) else seed), int(stream))
+    probs = backend.to_numpy(probs).astype(np.float64)
     rows = probs.reshape(-1, probs.shape[-1])
     num_samples = shape[-1]
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
@@ -176,7 +179,7 @@ def _multinomial(xp: Any, seed: Any, probs: Any, shape: tuple, dtype: Any, strea
             raise RuntimeError("multinomial (compiled): probabilities must be finite, non-negative and not all "
                                f"zero; row {i} is {row.tolist()[:8]}")
         out[i] = rng.choice(row.size, size=num_samples, replace=replacement, p=row / total)
-    return _out(xp, out.reshape(shape), dtype)
+    return backend.asarray(out.reshape(shape), dtype.np)
 
 
 def _rule(seed: Spec, *inputs: Any, shape: tuple, dtype: Any, stream: int, **params: Any) -> Spec:

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
-from ember.graph.ir import Graph, Node, Value
+from ember.graph.ir import Graph, Node, Value, on_device
 from ember.graph.rng import SeedTensor, is_seed
 
 FORMAT = "ember.graph"
@@ -179,12 +179,14 @@ class LoadedGraph:
                             f"({', '.join(v.type_str() for v in self.graph.inputs)}), got {len(inputs)}")
         arrays = []
         for v, x in zip(self.graph.inputs, inputs):
-            a = np.asarray(x.detach().__array__() if isinstance(x, Tensor) else x, dtype=v.dtype)
+            a = np.asarray(x.detach().cpu().numpy() if isinstance(x, Tensor) else x, dtype=v.dtype)
             if a.shape != v.shape:
                 raise ValueError(f"loaded graph input {v.label()} expects shape {v.shape}, got {a.shape}")
+            if v.device is not None and v.device.type != "cpu":
+                a = v.device.backend.asarray(a)
             arrays.append(a)
         results = self.executable.run(arrays, seed=seed)
-        return [Tensor._make(np.array(r) if v.kind != "node" else r, v.device, False)
+        return [Tensor._make(on_device(r, v.device) if v.kind != "node" else r, v.device, False)
                 for r, v in zip(results, self.graph.outputs)]
 
 
@@ -237,7 +239,7 @@ def load(path: str, passes: Any = None) -> LoadedGraph:
                 if v.kind == "const":
                     v.data = array
                 else:
-                    v.tensor = Tensor._make(np.array(array), v.device, False)
+                    v.tensor = Tensor._make(on_device(array, v.device), v.device, False)
             values[r["id"]] = v
         graph.inputs = [values[i] for i in doc["inputs"]]
         graph.states = [values[i] for i in doc["states"]]

@@ -134,6 +134,8 @@ def cumsum(b: GraphBuilder, n: Any) -> str:
     x = n.inputs[0]
     if n.in_specs[0].dtype is not n.out_specs[0].dtype:
         x = _cast(b, x, n.out_specs[0].dtype)
+    if not _rank(n):  # ONNX CumSum refuses scalars; the cumulative sum of one element is itself
+        return b.node("Identity", [x])
     return b.node("CumSum", [x, b.const(np.array(int(n.attrs["dim"]), dtype=np.int64))])
 
 
@@ -143,7 +145,7 @@ def bool_reduction(onnx_op: str) -> Callable:
     def emit(b: GraphBuilder, n: Any) -> str:
         x = _cast(b, _cast(b, n.inputs[0], dtypes.bool_), dtypes.int32)
         out = reduce(b, onnx_op, x, n.attrs.get("dims"), n.attrs.get("keepdim", False))
-        return _cast(b, out, dtypes.bool_)
+        return _cast(b, out, n.out_specs[0].dtype)  # bool (uint8 for uint8 input, as PyTorch)
 
     return emit
 
@@ -199,6 +201,18 @@ def remainder(b: GraphBuilder, n: Any) -> str:
         return b.node("Mod", n.inputs, fmod=0)  # integer Mod with fmod=0 takes the divisor's sign, like Python
     a, c = n.inputs
     return b.node("Sub", [a, b.node("Mul", [b.node("Floor", [b.node("Div", [a, c])]), c])])
+
+
+def logical(onnx_op: str) -> Callable:
+    """``logical_not/and/or/xor``: ONNX's Not/And/Or/Xor take bools only; other inputs are cast (0 -> False,
+    anything else, NaN included, -> True, as PyTorch reads them)."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        inputs = [x if spec.dtype is dtypes.bool_ else _cast(b, x, dtypes.bool_)
+                  for x, spec in zip(n.inputs, n.in_specs)]
+        return b.node(onnx_op, inputs)
+
+    return emit
 
 
 def bitwise(bool_op: str, int_op: str) -> Callable:

@@ -43,11 +43,21 @@ else:
 
 
 def _device_error(op: OpDef, args: tuple) -> RuntimeError:
-    where = ", ".join(f"{a.device}" for a in args if isinstance(a, Tensor))
+    found = list(dict.fromkeys(str(a.device) for a in args if isinstance(a, Tensor)))
     return RuntimeError(
-        f"{op.name}: expected all tensors to be on the same device, but found tensors on {where}. "
-        "Move them first, e.g. with .to(device)."
+        f"{op.name}: expected all tensors to be on the same device, but found at least two devices, "
+        f"{' and '.join(found)}. Move them first, e.g. with .to(device)."
     )
+
+
+def _cpu_scalars_to_device(op: OpDef, args: tuple) -> tuple:
+    """Tensors of two devices: 0-d CPU tensors join the others' device (PyTorch treats them as scalars
+    there, ``cuda_x * torch.tensor(2.0)`` works); any other mix raises, naming the op and the devices."""
+    others = {a._device for a in args if isinstance(a, Tensor) and not (a._device.type == "cpu" and a._data.ndim == 0)}
+    if len(others) != 1:
+        raise _device_error(op, args)
+    (target,) = others
+    return tuple(a.to(target) if isinstance(a, Tensor) and a._device != target else a for a in args)
 
 
 def _keep_half(out: Any, like: Any) -> Any:
@@ -190,7 +200,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
             if device is None:
                 device = d
             elif d is not device and d != device:
-                raise _device_error(op, args)
+                return apply(op, _cpu_scalars_to_device(op, args), attrs)
             arrays.append(a._data)
             if a._requires_grad:
                 needs_grad = True
@@ -249,7 +259,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             target = dtypes.get_default_dtype()
             a, b = cast(a, target), cast(b, target)
         if a._device is not b._device and a._device != b._device:
-            raise _device_error(op, (a, b))
+            a, b = _cpu_scalars_to_device(op, (a, b))
     elif a_tensor or b_tensor:
         tensor = a if a_tensor else b
         scalar = b if a_tensor else a

@@ -121,7 +121,7 @@ FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, save="none", onnx
 CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
 ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, save="none",
                onnx=to_onnx.round_decimals)
-LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, onnx="Not",
+LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, onnx=to_onnx.logical("Not"),
                      differentiable=False)
 LOGICAL_NOT.shape_rule = elementwise_rule("bool")
 ISNAN = _unary("isnan", lambda xp, x: xp.isnan(x), None, onnx="IsNaN", differentiable=False)
@@ -267,7 +267,7 @@ for _name, _fn, _sym, _onnx in [
     _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn), None, onnx=_onnx,
             out_dtype="bool")
 for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, onnx=_onnx,
+    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, onnx=to_onnx.logical(_onnx),
             out_dtype="bool")
 
 

@@ -71,19 +71,19 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
             "of a function that returns multiple views. Such functions do not allow the output views to be modified "
             "inplace. You should replace the inplace operation by an out-of-place one."
         )
-    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):
-        raise RuntimeError(
+    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):  # a TracingError: ember.compile runs it eagerly
+        raise interpreters.TracingError(
             f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
             "is being built (ember.compile / define-then-run); use an out-of-place op (e.g. ember.where) or "
             ".clone() the view first."
         )
-    if not _writeable(t._data):
+    if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
 
 
-def _writeable(data: Any) -> bool:
-    """False for NumPy's read-only (expanded, broadcast) views; CuPy arrays have no such flag."""
-    return getattr(getattr(data, "flags", None), "writeable", True)
+def _writeable(t: Any) -> bool:
+    """False for NumPy's read-only (expanded, broadcast) views; the backend answers."""
+    return t._device.backend.is_writeable(t._data)
 
 
 def _lift(t: Any) -> None:
@@ -117,7 +117,7 @@ def _write(t: Any, result: Any, op_name: str) -> None:
             f"{op_name}: result type {from_numpy_dtype(result.dtype)} can't be cast to the desired output type "
             f"{from_numpy_dtype(data.dtype)}; convert the tensor first (e.g. x = x.float())."
         )
-    if not _writeable(data):
+    if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
     data[...] = result
 
@@ -154,7 +154,7 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
             _write(t, np.full((), value, dtype=t._data.dtype), op_name)
             t._bump()
             return t
-    if not recording and t._data.flags.writeable:
+    if not recording and t._device.backend.is_writeable(t._data):
         t._data.fill(value)
         t._bump()
         return t
@@ -220,7 +220,7 @@ def _refresh_views(base: Any, written: Any) -> None:
         return
     live = vc[1]
     kept = []
-    overlap = getattr(base._device.xp, "may_share_memory", None)
+    overlap = base._device.backend.may_share_memory
     for ref in live:
         other = ref()
         if other is None:
@@ -228,7 +228,7 @@ def _refresh_views(base: Any, written: Any) -> None:
         kept.append(ref)
         if other is written or other._base is not base or other._view_fn[1] == "no_grad":
             continue
-        if written is not None and overlap is not None and not overlap(other._data, written._data):
+        if written is not None and not overlap(other._data, written._data):
             continue  # untouched elements: the old history is still exact
         _replay_into(other, base, plain_steps(other._view_fn[0]))
     live[:] = kept
@@ -256,7 +256,7 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     elif not recording:
         other_data = other._data if isinstance(other, dispatch.Tensor) else other
         ufunc = op.ufunc
-        if ufunc is not None and t._data.flags.writeable:
+        if ufunc is not None and t._device.backend.is_writeable(t._data):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:
             out = op.impl(t._device.xp, t._data, other_data)
@@ -299,6 +299,8 @@ def setitem(t: Any, key: Any, value: Any) -> None:
 
     _lift(t)
     index, index_tensors = movement.split_index(key, t._device)
+    if isinstance(value, dispatch.Tensor) and value._device != t._device:
+        value = value.to(t._device)  # t[i] = v copies v across devices, as PyTorch's copy_ does
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
@@ -306,9 +308,7 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
         raw = value._data if isinstance(value, dispatch.Tensor) else value
-        if isinstance(value, dispatch.Tensor) and value._device != t._device:
-            raise RuntimeError(f"index_put_: value is on {value.device} but the tensor is on {t.device}; move it first")
-        if not _writeable(t._data):
+        if not _writeable(t):
             raise RuntimeError(f"index_put_: {_OVERLAP_MESSAGE}")
         try:
             t._data[full] = raw

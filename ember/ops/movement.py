@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember import dtypes
+from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -135,8 +138,21 @@ def _getitem_vjp(ctx: Any, g: Any) -> tuple:
     return (grad,) + (None,) * len(index_tensors)
 
 
+def _getitem_rule(x: Spec, *index_arrays: Any, index: tuple) -> Spec:
+    """The shape ``x[index]`` has, from shapes alone; a boolean mask's selection size depends on its values."""
+    if any(isinstance(a, Spec) and a.dtype is dtypes.bool_ for a in index_arrays):
+        raise TracingError(
+            f"index: a boolean mask of shape {[tuple(a.shape) for a in index_arrays if isinstance(a, Spec)]} selects a "
+            "number of elements that depends on its values, which a static graph cannot hold (ember.compile runs it "
+            "eagerly). Inside a compiled function keep the shape: ember.where(mask, x, 0) or x.masked_fill(~mask, 0).")
+    zeros = [np.broadcast_to(np.zeros((), dtype=a.dtype.np), a.shape) if isinstance(a, Spec) else a  # valid indices
+             for a in (x, *index_arrays)]
+    out = _getitem_impl(np, zeros[0], *zeros[1:], index=index)
+    return Spec(tuple(out.shape), x.dtype, x.device)
+
+
 GETITEM = register(OpDef(
-    name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs",
+    name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs", shape_rule=_getitem_rule,
     nondiff_inputs=tuple(range(1, 64)), onnx=to_onnx.getitem, view=True,
 ))
 
@@ -193,9 +209,16 @@ def _index_put_vjp(ctx: Any, g: Any) -> tuple:
         gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)
     gv = None
     if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to
+        from ember.ops.elementwise import sum_to, where
 
-        gv = sum_to(getitem_with(g, index, index_tensors), ctx.input_meta[1])
+        value_shape = tuple(ctx.input_meta[1])
+        mask = index_tensors[0] if len(index) == 1 and len(index_tensors) == 1 else None
+        if mask is not None and mask.dtype is dtypes.bool_ and tuple(mask.shape) == tuple(g.shape) \
+                and int(np.prod(value_shape)) == 1:
+            # x[mask] = scalar: sum g over the mask without selecting (a static shape, so graphs hold it)
+            gv = where(mask, g, 0.0).sum().reshape(value_shape)
+        else:
+            gv = sum_to(getitem_with(g, index, index_tensors), value_shape)
     return (gx, gv) + (None,) * len(index_tensors)
 
 
@@ -218,6 +241,8 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
         if isinstance(item, dispatch.Tensor):
             if item.dtype is not dtypes.bool_ and item.dtype.category != 1:
                 raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
+            if item._device != device and item._device.type == "cpu":
+                item = item.to(device)  # CPU indices of a device tensor move with it, as in PyTorch
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(item)
         elif isinstance(item, (list, tuple, range)) or (

@@ -248,10 +248,25 @@ MAX_DIM = register(OpDef(name="max_dim", category="reduction", impl=_max_dim_imp
 MIN_DIM = register(OpDef(name="min_dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
                          save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
 
-ALL = register(OpDef(name="all", category="reduction", shape_rule=reduce_rule("bool"),
-                     impl=lambda xp, x, dims=None, keepdim=False: xp.all(x, axis=_axis(dims), keepdims=keepdim), onnx=to_onnx.bool_reduction("ReduceMin")))
-ANY = register(OpDef(name="any", category="reduction", shape_rule=reduce_rule("bool"),
-                     impl=lambda xp, x, dims=None, keepdim=False: xp.any(x, axis=_axis(dims), keepdims=keepdim), onnx=to_onnx.bool_reduction("ReduceMax")))
+def _bool_reduction_impl(name: str) -> Any:
+    """``all``/``any``: bool results, except uint8 in, uint8 out (PyTorch keeps uint8 for these two)."""
+
+    def impl(xp: Any, x: Any, dims: Any = None, keepdim: bool = False) -> Any:
+        out = getattr(xp, name)(x, axis=_axis(dims), keepdims=keepdim)
+        return out.astype(x.dtype) if x.dtype == xp.uint8 else out
+
+    return impl
+
+
+def _bool_reduction_rule(x: Spec, dims: tuple | None = None, keepdim: bool = False) -> Spec:
+    spec = reduce_rule("bool")(x, dims, keepdim)
+    return Spec(spec.shape, x.dtype, x.device) if x.dtype is dtypes.uint8 else spec
+
+
+ALL = register(OpDef(name="all", category="reduction", shape_rule=_bool_reduction_rule,
+                     impl=_bool_reduction_impl("all"), onnx=to_onnx.bool_reduction("ReduceMin")))
+ANY = register(OpDef(name="any", category="reduction", shape_rule=_bool_reduction_rule,
+                     impl=_bool_reduction_impl("any"), onnx=to_onnx.bool_reduction("ReduceMax")))
 
 
 def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
+from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
@@ -134,7 +135,7 @@ def _unique_impl(xp: Any, x: Any, dim: Any = None) -> tuple:
 
 
 def _unique_rule(x: Spec, dim: Any = None) -> tuple:
-    raise RuntimeError(
+    raise TracingError(
         f"unique: the number of unique values of a tensor of shape {tuple(x.shape)} depends on its data, so it "
         "cannot be traced into a static graph; compute it eagerly outside ember.compile."
     )

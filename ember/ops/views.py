@@ -22,6 +22,8 @@ register(OpDef(
     impl=lambda xp, x, device, source: __import__("ember.device", fromlist=["to_device"]).to_device(device)
     .backend.asarray(x),
     vjp=lambda ctx, g: (g.to(ctx.attrs["source"]),), onnx=to_onnx.identity,
+    shape_rule=lambda x, device, source: Spec(x.shape, x.dtype, __import__("ember.device", fromlist=["to_device"])
+                                              .to_device(device)),
 ))
 
 
@@ -466,7 +468,7 @@ def _multi_output_views(outs: list, name: str) -> tuple:
 def _diagonal_impl(xp: Any, x: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     out = xp.diagonal(x, offset, dim1, dim2)
     flags = out.flags
-    if not getattr(flags, "writeable", True) and x.flags.writeable:
+    if not getattr(flags, "writeable", True) and getattr(x.flags, "writeable", True):
         flags.writeable = True  # NumPy hands out a read-only diagonal of a writable array: same memory
     return out
 
@@ -506,7 +508,10 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
         length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
         r = arange(length, device=input.device) + max(-offset, 0)
         c = arange(length, device=input.device) + max(offset, 0)
-        return moved[..., r, c]
+        out = moved[..., r, c]
+        # Still a view for in-place writes: the graph carries them back into ``input``.
+        input._data.interpreter.mark_view(out, input, "diagonal", {"offset": int(offset), "dim1": d1, "dim2": d2})
+        return out
     return dispatch.apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
 
 

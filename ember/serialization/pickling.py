@@ -21,7 +21,7 @@ def reduce_tensor(tensor: Any) -> tuple:
     """``Tensor.__reduce_ex__``: rebuild from (array, requires_grad, kind, device)."""
     from ember.nn.parameter import Buffer, Parameter
 
-    array = np.asarray(tensor.detach().cpu().__array__())
+    array = np.asarray(tensor.detach().cpu().numpy())
     kind = "parameter" if isinstance(tensor, Parameter) else "buffer" if isinstance(tensor, Buffer) else "tensor"
     state = dict(tensor.__dict__) or None
     return (rebuild_tensor, (array, bool(tensor.requires_grad), kind, str(tensor.device)), state)

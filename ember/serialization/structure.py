@@ -61,7 +61,7 @@ class Encoder:
             if id(obj) in self.seen:
                 return self.seen[id(obj)]
             name = self._name(path)
-            self.arrays[name] = np.asarray(obj.detach().__array__())
+            self.arrays[name] = np.asarray(obj.detach().cpu().numpy())
             ref: dict = {"__tensor__": name}
             if obj.requires_grad:
                 ref["requires_grad"] = True

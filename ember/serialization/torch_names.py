@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import collections
 import math
+import re
+import threading
 from typing import Any
 
 import numpy as np
@@ -56,10 +58,30 @@ class StorageType:
 class Storage:
     """A loaded storage: a 1-D NumPy array (``None`` during the legacy format's first pass)."""
 
-    __slots__ = ("key", "array", "dtype")
+    __slots__ = ("key", "array", "dtype", "location")
 
-    def __init__(self, key: str, array: np.ndarray | None, dtype: np.dtype) -> None:
+    def __init__(self, key: str, array: np.ndarray | None, dtype: np.dtype, location: str = "cpu") -> None:
         self.key, self.array, self.dtype = key, array, dtype
+        self.location = check_location(location, key)
+
+
+_LOCATION = re.compile(r"(cpu|cuda(:[0-9]{1,3})?)")
+
+
+def check_location(location: Any, key: str) -> str:
+    """A storage's saved device (``cpu``, ``cuda``, ``cuda:0`` ...): read from the file, so checked."""
+    if not isinstance(location, str) or not _LOCATION.fullmatch(location):
+        raise CheckpointError("pickle", f"storage {key!r}", f"has location {location!r:.40}; expected 'cpu' or 'cuda[:N]'")
+    return location
+
+
+class Placement(threading.local):
+    """``map_location`` of the load in progress in this thread: rebuilt tensors go where it says."""
+
+    map_location: Any = None
+
+
+PLACEMENT = Placement()
 
 
 def _int(value: Any, what: str) -> int:
@@ -107,6 +129,10 @@ def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, re
         data = np.lib.stride_tricks.as_strided(array[offset:], shape=size, strides=tuple(s * item for s in stride),
                                                writeable=array.flags.writeable)
     tensor = _wrap_array(data, to_device("cpu"))
+    if storage.location != "cpu" or PLACEMENT.map_location is not None:  # saved on a GPU, or map_location
+        from ember.serialization.safetensors_format import place
+
+        tensor = place(tensor, storage.location, PLACEMENT.map_location)
     if requires_grad:
         if not tensor.dtype.is_floating_point:
             raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"requires grad but has dtype "

@@ -22,16 +22,17 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import struct
 import zipfile
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
 from ember.serialization.errors import CheckpointError
 from ember.serialization.restricted_unpickler import Unpickler
-from ember.serialization.torch_names import Storage, StorageType
+from ember.serialization.torch_names import PLACEMENT, Storage, StorageType
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
@@ -100,12 +101,12 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
             array = array.view(dtype)
         else:
             array = np.frombuffer(bytearray(archive.read(info)), dtype=dtype)
-        storages[key] = Storage(key, array, dtype)
+        storages[key] = Storage(key, array, dtype, location)
         return storages[key]
 
     data = archive.read(pickles[0])
-    obj = Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
-    return _place(obj, map_location)
+    with _placed(map_location):
+        return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
 
 
 class _MemmapFile(io.RawIOBase):
@@ -163,7 +164,7 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
         dtype = kind.numpy_dtype(where)
         if seen.setdefault(key, (dtype, numel)) != (dtype, numel):
             raise CheckpointError(where, f"storage {key!r}", "is declared twice with different dtypes or sizes")
-        return Storage(key, None, dtype)
+        return Storage(key, None, dtype, location)
 
     Unpickler(stream, where, storage=first_pass, weights_only=weights_only).load()
     keys = plain()
@@ -198,22 +199,20 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
             if offset + size > array.shape[0]:
                 raise CheckpointError(where, f"storage {key!r}", f"view [{offset}, {offset + size}) is past its end")
             array = array[offset:offset + size]
-        return Storage(key, array, array.dtype)
+        return Storage(key, array, array.dtype, location)
 
     stream.seek(main)
-    obj = Unpickler(stream, where, storage=second_pass, weights_only=weights_only).load()
-    return _place(obj, map_location)
+    with _placed(map_location):
+        return Unpickler(stream, where, storage=second_pass, weights_only=weights_only).load()
 
 
-def _place(obj: Any, map_location: Any) -> Any:
-    """Move loaded tensors where ``map_location`` says (CPU needs nothing)."""
-    if map_location is None or callable(map_location) or str(map_location) == "cpu" \
-            or (isinstance(map_location, dict) and not map_location):
-        return obj  # a callable (torch's ``lambda storage, loc: storage`` idiom) keeps storages on the CPU
-    from ember.serialization.safetensors_format import target_device
-
-    target = target_device("cpu", map_location)
-    if target == "cpu":
-        return obj
-    raise CheckpointError("ember.load", "map_location", f"{map_location!r}: PyTorch-format files load on the CPU; "
-                          "move the tensors after loading (tensor.to(device))")
+@contextlib.contextmanager
+def _placed(map_location: Any) -> Iterator[None]:
+    """Tensors rebuilt inside go where ``map_location`` says, else to the device they were saved on
+    (a storage saved on ``cuda:0`` loads onto the GPU, as in PyTorch; see torch_names.PLACEMENT)."""
+    before = PLACEMENT.map_location
+    PLACEMENT.map_location = map_location
+    try:
+        yield
+    finally:
+        PLACEMENT.map_location = before

@@ -39,10 +39,10 @@ _DEVICE = TorchName("torch", "device")
 class _StorageRef:
     """A storage to write: pickled as a persistent id, its bytes written as ``data/<key>``."""
 
-    __slots__ = ("key", "array", "kind")
+    __slots__ = ("key", "array", "kind", "location")
 
-    def __init__(self, key: str, array: np.ndarray) -> None:
-        self.key, self.array = key, array
+    def __init__(self, key: str, array: np.ndarray, location: str = "cpu") -> None:
+        self.key, self.array, self.location = key, array, location
         self.kind = TorchName("torch", DTYPE_STORAGES[_dtype_name(array.dtype)])
 
 
@@ -66,7 +66,7 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, _StorageRef):
-            return ("storage", obj.kind, obj.key, "cpu", int(obj.array.size))
+            return ("storage", obj.kind, obj.key, obj.location, int(obj.array.size))
         return None
 
     def _storage_of(self, array: np.ndarray) -> tuple[_StorageRef, int, tuple]:
@@ -107,8 +107,11 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         if isinstance(obj, Tensor):
             from ember.nn import Parameter
 
-            array = np.asarray(obj.detach().cpu().__array__())
+            device = obj.device
+            array = obj.detach().cpu().numpy()  # a device tensor: a host copy, saved with its device (torch's "cuda:0")
             ref, offset, strides = self._storage_of(array)
+            if device.type != "cpu":
+                ref.location = f"{device.type}:{device.index or 0}"
             args = (ref, offset, tuple(array.shape), strides, bool(obj.requires_grad), collections.OrderedDict())
             if isinstance(obj, Parameter):
                 plain = (_REBUILD_TENSOR, args[:4] + (False, collections.OrderedDict()))

@@ -52,7 +52,9 @@ def _out(values: np.ndarray, like: Tensor) -> Tensor:
 
 
 def _host(x: Tensor) -> np.ndarray:
-    return x.detach().numpy()
+    """The values for SciPy/NumPy on the host: an explicit copy for device tensors (``_out`` puts the
+    result back on ``x``'s device)."""
+    return x.detach().cpu().numpy()
 
 
 # ---- special functions --------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 def _array(value: Any) -> np.ndarray:
     """Host NumPy view of a tensor/array/number (detached; copied from the GPU when needed)."""
     if hasattr(value, "detach"):
-        value = value.detach()
+        return value.detach().cpu().numpy()  # an explicit device -> host copy (a no-op on the CPU)
     return np.asarray(value)
 
 

@@ -97,9 +97,9 @@ class TensorBoard(Callback):
             self.writer.add_scalar(tag, value, epoch)
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             for name, param in self.model.module.named_parameters():
-                self.writer.add_histogram(f"weights/{name}", np.asarray(param.detach()), epoch)
+                self.writer.add_histogram(f"weights/{name}", param.detach().cpu().numpy(), epoch)
                 if self.write_grads and param.grad is not None:
-                    self.writer.add_histogram(f"grads/{name}", np.asarray(param.grad.detach()), epoch)
+                    self.writer.add_histogram(f"grads/{name}", param.grad.detach().cpu().numpy(), epoch)
         self.writer.flush()
 
     def on_train_end(self, logs: dict | None = None) -> None:

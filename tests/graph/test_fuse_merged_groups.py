@@ -65,8 +65,8 @@ def test_native_where_matches_numpy_including_nan_and_inf(dtype):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
     # operands the select does not cover fall back to np.where
-    assert fuse_mod._native_where(cond, x[:, ::2], 0) is None
-    assert fuse_mod._native_where(cond, x, y.astype(np.float16)) is None
+    assert fuse_mod._native_where(np, cond, x[:, ::2], 0) is None
+    assert fuse_mod._native_where(np, cond, x, y.astype(np.float16)) is None
 
 
 def test_relu_backward_in_a_compiled_step_matches_eager():

@@ -20,57 +20,13 @@ import pytest
 import ember
 from ember.ops.registry import OPS
 
-from op_specs import (COVERED_BY_BACKWARD, FUNCTIONAL_TESTS, GRAPH_ONLY_OPS, SPECS, OpSpec, functional_name,
-                      sample)
-
-LOW_PRECISION = ("float16", "bfloat16")
-TOL = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6), "float16": (1e-2, 1e-2), "bfloat16": (4e-2, 4e-2)}
-
-
-def _np_dtype(name: str) -> Any:
-    return ember.dtypes.to_dtype(name).np
-
-
-def make_inputs(spec: OpSpec, case: tuple, dtype: str, seed: int = 0) -> list:
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for i, shape in enumerate(case):
-        if i in spec.fixed:
-            arrays.append(spec.fixed[i](rng, case))
-            continue
-        domain = spec.domain[i] if isinstance(spec.domain, tuple) else spec.domain
-        if dtype in LOW_PRECISION:
-            arrays.append(sample(rng, shape, domain, np.float64).astype(_np_dtype(dtype)))
-        else:
-            arrays.append(sample(rng, shape, domain, _np_dtype(dtype)))
-    return arrays
-
-
-def _as_tuple(value: Any) -> tuple:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
-def _to_numpy(t: Any) -> np.ndarray:
-    return np.asarray(t.detach().__array__())
-
-
-def _reference(spec: OpSpec, arrays: list, dtype: str) -> tuple:
-    """The NumPy result, computed in float64 for floating inputs (the inputs' exact values)."""
-    is_float = dtype not in ("bool", "uint8", "int8", "int16", "int32", "int64")
-    ref_in = [a.astype(np.float64) if is_float and np.asarray(a).dtype.kind == "f" or
-              (is_float and a.dtype.name == "bfloat16") else a for a in arrays]
-    with np.errstate(all="ignore"):
-        return tuple(np.asarray(r) for r in _as_tuple(spec.ref(*ref_in)))
-
-
-def _expected_dtype(spec: OpSpec, dtype: str, ref_out: np.ndarray, position: int) -> str | None:
-    is_float = ember.dtypes.to_dtype(dtype).is_floating_point
-    if position > 0 and ref_out.dtype.kind in "iu":
-        return "int64"  # indices of max/min
-    rule = spec.float_out if is_float else spec.int_out
-    if rule is None:
-        return None
-    return dtype if rule == "same" else rule
+from op_harness import LOW_PRECISION, assert_matches_reference, make_inputs, reference
+from op_harness import as_tuple as _as_tuple
+from op_harness import cotangents as _cotangents
+from op_harness import diff_positions as _diff_positions
+from op_harness import ember_loss as _ember_loss
+from op_harness import to_numpy as _to_numpy
+from op_specs import COVERED_BY_BACKWARD, FUNCTIONAL_TESTS, GRAPH_ONLY_OPS, SPECS, OpSpec, functional_name
 
 
 # ---- forward ---------------------------------------------------------------------------------------
@@ -91,22 +47,7 @@ def test_forward(spec: OpSpec, case: tuple, dtype: str) -> None:
     arrays = make_inputs(spec, case, dtype)
     tensors = [ember.tensor(a) for a in arrays]
     outs = _as_tuple(spec.fn(*tensors))
-    refs = _reference(spec, arrays, dtype)
-    assert len(outs) == len(refs), f"{spec.name}: {len(outs)} outputs, reference has {len(refs)}"
-    for i, (out, ref) in enumerate(zip(outs, refs)):
-        rtol, atol = TOL.get(dtype) or TOL.get(out.dtype.name, (0, 0))
-        assert isinstance(out, ember.Tensor), f"{spec.name}: output {i} is {type(out).__name__}"
-        assert tuple(out.shape) == ref.shape, f"{spec.name}: shape {tuple(out.shape)} != reference {ref.shape}"
-        expected = _expected_dtype(spec, dtype, ref, i)
-        if expected is not None:
-            assert out.dtype.name == expected, f"{spec.name}: dtype {out.dtype} for {dtype} inputs, want {expected}"
-        got = _to_numpy(out)
-        if ref.dtype.kind in "biu" and got.dtype.kind in "biu":
-            np.testing.assert_array_equal(got, ref, err_msg=spec.name)
-        else:
-            scale = max(1.0, float(np.nanmax(np.abs(ref), initial=0, where=np.isfinite(ref)))) if ref.size else 1.0
-            np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
-                                       atol=atol * scale, equal_nan=True, err_msg=spec.name)
+    assert_matches_reference(spec, outs, reference(spec, arrays, dtype), dtype)
     for t, a in zip(tensors, arrays):  # ops never write into their inputs
         got, want = _to_numpy(t), a
         if dtype == "bfloat16" and a.dtype.kind not in "biu":
@@ -115,17 +56,6 @@ def test_forward(spec: OpSpec, case: tuple, dtype: str) -> None:
 
 
 # ---- first order -----------------------------------------------------------------------------------
-def _diff_positions(spec: OpSpec, arrays: list) -> tuple:
-    if spec.diff is not None:
-        return spec.diff
-    return tuple(i for i, a in enumerate(arrays) if i not in spec.fixed and a.dtype.kind == "f")
-
-
-def _cotangents(outs: tuple, seed: int = 1) -> list:
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(tuple(o.shape)) if o.dtype.is_floating_point else None for o in outs]
-
-
 def _numeric_grad(fn: Any, arrays: list, position: int, eps: float) -> np.ndarray:
     """Central differences of the scalar ``fn(arrays)`` with respect to ``arrays[position]``."""
     base = arrays[position]
@@ -141,21 +71,6 @@ def _numeric_grad(fn: Any, arrays: list, position: int, eps: float) -> np.ndarra
         args_m[position] = minus
         flat[k] = (fn(args_p) - fn(args_m)) / (2 * eps)
     return grad
-
-
-def _ember_loss(spec: OpSpec, tensors: list, cotangents: list) -> tuple:
-    outs = _as_tuple(spec.fn(*tensors))
-    terms = []
-    for out, v in zip(outs, cotangents):
-        if v is None:
-            continue
-        assert out.requires_grad, f"{spec.name}: a floating output does not require grad"
-        v_t = v if isinstance(v, ember.Tensor) else ember.tensor(v, dtype=out.dtype)
-        terms.append((out * v_t).sum())
-    loss = terms[0]
-    for term in terms[1:]:
-        loss = loss + term
-    return outs, loss
 
 
 def _grad_cases() -> list:

@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ember.graph.ir import Graph, Node, Value
+from ember.graph.ir import Graph, Node, Value, device_xp
 from ember.graph.passes.rules import binary_identity
 
 GRAPH_PASSES = ("simplify", "cse", "fold", "dce")
@@ -138,11 +138,12 @@ def fold(graph: Graph) -> Graph:
             continue
         arrays = [consts[i.id].data if isinstance(i, Value) else i for i in ins]
         attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
+        xp = device_xp(node, np)  # constants live on the graph's device: fold there
         with np.errstate(all="ignore"):
-            result = node.op.impl(np, *arrays, **attrs)
+            result = node.op.impl(xp, *arrays, **attrs)
         results = result if len(node.outputs) > 1 else (result,)
         for out, r in zip(node.outputs, results):
-            r = np.asarray(r)
+            r = xp.asarray(r)
             if r.dtype != out.dtype:
                 r = r.astype(out.dtype)
             c = Value(graph, out.shape, out.edtype, out.device, "const")

@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.graph.ir import Node, Value
+from ember.backends import backend_for, native_kernel, special_function
+from ember.graph.ir import Node, Value, device_xp
 from ember.graph.passes import kernel_text
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.registry import OpDef
@@ -137,7 +138,7 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
         upstream = frozenset().union(*(deps.get(i.id, frozenset()) for i in ins)) if ins else frozenset()
         chosen = None
         if fusable(node) or _reducer(node):
-            out_shape = node.outputs[0].shape
+            out_shape = _loop(node.outputs[0])
             if any(i.id in reduced for i in ins):
                 ins_groups = []  # a reduced value is complete only after its kernel: start a new group
             else:
@@ -148,7 +149,7 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
                     continue
                 if fusable(node) and shape_of_group[g] != out_shape:
                     continue
-                if _reducer(node) and shape_of_group[g] != i.shape:
+                if _reducer(node) and shape_of_group[g] != _loop(i):
                     continue
                 # Joining g must not create a cycle through a node outside g.
                 if all(group(j) == g or not depends(j, {g}) for j in ins):
@@ -201,8 +202,13 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
             members = groups[g]
             unit_of_group[g] = len(units)
             units.append(members[0] if len(members) == 1 and not _reducer(members[0]) else
-                         make_fused_node(members, used_outside, xp))
+                         make_fused_node(members, used_outside, device_xp(members[0], xp)))
     return _toposort(units)
+
+
+def _loop(v: Value) -> tuple:
+    """What a fused loop runs over: a shape on one device (a group never spans two devices)."""
+    return v.shape, str(v.device)
 
 
 def _toposort(units: list[Node]) -> list[Node]:
@@ -263,11 +269,9 @@ def _resolve(xp: Any, fn: str) -> tuple[Any, str]:
     if fn in ("cast", "where", "copy"):
         return None, fn
     if fn in SPECIAL:
-        from ember.backends import special_function
-
         return special_function(xp, fn), "plain"
     f = getattr(xp, fn)
-    if isinstance(f, np.ufunc):
+    if isinstance(f, getattr(xp, "ufunc", np.ufunc)):
         return f, "ufunc"
     return f, ("out" if fn in _OUT_FUNCTIONS else "plain")
 
@@ -286,31 +290,29 @@ def _run(xp: Any, f: Any, mode: str, operands: list, kwargs: dict, out: Any) -> 
         xp.copyto(out, operands[0], casting="unsafe")
         return out
     if mode == "where":
-        if xp is np:
-            result = _native_where(*operands)
-            if result is not None:
-                return result
-        return xp.where(*operands)
+        result = _native_where(xp, *operands)
+        return xp.where(*operands) if result is None else result
     if mode == "copy":
         return xp.array(operands[0])
     result = f(*operands, out=out, **kwargs) if mode == "out" and out is not None else f(*operands, **kwargs)
     return xp.asarray(result)  # NumPy's full reductions return scalars
 
 
-def _native_where(cond: Any, x: Any, y: Any) -> Any:
-    """``np.where`` through a vectorized native select when the operands allow, else None.
+def _native_where(xp: Any, cond: Any, x: Any, y: Any) -> Any:
+    """``xp.where`` through the backend's vectorized native select when the operands allow, else None.
 
     Covers a bool ``cond`` and float ``x``/``y`` of one shape, contiguous, one of them possibly a
     Python number (``where(mask, g, 0)`` in relu's gradient); NumPy's result dtype rules hold there.
     """
-    if not (isinstance(cond, np.ndarray) and cond.dtype == np.bool_ and cond.flags.c_contiguous):
+    array = xp.ndarray
+    if not (isinstance(cond, array) and cond.dtype == np.bool_ and cond.flags.c_contiguous):
         return None
-    flip = not isinstance(x, np.ndarray)
+    flip = not isinstance(x, array)
     arr, other = (y, x) if flip else (x, y)
-    if not (isinstance(arr, np.ndarray) and arr.shape == cond.shape and arr.dtype.kind == "f"
+    if not (isinstance(arr, array) and arr.shape == cond.shape and arr.dtype.kind == "f"
             and arr.dtype.itemsize >= 4 and arr.flags.c_contiguous):
         return None
-    if isinstance(other, np.ndarray):
+    if isinstance(other, array):
         if flip or other.shape != arr.shape or other.dtype != arr.dtype or not other.flags.c_contiguous:
             return None
         name = "where_arrays"
@@ -318,12 +320,10 @@ def _native_where(cond: Any, x: Any, y: Any) -> Any:
         name = "where_scalar"
     else:
         return None
-    from ember.backends import cpu_kernels
-
-    kernel = cpu_kernels.get(name)
+    kernel = native_kernel(xp, name)
     if kernel is None:
         return None
-    out = np.empty(arr.shape, dtype=arr.dtype)
+    out = xp.empty(arr.shape, dtype=arr.dtype)
     if name == "where_arrays":
         kernel(cond.reshape(-1), arr.reshape(-1), other.reshape(-1), out.reshape(-1))
     else:
@@ -446,15 +446,8 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
         lines.append(f"{name} = {fn}({', '.join(args)})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
-    from ember.graph.passes import fuse_numba
-
-    if xp is np and fuse_numba.worth_compiling(steps, outputs) and fuse_numba.supported(steps, len(outputs)) \
-            and _single_loop(members) and fuse_numba.available():
-        kernel = fuse_numba.NumbaKernel(steps, len(inputs), out_names, source, outputs)
-    from ember.backends import get_backend
-
-    compiled = get_backend("cpu" if xp is np else "cuda").fuse(source, "fused")
-    if compiled is not None:  # the backend's own kernel: called as kernel(xp, *inputs)
+    compiled = backend_for(xp).fuse(kernel, outputs, _single_loop(members))
+    if compiled is not None:  # the backend's own kernel (Numba on CPU): called as kernel(xp, *inputs)
         kernel = compiled
     label = "+".join(n.op.name for n in members)
     op = OpDef(name="fused", category="fused", impl=kernel, doc=f"{label}\n{source}")

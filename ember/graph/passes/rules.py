@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.graph.ir import Node, Value
+from ember.graph.ir import Node, Value, host_array
 from ember.ops.registry import OPS
 
 _PROBE = np.array([-2.5, -1.0, 0.5, 1.0, 3.0, 7.25])
@@ -51,7 +51,7 @@ def _scalar_of(v: Any) -> Any:
     if isinstance(v, (int, float)):
         return v
     if isinstance(v, Value) and v.kind == "const" and v.size <= 4096 and v.size > 0:
-        flat = np.asarray(v.data).reshape(-1)
+        flat = host_array(v).reshape(-1)
         if flat.dtype.kind in "fiu" and np.all(flat == flat[0]):
             return flat[0].item()
     return None

@@ -27,7 +27,7 @@ def _set_grad(param: Tensor, value: Tensor) -> None:
     # Write in place when the gradient owns a writable buffer (references to p.grad stay valid);
     # gradients can be read-only broadcast views, which get replaced instead.
     grad = param.grad
-    owns_buffer = getattr(grad._data, "base", None) is None and getattr(grad._data.flags, "writeable", True)
+    owns_buffer = getattr(grad._data, "base", None) is None and grad._device.backend.is_writeable(grad._data)
     if owns_buffer and grad.dtype == value.dtype:
         grad._data[...] = value._data
         grad._bump()
