@@ -60,6 +60,15 @@ class Log:
 
 
 log = Log()
+# PyTorch's device: "cuda"; "cpu" in --dry-run (ember then runs on the stand-in device: the script's
+# logic and ember's device paths are checked on a machine without a GPU; the figures mean nothing).
+TORCH_DEVICE = "cuda"
+DRY = False  # --dry-run: tiny sizes
+
+
+def _sync(lib: Any) -> None:
+    if lib is ember or TORCH_DEVICE == "cuda":
+        lib.cuda.synchronize()
 
 
 # ---- timing -------------------------------------------------------------------------------------------
@@ -67,6 +76,12 @@ def event_ms(lib: Any, fn: Callable[[], Any], repeats: int) -> list[float]:
     """Milliseconds of ``fn`` per call, by CUDA events of ``lib`` (ember.cuda or torch.cuda), one sample
     per call."""
     samples = []
+    if lib is not ember and TORCH_DEVICE != "cuda":  # dry run: PyTorch on the CPU, host clock
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        return samples
     for _ in range(repeats):
         start, end = lib.cuda.Event(enable_timing=True), lib.cuda.Event(enable_timing=True)
         start.record()
@@ -83,7 +98,7 @@ def side_by_side(fns: dict[str, tuple[Any, Callable[[], Any]]], warmup: int, rep
     for lib, fn in fns.values():
         for _ in range(warmup):
             fn()
-        lib.cuda.synchronize()
+        _sync(lib)
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, (lib, fn) in fns.items():
@@ -145,7 +160,7 @@ def train_step(lib: Any, model: Any, opt: Any, loss_fn: Callable, x: Any, y: Any
     def step() -> Any:
         opt.zero_grad(set_to_none=True)
         if autocast is not None:
-            with lib.autocast("cuda", dtype=autocast):
+            with lib.autocast("cuda" if lib is ember else TORCH_DEVICE, dtype=autocast):
                 loss = loss_fn(model(x), y)
         else:
             loss = loss_fn(model(x), y)
@@ -161,10 +176,10 @@ PEAK: dict[str, float] = {}
 
 
 def bench_matmul(torch: Any, quick: bool) -> None:
-    n = 2048 if quick else 8192
+    n = 128 if DRY else 2048 if quick else 8192
     log(f"\nmatmul {n}x{n}x{n}")
-    a_t = torch.randn(n, n, device="cuda")
-    b_t = torch.randn(n, n, device="cuda")
+    a_t = torch.randn(n, n, device=TORCH_DEVICE)
+    b_t = torch.randn(n, n, device=TORCH_DEVICE)
     a_e, b_e = to_ember(a_t), to_ember(b_t)
     flops = 2.0 * n ** 3
     for mode in ("fp32", "tf32", "bf16"):
@@ -190,15 +205,15 @@ def bench_matmul(torch: Any, quick: bool) -> None:
 def bench_w3(torch: Any, quick: bool) -> None:
     import workload_models as models
 
-    batch = 256
+    batch = 8 if DRY else 256
     log(f"\nW3: MNIST CNN (conv32-pool-conv64-pool-linear), batch {batch}, SGD")
     torch.manual_seed(0)
     m_t = models.mnist_cnn(torch)
     m_e = models.mnist_cnn(ember)
     copy_weights(m_t, m_e)
-    m_t, m_e = m_t.cuda(), m_e.cuda()
-    x_t = torch.randn(batch, 1, 28, 28, device="cuda")
-    y_t = torch.randint(0, 10, (batch,), device="cuda")
+    m_t, m_e = m_t.to(TORCH_DEVICE), m_e.cuda()
+    x_t = torch.randn(batch, 1, 28, 28, device=TORCH_DEVICE)
+    y_t = torch.randint(0, 10, (batch,), device=TORCH_DEVICE)
     x_e, y_e = to_ember(x_t), to_ember(y_t)
     check("w3 forward", m_e(x_e), m_t(x_t), 1e-4)
     step_t = train_step(torch, m_t, torch.optim.SGD(m_t.parameters(), 0.01), torch.nn.functional.cross_entropy,
@@ -210,14 +225,14 @@ def bench_w3(torch: Any, quick: bool) -> None:
 
 
 def bench_w4(torch: Any, quick: bool) -> None:
-    b, s, d, h, f = (8, 128, 256, 4, 1024) if quick else (32, 512, 1024, 16, 4096)
+    b, s, d, h, f = (2, 16, 32, 4, 64) if DRY else (8, 128, 256, 4, 1024) if quick else (32, 512, 1024, 16, 4096)
     log(f"\nW4: pre-LN encoder block B={b} S={s} D={d} {h} heads MLP {f}, Adam")
     make = lambda lib: lib.nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, norm_first=True)
     torch.manual_seed(0)
     m_t, m_e = make(torch), make(ember)
     copy_weights(m_t, m_e)
-    m_t, m_e = m_t.cuda(), m_e.cuda()
-    x_t = torch.randn(b, s, d, device="cuda")
+    m_t, m_e = m_t.to(TORCH_DEVICE), m_e.cuda()
+    x_t = torch.randn(b, s, d, device=TORCH_DEVICE)
     x_e = to_ember(x_t)
     check("w4 forward", m_e(x_e), m_t(x_t), 1e-4)
     flops = 3 * 2 * b * s * (4 * d * d + 2 * d * f) + 3 * 4 * b * s * s * d  # fwd + 2x for bwd: matmuls only
@@ -233,17 +248,18 @@ def bench_w4(torch: Any, quick: bool) -> None:
 def bench_gpt2(torch: Any, quick: bool) -> None:
     import workload_models as models
 
-    layers, d, heads, context, vocab, b = (2, 256, 4, 256, 50257, 2) if quick else (12, 768, 12, 1024, 50257, 8)
+    layers, d, heads, context, vocab, b = (1, 32, 2, 16, 97, 2) if DRY else (2, 256, 4, 256, 50257, 2) if quick \
+        else (12, 768, 12, 1024, 50257, 8)
     log(f"\nGPT-2 small: {layers} layers, d {d}, {heads} heads, vocab {vocab}, B={b} S={context}, bf16 autocast, "
         "AdamW")
     torch.manual_seed(0)
     m_t = models.gpt(torch, layers=layers, d=d, heads=heads, context=context, vocab=vocab)
     m_e = models.gpt(ember, layers=layers, d=d, heads=heads, context=context, vocab=vocab)
     copy_weights(m_t, m_e)
-    m_t, m_e = m_t.cuda(), m_e.cuda()
+    m_t, m_e = m_t.to(TORCH_DEVICE), m_e.cuda()
     params = sum(p.numel() for p in m_t.parameters())
-    idx_t = torch.randint(0, vocab, (b, context), device="cuda")
-    tgt_t = torch.randint(0, vocab, (b, context), device="cuda")
+    idx_t = torch.randint(0, vocab, (b, context), device=TORCH_DEVICE)
+    tgt_t = torch.randint(0, vocab, (b, context), device=TORCH_DEVICE)
     idx_e, tgt_e = to_ember(idx_t), to_ember(tgt_t)
     with torch.no_grad(), ember.no_grad():
         check("gpt2 forward (fp32)", m_e(idx_e[:1]), m_t(idx_t[:1]), 1e-3)
@@ -270,9 +286,9 @@ def _chain(lib: Any, x: Any) -> Any:
 
 
 def bench_chain(torch: Any, quick: bool) -> None:
-    n = 2 ** 20 if quick else 2 ** 24
+    n = 2 ** 10 if DRY else 2 ** 20 if quick else 2 ** 24
     log(f"\n100-op elementwise chain, forward + backward, {n} float32 elements")
-    x_t = torch.randn(n, device="cuda", requires_grad=True)
+    x_t = torch.randn(n, device=TORCH_DEVICE, requires_grad=True)
     x_e = to_ember(x_t.detach()).requires_grad_(True)
 
     def eager_t() -> Any:
@@ -304,21 +320,21 @@ def bench_chain(torch: Any, quick: bool) -> None:
 
 
 def bench_dispatch(torch: Any, quick: bool) -> None:
-    calls = 2000 if quick else 20000
+    calls = 200 if DRY else 2000 if quick else 20000
     log(f"\nsmall-op dispatch: a + b on 1,000 floats, {calls} calls, per-call host time")
-    a_t, b_t = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
+    a_t, b_t = torch.randn(1000, device=TORCH_DEVICE), torch.randn(1000, device=TORCH_DEVICE)
     a_e, b_e = to_ember(a_t), to_ember(b_t)
     out = {}
     for name, lib, a, b in (("ember", ember, a_e, b_e), ("torch", torch, a_t, b_t)):
         for _ in range(100):
             a + b
-        lib.cuda.synchronize()
+        _sync(lib)
         samples = []
         for _ in range(5):
             start = time.perf_counter()
             for _ in range(calls):
                 a + b
-            lib.cuda.synchronize()
+            _sync(lib)
             samples.append((time.perf_counter() - start) / calls * 1e3)
         out[name] = statistics.median(samples)
     report("dispatch a+b (1k)", out["ember"], out["torch"])
@@ -334,7 +350,8 @@ def environment(torch: Any) -> dict:
     import numpy as np
 
     info = {"date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "python": sys.version.split()[0],
-            "numpy": np.__version__, "ember_device": ember.cuda.get_device_name(), "torch": torch.__version__}
+            "numpy": np.__version__, "ember_device": ember.cuda.get_device_name(), "torch": torch.__version__,
+            "torch_device": TORCH_DEVICE}
     try:
         import cupy
 
@@ -352,7 +369,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, figures not comparable)")
     parser.add_argument("--out", default=os.environ.get("OUT") or str(HERE / "results"),
                         help="folder for the log and JSON (default: $OUT if set, else benchmarks/results)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU: ember on the stand-in device (EMBER_CUDA_STANDIN=1), PyTorch on the CPU, small "
+                             "sizes; checks the script and ember's device paths, the times mean nothing")
     args = parser.parse_args(argv)
+    global TORCH_DEVICE, DRY
+    if args.dry_run:
+        TORCH_DEVICE, args.quick, DRY = "cpu", True, True
     if not ember.cuda.is_available():
         try:
             ember.device("cuda")
@@ -365,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_gpu: PyTorch is not installed; the figures are ember vs PyTorch CUDA, so there is nothing to "
               "compare against")
         return 0
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() and not args.dry_run:
         print("bench_gpu: this PyTorch has no CUDA; the comparison needs PyTorch's CUDA build")
         return 0
     info = environment(torch)
@@ -385,7 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"  ({name}: {time.perf_counter() - t0:.1f} s)")
         try:
             ember.cuda.empty_cache()
-            torch.cuda.empty_cache()
+            if TORCH_DEVICE == "cuda":
+                torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001
             pass
     log("\nsummary (ratio = ember / PyTorch time):")
@@ -398,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M")
     device = "".join(c if c.isalnum() else "-" for c in info["ember_device"]).strip("-")
-    base = out / f"gpu-{stamp}-{device}{'-quick' if args.quick else ''}"
+    base = out / f"gpu-{stamp}-{device}{'-dry-run' if args.dry_run else '-quick' if args.quick else ''}"
     (base.with_suffix(".txt")).write_text(log.buffer.getvalue())
     (base.with_suffix(".json")).write_text(json.dumps({"environment": info, "results": RESULTS}, indent=1))
     print(f"log: {base.with_suffix('.txt')}")

@@ -23,6 +23,12 @@ from ember.backends import get_backend
 from ember.device import device as _make_device
 
 
+def _json_list(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    raise TypeError(f"Generator.get_state: a {type(value).__name__} in the bit generator state is not JSON data")
+
+
 class Generator:
     """A random-number generator (PCG64). ``Generator().manual_seed(42)``."""
 
@@ -60,7 +66,8 @@ class Generator:
         from ember.creation import tensor
 
         state = self._rng.bit_generator.state if self.device.type == "cpu" else self.device.backend.rng_state(self._rng)
-        payload = json.dumps({"seed": self._seed, "bit_generator": state}).encode()
+        # NumPy arrays in a bit generator state (Philox's counter and key) travel as lists.
+        payload = json.dumps({"seed": self._seed, "bit_generator": state}, default=_json_list).encode()
         return tensor(np.frombuffer(payload, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> "Generator":

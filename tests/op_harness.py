@@ -34,7 +34,8 @@ TOL = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6), "float16": (1e-2, 1e-
 # whose tests can run here (the stand-in device served as "cuda", a real GPU) is added to it, e.g.
 # ``DEVICES.append("cuda")`` behind its availability check. Inputs are created on the device and
 # results are brought back with ``.cpu()`` before they are compared.
-DEVICES: list[str] = ["cpu"]
+# "cuda" is a GPU where one is present, else ember's stand-in device (docs/devices.md), so CI runs it.
+DEVICES: list[str] = ["cpu", "cuda"]
 
 
 def np_dtype(name: str) -> Any:

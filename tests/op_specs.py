@@ -297,15 +297,15 @@ SPECS += [
            int_out="int64"),
     OpSpec("prod_dim", ("prod",), lambda x: x.prod(1), lambda a: a.prod(1), [((2, 3),)], domain="nonzero"),
     OpSpec("prod_with_zero", ("prod",), lambda x: (x * ember.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]],
-                                                                    dtype=x.dtype)).prod(1),
+                                                                    dtype=x.dtype, device=x.device)).prod(1),
            lambda a: (a * np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).prod(1), [((2, 3),)],
            domain="nonzero", low_precision=False),
-    OpSpec("prod_two_zeros", ("prod",), lambda x: (x * ember.tensor([0.0, 0.0, 1.0], dtype=x.dtype)).prod(),
+    OpSpec("prod_two_zeros", ("prod",), lambda x: (x * ember.tensor([0.0, 0.0, 1.0], dtype=x.dtype, device=x.device)).prod(),
            lambda a: (a * np.array([0.0, 0.0, 1.0])).prod(), [((3,),)], domain="nonzero", low_precision=False),
     OpSpec("amax", ("amax",), lambda x: ember.amax(x, (0, 2)), lambda a: np.amax(a, (0, 2)), [((2, 3, 4),)],
            domain="distinct", int_dtypes=INT, int_out="same"),
     OpSpec("amax_all", ("amax",), ember.amax, np.amax, REDUCE_SHAPES, domain="distinct"),
-    OpSpec("amax_ties", ("amax",), lambda x: (x * 0 + ember.tensor([1.0, 3.0, 3.0], dtype=x.dtype) + x * 0).amax(),
+    OpSpec("amax_ties", ("amax",), lambda x: (x * 0 + ember.tensor([1.0, 3.0, 3.0], dtype=x.dtype, device=x.device) + x * 0).amax(),
            lambda a: np.float64(3.0) + 0 * a.sum(), [((3,),)], gradgrad=False),
     OpSpec("amin", ("amin",), lambda x: ember.amin(x, 1, keepdim=True), lambda a: np.amin(a, 1, keepdims=True),
            [((2, 3, 4),), ((2, 3),)], domain="distinct"),
@@ -622,7 +622,7 @@ SPECS += [
     OpSpec("logaddexp", (), ember.logaddexp, np.logaddexp, BINARY_SHAPES),
     OpSpec("logaddexp2", (), ember.logaddexp2, np.logaddexp2, BINARY_SHAPES[:3]),
     OpSpec("xlogy", (), ember.xlogy, _xlogy_ref, BINARY_SHAPES, domain=("real", "positive")),
-    OpSpec("xlogy_zeros", (), lambda x, y: ember.xlogy(x * ember.tensor(_mask_2x3_zero(), dtype=x.dtype), y),
+    OpSpec("xlogy_zeros", (), lambda x, y: ember.xlogy(x * ember.tensor(_mask_2x3_zero(), dtype=x.dtype, device=x.device), y),
            lambda a, b: _xlogy_ref(a * _mask_2x3_zero(), b), [((2, 3), (2, 3))], domain=("real", "positive"),
            low_precision=False),
     OpSpec("logit", (), lambda x: ember.logit(x * 0.4 + 0.5), lambda a: np.log((a * 0.4 + 0.5) / (0.5 - a * 0.4)),
@@ -708,7 +708,7 @@ SPECS += [
            [((2, 3),), ((4,),), ((2, 0),)], domain="nonzero", int_dtypes=INT, int_out="int64"),
     OpSpec("cumprod_0d", ("cumprod",), lambda x: ember.cumprod(x, 0), lambda a: a.copy(), [((),)]),
     OpSpec("cumprod_zeros", ("cumprod",),
-           lambda x: ember.cumprod(x * ember.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]], dtype=x.dtype), 1),
+           lambda x: ember.cumprod(x * ember.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]], dtype=x.dtype, device=x.device), 1),
            lambda a: np.cumprod(a * np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 1.0]]), 1), [((2, 4),)],
            domain="nonzero", low_precision=False),
     OpSpec("cummax", ("cummax",), lambda x: tuple(ember.cummax(x, 1)), _cum_extreme_ref(np.greater, 1),
@@ -802,7 +802,7 @@ def _inplace_on_views_ref(a: np.ndarray) -> np.ndarray:
 
 def _setitem_views(x: Any, z: Any) -> Any:
     """setitem with a value that requires grad, into a base and into a (permuted) view of it."""
-    b = ember.zeros(tuple(x.shape), dtype=x.dtype)
+    b = ember.zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
     b[1:] = x[1:] * 2
     b.t()[0] = z * z
     b.narrow(0, 1, 2).select(1, 1).copy_(z[:2])

@@ -9,6 +9,8 @@
 #   run: bash tools/gpu_session.sh suite      (~8 min)  the whole default suite, 'cuda' = CuPy (summary line)
 #   run: bash tools/gpu_session.sh bench      (~6 min)  benchmarks/bench_gpu.py: every figure of issue 9
 #
+# Before the session, on any machine (no GPU): EMBER_CUDA_STANDIN=1 python benchmarks/bench_gpu.py --dry-run
+# runs every workload with ember on the stand-in device and PyTorch on the CPU (checks the script).
 # Paste into the `run` tool's command, e.g.:  bash tools/gpu_session.sh smoke
 # (timeout_s 600; the whole session has 30 device minutes: smoke, gpu-tests, bench, then fixes).
 set -u -o pipefail

@@ -258,7 +258,9 @@ class CuPyBackend(Backend):
             program = cuda_codegen.parse(source)
         except (cuda_codegen.UnsupportedKernel, kernel_text.UnsafeKernelValue):
             return None
-        if program.fns & {"sum", "mean"}:
+        try:
+            cuda_codegen.split_reduction(program)
+        except cuda_codegen.UnsupportedKernel:
             return None
         generic = kernel
         if isinstance(kernel, str):  # the older hook form: build the generic replay from the parsed steps
@@ -295,11 +297,14 @@ class FusedCudaKernel:
     def __init__(self, program: cuda_codegen.Program, generic: Any) -> None:
         self.program = program
         self.generic = generic
+        # A trailing sum/mean: the elementwise part is one kernel that also writes the reduction's operand,
+        # then one CuPy reduction (and casts) finishes: two launches instead of one per step.
+        self.head, self.tail = cuda_codegen.split_reduction(program)
         self.by_dtypes: dict[tuple, Any] = {}
 
     def _build(self, dtypes: tuple) -> Any:
         try:
-            source = cuda_codegen.generate(self.program, dtypes)
+            source = cuda_codegen.generate(self.head, dtypes)
         except cuda_codegen.UnsupportedKernel:
             if self.generic is None:
                 raise
@@ -320,7 +325,23 @@ class FusedCudaKernel:
         if kernel is None:
             return self.generic(xp, *arrays)
         outs = kernel(*arrays)
+        if self.tail:
+            env = dict(zip(self.head.outputs, outs))
+            for step in self.tail:
+                env[step.name] = _tail_step(xp, step, env)
+            outs = tuple(env[o] for o in self.program.outputs)
         return outs[0] if len(outs) == 1 else outs
+
+
+def _tail_step(xp: Any, step: cuda_codegen.Step, env: dict) -> Any:
+    """A reduction or a cast after a fused elementwise kernel (the fuser's replay of that step)."""
+    kwargs = dict(step.kwargs)
+    x = env[step.operands[0]]
+    if step.fn == "cast":
+        return xp.asarray(x).astype(cuda_codegen.dtype_of(kwargs["dtype"]))
+    if "dtype" in kwargs:
+        kwargs["dtype"] = cuda_codegen.dtype_of(kwargs["dtype"])
+    return xp.asarray(getattr(xp, step.fn)(x, **kwargs))
 
 
 class CudaEvent:

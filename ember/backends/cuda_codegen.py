@@ -238,6 +238,11 @@ def parse(source: str) -> Program:
                         and kw.value.value in C_TYPES):
                     raise kernel_text.UnsafeKernelValue(f"fused kernel source: dtype of {fn} is not a known dtype name")
                 kwargs.append(("dtype", kw.value.value))
+            elif kw.arg == "axis" and isinstance(kw.value, ast.Tuple):
+                axes = tuple(_constant(e, f"axis of {fn}") for e in kw.value.elts)
+                if not all(isinstance(a, int) and not isinstance(a, bool) for a in axes):
+                    raise kernel_text.UnsafeKernelValue(f"fused kernel source: axis of {fn} is not a tuple of ints")
+                kwargs.append(("axis", axes))
             elif kw.arg in ("axis", "keepdims"):
                 kwargs.append((kw.arg, _constant(kw.value, f"{kw.arg} of {fn}")))
             else:
@@ -483,3 +488,30 @@ def fuser_steps(program: Program) -> list:
     has no translation for some dtype."""
     return [(s.name, s.fn, list(s.operands), {k: dtype_of(v) if k == "dtype" else v for k, v in s.kwargs})
             for s in program.steps]
+
+
+def split_reduction(program: Program) -> tuple[Program, tuple]:
+    """A group ending in ``sum``/``mean`` (then only casts of its result, as the fuser builds them) as an
+    elementwise program that also outputs the reduction's operand, plus the tail steps to run after it
+    (one library reduction instead of a replay of every step). Programs without a reduction come back
+    unchanged with an empty tail; any other shape raises UnsupportedKernel."""
+    kinds = [k for k, s in enumerate(program.steps) if s.fn in ("sum", "mean")]
+    if not kinds:
+        return program, ()
+    first = kinds[0]
+    tail = program.steps[first:]
+    reduced = {tail[0].name}
+    for step in tail[1:]:
+        if step.fn != "cast" or len(step.operands) != 1 or step.operands[0] not in reduced:
+            raise UnsupportedKernel("only casts of a reduction's result may follow it")
+        reduced.add(step.name)
+    operand = tail[0].operands[0] if len(tail[0].operands) == 1 else None
+    if not isinstance(operand, str):
+        raise UnsupportedKernel("a reduction of a constant or of several operands")
+    head = program.steps[:first]
+    outputs = tuple(o for o in program.outputs if o not in reduced)
+    if operand not in outputs:
+        outputs += (operand,)
+    if not head or operand in program.inputs:
+        raise UnsupportedKernel("a reduction of a kernel input (nothing to fuse before it)")
+    return Program(program.inputs, outputs, head), tail

@@ -538,7 +538,10 @@ class _Namespace(types.ModuleType):
         if name.startswith("__") or name not in self._names:
             raise AttributeError(f"module '{self.__name__}' has no attribute '{name}' (CuPy has none either)")
         target = getattr(self._numpy, name)
-        if name in _PLAIN:
+        if isinstance(target, types.ModuleType):  # xp.fft, xp.random: made on first use (NumPy loads them lazily)
+            value = _Namespace(f"{self.__name__}.{name}", frozenset(n for n in dir(target) if not n.startswith("_")),
+                               target)
+        elif name in _PLAIN:
             value = target
         elif isinstance(target, np.ufunc):
             value = StandinUfunc(target)
@@ -558,8 +561,6 @@ xp.asnumpy = lambda a, stream=None, order="C", out=None, blocking=True: (  # typ
 xp.get_array_module = lambda *args: xp if any(type(a) is StandinArray for a in args) else np  # type: ignore
 linalg = _Namespace("ember.backends.standin.xp.linalg", LINALG_NAMES, np.linalg)
 xp.linalg = linalg  # type: ignore[attr-defined]
-xp.fft = _Namespace("ember.backends.standin.xp.fft", frozenset(n for n in dir(np.fft) if not n.startswith("_")),
-                    np.fft)  # type: ignore[attr-defined]
 xp.newaxis = None  # type: ignore[attr-defined]
 
 

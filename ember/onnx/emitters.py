@@ -559,8 +559,10 @@ def atan2(b: GraphBuilder, n: Any) -> str:
 def sort(b: GraphBuilder, n: Any) -> list:
     """sort(dim, descending) as TopK over the whole dim (values and int64 indices). TopK is not
     stable: indices of equal values may come in another order than ember's stable sort."""
+    if not _rank(n):  # TopK needs an axis: a 0-d tensor sorts to itself at index 0
+        return [b.node("Identity", [n.inputs[0]]), b.const(np.array(0, dtype=np.int64))]
     dim = int(n.attrs.get("dim", -1))
-    size = n.in_specs[0].shape[dim] if n.in_specs[0].shape else 1
+    size = n.in_specs[0].shape[dim]
     k = b.ints([size])
     return b.node("TopK", [n.inputs[0], k], outputs=2, axis=dim, largest=int(bool(n.attrs.get("descending", False))),
                   sorted=1)

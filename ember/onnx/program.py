@@ -73,10 +73,13 @@ def from_graph(graph: Any, names: dict[int, str] | None = None) -> Program:
     for v in graph.states:  # parameters and buffers read by the traced code
         if v.id in used:
             tensor = v.tensor
-            program.constants[v.id] = Const(np.asarray(tensor._data), v.edtype, names.get(id(tensor), v.name))
+            program.constants[v.id] = Const(tensor.detach().cpu().numpy(), v.edtype,  # device weights: a host copy
+                                            names.get(id(tensor), v.name))
     for v in graph.consts:
         if v.id in used:
-            program.constants[v.id] = Const(np.asarray(v.data), v.edtype, v.name)
+            data, device = v.data, v.device  # a device constant: an explicit host copy
+            host = device.backend.to_numpy(data) if device is not None and device.backend.is_array(data) else data
+            program.constants[v.id] = Const(np.asarray(host), v.edtype, v.name)
     for v in graph.values():
         program.specs[v.id] = v.spec
     for node in graph.nodes:

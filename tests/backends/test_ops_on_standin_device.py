@@ -2,9 +2,11 @@
 
 The stand-in's arrays refuse silent conversion to NumPy arrays, as CuPy's do, so an op whose impl
 calls ``np.`` on device data, reads ``.flags.writeable``, or mixes a host array in fails here. Each
-spec's first input case runs forward in float32 (and its integer dtypes) and backward in float64 on
-device ``cuda`` (the stand-in); results must stay on the device, in device arrays, and equal the CPU's
-(the CPU results are themselves checked against NumPy and finite differences in test_ops_generated).
+spec's first input case runs forward in float32 (and its first integer dtype) and backward in float64
+on device ``cuda`` (the stand-in); results must stay on the device, in device arrays, and equal the
+CPU's (the CPU results are themselves checked against NumPy and finite differences in
+tests/ops/test_ops_generated.py). Layouts, compile, ONNX and torch on the device: the ``cuda`` device
+axis of tests/ops/test_ops_axes.py.
 """
 from __future__ import annotations
 
@@ -18,10 +20,6 @@ from ember.backends.standin import StandinArray
 
 from op_specs import SPECS, OpSpec, sample
 
-# Specs whose fn multiplies by a CPU constant tensor of its own (``ember.tensor([...])`` without a device):
-# on the device that mix must raise, naming the op and both devices, as PyTorch does.
-MIXES_A_CPU_CONSTANT = {"prod_with_zero", "prod_two_zeros", "amax_ties", "xlogy_zeros", "cumprod_zeros",
-                        "setitem_views"}
 # Specs for the CPU only: the transfer op's record with CPU source and target attributes.
 CPU_ONLY = {"to_device_cpu"}
 
@@ -97,11 +95,6 @@ def test_forward_on_device_matches_cpu(spec: OpSpec, dtype: str) -> None:
     arrays = _inputs(spec, dtype)
     with np.errstate(all="ignore"):
         want = _outputs(spec.fn(*_tensors(arrays, "cpu")))
-        if spec.name in MIXES_A_CPU_CONSTANT:
-            with pytest.raises(RuntimeError, match=r"^\w+: expected all tensors to be on the same device, but found "
-                                                   r"at least two devices, (cuda and cpu|cpu and cuda)\."):
-                spec.fn(*_tensors(arrays, "cuda"))
-            return
         got = _outputs(spec.fn(*_tensors(arrays, "cuda")))
     _check_on_device(spec, got)
     _compare(spec, got, want, rtol=1e-5 if dtype == "float32" else 0.0)
@@ -109,7 +102,7 @@ def test_forward_on_device_matches_cpu(spec: OpSpec, dtype: str) -> None:
 
 def _grad_params() -> list:
     return [pytest.param(spec, id=spec.name) for spec in SPECS
-            if spec.grad and "float64" in spec.float_dtypes and spec.name not in MIXES_A_CPU_CONSTANT | CPU_ONLY]
+            if spec.grad and "float64" in spec.float_dtypes and spec.name not in CPU_ONLY]
 
 
 @pytest.mark.parametrize("spec", _grad_params())
@@ -137,31 +130,3 @@ def test_backward_on_device_matches_cpu(spec: OpSpec) -> None:
             _check_on_device(spec, (g,))
             _compare(spec, (g,), (w,), rtol=1e-9)
 
-
-# Compiled results that are wrong on the CPU as well (found by this axis; not device bugs), with why.
-COMPILE_BROKEN_ON_CPU_TOO = {
-    "assign": "a raw assign on a traced input: the executor's write-back finds no target tensor (CPU too)",
-}
-
-
-@pytest.mark.parametrize("spec", [
-    pytest.param(s, id=s.name, marks=[pytest.mark.xfail(reason=COMPILE_BROKEN_ON_CPU_TOO[s.name], strict=True)]
-                 if s.name in COMPILE_BROKEN_ON_CPU_TOO else [])
-    for s in SPECS if "float32" in s.float_dtypes and s.name not in MIXES_A_CPU_CONSTANT | CPU_ONLY])
-def test_compiled_on_device_matches_eager_cpu(spec: OpSpec) -> None:
-    """``ember.compile`` (tracing, passes, fusion, the executor) on the device namespace: the third call
-    replays the compiled graph; it must equal eager on the CPU."""
-    arrays = _inputs(spec, "float32")
-    with np.errstate(all="ignore"):
-        want = _outputs(spec.fn(*_tensors(arrays, "cpu")))
-        compiled = ember.compile(lambda *xs: spec.fn(*xs), fallback="raise")
-        tensors = _tensors(arrays, "cuda")
-        try:
-            for _ in range(3):  # 1: eager, 2: trace and compile, 3: replay
-                got = _outputs(compiled(*tensors))
-        except (ember.graph.TracingError, RuntimeError) as error:
-            if not isinstance(error, ember.graph.TracingError) and "static graph" not in str(error):
-                raise
-            pytest.skip(f"{spec.name} is data-dependent, it does not trace ({error})"[:200])
-    _check_on_device(spec, got)
-    _compare(spec, got, want, rtol=1e-5)
