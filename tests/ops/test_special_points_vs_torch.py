@@ -392,7 +392,7 @@ ENTRIES: list[Entry] = [
         dtypes=("float32",), atol=NORM_ATOL),
     red("instance_norm_large", lambda lib, x: _f(lib).instance_norm(x.reshape(3, 3, 4)), inputs=large_rows,
         dtypes=("float32",), atol=NORM_ATOL),
-    # batch_norm stays a composite of float32 reductions: rows 0-5 overflow its squares (ember 0; torch 0 for
+    # batch_norm's statistics are float32 (a fused primitive): rows 0-5 overflow its squares (ember 0; torch 0 for
     # a contiguous input, the right value for this transposed one) and row 6 (1e7 + 0..3) loses its spread
     # in the float32 mean (docs/special-points.md). Its gradients at 1e15 scale are compared below.
     red("batch_norm_large", lambda lib, x: _f(lib).batch_norm(x.t(), None, None, training=True),
