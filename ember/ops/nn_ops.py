@@ -16,13 +16,17 @@ import math
 import warnings
 from typing import Any, Sequence
 
-from ember import dtypes
+from ember import dtypes, random as ember_random
 from ember.backends import special_function
-from ember.ops import cost, dispatch, elementwise as ew, extra_math, normalization, reductions as red
+from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
+                       reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.autograd import grad as autograd_grad, grad_mode
+from ember.autograd.grad_mode import no_grad
+from ember.ops.movement import PAD
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -200,8 +204,6 @@ def softmin(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None
 # ---- activations ---------------------------------------------------------------------------------
 def _maybe_inplace(input: Any, result_fn: Any, inplace: bool, name: str) -> Any:
     if inplace:
-        from ember.ops import inplace as inplace_ops
-
         return inplace_ops.inplace_call(input, name, result_fn)
     return result_fn(input)
 
@@ -420,7 +422,6 @@ def _layer_norm_vjp(ctx: Any, grads: Any) -> tuple:
     x = inputs[0]
     count, eps, has_weight = ctx.attrs["count"], ctx.attrs["eps"], ctx.attrs["has_weight"]
     w = inputs[1] if has_weight else None
-    from ember.autograd import grad_mode
 
     if not grad_mode.STATE.enabled:
         # Plain backward: one fused NumPy pass, reusing the saved mean and 1/std.
@@ -429,7 +430,6 @@ def _layer_norm_vjp(ctx: Any, grads: Any) -> tuple:
         gx, gw, gb = dispatch.apply(LAYER_NORM_BACKWARD, args, {"count": count})
     else:
         # create_graph=True: differentiate the composite, so second derivatives see mean and std move.
-        from ember.autograd import grad as autograd_grad
 
         wanted = [t for t, need in zip([x] + ([w] if has_weight else []), ctx.needs) if need]
         xhat = _layer_norm_composite(x, count, eps)
@@ -550,8 +550,6 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         out, mean, var = normalization.batch_norm_train(
             input, None if weight is None else weight.reshape(-1), None if bias is None else bias.reshape(-1), eps)
         if running_mean is not None or running_var is not None:
-            from ember.autograd.grad_mode import no_grad
-
             m = 0.0 if momentum is None else momentum
             with no_grad():
                 if running_mean is not None:
@@ -628,7 +626,6 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    from ember import random as ember_random
     from ember.creation import _wrap_array
 
     if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
@@ -654,8 +651,7 @@ def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: b
         return input
     if p == 1.0:
         return _maybe_inplace(input, lambda t: t * 0.0, inplace, "alpha_dropout_")
-    from ember import random as ember_random
-    from ember.creation import _wrap_array
+    from ember.creation import _wrap_array  # creation imports ember.ops (the cycle dropout's import breaks too)
 
     alpha = -1.7580993408473766  # -scale * alpha of SELU
     a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
@@ -708,7 +704,6 @@ def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: st
                            f"{tuple(input.shape)}")
     if not training or p == 0.0:
         return input
-    from ember import random as ember_random
     from ember.creation import _wrap_array
 
     shape = lead[:2] + (1,) * (len(lead) - 2)
@@ -785,8 +780,6 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
 
     Modes: ``constant`` (negative widths crop), ``reflect``, ``replicate``, ``circular``.
     """
-    from ember.ops.movement import PAD
-
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise RuntimeError(f"pad: padding length must be even and at most 2*ndim ({2 * input.ndim}), got {len(pad)} "
