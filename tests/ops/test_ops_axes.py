@@ -334,12 +334,8 @@ def test_shape_rules_agree_with_impl_every_case(spec: OpSpec, device: str) -> No
 
 # ---- ONNX: export and onnxruntime against eager -----------------------------------------------------
 # Specs whose records all map to ONNX but whose call cannot be exported, with the reason.
-_INDEX_PUT = ("index_put's ONNX mapping (ScatterND) has no translation of its index/accumulate attributes yet "
-              "(ember/onnx/emitters.py): the exporter refuses")
 _MASK = "a boolean mask selects a data-dependent number of elements (ONNX export traces a static graph)"
 NOT_EXPORTABLE: dict[str, str] = {
-    **{name: _INDEX_PUT for name in ("setitem_slice", "setitem_advanced", "setitem_mask", "index_put_accumulate",
-                                     "diag_vector", "diag_vector_offset", "diag_embed")},
     **{name: _MASK for name in ("getitem_bool", "getitem_bool_cmp", "masked_select", "masked_select_broadcast")},
 }
 
