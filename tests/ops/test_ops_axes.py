@@ -190,8 +190,6 @@ NOT_COMPILABLE_WITH_GRAD: dict[str, str] = {
     "inplace_on_views": "in-place changes of a view of a tensor that requires grad",
     "setitem_views": "in-place changes of a view of a tensor that requires grad",
 }
-# Graph-only records with an eager meaning (ember.graph's define-then-run), not for ember.compile.
-GRAPH_ONLY_SPECS: dict[str, str] = {"assign": "writes a define-then-run Variable (tests/graph/test_define_then_run.py)"}
 COMPILE_MODES = {"no_passes": [], "fused": None}
 
 
@@ -232,8 +230,6 @@ def check_compiled(spec: OpSpec, device: str, slow: bool, extras_mode: str = "in
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
-    if spec.name in GRAPH_ONLY_SPECS:
-        pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=False)
 
 
@@ -241,8 +237,6 @@ def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
 @pytest.mark.parametrize("extras_mode", EXTRAS)
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager_every_case(spec: OpSpec, device: str, extras_mode: str) -> None:
-    if spec.name in GRAPH_ONLY_SPECS:
-        pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=True, extras_mode=extras_mode)
 
 
