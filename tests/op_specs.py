@@ -651,7 +651,7 @@ SPECS += [
            [((2, 3), (2, 4), (4, 3)), ((3,), (2, 4), (4, 3)), ((), (1, 2), (2, 2))]),
     OpSpec("addmm_beta_alpha", ("matmul",), lambda x, a, b: ember.addmm(x, a, b, beta=0.5, alpha=-2.0),
            lambda x, a, b: 0.5 * x + -2.0 * (a @ b), [((2, 3), (2, 4), (4, 3))]),
-    OpSpec("addmm_beta0", ("matmul",), lambda x, a, b: ember.addmm(x * np.nan, a, b, beta=0),
+    OpSpec("addmm_beta0", ("matmul",), lambda x, a, b: ember.addmm(x + np.nan, a, b, beta=0),
            lambda x, a, b: a @ b + 0 * x.sum(), [((2, 3), (2, 4), (4, 3))], low_precision=False),
     OpSpec("addmv", ("matmul",), lambda x, m, v: ember.addmv(x, m, v, beta=2.0), lambda x, m, v: 2 * x + m @ v,
            [((2,), (2, 3), (3,)), ((), (2, 3), (3,))]),

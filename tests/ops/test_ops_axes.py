@@ -385,8 +385,6 @@ _INTERNAL_NAMES = {"dispatch", "OPS", "ops"}
 TORCH_DIFFERS: dict[str, str] = {
     "sort_stable_ties_descending": "torch.sort takes dim/descending by keyword once stable= is given; ember also "
                                   "accepts them by position (the call is checked against NumPy in test_ops_generated)",
-    "addmm_beta0": "beta=0: ember's addmm leaves input out of the graph (no gradient), as its forward ignores it; torch "
-                   "sends it 0 * grad, which the spec's x * nan turns into NaN",
 }
 
 
