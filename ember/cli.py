@@ -44,10 +44,11 @@ def two_layer_demo(steps: int = 500) -> float:
     return loss_value
 
 
-def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None) -> int:
+def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None,
+                 device: str = "cpu") -> int:
     from ember.train import mnist
 
-    kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size}
+    kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "device": device}
     if out is not None:
         kwargs["run_dir"] = out
     mnist.run(**kwargs)
@@ -61,12 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--epochs", type=int, default=None)
     demo.add_argument("--batch-size", type=int, default=64)
     demo.add_argument("--out", default=None, help="run directory for the checkpoint and logs")
+    demo.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N (needs a GPU and CuPy)")
     train = sub.add_parser("train", help="train a model on a data set")
     train.add_argument("dataset", choices=["mnist"])
     train.add_argument("--data", default=None, help="folder with the four MNIST IDX .gz files")
     train.add_argument("--epochs", type=int, default=None)
     train.add_argument("--batch-size", type=int, default=64)
     train.add_argument("--out", default=None)
+    train.add_argument("--device", default="cpu", help="cpu (default) or cuda / cuda:N (needs a GPU and CuPy)")
     sub.add_parser("bench", help="eager vs compiled time for the same training step")
     twolayer = sub.add_parser("twolayer", help="the lectures' two-layer network with autograd")
     twolayer.add_argument("--steps", type=int, default=500)
@@ -79,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_script(args.script, args.args)
     if args.command == "demo":
-        return _train_mnist(None, args.epochs, args.batch_size, args.out)
+        return _train_mnist(None, args.epochs, args.batch_size, args.out, args.device)
     if args.command == "train":
-        return _train_mnist(args.data, args.epochs, args.batch_size, args.out)
+        return _train_mnist(args.data, args.epochs, args.batch_size, args.out, args.device)
     if args.command == "bench":
         from ember.graph.showcase import showcase
 

@@ -45,11 +45,12 @@ def load_data(data_dir: str | os.PathLike | None = None) -> tuple[Any, Any]:
 
 def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, batch_size: int = 64,
         lr: float = 1e-3, run_dir: str | os.PathLike | None = None, seed: int = 0, num_workers: int = 0,
-        verbose: int = 1, limit: int | None = None, resume: bool = False) -> dict[str, Any]:
+        verbose: int = 1, limit: int | None = None, resume: bool = False, device: str = "cpu") -> dict[str, Any]:
     """Train the CNN and return ``{test_accuracy, test_loss, seconds, checkpoint, tensorboard, run_dir, history}``.
 
     ``epochs`` defaults to 5 on the carried subset and 6 on full MNIST; the learning rate halves each epoch. ``limit`` trains on the first
     ``limit`` images only (smoke tests). ``resume=True`` continues from ``run_dir``'s checkpoint.
+    ``device="cuda"`` trains on the GPU (batches pinned and copied with ``non_blocking``).
     """
     import ember
     from ember.data import DataLoader, Subset
@@ -69,14 +70,16 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
     checkpoint = run_dir / "checkpoint.ember"
     board_dir = run_dir / "tensorboard"
 
-    model = Model(build_cnn())
+    on_gpu = ember.device(device).type != "cpu"
+    model = Model(build_cnn(), device=device)
     model.configure(optimizer="adam", loss="cross_entropy", metrics=["accuracy"], lr=lr)
-    train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=num_workers)
-    test_loader = DataLoader(test_set, batch_size=500, num_workers=num_workers)
+    train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                              pin_memory=on_gpu)
+    test_loader = DataLoader(test_set, batch_size=500, num_workers=num_workers, pin_memory=on_gpu)
     source = "carried MNIST subset" if data_dir is None else f"MNIST from {data_dir}"
     if verbose:
         print(f"ember: training a CNN on {len(train_set)} images ({source}), testing on {len(test_set)}")
-        model.summary(train_set[0][0].unsqueeze(0))
+        model.summary(train_set[0][0].unsqueeze(0).to(device))
     start = time.perf_counter()
     history = model.fit(train_loader, epochs=epochs, verbose=verbose, validation_data=test_loader,
                         callbacks=[ModelCheckpoint(checkpoint), TensorBoard(board_dir),
@@ -114,7 +117,8 @@ def write_pictures(model: Any, history: Any, train_set: Any, run_dir: Path) -> d
     except ImportError as error:
         out["curves"] = (None, str(error))
     x, y = train_set[0]
-    loss = model.loss_fn(model.module(x.unsqueeze(0)), ember.tensor([int(y)]))
+    device = next(model.module.parameters()).device
+    loss = model.loss_fn(model.module(x.unsqueeze(0).to(device)), ember.tensor([int(y)], device=device))
     doc = draw(loss, params=dict(model.module.named_parameters()), title="autograd graph of one training loss")
     try:
         out["graph"] = (doc.render(run_dir / "graph.svg"), "")
