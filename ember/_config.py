@@ -24,6 +24,15 @@ CPU_KERNELS: str = os.environ.get("EMBER_CPU_KERNELS", "numba")
 # always takes ember's vectorized NumPy versions (ember/ops/special_math.py).
 SPECIAL_FUNCTIONS: str = os.environ.get("EMBER_SPECIAL_FUNCTIONS", "scipy")
 
+# Convolution algorithm on CPU (ember/ops/conv.py, winograd_tile): "auto" picks Winograd F(4x4) or
+# F(2x2) or im2col per layer; "winograd2" caps Winograd at F(2x2) (rounding close to im2col's);
+# "im2col" never uses Winograd.
+CONV_ALGORITHM: str = os.environ.get("EMBER_CONV_ALGORITHM", "auto")
+
+# Threads for ember's own memory-bound CPU work (ember/backends/cpu_threads.py); 0: all CPUs this
+# process may use. BLAS keeps its own setting (OPENBLAS_NUM_THREADS).
+CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
+
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
 # EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.
 CUDA_STANDIN: bool = os.environ.get("EMBER_CUDA_STANDIN", "") not in ("", "0")

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, interpreters
 from ember.backends import get_backend
-from ember.device import device as _make_device
+from ember.device import device as _make_device, to_device
 
 
 def _json_list(value: Any) -> Any:
@@ -33,8 +33,6 @@ class Generator:
     """A random-number generator (PCG64). ``Generator().manual_seed(42)``."""
 
     def __init__(self, device: Any = "cpu") -> None:
-        from ember.device import to_device
-
         self.device = to_device(device)
         self._seed = 67280421310721
         self._rng = self._make(self._seed)

@@ -13,13 +13,12 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Callable
+from ember import _config
 
 _KERNELS: dict[str, Callable] | None = None
 
 
 def _build() -> dict[str, Callable]:
-    from ember import _config
-
     if _config.CPU_KERNELS != "numba":
         return {}
     try:
@@ -136,8 +135,11 @@ def _build() -> dict[str, Callable]:
                 exp_avg_sq[k] = v
                 param[k] = param[k] + (m / (math.sqrt(v) / bias_correction2_sqrt + eps)) * neg_step_size
 
+    from ember.backends import cpu_conv_kernels, cpu_pool_kernels
+
     return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad,
-            "adam_update": adam_update, "where_scalar": where_scalar, "where_arrays": where_arrays}
+            "adam_update": adam_update, "where_scalar": where_scalar, "where_arrays": where_arrays,
+            **cpu_conv_kernels.build(numba), **cpu_pool_kernels.build(numba)}
 
 
 def get(name: str) -> Callable | None:

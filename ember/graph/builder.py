@@ -38,14 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import interpreters
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.graph import ops as graph_ops
 from ember.graph import rng
 from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
 from ember.tensor import Tensor
+from ember.ops.registry import OPS
 
 
 class SymbolicTensor(Tensor):
@@ -180,7 +180,6 @@ class Builder(interpreters.Interpreter):
         if not self.trace and old.kind == "state":
             raise RuntimeError(f"{op_name}: in-place change of graph Variable {old.label()}; write "
                                "ember.graph.assign(var, value) (or assign_add / assign_sub) and run it instead")
-        from ember.ops.registry import OPS
 
         if type(result) is not Value:
             result = self.graph.add_const(on_device(result, t._device), t._device)

@@ -20,6 +20,7 @@ from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
+from ember.ops.elementwise import _broadcast_shapes, sum_to
 from ember.tensor import Tensor
 
 
@@ -59,8 +60,6 @@ def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose
 
 
 def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: bool = False) -> Spec:
-    from ember.ops.elementwise import _broadcast_shapes
-
     m = a.shape[-1] if transpose_a else a.shape[-2]
     n = b.shape[-2] if transpose_b else b.shape[-1]
     return Spec(_broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype, a.device)
@@ -73,7 +72,6 @@ def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
     B = b.mT if tb else b
     ga = (g @ B.mT) if ctx.needs[0] else None
     gb = (A.mT @ g) if ctx.needs[1] else None
-    from ember.ops.elementwise import sum_to  # batch dims that were broadcast sum back to the input's shape
 
     sa, sb = ctx.input_meta
     return (sum_to(ga.mT if ta else ga, sa) if ga is not None else None,

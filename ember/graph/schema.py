@@ -24,6 +24,8 @@ import re
 from typing import Any
 
 from ember.serialization.errors import CheckpointError
+from ember.dtypes import _BY_NAME
+from ember.ops.registry import OPS
 
 MAX_NDIM = 32
 MAX_DIM = 1 << 40
@@ -64,8 +66,6 @@ def _check_str(s: Any, where: Any, what: str, optional: bool = False) -> None:
 
 def check_encoded(v: Any, where: Any, what: str, depth: int = 0) -> None:
     """Check one tagged attribute/literal encoding (see ember.graph.serialize)."""
-    from ember.dtypes import _BY_NAME
-
     if depth > MAX_DEPTH:
         raise CheckpointError(where, what, f"is nested deeper than {MAX_DEPTH} levels")
     if v is None:
@@ -134,8 +134,6 @@ def check_attrs(op: Any, attrs: dict, where: Any, what: str) -> None:
 
 def check_document(doc: Any, where: Any) -> None:
     """Everything about ``graph.json`` that can be checked without building the graph."""
-    from ember.dtypes import _BY_NAME
-    from ember.ops.registry import OPS
 
     if not isinstance(doc, dict):
         raise CheckpointError(where, None, f"holds a JSON {type(doc).__name__}, expected an object")

@@ -559,6 +559,26 @@ def layer_norm(b: GraphBuilder, n: Any) -> list:
                   epsilon=float(n.attrs["eps"]), stash_type=dtypes.float64.onnx if dtype is dtypes.float64 else 1)
 
 
+def batch_norm(b: GraphBuilder, n: Any) -> list:
+    """Training-mode batch norm (batch statistics) as primitives; outputs (y, mean, var) as ember's
+    op. ONNX's BatchNormalization in training mode returns running statistics instead."""
+    rank, has_weight = _rank(n), n.attrs["has_weight"]
+    dtype = n.in_specs[0].dtype
+    axes = [0] + list(range(2, rank))
+    mean = reduce(b, "ReduceMean", n.inputs[0], axes, True)
+    centered = b.node("Sub", [n.inputs[0], mean])
+    var = reduce(b, "ReduceMean", b.node("Mul", [centered, centered]), axes, True)
+    y = b.node("Div", [centered, b.node("Sqrt", [b.node("Add", [var, b.scalar(n.attrs["eps"], dtype)])])])
+    per_channel = b.ints([1, -1] + [1] * (rank - 2))
+    affine = list(n.inputs[1:])
+    if has_weight:
+        y = b.node("Mul", [y, b.node("Reshape", [affine.pop(0), per_channel])])
+    if affine:
+        y = b.node("Add", [y, b.node("Reshape", [affine[0], per_channel])])
+    flat = b.ints([-1])
+    return [y, b.node("Reshape", [mean, flat]), b.node("Reshape", [var, flat])]
+
+
 # ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------
 def expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""

@@ -21,6 +21,12 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
+from ember import _config
+from ember.backends import native_kernel
+from ember.ops import conv_geometry, conv_per_image as per_image
+from ember.ops import conv_winograd as winograd
 from ember.ops import cost, dispatch
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -28,20 +34,35 @@ from ember.amp.policy import autocast_policy
 
 
 # ---- geometry and im2col (array-level helpers, written against xp) ---------------------------
-def out_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
-    return (size + pad_lo + pad_hi - dilation * (kernel - 1) - 1) // stride + 1
+out_size = conv_geometry.out_size
+_tap_range = conv_geometry.tap_range
 
 
-def _tap_range(size: int, out: int, offset: int, stride: int, pad: int) -> tuple | None:
-    """For one kernel tap at ``offset`` (tap index * dilation): the output positions whose window
-    reads a real (non-padding) input element, and those input elements, as two slices; None when
-    the tap reads only padding."""
-    lo = max(0, -((offset - pad) // stride))  # ceil((pad - offset) / stride)
-    hi = min(out, (size - 1 + pad - offset) // stride + 1)
-    if hi <= lo:
-        return None
-    start = lo * stride + offset - pad
-    return slice(lo, hi), slice(start, start + (hi - lo - 1) * stride + 1, stride)
+def _live_taps(size: int, out: int, k: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
+    """The kernel taps ``[first, stop)`` along one axis that read at least one real input element
+    for some output position; the others multiply only padding. They are contiguous."""
+    live = [i for i in range(k) if _tap_range(size, out, i * dilation, stride, pad) is not None]
+    return (live[0], live[-1] + 1) if live else (0, 0)
+
+
+def _trim(x_hw: tuple, w_hw: tuple, stride: tuple, padding: tuple, dilation: tuple) -> tuple | None:
+    """Drop the kernel rows and columns that read only padding: ``(rows, cols, padding)`` of the
+    equivalent smaller convolution (the same output size; a padding may come out negative, which
+    only crops), or None when every tap is live.
+
+    A 3x3, pad 1 convolution on a 1x1 map (ResNet-18's last stage on 32x32 images) is then a 1x1
+    convolution: 9x less GEMM work and no im2col. On a 2x2 map with stride 2, 4 of 9 taps remain.
+    """
+    (h, w), (kh, kw) = x_hw, w_hw
+    oh = out_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
+    ow = out_size(w, kw, stride[1], padding[2], padding[3], dilation[1])
+    r0, r1 = _live_taps(h, oh, kh, stride[0], padding[0], dilation[0])
+    c0, c1 = _live_taps(w, ow, kw, stride[1], padding[2], dilation[1])
+    if (r0, r1, c0, c1) == (0, kh, 0, kw) or r1 == r0 or c1 == c0:
+        return None  # all live, or (a degenerate geometry) none: the general path handles both
+    pads = (padding[0] - r0 * dilation[0], padding[1] - (kh - r1) * dilation[0],
+            padding[2] - c0 * dilation[1], padding[3] - (kw - c1) * dilation[1])
+    return slice(r0, r1), slice(c0, c1), pads
 
 
 def _cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
@@ -112,6 +133,78 @@ def _cols_cached(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tupl
     return cols if cols is not None else _cols(xp, x, kh, kw, stride, padding, dilation, groups)
 
 
+def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                  groups: int, dtype: Any) -> int:
+    """The Winograd output tile (4 or 2) this convolution runs with, or 0 for im2col + GEMM.
+
+    Measured per layer against im2col on ResNet-18 and the MNIST CNN (docs/cpu-performance.md,
+    ``benchmarks/bench_conv_layers.py``): Winograd wins every 3x3 stride-1 layer with 16 or more
+    channels each way. F(4x4, 3x3) does 4x fewer multiplies than im2col, F(2x2, 3x3) 2.25x fewer;
+    F(4x4)'s transforms are only fast with the native (numba) kernels, and on maps smaller than
+    4x4 its tiles are mostly padding, so it runs with those kernels on maps of 4x4 and more.
+    float32 only: float64 callers asked for accuracy. ``EMBER_CONV_ALGORITHM``: ``auto`` (this
+    rule), ``winograd2`` (F(2x2) at most: rounding within ~1.5x of im2col's; F(4x4)'s is ~20x
+    larger, about 1e-5 of the output's largest value), ``im2col`` (never Winograd).
+    """
+    choice = _config.CONV_ALGORITHM
+    if xp is not np:  # measured on the CPU only; a GPU backend brings its own convolutions
+        return 0
+    if choice == "im2col" or not winograd.applicable(w_shape, stride, padding, dilation, groups, dtype):
+        return 0
+    if np.dtype(dtype) != np.float32 or x_shape[1] < 16 or w_shape[0] < 16:
+        return 0
+    oh = out_size(x_shape[2], 3, 1, padding[0], padding[1], 1)
+    ow = out_size(x_shape[3], 3, 1, padding[2], padding[3], 1)
+    if choice != "winograd2" and min(oh, ow) >= 4 and native_kernel(xp, "winograd_input") is not None:
+        return 4
+    return 2
+
+
+def _finite(xp: Any, *arrays: Any) -> bool:
+    """Whether every value is finite (a sum is, unless a value is inf/NaN or the sum overflows).
+
+    Winograd mixes a whole tile before multiplying, so one inf turns its tile's outputs into NaN
+    where a direct convolution gives inf in only the windows that read it; such inputs take
+    im2col, which matches PyTorch at inf and NaN. One reduction: ~5% of the convolution."""
+    return all(bool(xp.isfinite(a.sum())) for a in arrays)
+
+
+def _winograd_input(xp: Any, x: Any, padding: tuple, m: int, remember: bool) -> Any:
+    """The forward's Winograd input transform, kept for the weight gradient like im2col's columns."""
+    key = ("winograd", m, padding, x.shape, x.dtype, x.strides)
+    if not remember:
+        v = _recall_cols(x, key)
+        if v is not None:
+            return v
+    v = winograd.input_transform(xp, x, padding, m)
+    if remember:
+        _remember_cols(x, key, v)
+    return v
+
+
+PER_IMAGE_MIN_PIXELS = 128
+
+
+def _per_image(groups: int, oh: int, ow: int) -> bool:
+    """Whether im2col runs per image (``conv_per_image``: no transposing copies, one GEMM per image)
+    rather than batch-wide: one group, and maps of at least ``PER_IMAGE_MIN_PIXELS`` outputs, below
+    which per-image GEMMs are too small for BLAS (measured: docs/cpu-performance.md)."""
+    return groups == 1 and oh * ow >= PER_IMAGE_MIN_PIXELS
+
+
+def _per_image_cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple,
+                    remember: bool) -> Any:
+    key = ("per_image", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
+    if not remember:
+        found = _recall_cols(x, key)
+        if found is not None:
+            return found
+    cols = per_image.cols(xp, x, kh, kw, stride, padding, dilation)
+    if remember:
+        _remember_cols(x, key, cols)
+    return cols
+
+
 def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
     transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
@@ -130,10 +223,18 @@ def _to_channels_first(a: Any, groups: int, per_group: int) -> Any:
 
 
 def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
+    trim = _trim(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    if trim is not None:
+        w, padding = w[:, :, trim[0], trim[1]], trim[2]
+    m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
+    if m and _finite(xp, x, w):
+        return winograd.conv2d(xp, x, w, padding, m, v=_winograd_input(xp, x, padding, m, remember=True))
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh = out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
     ow = out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
+    if _per_image(groups, oh, ow):
+        return per_image.forward(xp, _per_image_cols(xp, x, kh, kw, stride, padding, dilation, True), w, oh, ow)
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=True)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     out = _gemm(xp, w2, cols)  # (G, O/G, N*L): one GEMM per group
@@ -143,9 +244,17 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
 
 def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple,
                      dilation: tuple, groups: int) -> Any:
+    trim = _trim(input_shape[2:], w.shape[2:], stride, padding, dilation)
+    if trim is not None:
+        w, padding = w[:, :, trim[0], trim[1]], trim[2]
+    m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
+    if m and _finite(xp, g, w):
+        return winograd.input_grad(xp, g, w, padding, m)
     n, c, h, width = input_shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
+    if _per_image(groups, oh, ow):
+        return per_image.input_grad(xp, g, w, tuple(input_shape), stride, padding, dilation)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     gcols = _gemm(xp, w2.transpose(0, 2, 1), _to_channels_first(g, groups, o // groups))  # (G, K, N*L)
     gcols = gcols.reshape(c, kh, kw, n, oh, ow)
@@ -167,7 +276,20 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
 
 def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
                       dilation: tuple, groups: int) -> Any:
+    trim = _trim(x.shape[2:], weight_shape[2:], stride, padding, dilation)
+    if trim is not None:  # the dropped taps' gradient is exactly zero: they only ever read padding
+        gw = xp.zeros(weight_shape, dtype=g.dtype)
+        rows, cols, pads = trim
+        part = weight_shape[:2] + (rows.stop - rows.start, cols.stop - cols.start)
+        gw[:, :, rows, cols] = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
+        return gw
+    m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    if m and _finite(xp, x, g):
+        return winograd.weight_grad(xp, x, g, padding, m, v=_winograd_input(xp, x, padding, m, remember=False))
     o, cg, kh, kw = weight_shape
+    if _per_image(groups, g.shape[2], g.shape[3]):
+        cols = _per_image_cols(xp, x, kh, kw, stride, padding, dilation, False)
+        return per_image.weight_grad(xp, g, cols, tuple(weight_shape))
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=False)  # (G, K, N*L)
     g2 = _to_channels_first(g, groups, o // groups)  # (G, O/G, N*L)
     return _gemm(xp, g2, cols.transpose(0, 2, 1)).reshape(weight_shape)

@@ -11,15 +11,14 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from weakref import ref as _weakref
 
-from ember import dtypes
-from ember.autograd import grad_mode
-from ember.autograd import anomaly_mode as _anomaly
+from ember import dtypes, interpreters as _interpreters
+from ember.autograd import anomaly_mode as _anomaly, grad_mode
 from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
-from ember.ops.registry import OpDef
-from ember import interpreters as _interpreters
+from ember.ops.registry import OPS, OpDef
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
+from ember.device import CPU
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool)
@@ -207,8 +206,6 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         else:
             arrays.append(a)
     if device is None:
-        from ember.device import CPU
-
         device = attrs.pop("_device", None) or CPU
     out = op.impl(device.xp, *arrays, **attrs)
     if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
@@ -339,7 +336,6 @@ def cast(t: Any, target: dtypes.dtype) -> Any:
     """Convert ``t`` to dtype ``target`` (recorded, so gradients flow back through the cast)."""
     if t._data.dtype == target.np:
         return t
-    from ember.ops.registry import OPS
 
     attrs = {"dtype": target, "source": t.dtype}
     if not target.is_floating_point and t._requires_grad:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import special_function
-from ember.ops import dispatch, elementwise as ew, linalg, reductions as red
+from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, elementwise_rule
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -495,8 +495,6 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
         >>> ember.diagonal(ember.eye(3) * 2)
         tensor([2., 2., 2.])
     """
-    from ember.ops import views
-
     return views.diagonal(input, offset, dim1, dim2)
 
 
@@ -506,7 +504,6 @@ _diagonal = diagonal  # diag's argument is named `diagonal`, as in PyTorch
 def diag(input: Any, diagonal: int = 0) -> Any:
     """1-D input: a square matrix with ``input`` on the given diagonal; 2-D: that diagonal."""
     from ember.creation import zeros
-    from ember.ops import movement
 
     if input.ndim == 2:
         return _diagonal(input, diagonal)
@@ -521,7 +518,6 @@ def diag(input: Any, diagonal: int = 0) -> Any:
 def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
     """Batched diag: the last dim of ``input`` becomes the diagonal of new trailing matrices."""
     from ember.creation import zeros
-    from ember.ops import movement, views
 
     n = input.shape[-1] + abs(offset)
     rows, cols = _diag_positions(n, n, offset, input.device)

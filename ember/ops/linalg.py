@@ -4,13 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
-from ember.ops import dispatch
+from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
-from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
+from ember.amp.state import STATE as _autocast
 
 
 def _matmul_vjp(ctx: Any, g: Any) -> tuple:
@@ -48,8 +48,6 @@ MATMUL = register(OpDef(
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
     if input.dtype is not other.dtype:
-        from ember.amp.state import STATE as _autocast
-
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
                                f"(shape {tuple(input.shape)}) and {other.dtype} (shape {tuple(other.shape)}); "
@@ -307,7 +305,6 @@ def einsum(*args: Any) -> Any:
         if not isinstance(o, dispatch.Tensor):
             raise TypeError(f"einsum(): operand {k} is a {type(o).__name__}, expected a Tensor")
     target = operands[0].dtype
-    from ember.amp.state import STATE as _autocast
 
     mixed = any(o.dtype is not operands[0].dtype for o in operands[1:])
     if mixed and not _autocast.active and len(operands) > 1 and _contracts(equation):

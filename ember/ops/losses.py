@@ -15,9 +15,11 @@ from typing import Any
 
 from ember.ops import dispatch, elementwise as ew, reductions as red
 from ember.ops.elementwise import elementwise_rule, sum_to
-from ember.ops.nn_ops import log_softmax, logsigmoid
+from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwise_distance
 from ember.ops.registry import OpDef, register
 from ember.amp.policy import autocast_policy
+from ember.creation import tensor
+from ember.ops.extra_math import xlogy
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -48,8 +50,6 @@ def _check_same_shape(op: str, input: Any, target: Any) -> None:
 
 def _as_float_target(target: Any, input: Any) -> Any:
     if not isinstance(target, dispatch.Tensor):
-        from ember.creation import tensor
-
         return tensor(target, dtype=input.dtype, device=input.device)
     return target if target.dtype is input.dtype else target.to(input.dtype)
 
@@ -354,8 +354,6 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:
-        from ember.ops.extra_math import xlogy
-
         loss = xlogy(target, target) - target * input  # PyTorch's formula: 0 * inf input is NaN there too
     return _reduce(loss, reduction)
 
@@ -377,8 +375,6 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
 @autocast_policy("fp32")
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                           reduce: Any = None, reduction: str = "mean") -> Any:
-    from ember.ops.nn_ops import cosine_similarity
-
     reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = ew.where(target == 1, 1.0 - cos, ew.relu(cos - margin))
@@ -389,8 +385,6 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float =
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Any:
-    from ember.ops.nn_ops import pairwise_distance
-
     reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)

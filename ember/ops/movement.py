@@ -13,6 +13,8 @@ from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
+from ember.autograd.node import _FREED_MESSAGE, SavedTensor
+from ember.ops.elementwise import sum_to
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -121,8 +123,6 @@ def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
 def _saved_index_tensors(ctx: Any, first: int) -> tuple:
     """The saved index tensors only: the indexed tensor's own version is not checked (PyTorch's
     index/slice backward does not need its values, so changing it in place later is fine)."""
-    from ember.autograd.node import _FREED_MESSAGE, SavedTensor
-
     saved = getattr(ctx, "saved", ())
     if saved is None:
         raise RuntimeError(_FREED_MESSAGE)

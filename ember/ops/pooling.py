@@ -20,10 +20,12 @@ from typing import Any
 
 from ember import dtypes
 from ember.backends import native_kernel
+from ember.backends.cpu_threads import parallel_for
 from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
+from ember.creation import tensor
 
 
 def pool_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -99,15 +101,30 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
             and h % 2 == 0 and w % 2 == 0 and x.flags.c_contiguous):
         return _max_pool_2x2(xp, x)
     oh, ow, hp, wp = _geometry(x.shape, kernel, stride, padding, dilation, ceil_mode)
+    native = native_kernel(xp, "max_pool2d_planes")
+    if native is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4:  # one pass, all cores
+        planes = xp.ascontiguousarray(x).reshape(n * c, h, w)
+        out = xp.empty((n * c, oh, ow), dtype=x.dtype)
+        indices = xp.empty((n * c, oh, ow), dtype=xp.int64)
+        nans: list = []  # list.append is atomic: each chunk reports its count
+        parallel_for(lambda start, stop: nans.append(native(planes, *kernel, *stride, *padding, *dilation, out,
+                                                            indices, start, stop)),
+                     n * c, max(1, 16384 // max(1, oh * ow)))
+        if not any(nans):  # NaN-free: done; else PyTorch's NaN rule on the NumPy path below
+            return out.reshape(n, c, oh, ow), indices.reshape(n, c, oh, ow)
     xpad = _pad_to(xp, x, padding, hp, wp, -xp.inf)
-    best = which = None
+    # Narrow tap codes: these passes are memory-bound, so int8 is about twice as fast as int64.
+    code = xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32
+    # PyTorch's start: -inf at the window's first in-bounds position (a window of -inf values, or
+    # of padding and -inf, reports that position; padding itself never wins a strict compare).
+    first_row = xp.maximum(0, -((xp.arange(oh) * stride[0] - padding[0]) // dilation[0]))
+    first_col = xp.maximum(0, -((xp.arange(ow) * stride[1] - padding[1]) // dilation[1]))
+    which = xp.empty((n, c, oh, ow), dtype=code)
+    which[...] = (first_row[:, None] * kernel[1] + first_col[None, :]).astype(code)
+    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
+    best = xp.full((n, c, oh, ow), lowest, dtype=x.dtype)
     for tap, _, _, rows, cols in _taps(kernel, stride, dilation, oh, ow):
         v = xpad[:, :, rows, cols]
-        if best is None:
-            # Narrow tap codes: these passes are memory-bound, so int8 is about twice as fast as int64.
-            code = xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32
-            best, which = v, xp.zeros(v.shape, dtype=code)
-            continue
         # Strictly greater keeps the first maximum on ties (PyTorch's choice); maximum() keeps NaNs.
         # which = where(v > best, tap, which), as integer arithmetic: np.where is ~20x slower here.
         # A NaN wins (as in PyTorch: `val > max || isnan(val)`), so its index is a real, in-range position.
@@ -164,6 +181,17 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
                                  f"(indices must lie in [0, {h * w}))")
             planes = xp.arange(rows, dtype=flat_idx.dtype)[:, None] * (h * w)
             out.reshape(-1)[(flat_idx + planes).reshape(-1)] = flat_g.reshape(-1)
+        return out.reshape(input_shape)
+    native = native_kernel(xp, "unpool_scatter_add")
+    if native is not None and flat_idx.dtype == xp.int64 and g.dtype.itemsize >= 4:
+        out = xp.zeros((rows, h * w), dtype=g.dtype)
+        flat_g, flat_idx = xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx)
+        bad: list = []  # list.append is atomic: each chunk reports its count
+
+        parallel_for(lambda start, stop: bad.append(native(flat_g, flat_idx, out, start, stop)), rows,
+                     max(1, 16384 // max(1, flat_g.shape[1])))
+        if any(bad):
+            raise IndexError(f"max_pool2d_backward: an index is out of range for a plane of {h}x{w}")
         return out.reshape(input_shape)
     offsets = (xp.arange(rows) * (h * w))[:, None]
     summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
@@ -351,8 +379,6 @@ def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 def _adaptive_matrix(size: int, out: int, dtype: Any, device: Any) -> Any:
     """(out, size) matrix averaging PyTorch's adaptive windows [floor(i*size/out), ceil((i+1)*size/out))."""
     import numpy as np
-
-    from ember.creation import tensor
 
     m = np.zeros((out, size))
     for i in range(out):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ember import dtypes
-from ember.ops import dispatch
+from ember.ops import dispatch, elementwise
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
@@ -107,8 +107,6 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
     the nonzero others and the rest get (that product / x_i) * (the zero, which is 0 but carries
     the second derivative); with two or more zeros every entry is 0.
     """
-    from ember.ops.elementwise import where
-
     (x,) = ctx.inputs
     dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
     shape = ctx.input_meta[0]
@@ -329,8 +327,6 @@ def amin(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
 
 def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, other: Any) -> Any:
     if other is not None or isinstance(dim, dispatch.Tensor):
-        from ember.ops import elementwise
-
         other = dim if other is None else other
         return (elementwise.maximum if full is AMAX else elementwise.minimum)(input, other)
     if dim is None:
@@ -392,8 +388,6 @@ def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = F
 def _sqrt_zero_grad(s: Any) -> Any:
     """sqrt(s) whose gradient is 0 where s == 0 (PyTorch's mask in the backward of norm and std), instead
     of 2x / (2 sqrt(0)) = 0 / 0 = NaN: the gradient of a norm at the zero vector is 0."""
-    from ember.ops.elementwise import sqrt, where
-
     zero = s == 0
     return where(zero, 0.0, sqrt(where(zero, 1.0, s)))
 
@@ -408,8 +402,6 @@ def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: boo
 
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
-    from ember.ops.elementwise import exp, log, where, isinf
-
     dims = normalize_dims(dim, input.ndim, "logsumexp")
     shift = amax(input, dims, keepdim=True).detach()
     shift = where(isinf(shift), 0.0, shift)
@@ -419,8 +411,6 @@ def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
 
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
-    from ember.ops.elementwise import sqrt, abs as absolute
-
     if dtype is not None:
         input = input.to(dtype)
     dims = normalize_dims(dim, input.ndim, "norm")
@@ -434,7 +424,6 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         return sum(absolute(input), dims, keepdim=keepdim)
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
-    from ember.ops.elementwise import where
 
     magnitude = absolute(input)
     if p < 1:  # |x|^p has an infinite slope at 0: keep 0 * inf out of the gradient (PyTorch gives 0)
@@ -448,5 +437,6 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
 
 
 import builtins as _builtins  # noqa: E402
+from ember.ops.elementwise import abs as absolute, exp, isinf, log, sqrt, where
 
 builtin_max = _builtins.max

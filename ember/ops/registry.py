@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+from ember.dtypes import from_numpy_dtype
 
 
 class Spec(NamedTuple):
@@ -118,7 +119,6 @@ def abstract_eval(op: OpDef, specs: tuple, attrs: dict) -> Any:
     """
     if op.shape_rule is not None:
         return op.shape_rule(*specs, **attrs)
-    from ember.dtypes import from_numpy_dtype
 
     dummies = []
     for spec in specs:

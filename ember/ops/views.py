@@ -11,11 +11,13 @@ import numpy as np
 
 from ember import dtypes
 from ember.ops import dispatch
-from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, INDEX_BACKWARD, PERMUTE, RESHAPE, TENSOR_SLOT, TRIL,
-                                TRIU, getitem, getitem_with, index_put, infer_shape)
+from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE, SCATTER_ADD,
+    TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
+from ember.dtypes import promote_types
+from ember.ops.elementwise import sum_to, where
 
 register(OpDef(
     name="to_device", category="movement", save="none",
@@ -179,8 +181,6 @@ def broadcast_to(input: Any, shape: Sequence[int]) -> Any:
 
 
 def sum_to_size(input: Any, *size: Any) -> Any:
-    from ember.ops.elementwise import sum_to
-
     return sum_to(input, _shape_arg(size))
 
 
@@ -263,8 +263,6 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
                 raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[i]} but got size {t.shape[i]} in dimension {i}")
         if t.dtype is not target:
-            from ember.dtypes import promote_types
-
             target = promote_types(target, t.dtype)
     nonempty = [dispatch.cast(t, target) for t in nonempty]
     if len(nonempty) == 1:
@@ -364,14 +362,10 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
 
 
 def gather(input: Any, dim: int, index: Any) -> Any:
-    from ember.ops.movement import GATHER
-
     return dispatch.apply(GATHER, (input, index), {"dim": input._dim(dim, "gather")})
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
-    from ember.ops.movement import SCATTER_ADD
-
     if src.dtype is not input.dtype:
         src = dispatch.cast(src, input.dtype)
     return dispatch.apply(SCATTER_ADD, (input, index, src), {"dim": input._dim(dim, "scatter_add")})
@@ -379,7 +373,6 @@ def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
 
 def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None) -> Any:
     """Out-of-place scatter: positions named by ``index`` take ``src`` (or ``value``)."""
-    from ember.ops.elementwise import where
     from ember import creation
 
     d = input._dim(dim, "scatter")
@@ -394,8 +387,6 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 
 
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
-    from ember.ops.elementwise import where
-
     if isinstance(mask, dispatch.Tensor) and mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: only boolean masks are supported, but got a mask with dtype {mask.dtype}; "
                            "pass a comparison (x > 0) or mask.bool()")
@@ -557,8 +548,6 @@ def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
     grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
     grad_value = None
     if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to
-
         grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
     return grad_base, grad_value
 

@@ -14,6 +14,7 @@ from ember.optim.optimizer import (
     use_fast_path,
 )
 from ember.tensor import Tensor
+from ember import dtypes
 
 
 class Adagrad(Optimizer):
@@ -97,8 +98,6 @@ def _kernel(xp: Any, param: Any, grad: Any, total: Any, grad_buf: Any, tmp: Any,
 def _update_tensors(p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
                     maximize: bool) -> None:
     """Reference update in ember ops; the decayed rate is a tensor op on ``state['step']`` (traceable)."""
-    from ember import dtypes
-
     step_t = state["step"]
     step_t.add_(1)
     clr = lr / (1 + (step_t.to(dtypes.float64) - 1) * lr_decay)

@@ -17,6 +17,7 @@ from ember.optim.optimizer import (
     unsupported, use_fast_path,
 )
 from ember.tensor import Tensor
+from ember.backends import native_kernel
 
 
 class Adam(Optimizer):
@@ -129,7 +130,6 @@ def _native_ok(p: Tensor, state: dict) -> bool:
     arrays = (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data)
     if not all(a.flags.c_contiguous and a.dtype == p._data.dtype for a in arrays):
         return False
-    from ember.backends import native_kernel
 
     return native_kernel(p._device.xp, "adam_update") is not None
 
@@ -139,8 +139,6 @@ def _native_kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any
                    weight_decay: float, decoupled: bool, maximize: bool, step_size: float,
                    bias_correction2_sqrt: float) -> None:
     """:func:`_kernel` for the common case (no amsgrad/maximize/L2 decay) as one native pass."""
-    from ember.backends import native_kernel
-
     if weight_decay and decoupled:
         param *= 1 - lr * weight_decay
     scalar = param.dtype.type  # NumPy's weak scalars: each Python float acts in the arrays' dtype

@@ -19,6 +19,7 @@ from ember.autograd import grad_mode
 from ember.creation import full_like, tensor, zeros_like
 from ember.optim.optimizer import Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
 from ember.tensor import Tensor
+from ember.ops.elementwise import maximum, where
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam"]
 
@@ -110,8 +111,6 @@ class Adamax(_ElementwiseOptimizer):
         return {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
 
     def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        from ember.ops.elementwise import maximum
-
         (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
         state["step"].add_(1)
         step = state["step"].item()
@@ -231,8 +230,6 @@ class Rprop(_ElementwiseOptimizer):
         return {"step": new_step_tensor(), "prev": zeros_like(p), "step_size": full_like(p, to_scalar(group["lr"]))}
 
     def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        from ember.ops.elementwise import where
-
         (etaminus, etaplus), (step_min, step_max) = group["etas"], group["step_sizes"]
         state["step"].add_(1)
         agreement = (grad * state["prev"]).sign()
@@ -300,8 +297,6 @@ class SparseAdam(_ElementwiseOptimizer):
         return {"step": 0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
     def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        from ember.ops.elementwise import where
-
         (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
         state["step"] += 1
         touched = grad != 0

@@ -33,6 +33,7 @@ from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.ops import dispatch
 from ember.tensor import Tensor
+from ember.creation import tensor
 
 
 class _RequiredParameter:
@@ -98,8 +99,6 @@ def scalar_dtype() -> dtypes.dtype:
 
 def new_step_tensor() -> Tensor:
     """A fresh ``state['step']``: a 0-d CPU tensor, as torch keeps it (cheap to read on any device)."""
-    from ember.creation import tensor
-
     return tensor(0.0, dtype=scalar_dtype())
 
 

@@ -76,6 +76,18 @@ def _max_pool_train() -> Callable:
     return lambda: F.max_pool2d(x, 2).sum().backward()
 
 
+def _max_pool_3x3_train() -> Callable:
+    x = ember.tensor(_data((16, 16, 64, 64)), requires_grad=True)
+    return lambda: F.max_pool2d(x, 3, 2, 1).sum().backward()
+
+
+def _conv_winograd_train() -> Callable:
+    """A 3x3 layer that runs Winograd: F(4x4) with the numba transforms, F(2x2) in NumPy without."""
+    x = ember.tensor(_data((64, 64, 16, 16)), requires_grad=True)
+    w = ember.tensor(_data((64, 64, 3, 3)) * 0.05, requires_grad=True)
+    return lambda: F.conv2d(x, w, padding=1).sum().backward()
+
+
 def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
@@ -105,12 +117,18 @@ CASES: dict[str, Callable[[], Callable]] = {
     "erf": _erf, "erfinv": _erfinv, "gelu": _gelu_train, "relu (relu_grad)": _relu_train,
     "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "adam_update": _adam_step,
     "fused where (where_scalar/where_arrays)": _fused_where,
+    "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
+    "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
 }
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
                 "relu_grad": "relu (relu_grad)", "adam_update": "adam_update",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
-                "where_arrays": "fused where (where_scalar/where_arrays)"}
+                "where_arrays": "fused where (where_scalar/where_arrays)",
+                "max_pool2d_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
+                "unpool_scatter_add": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
+                **{k: "conv2d 3x3 (winograd transforms)"
+                   for k in ("winograd_input", "winograd_output", "winograd_grad_output")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

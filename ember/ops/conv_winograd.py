@@ -1,0 +1,228 @@
+"""Winograd convolution F(m x m, 3 x 3) for 3x3, stride-1 convolutions, written against ``xp``.
+
+A 3x3 convolution computes each m x m block of outputs from an (m+2) x (m+2) tile of the input.
+Winograd's minimal filtering algorithm transforms the tile (``V = B^T d B``) and the kernel
+(``U = G g G^T``), multiplies them elementwise, which summed over input channels is one GEMM per
+tile position, and transforms back (``Y = A^T M A``): (m+2)^2 multiplies per m^2 outputs instead
+of 9 m^2, so 2.25x fewer GEMM flops for m = 2 and 4x fewer for m = 4
+(Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015).
+
+The data stay channels-last (N, H, W, C) inside, so every transform step is a NumPy ufunc over
+views whose innermost axis is a contiguous run of channels; in NCHW those runs are m elements
+long and the same transforms ran 3x slower. The three passes of a convolution all run here:
+
+* forward:      ``Y = A^T [U . V] A`` per tile;
+* input grad:   the forward of the flipped, transposed kernel with padding ``2 - p``;
+* weight grad:  the adjoint of the forward in ``U``: ``dU = V^T dM`` per tile position with
+                ``dM = A dY A^T``, then ``dg = G^T dU G``; it reuses the forward's ``V``.
+
+Example:
+    >>> import numpy as np
+    >>> x = np.ones((1, 1, 4, 4)); w = np.ones((1, 1, 3, 3))
+    >>> conv2d(np, x, w, (1, 1, 1, 1), m=2)[0, 0]
+    array([[4., 6., 6., 4.],
+           [6., 9., 9., 6.],
+           [6., 9., 9., 6.],
+           [4., 6., 6., 4.]])
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.backends import native_kernel
+from ember.backends.cpu_threads import parallel_for
+
+_MIN_TILES = 32  # tiles per thread below which a thread hand-off costs more than it saves
+
+# The transform matrices (B^T, G, A^T) for each output tile size m, with interpolation points
+# 0, +-1 (m = 2) and 0, +-1, +-2 (m = 4): the choices whose float32 rounding errors stay smallest.
+_MATRICES = {
+    2: (
+        [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+        [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]],
+    ),
+    4: (
+        [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
+         [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+        [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+         [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+    ),
+}
+
+
+def applicable(w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int, dtype: Any) -> bool:
+    """Whether these geometry and dtype can run here: 3x3, stride 1, no dilation, one group,
+    each padding in [0, 2] (so the input gradient's padding ``2 - p`` is one too), float32/64."""
+    return (tuple(w_shape[2:]) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+            and groups == 1 and all(0 <= p <= 2 for p in padding) and np.dtype(dtype).kind == "f"
+            and np.dtype(dtype).itemsize >= 4)
+
+
+def _combine(xp: Any, coeffs: Any, terms: list, out: Any, scratch: Any) -> Any:
+    """``out = sum(c * t)`` over the nonzero ``coeffs``: adds and subtracts for +-1, one multiply
+    into ``scratch`` otherwise, no temporaries."""
+    first = True
+    for c, term in zip(coeffs, terms):
+        if c == 0:
+            continue
+        if first:
+            if c == 1:
+                out[...] = term
+            else:
+                xp.multiply(term, c, out=out)
+            first = False
+        elif c == 1:
+            xp.add(out, term, out=out)
+        elif c == -1:
+            xp.subtract(out, term, out=out)
+        else:
+            xp.multiply(term, c, out=scratch)
+            xp.add(out, scratch, out=out)
+    if first:
+        out[...] = 0
+    return out
+
+
+def _tiles(h: int, w: int, padding: tuple, m: int) -> tuple:
+    oh, ow = h + padding[0] + padding[1] - 2, w + padding[2] + padding[3] - 2
+    return oh, ow, -(-oh // m), -(-ow // m)
+
+
+def input_transform(xp: Any, x: Any, padding: tuple, m: int) -> Any:
+    """``V = B^T d B`` of every tile of NCHW ``x``, as (tile positions, N*tiles, C), C contiguous."""
+    bt = np.asarray(_MATRICES[m][0], dtype=x.dtype)
+    a = m + 2
+    n, c, h, w = x.shape
+    oh, ow, th, tw = _tiles(h, w, padding, m)
+    kernel = native_kernel(xp, "winograd_input")
+    if kernel is not None:  # one pass over the tiles, on all cores
+        v = xp.empty((a * a, n * th * tw, c), dtype=x.dtype)
+        parallel_for(lambda start, stop: kernel(x, bt, m, padding[0], padding[2], th, tw, v, start, stop),
+                     n * th * tw, _MIN_TILES)
+        return v
+    hp, wp = m * th + 2, m * tw + 2
+    padded = xp.empty((n, hp, wp, c), dtype=x.dtype)  # channels last; only the borders are zeroed
+    top, left = padding[0], padding[2]
+    padded[:, :top] = 0
+    padded[:, top + h:] = 0
+    padded[:, top:top + h, :left] = 0
+    padded[:, top:top + h, left + w:] = 0
+    padded[:, top:top + h, left:left + w] = x.transpose(0, 2, 3, 1)
+    rows_in = [padded[:, i:i + m * th:m] for i in range(a)]  # (N, th, wp, C): tile row i of every tile
+    rows = xp.empty((a, n, th, wp, c), dtype=x.dtype)
+    scratch = xp.empty((n, th, wp, c), dtype=x.dtype)
+    for i in range(a):
+        _combine(xp, bt[i], rows_in, rows[i], scratch)
+    v = xp.empty((a, a, n, th, tw, c), dtype=x.dtype)
+    scratch = scratch[:, :, :tw]
+    for i in range(a):
+        cols_in = [rows[i][:, :, j:j + m * tw:m] for j in range(a)]
+        for j in range(a):
+            _combine(xp, bt[j], cols_in, v[i, j], scratch)
+    return v.reshape(a * a, n * th * tw, c)
+
+
+def weight_transform(xp: Any, g: Any, m: int) -> Any:
+    """``U = G g G^T`` of (O, C, 3, 3) weights as (tile positions, C, O): one small GEMM."""
+    gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
+    a = m + 2
+    o, c = g.shape[:2]
+    kron = xp.asarray(np.kron(gm, gm))  # (a*a, 9): U[p, q] = sum_ij G[p, i] G[q, j] g[i, j]
+    u = xp.matmul(kron, g.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o))
+    return u.reshape(a * a, c, o)
+
+
+def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
+    """``Y = A^T M A`` of (tile positions, N*tiles, O) products, as an NCHW array (one copy)."""
+    at = np.asarray(_MATRICES[m][2], dtype=mt.dtype)
+    a = m + 2
+    th, tw = -(-oh // m), -(-ow // m)
+    o = mt.shape[-1]
+    kernel = native_kernel(xp, "winograd_output")
+    if kernel is not None:
+        y = xp.empty((n, o, oh, ow), dtype=mt.dtype)
+        parallel_for(lambda start, stop: kernel(mt, at, th, tw, y, start, stop), n * th * tw, _MIN_TILES)
+        return y
+    mm = mt.reshape(a, a, n, th, tw, o)
+    half = xp.empty((m, a, n, th, tw, o), dtype=mt.dtype)
+    scratch = xp.empty((n, th, tw, o), dtype=mt.dtype)
+    for i in range(m):
+        for j in range(a):
+            _combine(xp, at[i], [mm[k, j] for k in range(a)], half[i, j], scratch)
+    y = xp.empty((n, th, m, tw, m, o), dtype=mt.dtype)
+    for i in range(m):
+        for j in range(m):
+            _combine(xp, at[j], [half[i, k] for k in range(a)], y[:, :, i, :, j], scratch)
+    y = y.reshape(n, th * m, tw * m, o)[:, :oh, :ow]
+    return xp.ascontiguousarray(y.transpose(0, 3, 1, 2))
+
+
+def _products(xp: Any, v: Any, u: Any) -> Any:
+    """``M[p] = V[p] @ U[p]`` for every tile position: (a*a, T, C) @ (a*a, C, O)."""
+    out = xp.empty((v.shape[0], v.shape[1], u.shape[2]), dtype=v.dtype)
+    for p in range(v.shape[0]):  # 2-D GEMMs: BLAS sees each operand's layout directly
+        xp.matmul(v[p], u[p], out=out[p])
+    return out
+
+
+def conv2d(xp: Any, x: Any, w: Any, padding: tuple, m: int, v: Any = None) -> Any:
+    """The forward ``conv2d(x, w)`` (stride 1, 3x3); ``v``: the input transform if already made."""
+    n, _, h, width = x.shape
+    oh, ow, _, _ = _tiles(h, width, padding, m)
+    if v is None:
+        v = input_transform(xp, x, padding, m)
+    return output_transform(xp, _products(xp, v, weight_transform(xp, w, m)), n, oh, ow, m)
+
+
+def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int) -> Any:
+    """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel."""
+    flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+    return conv2d(xp, g, flipped, tuple(2 - p for p in padding), m)
+
+
+def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) -> Any:
+    """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d."""
+    at = np.asarray(_MATRICES[m][2], dtype=g.dtype)
+    gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
+    a = m + 2
+    n, o, oh, ow = g.shape
+    th, tw = -(-oh // m), -(-ow // m)
+    if v is None:
+        v = input_transform(xp, x, padding, m)
+    kernel = native_kernel(xp, "winograd_grad_output")
+    if kernel is not None:
+        dm = xp.empty((a * a, n * th * tw, o), dtype=g.dtype)
+        parallel_for(lambda start, stop: kernel(g, at, th, tw, dm, start, stop), n * th * tw, _MIN_TILES)
+    else:
+        dm = _grad_output_transform(xp, g, at, m, th, tw)
+    du = xp.empty((a * a, v.shape[2], o), dtype=g.dtype)
+    for p in range(a * a):
+        xp.matmul(v[p].T, dm[p], out=du[p])  # (C, T) @ (T, O): BLAS takes the transpose for free
+    kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a): dg = G^T dU G
+    dg = xp.matmul(kron, du.reshape(a * a, -1)).reshape(3, 3, v.shape[2], o)
+    return xp.ascontiguousarray(dg.transpose(3, 2, 0, 1))
+
+
+def _grad_output_transform(xp: Any, g: Any, at: Any, m: int, th: int, tw: int) -> Any:
+    """``dM = A dY A^T`` for every m x m block of the NCHW output gradient, as (a*a, T, O)."""
+    a = m + 2
+    n, o, oh, ow = g.shape
+    gy = xp.zeros((n, th * m, tw * m, o), dtype=g.dtype)  # tiles past the output's edge: zero
+    gy[:, :oh, :ow] = g.transpose(0, 2, 3, 1)
+    gy = gy.reshape(n, th, m, tw, m, o)
+    # dM = A dY A^T, A = (A^T)^T: first along tile columns, then rows.
+    half = xp.empty((m, a, n, th, tw, o), dtype=g.dtype)
+    scratch = xp.empty((n, th, tw, o), dtype=g.dtype)
+    for i in range(m):
+        terms = [gy[:, :, i, :, j] for j in range(m)]
+        for k in range(a):
+            _combine(xp, at[:, k], terms, half[i, k], scratch)
+    dm = xp.empty((a, a, n, th, tw, o), dtype=g.dtype)
+    for k in range(a):
+        for q in range(a):
+            _combine(xp, at[:, k], [half[i, q] for i in range(m)], dm[k, q], scratch)
+    return dm.reshape(a * a, n * th * tw, o)
