@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
+from ember.interpreters import TracingError
 from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.tensor import Tensor
 
 
 def _assign_rule(target: Spec, value: Spec) -> Spec:
@@ -32,6 +34,24 @@ def _assign_rule(target: Spec, value: Spec) -> Spec:
 def _assign_impl(xp: Any, target: Any, value: Any) -> Any:
     # The executor copies the result into the variable's buffer at the end of the run.
     return value if value.dtype == target.dtype else value.astype(target.dtype)
+
+
+def traced_assign(target: Any, value: Any) -> Any:
+    """What ``assign(target, value)`` applied eagerly gives, for ``ember.compile`` to trace: its impl (the
+    value cast to the target's dtype) and no write, which only a define-then-run graph's executor does,
+    for a Variable. Recording the node would make a compiled call write where eager writes nothing.
+
+    Example:
+        >>> import ember
+        >>> traced_assign(ember.zeros(2), ember.ones(2, dtype=ember.int64))
+        tensor([1., 1.])
+    """
+    if not isinstance(target, Tensor) or not isinstance(value, Tensor):
+        raise TracingError(f"assign: expected two tensors, got {type(target).__name__} and {type(value).__name__}; "
+                           "ember.compile runs it eagerly")
+    _assign_rule(target, value)
+    out = value.detach()
+    return out if value.dtype is target.dtype else out.to(target.dtype)
 
 
 def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:

@@ -346,6 +346,106 @@ def getitem(b: GraphBuilder, n: Any) -> str:
     return out if out is not x else b.node("Identity", [x])
 
 
+def index_put(b: GraphBuilder, n: Any) -> str:
+    """``x[index] = value`` (``+=`` with ``accumulate``) as ScatterND (reduction="add") on ``x`` flattened.
+
+    The flat positions written are ``arange(numel).reshape(shape)[index]``, built with Slice, Transpose
+    and one Gather (NumPy's advanced-index rules); ``value`` is expanded to the selection's shape. ONNX
+    leaves repeated positions without accumulate undefined (NumPy and ember keep the last). A boolean
+    mask exports only as ``x[mask] = scalar`` (a Where): other mask writes have a data-dependent size.
+    """
+    x, value = n.inputs[0], n.inputs[1]
+    shape = _static(n.in_specs[0].shape, n, "input shape")
+    items, idx_specs, accumulate = list(n.attrs["index"]), n.in_specs[2:], bool(n.attrs.get("accumulate"))
+    if any(_is_tensor_slot(it) and idx_specs[it[1]].dtype is dtypes.bool_ for it in items):
+        return _masked_put(b, n, shape, items, accumulate)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - sum(it is not None and it is not Ellipsis for it in items))
+    items += [slice(None)] * (len(shape) - sum(it is not None for it in items))
+    if None in items and any(_is_tensor_slot(it) for it in items):
+        raise NotImplementedError("ember.onnx.export: index_put with both an index tensor and None in the index is "
+                                  "not supported; unsqueeze the value instead of indexing with None")
+    selection = np.broadcast_to(np.zeros((), dtype=bool), shape)[tuple(  # NumPy's selection shape, from shapes only
+        np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64) if _is_tensor_slot(it) else it
+        for it in items)].shape
+    numel = int(np.prod(shape, dtype=np.int64))
+    arange = b.node("Range", [b.const(np.array(0, dtype=np.int64)), b.const(np.array(numel, dtype=np.int64)),
+                              b.const(np.array(1, dtype=np.int64))])
+    positions = _select_positions(b, n, b.node("Reshape", [arange, b.ints(shape)]), shape,
+                                  [it for it in items if it is not None])
+    updates = b.node("Reshape", [b.node("Expand", [value, b.ints(selection)]), b.ints([-1])])
+    flat = b.node("Reshape", [x, b.ints([-1])])
+    out = b.node("ScatterND", [flat, b.node("Reshape", [positions, b.ints([-1, 1])]), updates],
+                 reduction="add" if accumulate else None)
+    return b.node("Reshape", [out, b.ints(shape)])
+
+
+def _select_positions(b: GraphBuilder, n: Any, positions: str, shape: list, items: list) -> str:
+    """``positions[items]`` for slices, ints and integer index tensors; ints count as 0-d index tensors
+    (for basic indexing that gives NumPy's result too)."""
+    starts, ends, axes, steps, sizes, advanced = [], [], [], [], [], []
+    for axis, it in enumerate(items):
+        if isinstance(it, slice):
+            if it != slice(None):
+                step = 1 if it.step is None else it.step
+                starts.append(it.start if it.start is not None else (0 if step > 0 else INT64_MAX))
+                ends.append(it.stop if it.stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
+                axes.append(axis)
+                steps.append(step)
+            sizes.append(len(range(*it.indices(shape[axis]))))
+        else:
+            sizes.append(shape[axis])
+            advanced.append(axis)
+    if axes:
+        positions = b.node("Slice", [positions, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)])
+    if not advanced:
+        return positions
+    others = [a for a in range(len(items)) if a not in advanced]
+    positions = b.node("Transpose", [positions], perm=advanced + others)  # the indexed axes first, flattened
+    positions = b.node("Reshape", [positions, b.ints([-1] + [sizes[a] for a in others])])
+    linear, stride = None, 1
+    for axis in reversed(advanced):  # the row-major flat index over the indexed axes, negatives wrapped
+        it = items[axis]
+        if _is_tensor_slot(it):
+            index = n.inputs[2 + it[1]]
+            if n.in_specs[2 + it[1]].dtype is not dtypes.int64:
+                index = _cast(b, index, dtypes.int64)
+        else:
+            index = b.const(np.array(int(it), dtype=np.int64))
+        term = b.node("Mod", [index, b.const(np.array(shape[axis], dtype=np.int64))], fmod=0)
+        if stride != 1:
+            term = b.node("Mul", [term, b.const(np.array(stride, dtype=np.int64))])
+        linear = term if linear is None else b.node("Add", [term, linear])
+        stride *= shape[axis]
+    out = b.node("Gather", [positions, linear], axis=0)
+    first = advanced[0]
+    if first and advanced == list(range(first, first + len(advanced))):  # adjacent: NumPy keeps them in place
+        batch = len(np.broadcast_shapes(*(tuple(n.in_specs[2 + items[a][1]].shape) if _is_tensor_slot(items[a])
+                                          else () for a in advanced)))
+        perm = [batch + i for i in range(first)] + list(range(batch)) + [batch + i for i in range(first, len(others))]
+        out = b.node("Transpose", [out], perm=perm)
+    return out
+
+
+def _masked_put(b: GraphBuilder, n: Any, shape: list, items: list, accumulate: bool) -> str:
+    """``x[mask] = scalar`` (or ``+=``): Where(mask, value, x), the mask covering x's leading dims."""
+    x, value = n.inputs[0], n.inputs[1]
+    items = [it for it in items if it is not Ellipsis]
+    mask_shape = tuple(n.in_specs[2 + items[0][1]].shape) if len(items) == 1 else None
+    if mask_shape is None or tuple(shape[:len(mask_shape)]) != mask_shape or \
+            int(np.prod(_static(n.in_specs[1].shape, n, "value shape"))) != 1:
+        raise NotImplementedError("ember.onnx.export: index_put with a boolean mask exports only as x[mask] = scalar "
+                                  "(other mask writes have a data-dependent number of elements); use "
+                                  "ember.where(mask, value, x)")
+    trailing = [1] * (len(shape) - len(mask_shape))
+    mask = b.node("Reshape", [n.inputs[2 + items[0][1]], b.ints(list(mask_shape) + trailing)])
+    value = b.node("Reshape", [value, b.ints([])])
+    if accumulate:
+        value = b.node("Add", [x, value])
+    return b.node("Where", [mask, value, x])
+
+
 def _is_tensor_slot(item: Any) -> bool:
     from ember.ops.movement import TENSOR_SLOT
 

@@ -109,7 +109,7 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         if len(outputs) == 1:
             node.saved_out = SavedTensor(outputs[0], is_output=True)
         else:
-            node.saved_out = tuple(SavedTensor(o, is_output=True) for o in outputs)
+            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs

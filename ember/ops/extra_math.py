@@ -25,6 +25,7 @@ from ember.ops.elementwise import _unary, elementwise_rule
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.autograd import grad_mode
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -428,10 +429,16 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
 
 
 def _scaled_sum(input: Any, product: Any, beta: Any, alpha: Any) -> Any:
-    """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch."""
+    """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch,
+    whose gradient for input is still beta * grad = 0 * grad (NaN where grad is NaN or inf)."""
     out = product if alpha == 1 else product * alpha
     if beta == 0:
-        return out
+        if not (grad_mode.STATE.enabled and isinstance(input, dispatch.Tensor) and input.requires_grad):
+            return out
+        # input ** 0 is 1 for every input (NaN and inf too) and its gradient is 0 * grad; subtracting
+        # 1 - 1 = +0.0 leaves every value of out as it is, -0.0 included (adding +0.0 would not), and
+        # the two minus signs give input exactly 0 * grad, the sign of the zero included.
+        return out - (1 - input ** 0)
     return out + (input if beta == 1 else input * beta)
 
 

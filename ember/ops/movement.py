@@ -225,7 +225,7 @@ def _index_put_vjp(ctx: Any, g: Any) -> tuple:
 INDEX_PUT = register(OpDef(
     name="index_put", category="movement", impl=_index_put_impl, vjp=_index_put_vjp,
     shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
-    onnx="ScatterND",
+    onnx=to_onnx.index_put,
 ))
 
 

@@ -51,6 +51,9 @@ class OpDef:
     nondiff_outputs: tuple = ()
     # Inputs (by position) that never carry gradient (e.g. index tensors of gather).
     nondiff_inputs: tuple = ()
+    # Multi-output ops: False hands the vjp None (not zeros) for outputs that got no gradient, as PyTorch
+    # does for its built-in ops (svd/eigh need it: a zero gV through 1/(l_j - l_i) is NaN at repeated values).
+    materialize_grads: bool = True
     # Mixed precision (ember/amp/policy.py): inside an autocast region, "lower" casts floating inputs to
     # the region's dtype (matmul, conv), "fp32" to float32 (prod, losses), "promote" to the widest input.
     autocast: str | None = None
