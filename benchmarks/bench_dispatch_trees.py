@@ -1,8 +1,9 @@
 """Eager dispatch overhead of two checkouts side by side: tiny ops and a small MLP training step.
 
 Each round starts one process per checkout (``PYTHONPATH=<tree>``), alternating A, B, A, B, ... so a
-noisy, shared machine slows both alike; each process prints its medians, and the table shows the
-median over rounds and the ratio B/A. Written for issue 15's "no slowdown of eager dispatch" check.
+noisy, shared machine slows both alike; each process prints its medians of CPU time per call
+(``time.process_time``: on a machine shared with other jobs, wall time mostly measures the scheduler),
+and the table shows the median over rounds and the ratio B/A. Written for issue 15's "no slowdown of eager dispatch" check.
 
 Usage:
     python benchmarks/bench_dispatch_trees.py /work/main /work/wt/interp-stack [--rounds 5]
@@ -27,10 +28,10 @@ def per_call(fn, calls, repeats=5):
         fn()
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         for _ in range(calls):
             fn()
-        samples.append((time.perf_counter() - start) / calls)
+        samples.append((time.process_time() - start) / calls)
     return statistics.median(samples)
 
 x = ember.ones(4)
@@ -85,7 +86,7 @@ def main() -> None:
     for _ in range(args.rounds):
         for tree in (args.tree_a, args.tree_b):
             results[tree].append(_run(tree))
-    print(f"{_cpu_model()}, {os.cpu_count()} cores, {args.rounds} alternating rounds, median per call")
+    print(f"{_cpu_model()}, {os.cpu_count()} cores, {args.rounds} alternating rounds, median CPU time per call")
     print(f"  {'':<28}{'A: ' + os.path.basename(args.tree_a.rstrip('/')):>16}"
           f"{'B: ' + os.path.basename(args.tree_b.rstrip('/')):>20}{'B/A':>8}")
     for name in results[args.tree_a][0]:

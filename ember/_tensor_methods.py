@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ember.ops import dispatch, elementwise as ew, inplace, linalg, reductions as red, views
-from ember.ops import extra_math as _xm, sorting as _sorting
+from ember.ops import (dispatch, elementwise as ew, extra_math as _xm, inplace, linalg, movement, nn_ops,
+    reductions as red, sorting as _sorting, views)
 from ember.ops.registry import OPS
+from ember import random as ember_random
 
 if TYPE_CHECKING:
     from ember.tensor import Tensor
@@ -88,11 +89,12 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 
 
 def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
-    from ember.ops import movement
-
     index, tensors = movement.split_index(tuple(indices), self.device)
-    return inplace.inplace_call(self, "index_put_", lambda t: movement.index_put(t, index, tensors, values, accumulate),
-                                needs_copy=False)
+    try:
+        return inplace.inplace_call(self, "index_put_",
+                                    lambda t: movement.index_put(t, index, tensors, values, accumulate), needs_copy=False)
+    except IndexError as error:  # name the call the user made, not the internal indexing op
+        raise IndexError(f"index_put_: {error}") from None
 
 
 def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
@@ -109,8 +111,6 @@ _GRAPH_PARAMS = {"uniform": ("low", "high"), "normal": ("mean", "std"), "bernoul
 
 def _random_inplace(name: str) -> Any:
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
-        from ember import random as ember_random
-
         names = {"exponential": ("lambd",), "random": ("low", "high")}.get(name) or _GRAPH_PARAMS.get(name, ())
         given = dict(zip(names, args), **kwargs)
         if name == "random":  # random_(to) or random_(from, to): from < to, both integers
@@ -189,8 +189,6 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None
 
 def _softmax_method(name: str) -> Any:
     def method(self: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
-        from ember.ops import nn_ops
-
         return getattr(nn_ops, name)(self, dim, dtype=dtype)
 
     method.__name__ = name

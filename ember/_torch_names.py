@@ -17,13 +17,20 @@ from ember.surface.constants import *  # noqa: F401,F403
 from ember.surface.functions import *  # noqa: F401,F403
 from ember.surface.special_linalg import *  # noqa: F401,F403
 from ember.surface import special_linalg as _special_linalg
+from ember.surface.linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.qr, torch.inverse, ...)
+from ember.surface import linalg_aliases as _linalg_aliases
+from ember.surface.runtime_names import *  # noqa: F401,F403  (binomial, poisson, histogramdd, Stream, ...)
+from ember.surface import runtime_names as _runtime_names
+from ember.surface.rnn_functional import *  # noqa: F401,F403  (torch.lstm, torch.gru_cell, ...)
+from ember.surface import rnn_functional as _rnn_functional
 from ember.surface.more_functions import *  # noqa: F401,F403
 from ember.surface import more_functions as _more_functions
 from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
 from ember.nn import ParameterDict  # noqa: F401
 
 sparse.install()
+_linalg_aliases.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict"]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict"]

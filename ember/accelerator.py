@@ -16,6 +16,7 @@ import contextlib
 from typing import Any, Iterator
 
 from ember.device import device as _device
+from ember import cuda
 
 __all__ = ["current_accelerator", "current_device_idx", "current_device_index", "current_stream", "device_count",
            "device_index", "empty_cache", "is_available", "max_memory_allocated", "max_memory_reserved",
@@ -25,8 +26,6 @@ __all__ = ["current_accelerator", "current_device_idx", "current_device_index", 
 
 
 def _cuda() -> Any:
-    from ember import cuda
-
     return cuda
 
 

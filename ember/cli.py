@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from ember.run import run_script
+from ember.train import mnist
+import ember as torch
 
 
 def two_layer_demo(steps: int = 500) -> float:
     """The lectures' two-layer ReLU network on random data, trained with autograd."""
-    import ember as torch
-
     torch.manual_seed(0)
     n, d_in, h, d_out = 64, 1000, 100, 10
     x = torch.randn(n, d_in)
@@ -46,8 +47,6 @@ def two_layer_demo(steps: int = 500) -> float:
 
 def _train_mnist(data_dir: str | None, epochs: int | None, batch_size: int, out: str | None,
                  device: str = "cpu") -> int:
-    from ember.train import mnist
-
     kwargs = {"data_dir": data_dir, "epochs": epochs, "batch_size": batch_size, "device": device}
     if out is not None:
         kwargs["run_dir"] = out
@@ -78,8 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script (sys.argv[1:])")
     args = parser.parse_args(argv)
     if args.command == "run":
-        from ember.run import run_script
-
         return run_script(args.script, args.args)
     if args.command == "demo":
         return _train_mnist(None, args.epochs, args.batch_size, args.out, args.device)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ember.dtypes import to_dtype
 
 # GEMM sizes per dtype: big enough to reach the BLAS's steady state, small enough to stay quick.
 # NumPy has no BLAS for 16-bit floats (it loops in C), so those get a small size and are slow.
@@ -115,7 +116,6 @@ def _best_rate(work: float, fn: Any, budget: float) -> float:
 def measure_gemm(dtype: str, n: int | None = None, budget: float = 0.25) -> float:
     """Peak FLOP/s of an ``n x n`` matrix multiply in ``dtype`` (2 n^3 FLOPs)."""
     n = n or _GEMM_SIZES.get(dtype, 512)
-    from ember.dtypes import to_dtype
 
     npd = to_dtype(dtype).np
     rng = np.random.default_rng(0)

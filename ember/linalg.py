@@ -1,6 +1,7 @@
-"""``torch.linalg``: the linear algebra ember has, under PyTorch's names (inv, det, slogdet, solve, cholesky,
-matrix_exp, matrix_power, norms, cross, multi_dot, vecdot). Differentiable (see
-:mod:`ember.surface.special_linalg`).
+"""``torch.linalg``: every public name of PyTorch's linear-algebra namespace but the complex-valued ``eig`` /
+``eigvals`` (ember has no complex dtypes), batched over leading dimensions and differentiable as PyTorch
+defines it. The factorizations and solves are op records (:mod:`ember.ops.linalg_factor`,
+:mod:`ember.ops.linalg_solve`); the rest are compositions of them (:mod:`ember.surface.linalg_composites`).
 
 Example:
     >>> import ember
@@ -9,104 +10,153 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections import namedtuple
+from typing import Any
 
-from ember.creation import zeros
-from ember.dtypes import int32
-from ember.ops import extra_math, linalg, reductions
-from ember.ops.elementwise import sqrt
-from ember.surface import functions as _functions, special_linalg as _sl
+from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
+from ember.ops.linalg import matmul
+from ember.ops.linalg_checks import LinAlgError
+from ember.ops.linalg_solve import solve_triangular
+from ember.surface.linalg_composites import (cond, cross, diagonal, householder_product, ldl_factor,
+                                             ldl_factor_ex, ldl_solve, lstsq, lu_solve, matrix_norm, matrix_power,
+                                             matrix_rank, multi_dot, norm, svdvals, eigvalsh, tensorinv, tensorsolve,
+                                             vander, vecdot, vector_norm, lu as lu, inv_ex, lu_factor_ex,
+                                             _CHOL_EX, _SOLVE_EX, _masked, _per_matrix_info, _zero_pivot)
 from ember.tensor import Tensor
 
-__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "matrix_exp", "matrix_power", "norm", "vector_norm",
-           "matrix_norm", "cross", "multi_dot", "vecdot", "diagonal", "matmul", "inv_ex", "cholesky_ex"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+           "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
+           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
+           "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm", "common_notes"]
 
-inv = _sl.inverse
-det = _sl.det
-slogdet = _sl.slogdet
-matrix_exp = _sl.matrix_exp
-matrix_power = _functions.matrix_power
-matmul = linalg.matmul
+common_notes = {
+    "experimental_warning": "This function is \"experimental\" and it may change in a future PyTorch release.",
+    "sync_note": "When inputs are on a CUDA device, this function synchronizes that device with the CPU.",
+    "sync_note_ex": "When the inputs are on a CUDA device, this function synchronizes only when check_errors=True.",
+    "sync_note_has_ex": "When inputs are on a CUDA device, this function synchronizes that device with the CPU. "
+                        "For a version of this function that does not synchronize, see the _ex variant.",
+}
+
+_SVD = namedtuple("linalg_svd", ["U", "S", "Vh"])
+_EIGH = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_QR = namedtuple("linalg_qr", ["Q", "R"])
+_SLOGDET = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+_LU_FACTOR = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 
 
-def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
-    return _sl.cholesky(A, upper=upper)
+def inv(A: Tensor, *, out: Any = None) -> Tensor:
+    """The inverse of each square matrix of ``A``; a singular one raises :class:`LinAlgError`."""
+    return _solve.inv(A)
 
 
-def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
-    """X with A X = B (or X A = B when ``left=False``); a vector B is one right-hand side."""
-    inv_a = _sl.inverse(A)
+def det(A: Tensor, *, out: Any = None) -> Tensor:
+    """Determinants of the square matrices of ``A``."""
+    return _solve.det(A)
+
+
+def slogdet(A: Tensor, *, out: Any = None) -> tuple:
+    """``(sign, logabsdet)`` of the determinants; ``logabsdet`` is -inf for a singular matrix."""
+    sign, logabs = _solve.slogdet(A)
+    return _SLOGDET(sign, logabs)
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    checks.square(A, "linalg.matrix_exp")
+    return dispatch.apply(_solve.EXPM, (A,))
+
+
+def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+    """Lower (or upper) Cholesky factor; reads the lower triangle of A, as PyTorch."""
+    checks.square(A, "linalg.cholesky")
+    low = dispatch.apply(_factor.CHOLESKY, (A,))
+    return low.transpose(-2, -1) if upper else low
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
+    """X with A X = B (X A = B when ``left=False``). B is a batch of vectors when it has one dimension, or
+    ``A.ndim - 1`` dimensions with A's batch shape (PyTorch's rule)."""
+    checks.square(A, "linalg.solve")
+    checks.same_dtype(A, B, "linalg.solve")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector:
+        B = B.unsqueeze(-1)
     if not left:
-        return B @ inv_a
-    if B.ndim == A.ndim - 1:
-        return (inv_a @ B.unsqueeze(-1)).squeeze(-1)
-    return inv_a @ B
+        X = _solve.solve(A.transpose(-2, -1), B.transpose(-2, -1)).transpose(-2, -1)
+    else:
+        if B.shape[-2] != A.shape[-1]:
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                               f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+        X = _solve.solve(A, B)
+    return X.squeeze(-1) if vector else X
 
 
-def inv_ex(A: Tensor, *, check_errors: bool = False) -> tuple:
-    return _sl.inverse(A), zeros(A.shape[:-2], dtype=int32)
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Any = None) -> Tensor:
+    """Moore-Penrose pseudo-inverse: singular values at or below ``max(atol, rtol * s_max)`` count as zero
+    (``rtol`` defaults to ``eps * max(m, n)`` when neither is given)."""
+    checks.matrix(A, "linalg.pinv")
+    atol = float(atol) if atol is not None else None
+    rtol = float(rtol) if rtol is not None else None
+    return dispatch.apply(_solve.PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})
 
 
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False) -> tuple:
-    return cholesky(A, upper=upper), zeros(A.shape[:-2], dtype=int32)
+def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> tuple:
+    """``A = U diag(S) Vh`` with S descending. Differentiate only losses that do not depend on the signs of
+    the singular vectors (PyTorch's gauge condition); with ``full_matrices=True`` the extra columns of U and
+    rows of Vh carry no gradient."""
+    checks.matrix(A, "linalg.svd")
+    U, S, Vh = dispatch.apply(_factor.SVD, (A,), {"full_matrices": bool(full_matrices)})
+    return _SVD(U, S, Vh)
 
 
-def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    x = x if dtype is None else x.to(dtype)
-    if dim is None:
-        x, dim = x.reshape(-1), 0
-    if ord == 0:
-        return (x != 0).to(x.dtype).sum(dim=dim, keepdim=keepdim)
-    return reductions.norm(x, p=ord, dim=dim, keepdim=keepdim)
+def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
+    """Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from the ``UPLO`` triangle."""
+    checks.square(A, "linalg.eigh")
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    L, V = dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})
+    return _EIGH(L, V)
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *,
-                dtype: Any = None) -> Tensor:
-    A = A if dtype is None else A.to(dtype)
-    if ord == "fro":
-        return sqrt((A * A).sum(dim=dim, keepdim=keepdim))
-    if ord in (1, -1, float("inf"), float("-inf")):
-        sum_dim = dim[0] if ord in (1, -1) else dim[1]
-        other = dim[1] if ord in (1, -1) else dim[0]
-        sums = A.abs().sum(dim=sum_dim, keepdim=True)
-        out = sums.amax(dim=other, keepdim=True) if ord in (1, float("inf")) else sums.amin(dim=other, keepdim=True)
-        return out if keepdim else out.squeeze(max(dim[0] % A.ndim, dim[1] % A.ndim)).squeeze(
-            min(dim[0] % A.ndim, dim[1] % A.ndim))
-    raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} (nuclear/spectral norms need an SVD, which ember "
-                              "does not have)")
+def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:
+    """``A = QR``; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'`` (Q empty)."""
+    checks.matrix(A, "linalg.qr")
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           "'r', or 'complete'")
+    Q, R = dispatch.apply(_factor.QR, (A,), {"mode": mode})
+    return _QR(Q, R)
 
 
-def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    if isinstance(ord, str) or (dim is not None and isinstance(dim, (tuple, list)) and len(dim) == 2):
-        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim) if dim is not None else (-2, -1), keepdim,
-                           dtype=dtype)
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
+    """Compact LU with partial pivoting and 1-based int32 pivots; a zero pivot raises as in PyTorch (use
+    :func:`lu_factor_ex` or :func:`lu` to get the factors of a singular matrix)."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    if bool((info != 0).any()):
+        flat = info.reshape(-1)
+        index = int((flat != 0).to(info.dtype).argmax())
+        where = f"(Batch element {index}): " if A.ndim > 2 else ""
+        z = int(flat[index])
+        raise RuntimeError(f"torch.linalg.lu_factor: {where}U[{z},{z}] is zero and using it on lu_solve would result "
+                           "in a division by zero. If you still want to perform the factorization, consider calling "
+                           "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return _LU_FACTOR(LU, pivots)
 
 
-def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
-    return _functions.cross(input, other, dim=dim)
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: Any = None) -> tuple:
+    """``(result, info)``: a singular matrix gives info > 0 (NaN in its solution) instead of an error."""
+    checks.square(A, "linalg.solve_ex")
+    info_t, info = _per_matrix_info(A, _zero_pivot)
+    if check_errors or not any(info):
+        return _SOLVE_EX(solve(A, B, left=left), info_t)
+    return _SOLVE_EX(_masked(A, info, lambda M: solve(M, B, left=left)), info_t)
 
 
-def multi_dot(tensors: Sequence[Tensor]) -> Tensor:
-    tensors = list(tensors)
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    first, last = tensors[0], tensors[-1]
-    if first.ndim == 1:
-        tensors[0] = first.unsqueeze(0)
-    if last.ndim == 1:
-        tensors[-1] = last.unsqueeze(-1)
-    out = _functions.chain_matmul(*tensors)
-    if first.ndim == 1:
-        out = out.squeeze(0)
-    if last.ndim == 1:
-        out = out.squeeze(-1)
-    return out
-
-
-def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    return (x * y).sum(dim=dim)
-
-
-def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
-    return extra_math.diagonal(A, offset, dim1, dim2)
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
+    """``(L, info)``: info is the order of the first leading minor that is not positive-definite (0 if none);
+    that matrix's factor holds NaN (LAPACK's partial factor in PyTorch)."""
+    checks.square(A, "linalg.cholesky_ex")
+    info_t, info = _per_matrix_info(A, checks.not_pd_order)
+    if check_errors and any(info):
+        return _CHOL_EX(cholesky(A, upper=upper), info_t)  # raises PyTorch's error
+    return _CHOL_EX(_masked(A, info, lambda M: cholesky(M, upper=upper)), info_t)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, interpreters
 from ember.backends import get_backend
-from ember.device import device as _make_device
+from ember.device import device as _make_device, to_device
 
 
 def _json_list(value: Any) -> Any:
@@ -33,8 +33,6 @@ class Generator:
     """A random-number generator (PCG64). ``Generator().manual_seed(42)``."""
 
     def __init__(self, device: Any = "cpu") -> None:
-        from ember.device import to_device
-
         self.device = to_device(device)
         self._seed = 67280421310721
         self._rng = self._make(self._seed)
@@ -47,7 +45,10 @@ class Generator:
         return self.device.backend.make_rng(seed)
 
     def manual_seed(self, seed: int) -> "Generator":
-        self._seed = int(seed)
+        seed = int(seed)
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise RuntimeError(f"manual_seed: the seed must be in [-2**63, 2**64), got {seed}")
+        self._seed = seed % 2 ** 64  # a negative seed wraps as PyTorch's (an unsigned 64-bit value)
         self._rng = self._make(self._seed)
         return self
 

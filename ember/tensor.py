@@ -19,11 +19,13 @@ import numpy as np
 
 from ember import dtypes
 from ember._tensor_methods import TensorMethods
-from ember.autograd import grad_mode
+from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
 from ember.ops import dispatch, elementwise as ew, inplace, linalg
 from ember.ops.registry import OPS
+from ember.ops.inplace import setitem
+from ember.ops.movement import getitem
 
 _binary = dispatch.binary
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
@@ -282,8 +284,6 @@ class Tensor(TensorMethods):
 
     def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Sequence["Tensor"] | None = None) -> None:
-        from ember.autograd import backward as run
-
         run([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
     # ---- conversion ------------------------------------------------------------------------------
@@ -581,13 +581,9 @@ class Tensor(TensorMethods):
 
     # ---- indexing ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "Tensor":
-        from ember.ops.movement import getitem
-
         return getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from ember.ops.inplace import setitem
-
         setitem(self, key, value)
 
 
@@ -612,8 +608,6 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
 
     ``non_blocking``: a host -> device copy from pinned memory, or a device -> host copy, may return
     before the data has arrived (the backend queues it on the current stream), as in PyTorch."""
-    from ember.ops.registry import OPS
-
     source = t._device
     if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
         return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})

@@ -336,10 +336,10 @@ SPECS += [
     OpSpec("cumsum", ("cumsum",), lambda x: x.cumsum(-1), lambda a: np.cumsum(a, -1), [((2, 3),), ((4,),), ((2, 0),)],
            int_dtypes=INTB, int_out="int64"),
     OpSpec("cumsum_0d", ("cumsum",), lambda x: x.cumsum(0), lambda a: a.reshape(()), [((),)]),
-    OpSpec("var", (), ember.var, lambda a: np.var(a, ddof=1), [((2, 3),), ((5,),)]),
+    OpSpec("var", ("var",), ember.var, lambda a: np.var(a, ddof=1), [((2, 3),), ((5,),)]),
     OpSpec("var_dim_correction0", (), lambda x: x.var(1, correction=0, keepdim=True),
            lambda a: np.var(a, 1, ddof=0, keepdims=True), [((2, 3),)]),
-    OpSpec("std", (), lambda x: ember.std(x, (0, 1)), lambda a: np.std(a, (0, 1), ddof=1), [((2, 3, 2),)]),
+    OpSpec("std", ("var",), lambda x: ember.std(x, (0, 1)), lambda a: np.std(a, (0, 1), ddof=1), [((2, 3, 2),)]),
     OpSpec("logsumexp", (), lambda x: ember.logsumexp(x, 1), lambda a: _logsumexp_ref(a, 1), [((2, 3),), ((2, 3, 2),)]),
     OpSpec("logsumexp_keepdim", (), lambda x: ember.logsumexp(x, (0, 1), keepdim=True),
            lambda a: _logsumexp_ref(a, (0, 1), True), [((2, 3),)]),
@@ -611,6 +611,8 @@ SPECS += [
     OpSpec("trunc", ("trunc",), ember.trunc, np.trunc, UNARY_SHAPES, int_dtypes=INT, int_out="same"),
     OpSpec("erfinv", ("erfinv",), ember.erfinv, __import__("scipy.special").special.erfinv, UNARY_SHAPES,
            domain="unit"),
+    OpSpec("erfc", ("erfc",), ember.erfc, __import__("scipy.special").special.erfc, UNARY_SHAPES),
+    OpSpec("erfcx", ("erfcx",), ember.special.erfcx, __import__("scipy.special").special.erfcx, UNARY_SHAPES),
     OpSpec("atan2", ("atan2",), ember.atan2, np.arctan2, BINARY_SHAPES, domain="nonzero", int_dtypes=INT,
            int_out="float32"),
     # elementwise composites
@@ -651,7 +653,7 @@ SPECS += [
            [((2, 3), (2, 4), (4, 3)), ((3,), (2, 4), (4, 3)), ((), (1, 2), (2, 2))]),
     OpSpec("addmm_beta_alpha", ("matmul",), lambda x, a, b: ember.addmm(x, a, b, beta=0.5, alpha=-2.0),
            lambda x, a, b: 0.5 * x + -2.0 * (a @ b), [((2, 3), (2, 4), (4, 3))]),
-    OpSpec("addmm_beta0", ("matmul",), lambda x, a, b: ember.addmm(x * np.nan, a, b, beta=0),
+    OpSpec("addmm_beta0", ("matmul",), lambda x, a, b: ember.addmm(x + np.nan, a, b, beta=0),
            lambda x, a, b: a @ b + 0 * x.sum(), [((2, 3), (2, 4), (4, 3))], low_precision=False),
     OpSpec("addmv", ("matmul",), lambda x, m, v: ember.addmv(x, m, v, beta=2.0), lambda x, m, v: 2 * x + m @ v,
            [((2,), (2, 3), (3,)), ((), (2, 3), (3,))]),
@@ -830,3 +832,119 @@ COVERED_BY_BACKWARD["copy_slices"] = ("inplace_on_views", "setitem_views")
 for _spec in SPECS:
     if _spec.name in ("diagonal", "diagonal_offset", "diagonal_neg_offset", "diagonal_dims", "diag_matrix", "trace"):
         _spec.ops = tuple("diagonal" if op == "getitem" else op for op in _spec.ops)
+
+
+# ---- linear algebra records (ember/ops/linalg_factor.py, linalg_solve.py) ------------------------------
+# References are NumPy/SciPy's LAPACK wrappers; functions of singular/eigen vectors are gauge-invariant
+# (squares, U @ Vh), as differentiating them requires. Square inputs get + 3 I where they must be invertible.
+def _eye_like(a: Any) -> Any:
+    """Identity matrices matching a's batch, dtype and device, for NumPy, ember or torch (specs also run with
+    ``ember`` rebound to ``torch``)."""
+    if isinstance(a, np.ndarray):
+        return np.eye(a.shape[-1])
+    return (a.diagonal(0, -2, -1) * 0 + 1).diag_embed()
+
+
+def _plus3i(a: Any) -> Any:
+    return a + 3 * _eye_like(a)
+
+
+def _sym(a: Any) -> Any:
+    return (a + a.swapaxes(-1, -2)) / 2
+
+
+def _spd(a: Any) -> Any:
+    return a @ a.swapaxes(-1, -2) + 2 * _eye_like(a)
+
+
+def _svd_gauge(U: Any, S: Any, Vh: Any) -> tuple:
+    return S, U * U, Vh * Vh, U @ Vh
+
+
+def _scipy_lu(a: np.ndarray) -> tuple:
+    import scipy.linalg
+
+    flat = a.reshape((-1,) + a.shape[-2:])
+    lus, pivs = [], []
+    for m in flat:
+        p, l, u = scipy.linalg.lu(m)  # A = P L U; rebuild LAPACK's compact form and row swaps from P
+        k = min(m.shape)
+        lu = np.zeros_like(m)
+        lu[:, :k] += np.tril(l, -1)[:, :k]
+        lu[:k, :] += np.triu(u)[:k, :]
+        perm, swaps = list(np.argmax(p, axis=0)), []
+        order = list(range(m.shape[0]))
+        for j in range(k):
+            i = order.index(perm[j])
+            swaps.append(i + 1)
+            order[j], order[i] = order[i], order[j]
+        lus.append(lu)
+        pivs.append(swaps)
+    return (np.asarray(lus).reshape(a.shape), np.asarray(pivs, dtype=np.int64).reshape(a.shape[:-2] + (min(a.shape[-2:]),)))
+
+
+def _scipy_geqrf(a: np.ndarray) -> tuple:
+    from scipy.linalg import lapack
+
+    flat = a.reshape((-1,) + a.shape[-2:])
+    outs = [lapack.dgeqrf(m)[:2] for m in flat]
+    return (np.asarray([o[0] for o in outs]).reshape(a.shape),
+            np.asarray([o[1] for o in outs]).reshape(a.shape[:-2] + (min(a.shape[-2:]),)))
+
+
+def _scipy_expm(a: np.ndarray) -> np.ndarray:
+    import scipy.linalg
+
+    return np.asarray([scipy.linalg.expm(m) for m in a.reshape((-1,) + a.shape[-2:])]).reshape(a.shape)
+
+
+_LINALG = dict(low_precision=False, atol=1e-6, rtol=1e-5)
+SPECS += [
+    OpSpec("linalg_svd", ("linalg_svd",), lambda a: _svd_gauge(*ember.linalg.svd(a, full_matrices=False)),
+           lambda a: _svd_gauge(*np.linalg.svd(a, full_matrices=False)), [((4, 3),), ((2, 2, 4),), ((3, 3),)],
+           **_LINALG),
+    OpSpec("linalg_svd_full", ("linalg_svd",), lambda a: tuple(o.abs() for o in ember.linalg.svd(a)),
+           lambda a: tuple(np.abs(o) for o in np.linalg.svd(a)), [((4, 2),)], grad=False, low_precision=False),
+    OpSpec("linalg_eigh", ("linalg_eigh",), lambda a: (lambda w, v: (w, v * v))(*ember.linalg.eigh(_sym(a))),
+           lambda a: (lambda w, v: (w, v * v))(*np.linalg.eigh(_sym(a))), [((3, 3),), ((2, 4, 4),)], **_LINALG),
+    OpSpec("linalg_qr", ("linalg_qr",), lambda a: tuple(ember.linalg.qr(a)), lambda a: np.linalg.qr(a),
+           [((4, 3),), ((2, 3, 3),), ((2, 4),)], **_LINALG),
+    OpSpec("linalg_qr_complete", ("linalg_qr",), lambda a: tuple(ember.linalg.qr(a, "complete")),
+           lambda a: np.linalg.qr(a, "complete"), [((2, 3),)], **_LINALG),
+    # lu_factor_ex: no data-dependent check (compiles), and the broadcast layout's singular inputs factor
+    OpSpec("linalg_lu_factor", ("linalg_lu_factor",),
+           lambda a: (lambda lu, piv, info: (lu, piv.to(ember.int64)))(*ember.linalg.lu_factor_ex(a)), _scipy_lu,
+           [((2, 3, 3),), ((2, 4, 3),), ((2, 3, 4),)], **_LINALG),
+    OpSpec("lu_permutation", ("lu_permutation", "linalg_lu_factor"), lambda a: ember.linalg.lu(a).P,
+           lambda a: np.stack([__import__("scipy.linalg").linalg.lu(m)[0] for m in a.reshape(-1, *a.shape[-2:])]
+                              ).reshape(a.shape[:-2] + (a.shape[-2], a.shape[-2])),
+           [((3, 3),), ((2, 4, 2),)], grad=False, low_precision=False),
+    OpSpec("linalg_cholesky", ("linalg_cholesky",), lambda a: ember.linalg.cholesky(_spd(a)),
+           lambda a: np.linalg.cholesky(_spd(a)), [((3, 3),), ((2, 2, 2),)], **_LINALG),
+    OpSpec("geqrf", ("geqrf",), lambda a: tuple(ember.geqrf(a)), _scipy_geqrf, [((4, 3),), ((2, 3, 4),)],
+           grad=False, low_precision=False),
+    OpSpec("linalg_inv", ("linalg_inv",), lambda a: ember.linalg.inv(_plus3i(a)), lambda a: np.linalg.inv(_plus3i(a)),
+           [((3, 3),), ((2, 2, 2),), ((0, 2, 2),)], **_LINALG),
+    OpSpec("linalg_det", ("linalg_det",), ember.linalg.det, np.linalg.det, [((3, 3),), ((2, 2, 2),), ((1, 1),)],
+           **_LINALG),
+    OpSpec("linalg_slogdet", ("linalg_slogdet",), lambda a: ember.linalg.slogdet(a)[1],
+           lambda a: np.linalg.slogdet(a)[1], [((2, 3, 3),), ((2, 2, 2),)], **_LINALG),
+    OpSpec("linalg_slogdet_sign", ("linalg_slogdet",), lambda a: ember.linalg.slogdet(a)[0],  # no gradient
+           lambda a: np.linalg.slogdet(a)[0], [((3, 3),), ((2, 2, 2),)], grad=False, low_precision=False),
+    OpSpec("linalg_solve", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
+           lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1)), ((2, 2), (3, 2, 1))],
+           **_LINALG),
+    OpSpec("linalg_solve_triangular", ("linalg_solve_triangular",),
+           lambda a, b: ember.linalg.solve_triangular(_plus3i(a), b, upper=True),
+           lambda a, b: np.linalg.solve(np.triu(_plus3i(a)), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 3))], **_LINALG),
+    OpSpec("linalg_solve_triangular_right_unit", ("linalg_solve_triangular",),
+           lambda a, b: ember.linalg.solve_triangular(a, b, upper=False, left=False, unitriangular=True),
+           lambda a, b: np.swapaxes(np.linalg.solve(np.swapaxes(np.tril(a, -1) + np.eye(3), -1, -2),
+                                                    np.swapaxes(b, -1, -2)), -1, -2), [((3, 3), (2, 3))], **_LINALG),
+    OpSpec("linalg_pinv", ("linalg_pinv",), ember.linalg.pinv, np.linalg.pinv, [((4, 3),), ((2, 2, 3),)],
+           **_LINALG),
+    OpSpec("linalg_pinv_hermitian", ("linalg_pinv",), lambda a: ember.linalg.pinv(_spd(a), hermitian=True),
+           lambda a: np.linalg.pinv(_spd(a)), [((3, 3),)], **_LINALG),
+    OpSpec("linalg_matrix_exp", ("linalg_matrix_exp",), ember.linalg.matrix_exp, _scipy_expm,
+           [((3, 3),), ((2, 2, 2),), ((0, 2, 2),)], **_LINALG),
+]

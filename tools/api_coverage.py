@@ -52,6 +52,7 @@ NAMESPACES: dict[str, str] = {
     "distributions": "torch.distributions",
     "distributions.constraints": "torch.distributions.constraints",
     "distributions.transforms": "torch.distributions.transforms",
+    "linalg": "torch.linalg",
 }
 
 # Module paths real programs import (issue 17): each counts as one name, present if it imports under ember.
@@ -165,11 +166,23 @@ _exclude("autograd", "profiler and kernel-trace internals (ember has its own pro
 _exclude("backends.cuda", _VENDOR, "*cufft*", "*cublas*", "*cusolver*", "cuFFT*", "cuBLASModule", "SDPAParams",
          "can_use_*", "is_ck_sdpa_available", "is_flash_attention_available", "preferred_blas_library",
          "preferred_rocm_fa_library", "*fp16_bf16*", "tunable*", "ContextProp", "ctypes", "contextlib", "Enum",
-         "Union", "deprecated", "torch", "Any")
+         "Union", "deprecated", "torch", "Any", "blas_workspace_size")
+_exclude("backends.mps", _VENDOR + " (Metal device queries)", "get_name", "get_core_count")
 _exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them); not implemented",
          "*DataPipe", "DataChunk", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
          "runtime_validation*", "argument_validation")
 _exclude("jit", _JIT_IR, "*")
+_exclude("linalg", _COMPLEX + " (torch.linalg.eig/eigvals return complex tensors even for real input)", "eig",
+         "eigvals")
+_exclude("torch", _JIT_IR, "Capsule", "CompleteArgumentSpec", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
+         "ExecutionPlan", "Gradient", "JITException", "OperatorInfo", "ScriptModuleSerializer", "TracingState",
+         "FatalError")
+_exclude("torch", "sub-byte and raw-bit dtypes: no NumPy storage for them, and PyTorch itself runs almost no op "
+         "on them (bit packing only)", "bit", "bits*", "int1", "int2", "int3", "int4", "int5", "int6", "int7",
+         "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "float4_e2m1fn_x2")
+_exclude("torch", _VENDOR + " (IPU and XLA autocast state)", "*autocast_ipu*", "*autocast_xla*")
+_exclude("torch", _INTERNAL + " (reduction enum of the C++ runtime, export's slice helper)", "SUM", "slice_inverse")
+_exclude("Tensor", _SYM + " (export's slice helper)", "slice_inverse")
 for name in ("trace", "script", "load", "save", "ScriptModule", "ScriptFunction", "ignore", "unused",
              "is_scripting", "is_tracing", "export", "annotate", "Final", "interface", "freeze", "optimize_for_inference",
              "trace_module", "fork", "wait", "enable_onednn_fusion", "onednn_fusion_enabled", "isinstance"):

@@ -24,7 +24,8 @@ from ember.autograd.variable import set_multithreading_enabled  # noqa: F401
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-           "Variable", "functional", "set_multithreading_enabled"]
+           "Variable", "functional", "set_multithreading_enabled",
+           "NestedIOFunction", "enforce_grad_layout_policy"]
 
 
 def _as_list(value: Any) -> list:
@@ -122,4 +123,8 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         return importlib.import_module("ember.autograd.functional")
+    if name in ("NestedIOFunction", "enforce_grad_layout_policy"):  # need the Tensor class: loaded on first use
+        import importlib
+
+        return getattr(importlib.import_module("ember.autograd.nested_io"), name)
     raise AttributeError(f"module 'ember.autograd' has no attribute {name!r}")

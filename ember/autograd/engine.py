@@ -190,6 +190,9 @@ def _materialize(node: Any, grads: list) -> list:
     """Multi-output nodes get zeros for outputs that received no gradient, as in PyTorch."""
     if len(grads) == 1 or all(g is not None for g in grads):
         return grads
+    op = getattr(node, "op", None)
+    if op is not None and not getattr(op, "materialize_grads", True):
+        return grads
     metas = getattr(node, "output_meta", None)
     if metas is None:
         return grads

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 class _GradState(threading.local):
     enabled: bool = True
+    inference: bool = False  # inside inference_mode(True) (is_inference_mode_enabled)
 
 
 STATE = _GradState()
@@ -90,3 +91,19 @@ class inference_mode(no_grad):
     def __init__(self, mode: bool = True) -> None:
         super().__init__()
         self._target = not mode
+        self._mode = bool(mode)
+        self._previous_inference: list[bool] = []
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        self._previous_inference.append(STATE.inference)
+        STATE.inference = self._mode
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.inference = self._previous_inference.pop()
+        super().__exit__(*exc)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside ``inference_mode()`` (ember runs it as ``no_grad``; no separate inference tensors)."""
+    return STATE.inference

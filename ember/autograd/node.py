@@ -22,15 +22,16 @@ class SavedTensor:
     cycle) and unpacked into a tensor whose grad_fn is that node, as PyTorch does.
     """
 
-    __slots__ = ("tensor", "version", "vc", "is_output", "data", "device")
+    __slots__ = ("tensor", "version", "vc", "is_output", "data", "device", "output_nr")
 
-    def __init__(self, tensor: Any, is_output: bool = False) -> None:
+    def __init__(self, tensor: Any, is_output: bool = False, output_nr: int = 0) -> None:
         vc = tensor._vc
         if vc is None:
             vc = tensor._vc = [0]
         self.vc = vc
         self.version = vc[0]
         self.is_output = is_output
+        self.output_nr = output_nr  # which output of a multi-output op (its gradient slot in double backward)
         if is_output:
             self.tensor = None
             self.data = tensor._data
@@ -49,8 +50,11 @@ class SavedTensor:
         if self.is_output:
             from ember.tensor import Tensor
 
-            t = Tensor._make(self.data, self.device, node.output_requires_grad)
-            t.grad_fn = node if node.output_requires_grad else None
+            op = getattr(node, "op", None)
+            differentiable = node.output_requires_grad and (op is None or self.output_nr not in op.nondiff_outputs)
+            t = Tensor._make(self.data, self.device, differentiable)
+            t.grad_fn = node if differentiable else None
+            t._output_nr = self.output_nr
             t._vc = self.vc
             return t
         return self.tensor

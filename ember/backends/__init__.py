@@ -219,6 +219,7 @@ _PINNED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDicti
 
 from ember.backends import cudnn, mps  # noqa: E402,F401  (torch.backends.cudnn / .mps: modules, as in PyTorch)
 from ember.backends import cuda_flags as cuda  # noqa: E402,F401  (torch.backends.cuda; see cuda_flags.py)
+from ember import _config
 
 _BACKENDS: dict[str, Backend] = {}
 _BY_NAMESPACE: dict[int, Backend] = {}  # id(xp) -> backend: special_function/native_kernel take an xp
@@ -250,7 +251,6 @@ def get_backend(device_type: str) -> Backend:
         module = _LOADERS.get(device_type)
         if module is None:
             raise RuntimeError(f"unknown device type {device_type!r}; expected one of {sorted(_LOADERS)}")
-        from ember import _config
 
         if device_type == "cuda" and _config.CUDA_STANDIN:
             from ember.backends import standin

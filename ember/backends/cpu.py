@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends import Backend, cpu_kernels, register_backend
+from ember import _config
 
 
 class CPUBackend(Backend):
@@ -69,7 +70,6 @@ class CPUBackend(Backend):
         """SciPy's when installed (and ``EMBER_SPECIAL_FUNCTIONS`` is not ``numpy``), else ember's
         vectorized NumPy version (:mod:`ember.ops.special_math`): as accurate, a small factor slower.
         Both take ``out=``."""
-        from ember import _config
         from ember.ops import special_math
 
         if _config.SPECIAL_FUNCTIONS == "scipy":
@@ -99,8 +99,6 @@ def tune_allocator() -> bool:
     caching pool (what PyTorch's CPU caching allocator achieves). Process-wide; a no-op off glibc.
     Disable with ``EMBER_CPU_ALLOCATOR=system``.
     """
-    from ember import _config
-
     if _config.CPU_ALLOCATOR != "tuned":
         return False
     try:

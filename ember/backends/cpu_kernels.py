@@ -13,13 +13,12 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Callable
+from ember import _config
 
 _KERNELS: dict[str, Callable] | None = None
 
 
 def _build() -> dict[str, Callable]:
-    from ember import _config
-
     if _config.CPU_KERNELS != "numba":
         return {}
     try:

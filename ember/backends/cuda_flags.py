@@ -11,8 +11,10 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Iterator
 
 _LISTENERS: list[Callable[[], None]] = []
 
@@ -82,3 +84,20 @@ def cudnn_sdp_enabled() -> bool:
 
 def preferred_linalg_library(backend: Any = None) -> str:
     return "default"
+
+
+@contextlib.contextmanager
+def sdp_kernel(enable_flash: bool = True, enable_math: bool = True, enable_mem_efficient: bool = True,
+               enable_cudnn: bool = True) -> Iterator[None]:
+    """Deprecated in PyTorch (use ``torch.nn.attention.sdpa_kernel``): set the four attention-backend flags
+    for the block and restore them after, with PyTorch's FutureWarning."""
+    warnings.warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context manager will be "
+                  "removed. Please see `torch.nn.attention.sdpa_kernel()` for the new context manager, with updated "
+                  "signature.", FutureWarning, stacklevel=3)
+    previous = dict(_SDP)
+    _SDP.update(flash=bool(enable_flash), math=bool(enable_math), mem_efficient=bool(enable_mem_efficient),
+                cudnn=bool(enable_cudnn))
+    try:
+        yield
+    finally:
+        _SDP.update(previous)

@@ -150,6 +150,8 @@ def _wrap(value: Any) -> Any:
         return _wrap_array(np.asarray(value))
     if kind is tuple or kind is list:
         return kind(_wrap(v) for v in value)
+    if isinstance(value, tuple):  # NumPy's named results (SVDResult, QRResult, ...): CuPy returns plain tuples
+        return tuple(_wrap(v) for v in value)
     return value
 
 

@@ -13,11 +13,12 @@ import collections.abc
 from typing import Any
 
 import numpy as np
+from ember.creation import _wrap_array, as_tensor, tensor
+from ember.ops.views import stack
+from ember.tensor import Tensor
 
 
 def _stack_tensors(batch: list) -> Any:
-    from ember.creation import _wrap_array
-
     first = batch[0]
     shapes = {tuple(t.shape) for t in batch}
     if len(shapes) != 1:
@@ -26,7 +27,6 @@ def _stack_tensors(batch: list) -> Any:
     if all(t.device.type == "cpu" for t in batch):
         # Stacking the raw arrays skips per-tensor dispatch: one NumPy call for the whole batch.
         return _wrap_array(np.stack([t.detach()._data for t in batch]), first.device)
-    from ember.ops.views import stack
 
     return stack([t.detach() for t in batch])
 
@@ -36,8 +36,6 @@ def default_collate(batch: list) -> Any:
 
     Tuples come back as lists (as in torch); floats become float64 and ints int64 tensors.
     """
-    from ember.creation import as_tensor, tensor
-    from ember.tensor import Tensor
 
     if not batch:
         raise ValueError("default_collate: got an empty batch")
@@ -77,8 +75,6 @@ def default_collate(batch: list) -> Any:
 
 def default_convert(data: Any) -> Any:
     """What the loader applies when automatic batching is off: arrays become tensors, the rest recurses."""
-    from ember.creation import as_tensor
-
     if isinstance(data, np.ndarray) and data.dtype.kind not in "SUO":
         return as_tensor(data)
     if isinstance(data, np.generic):

@@ -33,6 +33,8 @@ from ember.data.dataset import Dataset, IterableDataset
 from ember.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 from ember.data.worker import WorkerInfo, _set_batch_seed, _set_worker_info
 from ember.data.worker_process import Fetcher
+from ember import random as ember_random
+from ember.profiler import _recorder
 
 _PIN_MEMORY_HOOK: Callable[[Any, str], Any] | None = None
 
@@ -157,14 +159,11 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self) -> Iterator[Any]:
-        from ember import random as ember_random
-
         # One draw per epoch, as torch draws _base_seed: seeds the per-batch streams of random transforms.
         base_rng = self.generator.numpy_rng if self.generator is not None else \
             ember_random.default_generator.numpy_rng
         base_seed = int(base_rng.integers(0, 2**63 - 1))
         batches = self._batches(base_seed)
-        from ember.profiler import _recorder
 
         if _recorder.CURRENT is not None:  # inside a profile: each wait for a batch becomes an event
             return _recorder.timed_batches(batches)

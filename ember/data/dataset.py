@@ -20,6 +20,8 @@ import math
 from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
+from ember.creation import _wrap_array, as_tensor, randperm
+from ember.tensor import Tensor
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -60,11 +62,8 @@ class ChainDataset(IterableDataset):
 
 def _as_tensor(value: Any) -> Any:
     """Tensors stay; NumPy arrays become tensors sharing memory (so indexing gives tensors)."""
-    from ember.tensor import Tensor
-
     if isinstance(value, Tensor):
         return value
-    from ember.creation import as_tensor
 
     return as_tensor(np.asarray(value))
 
@@ -92,8 +91,6 @@ class TensorDataset(Dataset):
 
     def get_batch(self, indices: np.ndarray) -> tuple:
         """All tensors indexed by ``indices`` at once (a contiguous run becomes a cheap slice)."""
-        from ember.creation import _wrap_array
-
         n = len(indices)
         if n and indices[-1] - indices[0] == n - 1 and (n < 3 or bool(np.all(np.diff(indices) == 1))):
             key: Any = slice(int(indices[0]), int(indices[0]) + n)
@@ -177,7 +174,6 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: An
     if sum(lengths) != n:
         raise ValueError(f"random_split: sum of input lengths {sum(lengths)} does not equal the length of the "
                          f"input dataset ({n})")
-    from ember.creation import randperm
 
     perm = randperm(n, generator=generator).tolist()
     out, start = [], 0

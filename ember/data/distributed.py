@@ -20,6 +20,7 @@ from typing import Iterator, Sized
 import numpy as np
 
 from ember.data.sampler import Sampler
+from ember import distributed as dist
 
 
 class DistributedSampler(Sampler):
@@ -28,8 +29,6 @@ class DistributedSampler(Sampler):
     def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,
                  shuffle: bool = True, seed: int = 0, drop_last: bool = False) -> None:
         if num_replicas is None or rank is None:
-            from ember import distributed as dist
-
             if not dist.is_initialized():
                 raise RuntimeError("DistributedSampler: pass num_replicas= and rank=, or call "
                                    "ember.distributed.init_process_group('mpi') first")

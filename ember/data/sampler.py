@@ -15,12 +15,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence, Sized
 
 import numpy as np
+from ember import random as ember_random
 
 
 def _numpy_rng(generator: Any) -> np.random.Generator:
     """A NumPy RNG for one pass: the given generator's, or one seeded from the default generator."""
-    from ember import random as ember_random
-
     if generator is not None:
         return generator.numpy_rng
     seed = int(ember_random.default_generator.numpy_rng.integers(0, 2**63 - 1))

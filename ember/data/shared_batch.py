@@ -29,6 +29,8 @@ from multiprocessing import shared_memory
 from typing import Any
 
 import numpy as np
+from ember.device import device
+from ember.tensor import Tensor
 
 INLINE_BYTES = 16 * 1024  # smaller arrays ride in the pickle: a shared block costs ~20 us to make and map
 BLOCK_PREFIX = "ember_batch_"  # names under /dev/shm, so tests can check that none are left behind
@@ -70,8 +72,6 @@ def _from_block(name: str, shape: tuple, dtype: np.dtype) -> np.ndarray:
 
 
 def _rebuild_tensor(array: np.ndarray, requires_grad: bool) -> Any:
-    from ember.device import device
-    from ember.tensor import Tensor
 
     return Tensor._make(array, device("cpu"), requires_grad)
 
@@ -80,8 +80,6 @@ class BatchPickler(pickle.Pickler):
     """Pickles a batch with its big arrays in shared memory (see the module docstring)."""
 
     def reducer_override(self, obj: Any) -> Any:
-        from ember.tensor import Tensor
-
         if type(obj) is np.ndarray and obj.dtype != object and obj.nbytes >= INLINE_BYTES:
             return _from_block, _to_block(obj)
         if type(obj) is Tensor and obj.device.type == "cpu" and obj.grad_fn is None:

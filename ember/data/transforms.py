@@ -23,20 +23,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.data.worker import data_rng
+from ember.creation import from_numpy
+from ember.tensor import Tensor
 
 
 def _as_array(x: Any) -> np.ndarray:
     """The sample's data as a NumPy array (a view for CPU tensors)."""
-    from ember.tensor import Tensor
-
     if isinstance(x, Tensor):
         return np.asarray(x.detach().cpu().numpy())
     return np.asarray(x)
 
 
 def _wrap(array: np.ndarray) -> Any:
-    from ember.creation import from_numpy
-
     return from_numpy(np.ascontiguousarray(array))
 
 

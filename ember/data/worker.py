@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ember import random as ember_random
 
 
 @dataclass
@@ -61,6 +62,5 @@ def data_rng(generator: Any = None) -> np.random.Generator:
         if rng is None:  # made on first use: batches without random transforms pay nothing
             rng = _LOCAL.batch_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(key))))
         return rng
-    from ember import random as ember_random
 
     return ember_random.default_generator.numpy_rng

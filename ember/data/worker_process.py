@@ -27,6 +27,7 @@ import numpy as np
 
 from ember.data import shared_batch
 from ember.data.worker import WorkerInfo, _set_batch_seed, _set_worker_info
+from ember import random as ember_random
 
 PARENT_CHECK_S = 1.0  # how often an idle worker checks that the main process is still there
 
@@ -91,8 +92,6 @@ class WorkerError:
 
 def seed_worker(seed: int, worker_id: int, base_seed: int) -> None:
     """Seed Python, NumPy's global generator and ember, as torch's workers do."""
-    from ember import random as ember_random
-
     random.seed(seed)
     ember_random.manual_seed(seed)
     np.random.seed(np.random.SeedSequence([worker_id, base_seed]).generate_state(4))

@@ -23,6 +23,8 @@ import numpy as np
 
 from ember.distributed import watchdog
 from ember.distributed.process_group import ProcessGroup, _mpi, default_group
+from ember.device import CPU
+from ember.tensor import Tensor
 
 
 class ReduceOp(enum.Enum):
@@ -92,8 +94,6 @@ class Work:
 
 # ---- buffers ------------------------------------------------------------------------------------------
 def _check(tensor: Any, op: str) -> None:
-    from ember.tensor import Tensor
-
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op}: expected an ember.Tensor, got {type(tensor).__name__}")
     if tensor.device.type != "cpu":
@@ -109,8 +109,6 @@ def _on_device(tensor: Any) -> bool:
 def _staged(tensor: Any, run: Callable[[Any], Any], async_op: bool) -> Any:
     """Run a host collective on a host copy of device ``tensor`` and copy the result back (when the
     work completes, for ``async_op``): MPI with host staging, for GPU tensors."""
-    from ember.device import CPU
-    from ember.tensor import Tensor
 
     device = tensor.device
     host = Tensor._make(np.array(device.backend.to_numpy(tensor._data)), CPU, False)
@@ -415,7 +413,6 @@ def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, g
     """Reduce ``input_list[i]`` across ranks into rank i's ``output``."""
     g = default_group(group, "reduce_scatter")
     _check_list(input_list, output, g.size(), "reduce_scatter", "input_list")
-    from ember.tensor import Tensor
 
     stacked = Tensor._make(np.stack([t._data for t in input_list]), output.device, False)
     return reduce_scatter_tensor(output, stacked, op, group, async_op)

@@ -29,6 +29,7 @@ from ember.distributions.independent import Independent
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.utils import sum_rightmost
 from ember.tensor import Tensor
+import ember.nn.functional as F
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -113,8 +114,6 @@ def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
-    import ember.nn.functional as F
-
     t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
     t1 = where(q.probs == 0, _infinite_like(t1), t1)
     t1 = where(p.probs == 0, zeros_like(t1), t1)

@@ -36,15 +36,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes, interpreters
+from ember import creation, dtypes, interpreters
 from ember.autograd import grad_mode
-from ember.graph import ops as graph_ops
-from ember.graph import placement
+from ember.graph import ops as graph_ops, placement
 from ember.graph.builder import Builder, SymbolicTensor, symbolic
 from ember.graph.executor import Executable, needed_nodes
 from ember.graph.ir import Graph, Value, on_device, to_host
 from ember.ops import dispatch
 from ember.tensor import Tensor
+from ember.creation import tensor
 
 _DEFAULT: list = []
 
@@ -77,8 +77,6 @@ class Variable(SymbolicTensor):
     """A graph variable: holds its value across runs; write it with ``assign``."""
 
     def __new__(cls, initial_value: Any, name: str | None = None, dtype: Any = None) -> "Variable":
-        from ember.creation import tensor
-
         init = initial_value if isinstance(initial_value, Tensor) else tensor(initial_value, dtype=dtype)
         if dtype is not None:
             init = init.to(dtypes.to_dtype(dtype))
@@ -153,8 +151,6 @@ def gradients(ys: Any, xs: Sequence[Any], grad_ys: Any = None) -> list:
     Each gradient node is placed with the forward node it differentiates (TF's
     ``colocate_gradients_with_ops``), so a placed model's backward pass runs where its forward did.
     """
-    from ember import creation
-
     ys = list(ys) if isinstance(ys, (list, tuple)) else [ys]
     xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
     graph = ys[0]._data.graph

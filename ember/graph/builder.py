@@ -38,13 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
-from ember import interpreters
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
+from ember.graph import ops as graph_ops
 from ember.graph import rng
 from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
 from ember.tensor import Tensor
+from ember.ops.registry import OPS
 
 
 class SymbolicTensor(Tensor):
@@ -145,6 +146,8 @@ class Builder(interpreters.Interpreter):
 
     # ---- ops ----------------------------------------------------------------------------------
     def apply(self, op: Any, args: tuple, attrs: dict) -> Any:
+        if self.trace and op is graph_ops.ASSIGN:  # eagerly assign writes nothing: trace that, not a write
+            return graph_ops.traced_assign(*args, **attrs)
         inputs = tuple(self.value_of(a) for a in args)
         attrs = {k: v for k, v in attrs.items() if k != "_device"}
         outs = self.graph.add_node(op, inputs, attrs)
@@ -177,7 +180,6 @@ class Builder(interpreters.Interpreter):
         if not self.trace and old.kind == "state":
             raise RuntimeError(f"{op_name}: in-place change of graph Variable {old.label()}; write "
                                "ember.graph.assign(var, value) (or assign_add / assign_sub) and run it instead")
-        from ember.ops.registry import OPS
 
         if type(result) is not Value:
             result = self.graph.add_const(on_device(result, t._device), t._device)

@@ -43,6 +43,7 @@ from ember.autograd.node import _FREED_MESSAGE, Node
 from ember.graph.executor import Executable, needed_nodes
 from ember.graph.ir import Graph, Node as GraphNode, TracingError, Value
 from ember.tensor import Tensor
+from ember.autograd.engine import run_backward
 
 STALE = object()  # returned by run() when a state tensor's requires_grad changed since the trace
 
@@ -107,7 +108,6 @@ def build_backward(tracer: Any, out_leaves: list, sym_inputs: list) -> BackwardP
     inputs = [sym_inputs[k] for k in args] + states
     seeds = [tracer.input(tuple(out_leaves[k].shape), out_leaves[k].dtype, out_leaves[k].device, False,
                           name=f"grad_out{j}") for j, k in enumerate(diff_outputs)]
-    from ember.autograd.engine import run_backward
     from ember.graph.builder import SymbolicTensor
 
     hooks = [(t, t._hooks) for t in states if t._hooks]

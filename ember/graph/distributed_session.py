@@ -46,12 +46,12 @@ from ember.graph.ir import Graph, Value, format_node
 from ember.graph.partition import _PENDING, COMM_STATS, Partition, _cpu_tensor, finish_sends, partition, replicated
 from ember.graph.placement import node_rank
 from ember.tensor import Tensor
+from ember import distributed as dist
+from ember.distributed import process_group
 
 
 def job() -> tuple[int, int] | None:
     """(rank, world size) of the default process group, or None when there is none."""
-    from ember.distributed import process_group
-
     if not process_group.is_initialized():
         return None
     group = process_group.default_group(None, "Session.run")
@@ -125,8 +125,6 @@ class DistributedPlan:
         self.slot = {v.id: k for k, v in enumerate(sub.outputs)}
 
     def _verify(self) -> None:
-        from ember import distributed as dist
-
         mine = self.partition.signature()
         every: list = [None] * dist.get_world_size()
         dist.all_gather_object(every, mine)
@@ -178,7 +176,5 @@ class DistributedPlan:
 
 
 def _broadcast(array: np.ndarray, src: int) -> None:
-    from ember import distributed as dist
-
     dist.broadcast(_cpu_tensor(array), src)
     COMM_STATS["broadcast"] += 1

@@ -41,6 +41,8 @@ import numpy as np
 from ember import dtypes
 from ember.graph.placement import current_rank
 from ember.interpreters import Interpreter, SymbolicValue, TracingError  # noqa: F401  (TracingError: re-exported)
+from ember.device import to_device
+from ember.ops.registry import OPS, Spec, abstract_eval
 
 _IDS = itertools.count()
 
@@ -141,8 +143,6 @@ class Value(SymbolicValue):
 
     @property
     def spec(self) -> Any:
-        from ember.ops.registry import Spec
-
         return Spec(self.shape, self.edtype, self.device)
 
     @property
@@ -247,10 +247,7 @@ class Graph:
     def add_node(self, op: Any, inputs: Sequence[Any], attrs: dict, specs: Any = None) -> tuple:
         """Append ``op(*inputs, **attrs)``; output specs come from the op's shape rule unless given."""
         if specs is None:
-            from ember.ops.registry import abstract_eval
-
             specs = abstract_eval(op, tuple(i.spec if isinstance(i, Value) else i for i in inputs), attrs)
-        from ember.ops.registry import Spec
 
         if isinstance(specs, Spec):
             specs = (specs,)
@@ -295,8 +292,6 @@ class Graph:
     # ---- checking and printing -------------------------------------------------------------
     def validate(self) -> "Graph":
         """Check SSA form, topological order, known ops and shape/dtype consistency; raise on error."""
-        from ember.ops.registry import OPS, Spec, abstract_eval
-
         defined = {v.id for v in itertools.chain(self.inputs, self.states, self.consts)}
         for k, node in enumerate(self.nodes):
             where = f"graph {self.name!r} node {k} ({format_node(node)})"
@@ -387,6 +382,4 @@ def on_device(array: Any, device: Any) -> Any:
 
 
 def _dev(device: Any) -> Any:
-    from ember.device import to_device
-
     return to_device(device)

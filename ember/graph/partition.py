@@ -49,13 +49,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes
+from ember import distributed as dist, dtypes
 from ember.graph import ops as graph_ops
 from ember.graph.executor import needed_nodes
 from ember.graph.ir import Graph, Node, Value, format_node
 from ember.graph.placement import describe, node_rank
 from ember.graph.rng import is_seed
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.device import to_device
+from ember.tensor import Tensor
 
 TAG_BASE = 1 << 12  # graph transfers use tags TAG_BASE + k (user p2p traffic usually uses small tags)
 
@@ -67,15 +69,11 @@ _PENDING: list = []  # isend requests of the run in progress (waited on by finis
 
 # ---- the op records ----------------------------------------------------------------------------------
 def _cpu_tensor(array: Any) -> Any:
-    from ember.device import to_device
-    from ember.tensor import Tensor
 
     return Tensor._make(array, to_device("cpu"), False)
 
 
 def _send_impl(xp: Any, value: Any, dst: int, tag: int) -> None:
-    from ember import distributed as dist
-
     array = np.asarray(value)
     _PENDING.append(dist.isend(_cpu_tensor(array), dst, tag=tag))
     COMM_STATS["send"] += 1
@@ -88,8 +86,6 @@ def _send_rule(value: Spec, dst: int, tag: int) -> Spec:
 
 
 def _recv_impl(xp: Any, *after: Any, src: int, tag: int, shape: tuple, dtype: Any) -> Any:
-    from ember import distributed as dist
-
     buffer = np.empty(shape, dtype=dtype.np)  # exactly the value's shape and dtype, known from the IR
     dist.recv(_cpu_tensor(buffer), src, tag=tag)
     COMM_STATS["recv"] += 1

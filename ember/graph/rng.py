@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, random as ember_random
 from ember.backends import backend_for
 from ember.device import to_device
 from ember.graph.ir import Value
@@ -58,16 +58,12 @@ class SeedTensor(Tensor):
 
     @classmethod
     def create(cls, generator: Any = None, device: Any = None) -> "SeedTensor":
-        from ember.device import to_device
-
         t = cls._make(np.zeros((), dtype=np.int64), to_device(device), False)
         t.generator = generator
         return t
 
     def draw(self) -> np.ndarray:
         """A seed for one run (advances the generator, as one eager sampling call does)."""
-        from ember import random as ember_random
-
         gen = self.generator if self.generator is not None else ember_random.default_generator
         return np.asarray(gen.numpy_rng.integers(0, 2**63 - 1, dtype=np.int64))
 

@@ -105,8 +105,6 @@ def _dec(v: Any) -> Any:
 
 def save(graph: Graph, path: str) -> None:
     """Write ``graph`` (structure + weights) into directory ``path``, atomically as a whole."""
-    from ember.serialization import atomic_directory, safetensors_format
-
     ids: dict[int, int] = {}
     records, weights = [], {}
 
@@ -172,8 +170,6 @@ class LoadedGraph:
 
     def __call__(self, *inputs: Any, seed: int | None = None) -> list:
         """Run on ``inputs``; random nodes use a fresh seed from ember's default generator, or ``seed``."""
-        from ember.tensor import Tensor
-
         if len(inputs) != len(self.graph.inputs):
             raise TypeError(f"loaded graph {self.graph.name!r} takes {len(self.graph.inputs)} inputs "
                             f"({', '.join(v.type_str() for v in self.graph.inputs)}), got {len(inputs)}")
@@ -191,18 +187,18 @@ class LoadedGraph:
 
 
 from ember.graph.executor import Executable  # noqa: E402
+from ember.device import to_device
+from ember.ops.registry import OPS
+from ember.serialization import CheckpointError, atomic_directory, safetensors_format
+from ember.serialization.safetensors_header import parse_json
+from ember.tensor import Tensor
 
 
 def load(path: str, passes: Any = None) -> LoadedGraph:
     """Read a graph saved by :func:`save`; raises ValueError naming the problem on a bad file."""
     from ember import graph as _graph_package  # noqa: F401  (registers the graph-only ops)
-    from ember.device import to_device
-    from ember.ops.registry import OPS
-    from ember.tensor import Tensor
 
     from ember.graph.schema import check_attrs, check_document
-    from ember.serialization import CheckpointError, safetensors_format
-    from ember.serialization.safetensors_header import parse_json
 
     json_path = os.path.join(path, "graph.json")
     try:

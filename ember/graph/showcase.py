@@ -14,11 +14,12 @@ import time
 from typing import Any
 
 import numpy as np
+from ember import hardware
+from ember.profiler import profile
+import ember
 
 
 def _setup(seed: int = 0, n: int = 64, d_in: int = 1000, hidden: int = 100, d_out: int = 10) -> tuple:
-    import ember
-
     rng = np.random.RandomState(seed)
     x = ember.tensor(rng.randn(n, d_in).astype(np.float32))
     y = ember.tensor(rng.randn(n, d_out).astype(np.float32))
@@ -65,8 +66,6 @@ def _median_us(fn: Any, *args: Any, steps: int) -> float:
 
 def showcase(steps: int = 100, verbose: bool = True) -> dict:
     """Time eager vs compiled for the same training step; print and return the numbers."""
-    import ember
-
     x, y, w1, w2 = _setup()
     eager = two_layer_step(ember, w1, w2)
     xc, yc, w1c, w2c = _setup()
@@ -83,8 +82,6 @@ def showcase(steps: int = 100, verbose: bool = True) -> dict:
     lines = _rooflines(eager, compiled, x, y, xc, yc, eager_us, compiled_us)
     result.update({f"{k}_mfu": r.mfu for k, r in lines.items()})
     if verbose:
-        from ember import hardware
-
         print("two-layer net training step (N=64, D_in=1000, H=100, D_out=10, float32)")
         print(f"  eager     {eager_us:9.1f} us/step   {_line(lines['eager'])}")
         print(f"  compiled  {compiled_us:9.1f} us/step   {_line(lines['compiled'])}")
@@ -99,8 +96,6 @@ def _rooflines(eager: Any, compiled: Any, x: Any, y: Any, xc: Any, yc: Any, eage
                compiled_us: float) -> dict:
     """Achieved FLOP/s, MFU, bandwidth and bound of each step: FLOPs are the model's (counted on the eager
     step), bytes each run's own (fusion moves less), over the measured step time."""
-    from ember import hardware
-    from ember.profiler import profile
 
     def work(fn: Any, a: Any, b: Any) -> tuple:
         with profile(with_flops=True) as prof:

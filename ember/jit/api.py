@@ -9,11 +9,13 @@ import os
 import warnings
 from typing import Any, Callable
 
-from ember.graph.compile import CompiledFunction
+from ember.graph.compile import CompiledFunction, flatten
 from ember.graph.ir import Graph, TracingError
 from ember.jit.code import graph_code
 from ember.nn.modules.module import Module
 from ember.tensor import Tensor
+from ember.autograd import no_grad
+from ember.graph import serialize
 
 _STATE = {"tracing": 0}
 
@@ -172,8 +174,6 @@ def _as_tuple(example_inputs: Any) -> tuple:
 def _check_against_eager(traced: Any, fn: Callable, args: tuple, kwargs: dict, tolerance: float) -> None:
     import numpy as np
 
-    from ember.autograd import no_grad
-    from ember.graph.compile import flatten
 
     with no_grad():
         a_leaves: list = []
@@ -237,8 +237,6 @@ _META = "jit.json"
 
 def save(m: Any, f: Any, _extra_files: Any = None) -> None:
     """Write a traced/scripted module or function to directory ``f`` (ember's graph format, no pickle)."""
-    from ember.graph import serialize
-
     if not isinstance(m, _GraphMixin):
         raise TypeError(f"ember.jit.save: expected what ember.jit.trace/script returned, got {type(m).__name__}; "
                         "trace it first: ember.jit.trace(model, example_inputs)")
@@ -272,8 +270,6 @@ class LoadedScriptModule(Module):
 
 def load(f: Any, map_location: Any = None, _extra_files: Any = None, **_: Any) -> LoadedScriptModule:
     """Read what :func:`save` wrote; runs without the original Python code."""
-    from ember.graph import serialize
-
     path = os.fspath(f)
     if not os.path.isdir(path):
         raise ValueError(f"ember.jit.load: {path!r} is not a directory saved by ember.jit.save (TorchScript "

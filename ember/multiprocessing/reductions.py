@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from ember.multiprocessing import shared_storage
+from ember.device import device
+from ember.nn.parameter import Parameter
+from ember.tensor import Tensor
 
 _REGISTERED = [False]
 
@@ -53,8 +56,6 @@ _TENSOR_SLOTS = frozenset({"_data", "_device", "_requires_grad", "grad", "grad_f
 
 def _rebuild_tensor(cls: type, dup: Any, size: int, offset: int, shape: tuple, strides: tuple, dtype: np.dtype,
                     requires_grad: bool, state: dict) -> Any:
-    from ember.device import device
-
     mapping = shared_storage.map_descriptor(dup.detach(), size)
     array = shared_storage.rebuild(mapping, offset, shape, strides, dtype)
     tensor = cls._make(array, device("cpu"), requires_grad)
@@ -67,8 +68,6 @@ def init_reductions() -> None:
     """Register the tensor reductions with multiprocessing's pickler (once; ``import ember`` does it)."""
     if _REGISTERED[0]:
         return
-    from ember.nn.parameter import Parameter
-    from ember.tensor import Tensor
 
     for cls in (Tensor, Parameter):  # the pickler looks classes up exactly: each subclass is registered
         ForkingPickler.register(cls, reduce_tensor)

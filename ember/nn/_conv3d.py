@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.ops.conv import conv2d_raw, out_size, pair
+from ember.ops.conv import _check_inputs, conv2d_raw, out_size, pair
 from ember.ops.nn_ops import pad as _pad
 from ember.ops.pooling import avg_pool2d, max_pool2d
 from ember.ops.views import stack
@@ -27,8 +27,6 @@ from ember.amp.policy import autocast_policy
 
 
 def _check_conv3d(x: Any, w: Any, bias: Any, groups: int, input_shape: tuple) -> None:
-    from ember.ops.conv import _check_inputs
-
     _check_inputs("conv3d", x, w, bias, groups, 3)
 
 

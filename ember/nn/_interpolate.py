@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember.creation import tensor
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
@@ -131,8 +132,6 @@ def _antialias_table(in_size: int, out_size: int, align_corners: bool, scale_fac
 # ---- resampling one axis -----------------------------------------------------------------------------
 def _resample_axis(x: Any, axis: int, index: np.ndarray, weights: np.ndarray) -> Any:
     """out[..., i, ...] = sum_k weights[i, k] * x[..., index[i, k], ...] along ``axis``."""
-    from ember.creation import tensor
-
     trailing = (1,) * (x.ndim - 1 - axis)
     out = None
     for k in range(index.shape[1]):
@@ -179,7 +178,7 @@ def _output_size(input: Any, size: Any, scale_factor: Any, dim: int) -> tuple[li
         factors = [float(scale_factor)] * dim
     sizes = [int(math.floor(s * f)) for s, f in zip(spatial, factors)]
     if any(s <= 0 for s in sizes):
-        raise ValueError(f"interpolate: scale_factor {factors} gives an empty output for input of shape "
+        raise RuntimeError(f"interpolate: scale_factor {factors} gives an empty output for input of shape "
                          f"{tuple(input.shape)}")
     return sizes, factors
 

@@ -18,6 +18,7 @@ from ember import dtypes
 from ember.ops.elementwise import relu
 from ember.ops.losses import _reduce, _reduction
 from ember.amp.policy import autocast_policy
+from ember.creation import tensor
 
 
 @autocast_policy("fp32")
@@ -28,8 +29,6 @@ def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None, re
 
     ``target`` holds class indices (int64, same shape as ``input``); the first ``-1`` ends the list.
     """
-    from ember.creation import tensor
-
     reduction = _reduction("multilabel_margin_loss", reduction, size_average, reduce)
     if input.ndim not in (0, 1, 2) or tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"multilabel_margin_loss: expected input (C) or (N, C) and a target of the same shape, "

@@ -62,8 +62,6 @@ def linear(input: Any, weight: Any, bias: Any = None) -> Any:
 @autocast_policy("native")
 def bilinear(input1: Any, input2: Any, weight: Any, bias: Any = None) -> Any:
     """``x1^T W_k x2 + b_k`` for each output k; weight is (out, in1, in2)."""
-    from ember.ops.linalg import einsum
-
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape(-1, input1.shape[-1])
     x2 = input2.reshape(-1, input2.shape[-1])
@@ -79,8 +77,6 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
     A boolean ``attn_mask`` marks positions that may be attended (True = keep); a float mask is
     added to the scores. ``is_causal`` masks the strict upper triangle.
     """
-    from ember.creation import ones
-    from ember.ops.linalg import matmul
 
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
         raise RuntimeError(f"scaled_dot_product_attention: incompatible shapes query {tuple(query.shape)}, key "
@@ -111,8 +107,6 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
 
 
 def _bool() -> Any:
-    from ember import dtypes
-
     return dtypes.bool_
 
 
@@ -124,8 +118,6 @@ def _repeat_heads(t: Any, repeats: int) -> Any:
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
     """im2col: (N, C, H, W) -> (N, C*kh*kw, L), as a convolution with an identity kernel."""
-    from ember.creation import eye
-    from ember.ops.conv import pair
 
     kh, kw = pair(kernel_size, 2, "kernel_size", "unfold")
     c = input.shape[1]
@@ -154,3 +146,7 @@ def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) ->
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)
+from ember import dtypes
+from ember.creation import eye, ones
+from ember.ops.conv import pair
+from ember.ops.linalg import einsum, matmul

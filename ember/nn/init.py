@@ -20,6 +20,7 @@ import numpy as np
 
 from ember import random as ember_random
 from ember.tensor import Tensor
+from ember.random import check_args
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
@@ -89,8 +90,6 @@ def _sample_dtype(tensor: Tensor) -> Any:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
-    from ember.random import check_args
-
     check_args("uniform_", low=a, high=b)
     values = _rng(generator).random(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * (b - a) + a
     return _write(tensor, values, "uniform_")
@@ -98,8 +97,6 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2)."""
-    from ember.random import check_args
-
     check_args("normal_", std=std)
     values = _rng(generator).standard_normal(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * std + mean
     return _write(tensor, values, "normal_")
@@ -109,7 +106,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2) truncated to [a, b] (redrawing values that fall outside)."""
     if not a < b:
-        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
+        raise RuntimeError(f"trunc_normal_: expected a < b (the truncation interval [a, b]), got a={a}, b={b}")
     rng = _rng(generator)
     shape = tuple(tensor.shape)
     values = rng.standard_normal(shape) * std + mean

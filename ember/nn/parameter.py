@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.tensor import Tensor
+from ember.creation import empty
 
 
 class Parameter(Tensor):
@@ -18,8 +19,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> "Parameter":
         if data is None:
-            from ember.creation import empty
-
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter: expected an ember Tensor as data, got {type(data).__name__}")

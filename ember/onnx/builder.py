@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from ember.dtypes import from_numpy_dtype, int64
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
@@ -122,8 +123,6 @@ class GraphBuilder:
     # ---- constants ------------------------------------------------------------------------------
     def const(self, array: Any, dtype: Any = None, name: str | None = None) -> str:
         """An initializer holding ``array`` (an ndarray; ``dtype`` an ember dtype, default from it)."""
-        from ember.dtypes import from_numpy_dtype
-
         array = np.asarray(array)
         dtype = dtype or from_numpy_dtype(array.dtype)
         if dtype.np is not None and array.dtype != dtype.np:
@@ -145,8 +144,6 @@ class GraphBuilder:
 
     def ints(self, values: Sequence[int]) -> str:
         """A 1-D int64 tensor of ``values``; :class:`DynInt` entries are computed at run time."""
-        from ember.dtypes import int64
-
         values = list(values)
         if not any(isinstance(v, DynInt) for v in values):
             return self.const(np.array(values, dtype=np.int64).reshape(len(values)), int64)
@@ -174,8 +171,6 @@ class GraphBuilder:
 
     def _dyn(self, value: DynInt) -> str:
         """A 1-element int64 tensor holding ``value`` at run time."""
-        from ember.dtypes import int64
-
         value.used = True
         out = None
         for monomial, coeff in value.terms.items():

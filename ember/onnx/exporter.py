@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
 from ember.onnx.dynamic import trace_dynamic
 from ember.onnx.program import Node, Program, Ref
+from ember.autograd import grad_mode
 
 MIN_OPSET = 17
 
@@ -170,7 +171,6 @@ def _parse_dynamic_axes(spec: dict, input_names: list, inputs: tuple, output_nam
 # ---- tracing with dynamic sizes ------------------------------------------------------------------
 def _trace(fn: Callable, inputs: tuple, input_names: list, names: dict) -> Program:
     """Trace ``fn`` on symbolic inputs shaped like ``inputs`` with ember.graph's tracer."""
-    from ember.autograd import grad_mode
     from ember.graph.builder import Tracer
     from ember.onnx.program import from_graph
     from ember.tensor import Tensor

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from ember.autograd import grad_mode
 
 
 def _session(model: Any) -> Any:
@@ -61,8 +62,6 @@ def verify(model_or_fn: Any, inputs: Sequence[Any], onnx_model: Any, atol: float
     Raises ``AssertionError`` naming the output, shapes and error when they disagree beyond
     ``atol + rtol * |ember|`` (or differ in shape or dtype).
     """
-    from ember.autograd import grad_mode
-
     inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
     module = model_or_fn if hasattr(model_or_fn, "modules") and hasattr(model_or_fn, "training") else None
     modes = [(m, m.training) for m in module.modules()] if module is not None else []

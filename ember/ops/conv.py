@@ -360,14 +360,17 @@ def conv2d_weight_grad(x: Any, g: Any, weight_shape: tuple, stride: tuple, paddi
 
 # ---- public functions ------------------------------------------------------------------------
 def pair(value: Any, n: int, name: str, op: str) -> tuple:
-    """``3`` -> ``(3, 3)``; a sequence of length ``n`` -> a tuple of ints."""
+    """``3`` -> ``(3, 3)``; a sequence of length ``n`` -> a tuple of ints. A stride, dilation or kernel size
+    must be positive (0 divided by zero deep inside the kernel before; PyTorch refuses it up front)."""
     if isinstance(value, int):
-        return (value,) * n
+        value = (value,)
     value = tuple(int(v) for v in value)
     if len(value) == 1:
-        return value * n
+        value = value * n
     if len(value) != n:
         raise ValueError(f"{op}: expected {name} to be an int or a sequence of {n} ints, got {value}")
+    if name in ("stride", "dilation", "kernel_size") and any(v <= 0 for v in value):
+        raise RuntimeError(f"{op}: non-positive {name} is not supported, got {name}={value}; it must be >= 1")
     return value
 
 

@@ -11,15 +11,14 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from weakref import ref as _weakref
 
-from ember import dtypes
-from ember.autograd import grad_mode
-from ember.autograd import anomaly_mode as _anomaly
+from ember import dtypes, interpreters as _interpreters
+from ember.autograd import anomaly_mode as _anomaly, grad_mode
 from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
-from ember.ops.registry import OpDef
-from ember import interpreters as _interpreters
+from ember.ops.registry import OPS, OpDef
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
+from ember.device import CPU
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool)
@@ -110,7 +109,7 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         if len(outputs) == 1:
             node.saved_out = SavedTensor(outputs[0], is_output=True)
         else:
-            node.saved_out = tuple(SavedTensor(o, is_output=True) for o in outputs)
+            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
@@ -207,8 +206,6 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         else:
             arrays.append(a)
     if device is None:
-        from ember.device import CPU
-
         device = attrs.pop("_device", None) or CPU
     out = op.impl(device.xp, *arrays, **attrs)
     if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
@@ -306,8 +303,13 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
 
 
 def _shape_error(op: OpDef, a: Any, b: Any, error: Exception) -> RuntimeError:
+    """A ValueError from a binary impl: a broadcast mismatch when the shapes do not broadcast, else the impl's
+    own complaint (e.g. integers to negative integer powers) named by the op."""
     sa = tuple(a.shape) if isinstance(a, Tensor) else "scalar"
     sb = tuple(b.shape) if isinstance(b, Tensor) else "scalar"
+    pairs = zip(reversed(sa if sa != "scalar" else ()), reversed(sb if sb != "scalar" else ()))
+    if all(x == y or 1 in (x, y) for x, y in pairs):
+        return RuntimeError(f"{op.name}: {error}")
     return RuntimeError(
         f"{op.name}: shapes {sa} and {sb} cannot be broadcast together (sizes must match or be 1 "
         f"in each trailing dimension). Reshape or unsqueeze one operand first."
@@ -339,7 +341,6 @@ def cast(t: Any, target: dtypes.dtype) -> Any:
     """Convert ``t`` to dtype ``target`` (recorded, so gradients flow back through the cast)."""
     if t._data.dtype == target.np:
         return t
-    from ember.ops.registry import OPS
 
     attrs = {"dtype": target, "source": t.dtype}
     if not target.is_floating_point and t._requires_grad:

@@ -81,7 +81,9 @@ LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],)
              float_only=True)
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
-RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
+# The gradient multiplies g by the output three times in turn: out ** 3 alone underflows (a variance of
+# 1e30 gives rsqrt 1e-15, cubed 1e-45 in float32), which zeroed the variance path of every composite norm.
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
                save="output", float_only=True, onnx=to_onnx.rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
              float_only=True)
@@ -182,7 +184,23 @@ MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross",
               ufunc="multiply")
 DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx="Div", float_only=True,
              ufunc="true_divide")
+<<<<<<< HEAD
 POW = _binary("pow", lambda xp, x, y: xp.power(x, y), (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
+=======
+def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
+    """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
+    exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
+    if (getattr(y, "ndim", 0) and y.dtype.kind in "iu" and getattr(x, "dtype", None) is not None
+            and x.dtype.kind in "iu" and bool((y < 0).any())):
+        negative = y < 0
+        base = xp.broadcast_to(x, xp.broadcast_shapes(x.shape, y.shape))
+        inverse = xp.where(base == 1, 1, xp.where(base == -1, 1 - 2 * (xp.abs(y) % 2), 0)).astype(base.dtype)
+        return xp.where(negative, inverse, xp.power(base, xp.where(negative, 0, y)))
+    return xp.power(x, y)
+
+
+POW = _binary("pow", _pow_impl, _pow_vjp, onnx="Pow", ufunc="power")
+>>>>>>> main
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
@@ -610,7 +628,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
         # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
         # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.

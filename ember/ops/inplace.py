@@ -20,12 +20,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
-from ember import interpreters
 from ember.interpreters import GRAPHS, SymbolicValue
-from ember.ops import dispatch
+from ember.ops import dispatch, movement
 from ember.ops.registry import OpDef
+from ember.dtypes import from_numpy_dtype
+from ember.ops.elementwise import where
+from ember.ops.views import COPY_SLICES, VIEW_REPLAY, plain_steps
 
 _OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory "
@@ -111,8 +113,6 @@ def _write(t: Any, result: Any, op_name: str) -> None:
             f"{list(result.shape)}; in-place ops cannot grow the tensor they write into."
         )
     if result.dtype != data.dtype and not np.can_cast(result.dtype, data.dtype, casting="same_kind"):
-        from ember.dtypes import from_numpy_dtype
-
         raise RuntimeError(
             f"{op_name}: result type {from_numpy_dtype(result.dtype)} can't be cast to the desired output type "
             f"{from_numpy_dtype(data.dtype)}; convert the tensor first (e.g. x = x.float())."
@@ -165,7 +165,6 @@ def replaced(t: Any, value: Any) -> Any:
     """``value`` broadcast to ``t``'s shape, as a function of ``t`` with zero gradient (so the result
     keeps requiring grad, like PyTorch's FillBackward/CopyBackwards), without ``t * 0`` turning inf into nan."""
     from ember.creation import zeros
-    from ember.ops.elementwise import where
 
     keep = zeros(tuple(t.shape), dtype=dtypes.bool_, device=t.device)
     return where(keep, t, value)
@@ -186,8 +185,6 @@ def _rebase(t: Any, result: Any) -> None:
 
 def _copy_slices(view: Any, result: Any) -> None:
     """``result`` was written into ``view``: give its base the CopySlices node, re-derive the views."""
-    from ember.ops.views import COPY_SLICES, plain_steps
-
     base = view._base
     steps = plain_steps(view._view_fn[0])
     before = dispatch.Tensor._make(base._data, base._device, base._requires_grad)
@@ -202,8 +199,6 @@ def _copy_slices(view: Any, result: Any) -> None:
 
 def _replay_into(view: Any, base: Any, steps: tuple) -> None:
     """Give ``view`` the history of the same view taken from ``base`` now."""
-    from ember.ops.views import VIEW_REPLAY
-
     fresh = dispatch.apply(VIEW_REPLAY, (base,), {"steps": steps})
     view.grad_fn = fresh.grad_fn
     view._output_nr = 0
@@ -213,8 +208,6 @@ def _replay_into(view: Any, base: Any, steps: tuple) -> None:
 def _refresh_views(base: Any, written: Any) -> None:
     """Re-derive every live view of ``base`` that may overlap ``written`` (all of them when the base
     itself was written), dropping dead entries from the list on the way."""
-    from ember.ops.views import plain_steps
-
     vc = base._vc
     if vc is None or len(vc) < 2:
         return
@@ -295,8 +288,6 @@ def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy
 
 def setitem(t: Any, key: Any, value: Any) -> None:
     """``t[key] = value`` with PyTorch semantics (broadcast value, recorded when grad is on)."""
-    from ember.ops import movement
-
     _lift(t)
     index, index_tensors = movement.split_index(key, t._device)
     if isinstance(value, dispatch.Tensor) and value._device != t._device:

@@ -4,13 +4,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
-from ember.ops import dispatch
+from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, sum_to
-from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
+from ember.amp.state import STATE as _autocast
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -44,14 +44,15 @@ MATMUL = register(OpDef(
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
     if input.dtype is not other.dtype:
-        from ember.amp.state import STATE as _autocast
-
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
                                f"(shape {tuple(input.shape)}) and {other.dtype} (shape {tuple(other.shape)}); "
                                f"convert one with .to({other.dtype}) or .to({input.dtype})")
         target = dtypes.promote_types(input.dtype, other.dtype)
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("matmul: not implemented for bool operands (PyTorch has no boolean matrix product); "
+                           "convert with .float() or .long() first")
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(input.shape)} "
                            f"and {tuple(other.shape)}; use * for scalars")
@@ -95,6 +96,9 @@ def dot(input: Any, other: Any) -> Any:
     if input.ndim != 1 or other.ndim != 1 or input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(input.shape)} and "
                            f"{tuple(other.shape)}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot: expected both vectors to have the same dtype, but found {input.dtype} and "
+                           f"{other.dtype}; convert one with .to(...)")
     return matmul(input, other)
 
 
@@ -303,7 +307,6 @@ def einsum(*args: Any) -> Any:
         if not isinstance(o, dispatch.Tensor):
             raise TypeError(f"einsum(): operand {k} is a {type(o).__name__}, expected a Tensor")
     target = operands[0].dtype
-    from ember.amp.state import STATE as _autocast
 
     mixed = any(o.dtype is not operands[0].dtype for o in operands[1:])
     if mixed and not _autocast.active and len(operands) > 1 and _contracts(equation):

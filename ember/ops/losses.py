@@ -13,11 +13,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
 from ember.ops import dispatch, elementwise as ew, reductions as red
+<<<<<<< HEAD
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.nn_ops import log_softmax, logsigmoid
+=======
+from ember.ops.elementwise import elementwise_rule, sum_to
+from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwise_distance
+>>>>>>> main
 from ember.ops.registry import OpDef, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.creation import tensor
+from ember.ops.extra_math import xlogy
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -48,8 +57,6 @@ def _check_same_shape(op: str, input: Any, target: Any) -> None:
 
 def _as_float_target(target: Any, input: Any) -> Any:
     if not isinstance(target, dispatch.Tensor):
-        from ember.creation import tensor
-
         return tensor(target, dtype=input.dtype, device=input.device)
     return target if target.dtype is input.dtype else target.to(input.dtype)
 
@@ -102,6 +109,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
     if target.dtype.category != 1:
         raise RuntimeError(f"{op}: expected target of class indices with an integer dtype (Long), got {target.dtype}"
                            f"; for class probabilities pass a float target with the input's shape to cross_entropy")
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got {target.dtype} (as PyTorch); "
+                           "convert the class indices with .long()")
     if input.ndim == 1:
         if target.ndim != 0:
             raise ValueError(f"{op}: for a 1-D input of shape {tuple(input.shape)} the target must be a scalar, got "
@@ -109,7 +119,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
         return input.unsqueeze(0), target.reshape(1), True
     if input.ndim < 1 or target.ndim != input.ndim - 1 or tuple(target.shape) != (input.shape[0],) + tuple(
             input.shape[2:]):
-        raise ValueError(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
+        # PyTorch's classes: a batch size mismatch is a ValueError, any other target shape a RuntimeError
+        batch = target.ndim >= 1 and target.shape[0] != input.shape[0]
+        raise (ValueError if batch else RuntimeError)(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
                          f"shape {tuple(input.shape)} (N, C, d1, ...), got target of shape {tuple(target.shape)}")
     return input, target, False
 
@@ -156,7 +168,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     """Softmax cross entropy over dim 1 with class-index or class-probability targets."""
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     classes = input.shape[class_dim]
@@ -246,13 +258,18 @@ def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
     name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
-    shape_rule=elementwise_rule(), float_only=True,
+    shape_rule=elementwise_rule(), float_only=True, onnx=to_onnx.binary_cross_entropy_with_logits,
 ))
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
+<<<<<<< HEAD
     name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_BCE_VJP, shape_rule=elementwise_rule(),
     float_only=True,
+=======
+    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
+    float_only=True, onnx=to_onnx.binary_cross_entropy,
+>>>>>>> main
 ))
 
 
@@ -349,8 +366,6 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if log_target:
         loss = ew.exp(target) * (target - input)
     else:
-        from ember.ops.extra_math import xlogy
-
         loss = xlogy(target, target) - target * input  # PyTorch's formula: 0 * inf input is NaN there too
     return _reduce(loss, reduction)
 
@@ -372,8 +387,6 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
 @autocast_policy("fp32")
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                           reduce: Any = None, reduction: str = "mean") -> Any:
-    from ember.ops.nn_ops import cosine_similarity
-
     reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = ew.where(target == 1, 1.0 - cos, ew.relu(cos - margin))
@@ -384,8 +397,6 @@ def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float =
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Any:
-    from ember.ops.nn_ops import pairwise_distance
-
     reduction = _reduction("triplet_margin_loss", reduction, size_average, reduce)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)

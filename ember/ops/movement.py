@@ -13,6 +13,8 @@ from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
+from ember.autograd.node import _FREED_MESSAGE, SavedTensor
+from ember.ops.elementwise import sum_to
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -121,8 +123,6 @@ def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
 def _saved_index_tensors(ctx: Any, first: int) -> tuple:
     """The saved index tensors only: the indexed tensor's own version is not checked (PyTorch's
     index/slice backward does not need its values, so changing it in place later is fine)."""
-    from ember.autograd.node import _FREED_MESSAGE, SavedTensor
-
     saved = getattr(ctx, "saved", ())
     if saved is None:
         raise RuntimeError(_FREED_MESSAGE)
@@ -226,7 +226,7 @@ _INDEX_PUT_VJP = (
 INDEX_PUT = register(OpDef(
     name="index_put", category="movement", impl=_index_put_impl, vjp=_INDEX_PUT_VJP,
     shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
-    onnx="ScatterND",
+    onnx=to_onnx.index_put,
 ))
 
 
@@ -342,9 +342,9 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
         raise RuntimeError(f"gather: index tensor must have the same number of dimensions as input "
                            f"({index.ndim} vs {x.ndim})")
     slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
-    if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
-        raise RuntimeError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
-                           f"{x.shape[dim]}")
+    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
+        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
+        raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
     return xp.take_along_axis(x[slices], index, axis=dim)
 
 

@@ -25,6 +25,7 @@ from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
+from ember.creation import tensor
 
 
 def pool_out_size(size: int, kernel: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
@@ -378,8 +379,6 @@ def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 def _adaptive_matrix(size: int, out: int, dtype: Any, device: Any) -> Any:
     """(out, size) matrix averaging PyTorch's adaptive windows [floor(i*size/out), ceil((i+1)*size/out))."""
     import numpy as np
-
-    from ember.creation import tensor
 
     m = np.zeros((out, size))
     for i in range(out):

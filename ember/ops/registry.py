@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
+from ember.dtypes import from_numpy_dtype
 
 
 class Spec(NamedTuple):
@@ -54,6 +55,9 @@ class OpDef:
     nondiff_outputs: tuple = ()
     # Inputs (by position) that never carry gradient (e.g. index tensors of gather).
     nondiff_inputs: tuple = ()
+    # Multi-output ops: False hands the vjp None (not zeros) for outputs that got no gradient, as PyTorch
+    # does for its built-in ops (svd/eigh need it: a zero gV through 1/(l_j - l_i) is NaN at repeated values).
+    materialize_grads: bool = True
     # Mixed precision (ember/amp/policy.py): inside an autocast region, "lower" casts floating inputs to
     # the region's dtype (matmul, conv), "fp32" to float32 (prod, losses), "promote" to the widest input.
     autocast: str | None = None
@@ -138,7 +142,6 @@ def abstract_eval(op: OpDef, specs: tuple, attrs: dict) -> Any:
     """
     if op.shape_rule is not None:
         return op.shape_rule(*specs, **attrs)
-    from ember.dtypes import from_numpy_dtype
 
     dummies = []
     for spec in specs:

@@ -20,6 +20,7 @@ from ember.ops import dispatch
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
+from ember.autograd import grad_mode
 
 
 # ---- sort ------------------------------------------------------------------------------------------
@@ -83,8 +84,6 @@ def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = Fal
 
 def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """Indices that sort ``input`` along ``dim`` (stable)."""
-    from ember.autograd import grad_mode
-
     with grad_mode.no_grad():
         return sort(input, dim, descending, stable).indices
 
@@ -158,7 +157,6 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False, return
         (tensor([1, 3]), tensor([1, 2]))
     """
     d = None if dim is None else _dim(input, dim, "unique")
-    from ember.autograd import grad_mode
 
     with grad_mode.no_grad():
         values, inverse, counts = dispatch.apply(UNIQUE, (input,), {"dim": d})

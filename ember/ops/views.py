@@ -11,11 +11,13 @@ import numpy as np
 
 from ember import dtypes
 from ember.ops import dispatch
-from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, INDEX_BACKWARD, PERMUTE, RESHAPE, TENSOR_SLOT, TRIL,
-                                TRIU, getitem, getitem_with, index_put, infer_shape)
+from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE, SCATTER_ADD,
+    TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
+from ember.dtypes import promote_types
+from ember.ops.elementwise import sum_to, where
 
 register(OpDef(
     name="to_device", category="movement", save="none",
@@ -179,8 +181,6 @@ def broadcast_to(input: Any, shape: Sequence[int]) -> Any:
 
 
 def sum_to_size(input: Any, *size: Any) -> Any:
-    from ember.ops.elementwise import sum_to
-
     return sum_to(input, _shape_arg(size))
 
 
@@ -191,6 +191,8 @@ def contiguous(input: Any) -> Any:
 
 
 def narrow(input: Any, dim: int, start: int, length: int) -> Any:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor; reshape it to 1-D first")
     d = input._dim(dim, "narrow")
     size = input.shape[d]
     if isinstance(start, dispatch.Tensor):
@@ -211,6 +213,10 @@ def narrow(input: Any, dim: int, start: int, length: int) -> Any:
 
 def select(input: Any, dim: int, index: int) -> Any:
     d = input._dim(dim, "select")
+    size = input.shape[d]
+    if isinstance(index, int) and not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension "
+                         f"{d}")
     return getitem(input, (slice(None),) * d + (index,))
 
 
@@ -263,8 +269,6 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
                 raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[i]} but got size {t.shape[i]} in dimension {i}")
         if t.dtype is not target:
-            from ember.dtypes import promote_types
-
             target = promote_types(target, t.dtype)
     nonempty = [dispatch.cast(t, target) for t in nonempty]
     if len(nonempty) == 1:
@@ -331,8 +335,14 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
     source = [source] if isinstance(source, int) else list(source)
     destination = [destination] if isinstance(destination, int) else list(destination)
     n = input.ndim
-    source = [s % n for s in source]
-    destination = [d % n for d in destination]
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} dims) should contain the "
+                           f"same number of dims as destination ({destination} dims)")
+    source = [input._dim(s, "movedim") for s in source]
+    destination = [input._dim(d, "movedim") for d in destination]
+    for name, dims in (("source", source), ("destination", destination)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     order = [i for i in range(n) if i not in source]
     for d, s in sorted(zip(destination, source)):
         order.insert(d, s)
@@ -350,39 +360,49 @@ def triu(input: Any, diagonal: int = 0) -> Any:
     return dispatch.apply(TRIU, (input,), {"diagonal": diagonal})
 
 
+def _integer_index(op: str, index: Any) -> None:
+    if not isinstance(index, dispatch.Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
+        got = index.dtype if isinstance(index, dispatch.Tensor) else type(index).__name__
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}; pass integer indices "
+                           "(index.long())")
+
+
 def index_select(input: Any, dim: int, index: Any) -> Any:
     d = input._dim(dim, "index_select")
+    _integer_index("index_select", index)
     if index.ndim > 1:
         raise IndexError(f"index_select: index must be 0-D or 1-D, got shape {tuple(index.shape)}")
     size = input.shape[d]
     if index.numel() and not dispatch.is_symbolic(index):
         lo, hi = int(index.min()), int(index.max())
-        if hi >= size or lo < -size:
+        if hi >= size or lo < 0:  # PyTorch refuses negative indices here (unlike x[index])
             raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
                              f"with size {size} (input shape {tuple(input.shape)})")
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
 def gather(input: Any, dim: int, index: Any) -> Any:
-    from ember.ops.movement import GATHER
-
+    _integer_index("gather", index)
     return dispatch.apply(GATHER, (input, index), {"dim": input._dim(dim, "gather")})
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
-    from ember.ops.movement import SCATTER_ADD
-
+    _integer_index("scatter_add", index)
     if src.dtype is not input.dtype:
-        src = dispatch.cast(src, input.dtype)
+        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
+                           f"{src.dtype}; convert src with .to({input.dtype})")
     return dispatch.apply(SCATTER_ADD, (input, index, src), {"dim": input._dim(dim, "scatter_add")})
 
 
 def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None) -> Any:
     """Out-of-place scatter: positions named by ``index`` take ``src`` (or ``value``)."""
-    from ember.ops.elementwise import where
     from ember import creation
 
     d = input._dim(dim, "scatter")
+    _integer_index("scatter", index)
+    if isinstance(src, dispatch.Tensor) and src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
+                           f"{src.dtype}; convert src with .to({input.dtype})")
     if src is None:
         src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
     if not isinstance(src, dispatch.Tensor):
@@ -394,13 +414,16 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 
 
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
-    from ember.ops.elementwise import where
-
     if isinstance(mask, dispatch.Tensor) and mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: only boolean masks are supported, but got a mask with dtype {mask.dtype}; "
                            "pass a comparison (x > 0) or mask.bool()")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
+    if isinstance(mask, dispatch.Tensor):
+        pairs = zip(reversed(tuple(mask.shape)), reversed(tuple(input.shape)))
+        if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
+            raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
+                               f"shape {tuple(input.shape)}")
     return where(mask, value, input)
 
 
@@ -557,7 +580,14 @@ def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
     positions = _positions_tensor(shape, ctx.attrs["steps"], g)
     flat = reshape(g, -1)
     grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
+<<<<<<< HEAD
     return grad_base, (getitem_with(flat, _FLAT, [positions]) if ctx.needs[1] else None)
+=======
+    grad_value = None
+    if ctx.needs[1]:
+        grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
+    return grad_base, grad_value
+>>>>>>> main
 
 
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.

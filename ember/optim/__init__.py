@@ -18,6 +18,10 @@ from ember.optim import lr_scheduler  # noqa: F401
 from ember.optim.more import ASGD, Adadelta, Adamax, NAdam, RAdam, Rprop, SparseAdam  # noqa: F401
 from ember.optim.lbfgs import LBFGS  # noqa: F401
 from ember.optim import swa_utils  # noqa: F401
+from ember.optim.adafactor import Adafactor  # noqa: F401
+from ember.optim.muon import Muon  # noqa: F401
+from ember.optim.stateless import swap_in_optimizer_params_and_state  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "RMSprop", "Adagrad", "Adam", "AdamW", "lr_scheduler",
-           "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "swa_utils", "SparseAdam"]
+           "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "swa_utils", "SparseAdam",
+           "Adafactor", "Muon", "swap_in_optimizer_params_and_state"]

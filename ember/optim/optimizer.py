@@ -34,6 +34,7 @@ from ember.autograd import grad_mode
 from ember.optim.compiled_update import CompiledUpdates
 from ember.optim.hyper import Hyper, apply_updates, to_scalar  # noqa: F401 (to_scalar: re-exported)
 from ember.tensor import Tensor
+from ember.creation import tensor
 
 
 class _RequiredParameter:
@@ -100,8 +101,6 @@ def scalar_dtype() -> dtypes.dtype:
 
 def new_step_tensor() -> Tensor:
     """A fresh ``state['step']``: a 0-d CPU tensor, as torch keeps it (cheap to read on any device)."""
-    from ember.creation import tensor
-
     return tensor(0.0, dtype=scalar_dtype())
 
 

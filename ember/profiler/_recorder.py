@@ -23,6 +23,9 @@ from __future__ import annotations
 import time
 from threading import get_ident
 from typing import Any, Iterator
+from ember.autograd import engine
+from ember.graph import executor
+from ember.ops import dispatch
 
 # Kinds of raw events.
 OP, NODE, GRAPH, RUN, USER, LOADER, COPY = "cpu_op", "autograd", "graph_node", "graph", "user_annotation", \
@@ -137,9 +140,6 @@ class _Fanout:
 
 
 def _install() -> None:
-    from ember.autograd import engine
-    from ember.graph import executor
-    from ember.ops import dispatch
 
     hook = None if not _LISTENERS else (_LISTENERS[0] if len(_LISTENERS) == 1 else _Fanout(_LISTENERS))
     dispatch.PROFILER = engine.PROFILER = executor.PROFILER = hook
@@ -161,15 +161,11 @@ def detach(listener: Any) -> None:
 
 def active() -> Any:
     """The installed hook (a listener or a fan-out), or ``None`` when nothing records."""
-    from ember.ops import dispatch
-
     return dispatch.PROFILER
 
 
 def timed_batches(batches: Iterator[Any]) -> Iterator[Any]:
     """Yield from ``batches``, recording each wait for the next batch as a DataLoader event."""
-    from ember.ops import dispatch
-
     iterator = iter(batches)
     while True:
         hook = dispatch.PROFILER

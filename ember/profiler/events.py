@@ -23,6 +23,8 @@ from typing import Any
 from ember.ops.cost import op_bytes, op_flops
 from ember.ops.registry import OPS, Spec
 from ember.profiler import _recorder as R
+from ember import hardware
+from ember.graph.ir import Value
 
 _COMPUTE = (R.OP, R.GRAPH)
 
@@ -96,8 +98,6 @@ def _describe(raw: tuple, with_flops: bool) -> dict:
                     dtypes=[str(m[1]) if m else "Scalar" for m in ins], flops=flops, bytes=nbytes, memory=alloc,
                     dtype=_first_float(ins) or _first_float(outs))
     if kind == R.GRAPH:
-        from ember.graph.ir import Value
-
         values = [v for v in what.inputs if isinstance(v, Value)]
         in_specs = [Spec(v.shape, v.dtype) if isinstance(v, Value) else None for v in what.inputs]
         out_specs = [Spec(v.shape, v.dtype) for v in what.outputs]
@@ -191,8 +191,6 @@ class FunctionEventAvg:
 
     def roofline(self) -> Any:
         """Achieved rates of these calls against the machine's peak (:class:`ember.hardware.Roofline`)."""
-        from ember import hardware
-
         return hardware.roofline(self.flops, self.bytes, self.cpu_time_total / 1e6, self.dtype or "float32")
 
 
@@ -242,8 +240,6 @@ class EventList(list):
 
     def summary(self) -> Any:
         """The run against this machine's roofs: FLOPs and bytes of compute events over the wall time."""
-        from ember import hardware
-
         compute = [e for e in self if isinstance(e, FunctionEvent) and e.category in _COMPUTE]
         if not compute:
             compute = [e for e in self if getattr(e, "category", "") in _COMPUTE]

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 from typing import Any
+from ember import hardware
 
 
 def _time(us: float) -> str:
@@ -38,8 +39,6 @@ def _shorten(text: str, width: int) -> str:
 
 def format_table(rows: list, events: Any, header: str | None, name_width: int, shapes_width: int,
                  with_shapes: bool) -> str:
-    from ember import hardware
-
     peak = hardware.peak()
     total_self = sum(r.self_cpu_time_total for r in rows) or 1.0
     all_self = sum(getattr(e, "self_cpu_time_total", 0.0) for e in events) or total_self

@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 import types
+import ember
 
 # PyTorch path prefix -> ember path prefix, longest first where they nest.
 RENAMES: dict[str, str] = {
@@ -123,7 +124,6 @@ def install() -> None:
     """Put the finder first on ``sys.meta_path`` (once) and drop any already imported real torch."""
     if not any(isinstance(f, TorchToEmberFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, TorchToEmberFinder())
-    import ember
 
     for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
         if not getattr(sys.modules[name], "__name__", "").startswith("ember"):

@@ -15,12 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ember.creation import _wrap_array
+from ember.device import to_device
+from ember.nn.parameter import Buffer, Parameter
 
 
 def reduce_tensor(tensor: Any) -> tuple:
     """``Tensor.__reduce_ex__``: rebuild from (array, requires_grad, kind, device)."""
-    from ember.nn.parameter import Buffer, Parameter
-
     array = np.asarray(tensor.detach().cpu().numpy())
     kind = "parameter" if isinstance(tensor, Parameter) else "buffer" if isinstance(tensor, Buffer) else "tensor"
     state = dict(tensor.__dict__) or None
@@ -28,9 +29,6 @@ def reduce_tensor(tensor: Any) -> tuple:
 
 
 def rebuild_tensor(array: np.ndarray, requires_grad: bool, kind: str = "tensor", device: str = "cpu") -> Any:
-    from ember.creation import _wrap_array
-    from ember.device import to_device
-    from ember.nn.parameter import Buffer, Parameter
 
     tensor = _wrap_array(np.array(array, copy=False), to_device("cpu"))
     if device != "cpu":

@@ -25,6 +25,9 @@ import numpy as np
 from ember.serialization import structure
 from ember.serialization.errors import CheckpointError
 from ember.serialization.safetensors_header import parse_json, read_header
+from ember import dtypes
+from ember.creation import _wrap_array
+from ember.device import to_device
 
 FORMAT = "ember/1"
 STRUCTURE_KEY = "ember.structure"
@@ -35,8 +38,6 @@ _CODES = {"BOOL": "|b1", "U8": "|u1", "I8": "|i1", "I16": "<i2", "U16": "<u2", "
 
 def np_dtype(code: str, where: Any = "ember.load", what: str | None = None) -> np.dtype:
     if code == "BF16":
-        from ember import dtypes
-
         if dtypes.bfloat16.np is None:
             raise CheckpointError(where, what, "holds bfloat16 data; install ml_dtypes to read it "
                                   "(pip install 'ember[bf16]')")
@@ -125,8 +126,6 @@ def read_arrays(data: Any, where: Any) -> tuple[dict[str, np.ndarray], dict[str,
 
 def read(data: Any, where: Any, map_location: Any) -> Any:
     """Load a checked safetensors file: its ember structure, or a dict ``name -> tensor``."""
-    from ember.creation import _wrap_array
-
     raw, metadata = read_arrays(data, where)
     if STRUCTURE_KEY not in metadata:
         return {name: place(_wrap_array(array, _cpu()), "cpu", map_location) for name, array in raw.items()}
@@ -148,8 +147,6 @@ def read(data: Any, where: Any, map_location: Any) -> Any:
 
 
 def _cpu() -> Any:
-    from ember.device import to_device
-
     return to_device("cpu")
 
 

@@ -24,6 +24,9 @@ from typing import Any
 import numpy as np
 
 from ember.serialization.errors import CheckpointError
+from ember.device import device, device as Device
+from ember.dtypes import _BY_NAME, dtype as Dtype, to_dtype
+from ember.tensor import Size, Tensor
 
 MAX_DEPTH = 100  # nesting deeper than any state dict; bounds recursion on hostile files
 _DEVICE = re.compile(r"^(cpu|cuda|meta)(:\d{1,4})?$")
@@ -47,9 +50,6 @@ class Encoder:
         return name
 
     def encode(self, obj: Any, path: str = "") -> Any:
-        from ember.device import device as Device
-        from ember.dtypes import dtype as Dtype
-        from ember.tensor import Size, Tensor
 
         if obj is None or isinstance(obj, (bool, str)):
             return obj
@@ -122,8 +122,6 @@ def collect_refs(value: Any, refs: dict[str, dict], depth: int = 0) -> None:
 
 def validate(value: Any, names: set[str], where: Any, path: str = "<root>", depth: int = 0) -> None:
     """Check ``value`` against the schema above; raise CheckpointError naming the structure path."""
-    from ember.dtypes import _BY_NAME
-
     def fail(problem: str) -> None:
         raise CheckpointError(where, f"structure at {path}", problem)
 
@@ -216,11 +214,7 @@ def decode(value: Any, tensors: dict[str, Any], arrays: dict[str, np.ndarray], w
     if "__bytes__" in value:
         return base64.b64decode(value["__bytes__"])
     if "__dtype__" in value:
-        from ember.dtypes import to_dtype
-
         return to_dtype(value["__dtype__"])
     if "__device__" in value:
-        from ember.device import device
-
         return device(value["__device__"])
     return {k: decode(v, tensors, arrays, where) for k, v in value.items()}

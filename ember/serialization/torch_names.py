@@ -22,6 +22,10 @@ from typing import Any
 import numpy as np
 
 from ember.serialization.errors import CheckpointError
+from ember import dtypes
+from ember.creation import _wrap_array
+from ember.device import device, to_device
+from ember.tensor import Size, Tensor
 
 # torch storage class name -> ember dtype name
 STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
@@ -43,8 +47,6 @@ class StorageType:
         self.dtype_name = STORAGE_DTYPES[name]
 
     def numpy_dtype(self, where: Any) -> np.dtype:
-        from ember import dtypes
-
         dt = dtypes.to_dtype(self.dtype_name)
         if dt.np is None:
             raise CheckpointError(where, f"storage type torch.{self.name}", "holds bfloat16 data; install ml_dtypes "
@@ -99,8 +101,6 @@ def _int_tuple(value: Any, what: str) -> tuple:
 def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any = False,
                    backward_hooks: Any = None, metadata: Any = None) -> Any:
     """``torch._utils._rebuild_tensor_v2``: an ember tensor viewing ``storage`` (no copy)."""
-    from ember.creation import _wrap_array
-    from ember.device import to_device
 
     if not isinstance(storage, Storage):
         raise CheckpointError("pickle", "_rebuild_tensor_v2", f"got {type(storage).__name__} instead of a storage")
@@ -149,7 +149,6 @@ def rebuild_tensor_v1(storage: Any, storage_offset: Any, size: Any, stride: Any)
 def rebuild_parameter(data: Any, requires_grad: Any, backward_hooks: Any = None, state: Any = None) -> Any:
     """``torch._utils._rebuild_parameter`` / ``_rebuild_parameter_with_state``: an ember Parameter."""
     from ember.nn import Parameter
-    from ember.tensor import Tensor
 
     if data is None:  # legacy first pass
         return None
@@ -170,15 +169,11 @@ def rebuild_parameter_with_state(data: Any, requires_grad: Any, backward_hooks: 
 
 def make_size(dims: Any = ()) -> Any:
     """``torch.Size((2, 3))``."""
-    from ember.tensor import Size
-
     return Size(_int_tuple(dims, "torch.Size"))
 
 
 def make_device(kind: Any, index: Any = None) -> Any:
     """``torch.device('cpu')`` / ``torch.device('cuda', 0)``."""
-    from ember.device import device
-
     if not isinstance(kind, str) or len(kind) > 32 or (index is not None and not isinstance(index, int)):
         raise CheckpointError("pickle", "torch.device", f"bad arguments {kind!r:.40}, {index!r:.20}")
     return device(kind, index)
@@ -197,8 +192,6 @@ def ordered_dict(*args: Any) -> collections.OrderedDict:
 
 
 def _allowed() -> dict[str, Any]:
-    from ember import dtypes
-
     table: dict[str, Any] = {
         "torch._utils._rebuild_tensor_v2": rebuild_tensor,
         "torch._utils._rebuild_tensor": rebuild_tensor_v1,

@@ -28,6 +28,8 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
+from ember.dtypes import dtype, from_numpy_dtype
+from ember.tensor import Size, Tensor
 
 ALIGNMENT = 64
 _REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
@@ -47,8 +49,6 @@ class _StorageRef:
 
 
 def _dtype_name(dtype: np.dtype) -> str:
-    from ember.dtypes import from_numpy_dtype
-
     try:
         name = from_numpy_dtype(dtype).name
     except Exception:  # noqa: BLE001 - any dtype ember has no name for
@@ -99,8 +99,6 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
 
     def reducer_override(self, obj: Any) -> Any:
         from ember.device import device
-        from ember.dtypes import dtype
-        from ember.tensor import Size, Tensor
 
         if isinstance(obj, TorchName):
             return obj.name  # a str: pickle calls save_global, below
@@ -128,8 +126,6 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         return NotImplemented
 
     def save_global(self, obj: Any, name: str | None = None) -> None:
-        from ember.dtypes import dtype
-
         if isinstance(obj, TorchName):
             module, name = obj.module, obj.name
         elif isinstance(obj, dtype):

@@ -21,6 +21,8 @@ from ember.dtypes import set_default_dtype
 from ember import dtypes
 from ember.device import device as _device
 from ember.tensor import Tensor
+from ember.ops.extra_math import _finfo
+from ember.surface.functions import is_nonzero as _is_nonzero
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "memory_format",
@@ -50,7 +52,6 @@ class finfo:
         if not dt.is_floating_point:
             raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             f"'{dt}'")
-        from ember.ops.extra_math import _finfo
 
         info = _finfo(dt.np)
         self.dtype = dt.name
@@ -303,6 +304,4 @@ def is_complex(input: Tensor) -> bool:
 
 
 def is_nonzero(input: Tensor) -> bool:
-    from ember.surface.functions import is_nonzero as _is_nonzero
-
     return _is_nonzero(input)

@@ -21,9 +21,9 @@ from ember.creation import arange, empty, tensor
 from ember.nn import functional
 from ember.ops.views import index_select, movedim
 from ember.surface.more_functions import index_reduce, put
-from ember.tensor import Size
+from ember.tensor import Size, Tensor
 from ember.ops import inplace
-from ember.tensor import Tensor
+from ember.autograd import grad_mode
 
 # In-place methods generated from the out-of-place method of the same name (PyTorch's `op_` family). View
 # ops (`t_`, `squeeze_`...) change metadata, not values, and are not in this table.
@@ -106,8 +106,6 @@ def _inplace_method(name: str) -> Callable:
 
 def _view_inplace(name: str, view: str) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        from ember.autograd import grad_mode
-
         if self.requires_grad and grad_mode.STATE.enabled:
             raise RuntimeError(f"{name}: in-place view changes of a tensor that requires grad are not supported by "
                                f"ember; use the out-of-place x = x.{view}(...)")

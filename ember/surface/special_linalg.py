@@ -29,8 +29,7 @@ from ember.ops.views import cat, stack, tril, triu
 from ember.autograd import Function
 from ember.tensor import Tensor
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac", "inverse", "det", "slogdet",
-           "logdet", "cholesky", "cholesky_solve", "cholesky_inverse", "triangular_solve", "matrix_exp"]
+__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "i0", "igamma", "igammac"]
 
 
 def _scipy_special() -> Any:
@@ -77,7 +76,14 @@ class _Lgamma(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         ctx.save_for_backward(x)
-        return _out(_scipy_special().gammaln(_host(x)), x)
+        host = _host(x)
+        values = np.asarray(_scipy_special().gammaln(host))
+        # SciPy's gammaln gives -inf at -inf and inf for float64 denormals; torch (and the limit) give +inf and
+        # -log|x| (lgamma(x) = -log|x| - 0.577 x + O(x^2) near 0).
+        tiny = (host != 0) & (np.abs(host) < np.finfo(host.dtype).tiny)
+        with np.errstate(divide="ignore"):
+            values = np.where(tiny, -np.log(np.abs(host)), np.where(host == -np.inf, np.inf, values))
+        return _out(values, x)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:
@@ -164,164 +170,3 @@ def igamma(input: Tensor, other: Tensor) -> Tensor:
 
 def igammac(input: Tensor, other: Tensor) -> Tensor:
     return _Igamma.apply(_float(input), _float(other), True)
-
-
-# ---- linear algebra ------------------------------------------------------------------------------------------
-def _mT(x: Tensor) -> Tensor:
-    return x.transpose(-2, -1)
-
-
-def _square(x: Tensor, name: str) -> None:
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
-                           f"{x.shape[-2] if x.ndim >= 2 else '?'} by {x.shape[-1] if x.ndim else '?'} matrices")
-
-
-class _Inverse(Function):
-    @staticmethod
-    def forward(ctx: Any, a: Tensor) -> Tensor:
-        try:
-            out = _out(np.linalg.inv(_host(a)), a)
-        except np.linalg.LinAlgError:
-            raise RuntimeError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
-                               "because the input matrix is singular.") from None
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Tensor:
-        (inv,) = ctx.saved_tensors
-        return -_mT(inv) @ g @ _mT(inv)
-
-
-def inverse(input: Tensor) -> Tensor:
-    _square(input, "inv")
-    return _Inverse.apply(input)
-
-
-def det(input: Tensor) -> Tensor:
-    """det(A) = sign * exp(logabsdet); the gradient det * A^-T comes through slogdet."""
-    _square(input, "det")
-    sign, logabs = slogdet(input)
-    return sign * exp(logabs)
-
-
-class _Slogdet(Function):
-    @staticmethod
-    def forward(ctx: Any, a: Tensor) -> tuple:
-        sign, logabs = np.linalg.slogdet(_host(a))
-        ctx.save_for_backward(a)
-        s, la = _out(sign, a), _out(logabs, a)
-        ctx.mark_non_differentiable(s)
-        return s, la
-
-    @staticmethod
-    def backward(ctx: Any, g_sign: Any, g_log: Tensor) -> Tensor:
-        (a,) = ctx.saved_tensors
-        return g_log.unsqueeze(-1).unsqueeze(-1) * _mT(inverse(a))
-
-
-_Slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])
-
-
-def slogdet(input: Tensor) -> tuple:
-    _square(input, "slogdet")
-    sign, logabs = _Slogdet.apply(input)
-    return _Slogdet_result(sign, logabs)
-
-
-def logdet(input: Tensor) -> Tensor:
-    sign, logabs = slogdet(input)
-    return where(sign < 0, full_like(logabs, math.nan),
-                       where(sign == 0, full_like(logabs, -math.inf), logabs))
-
-
-class _Cholesky(Function):
-    @staticmethod
-    def forward(ctx: Any, a: Tensor) -> Tensor:
-        try:
-            low = np.linalg.cholesky(_host(a))
-        except np.linalg.LinAlgError:
-            raise RuntimeError("linalg.cholesky: The factorization could not be completed because the input is not "
-                               "positive-definite.") from None
-        out = _out(low, a)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Tensor:
-        (low,) = ctx.saved_tensors
-        # gA = L^-H Phi(L^H gL) L^-1, symmetrized; Phi takes the lower triangle with a halved diagonal
-        phi = tril(_mT(low) @ g)
-        phi = phi - 0.5 * diag_embed(diagonal(phi, 0, -2, -1))
-        inv = inverse(low)
-        grad = _mT(inv) @ phi @ inv
-        return 0.5 * (grad + _mT(grad))
-
-
-def cholesky(input: Tensor, upper: bool = False) -> Tensor:
-    _square(input, "cholesky")
-    low = _Cholesky.apply(input)
-    return _mT(low) if upper else low
-
-
-def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
-                     unitriangular: bool = False) -> tuple:
-    """Solve A X = b for triangular A (``torch.triangular_solve``: returns ``(solution, cloned_coefficient)``)."""
-    tri = triu(A) if upper else tril(A)
-    if unitriangular:
-        n = A.shape[-1]
-        tri = tri - diag_embed(diagonal(tri, 0, -2, -1)) + creation.eye(n, dtype=A.dtype)
-    if transpose:
-        tri = _mT(tri)
-    solution = inverse(tri) @ b
-    return namedtuple("triangular_solve", ["solution", "cloned_coefficient"])(solution, A.clone())
-
-
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False) -> Tensor:
-    low = _mT(L) if upper else L
-    inv = inverse(low)
-    return _mT(inv) @ (inv @ B)
-
-
-def cholesky_inverse(L: Tensor, upper: bool = False) -> Tensor:
-    low = _mT(L) if upper else L
-    inv = inverse(low)
-    return _mT(inv) @ inv
-
-
-class _MatrixExp(Function):
-    @staticmethod
-    def forward(ctx: Any, a: Tensor) -> Tensor:
-        ctx.save_for_backward(a)
-        return _out(_expm(_host(a)), a)
-
-    @staticmethod
-    def backward(ctx: Any, g: Tensor) -> Tensor:
-        (a,) = ctx.saved_tensors
-        # The Frechet derivative: exp([[A^T, G], [0, A^T]]) holds it in its upper-right block.
-        n = a.shape[-1]
-        top = cat([_mT(a), g], dim=-1)
-        bottom = cat([zeros_like(a), _mT(a)], dim=-1)
-        big = _MatrixExp.apply(cat([top, bottom], dim=-2))
-        return big[..., :n, n:]
-
-
-def _expm(a: np.ndarray) -> np.ndarray:
-    """Scaling and squaring with a degree-18 Taylor series (float64 accuracy for the scaled matrix)."""
-    norm = np.abs(a).sum(axis=-2).max() if a.size else 0.0
-    squarings = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0.5 else 0
-    scaled = a / (2.0 ** squarings)
-    eye = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape)
-    result, term = eye.copy(), eye.copy()
-    for k in range(1, 19):
-        term = term @ scaled / k
-        result = result + term
-    for _ in range(squarings):
-        result = result @ result
-    return result
-
-
-def matrix_exp(input: Tensor) -> Tensor:
-    _square(input, "matrix_exp")
-    return _MatrixExp.apply(input)

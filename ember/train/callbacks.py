@@ -24,6 +24,7 @@ import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
+from ember.serialization import save
 
 
 class Callback:
@@ -286,8 +287,6 @@ class ModelCheckpoint(Callback):
             else:
                 return
         if self.save_weights_only:
-            from ember.serialization import save
-
             save(self.model.module.state_dict(), path)
         else:
             self.model.save_checkpoint(path, epochs_completed=epoch + 1)

@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ember import random as ember_random
+from ember.serialization import CheckpointError, load, save
 
 FORMAT = "ember.checkpoint/1"
 
 
 def capture_rng_state(generators: dict[str, Any] | None = None) -> dict[str, Any]:
     """The state of every random source training may draw from (JSON/tensor data only)."""
-    from ember import random as ember_random
-
     version, internal, gauss_next = py_random.getstate()
     np_kind, keys, pos, has_gauss, cached = np.random.get_state()
     state = {
@@ -45,8 +45,6 @@ def capture_rng_state(generators: dict[str, Any] | None = None) -> dict[str, Any
 
 def restore_rng_state(state: dict[str, Any], generators: dict[str, Any] | None = None) -> None:
     """Put back what :func:`capture_rng_state` captured."""
-    from ember import random as ember_random
-
     ember_random.default_generator.set_state(state["ember"])
     py = state["python"]
     py_random.setstate((py["version"], tuple(py["internal"]), py["gauss_next"]))
@@ -74,8 +72,6 @@ def save_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
     ``scheduler`` may be one scheduler or a list. ``generators`` names extra ember ``Generator``s
     (e.g. a DataLoader's) whose state must come back on resume.
     """
-    from ember.serialization import save
-
     checkpoint = {
         "format": FORMAT,
         "epochs_completed": epochs_completed,
@@ -99,8 +95,6 @@ def load_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
     With ``restore_rng`` the random states are put back too, so the next shuffles, dropout masks
     and augmentations are those the saved run would have drawn next.
     """
-    from ember.serialization import load
-
     checkpoint = load(path, map_location=map_location)
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise ValueError(f"load_checkpoint: {path} is not an ember training checkpoint (expected format {FORMAT!r}); "
@@ -135,8 +129,6 @@ def load_checkpoint(path: str | os.PathLike, module: Any = None, optimizer: Any 
 
 def _check_fields(checkpoint: dict, path: Any) -> None:
     """The checkpoint's top-level fields have the types save_checkpoint writes (the file may be edited)."""
-    from ember.serialization import CheckpointError
-
     expected = {"model": (dict, type(None)), "optimizer": (dict, type(None)), "schedulers": (list,),
                 "rng": (dict,), "history": (dict,), "callbacks": (dict,), "epochs_completed": (int, type(None))}
     for key, types in expected.items():

@@ -51,6 +51,13 @@ import io
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
+from ember import distributed as dist
+from ember.creation import from_numpy
+from ember.data import DataLoader, DistributedSampler
+from ember.data.sampler import BatchSampler, RandomSampler, SequentialSampler
+from ember.distributed.process_group import default_group
+from ember.nn.modules.module import Module
+from ember.nn.parallel import DistributedDataParallel
 
 _CURRENT: list["DataParallelStrategy"] = []
 
@@ -90,8 +97,6 @@ class DataParallelStrategy:
 
     def __init__(self, seed: int = 0, silence_workers: bool = True, abort_on_error: bool = True,
                  bucket_cap_mb: float = 25.0, find_unused_parameters: bool = False) -> None:
-        from ember import distributed as dist
-        from ember.distributed.process_group import default_group
 
         if not dist.is_initialized():
             dist.init_process_group("mpi")
@@ -133,8 +138,6 @@ class DataParallelStrategy:
     # ---- model --------------------------------------------------------------------------------------
     def wrap_module(self, module: Any) -> Any:
         """``DistributedDataParallel(module)``: broadcasts rank 0's weights; gradients get averaged."""
-        from ember.nn.modules.module import Module
-        from ember.nn.parallel import DistributedDataParallel
 
         if not isinstance(module, Module):
             raise TypeError(f"DataParallelStrategy: the Model's network must be an ember.nn.Module to be "
@@ -153,8 +156,6 @@ class DataParallelStrategy:
     def distribute_loader(self, loader: Any, train: bool) -> Any:
         """This rank's share of ``loader``: a padded, optionally shuffled ``DistributedSampler`` for
         training, a contiguous unpadded block for evaluation/prediction."""
-        from ember.data import DataLoader, DistributedSampler
-        from ember.data.sampler import BatchSampler, RandomSampler, SequentialSampler
 
         if isinstance(loader.sampler, DistributedSampler):
             return loader
@@ -193,8 +194,6 @@ class DataParallelStrategy:
     # ---- reductions ---------------------------------------------------------------------------------
     def all_sum(self, values: Sequence[float]) -> np.ndarray:
         """Element-wise sum of a float64 vector over the replicas (every rank gets the result)."""
-        from ember import distributed as dist
-        from ember.creation import from_numpy
 
         buffer = np.array(values, dtype=np.float64)
         if self.num_replicas_in_sync > 1:  # through ember's collective: watched, never a hang
@@ -235,15 +234,12 @@ class DataParallelStrategy:
     def gather_outputs(self, outputs: list) -> Any:
         """Concatenate this rank's batch outputs, gather every rank's block and join them in rank order
         (contiguous shards, so this is input order); every rank gets the whole result."""
-        from ember.creation import from_numpy
-
         def host(items: list) -> np.ndarray | None:
             return np.concatenate([np.asarray(o.detach().cpu()) for o in items]) if items else None
 
         tupled = bool(outputs) and isinstance(outputs[0], (tuple, list))
         kind = type(outputs[0]) if tupled else None
         mine = [host([o[i] for o in outputs]) for i in range(len(outputs[0]))] if tupled else host(outputs)
-        from ember import distributed as dist
 
         everyone: list = [None] * self.num_replicas_in_sync
         dist.all_gather_object(everyone, (tupled, kind, mine), group=self.group)
@@ -257,8 +253,6 @@ class DataParallelStrategy:
         return from_numpy(np.concatenate([e[2] for e in shapes]))
 
     def barrier(self) -> None:
-        from ember import distributed as dist
-
         dist.barrier(group=self.group)
 
     @contextlib.contextmanager

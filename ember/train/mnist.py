@@ -16,6 +16,10 @@ import os
 import time
 from pathlib import Path
 from typing import Any
+from ember import nn
+from ember.data import DataLoader, Subset, transforms as T
+from ember.data.datasets import MNIST
+from ember.viz import draw
 
 MEAN, STD = 0.1307, 0.3081
 LR_DECAY = 0.5  # per-epoch multiplier of Adam's learning rate
@@ -23,8 +27,6 @@ LR_DECAY = 0.5  # per-epoch multiplier of Adam's learning rate
 
 def build_cnn() -> Any:
     """conv 1->32 3x3 pad 1, ReLU, maxpool 2, conv 32->64 3x3 pad 1, ReLU, maxpool 2, flatten, linear 3136->10."""
-    from ember import nn
-
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
@@ -34,8 +36,6 @@ def build_cnn() -> Any:
 
 def load_data(data_dir: str | os.PathLike | None = None) -> tuple[Any, Any]:
     """(train, test) MNIST datasets, normalized with batched transforms; the carried subset by default."""
-    from ember.data import transforms as T
-    from ember.data.datasets import MNIST
 
     transform = T.Compose([T.ToTensor(), T.Normalize((MEAN,), (STD,))])
     if data_dir is None:
@@ -53,7 +53,6 @@ def run(data_dir: str | os.PathLike | None = None, epochs: int | None = None, ba
     ``device="cuda"`` trains on the GPU (batches pinned and copied with ``non_blocking``).
     """
     import ember
-    from ember.data import DataLoader, Subset
     from ember.train.callbacks import LearningRateScheduler, ModelCheckpoint
     from ember.train.model import Model
     from ember.train.tensorboard import TensorBoard
@@ -109,7 +108,6 @@ def write_pictures(model: Any, history: Any, train_set: Any, run_dir: Path) -> d
     """The training curves (PNG, needs matplotlib) and the autograd graph of one training loss (SVG, needs
     Graphviz's ``dot``; the DOT text otherwise) next to the checkpoint. Returns {label: (path, note)}."""
     import ember
-    from ember.viz import draw
 
     out: dict = {}
     try:

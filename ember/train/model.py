@@ -36,6 +36,15 @@ import numpy as np
 from ember.train.callbacks import Callback, CallbackList, History
 from ember.train.distributed import get_strategy, quiet_on_workers
 from ember.train.metrics import Mean, Metric, get_metric
+from ember import dtypes, hardware, nn, optim
+from ember.autograd import no_grad
+from ember.creation import as_tensor
+from ember.data import DataLoader, Dataset, Subset, TensorDataset
+from ember.device import to_device
+from ember.ops.views import cat
+from ember.tensor import Tensor
+from ember.utils.flop_counter import FlopCounterMode
+from ember.utils.model_summary import summary
 
 _LOSSES = {
     "cross_entropy": "CrossEntropyLoss", "crossentropy": "CrossEntropyLoss",
@@ -57,7 +66,6 @@ def _resolve_loss(loss: Any) -> Callable:
         if name is None:
             raise ValueError(f"Model.configure: unknown loss {loss!r}; known: {sorted(_LOSSES)}, or pass a loss "
                              "module or a function(output, target)")
-        from ember import nn
 
         return getattr(nn, name)()
     if not callable(loss):
@@ -71,7 +79,6 @@ def _resolve_optimizer(optimizer: Any, module: Any, lr: float | None, kwargs: di
         if entry is None:
             raise ValueError(f"Model.configure: unknown optimizer {optimizer!r}; known: {sorted(_OPTIMIZERS)}, or "
                              "pass an ember.optim optimizer")
-        from ember import optim
 
         name, default_lr = entry
         return getattr(optim, name)(module.parameters(), lr=default_lr if lr is None else lr, **kwargs)
@@ -86,15 +93,11 @@ def _resolve_optimizer(optimizer: Any, module: Any, lr: float | None, kwargs: di
 
 def _as_input(value: Any, name: str) -> Any:
     """Arrays/tensors as tensors; float64 NumPy data becomes the default float dtype (as Keras casts)."""
-    from ember.creation import as_tensor
-    from ember.tensor import Tensor
 
     if isinstance(value, Tensor):
         return value
     array = np.asarray(value)
     if array.dtype.kind == "f" and array.dtype != np.float32:
-        from ember import dtypes
-
         array = array.astype(dtypes.get_default_dtype().np)
     if array.dtype.kind not in "biuf":
         raise TypeError(f"Model: {name} has dtype {array.dtype}; expected numbers")
@@ -159,7 +162,6 @@ class Model:
     def _device(self) -> Any:
         for param in self.module.parameters():
             return param.device
-        from ember.device import to_device
 
         return to_device("cpu")
 
@@ -169,8 +171,6 @@ class Model:
         return self.strategy.distribute_loader(loader, train) if self.strategy is not None else loader
 
     def _full_loader(self, x: Any, y: Any, batch_size: int, shuffle: bool, num_workers: int) -> Any:
-        from ember.data import DataLoader, Dataset
-
         if isinstance(x, DataLoader):
             if y is not None:
                 raise ValueError("Model: y must be None when x is a DataLoader (its batches carry the targets)")
@@ -180,8 +180,6 @@ class Model:
                 raise ValueError("Model: y must be None when x is a Dataset")
             dataset = x
         else:
-            from ember.data import TensorDataset
-
             dataset = TensorDataset(_as_input(x, "x")) if y is None else \
                 TensorDataset(_as_input(x, "x"), _as_input(y, "y"))
         return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=self.generator,
@@ -189,8 +187,6 @@ class Model:
 
     def _split(self, x: Any, y: Any, fraction: float) -> tuple[Any, Any, Any]:
         """Keras's validation_split: the last ``fraction`` of the samples, taken before shuffling."""
-        from ember.data import DataLoader, Dataset, Subset
-
         if not 0.0 < fraction < 1.0:
             raise ValueError(f"Model.fit: validation_split must be in (0, 1), got {fraction}")
         if isinstance(x, DataLoader):
@@ -207,8 +203,6 @@ class Model:
 
     def _batch(self, batch: Any) -> tuple[Any, Any]:
         """(inputs, targets) of a loader batch, moved to the module's device."""
-        from ember.tensor import Tensor
-
         if isinstance(batch, (list, tuple)):
             if len(batch) == 0:
                 raise ValueError("Model: got an empty batch")
@@ -243,8 +237,6 @@ class Model:
         return output, self.loss_fn(output, y)
 
     def _run_epoch(self, loader: Any, callbacks: CallbackList, train: bool, steps: int | None = None) -> dict:
-        from ember.autograd import no_grad
-
         loss_mean = Mean("loss")
         for metric in self.metrics:
             metric.reset()
@@ -314,8 +306,6 @@ class Model:
 
     def _counted_step(self, x: Any, y: Any, size: int) -> tuple[Any, Any]:
         """The first training step, with its FLOPs counted (forward, backward and optimizer)."""
-        from ember import hardware
-        from ember.utils.flop_counter import FlopCounterMode
 
         with FlopCounterMode(display=False) as counter:
             result = self.train_step(x, y)
@@ -437,8 +427,6 @@ class Model:
         Under a ``DataParallelStrategy`` each rank predicts a contiguous shard and the shards are
         gathered: every rank returns the full predictions, in input order.
         """
-        from ember.autograd import no_grad
-        from ember.ops.views import cat
 
         loader = self._loader(x, None, batch_size or 32, False, num_workers, train=False)
         cbs = CallbackList(callbacks or [], model=self, params={"verbose": verbose})
@@ -508,8 +496,6 @@ class Model:
         """Keras' table (layer, output shape, parameters, trainable) plus FLOPs per layer, printed and
         returned. Output shapes and FLOPs need an example input: ``input_data``, or one batch of the data
         ``fit`` has seen (its first sample is used)."""
-        from ember.utils.model_summary import summary
-
         if input_data is None and getattr(self, "_example_input", None) is not None:
             input_data = self._example_input
         text = str(summary(self.module, input_data, print_fn=None))

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from ember import hardware
 
 _STEPS_BEFORE_CORRECTING = 20  # a few steps' timing is too noisy to overrule a measured peak
 
@@ -53,7 +54,6 @@ class StepStats:
         if self.flops_per_s > self.peak_flops and self.steps >= _STEPS_BEFORE_CORRECTING:
             # The cached peak was measured on a busier machine: re-measure once (ember.hardware.observed),
             # else adopt the run's rate, so MFU is never reported above 100%.
-            from ember import hardware
 
             self.peak_flops = hardware.observed(self.flops_per_s, 0.0, self.dtype).flops_for(self.dtype)
         return min(self.flops_per_s / self.peak_flops, 1.0)

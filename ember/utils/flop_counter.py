@@ -22,6 +22,10 @@ from typing import Any
 
 from ember.ops.cost import op_flops
 from ember.ops.registry import Spec
+from ember.autograd import engine
+from ember.graph.ir import Value
+from ember.profiler import _recorder
+from ember.profiler._recorder import run_program
 
 
 def _specs(values: Any) -> list:
@@ -61,8 +65,6 @@ class FlopCounterMode:
 
     # ---- context -----------------------------------------------------------------------------------
     def __enter__(self) -> "FlopCounterMode":
-        from ember.profiler import _recorder
-
         self.flop_counts.clear()
         self._node_modules.clear()
         for root in self.mods:
@@ -73,8 +75,6 @@ class FlopCounterMode:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from ember.profiler import _recorder
-
         _recorder.detach(self)
         self._flush(None)
         for handle in self._handles:
@@ -136,7 +136,6 @@ class FlopCounterMode:
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
         outs = result if type(result) is tuple else (result,)
         flops = self._flops(op, _specs(args), _specs(outs), attrs)
-        from ember.autograd import engine
 
         if getattr(engine._LOCAL, "callbacks", None) is not None:  # inside backward: credit it to the node
             self._pending.append((op.name, flops))
@@ -157,8 +156,6 @@ class FlopCounterMode:
         self._pending.clear()
 
     def graph_node(self, node: Any, t0: int, t1: int) -> None:
-        from ember.graph.ir import Value
-
         ins = [Spec(v.shape, v.dtype) if isinstance(v, Value) else None for v in node.inputs]
         outs = [Spec(v.shape, v.dtype) for v in node.outputs]
         attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
@@ -171,6 +168,4 @@ class FlopCounterMode:
         pass
 
     def run_program(self, executable: Any, env: list) -> None:
-        from ember.profiler._recorder import run_program
-
         run_program(self, executable, env)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Callable
+from ember.autograd import grad_mode
 
 
 @dataclass
@@ -87,7 +88,6 @@ def summary(model: Any, input_data: Any = None, *, input_size: Any = None, dtype
     Pass an example input (``input_data``: a tensor or a tuple of tensors; or ``input_size``, with the
     batch dimension) to fill in the output shapes and FLOPs."""
     import ember
-    from ember.autograd import grad_mode
     from ember.utils.flop_counter import FlopCounterMode
 
     if input_data is None and input_size is not None:

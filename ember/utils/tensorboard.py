@@ -15,6 +15,8 @@ Example:
 from __future__ import annotations
 
 from typing import Any
+from ember.graph.ir import Graph
+from ember.viz.tensorboard_graph import graph_def, trace_module
 
 try:
     from tensorboardX import SummaryWriter as _TensorBoardXWriter
@@ -35,8 +37,6 @@ class SummaryWriter(_TensorBoardXWriter):
     def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
                   use_strict_trace: bool = True) -> None:
         """Write the graph of ``model(*input_to_model)`` (or of an ember Graph) for the Graphs tab."""
-        from ember.graph.ir import Graph
-        from ember.viz.tensorboard_graph import graph_def, trace_module
 
         if isinstance(model, Graph):
             proto = graph_def(model)

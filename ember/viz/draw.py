@@ -24,6 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from ember.viz.dot import Dot
+from ember.autograd.node import SavedTensor
+from ember.graph.compile import CompiledFunction
+from ember.graph.ir import Graph, Value
+from ember.tensor import Tensor
 
 ROOT, PARAM, SAVED, INPUT, CONST, OUTPUT = "darkolivegreen1", "lightblue", "orange", "palegreen", "gray90", "khaki"
 
@@ -36,9 +40,6 @@ def draw(obj: Any, params: dict | None = None, show_saved: bool = True, show_att
          title: str | None = None) -> Dot:
     """A :class:`~ember.viz.dot.Dot` picture of ``obj`` (see the module docstring); ``.source`` is the
     DOT text, ``.render("x.svg")`` / ``.render("x.png")`` draws it through Graphviz."""
-    from ember.graph.compile import CompiledFunction
-    from ember.graph.ir import Graph
-    from ember.tensor import Tensor
 
     if isinstance(obj, Tensor) or (isinstance(obj, (list, tuple)) and obj and all(isinstance(t, Tensor) for t in obj)):
         return autograd_graph(obj if isinstance(obj, (list, tuple)) else [obj], params, show_saved, title)
@@ -55,8 +56,6 @@ def draw(obj: Any, params: dict | None = None, show_saved: bool = True, show_att
 
 # ---- autograd graphs -------------------------------------------------------------------------------
 def autograd_graph(roots: list, params: dict | None = None, show_saved: bool = True, title: str | None = None) -> Dot:
-    from ember.tensor import Tensor
-
     names = {id(t): name for name, t in (params or {}).items()}
     doc = Dot("autograd", graph_attr={"label": title} if title else None)
     seen: set = set()
@@ -76,7 +75,6 @@ def autograd_graph(roots: list, params: dict | None = None, show_saved: bool = T
         slots = list(getattr(node, "saved", None) or ())
         out = getattr(node, "saved_out", None)
         outs = list(out) if isinstance(out, tuple) else ([out] if out is not None else [])
-        from ember.autograd.node import SavedTensor
 
         for i, s in enumerate(slots + outs):
             if not isinstance(s, SavedTensor):
@@ -150,8 +148,6 @@ def _op_label(node: Any, show_attrs: bool) -> str:
 def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = False, title: str | None = None,
                  prefix: str = "", colors: dict | None = None) -> Dot:
     """The picture of one :class:`ember.graph.Graph` (``colors``: node -> fill colour, optional)."""
-    from ember.graph.ir import Value
-
     names = {id(t): name for name, t in (params or {}).items()}
     names.update({id(t.grad): f"{name}.grad" for name, t in (params or {}).items() if getattr(t, "grad", None) is not None})
     doc = Dot(prefix or graph.name, graph_attr={"label": title} if title else None)

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import re
 from typing import Any, Sequence
+from ember.autograd import grad_mode
+from ember.graph.builder import Tracer
+from ember.graph.ir import Value
 
 
 def _protos() -> Any:
@@ -35,8 +38,6 @@ def trace_module(model: Any, inputs: Sequence[Any]) -> tuple:
 
     The second item maps ``id(node)`` to its module scope and ``id(tensor)`` to parameter names.
     """
-    from ember.autograd import grad_mode
-    from ember.graph.builder import Tracer
 
     inputs = tuple(inputs)
     scopes: dict = {}
@@ -87,8 +88,6 @@ def trace_module(model: Any, inputs: Sequence[Any]) -> tuple:
 
 def graph_def(graph: Any, naming: dict | None = None) -> Any:
     """A ``GraphDef`` of ``graph`` (``naming`` from :func:`trace_module` adds module scopes)."""
-    from ember.graph.ir import Value
-
     attr_value_pb2, graph_pb2, node_def_pb2, tensor_shape_pb2, versions_pb2 = _protos()
     scopes = (naming or {}).get("scopes", {})
     params = (naming or {}).get("params", {})

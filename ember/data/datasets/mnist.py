@@ -24,6 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ember.data.dataset import Dataset
+from ember import _config
+from ember.creation import from_numpy
 
 _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 _ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -94,8 +96,6 @@ class MNIST(Dataset):
     def __init__(self, root: str | os.PathLike | None = None, train: bool = True, transform: Callable | None = None,
                  target_transform: Callable | None = None, download: bool = False) -> None:
         if root is None:
-            from ember import _config
-
             root = _config.DATA_HOME
         self.root = Path(root).expanduser()
         self.train = train
@@ -208,7 +208,6 @@ class MNIST(Dataset):
 
     def get_batch(self, indices: np.ndarray) -> tuple[Any, Any]:
         """The collated batch at ``indices``: one gather plus one batched transform when possible."""
-        from ember.creation import from_numpy
         from ember.data.collate import default_collate
 
         images, labels = self._images[indices], self._labels[indices]
@@ -228,14 +227,10 @@ class MNIST(Dataset):
 
     @property
     def data(self) -> Any:
-        from ember.creation import from_numpy
-
         return from_numpy(self._images)
 
     @property
     def targets(self) -> Any:
-        from ember.creation import from_numpy
-
         return from_numpy(self._labels)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -247,8 +242,6 @@ class MNIST(Dataset):
 
         Handy for ``Model.fit(x, y)``. Example: ``x, y = MNIST.carried().to_tensors(0.1307, 0.3081)``.
         """
-        from ember.creation import from_numpy
-
         x = self._images[:, None].astype(np.float32) / np.float32(255.0)
         if mean is not None:
             x -= np.float32(mean)

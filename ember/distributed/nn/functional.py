@@ -21,6 +21,8 @@ from typing import Any, Sequence
 from ember.autograd.function import Function
 from ember.distributed import collectives as C
 from ember.distributed.collectives import ReduceOp
+from ember import creation, dtypes
+from ember.tensor import Tensor
 
 # Gradients travel on their own tags so a backward message can never match a forward receive.
 GRAD_TAG_OFFSET = 1 << 14
@@ -34,8 +36,6 @@ def _check_tag(tag: int, name: str) -> None:
 class _Send(Function):
     @staticmethod
     def forward(ctx: Any, tensor: Any, dst: int, group: Any, tag: int) -> Any:
-        from ember import creation
-
         C.send(tensor.contiguous(), dst, group=group, tag=tag)
         ctx.dst, ctx.group, ctx.tag = dst, group, tag
         ctx.meta = (tuple(tensor.shape), tensor.dtype)
@@ -43,8 +43,6 @@ class _Send(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from ember import creation
-
         shape, dtype = ctx.meta
         incoming = creation.empty(shape, dtype=dtype)
         C.recv(incoming, src=ctx.dst, group=ctx.group, tag=ctx.tag + GRAD_TAG_OFFSET)
@@ -54,8 +52,6 @@ class _Send(Function):
 class _Recv(Function):
     @staticmethod
     def forward(ctx: Any, anchor: Any, shape: tuple, dtype: Any, src: int, group: Any, tag: int) -> Any:
-        from ember import creation
-
         out = creation.empty(shape, dtype=dtype)
         C.recv(out, src=src, group=group, tag=tag)
         ctx.src, ctx.group, ctx.tag = src, group, tag
@@ -63,8 +59,6 @@ class _Recv(Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Any) -> tuple:
-        from ember import creation
-
         C.send(grad.contiguous(), ctx.src, group=ctx.group, tag=ctx.tag + GRAD_TAG_OFFSET)
         return creation.zeros(()), None, None, None, None, None
 
@@ -79,8 +73,6 @@ def send(tensor: Any, dst: int, group: Any = None, tag: int = 0) -> Any:
 def recv(shape: Sequence[int], src: int, dtype: Any = None, group: Any = None, tag: int = 0,
          requires_grad: bool = True) -> Any:
     """Receive a tensor of ``shape`` from rank ``src``; its gradient is sent back to ``src`` in backward."""
-    from ember import creation, dtypes
-
     _check_tag(tag, "recv")
     dtype = dtype or dtypes.get_default_dtype()
     anchor = creation.zeros((), requires_grad=requires_grad)
@@ -115,8 +107,6 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Any = None) -> A
 class _AllGather(Function):
     @staticmethod
     def forward(ctx: Any, tensor: Any, group: Any) -> tuple:
-        from ember import creation
-
         size = C.default_group(group, "all_gather").size()
         outs = [creation.empty(tuple(tensor.shape), dtype=tensor.dtype) for _ in range(size)]
         C.all_gather(outs, tensor.contiguous(), group=group)
@@ -126,11 +116,8 @@ class _AllGather(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple:
-        from ember import creation
-
         # My input appears as output ``rank`` on every rank: sum those gradients here.
         mine = creation.empty(tuple(grads[0].shape), dtype=grads[0].dtype)
-        from ember.tensor import Tensor
         import numpy as np
 
         stacked = Tensor._make(np.stack([g.contiguous()._data for g in grads]), grads[0].device, False)

@@ -15,6 +15,7 @@ from ember.nn import functional as F, init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
+from ember.ops.linalg import einsum
 
 
 def _factory(device: Any, dtype: Any) -> dict:
@@ -84,8 +85,6 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
-        from ember.ops.linalg import einsum
-
         out = einsum("...i,kij,...j->...k", input1, self.weight, input2)
         return out + self.bias if self.bias is not None else out
 

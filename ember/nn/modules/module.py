@@ -25,6 +25,7 @@ from ember import dtypes
 from ember.autograd import grad_mode
 from ember.nn.parameter import Buffer, Parameter
 from ember.tensor import Tensor
+from ember.creation import tensor
 
 _HANDLE_IDS = itertools.count()
 
@@ -634,8 +635,6 @@ def _as_tensor(value: Any, key: str) -> Tensor:
     if isinstance(value, Tensor):
         return value
     import numpy as np
-
-    from ember.creation import tensor
 
     if isinstance(value, np.ndarray) or np.isscalar(value):
         return tensor(np.asarray(value))

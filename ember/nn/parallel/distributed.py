@@ -29,11 +29,17 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ember import interpreters
+from ember import cuda, interpreters
 from ember.device import CPU as _CPU
 from ember.distributed import device_comm, watchdog
 from ember.ops import dispatch
 from ember.nn.modules.module import Module
+from ember.autograd import grad_mode
+from ember.autograd.engine import queue_callback
+from ember.distributed.collectives import all_gather_object, broadcast
+from ember.distributed.process_group import _mpi, default_group
+from ember.graph.ir import TracingError
+from ember.tensor import Tensor
 
 
 class _Bucket:
@@ -77,7 +83,6 @@ class DistributedDataParallel(Module):
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False) -> None:
         super().__init__()
-        from ember.distributed.process_group import default_group
 
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: expected an ember.nn.Module, got {type(module).__name__}")
@@ -118,8 +123,6 @@ class DistributedDataParallel(Module):
 
     # ---- construction ----------------------------------------------------------------------------------
     def _check_same_model(self, named: list) -> None:
-        from ember.distributed.collectives import all_gather_object
-
         mine = [(n, tuple(p.shape), str(p.dtype)) for n, p in named]
         everyone: list = [None] * self.process_group.size()
         all_gather_object(everyone, mine, group=self.process_group)
@@ -136,8 +139,6 @@ class DistributedDataParallel(Module):
         self._broadcast_coalesced(tensors)
 
     def _broadcast_coalesced(self, tensors: list) -> None:
-        from ember.distributed.collectives import broadcast
-        from ember.tensor import Tensor
 
         by_dtype: dict = {}
         for t in tensors:
@@ -181,7 +182,6 @@ class DistributedDataParallel(Module):
         if any(dispatch.is_symbolic(x) for x in inputs) or interpreters.tracing():
             # A replayed graph would skip this Python: the buffer broadcast and the arming of the gradient
             # all-reduce for the next backward. ember.compile catches this and runs the call eagerly.
-            from ember.graph.ir import TracingError
 
             raise TracingError("DistributedDataParallel.forward cannot be traced (its buffer broadcast and "
                                "gradient all-reduce run in Python on every call), so it runs eagerly; compile "
@@ -192,7 +192,6 @@ class DistributedDataParallel(Module):
                 self._broadcast_coalesced(buffers)
         if self._callback_queued:  # the last backward raised before it ended: start clean
             self._reset_all()
-        from ember.autograd import grad_mode
 
         if grad_mode.STATE.enabled:  # torch's prepare_for_backward: only a forward that records a graph arms it
             self._sync_this_backward = self.require_backward_grad_sync
@@ -213,12 +212,8 @@ class DistributedDataParallel(Module):
         if not self._sync_this_backward:
             return
         if interpreters.tracing() or dispatch.is_symbolic(param.grad):
-            from ember.graph.ir import TracingError
-
             raise TracingError("DistributedDataParallel: gradient all-reduce cannot be traced into a graph")
         if not self._callback_queued:
-            from ember.autograd.engine import queue_callback
-
             queue_callback(self._finish_reduction)
             self._callback_queued = True
         b, i = self._slot[id(param)]
@@ -237,8 +232,6 @@ class DistributedDataParallel(Module):
             self._next_launch += 1
 
     def _launch(self, bucket: _Bucket) -> None:
-        from ember.distributed.process_group import _mpi
-
         buffer, offsets = bucket.buffer, bucket.offsets
         if self._comm is not None:  # device gradients: packed on the device in one kernel
             p0 = bucket.params[0]
@@ -268,8 +261,6 @@ class DistributedDataParallel(Module):
         bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
 
     def _finish_reduction(self) -> None:
-        from ember.distributed.process_group import _mpi
-        from ember.tensor import Tensor
 
         self._callback_queued = False
         # One reduction per forward, as torch's reducer: a second backward of the same forward
@@ -336,7 +327,6 @@ class DataParallel(Module):
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
         super().__init__()
-        from ember import cuda
 
         if device_ids and not cuda.is_available():
             raise RuntimeError(f"DataParallel: device_ids={device_ids} but no CUDA device is available")

@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 from ember.autograd import grad_mode
 from ember.tensor import Tensor
+from ember import creation
+from ember.ops.views import stack
 
 
 def _with_grads(parameters: Any) -> list:
@@ -41,8 +43,6 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
 
     Returns the total norm before clipping (a 0-d tensor), as PyTorch does.
     """
-    from ember import creation
-    from ember.ops.views import stack
 
     params = _with_grads(parameters)
     grads = [p.grad for p in params]
@@ -78,8 +78,6 @@ def clip_grad_value_(parameters: Iterable[Tensor] | Tensor, clip_value: float, f
 
 def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: Any = None) -> Tensor:
-    from ember.ops.views import stack
-
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     with grad_mode.no_grad():
         if math.isinf(norm_type):

@@ -12,12 +12,11 @@ from typing import Iterable
 
 from ember.autograd import grad_mode
 from ember.tensor import Tensor
+from ember.ops.views import cat
 
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """Concatenate the flattened parameters into one 1-D tensor (differentiable)."""
-    from ember.ops.views import cat
-
     return cat([p.reshape(-1) for p in parameters])
 
 

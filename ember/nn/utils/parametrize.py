@@ -23,6 +23,7 @@ from ember.nn.modules.container import ModuleDict, ModuleList
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
+from ember.autograd import no_grad
 
 __all__ = ["ParametrizationList", "cached", "is_parametrized", "register_parametrization",
            "remove_parametrizations", "transfer_parametrizations_and_params", "type_before_parametrizations"]
@@ -51,8 +52,6 @@ class ParametrizationList(ModuleList):
         right_inverse = getattr(modules[0], "right_inverse", None)
         value: Any = original
         if right_inverse is not None:
-            from ember.autograd import no_grad
-
             with no_grad():
                 value = right_inverse(original)
         # A right_inverse returning several tensors stores them as original0, original1, ... (as PyTorch).
@@ -68,8 +67,6 @@ class ParametrizationList(ModuleList):
         return [self.original] if self.is_tensor else [getattr(self, f"original{k}") for k in range(self.ntensors)]
 
     def right_inverse(self, value: Tensor) -> None:
-        from ember.autograd import no_grad
-
         with no_grad():
             for module in reversed(list(self)):
                 inverse = getattr(module, "right_inverse", None)
@@ -152,7 +149,6 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {type(module).__name__} does not have a parametrization on {tensor_name}")
     plist = module.parametrizations[tensor_name]
-    from ember.autograd import no_grad
 
     with no_grad():
         value = plist() if leave_parametrized else plist._originals()[0]

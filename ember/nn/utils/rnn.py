@@ -22,6 +22,8 @@ import numpy as np
 
 from ember import creation, dtypes
 from ember.tensor import Tensor
+from ember.creation import arange, empty_like
+from ember.ops.views import cat, stack
 
 
 class PackedSequence(NamedTuple):
@@ -103,7 +105,6 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     source = np.full(steps * batch, data.shape[0], dtype=np.int64)
     source[rows] = np.arange(rows.size)
     pad_row = creation.full((1, *tuple(data.shape)[1:]), padding_value, dtype=data.dtype, device=data.device)
-    from ember.ops.views import cat
 
     table = cat([data, pad_row], 0)
     padded = table[creation.tensor(source, device=data.device)].reshape(steps, batch, *tuple(data.shape)[1:])
@@ -120,8 +121,6 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
 def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False, padding_value: float = 0.0,
                  padding_side: str = "right") -> Tensor:
     """Stack tensors of shapes (L_i, *) into (L_max, B, *) (or (B, L_max, *)), filling with padding_value."""
-    from ember.ops.views import cat, stack
-
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences")
@@ -164,7 +163,6 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The inverse of a permutation of 0..n-1 (None stays None)."""
     if permutation is None:
         return None
-    from ember.creation import arange, empty_like
 
     output = empty_like(permutation)
     output[permutation] = arange(permutation.numel(), device=permutation.device)

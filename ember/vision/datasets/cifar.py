@@ -23,6 +23,7 @@ import numpy as np
 
 from ember.data.dataset import Dataset
 from ember.vision.datasets._safe_pickle import load_data_pickle
+from ember.hub import download_url_to_file
 
 
 class CIFAR10(Dataset):
@@ -70,8 +71,6 @@ class CIFAR10(Dataset):
 
     def download(self) -> None:
         """Fetch the tarball (MD5-checked) and unpack it under ``root`` (regular files only)."""
-        from ember.hub import download_url_to_file
-
         self.root.mkdir(parents=True, exist_ok=True)
         archive = self.root / self.filename
         if not archive.is_file():

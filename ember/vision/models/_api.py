@@ -23,6 +23,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+from ember.hub import load_state_dict_from_url
 
 _HERE = Path(__file__).resolve().parent
 
@@ -79,8 +80,6 @@ class WeightsEnum(enum.Enum):
 
     def get_state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """Download (or read from the cache) and load the checkpoint; see ``ember.hub.load_state_dict_from_url``."""
-        from ember.hub import load_state_dict_from_url
-
         return load_state_dict_from_url(self.url, *args, **kwargs)
 
     def __repr__(self) -> str:

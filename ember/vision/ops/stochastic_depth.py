@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import nn
+import ember
 
 
 def stochastic_depth(input: Any, p: float, mode: str, training: bool = True) -> Any:
@@ -23,7 +24,6 @@ def stochastic_depth(input: Any, p: float, mode: str, training: bool = True) -> 
         raise ValueError(f"stochastic_depth: mode has to be either 'batch' or 'row', but got {mode}")
     if not training or p == 0.0:
         return input
-    import ember
 
     survival = 1.0 - p
     shape = [input.shape[0]] + [1] * (input.ndim - 1) if mode == "row" else [1] * input.ndim

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from ember.tensor import Tensor
+import ember
 
 
 def is_pil(img: Any) -> bool:
@@ -21,8 +23,6 @@ def is_pil(img: Any) -> bool:
 
 
 def is_tensor(img: Any) -> bool:
-    from ember.tensor import Tensor
-
     return isinstance(img, Tensor)
 
 
@@ -59,8 +59,6 @@ def to_chw(img: Any, op: str) -> tuple[np.ndarray, str]:
 def from_chw(array: np.ndarray, kind: str, like: Any) -> Any:
     """Return ``array`` (``[..., C, H, W]``) in the kind of ``like``."""
     if kind == "tensor":
-        import ember
-
         if like.ndim == 2:
             array = array[0]
         return ember.from_numpy(np.ascontiguousarray(array))

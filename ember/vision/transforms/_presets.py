@@ -5,6 +5,7 @@ from typing import Any, Sequence
 
 from ember.vision.transforms import functional as F
 from ember.vision.transforms.functional import InterpolationMode
+import ember
 
 
 class ImageClassification:
@@ -32,8 +33,6 @@ class ImageClassification:
         self.antialias = antialias
 
     def __call__(self, img: Any) -> Any:
-        import ember
-
         img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
         img = F.center_crop(img, self.crop_size)
         if not isinstance(img, ember.Tensor):

@@ -22,6 +22,8 @@ import numpy as np
 
 from ember.vision.transforms import _resample
 from ember.vision.transforms._image import from_chw, image_size, is_pil, is_tensor, max_value, require_pillow, to_chw
+from ember.data.transforms import Normalize
+import ember
 
 
 class InterpolationMode(enum.Enum):
@@ -62,8 +64,6 @@ def get_image_size(img: Any) -> list[int]:
 # ------------------------------------------------------------------------------------------- conversion
 def to_tensor(pic: Any) -> Any:
     """PIL / NumPy ``HxWxC`` image -> float32 ``CxHxW`` tensor in [0, 1] (uint8 divided by 255)."""
-    import ember
-
     if is_tensor(pic):
         raise TypeError("to_tensor: pic should be a PIL Image or a NumPy ndarray, got a tensor")
     if not (is_pil(pic) or isinstance(pic, np.ndarray)):
@@ -81,8 +81,6 @@ def to_tensor(pic: Any) -> Any:
 
 def pil_to_tensor(pic: Any) -> Any:
     """PIL / NumPy image -> ``CxHxW`` tensor of the same dtype (no scaling)."""
-    import ember
-
     if not (is_pil(pic) or isinstance(pic, np.ndarray)):
         raise TypeError(f"pil_to_tensor: pic should be a PIL Image, got {type(pic).__name__}")
     array = np.asarray(pic)
@@ -109,8 +107,6 @@ def to_pil_image(pic: Any, mode: str | None = None) -> Any:
 
 def convert_image_dtype(image: Any, dtype: Any = None) -> Any:
     """Convert a tensor image's dtype, rescaling values (uint8 255 <-> float 1.0)."""
-    import ember
-
     dtype = dtype or ember.float32
     array = np.asarray(image.detach().cpu().numpy())
     target = np.dtype(ember.empty(0, dtype=dtype).numpy().dtype)
@@ -133,8 +129,6 @@ def convert_image_dtype(image: Any, dtype: Any = None) -> Any:
 
 def normalize(tensor: Any, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> Any:
     """``(x - mean) / std`` per channel of a float tensor ``[..., C, H, W]``."""
-    from ember.data.transforms import Normalize
-
     return Normalize(mean, std, inplace)(tensor)
 
 
