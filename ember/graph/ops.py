@@ -20,7 +20,7 @@ from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
-from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.ops.elementwise import _broadcast_shapes
 from ember.tensor import Tensor
 
 
@@ -65,22 +65,12 @@ def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: boo
     return Spec(_broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype, a.device)
 
 
-<<<<<<< HEAD
 def _matmul_t_a_grad(ctx: Any, g: Any) -> Any:
     """a's gradient: ``g @ B^T`` (B = b, or b^T when transpose_b), transposed back when a was read transposed.
     The engine sums broadcast batch dimensions back to a's shape."""
     b = ctx.inputs[1]
     ga = g @ (b if ctx.attrs.get("transpose_b", False) else b.mT)
     return ga.mT if ctx.attrs.get("transpose_a", False) else ga
-=======
-def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    ta, tb = ctx.attrs.get("transpose_a", False), ctx.attrs.get("transpose_b", False)
-    A = a.mT if ta else a
-    B = b.mT if tb else b
-    ga = (g @ B.mT) if ctx.needs[0] else None
-    gb = (A.mT @ g) if ctx.needs[1] else None
->>>>>>> main
 
 
 def _matmul_t_b_grad(ctx: Any, g: Any) -> Any:

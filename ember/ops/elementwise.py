@@ -184,9 +184,6 @@ MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross",
               ufunc="multiply")
 DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx="Div", float_only=True,
              ufunc="true_divide")
-<<<<<<< HEAD
-POW = _binary("pow", lambda xp, x, y: xp.power(x, y), (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
-=======
 def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
     exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
@@ -199,8 +196,7 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     return xp.power(x, y)
 
 
-POW = _binary("pow", _pow_impl, _pow_vjp, onnx="Pow", ufunc="power")
->>>>>>> main
+POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),

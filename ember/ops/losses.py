@@ -15,13 +15,8 @@ from typing import Any
 
 from ember import dtypes
 from ember.ops import dispatch, elementwise as ew, reductions as red
-<<<<<<< HEAD
 from ember.ops.elementwise import elementwise_rule
-from ember.ops.nn_ops import log_softmax, logsigmoid
-=======
-from ember.ops.elementwise import elementwise_rule, sum_to
 from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwise_distance
->>>>>>> main
 from ember.ops.registry import OpDef, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
@@ -263,13 +258,8 @@ BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
-<<<<<<< HEAD
     name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_BCE_VJP, shape_rule=elementwise_rule(),
-    float_only=True,
-=======
-    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
     float_only=True, onnx=to_onnx.binary_cross_entropy,
->>>>>>> main
 ))
 
 

@@ -580,14 +580,7 @@ def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
     positions = _positions_tensor(shape, ctx.attrs["steps"], g)
     flat = reshape(g, -1)
     grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
-<<<<<<< HEAD
     return grad_base, (getitem_with(flat, _FLAT, [positions]) if ctx.needs[1] else None)
-=======
-    grad_value = None
-    if ctx.needs[1]:
-        grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
-    return grad_base, grad_value
->>>>>>> main
 
 
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.

@@ -11,7 +11,6 @@ from ember import dtypes
 from ember.creation import full_like
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
-from ember import dtypes
 
 
 class Adagrad(Optimizer):
@@ -63,33 +62,4 @@ class Adagrad(Optimizer):
         p.add_(g / std * -clr)
 
 
-<<<<<<< HEAD
 __all__ = ["Adagrad"]
-=======
-def _kernel(xp: Any, param: Any, grad: Any, total: Any, grad_buf: Any, tmp: Any, *, clr: float, eps: float,
-            weight_decay: float, maximize: bool) -> None:
-    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
-    g = prepared_grad_array(xp, grad, param, weight_decay, maximize, grad_buf)
-    xp.multiply(g, g, out=tmp)
-    total += tmp
-    xp.sqrt(total, out=tmp)
-    tmp += eps
-    xp.divide(g, tmp, out=tmp)
-    tmp *= -clr
-    param += tmp
-
-
-def _update_tensors(p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
-                    maximize: bool) -> None:
-    """Reference update in ember ops; the decayed rate is a tensor op on ``state['step']`` (traceable)."""
-    step_t = state["step"]
-    step_t.add_(1)
-    clr = lr / (1 + (step_t.to(dtypes.float64) - 1) * lr_decay)
-    if p.device != clr.device:
-        clr = clr.to(p.device)
-    g = prepared_grad(p.grad, p, weight_decay, maximize)
-    total = state["sum"]
-    total.add_(g * g)
-    std = total.sqrt() + eps
-    p.add_(g / std * -clr)
->>>>>>> main

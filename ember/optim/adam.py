@@ -15,7 +15,6 @@ from ember.optim.optimizer import (
     Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay,
 )
 from ember.tensor import Tensor
-from ember.backends import native_kernel
 
 
 class Adam(Optimizer):
@@ -73,7 +72,6 @@ class Adam(Optimizer):
         exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
         step = step_t.to(dtypes.float64)
         bias_correction1 = 1 - beta1 ** step
-<<<<<<< HEAD
         bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
         step_size = lr / bias_correction1
         second = exp_avg_sq
@@ -84,68 +82,6 @@ class Adam(Optimizer):
             bias_correction2_sqrt, step_size = bias_correction2_sqrt.to(p.device), step_size.to(p.device)
         denom = second.sqrt() / bias_correction2_sqrt + eps
         p.add_(exp_avg / denom * -step_size)
-=======
-        bias_correction2 = 1 - beta2 ** step
-        max_exp_avg_sq = state["max_exp_avg_sq"]._data if amsgrad else None
-        kernel = _kernel
-        if not (amsgrad or maximize or (weight_decay and not decoupled)) and _native_ok(p, state):
-            kernel = _native_kernel
-        run_kernel(p._device.type == "cpu", p._device.xp, kernel,
-                   (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data, max_exp_avg_sq,
-                    bufs[0] if len(bufs) > 1 else None, bufs[-1]),
-                   lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
-                   maximize=maximize, step_size=lr / bias_correction1,
-                   bias_correction2_sqrt=bias_correction2 ** 0.5, cache_blocks=kernel is _kernel)
-        p._bump()
-
-
-def _kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, grad_buf: Any,
-            tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool,
-            maximize: bool, step_size: float, bias_correction2_sqrt: float) -> None:
-    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
-    if weight_decay and decoupled:
-        param *= 1 - lr * weight_decay
-    g = prepared_grad_array(xp, grad, param, 0 if decoupled else weight_decay, maximize, grad_buf)
-    lerp_array_(xp, exp_avg, g, 1 - beta1, tmp)
-    exp_avg_sq *= beta2
-    xp.multiply(g, 1 - beta2, out=tmp)
-    tmp *= g
-    exp_avg_sq += tmp
-    second = exp_avg_sq
-    if max_exp_avg_sq is not None:
-        second = xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-    xp.sqrt(second, out=tmp)
-    tmp /= bias_correction2_sqrt
-    tmp += eps
-    xp.divide(exp_avg, tmp, out=tmp)
-    tmp *= -step_size
-    param += tmp
-
-
-def _native_ok(p: Tensor, state: dict) -> bool:
-    """The one-pass native kernel applies: CPU, float32/float64, contiguous buffers, numba present."""
-    if p._device.type != "cpu" or p._data.dtype.char not in "fd":
-        return False
-    arrays = (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data)
-    if not all(a.flags.c_contiguous and a.dtype == p._data.dtype for a in arrays):
-        return False
-
-    return native_kernel(p._device.xp, "adam_update") is not None
-
-
-def _native_kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
-                   grad_buf: Any, tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float,
-                   weight_decay: float, decoupled: bool, maximize: bool, step_size: float,
-                   bias_correction2_sqrt: float) -> None:
-    """:func:`_kernel` for the common case (no amsgrad/maximize/L2 decay) as one native pass."""
-    if weight_decay and decoupled:
-        param *= 1 - lr * weight_decay
-    scalar = param.dtype.type  # NumPy's weak scalars: each Python float acts in the arrays' dtype
-    native_kernel(xp, "adam_update")(
-        param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1), exp_avg_sq.reshape(-1), scalar(1 - beta1),
-        scalar(1 - (1 - beta1)), scalar(beta2), scalar(1 - beta2), scalar(bias_correction2_sqrt), scalar(eps),
-        scalar(-step_size))
->>>>>>> main
 
 
 class AdamW(Adam):
