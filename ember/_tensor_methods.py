@@ -90,8 +90,11 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 
 def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
     index, tensors = movement.split_index(tuple(indices), self.device)
-    return inplace.inplace_call(self, "index_put_", lambda t: movement.index_put(t, index, tensors, values, accumulate),
-                                needs_copy=False)
+    try:
+        return inplace.inplace_call(self, "index_put_",
+                                    lambda t: movement.index_put(t, index, tensors, values, accumulate), needs_copy=False)
+    except IndexError as error:  # name the call the user made, not the internal indexing op
+        raise IndexError(f"index_put_: {error}") from None
 
 
 def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:

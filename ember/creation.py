@@ -8,6 +8,7 @@ Example:
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ def _to_device_array(array: np.ndarray, device: Any) -> Any:
     return device.backend.asarray(array, index=device.index or 0)
 
 
-def _shape_args(size: Sequence[Any], keywords: dict | None = None) -> tuple:
+def _shape_args(size: Sequence[Any], keywords: dict | None = None, op: str = "") -> tuple:
     """A shape from ``f(2, 3)``, ``f((2, 3))``, ``f(ember.Size)`` or PyTorch's keyword ``f(size=(2, 3))``."""
     if keywords and "size" in keywords:
         if size:
@@ -38,12 +39,25 @@ def _shape_args(size: Sequence[Any], keywords: dict | None = None) -> tuple:
         size = (keywords["size"],)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    elif len(size) == 1 and isinstance(size[0], Tensor):
+    elif len(size) == 1 and isinstance(size[0], Tensor) and size[0].ndim == 1:
         size = tuple(size[0].tolist())
-    shape = tuple(int(s) for s in size)
+    shape = tuple(_size_entry(s, i, op) for i, s in enumerate(size))
     if any(s < 0 for s in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+        raise RuntimeError(f"{op + ': ' if op else ''}Trying to create tensor with negative dimension: {list(shape)}; "
+                           "every size must be >= 0")
     return shape
+
+
+def _size_entry(value: Any, position: int, op: str = "") -> int:
+    """One entry of a size: an integer (Python, NumPy or a 0-d integer tensor), never a float or bool that
+    int() would silently round (PyTorch raises TypeError for ``zeros(2.5)``)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, Tensor)):
+        raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found element of type {type(value).__name__} "
+                        f"({value!r}) at pos {position}; pass integers, e.g. int(n)")
+    if isinstance(value, Tensor) and (value.ndim != 0 or value.dtype.is_floating_point):
+        raise TypeError(f"{op}(): argument 'size' must be a tuple of ints, but found a tensor of shape {tuple(value.shape)} and "
+                        f"dtype {value.dtype} at pos {position}")
+    return int(value)
 
 
 def _infer_dtype(data: Any) -> dtypes.dtype:
@@ -130,11 +144,11 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size, _), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(_shape_args(size, _, "zeros"), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size, _), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(_shape_args(size, _, "ones"), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -143,13 +157,13 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
         fill_value = fill_value.item()
     if dtype is None:
         dtype = dtypes.result_type(fill_value)
-    return _filled(_shape_args((size,)), fill_value, dtype, device, requires_grad)
+    return _filled(_shape_args((size,), op="full"), fill_value, dtype, device, requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _wrap_array(dev.xp.empty(_shape_args(size, _), dtype=dt.np), dev, requires_grad)
+    return _wrap_array(dev.xp.empty(_shape_args(size, _, "empty"), dtype=dt.np), dev, requires_grad)
 
 
 def _like(input: Tensor, dtype: Any, device: Any) -> tuple:
@@ -187,6 +201,12 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     if (values[2] > 0 and values[1] < values[0]) or (values[2] < 0 and values[1] > values[0]):
         raise RuntimeError(f"arange: upper bound and lower bound inconsistent with step sign (start={values[0]}, "
                            f"end={values[1]}, step={values[2]}); use a step of the other sign")
+    if not all(math.isfinite(v) for v in values):
+        raise RuntimeError(f"arange: unsupported range: {values[0]} -> {values[1]} (step {values[2]}); the bounds "
+                           "and the step must be finite")
+    if abs((values[1] - values[0]) / values[2]) > 2 ** 62:
+        raise RuntimeError(f"arange: invalid size, possible overflow: {values[0]} -> {values[1]} with step "
+                           f"{values[2]} would have {abs((values[1] - values[0]) / values[2]):.3g} elements")
     if dtype is None:
         dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in values) else dtypes.int64
     dt = dtypes.to_dtype(dtype)
@@ -195,8 +215,18 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     return _wrap_array(_to_device_array(array, dev), dev, requires_grad)
 
 
+def _steps(op: str, steps: Any) -> int:
+    """An integer count of points (PyTorch refuses floats: linspace(0, 1, 2.5) is a TypeError)."""
+    if isinstance(steps, Tensor) and steps.ndim == 0 and not steps.dtype.is_floating_point:
+        return int(steps)
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__} ({steps!r})")
+    return int(steps)
+
+
 def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    steps = _steps("linspace", steps)
     if int(steps) < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
@@ -207,6 +237,9 @@ def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device:
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None) -> Tensor:
+    steps = _steps("logspace", steps)
+    if steps < 0:
+        raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
     return _wrap_array(_to_device_array(np.logspace(start, end, int(steps), base=base).astype(dt.np), dev), dev)
@@ -235,12 +268,12 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, **keywords: Any) -> Tensor:
-    return _random("uniform", (_shape_args(size, keywords),), dtype, device, generator, requires_grad)
+    return _random("uniform", (_shape_args(size, keywords, "rand"),), dtype, device, generator, requires_grad)
 
 
 def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False, **keywords: Any) -> Tensor:
-    return _random("normal", (_shape_args(size, keywords),), dtype, device, generator, requires_grad)
+    return _random("normal", (_shape_args(size, keywords, "randn"),), dtype, device, generator, requires_grad)
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
@@ -283,6 +316,8 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None
 
 
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__} ({n!r})")
     if n < 0:
         raise RuntimeError(f"randperm: n must be non-negative, got {n}")
     dev = to_device(device)
@@ -307,6 +342,9 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtyp
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
+    if p is None and not input.dtype.is_floating_point:
+        raise RuntimeError(f"bernoulli: the probabilities must be a floating-point tensor, got {input.dtype}; "
+                           "convert them with .float()")
     if p is not None:
         ember_random.check_args("bernoulli", p=p)
     elif not ember_random.is_tracing() and input.numel():

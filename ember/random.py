@@ -45,7 +45,10 @@ class Generator:
         return self.device.backend.make_rng(seed)
 
     def manual_seed(self, seed: int) -> "Generator":
-        self._seed = int(seed)
+        seed = int(seed)
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise RuntimeError(f"manual_seed: the seed must be in [-2**63, 2**64), got {seed}")
+        self._seed = seed % 2 ** 64  # a negative seed wraps as PyTorch's (an unsigned 64-bit value)
         self._rng = self._make(self._seed)
         return self
 

@@ -122,7 +122,8 @@ class AccumulateGradView:
 class OpNode(Node):
     """The node recorded for one application of an op record."""
 
-    __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta")
+    __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta",
+                 "unpacked")
 
     def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple) -> None:
         self.op = op
@@ -137,6 +138,9 @@ class OpNode(Node):
         self.output_requires_grad = True
         self.num_outputs = op.num_outputs
         self.output_meta = None
+        # The unpacked saved inputs, kept while apply() runs: a rule per input reads ctx.inputs once per
+        # input, and each read would unpack (and version-check) every saved tensor again.
+        self.unpacked = None
 
     def name(self) -> str:
         return self.op.backward_name
@@ -144,12 +148,16 @@ class OpNode(Node):
     # ---- the ctx interface that vjp rules use -------------------------------------------
     @property
     def inputs(self) -> tuple:
+        unpacked = self.unpacked
+        if unpacked:  # inside apply(), after the first read
+            return unpacked
         if self.saved is None:
             raise RuntimeError(_FREED_MESSAGE)
-        return tuple(
-            s.unpack(self, self.op.name, f"input {i}") if isinstance(s, SavedTensor) else s
-            for i, s in enumerate(self.saved)
-        )
+        result = tuple([s.unpack(self, self.op.name, f"input {i}") if isinstance(s, SavedTensor) else s
+                        for i, s in enumerate(self.saved)])
+        if unpacked is not None:  # () while apply() runs: keep them for the other rules of this call
+            self.unpacked = result
+        return result
 
     @property
     def out(self) -> Any:
@@ -169,7 +177,11 @@ class OpNode(Node):
         if self.freed and self.op.save != "none":
             raise RuntimeError(_FREED_MESSAGE)
         grad = grads[0] if self.num_outputs == 1 else tuple(grads)
-        return self.op.input_grads(self, grad)
+        self.unpacked = ()
+        try:
+            return self.op.input_grads(self, grad)
+        finally:
+            self.unpacked = None
 
     def release(self) -> None:
         self.saved = None

@@ -25,7 +25,6 @@ def _build() -> dict[str, Callable]:
         import numba
     except ImportError:
         return {}
-    import math
 
     njit = numba.njit  # serial: a parallel numba pool would fight OpenBLAS threads for the cores
 
@@ -102,43 +101,10 @@ def _build() -> dict[str, Callable]:
         for k in range(x.size):
             out[k] = x[k] if cond[k] else y[k]
 
-    # error_model="numpy": a division by zero gives inf like NumPy instead of raising, which removes the
-    # per-element check that kept LLVM from vectorizing the loop (4x slower).
-    @njit(cache=True, nogil=True, error_model="numpy")
-    def adam_update(param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, weight1: Any, one_minus_weight1: Any,
-                    beta2: Any, one_minus_beta2: Any, bias_correction2_sqrt: Any, eps: Any,
-                    neg_step_size: Any) -> None:  # pragma: no cover - compiled
-        """Adam's update in one pass (flat contiguous arrays; scalars already in the arrays' dtype).
-
-        Each element sees the same operations in the same order as the NumPy path in
-        ``ember/optim/adam.py`` (torch's order), so the results are bitwise equal; only the 13 sweeps
-        over memory become one. ``nogil`` lets the optimizer's thread pool run chunks in parallel.
-        """
-        # torch's two-sided lerp picks its formula once per call; two branch-free loops let LLVM
-        # vectorize (IEEE sqrt/div vector instructions round exactly like the scalar ones).
-        if weight1 < 0.5:
-            for k in range(param.size):
-                g = grad[k]
-                m = exp_avg[k]
-                m = m + weight1 * (g - m)
-                exp_avg[k] = m
-                v = exp_avg_sq[k] * beta2 + (g * one_minus_beta2) * g
-                exp_avg_sq[k] = v
-                param[k] = param[k] + (m / (math.sqrt(v) / bias_correction2_sqrt + eps)) * neg_step_size
-        else:
-            for k in range(param.size):
-                g = grad[k]
-                m = exp_avg[k]
-                m = g + (g - m) * -one_minus_weight1
-                exp_avg[k] = m
-                v = exp_avg_sq[k] * beta2 + (g * one_minus_beta2) * g
-                exp_avg_sq[k] = v
-                param[k] = param[k] + (m / (math.sqrt(v) / bias_correction2_sqrt + eps)) * neg_step_size
-
     from ember.backends import cpu_conv_kernels, cpu_pool_kernels
 
     return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad,
-            "adam_update": adam_update, "where_scalar": where_scalar, "where_arrays": where_arrays,
+            "where_scalar": where_scalar, "where_arrays": where_arrays,
             **cpu_conv_kernels.build(numba), **cpu_pool_kernels.build(numba)}
 
 

@@ -63,6 +63,7 @@ _UNARY_MATH = {
     "sinh": ("sinhf", "sinh"), "cosh": ("coshf", "cosh"), "tanh": ("tanhf", "tanh"), "arcsinh": ("asinhf", "asinh"),
     "arccosh": ("acoshf", "acosh"), "arctanh": ("atanhf", "atanh"), "floor": ("floorf", "floor"),
     "ceil": ("ceilf", "ceil"), "trunc": ("truncf", "trunc"), "rint": ("rintf", "rint"), "erf": ("erff", "erf"),
+    "erfc": ("erfcf", "erfc"),
     "fabs": ("fabsf", "fabs"),
 }
 _BINARY_MATH = {"arctan2": ("atan2f", "atan2"), "hypot": ("hypotf", "hypot"), "fmod": ("fmodf", "fmod"),
@@ -388,7 +389,7 @@ def _expression(step: Step, types: dict) -> tuple[str, np.dtype]:
             raise UnsupportedKernel("round with decimals")
     if fn == "absolute":
         fn = "abs"
-    if fn == "erf":  # not a NumPy ufunc: keeps a float input's dtype, else float64 (symbolic_xp's witness)
+    if fn in ("erf", "erfc"):  # not NumPy ufuncs: keep a float input's dtype, else float64 (symbolic_xp's witness)
         dt = np.result_type(np.ones(1, in_types[0]), 1.0) if isinstance(in_types[0], np.dtype) else np.dtype("float64")
         loop = (dt, dt)
     else:

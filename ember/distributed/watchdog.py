@@ -124,6 +124,7 @@ def setup(MPI: Any, timeout: timedelta) -> None:
     if s.size > 1:
         _install_excepthook(MPI)
         atexit.register(_leave, MPI)  # registered after mpi4py's MPI_Finalize hook, so it runs before it
+        _wrap_os_exit(MPI)
 
 
 @dataclass
@@ -166,6 +167,33 @@ def _install_excepthook(MPI: Any) -> None:
         os._exit(1)  # MPICH's MPI_Abort can return after telling mpiexec: never run the exit handshake then
 
     sys.excepthook = hook
+
+
+def _wrap_os_exit(MPI: Any) -> None:
+    """Make ``os._exit`` in the rank's main process take part in the exit handshake, as ``sys.exit`` does.
+
+    ``os._exit`` skips atexit handlers, so the rank would vanish without telling the others; MPICH's mpiexec
+    then stops them and reports success (exit code 0 for a job that never finished). With the handshake the
+    others either finish too (the rank had done its part) or raise, naming it, and abort the job. Forked
+    children (DataLoader workers) and the abort path keep the plain ``os._exit``."""
+    original = os._exit
+    if getattr(original, "_ember_rank_exit", False):
+        return
+
+    def _exit(status: int) -> None:
+        s = _STATE_
+        if os.getpid() == s.pid and not s.aborting:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):  # a closed stream: nothing to keep
+                    pass
+            _leave(MPI)
+        original(status)
+
+    _exit._ember_rank_exit = True  # type: ignore[attr-defined]
+    _exit.__doc__ = original.__doc__
+    os._exit = _exit
 
 
 def _unlink_mpi_segments() -> None:
@@ -319,7 +347,8 @@ def _check_departures(pending: Pending) -> None:
 def _raise_left(pending: Pending, ranks: list) -> None:
     who = ", ".join(str(r) for r in sorted(ranks))
     raise DistBackendError(
-        f"{pending.where()} can never complete: rank(s) {who} ended their script (returned or called sys.exit) "
+        f"{pending.where()} can never complete: rank(s) {who} ended their script (returned, or called sys.exit "
+        "or os._exit) "
         "without taking part. Every rank must run the same collectives in the same order; end a job early on "
         "every rank together (e.g. decide with an all_reduce), or raise an exception, which aborts the whole job.")
 

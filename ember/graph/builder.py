@@ -40,6 +40,7 @@ import numpy as np
 
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
+from ember.graph import ops as graph_ops
 from ember.graph import rng
 from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
@@ -145,6 +146,8 @@ class Builder(interpreters.Interpreter):
 
     # ---- ops ----------------------------------------------------------------------------------
     def apply(self, op: Any, args: tuple, attrs: dict) -> Any:
+        if self.trace and op is graph_ops.ASSIGN:  # eagerly assign writes nothing: trace that, not a write
+            return graph_ops.traced_assign(*args, **attrs)
         inputs = tuple(self.value_of(a) for a in args)
         attrs = {k: v for k, v in attrs.items() if k != "_device"}
         outs = self.graph.add_node(op, inputs, attrs)

@@ -15,11 +15,13 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
+from ember.interpreters import TracingError
 from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
-from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.ops.elementwise import _broadcast_shapes
+from ember.tensor import Tensor
 
 
 def _assign_rule(target: Spec, value: Spec) -> Spec:
@@ -34,6 +36,24 @@ def _assign_impl(xp: Any, target: Any, value: Any) -> Any:
     return value if value.dtype == target.dtype else value.astype(target.dtype)
 
 
+def traced_assign(target: Any, value: Any) -> Any:
+    """What ``assign(target, value)`` applied eagerly gives, for ``ember.compile`` to trace: its impl (the
+    value cast to the target's dtype) and no write, which only a define-then-run graph's executor does,
+    for a Variable. Recording the node would make a compiled call write where eager writes nothing.
+
+    Example:
+        >>> import ember
+        >>> traced_assign(ember.zeros(2), ember.ones(2, dtype=ember.int64))
+        tensor([1., 1.])
+    """
+    if not isinstance(target, Tensor) or not isinstance(value, Tensor):
+        raise TracingError(f"assign: expected two tensors, got {type(target).__name__} and {type(value).__name__}; "
+                           "ember.compile runs it eagerly")
+    _assign_rule(target, value)
+    out = value.detach()
+    return out if value.dtype is target.dtype else out.to(target.dtype)
+
+
 def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:
     # NumPy hands transposed views straight to BLAS (no copy), so this is one GEMM call.
     return xp.matmul(xp.swapaxes(a, -1, -2) if transpose_a else a, xp.swapaxes(b, -1, -2) if transpose_b else b)
@@ -45,17 +65,19 @@ def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: boo
     return Spec(_broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n), a.dtype, a.device)
 
 
-def _matmul_t_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    ta, tb = ctx.attrs.get("transpose_a", False), ctx.attrs.get("transpose_b", False)
-    A = a.mT if ta else a
-    B = b.mT if tb else b
-    ga = (g @ B.mT) if ctx.needs[0] else None
-    gb = (A.mT @ g) if ctx.needs[1] else None
+def _matmul_t_a_grad(ctx: Any, g: Any) -> Any:
+    """a's gradient: ``g @ B^T`` (B = b, or b^T when transpose_b), transposed back when a was read transposed.
+    The engine sums broadcast batch dimensions back to a's shape."""
+    b = ctx.inputs[1]
+    ga = g @ (b if ctx.attrs.get("transpose_b", False) else b.mT)
+    return ga.mT if ctx.attrs.get("transpose_a", False) else ga
 
-    sa, sb = ctx.input_meta
-    return (sum_to(ga.mT if ta else ga, sa) if ga is not None else None,
-            sum_to(gb.mT if tb else gb, sb) if gb is not None else None)
+
+def _matmul_t_b_grad(ctx: Any, g: Any) -> Any:
+    """b's gradient: ``A^T @ g`` (A = a, or a^T when transpose_a), transposed back when b was read transposed."""
+    a = ctx.inputs[0]
+    gb = (a if ctx.attrs.get("transpose_a", False) else a.mT) @ g
+    return gb.mT if ctx.attrs.get("transpose_b", False) else gb
 
 
 if "assign" not in OPS:
@@ -69,7 +91,7 @@ if "assign" not in OPS:
         doc="group(*ops): an op that runs when fetched only to make its inputs run",
     ))
     MATMUL_T = register(OpDef(
-        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=_matmul_t_vjp,
+        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=(_matmul_t_a_grad, _matmul_t_b_grad),
         onnx=to_onnx.matmul_t, doc="matmul(a^T?, b^T?): transposes folded into the matmul", flops=cost.matmul_flops,
         simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
     ))

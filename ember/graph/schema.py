@@ -44,6 +44,19 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
+def _is_int64(x: Any) -> bool:
+    """An integer a graph can hold: int64's range (10**400 would overflow every conversion later)."""
+    return _is_int(x) and -(1 << 63) <= x < (1 << 63)
+
+
+# The string attributes ops take, and the values each accepts: a string is checked against these before use
+# (the impls compare them or hand them to NumPy; nothing is ever pasted into source).
+STRING_ATTRS = {
+    ("gelu", "approximate"): re.compile(r"none|tanh"),
+    ("einsum", "equation"): re.compile(r"[A-Za-z ,.>-]{0,256}"),  # subscripts, commas, '->', '...'
+}
+
+
 def check_shape(shape: Any, where: Any, what: str) -> tuple:
     if not isinstance(shape, list) or len(shape) > MAX_NDIM or not all(_is_int(s) for s in shape):
         raise CheckpointError(where, what, f"shape {shape!r} is not a list of at most {MAX_NDIM} integers")
@@ -73,8 +86,8 @@ def check_encoded(v: Any, where: Any, what: str, depth: int = 0) -> None:
     if not isinstance(v, dict) or len(v) != 1 or next(iter(v)) not in _TAGS:
         raise CheckpointError(where, what, f"{v!r:.80} is not a tagged value ({', '.join(_TAGS)} or null)")
     (tag, x), = v.items()
-    ok = {"int": lambda: _is_int(x), "bool": lambda: isinstance(x, bool), "ellipsis": lambda: x is True,
-          "float": lambda: (isinstance(x, (int, float)) and not isinstance(x, bool)) or x in ("inf", "-inf", "nan"),
+    ok = {"int": lambda: _is_int64(x), "bool": lambda: isinstance(x, bool), "ellipsis": lambda: x is True,
+          "float": lambda: _is_int64(x) or isinstance(x, float) or x in ("inf", "-inf", "nan"),
           "str": lambda: isinstance(x, str) and len(x) <= MAX_STR,
           "dtype": lambda: isinstance(x, str) and x in _BY_NAME,
           "tuple": lambda: isinstance(x, list) and len(x) <= MAX_ITEMS,
@@ -130,6 +143,11 @@ def check_attrs(op: Any, attrs: dict, where: Any, what: str) -> None:
         if types is not None and not isinstance(value, types):
             raise CheckpointError(where, what, f"attribute {name!r} of op {op.name!r} is {type(value).__name__} "
                                   f"{value!r:.80}, expected {' or '.join(t.__name__ for t in types)}")
+        if isinstance(value, str):
+            pattern = STRING_ATTRS.get((op.name, name))
+            if pattern is None or not pattern.fullmatch(value):
+                raise CheckpointError(where, what, f"attribute {name!r} of op {op.name!r} is {value!r:.80}, not one of "
+                                      f"the values it takes ({pattern.pattern if pattern else 'none listed'})")
 
 
 def check_document(doc: Any, where: Any) -> None:

@@ -22,6 +22,7 @@ from ember.ops.elementwise import clamp, isinf, log, minimum, relu, sign, where
 from ember.ops.extra_math import meshgrid
 from ember.ops.reductions import logsumexp, norm
 from ember.ops.views import cat, flip, index_select, narrow, scatter, scatter_add, stack
+from ember.ops.nn_ops import dropout3d  # noqa: F401  (listed in __all__; lives with dropout1d/2d)
 from ember.tensor import Tensor
 
 __all__ = [
@@ -86,14 +87,15 @@ native_channel_shuffle = channel_shuffle
 
 # ---- activations ---------------------------------------------------------------------------------------
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return where((input > lambd) | (input < -lambd), input, zeros_like(input))
+    """x where |x| > lambd, else 0; NaN passes through (torch's test is ``-lambd <= x <= lambd``)."""
+    return where((input >= -lambd) & (input <= lambd), zeros_like(input), input)
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0 (``x * 0``: NaN stays NaN, as torch)."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd,
-                                                                   zeros_like(input)))
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -103,7 +105,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         slope = rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
-    out = where(input >= 0, input, input * slope)
+    out = where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
     return input.copy_(out) if inplace else out
 
 
@@ -127,20 +129,6 @@ hardtanh_ = _inplace("hardtanh")
 celu_ = _inplace("celu")
 selu_ = _inplace("selu")
 threshold_ = _inplace("threshold")
-
-
-def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)) with probability ``p``."""
-    if p < 0 or p > 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
-        return input
-    batched = input.ndim == 5
-    x = input if batched else input.unsqueeze(0)
-    keep = (rand(x.shape[0], x.shape[1], 1, 1, 1, device=x.device) >= p).to(x.dtype)
-    out = x * keep / (1 - p) if p < 1 else x * 0
-    out = out if batched else out.squeeze(0)
-    return input.copy_(out) if inplace else out
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:

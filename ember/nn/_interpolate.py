@@ -178,7 +178,7 @@ def _output_size(input: Any, size: Any, scale_factor: Any, dim: int) -> tuple[li
         factors = [float(scale_factor)] * dim
     sizes = [int(math.floor(s * f)) for s, f in zip(spatial, factors)]
     if any(s <= 0 for s in sizes):
-        raise ValueError(f"interpolate: scale_factor {factors} gives an empty output for input of shape "
+        raise RuntimeError(f"interpolate: scale_factor {factors} gives an empty output for input of shape "
                          f"{tuple(input.shape)}")
     return sizes, factors
 

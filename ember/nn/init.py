@@ -106,7 +106,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2) truncated to [a, b] (redrawing values that fall outside)."""
     if not a < b:
-        raise ValueError(f"trunc_normal_: expected a < b, got a={a}, b={b}")
+        raise RuntimeError(f"trunc_normal_: expected a < b (the truncation interval [a, b]), got a={a}, b={b}")
     rng = _rng(generator)
     shape = tuple(tensor.shape)
     values = rng.standard_normal(shape) * std + mean

@@ -74,6 +74,24 @@ def reduction(onnx_op: str) -> Callable:
     return emit
 
 
+def variance(b: GraphBuilder, n: Any) -> str:
+    """ember's ``var`` record (``root``: std): ReduceSum((x - ReduceMean(x))^2) / (n - correction) [then Sqrt],
+    computed in the input's dtype (ember accumulates float32 in float64 where float32 would lose the value)."""
+    x, dims, keepdim = n.inputs[0], n.attrs.get("dims"), n.attrs.get("keepdim", False)
+    shape = n.in_specs[0].shape
+    axes = range(len(shape)) if dims is None else dims
+    count = 1
+    for d in axes:
+        count *= int(_static([shape[d]], n, "reduced size")[0])
+    dtype = n.in_specs[0].dtype
+    centered = b.node("Sub", [x, reduce(b, "ReduceMean", x, dims, True)])
+    total = reduce(b, "ReduceSum", b.node("Mul", [centered, centered]), dims, keepdim)
+    divisor = max(count - float(n.attrs.get("correction", 1.0)), 0.0)
+    out = b.node("Div", [total, b.scalar(divisor if divisor else float("nan"), dtype)]) if divisor else \
+        b.node("Mul", [total, b.scalar(float("nan"), dtype)])
+    return b.node("Sqrt", [out]) if n.attrs.get("root", False) else out
+
+
 def sum_to(b: GraphBuilder, n: Any) -> str:
     shape = tuple(n.attrs["shape"])
     in_shape = n.in_specs[0].shape
@@ -328,6 +346,106 @@ def getitem(b: GraphBuilder, n: Any) -> str:
     return out if out is not x else b.node("Identity", [x])
 
 
+def index_put(b: GraphBuilder, n: Any) -> str:
+    """``x[index] = value`` (``+=`` with ``accumulate``) as ScatterND (reduction="add") on ``x`` flattened.
+
+    The flat positions written are ``arange(numel).reshape(shape)[index]``, built with Slice, Transpose
+    and one Gather (NumPy's advanced-index rules); ``value`` is expanded to the selection's shape. ONNX
+    leaves repeated positions without accumulate undefined (NumPy and ember keep the last). A boolean
+    mask exports only as ``x[mask] = scalar`` (a Where): other mask writes have a data-dependent size.
+    """
+    x, value = n.inputs[0], n.inputs[1]
+    shape = _static(n.in_specs[0].shape, n, "input shape")
+    items, idx_specs, accumulate = list(n.attrs["index"]), n.in_specs[2:], bool(n.attrs.get("accumulate"))
+    if any(_is_tensor_slot(it) and idx_specs[it[1]].dtype is dtypes.bool_ for it in items):
+        return _masked_put(b, n, shape, items, accumulate)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (len(shape) - sum(it is not None and it is not Ellipsis for it in items))
+    items += [slice(None)] * (len(shape) - sum(it is not None for it in items))
+    if None in items and any(_is_tensor_slot(it) for it in items):
+        raise NotImplementedError("ember.onnx.export: index_put with both an index tensor and None in the index is "
+                                  "not supported; unsqueeze the value instead of indexing with None")
+    selection = np.broadcast_to(np.zeros((), dtype=bool), shape)[tuple(  # NumPy's selection shape, from shapes only
+        np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64) if _is_tensor_slot(it) else it
+        for it in items)].shape
+    numel = int(np.prod(shape, dtype=np.int64))
+    arange = b.node("Range", [b.const(np.array(0, dtype=np.int64)), b.const(np.array(numel, dtype=np.int64)),
+                              b.const(np.array(1, dtype=np.int64))])
+    positions = _select_positions(b, n, b.node("Reshape", [arange, b.ints(shape)]), shape,
+                                  [it for it in items if it is not None])
+    updates = b.node("Reshape", [b.node("Expand", [value, b.ints(selection)]), b.ints([-1])])
+    flat = b.node("Reshape", [x, b.ints([-1])])
+    out = b.node("ScatterND", [flat, b.node("Reshape", [positions, b.ints([-1, 1])]), updates],
+                 reduction="add" if accumulate else None)
+    return b.node("Reshape", [out, b.ints(shape)])
+
+
+def _select_positions(b: GraphBuilder, n: Any, positions: str, shape: list, items: list) -> str:
+    """``positions[items]`` for slices, ints and integer index tensors; ints count as 0-d index tensors
+    (for basic indexing that gives NumPy's result too)."""
+    starts, ends, axes, steps, sizes, advanced = [], [], [], [], [], []
+    for axis, it in enumerate(items):
+        if isinstance(it, slice):
+            if it != slice(None):
+                step = 1 if it.step is None else it.step
+                starts.append(it.start if it.start is not None else (0 if step > 0 else INT64_MAX))
+                ends.append(it.stop if it.stop is not None else (INT64_MAX if step > 0 else INT64_MIN))
+                axes.append(axis)
+                steps.append(step)
+            sizes.append(len(range(*it.indices(shape[axis]))))
+        else:
+            sizes.append(shape[axis])
+            advanced.append(axis)
+    if axes:
+        positions = b.node("Slice", [positions, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)])
+    if not advanced:
+        return positions
+    others = [a for a in range(len(items)) if a not in advanced]
+    positions = b.node("Transpose", [positions], perm=advanced + others)  # the indexed axes first, flattened
+    positions = b.node("Reshape", [positions, b.ints([-1] + [sizes[a] for a in others])])
+    linear, stride = None, 1
+    for axis in reversed(advanced):  # the row-major flat index over the indexed axes, negatives wrapped
+        it = items[axis]
+        if _is_tensor_slot(it):
+            index = n.inputs[2 + it[1]]
+            if n.in_specs[2 + it[1]].dtype is not dtypes.int64:
+                index = _cast(b, index, dtypes.int64)
+        else:
+            index = b.const(np.array(int(it), dtype=np.int64))
+        term = b.node("Mod", [index, b.const(np.array(shape[axis], dtype=np.int64))], fmod=0)
+        if stride != 1:
+            term = b.node("Mul", [term, b.const(np.array(stride, dtype=np.int64))])
+        linear = term if linear is None else b.node("Add", [term, linear])
+        stride *= shape[axis]
+    out = b.node("Gather", [positions, linear], axis=0)
+    first = advanced[0]
+    if first and advanced == list(range(first, first + len(advanced))):  # adjacent: NumPy keeps them in place
+        batch = len(np.broadcast_shapes(*(tuple(n.in_specs[2 + items[a][1]].shape) if _is_tensor_slot(items[a])
+                                          else () for a in advanced)))
+        perm = [batch + i for i in range(first)] + list(range(batch)) + [batch + i for i in range(first, len(others))]
+        out = b.node("Transpose", [out], perm=perm)
+    return out
+
+
+def _masked_put(b: GraphBuilder, n: Any, shape: list, items: list, accumulate: bool) -> str:
+    """``x[mask] = scalar`` (or ``+=``): Where(mask, value, x), the mask covering x's leading dims."""
+    x, value = n.inputs[0], n.inputs[1]
+    items = [it for it in items if it is not Ellipsis]
+    mask_shape = tuple(n.in_specs[2 + items[0][1]].shape) if len(items) == 1 else None
+    if mask_shape is None or tuple(shape[:len(mask_shape)]) != mask_shape or \
+            int(np.prod(_static(n.in_specs[1].shape, n, "value shape"))) != 1:
+        raise NotImplementedError("ember.onnx.export: index_put with a boolean mask exports only as x[mask] = scalar "
+                                  "(other mask writes have a data-dependent number of elements); use "
+                                  "ember.where(mask, value, x)")
+    trailing = [1] * (len(shape) - len(mask_shape))
+    mask = b.node("Reshape", [n.inputs[2 + items[0][1]], b.ints(list(mask_shape) + trailing)])
+    value = b.node("Reshape", [value, b.ints([])])
+    if accumulate:
+        value = b.node("Add", [x, value])
+    return b.node("Where", [mask, value, x])
+
+
 def _is_tensor_slot(item: Any) -> bool:
     from ember.ops.movement import TENSOR_SLOT
 
@@ -446,6 +564,41 @@ def silu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [n.inputs[0], b.node("Sigmoid", [n.inputs[0]])])
 
 
+def binary_cross_entropy(b: GraphBuilder, n: Any) -> str:
+    """(t - 1) max(log(1 - p), -100) - t max(log p, -100), ember's (and PyTorch's) clamped logs. ONNX cannot
+    raise: an exported graph gives NaN for p outside [0, 1] where ember refuses the input."""
+    p, t = n.inputs
+    dtype = n.in_specs[0].dtype
+    floor = b.scalar(-100.0, dtype)
+    log_p = b.node("Max", [b.node("Log", [p]), floor])
+    log_q = b.node("Max", [b.node("Log", [b.node("Sub", [b.scalar(1.0, dtype), p])]), floor])
+    positive = b.node("Mul", [t, log_p])
+    negative = b.node("Mul", [b.node("Sub", [t, b.scalar(1.0, dtype)]), log_q])
+    return b.node("Sub", [negative, positive])
+
+
+def binary_cross_entropy_with_logits(b: GraphBuilder, n: Any) -> str:
+    """(1 - t) x + w (log(1 + exp(-|x|)) + max(-x, 0)), w = (pos_weight - 1) t + 1: exp of a non-positive
+    number never overflows (ember's formula; Log(1 + e) instead of log1p loses e < 1e-7 in float32)."""
+    x, t = n.inputs[0], n.inputs[1]
+    dtype = n.in_specs[0].dtype
+    one = b.scalar(1.0, dtype)
+    tail = b.node("Log", [b.node("Add", [b.node("Exp", [b.node("Neg", [b.node("Abs", [x])])]), one])])
+    softplus_neg = b.node("Add", [tail, b.node("Max", [b.node("Neg", [x]), b.scalar(0.0, dtype)])])
+    if len(n.inputs) > 2:
+        weight = b.node("Add", [b.node("Mul", [b.node("Sub", [n.inputs[2], one]), t]), one])
+        softplus_neg = b.node("Mul", [weight, softplus_neg])
+    return b.node("Add", [b.node("Mul", [b.node("Sub", [one, t]), x]), softplus_neg])
+
+
+def mish(b: GraphBuilder, n: Any) -> str:
+    """Mish (opset 18), else x * tanh(softplus(x)) from ONNX's Softplus (log(exp(x) + 1))."""
+    x = n.inputs[0]
+    if b.opset >= 18:
+        return b.node("Mish", [x])
+    return b.node("Mul", [x, b.node("Tanh", [b.node("Softplus", [x])])])
+
+
 def layer_norm(b: GraphBuilder, n: Any) -> list:
     """LayerNormalization over the last ``count`` dims; outputs (y, mean, 1/std) as ember's op."""
     count, dtype = int(n.attrs["count"]), n.in_specs[0].dtype
@@ -483,6 +636,11 @@ def batch_norm(b: GraphBuilder, n: Any) -> list:
 def expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
     return b.node("Sub", [b.node("Exp", [n.inputs[0]]), b.scalar(1, n.in_specs[0].dtype)])
+
+
+def erfc(b: GraphBuilder, n: Any) -> str:
+    """1 - Erf(x) (ONNX has no Erfc: the upper tail loses its relative precision, as expm1's Exp(x) - 1)."""
+    return b.node("Sub", [b.scalar(1, n.in_specs[0].dtype), b.node("Erf", [n.inputs[0]])])
 
 
 def log_base(base: float) -> Callable:

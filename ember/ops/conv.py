@@ -300,28 +300,23 @@ def _geometry(attrs: dict) -> dict:
     return {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
 
 
-def _conv_vjp(ctx: Any, g: Any) -> tuple:
-    x, w = ctx.inputs
-    geo = _geometry(ctx.attrs)
-    gx = conv2d_input_grad(g, w, tuple(x.shape), **geo) if ctx.needs[0] else None
-    gw = conv2d_weight_grad(x, g, tuple(w.shape), **geo) if ctx.needs[1] else None
-    return gx, gw
-
-
-def _input_grad_vjp(ctx: Any, gg: Any) -> tuple:
-    g, w = ctx.inputs
-    geo = _geometry(ctx.attrs)
-    d_g = conv2d_raw(gg, w, **geo) if ctx.needs[0] else None
-    d_w = conv2d_weight_grad(gg, g, tuple(w.shape), **geo) if ctx.needs[1] else None
-    return d_g, d_w
-
-
-def _weight_grad_vjp(ctx: Any, gg: Any) -> tuple:
-    x, g = ctx.inputs
-    geo = _geometry(ctx.attrs)
-    d_x = conv2d_input_grad(g, gg, tuple(x.shape), **geo) if ctx.needs[0] else None
-    d_g = conv2d_raw(x, gg, **geo) if ctx.needs[1] else None
-    return d_x, d_g
+# One rule per input, each called only when its input needs a gradient (a frozen backbone's conv
+# computes no weight gradient; the first layer computes no input gradient).
+# conv2d(x, w): the input and weight gradients.
+_CONV_VJP = (
+    lambda ctx, g: conv2d_input_grad(g, ctx.inputs[1], tuple(ctx.input_meta[0]), **_geometry(ctx.attrs)),
+    lambda ctx, g: conv2d_weight_grad(ctx.inputs[0], g, tuple(ctx.input_meta[1]), **_geometry(ctx.attrs)),
+)
+# conv2d_input_grad(g, w) is linear in g and in w (second derivatives).
+_INPUT_GRAD_VJP = (
+    lambda ctx, gg: conv2d_raw(gg, ctx.inputs[1], **_geometry(ctx.attrs)),
+    lambda ctx, gg: conv2d_weight_grad(gg, ctx.inputs[0], tuple(ctx.input_meta[1]), **_geometry(ctx.attrs)),
+)
+# conv2d_weight_grad(x, g) is linear in x and in g.
+_WEIGHT_GRAD_VJP = (
+    lambda ctx, gg: conv2d_input_grad(ctx.inputs[1], gg, tuple(ctx.input_meta[0]), **_geometry(ctx.attrs)),
+    lambda ctx, gg: conv2d_raw(ctx.inputs[0], gg, **_geometry(ctx.attrs)),
+)
 
 
 def _conv_rule(x: Spec, w: Spec, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Spec:
@@ -331,16 +326,16 @@ def _conv_rule(x: Spec, w: Spec, stride: tuple, padding: tuple, dilation: tuple,
 
 
 CONV2D = register(OpDef(
-    name="conv2d", category="nn", impl=_conv_impl, vjp=_conv_vjp, shape_rule=_conv_rule, onnx=to_onnx.conv2d,
+    name="conv2d", category="nn", impl=_conv_impl, vjp=_CONV_VJP, shape_rule=_conv_rule, onnx=to_onnx.conv2d,
     autocast="lower", flops=cost.conv2d_flops,
 ))
 CONV2D_INPUT_GRAD = register(OpDef(
-    name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_input_grad_vjp, onnx=to_onnx.conv2d_input_grad,
+    name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_INPUT_GRAD_VJP, onnx=to_onnx.conv2d_input_grad,
     shape_rule=lambda g, w, input_shape, **geo: Spec(tuple(input_shape), g.dtype, g.device),
     flops=cost.conv2d_input_grad_flops,
 ))
 CONV2D_WEIGHT_GRAD = register(OpDef(
-    name="conv2d_weight_grad", category="nn", impl=_weight_grad_impl, vjp=_weight_grad_vjp,
+    name="conv2d_weight_grad", category="nn", impl=_weight_grad_impl, vjp=_WEIGHT_GRAD_VJP,
     shape_rule=lambda x, g, weight_shape, **geo: Spec(tuple(weight_shape), x.dtype, x.device),
     flops=cost.conv2d_weight_grad_flops,
 ))
@@ -365,14 +360,17 @@ def conv2d_weight_grad(x: Any, g: Any, weight_shape: tuple, stride: tuple, paddi
 
 # ---- public functions ------------------------------------------------------------------------
 def pair(value: Any, n: int, name: str, op: str) -> tuple:
-    """``3`` -> ``(3, 3)``; a sequence of length ``n`` -> a tuple of ints."""
+    """``3`` -> ``(3, 3)``; a sequence of length ``n`` -> a tuple of ints. A stride, dilation or kernel size
+    must be positive (0 divided by zero deep inside the kernel before; PyTorch refuses it up front)."""
     if isinstance(value, int):
-        return (value,) * n
+        value = (value,)
     value = tuple(int(v) for v in value)
     if len(value) == 1:
-        return value * n
+        value = value * n
     if len(value) != n:
         raise ValueError(f"{op}: expected {name} to be an int or a sequence of {n} ints, got {value}")
+    if name in ("stride", "dilation", "kernel_size") and any(v <= 0 for v in value):
+        raise RuntimeError(f"{op}: non-positive {name} is not supported, got {name}={value}; it must be >= 1")
     return value
 
 

@@ -303,8 +303,13 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
 
 
 def _shape_error(op: OpDef, a: Any, b: Any, error: Exception) -> RuntimeError:
+    """A ValueError from a binary impl: a broadcast mismatch when the shapes do not broadcast, else the impl's
+    own complaint (e.g. integers to negative integer powers) named by the op."""
     sa = tuple(a.shape) if isinstance(a, Tensor) else "scalar"
     sb = tuple(b.shape) if isinstance(b, Tensor) else "scalar"
+    pairs = zip(reversed(sa if sa != "scalar" else ()), reversed(sb if sb != "scalar" else ()))
+    if all(x == y or 1 in (x, y) for x, y in pairs):
+        return RuntimeError(f"{op.name}: {error}")
     return RuntimeError(
         f"{op.name}: shapes {sa} and {sb} cannot be broadcast together (sizes must match or be 1 "
         f"in each trailing dimension). Reshape or unsqueeze one operand first."

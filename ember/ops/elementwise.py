@@ -81,7 +81,9 @@ LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],)
              float_only=True)
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
 SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
-RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out ** 3 * -0.5,),
+# The gradient multiplies g by the output three times in turn: out ** 3 alone underflows (a variance of
+# 1e30 gives rsqrt 1e-15, cubed 1e-45 in float32), which zeroed the variance path of every composite norm.
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
                save="output", float_only=True, onnx=to_onnx.rsqrt)
 SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
              float_only=True)
@@ -132,48 +134,33 @@ BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", 
 
 
 # ---- binary ----------------------------------------------------------------------------------
-# Rules say only the math: the engine sums broadcast gradients back to each input's shape and drops
-# the ones no input needs (OpDef.input_grads). ``ctx.needs`` stays only where it saves a computation
-# (or where "cross" saving kept no copy of an input whose gradient is not needed).
-def _add_vjp(ctx: Any, g: Any) -> tuple:
-    return g, g
+# Rules say only the math: one rule per input, called only for inputs that need a gradient; the engine
+# sums broadcast gradients back to each input's shape (OpDef.input_grads). ``ctx.needs`` stays only in
+# the one-function rules whose inputs share work (maximum/minimum's comparisons).
+_ADD_VJP = (lambda ctx, g: g, lambda ctx, g: g)
+_SUB_VJP = (lambda ctx, g: g, lambda ctx, g: -g)
+_MUL_VJP = (lambda ctx, g: g * ctx.inputs[1], lambda ctx, g: g * ctx.inputs[0])
+# d/db (a / b) = -g * ((a / b) / b), not a / (b * b): b * b underflows (denormal b) or overflows (1e30
+# in float32), as PyTorch.
+_DIV_VJP = (lambda ctx, g: g / ctx.inputs[1], lambda ctx, g: -g * (ctx.inputs[0] / ctx.inputs[1] / ctx.inputs[1]))
 
 
-def _sub_vjp(ctx: Any, g: Any) -> tuple:
-    return g, (-g if ctx.needs[1] else None)
-
-
-def _mul_vjp(ctx: Any, g: Any) -> tuple:
+def _pow_base_grad(ctx: Any, g: Any) -> Any:
     a, b = ctx.inputs
-    return (g * b if ctx.needs[0] else None), (g * a if ctx.needs[1] else None)
+    if isinstance(b, (int, float)):
+        # x ** 0 is constant: its gradient is 0 everywhere, also at x = 0 (0 * 0 ** -1 would be NaN).
+        return (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
+    return where(b == 0, 0.0, g * b * a ** (b - 1))
 
 
-def _div_vjp(ctx: Any, g: Any) -> tuple:
+def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
+    """d(a^b)/db = a^b log a; 0 where a == 0 and b >= 0 (PyTorch's convention)."""
     a, b = ctx.inputs
-    ga = g / b if ctx.needs[0] else None
-    # (a / b) / b, not a / (b * b): b * b underflows (denormal b) or overflows (1e30 in float32), as PyTorch.
-    gb = -g * (a / b / b) if ctx.needs[1] else None
-    return ga, gb
-
-
-def _pow_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    ga = gb = None
-    if ctx.needs[0]:
-        if isinstance(b, (int, float)):
-            # x ** 0 is constant: its gradient is 0 everywhere, also at x = 0 (0 * 0 ** -1 would be NaN).
-            ga = (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
-        else:
-            ga = where(b == 0, 0.0, g * b * a ** (b - 1))
-    if ctx.needs[1]:
-        # d(a^b)/db = a^b log a; define it as 0 where a == 0 (PyTorch's convention).
-        if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
-            gb = g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
-        else:
-            # 0 where a == 0 and b >= 0 (PyTorch's convention); 0 ** negative is inf, with log 0 = -inf.
-            masked = logical_and(a == 0, b >= 0)
-            gb = where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a)))
-    return ga, gb
+    if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
+        return g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
+    # 0 ** negative is inf, with log 0 = -inf.
+    masked = logical_and(a == 0, b >= 0)
+    return where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a)))
 
 
 def _minmax_vjp(pick_first: Any) -> Any:
@@ -189,15 +176,27 @@ def _minmax_vjp(pick_first: Any) -> Any:
     return vjp
 
 
-ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _add_vjp, save="none", onnx="Add",
+ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _ADD_VJP, save="none", onnx="Add",
              ufunc="add")
-SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _sub_vjp, save="none", onnx="Sub",
+SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _SUB_VJP, save="none", onnx="Sub",
              ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _mul_vjp, save="cross", onnx="Mul",
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx="Mul",
               ufunc="multiply")
-DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _div_vjp, onnx="Div", float_only=True,
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx="Div", float_only=True,
              ufunc="true_divide")
-POW = _binary("pow", lambda xp, x, y: xp.power(x, y), _pow_vjp, onnx="Pow", ufunc="power")
+def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
+    """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
+    exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
+    if (getattr(y, "ndim", 0) and y.dtype.kind in "iu" and getattr(x, "dtype", None) is not None
+            and x.dtype.kind in "iu" and bool((y < 0).any())):
+        negative = y < 0
+        base = xp.broadcast_to(x, xp.broadcast_shapes(x.shape, y.shape))
+        inverse = xp.where(base == 1, 1, xp.where(base == -1, 1 - 2 * (xp.abs(y) % 2), 0)).astype(base.dtype)
+        return xp.where(negative, inverse, xp.power(base, xp.where(negative, 0, y)))
+    return xp.power(x, y)
+
+
+POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
@@ -228,11 +227,10 @@ def _checked_int_division(op: str, fn: str) -> Any:
 FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
                        onnx=to_onnx.floor_divide)
 REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
-                    lambda ctx, g: (g,
-                                    # floor_divide, not floor(a / b): a / b rounds to -0 for
-                                    # a = 1e-40, b = -1e30, whose floor quotient is -1 (PyTorch's)
-                                    -g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach())
-                                    if ctx.needs[1] else None),
+                    (lambda ctx, g: g,
+                     # floor_divide, not floor(a / b): a / b rounds to -0 for a = 1e-40, b = -1e30,
+                     # whose floor quotient is -1 (PyTorch's)
+                     lambda ctx, g: -g * floor_divide(ctx.inputs[0].detach(), ctx.inputs[1].detach())),
                     onnx=to_onnx.remainder)
 
 
@@ -242,7 +240,7 @@ def _trunc(q: Any) -> Any:
 
 # C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
 FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
-               lambda ctx, g: (g, -g * _trunc(ctx.inputs[0] / ctx.inputs[1]) if ctx.needs[1] else None),
+               (lambda ctx, g: g, lambda ctx, g: -g * _trunc(ctx.inputs[0] / ctx.inputs[1])),
                onnx=to_onnx.fmod)
 
 for _name, _fn, _sym, _onnx in [
@@ -271,11 +269,7 @@ for _name, _bool_op, _int_op in [("bitwise_and", "And", "BitwiseAnd"), ("bitwise
 
 
 # ---- where, clamp, cast ----------------------------------------------------------------------
-def _where_vjp(ctx: Any, g: Any) -> tuple:
-    cond = ctx.inputs[0]
-    gx = where(cond, g, 0.0) if ctx.needs[1] else None
-    gy = where(cond, 0.0, g) if ctx.needs[2] else None
-    return None, gx, gy
+_WHERE_VJP = (None, lambda ctx, g: where(ctx.inputs[0], g, 0.0), lambda ctx, g: where(ctx.inputs[0], 0.0, g))
 
 
 def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
@@ -285,7 +279,7 @@ def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
 
 
 WHERE = register(OpDef(
-    name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_where_vjp,
+    name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_WHERE_VJP,
     shape_rule=_where_rule, onnx="Where", nondiff_inputs=(0,), save="first",
 ))
 
@@ -630,7 +624,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     if min is None and max is None:
-        raise ValueError("clamp: at least one of min and max must be given")
+        raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
         # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
         # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.

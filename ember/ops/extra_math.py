@@ -25,6 +25,7 @@ from ember.ops.elementwise import _unary, elementwise_rule
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.autograd import grad_mode
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -66,6 +67,33 @@ def _erfinv_impl(xp: Any, x: Any) -> Any:
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
                 save="output", float_only=True)
+
+
+# erfc and the scaled erfcx = exp(x^2) erfc(x) are primitives: 1 - erf(x) loses every digit of the upper
+# tail (erfc(3) was off by 1e-3 in float32, erfc(6) was 0 in float64), and log_ndtr's lower tail needs erfcx.
+def _special_impl(name: str) -> Any:
+    return lambda xp, x: special_function(xp, name)(x).astype(x.dtype, copy=False)
+
+
+ERFC = _unary("erfc", _special_impl("erfc"),
+              lambda ctx, g: (g * ew.exp(-ctx.inputs[0] * ctx.inputs[0]) * (-2 / math.sqrt(math.pi)),),
+              float_only=True, onnx=to_onnx.erfc)
+def _erfcx_vjp(ctx: Any, g: Any) -> tuple:
+    """d/dx erfcx(x) = 2 x erfcx(x) - 2 / sqrt(pi): the two terms cancel for large x (relative error ~ 2 x^2 eps),
+    so it is formed in float64, and above x = 30 from the asymptotic series
+    -(2 / sqrt(pi)) r (1/2 - 3/4 r + 15/8 r^2 - 105/16 r^3 + 945/32 r^4), r = 1 / x^2 (error < 1e-12)."""
+    (x,), out = ctx.inputs, ctx.out
+    wide = x.dtype.itemsize < 8
+    xw, ow = (x.to(dtypes.float64), out.to(dtypes.float64)) if wide else (x, out)
+    direct = xw * ow * 2.0 - 2 / math.sqrt(math.pi)
+    big = ew.clamp(xw, min=30.0)
+    r = 1.0 / (big * big)
+    series = r * (0.5 - r * (0.75 - r * (1.875 - r * (6.5625 - r * 29.53125)))) * (-2 / math.sqrt(math.pi))
+    slope = ew.where(xw > 30.0, series, direct)
+    return (g * (slope.to(x.dtype) if wide else slope),)
+
+
+ERFCX = _unary("erfcx", _special_impl("erfcx"), _erfcx_vjp, save="both", float_only=True)
 
 
 # ---- binary primitive: atan2 -----------------------------------------------------------------------
@@ -251,6 +279,16 @@ def erfinv(input: Any) -> Any:
     return dispatch.unary(ERFINV, input)
 
 
+def erfc(input: Any) -> Any:
+    """1 - erf(x) without cancellation: ``erfc(6.0)`` is 2.15e-17 in float64."""
+    return dispatch.unary(ERFC, input)
+
+
+def erfcx(input: Any) -> Any:
+    """exp(x^2) * erfc(x), finite for large x (``torch.special.erfcx``)."""
+    return dispatch.unary(ERFCX, input)
+
+
 arcsin, arccos, arctan, arcsinh, arccosh, arctanh, fix = asin, acos, atan, asinh, acosh, atanh, trunc
 
 
@@ -367,6 +405,9 @@ def xlogy(input: Any, other: Any) -> Any:
 
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
+    if isinstance(end, dispatch.Tensor) and isinstance(input, dispatch.Tensor) and end.dtype is not input.dtype:
+        raise RuntimeError(f"lerp: expected dtype {input.dtype} for `end` but got dtype {end.dtype}; convert it "
+                           f"with .to({input.dtype})")
     diff = end - input
     if isinstance(weight, dispatch.Tensor):
         return ew.where(ew.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
@@ -388,10 +429,16 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
 
 
 def _scaled_sum(input: Any, product: Any, beta: Any, alpha: Any) -> Any:
-    """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch."""
+    """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch,
+    whose gradient for input is still beta * grad = 0 * grad (NaN where grad is NaN or inf)."""
     out = product if alpha == 1 else product * alpha
     if beta == 0:
-        return out
+        if not (grad_mode.STATE.enabled and isinstance(input, dispatch.Tensor) and input.requires_grad):
+            return out
+        # input ** 0 is 1 for every input (NaN and inf too) and its gradient is 0 * grad; subtracting
+        # 1 - 1 = +0.0 leaves every value of out as it is, -0.0 included (adding +0.0 would not), and
+        # the two minus signs give input exactly 0 * grad, the sign of the zero included.
+        return out - (1 - input ** 0)
     return out + (input if beta == 1 else input * beta)
 
 

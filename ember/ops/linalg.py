@@ -13,12 +13,8 @@ from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
 
 
-def _matmul_vjp(ctx: Any, g: Any) -> tuple:
-    a, b = ctx.inputs
-    sa, sb = ctx.input_meta
-    ga = sum_to(matmul(g, b.mT), sa) if ctx.needs[0] else None
-    gb = sum_to(matmul(a.mT, g), sb) if ctx.needs[1] else None
-    return ga, gb
+# One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
+_MATMUL_VJP = (lambda ctx, g: matmul(g, ctx.inputs[1].mT), lambda ctx, g: matmul(ctx.inputs[0].mT, g))
 
 
 def _matmul_rule(a: Spec, b: Spec) -> Spec:
@@ -39,7 +35,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=_matmul_impl, vjp=_matmul_vjp,
+    name="matmul", category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
@@ -54,6 +50,9 @@ def matmul(input: Any, other: Any) -> Any:
                                f"convert one with .to({other.dtype}) or .to({input.dtype})")
         target = dtypes.promote_types(input.dtype, other.dtype)
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("matmul: not implemented for bool operands (PyTorch has no boolean matrix product); "
+                           "convert with .float() or .long() first")
     if input.ndim == 0 or other.ndim == 0:
         raise RuntimeError(f"matmul: both arguments need at least 1 dimension, got shapes {tuple(input.shape)} "
                            f"and {tuple(other.shape)}; use * for scalars")
@@ -97,6 +96,9 @@ def dot(input: Any, other: Any) -> Any:
     if input.ndim != 1 or other.ndim != 1 or input.shape[0] != other.shape[0]:
         raise RuntimeError(f"dot: expected 1-D tensors of equal size, got {tuple(input.shape)} and "
                            f"{tuple(other.shape)}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot: expected both vectors to have the same dtype, but found {input.dtype} and "
+                           f"{other.dtype}; convert one with .to(...)")
     return matmul(input, other)
 
 

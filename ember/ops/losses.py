@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
 from ember.ops import dispatch, elementwise as ew, reductions as red
-from ember.ops.elementwise import elementwise_rule, sum_to
+from ember.ops.elementwise import elementwise_rule
 from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwise_distance
 from ember.ops.registry import OpDef, register
+from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.creation import tensor
 from ember.ops.extra_math import xlogy
@@ -102,6 +104,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
     if target.dtype.category != 1:
         raise RuntimeError(f"{op}: expected target of class indices with an integer dtype (Long), got {target.dtype}"
                            f"; for class probabilities pass a float target with the input's shape to cross_entropy")
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        raise RuntimeError(f"{op}: expected target dtype to be Long or Byte, but got {target.dtype} (as PyTorch); "
+                           "convert the class indices with .long()")
     if input.ndim == 1:
         if target.ndim != 0:
             raise ValueError(f"{op}: for a 1-D input of shape {tuple(input.shape)} the target must be a scalar, got "
@@ -109,7 +114,9 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
         return input.unsqueeze(0), target.reshape(1), True
     if input.ndim < 1 or target.ndim != input.ndim - 1 or tuple(target.shape) != (input.shape[0],) + tuple(
             input.shape[2:]):
-        raise ValueError(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
+        # PyTorch's classes: a batch size mismatch is a ValueError, any other target shape a RuntimeError
+        batch = target.ndim >= 1 and target.shape[0] != input.shape[0]
+        raise (ValueError if batch else RuntimeError)(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
                          f"shape {tuple(input.shape)} (N, C, d1, ...), got target of shape {tuple(target.shape)}")
     return input, target, False
 
@@ -156,7 +163,7 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     """Softmax cross entropy over dim 1 with class-index or class-probability targets."""
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+        raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     classes = input.shape[class_dim]
@@ -210,15 +217,13 @@ def _bce_impl(xp: Any, p: Any, t: Any) -> Any:
     return (t - 1) * log_q - t * log_p
 
 
-def _bce_vjp(ctx: Any, g: Any) -> tuple:
-    p, t = ctx.inputs
-    sp, st = ctx.input_meta
+# One rule per input (the engine sums broadcast gradients back to each input's shape).
+_BCE_VJP = (
     # PyTorch's gradient: (p - t) / max(p (1 - p), 1e-12), finite at p = 0 and p = 1 like the loss.
-    gp = sum_to(g * (p - t) / ew.clamp((1.0 - p) * p, min=1e-12), sp) if ctx.needs[0] else None
-    gt = None
-    if ctx.needs[1]:  # PyTorch does not clamp the logs here: inf at p = 0 or 1
-        gt = sum_to(g * (ew.log1p(-p) - ew.log(p)), st)
-    return gp, gt
+    lambda ctx, g: g * (ctx.inputs[0] - ctx.inputs[1]) / ew.clamp((1.0 - ctx.inputs[0]) * ctx.inputs[0], min=1e-12),
+    # PyTorch does not clamp the logs here: inf at p = 0 or 1.
+    lambda ctx, g: g * (ew.log1p(-ctx.inputs[0]) - ew.log(ctx.inputs[0])),
+)
 
 
 def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
@@ -231,33 +236,30 @@ def _bce_logits_impl(xp: Any, x: Any, t: Any, *pos_weight: Any) -> Any:
 
 
 def _bce_logits_vjp(ctx: Any, g: Any) -> tuple:
+    """One function: with ``pos_weight`` the gradients share ``pw * t`` and ``softplus(-x)``."""
     x, t = ctx.inputs[0], ctx.inputs[1]
-    shapes = ctx.input_meta
-    s = ew.sigmoid(x)
     pw = ctx.inputs[2] if len(ctx.inputs) > 2 else None
     # PyTorch's gradient: sigmoid(x) - t (with pos_weight: (pw t + 1 - t) sigmoid(x) - pw t), formed
     # directly so the tails keep their digits and a logit of 0 gives 0.5 - t.
     if pw is None:
-        gx = g * (s - t) if ctx.needs[0] else None
-        gt = g * -x if ctx.needs[1] else None
-        return (sum_to(gx, shapes[0]) if gx is not None else None, sum_to(gt, shapes[1]) if gt is not None else None)
+        return (g * (ew.sigmoid(x) - t) if ctx.needs[0] else None), (g * -x if ctx.needs[1] else None)
     pwt = pw * t
     softplus_neg = -logsigmoid(x)
-    gx = g * ((pwt + 1.0 - t) * s - pwt) if ctx.needs[0] else None
+    gx = g * ((pwt + 1.0 - t) * ew.sigmoid(x) - pwt) if ctx.needs[0] else None
     gt = g * ((pw - 1.0) * softplus_neg - x) if ctx.needs[1] else None
     gpw = g * t * softplus_neg if ctx.needs[2] else None
-    return tuple(sum_to(v, shape) if v is not None else None for v, shape in zip((gx, gt, gpw), shapes))
+    return gx, gt, gpw
 
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = register(OpDef(
     name="binary_cross_entropy_with_logits", category="ternary", impl=_bce_logits_impl, vjp=_bce_logits_vjp,
-    shape_rule=elementwise_rule(), float_only=True,
+    shape_rule=elementwise_rule(), float_only=True, onnx=to_onnx.binary_cross_entropy_with_logits,
 ))
 
 
 BINARY_CROSS_ENTROPY = register(OpDef(
-    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_bce_vjp, shape_rule=elementwise_rule(),
-    float_only=True,
+    name="binary_cross_entropy", category="binary", impl=_bce_impl, vjp=_BCE_VJP, shape_rule=elementwise_rule(),
+    float_only=True, onnx=to_onnx.binary_cross_entropy,
 ))
 
 

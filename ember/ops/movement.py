@@ -202,30 +202,31 @@ def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tupl
     return out
 
 
-def _index_put_vjp(ctx: Any, g: Any) -> tuple:
+def _index_put_value_grad(ctx: Any, g: Any) -> Any:
+    """The value's gradient: g at the written positions (the engine sums a broadcast value back)."""
     index, index_tensors = ctx.attrs["index"], _saved_index_tensors(ctx, 2)
-    gx = None
-    if ctx.needs[0]:
-        gx = g if ctx.attrs.get("accumulate") else index_put(g, index, index_tensors, 0.0)
-    gv = None
-    if ctx.needs[1]:
-        from ember.ops.elementwise import sum_to, where
+    value_shape = tuple(ctx.input_meta[1])
+    mask = index_tensors[0] if len(index) == 1 and len(index_tensors) == 1 else None
+    if mask is not None and mask.dtype is dtypes.bool_ and tuple(mask.shape) == tuple(g.shape) \
+            and int(np.prod(value_shape)) == 1:
+        from ember.ops.elementwise import where
 
-        value_shape = tuple(ctx.input_meta[1])
-        mask = index_tensors[0] if len(index) == 1 and len(index_tensors) == 1 else None
-        if mask is not None and mask.dtype is dtypes.bool_ and tuple(mask.shape) == tuple(g.shape) \
-                and int(np.prod(value_shape)) == 1:
-            # x[mask] = scalar: sum g over the mask without selecting (a static shape, so graphs hold it)
-            gv = where(mask, g, 0.0).sum().reshape(value_shape)
-        else:
-            gv = sum_to(getitem_with(g, index, index_tensors), value_shape)
-    return (gx, gv) + (None,) * len(index_tensors)
+        # x[mask] = scalar: sum g over the mask without selecting (a static shape, so graphs hold it)
+        return where(mask, g, 0.0).sum().reshape(value_shape)
+    return getitem_with(g, index, index_tensors)
+
+
+# index_put(x, value, *index_tensors): one rule per differentiable input.
+_INDEX_PUT_VJP = (
+    lambda ctx, g: g if ctx.attrs.get("accumulate") else index_put(g, ctx.attrs["index"], _saved_index_tensors(ctx, 2), 0.0),
+    _index_put_value_grad,
+)
 
 
 INDEX_PUT = register(OpDef(
-    name="index_put", category="movement", impl=_index_put_impl, vjp=_index_put_vjp,
+    name="index_put", category="movement", impl=_index_put_impl, vjp=_INDEX_PUT_VJP,
     shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
-    onnx="ScatterND",
+    onnx=to_onnx.index_put,
 ))
 
 
@@ -341,9 +342,9 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
         raise RuntimeError(f"gather: index tensor must have the same number of dimensions as input "
                            f"({index.ndim} vs {x.ndim})")
     slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
-    if index.size and (index.max() >= x.shape[dim] or index.min() < -x.shape[dim]):
-        raise RuntimeError(f"gather: index {int(index.max())} is out of bounds for dimension {dim} with size "
-                           f"{x.shape[dim]}")
+    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
+        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
+        raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
     return xp.take_along_axis(x[slices], index, axis=dim)
 
 
@@ -368,8 +369,7 @@ GATHER = register(OpDef(
 
 SCATTER_ADD = register(OpDef(
     name="scatter_add", category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
-    vjp=lambda ctx, g: (g if ctx.needs[0] else None, None,
-                        g.gather(ctx.attrs["dim"], ctx.inputs[1]) if ctx.needs[2] else None),
+    vjp=(lambda ctx, g: g, None, lambda ctx, g: g.gather(ctx.attrs["dim"], ctx.inputs[1])),
     shape_rule=lambda x, index, src, dim: x, onnx=to_onnx.scatter_add,
 ))
 

@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 from ember import dtypes, random as ember_random
@@ -79,6 +80,27 @@ def _silu_vjp(ctx: Any, g: Any) -> tuple:
 SILU = register(OpDef(
     name="silu", category="unary", impl=_silu_impl, vjp=_silu_vjp, shape_rule=elementwise_rule(),
     onnx=to_onnx.silu, float_only=True,
+))
+
+
+# mish = x tanh(softplus(x)), PyTorch's formula. A primitive: the composite's backward formed upstream * x
+# before meeting tanh's zero slope, which overflowed to inf * 0 = NaN for |x| > 1e38 (torch gives 1 there).
+def _mish_impl(xp: Any, x: Any) -> Any:
+    return x * xp.tanh(xp.log1p(xp.exp(x)))
+
+
+def _mish_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    t = ew.tanh(ew.log1p(ew.exp(x)))
+    # x enters only where 1 - t^2 > 0, i.e. x below ~20: capping it keeps +inf * 0 out (the limit 1 at +inf,
+    # where torch's kernel forms inf * 0 = NaN) and changes nothing elsewhere.
+    capped = ew.clamp(x, max=1e4)
+    return (g * (t + capped * ew.sigmoid(x) * (1.0 - t * t)),)
+
+
+MISH = register(OpDef(
+    name="mish", category="unary", impl=_mish_impl, vjp=_mish_vjp, shape_rule=elementwise_rule(),
+    onnx=to_onnx.mish, float_only=True,
 ))
 
 
@@ -275,7 +297,9 @@ def hardswish(input: Any, inplace: bool = False) -> Any:
 
 
 def mish(input: Any, inplace: bool = False) -> Any:
-    return input * ew.tanh(softplus(input))
+    """x * tanh(softplus(x)) (a primitive: finite gradients at every finite x, as PyTorch)."""
+    _float_input(input, "mish")
+    return _maybe_inplace(input, lambda t: dispatch.unary(MISH, t), inplace, "mish_")
 
 
 def softsign(input: Any) -> Any:
@@ -318,18 +342,19 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     return out.reshape(lead + (w.shape[0],))
 
 
-def _linear_vjp(ctx: Any, g: Any) -> tuple:
-    x, w = ctx.inputs[:2]
-    g2 = g.reshape(-1, g.shape[-1])
-    gx = g2.matmul(w).reshape(ctx.input_meta[0]) if ctx.needs[0] else None
-    gw = g2.mT.matmul(x.reshape(-1, x.shape[-1])) if ctx.needs[1] else None
-    if len(ctx.input_meta) == 2:
-        return gx, gw
-    return gx, gw, (red.sum(g2, 0) if ctx.needs[2] else None)
+def _rows(t: Any) -> Any:
+    """``t`` as a matrix of rows (all leading dimensions flattened)."""
+    return t.reshape(-1, t.shape[-1])
+
+
+# One rule per input (x, weight, optional bias), each called only when that input needs a gradient.
+_LINEAR_VJP = (lambda ctx, g: _rows(g).matmul(ctx.inputs[1]).reshape(ctx.input_meta[0]),
+               lambda ctx, g: _rows(g).mT.matmul(_rows(ctx.inputs[0])),
+               lambda ctx, g: red.sum(_rows(g), 0))
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_linear_vjp, onnx=to_onnx.linear, autocast="lower",
+    name="linear", category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))
@@ -347,8 +372,19 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     mean = x.mean(axis=axes, keepdims=True)
     y = x - mean
     var = (y * y).mean(axis=axes, keepdims=True)
+    if bool((mean * mean > 4096.0 * var).any()):
+        # A mean far above the spread (|mean| > 64 std, e.g. 1e7 + [0, 1, 2, 3] in float32) was rounded by more
+        # than the spread's digits: one correction pass (the mean of the centered values) restores them.
+        shift = y.mean(axis=axes, keepdims=True)
+        y -= shift
+        mean = mean + shift
+        var = (y * y).mean(axis=axes, keepdims=True)
     rstd = 1.0 / xp.sqrt(var + eps)
     y *= rstd
+    overflow = ~xp.isfinite(var)
+    if bool(overflow.any()):  # rare: squares that overflow (|x| > 1.8e19 in float32), or inf/NaN inputs
+        scaled = _scaled_normalize(xp, x, axes, eps)
+        mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
     if has_weight:
         y *= affine[0]
         affine = affine[1:]
@@ -357,6 +393,21 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     if low is not None:
         return y.astype(low), mean.astype(low), rstd.astype(low)
     return y, mean, rstd
+
+
+def _scaled_normalize(xp: Any, x: Any, axes: tuple, eps: float) -> tuple:
+    """(mean, normalized x, 1 / std) computed on ``x / s``, s = each slice's largest magnitude, for slices
+    whose sum or squares overflow (|x| > 1.8e19 in float32): no intermediate exceeds ``max |x|``.
+    PyTorch gives NaN there in layer_norm (and 0 or the right value in batch_norm, by memory layout)."""
+    scale = xp.max(xp.abs(x), axis=axes, keepdims=True)
+    scale = xp.where(xp.isfinite(scale) & (scale > 0), scale, 1).astype(x.dtype)
+    xs = x / scale
+    mean_s = xs.mean(axis=axes, keepdims=True)
+    ys = xs - mean_s
+    # In float64: for a constant slice of 3e38, eps / s^2 is 1e-82 and its root a float32 denormal.
+    wide = scale.astype(xp.float64)
+    root = xp.sqrt((ys * ys).mean(axis=axes, keepdims=True, dtype=xp.float64) + (eps / wide) / wide)
+    return mean_s * scale, (ys / root).astype(x.dtype), (1 / (wide * root)).astype(x.dtype)
 
 
 def _layer_norm_composite(x: Any, count: int, eps: float) -> Any:
@@ -417,6 +468,8 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)
     xhat = (x - mean) * rstd
+    if bool((mean * mean * rstd * rstd > 4096.0).any()):  # |mean| > 64 std: the forward's correction pass
+        xhat -= xhat.mean(axis=axes, keepdims=True)
     gw = (g * xhat).sum(axis=lead) if lead else g * xhat
     gb = g.sum(axis=lead) if lead else g.copy()
     gxhat = g * weight[0] if weight else g
@@ -447,6 +500,11 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"layer_norm: {name} of shape {tuple(t.shape)} must match normalized_shape {shape}")
+        # PyTorch mixes dtypes only for a 16-bit input with float32 parameters (autocast's case)
+        if t is not None and t.dtype is not input.dtype and not (input.dtype.itemsize == 2 and
+                                                                t.dtype is dtypes.float32):
+            raise RuntimeError(f"layer_norm: mixed dtype: expected {name} to have dtype {input.dtype} (the input's), "
+                               f"got {t.dtype}; convert it with .to({input.dtype})")
     args = (input,) + tuple(t for t in (weight, bias) if t is not None)
     out, _, _ = dispatch.apply(LAYER_NORM, args, {"count": len(shape), "eps": float(eps),
                                                   "has_weight": weight is not None})
@@ -515,10 +573,10 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
                   bias: Any = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
-    dims = tuple(range(2, input.ndim))
-    mean = red.mean(input, dims, keepdim=True)
-    centered = input - mean
-    out = centered * ew.rsqrt(red.mean(centered * centered, dims, keepdim=True) + eps)
+    # The layer_norm primitive over each (sample, channel) slice: its backward is one pass, and its
+    # statistics survive values whose squares overflow (the composite gave 0 there).
+    flat = input.reshape(input.shape[0], input.shape[1], -1)
+    out = layer_norm(flat, (flat.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(view)
@@ -532,10 +590,8 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if c % num_groups:
         raise RuntimeError(f"group_norm: expected number of channels in input ({c}) to be divisible by num_groups "
                            f"({num_groups})")
-    grouped = input.reshape(n, num_groups, -1)
-    mean = red.mean(grouped, 2, keepdim=True)
-    centered = grouped - mean
-    out = (centered * ew.rsqrt(red.mean(centered * centered, 2, keepdim=True) + eps)).reshape(tuple(input.shape))
+    grouped = input.reshape(n, num_groups, -1)  # the layer_norm primitive over each group (as instance_norm)
+    out = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(view)
@@ -588,37 +644,81 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
 
 
 def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: bool = False) -> Any:
+    """Dropout for SELU networks: dropped elements take SELU's negative saturation and the result is rescaled
+    to keep zero mean and unit variance (PyTorch's formula)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"alpha_dropout: dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    raise NotImplementedError("alpha_dropout: only the evaluation path (training=False) is implemented")
+    if p == 1.0:
+        return _maybe_inplace(input, lambda t: t * 0.0, inplace, "alpha_dropout_")
+    from ember.creation import _wrap_array  # creation imports ember.ops (the cycle dropout's import breaks too)
+
+    alpha = -1.7580993408473766  # -scale * alpha of SELU
+    a = ((1 - p) * (1 + p * alpha ** 2)) ** -0.5
+    keep = _wrap_array(ember_random.sample_bernoulli(tuple(input.shape), input.dtype, input.device, None, 1.0 - p),
+                       input._device)
+    return _maybe_inplace(input, lambda t: (t * keep + (1 - keep) * alpha) * a + (-a * alpha * p), inplace,
+                          "alpha_dropout_")
 
 
 def dropout1d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
-    return _channel_dropout(input, p, training, 3)
+    """Zero whole channels of (N, C, L) or (C, L) with probability ``p``; other ranks are refused (as torch)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, "dropout1d", batched=input.ndim == 3)
 
 
 def dropout2d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
-    return _channel_dropout(input, p, training, 4)
+    """Zero whole channels of (N, C, H, W). As torch, a 3-D input is read as (N, C, L) (with its warning)."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead.", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, "dropout2d", batched=True)
 
 
-def _channel_dropout(input: Any, p: float, training: bool, batched_ndim: int) -> Any:
-    """Drop whole channels: one Bernoulli draw per (sample, channel)."""
+def dropout3d(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W); other ranks warn as in torch."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead.", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, "dropout3d", batched=input.ndim == 5)
+
+
+def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: str, batched: bool) -> Any:
+    """Drop whole channels: one Bernoulli draw per (sample, channel). Without a batch dim the first dim is the
+    channel (torch unsqueezes a batch of one, as here)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"{op}: dropout probability has to be between 0 and 1, but got {p}")
+    lead = tuple(input.shape) if batched else (1,) + tuple(input.shape)
+    if len(lead) < 2:
+        raise RuntimeError(f"{op}: Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{tuple(input.shape)}")
     if not training or p == 0.0:
         return input
     from ember.creation import _wrap_array
 
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    if input.ndim == batched_ndim - 1:
-        shape = (input.shape[0],) + (1,) * (input.ndim - 1)
+    shape = lead[:2] + (1,) * (len(lead) - 2)
+    shape = shape if batched else shape[1:]
     if dispatch.is_symbolic(input):  # building a graph: the mask is a random node, drawn anew at each run
         mask = ember_random.graph_sample("bernoulli", shape, input.dtype, input.device, like=input, p=1.0 - p,
                                          scale=1.0 / (1.0 - p) if p < 1.0 else 0.0)
         if mask is not None:
-            return input * mask
+            return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
     keep = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
     if p < 1.0:
         keep *= 1.0 / (1.0 - p)
-    return input * _wrap_array(keep, input._device)
+    mask = _wrap_array(keep, input._device)
+    return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
 
 
 # ---- embedding, one_hot --------------------------------------------------------------------------

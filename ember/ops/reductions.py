@@ -3,7 +3,10 @@ plus ``sum_to`` (the adjoint of broadcasting). var/std/logsumexp/norm are compos
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
+
+import numpy as np  # np.errstate only: the float32 pass may overflow before its float64 redo
 
 from ember import dtypes
 from ember.ops import dispatch, elementwise
@@ -101,23 +104,33 @@ MEAN = register(OpDef(
 
 
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
-    """d prod / d x_i = product of the other elements, computed without dividing by zero.
+    """d prod / d x_i = the product of the other elements, computed without dividing by 0 or inf.
 
-    With no zero in a slice it is prod / x_i; with one zero, the zero's entry is the product of
-    the nonzero others and the rest get (that product / x_i) * (the zero, which is 0 but carries
-    the second derivative); with two or more zeros every entry is 0.
+    The ordinary elements (neither 0 nor +-inf) give ``P / x_i`` with P their product; the special ones
+    among the *others* multiply in afterwards: no zero -> 1, one zero -> that zero's value (0, but it
+    carries the second derivative), more -> 0; no infinity -> 1, else +-inf with the sign of their
+    product. So ``[inf, 1, 2, 3]`` gets ``[6, inf, inf, inf]`` and ``[0, 0, 2]`` gets zeros, the product
+    of the others as PyTorch computes it whenever the tensor holds a zero (without one, torch divides
+    ``result / x`` and gives inf / inf = NaN at an infinite element: docs/special-points.md).
     """
     (x,) = ctx.inputs
     dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
     shape = ctx.input_meta[0]
-    zero = x == 0
-    safe = where(zero, 1.0, x)
-    n_zero = expand_reduced(_reduce(SUM, zero, dims, True), shape, dims, True)
-    nonzero_prod = expand_reduced(_reduce(PROD, safe, dims, True), shape, dims, True)
-    zero_value = expand_reduced(_reduce(SUM, where(zero, x, 0.0), dims, True), shape, dims, True)
-    others = where(n_zero == 0, nonzero_prod / safe,
-                   where(n_zero == 1, where(zero, nonzero_prod, nonzero_prod / safe * zero_value), 0.0))
-    return (expand_reduced(g, shape, dims, keepdim) * others,)
+
+    def over_slice(op: OpDef, t: Any) -> Any:  # reduce over the slice, broadcast back to the input's shape
+        return expand_reduced(_reduce(op, t, dims, True), shape, dims, True)
+
+    zero, inf = x == 0, isinf(x)
+    safe = where(zero | inf, 1.0, x)
+    others = over_slice(PROD, safe) / safe
+    zeros_here = where(zero, x, 0.0)
+    zeros_elsewhere = over_slice(SUM, zero) - zero.to(dtypes.int64)
+    zero_factor = where(zeros_elsewhere == 0, 1.0,
+                        where(zeros_elsewhere == 1, over_slice(SUM, zeros_here) - zeros_here, 0.0))
+    inf_sign = where(inf, sign(x), 1.0)
+    infs_elsewhere = over_slice(SUM, inf) - inf.to(dtypes.int64)
+    inf_factor = where(infs_elsewhere == 0, 1.0, over_slice(PROD, inf_sign) * inf_sign * float("inf"))
+    return (expand_reduced(g, shape, dims, keepdim) * (others * zero_factor * inf_factor),)
 
 
 PROD = register(OpDef(
@@ -369,20 +382,79 @@ def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
     return dispatch.apply(CUMSUM, (input,), {"dim": d})
 
 
-def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch)."""
+# ---- var / std: one primitive, PyTorch's accumulation ---------------------------------------------
+def _var_impl(xp: Any, x: Any, dims: tuple | None = None, correction: float = 1.0, keepdim: bool = False,
+              root: bool = False) -> Any:
+    """Variance (``root``: its square root) with Bessel's ``correction``, as precise as PyTorch's CPU kernel,
+    which accumulates float32 in float64: a float32 two-pass runs first and is redone in float64 only where it
+    cannot be trusted (squares that overflow above 1.8e19, or a mean more than 64 spreads away from the data,
+    where the float32 mean eats the spread: var([1e7, 1e7 + 1, 1e7 + 2, 1e7 + 3]) is 1.667, not 2.0)."""
+    axis = _axis(dims)
+    count = x.size if dims is None else math.prod(x.shape[d] for d in dims)
+    divisor = builtin_max(count - correction, 0)
+    low = x.dtype.itemsize < 8
+    work = x.astype(xp.float32) if x.dtype.itemsize == 2 else x  # float16/bfloat16: float32 math, as sum
+    with np.errstate(all="ignore"):
+        mean = work.mean(axis=axis, keepdims=True)
+        centered = work - mean
+        total = (centered * centered).sum(axis=axis, keepdims=True)
+        if low and bool((~xp.isfinite(total) | (mean * mean * divisor > 4096.0 * total)).any()):
+            wide = x.astype(xp.float64)
+            centered = wide - wide.mean(axis=axis, keepdims=True)
+            total = (centered * centered).sum(axis=axis, keepdims=True)
+        out = total / divisor if divisor else total * xp.nan
+        if root:
+            out = xp.sqrt(out)
+    if not keepdim:
+        out = out.reshape(_reduced_shape(x.shape, dims, False))
+    return xp.asarray(out).astype(x.dtype, copy=False)
+
+
+def _var_vjp(ctx: Any, g: Any) -> tuple:
+    """PyTorch's closed form 2 (x - mean) / (n - correction) (std: divided by 2 std, 0 where std is 0), written
+    in ember ops so that second derivatives see the mean move."""
+    (x,) = ctx.inputs
+    dims, keepdim = ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    correction, root = ctx.attrs.get("correction", 1.0), ctx.attrs.get("root", False)
+    shape = ctx.input_meta[0]
+    count = 1
+    for i, size in enumerate(shape):
+        if dims is None or i in dims:
+            count *= size
+    divisor = builtin_max(count - correction, 0)
+    centered = x - _reduce(MEAN, x, dims, True)
+    upstream = expand_reduced(g, shape, dims, keepdim)
+    if root:
+        std = expand_reduced(ctx.out, shape, dims, keepdim)
+        zero = std == 0
+        # scale the upstream first: centered * upstream alone can overflow next to values of 3e38
+        upstream = where(zero, 0.0, upstream / where(zero, 1.0, std) / divisor if divisor else float("nan"))
+        return (upstream * centered,)
+    return (upstream * (2.0 / divisor if divisor else float("nan")) * centered,)
+
+
+VAR = register(OpDef(
+    name="var", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
+    onnx=to_onnx.variance,
+))
+
+
+def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
     if unbiased is not None:
         correction = 1 if unbiased else 0
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
-    dims = normalize_dims(dim, input.ndim, "var")
-    count = 1
-    for i, s in enumerate(input.shape):
-        if dims is None or i in dims:
-            count *= s
-    centered = input - mean(input, dims, keepdim=True)
-    return sum(centered * centered, dims, keepdim=keepdim) / builtin_max(count - correction, 0)
+    dims = normalize_dims(dim, input.ndim, op)
+    return dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
+                                          "root": root})
+
+
+def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+    """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated as PyTorch's.
+
+    Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
+    return _variance(input, dim, correction, keepdim, unbiased, "var", False)
 
 
 def _sqrt_zero_grad(s: Any) -> Any:
@@ -393,7 +465,9 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
-    return _sqrt_zero_grad(var(input, dim, correction=correction, keepdim=keepdim, unbiased=unbiased))
+    """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
+    std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
+    return _variance(input, dim, correction, keepdim, unbiased, "std", True)
 
 
 def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
@@ -413,6 +487,9 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
+                           "convert with .float()")
     dims = normalize_dims(dim, input.ndim, "norm")
     if p in ("fro", 2, 2.0):
         return _sqrt_zero_grad(sum(input * input, dims, keepdim=keepdim))
@@ -437,6 +514,6 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
 
 
 import builtins as _builtins  # noqa: E402
-from ember.ops.elementwise import abs as absolute, exp, isinf, log, sqrt, where
+from ember.ops.elementwise import abs as absolute, exp, isinf, log, sign, sqrt, where
 
 builtin_max = _builtins.max

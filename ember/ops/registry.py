@@ -4,8 +4,12 @@ An :class:`OpDef` holds everything ember knows about an op:
 
 * ``impl(xp, *arrays, **attrs)`` - the forward, written once against an array namespace;
 * ``shape_rule(*specs, **attrs)`` - output (shape, dtype) without computing (used by tracers);
-* ``vjp(ctx, grad)`` - the backward, written in ember ops so it can itself be differentiated,
-  traced and exported;
+* ``vjp`` - the backward, written in ember ops so it can itself be differentiated, traced and
+  exported: one rule per input, ``(lambda ctx, g: g * ctx.inputs[1], lambda ctx, g: g * ctx.inputs[0])``
+  (``None`` for an input without gradient), which the engine calls only for inputs that need a
+  gradient; or one function ``vjp(ctx, g) -> tuple`` where the inputs' gradients share work (it may
+  test ``ctx.needs[i]``). Either way the rule says only the math: :meth:`OpDef.input_grads` sums
+  broadcast gradients back to each input's shape and drops unneeded ones;
 * ``onnx`` - the ONNX op name (or a callable building nodes) for export;
 * ``flops(inputs, outputs, attrs)`` / ``bytes_moved(inputs, outputs, attrs)`` - the work an op does, from
   specs (shapes and dtypes) only; ``None`` takes its category's default (:mod:`ember.ops.cost`);
@@ -42,7 +46,7 @@ class OpDef:
     name: str
     category: str  # unary | binary | ternary | reduction | movement | linalg | nn | cast | creation
     impl: Callable[..., Any]
-    vjp: Callable[..., Any] | None = None
+    vjp: Callable[..., Any] | tuple | None = None  # one function, or one rule per input (see above)
     shape_rule: Callable[..., Any] | None = None
     save: str = "inputs"
     onnx: Any = None
@@ -83,12 +87,28 @@ class OpDef:
         """Run the vjp rule and finish its answer, once for every rule and both gradient walkers
         (eager autograd, symbolic ``ember.graph.gradients``): gradients an input does not need become
         None, and a gradient with its output's broadcast shape is summed back to its input's shape
-        (the adjoint of broadcasting). So rules say only the math: ``mul``'s is ``(g * b, g * a)``."""
-        result = self.vjp(ctx, grad)
+        (the adjoint of broadcasting). So rules say only the math: ``mul``'s is ``(g * b, g * a)``,
+        one rule per input, and the rules of inputs that need no gradient are never called (a conv's
+        input gradient when only its weight trains)."""
+        needs, shapes = ctx.needs, ctx.input_meta
+        vjp = self.vjp
+        out = []
+        if vjp.__class__ is tuple:  # one rule per input: compute only what is needed
+            rules = len(vjp)
+            for i, need in enumerate(needs):
+                rule = vjp[i] if need and i < rules else None
+                if rule is None:
+                    out.append(None)
+                    continue
+                g = rule(ctx, grad)
+                shape = shapes[i]
+                if g is not None and g.shape != shape and tuple(g.shape) != tuple(shape):
+                    g = g.sum_to_size(tuple(shape))
+                out.append(g)
+            return tuple(out)
+        result = vjp(ctx, grad)
         if not isinstance(result, tuple):
             result = (result,)
-        needs, shapes = ctx.needs, ctx.input_meta
-        out = []
         for i, g in enumerate(result):
             if g is not None and i < len(needs) and not needs[i]:
                 g = None

@@ -191,6 +191,8 @@ def contiguous(input: Any) -> Any:
 
 
 def narrow(input: Any, dim: int, start: int, length: int) -> Any:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor; reshape it to 1-D first")
     d = input._dim(dim, "narrow")
     size = input.shape[d]
     if isinstance(start, dispatch.Tensor):
@@ -211,6 +213,10 @@ def narrow(input: Any, dim: int, start: int, length: int) -> Any:
 
 def select(input: Any, dim: int, index: int) -> Any:
     d = input._dim(dim, "select")
+    size = input.shape[d]
+    if isinstance(index, int) and not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension "
+                         f"{d}")
     return getitem(input, (slice(None),) * d + (index,))
 
 
@@ -329,8 +335,14 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
     source = [source] if isinstance(source, int) else list(source)
     destination = [destination] if isinstance(destination, int) else list(destination)
     n = input.ndim
-    source = [s % n for s in source]
-    destination = [d % n for d in destination]
+    if len(source) != len(destination):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({source} dims) should contain the "
+                           f"same number of dims as destination ({destination} dims)")
+    source = [input._dim(s, "movedim") for s in source]
+    destination = [input._dim(d, "movedim") for d in destination]
+    for name, dims in (("source", source), ("destination", destination)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     order = [i for i in range(n) if i not in source]
     for d, s in sorted(zip(destination, source)):
         order.insert(d, s)
@@ -348,26 +360,37 @@ def triu(input: Any, diagonal: int = 0) -> Any:
     return dispatch.apply(TRIU, (input,), {"diagonal": diagonal})
 
 
+def _integer_index(op: str, index: Any) -> None:
+    if not isinstance(index, dispatch.Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
+        got = index.dtype if isinstance(index, dispatch.Tensor) else type(index).__name__
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index, got {got}; pass integer indices "
+                           "(index.long())")
+
+
 def index_select(input: Any, dim: int, index: Any) -> Any:
     d = input._dim(dim, "index_select")
+    _integer_index("index_select", index)
     if index.ndim > 1:
         raise IndexError(f"index_select: index must be 0-D or 1-D, got shape {tuple(index.shape)}")
     size = input.shape[d]
     if index.numel() and not dispatch.is_symbolic(index):
         lo, hi = int(index.min()), int(index.max())
-        if hi >= size or lo < -size:
+        if hi >= size or lo < 0:  # PyTorch refuses negative indices here (unlike x[index])
             raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
                              f"with size {size} (input shape {tuple(input.shape)})")
     return getitem(input, (slice(None),) * d + (index.reshape(-1),))
 
 
 def gather(input: Any, dim: int, index: Any) -> Any:
+    _integer_index("gather", index)
     return dispatch.apply(GATHER, (input, index), {"dim": input._dim(dim, "gather")})
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
+    _integer_index("scatter_add", index)
     if src.dtype is not input.dtype:
-        src = dispatch.cast(src, input.dtype)
+        raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
+                           f"{src.dtype}; convert src with .to({input.dtype})")
     return dispatch.apply(SCATTER_ADD, (input, index, src), {"dim": input._dim(dim, "scatter_add")})
 
 
@@ -376,6 +399,10 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
     from ember import creation
 
     d = input._dim(dim, "scatter")
+    _integer_index("scatter", index)
+    if isinstance(src, dispatch.Tensor) and src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
+                           f"{src.dtype}; convert src with .to({input.dtype})")
     if src is None:
         src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
     if not isinstance(src, dispatch.Tensor):
@@ -392,6 +419,11 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
                            "pass a comparison (x > 0) or mask.bool()")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
+    if isinstance(mask, dispatch.Tensor):
+        pairs = zip(reversed(tuple(mask.shape)), reversed(tuple(input.shape)))
+        if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
+            raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
+                               f"shape {tuple(input.shape)}")
     return where(mask, value, input)
 
 
@@ -542,14 +574,13 @@ def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
 
 
 def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
-    shape, steps = tuple(ctx.input_meta[0]), ctx.attrs["steps"]
-    positions = _positions_tensor(shape, steps, g)
+    """One function: both gradients read the overwritten positions. The base's is g with them zeroed,
+    the value's is g at them (the engine sums a broadcast value back to its shape)."""
+    shape = tuple(ctx.input_meta[0])
+    positions = _positions_tensor(shape, ctx.attrs["steps"], g)
     flat = reshape(g, -1)
     grad_base = reshape(index_put(flat, _FLAT, [positions], 0.0), shape) if ctx.needs[0] else None
-    grad_value = None
-    if ctx.needs[1]:
-        grad_value = sum_to(getitem_with(flat, _FLAT, [positions]), tuple(ctx.input_meta[1]))
-    return grad_base, grad_value
+    return grad_base, (getitem_with(flat, _FLAT, [positions]) if ctx.needs[1] else None)
 
 
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.

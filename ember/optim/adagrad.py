@@ -5,16 +5,12 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from ember.autograd import grad_mode
-from ember.creation import full_like
-from ember.optim.optimizer import (
-    Optimizer, new_step_tensor, prepared_grad, prepared_grad_array, run_kernel, to_scalar, unsupported,
-    use_fast_path,
-)
-from ember.tensor import Tensor
 from ember import dtypes
+from ember.creation import full_like
+from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
+from ember.tensor import Tensor
 
 
 class Adagrad(Optimizer):
@@ -43,68 +39,27 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        for group in self.param_groups:
+        for group in self.param_groups:  # torch makes the state of every parameter up front
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = new_step_tensor()
-                state["sum"] = full_like(p, group["initial_accumulator_value"])
+                self.state[p].update(self.init_state(p, group))
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        fast = use_fast_path()
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                options = (to_scalar(group["lr"]), group["lr_decay"], group["weight_decay"], group["eps"],
-                           group["maximize"])
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:  # a parameter added later with add_param_group
-                        state["step"] = new_step_tensor()
-                        state["sum"] = full_like(p, group["initial_accumulator_value"])
-                    if fast:
-                        self._update_arrays(p, state, *options)
-                    else:
-                        _update_tensors(p, state, *options)
-        return loss
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
+        return {"step": new_step_tensor(), "sum": full_like(p, group["initial_accumulator_value"])}
 
-    def _update_arrays(self, p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
-                       maximize: bool) -> None:
-        """Eager fast path: :func:`_update_tensors` as in-place ufuncs on the arrays."""
-        bufs = self._scratch_for(p, 2 if (weight_decay or maximize) else 1)
-        step_data = state["step"]._data
-        step_data += 1
-        clr = lr / (1 + (float(step_data) - 1) * lr_decay)
-        run_kernel(p._device.type == "cpu", p._device.xp, _kernel,
-                   (p._data, p.grad._data, state["sum"]._data, bufs[0] if len(bufs) > 1 else None, bufs[-1]),
-                   clr=clr, eps=eps, weight_decay=weight_decay, maximize=maximize)
-        p._bump()
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """The decayed rate is a tensor op on ``state['step']`` (float64, as torch's Python floats)."""
+        step_t = state["step"]
+        step_t.add_(1)
+        clr = hp["lr"] / (1 + (step_t.to(dtypes.float64) - 1) * hp["lr_decay"])
+        if p.device != clr.device:
+            clr = clr.to(p.device)
+        g = with_weight_decay(grad, p, hp)
+        total = state["sum"]
+        total.add_(g * g)
+        std = total.sqrt() + hp["eps"]
+        p.add_(g / std * -clr)
 
 
-def _kernel(xp: Any, param: Any, grad: Any, total: Any, grad_buf: Any, tmp: Any, *, clr: float, eps: float,
-            weight_decay: float, maximize: bool) -> None:
-    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
-    g = prepared_grad_array(xp, grad, param, weight_decay, maximize, grad_buf)
-    xp.multiply(g, g, out=tmp)
-    total += tmp
-    xp.sqrt(total, out=tmp)
-    tmp += eps
-    xp.divide(g, tmp, out=tmp)
-    tmp *= -clr
-    param += tmp
-
-
-def _update_tensors(p: Tensor, state: dict, lr: float, lr_decay: float, weight_decay: float, eps: float,
-                    maximize: bool) -> None:
-    """Reference update in ember ops; the decayed rate is a tensor op on ``state['step']`` (traceable)."""
-    step_t = state["step"]
-    step_t.add_(1)
-    clr = lr / (1 + (step_t.to(dtypes.float64) - 1) * lr_decay)
-    if p.device != clr.device:
-        clr = clr.to(p.device)
-    g = prepared_grad(p.grad, p, weight_decay, maximize)
-    total = state["sum"]
-    total.add_(g * g)
-    std = total.sqrt() + eps
-    p.add_(g / std * -clr)
+__all__ = ["Adagrad"]

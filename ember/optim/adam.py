@@ -6,18 +6,15 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from ember import dtypes
-from ember.autograd import grad_mode
 from ember.creation import zeros_like
 from ember.ops.elementwise import maximum
 from ember.optim.optimizer import (
-    Optimizer, lerp_array_, new_step_tensor, prepared_grad, prepared_grad_array, run_kernel, to_scalar,
-    unsupported, use_fast_path,
+    Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay,
 )
 from ember.tensor import Tensor
-from ember.backends import native_kernel
 
 
 class Adam(Optimizer):
@@ -51,101 +48,40 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        fast = use_fast_path()
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                beta1, beta2 = group["betas"]
-                options = (to_scalar(group["lr"]), to_scalar(beta1), to_scalar(beta2), group["eps"],
-                           group["weight_decay"], group["amsgrad"], group["maximize"],
-                           group.get("decoupled_weight_decay", False))
-                amsgrad = options[5]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state["step"] = new_step_tensor()
-                        state["exp_avg"] = zeros_like(p)
-                        state["exp_avg_sq"] = zeros_like(p)
-                        if amsgrad:
-                            state["max_exp_avg_sq"] = zeros_like(p)
-                    if fast:
-                        self._update_arrays(p, state, *options)
-                    else:
-                        _update_tensors(p, state, *options)
-        return loss
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
+        state = {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
 
-    def _update_arrays(self, p: Tensor, state: dict, lr: float, beta1: float, beta2: float, eps: float,
-                       weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
-        """Eager fast path: :func:`_update_tensors` as in-place ufuncs on the arrays."""
-        l2 = bool(weight_decay) and not decoupled
-        bufs = self._scratch_for(p, 2 if (l2 or maximize) else 1)
-        step_data = state["step"]._data
-        step_data += 1
-        step = float(step_data)
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor Adam. The step-dependent factors are tensor ops on ``state['step']`` (in
+        float64, as torch's Python floats), so a traced step keeps counting instead of freezing the bias
+        correction of the step it was traced at."""
+        lr, (beta1, beta2), eps = hp["lr"], hp["betas"], hp["eps"]
+        decoupled = hp.get("decoupled_weight_decay", False)
+        step_t = state["step"]
+        step_t.add_(1)
+        if decoupled and hp.nonzero("weight_decay"):
+            p.mul_(1 - lr * hp["weight_decay"])
+        g = grad if decoupled else with_weight_decay(grad, p, hp)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        exp_avg.add_((g - exp_avg) * (1 - beta1))
+        exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
+        step = step_t.to(dtypes.float64)
         bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        max_exp_avg_sq = state["max_exp_avg_sq"]._data if amsgrad else None
-        kernel = _kernel
-        if not (amsgrad or maximize or (weight_decay and not decoupled)) and _native_ok(p, state):
-            kernel = _native_kernel
-        run_kernel(p._device.type == "cpu", p._device.xp, kernel,
-                   (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data, max_exp_avg_sq,
-                    bufs[0] if len(bufs) > 1 else None, bufs[-1]),
-                   lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
-                   maximize=maximize, step_size=lr / bias_correction1,
-                   bias_correction2_sqrt=bias_correction2 ** 0.5, cache_blocks=kernel is _kernel)
-        p._bump()
-
-
-def _kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any, grad_buf: Any,
-            tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float, weight_decay: float, decoupled: bool,
-            maximize: bool, step_size: float, bias_correction2_sqrt: float) -> None:
-    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
-    if weight_decay and decoupled:
-        param *= 1 - lr * weight_decay
-    g = prepared_grad_array(xp, grad, param, 0 if decoupled else weight_decay, maximize, grad_buf)
-    lerp_array_(xp, exp_avg, g, 1 - beta1, tmp)
-    exp_avg_sq *= beta2
-    xp.multiply(g, 1 - beta2, out=tmp)
-    tmp *= g
-    exp_avg_sq += tmp
-    second = exp_avg_sq
-    if max_exp_avg_sq is not None:
-        second = xp.maximum(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
-    xp.sqrt(second, out=tmp)
-    tmp /= bias_correction2_sqrt
-    tmp += eps
-    xp.divide(exp_avg, tmp, out=tmp)
-    tmp *= -step_size
-    param += tmp
-
-
-def _native_ok(p: Tensor, state: dict) -> bool:
-    """The one-pass native kernel applies: CPU, float32/float64, contiguous buffers, numba present."""
-    if p._device.type != "cpu" or p._data.dtype.char not in "fd":
-        return False
-    arrays = (p._data, p.grad._data, state["exp_avg"]._data, state["exp_avg_sq"]._data)
-    if not all(a.flags.c_contiguous and a.dtype == p._data.dtype for a in arrays):
-        return False
-
-    return native_kernel(p._device.xp, "adam_update") is not None
-
-
-def _native_kernel(xp: Any, param: Any, grad: Any, exp_avg: Any, exp_avg_sq: Any, max_exp_avg_sq: Any,
-                   grad_buf: Any, tmp: Any, *, lr: float, beta1: float, beta2: float, eps: float,
-                   weight_decay: float, decoupled: bool, maximize: bool, step_size: float,
-                   bias_correction2_sqrt: float) -> None:
-    """:func:`_kernel` for the common case (no amsgrad/maximize/L2 decay) as one native pass."""
-    if weight_decay and decoupled:
-        param *= 1 - lr * weight_decay
-    scalar = param.dtype.type  # NumPy's weak scalars: each Python float acts in the arrays' dtype
-    native_kernel(xp, "adam_update")(
-        param.reshape(-1), grad.reshape(-1), exp_avg.reshape(-1), exp_avg_sq.reshape(-1), scalar(1 - beta1),
-        scalar(1 - (1 - beta1)), scalar(beta2), scalar(1 - beta2), scalar(bias_correction2_sqrt), scalar(eps),
-        scalar(-step_size))
+        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+        step_size = lr / bias_correction1
+        second = exp_avg_sq
+        if hp["amsgrad"]:
+            second = state["max_exp_avg_sq"]
+            second.copy_(maximum(second, exp_avg_sq))
+        if p.device != step.device:
+            bias_correction2_sqrt, step_size = bias_correction2_sqrt.to(p.device), step_size.to(p.device)
+        denom = second.sqrt() / bias_correction2_sqrt + eps
+        p.add_(exp_avg / denom * -step_size)
 
 
 class AdamW(Adam):
@@ -163,33 +99,6 @@ class AdamW(Adam):
         super().load_state_dict(state_dict)
         for group in self.param_groups:  # an AdamW always decays decoupled, whatever the file says
             group["decoupled_weight_decay"] = True
-
-
-def _update_tensors(p: Tensor, state: dict, lr: float, beta1: float, beta2: float, eps: float,
-                    weight_decay: float, amsgrad: bool, maximize: bool, decoupled: bool) -> None:
-    """Reference update in ember ops. Step-dependent factors are tensor ops on ``state['step']``, so a
-    traced step keeps counting instead of freezing the bias correction of the step it was traced at."""
-    step_t = state["step"]
-    step_t.add_(1)
-    if weight_decay and decoupled:
-        p.mul_(1 - lr * weight_decay)
-    g = prepared_grad(p.grad, p, 0 if decoupled else weight_decay, maximize)
-    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    exp_avg.add_((g - exp_avg) * (1 - beta1))
-    exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
-    step = step_t.to(dtypes.float64)  # the bias corrections in double precision, as torch's Python floats
-    bias_correction1 = 1 - beta1 ** step
-    bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
-    step_size = lr / bias_correction1
-    if amsgrad:
-        state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
-        second = state["max_exp_avg_sq"]
-    else:
-        second = exp_avg_sq
-    if p.device != step.device:
-        bias_correction2_sqrt, step_size = bias_correction2_sqrt.to(p.device), step_size.to(p.device)
-    denom = second.sqrt() / bias_correction2_sqrt + eps
-    p.add_(exp_avg / denom * -step_size)
 
 
 __all__ = ["Adam", "AdamW"]

@@ -2,7 +2,9 @@
 
 Each optimizer is its state initialization plus one update written in ember ops (the design's "two small
 functions"), following torch's single-tensor algorithm and operation order, so a step agrees with
-``torch.optim`` to rounding. The base class owns parameter groups, closures, hooks and state dicts.
+``torch.optim`` to rounding. The base class owns parameter groups, the step loop, ``maximize``, closures,
+hooks and state dicts. Updates that read values (``.item()`` of the step count, a branch on it) set
+``compile_update = False`` and always run op by op.
 
 Example:
     >>> import ember
@@ -13,13 +15,13 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
-from ember.autograd import grad_mode
+from ember import dtypes
 from ember.creation import full_like, tensor, zeros_like
-from ember.optim.optimizer import Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
-from ember.tensor import Tensor
 from ember.ops.elementwise import maximum, where
+from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
+from ember.tensor import Tensor
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam"]
 
@@ -30,7 +32,7 @@ def _check(name: str, ok: bool, what: str, value: Any) -> None:
 
 
 class _ElementwiseOptimizer(Optimizer):
-    """An optimizer given by ``_init(p, group) -> state`` and ``_update(p, grad, state, group)``."""
+    """An optimizer that refuses the torch options ember cannot honor (``differentiable=True``)."""
 
     _unsupported = ("differentiable",)
 
@@ -38,29 +40,9 @@ class _ElementwiseOptimizer(Optimizer):
         unsupported(type(self).__name__, **{k: defaults.get(k) for k in self._unsupported})
         super().__init__(params, defaults)
 
-    def _init(self, p: Tensor, group: dict) -> dict:
-        raise NotImplementedError
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        raise NotImplementedError
-
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state.update(self._init(p, group))
-                    grad = -p.grad if group.get("maximize") else p.grad
-                    self._update(p, grad, state, group)
-        return loss
-
-
-def _l2(grad: Tensor, p: Tensor, weight_decay: float) -> Tensor:
-    return grad + p * weight_decay if weight_decay else grad
+def _l2(grad: Tensor, p: Tensor, hp: Hyper) -> Tensor:
+    return grad + p * hp["weight_decay"] if hp.nonzero("weight_decay") else grad
 
 
 class Adadelta(_ElementwiseOptimizer):
@@ -77,13 +59,15 @@ class Adadelta(_ElementwiseOptimizer):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       capturable=capturable, foreach=foreach, differentiable=differentiable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "square_avg": zeros_like(p), "acc_delta": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        rho, eps, lr = group["rho"], group["eps"], to_scalar(group["lr"])
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        rho, eps, lr = hp["rho"], hp["eps"], hp["lr"]
         state["step"].add_(1)
-        grad = _l2(grad, p, group["weight_decay"])
+        grad = _l2(grad, p, hp)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).add_(grad * grad * (1 - rho))
         std = (square_avg + eps).sqrt()
@@ -107,34 +91,37 @@ class Adamax(_ElementwiseOptimizer):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       foreach=foreach, differentiable=differentiable, capturable=capturable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_inf": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
         state["step"].add_(1)
-        step = state["step"].item()
-        grad = _l2(grad, p, group["weight_decay"])
+        grad = _l2(grad, p, hp)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.add_((grad - exp_avg) * (1 - beta1))
         exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
-        clr = lr / (1 - beta1 ** step)
+        clr = lr / (1 - beta1 ** state["step"].to(dtypes.float64))  # a tensor op: traced steps keep counting
         p.add_(exp_avg / exp_inf * -clr)
 
 
-def _decay(p: Tensor, grad: Tensor, group: dict) -> Tensor:
+def _decay(p: Tensor, grad: Tensor, hp: Hyper) -> Tensor:
     """L2 (added to the gradient) or decoupled (AdamW-style shrink of the parameter) weight decay."""
-    wd = group["weight_decay"]
-    if not wd:
+    if not hp.nonzero("weight_decay"):
         return grad
-    if group.get("decoupled_weight_decay"):
-        p.mul_(1 - to_scalar(group["lr"]) * wd)
+    wd = hp["weight_decay"]
+    if hp.get("decoupled_weight_decay"):
+        p.mul_(1 - hp["lr"] * wd)
         return grad
     return grad + p * wd
 
 
 class NAdam(_ElementwiseOptimizer):
     """``torch.optim.NAdam``: Adam with Nesterov momentum and a momentum-decay schedule."""
+
+    compile_update = False  # reads the step count and mu_product with .item()
 
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
@@ -152,15 +139,17 @@ class NAdam(_ElementwiseOptimizer):
                                       maximize=maximize, foreach=foreach, capturable=capturable,
                                       differentiable=differentiable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "mu_product": tensor(1.0, dtype=scalar_dtype()),
                 "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        (beta1, beta2), eps, lr, psi = group["betas"], group["eps"], to_scalar(group["lr"]), group["momentum_decay"]
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        (beta1, beta2), eps, lr, psi = hp["betas"], hp["eps"], hp["lr"], hp["momentum_decay"]
         state["step"].add_(1)
         step = state["step"].item()
-        grad = _decay(p, grad, group)
+        grad = _decay(p, grad, hp)
         bias_correction2 = 1 - beta2 ** step
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
@@ -177,6 +166,8 @@ class NAdam(_ElementwiseOptimizer):
 class RAdam(_ElementwiseOptimizer):
     """``torch.optim.RAdam``: Adam with the variance of the adaptive rate rectified in early steps."""
 
+    compile_update = False  # branches on the step count (rho_t > 5)
+
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
@@ -190,14 +181,16 @@ class RAdam(_ElementwiseOptimizer):
                                       decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
                                       foreach=foreach, capturable=capturable, differentiable=differentiable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
         state["step"].add_(1)
         step = state["step"].item()
-        grad = _decay(p, grad, group)
+        grad = _decay(p, grad, hp)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.add_((grad - exp_avg) * (1 - beta1))
         exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
@@ -217,6 +210,8 @@ class RAdam(_ElementwiseOptimizer):
 class Rprop(_ElementwiseOptimizer):
     """``torch.optim.Rprop``: per-element step sizes grown or shrunk by the sign agreement of gradients."""
 
+    compile_update = False  # builds per-step factors with full_like(number)
+
     def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
@@ -226,11 +221,13 @@ class Rprop(_ElementwiseOptimizer):
         super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, capturable=capturable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "prev": zeros_like(p), "step_size": full_like(p, to_scalar(group["lr"]))}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        (etaminus, etaplus), (step_min, step_max) = group["etas"], group["step_sizes"]
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        (etaminus, etaplus), (step_min, step_max) = hp["etas"], hp["step_sizes"]
         state["step"].add_(1)
         agreement = (grad * state["prev"]).sign()
         # full_like keeps the parameter's dtype (Python scalars in where() would be float32)
@@ -246,6 +243,8 @@ class Rprop(_ElementwiseOptimizer):
 class ASGD(_ElementwiseOptimizer):
     """``torch.optim.ASGD``: SGD with a decaying rate and a running (Polyak) average in ``state['ax']``."""
 
+    compile_update = False  # reads eta/mu with .item() and branches on mu
+
     def __init__(self, params: Any, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
                  weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
@@ -256,15 +255,17 @@ class ASGD(_ElementwiseOptimizer):
                                       foreach=foreach, maximize=maximize, differentiable=differentiable,
                                       capturable=capturable))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": new_step_tensor(), "eta": tensor(float(to_scalar(group["lr"])), dtype=scalar_dtype()),
                 "mu": tensor(1.0, dtype=scalar_dtype()), "ax": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        lr, lambd, alpha, t0 = to_scalar(group["lr"]), group["lambd"], group["alpha"], group["t0"]
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        lr, lambd, alpha, t0 = hp["lr"], hp["lambd"], hp["alpha"], hp["t0"]
         state["step"].add_(1)
         step = state["step"].item()
-        grad = _l2(grad, p, group["weight_decay"])
+        grad = _l2(grad, p, hp)
         eta, mu = state["eta"].item(), state["mu"].item()
         p.mul_(1 - lambd * eta)
         p.add_(grad * -eta)
@@ -284,6 +285,8 @@ class SparseAdam(_ElementwiseOptimizer):
     explicitly stored zero).
     """
 
+    compile_update = False  # keeps its step count as a Python int
+
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  maximize: bool = False) -> None:
         lr = to_scalar(lr)
@@ -293,11 +296,13 @@ class SparseAdam(_ElementwiseOptimizer):
         _check("SparseAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize, differentiable=False))
 
-    def _init(self, p: Tensor, group: dict) -> dict:
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
         return {"step": 0, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
 
-    def _update(self, p: Tensor, grad: Tensor, state: dict, group: dict) -> None:
-        (beta1, beta2), eps, lr = group["betas"], group["eps"], to_scalar(group["lr"])
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
         state["step"] += 1
         touched = grad != 0
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]

@@ -1,16 +1,17 @@
-"""Optimizer base class: parameter groups, per-parameter state, state dicts, hooks.
+"""Optimizer base class: parameter groups, per-parameter state, the step loop, state dicts, hooks.
 
 Mirrors ``torch.optim.Optimizer`` (2.x): ``param_groups`` is a list of dicts holding ``params`` plus
 per-group options (defaults fill the gaps); ``state`` maps each parameter tensor to a dict of its
 buffers; ``state_dict()`` replaces parameters with integer indices so it can be saved and loaded
 into a fresh optimizer over the same model.
 
-Subclasses implement ``step``; each update has two spellings (see ``sgd.py`` and friends):
-
-* the reference one, written in ember tensor ops (``p.add_``, ``mul_``, ...) so a graph tracer can
-  record it, and
-* an eager-only fast one that works on the raw arrays with in-place ufuncs (``out=``), taken when
-  :func:`use_fast_path` says so. Both follow PyTorch's operation order, so results match torch.
+An optimizer is two small functions (see ``adam.py``): ``init_state(p, group)`` makes a parameter's
+buffers, and ``update(p, grad, state, hp)`` is its update, written once in ember tensor ops in
+PyTorch's operation order. The base class owns everything else: the loop over groups and parameters,
+lazy state, ``maximize``, closures, hooks. There is no second copy of the math: eagerly, a group's
+updates run as one compiled graph (:mod:`ember.optim.compiled_update`: the same ``update`` traced once,
+its elementwise chains fused into one loop per parameter), and inside a traced training step
+(``ember.compile``) the ops are recorded like any others.
 
 Example:
     >>> import ember
@@ -24,14 +25,14 @@ Example:
 from __future__ import annotations
 
 import functools
-import os
 from collections import OrderedDict, defaultdict
 from itertools import chain
 from typing import Any, Callable, Iterable
 
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
-from ember.ops import dispatch
+from ember.optim.compiled_update import CompiledUpdates
+from ember.optim.hyper import Hyper, apply_updates, to_scalar  # noqa: F401 (to_scalar: re-exported)
 from ember.tensor import Tensor
 from ember.creation import tensor
 
@@ -88,7 +89,8 @@ def _wrap_step(step: Callable) -> Callable:
 
 
 def use_fast_path() -> bool:
-    """True when updates may bypass ember ops (eager mode, no graph being built, not disabled)."""
+    """True when a group's update may run as its compiled graph (eager mode, no graph being built
+    around the step, not disabled by ``Optimizer.fast_path = False``)."""
     return Optimizer.fast_path and not interpreters.tracing()
 
 
@@ -114,10 +116,11 @@ class Optimizer:
         >>> opt = ember.optim.SGD([{"params": [w1]}, {"params": [w2], "lr": 0.01}], lr=0.1)
     """
 
-    #: Class-wide switch for the eager array fast path (tests turn it off to check the op path).
+    #: Class-wide switch for the compiled eager update (off: ``update`` runs op by op; tests check both).
     fast_path: bool = True
-    #: Threads for big CPU updates in the fast path: None = CPU count (at most 8); 1 = no threads.
-    update_threads: int | None = None
+    #: Whether ``update`` can be traced (no ``.item()`` or Python branches on values); if not, it
+    #: always runs op by op.
+    compile_update: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -131,8 +134,8 @@ class Optimizer:
         self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
         self._in_step = False
         self._opt_called = False
-        # Scratch arrays of the fast path, one set per parameter; never part of the state dict.
-        self._scratch: dict[Tensor, list] = {}
+        # The compiled updates (ember/optim/compiled_update.py); never part of the state dict.
+        self._compiled = CompiledUpdates()
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, "
                             f"but got a single Tensor of shape {tuple(params.shape)}; wrap it in a list: [param]")
@@ -195,6 +198,8 @@ class Optimizer:
         if not seen.isdisjoint(tensors):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
+        if "_compiled" in self.__dict__:
+            self._compiled = CompiledUpdates()
 
     # ---- gradients and steps ----------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -214,9 +219,41 @@ class Optimizer:
                 grad._data[...] = 0
                 grad._bump()
 
+    # ---- what a subclass says: its state and its update ------------------------------------------
+    @staticmethod
+    def init_state(p: Tensor, group: dict[str, Any]) -> dict[str, Any]:
+        """The buffers of parameter ``p`` before its first update (``{}``: none, or made lazily)."""
+        return {}
+
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict[str, Any], hp: "Hyper") -> None:
+        """Update ``p`` (and ``state``) in place from ``grad`` (already negated under ``maximize``), in
+        ember ops. Read options through ``hp``: see :class:`Hyper` for which are numbers and which decide."""
+        raise NotImplementedError(f"{type(p).__name__} optimizer does not implement update()")
+
+    @_wrap_step
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        """Update the parameters once; ``closure`` re-evaluates the model and returns the loss."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement step()")
+        """Update the parameters once; ``closure`` re-evaluates the model and returns the loss.
+
+        Parameters without ``.grad`` are skipped (and get no state). Each group's updates run as one
+        compiled graph when :func:`use_fast_path` allows and the class's ``update`` can be traced.
+        """
+        loss = self._run_closure(closure)
+        with grad_mode.no_grad():
+            for group in self.param_groups:
+                params = [p for p in group["params"] if p.grad is not None]
+                if not params:
+                    continue
+                states = []
+                for p in params:
+                    state = self.state[p]
+                    if not state:
+                        state.update(self.init_state(p, group))
+                    states.append(state)
+                if not (self.compile_update and use_fast_path()
+                        and self._compiled.run(self.update, group, params, states)):
+                    apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
+        return loss
 
     @staticmethod
     def _run_closure(closure: Callable[[], Any] | None) -> Any:
@@ -224,18 +261,6 @@ class Optimizer:
             return None
         with grad_mode.enable_grad():
             return closure()
-
-    def _scratch_for(self, p: Tensor, count: int = 1) -> list:
-        """``count`` scratch arrays shaped like ``p`` for the fast path (allocated once, reused).
-
-        The last one is the general temporary; with ``count=2`` the first holds the modified gradient."""
-        bufs = self._scratch.get(p)
-        data = p._data
-        if bufs is None or len(bufs) < count or bufs[0].shape != data.shape or bufs[0].dtype != data.dtype:
-            xp = p._device.xp
-            bufs = [xp.empty_like(data) for _ in range(count)]
-            self._scratch[p] = bufs
-        return bufs
 
     # ---- hooks ----------------------------------------------------------------------------------
     def register_step_pre_hook(self, hook: Callable) -> _Handle:
@@ -300,7 +325,7 @@ class Optimizer:
                 saved["param_names"] = group["param_names"]
         self.state = state
         self.param_groups = saved_groups
-        self._scratch = {}
+        self._compiled = CompiledUpdates()  # the graphs hold the old buffers
 
     def __repr__(self) -> str:
         text = type(self).__name__ + " ("
@@ -327,109 +352,11 @@ def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
     return value
 
 
-def to_scalar(value: Any) -> Any:
-    """A 1-element tensor option (``lr=ember.tensor(0.1)``) as a Python number; numbers pass through."""
-    return value.item() if isinstance(value, Tensor) else value
 
 
-def prepared_grad(grad: Tensor, param: Tensor, weight_decay: float, maximize: bool) -> Tensor:
-    """``-grad`` when maximizing, plus ``weight_decay * param`` (L2), in ember ops (torch's order)."""
-    g = -grad if maximize else grad
-    return g + param * weight_decay if weight_decay else g
-
-
-def prepared_grad_array(xp: Any, grad: Any, data: Any, weight_decay: float, maximize: bool, buf: Any) -> Any:
-    """Array twin of :func:`prepared_grad`; writes into ``buf`` only when the gradient changes."""
-    if weight_decay:
-        xp.multiply(data, weight_decay, out=buf)
-        if maximize:
-            return xp.subtract(buf, grad, out=buf)  # (-g) + wd*p, exactly
-        return xp.add(grad, buf, out=buf)
-    if maximize:
-        return xp.negative(grad, out=buf)
-    return grad
-
-
-def lerp_array_(xp: Any, start: Any, end: Any, weight: float, tmp: Any) -> None:
-    """``start += weight * (end - start)`` in place, with torch's two-sided formula for rounding."""
-    xp.subtract(end, start, out=tmp)
-    if abs(weight) < 0.5:
-        tmp *= weight
-        start += tmp
-    else:
-        tmp *= -(1 - weight)
-        xp.add(end, tmp, out=start)
-
-
-# Big CPU updates are split across threads: NumPy releases the GIL inside ufunc loops, so the chunks
-# run in parallel the way torch's intra-op threads do. Below this many elements per chunk the thread
-# hand-off costs more than it saves.
-_PARALLEL_MIN_CHUNK = 1 << 17
-_POOL: dict[str, Any] = {"key": None, "executor": None, "workers": 1}
-
-
-_CPU_COUNT = min(os.cpu_count() or 1, 8)  # read once: os.cpu_count() costs ~65 us on some VMs
-
-
-def _executor() -> Any:
-    workers = Optimizer.update_threads or _CPU_COUNT
-    key = (os.getpid(), workers)
-    if _POOL["key"] != key:  # first use, a new thread count, or a forked child (the parent's threads are gone)
-        from concurrent.futures import ThreadPoolExecutor
-
-        _POOL.update(key=key, workers=workers,
-                     executor=ThreadPoolExecutor(workers - 1, thread_name_prefix="ember-optim") if workers > 1
-                     else None)
-    return _POOL["executor"]
-
-
-# Elements per block when a CPU update runs block by block (``cache_blocks=True``): Adam's NumPy update
-# is ~12 whole-array sweeps; on blocks of 64K elements (256 KiB per float32 array) its temporaries stay
-# in cache (1M-element Adam: 1.88 -> 1.48 ms). A 3-sweep update (SGD momentum) gains nothing.
-_CACHE_BLOCK = 1 << 16
-
-
-def _cache_blocked(kernel: Callable) -> Callable:
-    """``kernel`` run on consecutive flat blocks of its (contiguous, same-shape) arrays."""
-
-    def blocked(xp: Any, *arrays: Any, **scalars: Any) -> None:
-        first = arrays[0]
-        if first.size <= 2 * _CACHE_BLOCK or any(a is not None and a.shape != first.shape for a in arrays):
-            return kernel(xp, *arrays, **scalars)
-        flat = [None if a is None else a.reshape(-1) for a in arrays]
-        for start in range(0, first.size, _CACHE_BLOCK):
-            kernel(xp, *(None if a is None else a[start:start + _CACHE_BLOCK] for a in flat), **scalars)
-
-    return blocked
-
-
-def run_kernel(on_cpu: bool, xp: Any, kernel: Callable, arrays: tuple, cache_blocks: bool = False,
-               **scalars: Any) -> None:
-    """Call ``kernel(xp, *arrays, **scalars)``, an elementwise in-place update.
-
-    Large contiguous CPU arrays are cut into equal flat chunks run on a small thread pool; ``None``
-    entries (absent buffers) pass through. The kernel must be elementwise, so chunks are independent.
-    With ``cache_blocks``, each chunk runs block by block (``_CACHE_BLOCK`` elements).
-    """
-    first = arrays[0]
-    if cache_blocks and on_cpu and first.size > 2 * _CACHE_BLOCK and all(
-            a is None or a.flags.c_contiguous for a in arrays):
-        kernel = _cache_blocked(kernel)
-    chunks = first.size // _PARALLEL_MIN_CHUNK
-    if chunks >= 2 and on_cpu:
-        executor = _executor()
-        chunks = min(chunks, _POOL["workers"])
-        if executor is not None and chunks >= 2 and all(
-                a is None or (a.shape == first.shape and a.flags.c_contiguous) for a in arrays):
-            flat = [None if a is None else a.reshape(-1) for a in arrays]
-            edges = [first.size * i // chunks for i in range(chunks + 1)]
-            parts = [[None if a is None else a[edges[i]:edges[i + 1]] for a in flat] for i in range(chunks)]
-            futures = [executor.submit(kernel, xp, *part, **scalars) for part in parts[1:]]
-            kernel(xp, *parts[0], **scalars)
-            for future in futures:
-                future.result()
-            return
-    kernel(xp, *arrays, **scalars)
+def with_weight_decay(grad: Tensor, param: Tensor, hp: Hyper) -> Tensor:
+    """``grad + weight_decay * param`` (the L2 penalty, torch's order) when ``weight_decay`` is nonzero."""
+    return grad + param * hp["weight_decay"] if hp.nonzero("weight_decay") else grad
 
 
 def unsupported(name: str, **flags: Any) -> None:

@@ -5,14 +5,10 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from ember.autograd import grad_mode
 from ember.creation import zeros_like
-from ember.optim.optimizer import (
-    Optimizer, lerp_array_, new_step_tensor, prepared_grad, prepared_grad_array, run_kernel, to_scalar,
-    unsupported, use_fast_path,
-)
+from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
 
@@ -42,87 +38,35 @@ class RMSprop(Optimizer):
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        fast = use_fast_path()
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                options = (to_scalar(group["lr"]), group["alpha"], group["eps"], group["weight_decay"],
-                           group["momentum"], group["centered"], group["maximize"])
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state["step"] = new_step_tensor()
-                        state["square_avg"] = zeros_like(p)
-                        if options[4] > 0:
-                            state["momentum_buffer"] = zeros_like(p)
-                        if options[5]:
-                            state["grad_avg"] = zeros_like(p)
-                    if fast:
-                        self._update_arrays(p, state, *options)
-                    else:
-                        _update_tensors(p, state, *options)
-        return loss
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
+        state = {"step": new_step_tensor(), "square_avg": zeros_like(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(p)
+        return state
 
-    def _update_arrays(self, p: Tensor, state: dict, lr: float, alpha: float, eps: float, weight_decay: float,
-                       momentum: float, centered: bool, maximize: bool) -> None:
-        """Eager fast path: :func:`_update_tensors` as in-place ufuncs on the arrays."""
-        bufs = self._scratch_for(p, 2 if (weight_decay or maximize) else 1)
-        state["step"]._data += 1
-        run_kernel(p._device.type == "cpu", p._device.xp, _kernel,
-                   (p._data, p.grad._data, state["square_avg"]._data,
-                    state["grad_avg"]._data if centered else None,
-                    state["momentum_buffer"]._data if momentum > 0 else None,
-                    bufs[0] if len(bufs) > 1 else None, bufs[-1]),
-                   lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum, maximize=maximize)
-        p._bump()
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        alpha = hp["alpha"]
+        state["step"].add_(1)
+        g = with_weight_decay(grad, p, hp)
+        square_avg = state["square_avg"]
+        square_avg.mul_(alpha).add_(g * (1 - alpha) * g)
+        if hp["centered"]:
+            grad_avg = state["grad_avg"]
+            grad_avg.add_((g - grad_avg) * (1 - alpha))
+            avg = (square_avg - grad_avg * grad_avg).sqrt()
+        else:
+            avg = square_avg.sqrt()
+        avg = avg + hp["eps"]
+        if hp.nonzero("momentum"):
+            buf = state["momentum_buffer"]
+            buf.mul_(hp["momentum"]).add_(g / avg)
+            p.add_(buf * -hp["lr"])
+        else:
+            p.add_(g / avg * -hp["lr"])
 
 
-def _kernel(xp: Any, param: Any, grad: Any, square_avg: Any, grad_avg: Any, buf: Any, grad_buf: Any, tmp: Any, *,
-            lr: float, alpha: float, eps: float, weight_decay: float, momentum: float, maximize: bool) -> None:
-    """In-place array update in torch's operation order (elementwise, so it may run on chunks)."""
-    g = prepared_grad_array(xp, grad, param, weight_decay, maximize, grad_buf)
-    square_avg *= alpha
-    xp.multiply(g, 1 - alpha, out=tmp)
-    tmp *= g
-    square_avg += tmp
-    if grad_avg is not None:  # centered: subtract the squared running mean of the gradient
-        lerp_array_(xp, grad_avg, g, 1 - alpha, tmp)
-        xp.multiply(grad_avg, grad_avg, out=tmp)
-        xp.subtract(square_avg, tmp, out=tmp)
-        xp.sqrt(tmp, out=tmp)
-    else:
-        xp.sqrt(square_avg, out=tmp)
-    tmp += eps
-    xp.divide(g, tmp, out=tmp)
-    if buf is not None:
-        buf *= momentum
-        buf += tmp
-        xp.multiply(buf, -lr, out=tmp)
-    else:
-        tmp *= -lr
-    param += tmp
-
-
-def _update_tensors(p: Tensor, state: dict, lr: float, alpha: float, eps: float, weight_decay: float,
-                    momentum: float, centered: bool, maximize: bool) -> None:
-    """Reference update in ember ops (what a graph tracer records)."""
-    state["step"].add_(1)
-    g = prepared_grad(p.grad, p, weight_decay, maximize)
-    square_avg = state["square_avg"]
-    square_avg.mul_(alpha).add_(g * (1 - alpha) * g)
-    if centered:
-        grad_avg = state["grad_avg"]
-        grad_avg.add_((g - grad_avg) * (1 - alpha))
-        avg = (square_avg - grad_avg * grad_avg).sqrt()
-    else:
-        avg = square_avg.sqrt()
-    avg = avg + eps
-    if momentum > 0:
-        buf = state["momentum_buffer"]
-        buf.mul_(momentum).add_(g / avg)
-        p.add_(buf, alpha=-lr)
-    else:
-        p.add_(g / avg, alpha=-lr)
+__all__ = ["RMSprop"]

@@ -118,6 +118,9 @@ def read_header(data: Any, where: Any) -> tuple[list[Entry], dict[str, str], int
     return entries, metadata, 8 + length
 
 
+MAX_DIMS = 64
+
+
 def _entry(name: str, info: Any, where: Any) -> Entry:
     what = f"tensor {name!r}"
     if not isinstance(info, dict):
@@ -135,6 +138,8 @@ def _entry(name: str, info: Any, where: Any) -> Entry:
         raise CheckpointError(where, what, f"shape {shape!r} is not a list of integers")
     if any(s < 0 for s in shape):
         raise CheckpointError(where, what, f"shape {shape} has a negative entry")
+    if len(shape) > MAX_DIMS:  # NumPy arrays stop at 64 dims (the library fails there too, with NumPy's error)
+        raise CheckpointError(where, what, f"shape has {len(shape)} dimensions; at most {MAX_DIMS} are supported")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
         raise CheckpointError(where, what, f"data_offsets {offsets!r} is not a list of two integers")
     begin, end = offsets

@@ -26,6 +26,7 @@ from ember.ops.sorting import sort
 from ember.ops.views import (cat, chunk, flip, gather, hstack, index_select, narrow, scatter, scatter_add, split,
     stack, unbind, vstack)
 from ember.tensor import Size
+from ember.ops import dispatch as _dispatch, extra_math as _extra_math
 from ember.tensor import Tensor
 
 __all__ = [
@@ -102,7 +103,8 @@ def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
 
 
 def erfc(input: Tensor) -> Tensor:
-    return 1 - erf(input)
+    """1 - erf(x), computed without cancellation (a primitive: erfc(6.0) is 2.15e-17, not 0)."""
+    return _extra_math.erfc(input if input.is_floating_point() else input.to(get_default_dtype()))
 
 
 def square_(input: Tensor) -> Tensor:
@@ -349,6 +351,11 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
 
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
     """Pairwise p-norm distances between the rows of ``x1`` (.., P, M) and ``x2`` (.., R, M)."""
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.is_floating_point():
+            raise RuntimeError(f"cdist: only supports floating-point dtypes, {name} got {x.dtype}")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
                            f"X2: {x2.shape[-1]}")
@@ -362,14 +369,14 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
-    """Elementwise maximum that ignores a NaN when the other value is a number."""
-    return where(isnan(other), input, where(isnan(input), other,
-                                                              maximum(input, other)))
+    """Elementwise maximum that ignores a NaN when the other value is a number. At a tie the whole gradient
+    goes to ``input`` (torch's ``self >= other`` mask; ``maximum`` splits it)."""
+    return where((input >= other) | isnan(other), input, other)
 
 
 def fmin(input: Tensor, other: Tensor) -> Tensor:
-    return where(isnan(other), input, where(isnan(input), other,
-                                                              minimum(input, other)))
+    """Elementwise minimum that ignores a NaN when the other value is a number (ties: gradient to ``input``)."""
+    return where((input <= other) | isnan(other), input, other)
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
@@ -445,9 +452,13 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 
 
 def sinc(input: Tensor) -> Tensor:
+    """sin(pi x) / (pi x), 1 at 0. Below |x| = 1e-4 (where the quotient's gradient divides rounding noise by
+    x^2, NaN for denormals) the Taylor form 1 - (pi x)^2 / 6 is exact to the last bit, gradient included."""
     x = input if input.is_floating_point() else input.to(get_default_dtype())
-    safe = where(x == 0, ones_like(x), x)
-    return where(x == 0, ones_like(x), sin(math.pi * safe) / (math.pi * safe))
+    small = elementwise.abs(x) < 1e-4
+    safe = where(small, ones_like(x), x)
+    tiny = where(small, x, zeros_like(x)) * math.pi
+    return where(small, 1 - tiny * tiny / 6, sin(math.pi * safe) / (math.pi * safe))
 
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -495,6 +506,10 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    size = input.numel() if dim is None else input.shape[dim % input.ndim]
+    if indices.numel() and (int(indices.max()) >= size or int(indices.min()) < -size):
+        bad = int(indices.max()) if int(indices.max()) >= size else int(indices.min())
+        raise RuntimeError(f"take_along_dim: index {bad} is out of bounds for dimension {dim} with size {size}")
     if dim is None:
         return input.reshape(-1)[indices.reshape(-1)]
     dim = dim % input.ndim
@@ -712,19 +727,39 @@ def _dim_key(ndim: int, dim: int, index: Any) -> tuple:
     return (slice(None),) * (dim % ndim) + (index,)
 
 
+def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = IndexError) -> None:
+    """``index`` (a tensor) must hold integers in [0, size) of ``dim``, as PyTorch's index_* ops require."""
+    if not isinstance(index, Tensor):
+        return
+    if index.is_floating_point() or index.dtype is bool_:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {index.dtype}")
+    size = input.shape[dim % input.ndim] if input.ndim else 1
+    if index.numel() and not _dispatch.is_symbolic(index):
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= size:
+            raise error(f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension {dim} with "
+                             f"size {size} (input shape {list(input.shape)})")
+
+
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    _check_index("index_add", input, dim, index)
+    if isinstance(source, Tensor) and source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same scalar "
+                           "type")
     out = input.clone()
     out.index_put_(_dim_key(input.ndim, dim, index), source * alpha if alpha != 1 else source, accumulate=True)
     return out
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    _check_index("index_copy", input, dim, index)
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = source
     return out
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    _check_index("index_fill", input, dim, index)
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = value
     return out
@@ -763,6 +798,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """``reduce`` in sum, prod, mean, amax, amin; no gradient for prod/amax/amin (computed on the arrays)."""
+    _check_index("scatter_reduce", input, dim, index, RuntimeError)  # torch's class here (index_* raise IndexError)
     if reduce == "sum":
         base = input.clone() if include_self else scatter(input, dim, index, zeros_like(src))
         return scatter_add(base, dim, index, src)
@@ -844,6 +880,10 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     if not input.is_floating_point():
         raise RuntimeError(f"torch.histc: input tensor and weight tensor should have the same dtype, but got input "
                            f"{input.dtype}")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}")
+    if float(min) > float(max):
+        raise RuntimeError(f"torch.histc: max must be larger than min, got min={min}, max={max}")
     xp = _xp(input)
     data = input._data
     lo, hi = float(min), float(max)
@@ -867,11 +907,19 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
     return _Histogram(_wrap(hist.astype(input.dtype.np), input), _wrap(edges.astype(input.dtype.np), input))
 
 
+def _integers_only(op: str, *tensors: Any) -> None:
+    for t in tensors:
+        if isinstance(t, Tensor) and (t.is_floating_point() or t.dtype is bool_):
+            raise RuntimeError(f"{op}: only integer tensors are supported, got {t.dtype}; convert with .long()")
+
+
 def gcd(input: Tensor, other: Tensor) -> Tensor:
+    _integers_only("gcd", input, other)
     return _wrap(_xp(input).gcd(input._data, _t(other, input)._data), input)
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:
+    _integers_only("lcm", input, other)
     return _wrap(_xp(input).lcm(input._data, _t(other, input)._data), input)
 
 
@@ -896,13 +944,21 @@ def _tri_indices(row: int, col: int, offset: int, upper: bool, dtype: Any, devic
     return tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64, device=device)
 
 
+def _check_tri_size(op: str, row: int, col: int) -> None:
+    for name, value in (("row", row), ("col", col)):
+        if value < 0:
+            raise RuntimeError(f"{op}: {name} must be non-negative, got {value}")
+
+
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
+    _check_tri_size("tril_indices", row, col)
     return _tri_indices(row, col, offset, False, dtype, device)
 
 
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
+    _check_tri_size("triu_indices", row, col)
     return _tri_indices(row, col, offset, True, dtype, device)
 
 

@@ -22,6 +22,7 @@ from ember.autograd.anomaly_mode import set_detect_anomaly
 from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
 from ember.dtypes import get_default_dtype, int64, to_dtype
 from ember.nn import functional
+from ember.ops import elementwise
 from ember.ops.elementwise import isnan, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
@@ -136,6 +137,10 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """Write ``source`` into the flattened ``input`` at ``index`` (summed when ``accumulate``)."""
+    n = input.numel()
+    if index.numel() and (int(index.max()) >= n or int(index.min()) < -n):
+        raise IndexError(f"put_(): index {int(index.max()) if int(index.max()) >= n else int(index.min())} out of "
+                         f"range for tensor of {n} elements (shape {list(input.shape)})")
     flat = input.reshape(-1).clone()
     flat.index_put_((index.reshape(-1),), source.reshape(-1), accumulate)
     return flat.reshape(input.shape)
@@ -208,7 +213,8 @@ def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int 
 
 
 def frobenius_norm(input: Tensor, dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
-    return sqrt((input * input).sum(dim=dim, keepdim=keepdim))
+    """The 2-norm over ``dim`` (ember.norm's: gradient 0 at the zero matrix, not 0 / 0)."""
+    return norm(input, p=2, dim=dim, keepdim=keepdim)
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002
@@ -216,6 +222,8 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa:
     if dim == -1:
         return norm(v, p=pow)
     others = tuple(d for d in builtins.range(v.ndim) if d != dim % v.ndim)
+    if not others:  # a vector along ``dim``: the norm over no dims is each element's magnitude (torch's)
+        return elementwise.abs(v)
     return norm(v, p=pow, dim=others, keepdim=True)
 
 

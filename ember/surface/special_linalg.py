@@ -76,7 +76,14 @@ class _Lgamma(Function):
     @staticmethod
     def forward(ctx: Any, x: Tensor) -> Tensor:
         ctx.save_for_backward(x)
-        return _out(_scipy_special().gammaln(_host(x)), x)
+        host = _host(x)
+        values = np.asarray(_scipy_special().gammaln(host))
+        # SciPy's gammaln gives -inf at -inf and inf for float64 denormals; torch (and the limit) give +inf and
+        # -log|x| (lgamma(x) = -log|x| - 0.577 x + O(x^2) near 0).
+        tiny = (host != 0) & (np.abs(host) < np.finfo(host.dtype).tiny)
+        with np.errstate(divide="ignore"):
+            values = np.where(tiny, -np.log(np.abs(host)), np.where(host == -np.inf, np.inf, values))
+        return _out(values, x)
 
     @staticmethod
     def backward(ctx: Any, g: Tensor) -> Tensor:

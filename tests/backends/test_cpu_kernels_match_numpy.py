@@ -63,32 +63,3 @@ def test_native_max_pool_propagates_nan_like_numpy_path() -> None:
     np.testing.assert_array_equal(values[~np.isnan(values)], expected[~np.isnan(expected)])
 
 
-def _adam_run(dtype, beta1: float, weight_decay: float, steps: int = 4) -> list:
-    rng = np.random.default_rng(3)
-    # 300k elements: big enough that the optimizer splits the update across its thread pool
-    p = ember.tensor(rng.standard_normal(300_000).astype(dtype), requires_grad=True)
-    opt = ember.optim.AdamW([p], lr=1e-2, betas=(beta1, 0.999), weight_decay=weight_decay)
-    for _ in range(steps):
-        p.grad = ember.tensor(rng.standard_normal(300_000).astype(dtype))
-        opt.step()
-    state = opt.state[p]
-    return [p.detach().numpy().copy(), state["exp_avg"].numpy().copy(), state["exp_avg_sq"].numpy().copy()]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("beta1,weight_decay", [(0.9, 0.0), (0.3, 0.01)])  # both sides of torch's lerp
-def test_native_adam_matches_numpy_path_bitwise_and_torch(dtype, beta1, weight_decay, request) -> None:
-    assert cpu_kernels.get("adam_update") is not None
-    native = _adam_run(dtype, beta1, weight_decay)
-    request.getfixturevalue("numpy_only")
-    portable = _adam_run(dtype, beta1, weight_decay)
-    for a, b in zip(native, portable):
-        np.testing.assert_array_equal(a, b)
-    rng = np.random.default_rng(3)
-    tp = torch.tensor(rng.standard_normal(300_000).astype(dtype), requires_grad=True)
-    topt = torch.optim.AdamW([tp], lr=1e-2, betas=(beta1, 0.999), weight_decay=weight_decay)
-    for _ in range(4):
-        tp.grad = torch.from_numpy(rng.standard_normal(300_000).astype(dtype))
-        topt.step()
-    tol = 1e-6 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(native[0], tp.detach().numpy(), rtol=tol, atol=tol)

@@ -60,6 +60,32 @@ def test_a_killed_rank_ends_the_job():
 
 
 @needs_mpi
+@pytest.mark.parametrize("mode, where", [("ddp_osexit0", "DistributedDataParallel gradient bucket"),
+                                         ("ddp_osexit3", "DistributedDataParallel gradient bucket"),
+                                         ("fit_osexit0", "all_reduce (collective #")])
+def test_os_exit_on_one_rank_fails_the_job_instead_of_reporting_success(mode, where):
+    # os._exit skips atexit: without ember's handshake MPICH's mpiexec stopped rank 0 and exited 0
+    result, seconds = run_job(mode)
+    assert_failed_fast(result, seconds, "DistBackendError", "can never complete: rank(s) 1 ended their script",
+                       "os._exit", where)
+
+
+@needs_mpi
+@pytest.mark.parametrize("mode, code", [("ddp_term", 15), ("ddp_segv", 11)])
+def test_a_rank_ended_by_a_signal_ends_the_job(mode, code):
+    result, seconds = run_job(mode)
+    assert_failed_fast(result, seconds, f"rank 1: failing ({mode})")
+    assert result.returncode == code, result.returncode  # mpiexec reports the signal
+
+
+@needs_mpi
+def test_os_exit_after_the_last_collective_is_a_normal_end():
+    result, seconds = run_job("clean_early_osexit")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "rank 0: finished" in result.stdout
+
+
+@needs_mpi
 def test_a_collective_past_the_timeout_names_it_and_the_missing_rank():
     result, seconds = run_job("timeout")
     assert_failed_fast(result, seconds, "DistBackendError", "timed out after", "(timeout=0:00:01)",

@@ -27,6 +27,10 @@ def fail(where):
     if rank != 1:
         return
     print(f"rank 1: failing ({mode}) at {where}", flush=True)
+    if mode.endswith("osexit0"):  # no atexit handlers, no flush: the rank just disappears
+        os._exit(0)
+    if mode.endswith("osexit3"):
+        os._exit(3)
     if mode.endswith("raise"):
         raise ValueError(f"rank 1 broke at {where}")
     if mode.endswith("exit0"):
@@ -35,6 +39,10 @@ def fail(where):
         sys.exit(3)
     if mode.endswith("kill"):
         os.kill(os.getpid(), signal.SIGKILL)
+    if mode.endswith("term"):
+        os.kill(os.getpid(), signal.SIGTERM)
+    if mode.endswith("segv"):
+        os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "timeout":
         time.sleep(4)
 
@@ -99,12 +107,13 @@ elif mode == "wait_timeout":
     work.wait(timeout=timedelta(seconds=1))
 elif mode == "pre_init_raise":
     dist.all_reduce(ember.ones(1))
-elif mode == "clean_early_exit":
+elif mode in ("clean_early_exit", "clean_early_osexit"):
     # rank 1 leaves after the last collective while rank 0 still works: a normal end, exit code 0
     t = ember.ones(2)
     dist.all_reduce(t)
     if rank == 1:
-        sys.exit(0)
+        sys.stdout.flush()
+        os._exit(0) if mode == "clean_early_osexit" else sys.exit(0)
     time.sleep(0.5)
     np.testing.assert_array_equal(t.numpy(), [2.0, 2.0])
 else:

@@ -185,7 +185,44 @@ def _mutations(doc: dict) -> list[tuple[str, dict, str]]:
     edit("output shape lies", "shape rule", lambda d: d["values"][-1].update(shape=[7]))
     edit("output dtype lies", "shape rule", lambda d: d["values"][-1].update(dtype="int8"))
     edit("too many outputs", "outputs", lambda d: d["nodes"][0]["outputs"].append(d["inputs"][0]))
+    # second pass: cycles, forward references, numbers no dtype holds, strings outside an op's set
+    edit("node reads its own output", "inconsistent",
+         lambda d: d["nodes"][0]["inputs"].__setitem__(0, {"value": d["nodes"][0]["outputs"][0]}))
+    edit("node reads a later node's output", "inconsistent",
+         lambda d: d["nodes"][0]["inputs"].__setitem__(0, {"value": d["nodes"][-1]["outputs"][0]}))
+    edit("two nodes write one value", "fresh values",
+         lambda d: d["nodes"][1].update(outputs=list(d["nodes"][0]["outputs"])))
+    edit("bool as a value id", "not {'value'", lambda d: d["nodes"][0]["inputs"].__setitem__(0, {"value": True}))
+    edit("int literal beyond int64", "wrong type or range",
+         lambda d: d["nodes"][0]["inputs"].append({"literal": {"int": 10 ** 400}}))
+    edit("float literal beyond float", "wrong type or range",
+         lambda d: d["nodes"][0]["inputs"].append({"literal": {"float": 10 ** 400}}))
+    edit("dims beyond int64", "wrong type or range",
+         lambda d: d["nodes"][node]["attrs"].update(dims={"tuple": [{"int": 1 << 70}]}))
+    edit("another op spliced in with the old attributes", "(send)", lambda d: d["nodes"][0].update(op="send"))
     return out
+
+
+def test_string_attributes_take_only_the_values_the_op_knows(tmp_path):
+    """gelu's ``approximate`` and einsum's ``equation`` are the only string attributes; a string outside their
+    sets (an injection, or a value eager gelu refuses) fails at load, naming the node."""
+    f = ember.compile(lambda a, b: ember.einsum("ij,jk->ik", ember.nn.functional.gelu(a, approximate="tanh"), b),
+                      warmup=0)
+    a, b = ember.ones(2, 3, dtype=ember.float64), ember.ones(3, 2, dtype=ember.float64)
+    expected = f(a, b)
+    f.save(str(tmp_path / "g"))
+    doc = json.loads((tmp_path / "g" / "graph.json").read_text())
+    np.testing.assert_allclose(G.load(str(tmp_path / "g"))(a, b)[0].numpy(), expected.numpy())
+    marker = tmp_path / "ran"
+    for op, attr, value in [("gelu", "approximate", "sigmoid"),
+                            ("gelu", "approximate", f"tanh'); __import__('pathlib').Path({str(marker)!r}).touch(); ('"),
+                            ("einsum", "equation", "ij,jk->ik; import os"), ("einsum", "equation", "i" * 300)]:
+        bad = copy.deepcopy(doc)
+        next(n for n in bad["nodes"] if n["op"] == op)["attrs"][attr] = {"str": value}
+        path = _write(tmp_path, bad, "bad")
+        with pytest.raises(CheckpointError, match=f"attribute '{attr}' of op '{op}'"):
+            G.load(str(path))
+    assert not marker.exists()
 
 
 def test_wrong_types_deep_nesting_huge_shapes_and_unknown_ops_are_refused(saved):

@@ -190,8 +190,6 @@ NOT_COMPILABLE_WITH_GRAD: dict[str, str] = {
     "inplace_on_views": "in-place changes of a view of a tensor that requires grad",
     "setitem_views": "in-place changes of a view of a tensor that requires grad",
 }
-# Graph-only records with an eager meaning (ember.graph's define-then-run), not for ember.compile.
-GRAPH_ONLY_SPECS: dict[str, str] = {"assign": "writes a define-then-run Variable (tests/graph/test_define_then_run.py)"}
 COMPILE_MODES = {"no_passes": [], "fused": None}
 
 
@@ -232,8 +230,6 @@ def check_compiled(spec: OpSpec, device: str, slow: bool, extras_mode: str = "in
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
-    if spec.name in GRAPH_ONLY_SPECS:
-        pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=False)
 
 
@@ -241,8 +237,6 @@ def test_compiled_equals_eager(spec: OpSpec, device: str) -> None:
 @pytest.mark.parametrize("extras_mode", EXTRAS)
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.name)
 def test_compiled_equals_eager_every_case(spec: OpSpec, device: str, extras_mode: str) -> None:
-    if spec.name in GRAPH_ONLY_SPECS:
-        pytest.skip(GRAPH_ONLY_SPECS[spec.name])
     check_compiled(spec, device, slow=True, extras_mode=extras_mode)
 
 
@@ -334,12 +328,8 @@ def test_shape_rules_agree_with_impl_every_case(spec: OpSpec, device: str) -> No
 
 # ---- ONNX: export and onnxruntime against eager -----------------------------------------------------
 # Specs whose records all map to ONNX but whose call cannot be exported, with the reason.
-_INDEX_PUT = ("index_put's ONNX mapping (ScatterND) has no translation of its index/accumulate attributes yet "
-              "(ember/onnx/emitters.py): the exporter refuses")
 _MASK = "a boolean mask selects a data-dependent number of elements (ONNX export traces a static graph)"
 NOT_EXPORTABLE: dict[str, str] = {
-    **{name: _INDEX_PUT for name in ("setitem_slice", "setitem_advanced", "setitem_mask", "index_put_accumulate",
-                                     "diag_vector", "diag_vector_offset", "diag_embed")},
     **{name: _MASK for name in ("getitem_bool", "getitem_bool_cmp", "masked_select", "masked_select_broadcast")},
 }
 
@@ -395,8 +385,6 @@ _INTERNAL_NAMES = {"dispatch", "OPS", "ops"}
 TORCH_DIFFERS: dict[str, str] = {
     "sort_stable_ties_descending": "torch.sort takes dim/descending by keyword once stable= is given; ember also "
                                   "accepts them by position (the call is checked against NumPy in test_ops_generated)",
-    "addmm_beta0": "beta=0: ember's addmm leaves input out of the graph (no gradient), as its forward ignores it; torch "
-                   "sends it 0 * grad, which the spec's x * nan turns into NaN",
 }
 
 

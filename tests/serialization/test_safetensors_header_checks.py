@@ -59,6 +59,7 @@ CRAFTED = [
     ("duplicate key", _file(b'{"a": ' + json.dumps(_entry(offsets=(0, 8))).encode() + b', "a": '
                             + json.dumps(_entry(offsets=(0, 8))).encode() + b"}", bytes(8)), ["duplicate"]),
     ("too short", b"\x01\x02", ["too short"]),
+    ("65 dimensions", _file({"a": _entry(shape=(1,) * 64 + (2,), offsets=(0, 8))}, bytes(8)), ["'a'", "65 dimensions"]),
 ]
 
 

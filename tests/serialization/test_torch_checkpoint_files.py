@@ -242,11 +242,34 @@ def test_other_pickle_tricks_are_refused(tmp_path):
         (b"\x80\x02)(K\x01e.", "APPENDS"),
         (b"\x80\x02_", "malformed"),  # an unknown opcode
         (b"\x80\x02(X\x01\x00", "malformed"),  # truncated
+        # second pass: the other ways a pickle names or calls an object
+        (b"(S'touch x'\nios\nsystem\n.", "protocol 0/1 object creation"),  # INST
+        (b"\x80\x02(cos\nsystem\nX\x01\x00\x00\x00xo.", "os.system"),  # OBJ
+        (b"\x80\x04K\x01K\x02\x93.", "STACK_GLOBAL"),  # a global named by non-strings
+        (b"\x80\x04\x8c\x02os\x8c\x06system\x93.", "os.system"),  # STACK_GLOBAL by strings
+        (b"\x80\x02h\x05.", "Memo"),  # a memo read out of range
+        (b"P0\n.", "persistent id"),  # protocol 0's string persistent id
+        (b"\x80\x03B\xff\xff\xff\x7f", "malformed"),  # bytes longer than the file
     ]
     for blob, words in tricks:
         _zip_with_pickle(path, blob)
         with pytest.raises(CheckpointError, match=words):
             ember.load(path)
+
+
+def test_extension_registry_opcodes_go_through_the_gate(tmp_path):
+    """EXT1/2/4 name a global through copyreg's extension registry: a registered os.system is still refused."""
+    import copyreg
+    import struct
+
+    path = tmp_path / "ext.pt"
+    copyreg.add_extension("os", "system", 0x7FFFF0)
+    try:
+        _zip_with_pickle(path, b"\x80\x02\x84" + struct.pack("<i", 0x7FFFF0) + b"X\x04\x00\x00\x00echo\x85R.")
+        with pytest.raises(UnsafeGlobalError, match="os.system"):
+            ember.load(path)
+    finally:
+        copyreg.remove_extension("os", "system", 0x7FFFF0)
 
 
 def test_safe_globals_api_follows_torch(tmp_path):

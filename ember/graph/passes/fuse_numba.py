@@ -18,6 +18,8 @@ Example:
 """
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,75 @@ _SCALAR = {
     "logical_and": "({0} and {1})", "logical_or": "({0} or {1})",
 }
 _CACHE: dict[str, Any] = {}
+# Inside every_group, a loop over this many elements or more per thread runs on several threads (Numba
+# releases the GIL): memory-bound updates (Adam over a 400k-element weight) gain from a second core, as
+# torch's intra-op threads do; below it the hand-off costs more than it saves.
+PARALLEL_MIN_CHUNK = 1 << 17
+#: Threads for big loops: None = CPU count (at most 8); 1 = never split.
+THREADS: int | None = None
+_POOL: dict[str, Any] = {"threads": None, "executor": None}
+_CPU_COUNT = min(os.cpu_count() or 1, 8)  # read once: os.cpu_count() costs ~65 us on some VMs
+
+
+def _forget_pool() -> None:
+    _POOL.update(threads=None, executor=None)  # a forked child has none of its parent's threads
+
+
+if hasattr(os, "register_at_fork"):  # not per call: os.getpid() is a ~0.1 ms system call on some VMs
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def run_parallel(fn: Any, parts: list) -> None:
+    """``fn(*part)`` for every part, spread over the thread pool (the caller's thread takes the first).
+    For loops that release the GIL (Numba ``nogil``, NumPy ufuncs) over disjoint memory."""
+    threads = THREADS or _CPU_COUNT
+    if threads <= 1 or len(parts) <= 1:
+        for part in parts:
+            fn(*part)
+        return
+    if _POOL["threads"] != threads:  # first use, or a new THREADS
+        _POOL.update(threads=threads, executor=ThreadPoolExecutor(threads - 1, thread_name_prefix="ember-fused"))
+    futures = [_POOL["executor"].submit(fn, *part) for part in parts[1:]]
+    fn(*parts[0])
+    for future in futures:
+        future.result()
+
+
+def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
+    """``fn(n, *flat, *outs)`` as equal contiguous chunks on the thread pool (an elementwise loop:
+    chunks are independent; one-element inputs are read whole by every chunk)."""
+    workers = min(THREADS or _CPU_COUNT, n // PARALLEL_MIN_CHUNK)
+    if workers <= 1:
+        fn(n, *flat, *outs)
+        return
+    edges = [n * i // workers for i in range(workers + 1)]
+    run_parallel(fn, [(hi - lo, *[a if one else a[lo:hi] for a, one in zip(flat, scalar_in)],
+                       *[o[lo:hi] for o in outs]) for lo, hi in zip(edges, edges[1:])])
+
+
+class every_group:
+    """Within this block, fusion compiles every supported group of two or more steps (any size), and
+    the compiled loops over big arrays run in chunks on threads (:func:`_run_chunked`).
+
+    For code that runs the same small kernels many times, where one-time compiles pay off: an
+    optimizer's compiled update (``ember/optim/optimizer.py``) would otherwise run a parameter's
+    bias corrections and each small parameter's update as a dozen NumPy calls per step.
+    Numba compiles per kernel source, and the source does not depend on shapes, so parameters of one
+    dtype share one compile.
+
+    Example:
+        >>> with every_group():
+        ...     worth_compiling([("t1", "add", [], {})] * 2, [])
+        True
+    """
+
+    depth = 0
+
+    def __enter__(self) -> None:
+        every_group.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        every_group.depth -= 1
 
 
 def available() -> bool:
@@ -54,8 +125,9 @@ def available() -> bool:
 
 
 def worth_compiling(steps: list, outputs: list) -> bool:
-    """Long groups (per-call overhead) or big arrays with several steps (memory sweeps)."""
-    if len(steps) >= MIN_STEPS:
+    """Long groups (per-call overhead) or big arrays with several steps (memory sweeps); any group of
+    two or more steps inside :class:`every_group`."""
+    if len(steps) >= MIN_STEPS or (every_group.depth and len(steps) >= MIN_STEPS_BIG):
         return True
     elements = max((int(np.prod(v.shape, dtype=np.int64)) for v in outputs), default=0)
     return len(steps) >= MIN_STEPS_BIG and elements >= BIG_ELEMENTS
@@ -94,6 +166,9 @@ class NumbaKernel:
         self.shape: tuple | None = None
         self.fn: Any = None
         self.out_into: dict = {}
+        # Big loops run in chunks on threads only inside every_group (an optimizer's compiled update, as
+        # its eager update always did); a compiled training step keeps serial loops, as before.
+        self.threaded = every_group.depth > 0
 
     def _build(self, arrays: tuple) -> None:
         import numba
@@ -168,7 +243,8 @@ class NumbaKernel:
         if fn is None:
             namespace: dict = {"np": np, **{f"K{k}": c for k, c in enumerate(constants)}}
             exec(compile(code, "<ember fused kernel>", "exec"), namespace)  # noqa: S102 - our own generated code
-            fn = _CACHE[key] = numba.njit(cache=False, error_model="numpy")(namespace["kernel"])
+            # nogil: big loops run as chunks on threads (see _run_chunked)
+            fn = _CACHE[key] = numba.njit(cache=False, nogil=True, error_model="numpy")(namespace["kernel"])
         self.fn = fn
         self.reductions = reductions
         self.keepdims = {name: s[3].get("keepdims", False) for name, s in reductions.items()}
@@ -195,7 +271,10 @@ class NumbaKernel:
                 copied.append(False)
             flat.append(a.reshape(-1))
         outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.fresh_specs]
-        self.fn(self.n, *flat, *outs)
+        if self.threaded and self.n >= 2 * PARALLEL_MIN_CHUNK and not self.reductions:
+            _run_chunked(self.fn, self.n, flat, outs, self.scalar_in)
+        else:
+            self.fn(self.n, *flat, *outs)
         fresh = iter(outs)
         results = []
         for o, spec in zip(self.outputs, self.out_specs):

@@ -31,7 +31,7 @@ import numpy as np
 # step of a group over its whole loop shape (the fuser checks shapes).
 _FUNCTIONS = ("where", "clip", "round", "sum", "mean", "asarray")
 # Special functions the backends provide (``ember.backends.special_function``).
-SPECIAL = ("erf",)  # erfinv: SciPy only today, so a fused call could find none
+SPECIAL = ("erf", "erfc")  # erfinv: SciPy only today, so a fused call could find none
 
 
 class Untraceable(Exception):

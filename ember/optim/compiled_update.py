@@ -1,0 +1,167 @@
+"""An optimizer group's update as one compiled graph: the eager fast path, with no second copy of the math.
+
+The update of a group is ``apply_updates(update, params, grads, states, hp)`` (:mod:`ember.optim.hyper`),
+the very function the op-by-op path runs. Here it is traced once with :class:`ember.compile
+<ember.graph.compile.CompiledFunction>` and then run as a graph each step:
+
+* **What is an input, what is baked.** The gradients and the group's numeric options (``lr``,
+  ``betas``, ``weight_decay``, ...) are graph inputs (the options as 0-d float64 tensors refilled each
+  step), so a scheduler's new ``lr`` or fresh ``.grad`` tensors after ``zero_grad()`` run the same
+  graph. Parameters and state buffers are lifted graph state: read at each run, written back in
+  place. The cache key holds what the graph bakes: which tensors it updates, the entries of each
+  state, and the options' *decisions* (booleans, ``None``, which numbers are zero: ``if
+  hp.nonzero("weight_decay")`` in an update).
+* **Why it is fast.** Fusion turns each parameter's elementwise update into one loop and its bias
+  corrections (tensor ops on ``state['step']``) into one small kernel; inside this module fusion
+  compiles every group with Numba when it is installed (:class:`~ember.graph.passes.fuse_numba.every_group`),
+  because an update runs the same kernels every step and the kernel source does not depend on shapes
+  (one compile per dtype and option set). Adam over a 784x512 weight is one pass over memory.
+* **When it does not apply.** The first step of each key runs op by op (lazily created state, such as
+  SGD's momentum buffer, exists before tracing); an update that reads values (``.item()``) cannot be
+  traced: its class sets ``compile_update = False``, and a ``TracingError`` found at trace time makes
+  that key run op by op from then on. Parameters off the CPU run op by op for now.
+
+Example:
+    >>> import ember
+    >>> w = ember.ones(3, requires_grad=True)
+    >>> opt = ember.optim.Adam([w], lr=0.1)
+    >>> for _ in range(3):
+    ...     w.grad = ember.ones(3); opt.step()       # the third step runs the compiled graph
+    >>> round(float(w[0]), 4)
+    0.7
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable
+
+from ember import dtypes, interpreters
+from ember.creation import tensor
+from ember.graph.compile import CompiledFunction
+from ember.graph.ir import TracingError
+from ember.graph.passes import fuse_numba
+from ember.optim.hyper import Hyper, apply_updates, to_scalar
+from ember.tensor import Tensor
+
+#: Compiled group updates kept per optimizer (a key changes when state or option decisions change).
+CACHE_LIMIT = 8
+_SKIP = ("params", "param_names")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, (int, float)) or (isinstance(value, Tensor) and value.numel() == 1)
+
+
+def _decision(value: Any) -> Any:
+    """What a graph bakes about an option: booleans/None/strings as they are, numbers as zero or not."""
+    if _is_number(value):
+        return ("nonzero", to_scalar(value) != 0)
+    if isinstance(value, (tuple, list)):
+        return tuple(_decision(v) for v in value)
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    return ("id", id(value))
+
+
+class _Entry:
+    """One compiled group update: the traced function and its option inputs."""
+
+    def __init__(self, update: Callable, group: dict, params: list, states: list) -> None:
+        # layout: (option, None) for a number, (option, n) for a tuple of n numbers; one input each.
+        self.layout: list[tuple[str, int | None]] = []
+        for key, value in group.items():
+            if key in _SKIP:
+                continue
+            if _is_number(value):
+                self.layout.append((key, None))
+            elif isinstance(value, (tuple, list)) and value and all(_is_number(v) for v in value):
+                self.layout.append((key, len(value)))
+        count = sum(1 if n is None else n for _, n in self.layout)
+        self.inputs = [tensor(0.0, dtype=dtypes.float64) for _ in range(count)]  # CPU, as state['step']
+        self.arrays = [t._data for t in self.inputs]
+        layout = self.layout
+
+        def compiled_update(*args: Tensor) -> None:
+            grads = list(args[count:])
+            if not interpreters.tracing():
+                # ember.compile's eager warm-up call: the options as Python numbers, exactly the op-by-op
+                # path (in-place ops with a 0-d float64 tensor would round differently from a number).
+                apply_updates(update, params, grads, states, Hyper(group))
+                return
+            values: dict[str, Any] = {}
+            k = 0
+            for key, n in layout:
+                if n is None:
+                    values[key] = args[k]
+                    k += 1
+                else:
+                    values[key] = tuple(args[k:k + n])
+                    k += n
+            apply_updates(update, params, grads, states, Hyper(group, values))
+
+        self.fn: CompiledFunction | None = CompiledFunction(
+            compiled_update, fallback="raise", measure=False, name=f"{getattr(update, '__qualname__', 'update')}")
+        # Once traced, the executable runs directly: this entry's key already pins everything
+        # ember.compile's own key checks (the tensors, their shapes and dtypes, grad mode off).
+        self.executable: Any = None
+
+    def fill(self, group: dict) -> list:
+        """The option inputs, refilled with the group's current numbers."""
+        k = 0
+        for key, n in self.layout:
+            value = group[key]
+            for v in ((value,) if n is None else value):
+                self.arrays[k][()] = to_scalar(v)
+                k += 1
+        return self.inputs
+
+    def run(self, group: dict, params: list) -> bool:
+        inputs = self.fill(group)
+        if self.executable is not None:  # the key pinned the tensors, shapes and dtypes: run the plan
+            self.executable.run(self.arrays + [p.grad._data for p in params])
+            return True
+        try:
+            with fuse_numba.every_group():
+                self.fn(*inputs, *[p.grad for p in params])
+        except TracingError:
+            self.fn = None  # reads a value while tracing: this key runs op by op (the trace changed nothing)
+            return False
+        last = self.fn.last
+        if last is not None and hasattr(last, "executable"):
+            self.executable = last.executable
+        return True
+
+
+class CompiledUpdates:
+    """The compiled group updates of one optimizer, by key (see the module notes)."""
+
+    def __init__(self) -> None:
+        self.cache: OrderedDict = OrderedDict()
+
+    def run(self, update: Callable, group: dict, params: list, states: list) -> bool:
+        """Run the group's update compiled; False when it must run op by op instead (then nothing ran)."""
+        key = [update, id(group)]
+        for p, state in zip(params, states):
+            if p._device.type != "cpu":
+                return False
+            data = p._data
+            key += (id(p), data.shape, data.dtype, p.grad._data.dtype)
+            for name, value in state.items():
+                key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)
+        for name, value in group.items():
+            kind = type(value)
+            if kind is float or kind is int:
+                key.append(value != 0)
+            elif kind is bool or value is None:
+                key.append(value)
+            elif name not in _SKIP:
+                key.append(_decision(value))
+        key = tuple(key)
+        entry = self.cache.get(key)
+        if entry is None:
+            entry = self.cache[key] = _Entry(update, group, params, states)
+            if len(self.cache) > CACHE_LIMIT:
+                self.cache.popitem(last=False)
+        return entry.fn is not None and entry.run(group, params)
