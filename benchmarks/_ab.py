@@ -44,8 +44,11 @@ def one_thread() -> None:
             ember.optim.Optimizer.update_threads = 1
         from ember.graph.passes import fuse_numba
 
-        if hasattr(fuse_numba, "THREADS"):
+        if hasattr(fuse_numba, "THREADS"):  # checkouts before the fused loops used cpu_threads
             fuse_numba.THREADS = 1
+        from ember import _config
+
+        _config.CPU_THREADS = 1
     except ImportError:
         pass
 

@@ -33,14 +33,22 @@ _LOCK = threading.Lock()
 _LOCAL = threading.local()
 
 
-def num_threads() -> int:
-    """Threads ``parallel_for`` uses (the calling thread included)."""
-    if _config.CPU_THREADS > 0:
-        return _config.CPU_THREADS
+def _cpus_available() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+# Read once: parallel_for is on hot paths (compiled optimizer loops) and the system call costs up to
+# ~0.1 ms on some VMs.
+_CPUS = _cpus_available()
+
+
+def num_threads() -> int:
+    """Threads ``parallel_for`` uses (the calling thread included): ``EMBER_CPU_THREADS`` (also
+    ``ember._config.CPU_THREADS``) when set, else the CPUs this process may run on."""
+    return _config.CPU_THREADS if _config.CPU_THREADS > 0 else _CPUS
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -54,8 +62,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 def _forget_pool() -> None:
     """After fork the child has the pool object but none of its threads: start a new one there."""
-    global _POOL, _LOCK
-    _POOL, _LOCK = None, threading.Lock()
+    global _POOL, _LOCK, _CPUS
+    _POOL, _LOCK, _CPUS = None, threading.Lock(), _cpus_available()
 
 
 if hasattr(os, "register_at_fork"):

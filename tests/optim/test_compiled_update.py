@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _config
+from ember.backends import cpu_threads
 from ember.graph.passes import fuse_numba
 from ember.optim import Optimizer
 
@@ -66,11 +68,11 @@ def test_numpy_only_kernels_and_threaded_loops_equal_op_path(case, monkeypatch):
     shapes = [(40_000,), (5, 3)]
     ops = _run(name, kwargs, np.float32, compiled=False, shapes=shapes)
     monkeypatch.setattr(fuse_numba, "PARALLEL_MIN_CHUNK", 4096)
-    monkeypatch.setattr(fuse_numba, "THREADS", 3)
-    monkeypatch.setattr(fuse_numba, "_POOL", {"threads": None, "executor": None})
+    monkeypatch.setattr(_config, "CPU_THREADS", 3)
+    monkeypatch.setattr(cpu_threads, "_POOL", None)
     threaded = _run(name, kwargs, np.float32, compiled=True, shapes=shapes)
     if fuse_numba.available():
-        assert fuse_numba._POOL["executor"] is not None  # the 40k loop was split (into 3 chunks)
+        assert cpu_threads._POOL is not None  # the 40k loop was split (into 3 chunks)
     monkeypatch.setattr(fuse_numba, "available", lambda: False)
     numpy_only = _run(name, kwargs, np.float32, compiled=True, shapes=shapes)
     for a, b, c in zip(ops, threaded, numpy_only):

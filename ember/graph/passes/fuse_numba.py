@@ -18,12 +18,11 @@ Example:
 """
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from ember.backends.cpu_threads import parallel_for
 from ember.graph.passes import kernel_text
 
 MIN_STEPS = 24
@@ -49,46 +48,16 @@ _CACHE: dict[str, Any] = {}
 # releases the GIL): memory-bound updates (Adam over a 400k-element weight) gain from a second core, as
 # torch's intra-op threads do; below it the hand-off costs more than it saves.
 PARALLEL_MIN_CHUNK = 1 << 17
-#: Threads for big loops: None = CPU count (at most 8); 1 = never split.
-THREADS: int | None = None
-_POOL: dict[str, Any] = {"threads": None, "executor": None}
-_CPU_COUNT = min(os.cpu_count() or 1, 8)  # read once: os.cpu_count() costs ~65 us on some VMs
-
-
-def _forget_pool() -> None:
-    _POOL.update(threads=None, executor=None)  # a forked child has none of its parent's threads
-
-
-if hasattr(os, "register_at_fork"):  # not per call: os.getpid() is a ~0.1 ms system call on some VMs
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def run_parallel(fn: Any, parts: list) -> None:
-    """``fn(*part)`` for every part, spread over the thread pool (the caller's thread takes the first).
-    For loops that release the GIL (Numba ``nogil``, NumPy ufuncs) over disjoint memory."""
-    threads = THREADS or _CPU_COUNT
-    if threads <= 1 or len(parts) <= 1:
-        for part in parts:
-            fn(*part)
-        return
-    if _POOL["threads"] != threads:  # first use, or a new THREADS
-        _POOL.update(threads=threads, executor=ThreadPoolExecutor(threads - 1, thread_name_prefix="ember-fused"))
-    futures = [_POOL["executor"].submit(fn, *part) for part in parts[1:]]
-    fn(*parts[0])
-    for future in futures:
-        future.result()
 
 
 def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
-    """``fn(n, *flat, *outs)`` as equal contiguous chunks on the thread pool (an elementwise loop:
-    chunks are independent; one-element inputs are read whole by every chunk)."""
-    workers = min(THREADS or _CPU_COUNT, n // PARALLEL_MIN_CHUNK)
-    if workers <= 1:
-        fn(n, *flat, *outs)
-        return
-    edges = [n * i // workers for i in range(workers + 1)]
-    run_parallel(fn, [(hi - lo, *[a if one else a[lo:hi] for a, one in zip(flat, scalar_in)],
-                       *[o[lo:hi] for o in outs]) for lo, hi in zip(edges, edges[1:])])
+    """``fn(n, *flat, *outs)`` as contiguous chunks on ember's CPU thread pool
+    (:func:`ember.backends.cpu_threads.parallel_for`; ``EMBER_CPU_THREADS``): an elementwise loop,
+    so chunks are independent; one-element inputs are read whole by every chunk."""
+    def chunk(lo: int, hi: int) -> None:
+        fn(hi - lo, *[a if one else a[lo:hi] for a, one in zip(flat, scalar_in)], *[o[lo:hi] for o in outs])
+
+    parallel_for(chunk, n, min_chunk=PARALLEL_MIN_CHUNK)
 
 
 class every_group:
