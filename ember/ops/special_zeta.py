@@ -36,7 +36,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _float64(*arrays: np.ndarray) -> list:
-    return [np.ascontiguousarray(a, dtype=np.float64) for a in np.broadcast_arrays(*arrays)]
+    return [np.array(a, dtype=np.float64, order="C") for a in np.broadcast_arrays(*arrays)]  # keeps 0-d
 
 
 def _result_dtype(*arrays: np.ndarray) -> np.dtype:
