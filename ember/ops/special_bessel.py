@@ -209,22 +209,56 @@ _AIRY_Z_NEG = 8.0  # zeta at the start of the negative asymptotic zone
 _AIRY_Z_POS = 2.0 / 3.0 * 2.0 ** 1.5  # zeta at x = 2
 
 
+_SPLIT = 134217729.0  # 2^27 + 1: Dekker's splitting constant for float64
+_TWO_THIRDS_TAIL = 3.700743415417188e-17  # 2/3 - fl(2/3)
+
+
+def _split(a: np.ndarray) -> tuple:
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple:
+    """a * b = p + e exactly (Dekker), for |a|, |b| well inside the float64 range."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _airy_zeta(a: np.ndarray) -> tuple:
+    """zeta = 2/3 a^1.5 as an unevaluated sum z + e to ~1e-32 relative: the phase of Ai(-a) and the exponent
+    of Ai(a) need zeta to better than its float64 rounding (zeta * 1e-16 is 1e-14 at a = 30)."""
+    a = np.minimum(a, 1e150)  # keeps the splits finite; beyond, Ai is NaN (a < 0) or 0 (a > 0) anyway
+    s = np.sqrt(a)
+    sh, sl = _split(s)
+    residual = ((a - sh * sh) - 2.0 * sh * sl) - sl * sl  # a - s*s exactly
+    p, pe = _two_prod(a, s)
+    pe = pe + a * (residual / (2.0 * s))  # a * sqrt(a) = p + pe
+    z, ze = _two_prod(np.full_like(p, 0.6666666666666666), p)
+    return z, ze + 0.6666666666666666 * pe + _TWO_THIRDS_TAIL * p
+
+
 def _airy_neg(a: np.ndarray) -> np.ndarray:
     """Ai(-a) for a >= AIRY_NEG_X (NaN at a = inf, where the phase is undefined, as in PyTorch)."""
-    z = (2.0 / 3.0) * a * np.sqrt(a)
+    z, ze = _airy_zeta(a)
+    z = np.where(np.isinf(a), np.inf, z)
     u = (_AIRY_Z_NEG / z) ** 2
     p = _horner(B.AI_NEG_P, u)
     q = _horner(B.AI_NEG_Q, u) / z
-    c, s = np.cos(z), np.sin(z)
+    c0, s0 = np.cos(z), np.sin(z)
+    c, s = c0 - ze * s0, s0 + ze * c0  # cos and sin of z + ze
     # sqrt2 sin(z + pi/4) = s + c, sqrt2 cos(z + pi/4) = c - s
-    return (p * (s + c) - q * (c - s)) * (_INV_SQRT_PI / _SQRT2) / np.sqrt(np.sqrt(a))
+    value = (p * (s + c) - q * (c - s)) * (_INV_SQRT_PI / _SQRT2) / np.sqrt(np.sqrt(a))
+    return np.where(a > 1e150, np.nan, value)  # the phase has no digits left there (PyTorch: NaN)
 
 
 def _airy_pos(x: np.ndarray) -> np.ndarray:
     """Ai(x) for x >= 2: exp(-zeta) x^(-1/4) G(zeta0 / zeta) / (2 sqrt(pi)); 0 once exp underflows, NaN at
     +inf (PyTorch's value)."""
-    z = (2.0 / 3.0) * x * np.sqrt(x)
-    value = np.exp(-z) * _horner(B.AI_POS_G, _AIRY_Z_POS / z) * (0.5 * _INV_SQRT_PI) / np.sqrt(np.sqrt(x))
+    z, ze = _airy_zeta(x)
+    value = np.exp(-z) * (1.0 - ze) * _horner(B.AI_POS_G, _AIRY_Z_POS / z) * (0.5 * _INV_SQRT_PI) / np.sqrt(np.sqrt(x))
     return np.where(np.isinf(x), np.nan, value)
 
 

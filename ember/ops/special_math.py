@@ -136,13 +136,16 @@ def _erfcx(x: np.ndarray, low: bool) -> np.ndarray:
 
 
 # ---- inverse error functions -----------------------------------------------------------------------
-def _erfinv_guess(a: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """erfinv(a) to about 3e-9 for a in [0, 1), q = 1 - a: fits in w = -log(1 - a**2) and sqrt(w)."""
+def _erfinv_guess(a: np.ndarray, q: np.ndarray, low: bool) -> np.ndarray:
+    """erfinv(a) for a in [0, 1), q = 1 - a, from fits in w = -log(1 - a**2) and sqrt(w): to about 3e-9
+    (``low``: enough for float32) or, for float64, to about 1e-18 up to w = 39 (1 - a > 2e-17) and 3e-9
+    beyond (one Halley step finishes those)."""
     w = -(np.log(q) + np.log1p(a))
     out = np.empty_like(a)
     s = np.sqrt(w)
-    _on(w < 6.25, w, out, lambda v: _horner(C.ERFINV_W, (v - 3.125) / 3.125))
-    _on((s >= 2.5) & (s < 6.25), s, out, lambda v: _horner(C.ERFINV_S, (v - 4.375) / 1.875))
+    near, mid = (C.ERFINV_W, C.ERFINV_S) if low else (C.ERFINV_W_64, C.ERFINV_S_64)
+    _on(w < 6.25, w, out, lambda v: _horner(near, (v - 3.125) / 3.125))
+    _on((s >= 2.5) & (s < 6.25), s, out, lambda v: _horner(mid, (v - 4.375) / 1.875))
     _on(s >= 6.25, s, out, lambda v: _horner(C.ERFINV_S_FAR, (v - 16.625) / 10.375))
     return out * a
 
@@ -161,15 +164,15 @@ def _halley_tail(y: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def _erfinv_from(a: np.ndarray, q: np.ndarray, steps: int) -> np.ndarray:
-    """y >= 0 with erf(y) = a, given q = 1 - a exactly (a in (0, 1)): a first guess good to 3e-9,
-    then Halley steps (cubic: float32 needs none, float64 one)."""
-    y = _erfinv_guess(a, q)
-    small = a < 0.5
-    for _ in range(steps):
-        out = np.empty_like(y)
-        _on(small, y, out, _halley_near0, a)
-        _on(~small, y, out, _halley_tail, q)
-        y = out
+    """y >= 0 with erf(y) = a, given q = 1 - a exactly (a in (0, 1)): the fitted guess, then Halley steps
+    (cubic) on the far tail only, where the float64 guess is good to 3e-9 (float32 needs none)."""
+    y = _erfinv_guess(a, q, steps == 0)
+    far = np.nonzero(q < 1.6e-17)  # w = -log(1 - a^2) > 39.06: beyond the float64 fits
+    if steps and far[0].size:
+        yf, qf = y[far], q[far]
+        for _ in range(steps):
+            yf = _halley_tail(yf, qf)
+        y[far] = yf
     return y
 
 

@@ -115,8 +115,9 @@ I0 = _unary("i0", "i0", lambda ctx, g: (g * i1(ctx.inputs[0]),))
 I0E = _unary("i0e", "i0e", lambda ctx, g: (g * (i1e(ctx.inputs[0]) - ew.sign(ctx.inputs[0]) * ctx.out),), save="both")
 I1 = _unary("i1", "i1", lambda ctx, g: (g * ew.where(ctx.inputs[0] == 0, 0.5,
                                                      i0(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),), save="both")
+# i1e' = i0e - i1e (sgn(x) + 1/x), with i1e/x formed as a quotient: 1/x overflows at subnormal x
 I1E = _unary("i1e", "i1e", lambda ctx, g: (g * ew.where(
-    ctx.inputs[0] == 0, 0.5, i0e(ctx.inputs[0]) - ctx.out * (ew.sign(ctx.inputs[0]) + 1 / _safe(ctx.inputs[0]))),),
+    ctx.inputs[0] == 0, 0.5, i0e(ctx.inputs[0]) - ctx.out * ew.sign(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),),
     save="both")
 
 

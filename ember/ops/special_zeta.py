@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ember.ops.special_math import _digamma, _lgamma, _lgamma2
+from ember.ops.special_math import _digamma, _erfc, _lgamma, _lgamma2
 
 _EPS = np.finfo(np.float64).eps
 # B_2j / (2j)! for j = 1..12 (Bernoulli numbers as exact fractions, then rounded once).
@@ -60,7 +60,7 @@ def _zeta_sum(x: np.ndarray, q: np.ndarray) -> np.ndarray:
         a += 1.0
     # Euler-Maclaurin tail from a: a^(1-x) / (x-1) + a^-x / 2 + sum_j B_2j/(2j)! x(x+1)..(x+2j-2) a^(-x-2j+1)
     b = np.power(a, -x)
-    total += a * b / (x - 1.0) + 0.5 * b
+    total += np.power(a, 1.0 - x) / (x - 1.0) + 0.5 * b  # not a * b: b underflows first (trigamma(1e300) = 1e-300)
     t = b / a * x
     total += t * _EM[0]
     inv_a2 = 1.0 / (a * a)
@@ -71,11 +71,16 @@ def _zeta_sum(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 
 def _zeta_core(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """PyTorch's (Cephes') case order: x == 1 -> inf, x < 1 -> NaN, q a non-positive integer -> inf (NaN x
+    included), q < 0 with x not an integer -> NaN; x = +inf -> 1 at q = 1, inf where some |q + k| < 1."""
     out = np.full(x.shape, np.nan)
     out[x == 1.0] = np.inf
-    pole = (q <= 0.0) & (q == np.floor(q)) & (x > 1.0)
+    pole = (q <= 0.0) & (q == np.floor(q)) & ~(x < 1.0) & (x != 1.0)
     out[pole] = np.inf
-    ok = (x > 1.0) & ~pole & ((q > 0.0) | ((x == np.floor(x)) & (q > -np.inf)))
+    infinite = (x == np.inf) & ~pole
+    out[infinite & (q == 1.0)] = 1.0
+    out[infinite & (((q > 0.0) & (q < 1.0)) | ((q < 0.0) & (q > -np.inf)))] = np.inf
+    ok = (x > 1.0) & ~infinite & ~pole & ((q > 0.0) | ((x == np.floor(x)) & (q > -np.inf)))
     where = np.nonzero(ok)
     if where[0].size:
         out[where] = _zeta_sum(x[where], q[where])
@@ -102,7 +107,9 @@ def polygamma(n: int, x: np.ndarray) -> np.ndarray:
         else:
             values = (-1.0) ** (n + 1) * float(math.factorial(n)) * _zeta_core(np.full_like(flat, n + 1.0), flat)
             values[np.isnan(flat)] = np.nan
-            values[flat == np.inf] = 0.0
+            if n == 1:  # PyTorch's trigamma: 0 at +inf, NaN at -inf (its polygamma(n >= 2) goes through zeta)
+                values[flat == np.inf] = 0.0
+                values[flat == -np.inf] = np.nan
     return _finish(values, dtype, x.shape)
 
 
@@ -208,6 +215,24 @@ def _q_small_a(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return first - np.exp(a * np.log(x) - _lgamma1p(a)) * a * total
 
 
+def _temme(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
+    """P or Q for large a with x near a (where the series and the fraction need ~sqrt(a) steps): Temme's
+    uniform expansion Q = erfc(eta sqrt(a/2)) / 2 + exp(-a eta^2 / 2) / sqrt(2 pi a) (c0 + c1 / a), with
+    eta^2 / 2 = (x/a - 1) - log(x/a); truncation ~ eta / a^2 relative, far below rounding for a >= 1e5."""
+    d = (x - a) / a
+    half_eta2 = -_log1pmx(d)
+    eta = np.copysign(np.sqrt(2.0 * half_eta2), d)
+    with np.errstate(all="ignore"):
+        closed = 1.0 / d - 1.0 / eta  # c0 = 1/(lambda - 1) - 1/eta: cancels near eta = 0, its series there
+    c0 = np.where(np.abs(eta) < 1e-3, -1.0 / 3.0 + eta / 12.0 - eta * eta * (2.0 / 135.0), closed)
+    c1 = -1.0 / 540.0 - eta / 288.0
+    r = np.exp(-a * half_eta2) / np.sqrt(2.0 * math.pi * a) * (c0 + c1 / a)
+    z = eta * np.sqrt(0.5 * a)
+    if upper:
+        return np.where(eta >= 0, 0.5 * _erfc(z, False) + r, 1.0 - (0.5 * _erfc(-z, False) - r))
+    return np.where(eta < 0, 0.5 * _erfc(-z, False) - r, 1.0 - (0.5 * _erfc(z, False) + r))
+
+
 def _gammainc_core(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     out = np.full(a.shape, np.nan)
     bad = (x < 0.0) | (a < 0.0)
@@ -218,8 +243,11 @@ def _gammainc_core(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     out[edge] = (1.0 - edge_lower[edge]) if upper else edge_lower[edge]
     inner = ~bad & ~edge & ~np.isnan(a) & ~np.isnan(x)
     small_a = inner & (x <= 1.1) & np.where(x <= 0.5, a < -0.4 / np.log(x), a < 1.1 * x)
-    series = inner & ~small_a & (x < a + 1.0)
-    fraction = inner & ~small_a & ~series
+    near = inner & (a > 1e5) & (np.abs(x - a) < 30.0 * np.sqrt(a))
+    if near.any():
+        out[near] = _temme(a[near], x[near], upper)
+    series = inner & ~small_a & ~near & (x < a + 1.0)
+    fraction = inner & ~small_a & ~near & ~series
     for mask, fn, gives_upper in ((small_a, _q_small_a, True), (series, _p_series, False),
                                   (fraction, _q_fraction, True)):
         where = np.nonzero(mask)
