@@ -78,6 +78,9 @@ class SymbolicValue:
     """
 
     __slots__ = ()
+    # True for values whose view ops run as records with eager's view rules (vmap's batched values), rather
+    # than the gather forms a graph needs (ember/ops/views.py, ember/ops/inplace.py).
+    replays_views = False
 
     @property
     def interpreter(self) -> Interpreter:

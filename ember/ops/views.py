@@ -491,7 +491,7 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
-    if dispatch.is_symbolic(input) and not getattr(input._data, "replays_views", False):  # (vmap: the view op)
+    if dispatch.is_symbolic(input) and not getattr(input._data, "replays_views", False):  # vmap: the view op
         # Graphs (and ONNX) take the gather form: a permute plus an index with two position vectors.
         from ember.creation import arange
 
