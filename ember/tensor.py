@@ -184,8 +184,8 @@ class Tensor(TensorMethods):
                 "requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
-        if requires_grad and not (self.is_floating_point()):
-            raise RuntimeError(f"requires_grad_: only Tensors of floating point dtype can require gradients, got "
+        if requires_grad and not (self.is_floating_point() or self.dtype.is_complex):
+            raise RuntimeError(f"requires_grad_: only Tensors of floating point and complex dtype can require gradients, got "
                                f"{self.dtype}")
         self._requires_grad = bool(requires_grad)
         return self

@@ -251,7 +251,7 @@ def _extra_methods() -> None:
         "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
         "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),
         "prelu": lambda self, weight: F.prelu(self, weight),
-        "is_complex": lambda self: False, "is_pinned": lambda self, device=None: False,
+        "is_complex": lambda self: self.dtype.is_complex, "is_pinned": lambda self, device=None: False,
         "pin_memory": lambda self, device=None: self,
         "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
             self, "put_", lambda t: put(t, index, source, accumulate)),
