@@ -97,12 +97,26 @@ def complex(real: Any, imag: Any) -> Any:  # noqa: A001 - PyTorch's name
     return dispatch.apply(COMPLEX, (real, imag))
 
 
+def _polar_impl(xp: Any, r: Any, theta: Any) -> Any:
+    return make_complex(xp, r * xp.cos(theta), r * xp.sin(theta))
+
+
+# PyTorch's polar_backward: abs gets real(conj(g) sgn(out)) (so 0 where abs is 0, and the sign of |abs| for
+# negative abs), angle gets real(conj(g) i out).
+POLAR = register(OpDef(
+    name="polar", category="binary", impl=_polar_impl, save="output", shape_rule=_complex_rule,
+    vjp=(lambda ctx, g: ew.real_part(conj(g) * sgn(ctx.out)), lambda ctx, g: ew.real_part(conj(g) * ctx.out * 1j)),
+))
+
+
 def polar(abs: Any, angle: Any) -> Any:  # noqa: A002 - PyTorch's argument names
     """``abs * (cos(angle) + i sin(angle))`` from two float tensors of one dtype."""
     if abs.dtype is not angle.dtype:
         raise RuntimeError(f"polar: expected object of scalar type {abs.dtype} but got scalar type {angle.dtype} "
                            "for second argument")
-    return complex(abs * ew.cos(angle), abs * ew.sin(angle))
+    if abs.dtype not in (dtypes.float32, dtypes.float64):
+        raise RuntimeError(f"polar: expected both inputs to be Float or Double tensors but got {abs.dtype}")
+    return dispatch.apply(POLAR, (abs, angle))
 
 
 # ---- angle ----------------------------------------------------------------------------------------------------
