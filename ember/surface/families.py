@@ -69,7 +69,7 @@ METHODS_FROM_FUNCTIONS = (
     "put", "index_reduce", "real", "imag", "sgn", "nonzero_static", "is_distributed", "unsafe_split_with_sizes",
     "triangular_solve", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
     "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
-    "matrix_exp",
+    "matrix_exp", "stft", "istft",
 )
 
 # In-place view ops: they change the tensor's shape metadata in place (no values move).
