@@ -24,7 +24,8 @@ from ember.ops.registry import OpDef, Spec, register
 
 def make_complex(xp: Any, re: Any, im: Any) -> Any:
     """``re + i im`` without multiplying (``1j * inf`` is ``nan + inf j``): the pairs stacked and reinterpreted."""
-    re, im = xp.broadcast_arrays(re, im)
+    shape = xp.broadcast_shapes(re.shape, im.shape)
+    re, im = xp.broadcast_to(re, shape), xp.broadcast_to(im, shape)
     target = xp.complex128 if re.dtype == xp.float64 else xp.complex64
     pairs = xp.stack((re, im), axis=-1)
     if pairs.dtype not in (xp.float32, xp.float64):
