@@ -109,7 +109,7 @@ _cj = conj_if_complex
 
 
 def _real_impl(xp: Any, x: Any) -> Any:
-    return xp.real(x) if x.dtype.kind == "c" else x
+    return xp.real(x)
 
 
 # real/imag of a complex tensor: copies (PyTorch's are views that write through; ember's are not, see

@@ -183,6 +183,7 @@ CUMPROD = register(OpDef(
 
 def _cum_extreme_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int) -> tuple:
+        ew._no_complex("cum" + fn[:3], x)
         if x.ndim == 0:
             return x.copy(), xp.zeros((), dtype=xp.int64)
         values = getattr(xp, fn).accumulate(x, axis=dim)

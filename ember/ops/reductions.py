@@ -174,11 +174,13 @@ def _check_nonempty(xp: Any, x: Any, dims: Any, op: str, error: type = RuntimeEr
 
 
 def _amax_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amax", x)
     _check_nonempty(xp, x, dims, "amax")
     return xp.amax(x, axis=_axis(dims), keepdims=keepdim)
 
 
 def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amin", x)
     _check_nonempty(xp, x, dims, "amin")
     return xp.amin(x, axis=_axis(dims), keepdims=keepdim)
 
@@ -191,6 +193,7 @@ AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="
 
 def _arg_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+        elementwise._no_complex(fn, x)
         _check_nonempty(xp, x, None if dim is None else (dim,), fn, IndexError)  # PyTorch's class here
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
