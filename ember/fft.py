@@ -34,7 +34,7 @@ _NORMS = (None, "backward", "ortho", "forward")
 # ---- argument checks and the shared padding -------------------------------------------------------------
 def _norm(norm: Any, op: str) -> str:
     if norm not in _NORMS:
-        raise ValueError(f"{op}: Invalid normalization mode: {norm!r}; expected None, 'backward', 'ortho' or 'forward'")
+        raise RuntimeError(f'{op}: Invalid normalization mode: "{norm}"; expected None, "backward", "ortho" or "forward"')
     return norm or "backward"
 
 
