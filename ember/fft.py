@@ -24,6 +24,7 @@ from ember import dtypes
 from ember.creation import arange
 from ember.ops import dispatch, elementwise as ew, views
 from ember.ops.fft_ops import fft_c2c, fft_c2r, fft_r2c
+from ember.tensor import Tensor  # noqa: F401  (torch.fft re-exports Tensor too)
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
