@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -404,7 +405,11 @@ class Tensor(TensorMethods):
             if target != out._device:
                 out = _transfer(out, target, non_blocking)
         if target_dtype is not None:
-            out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
+            target_dtype = dtypes.to_dtype(target_dtype)
+            if out.dtype.is_complex and not target_dtype.is_complex:
+                warnings.warn("Casting complex values to real discards the imaginary part (as in PyTorch); take "
+                              ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
+            out = dispatch.cast(out, target_dtype)
         if copy and out is self:
             out = self.clone()
         return out
