@@ -6,7 +6,8 @@ scheduler as much as the code):
 
 * ``per-sample (vmap)``: ``vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)`` -> one gradient per sample;
 * ``batched backward``: ``loss(model(x), y).backward()`` on the whole batch -> one summed gradient;
-* ``torch.func``: PyTorch's vmap(grad) on the same model and data (when torch is installed).
+* ``torch.func``: PyTorch's vmap(grad) on the same model and data, and PyTorch's own batched backward (when
+  torch is installed), for PyTorch's ratio of the two.
 
 The target (issue 16): per-sample gradients within 2x of the batched backward. Also checks that
 ember's per-sample gradients equal a Python loop of single-sample backward passes.
@@ -96,7 +97,7 @@ def check_against_loop(params: dict, per_sample_fn: Callable, loss: Callable, x_
     return worst
 
 
-def torch_contender(sizes: tuple, x_np: np.ndarray, y_np: np.ndarray) -> Callable | None:
+def torch_contenders(sizes: tuple, x_np: np.ndarray, y_np: np.ndarray) -> tuple | None:
     try:
         import torch
         from torch.func import functional_call, grad, vmap
@@ -111,7 +112,12 @@ def torch_contender(sizes: tuple, x_np: np.ndarray, y_np: np.ndarray) -> Callabl
         return torch.nn.functional.cross_entropy(functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
 
     fn = vmap(grad(loss), in_dims=(None, 0, 0))
-    return lambda: fn(params, x, y)
+
+    def batched() -> None:
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+
+    return (lambda: fn(params, x, y)), batched
 
 
 def main() -> None:
@@ -129,9 +135,9 @@ def main() -> None:
     _, params, per_sample, batched, loss = ember_contenders(sizes, x_np, y_np, args.device)
     error = check_against_loop(params, per_sample, loss, x_np, y_np, args.device)
     fns = {"per-sample (vmap)": per_sample, "batched backward": batched}
-    torch_fn = torch_contender(sizes, x_np, y_np) if args.device == "cpu" else None
-    if torch_fn is not None:
-        fns["torch.func vmap(grad)"] = torch_fn
+    torch_fns = torch_contenders(sizes, x_np, y_np) if args.device == "cpu" else None
+    if torch_fns is not None:
+        fns["torch.func vmap(grad)"], fns["torch batched backward"] = torch_fns
     times = cpu_medians(fns, args.rounds)
 
     print(f"Per-sample gradients, MLP {'-'.join(map(str, sizes))}, batch {args.batch}, float32, device {args.device}")
@@ -143,7 +149,9 @@ def main() -> None:
         print(f"  {name:<24} {t * 1e3:8.3f} ms   {t / base:5.2f}x batched backward")
     ratio = times["per-sample (vmap)"] / base
     print(f"ratio per-sample / batched backward: {ratio:.2f} (target <= 2)")
-    if torch_fn is not None:
+    if torch_fns is not None:
+        print(f"ratio torch.func per-sample / torch batched backward: "
+              f"{times['torch.func vmap(grad)'] / times['torch batched backward']:.2f}")
         print(f"ratio ember per-sample / torch.func per-sample: "
               f"{times['per-sample (vmap)'] / times['torch.func vmap(grad)']:.2f}")
 

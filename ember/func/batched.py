@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import interpreters, random as ember_random
+from ember import dtypes, interpreters
 from ember.autograd import grad_mode
-from ember.creation import _wrap_array
+from ember.creation import _wrap_array, rand, randn
 from ember.ops import batching, dispatch
 from ember.ops.registry import OpDef
+
+_STACK = interpreters._STACK
 
 _ITEM_MESSAGE = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "
                  ".item() on a Tensor, please try to rewrite what you're doing with other operations.")
@@ -150,8 +152,9 @@ class BatchInterpreter(interpreters.Interpreter):
     def process(self, op: OpDef, args: tuple, attrs: dict) -> Any:
         values, bdims = [], []
         mine = batched = needs_grad = False
+        tensor = dispatch.Tensor
         for a in args:
-            data = getattr(a, "_data", None)
+            data = a._data if isinstance(a, tensor) else None
             if type(data) is BatchedValue and data.level is self:
                 mine = True
                 values.append(data.value)
@@ -163,7 +166,12 @@ class BatchInterpreter(interpreters.Interpreter):
             else:
                 values.append(a)
                 bdims.append(None)
-        suspended = interpreters.suspend(self)
+        stack = _STACK.interpreters
+        if stack[-1] is self:  # the usual case: this level is on top (else: suspend it and the levels above)
+            stack.pop()
+            suspended: list = [self]
+        else:
+            suspended = interpreters.suspend(self)
         try:
             if not batched:
                 out = dispatch.apply(op, tuple(values), dict(attrs))
@@ -172,7 +180,7 @@ class BatchInterpreter(interpreters.Interpreter):
                 rule = batching.rule_for(op) or batching.loop
                 out, out_dims = rule(op, tuple(values), tuple(bdims), dict(attrs), self.size)
         finally:
-            interpreters.resume(suspended)
+            stack.extend(suspended)
         if not mine:
             return out
         if op.num_outputs == 1:
@@ -244,20 +252,25 @@ class BatchInterpreter(interpreters.Interpreter):
 
     def _draw_batched(self, kind: str, shape: tuple, dtype: Any, device: Any, generator: Any, inputs: tuple,
                       params: dict) -> Any:
+        """One draw per sample: ``(size, *shape)`` numbers drawn one level down (through ember.rand/randn, so an
+        enclosing vmap with randomness='different' batches them again), batched at dim 0 here."""
+        if kind not in ("uniform", "normal", "bernoulli"):
+            raise RuntimeError(f"vmap: random '{kind}' has no batched form for randomness='different'; use "
+                               "randomness='same' or draw outside vmap")
         full = (self.size,) + shape
         suspended = interpreters.suspend(self)
         try:
             if kind == "normal":
-                drawn = ember_random.sample_normal(full, dtype, device, generator, params.get("mean", 0.0),
-                                                   params.get("std", 1.0))
-                return self.wrap(_wrap_array(drawn, device), 0)
-            if kind not in ("uniform", "bernoulli"):
-                raise RuntimeError(f"vmap: random '{kind}' has no batched form for randomness='different'; use "
-                                   "randomness='same' or draw outside vmap")
-            uniform = _wrap_array(ember_random.sample_uniform(full, dtype, device, generator), device)
+                drawn = randn(*full, generator=generator, dtype=dtype, device=device)
+            else:
+                drawn = rand(*full, generator=generator, device=device,
+                             dtype=dtype if dtype.is_floating_point else dtypes.float32)
         finally:
             interpreters.resume(suspended)
-        u = self.wrap(uniform, 0)
+        u = self.wrap(drawn, 0)
+        if kind == "normal":
+            mean, std = params.get("mean", 0.0), params.get("std", 1.0)
+            return u * std + mean if (mean, std) != (0.0, 1.0) else u
         if kind == "uniform":
             low, high = params.get("low", 0.0), params.get("high", 1.0)
             return u * (high - low) + low if (low, high) != (0.0, 1.0) else u

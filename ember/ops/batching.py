@@ -86,13 +86,22 @@ def elementwise(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) ->
     rank = 0
     for a, d in zip(args, bdims):
         if d is not None:
-            rank = max(rank, a.ndim - 1)
+            r = a._data.ndim - 1
         elif isinstance(a, dispatch.Tensor):
-            rank = max(rank, a.ndim)
+            r = a._data.ndim
+        else:
+            continue
+        if r > rank:
+            rank = r
     for a, d in zip(args, bdims):
-        if d is not None and (d or a.ndim - 1 != rank):  # move to the front, pad to the result's rank
+        if d is not None and (d or a._data.ndim - 1 != rank):  # move to the front, pad to the result's rank
             args = tuple(a if d is None else pad_rank(to_front(a, d), rank) for a, d in zip(args, bdims))
             break
+    # the dispatcher's fast paths (the operands were promoted at the batched level already)
+    if len(args) == 2 and op.category == "binary" and not attrs:
+        return dispatch.binary(op, args[0], args[1]), 0
+    if len(args) == 1 and op.category == "unary":
+        return dispatch.unary(op, args[0], attrs), 0
     return dispatch.apply(op, args, attrs), _same(op, 0)
 
 
@@ -498,3 +507,19 @@ def layer_norm_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size:
     dtype = (args[4] if len(args) > 4 else args[1]).dtype
     gw, gb = (t if t.dtype == dtype else dispatch.cast(t, dtype) for t in (gw, gb))
     return (gx, gw, gb), (0, 0, 0)
+
+
+def searchsorted(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """A shared 1-D sequence: the values' batch goes straight through; batched sequences use the op's
+    row-per-sequence form, one row per sample (and per leading index)."""
+    seq, values = args
+    ds, dv = bdims
+    if ds is None and seq.ndim == 1:
+        return dispatch.apply(op, (seq, to_front(values, dv)), attrs), 0
+    seq = with_batch(seq, ds, size)
+    values = with_batch(values, dv, size)
+    if seq.ndim == 2:  # one sequence per sample: the values flattened into one row each
+        shape = tuple(values.shape)
+        flat = _apply("reshape", values, shape=(size, -1))
+        return _apply("reshape", dispatch.apply(op, (seq, flat), attrs), shape=shape), 0
+    return dispatch.apply(op, (seq, values), attrs), 0

@@ -196,7 +196,7 @@ def _eig_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 EIG = register(OpDef(
-    name="linalg_eig", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
+    name="linalg_eig", batch="leading", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
     num_outputs=2, materialize_grads=False,
     doc="Eigenvalues and unit-norm eigenvectors of a general square matrix, complex (LAPACK geev).",
 ))

@@ -20,6 +20,7 @@ from ember.ops import dispatch
 from ember.ops.elementwise import _no_complex
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
 
@@ -183,7 +184,7 @@ def _searchsorted_impl(xp: Any, sorted_sequence: Any, values: Any, right: bool =
 
 
 SEARCHSORTED = register(OpDef(
-    name="searchsorted", batch="loop", category="movement", impl=_searchsorted_impl, vjp=None, save="none",
+    name="searchsorted", batch=batching.searchsorted, category="movement", impl=_searchsorted_impl, vjp=None, save="none",
     shape_rule=lambda s, v, right=False: Spec(v.shape, dtypes.int64, v.device),
     doc="Insertion points of values into the last dim of a sorted sequence.",
 ))

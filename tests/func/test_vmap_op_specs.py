@@ -31,9 +31,14 @@ SAMPLES = 3
 
 
 def _dtype(spec):
-    if "float64" in spec.float_dtypes:
-        return "float64"
-    return (spec.float_dtypes or spec.int_dtypes)[0]
+    for wide in ("float64", "complex128"):
+        if wide in spec.float_dtypes + spec.complex_dtypes:
+            return wide
+    return (spec.float_dtypes or spec.complex_dtypes or spec.int_dtypes)[0]
+
+
+def _grad_dtype(spec):
+    return next((d for d in ("float64", "complex128") if d in spec.float_dtypes + spec.complex_dtypes), None)
 
 
 def _compare(batched, per_sample, out_dim=0):
@@ -79,10 +84,10 @@ def test_vmap_first_input_at_last_dim_others_shared(spec):
         np.testing.assert_allclose(o.detach().numpy(), ref, rtol=1e-7, atol=1e-10, equal_nan=True)
 
 
-@pytest.mark.parametrize("spec", [s for s in SPECS if s.grad and "float64" in s.float_dtypes], ids=lambda s: s.name)
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.grad and _grad_dtype(s)], ids=lambda s: s.name)
 def test_per_sample_gradients_match_per_sample_backward(spec):
     case = spec.shapes[0]
-    samples = [make_inputs(spec, case, "float64", seed=s) for s in range(SAMPLES)]
+    samples = [make_inputs(spec, case, _grad_dtype(spec), seed=s) for s in range(SAMPLES)]
     diff = diff_positions(spec, samples[0])
     if not diff:
         pytest.skip("no differentiable input")

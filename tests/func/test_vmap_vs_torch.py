@@ -190,6 +190,8 @@ def test_randomness_modes():
     rows = dropped.numpy()
     assert set(np.unique(rows)) <= {0.0, 2.0} and len({tuple(r) for r in rows}) == 64
     assert 0.35 < (rows == 0).mean() < 0.65
+    nested = ef.vmap(ef.vmap(lambda a: a * ember.rand(()), randomness="different"), randomness="different")(x)
+    assert len(set(nested.numpy().ravel().round(7))) == 20  # every (outer, inner) pair draws its own number
     with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
         ef.vmap(lambda a: a, randomness="sometimes")
     with pytest.raises(RuntimeError, match="Only allowed values for randomness"):
@@ -259,18 +261,26 @@ def test_batched_tensor_escaping_vmap_is_refused():
         leaked[0] + 1
 
 
-def test_loop_fallback_warns_once_naming_the_op(rng):
+def test_loop_fallback_warns_once_naming_the_op():
     from ember.ops import batching
 
-    batching._WARNED.discard("searchsorted")
-    seq = ember.tensor(np.sort(rng.standard_normal((4, 6)), axis=1))
-    vals = ember.tensor(rng.standard_normal((4, 3)))
-    with pytest.warns(UserWarning, match="no batching rule for 'searchsorted'"):
-        out = ef.vmap(ember.searchsorted)(seq, vals)
-    np.testing.assert_array_equal(out.numpy(), torch.vmap(torch.searchsorted)(T(seq.numpy()), T(vals.numpy())).numpy())
+    batching._WARNED.discard("unique")
+    rows = ember.tensor([[3.0, 1.0, 3.0], [2.0, 2.0, 5.0]])
+    with pytest.warns(UserWarning, match="no batching rule for 'unique'"):
+        out = ef.vmap(lambda r: ember.unique(r))(rows)
+    np.testing.assert_array_equal(out.numpy(), [[1.0, 3.0], [2.0, 5.0]])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        ef.vmap(ember.searchsorted)(seq, vals)  # once per process
+        ef.vmap(lambda r: ember.unique(r))(rows)  # once per process
+
+
+@pytest.mark.parametrize("seq_dim,val_shape", [(None, (4, 3)), (0, (4, 3)), (0, (4, 2, 3))])
+def test_searchsorted_batched_and_shared_sequences(rng, seq_dim, val_shape):
+    seq = np.sort(rng.standard_normal((4, 6)), axis=1)
+    if seq_dim is None:
+        seq = seq[0]
+    vals = rng.standard_normal(val_shape)
+    same(*both(lambda lib: lib.searchsorted, seq, vals, in_dims=(seq_dim, 0)))
 
 
 def test_vmap_on_standin_cuda_device(rng):
