@@ -43,6 +43,11 @@ def format_table(rows: list, events: Any, header: str | None, name_width: int, s
     total_self = sum(r.self_cpu_time_total for r in rows) or 1.0
     all_self = sum(getattr(e, "self_cpu_time_total", 0.0) for e in events) or total_self
     columns = ["Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"]
+    # torch's footer: device time is the sum over device-side events (kernels, copies) only
+    all_device = sum(getattr(e, "self_device_time_total", 0.0) for e in events if getattr(e, "device_type", "CPU") != "CPU")
+    with_device = all_device > 0
+    if with_device:
+        columns += ["Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"]
     if events.profile_memory:
         columns += ["CPU Mem", "Self CPU Mem"]
     columns += ["# of Calls"]
@@ -55,13 +60,16 @@ def format_table(rows: list, events: Any, header: str | None, name_width: int, s
         name = _shorten(r.key, name_width)
         cells = [name, f"{100 * r.self_cpu_time_total / all_self:.2f}%", _time(r.self_cpu_time_total),
                  f"{100 * r.cpu_time_total / all_self:.2f}%", _time(r.cpu_time_total), _time(r.cpu_time)]
+        if with_device:
+            cells += [_time(r.self_device_time_total), f"{100 * r.self_device_time_total / all_device:.2f}%",
+                      _time(r.device_time_total), _time(r.device_time)]
         if events.profile_memory:
             cells += [_mem(r.cpu_memory_usage), _mem(r.self_cpu_memory_usage)]
         cells += [str(r.count)]
         if with_shapes:
             cells += [_shorten(str(r.input_shapes), shapes_width)]
         if events.with_flops:
-            if r.flops or r.bytes:
+            if (r.flops or r.bytes) and r.cpu_time_total > 0:  # device rows: no device peak is measured yet
                 line = hardware.Roofline(r.flops, r.bytes, r.cpu_time_total / 1e6, peak.flops_for(r.dtype or "float32"),
                                          peak.bandwidth)
                 # Tiny calls far below their roof spend their time in Python dispatch, not in the kernel.
@@ -83,6 +91,8 @@ def format_table(rows: list, events: Any, header: str | None, name_width: int, s
         out.append(header)
     out += [sep, fmt(columns), sep] + [fmt(cells) for cells in lines] + [sep]
     out.append(f"Self CPU time total: {_time(all_self)}")
+    if with_device:
+        out.append(f"Self CUDA time total: {_time(all_device)}")
     if events.with_flops:
         summary = events.summary()
         out.append(f"Machine: {peak}")
