@@ -274,8 +274,8 @@ class DeviceRecorder(Recorder):
             event.record()
             self.origin = (_clock(), event)
         start = self._event()
-        start.record()
-        t0 = _clock()
+        t0 = _clock()  # before the start event and (origin) after its own event: the device interval is placed
+        start.record()  # inside the host call on a synchronous device, never before it
         self._starts.append((t0, start))
         return t0
 
@@ -288,26 +288,32 @@ class DeviceRecorder(Recorder):
             self._pool.append(event)  # an op that raised never reported its end
         return None
 
-    def _pair(self, t0: int, device: Any) -> None:
+    def _end(self, t0: int, device: Any, launches: bool = True) -> tuple | None:
+        """The start event of the call that began at ``t0`` and, when its work ran on the device, an end
+        event recorded now: taken before the host-side recording, so the device interval holds no
+        profiler work. Views (``launches=False``) run no kernel and give both events back."""
         start = self._pop_start(t0)
         if start is None:
-            return
-        if device is None or device.type != self.device_type:
+            return None
+        if device is None or device.type != self.device_type or not launches:
             self._pool.append(start)
-            return
+            return None
         end = self._event()
         end.record()
-        stream = self.backend.current_stream(device.index)
-        self.device.append((self.count() - 1, start, end, device.index or 0, _stream_id(stream)))
+        return start, end, device.index or 0, _stream_id(self.backend.current_stream(device.index))
 
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
-        super().op(op, t0, args, attrs, result)
         first = result[0] if type(result) is tuple and result else result
-        self._pair(t0, getattr(first, "_device", None))
+        pair = self._end(t0, getattr(first, "_device", None), not op.view)
+        super().op(op, t0, args, attrs, result)
+        if pair is not None:
+            self.device.append((self.count() - 1, *pair))
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
+        pair = self._end(t0, target if target.type == self.device_type else source)
         super().copy(t0, data, source, target)
-        self._pair(t0, target if target.type == self.device_type else source)
+        if pair is not None:
+            self.device.append((self.count() - 1, *pair))
 
     def clear(self) -> None:
         super().clear()
