@@ -296,6 +296,7 @@ class EventList(list):
             row.add(event)
         averaged = self._like(rows.values())
         averaged.grouped_by_shape = group_by_input_shape
+        averaged.source = getattr(self, "source", self)  # the events, for the footer's whole-run figures
         return averaged
 
     def total_average(self) -> FunctionEventAvg:
@@ -315,6 +316,27 @@ class EventList(list):
         dtypes = [e.dtype for e in compute if e.dtype]
         dtype = max(set(dtypes), key=dtypes.count) if dtypes else "float32"
         return hardware.roofline(flops, nbytes, seconds, dtype)
+
+    def device_name(self) -> str:
+        """The device of the first device-side event (``'cuda:0'``), ``'cuda'`` if there is none."""
+        for e in self:
+            if isinstance(e, FunctionEvent) and e.device_type != "CPU":
+                return f"{e.device_type.lower()}:{e.device_index}"
+        return "cuda"
+
+    def device_summary(self) -> Any:
+        """The ops that ran on the device against its roofs, over the device's busy time (the sum of its
+        kernels' and copies' durations); None without device events."""
+        kernels = [e for e in self if isinstance(e, FunctionEvent) and e.device_type != "CPU"]
+        if not kernels:
+            return None
+        launched = [k.correlation for k in kernels if k.correlation is not None and k.category == "kernel"]
+        flops = sum(e.flops for e in launched)
+        nbytes = sum(e.bytes for e in launched) + sum(k.bytes for k in kernels if k.category == "gpu_memcpy")
+        dtypes = [e.dtype for e in launched if e.dtype]
+        dtype = max(set(dtypes), key=dtypes.count) if dtypes else "float32"
+        seconds = sum(k.duration_us for k in kernels) / 1e6
+        return hardware.roofline(flops, nbytes, seconds, dtype, device=self.device_name())
 
     def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,

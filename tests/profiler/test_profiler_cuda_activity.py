@@ -144,3 +144,41 @@ def test_chrome_trace_has_device_tracks_and_flow_arrows(tmp_path):
     assert set(starts) == set(ends) == {k["args"]["correlation"] for k in kernels}
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
     assert names[0] == "CUDA device 0"
+
+
+def test_device_rows_are_measured_against_the_device_peak_over_device_time(monkeypatch):
+    """With a device clock of exactly 1 ms per kernel, a 64x64 matmul reaches 2*64^3 FLOPs / 1 ms."""
+
+    class TickEvent:
+        clock = [0.0]
+
+        def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+            self.t = None
+
+        def record(self, stream=None):
+            TickEvent.clock[0] += 1.0
+            self.t = TickEvent.clock[0]
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    from ember import hardware
+
+    peaks = []
+
+    def fake_measure(device="cpu", **kw):
+        peaks.append(str(device))
+        return hardware.Peak(str(device), f"test {device}", {"float32": 1e10}, 1e10)
+
+    monkeypatch.setattr(hardware, "measure", fake_measure)
+    monkeypatch.setattr(standin.BACKEND, "new_event", lambda *a, **k: TickEvent(*a, **k), raising=False)
+    with ember.testing.standin_cuda():
+        a = ember.randn(64, 64, device="cuda")
+        with profile(activities=[ProfilerActivity.CUDA], with_flops=True) as prof:
+            a @ a
+        table = prof.key_averages().table()
+    assert "cuda:0" in peaks  # the device's own peak was looked up (measured once, then cached)
+    row = [line for line in table.splitlines() if line.startswith("matmul ")][0]
+    rate = 2 * 64**3 / 1e-3
+    assert f"{rate / 1e9:.2f}" in row.split() and f"{rate / 1e10:.2%}" in row.split()
+    assert "Device: test cuda:0" in table and "Achieved on the device" in table
