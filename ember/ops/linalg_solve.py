@@ -46,7 +46,7 @@ def _inv_impl(xp: Any, a: Any) -> Any:
 
 
 def _inv_vjp(ctx: Any, g: Any) -> tuple:
-    inv_t = _mT(ctx.out)
+    inv_t = conj_if_complex(_mT(ctx.out))  # A^-H for complex matrices (PyTorch's convention)
     return (-(inv_t @ (g @ inv_t)),)
 
 
@@ -55,7 +55,7 @@ INV = register(OpDef(name="linalg_inv", batch="leading", category="linalg", impl
 
 
 def inv(A: Any) -> Any:
-    checks.square(A, "linalg.inv")
+    checks.square(A, "linalg.inv", complex_ok=True)
     return dispatch.apply(INV, (A,))
 
 
@@ -72,7 +72,8 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
     singular = (det == 0).unsqueeze(-1).unsqueeze(-1)
     eye = (A.diagonal(0, -2, -1) * 0 + 1).diag_embed()
     safe = eye.where(singular, A)  # det A^-T is the cofactor matrix; torch gives 0 where det == 0
-    return ((g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(safe)),)
+    # complex: conj(det) A^-H, the conjugate of the holomorphic derivative
+    return ((g * conj_if_complex(det)).unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(safe))),)
 
 
 DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
@@ -81,7 +82,7 @@ DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl
 
 
 def det(A: Any) -> Any:
-    checks.square(A, "linalg.det")
+    checks.square(A, "linalg.det", complex_ok=True)
     return dispatch.apply(DET, (A,))
 
 
