@@ -57,14 +57,20 @@ UNARY = {  # ember name: (SciPy, mpmath, grid, envelope, torch name)
     "ndtr": (sp.ndtr, mp.ncdf, np.concatenate([grid(-38, 9), both(-300, 1.5)]), None, "ndtr"),
     "log_ndtr": (sp.log_ndtr, lambda t: mp.log(mp.ncdf(t)), np.concatenate([grid(-100, 40), both(-300, 3)]), None, "log_ndtr"),
     "ndtri": (sp.ndtri, lambda t: mp.sqrt(2) * mp.erfinv(2 * t - 1), np.concatenate([grid(0, 1), np.logspace(-300, 0, 2000)]), None, "ndtri"),
-    "lgamma": (sp.gammaln, lambda t: mp.re(mp.loggamma(t)), np.concatenate([grid(0, 50), grid(-50, 0), np.logspace(-300, 300, 2000)]), None, "gammaln"),
-    "digamma": (sp.psi, mp.digamma, np.concatenate([grid(0, 50), grid(-50, 0), np.logspace(-300, 300, 2000)]), None, "digamma, psi"),
+    "lgamma": (sp.gammaln, lambda t: mp.re(mp.loggamma(t)), np.concatenate([grid(0, 50), grid(-50, 0), np.logspace(-300, 300, 2000)]), negative_roots, "gammaln"),
+    "digamma": (sp.psi, mp.digamma, np.concatenate([grid(0, 50), grid(-50, 0), np.logspace(-300, 300, 2000)]), negative_roots, "digamma, psi"),
     "erfcx": (sp.erfcx, lambda t: mp.exp(t * t) * mp.erfc(t), np.concatenate([grid(-26, 30), both(-300, 5)]), None, "erfcx"),
 }
 
 
 def scale(envelope, x, v):
     return np.abs(v) if envelope is None else np.maximum(np.abs(v), 0.01 * envelope(x))
+
+
+def negative_roots(x):
+    """lgamma and digamma cross zero between the negative integers, where only absolute accuracy is
+    possible: the error is measured against 1 there (as in tests/ops/test_special_math.py)."""
+    return np.where(x < 0, 100.0, 0.0)  # scale() takes 1% of it: absolute error where |value| < 1
 
 
 def timed(fn, *args) -> float:
@@ -83,7 +89,8 @@ def unary_row(name: str) -> str:
         err = np.abs(got - ref) / scale(envelope, x, ref)
     ok = np.isfinite(ref) & np.isfinite(got) & (np.abs(ref) >= np.finfo(np.float64).tiny) & (np.abs(x) < 1e4)
     err = np.where(ok, err, 0.0)
-    for i in np.nonzero(err > 1e-14)[0][:3000]:  # SciPy off: mpmath decides
+    suspects = np.nonzero(err > 1e-14)[0]
+    for i in suspects[np.argsort(-err[suspects])][:4000]:  # SciPy off: mpmath decides, worst first
         with mp.workdps(40):
             truth = float(truth_fn(mp.mpf(float(x[i]))))
         err[i] = min(err[i], abs(got[i] - truth) / scale(envelope, np.array([x[i]]), np.array([truth]))[0])
@@ -93,13 +100,16 @@ def unary_row(name: str) -> str:
     ok32 = np.isfinite(r32) & np.isfinite(g32) & (np.abs(r32) >= np.finfo(np.float32).tiny)
     if envelope is not None:
         ok32 &= np.abs(r32) >= 0.01 * envelope(x32.astype(np.float64))
+    if envelope is negative_roots:
+        ok32 &= ~((x32 < 0) & (np.abs(r32) < 1))
     ulps = np.max(np.abs(g32[ok32].astype(np.float64) - r32[ok32]) / np.spacing(np.abs(r32[ok32])))
     sample = RNG.standard_normal(1 << 20) * 5
     sample = np.abs(sample) + 0.1 if name in ("y0", "y1", "k0", "k1", "k0e", "k1e", "lgamma", "digamma") else sample
     sample = 1 / (1 + np.exp(-sample)) if name == "ndtri" else sample
     with np.errstate(all="ignore"):
         t_ember, t_scipy = timed(FUNCTIONS[name], sample), timed(ref_fn, sample)
-    return (f"| `{torch_name}` | {err.max():.1e} | {ulps:.0f} | {t_ember:.0f} / {t_scipy:.0f} |")
+    left = int(np.count_nonzero(err > 1e-14))  # points still above 1e-14 after mpmath: reported, not hidden
+    return f"| `{torch_name}` | {err.max():.1e} ({left} points > 1e-14) | {ulps:.0f} | {t_ember:.0f} / {t_scipy:.0f} |"
 
 
 def main() -> None:
@@ -114,7 +124,14 @@ def main() -> None:
             got, ref = FUNCTIONS[name](a, x), getattr(sp, name)(a, x)
             err = np.abs(got - ref) / np.abs(ref) / np.maximum(1.0, 4 * np.abs(a - x) * 2.2e-16 / 1e-13)
         ok = np.isfinite(ref) & (np.abs(ref) > 1e-300)
-        print(f"| `{name}` (a, x <= 1e4) | {np.max(err[ok]):.1e} (vs SciPy, in units of max(1e-13, 4 eps abs(a - x))) "
+        err = np.where(ok, err, 0.0)
+        bad = np.nonzero(err > 1e-14)[0]
+        for i in bad[np.argsort(-err[bad])][:300]:  # SciPy off: mpmath decides
+            with mp.workdps(60):
+                t = float(mp.gammainc(mp.mpf(a[i]), mp.mpf(x[i]), mp.inf, regularized=True) if name == "gammaincc"
+                          else mp.gammainc(mp.mpf(a[i]), 0, mp.mpf(x[i]), regularized=True))
+            err[i] = min(err[i], abs(got[i] - t) / abs(t) / max(1.0, 4 * abs(a[i] - x[i]) * 2.2e-16 / 1e-13))
+        print(f"| `{name}` (a, x <= 1e4) | {np.max(err[ok]):.1e} (in units of max(1e-13, 4 eps abs(a - x))) "
               f"| - | {timed(FUNCTIONS[name], a[:20000], x[:20000]):.0f} / {timed(getattr(sp, name), a[:20000], x[:20000]):.0f} (40k) |")
     xz = RNG.uniform(1.0001, 40, 40000)
     qz = 10 ** RNG.uniform(-3, 4, 40000)
@@ -128,7 +145,14 @@ def main() -> None:
     for n in (1, 2, 3, 5, 10):
         with np.errstate(all="ignore"):
             got, ref = FUNCTIONS["polygamma"](n, xp), sp.polygamma(n, xp)
-        worst = max(worst, float(np.max(np.abs(got - ref) / np.abs(ref))))
+        rel = np.abs(got - ref) / np.abs(ref)
+        rel = np.where(np.isfinite(rel), rel, 0.0)
+        bad = np.nonzero(rel > 1e-14)[0]
+        for i in bad[np.argsort(-rel[bad])][:200]:  # SciPy off (near the negative poles): mpmath decides
+            with mp.workdps(60):
+                t = float(mp.polygamma(n, mp.mpf(xp[i])))
+            rel[i] = min(rel[i], abs(got[i] - t) / abs(t))
+        worst = max(worst, float(np.max(rel)))
     print(f"| `polygamma` (n = 1..10) | {worst:.1e} | - | - |")
 
 

@@ -72,7 +72,8 @@ def _zeta_sum(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def _zeta_core(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     """PyTorch's (Cephes') case order: x == 1 -> inf, x < 1 -> NaN, q a non-positive integer -> inf (NaN x
-    included), q < 0 with x not an integer -> NaN; x = +inf -> 1 at q = 1, inf where some |q + k| < 1."""
+    included), q < 0 with x not an integer -> NaN; x = +inf -> 1 at q = 1, inf where some |q + k| < 1;
+    q = +inf -> NaN (PyTorch's value, through inf * 0 in its tail)."""
     out = np.full(x.shape, np.nan)
     out[x == 1.0] = np.inf
     pole = (q <= 0.0) & (q == np.floor(q)) & ~(x < 1.0) & (x != 1.0)
@@ -80,7 +81,7 @@ def _zeta_core(x: np.ndarray, q: np.ndarray) -> np.ndarray:
     infinite = (x == np.inf) & ~pole
     out[infinite & (q == 1.0)] = 1.0
     out[infinite & (((q > 0.0) & (q < 1.0)) | ((q < 0.0) & (q > -np.inf)))] = np.inf
-    ok = (x > 1.0) & ~infinite & ~pole & ((q > 0.0) | ((x == np.floor(x)) & (q > -np.inf)))
+    ok = (x > 1.0) & ~infinite & ~pole & ((q > 0.0) | ((x == np.floor(x)) & (q > -np.inf))) & (q < np.inf)
     where = np.nonzero(ok)
     if where[0].size:
         out[where] = _zeta_sum(x[where], q[where])
