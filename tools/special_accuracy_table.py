@@ -7,7 +7,7 @@ grid with tails and special points, each point where SciPy disagrees by more tha
 against mpmath (the error reported there is the smaller of the two); the worst float32 error in ulps
 against SciPy's float64 value rounded once; and the time for 1M float64 values, ember vs SciPy.
 
-    python tools/special_accuracy_table.py
+    python tools/special_accuracy_table.py [name ...]
 """
 from __future__ import annotations
 
@@ -112,11 +112,15 @@ def unary_row(name: str) -> str:
     return f"| `{torch_name}` | {err.max():.1e} ({left} points > 1e-14) | {ulps:.0f} | {t_ember:.0f} / {t_scipy:.0f} |"
 
 
-def main() -> None:
+def main(only: list) -> None:
+    """``only``: names to measure (all when empty); the binary rows run with any of gammainc, zeta, polygamma."""
     print("| torch.special name | float64 max error | float32 max ulp | ms per 1M, ember / SciPy |")
     print("| --- | --- | --- | --- |")
     for name in UNARY:
-        print(unary_row(name), flush=True)
+        if not only or name in only:
+            print(unary_row(name), flush=True)
+    if only and not {"gammainc", "zeta", "polygamma"} & set(only):
+        return
     a = np.concatenate([RNG.uniform(0, 5, 20000), 10 ** RNG.uniform(-8, 4, 20000)])
     x = np.concatenate([RNG.uniform(0, 12, 20000), a[20000:] * RNG.uniform(0.5, 1.5, 20000)])
     for name in ("gammainc", "gammaincc"):
@@ -157,4 +161,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])
