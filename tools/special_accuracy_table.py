@@ -40,6 +40,12 @@ def ai_amp(x):
     return np.where(x < 0, np.maximum(np.abs(x), 1.0) ** -0.25 / math.sqrt(math.pi), 0.0)
 
 
+def negative_roots(x):
+    """lgamma and digamma cross zero between the negative integers, where only absolute accuracy is
+    possible: the error is measured against 1 there (as in tests/ops/test_special_math.py)."""
+    return np.where(x < 0, 100.0, 0.0)  # scale() takes 1% of it: absolute error where |value| < 1
+
+
 UNARY = {  # ember name: (SciPy, mpmath, grid, envelope, torch name)
     "j0": (sp.j0, lambda t: mp.besselj(0, t), np.concatenate([grid(-200, 200), both(-300, 2.3)]), j_amp, "bessel_j0"),
     "j1": (sp.j1, lambda t: mp.besselj(1, t), np.concatenate([grid(-200, 200), both(-300, 2.3)]), j_amp, "bessel_j1"),
@@ -65,12 +71,6 @@ UNARY = {  # ember name: (SciPy, mpmath, grid, envelope, torch name)
 
 def scale(envelope, x, v):
     return np.abs(v) if envelope is None else np.maximum(np.abs(v), 0.01 * envelope(x))
-
-
-def negative_roots(x):
-    """lgamma and digamma cross zero between the negative integers, where only absolute accuracy is
-    possible: the error is measured against 1 there (as in tests/ops/test_special_math.py)."""
-    return np.where(x < 0, 100.0, 0.0)  # scale() takes 1% of it: absolute error where |value| < 1
 
 
 def timed(fn, *args) -> float:

@@ -202,7 +202,8 @@ def test_every_op_record_runs_the_same_code_without_extras_or_has_a_cliff_case(r
     for spec in SPECS:
         case = next((c for c in spec.shapes if all(x is None or (len(x) >= 1 and 0 not in x) for x in c)),
                     spec.shapes[0])
-        dtype = "float64" if "float64" in spec.float_dtypes else (spec.float_dtypes or spec.int_dtypes)[0]
+        dtype = ("float64" if "float64" in spec.float_dtypes else
+                 (*spec.float_dtypes, *getattr(spec, "complex_dtypes", ()), *spec.int_dtypes)[0])
         arrays = make_inputs(spec, case, dtype)
         wants = diff_positions(spec, arrays) if spec.grad and dtype == "float64" else ()
         tensors = [ember.tensor(a, requires_grad=i in wants) for i, a in enumerate(arrays)]
