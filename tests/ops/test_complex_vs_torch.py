@@ -378,3 +378,38 @@ def test_complex_inv_det_solve_match_torch(name: str, fn) -> None:
         np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
     with pytest.raises(RuntimeError, match="complex inputs are not supported"):
         ember.linalg.svd(ember.tensor(a))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("vdot", lambda L, a, b: L.vdot(a[0], b[0])), ("dot", lambda L, a, b: L.dot(a[0], b[0])),
+    ("vecdot", lambda L, a, b: L.linalg.vecdot(a, b)), ("vector_norm", lambda L, a, b: L.linalg.vector_norm(a, 3)),
+    ("vector_norm_0", lambda L, a, b: L.linalg.vector_norm(a, 0)), ("matrix_norm_fro", lambda L, a, b: L.linalg.matrix_norm(a)),
+    ("matrix_norm_inf", lambda L, a, b: L.linalg.matrix_norm(a, float("inf"))), ("norm", lambda L, a, b: L.linalg.norm(a)),
+    ("cov", lambda L, a, b: L.cov(a)), ("corrcoef", lambda L, a, b: L.corrcoef(a)), ("kron", lambda L, a, b: L.kron(a, b)),
+    ("matrix_power", lambda L, a, b: L.linalg.matrix_power(a, -2)), ("outer", lambda L, a, b: L.outer(a[0], b[1])),
+    ("addmm", lambda L, a, b: L.addmm(a, a, b, beta=0.5, alpha=1j)), ("lerp", lambda L, a, b: L.lerp(a, b, 0.3)),
+    ("nan_to_num", lambda L, a, b: L.nan_to_num(a / L.tensor(np.array([0j, 1, 1]), dtype=a.dtype))),
+])
+def test_composites_with_complex_semantics_match_torch(name: str, fn) -> None:
+    """Functions whose complex meaning differs from the real one (vdot/vecdot conjugate, cov uses x^H, norms take
+    |x|, nan_to_num works per part) must not silently compute the real formula."""
+    rng = np.random.default_rng(9)
+    a, b = _rand_complex(rng, (3, 3)), _rand_complex(rng, (3, 3))
+    grad = name not in ("nan_to_num", "vector_norm_0")  # torch refuses nan_to_num's complex gradient; ord 0: none
+    results = []
+    for L in (torch, ember):
+        ta, tb = L.tensor(a, requires_grad=grad), L.tensor(b, requires_grad=grad)
+        with np.errstate(all="ignore"):
+            y = fn(L, ta, tb)
+        w = np.random.default_rng(10).standard_normal(tuple(y.shape)) * ((1 - 0.5j) if y.is_complex() else 1)
+        loss = (y * L.tensor(w)).real.sum() if y.is_complex() else (y * L.tensor(w)).sum()
+        if grad:
+            loss.backward()
+        results.append((y, ta.grad, tb.grad))
+    (ty, tga, tgb), (ey, ega, egb) = results
+    assert ey.dtype.name == str(ty.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ey.detach().numpy(), _np(ty), rtol=1e-10, atol=1e-12)
+    for t, e in ((tga, ega), (tgb, egb)):
+        assert (t is None) == (e is None)
+        if t is not None:
+            np.testing.assert_allclose(e.numpy(), _np(t), rtol=1e-9, atol=1e-11)
