@@ -112,7 +112,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any =
 
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from the ``UPLO`` triangle."""
-    checks.square(A, "linalg.eigh")
+    checks.square(A, "linalg.eigh", complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})

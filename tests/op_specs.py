@@ -1082,3 +1082,17 @@ SPECS += [  # complex matrices: inv, det and solve take them, with PyTorch's con
            lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1))], **_CX,
            atol=1e-6, rtol=1e-5),
 ]
+
+
+def _herm(a: Any) -> Any:
+    return (a + a.conj().swapaxes(-1, -2)) / 2
+
+
+SPECS += [  # Hermitian matrices: eigh/eigvalsh (real eigenvalues, complex eigenvectors; gauge-invariant outputs)
+    OpSpec("linalg_eigvalsh_complex", ("linalg_eigh",), lambda a: ember.linalg.eigvalsh(_herm(a)),
+           lambda a: np.linalg.eigvalsh(_herm(a)), [((3, 3),), ((2, 2, 2),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_eigh_vector_magnitudes_complex", ("linalg_eigh",), lambda a: ember.linalg.eigh(_herm(a))[1].abs(),
+           lambda a: np.abs(np.linalg.eigh(_herm(a))[1]), [((3, 3),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+]

@@ -28,6 +28,7 @@ import numpy as np
 from ember import dtypes
 from ember.creation import eye
 from ember.ops import dispatch, linalg_checks as checks
+from ember.ops.elementwise import conj_if_complex
 from ember.ops.linalg_solve import SOLVE as _SOLVE, solve_triangular
 from ember.ops.views import cat
 from ember.ops.registry import OpDef, Spec, register
@@ -121,29 +122,37 @@ SVD = register(OpDef(
 
 # ---- eigh ------------------------------------------------------------------------------------------------
 def _eigh_impl(xp: Any, a: Any, UPLO: str = "L") -> tuple:
+    # Eigenvalues are real: float64 for complex128 (Hermitian) input, float32 for complex64.
+    real = a.dtype if a.dtype.kind != "c" else (xp.float64 if a.dtype == xp.complex128 else xp.float32)
     if a.size == 0:
-        return xp.zeros(a.shape[:-1], dtype=a.dtype), a.copy()
+        return xp.zeros(a.shape[:-1], dtype=real), a.copy()
     w, v = xp.linalg.eigh(a, UPLO=UPLO)
-    return w.astype(a.dtype, copy=False), v
+    return w.astype(real, copy=False), v
 
 
 def _eigh_rule(a: Spec, UPLO: str = "L") -> tuple:
-    return Spec(tuple(a.shape[:-1]), a.dtype, a.device), Spec(tuple(a.shape), a.dtype, a.device)
+    return Spec(tuple(a.shape[:-1]), a.dtype.to_real(), a.device), Spec(tuple(a.shape), a.dtype, a.device)
 
 
 def _eigh_vjp(ctx: Any, g: tuple) -> tuple:
     gL, gV = g
     L, V = ctx.out
+    Vh = conj_if_complex(_mT(V))  # V^H; for complex (Hermitian) matrices the skew part is skew-Hermitian
     if gV is None:
         if gL is None:
             return (None,)
-        return ((V * gL.unsqueeze(-2)) @ _mT(V),)
-    VhgV = _mT(V) @ gV
+        return ((V * gL.unsqueeze(-2)) @ Vh,)
+    VhgV = Vh @ gV
+    if VhgV.dtype.is_complex and not dispatch.is_symbolic(VhgV) and bool(
+            (VhgV.diagonal(0, -2, -1).imag.abs() > 1e-2).any()):  # PyTorch's gauge check
+        raise RuntimeError("linalg_eigh_backward: The eigenvectors in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on this quantity, so "
+                           "it is ill-defined.")
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye_like(L)
-    inner = 0.5 * (VhgV - _mT(VhgV)) / E
+    inner = 0.5 * (VhgV - conj_if_complex(_mT(VhgV))) / E
     if gL is not None:
         inner = inner + gL.diag_embed()
-    return (V @ (inner @ _mT(V)),)
+    return (V @ (inner @ Vh),)
 
 
 EIGH = register(OpDef(

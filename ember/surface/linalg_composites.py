@@ -52,7 +52,7 @@ def svdvals(A: Tensor, *, driver: Any = None, out: Any = None) -> Tensor:
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices."""
-    checks.square(A, "linalg.eigvalsh")
+    checks.square(A, "linalg.eigvalsh", complex_ok=True)
     return dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})[0]
 
 

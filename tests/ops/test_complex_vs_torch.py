@@ -413,3 +413,23 @@ def test_composites_with_complex_semantics_match_torch(name: str, fn) -> None:
         assert (t is None) == (e is None)
         if t is not None:
             np.testing.assert_allclose(e.numpy(), _np(t), rtol=1e-9, atol=1e-11)
+
+
+def test_hermitian_eigh_matches_torch() -> None:
+    rng = np.random.default_rng(11)
+    a = _rand_complex(rng, (2, 4, 4))
+    a = a + np.conj(np.swapaxes(a, -1, -2))
+    weights = np.arange(4.0)
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        L_, V = L.linalg.eigh(A)
+        loss = (L_ * L.tensor(weights)).sum() + (V.abs() ** 2 * L.tensor(weights)).sum() + (L.linalg.eigvalsh(A) ** 2).sum()
+        loss.backward()
+        results.append((L_, V.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.eigh(A)[1].real.sum().backward()
