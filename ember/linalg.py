@@ -105,7 +105,7 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any =
     """``A = U diag(S) Vh`` with S descending. Differentiate only losses that do not depend on the signs of
     the singular vectors (PyTorch's gauge condition); with ``full_matrices=True`` the extra columns of U and
     rows of Vh carry no gradient."""
-    checks.matrix(A, "linalg.svd")
+    checks.matrix(A, "linalg.svd", complex_ok=True)
     U, S, Vh = dispatch.apply(_factor.SVD, (A,), {"full_matrices": bool(full_matrices)})
     return _SVD(U, S, Vh)
 

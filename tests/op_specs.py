@@ -1096,3 +1096,11 @@ SPECS += [  # Hermitian matrices: eigh/eigvalsh (real eigenvalues, complex eigen
            lambda a: np.abs(np.linalg.eigh(_herm(a))[1]), [((3, 3),)], complex_out="real", **_CX,
            atol=1e-6, rtol=1e-5),
 ]
+
+SPECS += [  # complex svd: singular values and |U| (gauge-invariant), PyTorch's complex svd_backward
+    OpSpec("linalg_svdvals_complex", ("linalg_svd",), ember.linalg.svdvals, lambda a: np.linalg.svd(a, compute_uv=False),
+           [((3, 3),), ((4, 2),), ((2, 2, 3),)], complex_out="real", **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_svd_u_magnitudes_complex", ("linalg_svd",), lambda a: ember.linalg.svd(a, full_matrices=False)[0].abs(),
+           lambda a: np.abs(np.linalg.svd(a, full_matrices=False)[0]), [((3, 3),), ((4, 2),)], complex_out="real",
+           **_CX, atol=1e-6, rtol=1e-5),
+]

@@ -377,7 +377,7 @@ def test_complex_inv_det_solve_match_torch(name: str, fn) -> None:
             continue
         np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
     with pytest.raises(RuntimeError, match="complex inputs are not supported"):
-        ember.linalg.svd(ember.tensor(a))
+        ember.linalg.qr(ember.tensor(a))
 
 
 @pytest.mark.parametrize("name,fn", [
@@ -433,3 +433,26 @@ def test_hermitian_eigh_matches_torch() -> None:
     A = ember.tensor(a, requires_grad=True)
     with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
         ember.linalg.eigh(A)[1].real.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 3)])
+def test_complex_svd_matches_torch(shape: tuple) -> None:
+    rng = np.random.default_rng(12)
+    a = _rand_complex(rng, shape)
+    k = min(shape[-2:])
+    w_a = rng.standard_normal(shape)
+    w_u = rng.standard_normal(shape[:-1] + (k,))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        U, S, Vh = L.linalg.svd(A, full_matrices=False)
+        loss = (((U * S.unsqueeze(-2)) @ Vh) * L.tensor(w_a)).real.sum() + (U.abs() ** 2 * L.tensor(w_u)).sum() \
+            + (Vh.abs() ** 3).sum() + (L.linalg.svdvals(A) ** 2).sum() + L.linalg.matrix_norm(A, "nuc").sum()
+        loss.backward()
+        results.append((S, U.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-9, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.svd(A, full_matrices=False).U.real.sum().backward()
