@@ -215,6 +215,22 @@ class SparseTensor(Tensor):
         return SparseTensor._from_parts(self._sp_indices.clone(), self._sp_values.clone(), self._sp_size,
                                         self._sp_coalesced)
 
+    def copy_(self, src: Any, non_blocking: bool = False) -> "SparseTensor":
+        """Become a copy of the sparse tensor ``src`` (its size and entries, on this device and dtype), as
+        PyTorch's sparse ``copy_`` (``load_state_dict`` into a sparse buffer)."""
+        if not isinstance(src, SparseTensor):
+            raise RuntimeError("copy_: copying a dense tensor into a sparse one is not supported; convert it with "
+                               ".to_sparse() first")
+        self._sp_indices = src._sp_indices.to(self._device).clone()
+        self._sp_values = src._sp_values.detach().to(self._device, self.dtype).clone()
+        self._sp_size, self._sp_coalesced = src._sp_size, src._sp_coalesced
+        return self
+
+    def __reduce_ex__(self, protocol: int) -> Any:
+        """Plain pickle: rebuilt from (indices, values, size, coalesced); see ``ember.save`` for torch's format."""
+        return (_rebuild, (self._sp_indices, self._sp_values.detach(), self._sp_size, self._sp_coalesced,
+                           self.requires_grad))
+
     def __deepcopy__(self, memo: dict) -> "SparseTensor":
         out = SparseTensor._from_parts(self._sp_indices.__deepcopy__(memo), self._sp_values.__deepcopy__(memo),
                                        self._sp_size, self._sp_coalesced)
@@ -287,6 +303,11 @@ class SparseTensor(Tensor):
                 f"layout=ember.sparse_coo{extra})")
 
     __str__ = __repr__
+
+
+def _rebuild(indices: Tensor, values: Tensor, size: tuple, coalesced: bool, requires_grad: bool) -> SparseTensor:
+    out = SparseTensor._from_parts(indices, values, size, coalesced)
+    return out.requires_grad_() if requires_grad else out
 
 
 def _tensor_like(array: Any, like: Tensor) -> Tensor:
