@@ -426,3 +426,31 @@ def test_two_layer_gcn_forward_backward_matches_torch(rng) -> None:
     tloss.backward()
     _close(ew1.grad, tw1.grad, 1e-5)
     _close(ew2.grad, tw2.grad, 1e-5)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_sparse_softmax_negative_dim_gradient_matches_finite_differences(rng, log: bool) -> None:
+    """torch 2.13's sparse softmax backward differs between dim=-1 and dim=1 (same forward); ember's gradient is
+    checked against central differences of a float64 NumPy reference instead."""
+    values, w = rng.standard_normal(7), rng.standard_normal(5)
+    rows, cols = np.array(IDX[0]), np.array(IDX[1])
+
+    def reference(v: np.ndarray) -> float:
+        dense = np.full(SIZE, -np.inf)
+        summed = np.zeros(SIZE)
+        np.add.at(summed, (rows, cols), v)
+        stored = np.zeros(SIZE, bool)
+        stored[rows, cols] = True
+        dense[stored] = summed[stored]
+        shifted = dense - dense.max(axis=1, keepdims=True)
+        out = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True)) if log else \
+            np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+        return float((out[stored] * w).sum())  # row-major order of the stored entries = coalesced order
+
+    v = ember.tensor(values, requires_grad=True)
+    out = getattr(ember.sparse, "log_softmax" if log else "softmax")(ember.sparse_coo_tensor(IDX, v, SIZE), -1)
+    (out.values() * ember.tensor(w)).sum().backward()
+    eps = 1e-6
+    numeric = [(reference(values + eps * np.eye(7)[k]) - reference(values - eps * np.eye(7)[k])) / (2 * eps)
+               for k in range(7)]
+    np.testing.assert_allclose(v.grad.numpy(), numeric, rtol=1e-6, atol=1e-8)
