@@ -221,9 +221,16 @@ def test_products_skip_unstored_entries_at_special_values(rng) -> None:
     idx = [[0, 0, 1, 2], [0, 1, 1, 2]]
     values = np.array([0.0, np.inf, np.nan, -2.0])
     d = np.array([[np.inf, 1.0], [2.0, -np.inf], [0.0, 3.0]])
-    eo = ember.sparse.mm(ember.sparse_coo_tensor(idx, values, (3, 3)), ember.tensor(d))
-    to = torch.sparse.mm(torch.sparse_coo_tensor(idx, torch.tensor(values), (3, 3)), torch.tensor(d))
+    ev, tv = ember.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    ed, td = ember.tensor(d, requires_grad=True), torch.tensor(d, requires_grad=True)
+    eo = ember.sparse.mm(ember.sparse_coo_tensor(idx, ev, (3, 3)), ed)
+    to = torch.sparse.mm(torch.sparse_coo_tensor(idx, tv, (3, 3)), td)
     np.testing.assert_array_equal(_np(eo), _np(to))
+    w = np.array([[1.0, 0.0], [-2.0, np.inf], [0.5, 3.0]])  # the gradients (sparse_sddmm, transposed product)
+    (eo * ember.tensor(w)).sum().backward()
+    (to * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(ev.grad.numpy(), tv.grad.numpy())
+    np.testing.assert_array_equal(ed.grad.numpy(), td.grad.numpy())
 
 
 def test_dtype_mismatch_and_shape_errors(rng) -> None:
