@@ -1097,3 +1097,35 @@ SPECS += [
            lambda a: np.abs(np.linalg.eig(a)[1]), [((3, 3),)], complex_dtypes=C, complex_out="real",
            low_precision=False, atol=1e-6, rtol=1e-5),
 ]
+
+SPECS += [  # complex matrices: inv, det and solve take them, with PyTorch's conjugated gradients
+    OpSpec("linalg_inv_complex", ("linalg_inv",), lambda a: ember.linalg.inv(_plus3i(a)),
+           lambda a: np.linalg.inv(_plus3i(a)), [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_det_complex", ("linalg_det",), ember.linalg.det, np.linalg.det, [((3, 3),), ((2, 2, 2),)], **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_solve_complex", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
+           lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1))], **_CX,
+           atol=1e-6, rtol=1e-5),
+]
+
+
+def _herm(a: Any) -> Any:
+    return (a + a.conj().swapaxes(-1, -2)) / 2
+
+
+SPECS += [  # Hermitian matrices: eigh/eigvalsh (real eigenvalues, complex eigenvectors; gauge-invariant outputs)
+    OpSpec("linalg_eigvalsh_complex", ("linalg_eigh",), lambda a: ember.linalg.eigvalsh(_herm(a)),
+           lambda a: np.linalg.eigvalsh(_herm(a)), [((3, 3),), ((2, 2, 2),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_eigh_vector_magnitudes_complex", ("linalg_eigh",), lambda a: ember.linalg.eigh(_herm(a))[1].abs(),
+           lambda a: np.abs(np.linalg.eigh(_herm(a))[1]), [((3, 3),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+]
+
+SPECS += [  # complex svd: singular values and |U| (gauge-invariant), PyTorch's complex svd_backward
+    OpSpec("linalg_svdvals_complex", ("linalg_svd",), ember.linalg.svdvals, lambda a: np.linalg.svd(a, compute_uv=False),
+           [((3, 3),), ((4, 2),), ((2, 2, 3),)], complex_out="real", **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_svd_u_magnitudes_complex", ("linalg_svd",), lambda a: ember.linalg.svd(a, full_matrices=False)[0].abs(),
+           lambda a: np.abs(np.linalg.svd(a, full_matrices=False)[0]), [((3, 3),), ((4, 2),)], complex_out="real",
+           **_CX, atol=1e-6, rtol=1e-5),
+]
