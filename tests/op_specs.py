@@ -978,7 +978,7 @@ SPECS += [
     OpSpec("sparse_mm", ("sparse_coo_mm",),
            lambda r, c, v, d: ember.sparse.mm(ember.sparse_coo_tensor(ember.stack([r, c]), v, (3, 4)), d),
            _coo_mm_ref, [(None, None, (7,), (4, 2)), (None, None, (5,), (4, 1)), (None, None, (0,), (4, 3))],
-           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False),
+           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False, complex_dtypes=("complex64", "complex128")),
 ]
 COVERED_BY_BACKWARD["sparse_sddmm"] = ("sparse_mm",)
 
