@@ -458,6 +458,7 @@ NOT_IN_TABLE = {
     "conv2d_input_grad": "backward of conv2d; checked through conv2d's gradient",
     "conv2d_weight_grad": "backward of conv2d; checked through conv2d's gradient",
     "layer_norm_backward": "backward of layer_norm; checked through layer_norm's gradient",
+    "gelu_backward": "backward of gelu; checked through gelu's gradient",
     "batch_norm_backward": "backward of batch_norm; checked through batch_norm's gradient",
     "max_pool2d_backward": "backward of max_pool2d; checked through max_pool2d's gradient",
     "avg_pool2d_backward": "backward of avg_pool2d; checked through avg_pool2d's gradient",
