@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ember.ops import dispatch, linalg_checks as checks
+from ember.ops.elementwise import conj_if_complex
 from ember.ops.views import cat
 from ember.ops.registry import OpDef, Spec, register
 
@@ -45,7 +46,7 @@ def _inv_impl(xp: Any, a: Any) -> Any:
 
 
 def _inv_vjp(ctx: Any, g: Any) -> tuple:
-    inv_t = _mT(ctx.out)
+    inv_t = conj_if_complex(_mT(ctx.out))  # A^-H for complex matrices (PyTorch's convention)
     return (-(inv_t @ (g @ inv_t)),)
 
 
@@ -54,7 +55,7 @@ INV = register(OpDef(name="linalg_inv", category="linalg", impl=_inv_impl, vjp=_
 
 
 def inv(A: Any) -> Any:
-    checks.square(A, "linalg.inv")
+    checks.square(A, "linalg.inv", complex_ok=True)
     return dispatch.apply(INV, (A,))
 
 
@@ -71,7 +72,8 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
     singular = (det == 0).unsqueeze(-1).unsqueeze(-1)
     eye = (A.diagonal(0, -2, -1) * 0 + 1).diag_embed()
     safe = eye.where(singular, A)  # det A^-T is the cofactor matrix; torch gives 0 where det == 0
-    return ((g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(safe)),)
+    # complex: conj(det) A^-H, the conjugate of the holomorphic derivative
+    return ((g * conj_if_complex(det)).unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(safe))),)
 
 
 DET = register(OpDef(name="linalg_det", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
@@ -80,7 +82,7 @@ DET = register(OpDef(name="linalg_det", category="linalg", impl=_det_impl, vjp=_
 
 
 def det(A: Any) -> Any:
-    checks.square(A, "linalg.det")
+    checks.square(A, "linalg.det", complex_ok=True)
     return dispatch.apply(DET, (A,))
 
 
@@ -130,8 +132,8 @@ def _solve_rule(a: Spec, b: Spec) -> Spec:
 def _solve_vjp(ctx: Any, g: Any) -> tuple:
     A, _ = ctx.inputs
     X = ctx.out
-    gB = solve(_mT(A), g)
-    gA = -(gB @ _mT(X)) if ctx.needs[0] else None
+    gB = solve(conj_if_complex(_mT(A)), g)  # A^H, X^H for complex operands (PyTorch's convention)
+    gA = -(gB @ conj_if_complex(_mT(X))) if ctx.needs[0] else None
     return gA, gB
 
 
