@@ -71,11 +71,12 @@ def _attention_rule(q: Spec, k: Spec, v: Spec, *, is_causal: bool, scale: float)
 
 
 def _attention_flops(inputs: tuple, outputs: tuple, attrs: dict) -> int:
+    """The two products, and 6 per score: the scale and softmax's 5 (as ``cost.softmax_flops``)."""
     q, k, v = inputs
-    batch = 1
-    for n in q.shape[:-2]:
-        batch *= n
-    return 2 * batch * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    scores = 1
+    for n in tuple(q.shape[:-1]) + (k.shape[-2],):
+        scores *= n
+    return scores * (2 * (q.shape[-1] + v.shape[-1]) + 6)
 
 
 ATTENTION = register(OpDef(
@@ -101,7 +102,7 @@ def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, 
 ATTENTION_BACKWARD = register(OpDef(
     name="scaled_dot_product_attention_backward", category="nn", impl=_attention_backward_impl, num_outputs=3,
     shape_rule=lambda g, q, k, v, out, weights, is_causal, scale: (q, k, v),
-    flops=lambda inputs, outputs, attrs: 2 * _attention_flops(inputs[1:4], (), attrs),
+    flops=lambda inputs, outputs, attrs: 2 * _attention_flops(inputs[1:4], (), attrs),  # four products
 ))
 
 
