@@ -34,14 +34,14 @@ def _ndtr(x: np.ndarray, low: bool) -> np.ndarray:
     """The standard normal CDF, 0.5 erfc(-x / sqrt 2), to full relative accuracy in the lower tail: there
     erfc's condition number is 2 t^2 (1e3 at x = -38), so t = -x / sqrt 2 is carried as t_hi + t_lo and
     erfc(t_hi + t_lo) = erfc(t_hi) - t_lo 2/sqrt(pi) exp(-t_hi^2) (SciPy rounds t: ~1e-13 off there)."""
-    if low:
-        return 0.5 * special_math._erfc(x * -_SQRT_HALF, low)
-    xc = np.clip(x, -40.0, 40.0)  # beyond, the result is 0 or 1 either way
-    t_hi, err = special_bessel._two_prod(xc, np.full_like(xc, -_SQRT_HALF))
-    t_lo = err - xc * _SQRT_HALF_TAIL
-    value = special_math._erfc(np.where(np.isnan(x) | (np.abs(x) > 40.0), x * -_SQRT_HALF, t_hi), low)
-    value -= t_lo * (2.0 / math.sqrt(math.pi)) * np.exp(-t_hi * t_hi)
-    return 0.5 * value
+    value = 0.5 * special_math._erfc(x * -_SQRT_HALF, low)
+    tail = np.nonzero((x < -3.0) & (x > -40.0))  # where x^2 eps matters; beyond -40 the result is 0
+    if not low and tail[0].size:
+        xt = x[tail]
+        t_hi, err = special_bessel._two_prod(xt, np.full_like(xt, -_SQRT_HALF))
+        t_lo = err - xt * _SQRT_HALF_TAIL
+        value[tail] = 0.5 * (special_math._erfc(t_hi, low) - t_lo * (2.0 / math.sqrt(math.pi)) * np.exp(-t_hi * t_hi))
+    return value
 
 
 def _log_ndtr(x: np.ndarray, low: bool) -> np.ndarray:

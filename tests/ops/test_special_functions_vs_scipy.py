@@ -86,7 +86,7 @@ def test_unary_float64_within_1e13_of_scipy_or_mpmath(name: str) -> None:
     with np.errstate(all="ignore"):
         err = np.abs(got - ref) / _scale(name, x, ref)
     suspects = np.nonzero(normal & (err > 1e-13))[0]
-    assert len(suspects) < 400, f"{name}: {len(suspects)} values differ from SciPy by more than 1e-13"
+    assert len(suspects) < 3000, f"{name}: {len(suspects)} values differ from SciPy by more than 1e-13"
     for i in suspects:  # SciPy is not exact everywhere: mpmath settles each disagreement, same bound
         truth = _truth(name, float(x[i]))
         scale = _scale(name, np.array([x[i]]), np.array([truth]))[0]
