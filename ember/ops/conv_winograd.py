@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends import native_kernel
+from ember.backends import cpu_blas, native_kernel
+from ember.backends.cpu_blas import blas_for
 from ember.backends.cpu_threads import parallel_for
 
 _MIN_TILES = 32  # tiles per thread below which a thread hand-off costs more than it saves
+_MIN_CHUNK_FLOPS = 4e6  # GEMM flops per thread below which the fused passes run on one thread
 
 # The transform matrices (B^T, G, A^T) for each output tile size m, with interpolation points
 # 0, +-1 (m = 2) and 0, +-1, +-2 (m = 4): the choices whose float32 rounding errors stay smallest.
@@ -132,7 +134,8 @@ def weight_transform(xp: Any, g: Any, m: int) -> Any:
     a = m + 2
     o, c = g.shape[:2]
     kron = xp.asarray(np.kron(gm, gm))  # (a*a, 9): U[p, q] = sum_ij G[p, i] G[q, j] g[i, j]
-    u = xp.matmul(kron, g.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o))
+    with cpu_blas.one_thread(xp):
+        u = xp.matmul(kron, g.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o))
     return u.reshape(a * a, c, o)
 
 
@@ -162,30 +165,85 @@ def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
 
 
 def _products(xp: Any, v: Any, u: Any) -> Any:
-    """``M[p] = V[p] @ U[p]`` for every tile position: (a*a, T, C) @ (a*a, C, O)."""
+    """``M[p] = V[p] @ U[p]`` for every tile position: (a*a, T, C) @ (a*a, C, O), the positions
+    shared out over ember's threads (each GEMM on one thread)."""
     out = xp.empty((v.shape[0], v.shape[1], u.shape[2]), dtype=v.dtype)
-    for p in range(v.shape[0]):  # 2-D GEMMs: BLAS sees each operand's layout directly
-        xp.matmul(v[p], u[p], out=out[p])
+
+    def gemms(start: int, stop: int) -> None:
+        for p in range(start, stop):  # 2-D GEMMs: BLAS sees each operand's layout directly
+            xp.matmul(v[p], u[p], out=out[p])
+
+    blas_for(gemms, v.shape[0], xp=xp, min_chunk=_min_positions(v.shape[1], v.shape[2], u.shape[2]))
     return out
+
+
+def _fused(xp: Any, *names: str) -> tuple | None:
+    """The native kernels ``names`` when the passes can run fused, tile chunk by tile chunk, one
+    chunk per thread (transform, GEMMs, transform back with no barrier between); else None."""
+    if xp is not np or not cpu_blas.available():
+        return None
+    kernels = tuple(native_kernel(xp, name) for name in names)
+    return None if any(k is None for k in kernels) else kernels
+
+
+def _min_tiles(c: int, o: int, a: int) -> int:
+    """Tiles per thread that make a fused chunk worth a thread hand-off."""
+    return max(_MIN_TILES, int(_MIN_CHUNK_FLOPS // (2 * a * a * c * o) + 1))
+
+
+def _min_positions(tiles: int, c: int, o: int) -> int:
+    """Tile positions (GEMMs) per thread that make a share worth a thread hand-off."""
+    return int(_MIN_CHUNK_FLOPS // (2 * tiles * c * o) + 1)
+
+
+def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> tuple:
+    """The forward ``conv2d(x, w)`` (stride 1, 3x3) and its input transform ``V`` (kept by
+    conv.py for the weight gradient). With the native transforms, each thread takes a run of tiles
+    through all three steps: its transforms, its rows of the 36 GEMMs, its outputs."""
+    n, c, h, width = x.shape
+    o = w.shape[0]
+    oh, ow, th, tw = _tiles(h, width, padding, m)
+    u = weight_transform(xp, w, m)
+    kernels = _fused(xp, "winograd_input", "winograd_output")
+    if kernels is None:
+        v = input_transform(xp, x, padding, m)
+        return output_transform(xp, _products(xp, v, u), n, oh, ow, m), v
+    k_in, k_out = kernels
+    bt, at = (np.asarray(mat, dtype=x.dtype) for mat in (_MATRICES[m][0], _MATRICES[m][2]))
+    a, tiles = m + 2, n * th * tw
+    v = xp.empty((a * a, tiles, c), dtype=x.dtype)
+    mt = xp.empty((a * a, tiles, o), dtype=x.dtype)
+    y = xp.empty((n, o, oh, ow), dtype=x.dtype)
+
+    def run(start: int, stop: int) -> None:
+        k_in(x, bt, m, padding[0], padding[2], th, tw, v, start, stop)
+        for p in range(a * a):
+            xp.matmul(v[p, start:stop], u[p], out=mt[p, start:stop])
+        k_out(mt, at, th, tw, y, start, stop)
+
+    blas_for(run, tiles, _min_tiles(c, o, a), xp)
+    return y, v
 
 
 def conv2d(xp: Any, x: Any, w: Any, padding: tuple, m: int, v: Any = None) -> Any:
     """The forward ``conv2d(x, w)`` (stride 1, 3x3); ``v``: the input transform if already made."""
+    if v is None:
+        return forward(xp, x, w, padding, m)[0]
     n, _, h, width = x.shape
     oh, ow, _, _ = _tiles(h, width, padding, m)
-    if v is None:
-        v = input_transform(xp, x, padding, m)
     return output_transform(xp, _products(xp, v, weight_transform(xp, w, m)), n, oh, ow, m)
 
 
 def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int) -> Any:
     """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel."""
     flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-    return conv2d(xp, g, flipped, tuple(2 - p for p in padding), m)
+    return forward(xp, g, flipped, tuple(2 - p for p in padding), m)[0]
 
 
 def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) -> Any:
-    """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d."""
+    """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d.
+    With the native transform, each thread transforms its run of tiles of ``g`` and sums its
+    share of ``dU = V^T dM``; the per-thread sums are added once (a few (C, O) matrices)."""
     at = np.asarray(_MATRICES[m][2], dtype=g.dtype)
     gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
     a = m + 2
@@ -193,17 +251,41 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) 
     th, tw = -(-oh // m), -(-ow // m)
     if v is None:
         v = input_transform(xp, x, padding, m)
-    kernel = native_kernel(xp, "winograd_grad_output")
-    if kernel is not None:
-        dm = xp.empty((a * a, n * th * tw, o), dtype=g.dtype)
-        parallel_for(lambda start, stop: kernel(g, at, th, tw, dm, start, stop), n * th * tw, _MIN_TILES)
+    c, tiles = v.shape[2], v.shape[1]
+    kernels = _fused(xp, "winograd_grad_output")
+    if kernels is not None:
+        dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
+        partial: dict[int, Any] = {}
+
+        def run(start: int, stop: int) -> None:
+            kernels[0](g, at, th, tw, dm, start, stop)
+            part = xp.empty((a * a, c, o), dtype=g.dtype)
+            for p in range(a * a):  # (C, T) @ (T, O): BLAS takes the transpose for free
+                xp.matmul(v[p, start:stop].T, dm[p, start:stop], out=part[p])
+            partial[start] = part
+
+        blas_for(run, tiles, _min_tiles(c, o, a), xp)
+        parts = [partial[k] for k in sorted(partial)]  # a fixed order: the same sum every run
+        du = parts[0]
+        for part in parts[1:]:
+            du += part
     else:
-        dm = _grad_output_transform(xp, g, at, m, th, tw)
-    du = xp.empty((a * a, v.shape[2], o), dtype=g.dtype)
-    for p in range(a * a):
-        xp.matmul(v[p].T, dm[p], out=du[p])  # (C, T) @ (T, O): BLAS takes the transpose for free
+        kernel = native_kernel(xp, "winograd_grad_output")
+        if kernel is not None:
+            dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
+            parallel_for(lambda start, stop: kernel(g, at, th, tw, dm, start, stop), tiles, _MIN_TILES)
+        else:
+            dm = _grad_output_transform(xp, g, at, m, th, tw)
+        du = xp.empty((a * a, c, o), dtype=g.dtype)
+
+        def gemms(start: int, stop: int) -> None:
+            for p in range(start, stop):
+                xp.matmul(v[p].T, dm[p], out=du[p])
+
+        blas_for(gemms, a * a, _min_positions(tiles, c, o), xp)
     kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a): dg = G^T dU G
-    dg = xp.matmul(kron, du.reshape(a * a, -1)).reshape(3, 3, v.shape[2], o)
+    with cpu_blas.one_thread(xp):
+        dg = xp.matmul(kron, du.reshape(a * a, -1)).reshape(3, 3, c, o)
     return xp.ascontiguousarray(dg.transpose(3, 2, 0, 1))
 
 
