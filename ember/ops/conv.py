@@ -160,16 +160,22 @@ def _winograd_key(x: Any, padding: tuple, m: int) -> tuple:
 
 
 def _winograd_forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> Any:
-    """The Winograd forward; its input transform is kept for the weight gradient like im2col's columns."""
-    y, v = winograd.forward(xp, x, w, padding, m)
-    _remember_cols(x, _winograd_key(x, padding, m), v)
-    return y
+    """The Winograd forward, or None when ``x`` holds inf/NaN; its input transform is kept for the
+    weight gradient like im2col's columns (so a kept transform also says ``x`` was finite)."""
+    out = winograd.forward(xp, x, w, padding, m, finite_only=True)
+    if out is None:
+        return None
+    _remember_cols(x, _winograd_key(x, padding, m), out[1])
+    return out[0]
 
 
 def _winograd_input(xp: Any, x: Any, padding: tuple, m: int) -> Any:
-    """The forward's Winograd input transform: the kept one, else made anew."""
+    """The forward's Winograd input transform: the kept one, else made anew; None when ``x``
+    holds inf/NaN."""
     v = _recall_cols(x, _winograd_key(x, padding, m))
-    return v if v is not None else winograd.input_transform(xp, x, padding, m)
+    if v is not None:
+        return v
+    return winograd.input_transform(xp, x, padding, m) if _finite(xp, x) else None
 
 
 PER_IMAGE_MIN_PIXELS = 128
@@ -212,8 +218,10 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
-    if m and _finite(xp, x, w):
-        return _winograd_forward(xp, x, w, padding, m)
+    if m and _finite(xp, w):  # x is checked by each thread on its images
+        out = _winograd_forward(xp, x, w, padding, m)
+        if out is not None:
+            return out
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh = out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
@@ -236,8 +244,10 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
-    if m and _finite(xp, g, w):
-        return winograd.input_grad(xp, g, w, padding, m)
+    if m and _finite(xp, w):
+        gx = winograd.input_grad(xp, g, w, padding, m, finite_only=True)
+        if gx is not None:
+            return gx
     n, c, h, width = input_shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
@@ -265,8 +275,11 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         gw[:, :, rows, cols] = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
         return gw
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
-    if m and _finite(xp, x, g):
-        return winograd.weight_grad(xp, x, g, padding, m, v=_winograd_input(xp, x, padding, m))
+    v = _winograd_input(xp, x, padding, m) if m else None
+    if v is not None:
+        gw = winograd.weight_grad(xp, x, g, padding, m, v=v, finite_only=True)
+        if gw is not None:
+            return gw
     o, cg, kh, kw = weight_shape
     if groups == 1:
         layout, key = ((per_image, _per_image_key) if _per_image(groups, g.shape[2], g.shape[3])

@@ -196,16 +196,26 @@ def _min_positions(tiles: int, c: int, o: int) -> int:
     return int(_MIN_CHUNK_FLOPS // (2 * tiles * c * o) + 1)
 
 
-def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> tuple:
+def _images(start: int, stop: int, tiles_per_image: int) -> slice:
+    """The images that tiles ``[start, stop)`` belong to."""
+    return slice(start // tiles_per_image, (stop - 1) // tiles_per_image + 1)
+
+
+def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> tuple | None:
     """The forward ``conv2d(x, w)`` (stride 1, 3x3) and its input transform ``V`` (kept by
     conv.py for the weight gradient). With the native transforms, each thread takes a run of tiles
-    through all three steps: its transforms, its rows of the 36 GEMMs, its outputs."""
+    through all three steps: its transforms, its rows of the 36 GEMMs, its outputs.
+
+    ``finite_only``: return None when ``x`` holds inf or NaN (conv.py then runs im2col, which
+    treats them as a direct convolution does); each thread checks its own images."""
     n, c, h, width = x.shape
     o = w.shape[0]
     oh, ow, th, tw = _tiles(h, width, padding, m)
     u = weight_transform(xp, w, m)
     kernels = _fused(xp, "winograd_input", "winograd_output")
     if kernels is None:
+        if finite_only and not bool(xp.isfinite(x.sum())):
+            return None
         v = input_transform(xp, x, padding, m)
         return output_transform(xp, _products(xp, v, u), n, oh, ow, m), v
     k_in, k_out = kernels
@@ -214,15 +224,19 @@ def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> tuple:
     v = xp.empty((a * a, tiles, c), dtype=x.dtype)
     mt = xp.empty((a * a, tiles, o), dtype=x.dtype)
     y = xp.empty((n, o, oh, ow), dtype=x.dtype)
+    bad: list = []
 
     def run(start: int, stop: int) -> None:
+        if finite_only and not np.isfinite(x[_images(start, stop, th * tw)].sum()):
+            bad.append(start)
+            return
         k_in(x, bt, m, padding[0], padding[2], th, tw, v, start, stop)
         for p in range(a * a):
             xp.matmul(v[p, start:stop], u[p], out=mt[p, start:stop])
         k_out(mt, at, th, tw, y, start, stop)
 
     blas_for(run, tiles, _min_tiles(c, o, a), xp)
-    return y, v
+    return None if bad else (y, v)
 
 
 def conv2d(xp: Any, x: Any, w: Any, padding: tuple, m: int, v: Any = None) -> Any:
@@ -234,16 +248,19 @@ def conv2d(xp: Any, x: Any, w: Any, padding: tuple, m: int, v: Any = None) -> An
     return output_transform(xp, _products(xp, v, weight_transform(xp, w, m)), n, oh, ow, m)
 
 
-def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int) -> Any:
-    """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel."""
+def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
+    """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel
+    (None when ``finite_only`` and ``g`` holds inf or NaN)."""
     flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-    return forward(xp, g, flipped, tuple(2 - p for p in padding), m)[0]
+    out = forward(xp, g, flipped, tuple(2 - p for p in padding), m, finite_only)
+    return None if out is None else out[0]
 
 
-def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) -> Any:
+def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, finite_only: bool = False) -> Any:
     """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d.
     With the native transform, each thread transforms its run of tiles of ``g`` and sums its
-    share of ``dU = V^T dM``; the per-thread sums are added once (a few (C, O) matrices)."""
+    share of ``dU = V^T dM``; the per-thread sums are added once (a few (C, O) matrices).
+    ``finite_only``: None when ``g`` holds inf or NaN (``x``'s are the caller's to check)."""
     at = np.asarray(_MATRICES[m][2], dtype=g.dtype)
     gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
     a = m + 2
@@ -257,7 +274,12 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) 
         dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
         partial: dict[int, Any] = {}
 
+        bad: list = []
+
         def run(start: int, stop: int) -> None:
+            if finite_only and not np.isfinite(g[_images(start, stop, th * tw)].sum()):
+                bad.append(start)
+                return
             kernels[0](g, at, th, tw, dm, start, stop)
             part = xp.empty((a * a, c, o), dtype=g.dtype)
             for p in range(a * a):  # (C, T) @ (T, O): BLAS takes the transpose for free
@@ -265,11 +287,15 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) 
             partial[start] = part
 
         blas_for(run, tiles, _min_tiles(c, o, a), xp)
+        if bad:
+            return None
         parts = [partial[k] for k in sorted(partial)]  # a fixed order: the same sum every run
         du = parts[0]
         for part in parts[1:]:
             du += part
     else:
+        if finite_only and not bool(xp.isfinite(g.sum())):
+            return None
         kernel = native_kernel(xp, "winograd_grad_output")
         if kernel is not None:
             dm = xp.empty((a * a, tiles, o), dtype=g.dtype)

@@ -135,3 +135,24 @@ def test_blas_for_covers_range_once_and_reraises(split) -> None:
     assert (hits == 1).all()
     with pytest.raises(ValueError, match="boom"):
         cpu_blas.blas_for(lambda a, b: (_ for _ in ()).throw(ValueError("boom")), 10, 1)
+
+
+@pytest.mark.parametrize("where", ["x", "g"])
+def test_nonfinite_in_one_chunk_takes_the_direct_path(where, split) -> None:
+    """inf/NaN seen by one thread's images only: the whole pass falls back to im2col, as PyTorch's
+    direct convolution spreads them (only to the windows that read them)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((3, 16, 8, 8)).astype(np.float32)
+    w = np.abs(rng.standard_normal((16, 16, 3, 3))).astype(np.float32)
+    g = rng.standard_normal((3, 16, 8, 8)).astype(np.float32)
+    target = x if where == "x" else g
+    target[2, 3, 2, 2], target[2, 0, 5, 6] = np.inf, np.nan  # the last image: the last thread's chunk
+    got = _ember_all(x, w, g, padding=1)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ty = torch.nn.functional.conv2d(tx, tw, padding=1)
+    ty.backward(torch.tensor(g))
+    for a, b in zip(got, (ty.detach().numpy(), tx.grad.numpy(), tw.grad.numpy())):
+        np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+        finite = np.isfinite(b)
+        np.testing.assert_allclose(a[finite], b[finite], rtol=1e-4, atol=1e-4)
+    assert split
