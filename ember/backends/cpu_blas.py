@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import numpy  # noqa: F401  (loads NumPy's BLAS, which _controls looks for)
@@ -123,6 +123,25 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
             yield
     else:
         yield
+
+
+# A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this
+# runs on one thread when ember splits work: BLAS's threads would save it at most a few tens of
+# microseconds, then spin for tens of milliseconds against ember's threads (the MNIST CNN's linear
+# layer, 64 x 3136 x 10, did so every step).
+SMALL_GEMM_MACS = 4e6
+_OPENBLAS_ONE_THREAD_MACS = 4 * 65536
+
+
+def small_gemm(xp: Any, a: Any, b: Any) -> Any:
+    """``one_thread(xp)`` when ``a @ b`` (one GEMM of a stack) is a small GEMM that OpenBLAS would
+    still spread over its threads; otherwise a no-op context."""
+    m = a.shape[-2] if a.ndim >= 2 else 1
+    n = b.shape[-1] if b.ndim >= 2 else 1
+    macs = m * n * a.shape[-1]
+    if _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS and num_threads() > 1:
+        return one_thread(xp)
+    return nullcontext()
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:

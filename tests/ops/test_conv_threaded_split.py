@@ -156,3 +156,23 @@ def test_nonfinite_in_one_chunk_takes_the_direct_path(where, split) -> None:
         finite = np.isfinite(b)
         np.testing.assert_allclose(a[finite], b[finite], rtol=1e-4, atol=1e-4)
     assert split
+
+
+def test_small_gemm_runs_on_one_blas_thread(monkeypatch) -> None:
+    """Mid-sized GEMMs (above OpenBLAS's own one-thread limit, below SMALL_GEMM_MACS) run with BLAS
+    on one thread when ember has threads of its own; tiny and large ones are left to BLAS."""
+    if not cpu_blas.available():
+        pytest.skip("no controllable OpenBLAS under NumPy")
+    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    get, _ = cpu_blas._controls()
+    before = get()
+
+    def threads_inside(m, k, n):
+        with cpu_blas.small_gemm(np, np.empty((m, k)), np.empty((k, n))):
+            return get()
+
+    assert threads_inside(64, 3136, 10) == 1          # the MNIST CNN's linear layer
+    assert threads_inside(8, 8, 8) == before            # OpenBLAS runs it on one thread anyway
+    assert threads_inside(1024, 1024, 1024) == before   # large: BLAS's threads pay off
+    monkeypatch.setattr(_config, "CPU_THREADS", 1)
+    assert threads_inside(64, 3136, 10) == before       # EMBER_CPU_THREADS=1: BLAS as configured
