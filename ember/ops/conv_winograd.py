@@ -129,14 +129,46 @@ def input_transform(xp: Any, x: Any, padding: tuple, m: int) -> Any:
 
 
 def weight_transform(xp: Any, g: Any, m: int) -> Any:
-    """``U = G g G^T`` of (O, C, 3, 3) weights as (tile positions, C, O): one small GEMM."""
+    """``U = G g G^T`` of (O, C, 3, 3) weights as (tile positions, C, O): one small GEMM, split
+    over ember's threads by blocks of input channels (512 x 512 weights: ~1 ms on one)."""
     gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
     a = m + 2
     o, c = g.shape[:2]
     kron = xp.asarray(np.kron(gm, gm))  # (a*a, 9): U[p, q] = sum_ij G[p, i] G[q, j] g[i, j]
-    with cpu_blas.one_thread(xp):
-        u = xp.matmul(kron, g.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o))
-    return u.reshape(a * a, c, o)
+    u = xp.empty((a * a, c, o), dtype=g.dtype)
+    flat = u.reshape(a * a, c * o)
+
+    def run(start: int, stop: int) -> None:
+        taps = g[:, start:stop].reshape(o, stop - start, 9).transpose(2, 1, 0).reshape(9, (stop - start) * o)
+        xp.matmul(kron, taps, out=flat[:, start * o:stop * o])
+
+    blas_for(run, c, _min_channels(a, o), xp)
+    return u
+
+
+def _min_channels(a: int, o: int) -> int:
+    """Input channels per thread that make a share of a kernel transform worth a thread hand-off."""
+    return int(_MIN_CHUNK_FLOPS // (2 * a * a * 9 * o) + 1)
+
+
+def _kernel_gradient(xp: Any, parts: list, gm: Any, a: int, c: int, o: int) -> Any:
+    """``dg = G^T dU G`` (O, C, 3, 3) from the per-thread sums ``parts`` of ``dU`` (each
+    (a*a, C, O)), added, transformed and transposed block of input channels by block."""
+    kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a)
+    flats = [part.reshape(a * a, c * o) for part in parts]
+    dg = xp.empty((o, c, 3, 3), dtype=parts[0].dtype)
+
+    def run(start: int, stop: int) -> None:
+        block = flats[0][:, start * o:stop * o]
+        if len(flats) > 1:
+            block = block.copy()
+            for flat in flats[1:]:  # a fixed order: the same sum every run
+                block += flat[:, start * o:stop * o]
+        taps = xp.matmul(kron, block).reshape(3, 3, stop - start, o)
+        dg[:, start:stop] = taps.transpose(3, 2, 0, 1)
+
+    blas_for(run, c, _min_channels(a, o), xp)
+    return dg
 
 
 def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
@@ -289,10 +321,7 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
         blas_for(run, tiles, _min_tiles(c, o, a), xp)
         if bad:
             return None
-        parts = [partial[k] for k in sorted(partial)]  # a fixed order: the same sum every run
-        du = parts[0]
-        for part in parts[1:]:
-            du += part
+        return _kernel_gradient(xp, [partial[k] for k in sorted(partial)], gm, a, c, o)
     else:
         if finite_only and not bool(xp.isfinite(g.sum())):
             return None
@@ -309,10 +338,7 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
                 xp.matmul(v[p].T, dm[p], out=du[p])
 
         blas_for(gemms, a * a, _min_positions(tiles, c, o), xp)
-    kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a): dg = G^T dU G
-    with cpu_blas.one_thread(xp):
-        dg = xp.matmul(kron, du.reshape(a * a, -1)).reshape(3, 3, c, o)
-    return xp.ascontiguousarray(dg.transpose(3, 2, 0, 1))
+    return _kernel_gradient(xp, [du], gm, a, c, o)
 
 
 def _grad_output_transform(xp: Any, g: Any, at: Any, m: int, th: int, tw: int) -> Any:
