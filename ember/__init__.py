@@ -15,6 +15,7 @@ from ember.dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int, int8,
     int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
+from ember.dtypes import cdouble, cfloat, complex64, complex128  # noqa: F401  (complex dtypes: docs/complex-fft.md)
 from ember.device import device  # noqa: F401
 from ember.tensor import Size, Tensor  # noqa: F401
 from ember.autograd import (  # noqa: F401
@@ -106,6 +107,8 @@ from ember import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; re
 from ember import hardware, profiler, viz  # noqa: E402,F401  (torch.profiler; this machine's peak; graph pictures)
 from ember import distributions  # noqa: E402,F401  (torch.distributions.Normal, kl_divergence, constraints)
 from ember import hub  # noqa: E402,F401  (torch.hub.load_state_dict_from_url: the checkpoint cache)
+from ember import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, jacfwd, hessian, functional_call)
+from ember.func import vmap  # noqa: E402,F401  (torch.vmap)
 from ember.amp.autocast_mode import (  # noqa: E402,F401
     clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_available,
     is_autocast_cache_enabled, is_autocast_cpu_enabled, is_autocast_enabled, set_autocast_cache_enabled,

@@ -21,7 +21,7 @@ from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
 
 _STATE = grad_mode.STATE
-_NUMBER_TYPES = (int, float, bool)
+_NUMBER_TYPES = (int, float, bool, complex)
 
 
 def is_symbolic(value: Any) -> bool:
@@ -31,7 +31,8 @@ def is_symbolic(value: Any) -> bool:
         isinstance(value._data, SymbolicValue) or _interpreters.tracing())
 
 # The profiler's hook (ember/profiler): None unless a profile is recording, so an op pays one global
-# read when profiling is off. When on, it is called as PROFILER.op(op, t0, args, attrs, result).
+# read when profiling is off. When on, an op takes t0 = PROFILER.clock() at its start (a device profile
+# records a timing event there too) and calls PROFILER.op(op, t0, args, attrs, result) at its end.
 PROFILER: Any = None
 _clock = time.perf_counter_ns
 
@@ -189,7 +190,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         interpreter = _interpreters.find(args)
         if interpreter is not EAGER:
             return interpreter.process(op, args, attrs)
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = None
     arrays = []
     needs_grad = False
@@ -229,7 +230,7 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         interpreter = _interpreters.find((x,))
         if interpreter is not EAGER:
             return interpreter.process(op, (x,), attrs or {})
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = x._device
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
@@ -265,10 +266,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             if isinstance(scalar, Tensor):
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
-        category = 0 if kind == "b" else (1 if kind in "iu" else 2)
+        category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
         if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
             target = dtypes.result_type(tensor, scalar)
-            if op.float_only and not target.is_floating_point:
+            if op.float_only and not (target.is_floating_point or target.is_complex):
                 target = dtypes.get_default_dtype()
             tensor = cast(tensor, target)
             if a_tensor:
@@ -281,7 +282,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         interpreter = _interpreters.find((a, b))
         if interpreter is not EAGER:
             return interpreter.process(op, (a, b), {})
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     try:
         out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
@@ -343,7 +344,7 @@ def cast(t: Any, target: dtypes.dtype) -> Any:
         return t
 
     attrs = {"dtype": target, "source": t.dtype}
-    if not target.is_floating_point and t._requires_grad:
+    if not (target.is_floating_point or target.is_complex) and t._requires_grad:
         # Integer and bool results carry no gradient, as in PyTorch.
         with grad_mode.no_grad():
             return apply(OPS["to_dtype"], (t,), attrs)

@@ -5,8 +5,9 @@ from typing import Any
 
 from ember import dtypes
 from ember.ops import cost, dispatch
-from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
@@ -15,7 +16,9 @@ from ember.backends import cpu_blas
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
-_MATMUL_VJP = (lambda ctx, g: matmul(g, ctx.inputs[1].mT), lambda ctx, g: matmul(ctx.inputs[0].mT, g))
+# Complex operands: g @ B^H and A^H @ g (PyTorch's convention); conj_if_complex records nothing for real ones.
+_MATMUL_VJP = (lambda ctx, g: matmul(g, conj_if_complex(ctx.inputs[1].mT)),
+               lambda ctx, g: matmul(conj_if_complex(ctx.inputs[0].mT), g))
 
 
 def _matmul_rule(a: Spec, b: Spec) -> Spec:
@@ -37,7 +40,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
+    name="matmul", batch=batching.matmul, category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
@@ -204,7 +207,7 @@ def _einsum_vjp(ctx: Any, g: Any) -> tuple:
         unique = "".join(dict.fromkeys(sub))
         kept = "".join(c for c in unique if c in available)
         eq = ",".join([rhs] + others) + "->" + kept
-        grad = einsum(eq, g, *[o for j, o in enumerate(operands) if j != i])
+        grad = einsum(eq, g, *[conj_if_complex(o) for j, o in enumerate(operands) if j != i])
         shape = shapes[i]
         unique_shape = [shape[sub.index(c)] for c in unique]
         # Letters this operand had at size 1 while others broadcast them: sum them back to 1.
@@ -236,7 +239,7 @@ def _diagonal_mask(sub: str, shape: tuple, like: Any) -> Any:
 
 def _einsum_impl(xp: Any, *ops: Any, equation: str) -> Any:
     dtype = ops[0].dtype
-    if dtype.kind not in "fiub":  # bfloat16: NumPy's einsum has no loop for it; compute in float32
+    if dtype.kind not in "fiubc":  # bfloat16: NumPy's einsum has no loop for it; compute in float32
         return xp.einsum(equation, *(o.astype(xp.float32) for o in ops), optimize=len(ops) > 2).astype(dtype)
     return xp.einsum(equation, *ops, optimize=len(ops) > 2)
 
@@ -249,7 +252,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 
 EINSUM = register(OpDef(
-    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
+    name="einsum", batch=batching.einsum, category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
     impl=_einsum_impl, autocast="lower", save="cross", flops=cost.einsum_flops,  # multilinear: operand i's grad reads only the others
 ))
 

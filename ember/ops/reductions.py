@@ -11,6 +11,7 @@ import numpy as np  # np.errstate only: the float32 pass may overflow before its
 from ember import dtypes
 from ember.ops import dispatch, elementwise
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
@@ -79,7 +80,7 @@ def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False)
 
 
 SUM = register(OpDef(
-    name="sum", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
+    name="sum", batch="dims", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
     vjp=lambda ctx, g: (expand_reduced(g, ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)),),
     onnx=to_onnx.reduction("ReduceSum"),
 ))
@@ -96,7 +97,7 @@ def _mean_vjp(ctx: Any, g: Any) -> tuple:
 
 
 MEAN = register(OpDef(
-    name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
+    name="mean", batch="dims", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim) if x.dtype.itemsize != 2 or x.dtype.kind == "i"
     else xp.asarray(xp.mean(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype),  # as sum
     onnx=to_onnx.reduction("ReduceMean"),
@@ -127,14 +128,14 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
     zeros_elsewhere = over_slice(SUM, zero) - zero.to(dtypes.int64)
     zero_factor = where(zeros_elsewhere == 0, 1.0,
                         where(zeros_elsewhere == 1, over_slice(SUM, zeros_here) - zeros_here, 0.0))
-    inf_sign = where(inf, sign(x), 1.0)
+    inf_sign = where(inf, sign(x) if not x.dtype.is_complex else x / absolute(x), 1.0)
     infs_elsewhere = over_slice(SUM, inf) - inf.to(dtypes.int64)
     inf_factor = where(infs_elsewhere == 0, 1.0, over_slice(PROD, inf_sign) * inf_sign * float("inf"))
-    return (expand_reduced(g, shape, dims, keepdim) * (others * zero_factor * inf_factor),)
+    return (expand_reduced(g, shape, dims, keepdim) * elementwise.conj_if_complex(others * zero_factor * inf_factor),)
 
 
 PROD = register(OpDef(
-    name="prod", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
+    name="prod", batch="dims", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
                                                         dtype=xp.int64 if x.dtype.kind in "biu" else None),
     onnx=to_onnx.reduction("ReduceProd"),
@@ -151,7 +152,7 @@ def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
 
 
 SUM_TO = register(OpDef(
-    name="sum_to", category="reduction", impl=_sum_to_impl, save="none",
+    name="sum_to", batch=batching.sum_to, category="reduction", impl=_sum_to_impl, save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
     vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx=to_onnx.sum_to, simplify=same_value,
 ))
@@ -174,23 +175,26 @@ def _check_nonempty(xp: Any, x: Any, dims: Any, op: str, error: type = RuntimeEr
 
 
 def _amax_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amax", x)
     _check_nonempty(xp, x, dims, "amax")
     return xp.amax(x, axis=_axis(dims), keepdims=keepdim)
 
 
 def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amin", x)
     _check_nonempty(xp, x, dims, "amin")
     return xp.amin(x, axis=_axis(dims), keepdims=keepdim)
 
 
-AMAX = register(OpDef(name="amax", category="reduction", impl=_amax_impl, save="both",
+AMAX = register(OpDef(name="amax", batch="dims", category="reduction", impl=_amax_impl, save="both",
                       shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMax")))
-AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="both",
+AMIN = register(OpDef(name="amin", batch="dims", category="reduction", impl=_amin_impl, save="both",
                       shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMin")))
 
 
 def _arg_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+        elementwise._no_complex(fn, x)
         _check_nonempty(xp, x, None if dim is None else (dim,), fn, IndexError)  # PyTorch's class here
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
@@ -205,9 +209,9 @@ def _arg_rule(x: Spec, dim: int | None = None, keepdim: bool = False) -> Spec:
     return Spec(_reduced_shape(x.shape, None if dim is None else (dim,), keepdim), dtypes.int64, x.device)
 
 
-ARGMAX = register(OpDef(name="argmax", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
+ARGMAX = register(OpDef(name="argmax", batch="dim", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
                         onnx=to_onnx.arg_reduce("ArgMax")))
-ARGMIN = register(OpDef(name="argmin", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
+ARGMIN = register(OpDef(name="argmin", batch="dim", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
                         onnx=to_onnx.arg_reduce("ArgMin")))
 
 
@@ -241,9 +245,9 @@ def _max_dim_rule(x: Spec, dim: int, keepdim: bool = False) -> tuple:
     return Spec(shape, x.dtype, x.device), Spec(shape, dtypes.int64, x.device)
 
 
-MAX_DIM = register(OpDef(name="max_dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
+MAX_DIM = register(OpDef(name="max_dim", batch="dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
                          save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMax")))
-MIN_DIM = register(OpDef(name="min_dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
+MIN_DIM = register(OpDef(name="min_dim", batch="dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
                          save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
 
 def _bool_reduction_impl(name: str) -> Any:
@@ -261,9 +265,9 @@ def _bool_reduction_rule(x: Spec, dims: tuple | None = None, keepdim: bool = Fal
     return Spec(spec.shape, x.dtype, x.device) if x.dtype is dtypes.uint8 else spec
 
 
-ALL = register(OpDef(name="all", category="reduction", shape_rule=_bool_reduction_rule,
+ALL = register(OpDef(name="all", batch="dims", category="reduction", shape_rule=_bool_reduction_rule,
                      impl=_bool_reduction_impl("all"), onnx=to_onnx.bool_reduction("ReduceMin")))
-ANY = register(OpDef(name="any", category="reduction", shape_rule=_bool_reduction_rule,
+ANY = register(OpDef(name="any", batch="dims", category="reduction", shape_rule=_bool_reduction_rule,
                      impl=_bool_reduction_impl("any"), onnx=to_onnx.bool_reduction("ReduceMax")))
 
 
@@ -278,7 +282,7 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
 
 
 CUMSUM = register(OpDef(
-    name="cumsum", category="reduction", impl=_cumsum_impl, save="none",
+    name="cumsum", batch="dim", category="reduction", impl=_cumsum_impl, save="none",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
     vjp=lambda ctx, g: (g if g.ndim == 0 else g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
     onnx=to_onnx.cumsum,
@@ -316,7 +320,7 @@ def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
 def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype}. "
             "Convert first, e.g. x.float().mean()."
@@ -434,7 +438,7 @@ def _var_vjp(ctx: Any, g: Any) -> tuple:
 
 
 VAR = register(OpDef(
-    name="var", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
+    name="var", batch="dims", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
     onnx=to_onnx.variance,
 ))
 
@@ -442,6 +446,11 @@ VAR = register(OpDef(
 def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if input.dtype.is_complex:  # mean |x - mean|^2 = var(real) + var(imag): real, as PyTorch's
+        parts = [_variance(part, dim, correction, keepdim, None, op, False)
+                 for part in (elementwise.real_part(input), elementwise.imag_part(input))]
+        total = parts[0] + parts[1]
+        return _sqrt_zero_grad(total) if root else total
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
@@ -487,6 +496,8 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    if input.dtype.is_complex:  # the norm of the magnitudes (PyTorch's), real of the same precision
+        input = absolute(input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
                            "convert with .float()")
