@@ -46,13 +46,13 @@ def _batch_int(shape: tuple, values: Any, device: Any) -> Tensor:
 # ---- norms, rank, condition numbers ----------------------------------------------------------------------
 def svdvals(A: Tensor, *, driver: Any = None, out: Any = None) -> Tensor:
     """Singular values, descending (differentiable: ``gA = U diag(gS) V^T``)."""
-    checks.matrix(A, "linalg.svdvals")
+    checks.matrix(A, "linalg.svdvals", complex_ok=True)
     return dispatch.apply(_factor.SVD, (A,), {"full_matrices": False})[1]
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices."""
-    checks.square(A, "linalg.eigvalsh")
+    checks.square(A, "linalg.eigvalsh", complex_ok=True)
     return dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})[0]
 
 
@@ -79,7 +79,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None,
                 out: Any = None) -> Tensor:
     """Frobenius, nuclear, 1, -1, inf, -inf, 2 (largest singular value) or -2 (smallest) matrix norms."""
-    checks.matrix(A, "linalg.matrix_norm", complex_ok=ord in ("fro", 1, -1, _INF, -_INF))
+    checks.matrix(A, "linalg.matrix_norm", complex_ok=ord in ("fro", "nuc", 2, -2, 1, -1, _INF, -_INF))
     A = A if dtype is None else A.to(dtype)
     d0, d1 = dim[0] % A.ndim, dim[1] % A.ndim
     if ord == "fro":

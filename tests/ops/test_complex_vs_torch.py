@@ -377,7 +377,7 @@ def test_complex_inv_det_solve_match_torch(name: str, fn) -> None:
             continue
         np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
     with pytest.raises(RuntimeError, match="complex inputs are not supported"):
-        ember.linalg.svd(ember.tensor(a))
+        ember.linalg.qr(ember.tensor(a))
 
 
 @pytest.mark.parametrize("name,fn", [
@@ -413,3 +413,66 @@ def test_composites_with_complex_semantics_match_torch(name: str, fn) -> None:
         assert (t is None) == (e is None)
         if t is not None:
             np.testing.assert_allclose(e.numpy(), _np(t), rtol=1e-9, atol=1e-11)
+
+
+def test_hermitian_eigh_matches_torch() -> None:
+    rng = np.random.default_rng(11)
+    a = _rand_complex(rng, (2, 4, 4))
+    a = a + np.conj(np.swapaxes(a, -1, -2))
+    weights = np.arange(4.0)
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        L_, V = L.linalg.eigh(A)
+        loss = (L_ * L.tensor(weights)).sum() + (V.abs() ** 2 * L.tensor(weights)).sum() + (L.linalg.eigvalsh(A) ** 2).sum()
+        loss.backward()
+        results.append((L_, V.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.eigh(A)[1].real.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 3)])
+def test_complex_svd_matches_torch(shape: tuple) -> None:
+    rng = np.random.default_rng(12)
+    a = _rand_complex(rng, shape)
+    k = min(shape[-2:])
+    w_a = rng.standard_normal(shape)
+    w_u = rng.standard_normal(shape[:-1] + (k,))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        U, S, Vh = L.linalg.svd(A, full_matrices=False)
+        loss = (((U * S.unsqueeze(-2)) @ Vh) * L.tensor(w_a)).real.sum() + (U.abs() ** 2 * L.tensor(w_u)).sum() \
+            + (Vh.abs() ** 3).sum() + (L.linalg.svdvals(A) ** 2).sum() + L.linalg.matrix_norm(A, "nuc").sum()
+        loss.backward()
+        results.append((S, U.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-9, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.svd(A, full_matrices=False).U.real.sum().backward()
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("both", lambda L, A: (lambda r: (r[0] * L.tensor([1 + 2j, -0.5j])).real.sum() + (r[1] * L.tensor([0.3, -1.2])).sum())(
+        L.linalg.slogdet(A))),
+    ("sign", lambda L, A: (L.linalg.slogdet(A)[0] * L.tensor([1 + 2j, -0.5j])).real.sum()),
+    ("logdet", lambda L, A: (L.logdet(A) * L.tensor([1 - 1j, 2j])).real.sum()),
+])
+def test_complex_slogdet_matches_torch(name: str, fn) -> None:
+    a = _rand_complex(np.random.default_rng(13), (2, 3, 3))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        y = fn(L, A)
+        y.backward()
+        results.append((y.item(), A.grad))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-12)
+    np.testing.assert_allclose(results[1][1].numpy(), _np(results[0][1]), rtol=1e-10, atol=1e-11)
+    sign, logabs = ember.linalg.slogdet(ember.tensor(a))
+    assert sign.dtype is ember.complex128 and logabs.dtype is ember.float64
