@@ -419,6 +419,9 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
                            "pass a comparison (x > 0) or mask.bool()")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
+    if not isinstance(value, dispatch.Tensor) and isinstance(input, dispatch.Tensor):
+        # the result keeps input's dtype, as torch's masked_fill (an int tensor filled with 2.5 holds 2)
+        value = input.dtype.np.type(value).item() if input.dtype.np is not None else value
     if isinstance(mask, dispatch.Tensor):
         pairs = zip(reversed(tuple(mask.shape)), reversed(tuple(input.shape)))
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
