@@ -68,17 +68,19 @@ def _decision(value: Any) -> Any:
 class _Entry:
     """One compiled group update: the traced function and its option inputs."""
 
-    def __init__(self, update: Callable, group: dict, params: list, states: list) -> None:
-        # layout: (option, None) for a number, (option, n) for a tuple of n numbers; one input each.
-        self.layout: list[tuple[str, int | None]] = []
+    def __init__(self, update: Callable, group: dict, params: list, states: list, static: tuple = ()) -> None:
+        # layout: (option, None) for a number, (option, pattern) for a tuple of numbers and Nones (pattern:
+        # which places hold numbers); one input per number. Options in ``static`` stay Python values.
+        self.layout: list[tuple[str, tuple | None]] = []
         for key, value in group.items():
-            if key in _SKIP:
+            if key in _SKIP or key in static:
                 continue
             if _is_number(value):
                 self.layout.append((key, None))
-            elif isinstance(value, (tuple, list)) and value and all(_is_number(v) for v in value):
-                self.layout.append((key, len(value)))
-        count = sum(1 if n is None else n for _, n in self.layout)
+            elif (isinstance(value, (tuple, list)) and any(_is_number(v) for v in value)
+                  and all(v is None or _is_number(v) for v in value)):
+                self.layout.append((key, tuple(_is_number(v) for v in value)))
+        count = sum(1 if n is None else sum(n) for _, n in self.layout)
         self.inputs = [tensor(0.0, dtype=dtypes.float64) for _ in range(count)]  # CPU, as state['step']
         self.arrays = [t._data for t in self.inputs]
         layout = self.layout
@@ -92,13 +94,16 @@ class _Entry:
                 return
             values: dict[str, Any] = {}
             k = 0
-            for key, n in layout:
-                if n is None:
+            for key, pattern in layout:
+                if pattern is None:
                     values[key] = args[k]
                     k += 1
                 else:
-                    values[key] = tuple(args[k:k + n])
-                    k += n
+                    items = []
+                    for is_number in pattern:
+                        items.append(args[k] if is_number else None)
+                        k += is_number
+                    values[key] = tuple(items)
             apply_updates(update, params, grads, states, Hyper(group, values))
 
         self.fn: CompiledFunction | None = CompiledFunction(
@@ -110,11 +115,12 @@ class _Entry:
     def fill(self, group: dict) -> list:
         """The option inputs, refilled with the group's current numbers."""
         k = 0
-        for key, n in self.layout:
+        for key, pattern in self.layout:
             value = group[key]
-            for v in ((value,) if n is None else value):
-                self.arrays[k][()] = to_scalar(v)
-                k += 1
+            for v in ((value,) if pattern is None else value):
+                if v is not None:
+                    self.arrays[k][()] = to_scalar(v)
+                    k += 1
         return self.inputs
 
     def run(self, group: dict, params: list) -> bool:
@@ -140,8 +146,11 @@ class CompiledUpdates:
     def __init__(self) -> None:
         self.cache: OrderedDict = OrderedDict()
 
-    def run(self, update: Callable, group: dict, params: list, states: list) -> bool:
-        """Run the group's update compiled; False when it must run op by op instead (then nothing ran)."""
+    def run(self, update: Callable, group: dict, params: list, states: list, static: tuple = ()) -> bool:
+        """Run the group's update compiled; False when it must run op by op instead (then nothing ran).
+
+        ``static``: options whose values the update uses as Python values (``Muon``'s ``ns_steps``, a loop
+        count): they are baked into the graph and are part of the key, not inputs."""
         key = [update, id(group)]
         for p, state in zip(params, states):
             if p._device.type != "cpu":
@@ -152,7 +161,9 @@ class CompiledUpdates:
                 key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)
         for name, value in group.items():
             kind = type(value)
-            if kind is float or kind is int:
+            if name in static:
+                key.append((name, value))
+            elif kind is float or kind is int:
                 key.append(value != 0)
             elif kind is bool or value is None:
                 key.append(value)
@@ -161,7 +172,7 @@ class CompiledUpdates:
         key = tuple(key)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self.cache[key] = _Entry(update, group, params, states)
+            entry = self.cache[key] = _Entry(update, group, params, states, static)
             if len(self.cache) > CACHE_LIMIT:
                 self.cache.popitem(last=False)
         return entry.fn is not None and entry.run(group, params)
