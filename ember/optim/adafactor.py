@@ -70,9 +70,7 @@ class Adafactor(Optimizer):
         eps1, eps2 = hp["eps"]
         if eps1 is None:
             eps1 = float(np.finfo(p.dtype.np).eps)
-        step_t = state["step"]
-        step_t.add_(1)
-        step = step_t.to(dtypes.float64)
+        step = hp.next_step(state).to(dtypes.float64)
         one_minus_beta2_t = step ** hp["beta2_decay"]
         rho_t = (1 / step ** 0.5).clamp(max=lr)
         param_rms = p.norm(2).to(dtypes.float64) / math.sqrt(p.numel())

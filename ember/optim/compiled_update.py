@@ -68,7 +68,8 @@ def _decision(value: Any) -> Any:
 class _Entry:
     """One compiled group update: the traced function and its option inputs."""
 
-    def __init__(self, update: Callable, group: dict, params: list, states: list, static: tuple = ()) -> None:
+    def __init__(self, update: Callable, group: dict, params: list, states: list, static: tuple = (),
+                 shared_step: Any = None) -> None:
         # layout: (option, None) for a number, (option, pattern) for a tuple of numbers and Nones (pattern:
         # which places hold numbers); one input per number. Options in ``static`` stay Python values.
         self.layout: list[tuple[str, tuple | None]] = []
@@ -82,14 +83,21 @@ class _Entry:
                 self.layout.append((key, tuple(_is_number(v) for v in value)))
         count = sum(1 if n is None else sum(n) for _, n in self.layout)
         self.inputs = [tensor(0.0, dtype=dtypes.float64) for _ in range(count)]  # CPU, as state['step']
+        # The group's step count, when every parameter counts the same one (``shared_step``: its dtype):
+        # one input holding the new count, which the host writes into each ``state['step']``, so the
+        # step-dependent scalars (Adam's bias corrections) are one expression CSE computes once per group.
+        self.step_input = None if shared_step is None else tensor(0.0, dtype=shared_step)
+        if self.step_input is not None:
+            self.inputs.append(self.step_input)
         self.arrays = [t._data for t in self.inputs]
-        layout = self.layout
+        self.ran_eagerly = False
+        layout, n_inputs, entry = self.layout, len(self.inputs), self
 
         def compiled_update(*args: Tensor) -> None:
-            grads = list(args[count:])
+            grads = list(args[n_inputs:])
             if not interpreters.tracing():
-                # ember.compile's eager warm-up call: the options as Python numbers, exactly the op-by-op
-                # path (in-place ops with a 0-d float64 tensor would round differently from a number).
+                # ember.compile's eager warm-up call: exactly the op-by-op path (it counts the steps too).
+                entry.ran_eagerly = True
                 apply_updates(update, params, grads, states, Hyper(group))
                 return
             values: dict[str, Any] = {}
@@ -104,7 +112,8 @@ class _Entry:
                         items.append(args[k] if is_number else None)
                         k += is_number
                     values[key] = tuple(items)
-            apply_updates(update, params, grads, states, Hyper(group, values))
+            step = args[count] if n_inputs > count else None
+            apply_updates(update, params, grads, states, Hyper(group, values, step))
 
         self.fn: CompiledFunction | None = CompiledFunction(
             compiled_update, fallback="raise", measure=False, name=f"{getattr(update, '__qualname__', 'update')}")
@@ -123,21 +132,37 @@ class _Entry:
                     k += 1
         return self.inputs
 
-    def run(self, group: dict, params: list) -> bool:
+    def run(self, group: dict, params: list, steps: list) -> bool:
         inputs = self.fill(group)
+        new_step = None
+        if self.step_input is not None:
+            new_step = steps[0]._data + 1  # what state['step'].add_(1) computes, in the step's dtype
+            self.arrays[-1][()] = new_step
         if self.executable is not None:  # the key pinned the tensors, shapes and dtypes: run the plan
             self.executable.run(self.arrays + [p.grad._data for p in params])
+            if new_step is not None:
+                _count_step(steps, new_step)
             return True
+        self.ran_eagerly = False
         try:
             with fuse_numba.every_group():
                 self.fn(*inputs, *[p.grad for p in params])
         except TracingError:
             self.fn = None  # reads a value while tracing: this key runs op by op (the trace changed nothing)
             return False
+        if new_step is not None and not self.ran_eagerly:
+            _count_step(steps, new_step)
         last = self.fn.last
         if last is not None and hasattr(last, "executable"):
             self.executable = last.executable
         return True
+
+
+def _count_step(steps: list, new_step: Any) -> None:
+    """Write the group's new step count into every parameter's ``state['step']`` (outside the graph)."""
+    for t in steps:
+        t._data[()] = new_step
+        t._bump()
 
 
 class CompiledUpdates:
@@ -152,6 +177,7 @@ class CompiledUpdates:
         ``static``: options whose values the update uses as Python values (``Muon``'s ``ns_steps``, a loop
         count): they are baked into the graph and are part of the key, not inputs."""
         key = [update, id(group)]
+        steps = []
         for p, state in zip(params, states):
             if p._device.type != "cpu":
                 return False
@@ -159,6 +185,16 @@ class CompiledUpdates:
             key += (id(p), data.shape, data.dtype, p.grad._data.dtype)
             for name, value in state.items():
                 key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)
+            step = state.get("step")
+            if isinstance(step, Tensor) and step._data.ndim == 0:
+                steps.append(step)
+        shared_step = None
+        if steps and len(steps) == len(params):
+            first = steps[0]._data
+            count = float(first)
+            if all(s._data.dtype == first.dtype and float(s._data) == count for s in steps):
+                shared_step = steps[0].dtype
+        key.append(shared_step)
         for name, value in group.items():
             kind = type(value)
             if name in static:
@@ -172,7 +208,7 @@ class CompiledUpdates:
         key = tuple(key)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self.cache[key] = _Entry(update, group, params, states, static)
+            entry = self.cache[key] = _Entry(update, group, params, states, static, shared_step)
             if len(self.cache) > CACHE_LIMIT:
                 self.cache.popitem(last=False)
-        return entry.fn is not None and entry.run(group, params)
+        return entry.fn is not None and entry.run(group, params, steps)
