@@ -10,7 +10,10 @@ the very function the op-by-op path runs. Here it is traced once with :class:`em
   graph. Parameters and state buffers are lifted graph state: read at each run, written back in
   place. The cache key holds what the graph bakes: which tensors it updates, the entries of each
   state, and the options' *decisions* (booleans, ``None``, which numbers are zero: ``if
-  hp.nonzero("weight_decay")`` in an update).
+  hp.nonzero("weight_decay")`` in an update). Options in the class's ``static_options`` (a loop count)
+  are baked and keyed by value. When every parameter of the group counts the same step, the new count
+  is one more input (``Hyper.next_step``) and the host writes it into each ``state['step']``: the
+  step-dependent scalars are then computed once per group (CSE) rather than once per parameter.
 * **Why it is fast.** Fusion turns each parameter's elementwise update into one loop and its bias
   corrections (tensor ops on ``state['step']``) into one small kernel; inside this module fusion
   compiles every group with Numba when it is installed (:class:`~ember.graph.passes.fuse_numba.every_group`),
