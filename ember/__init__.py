@@ -15,6 +15,7 @@ from ember.dtypes import (  # noqa: F401
     bfloat16, bool_ as bool, double, dtype, float, float16, float32, float64, get_default_dtype, half, int, int8,
     int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
+from ember.dtypes import cdouble, cfloat, complex64, complex128  # noqa: F401  (complex dtypes: docs/complex-fft.md)
 from ember.device import device  # noqa: F401
 from ember.tensor import Size, Tensor  # noqa: F401
 from ember.autograd import (  # noqa: F401

@@ -72,7 +72,11 @@ def tensor_repr(t: Any) -> str:
     if array.size == 0 and array.ndim != 1:
         extras.append(f"size={tuple(array.shape)}")
     dt = t.dtype
-    if dt.name not in _IMPLICIT or (dt is dtypes.float32 and dtypes.get_default_dtype() is not dtypes.float32):
+    # The default complex dtype is implicit too (complex64 under float32, complex128 under float64), as PyTorch.
+    if dt.is_complex:
+        if dt is not dtypes.get_default_complex_dtype():
+            extras.append(f"dtype=ember.{dt.name}")
+    elif dt.name not in _IMPLICIT or (dt is dtypes.float32 and dtypes.get_default_dtype() is not dtypes.float32):
         extras.append(f"dtype=ember.{dt.name}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")

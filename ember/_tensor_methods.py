@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ember.ops import (dispatch, elementwise as ew, extra_math as _xm, inplace, linalg, movement, nn_ops,
+from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, inplace, linalg, movement, nn_ops,
     reductions as red, sorting as _sorting, views)
 from ember.ops.registry import OPS
 from ember import random as ember_random
@@ -59,7 +59,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         from ember.creation import tensor
 
         # A Python number goes straight to self's dtype (through float32 it would lose digits in float64).
-        src = tensor(src, dtype=self.dtype) if isinstance(src, (int, float, bool)) else tensor(src)
+        src = tensor(src, dtype=self.dtype) if isinstance(src, (int, float, bool, complex)) else tensor(src)
     source = src.to(self.device) if src.device != self.device else src
     source = source.to(self.dtype)
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
@@ -440,4 +440,26 @@ class TensorMethods:
 
     T = property(lambda self: views.permute(self, tuple(reversed(range(self.ndim)))))
     mT = property(lambda self: views.transpose(self, -2, -1))
-    H = T
+    H = property(lambda self: complex_ops.conj(views.permute(self, tuple(reversed(range(self.ndim))))))
+    mH = property(lambda self: complex_ops.adjoint(self))
+
+    # complex numbers (ember/ops/complex_ops.py): .real/.imag are properties, as in PyTorch (copies, not views)
+    real = property(lambda self: ew.real_part(self))
+    imag = property(lambda self: ew.imag_part(self))
+    conj = complex_ops.conj
+    conj_physical = complex_ops.conj_physical
+    resolve_conj = complex_ops.resolve_conj
+    resolve_neg = complex_ops.resolve_neg
+    is_conj = complex_ops.is_conj
+    is_neg = complex_ops.is_neg
+    angle = complex_ops.angle
+    sgn = complex_ops.sgn
+    adjoint = complex_ops.adjoint
+    cfloat = lambda self: self.to(complex_ops.dtypes.complex64)  # noqa: E731
+    cdouble = lambda self: self.to(complex_ops.dtypes.complex128)  # noqa: E731
+
+    def __complex__(self) -> complex:
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars (complex() of a tensor "
+                             f"of shape {tuple(self.shape)})")
+        return complex(self.item())

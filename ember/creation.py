@@ -14,7 +14,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import dtypes, random as ember_random
+from ember.autograd import grad_mode
 from ember.device import to_device
+from ember.ops import complex_ops
 from ember.tensor import Tensor
 
 
@@ -61,7 +63,8 @@ def _size_entry(value: Any, position: int, op: str = "") -> int:
 
 
 def _infer_dtype(data: Any) -> dtypes.dtype:
-    """Python bools -> bool, ints -> int64, floats -> the default float dtype; arrays keep theirs."""
+    """Python bools -> bool, ints -> int64, floats -> the default float dtype, complex numbers -> the default
+    complex dtype; arrays keep theirs."""
     if isinstance(data, np.ndarray):
         return dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
@@ -73,6 +76,8 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
         return dtypes.int64
     if flat.dtype.kind == "f":
         return dtypes.get_default_dtype()
+    if flat.dtype.kind == "c":  # Python complex numbers: complex64 under float32, complex128 under float64
+        return dtypes.get_default_complex_dtype()
     raise TypeError(f"tensor(): can't infer a dtype from {type(data).__name__} with NumPy kind {flat.dtype.kind!r}")
 
 
@@ -257,6 +262,8 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
             **kwargs: Any) -> Tensor:
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if dt.is_complex and sampler in ("normal", "uniform") and not kwargs:
+        return _random_complex(sampler, _shape_args(size), dt, dev, generator, requires_grad)
     if not dt.is_floating_point:
         raise RuntimeError(f"{sampler}: expected a floating dtype, got {dt}; use randint for integers")
     traced = ember_random.graph_sample(sampler, _shape_args(size), dt, dev, generator, **kwargs)
@@ -264,6 +271,17 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
         return traced.requires_grad_(True) if requires_grad else traced
     array = getattr(ember_random, "sample_" + sampler)(_shape_args(size), dt, dev, generator, **kwargs)
     return _wrap_array(array, dev, requires_grad)
+
+
+def _random_complex(sampler: str, shape: tuple, dt: Any, dev: Any, generator: Any, requires_grad: bool) -> Tensor:
+    """Complex randn/rand as PyTorch: real and imaginary parts drawn independently (normal ones with variance
+    1/2 each, so E|z|^2 = 1; uniform ones on [0, 1) each), pairs of the real dtype viewed as complex."""
+    parts = _random(sampler, (tuple(shape) + (2,),), dt.to_real(), dev, generator, False)
+    if sampler == "normal":
+        parts = parts * math.sqrt(0.5)
+    with grad_mode.no_grad():
+        out = complex_ops.view_as_complex(parts).clone()
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,

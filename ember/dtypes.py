@@ -23,13 +23,14 @@ _NO_BF16 = ("ember.bfloat16 needs the ml_dtypes package (a dependency of ember; 
 class dtype:
     """A tensor element type. Compare with ``is`` or ``==``; ``str`` gives ``ember.float32``."""
 
-    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "category", "onnx")
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "category", "onnx")
 
     def __init__(self, name: str, np_dtype: Any, category: int, onnx_type: int) -> None:
         self.name = name
         self.np = np.dtype(np_dtype) if np_dtype is not None else None
-        self.category = category  # 0 bool, 1 integer, 2 floating: the promotion lattice's tiers
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex: the promotion lattice's tiers
         self.is_floating_point = category == 2
+        self.is_complex = category == 3
         self.is_signed = name not in ("bool", "uint8")
         self.itemsize = self.np.itemsize if self.np is not None else 2
         self.onnx = onnx_type
@@ -41,7 +42,18 @@ class dtype:
         return (_lookup_by_name, (self.name,))
 
     def to_real(self) -> "dtype":
-        return self
+        """The real dtype of the same precision (complex64 -> float32); real dtypes are their own."""
+        return _COMPLEX_TO_REAL.get(self.name, self)
+
+    def to_complex(self) -> "dtype":
+        """The complex dtype of the same precision (float32 -> complex64), as ``torch.dtype.to_complex``."""
+        if self.category == 3:
+            return self
+        found = _REAL_TO_COMPLEX.get(self.name)
+        if found is None:
+            raise RuntimeError(f"to_complex: {self!r} has no complex counterpart (float16/bfloat16 and integer dtypes "
+                               "have none in ember); convert to float32 or float64 first")
+        return found
 
 
 def _lookup_by_name(name: str) -> "dtype":
@@ -59,12 +71,17 @@ float16 = dtype("float16", np.float16, 2, 10)
 float32 = dtype("float32", np.float32, 2, 1)
 float64 = dtype("float64", np.float64, 2, 11)
 bfloat16 = dtype("bfloat16", _ml_dtypes.bfloat16 if _ml_dtypes else None, 2, 16)
+complex64 = dtype("complex64", np.complex64, 3, 14)
+complex128 = dtype("complex128", np.complex128, 3, 15)
+cfloat, cdouble = complex64, complex128  # PyTorch's aliases
 
 half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliases
 short, int, long = int16, int32, int64  # noqa: A001
 
-ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+_COMPLEX_TO_REAL = {"complex64": float32, "complex128": float64}
+_REAL_TO_COMPLEX = {"float32": complex64, "float64": complex128}
 _BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES if d.np is not None}
 
 
@@ -82,6 +99,11 @@ def set_default_dtype(d: dtype) -> None:
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"set_default_dtype: expected a floating ember dtype, got {d!r}")
     _Defaults.float_dtype = d
+
+
+def get_default_complex_dtype() -> dtype:
+    """complex64 while the default float dtype is float32, complex128 under float64 (PyTorch's rule)."""
+    return complex128 if _Defaults.float_dtype is float64 else complex64
 
 
 def from_numpy_dtype(np_dtype: Any) -> dtype:
@@ -108,6 +130,8 @@ def to_dtype(value: Any) -> dtype:
         return int64
     if value is builtins_float:
         return get_default_dtype()
+    if value is builtins_complex:
+        return get_default_complex_dtype()
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if isinstance(value, str) and value == "bfloat16" and bfloat16.np is None:
@@ -119,6 +143,7 @@ import builtins as _builtins  # noqa: E402
 
 builtins_int = _builtins.int
 builtins_float = _builtins.float
+builtins_complex = _builtins.complex
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
@@ -129,6 +154,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """
     if a is b:
         return a
+    if a.category == 3 or b.category == 3:  # complex: the wider of the two precisions (float64 + complex64 -> complex128)
+        return complex128 if complex128 in (a, b) or float64 in (a, b) else complex64
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == 0:
@@ -142,12 +169,19 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_category(value: Any) -> int:
-    """Promotion tier of a Python scalar: bool 0, int 1, float 2."""
+    """Promotion tier of a Python scalar: bool 0, int 1, float 2, complex 3."""
     if isinstance(value, bool):
         return 0
     if isinstance(value, builtins_int):
         return 1
+    if isinstance(value, builtins_complex):
+        return 3
     return 2
+
+
+def _float_to_complex(d: dtype) -> dtype:
+    """complex128 for float64, else complex64 (PyTorch's complex32 for float16 does not exist in ember)."""
+    return complex128 if d is float64 else complex64
 
 
 def result_type(*operands: Any) -> dtype:
@@ -173,7 +207,11 @@ def result_type(*operands: Any) -> dtype:
         if result is None:
             result = zero_result
         elif zero_result.category > result.category:
-            result = zero_result
+            # A 0-d complex tensor with float tensors keeps their precision (float32 * 0-d complex128 -> complex64).
+            result = _float_to_complex(result) if zero_result.category == 3 and result.category == 2 else zero_result
     if scalar_cat >= 0 and (result is None or scalar_cat > result.category):
-        result = (bool_, int64, get_default_dtype())[scalar_cat]
+        if scalar_cat == 3 and result is not None and result.category == 2:
+            # A Python complex keeps a float tensor's precision (float64 * 1j -> complex128), as PyTorch.
+            return _float_to_complex(result)
+        result = (bool_, int64, get_default_dtype(), get_default_complex_dtype())[scalar_cat]
     return result

@@ -1,6 +1,6 @@
-"""``torch.linalg``: every public name of PyTorch's linear-algebra namespace but the complex-valued ``eig`` /
-``eigvals`` (ember has no complex dtypes), batched over leading dimensions and differentiable as PyTorch
-defines it. The factorizations and solves are op records (:mod:`ember.ops.linalg_factor`,
+"""``torch.linalg``: every public name of PyTorch's linear-algebra namespace, batched over leading dimensions
+and differentiable as PyTorch defines it (``eig``/``eigvals`` return complex tensors; the other
+factorizations take real matrices only). The factorizations and solves are op records (:mod:`ember.ops.linalg_factor`,
 :mod:`ember.ops.linalg_solve`); the rest are compositions of them (:mod:`ember.surface.linalg_composites`).
 
 Example:
@@ -24,7 +24,7 @@ from ember.surface.linalg_composites import (cond, cross, diagonal, householder_
                                              _CHOL_EX, _SOLVE_EX, _masked, _per_matrix_info, _zero_pivot)
 from ember.tensor import Tensor
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigvals", "eigh", "eigvalsh",
            "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
            "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
            "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular",
@@ -40,6 +40,7 @@ common_notes = {
 
 _SVD = namedtuple("linalg_svd", ["U", "S", "Vh"])
 _EIGH = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+_EIG = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
 _QR = namedtuple("linalg_qr", ["Q", "R"])
 _SLOGDET = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 _LU_FACTOR = namedtuple("linalg_lu_factor", ["LU", "pivots"])
@@ -116,6 +117,21 @@ def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})
     return _EIGH(L, V)
+
+
+def eig(A: Tensor, *, out: Any = None) -> tuple:
+    """Eigenvalues and unit-norm eigenvectors of general square matrices, always complex (complex64 for float32).
+
+    Gradients are PyTorch's; a loss must not depend on the eigenvectors' phases (it raises, as PyTorch)."""
+    checks.square(A, "linalg.eig", complex_ok=True)
+    L, V = dispatch.apply(_factor.EIG, (A,))
+    return _EIG(L, V)
+
+
+def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
+    """The eigenvalues of ``eig`` (its eigenvectors serve only the gradient)."""
+    checks.square(A, "linalg.eigvals", complex_ok=True)
+    return dispatch.apply(_factor.EIG, (A,))[0]
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:

@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -184,8 +185,8 @@ class Tensor(TensorMethods):
                 "requires_grad_: you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
-        if requires_grad and not (self.is_floating_point()):
-            raise RuntimeError(f"requires_grad_: only Tensors of floating point dtype can require gradients, got "
+        if requires_grad and not (self.is_floating_point() or self.dtype.is_complex):
+            raise RuntimeError(f"requires_grad_: only Tensors of floating point and complex dtype can require gradients, got "
                                f"{self.dtype}")
         self._requires_grad = bool(requires_grad)
         return self
@@ -404,7 +405,11 @@ class Tensor(TensorMethods):
             if target != out._device:
                 out = _transfer(out, target, non_blocking)
         if target_dtype is not None:
-            out = dispatch.cast(out, dtypes.to_dtype(target_dtype))
+            target_dtype = dtypes.to_dtype(target_dtype)
+            if out.dtype.is_complex and not target_dtype.is_complex:
+                warnings.warn("Casting complex values to real discards the imaginary part (as in PyTorch); take "
+                              ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
+            out = dispatch.cast(out, target_dtype)
         if copy and out is self:
             out = self.clone()
         return out

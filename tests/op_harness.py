@@ -28,7 +28,9 @@ from op_specs import OpSpec, sample
 
 LOW_PRECISION = ("float16", "bfloat16")
 INTEGER_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64")
-TOL = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6), "float16": (1e-2, 1e-2), "bfloat16": (4e-2, 4e-2)}
+TOL = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6), "float16": (1e-2, 1e-2), "bfloat16": (4e-2, 4e-2),
+       "complex128": (1e-10, 1e-12), "complex64": (2e-5, 2e-6)}
+COMPLEX_DTYPES = ("complex64", "complex128")
 
 # The device axis. Every axis test takes a ``device`` fixture parametrized over this list; a backend
 # whose tests can run here (the stand-in device served as "cuda", a real GPU) is added to it, e.g.
@@ -71,7 +73,8 @@ def reference(spec: OpSpec, arrays: list, dtype: str) -> tuple:
     """The NumPy result, computed in float64 for floating inputs (the inputs' exact values)."""
     is_float = dtype not in INTEGER_DTYPES
     ref_in = [a.astype(np.float64) if is_float and np.asarray(a).dtype.kind == "f" or
-              (is_float and a.dtype.name == "bfloat16") else a for a in arrays]
+              (is_float and a.dtype.name == "bfloat16") else
+              a.astype(np.complex128) if np.asarray(a).dtype.kind == "c" else a for a in arrays]
     with np.errstate(all="ignore"):
         return tuple(np.asarray(r) for r in as_tuple(spec.ref(*ref_in)))
 
@@ -80,9 +83,16 @@ def expected_dtype(spec: OpSpec, dtype: str, ref_out: np.ndarray, position: int)
     is_float = ember.dtypes.to_dtype(dtype).is_floating_point
     if position > 0 and ref_out.dtype.kind in "iu":
         return "int64"  # indices of max/min
+    if dtype in COMPLEX_DTYPES:
+        rule = spec.complex_out
+        if rule == "real":
+            return ember.dtypes.to_dtype(dtype).to_real().name
+        return dtype if rule == "same" else rule
     rule = spec.float_out if is_float else spec.int_out
     if rule is None:
         return None
+    if rule == "complex":  # float inputs, complex results of the same precision (fft, complex, polar)
+        return ember.dtypes.to_dtype(dtype).to_complex().name
     return dtype if rule == "same" else rule
 
 
@@ -100,6 +110,11 @@ def assert_matches_reference(spec: OpSpec, outs: tuple, refs: tuple, dtype: str,
         got = to_numpy(out)
         if ref.dtype.kind in "biu" and got.dtype.kind in "biu":
             np.testing.assert_array_equal(got, ref, err_msg=name)
+        elif "c" in (ref.dtype.kind, got.dtype.kind):  # complex: both parts, NaN/inf where the reference has them
+            scale = max(1.0, float(np.nanmax(np.abs(ref), initial=0, where=np.isfinite(ref)))) if ref.size else 1.0
+            for part in (np.real, np.imag):
+                np.testing.assert_allclose(part(got).astype(np.float64), part(ref).astype(np.float64), rtol=rtol,
+                                           atol=atol * scale, equal_nan=True, err_msg=name)
         else:
             scale = max(1.0, float(np.nanmax(np.abs(ref), initial=0, where=np.isfinite(ref)))) if ref.size else 1.0
             np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=rtol,
@@ -110,23 +125,27 @@ def diff_positions(spec: OpSpec, arrays: list) -> tuple:
     """Positions of the inputs gradients are taken for (the spec's, else every float input)."""
     if spec.diff is not None:
         return spec.diff
-    return tuple(i for i, a in enumerate(arrays) if i not in spec.fixed and a.dtype.kind == "f")
+    return tuple(i for i, a in enumerate(arrays) if i not in spec.fixed and a.dtype.kind in "fc")
 
 
 def cotangents(outs: tuple, seed: int = 1) -> list:
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(tuple(o.shape)) if o.dtype.is_floating_point else None for o in outs]
+    return [rng.standard_normal(tuple(o.shape)) if o.dtype.is_floating_point else
+            rng.standard_normal(tuple(o.shape)) + 1j * rng.standard_normal(tuple(o.shape)) if o.dtype.is_complex else None
+            for o in outs]
 
 
 def weighted_loss(spec: OpSpec, outs: tuple, vs: list) -> Any:
-    """sum_k <out_k, v_k> over the floating outputs: one scalar whose gradient is the VJP."""
+    """sum_k <out_k, v_k> over the floating outputs: one scalar whose gradient is the VJP (the real part of
+    sum_k out_k * v_k for complex outputs: a real loss, whose gradient follows PyTorch's convention)."""
     terms = []
     for out, v in zip(outs, vs):
         if v is None:
             continue
         assert out.requires_grad, f"{spec.name}: a floating output does not require grad"
         v_t = v if isinstance(v, ember.Tensor) else ember.tensor(v, dtype=out.dtype, device=out.device)
-        terms.append((out * v_t).sum())
+        term = out * v_t
+        terms.append((term.real if term.dtype.is_complex else term).sum())
     loss = terms[0]
     for term in terms[1:]:
         loss = loss + term

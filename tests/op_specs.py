@@ -38,6 +38,8 @@ class OpSpec:
     float_dtypes: tuple = ("float32", "float64")
     int_dtypes: tuple = ()           # forward-only integer/bool dtypes
     int_out: str | None = None       # expected result dtype for integer inputs: name, 'same' or None
+    complex_dtypes: tuple = ()       # complex dtypes run too (forward, gradients with PyTorch's convention, axes)
+    complex_out: str = "same"        # result dtype for complex inputs: 'same', 'real' (abs, angle) or a name
     float_out: str = "same"          # expected result dtype for float inputs: 'same', 'bool', 'int64'
     grad: bool = True
     gradgrad: bool = True
@@ -52,6 +54,12 @@ class OpSpec:
 def sample(rng: np.random.Generator, shape: tuple, domain: str, np_dtype: Any) -> np.ndarray:
     """Draw test values from a domain where the op is smooth (away from kinks and poles)."""
     kind = np.dtype(np_dtype).kind
+    if kind == "c":  # the real part from the domain, an imaginary part in [-0.5, 0.5] (off the branch cuts)
+        real_dtype = np.float32 if np.dtype(np_dtype) == np.complex64 else np.float64
+        re = sample(rng, shape, domain, real_dtype)
+        im = rng.uniform(-0.5, 0.5, shape).astype(real_dtype) if domain != "special" else \
+            rng.choice([np.nan, np.inf, -np.inf, 0.0, 1.5], size=shape).astype(real_dtype)
+        return (re + 1j * im).astype(np_dtype)
     if kind == "b":
         return rng.random(shape) < 0.5
     if kind in "iu":
@@ -947,4 +955,120 @@ SPECS += [
            lambda a: np.linalg.pinv(_spd(a)), [((3, 3),)], **_LINALG),
     OpSpec("linalg_matrix_exp", ("linalg_matrix_exp",), ember.linalg.matrix_exp, _scipy_expm,
            [((3, 3),), ((2, 2, 2),), ((0, 2, 2),)], **_LINALG),
+]
+
+
+# ---- complex dtypes and ember.fft (docs/complex-fft.md) ------------------------------------------------
+# Complex-only specs have float_dtypes=(); the harness runs them in complex64/complex128 (forward), complex128
+# gradients against central differences in the real and imaginary directions (PyTorch's convention), and on
+# every axis of tests/ops/test_ops_axes.py. Specs whose float inputs give complex results use float_out="complex".
+C = ("complex64", "complex128")
+_CX = dict(float_dtypes=(), complex_dtypes=C, low_precision=False)
+_TO_C = dict(float_out="complex", low_precision=False)
+
+
+def _angle_ref(a: np.ndarray) -> np.ndarray:
+    return np.angle(a) if a.dtype.kind == "c" else np.where(a < 0, np.pi, 0.0)
+
+
+def _fft_pair(name: str, **kw: Any) -> tuple:
+    return (lambda x: getattr(ember.fft, name)(x, **kw)), (lambda a: getattr(np.fft, name)(a, **_np_fft_kw(kw)))
+
+
+def _np_fft_kw(kw: dict) -> dict:
+    out = dict(kw)
+    if "dim" in out:
+        dim = out.pop("dim")
+        out["axes" if isinstance(dim, tuple) else "axis"] = dim
+    return out
+
+
+SPECS += [
+    # elementwise math on complex numbers (holomorphic: the gradient is g * conj(f'(z)))
+    OpSpec("neg_complex", ("neg",), ember.neg, np.negative, UNARY_SHAPES, **_CX),
+    OpSpec("exp_complex", ("exp",), ember.exp, np.exp, UNARY_SHAPES, **_CX),
+    OpSpec("log_complex", ("log",), ember.log, np.log, UNARY_SHAPES, domain="positive", **_CX),
+    OpSpec("log1p_complex", ("log1p",), ember.log1p, np.log1p, UNARY_SHAPES, domain="positive", **_CX),
+    OpSpec("sqrt_complex", ("sqrt",), ember.sqrt, np.sqrt, UNARY_SHAPES, domain="positive", **_CX),
+    OpSpec("rsqrt_complex", ("rsqrt",), ember.rsqrt, lambda a: 1 / np.sqrt(a), UNARY_SHAPES, domain="positive", **_CX),
+    OpSpec("sin_complex", ("sin",), ember.sin, np.sin, UNARY_SHAPES, **_CX),
+    OpSpec("cos_complex", ("cos",), ember.cos, np.cos, UNARY_SHAPES, **_CX),
+    OpSpec("tan_complex", ("tan",), ember.tan, np.tan, UNARY_SHAPES, domain="unit", **_CX),
+    OpSpec("tanh_complex", ("tanh",), ember.tanh, np.tanh, UNARY_SHAPES, **_CX),
+    OpSpec("sinh_complex", ("sinh",), ember.sinh, np.sinh, UNARY_SHAPES, **_CX),
+    OpSpec("cosh_complex", ("cosh",), ember.cosh, np.cosh, UNARY_SHAPES, **_CX),
+    OpSpec("asin_complex", ("asin",), ember.asin, np.arcsin, UNARY_SHAPES, domain="unit", **_CX),
+    OpSpec("atan_complex", ("atan",), ember.atan, np.arctan, UNARY_SHAPES, domain="unit", **_CX),
+    OpSpec("expm1_complex", ("expm1",), ember.expm1, np.expm1, UNARY_SHAPES, **_CX),
+    OpSpec("log2_complex", ("log2",), ember.log2, np.log2, UNARY_SHAPES, domain="positive", **_CX),
+    OpSpec("sigmoid_complex", ("sigmoid",), ember.sigmoid, lambda a: 1 / (1 + np.exp(-a)), UNARY_SHAPES, **_CX),
+    OpSpec("reciprocal_complex", ("reciprocal",), ember.reciprocal, lambda a: 1 / a, UNARY_SHAPES, domain="nonzero",
+           **_CX),
+    OpSpec("abs_complex", ("abs",), ember.abs, np.abs, UNARY_SHAPES, domain="away0", complex_out="real", **_CX),
+    OpSpec("pow_scalar_complex", ("pow",), lambda z: z ** 3, lambda a: a ** 3, UNARY_SHAPES, **_CX),
+    OpSpec("pow_complex_exponent", ("pow",), lambda z: z ** (0.5 - 1j), lambda a: a ** (0.5 - 1j), UNARY_SHAPES,
+           domain="positive", **_CX),
+    OpSpec("add_complex", ("add",), ember.add, np.add, BINARY_SHAPES, **_CX),
+    OpSpec("sub_complex", ("sub",), ember.sub, np.subtract, BINARY_SHAPES, **_CX),
+    OpSpec("mul_complex", ("mul",), ember.mul, np.multiply, BINARY_SHAPES, **_CX),
+    OpSpec("div_complex", ("div",), ember.div, np.true_divide, BINARY_SHAPES, domain=("real", "nonzero"), **_CX),
+    OpSpec("pow_complex", ("pow",), ember.pow, np.power, BINARY_SHAPES, domain=("positive", "real"), **_CX),
+    OpSpec("mul_by_complex_scalar", ("mul", "to_dtype"), lambda x: x * (1.5 - 2j), lambda a: a * (1.5 - 2j),
+           UNARY_SHAPES, **_TO_C),
+    OpSpec("to_complex", ("to_dtype",), lambda x: x.to(ember.complex128), lambda a: a.astype(np.complex128),
+           UNARY_SHAPES, float_out="complex128", low_precision=False),
+    # reductions and products
+    OpSpec("sum_complex", ("sum",), lambda z: z.sum(-1), lambda a: a.sum(-1), [((2, 3),), ((4,),)], **_CX),
+    OpSpec("mean_complex", ("mean",), ember.mean, np.mean, REDUCE_SHAPES, **_CX),
+    OpSpec("prod_complex", ("prod",), lambda z: z.prod(1), lambda a: a.prod(1), [((2, 3),)], domain="nonzero", **_CX),
+    OpSpec("cumsum_complex", ("cumsum",), lambda z: z.cumsum(-1), lambda a: np.cumsum(a, -1), [((2, 3),)], **_CX),
+    OpSpec("cumprod_complex", ("cumprod",), lambda z: z.cumprod(-1), lambda a: np.cumprod(a, -1), [((2, 3),)],
+           domain="nonzero", **_CX),
+    OpSpec("var_complex", ("var", "real", "imag"), lambda z: z.var(-1), lambda a: np.var(a, -1, ddof=1),
+           [((2, 3),)], complex_out="real", **_CX),
+    OpSpec("matmul_complex", ("matmul",), ember.matmul, np.matmul,
+           [((2, 3), (3, 4)), ((2, 2, 3), (3, 2)), ((3,), (3, 2))], **_CX),
+    OpSpec("einsum_complex", ("einsum",), lambda a, b: ember.einsum("bij,bjk->bik", a, b),
+           lambda a, b: np.einsum("bij,bjk->bik", a, b), [((2, 2, 3), (2, 3, 2))], **_CX),
+    # the complex records and compositions
+    OpSpec("conj", ("conj",), ember.conj, np.conj, UNARY_SHAPES, **_CX),
+    OpSpec("real", ("real",), lambda z: z.real, np.real, UNARY_SHAPES, complex_out="real", **_CX),
+    OpSpec("imag", ("imag",), lambda z: z.imag, np.imag, UNARY_SHAPES, complex_out="real", **_CX),
+    OpSpec("angle", ("angle",), ember.angle, _angle_ref, UNARY_SHAPES, domain="away0", complex_dtypes=C,
+           complex_out="real", low_precision=False),
+    OpSpec("sgn_complex", ("abs", "div", "where"), ember.sgn, lambda a: a / np.abs(a), UNARY_SHAPES, domain="away0",
+           **_CX),
+    OpSpec("adjoint", ("conj",), lambda z: z.mH, lambda a: np.conj(np.swapaxes(a, -1, -2)), [((2, 3),), ((2, 3, 4),)],
+           **_CX),
+    OpSpec("view_as_real", ("view_as_real",), ember.view_as_real, lambda a: np.stack([a.real, a.imag], -1),
+           UNARY_SHAPES, complex_out="real", **_CX),
+    OpSpec("view_as_complex", ("view_as_complex",), ember.view_as_complex, lambda a: a[..., 0] + 1j * a[..., 1],
+           [((3, 2),), ((2, 4, 2),), ((2,),)], **_TO_C),
+    OpSpec("complex", ("complex",), ember.complex, lambda a, b: a + 1j * b,
+           [((2, 3), (2, 3)), ((2, 1), (1, 3)), ((), ())], **_TO_C),
+    OpSpec("polar", ("polar",), ember.polar, lambda r, t: r * np.exp(1j * t), [((2, 3), (2, 3)), ((3,), (2, 3))],
+           domain=("positive", "real"), **_TO_C),
+    # ember.fft: each function is fft_c2c, fft_r2c or fft_c2r after padding/trimming to n or s
+    OpSpec("fft_fft", ("fft_c2c",), *_fft_pair("fft"), [((2, 5),), ((6,),)], **_CX),
+    OpSpec("fft_fft_real_input", ("fft_c2c", "to_dtype"), *_fft_pair("fft", n=6), [((2, 5),)], **_TO_C),
+    OpSpec("fft_ifft_ortho_trim", ("fft_c2c",), *_fft_pair("ifft", n=3, dim=0, norm="ortho"), [((4, 3),)], **_CX),
+    OpSpec("fft_fft2_forward", ("fft_c2c",), *_fft_pair("fft2", norm="forward"), [((3, 4),), ((2, 3, 2),)], **_CX),
+    OpSpec("fft_fftn_s", ("fft_c2c",), *_fft_pair("fftn", s=(4, 2)), [((3, 3),)], **_CX),
+    OpSpec("fft_rfft", ("fft_r2c",), *_fft_pair("rfft"), [((2, 6),), ((5,),)], **_TO_C),
+    OpSpec("fft_rfft_n_ortho", ("fft_r2c",), *_fft_pair("rfft", n=7, norm="ortho"), [((2, 5),)], **_TO_C),
+    OpSpec("fft_rfft2", ("fft_r2c",), *_fft_pair("rfft2"), [((3, 4),), ((2, 3, 5),)], **_TO_C),
+    OpSpec("fft_irfft", ("fft_c2r",), *_fft_pair("irfft"), [((2, 4),), ((5,),)], complex_out="real", **_CX),
+    OpSpec("fft_irfft_odd_n", ("fft_c2r",), *_fft_pair("irfft", n=7, norm="forward"), [((2, 4),)],
+           complex_out="real", **_CX),
+    OpSpec("fft_irfftn", ("fft_c2r",), *_fft_pair("irfftn", s=(3, 6)), [((3, 4),), ((2, 3, 4),)],
+           complex_out="real", **_CX),
+    OpSpec("fft_hfft", ("fft_c2r", "conj"), *_fft_pair("hfft", n=6), [((2, 4),)], complex_out="real", **_CX),
+    OpSpec("fft_ihfft", ("fft_r2c", "conj"), *_fft_pair("ihfft"), [((2, 6),)], **_TO_C),
+    OpSpec("fft_fftshift", (), lambda z: ember.fft.fftshift(z), np.fft.fftshift, [((3, 4),)], **_CX),
+    # complex eigen-decomposition of general matrices (gauge-invariant outputs: eigenvalues, |eigenvectors|)
+    OpSpec("linalg_eigvals", ("linalg_eig",), ember.linalg.eigvals, np.linalg.eigvals, [((3, 3),), ((2, 2, 2),)],
+           complex_dtypes=C, **_TO_C, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_eig_vector_magnitudes", ("linalg_eig",), lambda a: ember.linalg.eig(a)[1].abs(),
+           lambda a: np.abs(np.linalg.eig(a)[1]), [((3, 3),)], complex_dtypes=C, complex_out="real",
+           low_precision=False, atol=1e-6, rtol=1e-5),
 ]

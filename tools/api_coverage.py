@@ -53,6 +53,7 @@ NAMESPACES: dict[str, str] = {
     "distributions.constraints": "torch.distributions.constraints",
     "distributions.transforms": "torch.distributions.transforms",
     "linalg": "torch.linalg",
+    "fft": "torch.fft",
 }
 
 # Module paths real programs import (issue 17): each counts as one name, present if it imports under ember.
@@ -85,7 +86,7 @@ def _exclude(namespace: str, reason: str, *patterns: str) -> None:
 
 _QUANT = "quantization: ember has no quantized tensors"
 _SPARSE = "sparse layouts: ember tensors are dense (strided) only"
-_COMPLEX = "complex dtypes: ember has no complex tensors"
+_COMPLEX = "complex32 (ComplexHalf): ember's complex dtypes are complex64/complex128"
 _VENDOR = "vendor kernels and their flags (cuDNN, MKL-DNN, FBGEMM, MIOpen, NNPACK, XPU, MPS, MTIA)"
 _JIT_IR = "TorchScript IR and compiler internals (ember.jit traces into ember's own graph IR instead)"
 _SYM = "symbolic shapes / dynamo / export internals (ember.compile has its own tracer)"
@@ -100,8 +101,7 @@ for ns in ("torch", "Tensor"):
              "values", "crow_indices", "col_indices", "ccol_indices", "row_indices", "coalesce", "is_coalesced",
              "sparse_dim", "dense_dim", "_nnz", "to_dense", "spmm", "sparse_mask", "sparse_resize*",
              "_to_sparse*")
-    _exclude(ns, _COMPLEX, "*complex*", "view_as_real", "polar", "conj*", "resolve_conj", "resolve_neg",
-             "is_neg", "is_conj", "adjoint", "cfloat", "cdouble", "chalf", "sgn", "real", "imag", "angle")
+    _exclude(ns, _COMPLEX, "chalf", "complex32")
     _exclude(ns, _VENDOR, "cudnn_*", "miopen_*", "mkldnn_*", "fbgemm_*", "nnpack*", "is_vulkan_*", "mps",
              "*_mkldnn*", "is_mkldnn", "is_xpu", "is_mps", "is_ipu", "is_hpu", "is_mtia", "is_maia", "xpu",
              "ipu", "is_vulkan", "is_xla", "is_meta", "is_mkldnn", "to_mkldnn", "native_*", "_cudnn*",
@@ -172,8 +172,6 @@ _exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them
          "*DataPipe", "DataChunk", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
          "runtime_validation*", "argument_validation")
 _exclude("jit", _JIT_IR, "*")
-_exclude("linalg", _COMPLEX + " (torch.linalg.eig/eigvals return complex tensors even for real input)", "eig",
-         "eigvals")
 _exclude("torch", _JIT_IR, "Capsule", "CompleteArgumentSpec", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
          "ExecutionPlan", "Gradient", "JITException", "OperatorInfo", "ScriptModuleSerializer", "TracingState",
          "FatalError")

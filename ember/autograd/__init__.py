@@ -47,6 +47,9 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
                     f"{tuple(out.shape)}. Pass gradient= (backward) or grad_outputs= (autograd.grad) with a tensor "
                     "of that shape, or reduce it first, e.g. loss.sum().backward()."
                 )
+            if out.dtype.is_complex:
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs; this output is "
+                                   f"{out.dtype}: take a real loss first (z.abs(), z.real) or pass gradient=")
             g = creation.ones_like(out)
         else:
             if not hasattr(g, "_data"):

@@ -112,7 +112,7 @@ def run_node(node: Any, grads: list) -> tuple:
         result = node.apply(grads)
         if STATE.check_nan:
             for i, g in enumerate(result):
-                if g is not None and hasattr(g, "_data") and g.dtype.is_floating_point and bool(g.isnan().any()):
+                if g is not None and hasattr(g, "_data") and (g.dtype.is_floating_point or g.dtype.is_complex) and bool(g.isnan().any()):
                     raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
         return result
     except Exception:

@@ -152,7 +152,7 @@ class Function:
                     continue
                 if id(o) in input_ids:  # forward returned an input as is: give it a new identity
                     o = o.detach()
-                if id(o) in ctx.non_differentiable or not o.is_floating_point():
+                if id(o) in ctx.non_differentiable or not (o.is_floating_point() or o.dtype.is_complex):
                     o._requires_grad = False
                 else:
                     o.grad_fn = ctx

@@ -234,6 +234,9 @@ def parse(source: str) -> Program:
         kwargs = []
         for kw in call.keywords:
             if kw.arg == "dtype":
+                if isinstance(kw.value, ast.Constant) and kw.value.value in ("complex64", "complex128"):
+                    raise UnsupportedKernel(f"fused kernel source: {kw.value.value} (complex numbers have no CUDA "
+                                            "translation here; the generic path runs them)")
                 if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
                         and kw.value.value in C_TYPES):
                     raise kernel_text.UnsafeKernelValue(f"fused kernel source: dtype of {fn} is not a known dtype name")

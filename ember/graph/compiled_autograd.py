@@ -82,7 +82,7 @@ def build_backward(tracer: Any, out_leaves: list, sym_inputs: list) -> BackwardP
     grad or the function consumed its graph itself (called backward, changed ``.grad`` or wrote a
     tensor that requires grad: a training step). Raises TracingError when it cannot build one.
     """
-    diff_outputs = [k for k, o in enumerate(out_leaves) if o._requires_grad and o.is_floating_point()]
+    diff_outputs = [k for k, o in enumerate(out_leaves) if o._requires_grad and (o.is_floating_point() or o.dtype.is_complex)]
     if not diff_outputs:
         return None
     builder = tracer.builder

@@ -300,7 +300,7 @@ class Graph:
             for i in node.inputs:
                 if isinstance(i, Value) and i.id not in defined:
                     raise ValueError(f"{where}: input {i.label()} is used before it is defined (or not in the graph)")
-                if not isinstance(i, (Value, int, float, bool, type(None))):
+                if not isinstance(i, (Value, int, float, bool, complex, type(None))):
                     raise ValueError(f"{where}: input {i!r} is neither a Value nor a Python scalar")
             if node.op.category != "fused":
                 specs = abstract_eval(node.op, tuple(i.spec if isinstance(i, Value) else i for i in node.inputs),

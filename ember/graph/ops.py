@@ -20,7 +20,7 @@ from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
-from ember.ops.elementwise import _broadcast_shapes
+from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
 from ember.tensor import Tensor
 
 
@@ -69,14 +69,14 @@ def _matmul_t_a_grad(ctx: Any, g: Any) -> Any:
     """a's gradient: ``g @ B^T`` (B = b, or b^T when transpose_b), transposed back when a was read transposed.
     The engine sums broadcast batch dimensions back to a's shape."""
     b = ctx.inputs[1]
-    ga = g @ (b if ctx.attrs.get("transpose_b", False) else b.mT)
+    ga = g @ conj_if_complex(b if ctx.attrs.get("transpose_b", False) else b.mT)
     return ga.mT if ctx.attrs.get("transpose_a", False) else ga
 
 
 def _matmul_t_b_grad(ctx: Any, g: Any) -> Any:
     """b's gradient: ``A^T @ g`` (A = a, or a^T when transpose_a), transposed back when b was read transposed."""
     a = ctx.inputs[0]
-    gb = (a if ctx.attrs.get("transpose_a", False) else a.mT) @ g
+    gb = conj_if_complex(a if ctx.attrs.get("transpose_a", False) else a.mT) @ g
     return gb.mT if ctx.attrs.get("transpose_b", False) else gb
 
 

@@ -159,6 +159,9 @@ def clamp(b: GraphBuilder, n: Any) -> str:
 
 
 def to_dtype(b: GraphBuilder, n: Any) -> str:
+    if n.attrs["dtype"].is_complex or n.in_specs[0].dtype.is_complex:
+        raise NotImplementedError("ember.onnx.export: complex tensors are not exported (ONNX Runtime's Cast and "
+                                  "arithmetic have no complex kernels); export the real and imaginary parts instead")
     return _cast(b, n.inputs[0], n.attrs["dtype"])
 
 

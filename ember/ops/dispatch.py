@@ -21,7 +21,7 @@ from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
 
 _STATE = grad_mode.STATE
-_NUMBER_TYPES = (int, float, bool)
+_NUMBER_TYPES = (int, float, bool, complex)
 
 
 def is_symbolic(value: Any) -> bool:
@@ -265,10 +265,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             if isinstance(scalar, Tensor):
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
-        category = 0 if kind == "b" else (1 if kind in "iu" else 2)
+        category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
         if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
             target = dtypes.result_type(tensor, scalar)
-            if op.float_only and not target.is_floating_point:
+            if op.float_only and not (target.is_floating_point or target.is_complex):
                 target = dtypes.get_default_dtype()
             tensor = cast(tensor, target)
             if a_tensor:
@@ -343,7 +343,7 @@ def cast(t: Any, target: dtypes.dtype) -> Any:
         return t
 
     attrs = {"dtype": target, "source": t.dtype}
-    if not target.is_floating_point and t._requires_grad:
+    if not (target.is_floating_point or target.is_complex) and t._requires_grad:
         # Integer and bool results carry no gradient, as in PyTorch.
         with grad_mode.no_grad():
             return apply(OPS["to_dtype"], (t,), attrs)

@@ -5,6 +5,7 @@ kernel's steps (``ember/graph/passes/symbolic_xp.py``).
 """
 from __future__ import annotations
 
+import cmath
 import math
 from typing import Any
 
@@ -73,23 +74,93 @@ def _binary(name: str, impl: Any, vjp: Any, save: str = "inputs", onnx: Any = No
     ))
 
 
+# ---- complex conjugation (every gradient rule of a holomorphic op multiplies by conj(f'(z))) ------------
+def _complex_result_rule(x: Spec, **attrs: Any) -> Spec:
+    """abs/real/imag/angle of a complex tensor are real of the same precision (complex64 -> float32)."""
+    return Spec(x.shape, x.dtype.to_real(), x.device)
+
+
+CONJ = register(OpDef(
+    name="conj", category="unary", impl=lambda xp, x: xp.conj(x), vjp=(lambda ctx, g: conj(g),), save="none",
+    shape_rule=elementwise_rule(),
+))
+
+
+def conj(input: Any) -> Any:
+    """The complex conjugate (``torch.conj``; a copy, not PyTorch's lazy conjugate bit). Real tensors are
+    returned as they are, as PyTorch does."""
+    return dispatch.unary(CONJ, input) if input.dtype.is_complex else input
+
+
+def conj_if_complex(value: Any) -> Any:
+    """``conj(value)`` for complex tensors and Python complex numbers, ``value`` itself otherwise.
+
+    Gradient rules use it to follow PyTorch's convention (the conjugate Wirtinger derivative): the
+    gradient of a holomorphic ``f`` is ``g * conj(f'(z))``; for real operands nothing is recorded.
+    """
+    if isinstance(value, complex):
+        return value.conjugate()
+    if getattr(value, "dtype", None) is not None and value.dtype.is_complex:
+        return dispatch.unary(CONJ, value)
+    return value
+
+
+_cj = conj_if_complex
+
+
+def _real_impl(xp: Any, x: Any) -> Any:
+    return xp.real(x)
+
+
+# real/imag of a complex tensor: copies (PyTorch's are views that write through; ember's are not, see
+# docs/complex-fft.md). Their gradients give back a complex tensor of the input's precision.
+REAL = register(OpDef(
+    name="real", category="unary", impl=_real_impl, save="none", shape_rule=_complex_result_rule,
+    vjp=(lambda ctx, g: dispatch.cast(g, g.dtype.to_complex()),),
+))
+IMAG = register(OpDef(
+    name="imag", category="unary", impl=lambda xp, x: xp.imag(x), save="none", shape_rule=_complex_result_rule,
+    vjp=(lambda ctx, g: g * 1j,),
+))
+
+
+def real_part(input: Any) -> Any:
+    """``torch.real``: the real part of a complex tensor; a real tensor is returned as it is."""
+    return dispatch.unary(REAL, input) if input.dtype.is_complex else input
+
+
+def imag_part(input: Any) -> Any:
+    """``torch.imag``: the imaginary part; real tensors refuse, as in PyTorch."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return dispatch.unary(IMAG, input)
+
+
+def _no_complex(op: str, *values: Any) -> None:
+    """PyTorch refuses ordering ops on complex numbers (NumPy would order them lexicographically)."""
+    for v in values:
+        if getattr(getattr(v, "dtype", None), "kind", None) == "c" or isinstance(v, complex):
+            raise RuntimeError(f"{op}: not supported for complex tensors (got {getattr(v, 'dtype', 'complex')}); "
+                               "complex numbers have no order. Compare .abs() or .real instead.")
+
+
 # ---- unary -----------------------------------------------------------------------------------
 NEG = _unary("neg", lambda xp, x: xp.negative(x), lambda ctx, g: (-g,), save="none", onnx="Neg")
-EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), save="output",
+EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * _cj(ctx.out),), save="output",
              onnx="Exp", float_only=True)
-LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.inputs[0],), onnx="Log",
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / _cj(ctx.inputs[0]),), onnx="Log",
              float_only=True)
-LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
-SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
+LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / _cj(ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / _cj(ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
 # The gradient multiplies g by the output three times in turn: out ** 3 alone underflows (a variance of
 # 1e30 gives rsqrt 1e-15, cubed 1e-45 in float32), which zeroed the variance path of every composite norm.
-RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
+RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * _cj(ctx.out) * _cj(ctx.out) * _cj(ctx.out) * -0.5,),
                save="output", float_only=True, onnx=to_onnx.rsqrt)
-SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.inputs[0]),), onnx="Sin",
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * _cj(cos(ctx.inputs[0])),), onnx="Sin",
              float_only=True)
-COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.inputs[0]),), onnx="Cos",
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * _cj(sin(ctx.inputs[0])),), onnx="Cos",
              float_only=True)
-TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * (1 - ctx.out * ctx.out),), save="output", onnx="Tanh", float_only=True)
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * _cj(1 - ctx.out * ctx.out),), save="output", onnx="Tanh", float_only=True)
 
 
 def _sigmoid_impl(xp: Any, x: Any) -> Any:
@@ -101,12 +172,22 @@ def _sigmoid_impl(xp: Any, x: Any) -> Any:
         return 1 / (1 + xp.exp(-x))
 
 
-SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * ctx.out * (1 - ctx.out),), save="output",
+SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * _cj(ctx.out * (1 - ctx.out)),), save="output",
                  onnx="Sigmoid", float_only=True)
-RELU = _unary("relu", lambda xp, x: xp.maximum(x, 0),
+RELU = _unary("relu", lambda xp, x: _no_complex("relu", x) or xp.maximum(x, 0),
               lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
-ABS = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.inputs[0]),), onnx="Abs")
-RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * ctx.out * ctx.out,), save="output", onnx="Reciprocal", float_only=True)
+def _abs_vjp(ctx: Any, g: Any) -> tuple:
+    """g * sign(x); for complex x, g * sgn(x) = g * x / |x| (0 at 0), PyTorch's abs backward."""
+    x = ctx.inputs[0]
+    if not x.dtype.is_complex:
+        return (g * sign(x),)
+    magnitude = abs(x)
+    return (g * (x / where(magnitude == 0, 1.0, magnitude)),)
+
+
+ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx="Abs")
+ABS.shape_rule = _complex_result_rule
+RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx="Reciprocal", float_only=True)
 ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
              lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
              onnx="Erf", float_only=True)
@@ -116,10 +197,10 @@ def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-SIGN = _unary("sign", lambda xp, x: xp.sign(x), _zero_grad, save="none", onnx="Sign")
-FLOOR = _unary("floor", lambda xp, x: xp.floor(x), _zero_grad, save="none", onnx="Floor")
-CEIL = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
-ROUND = _unary("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_grad, save="none",
+SIGN = _unary("sign", lambda xp, x: _no_complex("sign (use sgn for complex tensors)", x) or xp.sign(x), _zero_grad, save="none", onnx="Sign")
+FLOOR = _unary("floor", lambda xp, x: _no_complex("floor", x) or xp.floor(x), _zero_grad, save="none", onnx="Floor")
+CEIL = _unary("ceil", lambda xp, x: _no_complex("ceil", x) or xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
+ROUND = _unary("round", lambda xp, x, decimals=0: _no_complex("round", x) or xp.round(x, decimals), _zero_grad, save="none",
                onnx=to_onnx.round_decimals)
 LOGICAL_NOT = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, onnx=to_onnx.logical("Not"),
                      differentiable=False)
@@ -139,28 +220,32 @@ BITWISE_NOT = _unary("bitwise_not", lambda xp, x: _bitwise_check("bitwise_not", 
 # the one-function rules whose inputs share work (maximum/minimum's comparisons).
 _ADD_VJP = (lambda ctx, g: g, lambda ctx, g: g)
 _SUB_VJP = (lambda ctx, g: g, lambda ctx, g: -g)
-_MUL_VJP = (lambda ctx, g: g * ctx.inputs[1], lambda ctx, g: g * ctx.inputs[0])
+_MUL_VJP = (lambda ctx, g: g * _cj(ctx.inputs[1]), lambda ctx, g: g * _cj(ctx.inputs[0]))
 # d/db (a / b) = -g * ((a / b) / b), not a / (b * b): b * b underflows (denormal b) or overflows (1e30
 # in float32), as PyTorch.
-_DIV_VJP = (lambda ctx, g: g / ctx.inputs[1], lambda ctx, g: -g * (ctx.inputs[0] / ctx.inputs[1] / ctx.inputs[1]))
+_DIV_VJP = (lambda ctx, g: g / _cj(ctx.inputs[1]),
+            lambda ctx, g: -g * _cj(ctx.inputs[0] / ctx.inputs[1] / ctx.inputs[1]))
 
 
 def _pow_base_grad(ctx: Any, g: Any) -> Any:
     a, b = ctx.inputs
-    if isinstance(b, (int, float)):
+    if isinstance(b, (int, float, complex)):
         # x ** 0 is constant: its gradient is 0 everywhere, also at x = 0 (0 * 0 ** -1 would be NaN).
-        return (g * 0 if b == 0 else g * b * a ** (b - 1)) if b != 2 else g * 2 * a
-    return where(b == 0, 0.0, g * b * a ** (b - 1))
+        return (g * 0 if b == 0 else g * _cj(b * a ** (b - 1))) if b != 2 else g * 2 * _cj(a)
+    return where(b == 0, 0.0, g * _cj(b * a ** (b - 1)))
 
 
 def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
     """d(a^b)/db = a^b log a; 0 where a == 0 and b >= 0 (PyTorch's convention)."""
     a, b = ctx.inputs
-    if isinstance(a, (int, float)):  # a Python base (2.0 ** x): its log in double precision
+    if isinstance(a, (int, float, complex)):  # a Python base (2.0 ** x): its log in double precision
+        if isinstance(a, complex) or getattr(b, "dtype", None) is not None and b.dtype.is_complex:
+            return g * 0 if a == 0 else g * _cj(a ** b * cmath.log(a))
         return g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
     # 0 ** negative is inf, with log 0 = -inf.
-    masked = logical_and(a == 0, b >= 0)
-    return where(masked, 0.0, g * a ** b * log(where(masked, 1.0, a)))
+    masked = logical_and(a == 0, real_part(b) >= 0) if a.dtype.is_complex or b.dtype.is_complex \
+        else logical_and(a == 0, b >= 0)
+    return where(masked, 0.0, g * _cj(a ** b * log(where(masked, 1.0, a))))
 
 
 def _minmax_vjp(pick_first: Any) -> Any:
@@ -197,9 +282,9 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
 
 
 POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
-MAXIMUM = _binary("maximum", lambda xp, x, y: xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
+MAXIMUM = _binary("maximum", lambda xp, x, y: _no_complex("maximum", x, y) or xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
-MINIMUM = _binary("minimum", lambda xp, x, y: xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
+MINIMUM = _binary("minimum", lambda xp, x, y: _no_complex("minimum", x, y) or xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
                   onnx="Min")
 
 
@@ -218,6 +303,7 @@ def _integer_divisor_check(op: str, xp: Any, x: Any, y: Any) -> None:
 
 def _checked_int_division(op: str, fn: str) -> Any:
     def impl(xp: Any, x: Any, y: Any) -> Any:
+        _no_complex(op, x, y)
         _integer_divisor_check(op, xp, x, y)
         return getattr(xp, fn)(x, y)
 
@@ -248,8 +334,10 @@ for _name, _fn, _sym, _onnx in [
     ("le", "less_equal", "<=", "LessOrEqual"), ("gt", "greater", ">", "Greater"),
     ("ge", "greater_equal", ">=", "GreaterOrEqual"),
 ]:
-    _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn), None, onnx=_onnx,
-            out_dtype="bool")
+    # eq/ne compare complex numbers; the ordering comparisons refuse them, as PyTorch
+    _impl = ((lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_fn) if _name in ("eq", "ne") else
+             (lambda f, n: lambda xp, x, y: _no_complex(n, x, y) or getattr(xp, f)(x, y))(_fn, _name))
+    _binary(_name, _impl, None, onnx=_onnx, out_dtype="bool")
 for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor", "Xor")]:
     _binary(_name, (lambda f: lambda xp, x, y: getattr(xp, f)(x, y))(_name), None, onnx=to_onnx.logical(_onnx),
             out_dtype="bool")
@@ -285,6 +373,7 @@ WHERE = register(OpDef(
 
 
 def _clamp_impl(xp: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    _no_complex("clamp", x)
     if min is not None and max is not None:
         return xp.clip(x, min, max)
     if min is not None:
@@ -316,7 +405,8 @@ def _cast_vjp(ctx: Any, g: Any) -> tuple:
 
 TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
-    impl=lambda xp, x, dtype, source=None: x.astype(dtype.np),
+    # complex -> real keeps the real part (PyTorch's cast; also the gradient of a real -> complex cast)
+    impl=lambda xp, x, dtype, source=None: (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
     shape_rule=elementwise_rule("attr"), save="none", onnx=to_onnx.to_dtype, simplify=same_value,
 ))

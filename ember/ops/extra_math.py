@@ -21,7 +21,7 @@ import numpy as np
 from ember import dtypes
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
-from ember.ops.elementwise import _unary, elementwise_rule
+from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
@@ -36,28 +36,28 @@ def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (1 + ctx.out * ctx.out),), save="output", onnx="Tan", float_only=True)
-ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
+TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * _cj(1 + ctx.out * ctx.out),), save="output", onnx="Tan", float_only=True)
+ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g * _cj(ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0])),),
               onnx="Asin", float_only=True)
-ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g: (-g * ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0]),),
+ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g: (-g * _cj(ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0])),),
               onnx="Acos", float_only=True)
-ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (1 + ctx.inputs[0] * ctx.inputs[0]),),
+ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / _cj(1 + ctx.inputs[0] * ctx.inputs[0]),),
               onnx="Atan", float_only=True)
-SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * cosh(ctx.inputs[0]),), onnx="Sinh", float_only=True)
-COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * sinh(ctx.inputs[0]),), onnx="Cosh", float_only=True)
+SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * _cj(cosh(ctx.inputs[0])),), onnx="Sinh", float_only=True)
+COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * _cj(sinh(ctx.inputs[0])),), onnx="Cosh", float_only=True)
 ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
-               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1),), onnx="Asinh",
+               lambda ctx, g: (g * _cj(ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1)),), onnx="Asinh",
                float_only=True)
 ACOSH = _unary("acosh", lambda xp, x: xp.arccosh(x),
-               lambda ctx, g: (g * ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1),), onnx="Acosh",
+               lambda ctx, g: (g * _cj(ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] - 1)),), onnx="Acosh",
                float_only=True)
-ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1 - ctx.inputs[0] * ctx.inputs[0]),),
+ATANH = _unary("atanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / _cj(1 - ctx.inputs[0] * ctx.inputs[0]),),
                onnx="Atanh", float_only=True)
 # The gradient is exp(x), not expm1(x) + 1, which rounds to 0 below x = -17 in float32 (elu's tail).
-EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * ew.exp(ctx.inputs[0]),), float_only=True, onnx=to_onnx.expm1)
-LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN2),), float_only=True, onnx=to_onnx.log_base(2))
-LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.inputs[0] * _LN10),), float_only=True, onnx=to_onnx.log_base(10))
-EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), save="output", float_only=True, onnx=to_onnx.exp2)
+EXPM1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * _cj(ew.exp(ctx.inputs[0])),), float_only=True, onnx=to_onnx.expm1)
+LOG2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / _cj(ctx.inputs[0] * _LN2),), float_only=True, onnx=to_onnx.log_base(2))
+LOG10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / _cj(ctx.inputs[0] * _LN10),), float_only=True, onnx=to_onnx.log_base(10))
+EXP2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * _cj(ctx.out) * _LN2,), save="output", float_only=True, onnx=to_onnx.exp2)
 TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx=to_onnx.trunc)
 
 
@@ -169,6 +169,8 @@ def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
     (x,) = ctx.inputs
     if x.ndim == 0:
         return (g,)
+    if x.dtype.is_complex:  # the rule is J^T g; PyTorch's convention wants J^H g = conj(J^T conj(g))
+        return (ew.conj(_cumprod_grad(x, ew.conj(g), ctx.attrs["dim"])),)
     return (_cumprod_grad(x, g, ctx.attrs["dim"]),)
 
 
@@ -181,6 +183,7 @@ CUMPROD = register(OpDef(
 
 def _cum_extreme_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int) -> tuple:
+        ew._no_complex("cum" + fn[:3], x)
         if x.ndim == 0:
             return x.copy(), xp.zeros((), dtype=xp.int64)
         values = getattr(xp, fn).accumulate(x, axis=dim)

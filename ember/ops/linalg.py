@@ -5,7 +5,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.ops import cost, dispatch
-from ember.ops.elementwise import _broadcast_shapes, sum_to
+from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
@@ -14,7 +14,9 @@ from ember.amp.state import STATE as _autocast
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
-_MATMUL_VJP = (lambda ctx, g: matmul(g, ctx.inputs[1].mT), lambda ctx, g: matmul(ctx.inputs[0].mT, g))
+# Complex operands: g @ B^H and A^H @ g (PyTorch's convention); conj_if_complex records nothing for real ones.
+_MATMUL_VJP = (lambda ctx, g: matmul(g, conj_if_complex(ctx.inputs[1].mT)),
+               lambda ctx, g: matmul(conj_if_complex(ctx.inputs[0].mT), g))
 
 
 def _matmul_rule(a: Spec, b: Spec) -> Spec:
@@ -202,7 +204,7 @@ def _einsum_vjp(ctx: Any, g: Any) -> tuple:
         unique = "".join(dict.fromkeys(sub))
         kept = "".join(c for c in unique if c in available)
         eq = ",".join([rhs] + others) + "->" + kept
-        grad = einsum(eq, g, *[o for j, o in enumerate(operands) if j != i])
+        grad = einsum(eq, g, *[conj_if_complex(o) for j, o in enumerate(operands) if j != i])
         shape = shapes[i]
         unique_shape = [shape[sub.index(c)] for c in unique]
         # Letters this operand had at size 1 while others broadcast them: sum them back to 1.
@@ -234,7 +236,7 @@ def _diagonal_mask(sub: str, shape: tuple, like: Any) -> Any:
 
 def _einsum_impl(xp: Any, *ops: Any, equation: str) -> Any:
     dtype = ops[0].dtype
-    if dtype.kind not in "fiub":  # bfloat16: NumPy's einsum has no loop for it; compute in float32
+    if dtype.kind not in "fiubc":  # bfloat16: NumPy's einsum has no loop for it; compute in float32
         return xp.einsum(equation, *(o.astype(xp.float32) for o in ops), optimize=len(ops) > 2).astype(dtype)
     return xp.einsum(equation, *ops, optimize=len(ops) > 2)
 

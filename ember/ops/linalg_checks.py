@@ -24,20 +24,23 @@ class LinAlgError(RuntimeError):
     """``torch.linalg.LinAlgError``: a matrix was singular or not positive-definite (a RuntimeError)."""
 
 
-def matrix(A: Any, op: str, name: str = "A") -> None:
-    """``A`` is a (batch of) matrix of a floating dtype LAPACK accepts."""
+def matrix(A: Any, op: str, name: str = "A", complex_ok: bool = False) -> None:
+    """``A`` is a (batch of) matrix of a floating dtype LAPACK accepts (complex ones where ``complex_ok``)."""
     if A.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
     dt = A.dtype
-    if not dt.is_floating_point:
+    if dt.is_complex and not complex_ok:
+        raise RuntimeError(f"{op}: complex inputs are not supported by ember's {op} yet (got {dt}); ember.linalg.eig, "
+                           "eigvals and solve take them")
+    if not dt.is_floating_point and not (dt.is_complex and complex_ok):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(dt)}")
     if dt in (dtypes.float16, dtypes.bfloat16):
         raise RuntimeError(f"{op}: Low precision dtypes not supported. Got {_torch_name(dt)}")
 
 
-def square(A: Any, op: str, name: str = "A") -> None:
-    matrix(A, op, name)
+def square(A: Any, op: str, name: str = "A", complex_ok: bool = False) -> None:
+    matrix(A, op, name, complex_ok)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{op}: {name} must be batches of square matrices, but they are {A.shape[-2]} by "
                            f"{A.shape[-1]} matrices")

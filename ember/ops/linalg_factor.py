@@ -28,7 +28,7 @@ import numpy as np
 from ember import dtypes
 from ember.creation import eye
 from ember.ops import dispatch, linalg_checks as checks
-from ember.ops.linalg_solve import solve_triangular
+from ember.ops.linalg_solve import SOLVE as _SOLVE, solve_triangular
 from ember.ops.views import cat
 from ember.ops.registry import OpDef, Spec, register
 
@@ -149,6 +149,56 @@ def _eigh_vjp(ctx: Any, g: tuple) -> tuple:
 EIGH = register(OpDef(
     name="linalg_eigh", category="linalg", impl=_eigh_impl, vjp=_eigh_vjp, shape_rule=_eigh_rule, save="output",
     num_outputs=2, materialize_grads=False, doc="Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix.",
+))
+
+
+# ---- eig (general square matrices: complex eigenvalues and eigenvectors) ------------------------------------
+def _eig_impl(xp: Any, a: Any) -> tuple:
+    target = xp.complex128 if a.dtype in (xp.float64, xp.complex128) else xp.complex64
+    if a.size == 0:
+        return xp.zeros(a.shape[:-1], dtype=target), xp.zeros(a.shape, dtype=target)
+    w, v = xp.linalg.eig(a)  # LAPACK geev: unit-norm eigenvectors, as PyTorch's
+    return w.astype(target, copy=False), v.astype(target, copy=False)
+
+
+def _eig_rule(a: Spec) -> tuple:
+    c = a.dtype.to_complex()
+    return Spec(tuple(a.shape[:-1]), c, a.device), Spec(tuple(a.shape), c, a.device)
+
+
+def _eig_vjp(ctx: Any, g: tuple) -> tuple:
+    """PyTorch's linalg_eig_backward: ``gA = V^-H (diag(gL) + (V^H gV - V^H V re(diag(V^H gV))) / conj(E)) V^H``
+    with ``E_ij = L_j - L_i`` (1 on the diagonal); the real part for a real input. A loss that depends on the
+    eigenvectors' phases (``imag(diag(V^H gV)) != 0``) is refused, as PyTorch refuses it."""
+    gL, gV = g
+    L, V = ctx.out
+    Vh = _mT(V).conj()
+    if gV is None:
+        if gL is None:
+            return (None,)
+        inner = gL.diag_embed()
+    else:
+        VhgV = Vh @ gV
+        diag = VhgV.diagonal(0, -2, -1)
+        # PyTorch's tolerance (allclose with atol 1e-2); a traced graph cannot read values: it skips the check
+        if not dispatch.is_symbolic(diag) and bool((diag.imag.abs() > 1e-2).any()):
+            raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+                               "multiplication by e^{i phi}. The specified loss function depends on this quantity, "
+                               "so it is ill-defined.")
+        Lc = L.conj()
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + _eye_like(L)
+        inner = (VhgV - Vh @ (V * diag.real.unsqueeze(-2))) / E
+        if gL is not None:
+            eye_mask = _eye_like(L)
+            inner = inner * (1 - eye_mask) + gL.diag_embed()
+    gA = dispatch.apply(_SOLVE, (Vh, inner @ Vh))
+    return (gA if ctx.input_meta and ctx.inputs[0].dtype.is_complex else gA.real,)
+
+
+EIG = register(OpDef(
+    name="linalg_eig", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
+    num_outputs=2, materialize_grads=False,
+    doc="Eigenvalues and unit-norm eigenvectors of a general square matrix, complex (LAPACK geev).",
 ))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ember.ops import dispatch, linalg_checks as checks
+from ember.ops.elementwise import conj_if_complex
 from ember.ops.views import cat
 from ember.ops.registry import OpDef, Spec, register
 
@@ -130,8 +131,8 @@ def _solve_rule(a: Spec, b: Spec) -> Spec:
 def _solve_vjp(ctx: Any, g: Any) -> tuple:
     A, _ = ctx.inputs
     X = ctx.out
-    gB = solve(_mT(A), g)
-    gA = -(gB @ _mT(X)) if ctx.needs[0] else None
+    gB = solve(conj_if_complex(_mT(A)), g)  # A^H, X^H for complex operands (PyTorch's convention)
+    gA = -(gB @ conj_if_complex(_mT(X))) if ctx.needs[0] else None
     return gA, gB
 
 

@@ -127,10 +127,10 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
     zeros_elsewhere = over_slice(SUM, zero) - zero.to(dtypes.int64)
     zero_factor = where(zeros_elsewhere == 0, 1.0,
                         where(zeros_elsewhere == 1, over_slice(SUM, zeros_here) - zeros_here, 0.0))
-    inf_sign = where(inf, sign(x), 1.0)
+    inf_sign = where(inf, sign(x) if not x.dtype.is_complex else x / absolute(x), 1.0)
     infs_elsewhere = over_slice(SUM, inf) - inf.to(dtypes.int64)
     inf_factor = where(infs_elsewhere == 0, 1.0, over_slice(PROD, inf_sign) * inf_sign * float("inf"))
-    return (expand_reduced(g, shape, dims, keepdim) * (others * zero_factor * inf_factor),)
+    return (expand_reduced(g, shape, dims, keepdim) * elementwise.conj_if_complex(others * zero_factor * inf_factor),)
 
 
 PROD = register(OpDef(
@@ -174,11 +174,13 @@ def _check_nonempty(xp: Any, x: Any, dims: Any, op: str, error: type = RuntimeEr
 
 
 def _amax_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amax", x)
     _check_nonempty(xp, x, dims, "amax")
     return xp.amax(x, axis=_axis(dims), keepdims=keepdim)
 
 
 def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    elementwise._no_complex("amin", x)
     _check_nonempty(xp, x, dims, "amin")
     return xp.amin(x, axis=_axis(dims), keepdims=keepdim)
 
@@ -191,6 +193,7 @@ AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="
 
 def _arg_impl(fn: str):
     def impl(xp: Any, x: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+        elementwise._no_complex(fn, x)
         _check_nonempty(xp, x, None if dim is None else (dim,), fn, IndexError)  # PyTorch's class here
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
@@ -316,7 +319,7 @@ def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
 def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be floating point, got {input.dtype}. "
             "Convert first, e.g. x.float().mean()."
@@ -442,6 +445,11 @@ VAR = register(OpDef(
 def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
     if unbiased is not None:
         correction = 1 if unbiased else 0
+    if input.dtype.is_complex:  # mean |x - mean|^2 = var(real) + var(imag): real, as PyTorch's
+        parts = [_variance(part, dim, correction, keepdim, None, op, False)
+                 for part in (elementwise.real_part(input), elementwise.imag_part(input))]
+        total = parts[0] + parts[1]
+        return _sqrt_zero_grad(total) if root else total
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
@@ -487,6 +495,8 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:
         input = input.to(dtype)
+    if input.dtype.is_complex:  # the norm of the magnitudes (PyTorch's), real of the same precision
+        input = absolute(input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
                            "convert with .float()")

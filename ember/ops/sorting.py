@@ -17,6 +17,7 @@ from typing import Any
 from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
+from ember.ops.elementwise import _no_complex
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -25,6 +26,7 @@ from ember.autograd import grad_mode
 
 # ---- sort ------------------------------------------------------------------------------------------
 def _sort_impl(xp: Any, x: Any, dim: int = -1, descending: bool = False) -> tuple:
+    _no_complex("sort", x)
     if x.ndim == 0:
         return x.copy(), xp.zeros((), dtype=xp.int64)
     if descending:

@@ -30,13 +30,15 @@ from ember.tensor import Size, Tensor
 # torch storage class name -> ember dtype name
 STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
                   "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
-                  "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool"}
+                  "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
+                  "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
 DTYPE_STORAGES = {v: k for k, v in STORAGE_DTYPES.items()}
 # torch dtype attribute names -> ember dtype name
 TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
                 "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64",
                 "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
-                "uint8": "uint8", "bool": "bool"}
+                "uint8": "uint8", "bool": "bool", "complex64": "complex64", "cfloat": "complex64",
+                "complex128": "complex128", "cdouble": "complex128"}
 
 
 class StorageType:
@@ -230,8 +232,6 @@ UNSUPPORTED = {
     "torch._utils._rebuild_sparse_tensor": "sparse tensors are not supported by ember",
     "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported by ember",
     "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported by ember",
-    "torch.ComplexFloatStorage": "complex tensors are not supported by ember",
-    "torch.ComplexDoubleStorage": "complex tensors are not supported by ember",
 }
 
 

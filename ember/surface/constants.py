@@ -156,8 +156,7 @@ class _Unsupported:
         return f"ember.{self.name} (unsupported: {self.why})"
 
 
-cfloat = _Unsupported("cfloat", "ember has no complex dtypes")
-cdouble = _Unsupported("cdouble", "ember has no complex dtypes")
+from ember.dtypes import cdouble, cfloat  # noqa: E402  (complex dtypes exist now: re-exported under their old names)
 uint16 = _Unsupported("uint16", "ember's unsigned dtype is uint8 only")
 uint32 = _Unsupported("uint32", "ember's unsigned dtype is uint8 only")
 uint64 = _Unsupported("uint64", "ember's unsigned dtype is uint8 only")
@@ -300,7 +299,8 @@ def get_device(input: Tensor) -> int:
 
 
 def is_complex(input: Tensor) -> bool:
-    return False
+    """True for complex64/complex128 tensors (``torch.is_complex``)."""
+    return input.dtype.is_complex
 
 
 def is_nonzero(input: Tensor) -> bool:

@@ -39,7 +39,7 @@ INPLACE_FROM_METHOD = (
     "not_equal", "rad2deg", "reciprocal", "relu", "remainder", "renorm", "round", "rsqrt", "scatter_reduce",
     "sigmoid", "sign", "sin", "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "tril", "triu",
     "true_divide", "trunc", "xlogy", "sgn", "clamp", "bitwise_left_shift", "bitwise_right_shift", "lgamma",
-    "digamma", "i0", "igamma", "igammac", "mvlgamma", "sgn", "put", "index_reduce",
+    "digamma", "i0", "igamma", "igammac", "mvlgamma", "sgn", "put", "index_reduce", "conj_physical",
 )
 
 # Top-level in-place functions PyTorch has (``torch.relu_(x)``): each calls the method of the same name.
@@ -49,7 +49,7 @@ INPLACE_FUNCTIONS = (
     "deg2rad_", "erf_", "erfc_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_", "ldexp_",
     "log_", "log10_", "log1p_", "log2_", "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_",
     "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
-    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_", "i0_", "lgamma_", "digamma_",
+    "trunc_", "xlogy_", "fill_", "detach_", "index_put_", "sgn_", "i0_", "lgamma_", "digamma_", "conj_physical_",
 )
 
 # Tensor methods that are the top-level function with the tensor as first argument.
@@ -69,7 +69,7 @@ METHODS_FROM_FUNCTIONS = (
     "put", "index_reduce", "real", "imag", "sgn", "nonzero_static", "is_distributed", "unsafe_split_with_sizes",
     "triangular_solve", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
     "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
-    "matrix_exp",
+    "matrix_exp", "stft", "istft",
 )
 
 # In-place view ops: they change the tensor's shape metadata in place (no values move).
@@ -251,7 +251,7 @@ def _extra_methods() -> None:
         "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
         "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),
         "prelu": lambda self, weight: F.prelu(self, weight),
-        "is_complex": lambda self: False, "is_pinned": lambda self, device=None: False,
+        "is_complex": lambda self: self.dtype.is_complex, "is_pinned": lambda self, device=None: False,
         "pin_memory": lambda self, device=None: self,
         "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
             self, "put_", lambda t: put(t, index, source, accumulate)),

@@ -19,6 +19,7 @@ from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, 
 from ember.ops import elementwise, reductions, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
+from ember.ops.elementwise import imag_part
 from ember.ops.extra_math import diag, diagonal, logaddexp, meshgrid, tensordot
 from ember.ops.linalg import dot
 from ember.ops.reductions import amax, amin, cumsum
@@ -845,6 +846,9 @@ def isposinf(input: Tensor) -> Tensor:
 
 
 def isreal(input: Tensor) -> Tensor:
+    """True where the imaginary part is 0 (everywhere for real tensors)."""
+    if input.dtype.is_complex:
+        return imag_part(input) == 0
     return ones_like(input, dtype=bool_)
 
 

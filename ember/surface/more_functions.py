@@ -22,8 +22,8 @@ from ember.autograd.anomaly_mode import set_detect_anomaly
 from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
 from ember.dtypes import get_default_dtype, int64, to_dtype
 from ember.nn import functional
-from ember.ops import elementwise
-from ember.ops.elementwise import isnan, sign, sqrt, where
+from ember.ops import complex_ops, elementwise
+from ember.ops.elementwise import imag_part, isnan, real_part, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
 from ember.surface.functions import scatter_reduce
@@ -159,18 +159,16 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
 
 
 def real(input: Tensor) -> Tensor:
-    """The real part: for ember's real tensors, the tensor itself."""
-    return input
+    """The real part of a complex tensor; a real tensor is returned as it is."""
+    return real_part(input)
 
 
 def imag(input: Tensor) -> Tensor:
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    """The imaginary part of a complex tensor (real tensors refuse, as in PyTorch)."""
+    return imag_part(input)
 
 
-def sgn(input: Tensor) -> Tensor:
-    """sign(x) for real tensors, 0 at NaN as PyTorch (x/|x| for complex ones, which ember does not have)."""
-    out = sign(input)
-    return where(isnan(input), zeros_like(out), out) if input.is_floating_point() else out
+sgn = complex_ops.sgn  # sign for real tensors (0 at NaN), z / |z| for complex ones
 
 
 def range(start: float, end: float | None = None, step: float = 1, *, dtype: Any = None,  # noqa: A001

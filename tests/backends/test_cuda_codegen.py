@@ -71,7 +71,10 @@ def record_kernels() -> list:
 
     def recorder(kernel, *rest):
         source = kernel if isinstance(kernel, str) else kernel.source
-        generic = _generic(source)
+        try:
+            generic = _generic(source)
+        except UnsupportedKernel:  # complex casts: no translation, the CPU's own kernel runs (as on the GPU)
+            return saved(kernel, *rest)
 
         def kernel(xp, *arrays):
             out = generic(xp, *arrays)
@@ -155,7 +158,10 @@ def test_recorded_kernels_cover_the_elementwise_records(recorded, compiled):
         fns |= parse(source).fns
     assert len(cases) >= 150, len(cases)
     # Everything but reductions (sum/mean end some groups) and round(x, decimals): the generic path runs those.
-    others = [e for s, e in unsupported if "sum(" not in s and "mean(" not in s and e != "round with decimals"]
+    # Complex kernels (complex dtypes, conj) have no CUDA translation yet: the generic path runs them
+    # (docs/complex-fft.md).
+    others = [e for s, e in unsupported if "sum(" not in s and "mean(" not in s and e != "round with decimals"
+              and "complex" not in e and "'conj'" not in e]
     assert not others, others[:5]
     for fn in ("exp", "tanh", "erf", "where", "clip", "maximum", "cast", "power", "remainder", "floor_divide"):
         assert fn in fns, fn

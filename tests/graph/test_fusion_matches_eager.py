@@ -27,7 +27,10 @@ NOT_TRACEABLE = {"erfinv": "SciPy's erfinv has no NumPy-only counterpart a fused
                  "erfcx": "no erfcx in the host C library the CUDA generator's kernels are checked against; runs "
                           "unfused",
                  "binary_cross_entropy": "refuses probabilities outside [0, 1] by reading the values (as PyTorch), "
-                                         "which a fused kernel cannot do"}
+                                         "which a fused kernel cannot do",
+                 **{name: "complex parts and assembly (xp.real/imag, pairs viewed as complex): the symbolic "
+                          "namespace models real ufuncs only, so these run unfused" for name in
+                    ("real", "imag", "complex", "polar")}}
 
 
 def _fusable_record(name: str) -> bool:

@@ -57,6 +57,11 @@ def _grad_dtype(spec: OpSpec) -> str | None:
     return "float64" if spec.grad and "float64" in spec.float_dtypes else None
 
 
+def _wants_grad(spec: OpSpec, dtype: str) -> bool:
+    """Gradients are compared in float64, and in complex128 for specs with complex dtypes."""
+    return dtype == _grad_dtype(spec) or (spec.grad and dtype == "complex128")
+
+
 def _tensors(spec: OpSpec, arrays: list, device: str, grad: bool) -> tuple:
     diff = diff_positions(spec, arrays) if grad else ()
     return [ember.tensor(a, requires_grad=i in diff, device=device) for i, a in enumerate(arrays)], diff
@@ -78,6 +83,9 @@ def _assert_same(got: Any, want: Any, rtol: float, what: str) -> None:
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     if want.dtype.kind in "biu":
         np.testing.assert_array_equal(got, want, err_msg=what)
+    elif "c" in (want.dtype.kind, got.dtype.kind):
+        for part in (np.real, np.imag):
+            _assert_same(part(got), part(want), rtol, what)
     else:
         scale = max(1.0, float(np.nanmax(np.abs(want), initial=0, where=np.isfinite(want)))) if want.size else 1.0
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=rtol * scale,
@@ -92,9 +100,11 @@ def _assert_grads(spec: OpSpec, got: list, want: list, shapes: list, rtol: float
 
 
 def _case_dtypes(spec: OpSpec, slow: bool) -> list:
+    """The dtypes an axis runs: every one in the slow set; float64 (or the first) and complex128 by default."""
     if slow:
-        return list(spec.float_dtypes) + list(spec.int_dtypes)
-    return (["float64"] if "float64" in spec.float_dtypes else list(spec.float_dtypes[:1])) or list(spec.int_dtypes[:1])
+        return list(spec.float_dtypes) + list(spec.int_dtypes) + list(spec.complex_dtypes)
+    first = (["float64"] if "float64" in spec.float_dtypes else list(spec.float_dtypes[:1])) or list(spec.int_dtypes[:1])
+    return first + (["complex128"] if "complex128" in spec.complex_dtypes else list(spec.complex_dtypes[:1]))
 
 
 # ---- layout: transposed, strided, broadcast --------------------------------------------------------
@@ -116,7 +126,7 @@ def check_layouts(spec: OpSpec, device: str, slow: bool) -> int:
                 if all(v is None for v in values):
                     continue
                 arrays = [a if v is None else v for a, v in zip(arrays, values)]
-                grad = dtype == _grad_dtype(spec)
+                grad = _wants_grad(spec, dtype)
                 plain, diff = _tensors(spec, arrays, device, grad)
                 want_outs, want_grads = _run(spec, spec.fn, plain, diff)
                 viewed = [plain[i].detach().requires_grad_(i in diff) if v is None else
@@ -150,7 +160,7 @@ def check_numpy_only(spec: OpSpec, device: str, slow: bool) -> None:
     for case in spec.shapes if slow else [typical_case(spec)]:
         for dtype in _case_dtypes(spec, slow) + ([] if slow or "float32" not in spec.float_dtypes else ["float32"]):
             arrays = make_inputs(spec, case, dtype)
-            grad = dtype == _grad_dtype(spec)
+            grad = _wants_grad(spec, dtype)
             results = {}
             for mode in EXTRAS:
                 with extras(mode):
@@ -197,7 +207,7 @@ def check_compiled(spec: OpSpec, device: str, slow: bool, extras_mode: str = "in
     for case in spec.shapes if slow else [typical_case(spec)]:
         for dtype in _case_dtypes(spec, slow):
             arrays = make_inputs(spec, case, dtype)
-            grad = dtype == _grad_dtype(spec)
+            grad = _wants_grad(spec, dtype)
             with extras(extras_mode):
                 if grad and spec.name in NOT_COMPILABLE_WITH_GRAD:
                     tensors, diff = _tensors(spec, arrays, device, True)
@@ -297,10 +307,10 @@ def shape_rule_mismatches(calls: list) -> tuple:
 def _shape_rule_run(spec: OpSpec, cases: list, device: str) -> list:
     calls_all: list = []
     for case in cases:
-        for dtype in list(spec.float_dtypes) + list(spec.int_dtypes):
+        for dtype in list(spec.float_dtypes) + list(spec.int_dtypes) + list(spec.complex_dtypes):
             arrays = make_inputs(spec, case, dtype)
             with recorded_calls() as calls:
-                tensors, diff = _tensors(spec, arrays, device, dtype == _grad_dtype(spec))
+                tensors, diff = _tensors(spec, arrays, device, _wants_grad(spec, dtype))
                 _run(spec, spec.fn, tensors, diff)
             calls_all += calls
     return calls_all
@@ -331,15 +341,19 @@ def test_shape_rules_agree_with_impl_every_case(spec: OpSpec, device: str) -> No
 _MASK = "a boolean mask selects a data-dependent number of elements (ONNX export traces a static graph)"
 NOT_EXPORTABLE: dict[str, str] = {
     **{name: _MASK for name in ("getitem_bool", "getitem_bool_cmp", "masked_select", "masked_select_broadcast")},
+    **{name: "complex results: ember's ONNX export has no complex tensors (docs/complex-fft.md)"
+       for name in ("mul_by_complex_scalar", "to_complex")},
 }
 
 
-def _onnx_dtype(spec: OpSpec) -> str:
+def _onnx_dtype(spec: OpSpec) -> str | None:
+    if not spec.float_dtypes and not spec.int_dtypes:
+        return None  # complex-only specs: ONNX has no complex tensors in ember's exporter
     return "float32" if "float32" in spec.float_dtypes else (spec.float_dtypes + tuple(spec.int_dtypes))[0]
 
 
 def _exportable(spec: OpSpec) -> bool:
-    return bool(spec.ops) and all(OPS[name].onnx is not None for name in spec.ops if name in OPS)
+    return _onnx_dtype(spec) is not None and bool(spec.ops) and all(OPS[name].onnx is not None for name in spec.ops if name in OPS)
 
 
 def check_onnx(spec: OpSpec, device: str, slow: bool) -> None:
@@ -421,9 +435,9 @@ def check_torch(spec: OpSpec, device: str, slow: bool) -> bool:
     if tfn is None:
         return False
     for case in spec.shapes if slow else [typical_case(spec)]:
-        for dtype in list(spec.float_dtypes) + list(spec.int_dtypes):
+        for dtype in list(spec.float_dtypes) + list(spec.int_dtypes) + list(spec.complex_dtypes):
             arrays = make_inputs(spec, case, dtype)
-            grad = dtype == _grad_dtype(spec)
+            grad = _wants_grad(spec, dtype)
             tensors, diff = _tensors(spec, arrays, device, grad)
             outs, grads = _run(spec, spec.fn, tensors, diff)
             t_in = [torch.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]
@@ -437,13 +451,14 @@ def check_torch(spec: OpSpec, device: str, slow: bool) -> bool:
                     continue
                 assert o.dtype.name == str(t.dtype).replace("torch.", ""), \
                     f"{where}: output {k} dtype {o.dtype}, torch gives {t.dtype}"
-                _assert_same(to_numpy(o), t.detach().numpy(), 1e-10 if dtype == "float64" else 1e-5,
+                _assert_same(to_numpy(o), t.detach().resolve_conj().numpy(), 1e-10 if dtype in ("float64", "complex128") else 1e-5,
                              f"{where}: output {k}")
             if grad:
                 vs = cotangents(outs)
-                loss = sum((t * torch.tensor(v)).sum() for t, v in zip(t_outs, vs) if v is not None)
+                loss = sum((t * torch.tensor(v)).real.sum() if t.is_complex() else (t * torch.tensor(v)).sum()
+                           for t, v in zip(t_outs, vs) if v is not None)
                 t_grads = torch.autograd.grad(loss, [t_in[i] for i in diff], allow_unused=True)
-                _assert_grads(spec, grads, [None if g is None else g.numpy() for g in t_grads],
+                _assert_grads(spec, grads, [None if g is None else g.resolve_conj().numpy() for g in t_grads],
                               [arrays[i].shape for i in diff], 1e-9, f" [torch {dtype} {case}]")
     return True
 

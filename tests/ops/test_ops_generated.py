@@ -33,7 +33,7 @@ from op_specs import COVERED_BY_BACKWARD, FUNCTIONAL_TESTS, GRAPH_ONLY_OPS, SPEC
 def _forward_cases() -> list:
     cases = []
     for spec in SPECS:
-        dtypes = list(spec.float_dtypes) + list(spec.int_dtypes)
+        dtypes = list(spec.float_dtypes) + list(spec.int_dtypes) + list(spec.complex_dtypes)
         if spec.low_precision and "float32" in spec.float_dtypes:
             dtypes += list(LOW_PRECISION)
         for dtype in dtypes:
@@ -73,6 +73,24 @@ def _numeric_grad(fn: Any, arrays: list, position: int, eps: float) -> np.ndarra
     return grad
 
 
+def _numeric_grad_any(fn: Any, arrays: list, position: int, eps: float) -> np.ndarray:
+    """:func:`_numeric_grad`, and for a complex argument d/dRe + i d/dIm (PyTorch's convention)."""
+    base = arrays[position]
+    if base.dtype.kind != "c":
+        return _numeric_grad(fn, arrays, position, eps)
+    total = np.zeros(base.shape, dtype=np.complex128)
+    for direction in (1.0, 1j):
+        def along(args: list, direction: complex = direction) -> float:
+            moved = list(args)
+            moved[position] = base + args[position] * direction
+            return fn(moved)
+
+        offsets = list(arrays)
+        offsets[position] = np.zeros(base.shape)
+        total = total + _numeric_grad(along, offsets, position, eps) * direction
+    return total
+
+
 def _grad_cases() -> list:
     return [pytest.param(spec, case, id=f"{spec.name}-{k}") for spec in SPECS if spec.grad
             and "float64" in spec.float_dtypes for k, case in enumerate(spec.shapes)]
@@ -91,7 +109,7 @@ def test_grad(spec: OpSpec, case: tuple) -> None:
 
     def ref_loss(args: list) -> float:
         refs = _as_tuple(spec.ref(*args))
-        return float(sum((np.asarray(r, dtype=np.float64) * v).sum() for r, v in zip(refs, vs) if v is not None))
+        return float(sum(np.real(np.asarray(r) * v).sum() for r, v in zip(refs, vs) if v is not None))
 
     for i, g in zip(diff, grads):
         numeric = _numeric_grad(ref_loss, arrays, i, spec.eps)
@@ -103,6 +121,48 @@ def test_grad(spec: OpSpec, case: tuple) -> None:
             g_np = _to_numpy(g)
         np.testing.assert_allclose(g_np, numeric, rtol=spec.rtol, atol=spec.atol,
                                    err_msg=f"{spec.name}: gradient of input {i}")
+
+
+def _complex_grad_cases() -> list:
+    return [pytest.param(spec, case, id=f"{spec.name}-{k}") for spec in SPECS if spec.grad
+            and "complex128" in spec.complex_dtypes for k, case in enumerate(spec.shapes)]
+
+
+@pytest.mark.parametrize("spec,case", _complex_grad_cases())
+def test_grad_complex(spec: OpSpec, case: tuple) -> None:
+    """Complex inputs: the gradient of the real loss L = Re(sum <out, v>) is PyTorch's dL/dRe(z) + i dL/dIm(z)
+    (twice the conjugate Wirtinger derivative), checked against central differences of the NumPy reference
+    in the real and the imaginary direction of each element."""
+    arrays = make_inputs(spec, case, "complex128")
+    diff = _diff_positions(spec, arrays)
+    tensors = [ember.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]
+    with np.errstate(all="ignore"):
+        outs = _as_tuple(spec.fn(*ember_detached(tensors)))
+    vs = _cotangents(outs)
+    _, loss = _ember_loss(spec, tensors, vs)
+    grads = ember.autograd.grad(loss, [tensors[i] for i in diff], allow_unused=True)
+
+    def ref_loss(args: list) -> float:
+        refs = _as_tuple(spec.ref(*args))
+        return float(sum(np.real(np.asarray(r) * v).sum() for r, v in zip(refs, vs) if v is not None))
+
+    for i, g in zip(diff, grads):
+        is_complex = arrays[i].dtype.kind == "c"
+        numeric = np.zeros(arrays[i].shape, dtype=np.complex128 if is_complex else np.float64)
+        for direction in ((1.0, 1j) if is_complex else (1.0,)):
+            def along(args: list, direction: complex = direction, i: int = i) -> float:
+                moved = list(args)
+                moved[i] = arrays[i] + args[i] * direction  # args[i]: real offsets in this direction
+                return ref_loss(moved)
+
+            offsets = list(arrays)
+            offsets[i] = np.zeros(arrays[i].shape)
+            numeric = numeric + _numeric_grad(along, offsets, i, spec.eps) * direction
+        want = "complex128" if is_complex else "float64"
+        assert g is None or g.dtype.name == want, f"{spec.name}: gradient dtype {g.dtype} for a {want} input"
+        g_np = np.zeros(arrays[i].shape) if g is None else _to_numpy(g)
+        np.testing.assert_allclose(g_np, numeric, rtol=spec.rtol, atol=spec.atol,
+                                   err_msg=f"{spec.name}: complex gradient of input {i}")
 
 
 def ember_detached(tensors: list) -> list:
@@ -149,19 +209,24 @@ def _first_grads(spec: OpSpec, arrays: list, diff: tuple, vs: list, create_graph
     return tensors, v_tensors, grads
 
 
-@pytest.mark.parametrize("spec", [s for s in SPECS if s.grad and s.gradgrad and _gradgrad_case(s) is not None],
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.grad and s.gradgrad and _gradgrad_case(s) is not None
+                                  and ("float64" in s.float_dtypes or "complex128" in s.complex_dtypes)],
                          ids=lambda s: s.name)
 def test_gradgrad(spec: OpSpec) -> None:
-    """d/d(x, v) of <grad_x <f(x), v>, u> against finite differences of first-order gradients."""
-    arrays = make_inputs(spec, _gradgrad_case(spec), "float64")
+    """d/d(x, v) of <grad_x <f(x), v>, u> against finite differences of first-order gradients (complex-only specs
+    in complex128, differences in the real and imaginary directions)."""
+    dtype = "float64" if "float64" in spec.float_dtypes else "complex128"
+    arrays = make_inputs(spec, _gradgrad_case(spec), dtype)
     diff = _diff_positions(spec, arrays)
     with np.errstate(all="ignore"):
         vs = _cotangents(_as_tuple(spec.fn(*[ember.tensor(a) for a in arrays])))
     rng = np.random.default_rng(2)
-    us = [rng.standard_normal(arrays[i].shape) for i in diff]
+    us = [rng.standard_normal(arrays[i].shape) + (1j * rng.standard_normal(arrays[i].shape)
+                                                  if arrays[i].dtype.kind == "c" else 0) for i in diff]
 
     tensors, v_tensors, grads = _first_grads(spec, arrays, diff, vs, create_graph=True)
     terms = [(g * ember.tensor(u)).sum() for g, u in zip(grads, us) if g is not None and g.requires_grad]
+    terms = [t.real if t.dtype.is_complex else t for t in terms]
     sources = [tensors[i] for i in diff] + [v for v in v_tensors if v is not None]
     if terms:
         h = terms[0]
@@ -178,12 +243,12 @@ def test_gradgrad(spec: OpSpec) -> None:
         for k, j in enumerate(v_positions):
             v_list[j] = flat_args[len(arrays) + k]
         _, _, gs = _first_grads(spec, xs, diff, v_list, create_graph=False)
-        return float(sum((_to_numpy(g) * u).sum() for g, u in zip(gs, us) if g is not None))
+        return float(sum(np.real(_to_numpy(g) * u).sum() for g, u in zip(gs, us) if g is not None))
 
     flat = list(arrays) + [vs[j] for j in v_positions]
     positions = list(diff) + [len(arrays) + k for k in range(len(v_positions))]
     for pos, a in zip(positions, analytic):
-        numeric = _numeric_grad(h_value, flat, pos, 1e-5)
+        numeric = _numeric_grad_any(h_value, flat, pos, 1e-5)
         got = np.zeros(flat[pos].shape) if a is None else _to_numpy(a)
         np.testing.assert_allclose(got, numeric, rtol=1e-4, atol=1e-5,
                                    err_msg=f"{spec.name}: second derivative w.r.t. argument {pos}")
@@ -227,7 +292,7 @@ def test_specs_exercise_the_ops_they_claim() -> None:
             op.impl = wrapped(name, originals[name])
         for spec in SPECS:
             hits.clear()
-            for dtype in spec.float_dtypes or spec.int_dtypes[-1:]:
+            for dtype in spec.float_dtypes or spec.int_dtypes[-1:] or spec.complex_dtypes[-1:]:
                 arrays = make_inputs(spec, spec.shapes[0], dtype)
                 diff = _diff_positions(spec, arrays) if spec.grad else ()
                 tensors = [ember.tensor(a, requires_grad=i in diff) for i, a in enumerate(arrays)]

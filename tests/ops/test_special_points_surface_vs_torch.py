@@ -62,7 +62,7 @@ UNARY: dict[str, dict] = {
         "special.gammaln", "special.i0", "special.log1p", "special.logit", "special.round",
         "F.celu", "F.elu", "F.gelu", "F.hardshrink", "F.hardtanh", "F.leaky_relu", "F.logsigmoid", "F.relu",
         "F.relu6", "F.rrelu", "F.selu", "F.sigmoid", "F.silu", "F.softplus", "F.softshrink", "F.softsign",
-        "F.tanh", "F.tanhshrink")},
+        "F.tanh", "F.tanhshrink", "angle", "conj", "conj_physical", "resolve_conj", "resolve_neg")},
     # torch's float64 trigamma (digamma's slope) is 3e-10 off at 0.5 (pi^2 / 2); SciPy's is the reference.
     "digamma": dict(exact_grad=lambda x: (special.polygamma(1, x),)),
     "special.digamma": dict(exact_grad=lambda x: (special.polygamma(1, x),)),

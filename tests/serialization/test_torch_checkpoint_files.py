@@ -221,7 +221,7 @@ def test_tensor_records_are_checked_against_their_storage(tmp_path):
         (dict(offset=0, size=[2, 2], stride=[1]), "differ in length"),
         (dict(offset=0, size=[2], stride=[1], storage_numel=8), "holds 16 bytes"),
         (dict(offset=0, size=[2], stride=[1], key="9"), "no member"),
-        (dict(offset=0, size=[2], stride=[1], storage="ComplexFloatStorage"), "complex"),
+        (dict(offset=0, size=[2], stride=[1], storage="ComplexHalfStorage"), "ComplexHalfStorage"),
     ]:
         _zip_with_pickle(path, _tensor_pickle(**kwargs), {"0": np.arange(4, dtype=np.float32).tobytes()})
         with pytest.raises(CheckpointError, match=words):

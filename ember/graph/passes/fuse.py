@@ -106,7 +106,12 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
     parent: list[int] = []  # union-find over group indices
     has_reducer: list[bool] = []
     reduced: set[int] = set()  # values made by a fused reduction
-    deps: dict[int, frozenset] = {}  # value id -> groups it depends on (raw indices)
+    deps: dict[int, frozenset] = {}  # value id -> groups it depends on (raw indices) when it was made
+    # group -> groups its members read from (raw indices). A value's deps are fixed when it is made, but its
+    # producer group may later take in a member that reads another group: the groups then depend on each other
+    # as kernels, so dependence is followed through this map too (without it, two groups could each wait for
+    # the other: a cyclic schedule).
+    group_deps: list[set] = []
     producer_group: dict[int, int] = {}  # value id -> group index of its producer (raw)
     shape_of_group: list[tuple] = []
     order = {id(n): k for k, n in enumerate(nodes)}
@@ -122,7 +127,18 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
         return None if g is None else find(g)
 
     def depends(v: Value, targets: set) -> bool:
-        return any(find(d) in targets for d in deps.get(v.id, ()))
+        """Whether ``v`` needs a group of ``targets`` to run first, directly or through other groups."""
+        todo = [find(d) for d in deps.get(v.id, ())]
+        seen: set = set()
+        while todo:
+            g = todo.pop()
+            if g in targets:
+                return True
+            if g in seen:
+                continue
+            seen.add(g)
+            todo.extend(find(d) for d in group_deps[g])
+        return False
 
     def can_merge(g: int, h: int, node: Node) -> bool:
         """No member of g, h or ``node`` reads a value made outside them that depends on g or h."""
@@ -164,15 +180,18 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
                     parent[h] = chosen
                     groups[chosen] = sorted(groups[chosen] + groups[h], key=lambda n: order[id(n)])
                     groups[h] = []
+                    group_deps[chosen] |= group_deps[h]
             if chosen is None and fusable(node):
                 chosen = len(groups)
                 groups.append([])
                 parent.append(chosen)
                 has_reducer.append(False)
                 shape_of_group.append(out_shape)
+                group_deps.append(set())
         if chosen is not None:
             groups[chosen].append(node)
             group_of[id(node)] = chosen
+            group_deps[chosen] |= {find(d) for d in upstream} - {chosen}
             if _reducer(node):
                 reduced.add(node.outputs[0].id)
                 has_reducer[chosen] = True
