@@ -1,23 +1,57 @@
-"""Profiler overhead: a + b (the smallest op) and a small training step, profiler off vs on, and
-off vs the code before the profiler's hooks existed (another checkout, timed in a subprocess).
+"""Profiler overhead: the smallest ops and small training steps, profiler off vs on, and off vs the same
+code with the profiler's hook lines removed ("before", timed in a subprocess).
 
-    .venv/bin/python benchmarks/bench_profiler.py                      # off vs on (this checkout)
-    .venv/bin/python benchmarks/bench_profiler.py --before /tmp/before # also vs a tree without hooks
+    .venv/bin/python benchmarks/bench_profiler.py                   # off vs on, and vs a hook-free copy
+    .venv/bin/python benchmarks/bench_profiler.py --no-before       # off vs on only
 
-Rounds alternate (A, B, A, B, ...) so a noisy shared machine slows every contender alike; the
-figures are medians of per-round means.
+Modes: ``off`` (nothing records), ``on`` (``profile()``: which op ran when), ``on+shapes``
+(``profile(record_shapes=True, with_flops=True)``: also shapes, dtypes and attributes, from which
+FLOPs and bytes are computed after recording). "before" is a copy of this checkout's ``ember/``
+with the hook lines deleted from dispatch, the autograd engine and device transfers (made by
+:func:`make_before`), so off/before is what the hooks cost when nothing records.
+
+Rounds alternate (before, off, on, on+shapes, before, ...) so a noisy shared machine slows every
+contender alike. Each round is timed twice: wall clock and this thread's CPU time (CPU time does
+not count time the scheduler gave to other processes; every workload here runs on one thread).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The hook lines, as they appear in the source: deleted to make the "before" tree.
+_HOOK_LINES = re.compile(r"^\s*(t0 = (dispatch\.)?PROFILER and .*|if t0 and (dispatch\.)?PROFILER is not None:.*|"
+                         r"(dispatch\.)?PROFILER\.(op|node|copy)\(.*)$")
+
+
+def make_before(target: str) -> str:
+    """Copy ``ember/`` to ``target`` and delete the profiler's hook lines (``t0`` becomes 0)."""
+    shutil.copytree(os.path.join(ROOT, "ember"), os.path.join(target, "ember"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    removed = 0
+    for path in ("ops/dispatch.py", "autograd/engine.py", "tensor.py"):
+        full = os.path.join(target, "ember", path)
+        lines = open(full).read().splitlines(keepends=True)
+        kept = []
+        for line in lines:
+            if _HOOK_LINES.match(line):
+                removed += 1
+                continue
+            kept.append(line)
+        open(full, "w").write("".join(kept))
+    if removed < 12:
+        raise SystemExit(f"make_before: removed only {removed} hook lines; the hook code changed, update _HOOK_LINES")
+    return target
 
 
 def workloads() -> dict:
@@ -34,6 +68,16 @@ def workloads() -> dict:
         ember.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
 
+    tiny = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.Tanh(), ember.nn.Linear(16, 16), ember.nn.Tanh(),
+                               ember.nn.Linear(16, 2))
+    tx, ty = ember.randn(4, 8), ember.randint(0, 2, (4,))
+    tiny_opt = ember.optim.Adam(tiny.parameters())
+
+    def tiny_step() -> None:  # every op a few microseconds: the worst case for a Python-side profiler
+        tiny_opt.zero_grad()
+        ember.nn.functional.cross_entropy(tiny(tx), ty).backward()
+        tiny_opt.step()
+
     from ember.train.mnist import build_cnn
 
     cnn = build_cnn()
@@ -46,30 +90,62 @@ def workloads() -> dict:
         cnn_opt.step()
 
     return {"a + b": (lambda: a + b, 2000), "a + b (requires_grad)": (lambda: ga + gb, 2000),
-            "MLP train step (32x64)": (step, 20), "demo CNN train step (64)": (cnn_step, 2)}
+            "tiny MLP Adam step (4x8)": (tiny_step, 50), "MLP SGD step (32x64)": (step, 20),
+            "demo CNN Adam step (64)": (cnn_step, 2)}
 
 
-def round_mean(fn, calls: int) -> float:
-    start = time.perf_counter()
+def timed(fn, calls: int) -> tuple:
+    start, cpu = time.perf_counter(), time.thread_time()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - start) / calls
+    return (time.perf_counter() - start) / calls, (time.thread_time() - cpu) / calls
+
+
+def recorder(mode: str):
+    from ember.profiler import _recorder
+
+    return None if mode == "off" else _recorder.Recorder(shapes=mode == "on+shapes")
+
+
+def run_mode(mode: str, fn, calls: int) -> tuple:
+    from ember.profiler import _recorder
+
+    rec = recorder(mode)
+    if rec is None:
+        return timed(fn, calls)
+    _recorder.attach(rec)
+    try:
+        return timed(fn, calls)
+    finally:
+        _recorder.detach(rec)
+
+
+def events_per_call(fn) -> int:
+    from ember.profiler import _recorder
+
+    rec = _recorder.Recorder()
+    _recorder.attach(rec)
+    try:
+        fn()
+    finally:
+        _recorder.detach(rec)
+    return rec.count()
 
 
 def worker(rounds: int) -> None:
-    """One process: time each workload for ``rounds`` rounds, read a line on stdin before each."""
+    """The "before" process: time each workload once per line read on stdin."""
     loads = workloads()
     for fn, calls in loads.values():
         for _ in range(3):
-            round_mean(fn, calls)
+            timed(fn, calls)
     for _ in range(rounds):
         sys.stdin.readline()
-        print(json.dumps({name: round_mean(fn, calls) for name, (fn, calls) in loads.items()}), flush=True)
+        print(json.dumps({name: timed(fn, calls) for name, (fn, calls) in loads.items()}), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--before", help="a checkout without the profiler hooks, timed in a subprocess")
+    parser.add_argument("--no-before", action="store_true", help="skip the hook-free copy")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--worker", action="store_true")
     args = parser.parse_args()
@@ -78,45 +154,45 @@ def main() -> None:
     from _timing import environment_line
 
     from ember import hardware
-    from ember.profiler import _recorder
 
-    print(f"CPU: {hardware.cpu_model()}; {environment_line()}")
+    print(f"CPU: {hardware.cpu_model()}; {environment_line()}; python {sys.version.split()[0]}")
+    modes = ["off", "on", "on+shapes"]
     loads = workloads()
     for fn, calls in loads.values():
-        for _ in range(3):
-            round_mean(fn, calls)
+        for mode in modes:
+            run_mode(mode, fn, calls)
+    events = {name: events_per_call(fn) for name, (fn, _) in loads.items()}
     before = None
-    if args.before:
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(args.before))
-        before = subprocess.Popen([sys.executable, __file__, "--worker", "--rounds", str(args.rounds)], env=env,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=args.before)
-    samples: dict = {name: {"before": [], "off": [], "on": []} for name in loads}
+    if not args.no_before:
+        tree = make_before(tempfile.mkdtemp(prefix="ember_before_"))
+        env = dict(os.environ, PYTHONPATH=tree)
+        before = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds)],
+                                  env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree)
+    samples: dict = {name: {m: [] for m in ["before"] + modes} for name in loads}
     for _ in range(args.rounds):
         if before is not None:
             before.stdin.write("\n")
             before.stdin.flush()
             for name, value in json.loads(before.stdout.readline()).items():
-                samples[name]["before"].append(value)
+                samples[name]["before"].append(tuple(value))
         for name, (fn, calls) in loads.items():
-            samples[name]["off"].append(round_mean(fn, calls))
-            recorder = _recorder.Recorder()
-            _recorder.attach(recorder)
-            try:
-                samples[name]["on"].append(round_mean(fn, calls))
-            finally:
-                _recorder.detach(recorder)
+            for mode in modes:
+                samples[name][mode].append(run_mode(mode, fn, calls))
     if before is not None:
         before.wait()
-    # Medians, and minima (the least disturbed round: on a machine shared with other jobs the minimum is the
-    # better estimate of what the code costs; the median shows what a busy machine gives).
-    for label, stat in (("median of rounds", statistics.median), ("best round", min)):
-        print(f"\n{label}")
-        print(f"{'workload':<26}{'before hooks':>14}{'profiler off':>14}{'profiler on':>14}{'off/before':>12}"
-              f"{'on/off':>9}")
-        for name, by in samples.items():
-            v = {k: stat(x) if x else float("nan") for k, x in by.items()}
-            print(f"{name:<26}{v['before'] * 1e6:>12.2f}us{v['off'] * 1e6:>12.2f}us{v['on'] * 1e6:>12.2f}us"
-                  f"{v['off'] / v['before']:>11.3f}x{v['on'] / v['off']:>8.3f}x")
+        shutil.rmtree(os.path.dirname(os.path.join(tree, "ember")), ignore_errors=True)
+    # Medians show what a busy machine gives; minima (the least disturbed round) estimate what the code costs.
+    for clock, k in (("wall clock", 0), ("thread CPU time", 1)):
+        for label, stat in (("median of rounds", statistics.median), ("best round", min)):
+            print(f"\n{clock}, {label}")
+            print(f"{'workload':<26}{'events':>7}{'before':>12}{'off':>12}{'on':>12}{'on+shapes':>12}"
+                  f"{'off/before':>11}{'on/off':>8}{'+shapes/off':>12}{'us/event':>9}")
+            for name, by in samples.items():
+                v = {m: stat([s[k] for s in xs]) if xs else float("nan") for m, xs in by.items()}
+                per_event = (v["on+shapes"] - v["off"]) / max(events[name], 1) * 1e6
+                print(f"{name:<26}{events[name]:>7}{v['before'] * 1e6:>10.2f}us{v['off'] * 1e6:>10.2f}us"
+                      f"{v['on'] * 1e6:>10.2f}us{v['on+shapes'] * 1e6:>10.2f}us{v['off'] / v['before']:>10.3f}x"
+                      f"{v['on'] / v['off']:>7.3f}x{v['on+shapes'] / v['off']:>11.3f}x{per_event:>9.2f}")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
     """X with A X = B (X A = B when ``left=False``). B is a batch of vectors when it has one dimension, or
     ``A.ndim - 1`` dimensions with A's batch shape (PyTorch's rule)."""
-    checks.square(A, "linalg.solve")
+    checks.square(A, "linalg.solve", complex_ok=True)
     checks.same_dtype(A, B, "linalg.solve")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector:

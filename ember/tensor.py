@@ -616,7 +616,7 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
     source = t._device
     if dispatch.is_symbolic(t):  # a graph is being built: the transfer is a node of it
         return dispatch.apply(OPS["to_device"], (t,), {"device": str(target), "source": str(source)})
-    t0 = dispatch.PROFILER and dispatch._clock()
+    t0 = dispatch.PROFILER and dispatch.PROFILER.clock()
     if source.type == "cpu" and target.type != "cpu":
         data = target.backend.copy_from_host(t._data, target.index or 0, non_blocking)
     elif target.type == "cpu" and source.type != "cpu":

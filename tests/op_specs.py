@@ -1072,3 +1072,13 @@ SPECS += [
            lambda a: np.abs(np.linalg.eig(a)[1]), [((3, 3),)], complex_dtypes=C, complex_out="real",
            low_precision=False, atol=1e-6, rtol=1e-5),
 ]
+
+SPECS += [  # complex matrices: inv, det and solve take them, with PyTorch's conjugated gradients
+    OpSpec("linalg_inv_complex", ("linalg_inv",), lambda a: ember.linalg.inv(_plus3i(a)),
+           lambda a: np.linalg.inv(_plus3i(a)), [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_det_complex", ("linalg_det",), ember.linalg.det, np.linalg.det, [((3, 3),), ((2, 2, 2),)], **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_solve_complex", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
+           lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1))], **_CX,
+           atol=1e-6, rtol=1e-5),
+]

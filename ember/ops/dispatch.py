@@ -31,7 +31,8 @@ def is_symbolic(value: Any) -> bool:
         isinstance(value._data, SymbolicValue) or _interpreters.tracing())
 
 # The profiler's hook (ember/profiler): None unless a profile is recording, so an op pays one global
-# read when profiling is off. When on, it is called as PROFILER.op(op, t0, args, attrs, result).
+# read when profiling is off. When on, an op takes t0 = PROFILER.clock() at its start (a device profile
+# records a timing event there too) and calls PROFILER.op(op, t0, args, attrs, result) at its end.
 PROFILER: Any = None
 _clock = time.perf_counter_ns
 
@@ -189,7 +190,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
         interpreter = _interpreters.find(args)
         if interpreter is not EAGER:
             return interpreter.process(op, args, attrs)
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = None
     arrays = []
     needs_grad = False
@@ -229,7 +230,7 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         interpreter = _interpreters.find((x,))
         if interpreter is not EAGER:
             return interpreter.process(op, (x,), attrs or {})
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = x._device
     out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
@@ -281,7 +282,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         interpreter = _interpreters.find((a, b))
         if interpreter is not EAGER:
             return interpreter.process(op, (a, b), {})
-    t0 = PROFILER and _clock()
+    t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     try:
         out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)

@@ -175,7 +175,7 @@ def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
 
 
 CUMPROD = register(OpDef(
-    name="cumprod", category="reduction", impl=_cumprod_impl, vjp=_cumprod_vjp, save="inputs",
+    name="cumprod", batch="dim", category="reduction", impl=_cumprod_impl, vjp=_cumprod_vjp, save="inputs",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
     onnx=None,
 ))
@@ -215,9 +215,9 @@ def _cum_extreme_rule(x: Spec, dim: int) -> tuple:
     return Spec(x.shape, x.dtype, x.device), Spec(x.shape, dtypes.int64, x.device)
 
 
-CUMMAX = register(OpDef(name="cummax", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
+CUMMAX = register(OpDef(name="cummax", batch="dim", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
-CUMMIN = register(OpDef(name="cummin", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
+CUMMIN = register(OpDef(name="cummin", batch="dim", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
 
 

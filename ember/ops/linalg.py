@@ -7,6 +7,7 @@ from ember import dtypes
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
@@ -37,7 +38,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
+    name="matmul", batch=batching.matmul, category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
@@ -249,7 +250,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 
 EINSUM = register(OpDef(
-    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
+    name="einsum", batch=batching.einsum, category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
     impl=_einsum_impl, autocast="lower", save="cross", flops=cost.einsum_flops,  # multilinear: operand i's grad reads only the others
 ))
 

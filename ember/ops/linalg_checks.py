@@ -31,7 +31,7 @@ def matrix(A: Any, op: str, name: str = "A", complex_ok: bool = False) -> None:
     dt = A.dtype
     if dt.is_complex and not complex_ok:
         raise RuntimeError(f"{op}: complex inputs are not supported by ember's {op} yet (got {dt}); ember.linalg.eig, "
-                           "eigvals and solve take them")
+                           "eigvals, solve, inv and det take them")
     if not dt.is_floating_point and not (dt.is_complex and complex_ok):
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
                            f"{_torch_name(dt)}")

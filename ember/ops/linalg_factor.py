@@ -114,7 +114,7 @@ def _svd_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 SVD = register(OpDef(
-    name="linalg_svd", category="linalg", impl=_svd_impl, vjp=_svd_vjp, shape_rule=_svd_rule, save="output",
+    name="linalg_svd", batch="leading", category="linalg", impl=_svd_impl, vjp=_svd_vjp, shape_rule=_svd_rule, save="output",
     num_outputs=3, materialize_grads=False, doc="A = U diag(S) Vh, singular values descending (LAPACK gesdd).",
 ))
 
@@ -147,7 +147,7 @@ def _eigh_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 EIGH = register(OpDef(
-    name="linalg_eigh", category="linalg", impl=_eigh_impl, vjp=_eigh_vjp, shape_rule=_eigh_rule, save="output",
+    name="linalg_eigh", batch="leading", category="linalg", impl=_eigh_impl, vjp=_eigh_vjp, shape_rule=_eigh_rule, save="output",
     num_outputs=2, materialize_grads=False, doc="Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix.",
 ))
 
@@ -196,7 +196,7 @@ def _eig_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 EIG = register(OpDef(
-    name="linalg_eig", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
+    name="linalg_eig", batch="leading", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
     num_outputs=2, materialize_grads=False,
     doc="Eigenvalues and unit-norm eigenvectors of a general square matrix, complex (LAPACK geev).",
 ))
@@ -264,7 +264,7 @@ def _qr_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 QR = register(OpDef(
-    name="linalg_qr", category="linalg", impl=_qr_impl, vjp=_qr_vjp, shape_rule=_qr_rule, save="both",
+    name="linalg_qr", batch="leading", category="linalg", impl=_qr_impl, vjp=_qr_vjp, shape_rule=_qr_rule, save="both",
     num_outputs=2, materialize_grads=False, doc="A = QR by Householder reflections (LAPACK geqrf + orgqr).",
 ))
 
@@ -334,7 +334,7 @@ def _lu_factor_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 LU_FACTOR = register(OpDef(
-    name="linalg_lu_factor", category="linalg", impl=_lu_factor_impl, vjp=_lu_factor_vjp,
+    name="linalg_lu_factor", batch="leading", category="linalg", impl=_lu_factor_impl, vjp=_lu_factor_vjp,
     shape_rule=_lu_factor_rule, save="output", num_outputs=2, nondiff_outputs=(1,),
     doc="LU with partial pivoting in LAPACK's compact form, 1-based int32 pivots.",
 ))
@@ -360,7 +360,7 @@ def _lu_perm_rule(pivots: Spec, m: int, dtype: str) -> Spec:
 
 
 LU_PERMUTATION = register(OpDef(
-    name="lu_permutation", category="linalg", impl=_lu_perm_impl, shape_rule=_lu_perm_rule, save="none",
+    name="lu_permutation", batch="leading", category="linalg", impl=_lu_perm_impl, shape_rule=_lu_perm_rule, save="none",
     doc="The permutation matrix P (A = P L U) of LAPACK's 1-based row-swap pivots.",
 ))
 
@@ -408,7 +408,7 @@ def _cholesky_vjp(ctx: Any, g: Any) -> tuple:
 
 
 CHOLESKY = register(OpDef(
-    name="linalg_cholesky", category="linalg", impl=_cholesky_impl, vjp=_cholesky_vjp, save="output",
+    name="linalg_cholesky", batch="leading", category="linalg", impl=_cholesky_impl, vjp=_cholesky_vjp, save="output",
     shape_rule=lambda a: Spec(tuple(a.shape), a.dtype, a.device),
     doc="Lower Cholesky factor of a symmetric positive-definite matrix (reads the lower triangle).",
 ))
@@ -424,7 +424,7 @@ def _geqrf_impl(xp: Any, a: Any) -> tuple:
 
 
 GEQRF = register(OpDef(
-    name="geqrf", category="linalg", impl=_geqrf_impl, save="none", num_outputs=2,
+    name="geqrf", batch="leading", category="linalg", impl=_geqrf_impl, save="none", num_outputs=2,
     shape_rule=lambda a: (Spec(tuple(a.shape), a.dtype, a.device),
                           Spec(tuple(a.shape[:-2]) + (min(a.shape[-2], a.shape[-1]),), a.dtype, a.device)),
     doc="LAPACK geqrf: R on and above the diagonal, Householder vectors below it, and their tau (no gradient, "

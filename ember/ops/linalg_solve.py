@@ -46,16 +46,16 @@ def _inv_impl(xp: Any, a: Any) -> Any:
 
 
 def _inv_vjp(ctx: Any, g: Any) -> tuple:
-    inv_t = _mT(ctx.out)
+    inv_t = conj_if_complex(_mT(ctx.out))  # A^-H for complex matrices (PyTorch's convention)
     return (-(inv_t @ (g @ inv_t)),)
 
 
-INV = register(OpDef(name="linalg_inv", category="linalg", impl=_inv_impl, vjp=_inv_vjp, save="output",
+INV = register(OpDef(name="linalg_inv", batch="leading", category="linalg", impl=_inv_impl, vjp=_inv_vjp, save="output",
                      shape_rule=_same, doc="Matrix inverse (LAPACK getrf + getri)."))
 
 
 def inv(A: Any) -> Any:
-    checks.square(A, "linalg.inv")
+    checks.square(A, "linalg.inv", complex_ok=True)
     return dispatch.apply(INV, (A,))
 
 
@@ -72,16 +72,17 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
     singular = (det == 0).unsqueeze(-1).unsqueeze(-1)
     eye = (A.diagonal(0, -2, -1) * 0 + 1).diag_embed()
     safe = eye.where(singular, A)  # det A^-T is the cofactor matrix; torch gives 0 where det == 0
-    return ((g * det).unsqueeze(-1).unsqueeze(-1) * _mT(inv(safe)),)
+    # complex: conj(det) A^-H, the conjugate of the holomorphic derivative
+    return ((g * conj_if_complex(det)).unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(safe))),)
 
 
-DET = register(OpDef(name="linalg_det", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
+DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
                      shape_rule=lambda a: Spec(tuple(a.shape[:-2]), a.dtype, a.device),
                      doc="Determinant through LU.", onnx="Det"))
 
 
 def det(A: Any) -> Any:
-    checks.square(A, "linalg.det")
+    checks.square(A, "linalg.det", complex_ok=True)
     return dispatch.apply(DET, (A,))
 
 
@@ -101,7 +102,7 @@ def _slogdet_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 SLOGDET = register(OpDef(
-    name="linalg_slogdet", category="linalg", impl=_slogdet_impl, vjp=_slogdet_vjp, save="inputs", num_outputs=2,
+    name="linalg_slogdet", batch="leading", category="linalg", impl=_slogdet_impl, vjp=_slogdet_vjp, save="inputs", num_outputs=2,
     nondiff_outputs=(0,), shape_rule=lambda a: (Spec(tuple(a.shape[:-2]), a.dtype, a.device),) * 2,
     doc="(sign, log|det|) through LU; the sign carries no gradient."))
 
@@ -136,7 +137,7 @@ def _solve_vjp(ctx: Any, g: Any) -> tuple:
     return gA, gB
 
 
-SOLVE = register(OpDef(name="linalg_solve", category="linalg", impl=_solve_impl, vjp=_solve_vjp, save="both",
+SOLVE = register(OpDef(name="linalg_solve", batch="leading", category="linalg", impl=_solve_impl, vjp=_solve_vjp, save="both",
                        shape_rule=_solve_rule, doc="X with AX = B for square A and matrix B (LAPACK gesv)."))
 
 
@@ -182,7 +183,7 @@ def _tri_solve_vjp(ctx: Any, g: Any) -> tuple:
 
 
 TRI_SOLVE = register(OpDef(
-    name="linalg_solve_triangular", category="linalg", impl=_tri_solve_impl, vjp=_tri_solve_vjp, save="both",
+    name="linalg_solve_triangular", batch="leading", category="linalg", impl=_tri_solve_impl, vjp=_tri_solve_vjp, save="both",
     shape_rule=_tri_solve_rule, doc="Triangular solve by substitution (reads one triangle of A)."))
 
 
@@ -238,7 +239,7 @@ def _pinv_vjp(ctx: Any, gP: Any) -> tuple:
 
 
 PINV = register(OpDef(
-    name="linalg_pinv", category="linalg", impl=_pinv_impl, vjp=_pinv_vjp, save="both",
+    name="linalg_pinv", batch="leading", category="linalg", impl=_pinv_impl, vjp=_pinv_vjp, save="both",
     shape_rule=lambda a, **kw: Spec(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype, a.device),
     doc="Moore-Penrose pseudo-inverse through the SVD (or eigh for hermitian=True)."))
 
@@ -270,5 +271,5 @@ def _expm_vjp(ctx: Any, g: Any) -> tuple:
     return (big.narrow(-2, 0, n).narrow(-1, n, n),)
 
 
-EXPM = register(OpDef(name="linalg_matrix_exp", category="linalg", impl=_expm_impl, vjp=_expm_vjp, save="inputs",
+EXPM = register(OpDef(name="linalg_matrix_exp", batch="leading", category="linalg", impl=_expm_impl, vjp=_expm_vjp, save="inputs",
                       shape_rule=_same, doc="Matrix exponential (scaling and squaring, Taylor degree 18)."))

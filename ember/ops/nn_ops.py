@@ -22,6 +22,7 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
@@ -165,11 +166,11 @@ def _log_softmax_vjp(ctx: Any, g: Any) -> tuple:
 
 
 SOFTMAX = register(OpDef(
-    name="softmax", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
+    name="softmax", batch="dim", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
     shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("Softmax"), flops=cost.softmax_flops,
 ))
 LOG_SOFTMAX = register(OpDef(
-    name="log_softmax", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
+    name="log_softmax", batch="dim", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
     shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("LogSoftmax"), flops=cost.softmax_flops,
 ))
 
@@ -354,7 +355,7 @@ _LINEAR_VJP = (lambda ctx, g: _rows(g).matmul(ctx.inputs[1]).reshape(ctx.input_m
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
+    name="linear", batch=batching.linear, category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))
@@ -455,7 +456,7 @@ def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight:
 
 
 LAYER_NORM = register(OpDef(
-    name="layer_norm", category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
+    name="layer_norm", batch=batching.layer_norm, category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx=to_onnx.layer_norm, flops=cost.layer_norm_flops,
 ))
 
@@ -480,7 +481,7 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
 
 
 LAYER_NORM_BACKWARD = register(OpDef(
-    name="layer_norm_backward", category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
+    name="layer_norm_backward", batch=batching.layer_norm_backward, category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
     flops=cost.layer_norm_backward_flops,
     shape_rule=lambda g, x, mean, rstd, *w, count: (
         Spec(x.shape, x.dtype, x.device), Spec(tuple(x.shape[len(x.shape) - count:]), (w or (x,))[0].dtype, x.device),

@@ -2,9 +2,21 @@
 
 Dispatch, the autograd engine, the graph executor and device transfers each hold a module global
 ``PROFILER`` that is ``None`` unless something records; they read it once per call and, when set,
-call one of the methods below with the start time they took. A :class:`Recorder` only appends raw
-tuples ``(kind, what, t0, t1, thread, inputs, outputs, attrs)``; turning them into events (nesting,
-FLOPs, bytes) happens once, after recording (:mod:`ember.profiler.events`).
+take the start time with ``PROFILER.clock()`` and call one of the methods below at the end.
+
+A :class:`Recorder` keeps per event four integers in a flat ``array`` (signature id, start ns, end
+ns, thread): no Python object outlives the call, so a long profile adds nothing the garbage
+collector must walk (tracked per-event tuples made every full collection, and so every op, slower as
+the profile grew: ~1-4 us per event in a process with ember loaded). What an event *is* - the op, its
+input and output shapes and dtypes, its attributes - is interned once per distinct signature in a
+dict. Turning the integers into events (nesting, FLOPs, bytes) happens once, after recording
+(:mod:`ember.profiler.events`). Shapes are looked at only when something needs them
+(``record_shapes``, ``with_flops`` or ``profile_memory``).
+
+With ``ProfilerActivity.CUDA`` a :class:`DeviceRecorder` also records a pair of the backend's timing
+events (``backend.new_event(enable_timing=True)``: CUDA events on CuPy, host-clock events on the
+stand-in device) around every op whose result is on the device and every host<->device copy; their
+elapsed times become the device-side events after a synchronize.
 
 Several listeners may record at once (a profile and a FlopCounterMode inside it): :func:`attach`
 installs the only one directly and a fan-out when there are more.
@@ -15,12 +27,13 @@ Example:
     >>> _recorder.attach(rec)
     >>> import ember; _ = ember.ones(2) + 1
     >>> _recorder.detach(rec)
-    >>> [raw[1] for raw in rec.raw if raw[0] == _recorder.OP]
+    >>> [r[1].name for r in rec.records() if r[0] == _recorder.OP]
     ['add']
 """
 from __future__ import annotations
 
 import time
+from array import array
 from threading import get_ident
 from typing import Any, Iterator
 from ember.autograd import engine
@@ -35,67 +48,296 @@ _clock = time.perf_counter_ns
 _LISTENERS: list = []
 # The profile whose context is open (recording or not: a schedule may be waiting); DataLoader reads it.
 CURRENT: Any = None
-
-
-# dtypes are recorded by name: a tuple holding a NumPy dtype object stays tracked by the garbage collector
-# forever, and millions of tracked records would make every full collection (and so every op) slower.
-DTYPES: dict = {}
-_NAMES: dict = {}
-
-
-def dtype_name(dtype: Any) -> str:
-    name = _NAMES.get(dtype)
-    if name is None:
-        name = _NAMES[dtype] = str(dtype)
-        DTYPES[name] = dtype
-    return name
+_PLAIN = (int, float, str, bool, type(None))
 
 
 def _meta(value: Any) -> Any:
     data = getattr(value, "_data", None)
-    return None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype))
+    return None if data is None else (data.shape, data.dtype)
+
+
+def _is_array(value: Any) -> bool:
+    return hasattr(value, "_data") or hasattr(value, "__array__")
+
+
+def _holds_array(value: Any) -> bool:
+    """Whether ``value`` (an attribute, or a dict/list/tuple of them) holds a tensor or an array."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_array(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_array(v) for v in value.values())
+    return not isinstance(value, _PLAIN) and _is_array(value)
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for an attribute value; tensors and arrays by shape and dtype only (a profile
+    must not keep the user's tensors alive, nor make a new signature per tensor)."""
+    if isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, dict):
+        return ("dict",) + tuple((k, _freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__,) + tuple(_freeze(v) for v in value)
+    if _is_array(value):
+        return ("array", tuple(value.shape), str(value.dtype))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", repr(value))
+    return value
 
 
 class Recorder:
-    """Collects raw events; the methods are called from the hooks (see the module docstring)."""
+    """Collects events; the methods are called from the hooks (see the module docstring).
 
-    def __init__(self) -> None:
-        self.raw: list = []
+    ``shapes=False`` records only which op ran when (no shapes, dtypes, FLOPs or bytes): the cheapest
+    profile, what ``profile()`` uses unless ``record_shapes``, ``with_flops`` or ``profile_memory`` asks.
+    """
 
-    def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
-        # The per-op cost of recording (~1 us): shape/dtype references only. Records hold names, shapes
-        # and numbers, nothing the garbage collector must walk (a profile of a long run would otherwise
-        # make every full collection slower and slower); the op record is found again by name.
-        t1 = _clock()
-        ins = []
+    def __init__(self, shapes: bool = True) -> None:
+        self.shapes = shapes
+        self.clock = _clock  # an instance attribute: the hooks call PROFILER.clock() for the start time
+        self.times = array("Q")  # per event: signature id, t0, t1, thread
+        self._append = self.times.append
+        self._sig_ids: dict = {}
+        self.signatures: list = []  # id -> (kind, what, input metas, output metas, attrs)
+        self._frozen_attrs: set = set()  # ops whose attrs need _freeze to be hashable
+
+    def count(self) -> int:  # not __len__: the hooks test the recorder for truth (`PROFILER and ...`)
+        """Events recorded so far."""
+        return len(self.times) // 4
+
+    def clear(self) -> None:
+        del self.times[:]
+
+    def _intern(self, key: Any, entry: tuple) -> int:
+        sid = self._sig_ids[key] = len(self.signatures)
+        self.signatures.append(entry)
+        return sid
+
+    def _push(self, sid: int, t0: int, t1: int) -> None:
+        push = self._append
+        push(sid)
+        push(t0)
+        push(t1)
+        push(get_ident())
+
+    @staticmethod
+    def _key(op: Any, args: tuple, result: Any, frozen: Any) -> tuple:
+        key = [op]
+        put = key.append
         for a in args:
             data = getattr(a, "_data", None)
-            ins.append(None if data is None else (data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)))
-        if type(result) is tuple:
-            outs = tuple([_meta(r) for r in result])
+            if data is None:
+                put(None)
+            else:
+                put(data.shape)
+                put(data.dtype)
+        put(-1)  # separates inputs from outputs
+        for r in result if type(result) is tuple else (result,):
+            data = getattr(r, "_data", None)
+            if data is None:
+                put(None)
+            else:
+                put(data.shape)
+                put(data.dtype)
+        put(frozen)
+        return tuple(key)
+
+    def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
+        t1 = _clock()
+        if self.shapes:
+            # The key is a flat temporary tuple (freed at once; a flat tuple hashes faster than a nested
+            # one): per input (shape, dtype) or one None for a Python scalar, -1, the outputs likewise,
+            # then the attributes. Only a new signature is kept. One and two tensor inputs with one
+            # output (most ops) take a straight path.
+            frozen = None if not attrs else (_freeze(attrs) if op in self._frozen_attrs else tuple(attrs.items()))
+            n = len(args)
+            data = getattr(result, "_data", None)
+            if n == 2 and data is not None:
+                x, y = args
+                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
+                if dx is not None and dy is not None:
+                    key = (op, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, data.shape, data.dtype, frozen)
+                else:
+                    key = self._key(op, args, result, frozen)
+            elif n == 1 and data is not None and (dx := getattr(args[0], "_data", None)) is not None:
+                key = (op, dx.shape, dx.dtype, -1, data.shape, data.dtype, frozen)
+            else:
+                key = self._key(op, args, result, frozen)
+            try:
+                sid = self._sig_ids.get(key)
+            except TypeError:  # an attribute holds a list or another unhashable value
+                self._frozen_attrs.add(op)
+                key = key[:-1] + (_freeze(attrs),)
+                sid = self._sig_ids.get(key)
+            if sid is None:
+                if attrs and op not in self._frozen_attrs and _holds_array(attrs):
+                    # tensors as attributes: key them by shape and dtype, never by identity
+                    self._frozen_attrs.add(op)
+                    key = key[:-1] + (_freeze(attrs),)
+                    sid = self._sig_ids.get(key)
+                if sid is None:
+                    ins = tuple([_meta(a) for a in args])
+                    outs = tuple([_meta(r) for r in result]) if type(result) is tuple else (_meta(result),)
+                    sid = self._intern(key, (OP, op, ins, outs, dict(attrs) if attrs else None))
         else:
-            data = result._data
-            outs = ((data.shape, _NAMES.get(data.dtype) or dtype_name(data.dtype)),)
-        self.raw.append((OP, op.name, t0, t1, get_ident(), tuple(ins), outs, attrs))
+            sid = self._sig_ids.get(op)
+            if sid is None:
+                sid = self._intern(op, (OP, op, None, None, None))
+        push = self._append
+        push(sid)
+        push(t0)
+        push(t1)
+        push(get_ident())
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
         t1 = _clock()
-        name = node.name() if callable(getattr(node, "name", None)) else type(node).__name__
-        self.raw.append((NODE, name, t0, t1, get_ident(), tuple([_meta(g) for g in grads]), (), None))
+        name = node.name()
+        if not self.shapes:
+            key = name
+        elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
+            key = (NODE, name, (data.shape, data.dtype))
+        else:
+            key = (NODE, name, *[_meta(g) for g in grads])
+        sid = self._sig_ids.get(key)
+        if sid is None:
+            sid = self._intern(key, (NODE, name, tuple([_meta(g) for g in grads]) if self.shapes else (), (), None))
+        push = self._append
+        push(sid)
+        push(t0)
+        push(t1)
+        push(get_ident())
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
+        t1 = _clock()
         kind = ("H" if source.type == "cpu" else "D") + "to" + ("H" if target.type == "cpu" else "D")
-        meta = (data.shape, dtype_name(data.dtype))
-        self.raw.append((COPY, f"Memcpy {kind}", t0, _clock(), get_ident(), (meta,), (meta,), None))
+        key = (COPY, kind, data.shape, data.dtype)
+        sid = self._sig_ids.get(key)
+        if sid is None:
+            meta = (data.shape, data.dtype)
+            sid = self._intern(key, (COPY, f"Memcpy {kind}", (meta,), (meta,), None))
+        self._push(sid, t0, t1)
 
     def span(self, kind: str, name: str, t0: int, t1: int | None = None) -> None:
-        self.raw.append((kind, name, t0, _clock() if t1 is None else t1, get_ident(), (), (), None))
+        end = _clock() if t1 is None else t1
+        key = (kind, name)
+        sid = self._sig_ids.get(key)
+        if sid is None:
+            sid = self._intern(key, (kind, name, (), (), None))
+        self._push(sid, t0, end)
 
     def graph_node(self, node: Any, t0: int, t1: int) -> None:
-        self.raw.append((GRAPH, node, t0, t1, get_ident(), None, None, None))
+        key = (GRAPH, id(node))
+        sid = self._sig_ids.get(key)
+        if sid is None or self.signatures[sid][1] is not node:
+            sid = self._intern(key, (GRAPH, node, None, None, None))
+        self._push(sid, t0, t1)
 
     def run_program(self, executable: Any, env: list) -> None:
         run_program(self, executable, env)
+
+    def records(self) -> Iterator[tuple]:
+        """``(kind, what, t0, t1, thread, input metas, output metas, attrs)`` per event, in recording order."""
+        times, signatures = self.times, self.signatures
+        for i in range(0, len(times), 4):
+            kind, what, ins, outs, attrs = signatures[times[i]]
+            yield kind, what, times[i + 1], times[i + 2], times[i + 3], ins, outs, attrs
+
+
+class DeviceRecorder(Recorder):
+    """A :class:`Recorder` that also times device work with the backend's events (``ProfilerActivity.CUDA``).
+
+    ``clock()`` records a timing event on the device's current stream beside the host time; an op whose
+    result lands on the device records a second one when it returns, and the pair becomes a device-side
+    event (``kernel`` for ops, ``gpu_memcpy`` for copies) linked to the host event. Ops that stay on the
+    host give their start event back to a pool.
+    """
+
+    def __init__(self, backend: Any, device_type: str = "cuda", shapes: bool = True) -> None:
+        super().__init__(shapes)
+        self.backend = backend
+        self.device_type = device_type
+        self.clock = self._device_clock
+        self._starts: list = []  # stack of (t0, start event): op calls nest
+        self._pool: list = []
+        self.device: list = []  # (host event number, start event, end event, device index, stream id)
+        self.origin: tuple | None = None  # (host ns, device event) recorded together, to place device times
+
+    def _event(self) -> Any:
+        return self._pool.pop() if self._pool else self.backend.new_event(enable_timing=True)
+
+    def _device_clock(self) -> int:
+        if self.origin is None:
+            self.backend.synchronize(None)  # an idle device: the origin event runs when it is recorded
+            event = self.backend.new_event(enable_timing=True)
+            event.record()
+            self.origin = (_clock(), event)
+        start = self._event()
+        t0 = _clock()  # before the start event and (origin) after its own event: the device interval is placed
+        start.record()  # inside the host call on a synchronous device, never before it
+        self._starts.append((t0, start))
+        return t0
+
+    def _pop_start(self, t0: int) -> Any:
+        starts = self._starts
+        while starts:
+            t, event = starts.pop()
+            if t == t0:
+                return event
+            self._pool.append(event)  # an op that raised never reported its end
+        return None
+
+    def _end(self, t0: int, device: Any, launches: bool = True) -> tuple | None:
+        """The start event of the call that began at ``t0`` and, when its work ran on the device, an end
+        event recorded now: taken before the host-side recording, so the device interval holds no
+        profiler work. Views (``launches=False``) run no kernel and give both events back."""
+        start = self._pop_start(t0)
+        if start is None:
+            return None
+        if device is None or device.type != self.device_type or not launches:
+            self._pool.append(start)
+            return None
+        end = self._event()
+        end.record()
+        return start, end, device.index or 0, _stream_id(self.backend.current_stream(device.index))
+
+    def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
+        first = result[0] if type(result) is tuple and result else result
+        pair = self._end(t0, getattr(first, "_device", None), not op.view)
+        super().op(op, t0, args, attrs, result)
+        if pair is not None:
+            self.device.append((self.count() - 1, *pair))
+
+    def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
+        pair = self._end(t0, target if target.type == self.device_type else source)
+        super().copy(t0, data, source, target)
+        if pair is not None:
+            self.device.append((self.count() - 1, *pair))
+
+    def clear(self) -> None:
+        super().clear()
+        self.device.clear()
+
+    def device_times(self) -> list:
+        """``(host event number, start ns, end ns, device index, stream id)`` per device event, on the host
+        clock (after waiting for the device)."""
+        if self.origin is None:
+            return []
+        self.backend.synchronize(None)
+        host0, origin = self.origin
+        out = []
+        for number, start, end, index, stream in self.device:
+            begin = host0 + int(origin.elapsed_time(start) * 1e6)
+            finish = begin + max(0, int(start.elapsed_time(end) * 1e6))
+            out.append((number, begin, finish, index, stream))
+        return out
+
+
+def _stream_id(stream: Any) -> int:
+    """A stable number for a stream: CUDA's stream handle, else 0 (a synchronous device has one stream)."""
+    handle = getattr(getattr(stream, "cupy_stream", None), "ptr", None)
+    return int(handle) if handle is not None else 0
 
 
 def run_program(hook: Any, executable: Any, env: list) -> None:
@@ -114,6 +356,13 @@ class _Fanout:
 
     def __init__(self, listeners: list) -> None:
         self.listeners = list(listeners)
+
+    def clock(self) -> int:
+        # Every listener's clock runs (a DeviceRecorder records its start event there); the last time wins.
+        t0 = 0
+        for listener in self.listeners:
+            t0 = listener.clock()
+        return t0
 
     def op(self, *args: Any) -> None:
         for listener in self.listeners:

@@ -48,14 +48,40 @@ class FunctionEvent:
     cpu_parent: "FunctionEvent | None" = None
     cpu_children: list = field(default_factory=list)
     count: int = 1
+    device_type: str = "CPU"  # "CUDA" for the device side of an op or copy (ProfilerActivity.CUDA)
+    device_index: int = 0
+    stream: int = 0
+    kernels: list = field(default_factory=list)  # device events of this host event (ops and copies)
+    correlation: "FunctionEvent | None" = None  # for a device event: the host event that launched it
+
+    @property
+    def duration_us(self) -> float:
+        return self.end_us - self.start_us
 
     @property
     def cpu_time_total(self) -> float:
-        return self.end_us - self.start_us
+        return self.end_us - self.start_us if self.device_type == "CPU" else 0.0
 
     @property
     def self_cpu_time_total(self) -> float:
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
+
+    @property
+    def self_device_time_total(self) -> float:
+        """Device time of this event's own kernels (for a device event: its own duration)."""
+        if self.device_type != "CPU":
+            return self.duration_us
+        return sum(k.duration_us for k in self.kernels)
+
+    @property
+    def device_time_total(self) -> float:
+        """Device time of this event's kernels and of its children's, as torch's ``device_time_total``."""
+        if self.device_type != "CPU":
+            return self.duration_us
+        return self.self_device_time_total + sum(c.device_time_total for c in self.cpu_children)
+
+    cuda_time_total = device_time_total  # torch's older names
+    self_cuda_time_total = self_device_time_total
 
     @property
     def self_cpu_memory_usage(self) -> int:
@@ -70,25 +96,21 @@ class FunctionEvent:
                 f"shapes={self.input_shapes} flops={self.flops}>")
 
 
-def _dtype(meta: Any) -> Any:
-    return R.DTYPES.get(meta[1], meta[1])
-
-
 def _spec(meta: Any) -> Any:
-    return None if meta is None else Spec(tuple(meta[0]), _dtype(meta))
+    return None if meta is None else Spec(tuple(meta[0]), meta[1])
 
 
 def _first_float(metas: Any) -> str:
     for m in metas:
-        if m is not None and getattr(_dtype(m), "kind", "") in "fV":
+        if m is not None and getattr(m[1], "kind", "") in "fV":
             return str(m[1])
     return ""
 
 
 def _describe(raw: tuple, with_flops: bool) -> dict:
     kind, what, _, _, _, ins, outs, attrs = raw
-    if kind == R.OP and isinstance(what, str):  # recorded by name (see Recorder.op)
-        what = OPS[what]
+    if kind == R.OP and ins is None:  # recorded without shapes (Recorder(shapes=False))
+        return dict(name=what.name, shapes=[], dtypes=[], flops=0, bytes=0, memory=0, dtype="")
     if kind == R.OP:
         in_specs, out_specs = [_spec(m) for m in ins], [_spec(m) for m in outs]
         flops = op_flops(what, in_specs, out_specs, attrs or {}) if with_flops else 0
@@ -126,12 +148,23 @@ def _nbytes(spec: Any) -> int:
     return n * spec.dtype.itemsize
 
 
-def build_events(raw: list, origin_ns: int, with_flops: bool = True) -> "EventList":
-    """Nested :class:`FunctionEvent` s from raw records (sorted by start; children inside parents)."""
-    ordered = sorted(raw, key=lambda r: (r[4], r[2], -r[3]))
+_DEVICE_COPY = {"Memcpy HtoD": "Memcpy HtoD (Host -> Device)", "Memcpy DtoH": "Memcpy DtoH (Device -> Host)",
+                "Memcpy DtoD": "Memcpy DtoD (Device -> Device)"}
+
+
+def build_events(raw: list, origin_ns: int, with_flops: bool = True, device: list = ()) -> "EventList":
+    """Nested :class:`FunctionEvent` s from raw records (sorted by start; children inside parents).
+
+    ``device``: ``(record number, start ns, end ns, device index, stream)`` per device-side interval
+    (:meth:`DeviceRecorder.device_times`); each becomes a ``kernel`` or ``gpu_memcpy`` event with
+    ``device_type="CUDA"``, listed in its host event's ``kernels``.
+    """
+    order = sorted(range(len(raw)), key=lambda i: (raw[i][4], raw[i][2], -raw[i][3]))
+    by_record: dict = {}
     events = []
     stacks: dict = {}
-    for i, record in enumerate(ordered):
+    for i, number in enumerate(order):
+        record = raw[number]
         kind, _, t0, t1, tid = record[:5]
         info = _describe(record, with_flops)
         event = FunctionEvent(id=i, name=info["name"], category=kind, start_us=(t0 - origin_ns) / 1e3,
@@ -146,6 +179,20 @@ def build_events(raw: list, origin_ns: int, with_flops: bool = True) -> "EventLi
             stack[-1].cpu_children.append(event)
         stack.append(event)
         events.append(event)
+        by_record[number] = event
+    for number, t0, t1, index, stream in device:
+        host = by_record.get(number)
+        if host is None:
+            continue
+        copy = host.category == R.COPY
+        kernel = FunctionEvent(id=len(events), name=_DEVICE_COPY.get(host.name, host.name) if copy
+                               else f"{host.name} (kernel)", category="gpu_memcpy" if copy else "kernel",
+                               start_us=(t0 - origin_ns) / 1e3, end_us=(t1 - origin_ns) / 1e3, thread=0,
+                               input_shapes=host.input_shapes, input_dtypes=host.input_dtypes,
+                               bytes=host.bytes if copy else 0, device_type="CUDA", device_index=index,
+                               stream=stream, correlation=host)
+        host.kernels.append(kernel)
+        events.append(kernel)
     # Containers (user ranges, autograd nodes, graph runs, data-loader waits) sum their subtree's work.
     for event in reversed(events):  # children come after parents in start order
         if event.category not in _COMPUTE and event.cpu_children:
@@ -172,16 +219,31 @@ class FunctionEventAvg:
     self_cpu_memory_usage: int = 0
     input_shapes: Any = None
     dtype: str = ""
+    device_type: str = "CPU"
+    device_time_total: float = 0.0
+    self_device_time_total: float = 0.0
 
     @property
     def cpu_time(self) -> float:
         """Average time per call in microseconds."""
         return self.cpu_time_total / self.count if self.count else 0.0
 
+    @property
+    def device_time(self) -> float:
+        """Average device time per call in microseconds."""
+        return self.device_time_total / self.count if self.count else 0.0
+
+    cuda_time = device_time  # torch's older names
+    cuda_time_total = property(lambda self: self.device_time_total)
+    self_cuda_time_total = property(lambda self: self.self_device_time_total)
+
     def add(self, event: FunctionEvent) -> None:
         self.count += 1
         self.cpu_time_total += event.cpu_time_total
         self.self_cpu_time_total += event.self_cpu_time_total
+        self.device_time_total += event.device_time_total
+        self.self_device_time_total += event.self_device_time_total
+        self.device_type = event.device_type
         self.flops += event.flops
         self.bytes += event.bytes
         self.cpu_memory_usage += event.cpu_memory_usage
@@ -198,10 +260,14 @@ _SORT_KEYS = {
     "cpu_time": "cpu_time", "cpu_time_total": "cpu_time_total", "self_cpu_time_total": "self_cpu_time_total",
     "count": "count", "flops": "flops", "cpu_memory_usage": "cpu_memory_usage",
     "self_cpu_memory_usage": "self_cpu_memory_usage", "bytes": "bytes",
-    # accepted for scripts written for CUDA; a CPU-only run sorts by CPU time instead
-    "cuda_time": "cpu_time", "cuda_time_total": "cpu_time_total", "self_cuda_time_total": "self_cpu_time_total",
-    "device_time": "cpu_time", "device_time_total": "cpu_time_total", "self_device_time_total": "self_cpu_time_total",
+    "cuda_time": "device_time", "cuda_time_total": "device_time_total", "self_cuda_time_total": "self_device_time_total",
+    "device_time": "device_time", "device_time_total": "device_time_total",
+    "self_device_time_total": "self_device_time_total",
 }
+# A profile without device events (no ProfilerActivity.CUDA, or no device used) sorts device keys by CPU time,
+# so scripts written for a GPU still print their most expensive ops first.
+_HOST_FALLBACK = {"device_time": "cpu_time", "device_time_total": "cpu_time_total",
+                  "self_device_time_total": "self_cpu_time_total"}
 
 
 class EventList(list):
@@ -230,6 +296,7 @@ class EventList(list):
             row.add(event)
         averaged = self._like(rows.values())
         averaged.grouped_by_shape = group_by_input_shape
+        averaged.source = getattr(self, "source", self)  # the events, for the footer's whole-run figures
         return averaged
 
     def total_average(self) -> FunctionEventAvg:
@@ -250,6 +317,27 @@ class EventList(list):
         dtype = max(set(dtypes), key=dtypes.count) if dtypes else "float32"
         return hardware.roofline(flops, nbytes, seconds, dtype)
 
+    def device_name(self) -> str:
+        """The device of the first device-side event (``'cuda:0'``), ``'cuda'`` if there is none."""
+        for e in self:
+            if isinstance(e, FunctionEvent) and e.device_type != "CPU":
+                return f"{e.device_type.lower()}:{e.device_index}"
+        return "cuda"
+
+    def device_summary(self) -> Any:
+        """The ops that ran on the device against its roofs, over the device's busy time (the sum of its
+        kernels' and copies' durations); None without device events."""
+        kernels = [e for e in self if isinstance(e, FunctionEvent) and e.device_type != "CPU"]
+        if not kernels:
+            return None
+        launched = [k.correlation for k in kernels if k.correlation is not None and k.category == "kernel"]
+        flops = sum(e.flops for e in launched)
+        nbytes = sum(e.bytes for e in launched) + sum(k.bytes for k in kernels if k.category == "gpu_memcpy")
+        dtypes = [e.dtype for e in launched if e.dtype]
+        dtype = max(set(dtypes), key=dtypes.count) if dtypes else "float32"
+        seconds = sum(k.duration_us for k in kernels) / 1e6
+        return hardware.roofline(flops, nbytes, seconds, dtype, device=self.device_name())
+
     def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False) -> str:
@@ -263,6 +351,8 @@ class EventList(list):
             attr = _SORT_KEYS.get(sort_by)
             if attr is None:
                 raise ValueError(f"table: unknown sort_by {sort_by!r}; use one of {sorted(_SORT_KEYS)}")
+            if attr in _HOST_FALLBACK and not any(r.device_time_total for r in rows):
+                attr = _HOST_FALLBACK[attr]
             rows = sorted(rows, key=lambda r: getattr(r, attr), reverse=True)
         return format_table(list(rows)[:row_limit], self, header, max_name_column_width,
                             max_shapes_column_width, getattr(rows, "grouped_by_shape", False)

@@ -18,12 +18,15 @@ import socket
 import time
 from typing import Any, Callable, Iterable
 
+from ember.backends import get_backend
 from ember.profiler import _recorder as R
 from ember.profiler.events import EventList, build_events
 
 
 class ProfilerActivity(enum.Enum):
-    """What to record. ember records host (CPU) activity; a GPU backend's kernels appear as CPU ops."""
+    """What to record: ``CPU`` host events; ``CUDA`` also the device side of every op and copy that runs
+    on the ``cuda`` device, timed with the backend's events (CUDA events on CuPy, the host clock on the
+    stand-in device). ``XPU`` and ``MTIA`` are accepted and record host events only."""
 
     CPU = "CPU"
     CUDA = "CUDA"
@@ -79,9 +82,10 @@ class profile:
     """Record ops, autograd nodes, compiled-graph nodes, data-loader waits and device copies.
 
     Keyword arguments follow ``torch.profiler.profile``; ``with_stack`` and ``with_modules`` are
-    accepted and ignored. Input shapes and dtypes are always captured (FLOPs need them);
-    ``record_shapes`` decides whether the table groups by them. Nesting two profiles is an error, as
-    in PyTorch.
+    accepted and ignored. Input shapes and dtypes are captured when ``record_shapes``, ``with_flops``
+    or ``profile_memory`` asks (FLOPs, bytes and allocations are computed from them); without any of
+    the three a profile records only which op ran when, the cheapest way. Nesting two profiles is an
+    error, as in PyTorch.
     """
 
     def __init__(self, *, activities: Iterable[ProfilerActivity] | None = None,
@@ -145,16 +149,24 @@ class profile:
     def _transition(self, action: ProfilerAction) -> None:
         recording = action != ProfilerAction.NONE
         if recording and self._recorder is None:
-            self._recorder = R.Recorder()
+            self._recorder = self._new_recorder()
             self._origin = time.perf_counter_ns()
             R.attach(self._recorder)
         elif not recording and self._recorder is not None:
             self._stop_recording()
         if self.current_action == ProfilerAction.WARMUP and action in (ProfilerAction.RECORD,
                                                                        ProfilerAction.RECORD_AND_SAVE):
-            self._recorder.raw.clear()  # warm-up steps are recorded only to be thrown away
+            self._recorder.clear()  # warm-up steps are recorded only to be thrown away
             self._origin = time.perf_counter_ns()
         self.current_action = action
+
+    def _new_recorder(self) -> R.Recorder:
+        shapes = bool(self.record_shapes or self.with_flops or self.profile_memory)
+        if ProfilerActivity.CUDA in self.activities:
+            backend = _cuda_backend()
+            if backend is not None:
+                return R.DeviceRecorder(backend, "cuda", shapes)
+        return R.Recorder(shapes)
 
     def _stop_recording(self) -> None:
         if self._recorder is not None:
@@ -166,13 +178,14 @@ class profile:
         if rec is None:
             return
         wall_us = (time.perf_counter_ns() - self._origin) / 1e3
-        events = build_events(rec.raw, self._origin, with_flops=True)
+        device = rec.device_times() if isinstance(rec, R.DeviceRecorder) else ()
+        events = build_events(list(rec.records()), self._origin, with_flops=True, device=device)
         events = EventList(events, wall_us, self.profile_memory, self.with_flops, self.record_shapes)
         if self.acc_events and self._events is not None:
             events = EventList(list(self._events) + list(events), (self._events.wall_us or 0) + wall_us,
                                self.profile_memory, self.with_flops, self.record_shapes)
         self._events = events
-        rec.raw.clear()
+        rec.clear()
         self._origin = time.perf_counter_ns()
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
@@ -193,6 +206,15 @@ class profile:
     def summary(self) -> Any:
         """Achieved FLOP/s, MFU, bandwidth and bound over the recorded window (:class:`ember.hardware.Roofline`)."""
         return self.events().summary()
+
+
+def _cuda_backend() -> Any:
+    """The backend serving ``cuda`` (CuPy or the stand-in device), or None when there is no such device."""
+    try:
+        backend = get_backend("cuda")
+    except RuntimeError:
+        return None
+    return backend if backend.is_available() and backend.device_count() > 0 else None
 
 
 class record_function:

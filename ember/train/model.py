@@ -311,7 +311,8 @@ class Model:
             result = self.train_step(x, y)
         self.perf.flops_per_sample = counter.get_total_flops() / max(size, 1)
         dtype = next((p.dtype for p in self.module.parameters()), "float32")
-        self.perf.peak_flops = hardware.peak().flops_for(dtype)
+        device = self._device()  # a model on a GPU is measured against the GPU's peak
+        self.perf.peak_flops = hardware.peak("cpu" if device.type == "cpu" else str(device)).flops_for(dtype)
         self.perf.dtype = getattr(dtype, "name", None) or str(dtype)
         return result
 

@@ -49,6 +49,9 @@ def plot_history(history: dict, epochs: Sequence[int], path: str | os.PathLike =
         ax.set_title(metric)
         ax.set_xlabel("epoch")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if x and len(x) <= 12:  # few epochs: one tick per epoch (the locator falls back to fractions below two)
+            ax.set_xticks(x)
+            ax.set_xlim(x[0] - 0.5, x[-1] + 0.5)
         ax.grid(alpha=0.3)
         ax.legend()
     if title:

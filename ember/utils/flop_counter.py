@@ -50,6 +50,8 @@ class FlopCounterMode:
     the printed table goes; ``display``: print the table on exit.
     """
 
+    clock = staticmethod(_recorder._clock)  # the hooks take each op's start time from their listener
+
     def __init__(self, mods: Any = None, depth: int = 2, display: bool = True, custom_mapping: dict | None = None) -> None:
         self.depth = depth
         self.display = display

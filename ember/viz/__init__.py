@@ -6,7 +6,7 @@ Example:
     >>> doc = ember.viz.draw((x * 2).sum())
     >>> doc.source.startswith("digraph")
     True
-    >>> doc.render("loss.svg")                 # doctest: +SKIP  (needs Graphviz's `dot`)
+    >>> doc.render("loss.svg")  # needs the dot program  # doctest: +SKIP
 """
 from ember.viz.dot import Dot
 from ember.viz.draw import autograd_graph, compiled_graphs, draw, side_by_side, static_graph

@@ -2,7 +2,7 @@
 
 Example:
     >>> doc = Dot("g"); doc.node("a", "x"); doc.node("b", "y"); doc.edge("a", "b", "(3,)")
-    >>> "a -> b" in doc.source
+    >>> '"a" -> "b"' in doc.source
     True
 """
 from __future__ import annotations

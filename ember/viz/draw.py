@@ -6,8 +6,9 @@ torchviz does: one box per backward node, parameters (light blue) named, tensors
 
 ``draw(graph)`` draws an :class:`ember.graph.Graph`: inputs (green), parameters and other state
 (light blue, with their names), constants (grey), one box per op (fused kernels list their ops), the
-shape and dtype on every edge, state updates as dashed red edges. ``draw(compiled_fn)`` puts the
-traced graph and the optimized one side by side; for a compiled function whose outputs need
+shape and dtype on every edge, state updates as dashed red boxes below the value they store.
+``draw(compiled_fn)`` puts the traced graph and the optimized one side by side (state named after the
+modules and optimizers the function reads); for a compiled function whose outputs need
 gradients the optimized side is the forward and the backward graph in one picture. A list or dict of
 graphs is drawn side by side.
 
@@ -28,6 +29,8 @@ from ember.autograd.node import SavedTensor
 from ember.graph.compile import CompiledFunction
 from ember.graph.ir import Graph, Value
 from ember.tensor import Tensor
+from ember.nn.modules.module import Module
+from ember.optim.optimizer import Optimizer
 
 ROOT, PARAM, SAVED, INPUT, CONST, OUTPUT = "darkolivegreen1", "lightblue", "orange", "palegreen", "gray90", "khaki"
 
@@ -179,8 +182,13 @@ def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = Fals
         okey = f"{prefix}out{k}"
         doc.node(okey, f"output {k}\n{_shape(out.shape)}", fillcolor=OUTPUT, shape="ellipse")
         doc.edge(source(out), okey, _shape(out.shape) if out.shape else None)
-    for state, new in graph.updates:
-        doc.edge(source(new), source(state), "update", style="dashed", color="red", constraint="false")
+    # A state update is drawn as its own box below the value it stores (as TensorFlow draws an Assign), not as
+    # an edge back up to the state's box: upward edges across the whole graph made training steps unreadable.
+    for k, (state, new) in enumerate(graph.updates):
+        ukey = f"{prefix}upd{k}"
+        name = names.get(id(getattr(state, "tensor", None))) or state.name or "state"
+        doc.node(ukey, f"update {name}\n{_shape(state.shape)}", fillcolor=PARAM, style="filled,dashed", color="red")
+        doc.edge(source(new), ukey, "update", style="dashed", color="red")
     return doc
 
 
@@ -196,14 +204,47 @@ def side_by_side(items: list, params: dict | None = None, show_attrs: bool = Fal
     return doc
 
 
+def _reachable_state(fn: Any) -> dict:
+    """Names for the tensors a function reaches through its closure and the globals it reads: the parameters
+    and buffers of modules (``model.0.weight``) and the state of optimizers over them (``model.0.weight.exp_avg``),
+    so a compiled training step's state boxes carry names without the user passing ``params``."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}
+    found: dict = {}
+    for var, cell in zip(code.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            found[var] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    scope = getattr(fn, "__globals__", {})
+    for var in code.co_names:
+        if var in scope:
+            found.setdefault(var, scope[var])
+    names: dict = {}
+    for var, obj in found.items():
+        if isinstance(obj, Module):
+            for name, tensor in list(obj.named_parameters()) + list(obj.named_buffers()):
+                names.setdefault(f"{var}.{name}", tensor)
+    by_id = {id(t): n for n, t in names.items()}
+    for var, obj in found.items():
+        if isinstance(obj, Optimizer):
+            for k, (param, state) in enumerate(obj.state.items()):
+                owner = by_id.get(id(param), f"{var}.param{k}")
+                for key, value in state.items():
+                    if isinstance(value, Tensor):
+                        names.setdefault(f"{owner}.{key}", value)
+    return names
+
+
 def compiled_graphs(fn: Any, params: dict | None = None, show_attrs: bool = False) -> Dot:
     """A compiled function's traced graph beside its optimized one (forward + backward when split)."""
     last = getattr(fn, "last", None)
     if last is None:
         raise RuntimeError(f"ember.viz.draw: {getattr(fn, 'name', 'the function')} has not been traced yet; call the "
                            "compiled function (twice: the first call runs eagerly) before drawing it")
-    if params is None and hasattr(fn.fn, "named_parameters"):
-        params = dict(fn.fn.named_parameters())
+    if params is None:
+        params = dict(fn.fn.named_parameters()) if isinstance(fn.fn, Module) else _reachable_state(fn.fn)
     history = list(last.history)
     traced = history[0][1]
     split = [(name, g) for name, g in history if name.startswith("split:")]

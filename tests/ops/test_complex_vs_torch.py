@@ -354,3 +354,27 @@ class _nothing:
 
     def __exit__(self, *args) -> bool:
         return False
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("inv", lambda L, A, B: L.linalg.inv(A)), ("det", lambda L, A, B: L.linalg.det(A)),
+    ("solve", lambda L, A, B: L.linalg.solve(A, B)), ("solve_right", lambda L, A, B: L.linalg.solve(A, B.mT, left=False)),
+    ("inverse_matmul", lambda L, A, B: L.inverse(A) @ B),
+])
+def test_complex_inv_det_solve_match_torch(name: str, fn) -> None:
+    rng = np.random.default_rng(7)
+    a, b = _rand_complex(rng, (2, 3, 3)), _rand_complex(rng, (2, 3, 2))
+    results = []
+    for L in (torch, ember):
+        A, B = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        y = fn(L, A, B)
+        w = np.random.default_rng(8).standard_normal(tuple(y.shape)) * (1 + 0.5j)
+        (y * L.tensor(w)).real.sum().backward()
+        results.append((y, A.grad, B.grad))
+    for want, got in zip(*results):
+        if want is None:
+            assert got is None
+            continue
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
+    with pytest.raises(RuntimeError, match="complex inputs are not supported"):
+        ember.linalg.svd(ember.tensor(a))

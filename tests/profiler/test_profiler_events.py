@@ -52,7 +52,7 @@ def test_ops_nest_under_record_function_with_shapes():
 def test_autograd_nodes_are_events_holding_their_ops():
     w = ember.randn(5, 3, requires_grad=True)
     x = ember.randn(2, 5)
-    with profile() as prof:
+    with profile(with_flops=True) as prof:
         (x @ w).sum().backward()
     events = prof.events()
     nodes = [e for e in events if e.category == "autograd"]
