@@ -958,6 +958,31 @@ SPECS += [
 ]
 
 
+# Sparse COO products (ember/ops/sparse_ops.py): a 3x4 sparse matrix from fixed entries, unsorted and with
+# repeats (they add), times a dense matrix. sparse_sddmm is the gradient to the values (second order covers it).
+def _coo_rows(rng: np.random.Generator, shapes: tuple) -> np.ndarray:
+    return np.array([1, 0, 2, 1, 2, 1, 0], dtype=np.int64)[:shapes[2][0]]
+
+
+def _coo_cols(rng: np.random.Generator, shapes: tuple) -> np.ndarray:
+    return np.array([0, 3, 3, 0, 1, 0, 1], dtype=np.int64)[:shapes[2][0]]
+
+
+def _coo_mm_ref(r: np.ndarray, c: np.ndarray, v: np.ndarray, d: np.ndarray) -> np.ndarray:
+    a = np.zeros((3, 4), dtype=np.result_type(v, d))
+    np.add.at(a, (r, c), v)
+    return a @ d
+
+
+SPECS += [
+    OpSpec("sparse_mm", ("sparse_coo_mm",),
+           lambda r, c, v, d: ember.sparse.mm(ember.sparse_coo_tensor(ember.stack([r, c]), v, (3, 4)), d),
+           _coo_mm_ref, [(None, None, (7,), (4, 2)), (None, None, (5,), (4, 1)), (None, None, (0,), (4, 3))],
+           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False),
+]
+COVERED_BY_BACKWARD["sparse_sddmm"] = ("sparse_mm",)
+
+
 # ---- complex dtypes and ember.fft (docs/complex-fft.md) ------------------------------------------------
 # Complex-only specs have float_dtypes=(); the harness runs them in complex64/complex128 (forward), complex128
 # gradients against central differences in the real and imaginary directions (PyTorch's convention), and on
@@ -1081,4 +1106,26 @@ SPECS += [  # complex matrices: inv, det and solve take them, with PyTorch's con
     OpSpec("linalg_solve_complex", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
            lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1))], **_CX,
            atol=1e-6, rtol=1e-5),
+]
+
+
+def _herm(a: Any) -> Any:
+    return (a + a.conj().swapaxes(-1, -2)) / 2
+
+
+SPECS += [  # Hermitian matrices: eigh/eigvalsh (real eigenvalues, complex eigenvectors; gauge-invariant outputs)
+    OpSpec("linalg_eigvalsh_complex", ("linalg_eigh",), lambda a: ember.linalg.eigvalsh(_herm(a)),
+           lambda a: np.linalg.eigvalsh(_herm(a)), [((3, 3),), ((2, 2, 2),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_eigh_vector_magnitudes_complex", ("linalg_eigh",), lambda a: ember.linalg.eigh(_herm(a))[1].abs(),
+           lambda a: np.abs(np.linalg.eigh(_herm(a))[1]), [((3, 3),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+]
+
+SPECS += [  # complex svd: singular values and |U| (gauge-invariant), PyTorch's complex svd_backward
+    OpSpec("linalg_svdvals_complex", ("linalg_svd",), ember.linalg.svdvals, lambda a: np.linalg.svd(a, compute_uv=False),
+           [((3, 3),), ((4, 2),), ((2, 2, 3),)], complex_out="real", **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_svd_u_magnitudes_complex", ("linalg_svd",), lambda a: ember.linalg.svd(a, full_matrices=False)[0].abs(),
+           lambda a: np.abs(np.linalg.svd(a, full_matrices=False)[0]), [((3, 3),), ((4, 2),)], complex_out="real",
+           **_CX, atol=1e-6, rtol=1e-5),
 ]

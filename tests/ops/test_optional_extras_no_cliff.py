@@ -72,6 +72,17 @@ def _relu_train() -> Callable:
     return lambda: F.relu(x).sum().backward()
 
 
+def _sparse_mm_train() -> Callable:
+    """sparse @ dense and both gradients (values: coo_sddmm, dense: the transposed coo_spmm) on 64K
+    entries x 16 columns (1M products), a GCN layer's shape."""
+    keys = np.unique(np.random.default_rng(0).integers(0, 8192 * 8192, size=N // 16))
+    entries = ember.tensor(np.stack([keys // 8192, keys % 8192]))
+    values = ember.tensor(_data((keys.size,)), requires_grad=True)
+    d = ember.tensor(_data((8192, 16)), requires_grad=True)
+    return lambda: ember.sparse.mm(ember.sparse_coo_tensor(entries, values, (8192, 8192), is_coalesced=True),
+                                   d).sum().backward()
+
+
 def _max_pool_train() -> Callable:
     x = ember.tensor(_data((16, 16, 64, 64)), requires_grad=True)
     return lambda: F.max_pool2d(x, 2).sum().backward()
@@ -122,6 +133,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "fused where (where_scalar/where_arrays)": _fused_where,
     "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
+    "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
 }
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
@@ -131,7 +143,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "max_pool2d_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 "unpool_scatter_add": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 **{k: "conv2d 3x3 (winograd transforms)"
-                   for k in ("winograd_input", "winograd_output", "winograd_grad_output")}}
+                   for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
+                **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:
