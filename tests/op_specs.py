@@ -39,7 +39,7 @@ class OpSpec:
     int_dtypes: tuple = ()           # forward-only integer/bool dtypes
     int_out: str | None = None       # expected result dtype for integer inputs: name, 'same' or None
     complex_dtypes: tuple = ()       # complex dtypes run too (forward, gradients with PyTorch's convention, axes)
-    complex_out: str = "same"        # result dtype for complex inputs: 'same', 'real' (abs, angle) or a name
+    complex_out: str | None = "same"  # result dtype for complex inputs: "same", "real" (abs, angle), a name, None
     float_out: str = "same"          # expected result dtype for float inputs: 'same', 'bool', 'int64'
     grad: bool = True
     gradgrad: bool = True
@@ -978,7 +978,7 @@ SPECS += [
     OpSpec("sparse_mm", ("sparse_coo_mm",),
            lambda r, c, v, d: ember.sparse.mm(ember.sparse_coo_tensor(ember.stack([r, c]), v, (3, 4)), d),
            _coo_mm_ref, [(None, None, (7,), (4, 2)), (None, None, (5,), (4, 1)), (None, None, (0,), (4, 3))],
-           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False),
+           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False, complex_dtypes=("complex64", "complex128")),
 ]
 COVERED_BY_BACKWARD["sparse_sddmm"] = ("sparse_mm",)
 
@@ -1128,4 +1128,10 @@ SPECS += [  # complex svd: singular values and |U| (gauge-invariant), PyTorch's 
     OpSpec("linalg_svd_u_magnitudes_complex", ("linalg_svd",), lambda a: ember.linalg.svd(a, full_matrices=False)[0].abs(),
            lambda a: np.abs(np.linalg.svd(a, full_matrices=False)[0]), [((3, 3),), ((4, 2),)], complex_out="real",
            **_CX, atol=1e-6, rtol=1e-5),
+]
+
+SPECS += [  # complex slogdet: the phase and log|det| (both differentiable for complex matrices)
+    OpSpec("linalg_slogdet_complex", ("linalg_slogdet_complex",), lambda a: tuple(ember.linalg.slogdet(_plus3i(a))),
+           lambda a: np.linalg.slogdet(_plus3i(a)), [((3, 3),), ((2, 2, 2),)], complex_out=None, **_CX,  # mixed dtypes
+           atol=1e-6, rtol=1e-5),
 ]

@@ -25,12 +25,20 @@ def _matmul_rule(a: Spec, b: Spec) -> Spec:
     return Spec(batch + (a.shape[-2], b.shape[-1]), a.dtype, a.device)
 
 
+def _blas_ready(a: Any) -> bool:
+    """Whether each matrix of a stacked array is one BLAS accepts as it is: rows or columns contiguous
+    (a transposed or head-split view is; NumPy hands those to BLAS without a copy)."""
+    item, (rows, cols), (s_row, s_col) = a.itemsize, a.shape[-2:], a.strides[-2:]
+    return (s_col == item and s_row % item == 0 and s_row >= cols * item) or \
+        (s_row == item and s_col % item == 0 and s_col >= rows * item)
+
+
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
-    # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for many strided layouts (heads
-    # split out of a fused qkv projection, transposed keys): 100x slower than one contiguous copy.
-    if a.ndim > 2 and not a.flags.c_contiguous:
+    # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for matrices whose rows and columns
+    # are both strided: 100x slower than one contiguous copy. Any other layout goes to BLAS as it is.
+    if a.ndim > 2 and not a.flags.c_contiguous and not _blas_ready(a):
         a = xp.ascontiguousarray(a)
-    if b.ndim > 2 and not b.flags.c_contiguous:
+    if b.ndim > 2 and not b.flags.c_contiguous and not _blas_ready(b):
         b = xp.ascontiguousarray(b)
     out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.

@@ -107,9 +107,41 @@ SLOGDET = register(OpDef(
     doc="(sign, log|det|) through LU; the sign carries no gradient."))
 
 
+def _slogdet_complex_impl(xp: Any, a: Any) -> tuple:
+    real = xp.float64 if a.dtype == xp.complex128 else xp.float32
+    if a.shape[-1] == 0:
+        return xp.ones(a.shape[:-2], dtype=a.dtype), xp.zeros(a.shape[:-2], dtype=real)
+    sign, logabs = xp.linalg.slogdet(a)
+    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=real)
+
+
+def _slogdet_complex_vjp(ctx: Any, g: tuple) -> tuple:
+    """PyTorch's slogdet_backward for complex A: ``(g_abs - i imag(conj(g_sign) sign)) A^-H`` (the sign, a phase,
+    carries gradient here)."""
+    g_sign, g_log = g
+    if g_sign is None and g_log is None:
+        return (None,)
+    (A,) = ctx.inputs
+    sign = ctx.out[0]
+    total = None if g_log is None else dispatch.cast(g_log, A.dtype)
+    if g_sign is not None:
+        phase = (g_sign.conj() * sign).imag * -1j
+        total = phase if total is None else total + phase
+    return (total.unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(A))),)
+
+
+# A record of its own: the sign of a complex determinant is differentiable, the real one is not (nondiff_outputs).
+SLOGDET_COMPLEX = register(OpDef(
+    name="linalg_slogdet_complex", batch="leading", category="linalg", impl=_slogdet_complex_impl,
+    vjp=_slogdet_complex_vjp, save="both", num_outputs=2, materialize_grads=False,
+    shape_rule=lambda a: (Spec(tuple(a.shape[:-2]), a.dtype, a.device), Spec(tuple(a.shape[:-2]), a.dtype.to_real(),
+                                                                           a.device)),
+    doc="(sign, log|det|) of complex matrices: sign = det / |det| (a phase), log|det| real."))
+
+
 def slogdet(A: Any) -> tuple:
-    checks.square(A, "linalg.slogdet")
-    return dispatch.apply(SLOGDET, (A,))
+    checks.square(A, "linalg.slogdet", complex_ok=True)
+    return dispatch.apply(SLOGDET_COMPLEX if A.dtype.is_complex else SLOGDET, (A,))
 
 
 # ---- solve -----------------------------------------------------------------------------------------------

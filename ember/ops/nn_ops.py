@@ -17,7 +17,8 @@ import warnings
 from typing import Any, Sequence
 
 from ember import dtypes, random as ember_random
-from ember.backends import special_function
+from ember.backends import native_kernel, special_function
+from ember.backends.cpu_math_kernels import run_elementwise
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
@@ -43,10 +44,21 @@ def _float_input(x: Any, op: str) -> Any:
 
 
 # ---- gelu / silu primitives --------------------------------------------------------------------
+def _native_float32(xp: Any, name: str, *arrays: Any) -> Any:
+    """The backend's native kernel ``name`` when every array is float32 of one shape, else None."""
+    kernel = native_kernel(xp, name)
+    if kernel is None or any(a.dtype != xp.float32 or a.shape != arrays[0].shape for a in arrays):
+        return None
+    return kernel
+
+
 def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1.0 + xp.tanh(inner))
+    kernel = _native_float32(xp, "gelu_f32", x)
+    if kernel is not None:  # the formula below in one pass, bit for bit (cpu_math_kernels.py)
+        return run_elementwise(kernel, xp.empty(x.shape, x.dtype), x)
     return 0.5 * x * (1.0 + special_function(xp, "erf")(x * _INV_SQRT_2))
 
 
@@ -57,9 +69,37 @@ def _gelu_vjp(ctx: Any, g: Any) -> tuple:
         t = ew.tanh((x + x2 * x * 0.044715) * _SQRT_2_OVER_PI)
         d_inner = (x2 * (3 * 0.044715) + 1.0) * _SQRT_2_OVER_PI
         return (g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner),)
+    if not grad_mode.STATE.enabled and g.shape == x.shape and g.dtype is x.dtype:
+        # Plain backward: one op (one pass with the native kernel) instead of ten elementwise ops.
+        return (dispatch.apply(GELU_BACKWARD, (g, x)),)
+    return (g * _gelu_derivative(x),)  # create_graph=True: differentiable ops
+
+
+def _gelu_derivative(x: Any) -> Any:
     cdf = (ew.erf(x * _INV_SQRT_2) + 1.0) * 0.5
     pdf = ew.exp(x * x * -0.5) * _INV_SQRT_2PI
-    return (g * (cdf + x * pdf),)
+    return cdf + x * pdf
+
+
+def _gelu_backward_impl(xp: Any, g: Any, x: Any) -> Any:
+    kernel = _native_float32(xp, "gelu_backward_f32", g, x)
+    if kernel is not None:  # computed in float64, rounded once
+        return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
+    cdf = (special_function(xp, "erf")(x * _INV_SQRT_2) + 1.0) * 0.5
+    pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+# d/dx (cdf(x) + x pdf(x)) = pdf(x) (2 - x^2)
+_GELU_BACKWARD_VJP = (lambda ctx, gg: gg * _gelu_derivative(ctx.inputs[1]),
+                      lambda ctx, gg: gg * ctx.inputs[0] * ew.exp(ctx.inputs[1] * ctx.inputs[1] * -0.5)
+                      * _INV_SQRT_2PI * (2.0 - ctx.inputs[1] * ctx.inputs[1]))
+
+# The exact gelu's gradient g * (cdf(x) + x pdf(x)): what gelu's plain backward runs.
+GELU_BACKWARD = register(OpDef(
+    name="gelu_backward", batch="elementwise", category="nn", impl=_gelu_backward_impl, shape_rule=lambda g, x: x,
+    vjp=_GELU_BACKWARD_VJP, float_only=True,
+))
 
 
 GELU = register(OpDef(

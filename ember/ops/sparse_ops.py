@@ -31,6 +31,7 @@ from typing import Any
 from ember.backends import native_kernel
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
+from ember.ops.elementwise import conj
 from ember.ops.registry import OpDef, Spec, register
 
 
@@ -135,21 +136,22 @@ def _sddmm_rule(row: Spec, col: Spec, a: Spec, b: Spec) -> Spec:
     return Spec((row.shape[0],), a.dtype, a.device)
 
 
+# Complex operands: the gradients multiply by the conjugate of the other operand (PyTorch's convention).
 SPARSE_COO_MM = register(OpDef(
-    name="sparse_coo_mm", category="linalg", impl=_coo_mm_impl, nondiff_inputs=(0, 1),
+    name="sparse_coo_mm", batch="loop", category="linalg", impl=_coo_mm_impl, nondiff_inputs=(0, 1),
     vjp=(None, None,
-         lambda ctx, g: sddmm(ctx.inputs[0], ctx.inputs[1], g, ctx.inputs[3]),
-         lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], ctx.inputs[2], g, rows=ctx.input_meta[3][0])),
+         lambda ctx, g: sddmm(ctx.inputs[0], ctx.inputs[1], g, conj(ctx.inputs[3])),
+         lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], conj(ctx.inputs[2]), g, rows=ctx.input_meta[3][0])),
     shape_rule=_coo_mm_rule,
     flops=lambda inputs, outputs, attrs: 2 * inputs[2].shape[0] * inputs[3].shape[1],
     doc="sparse COO (row, col, values) @ dense, summing duplicate entries",
 ))
 
 SPARSE_SDDMM = register(OpDef(
-    name="sparse_sddmm", category="linalg", impl=_sddmm_impl, nondiff_inputs=(0, 1),
+    name="sparse_sddmm", batch="loop", category="linalg", impl=_sddmm_impl, nondiff_inputs=(0, 1),
     vjp=(None, None,
-         lambda ctx, g: coo_mm(ctx.inputs[0], ctx.inputs[1], g, ctx.inputs[3], rows=ctx.input_meta[2][0]),
-         lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], g, ctx.inputs[2], rows=ctx.input_meta[3][0])),
+         lambda ctx, g: coo_mm(ctx.inputs[0], ctx.inputs[1], g, conj(ctx.inputs[3]), rows=ctx.input_meta[2][0]),
+         lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], g, conj(ctx.inputs[2]), rows=ctx.input_meta[3][0])),
     shape_rule=_sddmm_rule,
     flops=lambda inputs, outputs, attrs: 2 * inputs[0].shape[0] * inputs[2].shape[1],
     doc="(a @ b.T) read at the entries (row, col) only",

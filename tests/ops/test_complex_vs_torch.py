@@ -456,3 +456,23 @@ def test_complex_svd_matches_torch(shape: tuple) -> None:
     A = ember.tensor(a, requires_grad=True)
     with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
         ember.linalg.svd(A, full_matrices=False).U.real.sum().backward()
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("both", lambda L, A: (lambda r: (r[0] * L.tensor([1 + 2j, -0.5j])).real.sum() + (r[1] * L.tensor([0.3, -1.2])).sum())(
+        L.linalg.slogdet(A))),
+    ("sign", lambda L, A: (L.linalg.slogdet(A)[0] * L.tensor([1 + 2j, -0.5j])).real.sum()),
+    ("logdet", lambda L, A: (L.logdet(A) * L.tensor([1 - 1j, 2j])).real.sum()),
+])
+def test_complex_slogdet_matches_torch(name: str, fn) -> None:
+    a = _rand_complex(np.random.default_rng(13), (2, 3, 3))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        y = fn(L, A)
+        y.backward()
+        results.append((y.item(), A.grad))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-12)
+    np.testing.assert_allclose(results[1][1].numpy(), _np(results[0][1]), rtol=1e-10, atol=1e-11)
+    sign, logabs = ember.linalg.slogdet(ember.tensor(a))
+    assert sign.dtype is ember.complex128 and logabs.dtype is ember.float64
