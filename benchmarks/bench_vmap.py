@@ -90,7 +90,7 @@ def check_against_loop(params: dict, per_sample_fn: Callable, loss: Callable, x_
     """Largest difference between vmap's per-sample gradients and single-sample backward passes."""
     grads = per_sample_fn()
     worst = 0.0
-    for i in range(count):
+    for i in range(min(count, len(x_np))):
         g = ef.grad(loss)(params, ember.tensor(x_np[i], device=device), ember.tensor(y_np[i], device=device))
         for k in g:
             worst = max(worst, float(np.abs(grads[k][i].cpu().numpy() - g[k].cpu().numpy()).max()))

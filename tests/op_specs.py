@@ -1135,3 +1135,17 @@ SPECS += [  # complex slogdet: the phase and log|det| (both differentiable for c
            lambda a: np.linalg.slogdet(_plus3i(a)), [((3, 3),), ((2, 2, 2),)], complex_out=None, **_CX,  # mixed dtypes
            atol=1e-6, rtol=1e-5),
 ]
+
+
+def _hpd(a: Any) -> Any:
+    return a @ a.conj().swapaxes(-1, -2) + 3 * _eye_like(a)
+
+
+SPECS += [  # complex cholesky (Hermitian positive-definite) and triangular solves
+    OpSpec("linalg_cholesky_complex", ("linalg_cholesky",), lambda a: ember.linalg.cholesky(_hpd(a)),
+           lambda a: np.linalg.cholesky(_hpd(a)), [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_solve_triangular_complex", ("linalg_solve_triangular",),
+           lambda a, b: ember.linalg.solve_triangular(_plus3i(a), b, upper=True),
+           lambda a, b: np.linalg.solve(np.triu(_plus3i(a)), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 3))], **_CX,
+           atol=1e-6, rtol=1e-5),
+]

@@ -99,7 +99,7 @@ def _attention_flops(inputs: tuple, outputs: tuple, attrs: dict) -> int:
 
 
 ATTENTION = register(OpDef(
-    name="scaled_dot_product_attention", category="nn", impl=_attention_impl, vjp=_attention_vjp, save="both",
+    name="scaled_dot_product_attention", batch="leading", category="nn", impl=_attention_impl, vjp=_attention_vjp, save="both",
     num_outputs=2, nondiff_outputs=(1,), shape_rule=_attention_rule, flops=_attention_flops,
     onnx=to_onnx.scaled_dot_product_attention,
 ))
@@ -125,7 +125,7 @@ def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, 
 
 
 ATTENTION_BACKWARD = register(OpDef(
-    name="scaled_dot_product_attention_backward", category="nn", impl=_attention_backward_impl, num_outputs=3,
+    name="scaled_dot_product_attention_backward", batch="leading", category="nn", impl=_attention_backward_impl, num_outputs=3,
     shape_rule=lambda g, q, k, v, out, weights, is_causal, scale: (q, k, v),
     flops=lambda inputs, outputs, attrs: 2 * _attention_flops(inputs[1:4], (), attrs),  # four products
 ))

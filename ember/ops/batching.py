@@ -271,34 +271,94 @@ def gather(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tupl
 
 def _advanced_first(index: tuple) -> bool:
     """True when the index's advanced entries (tensors and ints next to them) form one group that NumPy keeps
-    in place: then a batch slice prepended to the index keeps the batch dim first."""
-    from ember.ops.movement import TENSOR_SLOT
-
-    slots = [i for i, item in enumerate(index)
-             if (isinstance(item, tuple) and item and item[0] == TENSOR_SLOT) or isinstance(item, int)]
-    tensors = [i for i, item in enumerate(index) if isinstance(item, tuple) and item and item[0] == TENSOR_SLOT]
+    in place: then a batch slice prepended to the index keeps the batch dim first. In a getitem record's index
+    structure every tuple is a tensor's slot (``(TENSOR_SLOT, k)``, ember/ops/movement.py): Python sequences
+    in an index become tensors there."""
+    slots = [i for i, item in enumerate(index) if isinstance(item, (tuple, int))]
+    tensors = [i for i, item in enumerate(index) if isinstance(item, tuple)]
     if not tensors:
         return True
     return slots == list(range(slots[0], slots[-1] + 1))
 
 
+def _batched_index(args: tuple, bdims: tuple, index: tuple, size: int) -> tuple | None:
+    """Index tensors some of which are batched: (index tensors with their batch dim first, ones padded so they
+    broadcast, the advanced group's first position, whether it is one group), or None for index forms the rules
+    leave to the loop (an Ellipsis, booleans)."""
+    if Ellipsis in index or any(isinstance(item, bool) for item in index) or any(
+            a.dtype.name == "bool" for a in args):
+        return None
+    rank = max(_logical_ndim(a, d) for a, d in zip(args, bdims))
+    tensors = tuple(pad_rank(to_front(a, d), rank) if d is not None else a for a, d in zip(args, bdims))
+    slots = [i for i, item in enumerate(index) if isinstance(item, (tuple, int))]
+    return tensors, rank, slots[0], slots == list(range(slots[0], slots[-1] + 1))
+
+
+def _sample_numbers(like: Any, size: int, rank: int) -> Any:
+    """arange(size) shaped (size, 1, ..., 1) on ``like``'s device: the batch dim as an index tensor."""
+    numbers = like._device.xp.arange(size).reshape((size,) + (1,) * rank)
+    return dispatch.Tensor._make(numbers, like._device, False)
+
+
 def getitem(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
-    """Indexing with unbatched index tensors: a full slice for the batch dim in front of the index. Batched
-    index tensors (or a layout where NumPy would move the batch dim) take the per-sample loop."""
+    """Indexing. Unbatched index tensors: a full slice for the batch dim in front of the index. Batched index
+    tensors (an embedding lookup of per-sample ids): into a shared tensor, the batched indices as they are; into
+    a batched tensor, the sample numbers as one more index in front. Other layouts take the loop."""
     index = attrs["index"]
-    if any(d is not None for d in bdims[1:]) or not _advanced_first(index):
+    if all(d is None for d in bdims[1:]):
+        if not _advanced_first(index):
+            return loop(op, args, bdims, attrs, size)
+        x = to_front(args[0], bdims[0])
+        return dispatch.apply(op, (x,) + tuple(args[1:]), {**attrs, "index": (slice(None),) + tuple(index)}), 0
+    found = _batched_index(args[1:], bdims[1:], index, size)
+    if found is None:
         return loop(op, args, bdims, attrs, size)
+    tensors, rank, start, one_group = found
+    if bdims[0] is None:  # NumPy puts the broadcast index dims (the batch first) where the group is
+        return dispatch.apply(op, (args[0],) + tensors, attrs), start if one_group else 0
+    if not one_group:
+        return loop(op, args, bdims, attrs, size)
+    marker = next(item for item in index if isinstance(item, tuple))[0]
     x = to_front(args[0], bdims[0])
-    return dispatch.apply(op, (x,) + tuple(args[1:]), {**attrs, "index": (slice(None),) + tuple(index)}), 0
+    new = {**attrs, "index": ((marker, len(tensors)),) + tuple(index)}
+    out = dispatch.apply(op, (x,) + tensors + (_sample_numbers(x, size, rank),), new)
+    if start:  # the sample numbers split the group from the slices before it: NumPy put (B, *index dims) first
+        out = _apply("permute", out, dims=_group_after(start, rank, out.ndim))
+    return out, 0
+
+
+def _group_after(start: int, rank: int, ndim: int) -> tuple:
+    """(B, *index dims(rank), *sliced dims(start), *rest) -> (B, *sliced, *index dims, *rest)."""
+    return (0,) + tuple(range(1 + rank, 1 + rank + start)) + tuple(range(1, 1 + rank)) + tuple(
+        range(1 + rank + start, ndim))
+
+
+def _group_first(start: int, rank: int, ndim: int) -> tuple:
+    """The inverse of :func:`_group_after`."""
+    return (0,) + tuple(range(1 + start, 1 + start + rank)) + tuple(range(1, 1 + start)) + tuple(
+        range(1 + rank + start, ndim))
 
 
 def index_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """getitem's adjoint: a scatter-add of g into zeros of the indexed shape; with batched index tensors the
+    sample numbers index the batch dim of a (B, *shape) result (per-sample embedding gradients)."""
     index = attrs["index"]
-    if any(d is not None for d in bdims[1:]) or not _advanced_first(index):
+    if all(d is None for d in bdims[1:]):
+        if not _advanced_first(index):
+            return loop(op, args, bdims, attrs, size)
+        g = to_front(args[0], bdims[0])
+        new = {**attrs, "index": (slice(None),) + tuple(index), "shape": (g.shape[0],) + tuple(attrs["shape"])}
+        return dispatch.apply(op, (g,) + tuple(args[1:]), new), 0
+    found = _batched_index(args[1:], bdims[1:], index, size)
+    if found is None or not found[3]:
         return loop(op, args, bdims, attrs, size)
-    g = to_front(args[0], bdims[0])
-    new = {**attrs, "index": (slice(None),) + tuple(index), "shape": (g.shape[0],) + tuple(attrs["shape"])}
-    return dispatch.apply(op, (g,) + tuple(args[1:]), new), 0
+    tensors, rank, start = found[0], found[1], found[2]
+    g = with_batch(args[0], bdims[0], size)
+    if start:  # g is laid out as getitem's result: put the index dims first, as the scatter with B expects
+        g = _apply("permute", g, dims=_group_first(start, rank, g.ndim))
+    marker = next(item for item in index if isinstance(item, tuple))[0]
+    new = {**attrs, "index": ((marker, len(tensors)),) + tuple(index), "shape": (size,) + tuple(attrs["shape"])}
+    return dispatch.apply(op, (g,) + tensors + (_sample_numbers(g, size, rank),), new), 0
 
 
 def index_put(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:

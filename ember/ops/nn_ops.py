@@ -97,7 +97,7 @@ _GELU_BACKWARD_VJP = (lambda ctx, gg: gg * _gelu_derivative(ctx.inputs[1]),
 
 # The exact gelu's gradient g * (cdf(x) + x pdf(x)): what gelu's plain backward runs.
 GELU_BACKWARD = register(OpDef(
-    name="gelu_backward", category="nn", impl=_gelu_backward_impl, shape_rule=lambda g, x: x,
+    name="gelu_backward", batch="elementwise", category="nn", impl=_gelu_backward_impl, shape_rule=lambda g, x: x,
     vjp=_GELU_BACKWARD_VJP, float_only=True,
 ))
 

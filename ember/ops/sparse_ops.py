@@ -138,7 +138,7 @@ def _sddmm_rule(row: Spec, col: Spec, a: Spec, b: Spec) -> Spec:
 
 # Complex operands: the gradients multiply by the conjugate of the other operand (PyTorch's convention).
 SPARSE_COO_MM = register(OpDef(
-    name="sparse_coo_mm", category="linalg", impl=_coo_mm_impl, nondiff_inputs=(0, 1),
+    name="sparse_coo_mm", batch="loop", category="linalg", impl=_coo_mm_impl, nondiff_inputs=(0, 1),
     vjp=(None, None,
          lambda ctx, g: sddmm(ctx.inputs[0], ctx.inputs[1], g, conj(ctx.inputs[3])),
          lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], conj(ctx.inputs[2]), g, rows=ctx.input_meta[3][0])),
@@ -148,7 +148,7 @@ SPARSE_COO_MM = register(OpDef(
 ))
 
 SPARSE_SDDMM = register(OpDef(
-    name="sparse_sddmm", category="linalg", impl=_sddmm_impl, nondiff_inputs=(0, 1),
+    name="sparse_sddmm", batch="loop", category="linalg", impl=_sddmm_impl, nondiff_inputs=(0, 1),
     vjp=(None, None,
          lambda ctx, g: coo_mm(ctx.inputs[0], ctx.inputs[1], g, conj(ctx.inputs[3]), rows=ctx.input_meta[2][0]),
          lambda ctx, g: coo_mm(ctx.inputs[1], ctx.inputs[0], g, conj(ctx.inputs[2]), rows=ctx.input_meta[3][0])),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.sparse import ops as _ops
-from ember.sparse.construct import dense_to_sparse, sparse_coo_tensor
+from ember.sparse.construct import check_sparse_tensor_invariants, dense_to_sparse, sparse_coo_tensor
 from ember.sparse.coo import SparseTensor, map_values
 from ember.sparse.ops import addmm, log_softmax, mm, softmax, spdiags, spmm, sum  # noqa: A004 - torch.sparse.sum
 from ember.surface.constants import sparse_coo, strided
@@ -38,24 +38,6 @@ def as_sparse_gradcheck(gradcheck: Any) -> Any:
     """``torch.sparse.as_sparse_gradcheck``: ember's gradcheck already differentiates through the values of
     sparse inputs built inside the checked function, so the wrapper returns it unchanged."""
     return gradcheck
-
-
-class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
-    """``torch.sparse.check_sparse_tensor_invariants``: ember checks indices on construction by default
-    (``check_invariants=False`` opts out per call), so the context manager changes nothing."""
-
-    def __init__(self, enable: bool = True) -> None:
-        self.enable = enable
-
-    def __enter__(self) -> "check_sparse_tensor_invariants":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    @staticmethod
-    def is_enabled() -> bool:
-        return True
 
 
 def _dense_to_dense(self: Tensor, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:

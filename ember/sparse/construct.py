@@ -20,6 +20,45 @@ from ember.surface.constants import sparse_coo
 from ember.tensor import Tensor
 
 
+class check_sparse_tensor_invariants:  # noqa: N801 - PyTorch's name
+    """``torch.sparse.check_sparse_tensor_invariants``: whether ``sparse_coo_tensor`` checks indices when its
+    ``check_invariants`` is None. ember's default is on (PyTorch's is off); a context manager, or
+    ``enable()``/``disable()`` for the process.
+
+    Example:
+        >>> import ember
+        >>> with ember.sparse.check_sparse_tensor_invariants(False):
+        ...     ember.sparse.check_sparse_tensor_invariants.is_enabled()
+        False
+    """
+
+    _enabled = True
+
+    def __init__(self, enable: bool = True) -> None:
+        self.state = bool(enable)
+        self.saved: bool | None = None
+
+    @staticmethod
+    def is_enabled() -> bool:
+        return check_sparse_tensor_invariants._enabled
+
+    @staticmethod
+    def enable() -> None:
+        check_sparse_tensor_invariants._enabled = True
+
+    @staticmethod
+    def disable() -> None:
+        check_sparse_tensor_invariants._enabled = False
+
+    def __enter__(self) -> "check_sparse_tensor_invariants":
+        self.saved = check_sparse_tensor_invariants._enabled
+        check_sparse_tensor_invariants._enabled = self.state
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        check_sparse_tensor_invariants._enabled = bool(self.saved)
+
+
 def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None, device: Any = None,
                       pin_memory: bool = False, requires_grad: bool = False, check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> SparseTensor:
@@ -27,8 +66,9 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
 
     ``size`` defaults to the smallest that holds the indices. Gradients flow to ``values``. Indices are
     checked against ``size`` (negative or out-of-range entries raise PyTorch's errors) unless
-    ``check_invariants=False``; PyTorch checks only when asked, ember by default, since the check costs
-    one pass over the indices and a wrong index would otherwise fail far from its cause.
+    ``check_invariants=False`` (or :class:`check_sparse_tensor_invariants` is disabled); PyTorch checks only
+    when asked, ember by default, since the check costs one pass over the indices and a wrong index would
+    otherwise fail far from its cause.
 
     Example:
         >>> import ember
@@ -80,7 +120,9 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
                                f"got {list(vals.shape)}")
         if any(s < 0 for s in size):
             raise RuntimeError(f"sparse_coo_tensor: size must be non-negative, got {list(size)}")
-        if check_invariants is not False and not traced:
+        if check_invariants is None:
+            check_invariants = check_sparse_tensor_invariants.is_enabled()
+        if check_invariants and not traced:
             _index.check_bounds(xp, idx._data, size[:sparse_dim])
     if requires_grad:
         vals = vals.detach().requires_grad_(True)

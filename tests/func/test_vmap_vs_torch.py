@@ -293,3 +293,31 @@ def test_vmap_on_standin_cuda_device(rng):
         np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
         out = ef.vmap(lambda a: a.softmax(-1) @ wc.T)(xc[:, None, :].expand(4, 2, 3).contiguous())
         assert tuple(out.shape) == (4, 2, 5) and out.device.type == "cuda"
+
+
+def test_batched_index_tensors_and_per_sample_embedding_gradients(rng):
+    w, x, x4 = rng.standard_normal((10, 4)), rng.standard_normal((5, 6, 4)), rng.standard_normal((5, 2, 3, 6, 4))
+    ids, ids2 = rng.integers(0, 6, (5, 3)), rng.integers(0, 6, (5, 2, 2))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="vmap: there is no batching rule")
+        same(*both(lambda lib: (lambda i, t: t[i]), ids, w, in_dims=(0, None)))
+        same(*both(lambda lib: (lambda i, t: t[:, i[:2] % 4]), ids, w, in_dims=(0, None)))
+        same(*both(lambda lib: (lambda i, t: t[i]), ids, x))
+        same(*both(lambda lib: (lambda i, t: t[i, 1:]), ids, x))
+        same(*both(lambda lib: (lambda t, i: t[:, 1:, i]), x4, ids2))
+        for fn, args in (((lambda lib: lambda t, i: (t[i].tanh() ** 2).sum()), (w, ids)),
+                         ((lambda lib: lambda t, i: (t[:, 1:, i] ** 2).sum()), (x4, ids2))):
+            in_dims = (None, 0) if args[0] is w else (0, 0)
+            mine = ef.vmap(ef.grad(fn(ember)), in_dims=in_dims)(E(args[0]), E(args[1]))
+            theirs = tf.vmap(tf.grad(fn(torch)), in_dims=in_dims)(T(args[0]), T(args[1]))
+            same(mine, theirs)
+        emb_e, emb_t = ember.nn.Embedding(10, 4), torch.nn.Embedding(10, 4)
+        with torch.no_grad():
+            emb_t.weight.copy_(T(emb_e.weight.detach().numpy()))
+        pe = {k: v.detach() for k, v in emb_e.named_parameters()}
+        pt = {k: v.detach() for k, v in emb_t.named_parameters()}
+        mine = ef.vmap(ef.grad(lambda p, i: ef.functional_call(emb_e, p, (i,)).pow(2).sum()), in_dims=(None, 0))(
+            pe, E(ids))
+        theirs = tf.vmap(tf.grad(lambda p, i: tf.functional_call(emb_t, p, (i,)).pow(2).sum()), in_dims=(None, 0))(
+            pt, T(ids))
+        same(mine, theirs, rtol=1e-6, atol=1e-7)

@@ -149,6 +149,18 @@ def test_ember_checks_indices_by_default_and_kernels_refuse_bad_ones() -> None:
         ember.sparse.mm(bad, ember.ones(2, 2))
 
 
+def test_check_sparse_tensor_invariants_switches_the_default() -> None:
+    bad = ([[0, 3], [1, 0]], [1.0, 2.0], (2, 2))
+    with ember.sparse.check_sparse_tensor_invariants(False):
+        assert not ember.sparse.check_sparse_tensor_invariants.is_enabled()
+        assert ember.sparse_coo_tensor(*bad)._nnz() == 2
+        with pytest.raises(RuntimeError, match="size is inconsistent"):
+            ember.sparse_coo_tensor(*bad, check_invariants=True)
+    assert ember.sparse.check_sparse_tensor_invariants.is_enabled()
+    with torch.sparse.check_sparse_tensor_invariants(True), pytest.raises(RuntimeError, match="size is inconsistent"):
+        torch.sparse_coo_tensor(*bad)
+
+
 def test_dense_ops_refuse_sparse_tensors_clearly(rng) -> None:
     es, _, _, _ = _pair(rng)
     with pytest.raises(NotImplementedError, match="does not support sparse COO tensors.*to_dense"):
