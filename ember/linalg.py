@@ -69,9 +69,9 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """Lower (or upper) Cholesky factor; reads the lower triangle of A, as PyTorch."""
-    checks.square(A, "linalg.cholesky")
+    checks.square(A, "linalg.cholesky", complex_ok=True)
     low = dispatch.apply(_factor.CHOLESKY, (A,))
-    return low.transpose(-2, -1) if upper else low
+    return low.mH if upper else low  # U = L^H (L^T for real matrices)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:

@@ -429,12 +429,17 @@ def _not_pd(xp: Any, a: Any) -> checks.LinAlgError:
 
 def _cholesky_vjp(ctx: Any, g: Any) -> tuple:
     L = ctx.out
+    if L.dtype.is_complex:  # PyTorch's complex form: L^-H (X + tril(X, -1)^H) / 2 L^-1 with X = tril(L^H gL)
+        X = (_mH(L) @ g).tril()
+        inner = 0.5 * (X + _mH(X.tril(-1)))
+        return (_solve_tri(L, _solve_tri(_mH(L), inner, upper=True), upper=False, left=False),)
+    H = _mT
     # gA = L^-T Phi(L^T gL) L^-1, symmetrized; Phi keeps the lower triangle with a halved diagonal
-    phi = (_mT(L) @ g).tril()
+    phi = (H(L) @ g).tril()
     phi = phi - 0.5 * phi.diagonal(0, -2, -1).diag_embed()
-    X = _solve_tri(_mT(L), phi, upper=True)  # L^-T phi
-    grad = _solve_tri(L, X, upper=False, left=False)  # (L^-T phi) L^-1
-    return (0.5 * (grad + _mT(grad)),)
+    X = _solve_tri(H(L), phi, upper=True)  # L^-H phi
+    grad = _solve_tri(L, X, upper=False, left=False)  # (L^-H phi) L^-1
+    return (0.5 * (grad + H(grad)),)
 
 
 CHOLESKY = register(OpDef(

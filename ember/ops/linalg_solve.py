@@ -78,7 +78,7 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
 
 DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
                      shape_rule=lambda a: Spec(tuple(a.shape[:-2]), a.dtype, a.device),
-                     doc="Determinant through LU."))
+                     doc="Determinant through LU.", onnx="Det"))
 
 
 def det(A: Any) -> Any:
@@ -206,10 +206,12 @@ def _tri_solve_vjp(ctx: Any, g: Any) -> tuple:
     A, _ = ctx.inputs
     X = ctx.out
     upper, left, unit = ctx.attrs["upper"], ctx.attrs.get("left", True), ctx.attrs.get("unitriangular", False)
-    gB = solve_triangular(_mT(A), g, upper=not upper, left=left, unitriangular=unit)
+    # A^H and X^H for complex operands (PyTorch's convention); plain transposes for real ones
+    gB = solve_triangular(conj_if_complex(_mT(A)), g, upper=not upper, left=left, unitriangular=unit)
     gA = None
     if ctx.needs[0]:
-        gA = -(gB @ _mT(X)) if left else -(_mT(X) @ gB)
+        Xh = conj_if_complex(_mT(X))
+        gA = -(gB @ Xh) if left else -(Xh @ gB)
         gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
     return gA, gB
 
@@ -220,8 +222,8 @@ TRI_SOLVE = register(OpDef(
 
 
 def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Any:
-    checks.square(A, "linalg.solve_triangular")
-    checks.matrix(B, "linalg.solve_triangular", "B")
+    checks.square(A, "linalg.solve_triangular", complex_ok=True)
+    checks.matrix(B, "linalg.solve_triangular", "B", complex_ok=True)
     checks.same_dtype(A, B, "linalg.solve_triangular")
     n = A.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:

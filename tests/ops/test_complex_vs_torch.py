@@ -476,3 +476,27 @@ def test_complex_slogdet_matches_torch(name: str, fn) -> None:
     np.testing.assert_allclose(results[1][1].numpy(), _np(results[0][1]), rtol=1e-10, atol=1e-11)
     sign, logabs = ember.linalg.slogdet(ember.tensor(a))
     assert sign.dtype is ember.complex128 and logabs.dtype is ember.float64
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("cholesky", lambda L, A, B: L.linalg.cholesky(A)), ("cholesky_upper", lambda L, A, B: L.linalg.cholesky(A, upper=True)),
+    ("solve_triangular", lambda L, A, B: L.linalg.solve_triangular(A.tril(), B, upper=False)),
+    ("solve_triangular_right", lambda L, A, B: L.linalg.solve_triangular(A.triu(), B.mT, upper=True, left=False)),
+    ("solve_triangular_unit", lambda L, A, B: L.linalg.solve_triangular(A, B, upper=True, unitriangular=True)),
+])
+def test_complex_cholesky_and_triangular_solves_match_torch(name: str, fn) -> None:
+    rng = np.random.default_rng(14)
+    m = _rand_complex(rng, (2, 3, 3))
+    a = m @ np.conj(np.swapaxes(m, -1, -2)) + 3 * np.eye(3)
+    b = _rand_complex(rng, (2, 3, 2))
+    results = []
+    for L in (torch, ember):
+        A, B = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        y = fn(L, A, B)
+        w = np.random.default_rng(15).standard_normal(tuple(y.shape)) * (1 + 0.5j)
+        (y * L.tensor(w)).real.sum().backward()
+        results.append((y, A.grad, B.grad))
+    for want, got in zip(*results):
+        assert (want is None) == (got is None)
+        if want is not None:
+            np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
