@@ -19,12 +19,7 @@ import ember
 from ember.ops import dispatch
 from ember.ops.registry import OPS
 
-try:
-    from scipy.special import erf as _np_erf
-except ImportError:  # pragma: no cover - scipy is a test extra
-    import math
-
-    _np_erf = np.vectorize(math.erf)
+from scipy.special import erf as _np_erf  # scipy is a test extra (references only; no np.vectorize fallback)
 
 
 @dataclass

@@ -48,7 +48,8 @@ class CPUBackend(Backend):
 
         steps = kernel.steps
         if single_loop and fuse_numba.worth_compiling(steps, outputs) and \
-                fuse_numba.supported(steps, len(outputs)) and fuse_numba.available():
+                fuse_numba.supported(steps, len(outputs)) and fuse_numba.available() and \
+                fuse_numba.native_dtypes([*kernel.input_dtypes, *(v.dtype for v in outputs)]):
             return fuse_numba.NumbaKernel(steps, kernel.n_inputs, kernel.outputs, kernel.source, outputs)
         return None
 
