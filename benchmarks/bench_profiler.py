@@ -105,16 +105,25 @@ def timed(fn, calls: int) -> tuple:
     return (time.perf_counter() - start) / calls, (time.thread_time() - cpu) / calls
 
 
-def recorder(mode: str):
+_RECORDERS: dict = {}
+
+
+def recorder(mode: str, key: str = ""):
+    """One recorder per mode and workload for the whole run, as one profile spans many steps (a fresh one
+    per sample would charge every sample for interning the step's signatures, which a profile pays once)."""
     from ember.profiler import _recorder
 
-    return None if mode == "off" else _recorder.Recorder(shapes=mode == "on+shapes")
+    if mode == "off":
+        return None
+    if (mode, key) not in _RECORDERS:
+        _RECORDERS[mode, key] = _recorder.Recorder(shapes=mode == "on+shapes")
+    return _RECORDERS[mode, key]
 
 
-def run_mode(mode: str, fn, calls: int) -> tuple:
+def run_mode(mode: str, fn, calls: int, key: str = "") -> tuple:
     from ember.profiler import _recorder
 
-    rec = recorder(mode)
+    rec = recorder(mode, key)
     if rec is None:
         return timed(fn, calls)
     _recorder.attach(rec)
@@ -144,8 +153,12 @@ def worker(rounds: int) -> None:
             timed(fn, calls)
     for _ in range(rounds):
         r = int(sys.stdin.readline())
-        print(json.dumps({name: timed(fn, calls) for name, (fn, calls, every) in loads.items() if r % every == 0}),
-              flush=True)
+        out = {}
+        for name, (fn, calls, every) in loads.items():
+            if r % every == 0:
+                fn()  # untimed, as in the main process
+                out[name] = timed(fn, calls)
+        print(json.dumps(out), flush=True)
 
 
 def main() -> None:
@@ -163,9 +176,9 @@ def main() -> None:
     print(f"CPU: {hardware.cpu_model()}; {environment_line()}; python {sys.version.split()[0]}")
     modes = ["off", "on", "on+shapes"]
     loads = workloads()
-    for fn, calls, _ in loads.values():
+    for name, (fn, calls, _) in loads.items():
         for mode in modes:
-            run_mode(mode, fn, calls)
+            run_mode(mode, fn, calls, name)
     events = {name: events_per_call(fn) for name, (fn, _, _) in loads.items()}
     before = None
     if not args.no_before:
@@ -182,8 +195,9 @@ def main() -> None:
                 samples[name]["before"].append(tuple(value))
         for name, (fn, calls, every) in loads.items():
             if r % every == 0:
-                for mode in modes:
-                    samples[name][mode].append(run_mode(mode, fn, calls))
+                fn()  # untimed: the workload's code and data back in cache, so no mode pays for the switch
+                for mode in modes[r % 3:] + modes[:r % 3]:  # each mode goes first in a third of the rounds
+                    samples[name][mode].append(run_mode(mode, fn, calls, name))
     if before is not None:
         before.wait()
         shutil.rmtree(tree, ignore_errors=True)
