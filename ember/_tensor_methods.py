@@ -92,7 +92,8 @@ def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = Fal
     index, tensors = movement.split_index(tuple(indices), self.device)
     try:
         return inplace.inplace_call(self, "index_put_",
-                                    lambda t: movement.index_put(t, index, tensors, values, accumulate), needs_copy=False)
+                                    lambda t: movement.index_put(t, index, tensors, values, accumulate), needs_copy=False,
+                                    others=(values,))  # values that require grad make the write recorded
     except IndexError as error:  # name the call the user made, not the internal indexing op
         raise IndexError(f"index_put_: {error}") from None
 

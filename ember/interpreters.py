@@ -30,6 +30,10 @@ from typing import Any
 class Interpreter:
     """How ops run at one level of the stack. Subclassed by ``ember.graph.builder.Builder``."""
 
+    # True for interpreters that record ops into a graph (values unknown now); vmap's batching interpreter
+    # (ember/func/batched.py) computes at once and sets it False.
+    traces = True
+
     def process(self, op: Any, args: tuple, attrs: dict) -> Any:
         """Run (or record) ``op`` on ``args``: the interpreter's answer to ``bind``."""
         raise NotImplementedError
@@ -53,6 +57,8 @@ class Interpreter:
 class Eager(Interpreter):
     """The bottom of every stack: ops compute at once. Its ``process`` is dispatch's own inlined code."""
 
+    traces = False
+
     def __repr__(self) -> str:
         return "EAGER"
 
@@ -72,6 +78,9 @@ class SymbolicValue:
     """
 
     __slots__ = ()
+    # True for values whose view ops run as records with eager's view rules (vmap's batched values), rather
+    # than the gather forms a graph needs (ember/ops/views.py, ember/ops/inplace.py).
+    replays_views = False
 
     @property
     def interpreter(self) -> Interpreter:
@@ -101,7 +110,8 @@ def current() -> Interpreter:
 
 def tracing() -> bool:
     """True while this thread's ops are recorded by an interpreter above eager (a trace)."""
-    return _STACK.interpreters[-1] is not EAGER
+    stack = _STACK.interpreters
+    return stack[-1] is not EAGER and any(i.traces for i in stack)
 
 
 def push(interpreter: Interpreter) -> None:
@@ -117,6 +127,26 @@ def pop(interpreter: Interpreter) -> None:
         raise RuntimeError(f"interpreter {interpreter!r} is not on this thread's stack")
     del stack[len(stack) - 1 - stack[::-1].index(interpreter)]
     graph_closed()
+
+
+def suspend(interpreter: Interpreter) -> list:
+    """Take ``interpreter`` and every interpreter above it off this thread's stack, so the ops it runs on
+    its inputs go to the level below (JAX's levels: a batching rule binds one level down). Pair with
+    :func:`resume`, which puts them back."""
+    stack = _STACK.interpreters
+    index = len(stack) - 1
+    while stack[index] is not interpreter:
+        index -= 1
+        if index <= 0:
+            raise RuntimeError(f"interpreter {interpreter!r} is not on this thread's stack")
+    above = stack[index:]
+    del stack[index:]
+    return above
+
+
+def resume(suspended: list) -> None:
+    """Undo :func:`suspend`."""
+    _STACK.interpreters.extend(suspended)
 
 
 def graph_opened() -> None:

@@ -69,9 +69,9 @@ def matrix_exp(A: Tensor) -> Tensor:
 
 def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
     """Lower (or upper) Cholesky factor; reads the lower triangle of A, as PyTorch."""
-    checks.square(A, "linalg.cholesky")
+    checks.square(A, "linalg.cholesky", complex_ok=True)
     low = dispatch.apply(_factor.CHOLESKY, (A,))
-    return low.transpose(-2, -1) if upper else low
+    return low.mH if upper else low  # U = L^H (L^T for real matrices)
 
 
 def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor:
@@ -105,14 +105,14 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any =
     """``A = U diag(S) Vh`` with S descending. Differentiate only losses that do not depend on the signs of
     the singular vectors (PyTorch's gauge condition); with ``full_matrices=True`` the extra columns of U and
     rows of Vh carry no gradient."""
-    checks.matrix(A, "linalg.svd")
+    checks.matrix(A, "linalg.svd", complex_ok=True)
     U, S, Vh = dispatch.apply(_factor.SVD, (A,), {"full_matrices": bool(full_matrices)})
     return _SVD(U, S, Vh)
 
 
 def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from the ``UPLO`` triangle."""
-    checks.square(A, "linalg.eigh")
+    checks.square(A, "linalg.eigh", complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L, V = dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})

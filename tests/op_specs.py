@@ -39,7 +39,7 @@ class OpSpec:
     int_dtypes: tuple = ()           # forward-only integer/bool dtypes
     int_out: str | None = None       # expected result dtype for integer inputs: name, 'same' or None
     complex_dtypes: tuple = ()       # complex dtypes run too (forward, gradients with PyTorch's convention, axes)
-    complex_out: str = "same"        # result dtype for complex inputs: 'same', 'real' (abs, angle) or a name
+    complex_out: str | None = "same"  # result dtype for complex inputs: "same", "real" (abs, angle), a name, None
     float_out: str = "same"          # expected result dtype for float inputs: 'same', 'bool', 'int64'
     grad: bool = True
     gradgrad: bool = True
@@ -958,6 +958,31 @@ SPECS += [
 ]
 
 
+# Sparse COO products (ember/ops/sparse_ops.py): a 3x4 sparse matrix from fixed entries, unsorted and with
+# repeats (they add), times a dense matrix. sparse_sddmm is the gradient to the values (second order covers it).
+def _coo_rows(rng: np.random.Generator, shapes: tuple) -> np.ndarray:
+    return np.array([1, 0, 2, 1, 2, 1, 0], dtype=np.int64)[:shapes[2][0]]
+
+
+def _coo_cols(rng: np.random.Generator, shapes: tuple) -> np.ndarray:
+    return np.array([0, 3, 3, 0, 1, 0, 1], dtype=np.int64)[:shapes[2][0]]
+
+
+def _coo_mm_ref(r: np.ndarray, c: np.ndarray, v: np.ndarray, d: np.ndarray) -> np.ndarray:
+    a = np.zeros((3, 4), dtype=np.result_type(v, d))
+    np.add.at(a, (r, c), v)
+    return a @ d
+
+
+SPECS += [
+    OpSpec("sparse_mm", ("sparse_coo_mm",),
+           lambda r, c, v, d: ember.sparse.mm(ember.sparse_coo_tensor(ember.stack([r, c]), v, (3, 4)), d),
+           _coo_mm_ref, [(None, None, (7,), (4, 2)), (None, None, (5,), (4, 1)), (None, None, (0,), (4, 3))],
+           fixed={0: _coo_rows, 1: _coo_cols}, low_precision=False, complex_dtypes=("complex64", "complex128")),
+]
+COVERED_BY_BACKWARD["sparse_sddmm"] = ("sparse_mm",)
+
+
 # ---- complex dtypes and ember.fft (docs/complex-fft.md) ------------------------------------------------
 # Complex-only specs have float_dtypes=(); the harness runs them in complex64/complex128 (forward), complex128
 # gradients against central differences in the real and imaginary directions (PyTorch's convention), and on
@@ -1080,5 +1105,47 @@ SPECS += [  # complex matrices: inv, det and solve take them, with PyTorch's con
            atol=1e-6, rtol=1e-5),
     OpSpec("linalg_solve_complex", ("linalg_solve",), lambda a, b: ember.linalg.solve(_plus3i(a), b),
            lambda a, b: np.linalg.solve(_plus3i(a), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 1))], **_CX,
+           atol=1e-6, rtol=1e-5),
+]
+
+
+def _herm(a: Any) -> Any:
+    return (a + a.conj().swapaxes(-1, -2)) / 2
+
+
+SPECS += [  # Hermitian matrices: eigh/eigvalsh (real eigenvalues, complex eigenvectors; gauge-invariant outputs)
+    OpSpec("linalg_eigvalsh_complex", ("linalg_eigh",), lambda a: ember.linalg.eigvalsh(_herm(a)),
+           lambda a: np.linalg.eigvalsh(_herm(a)), [((3, 3),), ((2, 2, 2),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_eigh_vector_magnitudes_complex", ("linalg_eigh",), lambda a: ember.linalg.eigh(_herm(a))[1].abs(),
+           lambda a: np.abs(np.linalg.eigh(_herm(a))[1]), [((3, 3),)], complex_out="real", **_CX,
+           atol=1e-6, rtol=1e-5),
+]
+
+SPECS += [  # complex svd: singular values and |U| (gauge-invariant), PyTorch's complex svd_backward
+    OpSpec("linalg_svdvals_complex", ("linalg_svd",), ember.linalg.svdvals, lambda a: np.linalg.svd(a, compute_uv=False),
+           [((3, 3),), ((4, 2),), ((2, 2, 3),)], complex_out="real", **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_svd_u_magnitudes_complex", ("linalg_svd",), lambda a: ember.linalg.svd(a, full_matrices=False)[0].abs(),
+           lambda a: np.abs(np.linalg.svd(a, full_matrices=False)[0]), [((3, 3),), ((4, 2),)], complex_out="real",
+           **_CX, atol=1e-6, rtol=1e-5),
+]
+
+SPECS += [  # complex slogdet: the phase and log|det| (both differentiable for complex matrices)
+    OpSpec("linalg_slogdet_complex", ("linalg_slogdet_complex",), lambda a: tuple(ember.linalg.slogdet(_plus3i(a))),
+           lambda a: np.linalg.slogdet(_plus3i(a)), [((3, 3),), ((2, 2, 2),)], complex_out=None, **_CX,  # mixed dtypes
+           atol=1e-6, rtol=1e-5),
+]
+
+
+def _hpd(a: Any) -> Any:
+    return a @ a.conj().swapaxes(-1, -2) + 3 * _eye_like(a)
+
+
+SPECS += [  # complex cholesky (Hermitian positive-definite) and triangular solves
+    OpSpec("linalg_cholesky_complex", ("linalg_cholesky",), lambda a: ember.linalg.cholesky(_hpd(a)),
+           lambda a: np.linalg.cholesky(_hpd(a)), [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_solve_triangular_complex", ("linalg_solve_triangular",),
+           lambda a, b: ember.linalg.solve_triangular(_plus3i(a), b, upper=True),
+           lambda a, b: np.linalg.solve(np.triu(_plus3i(a)), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 3))], **_CX,
            atol=1e-6, rtol=1e-5),
 ]

@@ -488,7 +488,10 @@ class StandinUfunc:
         return self._run(self._f.accumulate, self.__name__ + ".accumulate", args, kwargs)
 
     def reduceat(self, a: Any, indices: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._run(self._f.reduceat, self.__name__ + ".reduceat", (a, _unwrap_index(indices)) + args, kwargs)
+        where = self.__name__ + ".reduceat"
+        args = tuple(_unwrap(x, where) for x in args)  # the indices were unwrapped twice: a device array was refused
+        kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
+        return _wrap(self._f.reduceat(_unwrap(a, where), _unwrap_index(indices), *args, **kwargs))
 
     def outer(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._f.outer, self.__name__ + ".outer", args, kwargs)

@@ -91,6 +91,9 @@ _FLAT_STRUCTURES: dict[int, Any] = {}
 def flatten(obj: Any, leaves: list) -> Any:
     """Collect tensors of ``obj`` into ``leaves``; return a hashable structure to rebuild it."""
     if isinstance(obj, Tensor):
+        if obj.is_sparse:  # a sparse COO tensor (ember/sparse/coo.py): its indices and values are the leaves
+            return ("S", type(obj), obj.shape, obj.is_coalesced(), flatten(obj._indices(), leaves),
+                    flatten(obj._values(), leaves))
         leaves.append(obj)
         return ("T",)
     if isinstance(obj, (list, tuple)):
@@ -113,6 +116,9 @@ def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
         tag = s[0]
         if tag == "T":
             return next(it)
+        if tag == "S":
+            indices = build(s[4])
+            return s[1]._from_parts(indices, build(s[5]), s[2], s[3])
         if tag in ("list", "tuple"):
             items = [build(c) for c in s[1:]]
             return items if tag == "list" else tuple(items)

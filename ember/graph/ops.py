@@ -18,6 +18,7 @@ from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import cost
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
@@ -82,16 +83,16 @@ def _matmul_t_b_grad(ctx: Any, g: Any) -> Any:
 
 if "assign" not in OPS:
     ASSIGN = register(OpDef(
-        name="assign", category="state", impl=_assign_impl, shape_rule=_assign_rule, save="none",
+        name="assign", batch="loop", category="state", impl=_assign_impl, shape_rule=_assign_rule, save="none",
         side_effect=True, doc="assign(variable, value): write value into the variable after the run",
     ))
     GROUP = register(OpDef(
-        name="group", category="control", impl=lambda xp, *values: None, save="none",
+        name="group", batch="loop", category="control", impl=lambda xp, *values: None, save="none",
         shape_rule=lambda *specs: Spec((), dtypes.bool_, next((s.device for s in specs if isinstance(s, Spec)), None)),
         doc="group(*ops): an op that runs when fetched only to make its inputs run",
     ))
     MATMUL_T = register(OpDef(
-        name="matmul_t", category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=(_matmul_t_a_grad, _matmul_t_b_grad),
+        name="matmul_t", batch=batching.matmul_t, category="linalg", impl=_matmul_t_impl, shape_rule=_matmul_t_rule, vjp=(_matmul_t_a_grad, _matmul_t_b_grad),
         onnx=to_onnx.matmul_t, doc="matmul(a^T?, b^T?): transposes folded into the matmul", flops=cost.matmul_flops,
         simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
     ))

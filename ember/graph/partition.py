@@ -99,12 +99,12 @@ def _recv_rule(*after: Any, src: int, tag: int, shape: tuple, dtype: Any) -> Spe
 
 if "send" not in OPS:
     SEND = register(OpDef(
-        name="send", category="control", impl=_send_impl, shape_rule=_send_rule, save="none",
+        name="send", batch="loop", category="control", impl=_send_impl, shape_rule=_send_rule, save="none",
         comm=True,
         doc="send(value, dst, tag): post a non-blocking send of value to rank dst; a token out",
     ))
     RECV = register(OpDef(
-        name="recv", category="comm", impl=_recv_impl, shape_rule=_recv_rule, save="none",
+        name="recv", batch="loop", category="comm", impl=_recv_impl, shape_rule=_recv_rule, save="none",
         comm=True,
         doc="recv(*after, src, tag, shape, dtype): receive a value from rank src (blocks); inputs only order it",
     ))

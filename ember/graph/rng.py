@@ -202,7 +202,7 @@ _SAMPLERS = {
 for _kind, (_impl, _doc) in _SAMPLERS.items():
     if "random_" + _kind not in OPS:  # re-import (importlib.reload in tests): keep the records
         register(OpDef(
-            name="random_" + _kind, category="random", impl=_impl, shape_rule=_rule, save="none",
+            name="random_" + _kind, batch="loop", category="random", impl=_impl, shape_rule=_rule, save="none",
             onnx=_no_onnx, random=True,
             nondiff_inputs=(0, 1), doc=f"random_{_kind}(seed, ...; shape, dtype, stream): {_doc}, keyed by "
                                        "(seed, stream)",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ember.ops import dispatch as _dispatch
+from ember.ops import attention as _attention, dispatch as _dispatch
 from ember.ops.conv import conv1d, conv2d, conv_transpose2d  # noqa: F401
 from ember.ops.losses import (  # noqa: F401
     binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss, cross_entropy,
@@ -91,6 +91,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
             value, repeats)
     length, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if _attention.fits(query, key, value, attn_mask, dropout_p):
+        return _attention.attention(query, key, value, is_causal, factor)  # one op, fused backward
     scores = matmul(query * factor, key.mT)
     if is_causal:
         keep = ones(length, source, dtype=_bool(), device=query.device).tril()

@@ -563,6 +563,20 @@ def gelu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [b.node("Mul", [x, c(0.5)]), b.node("Add", [core, c(1.0)])])
 
 
+def scaled_dot_product_attention(b: GraphBuilder, n: Any) -> list:
+    """ember's attention record: softmax(Q K^T scale (+ causal bias)) V; outputs (out, weights)."""
+    q, k, v = n.inputs
+    rank, dtype = _rank(n), n.in_specs[0].dtype
+    key_t = b.node("Transpose", [k], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
+    scores = b.node("Mul", [b.node("MatMul", [q, key_t]), b.scalar(n.attrs["scale"], dtype)])
+    if n.attrs["is_causal"]:
+        length, source = _static((n.in_specs[0].shape[-2], n.in_specs[1].shape[-2]), n, "sequence lengths")
+        keep = np.tril(np.ones((length, source), dtype=bool))
+        scores = b.node("Add", [scores, b.const(np.where(keep, 0.0, -np.inf), dtype)])
+    weights = b.node("Softmax", [scores], axis=-1)
+    return [b.node("MatMul", [weights, v]), weights]
+
+
 def silu(b: GraphBuilder, n: Any) -> str:
     return b.node("Mul", [n.inputs[0], b.node("Sigmoid", [n.inputs[0]])])
 

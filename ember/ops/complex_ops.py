@@ -43,12 +43,12 @@ def _view_as_complex_rule(x: Spec) -> Spec:
 
 
 VIEW_AS_REAL = register(OpDef(
-    name="view_as_real", category="movement", save="none", shape_rule=_view_as_real_rule,
+    name="view_as_real", batch="leading", category="movement", save="none", shape_rule=_view_as_real_rule,
     impl=lambda xp, x: xp.stack((xp.real(x), xp.imag(x)), axis=-1),
     vjp=(lambda ctx, g: view_as_complex(g),),
 ))
 VIEW_AS_COMPLEX = register(OpDef(
-    name="view_as_complex", category="movement", save="none", shape_rule=_view_as_complex_rule,
+    name="view_as_complex", batch="leading", category="movement", save="none", shape_rule=_view_as_complex_rule,
     impl=lambda xp, x: make_complex(xp, x[..., 0], x[..., 1]),
     vjp=(lambda ctx, g: view_as_real(g),),
 ))

@@ -29,6 +29,7 @@ from ember.ops import conv_geometry, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import cost, dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 
@@ -326,16 +327,16 @@ def _conv_rule(x: Spec, w: Spec, stride: tuple, padding: tuple, dilation: tuple,
 
 
 CONV2D = register(OpDef(
-    name="conv2d", category="nn", impl=_conv_impl, vjp=_CONV_VJP, shape_rule=_conv_rule, onnx=to_onnx.conv2d,
+    name="conv2d", batch=batching.folded, category="nn", impl=_conv_impl, vjp=_CONV_VJP, shape_rule=_conv_rule, onnx=to_onnx.conv2d,
     autocast="lower", flops=cost.conv2d_flops,
 ))
 CONV2D_INPUT_GRAD = register(OpDef(
-    name="conv2d_input_grad", category="nn", impl=_input_grad_impl, vjp=_INPUT_GRAD_VJP, onnx=to_onnx.conv2d_input_grad,
+    name="conv2d_input_grad", batch=batching.folded, category="nn", impl=_input_grad_impl, vjp=_INPUT_GRAD_VJP, onnx=to_onnx.conv2d_input_grad,
     shape_rule=lambda g, w, input_shape, **geo: Spec(tuple(input_shape), g.dtype, g.device),
     flops=cost.conv2d_input_grad_flops,
 ))
 CONV2D_WEIGHT_GRAD = register(OpDef(
-    name="conv2d_weight_grad", category="nn", impl=_weight_grad_impl, vjp=_WEIGHT_GRAD_VJP,
+    name="conv2d_weight_grad", batch=batching.conv_weight_grad, category="nn", impl=_weight_grad_impl, vjp=_WEIGHT_GRAD_VJP,
     shape_rule=lambda x, g, weight_shape, **geo: Spec(tuple(weight_shape), x.dtype, x.device),
     flops=cost.conv2d_weight_grad_flops,
 ))

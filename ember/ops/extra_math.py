@@ -22,7 +22,7 @@ from ember import dtypes
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
-from ember.ops.registry import OpDef, Spec, register
+from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
@@ -175,7 +175,7 @@ def _cumprod_vjp(ctx: Any, g: Any) -> tuple:
 
 
 CUMPROD = register(OpDef(
-    name="cumprod", category="reduction", impl=_cumprod_impl, vjp=_cumprod_vjp, save="inputs",
+    name="cumprod", batch="dim", category="reduction", impl=_cumprod_impl, vjp=_cumprod_vjp, save="inputs",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
     onnx=None,
 ))
@@ -215,9 +215,9 @@ def _cum_extreme_rule(x: Spec, dim: int) -> tuple:
     return Spec(x.shape, x.dtype, x.device), Spec(x.shape, dtypes.int64, x.device)
 
 
-CUMMAX = register(OpDef(name="cummax", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
+CUMMAX = register(OpDef(name="cummax", batch="dim", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
-CUMMIN = register(OpDef(name="cummin", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
+CUMMIN = register(OpDef(name="cummin", batch="dim", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
 
 
@@ -340,7 +340,11 @@ def _finfo(np_dtype: Any) -> Any:
 
 
 def nan_to_num(input: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
-    """Replace NaN by ``nan`` and +/-inf by ``posinf``/``neginf`` (default: the dtype's extremes)."""
+    """Replace NaN by ``nan`` and +/-inf by ``posinf``/``neginf`` (default: the dtype's extremes); complex tensors
+    in their real and imaginary parts separately, as PyTorch."""
+    if input.dtype.is_complex:
+        parts = [nan_to_num(p, nan, posinf, neginf) for p in (ew.real_part(input), ew.imag_part(input))]
+        return dispatch.apply(OPS["complex"], tuple(parts))
     if not input.dtype.is_floating_point:
         return input.clone()
     info = _finfo(input.dtype.np)

@@ -73,7 +73,7 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
             "of a function that returns multiple views. Such functions do not allow the output views to be modified "
             "inplace. You should replace the inplace operation by an out-of-place one."
         )
-    if dispatch.is_symbolic(t) or dispatch.is_symbolic(base):  # a TracingError: ember.compile runs it eagerly
+    if _graph_value(t) or _graph_value(base):  # a TracingError: ember.compile runs it eagerly
         raise interpreters.TracingError(
             f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
             "is being built (ember.compile / define-then-run); use an out-of-place op (e.g. ember.where) or "
@@ -81,6 +81,11 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
         )
     if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
+
+
+def _graph_value(t: Any) -> bool:
+    """A tensor of a graph under construction (vmap's batched tensors are symbolic but replay views as eager)."""
+    return dispatch.is_symbolic(t) and not getattr(t._data, "replays_views", False)
 
 
 def _writeable(t: Any) -> bool:

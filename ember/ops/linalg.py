@@ -7,6 +7,7 @@ from ember import dtypes
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
@@ -24,12 +25,20 @@ def _matmul_rule(a: Spec, b: Spec) -> Spec:
     return Spec(batch + (a.shape[-2], b.shape[-1]), a.dtype, a.device)
 
 
+def _blas_ready(a: Any) -> bool:
+    """Whether each matrix of a stacked array is one BLAS accepts as it is: rows or columns contiguous
+    (a transposed or head-split view is; NumPy hands those to BLAS without a copy)."""
+    item, (rows, cols), (s_row, s_col) = a.itemsize, a.shape[-2:], a.strides[-2:]
+    return (s_col == item and s_row % item == 0 and s_row >= cols * item) or \
+        (s_row == item and s_col % item == 0 and s_col >= rows * item)
+
+
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
-    # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for many strided layouts (heads
-    # split out of a fused qkv projection, transposed keys): 100x slower than one contiguous copy.
-    if a.ndim > 2 and not a.flags.c_contiguous:
+    # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for matrices whose rows and columns
+    # are both strided: 100x slower than one contiguous copy. Any other layout goes to BLAS as it is.
+    if a.ndim > 2 and not a.flags.c_contiguous and not _blas_ready(a):
         a = xp.ascontiguousarray(a)
-    if b.ndim > 2 and not b.flags.c_contiguous:
+    if b.ndim > 2 and not b.flags.c_contiguous and not _blas_ready(b):
         b = xp.ascontiguousarray(b)
     out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.
@@ -37,7 +46,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 
 MATMUL = register(OpDef(
-    name="matmul", category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
+    name="matmul", batch=batching.matmul, category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
     shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
@@ -45,6 +54,8 @@ MATMUL = register(OpDef(
 
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
+    if input.is_sparse or other.is_sparse:  # a sparse COO operand brings its own product (ember/sparse/ops.py)
+        return (input if input.is_sparse else other)._sparse_matmul(input, other)
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
@@ -249,7 +260,7 @@ def _einsum_rule(*specs: Spec, equation: str) -> Spec:
 
 
 EINSUM = register(OpDef(
-    name="einsum", category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
+    name="einsum", batch=batching.einsum, category="linalg", vjp=_einsum_vjp, shape_rule=_einsum_rule, onnx=to_onnx.einsum,
     impl=_einsum_impl, autocast="lower", save="cross", flops=cost.einsum_flops,  # multilinear: operand i's grad reads only the others
 ))
 

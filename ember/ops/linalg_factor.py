@@ -28,6 +28,7 @@ import numpy as np
 from ember import dtypes
 from ember.creation import eye
 from ember.ops import dispatch, linalg_checks as checks
+from ember.ops.elementwise import conj_if_complex
 from ember.ops.linalg_solve import SOLVE as _SOLVE, solve_triangular
 from ember.ops.views import cat
 from ember.ops.registry import OpDef, Spec, register
@@ -55,9 +56,14 @@ def _svd_impl(xp: Any, a: Any, full_matrices: bool = False) -> tuple:
         mu, nv = (m, n) if full_matrices else (k, k)
         u = xp.broadcast_to(xp.eye(m, mu, dtype=a.dtype), batch + (m, mu)).copy()
         vh = xp.broadcast_to(xp.eye(nv, n, dtype=a.dtype), batch + (nv, n)).copy()
-        return u, xp.zeros(batch + (k,), dtype=a.dtype), vh
+        return u, xp.zeros(batch + (k,), dtype=_real_of(xp, a.dtype)), vh
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
-    return u, s.astype(a.dtype, copy=False), vh
+    return u, s.astype(_real_of(xp, a.dtype), copy=False), vh
+
+
+def _real_of(xp: Any, dtype: Any) -> Any:
+    """The real dtype of an array dtype: singular values and Hermitian eigenvalues are real."""
+    return dtype if dtype.kind != "c" else (xp.float64 if dtype == xp.complex128 else xp.float32)
 
 
 def _svd_rule(a: Spec, full_matrices: bool = False) -> tuple:
@@ -65,39 +71,55 @@ def _svd_rule(a: Spec, full_matrices: bool = False) -> tuple:
     k = min(m, n)
     batch = tuple(a.shape[:-2])
     mu, nv = (m, n) if full_matrices else (k, k)
-    return (Spec(batch + (m, mu), a.dtype, a.device), Spec(batch + (k,), a.dtype, a.device),
+    return (Spec(batch + (m, mu), a.dtype, a.device), Spec(batch + (k,), a.dtype.to_real(), a.device),
             Spec(batch + (nv, n), a.dtype, a.device))
 
 
 def svd_backward(gU: Any, gS: Any, gVh: Any, U: Any, S: Any, Vh: Any) -> Any:
-    """PyTorch's svd_backward for real matrices (reduced factors: U m x k, S k, Vh k x n)."""
+    """PyTorch's svd_backward (reduced factors: U m x k, S k, Vh k x n); for complex matrices every transpose is
+    the conjugate transpose, the imaginary diagonal of U^H gU enters as ``i imag(diag) / S``, and a loss that
+    depends on the singular vectors' phases is refused, as PyTorch refuses it."""
     m, n = U.shape[-2], Vh.shape[-1]
     if gU is None and gVh is None:
         return (U * gS.unsqueeze(-2)) @ Vh
+    H = _mH if U.dtype.is_complex else _mT
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + _eye_like(S)
     core = None
+    UhgU = VhgV = None
     if gU is not None:
-        UhgU = _mT(U) @ gU
-        core = (UhgU - _mT(UhgU)) * S.unsqueeze(-2)
+        UhgU = H(U) @ gU
+        core = (UhgU - H(UhgU)) * S.unsqueeze(-2)
     if gVh is not None:
-        VhgV = Vh @ _mT(gVh)
-        term = S.unsqueeze(-1) * (VhgV - _mT(VhgV))
+        VhgV = Vh @ H(gVh)
+        term = S.unsqueeze(-1) * (VhgV - H(VhgV))
         core = term if core is None else core + term
+    if U.dtype.is_complex:
+        diag = sum(x.diagonal(0, -2, -1) for x in (UhgU, VhgV) if x is not None)
+        if not dispatch.is_symbolic(diag) and bool((diag.imag.abs() > 1e-2).any()):
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are specified up to "
+                               "multiplication by e^{i phi}. The specified loss function depends on this phase term, "
+                               "making it ill-defined.")
     gA = core / E
     if gS is not None:
         gA = gA + gS.diag_embed()
+    if U.dtype.is_complex and UhgU is not None:
+        gA = gA + (UhgU.diagonal(0, -2, -1).imag / S * 1j).diag_embed()
     if m > n and gU is not None:
         gA = U @ gA
         gUSinv = gU / S.unsqueeze(-2)
-        gA = gA + gUSinv - U @ (_mT(U) @ gUSinv)
+        gA = gA + gUSinv - U @ (H(U) @ gUSinv)
         return gA @ Vh
     if m < n and gVh is not None:
         gA = gA @ Vh
         SinvgVh = gVh / S.unsqueeze(-1)
-        gA = gA + SinvgVh - (SinvgVh @ _mT(Vh)) @ Vh
+        gA = gA + SinvgVh - (SinvgVh @ H(Vh)) @ Vh
         return U @ gA
     return U @ (gA @ Vh)
+
+
+def _mH(x: Any) -> Any:
+    return x.transpose(-2, -1).conj()
 
 
 def _svd_vjp(ctx: Any, g: tuple) -> tuple:
@@ -114,40 +136,48 @@ def _svd_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 SVD = register(OpDef(
-    name="linalg_svd", category="linalg", impl=_svd_impl, vjp=_svd_vjp, shape_rule=_svd_rule, save="output",
+    name="linalg_svd", batch="leading", category="linalg", impl=_svd_impl, vjp=_svd_vjp, shape_rule=_svd_rule, save="output",
     num_outputs=3, materialize_grads=False, doc="A = U diag(S) Vh, singular values descending (LAPACK gesdd).",
 ))
 
 
 # ---- eigh ------------------------------------------------------------------------------------------------
 def _eigh_impl(xp: Any, a: Any, UPLO: str = "L") -> tuple:
+    # Eigenvalues are real: float64 for complex128 (Hermitian) input, float32 for complex64.
+    real = a.dtype if a.dtype.kind != "c" else (xp.float64 if a.dtype == xp.complex128 else xp.float32)
     if a.size == 0:
-        return xp.zeros(a.shape[:-1], dtype=a.dtype), a.copy()
+        return xp.zeros(a.shape[:-1], dtype=real), a.copy()
     w, v = xp.linalg.eigh(a, UPLO=UPLO)
-    return w.astype(a.dtype, copy=False), v
+    return w.astype(real, copy=False), v
 
 
 def _eigh_rule(a: Spec, UPLO: str = "L") -> tuple:
-    return Spec(tuple(a.shape[:-1]), a.dtype, a.device), Spec(tuple(a.shape), a.dtype, a.device)
+    return Spec(tuple(a.shape[:-1]), a.dtype.to_real(), a.device), Spec(tuple(a.shape), a.dtype, a.device)
 
 
 def _eigh_vjp(ctx: Any, g: tuple) -> tuple:
     gL, gV = g
     L, V = ctx.out
+    Vh = conj_if_complex(_mT(V))  # V^H; for complex (Hermitian) matrices the skew part is skew-Hermitian
     if gV is None:
         if gL is None:
             return (None,)
-        return ((V * gL.unsqueeze(-2)) @ _mT(V),)
-    VhgV = _mT(V) @ gV
+        return ((V * gL.unsqueeze(-2)) @ Vh,)
+    VhgV = Vh @ gV
+    if VhgV.dtype.is_complex and not dispatch.is_symbolic(VhgV) and bool(
+            (VhgV.diagonal(0, -2, -1).imag.abs() > 1e-2).any()):  # PyTorch's gauge check
+        raise RuntimeError("linalg_eigh_backward: The eigenvectors in the complex case are specified up to "
+                           "multiplication by e^{i phi}. The specified loss function depends on this quantity, so "
+                           "it is ill-defined.")
     E = L.unsqueeze(-2) - L.unsqueeze(-1) + _eye_like(L)
-    inner = 0.5 * (VhgV - _mT(VhgV)) / E
+    inner = 0.5 * (VhgV - conj_if_complex(_mT(VhgV))) / E
     if gL is not None:
         inner = inner + gL.diag_embed()
-    return (V @ (inner @ _mT(V)),)
+    return (V @ (inner @ Vh),)
 
 
 EIGH = register(OpDef(
-    name="linalg_eigh", category="linalg", impl=_eigh_impl, vjp=_eigh_vjp, shape_rule=_eigh_rule, save="output",
+    name="linalg_eigh", batch="leading", category="linalg", impl=_eigh_impl, vjp=_eigh_vjp, shape_rule=_eigh_rule, save="output",
     num_outputs=2, materialize_grads=False, doc="Eigenvalues (ascending) and orthonormal eigenvectors of a symmetric matrix.",
 ))
 
@@ -196,7 +226,7 @@ def _eig_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 EIG = register(OpDef(
-    name="linalg_eig", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
+    name="linalg_eig", batch="leading", category="linalg", impl=_eig_impl, vjp=_eig_vjp, shape_rule=_eig_rule, save="both",
     num_outputs=2, materialize_grads=False,
     doc="Eigenvalues and unit-norm eigenvectors of a general square matrix, complex (LAPACK geev).",
 ))
@@ -264,7 +294,7 @@ def _qr_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 QR = register(OpDef(
-    name="linalg_qr", category="linalg", impl=_qr_impl, vjp=_qr_vjp, shape_rule=_qr_rule, save="both",
+    name="linalg_qr", batch="leading", category="linalg", impl=_qr_impl, vjp=_qr_vjp, shape_rule=_qr_rule, save="both",
     num_outputs=2, materialize_grads=False, doc="A = QR by Householder reflections (LAPACK geqrf + orgqr).",
 ))
 
@@ -334,7 +364,7 @@ def _lu_factor_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 LU_FACTOR = register(OpDef(
-    name="linalg_lu_factor", category="linalg", impl=_lu_factor_impl, vjp=_lu_factor_vjp,
+    name="linalg_lu_factor", batch="leading", category="linalg", impl=_lu_factor_impl, vjp=_lu_factor_vjp,
     shape_rule=_lu_factor_rule, save="output", num_outputs=2, nondiff_outputs=(1,),
     doc="LU with partial pivoting in LAPACK's compact form, 1-based int32 pivots.",
 ))
@@ -360,7 +390,7 @@ def _lu_perm_rule(pivots: Spec, m: int, dtype: str) -> Spec:
 
 
 LU_PERMUTATION = register(OpDef(
-    name="lu_permutation", category="linalg", impl=_lu_perm_impl, shape_rule=_lu_perm_rule, save="none",
+    name="lu_permutation", batch="leading", category="linalg", impl=_lu_perm_impl, shape_rule=_lu_perm_rule, save="none",
     doc="The permutation matrix P (A = P L U) of LAPACK's 1-based row-swap pivots.",
 ))
 
@@ -399,16 +429,21 @@ def _not_pd(xp: Any, a: Any) -> checks.LinAlgError:
 
 def _cholesky_vjp(ctx: Any, g: Any) -> tuple:
     L = ctx.out
+    if L.dtype.is_complex:  # PyTorch's complex form: L^-H (X + tril(X, -1)^H) / 2 L^-1 with X = tril(L^H gL)
+        X = (_mH(L) @ g).tril()
+        inner = 0.5 * (X + _mH(X.tril(-1)))
+        return (_solve_tri(L, _solve_tri(_mH(L), inner, upper=True), upper=False, left=False),)
+    H = _mT
     # gA = L^-T Phi(L^T gL) L^-1, symmetrized; Phi keeps the lower triangle with a halved diagonal
-    phi = (_mT(L) @ g).tril()
+    phi = (H(L) @ g).tril()
     phi = phi - 0.5 * phi.diagonal(0, -2, -1).diag_embed()
-    X = _solve_tri(_mT(L), phi, upper=True)  # L^-T phi
-    grad = _solve_tri(L, X, upper=False, left=False)  # (L^-T phi) L^-1
-    return (0.5 * (grad + _mT(grad)),)
+    X = _solve_tri(H(L), phi, upper=True)  # L^-H phi
+    grad = _solve_tri(L, X, upper=False, left=False)  # (L^-H phi) L^-1
+    return (0.5 * (grad + H(grad)),)
 
 
 CHOLESKY = register(OpDef(
-    name="linalg_cholesky", category="linalg", impl=_cholesky_impl, vjp=_cholesky_vjp, save="output",
+    name="linalg_cholesky", batch="leading", category="linalg", impl=_cholesky_impl, vjp=_cholesky_vjp, save="output",
     shape_rule=lambda a: Spec(tuple(a.shape), a.dtype, a.device),
     doc="Lower Cholesky factor of a symmetric positive-definite matrix (reads the lower triangle).",
 ))
@@ -424,7 +459,7 @@ def _geqrf_impl(xp: Any, a: Any) -> tuple:
 
 
 GEQRF = register(OpDef(
-    name="geqrf", category="linalg", impl=_geqrf_impl, save="none", num_outputs=2,
+    name="geqrf", batch="leading", category="linalg", impl=_geqrf_impl, save="none", num_outputs=2,
     shape_rule=lambda a: (Spec(tuple(a.shape), a.dtype, a.device),
                           Spec(tuple(a.shape[:-2]) + (min(a.shape[-2], a.shape[-1]),), a.dtype, a.device)),
     doc="LAPACK geqrf: R on and above the diagonal, Householder vectors below it, and their tau (no gradient, "

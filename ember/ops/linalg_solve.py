@@ -50,7 +50,7 @@ def _inv_vjp(ctx: Any, g: Any) -> tuple:
     return (-(inv_t @ (g @ inv_t)),)
 
 
-INV = register(OpDef(name="linalg_inv", category="linalg", impl=_inv_impl, vjp=_inv_vjp, save="output",
+INV = register(OpDef(name="linalg_inv", batch="leading", category="linalg", impl=_inv_impl, vjp=_inv_vjp, save="output",
                      shape_rule=_same, doc="Matrix inverse (LAPACK getrf + getri)."))
 
 
@@ -76,7 +76,7 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
     return ((g * conj_if_complex(det)).unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(safe))),)
 
 
-DET = register(OpDef(name="linalg_det", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
+DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
                      shape_rule=lambda a: Spec(tuple(a.shape[:-2]), a.dtype, a.device),
                      doc="Determinant through LU."))
 
@@ -102,14 +102,46 @@ def _slogdet_vjp(ctx: Any, g: tuple) -> tuple:
 
 
 SLOGDET = register(OpDef(
-    name="linalg_slogdet", category="linalg", impl=_slogdet_impl, vjp=_slogdet_vjp, save="inputs", num_outputs=2,
+    name="linalg_slogdet", batch="leading", category="linalg", impl=_slogdet_impl, vjp=_slogdet_vjp, save="inputs", num_outputs=2,
     nondiff_outputs=(0,), shape_rule=lambda a: (Spec(tuple(a.shape[:-2]), a.dtype, a.device),) * 2,
     doc="(sign, log|det|) through LU; the sign carries no gradient."))
 
 
+def _slogdet_complex_impl(xp: Any, a: Any) -> tuple:
+    real = xp.float64 if a.dtype == xp.complex128 else xp.float32
+    if a.shape[-1] == 0:
+        return xp.ones(a.shape[:-2], dtype=a.dtype), xp.zeros(a.shape[:-2], dtype=real)
+    sign, logabs = xp.linalg.slogdet(a)
+    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=real)
+
+
+def _slogdet_complex_vjp(ctx: Any, g: tuple) -> tuple:
+    """PyTorch's slogdet_backward for complex A: ``(g_abs - i imag(conj(g_sign) sign)) A^-H`` (the sign, a phase,
+    carries gradient here)."""
+    g_sign, g_log = g
+    if g_sign is None and g_log is None:
+        return (None,)
+    (A,) = ctx.inputs
+    sign = ctx.out[0]
+    total = None if g_log is None else dispatch.cast(g_log, A.dtype)
+    if g_sign is not None:
+        phase = (g_sign.conj() * sign).imag * -1j
+        total = phase if total is None else total + phase
+    return (total.unsqueeze(-1).unsqueeze(-1) * conj_if_complex(_mT(inv(A))),)
+
+
+# A record of its own: the sign of a complex determinant is differentiable, the real one is not (nondiff_outputs).
+SLOGDET_COMPLEX = register(OpDef(
+    name="linalg_slogdet_complex", batch="leading", category="linalg", impl=_slogdet_complex_impl,
+    vjp=_slogdet_complex_vjp, save="both", num_outputs=2, materialize_grads=False,
+    shape_rule=lambda a: (Spec(tuple(a.shape[:-2]), a.dtype, a.device), Spec(tuple(a.shape[:-2]), a.dtype.to_real(),
+                                                                           a.device)),
+    doc="(sign, log|det|) of complex matrices: sign = det / |det| (a phase), log|det| real."))
+
+
 def slogdet(A: Any) -> tuple:
-    checks.square(A, "linalg.slogdet")
-    return dispatch.apply(SLOGDET, (A,))
+    checks.square(A, "linalg.slogdet", complex_ok=True)
+    return dispatch.apply(SLOGDET_COMPLEX if A.dtype.is_complex else SLOGDET, (A,))
 
 
 # ---- solve -----------------------------------------------------------------------------------------------
@@ -137,7 +169,7 @@ def _solve_vjp(ctx: Any, g: Any) -> tuple:
     return gA, gB
 
 
-SOLVE = register(OpDef(name="linalg_solve", category="linalg", impl=_solve_impl, vjp=_solve_vjp, save="both",
+SOLVE = register(OpDef(name="linalg_solve", batch="leading", category="linalg", impl=_solve_impl, vjp=_solve_vjp, save="both",
                        shape_rule=_solve_rule, doc="X with AX = B for square A and matrix B (LAPACK gesv)."))
 
 
@@ -174,22 +206,24 @@ def _tri_solve_vjp(ctx: Any, g: Any) -> tuple:
     A, _ = ctx.inputs
     X = ctx.out
     upper, left, unit = ctx.attrs["upper"], ctx.attrs.get("left", True), ctx.attrs.get("unitriangular", False)
-    gB = solve_triangular(_mT(A), g, upper=not upper, left=left, unitriangular=unit)
+    # A^H and X^H for complex operands (PyTorch's convention); plain transposes for real ones
+    gB = solve_triangular(conj_if_complex(_mT(A)), g, upper=not upper, left=left, unitriangular=unit)
     gA = None
     if ctx.needs[0]:
-        gA = -(gB @ _mT(X)) if left else -(_mT(X) @ gB)
+        Xh = conj_if_complex(_mT(X))
+        gA = -(gB @ Xh) if left else -(Xh @ gB)
         gA = gA.triu(1 if unit else 0) if upper else gA.tril(-1 if unit else 0)
     return gA, gB
 
 
 TRI_SOLVE = register(OpDef(
-    name="linalg_solve_triangular", category="linalg", impl=_tri_solve_impl, vjp=_tri_solve_vjp, save="both",
+    name="linalg_solve_triangular", batch="leading", category="linalg", impl=_tri_solve_impl, vjp=_tri_solve_vjp, save="both",
     shape_rule=_tri_solve_rule, doc="Triangular solve by substitution (reads one triangle of A)."))
 
 
 def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitriangular: bool = False) -> Any:
-    checks.square(A, "linalg.solve_triangular")
-    checks.matrix(B, "linalg.solve_triangular", "B")
+    checks.square(A, "linalg.solve_triangular", complex_ok=True)
+    checks.matrix(B, "linalg.solve_triangular", "B", complex_ok=True)
     checks.same_dtype(A, B, "linalg.solve_triangular")
     n = A.shape[-1]
     if (B.shape[-2] if left else B.shape[-1]) != n:
@@ -239,7 +273,7 @@ def _pinv_vjp(ctx: Any, gP: Any) -> tuple:
 
 
 PINV = register(OpDef(
-    name="linalg_pinv", category="linalg", impl=_pinv_impl, vjp=_pinv_vjp, save="both",
+    name="linalg_pinv", batch="leading", category="linalg", impl=_pinv_impl, vjp=_pinv_vjp, save="both",
     shape_rule=lambda a, **kw: Spec(tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype, a.device),
     doc="Moore-Penrose pseudo-inverse through the SVD (or eigh for hermitian=True)."))
 
@@ -271,5 +305,5 @@ def _expm_vjp(ctx: Any, g: Any) -> tuple:
     return (big.narrow(-2, 0, n).narrow(-1, n, n),)
 
 
-EXPM = register(OpDef(name="linalg_matrix_exp", category="linalg", impl=_expm_impl, vjp=_expm_vjp, save="inputs",
+EXPM = register(OpDef(name="linalg_matrix_exp", batch="leading", category="linalg", impl=_expm_impl, vjp=_expm_vjp, save="inputs",
                       shape_rule=_same, doc="Matrix exponential (scaling and squaring, Taylor degree 18)."))

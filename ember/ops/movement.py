@@ -11,6 +11,7 @@ from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, SavedTensor
@@ -40,7 +41,7 @@ def infer_shape(shape: Sequence[int], numel: int, op: str, source: tuple) -> tup
 
 
 RESHAPE = register(OpDef(
-    name="reshape", category="movement", impl=lambda xp, x, shape: xp.reshape(x, shape), save="none",
+    name="reshape", batch=batching.reshape, category="movement", impl=lambda xp, x, shape: xp.reshape(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
     vjp=lambda ctx, g: (g.reshape(ctx.input_meta[0]),), onnx=to_onnx.reshape, view=True, simplify=same_value,
 ))
@@ -54,40 +55,40 @@ def _inverse_permutation(dims: Sequence[int]) -> tuple:
 
 
 PERMUTE = register(OpDef(
-    name="permute", category="movement", impl=lambda xp, x, dims: xp.transpose(x, dims), save="none",
+    name="permute", batch=batching.permute, category="movement", impl=lambda xp, x, dims: xp.transpose(x, dims), save="none",
     shape_rule=lambda x, dims: Spec(tuple(x.shape[d] for d in dims), x.dtype, x.device),
     vjp=lambda ctx, g: (g.permute(_inverse_permutation(ctx.attrs["dims"])),), onnx=to_onnx.permute,
     view=True, simplify=permute_rule,
 ))
 
 EXPAND = register(OpDef(
-    name="expand", category="movement", impl=lambda xp, x, shape: xp.broadcast_to(x, shape), save="none",
+    name="expand", batch=batching.expand, category="movement", impl=lambda xp, x, shape: xp.broadcast_to(x, shape), save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
     vjp=lambda ctx, g: (g.sum_to_size(ctx.input_meta[0]),), onnx=to_onnx.expand, view=True, simplify=same_value,
 ))
 
 FLIP = register(OpDef(
-    name="flip", category="movement", impl=lambda xp, x, dims: xp.flip(x, dims), save="none",
+    name="flip", batch="dims", category="movement", impl=lambda xp, x, dims: xp.flip(x, dims), save="none",
     shape_rule=lambda x, dims: Spec(x.shape, x.dtype, x.device),
     vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),), onnx=to_onnx.flip,
 ))
 
 CONTIGUOUS = register(OpDef(
-    name="contiguous", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
+    name="contiguous", batch="elementwise", category="movement", impl=lambda xp, x: xp.ascontiguousarray(x), save="none",
     shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 
 CLONE = register(OpDef(
-    name="clone", category="movement", impl=lambda xp, x: x.copy(), save="none",
+    name="clone", batch="elementwise", category="movement", impl=lambda xp, x: x.copy(), save="none",
     shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 
 TRIL = register(OpDef(
-    name="tril", category="movement", impl=lambda xp, x, diagonal=0: xp.tril(x, diagonal), save="none",
+    name="tril", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.tril(x, diagonal), save="none",
     shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=False),
 ))
 TRIU = register(OpDef(
-    name="triu", category="movement", impl=lambda xp, x, diagonal=0: xp.triu(x, diagonal), save="none",
+    name="triu", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.triu(x, diagonal), save="none",
     shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=True),
 ))
 
@@ -152,7 +153,7 @@ def _getitem_rule(x: Spec, *index_arrays: Any, index: tuple) -> Spec:
 
 
 GETITEM = register(OpDef(
-    name="getitem", category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs", shape_rule=_getitem_rule,
+    name="getitem", batch=batching.getitem, category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs", shape_rule=_getitem_rule,
     nondiff_inputs=tuple(range(1, 64)), onnx=to_onnx.getitem, view=True,
 ))
 
@@ -179,7 +180,7 @@ def _index_backward_impl(xp: Any, g: Any, *index_arrays: Any, index: tuple, shap
 
 
 INDEX_BACKWARD = register(OpDef(
-    name="index_backward", category="movement", impl=_index_backward_impl,
+    name="index_backward", batch=batching.index_backward, category="movement", impl=_index_backward_impl,
     vjp=lambda ctx, g: (getitem_with(g, ctx.attrs["index"], ctx.inputs[1:]),) + (None,) * (len(ctx.inputs) - 1),
     shape_rule=lambda g, *idx, index, shape: Spec(tuple(shape), g.dtype, g.device),
     nondiff_inputs=tuple(range(1, 64)),
@@ -224,7 +225,7 @@ _INDEX_PUT_VJP = (
 
 
 INDEX_PUT = register(OpDef(
-    name="index_put", category="movement", impl=_index_put_impl, vjp=_INDEX_PUT_VJP,
+    name="index_put", batch=batching.index_put, category="movement", impl=_index_put_impl, vjp=_INDEX_PUT_VJP,
     shape_rule=lambda x, v, *idx, index, accumulate=False: x, nondiff_inputs=tuple(range(2, 64)),
     onnx=to_onnx.index_put,
 ))
@@ -304,7 +305,7 @@ def _cat_rule(*specs: Spec, dim: int) -> Spec:
 
 
 CAT = register(OpDef(
-    name="cat", category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
+    name="cat", batch=batching.cat, category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
     save="none", shape_rule=_cat_rule, onnx=to_onnx.cat, autocast="promote",
 ))
 
@@ -333,7 +334,7 @@ def _pad_rule(x: Spec, pad: tuple, value: float = 0.0) -> Spec:
     return Spec(tuple(shape), x.dtype, x.device)
 
 
-PAD = register(OpDef(name="pad", category="movement", impl=_pad_impl, vjp=_pad_vjp, save="none",
+PAD = register(OpDef(name="pad", batch="leading", category="movement", impl=_pad_impl, vjp=_pad_vjp, save="none",
                      shape_rule=_pad_rule, onnx=to_onnx.pad))
 
 
@@ -362,13 +363,13 @@ def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
 
 
 GATHER = register(OpDef(
-    name="gather", category="movement", impl=_gather_impl, nondiff_inputs=(1,),
+    name="gather", batch=batching.gather, category="movement", impl=_gather_impl, nondiff_inputs=(1,),
     vjp=lambda ctx, g: (_zeros_like_shape(g, ctx.input_meta[0]).scatter_add(ctx.attrs["dim"], ctx.inputs[1], g), None),
     shape_rule=lambda x, index, dim: Spec(index.shape, x.dtype, x.device), onnx=to_onnx.gather,
 ))
 
 SCATTER_ADD = register(OpDef(
-    name="scatter_add", category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
+    name="scatter_add", batch=batching.gather, category="movement", impl=_scatter_add_impl, nondiff_inputs=(1,),
     vjp=(lambda ctx, g: g, None, lambda ctx, g: g.gather(ctx.attrs["dim"], ctx.inputs[1])),
     shape_rule=lambda x, index, src, dim: x, onnx=to_onnx.scatter_add,
 ))

@@ -17,11 +17,13 @@ import warnings
 from typing import Any, Sequence
 
 from ember import dtypes, random as ember_random
-from ember.backends import special_function
+from ember.backends import native_kernel, special_function
+from ember.backends.cpu_math_kernels import run_elementwise
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
@@ -42,10 +44,21 @@ def _float_input(x: Any, op: str) -> Any:
 
 
 # ---- gelu / silu primitives --------------------------------------------------------------------
+def _native_float32(xp: Any, name: str, *arrays: Any) -> Any:
+    """The backend's native kernel ``name`` when every array is float32 of one shape, else None."""
+    kernel = native_kernel(xp, name)
+    if kernel is None or any(a.dtype != xp.float32 or a.shape != arrays[0].shape for a in arrays):
+        return None
+    return kernel
+
+
 def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
     if approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1.0 + xp.tanh(inner))
+    kernel = _native_float32(xp, "gelu_f32", x)
+    if kernel is not None:  # the formula below in one pass, bit for bit (cpu_math_kernels.py)
+        return run_elementwise(kernel, xp.empty(x.shape, x.dtype), x)
     return 0.5 * x * (1.0 + special_function(xp, "erf")(x * _INV_SQRT_2))
 
 
@@ -56,9 +69,37 @@ def _gelu_vjp(ctx: Any, g: Any) -> tuple:
         t = ew.tanh((x + x2 * x * 0.044715) * _SQRT_2_OVER_PI)
         d_inner = (x2 * (3 * 0.044715) + 1.0) * _SQRT_2_OVER_PI
         return (g * ((t + 1.0) * 0.5 + x * 0.5 * (1.0 - t * t) * d_inner),)
+    if not grad_mode.STATE.enabled and g.shape == x.shape and g.dtype is x.dtype:
+        # Plain backward: one op (one pass with the native kernel) instead of ten elementwise ops.
+        return (dispatch.apply(GELU_BACKWARD, (g, x)),)
+    return (g * _gelu_derivative(x),)  # create_graph=True: differentiable ops
+
+
+def _gelu_derivative(x: Any) -> Any:
     cdf = (ew.erf(x * _INV_SQRT_2) + 1.0) * 0.5
     pdf = ew.exp(x * x * -0.5) * _INV_SQRT_2PI
-    return (g * (cdf + x * pdf),)
+    return cdf + x * pdf
+
+
+def _gelu_backward_impl(xp: Any, g: Any, x: Any) -> Any:
+    kernel = _native_float32(xp, "gelu_backward_f32", g, x)
+    if kernel is not None:  # computed in float64, rounded once
+        return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
+    cdf = (special_function(xp, "erf")(x * _INV_SQRT_2) + 1.0) * 0.5
+    pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
+    return g * (cdf + x * pdf)
+
+
+# d/dx (cdf(x) + x pdf(x)) = pdf(x) (2 - x^2)
+_GELU_BACKWARD_VJP = (lambda ctx, gg: gg * _gelu_derivative(ctx.inputs[1]),
+                      lambda ctx, gg: gg * ctx.inputs[0] * ew.exp(ctx.inputs[1] * ctx.inputs[1] * -0.5)
+                      * _INV_SQRT_2PI * (2.0 - ctx.inputs[1] * ctx.inputs[1]))
+
+# The exact gelu's gradient g * (cdf(x) + x pdf(x)): what gelu's plain backward runs.
+GELU_BACKWARD = register(OpDef(
+    name="gelu_backward", batch="elementwise", category="nn", impl=_gelu_backward_impl, shape_rule=lambda g, x: x,
+    vjp=_GELU_BACKWARD_VJP, float_only=True,
+))
 
 
 GELU = register(OpDef(
@@ -165,11 +206,11 @@ def _log_softmax_vjp(ctx: Any, g: Any) -> tuple:
 
 
 SOFTMAX = register(OpDef(
-    name="softmax", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
+    name="softmax", batch="dim", category="nn", impl=_softmax_impl, vjp=_softmax_vjp, save="output",
     shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("Softmax"), flops=cost.softmax_flops,
 ))
 LOG_SOFTMAX = register(OpDef(
-    name="log_softmax", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
+    name="log_softmax", batch="dim", category="nn", impl=_log_softmax_impl, vjp=_log_softmax_vjp, save="output",
     shape_rule=lambda x, dim: x, onnx=to_onnx.along_dim("LogSoftmax"), flops=cost.softmax_flops,
 ))
 
@@ -354,7 +395,7 @@ _LINEAR_VJP = (lambda ctx, g: _rows(g).matmul(ctx.inputs[1]).reshape(ctx.input_m
 
 
 LINEAR = register(OpDef(
-    name="linear", category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
+    name="linear", batch=batching.linear, category="nn", impl=_linear_impl, vjp=_LINEAR_VJP, onnx=to_onnx.linear, autocast="lower",
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))
@@ -455,7 +496,7 @@ def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight:
 
 
 LAYER_NORM = register(OpDef(
-    name="layer_norm", category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
+    name="layer_norm", batch=batching.layer_norm, category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx=to_onnx.layer_norm, flops=cost.layer_norm_flops,
 ))
 
@@ -480,7 +521,7 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
 
 
 LAYER_NORM_BACKWARD = register(OpDef(
-    name="layer_norm_backward", category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
+    name="layer_norm_backward", batch=batching.layer_norm_backward, category="nn", impl=_layer_norm_backward_impl, num_outputs=3,
     flops=cost.layer_norm_backward_flops,
     shape_rule=lambda g, x, mean, rstd, *w, count: (
         Spec(x.shape, x.dtype, x.device), Spec(tuple(x.shape[len(x.shape) - count:]), (w or (x,))[0].dtype, x.device),

@@ -148,11 +148,11 @@ def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, e
 
 
 BATCH_NORM_TRAIN = register(OpDef(
-    name="batch_norm", category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
+    name="batch_norm", batch="loop", category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_train_rule, flops=_train_flops, onnx=to_onnx.batch_norm,
 ))
 BATCH_NORM_TRAIN_BACKWARD = register(OpDef(
-    name="batch_norm_backward", category="nn", impl=_backward_impl, num_outputs=3,
+    name="batch_norm_backward", batch="loop", category="nn", impl=_backward_impl, num_outputs=3,
     flops=lambda inputs, outputs, attrs: 8 * numel(inputs[1]),
     shape_rule=lambda g, x, mean, var, *w, eps: (
         Spec(x.shape, x.dtype, x.device), Spec((x.shape[1],), (w or (x,))[0].dtype, x.device),

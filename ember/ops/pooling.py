@@ -24,6 +24,7 @@ from ember.backends.cpu_threads import parallel_for
 from ember.ops import cost, dispatch
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.creation import tensor
 
@@ -155,7 +156,7 @@ def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilati
 
 
 MAX_POOL2D = register(OpDef(
-    name="max_pool2d", category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
+    name="max_pool2d", batch=batching.folded, category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
     save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
 ))
 
@@ -206,7 +207,7 @@ def _unpool_vjp(ctx: Any, gg: Any) -> tuple:
 
 
 MAX_POOL2D_BACKWARD = register(OpDef(
-    name="max_pool2d_backward", category="nn", impl=_unpool_impl, vjp=_unpool_vjp, nondiff_inputs=(1,),
+    name="max_pool2d_backward", batch=batching.max_pool_backward, category="nn", impl=_unpool_impl, vjp=_unpool_vjp, nondiff_inputs=(1,),
     shape_rule=lambda g, indices, input_shape, overlapping: Spec(tuple(input_shape), g.dtype, g.device),
     onnx="MaxUnpool", flops=cost.max_pool2d_backward_flops,
 ))
@@ -275,7 +276,7 @@ def _avg_attrs(attrs: dict) -> dict:
 
 
 AVG_POOL2D = register(OpDef(
-    name="avg_pool2d", category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d, flops=cost.pool2d_flops,
+    name="avg_pool2d", batch=batching.folded, category="nn", impl=_avg_pool_impl, save="none", onnx=to_onnx.avg_pool2d, flops=cost.pool2d_flops,
     vjp=lambda ctx, g: (dispatch.apply(AVG_POOL2D_BACKWARD, (g,), {"input_shape": tuple(ctx.input_meta[0]),
                                                                   **ctx.attrs}),),
     shape_rule=lambda x, kernel, stride, padding, ceil_mode=False, **_: Spec(
@@ -283,7 +284,7 @@ AVG_POOL2D = register(OpDef(
         x.dtype, x.device),
 ))
 AVG_POOL2D_BACKWARD = register(OpDef(
-    name="avg_pool2d_backward", category="nn", impl=_avg_pool_backward_impl, save="none",
+    name="avg_pool2d_backward", batch=batching.folded, category="nn", impl=_avg_pool_backward_impl, save="none",
     flops=cost.avg_pool2d_backward_flops,
     vjp=lambda ctx, gg: (dispatch.apply(AVG_POOL2D, (gg,), _avg_attrs(ctx.attrs)),),
     shape_rule=lambda g, input_shape, **_: Spec(tuple(input_shape), g.dtype, g.device),

@@ -11,6 +11,7 @@ import numpy as np  # np.errstate only: the float32 pass may overflow before its
 from ember import dtypes
 from ember.ops import dispatch, elementwise
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
@@ -79,7 +80,7 @@ def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False)
 
 
 SUM = register(OpDef(
-    name="sum", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
+    name="sum", batch="dims", category="reduction", impl=_sum_impl, save="none", shape_rule=reduce_rule("sum"),
     vjp=lambda ctx, g: (expand_reduced(g, ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)),),
     onnx=to_onnx.reduction("ReduceSum"),
 ))
@@ -96,7 +97,7 @@ def _mean_vjp(ctx: Any, g: Any) -> tuple:
 
 
 MEAN = register(OpDef(
-    name="mean", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
+    name="mean", batch="dims", category="reduction", save="none", shape_rule=reduce_rule(), vjp=_mean_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.mean(x, axis=_axis(dims), keepdims=keepdim) if x.dtype.itemsize != 2 or x.dtype.kind == "i"
     else xp.asarray(xp.mean(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype),  # as sum
     onnx=to_onnx.reduction("ReduceMean"),
@@ -134,7 +135,7 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
 
 
 PROD = register(OpDef(
-    name="prod", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
+    name="prod", batch="dims", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
     impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
                                                         dtype=xp.int64 if x.dtype.kind in "biu" else None),
     onnx=to_onnx.reduction("ReduceProd"),
@@ -151,7 +152,7 @@ def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
 
 
 SUM_TO = register(OpDef(
-    name="sum_to", category="reduction", impl=_sum_to_impl, save="none",
+    name="sum_to", batch=batching.sum_to, category="reduction", impl=_sum_to_impl, save="none",
     shape_rule=lambda x, shape: Spec(tuple(shape), x.dtype, x.device),
     vjp=lambda ctx, g: (g.expand(ctx.input_meta[0]),), onnx=to_onnx.sum_to, simplify=same_value,
 ))
@@ -185,9 +186,9 @@ def _amin_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False
     return xp.amin(x, axis=_axis(dims), keepdims=keepdim)
 
 
-AMAX = register(OpDef(name="amax", category="reduction", impl=_amax_impl, save="both",
+AMAX = register(OpDef(name="amax", batch="dims", category="reduction", impl=_amax_impl, save="both",
                       shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMax")))
-AMIN = register(OpDef(name="amin", category="reduction", impl=_amin_impl, save="both",
+AMIN = register(OpDef(name="amin", batch="dims", category="reduction", impl=_amin_impl, save="both",
                       shape_rule=reduce_rule(), vjp=_amax_vjp, onnx=to_onnx.reduction("ReduceMin")))
 
 
@@ -208,9 +209,9 @@ def _arg_rule(x: Spec, dim: int | None = None, keepdim: bool = False) -> Spec:
     return Spec(_reduced_shape(x.shape, None if dim is None else (dim,), keepdim), dtypes.int64, x.device)
 
 
-ARGMAX = register(OpDef(name="argmax", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
+ARGMAX = register(OpDef(name="argmax", batch="dim", category="reduction", impl=_arg_impl("argmax"), shape_rule=_arg_rule,
                         onnx=to_onnx.arg_reduce("ArgMax")))
-ARGMIN = register(OpDef(name="argmin", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
+ARGMIN = register(OpDef(name="argmin", batch="dim", category="reduction", impl=_arg_impl("argmin"), shape_rule=_arg_rule,
                         onnx=to_onnx.arg_reduce("ArgMin")))
 
 
@@ -244,9 +245,9 @@ def _max_dim_rule(x: Spec, dim: int, keepdim: bool = False) -> tuple:
     return Spec(shape, x.dtype, x.device), Spec(shape, dtypes.int64, x.device)
 
 
-MAX_DIM = register(OpDef(name="max_dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
+MAX_DIM = register(OpDef(name="max_dim", batch="dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
                          save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMax")))
-MIN_DIM = register(OpDef(name="min_dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
+MIN_DIM = register(OpDef(name="min_dim", batch="dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
                          save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
 
 def _bool_reduction_impl(name: str) -> Any:
@@ -264,9 +265,9 @@ def _bool_reduction_rule(x: Spec, dims: tuple | None = None, keepdim: bool = Fal
     return Spec(spec.shape, x.dtype, x.device) if x.dtype is dtypes.uint8 else spec
 
 
-ALL = register(OpDef(name="all", category="reduction", shape_rule=_bool_reduction_rule,
+ALL = register(OpDef(name="all", batch="dims", category="reduction", shape_rule=_bool_reduction_rule,
                      impl=_bool_reduction_impl("all"), onnx=to_onnx.bool_reduction("ReduceMin")))
-ANY = register(OpDef(name="any", category="reduction", shape_rule=_bool_reduction_rule,
+ANY = register(OpDef(name="any", batch="dims", category="reduction", shape_rule=_bool_reduction_rule,
                      impl=_bool_reduction_impl("any"), onnx=to_onnx.bool_reduction("ReduceMax")))
 
 
@@ -281,7 +282,7 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
 
 
 CUMSUM = register(OpDef(
-    name="cumsum", category="reduction", impl=_cumsum_impl, save="none",
+    name="cumsum", batch="dim", category="reduction", impl=_cumsum_impl, save="none",
     shape_rule=lambda x, dim: Spec(x.shape, dtypes.int64 if x.dtype.category < 2 else x.dtype, x.device),
     vjp=lambda ctx, g: (g if g.ndim == 0 else g.flip((ctx.attrs["dim"],)).cumsum(ctx.attrs["dim"]).flip((ctx.attrs["dim"],)),),
     onnx=to_onnx.cumsum,
@@ -437,7 +438,7 @@ def _var_vjp(ctx: Any, g: Any) -> tuple:
 
 
 VAR = register(OpDef(
-    name="var", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
+    name="var", batch="dims", category="nn", impl=_var_impl, vjp=_var_vjp, save="both", shape_rule=reduce_rule(),
     onnx=to_onnx.variance,
 ))
 

@@ -79,6 +79,10 @@ class OpDef:
     comm: bool = False
     # Graph simplification: ``rule(node, inputs) -> replacement | None`` (see ember/ops/simplify.py).
     simplify: Callable[..., Any] | None = None
+    # vmap's batching rule (ember/ops/batching.py): a generic rule's name ("dims", "dim", "leading", "loop", ...) or
+    # ``rule(args, bdims, attrs, size) -> (result, out_bdims)``. None: "elementwise" for unary/binary/ternary/cast
+    # records; any other record must say (tests/func/test_batching_rules_cover_ops.py checks it).
+    batch: str | Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"

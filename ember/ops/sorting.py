@@ -20,6 +20,7 @@ from ember.ops import dispatch
 from ember.ops.elementwise import _no_complex
 from ember.ops.reductions import _ReturnTypes, normalize_dims
 from ember.ops.registry import OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
 
@@ -61,7 +62,7 @@ def _sort_rule(x: Spec, dim: int = -1, descending: bool = False) -> tuple:
 
 
 SORT = register(OpDef(
-    name="sort", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", num_outputs=2,
+    name="sort", batch="dim", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", num_outputs=2,
     nondiff_outputs=(1,), shape_rule=_sort_rule,
     doc="Stable sort along dim; returns (values, int64 indices).", onnx=to_onnx.sort,
 ))
@@ -143,7 +144,7 @@ def _unique_rule(x: Spec, dim: Any = None) -> tuple:
 
 
 UNIQUE = register(OpDef(
-    name="unique", category="movement", impl=_unique_impl, vjp=None, save="none", num_outputs=3,
+    name="unique", batch="loop", category="movement", impl=_unique_impl, vjp=None, save="none", num_outputs=3,
     nondiff_outputs=(0, 1, 2), shape_rule=_unique_rule,
     doc="Sorted unique values (flattened, or slices along dim), inverse indices and counts.",
 ))
@@ -183,7 +184,7 @@ def _searchsorted_impl(xp: Any, sorted_sequence: Any, values: Any, right: bool =
 
 
 SEARCHSORTED = register(OpDef(
-    name="searchsorted", category="movement", impl=_searchsorted_impl, vjp=None, save="none",
+    name="searchsorted", batch=batching.searchsorted, category="movement", impl=_searchsorted_impl, vjp=None, save="none",
     shape_rule=lambda s, v, right=False: Spec(v.shape, dtypes.int64, v.device),
     doc="Insertion points of values into the last dim of a sorted sequence.",
 ))

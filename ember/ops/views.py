@@ -14,13 +14,14 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE, SCATTER_ADD,
     TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
 from ember.ops.elementwise import sum_to, where
 
 register(OpDef(
-    name="to_device", category="movement", save="none",
+    name="to_device", batch="elementwise", category="movement", save="none",
     impl=lambda xp, x, device, source: __import__("ember.device", fromlist=["to_device"]).to_device(device)
     .backend.asarray(x),
     vjp=lambda ctx, g: (g.to(ctx.attrs["source"]),), onnx=to_onnx.identity,
@@ -472,7 +473,7 @@ def _diagonal_rule(x: Spec, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Sp
 
 
 DIAGONAL = register(OpDef(
-    name="diagonal", category="movement", impl=_diagonal_impl, save="none", shape_rule=_diagonal_rule,
+    name="diagonal", batch=batching.diagonal, category="movement", impl=_diagonal_impl, save="none", shape_rule=_diagonal_rule,
     vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("diagonal", _plain_attrs(ctx.attrs)),)),),
     view=True,
 ))
@@ -490,7 +491,7 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
-    if dispatch.is_symbolic(input):
+    if dispatch.is_symbolic(input) and not getattr(input._data, "replays_views", False):  # vmap: the view op
         # Graphs (and ONNX) take the gather form: a permute plus an index with two position vectors.
         from ember.creation import arange
 
@@ -585,13 +586,13 @@ def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
 
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.
 COPY_SLICES = register(_TorchNamedOp(
-    name="copy_slices", category="movement", impl=_copy_slices_impl, vjp=_copy_slices_vjp, save="none",
+    name="copy_slices", batch="loop", category="movement", impl=_copy_slices_impl, vjp=_copy_slices_vjp, save="none",
     shape_rule=lambda base, value, steps: base, torch_name="CopySlices",
 ))
 
 # A view re-derived from its base after the base (or another view) changed in place.
 VIEW_REPLAY = register(_TorchNamedOp(
-    name="view_replay", category="movement", impl=lambda xp, base, steps: _replay(xp, base, steps), save="none",
+    name="view_replay", batch="loop", category="movement", impl=lambda xp, base, steps: _replay(xp, base, steps), save="none",
     vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], ctx.attrs["steps"]),),
     torch_name="AsStridedBackward0",
 ))

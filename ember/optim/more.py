@@ -280,9 +280,9 @@ class ASGD(_ElementwiseOptimizer):
 class SparseAdam(_ElementwiseOptimizer):
     """``torch.optim.SparseAdam``: lazy Adam that updates only the entries a (sparse) gradient touches.
 
-    ember stores sparse gradients densely (see ``ember/sparse.py``), so "touched" means nonzero: an entry
-    whose gradient is exactly 0 keeps its moments and value (PyTorch would still decay the moments of an
-    explicitly stored zero).
+    A sparse gradient (``p.grad = g.to_sparse()``, ``ember/sparse/``) touches its stored entries, explicit
+    zeros included, as in PyTorch. A dense gradient touches its nonzero entries (an entry whose gradient is
+    exactly 0 keeps its moments and value).
     """
 
     compile_update = False  # keeps its step count as a Python int
@@ -304,7 +304,12 @@ class SparseAdam(_ElementwiseOptimizer):
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
         (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
         state["step"] += 1
-        touched = grad != 0
+        if grad.is_sparse:
+            grad = grad.coalesce()
+            touched = grad._with_values(full_like(grad._values(), 1.0)).to_dense() != 0
+            grad = grad.to_dense()
+        else:
+            touched = grad != 0
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.copy_(where(touched, exp_avg + (grad - exp_avg) * (1 - beta1), exp_avg))
         exp_avg_sq.copy_(where(touched, exp_avg_sq + (grad * grad - exp_avg_sq) * (1 - beta2), exp_avg_sq))

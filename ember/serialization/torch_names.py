@@ -26,6 +26,9 @@ from ember import dtypes
 from ember.creation import _wrap_array
 from ember.device import device, to_device
 from ember.tensor import Size, Tensor
+from ember.sparse.construct import sparse_coo_tensor
+from ember.sparse._index import is_sorted_unique, linear_keys
+from ember.surface.constants import sparse_coo, strided
 
 # torch storage class name -> ember dtype name
 STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
@@ -169,6 +172,42 @@ def rebuild_parameter_with_state(data: Any, requires_grad: Any, backward_hooks: 
     return rebuild_parameter(data, requires_grad, backward_hooks, state)
 
 
+def rebuild_sparse_tensor(layout: Any, data: Any) -> Any:
+    """``torch._utils._rebuild_sparse_tensor``: a sparse COO tensor from (indices, values, size[, is_coalesced]).
+    The indices are checked against the size; a coalesced flag is kept only when the entries really are
+    sorted and distinct (a file cannot make ``indices()`` hand out a wrong order)."""
+    if layout is not sparse_coo:
+        raise CheckpointError("pickle", "_rebuild_sparse_tensor", f"layout {layout!r:.40} is not supported by ember "
+                              "(only sparse_coo)")
+    if not isinstance(data, tuple) or len(data) not in (3, 4):
+        raise CheckpointError("pickle", "_rebuild_sparse_tensor", "expects (indices, values, size[, is_coalesced])")
+    indices, values, size = data[:3]
+    if indices is None or values is None:  # first pass over a legacy file
+        return None
+    claimed = data[3] if len(data) == 4 else None
+    if not isinstance(indices, Tensor) or not isinstance(values, Tensor) or indices.dtype is not dtypes.int64:
+        raise CheckpointError("pickle", "_rebuild_sparse_tensor", "expects an int64 indices tensor and a values tensor")
+    if claimed is not None and not isinstance(claimed, bool):
+        raise CheckpointError("pickle", "_rebuild_sparse_tensor", f"is_coalesced is {claimed!r:.40}, expected a bool")
+    try:
+        out = sparse_coo_tensor(indices, values, _int_tuple(size, "sparse size"), check_invariants=True)
+    except RuntimeError as error:
+        raise CheckpointError("pickle", "_rebuild_sparse_tensor", str(error)) from None
+    if claimed and out._nnz() > 1:
+        keys = linear_keys(out.device.xp, out._indices()._data, out.shape[:out.sparse_dim()])
+        claimed = is_sorted_unique(out.device.xp, keys)
+    out._sp_coalesced = bool(claimed) or out._nnz() <= 1
+    return out
+
+
+def get_layout(name: Any) -> Any:
+    """``torch.serialization._get_layout('torch.sparse_coo')``: ember's layout object."""
+    layouts = {"torch.sparse_coo": sparse_coo, "torch.strided": strided}
+    if name not in layouts:
+        raise CheckpointError("pickle", "_get_layout", f"layout {name!r:.40} is not supported by ember")
+    return layouts[name]
+
+
 def make_size(dims: Any = ()) -> Any:
     """``torch.Size((2, 3))``."""
     return Size(_int_tuple(dims, "torch.Size"))
@@ -200,6 +239,8 @@ def _allowed() -> dict[str, Any]:
         "torch._utils._rebuild_parameter": rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": rebuild_parameter_with_state,
         "torch.Size": make_size, "torch.device": make_device,
+        "torch._utils._rebuild_sparse_tensor": rebuild_sparse_tensor, "torch.serialization._get_layout": get_layout,
+        "torch.sparse_coo": sparse_coo,
         "collections.OrderedDict": collections.OrderedDict,
         "_codecs.encode": codecs_encode,
         "builtins.set": set, "builtins.frozenset": frozenset, "builtins.slice": slice, "builtins.complex": complex,
@@ -229,7 +270,6 @@ def allowed() -> dict[str, Any]:
 # Names refused with a specific reason instead of "not allowed".
 UNSUPPORTED = {
     "torch._utils._rebuild_qtensor": "quantized tensors are not supported by ember",
-    "torch._utils._rebuild_sparse_tensor": "sparse tensors are not supported by ember",
     "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported by ember",
     "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported by ember",
 }

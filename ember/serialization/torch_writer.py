@@ -30,11 +30,14 @@ import numpy as np
 from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
 from ember.dtypes import dtype, from_numpy_dtype
 from ember.tensor import Size, Tensor
+from ember.sparse.coo import SparseTensor
 
 ALIGNMENT = 64
 _REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
 _REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
 _SIZE = TorchName("torch", "Size")
+_REBUILD_SPARSE = TorchName("torch._utils", "_rebuild_sparse_tensor")
+_GET_LAYOUT = TorchName("torch.serialization", "_get_layout")
 _DEVICE = TorchName("torch", "device")
 
 
@@ -102,6 +105,9 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
 
         if isinstance(obj, TorchName):
             return obj.name  # a str: pickle calls save_global, below
+        if isinstance(obj, SparseTensor):  # torch's own form: the layout, then indices, values, size, coalesced
+            data = (obj._indices(), obj._values().detach(), Size(obj.shape), obj.is_coalesced())
+            return (_REBUILD_SPARSE, (_Rebuilt((_GET_LAYOUT, ("torch.sparse_coo",))), data))
         if isinstance(obj, Tensor):
             from ember.nn import Parameter
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
-from ember.ops import elementwise, reductions, views
+from ember.ops import complex_ops, elementwise, reductions, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
 from ember.ops.elementwise import imag_part
@@ -402,7 +402,7 @@ def inner(input: Tensor, other: Tensor) -> Tensor:
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return dot(input, other)
+    return dot(elementwise.conj_if_complex(input), other)  # the first argument conjugated, as torch.vdot
 
 
 def kron(input: Tensor, other: Tensor) -> Tensor:
@@ -554,7 +554,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         aweights: Tensor | None = None) -> Tensor:
     """Covariance of the rows (variables) of ``input`` over its columns (observations), as torch.cov."""
     x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not x.is_floating_point():
+    if not x.is_floating_point() and not x.dtype.is_complex:
         x = x.to(get_default_dtype())
     n = x.shape[1]
     w = None
@@ -566,7 +566,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         mean = x.mean(dim=1, keepdim=True)
         norm = n - correction
         centred = x - mean
-        out = centred @ centred.transpose(0, 1) / max(norm, 0)
+        out = centred @ elementwise.conj_if_complex(centred.transpose(0, 1)) / max(norm, 0)
     else:
         w_sum = w.sum()
         mean = (x * w).sum(dim=1, keepdim=True) / w_sum
@@ -577,7 +577,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         else:
             norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
         centred = x - mean
-        out = (centred * w) @ centred.transpose(0, 1) / clamp(norm, min=0)
+        out = (centred * w) @ elementwise.conj_if_complex(centred.transpose(0, 1)) / clamp(norm, min=0)
     return out.squeeze() if input.ndim < 2 else out
 
 
@@ -586,8 +586,10 @@ def corrcoef(input: Tensor) -> Tensor:
     if c.ndim == 0:
         return c / c
     d = diagonal(c)
-    stddev = d.sqrt()
+    stddev = (d.real if d.dtype.is_complex else d).sqrt()
     out = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
+    if out.dtype.is_complex:  # PyTorch clips the real and imaginary parts separately
+        return complex_ops.complex(clamp(out.real, -1, 1), clamp(out.imag, -1, 1))
     return clamp(out, -1, 1)
 
 

@@ -95,8 +95,11 @@ def slogdet(input: Tensor) -> tuple:
 
 
 def logdet(input: Tensor) -> Tensor:
-    """log(det): NaN for a negative determinant, -inf for a singular matrix."""
+    """log(det): NaN for a negative determinant, -inf for a singular matrix; the complex logarithm
+    log|det| + i angle(det) for complex matrices."""
     sign, logabs = _solve.slogdet(input)
+    if input.dtype.is_complex:
+        return logabs.to(input.dtype) + sign.log()
     nan = logabs.detach() * 0 + float("nan")
     return nan.where(sign < 0, logabs)
 

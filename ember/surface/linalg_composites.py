@@ -46,20 +46,20 @@ def _batch_int(shape: tuple, values: Any, device: Any) -> Tensor:
 # ---- norms, rank, condition numbers ----------------------------------------------------------------------
 def svdvals(A: Tensor, *, driver: Any = None, out: Any = None) -> Tensor:
     """Singular values, descending (differentiable: ``gA = U diag(gS) V^T``)."""
-    checks.matrix(A, "linalg.svdvals")
+    checks.matrix(A, "linalg.svdvals", complex_ok=True)
     return dispatch.apply(_factor.SVD, (A,), {"full_matrices": False})[1]
 
 
 def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices."""
-    checks.square(A, "linalg.eigvalsh")
+    checks.square(A, "linalg.eigvalsh", complex_ok=True)
     return dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})[0]
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
                 out: Any = None) -> Tensor:
     """``sum(|x|^ord)^(1/ord)`` over ``dim`` (all dims when None); ord may be 0, +-inf or any float."""
-    if not x.is_floating_point():
+    if not (x.is_floating_point() or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{checks._torch_name(x.dtype)}")
     x = x if dtype is None else x.to(dtype)
@@ -70,7 +70,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     if ord == -_INF:
         return a.amin(dim=dims, keepdim=keepdim)
     if ord == 0:
-        return (x != 0).to(x.dtype).sum(dim=dims, keepdim=keepdim)
+        return (x != 0).to(a.dtype).sum(dim=dims, keepdim=keepdim)
     if ord == 1:
         return a.sum(dim=dims, keepdim=keepdim)
     return _red.norm(x, float(ord), dim=dims, keepdim=keepdim)
@@ -79,7 +79,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None,
                 out: Any = None) -> Tensor:
     """Frobenius, nuclear, 1, -1, inf, -inf, 2 (largest singular value) or -2 (smallest) matrix norms."""
-    checks.matrix(A, "linalg.matrix_norm")
+    checks.matrix(A, "linalg.matrix_norm", complex_ok=ord in ("fro", "nuc", 2, -2, 1, -1, _INF, -_INF))
     A = A if dtype is None else A.to(dtype)
     d0, d1 = dim[0] % A.ndim, dim[1] % A.ndim
     if ord == "fro":
@@ -148,7 +148,7 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
 
 def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     """A^n by repeated squaring; a negative n inverts first."""
-    checks.square(A, "linalg.matrix_power")
+    checks.square(A, "linalg.matrix_power", complex_ok=True)
     return _functions.matrix_power(_solve.inv(A), -n) if n < 0 else _functions.matrix_power(A, n)
 
 
@@ -170,7 +170,8 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
-    return (x * y).sum(dim=dim)
+    """``sum(conj(x) * y)`` over ``dim`` (x conjugated for complex tensors, as torch.linalg.vecdot)."""
+    return (x.conj() * y).sum(dim=dim)
 
 
 def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:

@@ -377,4 +377,126 @@ def test_complex_inv_det_solve_match_torch(name: str, fn) -> None:
             continue
         np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)
     with pytest.raises(RuntimeError, match="complex inputs are not supported"):
-        ember.linalg.svd(ember.tensor(a))
+        ember.linalg.qr(ember.tensor(a))
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("vdot", lambda L, a, b: L.vdot(a[0], b[0])), ("dot", lambda L, a, b: L.dot(a[0], b[0])),
+    ("vecdot", lambda L, a, b: L.linalg.vecdot(a, b)), ("vector_norm", lambda L, a, b: L.linalg.vector_norm(a, 3)),
+    ("vector_norm_0", lambda L, a, b: L.linalg.vector_norm(a, 0)), ("matrix_norm_fro", lambda L, a, b: L.linalg.matrix_norm(a)),
+    ("matrix_norm_inf", lambda L, a, b: L.linalg.matrix_norm(a, float("inf"))), ("norm", lambda L, a, b: L.linalg.norm(a)),
+    ("cov", lambda L, a, b: L.cov(a)), ("corrcoef", lambda L, a, b: L.corrcoef(a)), ("kron", lambda L, a, b: L.kron(a, b)),
+    ("matrix_power", lambda L, a, b: L.linalg.matrix_power(a, -2)), ("outer", lambda L, a, b: L.outer(a[0], b[1])),
+    ("addmm", lambda L, a, b: L.addmm(a, a, b, beta=0.5, alpha=1j)), ("lerp", lambda L, a, b: L.lerp(a, b, 0.3)),
+    ("nan_to_num", lambda L, a, b: L.nan_to_num(a / L.tensor(np.array([0j, 1, 1]), dtype=a.dtype))),
+])
+def test_composites_with_complex_semantics_match_torch(name: str, fn) -> None:
+    """Functions whose complex meaning differs from the real one (vdot/vecdot conjugate, cov uses x^H, norms take
+    |x|, nan_to_num works per part) must not silently compute the real formula."""
+    rng = np.random.default_rng(9)
+    a, b = _rand_complex(rng, (3, 3)), _rand_complex(rng, (3, 3))
+    grad = name not in ("nan_to_num", "vector_norm_0")  # torch refuses nan_to_num's complex gradient; ord 0: none
+    results = []
+    for L in (torch, ember):
+        ta, tb = L.tensor(a, requires_grad=grad), L.tensor(b, requires_grad=grad)
+        with np.errstate(all="ignore"):
+            y = fn(L, ta, tb)
+        w = np.random.default_rng(10).standard_normal(tuple(y.shape)) * ((1 - 0.5j) if y.is_complex() else 1)
+        loss = (y * L.tensor(w)).real.sum() if y.is_complex() else (y * L.tensor(w)).sum()
+        if grad:
+            loss.backward()
+        results.append((y, ta.grad, tb.grad))
+    (ty, tga, tgb), (ey, ega, egb) = results
+    assert ey.dtype.name == str(ty.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ey.detach().numpy(), _np(ty), rtol=1e-10, atol=1e-12)
+    for t, e in ((tga, ega), (tgb, egb)):
+        assert (t is None) == (e is None)
+        if t is not None:
+            np.testing.assert_allclose(e.numpy(), _np(t), rtol=1e-9, atol=1e-11)
+
+
+def test_hermitian_eigh_matches_torch() -> None:
+    rng = np.random.default_rng(11)
+    a = _rand_complex(rng, (2, 4, 4))
+    a = a + np.conj(np.swapaxes(a, -1, -2))
+    weights = np.arange(4.0)
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        L_, V = L.linalg.eigh(A)
+        loss = (L_ * L.tensor(weights)).sum() + (V.abs() ** 2 * L.tensor(weights)).sum() + (L.linalg.eigvalsh(A) ** 2).sum()
+        loss.backward()
+        results.append((L_, V.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.eigh(A)[1].real.sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 3)])
+def test_complex_svd_matches_torch(shape: tuple) -> None:
+    rng = np.random.default_rng(12)
+    a = _rand_complex(rng, shape)
+    k = min(shape[-2:])
+    w_a = rng.standard_normal(shape)
+    w_u = rng.standard_normal(shape[:-1] + (k,))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        U, S, Vh = L.linalg.svd(A, full_matrices=False)
+        loss = (((U * S.unsqueeze(-2)) @ Vh) * L.tensor(w_a)).real.sum() + (U.abs() ** 2 * L.tensor(w_u)).sum() \
+            + (Vh.abs() ** 3).sum() + (L.linalg.svdvals(A) ** 2).sum() + L.linalg.matrix_norm(A, "nuc").sum()
+        loss.backward()
+        results.append((S, U.abs(), A.grad))
+    for want, got in zip(*results):
+        assert got.dtype.name == str(want.dtype).replace("torch.", "")
+        np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-9, atol=1e-10)
+    A = ember.tensor(a, requires_grad=True)
+    with pytest.raises(RuntimeError, match="e\\^\\{i phi\\}"):
+        ember.linalg.svd(A, full_matrices=False).U.real.sum().backward()
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("both", lambda L, A: (lambda r: (r[0] * L.tensor([1 + 2j, -0.5j])).real.sum() + (r[1] * L.tensor([0.3, -1.2])).sum())(
+        L.linalg.slogdet(A))),
+    ("sign", lambda L, A: (L.linalg.slogdet(A)[0] * L.tensor([1 + 2j, -0.5j])).real.sum()),
+    ("logdet", lambda L, A: (L.logdet(A) * L.tensor([1 - 1j, 2j])).real.sum()),
+])
+def test_complex_slogdet_matches_torch(name: str, fn) -> None:
+    a = _rand_complex(np.random.default_rng(13), (2, 3, 3))
+    results = []
+    for L in (torch, ember):
+        A = L.tensor(a, requires_grad=True)
+        y = fn(L, A)
+        y.backward()
+        results.append((y.item(), A.grad))
+    assert results[1][0] == pytest.approx(results[0][0], rel=1e-12)
+    np.testing.assert_allclose(results[1][1].numpy(), _np(results[0][1]), rtol=1e-10, atol=1e-11)
+    sign, logabs = ember.linalg.slogdet(ember.tensor(a))
+    assert sign.dtype is ember.complex128 and logabs.dtype is ember.float64
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("cholesky", lambda L, A, B: L.linalg.cholesky(A)), ("cholesky_upper", lambda L, A, B: L.linalg.cholesky(A, upper=True)),
+    ("solve_triangular", lambda L, A, B: L.linalg.solve_triangular(A.tril(), B, upper=False)),
+    ("solve_triangular_right", lambda L, A, B: L.linalg.solve_triangular(A.triu(), B.mT, upper=True, left=False)),
+    ("solve_triangular_unit", lambda L, A, B: L.linalg.solve_triangular(A, B, upper=True, unitriangular=True)),
+])
+def test_complex_cholesky_and_triangular_solves_match_torch(name: str, fn) -> None:
+    rng = np.random.default_rng(14)
+    m = _rand_complex(rng, (2, 3, 3))
+    a = m @ np.conj(np.swapaxes(m, -1, -2)) + 3 * np.eye(3)
+    b = _rand_complex(rng, (2, 3, 2))
+    results = []
+    for L in (torch, ember):
+        A, B = L.tensor(a, requires_grad=True), L.tensor(b, requires_grad=True)
+        y = fn(L, A, B)
+        w = np.random.default_rng(15).standard_normal(tuple(y.shape)) * (1 + 0.5j)
+        (y * L.tensor(w)).real.sum().backward()
+        results.append((y, A.grad, B.grad))
+    for want, got in zip(*results):
+        assert (want is None) == (got is None)
+        if want is not None:
+            np.testing.assert_allclose(got.detach().numpy(), _np(want), rtol=1e-10, atol=1e-11)

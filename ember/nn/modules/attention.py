@@ -177,12 +177,16 @@ class MultiheadAttention(Module):
         if mask is not None and extra:
             mask = F.pad(mask, (0, extra))
 
-        scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
-        if mask is not None:
-            scores = scores + mask
-        weights = F.softmax(scores, -1)
-        dropped = F.dropout(weights, self.dropout, True) if (self.training and self.dropout > 0) else weights
-        out = dropped.matmul(v).transpose(1, 2).reshape(n, tgt_len, e)
+        if mask is None and not need_weights and not (self.training and self.dropout > 0):
+            attended = F.scaled_dot_product_attention(q, k, v)  # one op with a fused backward
+        else:
+            scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
+            if mask is not None:
+                scores = scores + mask
+            weights = F.softmax(scores, -1)
+            attended = (F.dropout(weights, self.dropout, True) if (self.training and self.dropout > 0)
+                        else weights).matmul(v)
+        out = attended.transpose(1, 2).reshape(n, tgt_len, e)
         out = self.out_proj(out)
         if not batched:
             out = out.squeeze(0)

@@ -1,0 +1,169 @@
+"""Modules as functions of their state: ``functional_call`` and ``stack_module_state`` (torch.func).
+
+``functional_call`` runs a module with some parameters and buffers replaced by given tensors (batched
+ones inside vmap, tensors being differentiated inside grad): the replacements are swapped into the
+module's own tables for the call and the originals put back afterwards, even when the call raises, so the
+module is unchanged (same Parameter objects, same values). Tied weights (one tensor under two names)
+follow a value given under either name unless ``tie_weights=False``.
+
+Example:
+    >>> import ember
+    >>> from ember.func import functional_call
+    >>> layer = ember.nn.Linear(2, 1)
+    >>> state = {"weight": ember.ones(1, 2), "bias": ember.zeros(1)}
+    >>> functional_call(layer, state, (ember.tensor([[1.0, 2.0]]),)).tolist()
+    [[3.0]]
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ember.ops.views import stack
+
+__all__ = ["functional_call", "stack_module_state"]
+
+
+def _merge(dicts: Any) -> dict:
+    if isinstance(dicts, dict):
+        return dicts
+    if isinstance(dicts, (list, tuple)):
+        if not all(isinstance(d, dict) for d in dicts):
+            raise ValueError("Expected all elements of parameter_and_buffer_dicts to be dictionaries")
+        seen: dict = {}
+        for d in dicts:
+            for k in d:
+                seen[k] = seen.get(k, 0) + 1
+        repeated = [k for k, n in seen.items() if n > 1]
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of functional call is ambiguous")
+        return {k: v for d in dicts for k, v in d.items()}
+    raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
+                     f"{type(dicts)}")
+
+
+def _tied_names(module: Any) -> dict:
+    """name -> set of all names of the same tensor, for tensors registered under more than one name."""
+    by_id: dict = {}
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + list(
+            module.named_buffers(remove_duplicate=False)):
+        by_id.setdefault(id(t), set()).add(name)
+    return {name: names for names in by_id.values() if len(names) > 1 for name in names}
+
+
+def _untie(module: Any, given: dict) -> dict:
+    tied = _tied_names(module)
+    out = dict(given)
+    for name in given:
+        if name not in tied:
+            continue
+        names = tied[name]
+        values = {id(given[n]) for n in names if n in given}
+        if len(values) > 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, which are tied. "
+                             "Consider using tie_weights=False")
+        for other in names:
+            out[other] = given[name]
+    return out
+
+
+def _owner(module: Any, name: str) -> tuple:
+    path, _, attr = name.rpartition(".")
+    owner = module
+    for part in path.split(".") if path else ():
+        owner = getattr(owner, part)
+    return owner, attr
+
+
+def _swap(module: Any, name: str, value: Any) -> tuple:
+    """Put ``value`` under ``name``; return how to put the original back."""
+    owner, attr = _owner(module, name)
+    d = owner.__dict__
+    for store in ("_parameters", "_buffers"):
+        table = d.get(store)
+        if table is not None and attr in table:
+            old = table[attr]
+            table[attr] = value
+            return owner, store, attr, old
+    missing = object()
+    old = d.get(attr, missing)
+    d[attr] = value
+    return owner, None, attr, old if old is not missing else None
+
+
+def _restore(record: tuple) -> None:
+    owner, store, attr, old = record
+    if store is not None:
+        owner.__dict__[store][attr] = old
+    elif old is None:
+        owner.__dict__.pop(attr, None)
+    else:
+        owner.__dict__[attr] = old
+
+
+def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: dict | None = None, *,
+                    tie_weights: bool = True, strict: bool = False) -> Any:
+    """``module(*args, **kwargs)`` with the parameters and buffers named in the dict(s) replaced.
+
+    Example:
+        >>> net = ember.nn.Linear(3, 2)
+        >>> params = {k: v.detach() * 0 for k, v in net.named_parameters()}
+        >>> functional_call(net, params, ember.ones(1, 3)).tolist()
+        [[0.0, 0.0]]
+    """
+    given = _merge(parameter_and_buffer_dicts)
+    state = _untie(module, given) if tie_weights else dict(given)
+    if strict:
+        known = {n for n, _ in module.named_parameters(remove_duplicate=False)} | {
+            n for n, _ in module.named_buffers(remove_duplicate=False)}
+        unexpected = [k for k in state if k not in known]
+        missing = [k for k in sorted(known) if k not in state]
+        errors = []
+        if unexpected:
+            errors.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+        if missing:
+            errors.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+        if errors:
+            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(errors))
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    records = []
+    try:
+        for name, value in state.items():
+            records.append(_swap(module, name, value))
+        return module(*args, **(kwargs or {}))
+    finally:
+        for record in reversed(records):
+            _restore(record)
+
+
+def stack_module_state(models: Sequence[Any]) -> tuple[dict, dict]:
+    """The parameters and buffers of same-class models stacked along a new dim 0, by name (for ensembles
+    with ``vmap(functional_call)``); the stacked parameters are new leaves that require grad.
+
+    Example:
+        >>> params, buffers = stack_module_state([ember.nn.Linear(3, 2) for _ in range(4)])
+        >>> params["weight"].shape
+        ember.Size([4, 2, 3])
+    """
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors: list, name: str) -> Any:
+        flags = {t.requires_grad for t in tensors}
+        if len(flags) > 1:
+            raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+        out = stack([t.detach() for t in tensors])
+        return out.requires_grad_() if flags == {True} else out
+
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: stacked([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: stacked([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers

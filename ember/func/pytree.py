@@ -1,0 +1,120 @@
+"""Nested containers (tuples, lists, dicts, namedtuples) flattened to leaves and rebuilt: what
+``ember.func``'s transforms accept as inputs and outputs (PyTorch's ``torch.utils._pytree``, in small).
+
+Example:
+    >>> from ember.func.pytree import tree_flatten, tree_unflatten
+    >>> leaves, spec = tree_flatten({"a": (1, 2), "b": [3]})
+    >>> leaves, tree_unflatten([x * 10 for x in leaves], spec)
+    ([1, 2, 3], {'a': (10, 20), 'b': [30]})
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class TreeSpec:
+    """The structure of a flattened tree: a container kind, its keys, and the children's specs (None: a leaf)."""
+
+    __slots__ = ("kind", "context", "children", "num_leaves")
+
+    def __init__(self, kind: Any, context: Any, children: list) -> None:
+        self.kind = kind
+        self.context = context
+        self.children = children
+        self.num_leaves = 1 if kind is None else sum(c.num_leaves for c in children)
+
+    def is_leaf(self) -> bool:
+        return self.kind is None
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, TreeSpec) and self.kind == other.kind and self.context == other.context
+                and self.children == other.children)
+
+    def __repr__(self) -> str:
+        if self.kind is None:
+            return "*"
+        inner = ", ".join(repr(c) for c in self.children)
+        if self.kind is dict:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.context, self.children)) + "}"
+        if self.kind is list:
+            return f"[{inner}]"
+        if self.kind is tuple:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        return f"{self.kind.__name__}({inner})"
+
+
+LEAF = TreeSpec(None, None, [])
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def tree_flatten(tree: Any) -> tuple[list, TreeSpec]:
+    """The leaves of ``tree`` in order, and its structure."""
+    leaves: list = []
+
+    def walk(node: Any) -> TreeSpec:
+        if isinstance(node, dict):
+            keys = list(node.keys())
+            return TreeSpec(dict, keys, [walk(node[k]) for k in keys])
+        if _is_namedtuple(node):
+            return TreeSpec(type(node), None, [walk(v) for v in node])
+        if isinstance(node, (tuple, list)):
+            return TreeSpec(type(node) if type(node) in (tuple, list) else (tuple if isinstance(node, tuple)
+                                                                             else list), None,
+                            [walk(v) for v in node])
+        leaves.append(node)
+        return LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(leaves: list, spec: TreeSpec) -> Any:
+    """Rebuild a tree of ``spec``'s structure from ``leaves``."""
+    it = iter(leaves)
+
+    def build(s: TreeSpec) -> Any:
+        if s.kind is None:
+            return next(it)
+        children = [build(c) for c in s.children]
+        if s.kind is dict:
+            return dict(zip(s.context, children))
+        if s.kind in (tuple, list):
+            return s.kind(children)
+        return s.kind(*children)  # a namedtuple
+
+    return build(spec)
+
+
+def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
+    leaves, spec = tree_flatten(tree)
+    return tree_unflatten([fn(x) for x in leaves], spec)
+
+
+def broadcast_prefix(prefix: Any, spec: TreeSpec) -> list | None:
+    """``prefix`` (a tree whose leaves stand for whole subtrees of ``spec``, like vmap's in_dims) expanded to
+    one entry per leaf of ``spec``; None when the structures do not match."""
+    out: list = []
+
+    def walk(p: Any, s: TreeSpec) -> bool:
+        if not isinstance(p, (tuple, list, dict)):
+            out.extend([p] * s.num_leaves)
+            return True
+        if s.kind is None:
+            return False
+        if isinstance(p, dict):
+            if s.kind is not dict or set(p.keys()) != set(s.context):
+                return False
+            return all(walk(p[k], c) for k, c in zip(s.context, s.children))
+        if s.kind is dict or len(p) != len(s.children):
+            return False
+        if isinstance(p, list) != (s.kind is list) and not _is_namedtuple_kind(s.kind):
+            return False
+        return all(walk(pp, c) for pp, c in zip(p, s.children))
+
+    return out if walk(prefix, spec) else None
+
+
+def _is_namedtuple_kind(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")

@@ -1,0 +1,121 @@
+"""Scaled dot-product attention as one op record, with a fused backward.
+
+Composed of primitives, attention was ~12 ops each way per layer: the scale, ``masked_fill`` over
+a (T, T) mask, softmax and its backward, transposes and copies before each product. Here the forward
+is two batched GEMMs around an in-place masked softmax, and the (plain) backward is four GEMMs and
+one elementwise pass: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)) scale, dQ = dS K,
+dK = dS^T Q. The probabilities P are saved for the backward (as the composite saved them), so no
+product is recomputed. Transposed operands go to the GEMMs as views (NumPy's matmul passes them to
+BLAS as they are). A differentiable backward (``create_graph=True``) differentiates the composite.
+
+Used by ``ember.nn.functional.scaled_dot_product_attention`` without dropout and with no mask or a
+causal one, for float32/float64 inputs of one batch shape; everything else takes the composite.
+
+Example:
+    >>> import ember
+    >>> q = ember.ones(1, 2, 3, 4)
+    >>> tuple(attention(q, q, q, is_causal=True, scale=0.5).shape)
+    (1, 2, 3, 4)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.autograd import grad as autograd_grad, grad_mode
+from ember.ops import dispatch, nn_ops
+from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
+
+
+def _hidden(xp: Any, length: int, source: int) -> Any:
+    """True above the diagonal: the keys query i may not see (PyTorch's is_causal: it sees 0..i)."""
+    return ~xp.tril(xp.ones((length, source), dtype=bool))
+
+
+def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: float) -> tuple:
+    scores = xp.matmul(q, k.swapaxes(-1, -2))
+    scores *= scores.dtype.type(scale)
+    if is_causal:  # set, not added: a NaN score (inf * 0 in Q K^T) of a hidden key is hidden too, as in torch
+        xp.copyto(scores, scores.dtype.type(-xp.inf), where=_hidden(xp, q.shape[-2], k.shape[-2]))
+    scores -= scores.max(axis=-1, keepdims=True)
+    weights = xp.exp(scores, out=scores)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return xp.matmul(weights, v), weights
+
+
+def _composite(q: Any, k: Any, v: Any, is_causal: bool, scale: float) -> Any:
+    """The same attention in differentiable ember ops (for create_graph=True)."""
+    scores = (q * scale).matmul(k.mT)
+    if is_causal:
+        hidden = _hidden(q.device.xp, q.shape[-2], k.shape[-2])
+        scores = scores.masked_fill(dispatch.Tensor._make(hidden, q.device, False), float("-inf"))
+    return nn_ops.softmax(scores, -1).matmul(v)
+
+
+def _attention_vjp(ctx: Any, grads: Any) -> tuple:
+    g = grads[0]
+    q, k, v = ctx.inputs
+    is_causal, scale = ctx.attrs["is_causal"], ctx.attrs["scale"]
+    if not grad_mode.STATE.enabled:
+        out, weights = ctx.out
+        return dispatch.apply(ATTENTION_BACKWARD, (g, q, k, v, out, weights), {"is_causal": is_causal, "scale": scale})
+    wanted = [t for t, need in zip((q, k, v), ctx.needs) if need]
+    found = iter(autograd_grad([_composite(q, k, v, is_causal, scale)], wanted, [g], create_graph=True,
+                               allow_unused=True))
+    return tuple(next(found) if need else None for need in ctx.needs)
+
+
+def _attention_rule(q: Spec, k: Spec, v: Spec, *, is_causal: bool, scale: float) -> tuple:
+    return (Spec(tuple(q.shape[:-1]) + (v.shape[-1],), q.dtype, q.device),
+            Spec(tuple(q.shape[:-1]) + (k.shape[-2],), q.dtype, q.device))
+
+
+def _attention_flops(inputs: tuple, outputs: tuple, attrs: dict) -> int:
+    """The two products, and 6 per score: the scale and softmax's 5 (as ``cost.softmax_flops``)."""
+    q, k, v = inputs
+    scores = 1
+    for n in tuple(q.shape[:-1]) + (k.shape[-2],):
+        scores *= n
+    return scores * (2 * (q.shape[-1] + v.shape[-1]) + 6)
+
+
+ATTENTION = register(OpDef(
+    name="scaled_dot_product_attention", batch="leading", category="nn", impl=_attention_impl, vjp=_attention_vjp, save="both",
+    num_outputs=2, nondiff_outputs=(1,), shape_rule=_attention_rule, flops=_attention_flops,
+    onnx=to_onnx.scaled_dot_product_attention,
+))
+
+
+def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, *,
+                             is_causal: bool, scale: float) -> tuple:
+    dv = xp.matmul(weights.swapaxes(-1, -2), g)
+    dp = xp.matmul(g, v.swapaxes(-1, -2))
+    # softmax's backward: dS = P (dP - sum_j P dP) and sum_j P_j dP_j = sum_d dO_d O_d (T x D, not T x T)
+    dp -= (g * out).sum(axis=-1, keepdims=True)
+    dp *= weights
+    dp *= dp.dtype.type(scale)
+    if is_causal:  # hidden keys get no gradient, also from rows that are NaN (masked_fill's backward)
+        xp.copyto(dp, dp.dtype.type(0), where=_hidden(xp, q.shape[-2], k.shape[-2]))
+    return xp.matmul(dp, k), xp.matmul(dp.swapaxes(-1, -2), q), dv
+
+
+ATTENTION_BACKWARD = register(OpDef(
+    name="scaled_dot_product_attention_backward", batch="leading", category="nn", impl=_attention_backward_impl, num_outputs=3,
+    shape_rule=lambda g, q, k, v, out, weights, is_causal, scale: (q, k, v),
+    flops=lambda inputs, outputs, attrs: 2 * _attention_flops(inputs[1:4], (), attrs),  # four products
+))
+
+
+def attention(query: Any, key: Any, value: Any, is_causal: bool, scale: float) -> Any:
+    """softmax(Q K^T scale (+ causal mask)) V as one op (see the module docstring for when it applies)."""
+    out, _ = dispatch.apply(ATTENTION, (query, key, value), {"is_causal": bool(is_causal), "scale": float(scale)})
+    return out
+
+
+def fits(query: Any, key: Any, value: Any, attn_mask: Any, dropout_p: float) -> bool:
+    """Whether :func:`attention` computes this call (else the composite does)."""
+    dtype = query.dtype
+    return (attn_mask is None and dropout_p == 0.0 and query.ndim >= 2 and dtype.is_floating_point
+            and dtype.itemsize >= 4 and key.dtype is dtype and value.dtype is dtype
+            and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2]))
+

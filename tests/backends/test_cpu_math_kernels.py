@@ -1,0 +1,158 @@
+"""The float32 erf / gelu kernels (ember/backends/cpu_math_kernels.py, numba) and the NumPy table erf
+(ember/backends/cpu_erf_table.py): accuracy against float64 references on a dense grid of float32
+values and at special points, gelu equal bit for bit to its NumPy formula, gradients against torch.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember import _config
+from ember.backends import cpu_erf_table, cpu_kernels, cpu_math_kernels
+from ember.ops import dispatch
+from ember.ops.nn_ops import GELU_BACKWARD
+
+torch = pytest.importorskip("torch")
+SPECIAL = np.array([0.0, -0.0, 1e-45, -1e-45, 1e-38, 1.0 / 128, -1.0 / 128, 0.5, 1.0, -1.0, 2.5, 3.9192, 3.925,
+                    -3.925, 4.0, 10.0, -10.0, 3e38, -3e38, np.inf, -np.inf, np.nan], np.float32)
+
+
+def _grid() -> np.ndarray:
+    """Every 97th positive float32 below inf (finer than 1e-5 relative everywhere) and its negative."""
+    positive = np.arange(0, 0x7F800000, 97, dtype=np.int32).view(np.float32)
+    return np.concatenate([positive, -positive, SPECIAL])
+
+
+def _ulps(got: np.ndarray, want64: np.ndarray) -> np.ndarray:
+    """Distance in float32 units in the last place from the correctly rounded value (NaNs must agree)."""
+    want = want64.astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    return np.abs(got[keep].view(np.int32).astype(np.int64) - want[keep].view(np.int32))
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    return np.array([math.erf(v) if not math.isnan(v) else math.nan for v in x.astype(np.float64)])
+
+
+@pytest.fixture(scope="module")
+def grid_and_reference():
+    grid = _grid()
+    sample = grid[::50]  # math.erf per element: a 0.4M-element subset keeps the test fast
+    return grid, sample, _erf64(sample)
+
+
+def _kernel(name: str):
+    pytest.importorskip("numba")
+    kernel = cpu_kernels.get(name)
+    if kernel is None:
+        pytest.skip("native CPU kernels are off (EMBER_CPU_KERNELS=numpy)")
+    return kernel
+
+
+def test_native_erf_within_one_ulp(grid_and_reference):
+    _, sample, want = grid_and_reference
+    kernel = _kernel("erf_f32")
+    got = np.empty_like(sample)
+    kernel(sample, got, 0, sample.size)
+    assert _ulps(got, want).max() <= 1
+    got_special = np.empty_like(SPECIAL)
+    kernel(SPECIAL, got_special, 0, SPECIAL.size)
+    assert np.array_equal(np.signbit(got_special[:2]), [False, True])  # erf(-0.0) = -0.0
+
+
+def test_table_erf_within_two_ulp(grid_and_reference):
+    _, sample, want = grid_and_reference
+    got = cpu_erf_table.erf(sample)
+    assert _ulps(got, want).max() <= 2
+    special = cpu_erf_table.erf(SPECIAL)
+    assert np.array_equal(np.signbit(special[:2]), [False, True])
+    assert list(special[-3:-1]) == [1.0, -1.0] and np.isnan(special[-1])
+    out = np.empty((2, 11), np.float32)
+    assert cpu_erf_table.erf(SPECIAL.reshape(2, 11), out) is out
+
+
+def test_erf_threads_split_without_changing_values(monkeypatch):
+    x = np.random.default_rng(0).standard_normal(300_000).astype(np.float32) * 3
+    results = []
+    for threads in (1, 2):
+        monkeypatch.setattr(_config, "CPU_THREADS", threads)
+        results.append((cpu_erf_table.erf(x), ember.erf(ember.tensor(x)).numpy(),
+                        F.gelu(ember.tensor(x)).numpy()))
+    for one, two in zip(*results):
+        assert np.array_equal(one, two)
+
+
+def test_gelu_kernel_is_its_numpy_formula_bit_for_bit():
+    """Eager gelu runs the kernel; a fused graph replays 0.5 * x * (1 + erf(x / sqrt 2)) with the
+    backend's erf: both must give the same bits (tests/graph/test_fusion_matches_eager.py relies on it)."""
+    kernel = _kernel("gelu_f32")
+    x = np.concatenate([np.random.default_rng(1).standard_normal(200_000).astype(np.float32) * 4, SPECIAL])
+    got = np.empty_like(x)
+    kernel(x, got, 0, x.size)
+    with np.errstate(invalid="ignore"):
+        formula = 0.5 * x * (1.0 + cpu_math_kernels.erf_float32_first(None, x * (1.0 / math.sqrt(2.0))))
+    assert formula.dtype == np.float32
+    np.testing.assert_array_equal(got, formula)
+
+
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_gelu_forward_and_backward_vs_torch(kernels, monkeypatch):
+    if kernels == "numba":
+        _kernel("gelu_backward_f32")
+    monkeypatch.setattr(_config, "CPU_KERNELS", kernels)
+    cpu_kernels.reset()
+    try:
+        x = np.concatenate([np.random.default_rng(2).standard_normal(50_000) * 4, SPECIAL]).astype(np.float32)
+        g = np.random.default_rng(3).standard_normal(x.size).astype(np.float32)
+        xe = ember.tensor(x, requires_grad=True)
+        with np.errstate(invalid="ignore"):
+            F.gelu(xe).backward(ember.tensor(g))
+        xt = torch.tensor(x.astype(np.float64), requires_grad=True)
+        yt = torch.nn.functional.gelu(xt)
+        yt.backward(torch.tensor(g.astype(np.float64)))
+        want_y, want_g = yt.detach().numpy(), xt.grad.numpy()
+        got_y = F.gelu(ember.tensor(x)).numpy()
+    finally:
+        cpu_kernels.reset()
+    finite = np.isfinite(x)
+    # float32's 0.5 x (1 + erf): 1 + erf cancels for negative x, so the error is relative to |x| (PyTorch's
+    # float32 gelu has the same: up to 6e-8 |x|)
+    error = np.abs(got_y[finite] - want_y[finite])
+    assert (error <= 3e-7 * np.abs(want_y[finite]) + 1.2e-7 * np.abs(x[finite]) + 1.5e-45).all()  # + half a subnormal
+    # the gradient of a float32 gelu: float32 rounding of g * (cdf + x pdf), and cancellation between cdf and
+    # x pdf near x = -5 (values ~1e-7) in float32's NumPy path
+    np.testing.assert_allclose(xe.grad.numpy()[finite], want_g[finite], rtol=1e-6, atol=1e-7 * np.abs(g).max())
+    # +-inf and NaN: NaN gradients, as PyTorch's (inf * pdf = inf * 0)
+    assert np.isnan(xe.grad.numpy()[~finite]).all()
+    assert np.isnan(got_y[-1]) and got_y[-3] == np.inf and np.isnan(got_y[-2])
+
+
+def test_gelu_backward_record_differentiates_like_torch():
+    """The record's own gradient (used only if someone differentiates through it): both inputs."""
+    rng = np.random.default_rng(4)
+    g, x = (rng.standard_normal(64) for _ in range(2))
+    ge, xe = ember.tensor(g, requires_grad=True), ember.tensor(x * 3, requires_grad=True)
+    out = dispatch.apply(GELU_BACKWARD, (ge, xe))
+    out.backward(ember.ones_like(out))
+    gt, xt = torch.tensor(g, requires_grad=True), torch.tensor(x * 3, requires_grad=True)
+    torch.ops.aten.gelu_backward(gt, xt).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), torch.ops.aten.gelu_backward(gt, xt).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ge.grad.numpy(), gt.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-15)
+
+
+def test_gelu_second_derivative_vs_torch():
+    x = np.linspace(-6, 6, 101).astype(np.float32)
+    xe = ember.tensor(x, requires_grad=True)
+    (d1,) = ember.autograd.grad(F.gelu(xe).sum(), xe, create_graph=True)
+    (d2,) = ember.autograd.grad(d1.sum(), xe)
+    xt = torch.tensor(x, requires_grad=True)
+    (t1,) = torch.autograd.grad(torch.nn.functional.gelu(xt).sum(), xt, create_graph=True)
+    (t2,) = torch.autograd.grad(t1.sum(), xt)
+    np.testing.assert_allclose(d1.detach().numpy(), t1.detach().numpy(), atol=2e-7)
+    np.testing.assert_allclose(d2.numpy(), t2.numpy(), atol=2e-6)
