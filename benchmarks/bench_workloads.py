@@ -15,6 +15,11 @@ Prints per workload: median per unit, ratio to the best peer (the fastest of tor
 torch.compile, JAX jit) and to torch eager; then a summary. Run alone on a quiet machine:
     python benchmarks/bench_workloads.py                    # everything (about 10 minutes)
     python benchmarks/bench_workloads.py --only mnist,w4 --rounds 5
+On a shared (loaded) machine compare the computation itself: every library on one thread, process CPU
+time (it counts all of a library's threads, so spinning workers would be charged; one thread has none):
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 EMBER_CPU_THREADS=1 \
+    XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" \
+    python benchmarks/bench_workloads.py --clock cpu --threads 1
 """
 from __future__ import annotations
 
@@ -75,6 +80,9 @@ def versions() -> str:
 
 
 # ---- timing -----------------------------------------------------------------------------------------
+CLOCK: Callable[[], float] = time.perf_counter  # --clock cpu: time.process_time
+
+
 def interleaved(fns: dict[str, Callable[[], Any]], rounds: int, budget: float) -> dict[str, float]:
     """Median seconds per call over ``rounds`` alternating rounds (A, B, C, A, B, C, ...); each round
     runs one call per contender, or several when a call is short (each round lasts ~budget/rounds)."""
@@ -88,10 +96,10 @@ def interleaved(fns: dict[str, Callable[[], Any]], rounds: int, budget: float) -
     for _ in range(rounds):
         for name, fn in fns.items():
             time.sleep(0.05)  # let the previous library's spinning worker threads go to sleep
-            start = time.perf_counter()
+            start = CLOCK()
             for _ in range(calls[name]):
                 fn()
-            samples[name].append((time.perf_counter() - start) / calls[name])
+            samples[name].append((CLOCK() - start) / calls[name])
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -368,9 +376,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=40.0, help="seconds of timed work per workload (about)")
     parser.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (slow to compile)")
     parser.add_argument("--no-jax", action="store_true")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: the process's CPU time per unit (use with one thread everywhere: see above)")
+    parser.add_argument("--threads", type=int, help="torch's threads (BLAS, ember and XLA: environment variables)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
-    print(f"CPU: {cpu_model()}\n{versions()}")
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.threads and torch is not None:
+        torch.set_num_threads(args.threads)
+    print(f"CPU: {cpu_model()}\n{versions()}\nclock: {args.clock}; OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}, EMBER_CPU_THREADS="
+          f"{os.environ.get('EMBER_CPU_THREADS', '(unset)')}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')}")
     print(f"medians of {args.rounds} interleaved rounds; peers = {', '.join(PEERS)}")
     summary = {}
     for key in args.only.split(","):

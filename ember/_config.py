@@ -33,6 +33,11 @@ CONV_ALGORITHM: str = os.environ.get("EMBER_CONV_ALGORITHM", "auto")
 # process may use. BLAS keeps its own setting (OPENBLAS_NUM_THREADS).
 CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 
+# Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
+# NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
+# threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's).
+BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "1") not in ("", "0")
+
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
 # EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.
 CUDA_STANDIN: bool = os.environ.get("EMBER_CUDA_STANDIN", "") not in ("", "0")

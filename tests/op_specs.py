@@ -19,12 +19,7 @@ import ember
 from ember.ops import dispatch
 from ember.ops.registry import OPS
 
-try:
-    from scipy.special import erf as _np_erf
-except ImportError:  # pragma: no cover - scipy is a test extra
-    import math
-
-    _np_erf = np.vectorize(math.erf)
+from scipy.special import erf as _np_erf  # scipy is a test extra (references only; no np.vectorize fallback)
 
 
 @dataclass
@@ -955,6 +950,63 @@ SPECS += [
            lambda a: np.linalg.pinv(_spd(a)), [((3, 3),)], **_LINALG),
     OpSpec("linalg_matrix_exp", ("linalg_matrix_exp",), ember.linalg.matrix_exp, _scipy_expm,
            [((3, 3),), ((2, 2, 2),), ((0, 2, 2),)], **_LINALG),
+]
+
+
+# ---- torch.special (ember/ops/special_ops.py): references from scipy.special (a test extra) -------------------------
+def _sp(name: str) -> Callable:
+    return getattr(__import__("scipy.special").special, name)
+
+
+def _chebyshev_vw(n: int, sign: int) -> Callable:
+    """V_n = U_n - U_{n-1}, W_n = U_n + U_{n-1} (identities of the third/fourth kinds)."""
+    return lambda a: _sp("eval_chebyu")(n, a) + sign * _sp("eval_chebyu")(n - 1, a)
+
+
+_POLY_N = 4  # degree used by the polynomial specs (the recurrence; tests/ops/test_special_functions_vs_scipy.py covers n)
+SPECS += [
+    OpSpec("lgamma", ("lgamma",), ember.lgamma, _sp("gammaln"), UNARY_SHAPES, domain="positive", int_dtypes=INT,
+           int_out="float32"),
+    OpSpec("digamma", ("digamma",), ember.digamma, _sp("psi"), UNARY_SHAPES, domain="positive"),
+    OpSpec("polygamma", ("polygamma",), lambda x: ember.polygamma(2, x), lambda a: _sp("polygamma")(2, a),
+           UNARY_SHAPES, domain="positive"),
+    OpSpec("i0", ("i0",), ember.i0, _sp("i0"), UNARY_SHAPES, int_dtypes=INT, int_out="float32"),
+    OpSpec("i0e", ("i0e",), lambda *a: ember.special.i0e(*a), _sp("i0e"), UNARY_SHAPES, domain="nonzero"),
+    OpSpec("i1", ("i1",), lambda *a: ember.special.i1(*a), _sp("i1"), UNARY_SHAPES),
+    OpSpec("i1e", ("i1e",), lambda *a: ember.special.i1e(*a), _sp("i1e"), UNARY_SHAPES, domain="nonzero"),
+    OpSpec("ndtr", ("ndtr",), lambda *a: ember.special.ndtr(*a), _sp("ndtr"), UNARY_SHAPES),
+    OpSpec("log_ndtr", ("log_ndtr",), lambda *a: ember.special.log_ndtr(*a), _sp("log_ndtr"), UNARY_SHAPES),
+    OpSpec("ndtri", ("ndtri", "mul"), lambda p: ember.special.ndtri(p * 0.25), lambda a: _sp("ndtri")(a * 0.25), UNARY_SHAPES,
+           domain="positive"),
+    OpSpec("entr", ("entr",), lambda *a: ember.special.entr(*a), _sp("entr"), UNARY_SHAPES, domain="positive"),
+    OpSpec("xlog1py", ("xlog1py",), lambda *a: ember.special.xlog1py(*a), _sp("xlog1py"), BINARY_SHAPES, domain=("real", "positive")),
+    OpSpec("zeta", ("zeta", "add"), lambda x, q: ember.special.zeta(x + 1.0, q), lambda a, b: _sp("zeta")(a + 1.0, b),
+           BINARY_SHAPES, domain="positive", diff=(1,)),
+    OpSpec("igamma", ("igamma",), lambda *a: ember.special.gammainc(*a), _sp("gammainc"), BINARY_SHAPES, domain="positive", diff=(1,)),
+    OpSpec("igammac", ("igammac",), lambda *a: ember.special.gammaincc(*a), _sp("gammaincc"), BINARY_SHAPES, domain="positive", diff=(1,)),
+    *[OpSpec(name, (name,), lambda x, n=name: getattr(ember.special, n)(x), ref, UNARY_SHAPES, domain=domain,
+             grad=False)
+      for name, ref, domain in (
+          ("bessel_j0", _sp("j0"), "real"), ("bessel_j1", _sp("j1"), "real"), ("bessel_y0", _sp("y0"), "positive"),
+          ("bessel_y1", _sp("y1"), "positive"), ("modified_bessel_i0", _sp("i0"), "real"),
+          ("modified_bessel_i1", _sp("i1"), "real"), ("modified_bessel_k0", _sp("k0"), "positive"),
+          ("modified_bessel_k1", _sp("k1"), "positive"), ("scaled_modified_bessel_k0", _sp("k0e"), "positive"),
+          ("scaled_modified_bessel_k1", _sp("k1e"), "positive"), ("airy_ai", lambda a: _sp("airy")(a)[0], "real"),
+          ("spherical_bessel_j0", lambda a: _sp("spherical_jn")(0, a), "real"))],
+    *[OpSpec(name, (name,), lambda x, n=name: getattr(ember.special, n)(x, _POLY_N), ref, UNARY_SHAPES,
+             domain="unit", grad=False)
+      for name, ref in (
+          ("chebyshev_polynomial_t", lambda a: _sp("eval_chebyt")(_POLY_N, a)),
+          ("chebyshev_polynomial_u", lambda a: _sp("eval_chebyu")(_POLY_N, a)),
+          ("chebyshev_polynomial_v", _chebyshev_vw(_POLY_N, -1)), ("chebyshev_polynomial_w", _chebyshev_vw(_POLY_N, 1)),
+          ("shifted_chebyshev_polynomial_t", lambda a: _sp("eval_chebyt")(_POLY_N, 2 * a - 1)),
+          ("shifted_chebyshev_polynomial_u", lambda a: _sp("eval_chebyu")(_POLY_N, 2 * a - 1)),
+          ("shifted_chebyshev_polynomial_v", lambda a: _chebyshev_vw(_POLY_N, -1)(2 * a - 1)),
+          ("shifted_chebyshev_polynomial_w", lambda a: _chebyshev_vw(_POLY_N, 1)(2 * a - 1)),
+          ("hermite_polynomial_h", lambda a: _sp("eval_hermite")(_POLY_N, a)),
+          ("hermite_polynomial_he", lambda a: _sp("eval_hermitenorm")(_POLY_N, a)),
+          ("laguerre_polynomial_l", lambda a: _sp("eval_laguerre")(_POLY_N, a)),
+          ("legendre_polynomial_p", lambda a: _sp("eval_legendre")(_POLY_N, a)))],
 ]
 
 

@@ -90,6 +90,9 @@ def main() -> None:
     out["ERFINV_W"] = fit("erfinv(x)/x, w in [0, 6.25]", erfinv_over_x_w, 0, 6.25, 17)
     out["ERFINV_S"] = fit("erfinv(x)/x, sqrt(w) in [2.5, 6.25]", erfinv_over_x_s, 2.5, 6.25, 16)
     out["ERFINV_S_FAR"] = fit("erfinv(x)/x, sqrt(w) in [6.25, 27]", erfinv_over_x_s, 6.25, 27, 14)
+    # float64 without a Halley step (about 1e-18) where nearly all inputs fall, 1 - |x| > 2e-17
+    out["ERFINV_W_64"] = fit("erfinv(x)/x, w in [0, 6.25] (f64)", erfinv_over_x_w, 0, 6.25, 26)
+    out["ERFINV_S_64"] = fit("erfinv(x)/x, sqrt(w) in [2.5, 6.25] (f64)", erfinv_over_x_s, 2.5, 6.25, 31)
     # lgamma around its roots 1 and 2
     out["LGAMMA2_64"] = fit("lgamma(2+z)/z", lgamma2_over_z, -0.5, 0.5, 20)
     # digamma around its positive root

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ember.backends import Backend, cpu_kernels, cpu_math_kernels, register_backend
+from ember.ops import special_table
 from ember import _config
 
 
@@ -47,7 +48,8 @@ class CPUBackend(Backend):
 
         steps = kernel.steps
         if single_loop and fuse_numba.worth_compiling(steps, outputs) and \
-                fuse_numba.supported(steps, len(outputs)) and fuse_numba.available():
+                fuse_numba.supported(steps, len(outputs)) and fuse_numba.available() and \
+                fuse_numba.native_dtypes([*kernel.input_dtypes, *(v.dtype for v in outputs)]):
             return fuse_numba.NumbaKernel(steps, kernel.n_inputs, kernel.outputs, kernel.source, outputs)
         return None
 
@@ -68,27 +70,49 @@ class CPUBackend(Backend):
         return cpu_kernels.get(name)
 
     def special_function(self, name: str) -> Any:
-        """SciPy's when installed (and ``EMBER_SPECIAL_FUNCTIONS`` is not ``numpy``), else ember's
-        vectorized NumPy version (:mod:`ember.ops.special_math`): as accurate, a small factor slower.
-        Both take ``out=``. ``erf`` of float32 arrays runs the native kernel when there is one
-        (``cpu_math_kernels``: one vectorized pass on all cores, within 1 ulp; SciPy's takes 15x longer),
-        else a NumPy table method (within 2 ulp, 6x faster than SciPy's)."""
+        """ember's vectorized NumPy version (:mod:`ember.ops.special_table`), or SciPy's where it is
+        installed, faster and gives the same values (``SCIPY_FASTER``; ``EMBER_SPECIAL_FUNCTIONS=numpy``
+        turns SciPy off). Unary functions take ``out=``. ``erf`` of float32 arrays runs the native kernel
+        when there is one (``cpu_math_kernels``: one vectorized pass on all cores, within 1 ulp; SciPy's
+        takes 15x longer), else a NumPy table method (within 2 ulp, 6x faster than SciPy's)."""
         base = self._special_function(name)
         if name == "erf":
             return functools.partial(cpu_math_kernels.erf_float32_first, base)
         return base
 
     def _special_function(self, name: str) -> Any:
-        from ember.ops import special_math
-
-        if _config.SPECIAL_FUNCTIONS == "scipy":
+        if _config.SPECIAL_FUNCTIONS == "scipy" and name in SCIPY_FASTER:
             try:
                 import scipy.special as special
 
-                return getattr(special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name))
+                return SCIPY_FASTER[name](special)
             except ImportError:
                 pass
-        return special_math.FUNCTIONS[name]
+        return special_table.FUNCTIONS[name]
+
+
+def _scipy_lgamma(special: Any) -> Any:
+    """SciPy's gammaln with PyTorch's values where they differ: +inf at -inf, -log|x| for subnormal x
+    (SciPy: -inf and inf)."""
+    def lgamma(x: Any, out: Any = None) -> Any:
+        values = special.gammaln(x, out=out)
+        odd = (x == -np.inf) | ((x != 0) & (np.abs(x) < np.finfo(np.result_type(x, np.float32)).tiny))
+        if odd.any():
+            with np.errstate(divide="ignore"):
+                values[...] = np.where(odd, np.where(x == -np.inf, np.inf, -np.log(np.abs(x))), values)
+        return values
+
+    return lgamma
+
+
+# Functions SciPy computes faster than ember's NumPy versions with the same special-point values
+# (benchmarks/bench_special_functions.py measures both; the rest are ember's even with SciPy, being as
+# fast or faster, or more accurate: SciPy's Bessel J/Y lose ~1e-12 for x > 50 by rounding x - pi/4).
+SCIPY_FASTER: dict[str, Any] = {
+    "erf": lambda s: s.erf, "erfc": lambda s: s.erfc, "erfcx": lambda s: s.erfcx, "erfinv": lambda s: s.erfinv,
+    "erfcinv": lambda s: s.erfcinv, "ndtri": lambda s: s.ndtri, "lgamma": _scipy_lgamma, "gammaln": _scipy_lgamma,
+    "digamma": lambda s: s.psi, "psi": lambda s: s.psi, "ndtr": lambda s: s.ndtr, "log_ndtr": lambda s: s.log_ndtr,
+}
 
 
 def _is_device_array(data: Any) -> bool:

@@ -28,7 +28,7 @@ def _build() -> dict[str, Callable]:
 
     njit = numba.njit  # serial: a parallel numba pool would fight OpenBLAS threads for the cores
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads
     def max_pool2d_2x2(x: Any, out: Any, indices: Any) -> int:  # pragma: no cover - compiled
         """2x2 windows, stride 2, no padding; the first maximum wins ties (PyTorch's rule).
 
@@ -60,7 +60,7 @@ def _build() -> dict[str, Callable]:
                         indices[b, ch, i, j] = where
         return nans
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads
     def unpool_scatter(g: Any, indices: Any, out: Any) -> int:  # pragma: no cover - compiled
         """``out.flat_plane[indices] = g`` per (image, channel) plane; ``out`` starts zeroed and each
         input pixel is named at most once (non-overlapping windows). Indices outside the plane are
@@ -77,11 +77,12 @@ def _build() -> dict[str, Callable]:
                     bad += 1
         return bad
 
-    @njit(cache=True)
+    @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads
     def relu_grad(g: Any, out: Any, result: Any) -> None:  # pragma: no cover - compiled
-        """``result = g where out > 0 else 0`` in one pass (flat, same-shape contiguous arrays)."""
+        """``result = 0 where out <= 0 else g`` in one pass (flat, same-shape contiguous arrays); a NaN
+        output passes ``g`` through, as PyTorch's threshold_backward does."""
         for k in range(g.size):
-            result[k] = g[k] if out[k] > 0 else 0
+            result[k] = 0 if out[k] <= 0 else g[k]
 
     @njit(cache=True)
     def where_scalar(cond: Any, x: Any, y: Any, flip: bool, out: Any) -> None:  # pragma: no cover - compiled

@@ -32,6 +32,7 @@ from ember.backends.cuda_flags import (  # noqa: F401  (torch.backends.cuda's na
     preferred_linalg_library)
 from ember.backends.cuda_random import PhiloxGenerator
 from ember.graph.passes import kernel_text
+from ember.ops import special_table
 
 try:
     import cupy
@@ -271,7 +272,21 @@ class CuPyBackend(Backend):
         return FusedCudaKernel(program, generic)
 
     def special_function(self, name: str) -> Callable:
-        return getattr(_cupy_special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name))
+        """cupyx.scipy.special's function; the few it lacks (airy_ai, the orthogonal polynomials) run
+        ember's NumPy version on explicit host copies."""
+        fn = getattr(_cupy_special, {"lgamma": "gammaln", "digamma": "psi"}.get(name, name), None)
+        if fn is not None:
+            return fn
+        host = special_table.FUNCTIONS[name]
+
+        def on_host(*args: Any, out: Any = None) -> Any:
+            values = cupy.asarray(host(*(cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in args)))
+            if out is None:
+                return values
+            out[...] = values
+            return out
+
+        return on_host
 
     def native_kernel(self, name: str) -> Callable | None:
         return None

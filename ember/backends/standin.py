@@ -627,8 +627,8 @@ class StandinBackend(Backend):
     def special_function(self, name: str) -> Callable:
         host = get_backend("cpu").special_function(name)
 
-        def special(x: Any, out: Any = None) -> Any:  # cupyx.scipy.special's functions, on the device
-            result = host(_unwrap(x, name))
+        def special(*args: Any, out: Any = None) -> Any:  # cupyx.scipy.special's functions, on the device
+            result = host(*(_unwrap(a, name) for a in args))
             if out is not None:
                 out[...] = _wrap(result)
                 return out

@@ -737,3 +737,34 @@ def hypot(b: GraphBuilder, n: Any) -> str:
     """sqrt(a^2 + b^2) (overflows above ~1.8e19 in float32, where ember's scaled hypot does not)."""
     a, c = n.inputs
     return b.node("Sqrt", [b.node("Add", [b.node("Mul", [a, a]), b.node("Mul", [c, c])])])
+
+
+# ---- diagonal, searchsorted --------------------------------------------------------------------------
+def diagonal(b: GraphBuilder, n: Any) -> str:
+    """``diagonal(x, offset, dim1, dim2)``: move (dim1, dim2) last, flatten them, Gather the diagonal's flat
+    positions (static: rows and columns are known when exporting)."""
+    shape = list(n.in_specs[0].shape)
+    rank = len(shape)
+    dim1, dim2 = int(n.attrs.get("dim1", 0)) % rank, int(n.attrs.get("dim2", 1)) % rank
+    offset = int(n.attrs.get("offset", 0))
+    rows, cols = _static([shape[dim1], shape[dim2]], n, "diagonal size")
+    rest = [k for k in range(rank) if k not in (dim1, dim2)]
+    moved = b.node("Transpose", [n.inputs[0]], perm=rest + [dim1, dim2])
+    flat = b.node("Reshape", [moved, b.ints([0] * len(rest) + [rows * cols])])
+    first_row, first_col = max(-offset, 0), max(offset, 0)
+    length = max(0, min(rows - first_row, cols - first_col))
+    positions = np.array([(first_row + i) * cols + first_col + i for i in range(length)], dtype=np.int64)
+    return b.node("Gather", [flat, b.const(positions)], axis=len(rest))
+
+
+def searchsorted(b: GraphBuilder, n: Any) -> str:
+    """Insertion points by counting: ``sum(sequence < value)`` (``<=`` with ``right``) over the sequence's
+    last dim, a broadcast compare of (..., N, 1) values with (..., 1, M) boundaries (N*M memory)."""
+    sequence, values = n.inputs
+    if len(n.in_specs[0].shape) > 1:
+        sequence = b.node("Unsqueeze", [sequence, b.ints([-2])]) if b.opset >= 13 else \
+            b.node("Unsqueeze", [sequence], axes=[-2])
+    column = b.node("Unsqueeze", [values, b.ints([-1])]) if b.opset >= 13 else \
+        b.node("Unsqueeze", [values], axes=[-1])
+    before = b.node("LessOrEqual" if n.attrs.get("right", False) else "Less", [sequence, column])
+    return reduce(b, "ReduceSum", _cast(b, before, dtypes.int64), [-1], False)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ember import _config
 from ember.backends import native_kernel
-from ember.ops import conv_geometry, conv_per_image as per_image
+from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import cost, dispatch
 from ember.ops.registry import OpDef, Spec, register
@@ -79,21 +79,7 @@ def _cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dila
     oh = out_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
     ow = out_size(w, kw, stride[1], padding[2], padding[3], dilation[1])
     cols = xp.empty((c, kh, kw, n, oh, ow), dtype=x.dtype)
-    channels_first = x.transpose(1, 0, 2, 3)
-    for i in range(kh):
-        rows = _tap_range(h, oh, i * dilation[0], stride[0], padding[0])
-        for j in range(kw):
-            columns = _tap_range(w, ow, j * dilation[1], stride[1], padding[2])
-            dst = cols[:, i, j]
-            if rows is None or columns is None:
-                dst[...] = 0
-                continue
-            (out_r, in_r), (out_c, in_c) = rows, columns
-            dst[:, :, :out_r.start] = 0
-            dst[:, :, out_r.stop:] = 0
-            dst[:, :, out_r, :out_c.start] = 0
-            dst[:, :, out_r, out_c.stop:] = 0
-            dst[:, :, out_r, out_c] = channels_first[:, :, in_r, in_c]
+    im2col.fill_windows(x, lambda i, j: cols[:, i, j].transpose(1, 0, 2, 3), kh, kw, stride, padding, dilation, oh, ow)
     return cols.reshape(groups, (c // groups) * kh * kw, n * oh * ow)
 
 
@@ -170,17 +156,27 @@ def _finite(xp: Any, *arrays: Any) -> bool:
     return all(bool(xp.isfinite(a.sum())) for a in arrays)
 
 
-def _winograd_input(xp: Any, x: Any, padding: tuple, m: int, remember: bool) -> Any:
-    """The forward's Winograd input transform, kept for the weight gradient like im2col's columns."""
-    key = ("winograd", m, padding, x.shape, x.dtype, x.strides)
-    if not remember:
-        v = _recall_cols(x, key)
-        if v is not None:
-            return v
-    v = winograd.input_transform(xp, x, padding, m)
-    if remember:
-        _remember_cols(x, key, v)
-    return v
+def _winograd_key(x: Any, padding: tuple, m: int) -> tuple:
+    return ("winograd", m, padding, x.shape, x.dtype, x.strides)
+
+
+def _winograd_forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> Any:
+    """The Winograd forward, or None when ``x`` holds inf/NaN; its input transform is kept for the
+    weight gradient like im2col's columns (so a kept transform also says ``x`` was finite)."""
+    out = winograd.forward(xp, x, w, padding, m, finite_only=True)
+    if out is None:
+        return None
+    _remember_cols(x, _winograd_key(x, padding, m), out[1])
+    return out[0]
+
+
+def _winograd_input(xp: Any, x: Any, padding: tuple, m: int) -> Any:
+    """The forward's Winograd input transform: the kept one, else made anew; None when ``x``
+    holds inf/NaN."""
+    v = _recall_cols(x, _winograd_key(x, padding, m))
+    if v is not None:
+        return v
+    return winograd.input_transform(xp, x, padding, m) if _finite(xp, x) else None
 
 
 PER_IMAGE_MIN_PIXELS = 128
@@ -193,17 +189,12 @@ def _per_image(groups: int, oh: int, ow: int) -> bool:
     return groups == 1 and oh * ow >= PER_IMAGE_MIN_PIXELS
 
 
-def _per_image_cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple,
-                    remember: bool) -> Any:
-    key = ("per_image", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
-    if not remember:
-        found = _recall_cols(x, key)
-        if found is not None:
-            return found
-    cols = per_image.cols(xp, x, kh, kw, stride, padding, dilation)
-    if remember:
-        _remember_cols(x, key, cols)
-    return cols
+def _per_image_key(kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, x: Any) -> tuple:
+    return ("per_image", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
+
+
+def _im2col_key(kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, x: Any) -> tuple:
+    return ("im2col", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
 
 
 def _gemm(xp: Any, a: Any, b: Any) -> Any:
@@ -228,14 +219,19 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
-    if m and _finite(xp, x, w):
-        return winograd.conv2d(xp, x, w, padding, m, v=_winograd_input(xp, x, padding, m, remember=True))
+    if m and _finite(xp, w):  # x is checked by each thread on its images
+        out = _winograd_forward(xp, x, w, padding, m)
+        if out is not None:
+            return out
     n = x.shape[0]
     o, cg, kh, kw = w.shape
     oh = out_size(x.shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
     ow = out_size(x.shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
-    if _per_image(groups, oh, ow):
-        return per_image.forward(xp, _per_image_cols(xp, x, kh, kw, stride, padding, dilation, True), w, oh, ow)
+    if groups == 1:  # both layouts split the images over ember's threads; the columns are kept
+        layout, key = ((per_image, _per_image_key) if _per_image(groups, oh, ow) else (im2col, _im2col_key))
+        out, cols = layout.forward(xp, x, w, stride, padding, dilation)
+        _remember_cols(x, key(kh, kw, stride, padding, dilation, x), cols)
+        return out
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=True)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     out = _gemm(xp, w2, cols)  # (G, O/G, N*L): one GEMM per group
@@ -249,29 +245,24 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
-    if m and _finite(xp, g, w):
-        return winograd.input_grad(xp, g, w, padding, m)
+    if m and _finite(xp, w):
+        gx = winograd.input_grad(xp, g, w, padding, m, finite_only=True)
+        if gx is not None:
+            return gx
     n, c, h, width = input_shape
     o, cg, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
-    if _per_image(groups, oh, ow):
-        return per_image.input_grad(xp, g, w, tuple(input_shape), stride, padding, dilation)
+    if groups == 1:
+        layout = per_image if _per_image(groups, oh, ow) else im2col
+        return layout.input_grad(xp, g, w, tuple(input_shape), stride, padding, dilation)
     w2 = w.reshape(groups, o // groups, cg * kh * kw)
     gcols = _gemm(xp, w2.transpose(0, 2, 1), _to_channels_first(g, groups, o // groups))  # (G, K, N*L)
     gcols = gcols.reshape(c, kh, kw, n, oh, ow)
     # col2im: each tap adds its part of the columns into the input positions it read, skipping the
     # padding (no padded buffer to crop: 5-35% faster, the most on small feature maps).
     gx = xp.zeros((c, n, h, width), dtype=g.dtype)
-    for i in range(kh):  # a loop over kernel taps only: each step is one strided add over everything
-        rows = _tap_range(h, oh, i * dilation[0], stride[0], padding[0])
-        if rows is None:
-            continue
-        for j in range(kw):
-            columns = _tap_range(width, ow, j * dilation[1], stride[1], padding[2])
-            if columns is None:
-                continue
-            (out_r, in_r), (out_c, in_c) = rows, columns
-            gx[:, :, in_r, in_c] += gcols[:, i, j, :, out_r, out_c]
+    im2col.add_windows(gx.transpose(1, 0, 2, 3), lambda i, j: gcols[:, i, j].transpose(1, 0, 2, 3),
+                       kh, kw, stride, padding, dilation, oh, ow)
     return xp.ascontiguousarray(gx.transpose(1, 0, 2, 3))
 
 
@@ -285,12 +276,19 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         gw[:, :, rows, cols] = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
         return gw
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
-    if m and _finite(xp, x, g):
-        return winograd.weight_grad(xp, x, g, padding, m, v=_winograd_input(xp, x, padding, m, remember=False))
+    v = _winograd_input(xp, x, padding, m) if m else None
+    if v is not None:
+        gw = winograd.weight_grad(xp, x, g, padding, m, v=v, finite_only=True)
+        if gw is not None:
+            return gw
     o, cg, kh, kw = weight_shape
-    if _per_image(groups, g.shape[2], g.shape[3]):
-        cols = _per_image_cols(xp, x, kh, kw, stride, padding, dilation, False)
-        return per_image.weight_grad(xp, g, cols, tuple(weight_shape))
+    if groups == 1:
+        layout, key = ((per_image, _per_image_key) if _per_image(groups, g.shape[2], g.shape[3])
+                       else (im2col, _im2col_key))
+        cols = _recall_cols(x, key(kh, kw, stride, padding, dilation, x))
+        if cols is None:
+            cols = (per_image.cols if layout is per_image else im2col.columns)(xp, x, kh, kw, stride, padding, dilation)
+        return layout.weight_grad(xp, g, cols, tuple(weight_shape))
     cols = _cols_cached(xp, x, kh, kw, stride, padding, dilation, groups, remember=False)  # (G, K, N*L)
     g2 = _to_channels_first(g, groups, o // groups)  # (G, O/G, N*L)
     return _gemm(xp, g2, cols.transpose(0, 2, 1)).reshape(weight_shape)

@@ -8,11 +8,15 @@ is; the weight gradient sums ``g[n] @ cols[n]^T`` over images. Per-image GEMMs a
 each image has enough pixels (``L = OH*OW``); conv.py picks this layout for maps of 128 pixels and
 more (the MNIST CNN's layers, ResNet's 7x7 stem), measured in docs/cpu-performance.md.
 
+Every pass splits the images over ember's threads (``cpu_blas.blas_for``): each thread fills its
+images' columns, runs their GEMMs on one BLAS thread and writes their outputs (the weight gradient:
+its images' share of the sum, the shares added once at the end).
+
 Example:
     >>> import numpy as np
     >>> x, w = np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))
-    >>> c = cols(np, x, 2, 2, (1, 1), (0, 0, 0, 0), (1, 1))
-    >>> forward(np, c, w, 2, 2)[0, 0]
+    >>> y, c = forward(np, x, w, (1, 1), (0, 0, 0, 0), (1, 1))
+    >>> y[0, 0]
     array([[4., 4.],
            [4., 4.]])
 """
@@ -20,42 +24,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.ops.conv_geometry import out_size, tap_range
+from ember.backends.cpu_blas import blas_for
+from ember.ops.conv_geometry import out_size
+from ember.ops.conv_im2col import add_windows, fill_windows, matmul_into, min_items
+
+
+def _geometry(x_shape: tuple, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+    oh = out_size(x_shape[2], kh, stride[0], padding[0], padding[1], dilation[0])
+    ow = out_size(x_shape[3], kw, stride[1], padding[2], padding[3], dilation[1])
+    return oh, ow
 
 
 def cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple) -> Any:
     """The im2col matrix of each image, ``(N, C*kh*kw, OH*OW)``, filled tap by tap (padding zeroed)."""
-    n, c, h, w = x.shape
-    oh = out_size(h, kh, stride[0], padding[0], padding[1], dilation[0])
-    ow = out_size(w, kw, stride[1], padding[2], padding[3], dilation[1])
+    n, c = x.shape[:2]
+    oh, ow = _geometry(x.shape, kh, kw, stride, padding, dilation)
     out = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
-    for i in range(kh):
-        rows = tap_range(h, oh, i * dilation[0], stride[0], padding[0])
-        for j in range(kw):
-            columns = tap_range(w, ow, j * dilation[1], stride[1], padding[2])
-            dst = out[:, :, i, j]
-            if rows is None or columns is None:
-                dst[...] = 0
-                continue
-            (out_r, in_r), (out_c, in_c) = rows, columns
-            dst[:, :, :out_r.start] = 0
-            dst[:, :, out_r.stop:] = 0
-            dst[:, :, out_r, :out_c.start] = 0
-            dst[:, :, out_r, out_c.stop:] = 0
-            dst[:, :, out_r, out_c] = x[:, :, in_r, in_c]
+    fill_windows(x, lambda i, j: out[:, :, i, j], kh, kw, stride, padding, dilation, oh, ow)
     return out.reshape(n, c * kh * kw, oh * ow)
 
 
-def _round(out: Any, dtype: Any) -> Any:
-    # bfloat16 (ml_dtypes) products come back as float32: round once to the inputs' dtype, as PyTorch.
-    return out if out.dtype == dtype else out.astype(dtype)
+def forward(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
+    """``(N, O, OH, OW)`` and the columns ``(N, C*kh*kw, OH*OW)`` (kept for the weight gradient):
+    one GEMM per image, already NCHW."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = w.shape
+    oh, ow = _geometry(x.shape, kh, kw, stride, padding, dilation)
+    k, pixels = c * kh * kw, oh * ow
+    columns = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
+    y = xp.empty((n, o, pixels), dtype=x.dtype)
+    w2 = w.reshape(o, k)
 
+    def run(start: int, stop: int) -> None:
+        fill_windows(x[start:stop], lambda i, j: columns[start:stop, :, i, j], kh, kw, stride, padding, dilation, oh, ow)
+        matmul_into(xp, w2, columns[start:stop].reshape(stop - start, k, pixels), y[start:stop])
 
-def forward(xp: Any, columns: Any, w: Any, oh: int, ow: int) -> Any:
-    """``(N, O, OH, OW)`` from the columns: one GEMM per image, already NCHW."""
-    o = w.shape[0]
-    out = xp.matmul(w.reshape(o, -1), columns)
-    return _round(out, columns.dtype).reshape(columns.shape[0], o, oh, ow)
+    blas_for(run, n, min_items(2.0 * o * k * pixels), xp)
+    return y.reshape(n, o, oh, ow), columns.reshape(n, k, pixels)
 
 
 def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple, dilation: tuple) -> Any:
@@ -63,24 +68,45 @@ def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, paddi
     n, c, h, width = input_shape
     o, _, kh, kw = w.shape
     oh, ow = g.shape[2], g.shape[3]
-    gcols = _round(xp.matmul(w.reshape(o, -1).T, g.reshape(n, o, oh * ow)), g.dtype)
-    gcols = gcols.reshape(n, c, kh, kw, oh, ow)
-    gx = xp.zeros(input_shape, dtype=g.dtype)
-    for i in range(kh):
-        rows = tap_range(h, oh, i * dilation[0], stride[0], padding[0])
-        if rows is None:
-            continue
-        for j in range(kw):
-            columns = tap_range(width, ow, j * dilation[1], stride[1], padding[2])
-            if columns is None:
-                continue
-            (out_r, in_r), (out_c, in_c) = rows, columns
-            gx[:, :, in_r, in_c] += gcols[:, :, i, j, out_r, out_c]
+    k, pixels = c * kh * kw, oh * ow
+    gx = xp.empty(tuple(input_shape), dtype=g.dtype)
+    wt = w.reshape(o, k).T
+
+    def run(start: int, stop: int) -> None:
+        gcols = xp.empty((stop - start, c, kh, kw, oh, ow), dtype=g.dtype)
+        matmul_into(xp, wt, g[start:stop].reshape(stop - start, o, pixels), gcols.reshape(stop - start, k, pixels))
+        part = gx[start:stop]
+        part[...] = 0
+        add_windows(part, lambda i, j: gcols[:, :, i, j], kh, kw, stride, padding, dilation, oh, ow)
+
+    blas_for(run, n, min_items(2.0 * o * k * pixels), xp)
     return gx
 
 
 def weight_grad(xp: Any, g: Any, columns: Any, weight_shape: tuple) -> Any:
-    """The gradient in ``w``: ``sum_n g[n] @ cols[n]^T`` (BLAS takes each transpose for free)."""
+    """The gradient in ``w``: ``sum_n g[n] @ cols[n]^T`` (BLAS takes each transpose for free), each
+    thread summing its images into its own (O, K) matrix. Half-precision products are summed in
+    float32 and rounded once."""
     n, o = g.shape[:2]
-    per_image = xp.matmul(g.reshape(n, o, -1), columns.transpose(0, 2, 1))
-    return _round(per_image.sum(axis=0), g.dtype).reshape(weight_shape)
+    k, pixels = columns.shape[1], columns.shape[2]
+    g3 = g.reshape(n, o, pixels)
+    wide = g.dtype.itemsize >= 4
+    partial: dict[int, Any] = {}
+
+    def run(start: int, stop: int) -> None:
+        total = xp.zeros((o, k), dtype=g.dtype if wide else xp.float32)
+        product = xp.empty((o, k), dtype=total.dtype)
+        for image in range(start, stop):
+            if wide:
+                xp.matmul(g3[image], columns[image].T, out=product)
+            else:
+                product[...] = xp.matmul(g3[image], columns[image].T)
+            total += product
+        partial[start] = total
+
+    blas_for(run, n, min_items(2.0 * o * k * pixels), xp)
+    parts = [partial[key] for key in sorted(partial)]  # a fixed order: the same sum every run
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return total.reshape(weight_shape) if wide else total.astype(g.dtype).reshape(weight_shape)

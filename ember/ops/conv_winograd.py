@@ -31,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends import native_kernel
+from ember.backends import cpu_blas, native_kernel
+from ember.backends.cpu_blas import blas_for
 from ember.backends.cpu_threads import parallel_for
 
 _MIN_TILES = 32  # tiles per thread below which a thread hand-off costs more than it saves
+_MIN_CHUNK_FLOPS = 4e6  # GEMM flops per thread below which the fused passes run on one thread
 
 # The transform matrices (B^T, G, A^T) for each output tile size m, with interpolation points
 # 0, +-1 (m = 2) and 0, +-1, +-2 (m = 4): the choices whose float32 rounding errors stay smallest.
@@ -127,13 +129,46 @@ def input_transform(xp: Any, x: Any, padding: tuple, m: int) -> Any:
 
 
 def weight_transform(xp: Any, g: Any, m: int) -> Any:
-    """``U = G g G^T`` of (O, C, 3, 3) weights as (tile positions, C, O): one small GEMM."""
+    """``U = G g G^T`` of (O, C, 3, 3) weights as (tile positions, C, O): one small GEMM, split
+    over ember's threads by blocks of input channels (512 x 512 weights: ~1 ms on one)."""
     gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
     a = m + 2
     o, c = g.shape[:2]
     kron = xp.asarray(np.kron(gm, gm))  # (a*a, 9): U[p, q] = sum_ij G[p, i] G[q, j] g[i, j]
-    u = xp.matmul(kron, g.reshape(o, c, 9).transpose(2, 1, 0).reshape(9, c * o))
-    return u.reshape(a * a, c, o)
+    u = xp.empty((a * a, c, o), dtype=g.dtype)
+    flat = u.reshape(a * a, c * o)
+
+    def run(start: int, stop: int) -> None:
+        taps = g[:, start:stop].reshape(o, stop - start, 9).transpose(2, 1, 0).reshape(9, (stop - start) * o)
+        xp.matmul(kron, taps, out=flat[:, start * o:stop * o])
+
+    blas_for(run, c, _min_channels(a, o), xp)
+    return u
+
+
+def _min_channels(a: int, o: int) -> int:
+    """Input channels per thread that make a share of a kernel transform worth a thread hand-off."""
+    return int(_MIN_CHUNK_FLOPS // (2 * a * a * 9 * o) + 1)
+
+
+def _kernel_gradient(xp: Any, parts: list, gm: Any, a: int, c: int, o: int) -> Any:
+    """``dg = G^T dU G`` (O, C, 3, 3) from the per-thread sums ``parts`` of ``dU`` (each
+    (a*a, C, O)), added, transformed and transposed block of input channels by block."""
+    kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a)
+    flats = [part.reshape(a * a, c * o) for part in parts]
+    dg = xp.empty((o, c, 3, 3), dtype=parts[0].dtype)
+
+    def run(start: int, stop: int) -> None:
+        block = flats[0][:, start * o:stop * o]
+        if len(flats) > 1:
+            block = block.copy()
+            for flat in flats[1:]:  # a fixed order: the same sum every run
+                block += flat[:, start * o:stop * o]
+        taps = xp.matmul(kron, block).reshape(3, 3, stop - start, o)
+        dg[:, start:stop] = taps.transpose(3, 2, 0, 1)
+
+    blas_for(run, c, _min_channels(a, o), xp)
+    return dg
 
 
 def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
@@ -162,30 +197,102 @@ def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
 
 
 def _products(xp: Any, v: Any, u: Any) -> Any:
-    """``M[p] = V[p] @ U[p]`` for every tile position: (a*a, T, C) @ (a*a, C, O)."""
+    """``M[p] = V[p] @ U[p]`` for every tile position: (a*a, T, C) @ (a*a, C, O), the positions
+    shared out over ember's threads (each GEMM on one thread)."""
     out = xp.empty((v.shape[0], v.shape[1], u.shape[2]), dtype=v.dtype)
-    for p in range(v.shape[0]):  # 2-D GEMMs: BLAS sees each operand's layout directly
-        xp.matmul(v[p], u[p], out=out[p])
+
+    def gemms(start: int, stop: int) -> None:
+        for p in range(start, stop):  # 2-D GEMMs: BLAS sees each operand's layout directly
+            xp.matmul(v[p], u[p], out=out[p])
+
+    blas_for(gemms, v.shape[0], xp=xp, min_chunk=_min_positions(v.shape[1], v.shape[2], u.shape[2]))
     return out
+
+
+def _fused(xp: Any, *names: str) -> tuple | None:
+    """The native kernels ``names`` when the passes can run fused, tile chunk by tile chunk, one
+    chunk per thread (transform, GEMMs, transform back with no barrier between); else None."""
+    if xp is not np or not cpu_blas.available():
+        return None
+    kernels = tuple(native_kernel(xp, name) for name in names)
+    return None if any(k is None for k in kernels) else kernels
+
+
+def _min_tiles(c: int, o: int, a: int) -> int:
+    """Tiles per thread that make a fused chunk worth a thread hand-off."""
+    return max(_MIN_TILES, int(_MIN_CHUNK_FLOPS // (2 * a * a * c * o) + 1))
+
+
+def _min_positions(tiles: int, c: int, o: int) -> int:
+    """Tile positions (GEMMs) per thread that make a share worth a thread hand-off."""
+    return int(_MIN_CHUNK_FLOPS // (2 * tiles * c * o) + 1)
+
+
+def _images(start: int, stop: int, tiles_per_image: int) -> slice:
+    """The images that tiles ``[start, stop)`` belong to."""
+    return slice(start // tiles_per_image, (stop - 1) // tiles_per_image + 1)
+
+
+def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> tuple | None:
+    """The forward ``conv2d(x, w)`` (stride 1, 3x3) and its input transform ``V`` (kept by
+    conv.py for the weight gradient). With the native transforms, each thread takes a run of tiles
+    through all three steps: its transforms, its rows of the 36 GEMMs, its outputs.
+
+    ``finite_only``: return None when ``x`` holds inf or NaN (conv.py then runs im2col, which
+    treats them as a direct convolution does); each thread checks its own images."""
+    n, c, h, width = x.shape
+    o = w.shape[0]
+    oh, ow, th, tw = _tiles(h, width, padding, m)
+    u = weight_transform(xp, w, m)
+    kernels = _fused(xp, "winograd_input", "winograd_output")
+    if kernels is None:
+        if finite_only and not bool(xp.isfinite(x.sum())):
+            return None
+        v = input_transform(xp, x, padding, m)
+        return output_transform(xp, _products(xp, v, u), n, oh, ow, m), v
+    k_in, k_out = kernels
+    bt, at = (np.asarray(mat, dtype=x.dtype) for mat in (_MATRICES[m][0], _MATRICES[m][2]))
+    a, tiles = m + 2, n * th * tw
+    v = xp.empty((a * a, tiles, c), dtype=x.dtype)
+    mt = xp.empty((a * a, tiles, o), dtype=x.dtype)
+    y = xp.empty((n, o, oh, ow), dtype=x.dtype)
+    bad: list = []
+
+    def run(start: int, stop: int) -> None:
+        if finite_only and not np.isfinite(x[_images(start, stop, th * tw)].sum()):
+            bad.append(start)
+            return
+        k_in(x, bt, m, padding[0], padding[2], th, tw, v, start, stop)
+        for p in range(a * a):
+            xp.matmul(v[p, start:stop], u[p], out=mt[p, start:stop])
+        k_out(mt, at, th, tw, y, start, stop)
+
+    blas_for(run, tiles, _min_tiles(c, o, a), xp)
+    return None if bad else (y, v)
 
 
 def conv2d(xp: Any, x: Any, w: Any, padding: tuple, m: int, v: Any = None) -> Any:
     """The forward ``conv2d(x, w)`` (stride 1, 3x3); ``v``: the input transform if already made."""
+    if v is None:
+        return forward(xp, x, w, padding, m)[0]
     n, _, h, width = x.shape
     oh, ow, _, _ = _tiles(h, width, padding, m)
-    if v is None:
-        v = input_transform(xp, x, padding, m)
     return output_transform(xp, _products(xp, v, weight_transform(xp, w, m)), n, oh, ow, m)
 
 
-def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int) -> Any:
-    """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel."""
+def input_grad(xp: Any, g: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
+    """The gradient in ``x``: a forward convolution of ``g`` with the flipped, transposed kernel
+    (None when ``finite_only`` and ``g`` holds inf or NaN)."""
     flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
-    return conv2d(xp, g, flipped, tuple(2 - p for p in padding), m)
+    out = forward(xp, g, flipped, tuple(2 - p for p in padding), m, finite_only)
+    return None if out is None else out[0]
 
 
-def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) -> Any:
-    """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d."""
+def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, finite_only: bool = False) -> Any:
+    """The gradient in ``w`` (O, C, 3, 3), the forward's adjoint in ``U``; ``v`` as in conv2d.
+    With the native transform, each thread transforms its run of tiles of ``g`` and sums its
+    share of ``dU = V^T dM``; the per-thread sums are added once (a few (C, O) matrices).
+    ``finite_only``: None when ``g`` holds inf or NaN (``x``'s are the caller's to check)."""
     at = np.asarray(_MATRICES[m][2], dtype=g.dtype)
     gm = np.asarray(_MATRICES[m][1], dtype=g.dtype)
     a = m + 2
@@ -193,18 +300,45 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None) 
     th, tw = -(-oh // m), -(-ow // m)
     if v is None:
         v = input_transform(xp, x, padding, m)
-    kernel = native_kernel(xp, "winograd_grad_output")
-    if kernel is not None:
-        dm = xp.empty((a * a, n * th * tw, o), dtype=g.dtype)
-        parallel_for(lambda start, stop: kernel(g, at, th, tw, dm, start, stop), n * th * tw, _MIN_TILES)
+    c, tiles = v.shape[2], v.shape[1]
+    kernels = _fused(xp, "winograd_grad_output")
+    if kernels is not None:
+        dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
+        partial: dict[int, Any] = {}
+
+        bad: list = []
+
+        def run(start: int, stop: int) -> None:
+            if finite_only and not np.isfinite(g[_images(start, stop, th * tw)].sum()):
+                bad.append(start)
+                return
+            kernels[0](g, at, th, tw, dm, start, stop)
+            part = xp.empty((a * a, c, o), dtype=g.dtype)
+            for p in range(a * a):  # (C, T) @ (T, O): BLAS takes the transpose for free
+                xp.matmul(v[p, start:stop].T, dm[p, start:stop], out=part[p])
+            partial[start] = part
+
+        blas_for(run, tiles, _min_tiles(c, o, a), xp)
+        if bad:
+            return None
+        return _kernel_gradient(xp, [partial[k] for k in sorted(partial)], gm, a, c, o)
     else:
-        dm = _grad_output_transform(xp, g, at, m, th, tw)
-    du = xp.empty((a * a, v.shape[2], o), dtype=g.dtype)
-    for p in range(a * a):
-        xp.matmul(v[p].T, dm[p], out=du[p])  # (C, T) @ (T, O): BLAS takes the transpose for free
-    kron = xp.asarray(np.kron(gm, gm).T)  # (9, a*a): dg = G^T dU G
-    dg = xp.matmul(kron, du.reshape(a * a, -1)).reshape(3, 3, v.shape[2], o)
-    return xp.ascontiguousarray(dg.transpose(3, 2, 0, 1))
+        if finite_only and not bool(xp.isfinite(g.sum())):
+            return None
+        kernel = native_kernel(xp, "winograd_grad_output")
+        if kernel is not None:
+            dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
+            parallel_for(lambda start, stop: kernel(g, at, th, tw, dm, start, stop), tiles, _MIN_TILES)
+        else:
+            dm = _grad_output_transform(xp, g, at, m, th, tw)
+        du = xp.empty((a * a, c, o), dtype=g.dtype)
+
+        def gemms(start: int, stop: int) -> None:
+            for p in range(start, stop):
+                xp.matmul(v[p].T, dm[p], out=du[p])
+
+        blas_for(gemms, a * a, _min_positions(tiles, c, o), xp)
+    return _kernel_gradient(xp, [du], gm, a, c, o)
 
 
 def _grad_output_transform(xp: Any, g: Any, at: Any, m: int, th: int, tw: int) -> Any:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import native_kernel, special_function
+from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -174,8 +175,21 @@ def _sigmoid_impl(xp: Any, x: Any) -> Any:
 
 SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * _cj(ctx.out * (1 - ctx.out)),), save="output",
                  onnx="Sigmoid", float_only=True)
-RELU = _unary("relu", lambda xp, x: _no_complex("relu", x) or xp.maximum(x, 0),
-              lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
+def _relu_impl(xp: Any, x: Any) -> Any:
+    """``max(x, 0)`` (NaN stays NaN, as in PyTorch); large contiguous CPU arrays are split over
+    ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
+    _no_complex("relu", x)
+    if xp is np and x.flags.c_contiguous and x.size >= 2 * _SPLIT_ELEMENTS:
+        out = xp.empty_like(x)
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        parallel_for(lambda start, stop: xp.maximum(flat_x[start:stop], 0, out=flat_out[start:stop]), x.size,
+                     _SPLIT_ELEMENTS)
+        return out
+    return xp.maximum(x, 0)
+
+
+_SPLIT_ELEMENTS = 1 << 16  # elements per thread below which a thread hand-off costs more than it saves
+RELU = _unary("relu", _relu_impl, lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
 def _abs_vjp(ctx: Any, g: Any) -> tuple:
     """g * sign(x); for complex x, g * sgn(x) = g * x / |x| (0 at 0), PyTorch's abs backward."""
     x = ctx.inputs[0]
@@ -428,9 +442,11 @@ def _relu_grad_impl(xp: Any, g: Any, out: Any) -> Any:
             and g.dtype.itemsize >= 4  # numba has no float16
             and g.flags.c_contiguous and out.flags.c_contiguous):
         result = xp.empty_like(g)
-        kernel(g.reshape(-1), out.reshape(-1), result.reshape(-1))
+        flat_g, flat_out, flat_result = g.reshape(-1), out.reshape(-1), result.reshape(-1)
+        parallel_for(lambda start, stop: kernel(flat_g[start:stop], flat_out[start:stop], flat_result[start:stop]),
+                     g.size, _SPLIT_ELEMENTS)  # on all cores: the kernel releases the GIL
         return result
-    return _masked_grad(xp, g, out > 0)
+    return _masked_grad(xp, g, ~(out <= 0))  # NaN outputs pass g through, as PyTorch's threshold_backward
 
 
 def _masked_grad(xp: Any, g: Any, mask: Any) -> Any:
@@ -463,7 +479,7 @@ RELU_GRAD = register(OpDef(
 
 
 def relu_grad(grad: Any, out: Any) -> Any:
-    """The gradient through relu: ``grad`` where ``out`` (relu's output) is positive, else 0."""
+    """The gradient through relu: 0 where ``out`` (relu's output) is <= 0, else ``grad`` (NaN passes it, as in PyTorch)."""
     return dispatch.apply(RELU_GRAD, (grad, out))
 
 

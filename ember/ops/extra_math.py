@@ -415,9 +415,19 @@ def lerp(input: Any, end: Any, weight: Any) -> Any:
     if isinstance(end, dispatch.Tensor) and isinstance(input, dispatch.Tensor) and end.dtype is not input.dtype:
         raise RuntimeError(f"lerp: expected dtype {input.dtype} for `end` but got dtype {end.dtype}; convert it "
                            f"with .to({input.dtype})")
+    if isinstance(weight, dispatch.Tensor) and weight.ndim == 0 and isinstance(input, dispatch.Tensor):
+        # a 0-d weight takes part in promotion like a number: cast first, so 1 - weight rounds as torch's does
+        weight = dispatch.cast(weight, dtypes.result_type(input, weight))
     diff = end - input
     if isinstance(weight, dispatch.Tensor):
         return ew.where(ew.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
+    if isinstance(input, dispatch.Tensor) and input.is_floating_point():
+        # a number weight is rounded to input's dtype first and 1 - weight computed in it, as torch does
+        # (in Python's float64, 1 - 0.9 rounds to a different float32 than float32(1) - float32(0.9))
+        weight = input.dtype.np.type(weight)
+        if abs(weight) < 0.5:
+            return input + diff * weight.item()
+        return end - diff * (1 - weight).item()
     if abs(weight) < 0.5:
         return input + diff * weight
     return end - diff * (1 - weight)

@@ -253,6 +253,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:
         other_data = other._data if isinstance(other, dispatch.Tensor) else other
+        if isinstance(other, dispatch.Tensor) and other_data.ndim == 0 and other_data.dtype != t._data.dtype:
+            other_data = _as_result_dtype(t, other, other_data)
         ufunc = op.ufunc
         if ufunc is not None and t._device.backend.is_writeable(t._data):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
@@ -266,6 +268,14 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         _rebase(t, result)
     t._bump()
     return t
+
+
+def _as_result_dtype(t: Any, other: Any, other_data: Any) -> Any:
+    """A 0-d operand cast to the promoted dtype first, as PyTorch does (0-d tensors take part in promotion
+    like Python numbers): ``x_f32.mul_(tensor(0.9, dtype=float64))`` computes in float32, exactly as
+    ``x_f32.mul_(0.9)`` and ``x_f32 * tensor(0.9, dtype=float64)``, instead of in float64 and rounding once."""
+    target = dtypes.result_type(t, other).np
+    return other_data.astype(target) if target != other_data.dtype else other_data
 
 
 def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True,

@@ -12,6 +12,7 @@ from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
+from ember.backends import cpu_blas
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -40,7 +41,8 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         a = xp.ascontiguousarray(a)
     if b.ndim > 2 and not b.flags.c_contiguous and not _blas_ready(b):
         b = xp.ascontiguousarray(b)
-    out = xp.matmul(a, b)
+    with cpu_blas.small_gemm(xp, a, b):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+        out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.
     return out if out.dtype == a.dtype or a.dtype != b.dtype else out.astype(a.dtype)
 

@@ -78,7 +78,7 @@ def _det_vjp(ctx: Any, g: Any) -> tuple:
 
 DET = register(OpDef(name="linalg_det", batch="leading", category="linalg", impl=_det_impl, vjp=_det_vjp, save="both",
                      shape_rule=lambda a: Spec(tuple(a.shape[:-2]), a.dtype, a.device),
-                     doc="Determinant through LU."))
+                     doc="Determinant through LU.", onnx="Det"))
 
 
 def det(A: Any) -> Any:

@@ -65,6 +65,14 @@ def _pad_to(xp: Any, x: Any, padding: tuple, hp: int, wp: int, fill: float) -> A
 
 
 # ---- max pool --------------------------------------------------------------------------------------
+_SPLIT_ELEMENTS = 1 << 16  # elements per thread below which a thread hand-off costs more than it saves
+
+
+def _min_images(per_image: int) -> int:
+    """Images (or planes) per thread that make a share of a memory-bound pass worth a thread hand-off."""
+    return max(1, -(-_SPLIT_ELEMENTS // max(1, per_image)))
+
+
 def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     """The common case (2x2 windows, stride 2, no padding, even sizes) as a tournament of three
     maximums; the first maximum's position (PyTorch's choice on ties) comes from three comparisons
@@ -76,7 +84,10 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     if kernel is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         out = xp.empty((n, c, oh, ow), dtype=x.dtype)
         indices = xp.empty((n, c, oh, ow), dtype=xp.int64)
-        if kernel(x, out, indices) == 0:  # NaN-free: done; else the NaN-propagating path below
+        nans: list = []  # images split over ember's threads (the kernel releases the GIL)
+        parallel_for(lambda start, stop: nans.append(kernel(x[start:stop], out[start:stop], indices[start:stop])),
+                     n, _min_images(c * h * w))
+        if sum(nans) == 0:  # NaN-free: done; else the NaN-propagating path below
             return out, indices
     quad = x.reshape(n, c, oh, 2, ow, 2)
     top_left, top_right = quad[:, :, :, 0, :, 0], quad[:, :, :, 0, :, 1]
@@ -91,6 +102,11 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     indices = lower.astype(xp.int64)
     indices *= w
     indices += right
+    nan = best != best
+    if bool(nan.any()):  # PyTorch's rule: a NaN wins its window, the last one in row-major order
+        code = xp.where(bottom_right != bottom_right, w + 1, xp.where(bottom_left != bottom_left, w,
+                                                                       (top_right != top_right).astype(xp.int64)))
+        indices = xp.where(nan, code, indices)
     indices += (xp.arange(oh, dtype=xp.int64) * (2 * w))[:, None] + xp.arange(0, 2 * ow, 2, dtype=xp.int64)[None]
     return best, indices
 
@@ -171,7 +187,10 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
         out = xp.zeros((rows, h * w), dtype=g.dtype)
         kernel = native_kernel(xp, "unpool_scatter")
         if kernel is not None and flat_idx.dtype == xp.int64 and g.dtype.itemsize >= 4:  # numba: no half types
-            if kernel(xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx), out):
+            flat_g, flat_idx, bad = xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx), []
+            parallel_for(lambda start, stop: bad.append(kernel(flat_g[start:stop], flat_idx[start:stop], out[start:stop])),
+                         rows, _min_images(h * w))  # planes split over ember's threads
+            if sum(bad):
                 raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
                                  f"(indices must lie in [0, {h * w}))")
         else:

@@ -186,7 +186,7 @@ def _searchsorted_impl(xp: Any, sorted_sequence: Any, values: Any, right: bool =
 SEARCHSORTED = register(OpDef(
     name="searchsorted", batch=batching.searchsorted, category="movement", impl=_searchsorted_impl, vjp=None, save="none",
     shape_rule=lambda s, v, right=False: Spec(v.shape, dtypes.int64, v.device),
-    doc="Insertion points of values into the last dim of a sorted sequence.",
+    doc="Insertion points of values into the last dim of a sorted sequence.", onnx=to_onnx.searchsorted,
 ))
 
 

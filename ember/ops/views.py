@@ -420,6 +420,9 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
                            "pass a comparison (x > 0) or mask.bool()")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
+    if not isinstance(value, dispatch.Tensor) and isinstance(input, dispatch.Tensor):
+        # the result keeps input's dtype, as torch's masked_fill (an int tensor filled with 2.5 holds 2)
+        value = input.dtype.np.type(value).item() if input.dtype.np is not None else value
     if isinstance(mask, dispatch.Tensor):
         pairs = zip(reversed(tuple(mask.shape)), reversed(tuple(input.shape)))
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
@@ -475,7 +478,7 @@ def _diagonal_rule(x: Spec, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Sp
 DIAGONAL = register(OpDef(
     name="diagonal", batch=batching.diagonal, category="movement", impl=_diagonal_impl, save="none", shape_rule=_diagonal_rule,
     vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("diagonal", _plain_attrs(ctx.attrs)),)),),
-    view=True,
+    view=True, onnx=to_onnx.diagonal,
 ))
 
 
@@ -491,20 +494,13 @@ def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     d1, d2 = input._dim(dim1, "diagonal"), input._dim(dim2, "diagonal")
     if d1 == d2:
         raise RuntimeError(f"diagonal: dim1 and dim2 cannot be the same dimension ({dim1})")
+    attrs = {"offset": int(offset), "dim1": d1, "dim2": d2}
+    out = dispatch.apply(DIAGONAL, (input,), attrs)
     if dispatch.is_symbolic(input) and not getattr(input._data, "replays_views", False):  # vmap: the view op
-        # Graphs (and ONNX) take the gather form: a permute plus an index with two position vectors.
-        from ember.creation import arange
-
-        moved = movedim(input, (d1, d2), (-2, -1))
-        rows, cols = moved.shape[-2], moved.shape[-1]
-        length = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
-        r = arange(length, device=input.device) + max(-offset, 0)
-        c = arange(length, device=input.device) + max(offset, 0)
-        out = moved[..., r, c]
-        # Still a view for in-place writes: the graph carries them back into ``input``.
-        input._data.interpreter.mark_view(out, input, "diagonal", {"offset": int(offset), "dim1": d1, "dim2": d2})
-        return out
-    return dispatch.apply(DIAGONAL, (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+        # a graph records the diagonal record itself (ONNX: Gather of static positions); still a view for
+        # in-place writes: the graph carries them back into ``input``
+        input._data.interpreter.mark_view(out, input, "diagonal", attrs)
+    return out
 
 
 # ---- view replay: how in-place changes of views reach their base (PyTorch's CopySlices) --------------------

@@ -1,7 +1,8 @@
 """``torch.optim.Adafactor`` (Shazeer & Stern, 2018, as PyTorch 2.13 defines it): second moments kept as
 row and column means of the squared gradient for matrices (a rank-1 factorization over the last two
 dimensions), as a full vector for 1-D parameters; relative step size ``min(lr, 1/sqrt(t))`` scaled by the
-parameter's RMS; update clipping at ``d``. The arithmetic follows torch's single-tensor loop step by step.
+parameter's RMS; update clipping at ``d``. Its state initialization plus one update in ember ops, in torch's
+single-tensor order; eagerly the update runs compiled like the other optimizers'.
 
 Example:
     >>> import ember
@@ -11,13 +12,14 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from typing import Any
 
 import numpy as np
 
-from ember.autograd import grad_mode
+from ember import dtypes
 from ember.creation import zeros, zeros_like
-from ember.optim.optimizer import Optimizer, new_step_tensor, to_scalar
+from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar
 from ember.tensor import Tensor
 
 __all__ = ["Adafactor"]
@@ -48,10 +50,10 @@ class Adafactor(Optimizer):
                                       foreach=foreach, maximize=maximize))
 
     @staticmethod
-    def _init(p: Tensor) -> dict:
+    def init_state(p: Tensor, group: dict) -> dict:
         state: dict = {"step": new_step_tensor()}
-        if p.grad.ndim > 1:
-            row_shape, col_shape = list(p.grad.shape), list(p.grad.shape)
+        if p.ndim > 1:
+            row_shape, col_shape = list(p.shape), list(p.shape)
             row_shape[-1], col_shape[-2] = 1, 1
             state["row_var"] = zeros(row_shape, dtype=p.dtype, device=p.device)
             state["col_var"] = zeros(col_shape, dtype=p.dtype, device=p.device)
@@ -59,45 +61,31 @@ class Adafactor(Optimizer):
             state["variance"] = zeros_like(p)
         return state
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                lr = to_scalar(group["lr"])
-                eps1, eps2 = group["eps"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if not state:
-                        state.update(self._init(p))
-                    grad = -p.grad if group["maximize"] else p.grad
-                    self._update(p, grad, state, lr, eps1, eps2, group)
-        return loss
-
     @staticmethod
-    def _update(p: Tensor, grad: Tensor, state: dict, lr: float, eps1: float | None, eps2: float,
-                group: dict) -> None:
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor Adafactor. Torch computes the step size, ``alpha`` and the clipping
+        denominator as Python floats (float64, ``.item()``); here they are 0-d float64 tensor ops, so the
+        update stays traceable (compiled eagerly, like Adam) and rounds as torch's floats do."""
+        lr, d = hp["lr"], hp["d"]
+        eps1, eps2 = hp["eps"]
         if eps1 is None:
             eps1 = float(np.finfo(p.dtype.np).eps)
-        state["step"].add_(1)
-        step = state["step"].item()
-        one_minus_beta2_t = step ** group["beta2_decay"]
-        rho_t = min(lr, 1 / (step ** 0.5))
-        alpha = max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * rho_t
-        if group["weight_decay"] != 0:
-            p.mul_(1 - lr * group["weight_decay"])
+        step = hp.next_step(state).to(dtypes.float64)
+        one_minus_beta2_t = step ** hp["beta2_decay"]
+        rho_t = (1 / step ** 0.5).clamp(max=lr)
+        param_rms = p.norm(2).to(dtypes.float64) / math.sqrt(p.numel())
+        alpha = param_rms.clamp(min=eps2) * rho_t
+        if hp.nonzero("weight_decay"):
+            p.mul_(1 - lr * hp["weight_decay"])
         if grad.ndim > 1:
             row_var, col_var = state["row_var"], state["col_var"]
-            row_mean = grad.norm(dim=-1, keepdim=True).square() / grad.shape[-1]
-            row_var.lerp_(row_mean, one_minus_beta2_t)
-            col_mean = grad.norm(dim=-2, keepdim=True).square() / grad.shape[-2]
-            col_var.lerp_(col_mean, one_minus_beta2_t)
+            row_var.lerp_(grad.norm(dim=-1, keepdim=True).square() / grad.shape[-1], one_minus_beta2_t)
+            col_var.lerp_(grad.norm(dim=-2, keepdim=True).square() / grad.shape[-2], one_minus_beta2_t)
             var_estimate = (row_var @ col_var) / row_var.mean(dim=-2, keepdim=True).clamp(min=eps1)
         else:
             variance = state["variance"]
             variance.lerp_(grad * grad, one_minus_beta2_t)
-            var_estimate = variance.clone()
-        update = var_estimate.clamp(min=eps1 * eps1).rsqrt() * grad
-        denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * group["d"]))
-        p.add_(update, alpha=-alpha / denom)
+            var_estimate = variance
+        direction = var_estimate.clamp(min=eps1 * eps1).rsqrt() * grad
+        denom = (direction.norm(2).to(dtypes.float64) / (math.sqrt(direction.numel()) * d)).clamp(min=1.0)
+        p.add_(direction * (-alpha / denom))

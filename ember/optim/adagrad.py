@@ -50,8 +50,7 @@ class Adagrad(Optimizer):
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
         """The decayed rate is a tensor op on ``state['step']`` (float64, as torch's Python floats)."""
-        step_t = state["step"]
-        step_t.add_(1)
+        step_t = hp.next_step(state)
         clr = hp["lr"] / (1 + (step_t.to(dtypes.float64) - 1) * hp["lr_decay"])
         if p.device != clr.device:
             clr = clr.to(p.device)

@@ -62,18 +62,18 @@ class Adam(Optimizer):
         correction of the step it was traced at."""
         lr, (beta1, beta2), eps = hp["lr"], hp["betas"], hp["eps"]
         decoupled = hp.get("decoupled_weight_decay", False)
-        step_t = state["step"]
-        step_t.add_(1)
+        # The step-dependent scalars first (they read nothing the moments write): compiled, the scalar chain
+        # then precedes the whole elementwise chain, which fuses into one loop per parameter.
+        step = hp.next_step(state).to(dtypes.float64)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+        step_size = lr / bias_correction1
         if decoupled and hp.nonzero("weight_decay"):
             p.mul_(1 - lr * hp["weight_decay"])
         g = grad if decoupled else with_weight_decay(grad, p, hp)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.add_((g - exp_avg) * (1 - beta1))
         exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
-        step = step_t.to(dtypes.float64)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
-        step_size = lr / bias_correction1
         second = exp_avg_sq
         if hp["amsgrad"]:
             second = state["max_exp_avg_sq"]

@@ -10,7 +10,10 @@ the very function the op-by-op path runs. Here it is traced once with :class:`em
   graph. Parameters and state buffers are lifted graph state: read at each run, written back in
   place. The cache key holds what the graph bakes: which tensors it updates, the entries of each
   state, and the options' *decisions* (booleans, ``None``, which numbers are zero: ``if
-  hp.nonzero("weight_decay")`` in an update).
+  hp.nonzero("weight_decay")`` in an update). Options in the class's ``static_options`` (a loop count)
+  are baked and keyed by value. When every parameter of the group counts the same step, the new count
+  is one more input (``Hyper.next_step``) and the host writes it into each ``state['step']``: the
+  step-dependent scalars are then computed once per group (CSE) rather than once per parameter.
 * **Why it is fast.** Fusion turns each parameter's elementwise update into one loop and its bias
   corrections (tensor ops on ``state['step']``) into one small kernel; inside this module fusion
   compiles every group with Numba when it is installed (:class:`~ember.graph.passes.fuse_numba.every_group`),
@@ -68,38 +71,52 @@ def _decision(value: Any) -> Any:
 class _Entry:
     """One compiled group update: the traced function and its option inputs."""
 
-    def __init__(self, update: Callable, group: dict, params: list, states: list) -> None:
-        # layout: (option, None) for a number, (option, n) for a tuple of n numbers; one input each.
-        self.layout: list[tuple[str, int | None]] = []
+    def __init__(self, update: Callable, group: dict, params: list, states: list, static: tuple = (),
+                 shared_step: Any = None) -> None:
+        # layout: (option, None) for a number, (option, pattern) for a tuple of numbers and Nones (pattern:
+        # which places hold numbers); one input per number. Options in ``static`` stay Python values.
+        self.layout: list[tuple[str, tuple | None]] = []
         for key, value in group.items():
-            if key in _SKIP:
+            if key in _SKIP or key in static:
                 continue
             if _is_number(value):
                 self.layout.append((key, None))
-            elif isinstance(value, (tuple, list)) and value and all(_is_number(v) for v in value):
-                self.layout.append((key, len(value)))
-        count = sum(1 if n is None else n for _, n in self.layout)
+            elif (isinstance(value, (tuple, list)) and any(_is_number(v) for v in value)
+                  and all(v is None or _is_number(v) for v in value)):
+                self.layout.append((key, tuple(_is_number(v) for v in value)))
+        count = sum(1 if n is None else sum(n) for _, n in self.layout)
         self.inputs = [tensor(0.0, dtype=dtypes.float64) for _ in range(count)]  # CPU, as state['step']
+        # The group's step count, when every parameter counts the same one (``shared_step``: its dtype):
+        # one input holding the new count, which the host writes into each ``state['step']``, so the
+        # step-dependent scalars (Adam's bias corrections) are one expression CSE computes once per group.
+        self.step_input = None if shared_step is None else tensor(0.0, dtype=shared_step)
+        if self.step_input is not None:
+            self.inputs.append(self.step_input)
         self.arrays = [t._data for t in self.inputs]
-        layout = self.layout
+        self.ran_eagerly = False
+        layout, n_inputs, entry = self.layout, len(self.inputs), self
 
         def compiled_update(*args: Tensor) -> None:
-            grads = list(args[count:])
+            grads = list(args[n_inputs:])
             if not interpreters.tracing():
-                # ember.compile's eager warm-up call: the options as Python numbers, exactly the op-by-op
-                # path (in-place ops with a 0-d float64 tensor would round differently from a number).
+                # ember.compile's eager warm-up call: exactly the op-by-op path (it counts the steps too).
+                entry.ran_eagerly = True
                 apply_updates(update, params, grads, states, Hyper(group))
                 return
             values: dict[str, Any] = {}
             k = 0
-            for key, n in layout:
-                if n is None:
+            for key, pattern in layout:
+                if pattern is None:
                     values[key] = args[k]
                     k += 1
                 else:
-                    values[key] = tuple(args[k:k + n])
-                    k += n
-            apply_updates(update, params, grads, states, Hyper(group, values))
+                    items = []
+                    for is_number in pattern:
+                        items.append(args[k] if is_number else None)
+                        k += is_number
+                    values[key] = tuple(items)
+            step = args[count] if n_inputs > count else None
+            apply_updates(update, params, grads, states, Hyper(group, values, step))
 
         self.fn: CompiledFunction | None = CompiledFunction(
             compiled_update, fallback="raise", measure=False, name=f"{getattr(update, '__qualname__', 'update')}")
@@ -110,28 +127,45 @@ class _Entry:
     def fill(self, group: dict) -> list:
         """The option inputs, refilled with the group's current numbers."""
         k = 0
-        for key, n in self.layout:
+        for key, pattern in self.layout:
             value = group[key]
-            for v in ((value,) if n is None else value):
-                self.arrays[k][()] = to_scalar(v)
-                k += 1
+            for v in ((value,) if pattern is None else value):
+                if v is not None:
+                    self.arrays[k][()] = to_scalar(v)
+                    k += 1
         return self.inputs
 
-    def run(self, group: dict, params: list) -> bool:
+    def run(self, group: dict, params: list, steps: list) -> bool:
         inputs = self.fill(group)
+        new_step = None
+        if self.step_input is not None:
+            new_step = steps[0]._data + 1  # what state['step'].add_(1) computes, in the step's dtype
+            self.arrays[-1][()] = new_step
         if self.executable is not None:  # the key pinned the tensors, shapes and dtypes: run the plan
             self.executable.run(self.arrays + [p.grad._data for p in params])
+            if new_step is not None:
+                _count_step(steps, new_step)
             return True
+        self.ran_eagerly = False
         try:
             with fuse_numba.every_group():
                 self.fn(*inputs, *[p.grad for p in params])
         except TracingError:
             self.fn = None  # reads a value while tracing: this key runs op by op (the trace changed nothing)
             return False
+        if new_step is not None and not self.ran_eagerly:
+            _count_step(steps, new_step)
         last = self.fn.last
         if last is not None and hasattr(last, "executable"):
             self.executable = last.executable
         return True
+
+
+def _count_step(steps: list, new_step: Any) -> None:
+    """Write the group's new step count into every parameter's ``state['step']`` (outside the graph)."""
+    for t in steps:
+        t._data[()] = new_step
+        t._bump()
 
 
 class CompiledUpdates:
@@ -140,9 +174,13 @@ class CompiledUpdates:
     def __init__(self) -> None:
         self.cache: OrderedDict = OrderedDict()
 
-    def run(self, update: Callable, group: dict, params: list, states: list) -> bool:
-        """Run the group's update compiled; False when it must run op by op instead (then nothing ran)."""
+    def run(self, update: Callable, group: dict, params: list, states: list, static: tuple = ()) -> bool:
+        """Run the group's update compiled; False when it must run op by op instead (then nothing ran).
+
+        ``static``: options whose values the update uses as Python values (``Muon``'s ``ns_steps``, a loop
+        count): they are baked into the graph and are part of the key, not inputs."""
         key = [update, id(group)]
+        steps = []
         for p, state in zip(params, states):
             if p._device.type != "cpu":
                 return False
@@ -150,9 +188,21 @@ class CompiledUpdates:
             key += (id(p), data.shape, data.dtype, p.grad._data.dtype)
             for name, value in state.items():
                 key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)
+            step = state.get("step")
+            if isinstance(step, Tensor) and step._data.ndim == 0:
+                steps.append(step)
+        shared_step = None
+        if steps and len(steps) == len(params):
+            first = steps[0]._data
+            count = float(first)
+            if all(s._data.dtype == first.dtype and float(s._data) == count for s in steps):
+                shared_step = steps[0].dtype
+        key.append(shared_step)
         for name, value in group.items():
             kind = type(value)
-            if kind is float or kind is int:
+            if name in static:
+                key.append((name, value))
+            elif kind is float or kind is int:
                 key.append(value != 0)
             elif kind is bool or value is None:
                 key.append(value)
@@ -161,7 +211,7 @@ class CompiledUpdates:
         key = tuple(key)
         entry = self.cache.get(key)
         if entry is None:
-            entry = self.cache[key] = _Entry(update, group, params, states)
+            entry = self.cache[key] = _Entry(update, group, params, states, static, shared_step)
             if len(self.cache) > CACHE_LIMIT:
                 self.cache.popitem(last=False)
-        return entry.fn is not None and entry.run(group, params)
+        return entry.fn is not None and entry.run(group, params, steps)

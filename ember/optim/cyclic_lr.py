@@ -20,7 +20,7 @@ import types
 from functools import partial
 from typing import Any, Callable
 
-from ember.optim.lr_scheduler import (
+from ember.optim.scheduler_base import (
     LRScheduler, _check_optimizer, _per_group, _set_group_value, _start_cycled_momentum,
 )
 from ember.optim.optimizer import Optimizer

@@ -44,11 +44,12 @@ class Hyper:
         (0.1, False, False)
     """
 
-    __slots__ = ("group", "values")
+    __slots__ = ("group", "values", "step")
 
-    def __init__(self, group: dict[str, Any], values: dict[str, Any] | None = None) -> None:
+    def __init__(self, group: dict[str, Any], values: dict[str, Any] | None = None, step: Any = None) -> None:
         self.group = group
         self.values = values
+        self.step = step
 
     def __getitem__(self, key: str) -> Any:
         if self.values is not None and key in self.values:
@@ -60,6 +61,17 @@ class Hyper:
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self.group else default
+
+    def next_step(self, state: dict[str, Any]) -> Tensor:
+        """Count a step: ``state['step'] += 1``; returns the new count (a 0-d tensor).
+
+        In the compiled update of a group whose parameters all count the same step, the new count is one
+        graph input and the host writes it into each ``state['step']`` (one bias correction per group)."""
+        if self.step is not None:
+            return self.step
+        step = state["step"]
+        step.add_(1)
+        return step
 
     def nonzero(self, key: str) -> bool:
         """Whether option ``key`` is nonzero (a decision: read from the number, never traced)."""

@@ -66,7 +66,7 @@ class Adadelta(_ElementwiseOptimizer):
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
         rho, eps, lr = hp["rho"], hp["eps"], hp["lr"]
-        state["step"].add_(1)
+        hp.next_step(state)
         grad = _l2(grad, p, hp)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).add_(grad * grad * (1 - rho))
@@ -98,12 +98,12 @@ class Adamax(_ElementwiseOptimizer):
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
         (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
-        state["step"].add_(1)
+        step = hp.next_step(state)
         grad = _l2(grad, p, hp)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.add_((grad - exp_avg) * (1 - beta1))
         exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
-        clr = lr / (1 - beta1 ** state["step"].to(dtypes.float64))  # a tensor op: traced steps keep counting
+        clr = lr / (1 - beta1 ** step.to(dtypes.float64))  # a tensor op: traced steps keep counting
         p.add_(exp_avg / exp_inf * -clr)
 
 

@@ -1,6 +1,7 @@
 """``torch.optim.Muon`` (PyTorch 2.13): SGD momentum (Nesterov by default) whose 2-D update is replaced by
 its orthogonalization through five quintic Newton-Schulz steps in bfloat16, with decoupled weight decay
-and an optional shape-based learning-rate adjustment. Follows torch's single-tensor loop.
+and an optional shape-based learning-rate adjustment. Its state initialization plus one update in ember ops,
+in torch's single-tensor order; eagerly the update runs compiled like the other optimizers'.
 
 Example:
     >>> import ember
@@ -11,12 +12,11 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
 from ember import dtypes
-from ember.autograd import grad_mode
 from ember.creation import zeros_like
-from ember.optim.optimizer import Optimizer, to_scalar
+from ember.optim.optimizer import Hyper, Optimizer, to_scalar
 from ember.tensor import Tensor
 
 __all__ = ["Muon"]
@@ -51,7 +51,8 @@ def zeropower_via_newtonschulz(grad: Tensor, ns_coefficients: tuple, ns_steps: i
     return x.T if tall else x
 
 
-def _adjust_lr(lr: float, adjust_lr_fn: str | None, shape: tuple) -> float:
+def _lr_ratio(adjust_lr_fn: str | None, shape: tuple) -> float:
+    """How much the learning rate is scaled for a parameter of this shape (torch's ``_adjust_lr``)."""
     rows, cols = shape[:2]
     if adjust_lr_fn is None or adjust_lr_fn == "original":
         ratio = math.sqrt(max(1, rows / cols))
@@ -59,7 +60,7 @@ def _adjust_lr(lr: float, adjust_lr_fn: str | None, shape: tuple) -> float:
         ratio = 0.2 * math.sqrt(max(rows, cols))
     else:
         ratio = 1.0
-    return lr * ratio
+    return ratio
 
 
 class Muon(Optimizer):
@@ -88,26 +89,21 @@ class Muon(Optimizer):
                     raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: "
                                      f"{p.shape}")
 
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        loss = self._run_closure(closure)
-        with grad_mode.no_grad():
-            for group in self.param_groups:
-                lr, momentum = to_scalar(group["lr"]), group["momentum"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    grad = p.grad
-                    if grad.ndim != 2:
-                        raise ValueError("Param gradient must be a 2D matrix")
-                    state = self.state[p]
-                    if "momentum_buffer" not in state:
-                        state["momentum_buffer"] = zeros_like(grad)
-                    buf = state["momentum_buffer"]
-                    buf.lerp_(grad, 1 - momentum)
-                    update = grad.lerp(buf, momentum) if group["nesterov"] else buf
-                    update = zeropower_via_newtonschulz(update, group["ns_coefficients"], group["ns_steps"],
-                                                        group["eps"])
-                    adjusted = _adjust_lr(lr, group["adjust_lr_fn"], tuple(p.shape))
-                    p.mul_(1 - lr * group["weight_decay"])
-                    p.add_(update.to(p.dtype), alpha=-adjusted)
-        return loss
+    static_options = ("ns_steps",)  # a loop count: baked into the compiled update (and its key)
+
+    @staticmethod
+    def init_state(p: Tensor, group: dict) -> dict:
+        return {"momentum_buffer": zeros_like(p)}
+
+    @staticmethod
+    def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor Muon: momentum (``lerp``), Nesterov, orthogonalize, decay, step."""
+        if grad.ndim != 2:
+            raise ValueError("Param gradient must be a 2D matrix")
+        lr, momentum = hp["lr"], hp["momentum"]
+        buf = state["momentum_buffer"]
+        buf.lerp_(grad, 1 - momentum)
+        direction = grad.lerp(buf, momentum) if hp["nesterov"] else buf
+        direction = zeropower_via_newtonschulz(direction, hp["ns_coefficients"], hp["ns_steps"], hp["eps"])
+        p.mul_(1 - lr * hp["weight_decay"])
+        p.add_(direction.to(p.dtype) * (-lr * _lr_ratio(hp["adjust_lr_fn"], tuple(p.shape))))

@@ -121,6 +121,9 @@ class Optimizer:
     #: Whether ``update`` can be traced (no ``.item()`` or Python branches on values); if not, it
     #: always runs op by op.
     compile_update: bool = True
+    #: Options ``update`` reads as Python values even when compiled (a loop count): baked into the compiled
+    #: update and part of its key, instead of being 0-d tensor inputs like ``lr``.
+    static_options: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -251,7 +254,7 @@ class Optimizer:
                         state.update(self.init_state(p, group))
                     states.append(state)
                 if not (self.compile_update and use_fast_path()
-                        and self._compiled.run(self.update, group, params, states)):
+                        and self._compiled.run(self.update, group, params, states, self.static_options)):
                     apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
         return loss
 

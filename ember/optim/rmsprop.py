@@ -50,7 +50,7 @@ class RMSprop(Optimizer):
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
         alpha = hp["alpha"]
-        state["step"].add_(1)
+        hp.next_step(state)
         g = with_weight_decay(grad, p, hp)
         square_avg = state["square_avg"]
         square_avg.mul_(alpha).add_(g * (1 - alpha) * g)

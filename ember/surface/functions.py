@@ -386,10 +386,10 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 
 
 def copysign(input: Any, other: Any) -> Tensor:
-    x = _t(input)
-    if not x.is_floating_point():
-        x = x.to(get_default_dtype())
-    negative_sign = signbit(_t(other, x))
+    x, y = _t(input), _t(other, _t(input))
+    target = result_type(x, y)  # torch's promotion, 0-d operands included (int64 with a 0-d float64: float64)
+    x = x.to(target if target.is_floating_point else get_default_dtype())
+    negative_sign = signbit(y)
     return where(negative_sign, -x.abs(), x.abs())
 
 
@@ -930,7 +930,10 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
-    return _wrap(_xp(input).nextafter(input._data, _t(other, input)._data.astype(input._data.dtype)), input)
+    other = _t(other, input)
+    target = result_type(input, other).np  # torch's promotion: a 0-d operand does not widen the result
+    return _wrap(_xp(input).nextafter(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
+                 input)
 
 
 _Frexp = namedtuple("frexp", ["mantissa", "exponent"])

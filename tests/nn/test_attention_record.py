@@ -33,6 +33,8 @@ def _both(arrays):
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shapes", [((2, 3, 7, 4), (2, 3, 7, 4), (2, 3, 7, 5)),   # square, dv != dk
                                     ((2, 5, 4), (2, 9, 4), (2, 9, 3)),            # fewer queries than keys
+                                    ((1, 2, 130, 4), (1, 2, 70, 4), (1, 2, 70, 3)),  # query blocks (causal)
+                                    ((1, 2, 130, 4), (1, 2, 200, 4), (1, 2, 200, 3)),
                                     ((9, 4), (5, 4), (5, 4))])                    # 2-D, more queries than keys
 def test_forward_and_gradients_vs_torch(dtype, tol, causal, shapes):
     rng = np.random.default_rng(0)

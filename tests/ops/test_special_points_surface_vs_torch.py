@@ -60,6 +60,9 @@ UNARY: dict[str, dict] = {
         "sqrt", "square", "squeeze", "t", "tan", "tanh", "trunc", "zeros_like", "erfc",
         "special.entr", "special.erf", "special.erfc", "special.erfinv", "special.exp2", "special.expit",
         "special.gammaln", "special.i0", "special.log1p", "special.logit", "special.round",
+        "special.i0e", "special.i1", "special.ndtri", "special.modified_bessel_i0",
+        "special.modified_bessel_i1", "special.modified_bessel_k0", "special.modified_bessel_k1",
+        "special.scaled_modified_bessel_k0", "special.scaled_modified_bessel_k1", "special.spherical_bessel_j0",
         "F.celu", "F.elu", "F.gelu", "F.hardshrink", "F.hardtanh", "F.leaky_relu", "F.logsigmoid", "F.relu",
         "F.relu6", "F.rrelu", "F.selu", "F.sigmoid", "F.silu", "F.softplus", "F.softshrink", "F.softsign",
         "F.tanh", "F.tanhshrink", "angle", "conj", "conj_physical", "resolve_conj", "resolve_neg")},
@@ -73,6 +76,8 @@ UNARY: dict[str, dict] = {
     "sign": dict(inputs=_NO_NAN), "sgn": dict(inputs=_NO_NAN),
     "sinc": dict(exact_grad=lambda x: (_sinc_slope(x),), known=_ANGLE_LOST),
     "special.sinc": dict(exact_grad=lambda x: (_sinc_slope(x),), known=_ANGLE_LOST),
+    "special.i1e": dict(known=("gradient at a positive subnormal: torch 0.75, ember 0.5 (i1e'(0) = 1/2; torch's "
+                               "is 0.5 at the negative one)", lambda x: (x > 0) & (x < 1e-300))),
     "special.ndtr": dict(exact=special.ndtr),                           # torch's lower tail loses digits
     "special.log_ndtr": dict(exact=special.log_ndtr, finite_where_torch_nan=(
         "gradient below -1e30: torch exp(-x^2/2) / ndtr = 0 / 0, ember the limit -x")),
@@ -87,8 +92,10 @@ UNARY: dict[str, dict] = {
     "F.softmax": dict(), "F.log_softmax": dict(), "F.softmin": dict(),
 }
 
-_P_EDGE = ("a = +inf: torch returns 0 (gammainc) / 1 (gammaincc) whatever x, NaN included; ember propagates NaN",
-           lambda a, x: np.isinf(a) & np.isnan(x))
+_P_EDGE = ("a = +inf: torch returns 0 (gammainc) / 1 (gammaincc) whatever x, NaN included; ember propagates NaN. "
+           "a subnormal, x > 0: torch (and SciPy's gammainc) 0 / 1 (lgamma(a) overflows in their prefactor); ember "
+           "the limit P = 1 - a E1(x), Q = a E1(x)",
+           lambda a, x: (np.isinf(a) & np.isnan(x)) | ((a > 0) & (a < np.finfo(a.dtype).tiny) & (x > 0)))
 _IGAMMA = dict(exact=lambda a, x: special.gammainc(a, x), known=_P_EDGE, diff=(1,))
 _IGAMMAC = dict(exact=lambda a, x: special.gammaincc(a, x), known=_P_EDGE, diff=(1,))
 _XLOGY_KNOWN = ("gradient in x at x = 0, y = inf: torch log(inf) = inf, ember 0 (the value is 0)",
@@ -133,6 +140,14 @@ REDUCTIONS: dict[str, dict] = {
 }
 
 EXCLUDED = {
+    # torch's float64 J/Y/Ai are off by up to 1e-6 of their amplitude: compared with that tolerance, and the
+    # polynomials over a grid of degrees, in tests/ops/test_special_functions_vs_scipy.py (docs/special.md)
+    **{f"special.{name}": "special points and values vs torch in tests/ops/test_special_functions_vs_scipy.py"
+       for name in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "zeta",
+                    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")},
     "Tensor": "a constructor", "DoubleTensor": "a constructor", "special.Tensor": "a constructor",
     "tensor": "a constructor (copies its input)", "as_tensor": "a constructor", "asarray": "a constructor",
     "empty_like": "uninitialized memory: no values to compare",

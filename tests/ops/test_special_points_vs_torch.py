@@ -496,6 +496,17 @@ NOT_IN_TABLE = {
 }
 # The linear-algebra records' special inputs (singular, zero, identity, rank-deficient, inf, empty) are
 # matrices, not elementwise points: tests/torch_surface/linalg_cases.py (SPECIAL) compares them with torch.
+NOT_IN_TABLE.update({name: "torch.special's functions: special points vs torch in tests/ops/test_special_points_surface_vs_torch.py "
+                           "and tests/ops/test_special_functions_vs_scipy.py"
+                     for name in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+                                  "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma",
+                                  "entr", "hermite_polynomial_h", "hermite_polynomial_he", "i0", "i0e", "i1", "i1e",
+                                  "igamma", "igammac", "laguerre_polynomial_l", "legendre_polynomial_p", "lgamma",
+                                  "log_ndtr", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
+                                  "modified_bessel_k1", "ndtr", "ndtri", "polygamma", "scaled_modified_bessel_k0",
+                                  "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",
+                                  "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                                  "shifted_chebyshev_polynomial_w", "spherical_bessel_j0", "xlog1py", "zeta")})
 NOT_IN_TABLE.update({name: "matrix special inputs are compared in tests/torch_surface/linalg_cases.py (SPECIAL)"
                      for name in ("linalg_svd", "linalg_eigh", "linalg_qr", "linalg_lu_factor", "lu_permutation",
                                   "linalg_cholesky", "geqrf", "linalg_inv", "linalg_det", "linalg_slogdet",

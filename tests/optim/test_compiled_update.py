@@ -30,11 +30,18 @@ CASES = [
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1)),
     ("Adadelta", dict(lr=1.0, weight_decay=0.1)),
     ("Adamax", dict(lr=1e-2)),
+    ("Adafactor", dict(lr=1e-2)),
+    ("Adafactor", dict(weight_decay=0.1, eps=(1e-20, 1e-2), d=2.0, maximize=True)),
+    ("Muon", dict(lr=1e-2)),
+    ("Muon", dict(nesterov=False, adjust_lr_fn="match_rms_adamw", ns_steps=3)),
 ]
 SHAPES = [(300, 1000), (7,), (3, 1, 2)]  # 300k elements: a big loop (threads when split)
+MATRIX_SHAPES = [(30, 100), (7, 5)]
+SUMS_IN_NUMBA = ("Adafactor",)  # updates with whole-tensor norms (reductions the Numba loop computes)  # Muon: matrices only (Newton-Schulz matmuls in bfloat16 are slow)
 
 
-def _run(name, kwargs, dtype, compiled, steps=5, shapes=SHAPES):
+def _run(name, kwargs, dtype, compiled, steps=5, shapes=None):
+    shapes = shapes or (MATRIX_SHAPES if name == "Muon" else SHAPES)
     Optimizer.fast_path = compiled
     try:
         rng = np.random.default_rng(0)
@@ -58,6 +65,21 @@ def test_compiled_update_equals_op_path_bitwise(case, dtype):
     name, kwargs = case
     ops = _run(name, kwargs, dtype, compiled=False)
     for a, b in zip(ops, _run(name, kwargs, dtype, compiled=True)):
+        if name in SUMS_IN_NUMBA and fuse_numba.available():
+            # a norm over 300k elements fused into a Numba loop sums sequentially in float64, NumPy pairwise:
+            # close, not bitwise (the NumPy-only compiled update is bitwise: next test)
+            f32 = dtype == np.float32
+            np.testing.assert_allclose(b, a, rtol=2e-6 if f32 else 1e-13, atol=1e-7 if f32 else 1e-15)
+        else:
+            np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in SUMS_IN_NUMBA], ids=lambda c: c[0])
+def test_updates_with_norms_numpy_only_equal_op_path_bitwise(case, monkeypatch):
+    name, kwargs = case
+    monkeypatch.setattr(fuse_numba, "available", lambda: False)
+    ops = _run(name, kwargs, np.float32, compiled=False)
+    for a, b in zip(ops, _run(name, kwargs, np.float32, compiled=True)):
         np.testing.assert_array_equal(b, a)
 
 
@@ -153,3 +175,62 @@ def test_hooks_closure_and_old_style_subclass_step():
         opt.step()
     assert calls == ["pre", "post"] * 2
     np.testing.assert_allclose(w.detach().numpy(), [0.4, 0.4], rtol=1e-6)
+
+
+def test_loop_count_and_mixed_tuple_options_follow_the_group(monkeypatch):
+    """Muon's ns_steps is a loop count (a static option: part of the key, baked); Adafactor's eps=(None, x)
+    mixes None and a number (the number an input). Changing either mid-run must act like the op path."""
+    monkeypatch.setattr(fuse_numba, "available", lambda: False)  # bitwise: NumPy sums (see SUMS_IN_NUMBA)
+    for name, key, new in (("Muon", "ns_steps", 2), ("Adafactor", "eps", (None, 0.5))):
+        results = []
+        for compiled in (False, True):
+            Optimizer.fast_path = compiled
+            try:
+                rng = np.random.default_rng(2)
+                w = ember.nn.Parameter(ember.tensor(rng.standard_normal((6, 5)).astype(np.float32)))
+                opt = getattr(ember.optim, name)([w], lr=0.05)
+                for step in range(6):
+                    if step == 3:
+                        opt.param_groups[0][key] = new
+                    w.grad = ember.tensor(rng.standard_normal((6, 5)).astype(np.float32))
+                    opt.step()
+                results.append(w.detach().numpy().copy())
+                if compiled:  # both settings ran compiled: a new key for the new loop count, the same for eps
+                    entries = list(opt._compiled.cache.values())
+                    assert all(e.executable is not None for e in entries)
+                    assert len(entries) == (2 if key == "ns_steps" else 1)
+            finally:
+                Optimizer.fast_path = True
+        np.testing.assert_array_equal(results[1], results[0], err_msg=name)
+
+
+def test_shared_and_unequal_step_counts_equal_op_path():
+    """A group whose parameters count the same step gets one step input (the host writes each state's count);
+    a parameter that starts later (its own count) makes the group count per parameter again. Both match the
+    op path bit for bit, counts included."""
+    results = []
+    for compiled in (False, True):
+        Optimizer.fast_path = compiled
+        try:
+            rng = np.random.default_rng(3)
+            params = [ember.nn.Parameter(ember.tensor(rng.standard_normal(s).astype(np.float32)))
+                      for s in [(40, 30), (30,), (5, 5)]]
+            opt = ember.optim.Adam(params, lr=1e-2)
+            for step in range(7):
+                for k, p in enumerate(params):
+                    p.grad = ember.tensor(rng.standard_normal(p.shape).astype(np.float32)) if k < 2 or step >= 3 \
+                        else None
+                opt.step()
+                if compiled and step == 2:  # the first two parameters, same count: one shared step input
+                    assert any(e.step_input is not None and e.executable is not None
+                               for e in opt._compiled.cache.values())
+            if compiled:
+                kinds = {e.step_input is not None for e in opt._compiled.cache.values() if e.executable is not None}
+                assert kinds == {True, False}  # shared while counts agreed, per parameter after the third joined
+            results.append([p.detach().numpy().copy() for p in params] +
+                           [float(opt.state[p]["step"]) for p in params])
+        finally:
+            Optimizer.fast_path = True
+    assert results[0][-3:] == [7.0, 7.0, 4.0]
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(b, a)

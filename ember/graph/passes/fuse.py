@@ -363,6 +363,7 @@ class FusedKernel:
         self.plan: list | None = None
         self.single = len(outputs) == 1
         self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
+        self.input_dtypes: tuple = ()  # NumPy dtypes of in0.., set by make_fused_node
 
     def writes_in_place(self, index: int) -> bool:
         """Whether step ``index`` can write its result over an input of its own shape and dtype
@@ -465,6 +466,7 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
         lines.append(f"{name} = {fn}({', '.join(args)})")
     source = "\n".join(lines)
     kernel: Any = FusedKernel(steps, len(inputs), out_names, source, xp)
+    kernel.input_dtypes = tuple(i.dtype for i in inputs)  # a backend's compiler may not take every dtype
     compiled = backend_for(xp).fuse(kernel, outputs, _single_loop(members))
     if compiled is not None:  # the backend's own kernel (Numba on CPU): called as kernel(xp, *inputs)
         kernel = compiled

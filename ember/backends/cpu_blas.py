@@ -1,0 +1,158 @@
+"""NumPy's BLAS thread count, so ember's own thread pool can run GEMMs side by side.
+
+A convolution is many medium GEMMs plus copies and transforms around them. Left to itself,
+OpenBLAS splits each GEMM over all cores and its worker threads then spin (busy-wait with
+``sched_yield``) for tens of milliseconds after every call, waiting for the next one; on a 2-core
+machine those spinning workers take the second core from ember's thread pool, so the transforms
+and copies ember splits over the cores ran no faster than on one core, and a ResNet-18 step took
+as long on two cores as on one (docs/cpu-performance.md). ``blas_for`` instead gives each of
+ember's threads a contiguous part of the work (images, tiles, channels), GEMMs included, with
+OpenBLAS limited to one thread for the duration: every core does its own GEMMs, transforms and
+copies with no barrier in between, and OpenBLAS's workers are never woken.
+
+The thread count is a global setting of the library (OpenBLAS's ``openblas_set_num_threads``,
+found with ``ctypes`` in the libraries the process has loaded). ``single_threaded_blas`` changes
+it for the outermost caller only and restores it afterwards; another thread of the program calling
+BLAS meanwhile runs on one thread, which is correct, only slower. Where no OpenBLAS is found
+(MKL, Apple Accelerate, a BLAS without the call), or with ``EMBER_BLAS_SPLIT=0``, ``blas_for`` runs
+its work on the calling thread, and BLAS uses its own threads as before.
+
+Example:
+    >>> import numpy as np
+    >>> from ember.backends.cpu_blas import blas_for
+    >>> a, out = np.ones((8, 4)), np.zeros((8, 8))
+    >>> blas_for(lambda start, stop: np.matmul(a[start:stop], a.T, out=out[start:stop]), 8, min_chunk=1)
+    >>> float(out.sum())
+    256.0
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from contextlib import contextmanager, nullcontext
+from typing import Any, Callable, Iterator
+
+import numpy  # noqa: F401  (loads NumPy's BLAS, which _controls looks for)
+
+from ember import _config
+from ember.backends.cpu_threads import num_threads, parallel_for
+
+# (get, set) symbol pairs, most specific first: NumPy's wheels bundle "scipy_openblas64_" builds
+# with prefixed, suffixed names; distribution builds use the plain ones.
+_SYMBOLS = (
+    ("scipy_openblas_get_num_threads64_", "scipy_openblas_set_num_threads64_"),
+    ("scipy_openblas_get_num_threads", "scipy_openblas_set_num_threads"),
+    ("openblas_get_num_threads64_", "openblas_set_num_threads64_"),
+    ("openblas_get_num_threads", "openblas_set_num_threads"),
+)
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {"found": None, "depth": 0, "saved": 0}
+
+
+def _loaded_openblas() -> list[str]:
+    """Paths of the OpenBLAS libraries mapped into this process (Linux; empty elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return []
+    # NumPy's own copy first: it is the one numpy.matmul calls.
+    return sorted(paths, key=lambda p: ("numpy" not in p, p))
+
+
+def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    """OpenBLAS's (get, set) thread-count functions for the BLAS NumPy uses, or None."""
+    if _STATE["found"] is None:
+        found: Any = False
+        for path in _loaded_openblas():
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for get_name, set_name in _SYMBOLS:
+                if hasattr(lib, get_name) and hasattr(lib, set_name):
+                    get, put = getattr(lib, get_name), getattr(lib, set_name)
+                    get.restype, get.argtypes = ctypes.c_int, []
+                    put.restype, put.argtypes = None, [ctypes.c_int]
+                    found = (get, put)
+                    break
+            if found:
+                break
+        _STATE["found"] = found
+    return _STATE["found"] or None
+
+
+def available() -> bool:
+    """Whether ember splits BLAS work over its own threads: NumPy's BLAS thread count can be set (an
+    OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) is not ``0``."""
+    return _config.BLAS_SPLIT and _controls() is not None
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[bool]:
+    """Limit NumPy's BLAS to one thread inside the block (the outermost block restores the count).
+    Yields whether the limit is in force (False: no controllable BLAS found)."""
+    controls = _controls()
+    if controls is None:
+        yield False
+        return
+    get, put = controls
+    with _LOCK:
+        if _STATE["depth"] == 0:
+            _STATE["saved"] = get()
+            if _STATE["saved"] != 1:
+                put(1)
+        _STATE["depth"] += 1
+    try:
+        yield True
+    finally:
+        with _LOCK:
+            _STATE["depth"] -= 1
+            if _STATE["depth"] == 0 and _STATE["saved"] != 1:
+                put(_STATE["saved"])
+
+
+@contextmanager
+def one_thread(xp: Any = numpy) -> Iterator[None]:
+    """``single_threaded_blas`` for NumPy arrays when ember splits BLAS work (``available()``);
+    otherwise nothing. For the small GEMMs between split passes (a few hundred microseconds at
+    most), which BLAS would otherwise spread over its threads and then leave them spinning."""
+    if xp is numpy and available():
+        with single_threaded_blas():
+            yield
+    else:
+        yield
+
+
+# A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this
+# runs on one thread when ember splits work: BLAS's threads would save it at most a few tens of
+# microseconds, then spin for tens of milliseconds against ember's threads (the MNIST CNN's linear
+# layer, 64 x 3136 x 10, did so every step).
+SMALL_GEMM_MACS = 4e6
+_OPENBLAS_ONE_THREAD_MACS = 4 * 65536
+
+
+def small_gemm(xp: Any, a: Any, b: Any) -> Any:
+    """``one_thread(xp)`` when ``a @ b`` (one GEMM of a stack) is a small GEMM that OpenBLAS would
+    still spread over its threads; otherwise a no-op context."""
+    m = a.shape[-2] if a.ndim >= 2 else 1
+    n = b.shape[-1] if b.ndim >= 2 else 1
+    macs = m * n * a.shape[-1]
+    if _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS and num_threads() > 1:
+        return one_thread(xp)
+    return nullcontext()
+
+
+def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:
+    """``parallel_for(fn, total, min_chunk)`` for work that calls BLAS: one chunk per thread, each
+    thread's GEMMs on that thread alone (work too small to split runs on the calling thread, still
+    with BLAS on one thread: it gains nothing from BLAS's threads and would leave them spinning).
+    Runs ``fn(0, total)`` as it is, BLAS keeping its own threads, when ember has one thread
+    (``EMBER_CPU_THREADS=1``), no BLAS thread control is found, ``EMBER_BLAS_SPLIT=0``, or ``xp``
+    is not NumPy (a device backend brings its own parallelism)."""
+    if num_threads() <= 1 or xp is not numpy or not available():
+        fn(0, total)
+        return
+    with single_threaded_blas():
+        parallel_for(fn, total, min_chunk)
