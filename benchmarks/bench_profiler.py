@@ -10,9 +10,12 @@ FLOPs and bytes are computed after recording). "before" is a copy of this checko
 with the hook lines deleted from dispatch, the autograd engine and device transfers (made by
 :func:`make_before`), so off/before is what the hooks cost when nothing records.
 
-Rounds alternate (before, off, on, on+shapes, before, ...) so a noisy shared machine slows every
-contender alike. Each round is timed twice: wall clock and this thread's CPU time (CPU time does
-not count time the scheduler gave to other processes; every workload here runs on one thread).
+Rounds alternate (off, on, on+shapes, off, ...), one training step (or 200 small ops) per sample, so a
+noisy shared machine slows every contender alike; hundreds of rounds give per-step quantiles (the 25th
+percentile and the median are printed: the low quantile is what the code costs, the median what a busy
+machine gives). Each sample is timed twice: wall clock and this thread's CPU time (CPU time does not
+count time the scheduler gave to other processes; every workload here runs on one thread). The
+"before" process is stepped once per round over a pipe, in the same alternation.
 """
 from __future__ import annotations
 
@@ -89,9 +92,10 @@ def workloads() -> dict:
         ember.nn.functional.cross_entropy(cnn(images), labels).backward()
         cnn_opt.step()
 
-    return {"a + b": (lambda: a + b, 2000), "a + b (requires_grad)": (lambda: ga + gb, 2000),
-            "tiny MLP Adam step (4x8)": (tiny_step, 50), "MLP SGD step (32x64)": (step, 20),
-            "demo CNN Adam step (64)": (cnn_step, 2)}
+    # name: (fn, calls per sample, sample every n-th round)
+    return {"a + b": (lambda: a + b, 200, 1), "a + b (requires_grad)": (lambda: ga + gb, 200, 1),
+            "tiny MLP Adam step (4x8)": (tiny_step, 1, 1), "MLP SGD step (32x64)": (step, 1, 1),
+            "demo CNN Adam step (64)": (cnn_step, 1, 10)}
 
 
 def timed(fn, calls: int) -> tuple:
@@ -101,16 +105,25 @@ def timed(fn, calls: int) -> tuple:
     return (time.perf_counter() - start) / calls, (time.thread_time() - cpu) / calls
 
 
-def recorder(mode: str):
+_RECORDERS: dict = {}
+
+
+def recorder(mode: str, key: str = ""):
+    """One recorder per mode and workload for the whole run, as one profile spans many steps (a fresh one
+    per sample would charge every sample for interning the step's signatures, which a profile pays once)."""
     from ember.profiler import _recorder
 
-    return None if mode == "off" else _recorder.Recorder(shapes=mode == "on+shapes")
+    if mode == "off":
+        return None
+    if (mode, key) not in _RECORDERS:
+        _RECORDERS[mode, key] = _recorder.Recorder(shapes=mode == "on+shapes")
+    return _RECORDERS[mode, key]
 
 
-def run_mode(mode: str, fn, calls: int) -> tuple:
+def run_mode(mode: str, fn, calls: int, key: str = "") -> tuple:
     from ember.profiler import _recorder
 
-    rec = recorder(mode)
+    rec = recorder(mode, key)
     if rec is None:
         return timed(fn, calls)
     _recorder.attach(rec)
@@ -133,20 +146,25 @@ def events_per_call(fn) -> int:
 
 
 def worker(rounds: int) -> None:
-    """The "before" process: time each workload once per line read on stdin."""
+    """The "before" process: time each workload once per line read on stdin (the line is the round number)."""
     loads = workloads()
-    for fn, calls in loads.values():
+    for fn, calls, _ in loads.values():
         for _ in range(3):
             timed(fn, calls)
     for _ in range(rounds):
-        sys.stdin.readline()
-        print(json.dumps({name: timed(fn, calls) for name, (fn, calls) in loads.items()}), flush=True)
+        r = int(sys.stdin.readline())
+        out = {}
+        for name, (fn, calls, every) in loads.items():
+            if r % every == 0:
+                fn()  # untimed, as in the main process
+                out[name] = timed(fn, calls)
+        print(json.dumps(out), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-before", action="store_true", help="skip the hook-free copy")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--worker", action="store_true")
     args = parser.parse_args()
     if args.worker:
@@ -158,10 +176,10 @@ def main() -> None:
     print(f"CPU: {hardware.cpu_model()}; {environment_line()}; python {sys.version.split()[0]}")
     modes = ["off", "on", "on+shapes"]
     loads = workloads()
-    for fn, calls in loads.values():
+    for name, (fn, calls, _) in loads.items():
         for mode in modes:
-            run_mode(mode, fn, calls)
-    events = {name: events_per_call(fn) for name, (fn, _) in loads.items()}
+            run_mode(mode, fn, calls, name)
+    events = {name: events_per_call(fn) for name, (fn, _, _) in loads.items()}
     before = None
     if not args.no_before:
         tree = make_before(tempfile.mkdtemp(prefix="ember_before_"))
@@ -169,27 +187,32 @@ def main() -> None:
         before = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", "--rounds", str(args.rounds)],
                                   env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=tree)
     samples: dict = {name: {m: [] for m in ["before"] + modes} for name in loads}
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         if before is not None:
-            before.stdin.write("\n")
+            before.stdin.write(f"{r}\n")
             before.stdin.flush()
             for name, value in json.loads(before.stdout.readline()).items():
                 samples[name]["before"].append(tuple(value))
-        for name, (fn, calls) in loads.items():
-            for mode in modes:
-                samples[name][mode].append(run_mode(mode, fn, calls))
+        for name, (fn, calls, every) in loads.items():
+            if r % every == 0:
+                fn()  # untimed: the workload's code and data back in cache, so no mode pays for the switch
+                for mode in modes[r % 3:] + modes[:r % 3]:  # each mode goes first in a third of the rounds
+                    samples[name][mode].append(run_mode(mode, fn, calls, name))
     if before is not None:
         before.wait()
-        shutil.rmtree(os.path.dirname(os.path.join(tree, "ember")), ignore_errors=True)
-    # Medians show what a busy machine gives; minima (the least disturbed round) estimate what the code costs.
+        shutil.rmtree(tree, ignore_errors=True)
+
+    def quantile(xs: list, q: float) -> float:
+        return sorted(xs)[int(q * (len(xs) - 1))] if xs else float("nan")
+
     for clock, k in (("wall clock", 0), ("thread CPU time", 1)):
-        for label, stat in (("median of rounds", statistics.median), ("best round", min)):
-            print(f"\n{clock}, {label}")
+        for label, q in (("25th percentile", 0.25), ("median", 0.5)):
+            print(f"\n{clock}, {label} of {args.rounds} alternating rounds")
             print(f"{'workload':<26}{'events':>7}{'before':>12}{'off':>12}{'on':>12}{'on+shapes':>12}"
                   f"{'off/before':>11}{'on/off':>8}{'+shapes/off':>12}{'us/event':>9}")
             for name, by in samples.items():
-                v = {m: stat([s[k] for s in xs]) if xs else float("nan") for m, xs in by.items()}
-                per_event = (v["on+shapes"] - v["off"]) / max(events[name], 1) * 1e6
+                v = {m: quantile([s[k] for s in xs], q) for m, xs in by.items()}
+                per_event = (v["on"] - v["off"]) / max(events[name], 1) * 1e6
                 print(f"{name:<26}{events[name]:>7}{v['before'] * 1e6:>10.2f}us{v['off'] * 1e6:>10.2f}us"
                       f"{v['on'] * 1e6:>10.2f}us{v['on+shapes'] * 1e6:>10.2f}us{v['off'] / v['before']:>10.3f}x"
                       f"{v['on'] / v['off']:>7.3f}x{v['on+shapes'] / v['off']:>11.3f}x{per_event:>9.2f}")

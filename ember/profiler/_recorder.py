@@ -100,6 +100,7 @@ class Recorder:
         self.times = array("Q")  # per event: signature id, t0, t1, thread
         self._append = self.times.append
         self._sig_ids: dict = {}
+        self._node_ids: dict = {}  # autograd nodes apart: their keys may be the same op objects as ops' keys
         self.signatures: list = []  # id -> (kind, what, input metas, output metas, attrs)
         self._frozen_attrs: set = set()  # ops whose attrs need _freeze to be hashable
 
@@ -193,16 +194,20 @@ class Recorder:
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
         t1 = _clock()
-        name = node.name()
+        # Nodes are keyed by what names them (their op, their Function class, else their type), not by
+        # node.name(): an op's backward name is built from its name on every call (~1 us).
+        ident = getattr(node, "op", None) or getattr(node, "fn_class", None) or type(node)
         if not self.shapes:
-            key = name
+            key = ident
         elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
-            key = (NODE, name, (data.shape, data.dtype))
+            key = (ident, data.shape, data.dtype)
         else:
-            key = (NODE, name, *[_meta(g) for g in grads])
-        sid = self._sig_ids.get(key)
+            key = (ident, *[_meta(g) for g in grads])
+        sid = self._node_ids.get(key)
         if sid is None:
-            sid = self._intern(key, (NODE, name, tuple([_meta(g) for g in grads]) if self.shapes else (), (), None))
+            sid = self._node_ids[key] = len(self.signatures)
+            self.signatures.append((NODE, node.name(), tuple([_meta(g) for g in grads]) if self.shapes else (),
+                                    (), None))
         push = self._append
         push(sid)
         push(t0)

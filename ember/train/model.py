@@ -267,7 +267,8 @@ class Model:
                 if getattr(self, "_example_input", None) is None and hasattr(x, "shape"):
                     self._example_input = x[:1].detach()  # for summary(): shapes and FLOPs per layer
                 begin(step, {"batch": step, "size": size})
-                if train and perf is not None and not perf.flops_per_sample:
+                counted = train and perf is not None and not perf.flops_per_sample
+                if counted:
                     output, loss = self._counted_step(x, y, size)
                 elif train:
                     output, loss = self.train_step(x, y)
@@ -286,8 +287,8 @@ class Model:
                     for metric in self.metrics:
                         metric.update(output, y)
                         logs[metric.name] = metric.result()
-                if perf is not None:
-                    now = time.perf_counter()
+                if perf is not None and not counted:  # the counted step runs under the FLOP counter and pays
+                    now = time.perf_counter()  # first-call costs (tracing, JIT): it would understate MFU
                     perf.add(arrived - ready, moved - arrived, now - ready, size)
                 end(step, logs)
                 ready = time.perf_counter()
@@ -312,7 +313,8 @@ class Model:
         self.perf.flops_per_sample = counter.get_total_flops() / max(size, 1)
         dtype = next((p.dtype for p in self.module.parameters()), "float32")
         device = self._device()  # a model on a GPU is measured against the GPU's peak
-        self.perf.peak_flops = hardware.peak("cpu" if device.type == "cpu" else str(device)).flops_for(dtype)
+        self.perf.device = "cpu" if device.type == "cpu" else str(device)
+        self.perf.peak_flops = hardware.peak(self.perf.device).flops_for(dtype)
         self.perf.dtype = getattr(dtype, "name", None) or str(dtype)
         return result
 

@@ -46,6 +46,7 @@ class StepStats:
         return self.flops_per_sample * self.samples / self.total_s if self.total_s > 0 else 0.0
 
     dtype: str = "float32"
+    device: str = "cpu"  # whose peak MFU is measured against (a model on a GPU: the GPU's)
 
     @property
     def mfu(self) -> float:
@@ -55,7 +56,7 @@ class StepStats:
             # The cached peak was measured on a busier machine: re-measure once (ember.hardware.observed),
             # else adopt the run's rate, so MFU is never reported above 100%.
 
-            self.peak_flops = hardware.observed(self.flops_per_s, 0.0, self.dtype).flops_for(self.dtype)
+            self.peak_flops = hardware.observed(self.flops_per_s, 0.0, self.dtype, self.device).flops_for(self.dtype)
         return min(self.flops_per_s / self.peak_flops, 1.0)
 
     @property

@@ -321,3 +321,21 @@ def test_batched_index_tensors_and_per_sample_embedding_gradients(rng):
         theirs = tf.vmap(tf.grad(lambda p, i: tf.functional_call(emb_t, p, (i,)).pow(2).sum()), in_dims=(None, 0))(
             pt, T(ids))
         same(mine, theirs, rtol=1e-6, atol=1e-7)
+
+
+def test_attention_and_gelu_with_shared_keys_and_their_per_sample_gradients(rng):
+    q, k, v = (rng.standard_normal((3, 2, 4, 5)) for _ in range(3))
+
+    def attend(lib):
+        return lambda a, b, c: lib.nn.functional.scaled_dot_product_attention(a, b, c, is_causal=True)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="vmap: there is no batching rule")
+        same(*both(attend, q, k[0], v, in_dims=(0, None, 0)))
+
+        def loss(lib):
+            return lambda a, b, c: (lib.nn.functional.gelu(attend(lib)(a, b, c)) ** 2).sum()
+
+        mine = ef.vmap(ef.grad(loss(ember), argnums=(0, 1, 2)), in_dims=(0, None, 0))(E(q), E(k[0]), E(v))
+        theirs = tf.vmap(tf.grad(loss(torch), argnums=(0, 1, 2)), in_dims=(0, None, 0))(T(q), T(k[0]), T(v))
+        same(mine, theirs, rtol=1e-6, atol=1e-9)
