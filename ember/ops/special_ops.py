@@ -150,7 +150,7 @@ NDTRI = _unary("ndtri", "ndtri", lambda ctx, g: (g * ew.exp(ctx.out * ctx.out * 
 
 def _entr_impl(xp: Any, x: Any) -> Any:
     safe = xp.where(x > 0, x, 1)
-    return xp.where(x > 0, -x * xp.log(safe), xp.where(x == 0, 0.0, xp.where(x < 0, -xp.inf, x))).astype(x.dtype)
+    return xp.where(x > 0, -x * xp.log(safe), xp.where(x == 0, 0.0, xp.where(x < 0, float("-inf"), x))).astype(x.dtype)
 
 
 # torch's gradient everywhere: -(log x + 1), +inf at 0 (the one-sided slope), NaN below 0.
