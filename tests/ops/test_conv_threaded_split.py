@@ -16,7 +16,9 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture
 def split(monkeypatch):
-    """Three ember threads and no minimum chunk size, so even small convolutions are split."""
+    """Three ember threads and no minimum chunk size, so even small convolutions are split (the
+    split is opt-in, EMBER_BLAS_SPLIT=1, so the fixture turns it on)."""
+    monkeypatch.setattr(_config, "BLAS_SPLIT", True)
     if not cpu_blas.available():
         pytest.skip("no controllable OpenBLAS under NumPy: the split paths do not run")
     monkeypatch.setattr(_config, "CPU_THREADS", 3)
@@ -114,7 +116,8 @@ def test_conv_layer_gradcheck_float64_split(split) -> None:
     assert ember.autograd.gradcheck(fn, (x, w), eps=1e-6, atol=1e-6)
 
 
-def test_blas_thread_count_restored() -> None:
+def test_blas_thread_count_restored(monkeypatch) -> None:
+    monkeypatch.setattr(_config, "BLAS_SPLIT", True)
     if not cpu_blas.available():
         pytest.skip("no controllable OpenBLAS under NumPy")
     get, _ = cpu_blas._controls()
@@ -161,6 +164,7 @@ def test_nonfinite_in_one_chunk_takes_the_direct_path(where, split) -> None:
 def test_small_gemm_runs_on_one_blas_thread(monkeypatch) -> None:
     """Mid-sized GEMMs (above OpenBLAS's own one-thread limit, below SMALL_GEMM_MACS) run with BLAS
     on one thread when ember has threads of its own; tiny and large ones are left to BLAS."""
+    monkeypatch.setattr(_config, "BLAS_SPLIT", True)
     if not cpu_blas.available():
         pytest.skip("no controllable OpenBLAS under NumPy")
     monkeypatch.setattr(_config, "CPU_THREADS", 2)
