@@ -36,9 +36,9 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 # Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
 # NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
 # threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's).
-# Off by default: with it on, a torchvision ResNet-18 step at batch 16 (32x32) gives gradients up to 9%
-# away from torch's (and from the same code with it off), deterministically, while every conv layer
-# checked alone agrees; until that is found, "1" opts in (it makes CNN training ~1.5x faster on 2 cores).
+# Off by default: NumPy's OpenBLAS held to one thread and called from two threads at once gives wrong
+# GEMM results (a torchvision ResNet-18 step at batch 16: gradients up to 9% off torch's). "1" opts in
+# for benchmarking, with a RuntimeWarning (cpu_blas.available()).
 BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "0") not in ("", "0")
 
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):

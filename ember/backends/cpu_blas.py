@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
@@ -86,7 +87,22 @@ def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
 def available() -> bool:
     """Whether ember splits BLAS work over its own threads: NumPy's BLAS thread count can be set (an
     OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) is not ``0``."""
-    return _config.BLAS_SPLIT and _controls() is not None
+    if not (_config.BLAS_SPLIT and _controls() is not None):
+        return False
+    if not _WARNED:
+        _WARNED.append(True)
+        warnings.warn(_UNSAFE, RuntimeWarning, stacklevel=2)
+    return True
+
+
+# Measured 2026-11-24: OpenBLAS held at one thread and called from two threads at once gives wrong
+# GEMM results (a ResNet-18 step at batch 16: gradients 9% off torch's, deterministically); with its
+# thread count left alone the same split is correct. OpenBLAS is only safe for concurrent callers with
+# its own locking engaged, which its one-thread path skips in NumPy's build. Hence opt-in, and loud.
+_UNSAFE = ("EMBER_BLAS_SPLIT=1: ember calls NumPy's OpenBLAS from several threads with it held to one thread; "
+           "this OpenBLAS build then can give wrong GEMM results (a ResNet-18 step's gradients were 9% off). "
+           "Use it for benchmarking only; unset EMBER_BLAS_SPLIT for correct training.")
+_WARNED: list = []
 
 
 @contextmanager
