@@ -86,6 +86,32 @@ class SymbolicValue:
     def interpreter(self) -> Interpreter:
         raise NotImplementedError
 
+    # Array-like metadata derived from ``shape`` and ``itemsize`` (which subclasses define), so Tensor
+    # methods that read ``ndim``/``size``/``nbytes``/``strides`` work on any symbolic value.
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)  # type: ignore[attr-defined]
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:  # type: ignore[attr-defined]
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize  # type: ignore[attr-defined]
+
+    @property
+    def strides(self) -> tuple:
+        """C-contiguous strides in bytes (a symbolic value has no real layout)."""
+        out, step = [], self.itemsize  # type: ignore[attr-defined]
+        for s in reversed(self.shape):  # type: ignore[attr-defined]
+            out.append(step)
+            step *= max(s, 1)
+        return tuple(reversed(out))
+
 
 class _Stack(threading.local):
     def __init__(self) -> None:  # runs again in every new thread: each starts eager

@@ -72,31 +72,8 @@ class BatchedValue(interpreters.SymbolicValue):
         return interpreters.current()
 
     @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    @property
-    def itemsize(self) -> int:
+    def itemsize(self) -> int:  # ndim/size/nbytes/strides follow from it and shape (SymbolicValue)
         return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
-    @property
-    def strides(self) -> tuple:
-        out, step = [], self.itemsize
-        for s in reversed(self.shape):
-            out.append(step)
-            step *= max(s, 1)
-        return tuple(reversed(out))
 
     flags = _Flags()
     base = None
