@@ -206,6 +206,33 @@ def _per_image(groups: int, oh: int, ow: int) -> bool:
     return groups == 1 and oh * ow >= PER_IMAGE_MIN_PIXELS
 
 
+def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+              groups: int, dtype: Any) -> str:
+    """The algorithm the forward runs with for these shapes (finite inputs), as benchmarks print it:
+    ``dense``, ``winograd F4`` / ``winograd F2``, ``per-image``, ``im2col NHWC`` or ``grouped``,
+    after ``trim+`` when padding-only taps are dropped first.
+
+    Example:
+        >>> algorithm(np, (8, 64, 8, 8), (64, 64, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, np.float32)
+        'im2col NHWC'
+    """
+    trim = _trim(tuple(x_shape[2:]), tuple(w_shape[2:]), stride, padding, dilation)
+    prefix = ""
+    if trim is not None:
+        w_shape = tuple(w_shape[:2]) + (trim[0].stop - trim[0].start, trim[1].stop - trim[1].start)
+        padding, prefix = trim[2], "trim+"
+    if _whole_window(tuple(x_shape[2:]), w_shape, stride, padding, dilation, groups):
+        return prefix + "dense"
+    m = winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if m:
+        return f"{prefix}winograd F{m}"
+    if groups != 1:
+        return prefix + "grouped"
+    oh = out_size(x_shape[2], w_shape[2], stride[0], padding[0], padding[1], dilation[0])
+    ow = out_size(x_shape[3], w_shape[3], stride[1], padding[2], padding[3], dilation[1])
+    return prefix + ("per-image" if _per_image(groups, oh, ow) else "im2col NHWC")
+
+
 def _per_image_key(kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, x: Any) -> tuple:
     return ("per_image", kh, kw, stride, padding, dilation, x.shape, x.dtype, x.strides)
 
@@ -243,10 +270,20 @@ def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     if trim is None:
         return _conv_live(xp, x, w, stride, padding, dilation, groups)
     out = _conv_live(xp, x, w[:, :, trim[0], trim[1]], stride, trim[2], dilation, groups)
-    dropped = w[:, :, _dropped(xp, w.shape[2:], trim)]  # (O, C, taps): each multiplies only padding
-    if not bool(xp.isfinite(dropped).all()):  # as torch: 0 * inf = NaN in every output of the channel
+    if not _dropped_finite(xp, w, trim):  # as torch: 0 * inf = NaN in every output of the channel
+        dropped = w[:, :, _dropped(xp, w.shape[2:], trim)]  # (O, C, taps): each multiplies only padding
         out[:, ~xp.isfinite(dropped).all(axis=(1, 2))] = xp.nan
     return out
+
+
+def _dropped_finite(xp: Any, w: Any, trim: tuple) -> bool:
+    """Whether the weights of the dropped taps are all finite. First one contiguous sum over all of
+    ``w`` (finite only when every value is; gathering the dropped taps with a mask, or summing
+    their strided blocks, cost more than the trimmed convolution itself on ResNet's 1x1 maps);
+    when it is not finite (or overflowed), the exact check on the dropped taps decides."""
+    if bool(xp.isfinite(xp.sum(w))):
+        return True
+    return bool(xp.isfinite(w[:, :, _dropped(xp, w.shape[2:], trim)]).all())
 
 
 def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
