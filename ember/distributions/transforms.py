@@ -49,6 +49,14 @@ class Transform:
     def inv(self) -> "Transform":
         return _InverseTransform(self)
 
+    def with_cache(self, cache_size: int = 1) -> "Transform":
+        """This transform with ``cache_size`` (a copy for transforms without constructor arguments)."""
+        if self._cache_size == cache_size:
+            return self
+        if type(self).__init__ is Transform.__init__:
+            return type(self)(cache_size=cache_size)
+        raise NotImplementedError(f"{type(self).__name__}.with_cache is not implemented")
+
     def __call__(self, x: Tensor) -> Tensor:
         if self._cache_size == 0:
             return self._call(x)
@@ -513,3 +521,13 @@ class IndependentTransform(Transform):
 
     def inverse_shape(self, shape: tuple) -> tuple:
         return self.base_transform.inverse_shape(shape)
+
+
+# Structured and matrix transforms live in their own modules (they build on Transform above).
+from ember.distributions.transforms_structured import (CatTransform, CumulativeDistributionTransform,  # noqa: E402
+                                                       ReshapeTransform, StackTransform)
+from ember.distributions.transforms_matrix import (CorrCholeskyTransform, LowerCholeskyTransform,  # noqa: E402
+                                                   PositiveDefiniteTransform)
+
+__all__ += ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "LowerCholeskyTransform",
+            "PositiveDefiniteTransform", "ReshapeTransform", "StackTransform"]
