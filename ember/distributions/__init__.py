@@ -1,8 +1,8 @@
 """``ember.distributions``: probability distributions with PyTorch's API (``torch.distributions``).
 
-Families: Normal, Uniform, Exponential, Laplace, LogNormal, Gamma, Beta, Dirichlet, Poisson,
-Bernoulli, Categorical, OneHotCategorical, MultivariateNormal, Independent, TransformedDistribution;
-``constraints``, ``transforms``, ``kl_divergence``/``register_kl``. See docs/math.md.
+Every public name of torch 2.13's ``torch.distributions``: the families (Normal ... Wishart), ``constraints``,
+``transforms``, ``biject_to``/``transform_to``, ``kl_divergence``/``register_kl`` with all of torch's KL
+pairs. See docs/math.md (what differs from torch and why).
 
 Example:
     >>> import ember
