@@ -9,7 +9,7 @@ Example:
     >>> import ember
     >>> from ember.distributions import VonMises
     >>> round(VonMises(0.0, 1.0).log_prob(ember.tensor(0.0)).item(), 6)
-    -1.001889
+    -1.073791
 """
 from __future__ import annotations
 
