@@ -24,7 +24,7 @@ from ember.ops.extra_math import diag_embed
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions._linalg import cholesky
-from ember.distributions.transforms import Transform
+from ember.distributions.transform_base import Transform
 from ember.distributions.utils import finfo_eps, tril_matrix_to_vec, vec_to_tril_matrix
 from ember.tensor import Tensor
 

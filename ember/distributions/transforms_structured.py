@@ -17,7 +17,7 @@ from typing import Any
 from ember.creation import zeros
 from ember.ops.views import cat, stack
 from ember.distributions import constraints
-from ember.distributions.transforms import Transform
+from ember.distributions.transform_base import Transform
 from ember.distributions.utils import sum_rightmost
 from ember.tensor import Tensor
 
