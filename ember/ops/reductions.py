@@ -147,8 +147,41 @@ def _sum_to_impl(xp: Any, x: Any, shape: tuple) -> Any:
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1)
     if axes and x.dtype.itemsize == 2 and x.dtype.kind != "i":  # float16/bfloat16: float32 accumulation, as sum
         return x.sum(axis=axes, keepdims=True, dtype=xp.float32).astype(x.dtype).reshape(shape)
+    if axes and xp is np:
+        middle = _sum_around_block(x, (1,) * lead + tuple(shape))
+        if middle is not None:
+            return middle.reshape(shape)
     out = x.sum(axis=axes, keepdims=True) if axes else x
     return out.reshape(shape)
+
+
+GEMV_SUM_MIN_ELEMENTS = 1 << 16
+
+
+def _sum_around_block(x: Any, target: tuple) -> Any:
+    """``x`` summed to ``target`` when ``target`` keeps one block of consecutive axes and the axes
+    after it are reduced too (a convolution's bias gradient: (N, C, H, W) -> (1, C, 1, 1)), for a
+    large contiguous float32/float64 NumPy array; None otherwise.
+
+    ``x`` is seen as (A, K, B) and reduced by ``einsum('akb->k')``: NumPy's ``sum`` over axes
+    (0, 2, 3) took 3.3x longer (64x32x28x28 float32: 0.22 vs 0.07 ms). Both accumulate in blocks:
+    against a float64 sum, float32 relative errors 2.4e-7 vs 1.7e-7 (64x32x28x28) and 6.2e-7 for
+    both with a million values per channel. (A matrix-vector product with ones was as fast on one
+    thread, but it calls BLAS, whose threads then spin against ember's; einsum stays on the
+    calling thread.) inf and NaN propagate as in a sum."""
+    if x.dtype not in (np.float32, np.float64) or x.size < GEMV_SUM_MIN_ELEMENTS or not x.flags.c_contiguous:
+        return None
+    # (this module defines its own any/all/sum: plain comparisons of lists here)
+    kept = [i for i, (t, s) in enumerate(zip(target, x.shape)) if t == s and s != 1]
+    if not kept or [t for t, s in zip(target, x.shape) if t != s and t != 1]:
+        return None
+    first, last = kept[0], kept[-1]
+    if list(target[first:last + 1]) != list(x.shape[first:last + 1]):
+        return None  # the kept axes are not one block
+    a, k, b = (math.prod(x.shape[:first]), math.prod(x.shape[first:last + 1]), math.prod(x.shape[last + 1:]))
+    if b == 1:
+        return None  # only leading axes reduced: NumPy's column sum is already one fast pass
+    return np.einsum("akb->k", x.reshape(a, k, b))
 
 
 SUM_TO = register(OpDef(
