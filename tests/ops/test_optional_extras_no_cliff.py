@@ -178,7 +178,7 @@ SPECIAL_FUNCTION_CASES = {"erf": "erf", "erfinv": "erfinv", "gammaln": "lgamma",
                           **{name: name for name in SPECIAL_CASES}}
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
-                "relu_grad": "relu (relu_grad)",
+                "relu_grad": "relu (relu_grad)", "relu": "relu (relu_grad)",
                 "erf_f32": "gelu", "gelu_f32": "gelu", "gelu_backward_f32": "gelu",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
                 "where_arrays": "fused where (where_scalar/where_arrays)",
