@@ -152,3 +152,91 @@ def test_conv_bias_gradient_vs_torch() -> None:
     ec(ember.tensor(x)).square().sum().backward()
     tc(torch.from_numpy(x)).square().sum().backward()
     np.testing.assert_allclose(ec.bias.grad.numpy(), tc.bias.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+# ---- max pool 3x3: the unrolled kernel against the general one -----------------------------------------
+POOL_3X3 = [  # (shape, stride, padding, ceil_mode)
+    ((4, 8, 16, 16), 2, 1, False),   # ResNet-18's pool on 32x32 images
+    ((2, 3, 15, 17), 2, 1, True),    # odd sizes, ceil_mode: a last window past the edge
+    ((2, 3, 9, 8), 1, 1, False),
+    ((2, 3, 9, 8), 1, 0, False),
+    ((2, 3, 10, 11), 3, 0, True),
+    ((2, 3, 7, 6), (2, 1), (0, 1), False),
+    ((1, 2, 3, 3), 2, 1, False),     # one interior window at most
+    ((1, 2, 2, 5), 1, 1, False),     # fewer rows than the window: border windows only
+]
+
+
+def _pool_input(shape: tuple, dtype: type, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    x[0, 0, :3, :3] = 1.0           # ties: the first maximum wins
+    x[0, -1, :, :] = -np.inf        # windows of -inf only
+    x[-1, 0, 0, :] = -0.0           # -0.0 against 0.0 ties
+    x[-1, 0, 1, :] = 0.0
+    return x
+
+
+@pytest.mark.parametrize("shape, s, p, ceil", POOL_3X3)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [None, np.nan, np.inf, "inf pair"])
+def test_max_pool_3x3_kernel_equals_general_kernel_and_torch(shape, s, p, ceil, dtype, special) -> None:
+    fast, general = cpu_kernels.get("max_pool2d_3x3_planes"), cpu_kernels.get("max_pool2d_planes")
+    if fast is None:
+        pytest.skip("numba kernels unavailable")
+    x = _pool_input(shape, dtype, 1)
+    if special == "inf pair":
+        x[0, 0, 4 % shape[2], 1] = np.inf
+        x[0, 0, 4 % shape[2], 2] = -np.inf
+    elif special is not None:
+        x[-1, -1, shape[2] // 2, shape[3] // 2] = special
+    tv, ti = torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, s, p, ceil_mode=ceil, return_indices=True)
+    n, c, h, w = shape
+    sh, sw = (s, s) if isinstance(s, int) else s
+    ph, pw = (p, p) if isinstance(p, int) else p
+    planes = x.reshape(n * c, h, w)
+    results = []
+    for kernel in (fast, general):
+        out = np.empty((n * c,) + tuple(tv.shape[2:]), dtype)
+        idx = np.empty(out.shape, np.int64)
+        nans = kernel(planes, 3, 3, sh, sw, ph, pw, 1, 1, out, idx, 0, n * c)
+        results.append((out, idx, nans))
+    (out, idx, nans), (gout, gidx, gnans) = results
+    if special is np.nan:  # both report it; their raw outputs are discarded (the op redoes it in NumPy)
+        assert nans > 0 and gnans > 0
+    else:
+        np.testing.assert_array_equal(out.view(f"u{out.itemsize}"), gout.view(f"u{out.itemsize}"))  # -0.0 kept
+        np.testing.assert_array_equal(idx, gidx)
+        assert gnans == 0 and (nans == 0 or special == "inf pair")  # +inf with -inf: a false alarm, recomputed
+        np.testing.assert_array_equal(out.reshape(tv.shape), tv.numpy())
+        np.testing.assert_array_equal(idx.reshape(ti.shape), ti.numpy())
+    # through the op (NaN windows redone on the NumPy path): torch's values and indices
+    ev, ei = ember.nn.functional.max_pool2d(ember.tensor(x), 3, s, p, ceil_mode=ceil, return_indices=True)
+    np.testing.assert_array_equal(ev.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("shape, s, p, ceil", POOL_3X3 + [((2, 3, 9, 7), 2, 1, True)])
+@pytest.mark.parametrize("special", [None, np.nan, "nan window", np.inf, -np.inf])
+def test_max_pool_numpy_path_vs_torch(shape, s, p, ceil, special, monkeypatch) -> None:
+    """The NumPy tap scan (NaN-free fast scan, PyTorch's NaN rule when a NaN shows), forward and
+    backward, against torch; float64 so no kernel is skipped for the dtype."""
+    monkeypatch.setattr(_config, "CPU_KERNELS", "numpy")
+    cpu_kernels.reset()
+    try:
+        x = _pool_input(shape, np.float64, 2)
+        if special == "nan window":
+            x[0, 0, :2, :2] = np.nan  # several NaNs in one window: the last one's index
+        elif special is not None:
+            x[-1, -1, shape[2] // 2, shape[3] // 2] = special
+        tx = torch.tensor(x, requires_grad=True)
+        tv, ti = torch.nn.functional.max_pool2d(tx, 3, s, p, ceil_mode=ceil, return_indices=True)
+        g = np.random.default_rng(3).standard_normal(tuple(tv.shape))
+        tv.backward(torch.tensor(g))
+        ex = ember.tensor(x, requires_grad=True)
+        ev, ei = ember.nn.functional.max_pool2d(ex, 3, s, p, ceil_mode=ceil, return_indices=True)
+        ev.backward(ember.tensor(g))
+        np.testing.assert_array_equal(ev.detach().numpy(), tv.detach().numpy())
+        np.testing.assert_array_equal(ei.numpy(), ti.numpy())
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-12, atol=1e-12)
+    finally:
+        cpu_kernels.reset()

@@ -184,6 +184,7 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "where_arrays": "fused where (where_scalar/where_arrays)",
                 "max_pool2d_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 "unpool_scatter_add": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
+                "max_pool2d_3x3_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 **{k: "conv2d 3x3 (winograd transforms)"
                    for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")}}
