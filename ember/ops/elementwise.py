@@ -179,8 +179,9 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     """``max(x, 0)`` (NaN stays NaN, as in PyTorch); large contiguous CPU arrays are split over
     ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
     _no_complex("relu", x)
-    kernel = native_kernel(xp, "relu") if x.size >= _NATIVE_ELEMENTS else None
-    if kernel is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.flags.c_contiguous:
+    kernel = native_kernel(xp, "relu")  # None for the fuser's symbolic namespace (which has no .size)
+    if (kernel is not None and x.size >= _NATIVE_ELEMENTS and x.dtype.kind == "f" and x.dtype.itemsize >= 4
+            and x.flags.c_contiguous):
         out = xp.empty_like(x)
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
         parallel_for(lambda start, stop: kernel(flat_x[start:stop], flat_out[start:stop]), x.size, _SPLIT_ELEMENTS)
