@@ -359,9 +359,11 @@ class Tensor(TensorMethods):
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # PyTorch's rule: a plain 0-d tensor formats as its number (f"{loss}" -> "0.25", as training logs
+        # expect); anything else formats as str() and refuses a format spec, as object.__format__ does.
+        if self._data.ndim == 0 and type(self) is Tensor:
             return format(self.item(), spec)
-        return repr(self)
+        return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol: int) -> Any:
         """Pickle by value (array, requires_grad, class); see ember/serialization/pickling.py."""
