@@ -63,7 +63,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
 
 
 def matrix_exp(A: Tensor) -> Tensor:
-    checks.square(A, "linalg.matrix_exp")
+    checks.square(A, "linalg.matrix_exp", complex_ok=True)
     return dispatch.apply(_solve.EXPM, (A,))
 
 
@@ -95,7 +95,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Any = None) -> Tensor:
     """Moore-Penrose pseudo-inverse: singular values at or below ``max(atol, rtol * s_max)`` count as zero
     (``rtol`` defaults to ``eps * max(m, n)`` when neither is given)."""
-    checks.matrix(A, "linalg.pinv")
+    checks.matrix(A, "linalg.pinv", complex_ok=True)
     atol = float(atol) if atol is not None else None
     rtol = float(rtol) if rtol is not None else None
     return dispatch.apply(_solve.PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})
@@ -136,7 +136,7 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:
     """``A = QR``; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'`` (Q empty)."""
-    checks.matrix(A, "linalg.qr")
+    checks.matrix(A, "linalg.qr", complex_ok=True)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
                            "'r', or 'complete'")

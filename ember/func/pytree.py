@@ -54,6 +54,12 @@ def _is_namedtuple(value: Any) -> bool:
 # that calls itself is a reference cycle (function -> closure cell -> function) which keeps the leaves it
 # captured (batched tensors and their arrays) alive until the cyclic garbage collector runs.
 def _flatten_into(node: Any, leaves: list) -> TreeSpec:
+    kind = type(node)
+    if kind is tuple or kind is list:  # the common containers first (transforms flatten on every call)
+        return TreeSpec(kind, None, [_flatten_into(v, leaves) for v in node])
+    if kind is not dict and not isinstance(node, (dict, tuple, list)):  # a leaf (a tensor, a number, None)
+        leaves.append(node)
+        return LEAF
     if isinstance(node, dict):
         keys = list(node.keys())
         return TreeSpec(dict, keys, [_flatten_into(node[k], leaves) for k in keys])
