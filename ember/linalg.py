@@ -161,7 +161,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: Any = None) -> tuple:
     """``(result, info)``: a singular matrix gives info > 0 (NaN in its solution) instead of an error."""
-    checks.square(A, "linalg.solve_ex")
+    checks.square(A, "linalg.solve_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, _zero_pivot)
     if check_errors or not any(info):
         return _SOLVE_EX(solve(A, B, left=left), info_t)
@@ -171,7 +171,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
     """``(L, info)``: info is the order of the first leading minor that is not positive-definite (0 if none);
     that matrix's factor holds NaN (LAPACK's partial factor in PyTorch)."""
-    checks.square(A, "linalg.cholesky_ex")
+    checks.square(A, "linalg.cholesky_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, checks.not_pd_order)
     if check_errors and any(info):
         return _CHOL_EX(cholesky(A, upper=upper), info_t)  # raises PyTorch's error

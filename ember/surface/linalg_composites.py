@@ -133,11 +133,11 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
 def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """Condition number: ``s_max / s_min`` for p in (None, 2), its inverse for -2, else
     ``norm(A, p) * norm(inv(A), p)``."""
-    checks.matrix(A, "linalg.cond")
+    checks.matrix(A, "linalg.cond", complex_ok=True)
     if p in (None, 2, -2):
         s = svdvals(A)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    checks.square(A, "linalg.cond")
+    checks.square(A, "linalg.cond", complex_ok=True)
     return matrix_norm(A, p) * matrix_norm(_solve.inv(A), p)
 
 
@@ -318,7 +318,7 @@ def _masked(A: Tensor, info: list, op: Any) -> Tensor:
     bad = _tensor(np.asarray([v != 0 for v in info]).reshape(tuple(A.shape[:-2]) + (1, 1)), device=A.device)
     identity = eye(A.shape[-1], dtype=A.dtype, device=A.device)
     result = op(identity.where(bad, A))
-    return result.masked_fill(bad, float("nan"))
+    return result.masked_fill(bad, complex(float("nan"), float("nan")) if result.dtype.is_complex else float("nan"))
 
 
 def _zero_pivot(M: Tensor) -> int:
@@ -328,7 +328,7 @@ def _zero_pivot(M: Tensor) -> int:
 
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> tuple:
     """``(inverse, info)``; a singular matrix gives info > 0 (and NaN in its inverse) instead of an error."""
-    checks.square(A, "linalg.inv_ex")
+    checks.square(A, "linalg.inv_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, _zero_pivot)
     if check_errors and any(info):
         return _INV_EX(_solve.inv(A), info_t)  # raises PyTorch's error
@@ -345,20 +345,24 @@ def _reflector(A: Tensor, i: int) -> Tensor:
 
 
 def _apply_reflectors(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
-    """Q C, Q^T C, C Q or C Q^T for Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^T."""
+    """Q C, Q^H C, C Q or C Q^H for Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H (^T, for real A);
+    H_i^H = I - conj(tau_i) v_i v_i^H."""
     k = tau.shape[-1]
     forward = (left and transpose) or (not left and not transpose)
+    H = _factor._adjoint
     for i in (range(k) if forward else range(k - 1, -1, -1)):
         v = _reflector(A, i)
         t = tau.select(-1, i).unsqueeze(-1).unsqueeze(-1)
-        C = C - t * (v @ (_mT(v) @ C)) if left else C - t * ((C @ v) @ _mT(v))
+        if transpose and t.dtype.is_complex:
+            t = t.conj()
+        C = C - t * (v @ (H(v) @ C)) if left else C - t * ((C @ v) @ H(v))
     return C
 
 
 def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """The first n columns of ``H_1 ... H_k`` from Householder vectors below A's diagonal (LAPACK orgqr);
     differentiable in A and tau."""
-    checks.matrix(A, "torch.linalg.householder_product")
+    checks.matrix(A, "torch.linalg.householder_product", complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     if m < n:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "

@@ -164,3 +164,44 @@ def test_vmap_over_complex_factorizations_equals_a_loop() -> None:
 def test_low_precision_still_refused(fn) -> None:
     with pytest.raises(RuntimeError):
         fn(ember.ones(2, 2, dtype=ember.float16))
+
+
+@pytest.mark.parametrize("dtype,tol", _DTYPES)
+def test_geqrf_householder_product_and_ormqr(dtype, tol) -> None:
+    rng = np.random.default_rng(10)
+    a = _cx(rng, (2, 5, 3), dtype)
+    mine, theirs = ember.geqrf(ember.tensor(a)), torch.geqrf(torch.tensor(a))
+    for x, y in zip(mine, theirs):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=0, atol=tol * 10)
+    np.testing.assert_allclose(ember.linalg.householder_product(*mine).numpy(),
+                               torch.linalg.householder_product(*theirs).numpy(), rtol=0, atol=tol * 10)
+    for left in (True, False):
+        for transpose in (False, True):  # transpose means Q^H for complex Q, as torch.ormqr
+            c = _cx(rng, (2, 5, 2) if left else (2, 2, 5), dtype)
+            np.testing.assert_allclose(ember.ormqr(*mine, ember.tensor(c), left, transpose).numpy(),
+                                       torch.ormqr(*theirs, torch.tensor(c), left, transpose).numpy(), rtol=0,
+                                       atol=tol * 20)
+    _compare(lambda x, t: ember.linalg.householder_product(x, t), lambda x, t: torch.linalg.householder_product(x, t),
+             [theirs[0].numpy(), theirs[1].numpy()], tol * 10)
+
+
+def test_ex_variants_and_cond_take_complex_matrices() -> None:
+    rng = np.random.default_rng(11)
+    m = _cx(rng, (2, 3, 3), np.complex128)
+    m[1] = 0
+    m[1, 0, 0] = 1  # singular: info 2
+    b = _cx(rng, (2, 3, 2), np.complex128)
+    for mine, theirs in [(ember.linalg.inv_ex(ember.tensor(m)), torch.linalg.inv_ex(torch.tensor(m))),
+                         (ember.linalg.solve_ex(ember.tensor(m), ember.tensor(b)),
+                          torch.linalg.solve_ex(torch.tensor(m), torch.tensor(b)))]:
+        assert mine.info.tolist() == theirs.info.tolist() == [0, 2]
+        np.testing.assert_allclose(mine[0].numpy(), theirs[0].numpy(), atol=1e-13)  # NaN + NaN j where it failed
+    h = m @ np.conj(np.swapaxes(m, -1, -2)) + np.eye(3) * np.array([1, 0])[:, None, None]
+    mine, theirs = ember.linalg.cholesky_ex(ember.tensor(h)), torch.linalg.cholesky_ex(torch.tensor(h))
+    assert mine.info.tolist() == theirs.info.tolist() == [0, 2]
+    np.testing.assert_allclose(mine.L.numpy()[0], theirs.L.numpy()[0], atol=1e-13)
+    full = _cx(rng, (2, 3, 3), np.complex128)
+    for p in (None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf):
+        got, expected = ember.linalg.cond(ember.tensor(full), p), torch.linalg.cond(torch.tensor(full), p)
+        assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
