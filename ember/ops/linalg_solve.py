@@ -235,6 +235,11 @@ def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitrian
 
 
 # ---- pinv ------------------------------------------------------------------------------------------------
+def _array_adjoint(xp: Any, x: Any) -> Any:
+    """x^H of arrays (x^T for real ones)."""
+    return xp.conj(xp.swapaxes(x, -1, -2)) if x.dtype.kind == "c" else xp.swapaxes(x, -1, -2)
+
+
 def _pinv_impl(xp: Any, a: Any, atol: float | None = None, rtol: float | None = None,
                hermitian: bool = False) -> Any:
     m, n = a.shape[-2], a.shape[-1]
@@ -243,20 +248,17 @@ def _pinv_impl(xp: Any, a: Any, atol: float | None = None, rtol: float | None = 
     if rtol is None:
         rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * float(np.finfo(a.dtype).eps)
     atol = 0.0 if atol is None else atol
-    def adjoint(x: Any) -> Any:  # x^H (x^T for real matrices)
-        return xp.conj(xp.swapaxes(x, -1, -2)) if x.dtype.kind == "c" else xp.swapaxes(x, -1, -2)
-
     if hermitian:  # real eigenvalues also for complex Hermitian matrices: P = V diag(1/w) V^H
         w, v = xp.linalg.eigh(a)
         cutoff = xp.maximum(atol, rtol * xp.abs(w).max(axis=-1, keepdims=True))
         keep = xp.abs(w) > cutoff
         inv_w = xp.where(keep, 1.0 / xp.where(keep, w, 1.0), 0.0).astype(a.dtype)
-        return xp.matmul(v * inv_w[..., None, :], adjoint(v))
+        return xp.matmul(v * inv_w[..., None, :], _array_adjoint(xp, v))
     u, s, vh = xp.linalg.svd(a, full_matrices=False)
     cutoff = xp.maximum(atol, rtol * s[..., :1])
     keep = s > cutoff
     inv_s = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0).astype(a.dtype)
-    return xp.matmul(adjoint(vh) * inv_s[..., None, :], adjoint(u))  # V diag(1/s) U^H
+    return xp.matmul(_array_adjoint(xp, vh) * inv_s[..., None, :], _array_adjoint(xp, u))  # V diag(1/s) U^H
 
 
 def _adjoint(x: Any) -> Any:
