@@ -681,11 +681,6 @@ def expm1(b: GraphBuilder, n: Any) -> str:
     return b.node("Sub", [b.node("Exp", [n.inputs[0]]), b.scalar(1, n.in_specs[0].dtype)])
 
 
-def erfc(b: GraphBuilder, n: Any) -> str:
-    """1 - Erf(x) (ONNX has no Erfc: the upper tail loses its relative precision, as expm1's Exp(x) - 1)."""
-    return b.node("Sub", [b.scalar(1, n.in_specs[0].dtype), b.node("Erf", [n.inputs[0]])])
-
-
 def log_base(base: float) -> Callable:
     """``log2``/``log10``: Log(x) / ln(base)."""
 
