@@ -25,7 +25,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied, static as _static
-from ember.onnx.complex_emitters import as_pair, is_complex, pairs, part
+from ember.onnx.complex_emitters import as_pair, complex_dtype_error, is_complex, pairs, part
 
 def _rank(n: Any, i: int = 0) -> int:
     return len(n.in_specs[i].shape)
@@ -65,7 +65,7 @@ def reduction(onnx_op: str) -> Callable:
         dims = n.attrs.get("dims")
         if is_complex(n.in_specs[0]):  # sum/mean of pairs: over the logical axes only, never the pair axis
             if onnx_op not in ("ReduceSum", "ReduceMean"):
-                raise NotImplementedError(f"ember.onnx.export: {n.op.name} of complex values is not exported")
+                raise complex_dtype_error(n.op.name)
             dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
         return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
 

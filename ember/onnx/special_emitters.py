@@ -22,7 +22,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.onnx.builder import GraphBuilder
-from ember.ops import _special_coeffs as C
+from ember.ops import _bessel_coeffs as B, _special_coeffs as C, special_bessel
 from ember.ops.special_math import _DIGAMMA_ASYM, _LGAMMA_STIRLING
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -340,3 +340,69 @@ def digamma(b: GraphBuilder, n: Any) -> str:
     out = _where(b, b.node("Greater", [x, _c(b, 0.0)]), positive,
                  _where(b, b.node("Equal", [x, _c(b, 0.0)]), at_zero, negative))
     return _narrow(b, _nan_kept(b, x, out), n.in_specs[0])
+
+
+# ---- modified Bessel functions I and K (ember/ops/special_bessel.py's zones and fits) -------------------------------
+def _bessel_i_small(b: GraphBuilder, x: str, nu: int) -> str:
+    """I_nu(x) for |x| <= 8 from the power series in t = x^2 / 4 (odd for nu = 1)."""
+    t = b.node("Mul", [b.node("Mul", [x, x]), _c(b, 0.25)])
+    if nu == 0:
+        return _horner(b, special_bessel._I0_SERIES, t)
+    return b.node("Mul", [b.node("Mul", [x, _c(b, 0.5)]), _horner(b, special_bessel._I1_SERIES, t)])
+
+
+def bessel_i(nu: int, scaled: bool) -> Any:
+    """``i0``/``i1`` (and ``modified_bessel_i0/i1``), ``i0e``/``i1e`` with ``scaled``: the series up to |x| = 8,
+    exp(|x|) / sqrt(|x|) times a fit in 8 / |x| beyond (the sign of x for I1), inf at +-inf (unscaled)."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        x, _ = _wide(b, n.inputs[0], n.in_specs[0])
+        a = b.node("Abs", [x])
+        near = b.node("Min", [b.node("Max", [x, _c(b, -8.0)]), _c(b, 8.0)])
+        small = _bessel_i_small(b, near, nu)
+        far = b.node("Max", [a, _c(b, 8.0)])
+        big = b.node("Div", [_horner(b, B.I0E_BIG if nu == 0 else B.I1E_BIG, b.node("Div", [_c(b, 8.0), far])),
+                             b.node("Sqrt", [far])])
+        if scaled:
+            small = b.node("Mul", [small, b.node("Exp", [b.node("Neg", [a])])])
+        else:  # exp(a / 2) twice: exp(a) alone overflows below a = 713.99, where I0(a) still does not
+            half = b.node("Exp", [b.node("Mul", [far, _c(b, 0.5)])])
+            big = _where(b, b.node("IsInf", [far]), _c(b, math.inf), b.node("Mul", [b.node("Mul", [big, half]), half]))
+        if nu == 1:
+            big = _where(b, b.node("Less", [x, _c(b, 0.0)]), b.node("Neg", [big]), big)
+        out = _where(b, b.node("LessOrEqual", [a, _c(b, 8.0)]), small, big)
+        return _narrow(b, _nan_kept(b, x, out), n.in_specs[0])
+
+    return emit
+
+
+def bessel_k(nu: int, scaled: bool) -> Any:
+    """``modified_bessel_k0/k1`` (``scaled_modified_bessel_k0/k1`` with ``scaled``): the logarithmic series up to
+    x = 2, exp(-x) / sqrt(x) times a fit in 2 / x beyond; inf at 0, NaN below."""
+
+    def emit(b: GraphBuilder, n: Any) -> str:
+        x, _ = _wide(b, n.inputs[0], n.in_specs[0])
+        near = b.node("Min", [b.node("Max", [x, _c(b, 1e-300)]), _c(b, 2.0)])
+        t = b.node("Mul", [b.node("Mul", [near, near]), _c(b, 0.25)])
+        log_half = b.node("Log", [b.node("Mul", [near, _c(b, 0.5)])])
+        if nu == 0:
+            small = b.node("Add", [b.node("Mul", [b.node("Neg", [log_half]), _horner(b, special_bessel._I0_SERIES, t)]),
+                                   _horner(b, special_bessel._K0_SERIES, t)])
+        else:
+            i1 = b.node("Mul", [b.node("Mul", [near, _c(b, 0.5)]), _horner(b, special_bessel._I1_SERIES, t)])
+            small = b.node("Sub", [b.node("Add", [b.node("Div", [_c(b, 1.0), near]), b.node("Mul", [log_half, i1])]),
+                                   b.node("Mul", [b.node("Mul", [near, _c(b, 0.25)]),
+                                                  _horner(b, special_bessel._K1_SERIES, t)])])
+        far = b.node("Max", [x, _c(b, 2.0)])
+        big = b.node("Div", [_horner(b, B.K0E_BIG if nu == 0 else B.K1E_BIG, b.node("Div", [_c(b, 2.0), far])),
+                             b.node("Sqrt", [far])])
+        if scaled:
+            small = b.node("Mul", [small, b.node("Exp", [near])])
+        else:
+            big = b.node("Mul", [big, b.node("Exp", [b.node("Neg", [far])])])
+        out = _where(b, b.node("LessOrEqual", [x, _c(b, 2.0)]), small, big)
+        out = _where(b, b.node("Equal", [x, _c(b, 0.0)]), _c(b, math.inf), out)
+        out = _where(b, b.node("Less", [x, _c(b, 0.0)]), _c(b, math.nan), out)
+        return _narrow(b, _nan_kept(b, x, out), n.in_specs[0])
+
+    return emit

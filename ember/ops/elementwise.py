@@ -400,7 +400,7 @@ def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
 
 WHERE = register(OpDef(
     name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_WHERE_VJP,
-    shape_rule=_where_rule, onnx="Where", nondiff_inputs=(0,), save="first",
+    shape_rule=_where_rule, onnx=complex_emitters.select, nondiff_inputs=(0,), save="first",
 ))
 
 

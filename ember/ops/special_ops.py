@@ -114,14 +114,16 @@ def _safe(x: Any) -> Any:
     return ew.where(x == 0, 1.0, x)
 
 
-I0 = _unary("i0", "i0", lambda ctx, g: (g * i1(ctx.inputs[0]),))
-I0E = _unary("i0e", "i0e", lambda ctx, g: (g * (i1e(ctx.inputs[0]) - ew.sign(ctx.inputs[0]) * ctx.out),), save="both")
+I0 = _unary("i0", "i0", lambda ctx, g: (g * i1(ctx.inputs[0]),), onnx=to_onnx.bessel_i(0, False))
+I0E = _unary("i0e", "i0e", lambda ctx, g: (g * (i1e(ctx.inputs[0]) - ew.sign(ctx.inputs[0]) * ctx.out),), save="both",
+             onnx=to_onnx.bessel_i(0, True))
 I1 = _unary("i1", "i1", lambda ctx, g: (g * ew.where(ctx.inputs[0] == 0, 0.5,
-                                                     i0(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),), save="both")
+                                                     i0(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),), save="both",
+            onnx=to_onnx.bessel_i(1, False))
 # i1e' = i0e - i1e (sgn(x) + 1/x), with i1e/x formed as a quotient: 1/x overflows at subnormal x
 I1E = _unary("i1e", "i1e", lambda ctx, g: (g * ew.where(
     ctx.inputs[0] == 0, 0.5, i0e(ctx.inputs[0]) - ctx.out * ew.sign(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),),
-    save="both")
+    save="both", onnx=to_onnx.bessel_i(1, True))
 
 
 def i0(x: Any) -> Any:
@@ -215,7 +217,9 @@ def _spherical_j0_impl(xp: Any, x: Any) -> Any:
     return xp.where(xp.isinf(wide), 0.0, value).astype(x.dtype)
 
 
-NO_GRAD_UNARY = {name: _unary(name, fname) for name, fname in (
+_BESSEL_ONNX = {"i0": to_onnx.bessel_i(0, False), "i1": to_onnx.bessel_i(1, False), "k0": to_onnx.bessel_k(0, False),
+                "k1": to_onnx.bessel_k(1, False), "k0e": to_onnx.bessel_k(0, True), "k1e": to_onnx.bessel_k(1, True)}
+NO_GRAD_UNARY = {name: _unary(name, fname, onnx=_BESSEL_ONNX.get(fname)) for name, fname in (
     ("bessel_j0", "j0"), ("bessel_j1", "j1"), ("bessel_y0", "y0"), ("bessel_y1", "y1"),
     ("modified_bessel_i0", "i0"), ("modified_bessel_i1", "i1"), ("modified_bessel_k0", "k0"),
     ("modified_bessel_k1", "k1"), ("scaled_modified_bessel_k0", "k0e"), ("scaled_modified_bessel_k1", "k1e"),

@@ -1,5 +1,5 @@
 """torch.special's functions that ONNX can express accurately (erfc, erfcx, ndtr, log_ndtr, erfinv, ndtri, lgamma,
-digamma, entr, xlog1py), exported
+digamma, the modified Bessel functions I0/I1/K0/K1 and their scaled forms, entr, xlog1py), exported
 and run in onnxruntime against mpmath (50 digits) at special points: 0, -0, tiny, the interval edges of the fits,
 the far tails (where 1 - Erf(x) would give 0 and log(ndtr) -inf), +-inf and NaN, in float32 and float64."""
 from __future__ import annotations
@@ -40,6 +40,29 @@ REFERENCES = {  # name -> (ember function, mpmath reference at a finite point)
     "lgamma": (ember.lgamma, lambda v: mp.inf if v <= 0 and v == int(v) else mp.log(abs(mp.gamma(v)))),
     "digamma": (ember.digamma, lambda v: (-mp.inf if str(v) == "0.0" else mp.nan) if v <= 0 and v == int(v) else mp.digamma(v)),
 }
+BESSEL = {  # name -> (ember function, mpmath reference, values at +inf and -inf)
+    "i0": (ember.special.i0, lambda v: mp.besseli(0, v), (np.inf, np.inf)),
+    "i1": (ember.special.i1, lambda v: mp.besseli(1, v), (np.inf, -np.inf)),
+    "i0e": (ember.special.i0e, lambda v: mp.besseli(0, v) * mp.exp(-abs(v)), (0.0, 0.0)),
+    "i1e": (ember.special.i1e, lambda v: mp.besseli(1, v) * mp.exp(-abs(v)), (0.0, -0.0)),
+    "modified_bessel_i0": (ember.special.modified_bessel_i0, lambda v: mp.besseli(0, v), (np.inf, np.inf)),
+    "modified_bessel_k0": (ember.special.modified_bessel_k0, lambda v: _k(0, v), (0.0, np.nan)),
+    "modified_bessel_k1": (ember.special.modified_bessel_k1, lambda v: _k(1, v), (0.0, np.nan)),
+    "scaled_modified_bessel_k0": (ember.special.scaled_modified_bessel_k0, lambda v: _k(0, v) * mp.exp(v), (0.0, np.nan)),
+    "scaled_modified_bessel_k1": (ember.special.scaled_modified_bessel_k1, lambda v: _k(1, v) * mp.exp(v), (0.0, np.nan)),
+}
+BESSEL_POINTS = [0.0, -0.0, 1e-300, 1e-20, 0.5, -0.5, 1.99, 2.0, 2.01, -2.0, 5.0, 7.99, 8.0, 8.01, -8.01, -30.0, 30.0,
+                 80.0, 700.0, 713.0, -713.0, 1e5, np.inf, -np.inf, np.nan]
+
+
+def _k(nu, v):
+    if v == 0:
+        return mp.inf
+    return mp.besselk(nu, v) if v > 0 else mp.nan
+
+
+for _name, (_fn, _ref, _limits) in BESSEL.items():
+    REFERENCES[_name] = (_fn, _ref)
 GAMMA_POINTS = [0.0, 1e-300, 1e-8, 0.25, 0.4999, 0.5, 1.0, 1.2, 1.4616321449683622, 1.5, 2.0, 2.4999, 2.5, 3.0, 4.5,
                 6.999, 7.0, 10.0, 171.5, 1e5, 1e300, -1e-8, -0.5, -1.0, -1.5, -2.5, -3.2, -10.5, -1e5 - 0.5, np.inf, -np.inf,
                 np.nan]
@@ -57,6 +80,7 @@ INVERSE_POINTS = [0.0, -0.0, 1e-300, 5e-324, 1e-30, 1e-17, 1e-8, 0.1, 0.3, 0.5, 
 LIMITS = {  # the values at +inf and -inf
     "erfc": (0.0, 2.0), "erfcx": (0.0, np.inf), "ndtr": (1.0, 0.0), "log_ndtr": (0.0, -np.inf), "entr": (-np.inf, -np.inf),
     "erfinv": (np.nan, np.nan), "ndtri": (np.nan, np.nan), "lgamma": (np.inf, np.inf), "digamma": (np.inf, np.nan),
+    **{name: limits for name, (_, _, limits) in BESSEL.items()},
 }
 
 
@@ -77,7 +101,7 @@ def _reference(name, x):
 @pytest.mark.parametrize("name", sorted(REFERENCES))
 def test_special_function_exports_accurately(name, dtype):
     x = np.array(INVERSE_POINTS if name in ("erfinv", "ndtri") else GAMMA_POINTS if name in ("lgamma", "digamma")
-                 else POINTS, dtype=dtype)
+                 else BESSEL_POINTS if name in BESSEL else POINTS, dtype=dtype)
     fn = REFERENCES[name][0]
     model = eonnx.export(fn, (ember.tensor(x),), None)
     (got,) = eonnx.run(model, [x])
