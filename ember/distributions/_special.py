@@ -1,9 +1,9 @@
-"""lgamma, digamma and trigamma for the distributions' densities: the op records of ``ember.special``.
+"""lgamma, digamma and trigamma for the distributions' densities: aliases of ember.special's op records.
 
-They were autograd Functions around ``special_function`` until the records existed (issue 16); as the records
-they trace, batch under vmap, run on every device and export to ONNX (docs/special.md), and their gradients are
-the records' (lgamma' = digamma, digamma' = polygamma(1, x), trigamma' = polygamma(2, x)). Python numbers and
-integer tensors are made floating first.
+They were autograd Functions here until ``ember.special`` gained op records (issue 16); now the
+distributions use the records (values accurate without SciPy, vjps lgamma' = digamma, digamma' =
+polygamma(1), which differentiate again), so one implementation serves both. Python numbers are
+accepted and become tensors of the default floating dtype.
 
 Example:
     >>> import ember

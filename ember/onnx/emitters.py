@@ -675,6 +675,15 @@ def batch_norm(b: GraphBuilder, n: Any) -> list:
     return [y, b.node("Reshape", [mean, flat]), b.node("Reshape", [var, flat])]
 
 
+def cross_entropy(b: GraphBuilder, n: Any) -> list:
+    """The fused class-index cross entropy: LogSoftmax then NegativeLogLikelihoodLoss (opset 13's
+    ignore_index and reductions are PyTorch's); outputs (loss, log-softmax) as ember's op."""
+    logp = b.node("LogSoftmax", [n.inputs[0]], axis=1)
+    loss = b.node("NegativeLogLikelihoodLoss", [logp, n.inputs[1]], reduction=n.attrs["reduction"],
+                  ignore_index=int(n.attrs["ignore_index"]))
+    return [loss, logp]
+
+
 # ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------
 def expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
