@@ -8,7 +8,7 @@ from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
-from ember.onnx import emitters as to_onnx
+from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
@@ -49,7 +49,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
 
 MATMUL = register(OpDef(
     name="matmul", batch=batching.matmul, category="linalg", impl=_matmul_impl, vjp=_MATMUL_VJP,
-    shape_rule=_matmul_rule, onnx="MatMul", save="cross", autocast="lower", flops=cost.matmul_flops,
+    shape_rule=_matmul_rule, onnx=complex_emitters.matmul, save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
 
