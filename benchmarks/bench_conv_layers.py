@@ -89,7 +89,10 @@ def layer_fns(n, c, h, w, o, k, s, p, first: bool) -> dict:
 
 
 def algorithm(n, c, h, w, o, k, s, p) -> str:
-    """The algorithm ember's conv.py picks for this layer's forward (float32)."""
+    """The algorithm ember's conv.py picks for this layer's forward (float32); "?" for an older
+    ember without ``conv.algorithm`` (when comparing checkouts)."""
+    if not hasattr(ember_conv, "algorithm"):
+        return "?"
     return ember_conv.algorithm(np, (n, c, h, w), (o, c, k, k), (s, s), (p, p, p, p), (1, 1), 1, np.float32)
 
 
