@@ -158,18 +158,24 @@ class Recorder:
         # unary without attributes), whose output follows from the op and its inputs: the key leaves it out.
         aid = self._attrs_id(op, attrs) if attrs and (op.flops is not None or op.bytes_moved is not None
                                                       or op.category == "fused") else None
-        try:  # tensors in, one tensor out (most calls): plain attribute reads, no getattr
-            if len(args) == 2:
-                x, y = args
-                dx, dy = x._data, y._data
-                key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype) if attrs is None else \
-                    (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, result._data.shape, result._data.dtype)
-            else:
-                (x,) = args
-                dx = x._data
-                key = (op, aid, dx.shape, dx.dtype) if attrs is None else \
-                    (op, aid, dx.shape, dx.dtype, -1, result._data.shape, result._data.dtype)
-        except (AttributeError, ValueError):  # a Python scalar, several outputs, other arities
+        # One or two tensors in and one tensor out (most calls) take a straight path (no exceptions: raising
+        # one costs more than the whole event).
+        n = len(args)
+        key = None
+        if n == 2:
+            x, y = args
+            dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
+            if dx is not None and dy is not None:
+                if attrs is None:
+                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype)
+                elif (data := getattr(result, "_data", None)) is not None:
+                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, data.shape, data.dtype)
+        elif n == 1 and (dx := getattr(args[0], "_data", None)) is not None:
+            if attrs is None:
+                key = (op, aid, dx.shape, dx.dtype)
+            elif (data := getattr(result, "_data", None)) is not None:
+                key = (op, aid, dx.shape, dx.dtype, -1, data.shape, data.dtype)
+        if key is None:  # Python scalars, three or more inputs, several outputs
             key = (op, aid, *_key_metas(args))
             if attrs is not None:
                 key += (-1, *_key_metas(result if type(result) is tuple else (result,)))
