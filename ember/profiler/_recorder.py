@@ -158,7 +158,7 @@ class Recorder:
         # unary without attributes), whose output follows from the op and its inputs: the key leaves it out.
         aid = self._attrs_id(op, attrs) if attrs and (op.flops is not None or op.bytes_moved is not None
                                                       or op.category == "fused") else None
-        # One or two tensors in and one tensor out (most calls) take a straight path (no exceptions: raising
+        # One to three tensors in and one tensor out (most calls) take a straight path (no exceptions: raising
         # one costs more than the whole event).
         n = len(args)
         key = None
@@ -175,6 +175,11 @@ class Recorder:
                 key = (op, aid, dx.shape, dx.dtype)
             elif (data := getattr(result, "_data", None)) is not None:
                 key = (op, aid, dx.shape, dx.dtype, -1, data.shape, data.dtype)
+        elif n == 3 and attrs is not None and (data := getattr(result, "_data", None)) is not None:  # linear, where
+            x, y, z = args
+            dx, dy, dz = getattr(x, "_data", None), getattr(y, "_data", None), getattr(z, "_data", None)
+            if dx is not None and dy is not None and dz is not None:
+                key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, dz.shape, dz.dtype, -1, data.shape, data.dtype)
         if key is None:  # Python scalars, three or more inputs, several outputs
             key = (op, aid, *_key_metas(args))
             if attrs is not None:
