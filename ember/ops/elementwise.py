@@ -16,7 +16,7 @@ from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.onnx import emitters as to_onnx
+from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import same_value
 
 
@@ -83,6 +83,7 @@ def _complex_result_rule(x: Spec, **attrs: Any) -> Spec:
 
 CONJ = register(OpDef(
     name="conj", category="unary", impl=lambda xp, x: xp.conj(x), vjp=(lambda ctx, g: conj(g),), save="none",
+    onnx=complex_emitters.conjugate,
     shape_rule=elementwise_rule(),
 ))
 
@@ -117,10 +118,12 @@ def _real_impl(xp: Any, x: Any) -> Any:
 # docs/complex-fft.md). Their gradients give back a complex tensor of the input's precision.
 REAL = register(OpDef(
     name="real", category="unary", impl=_real_impl, save="none", shape_rule=_complex_result_rule,
+    onnx=complex_emitters.real,
     vjp=(lambda ctx, g: dispatch.cast(g, g.dtype.to_complex()),),
 ))
 IMAG = register(OpDef(
     name="imag", category="unary", impl=lambda xp, x: xp.imag(x), save="none", shape_rule=_complex_result_rule,
+    onnx=complex_emitters.imag,
     vjp=(lambda ctx, g: g * 1j,),
 ))
 
@@ -199,7 +202,7 @@ def _abs_vjp(ctx: Any, g: Any) -> tuple:
     return (g * (x / where(magnitude == 0, 1.0, magnitude)),)
 
 
-ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx="Abs")
+ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx=complex_emitters.absolute)
 ABS.shape_rule = _complex_result_rule
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx="Reciprocal", float_only=True)
 ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
@@ -279,9 +282,9 @@ ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _ADD_VJP, save="none", onnx=
              ufunc="add")
 SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _SUB_VJP, save="none", onnx="Sub",
              ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx="Mul",
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx=complex_emitters.multiply,
               ufunc="multiply")
-DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx="Div", float_only=True,
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx=complex_emitters.divide, float_only=True,
              ufunc="true_divide")
 def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
