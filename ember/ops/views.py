@@ -436,8 +436,8 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
     if dims is None:
         return roll(flatten(input), shifts, 0).reshape(tuple(input.shape))
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align, got {len(shifts)} shifts {shifts} and "
                            f"{len(dims)} dims {dims}")
