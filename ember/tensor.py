@@ -363,7 +363,9 @@ class Tensor(TensorMethods):
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # As PyTorch: a 0-d Tensor formats as its number, also with an empty spec (f"{loss}" prints 2.3026, not
+        # tensor(2.3026)); subclasses such as Parameter print their repr unless a spec asks for a number.
+        if self._data.ndim == 0 and (spec or type(self) is Tensor):
             return format(self.item(), spec)
         return repr(self)
 
