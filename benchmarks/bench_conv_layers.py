@@ -6,10 +6,14 @@ workloads, one by one: ember's forward, input gradient and weight gradient again
     python benchmarks/bench_conv_layers.py --only resnet   # or: mnist
     python benchmarks/bench_conv_layers.py --rounds 9 --min-time 0.5
     python benchmarks/bench_conv_layers.py --threads 1 --clock cpu   # one thread, CPU time per call
+    python benchmarks/bench_conv_layers.py --clock process  # CPU time of all threads (spinning included)
 
 On a shared machine wall-clock times of two-thread libraries are mostly noise (a descheduled BLAS
 worker stalls every barrier); ``--threads 1 --clock cpu`` compares the algorithms themselves: both
 libraries on one thread, each call timed by ``time.thread_time`` (CPU time of the calling thread).
+
+Each row names the algorithm ember picked (``conv.algorithm``: Winograd F(m), dense, per-image
+or channels-last im2col) and sums forward and backward per layer (``fwd+bwd``).
 
 The weighted total multiplies each layer by how often the model runs it per step, so it is the
 share of a training step's time that convolutions take. Ratios < 1 mean ember is faster.
@@ -84,6 +88,14 @@ def layer_fns(n, c, h, w, o, k, s, p, first: bool) -> dict:
     return fns
 
 
+def algorithm(n, c, h, w, o, k, s, p) -> str:
+    """The algorithm ember's conv.py picks for this layer's forward (float32); "?" for an older
+    ember without ``conv.algorithm`` (when comparing checkouts)."""
+    if not hasattr(ember_conv, "algorithm"):
+        return "?"
+    return ember_conv.algorithm(np, (n, c, h, w), (o, c, k, k), (s, s), (p, p, p, p), (1, 1), 1, np.float32)
+
+
 def check(fns: dict) -> None:
     """ember and torch must agree before their times mean anything."""
     for part in ("fwd", "bwd-in", "bwd-w"):
@@ -124,37 +136,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--min-time", type=float, default=0.3, help="seconds per contender per layer")
     parser.add_argument("--threads", type=int, help="BLAS/OpenMP/torch threads (default: the libraries' own)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="cpu: time.thread_time, meaningful with --threads 1 only")
+    parser.add_argument("--clock", choices=("wall", "cpu", "process"), default="wall",
+                        help="cpu: time.thread_time, meaningful with --threads 1 only; process: "
+                             "time.process_time, the CPU time of every thread (a spinning BLAS or OpenMP "
+                             "worker counts)")
     args = parser.parse_args(argv)
     if args.clock == "cpu" and args.threads != 1:
         parser.error("--clock cpu counts the calling thread only: use it with --threads 1")
     if args.threads:
         torch.set_num_threads(args.threads)
-    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    clock = {"cpu": time.thread_time, "process": time.process_time, "wall": time.perf_counter}[args.clock]
     print(f"{cpu_model()}; {environment_line()}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); clock: {args.clock}")
     models = [args.only] if args.only else list(LAYERS)
     for model in models:
         print(f"\n{model}: ms per call (ember / torch)")
-        print(f"  {'layer':<26}{'x':>3} {'forward':>22} {'input grad':>22} {'weight grad':>22}")
+        print(f"  {'layer':<26}{'x':>3} {'algorithm':<14}{'forward':>22} {'input grad':>22} {'weight grad':>22}"
+              f" {'fwd+bwd':>22}")
         totals = {"ember": 0.0, "torch": 0.0}
         for index, (name, count, *shape) in enumerate(LAYERS[model]):
             with ember.no_grad():
                 fns = layer_fns(*shape, first=index == 0)
                 check(fns)
                 t = interleaved(fns, args.rounds, args.min_time, clock)
-            cells = []
+            cells, layer = [], {"ember": 0.0, "torch": 0.0}
             for part in ("fwd", "bwd-in", "bwd-w"):
                 if f"ember {part}" not in t:
                     cells.append(f"{'-':>22}")
                     continue
                 e, p = t[f"ember {part}"], t[f"torch {part}"]
-                totals["ember"] += count * e
-                totals["torch"] += count * p
+                layer["ember"] += e
+                layer["torch"] += p
                 cells.append(f"{e * 1e3:7.2f}/{p * 1e3:6.2f} {e / p:5.2f}x")
-            print(f"  {name:<26}{count:>3} " + " ".join(cells), flush=True)
+            e, p = layer["ember"], layer["torch"]
+            totals["ember"] += count * e
+            totals["torch"] += count * p
+            cells.append(f"{e * 1e3:7.2f}/{p * 1e3:6.2f} {e / p:5.2f}x")
+            print(f"  {name:<26}{count:>3} {algorithm(*shape):<14}" + " ".join(cells), flush=True)
         e, p = totals["ember"], totals["torch"]
         print(f"  {'weighted total per step':<30}{e * 1e3:9.2f} ms / {p * 1e3:.2f} ms = {e / p:.2f}x")
     return 0

@@ -54,6 +54,10 @@ NAMESPACES: dict[str, str] = {
     "distributions.transforms": "torch.distributions.transforms",
     "linalg": "torch.linalg",
     "fft": "torch.fft",
+    "special": "torch.special",
+    "func": "torch.func",
+    "sparse": "torch.sparse",
+    "autograd.forward_ad": "torch.autograd.forward_ad",
 }
 
 # Module paths real programs import (issue 17): each counts as one name, present if it imports under ember.
@@ -85,7 +89,8 @@ def _exclude(namespace: str, reason: str, *patterns: str) -> None:
 
 
 _QUANT = "quantization: ember has no quantized tensors"
-_SPARSE = "sparse layouts: ember tensors are dense (strided) only"
+_SPARSE = ("compressed sparse layouts (CSR/CSC/BSR/BSC) and semi-structured 2:4 sparsity: ember's sparse tensors "
+           "are COO only (docs/sparse.md)")
 _COMPLEX = "complex32 (ComplexHalf): ember's complex dtypes are complex64/complex128"
 _VENDOR = "vendor kernels and their flags (cuDNN, MKL-DNN, FBGEMM, MIOpen, NNPACK, XPU, MPS, MTIA)"
 _JIT_IR = "TorchScript IR and compiler internals (ember.jit traces into ember's own graph IR instead)"
@@ -97,10 +102,9 @@ for ns in ("torch", "Tensor"):
     _exclude(ns, _QUANT, "quantize_*", "dequantize", "q_*", "*quantized*", "fake_quantize*", "qscheme",
              "per_tensor_*", "per_channel_*", "int_repr", "qint*", "quint*", "fused_moving_avg_obs_fake_quant",
              "choose_qparams*", "is_quantized", "_fused*")
-    _exclude(ns, _SPARSE, "sparse_*", "*_sparse*", "to_sparse*", "smm", "sspaddmm", "hspmm", "saddmm", "indices",
-             "values", "crow_indices", "col_indices", "ccol_indices", "row_indices", "coalesce", "is_coalesced",
-             "sparse_dim", "dense_dim", "_nnz", "to_dense", "spmm", "sparse_mask", "sparse_resize*",
-             "_to_sparse*")
+    _exclude(ns, _SPARSE, "sparse_csr_*", "sparse_csc_*", "sparse_bsr_*", "sparse_bsc_*", "sparse_compressed_*",
+             "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc", "crow_indices", "col_indices",
+             "ccol_indices", "row_indices", "_to_sparse*")
     _exclude(ns, _COMPLEX, "chalf", "complex32")
     _exclude(ns, _VENDOR, "cudnn_*", "miopen_*", "mkldnn_*", "fbgemm_*", "nnpack*", "is_vulkan_*", "mps",
              "*_mkldnn*", "is_mkldnn", "is_xpu", "is_mps", "is_ipu", "is_hpu", "is_mtia", "is_maia", "xpu",
@@ -172,6 +176,10 @@ _exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them
          "*DataPipe", "DataChunk", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
          "runtime_validation*", "argument_validation")
 _exclude("jit", _JIT_IR, "*")
+_exclude("sparse", _SPARSE, "SparseSemiStructured*", "to_sparse_semi_structured")
+_exclude("func", "functionalize (removing mutation for export) and debug_unwrap are internals of torch.compile's "
+         "functional transforms; ember.compile traces mutation into its graph directly", "functionalize",
+         "debug_unwrap")
 _exclude("torch", _JIT_IR, "Capsule", "CompleteArgumentSpec", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
          "ExecutionPlan", "Gradient", "JITException", "OperatorInfo", "ScriptModuleSerializer", "TracingState",
          "FatalError")
@@ -255,17 +263,28 @@ class Row:
         return 1.0 - len(self.missing) / len(self.counted) if self.counted else 1.0
 
 
+def _sparse_tensor_class() -> type | None:
+    try:
+        from ember.sparse.coo import SparseTensor
+    except ImportError:
+        return None
+    return SparseTensor
+
+
 def measure(namespace: str) -> Row:
     path = NAMESPACES[namespace]
     row = Row(namespace)
     target = ember_object(path)
+    # torch.Tensor's sparse-only methods (coalesce, sparse_dim, ...) are methods of ember's SparseTensor, the
+    # Tensor subclass every sparse COO tensor is: a name counts as present on either class.
+    targets = [target] + ([_sparse_tensor_class()] if path == "torch.Tensor" else [])
     for name in torch_names(path):
         reason = excluded(namespace, name)
         if reason:
             row.excluded[name] = reason
             continue
         row.counted.append(name)
-        if target is None or not hasattr(target, name):
+        if not any(t is not None and hasattr(t, name) for t in targets):
             row.missing.append(name)
     return row
 

@@ -87,6 +87,23 @@ class Backend:
             return False
         return bool(self.xp.may_share_memory(a, b))
 
+    def memory_bounds(self, array: Any) -> tuple[int, int] | None:
+        """``(lowest address, one past the highest)`` of the bytes ``array`` touches, or None for a
+        non-array or an empty one: the same bounds ``may_share_memory`` compares, so a caller checking
+        one array against many (a graph's state write-back) sorts intervals instead of asking each pair.
+
+        Example: ``lo, hi = cpu.memory_bounds(a)`` and ``hi - lo == a.nbytes`` for a contiguous ``a``.
+        """
+        if not self.is_array(array) or array.size == 0:
+            return None
+        low = high = self.data_ptr(array)
+        for n, stride in zip(array.shape, array.strides):
+            if stride < 0:
+                low += (n - 1) * stride
+            else:
+                high += (n - 1) * stride
+        return low, high + array.itemsize
+
     def item(self, array: Any) -> Any:
         """The value of a one-element array as a Python scalar (a device-to-host sync on GPUs)."""
         return array.item()

@@ -83,5 +83,84 @@ def build(numba: Any) -> dict[str, Callable]:
                     bad += 1
         return bad
 
-    return {"max_pool2d_planes": max_pool2d_planes, "unpool_scatter_add": unpool_scatter_add}
+    @njit(cache=True, inline="always")
+    def _window(x: Any, p: int, r0: int, c0: int, kh: int, kw: int, dh: int, dw: int, lowest: Any) -> tuple:
+        """One window by ``max_pool2d_planes``'s rule: (maximum, flat index, held a NaN)."""
+        _, h, w = x.shape
+        rs = r0 if r0 >= 0 else r0 + (-r0 + dh - 1) // dh * dh
+        cs = c0 if c0 >= 0 else c0 + (-c0 + dw - 1) // dw * dw
+        best = lowest
+        odd = False
+        where = rs * w + cs
+        for a in range(kh):
+            r = r0 + a * dh
+            if r < 0 or r >= h:
+                continue
+            for b in range(kw):
+                c = c0 + b * dw
+                if c < 0 or c >= w:
+                    continue
+                v = x[p, r, c]
+                odd |= v != v
+                take = v > best
+                best = v if take else best
+                where = r * w + c if take else where
+        return best, where, odd
+
+    @njit(cache=True, nogil=True)
+    def max_pool2d_3x3_planes(x: Any, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int, dw: int,
+                              out: Any, indices: Any, start: int, stop: int) -> int:  # pragma: no cover - compiled
+        """``max_pool2d_planes`` for 3x3 windows without dilation (ResNet's 3x3/2 pool, any stride and
+        padding), the same results bit for bit: windows fully inside the input run as nine unrolled
+        compare-selects with no bounds tests (2.4x-3.3x faster: 13.5 -> 5.6 ms CPU for 128x64x16x16,
+        3x3/2, pad 1); border windows take the general rule. A window's NaN shows in the sum of its
+        nine values (so do +inf with -inf, or an overflowing sum: the caller's NumPy path then
+        recomputes, exact either way)."""
+        _, h, w = x.shape
+        _, oh, ow = out.shape
+        lowest = np.full(1, -np.inf, dtype=x.dtype)[0]
+        nans = 0
+        i_lo = (ph + sh - 1) // sh  # outputs whose window lies inside the input: [i_lo, i_hi) x [j_lo, j_hi)
+        i_hi = max(i_lo, min(oh, (h - 3 + ph) // sh + 1))
+        j_lo = (pw + sw - 1) // sw
+        j_hi = max(j_lo, min(ow, (w - 3 + pw) // sw + 1))
+        for p in range(start, stop):
+            for i in range(oh):
+                r0 = i * sh - ph
+                inside_rows = i_lo <= i < i_hi
+                for j in range(ow):
+                    c0 = j * sw - pw
+                    if inside_rows and j_lo <= j < j_hi:
+                        base = r0 * w + c0
+                        v0, v1, v2 = x[p, r0, c0], x[p, r0, c0 + 1], x[p, r0, c0 + 2]
+                        v3, v4, v5 = x[p, r0 + 1, c0], x[p, r0 + 1, c0 + 1], x[p, r0 + 1, c0 + 2]
+                        v6, v7, v8 = x[p, r0 + 2, c0], x[p, r0 + 2, c0 + 1], x[p, r0 + 2, c0 + 2]
+                        best, where = v0, base  # row-major taps, strict compares: the first maximum wins
+                        t = v1 > best
+                        best, where = (v1, base + 1) if t else (best, where)
+                        t = v2 > best
+                        best, where = (v2, base + 2) if t else (best, where)
+                        t = v3 > best
+                        best, where = (v3, base + w) if t else (best, where)
+                        t = v4 > best
+                        best, where = (v4, base + w + 1) if t else (best, where)
+                        t = v5 > best
+                        best, where = (v5, base + w + 2) if t else (best, where)
+                        t = v6 > best
+                        best, where = (v6, base + 2 * w) if t else (best, where)
+                        t = v7 > best
+                        best, where = (v7, base + 2 * w + 1) if t else (best, where)
+                        t = v8 > best
+                        best, where = (v8, base + 2 * w + 2) if t else (best, where)
+                        total = v0 + v1 + v2 + v3 + v4 + v5 + v6 + v7 + v8
+                        nans += total != total
+                    else:
+                        best, where, odd = _window(x, p, r0, c0, 3, 3, 1, 1, lowest)
+                        nans += odd
+                    out[p, i, j] = best
+                    indices[p, i, j] = where
+        return nans
+
+    return {"max_pool2d_planes": max_pool2d_planes, "unpool_scatter_add": unpool_scatter_add,
+            "max_pool2d_3x3_planes": max_pool2d_3x3_planes}
 

@@ -1,8 +1,8 @@
 """``ember.distributions``: probability distributions with PyTorch's API (``torch.distributions``).
 
-Families: Normal, Uniform, Exponential, Laplace, LogNormal, Gamma, Beta, Dirichlet, Poisson,
-Bernoulli, Categorical, OneHotCategorical, MultivariateNormal, Independent, TransformedDistribution;
-``constraints``, ``transforms``, ``kl_divergence``/``register_kl``. See docs/math.md.
+Every public name of torch 2.13's ``torch.distributions``: the families (Normal ... Wishart), ``constraints``,
+``transforms``, ``biject_to``/``transform_to``, ``kl_divergence``/``register_kl`` with all of torch's KL
+pairs. See docs/math.md (what differs from torch and why).
 
 Example:
     >>> import ember
@@ -27,6 +27,17 @@ from ember.distributions.multivariate_normal import MultivariateNormal
 from ember.distributions.mixtures import MixtureSameFamily, Multinomial
 from ember.distributions.relaxed import RelaxedBernoulli, RelaxedOneHotCategorical  # logit-space bases: .relaxed
 from ember.distributions.transformed_distribution import LogNormal, TransformedDistribution
+from ember.distributions.exp_family import ExponentialFamily
+from ember.distributions.unit_interval_families import ContinuousBernoulli, Kumaraswamy, LogisticNormal
+from ember.distributions.tail_families import FisherSnedecor, GeneralizedPareto
+from ember.distributions.von_mises import VonMises
+from ember.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal
+from ember.distributions.matrix_families import LKJCholesky, Wishart
+from ember.distributions import kl_cross_families  # noqa: F401  (registers the cross-family KL pairs)
+from ember.distributions.constraint_registry import biject_to, transform_to
+from ember.distributions.transforms import (CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform,
+                                            LowerCholeskyTransform, PositiveDefiniteTransform, ReshapeTransform,
+                                            StackTransform)
 from ember.distributions.transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
                                             IndependentTransform, PowerTransform, SigmoidTransform, SoftmaxTransform,
                                             SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
@@ -40,3 +51,7 @@ __all__ = ["HalfCauchy", "InverseGamma", "NegativeBinomial", "OneHotCategoricalS
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "MultivariateNormal", "Normal",
            "OneHotCategorical", "Poisson", "SigmoidTransform", "Transform", "TransformedDistribution", "Uniform",
            "constraints", "kl_divergence", "register_kl", "transforms"]
+__all__ += ["ExponentialFamily", "ContinuousBernoulli", "Kumaraswamy", "LogisticNormal", "FisherSnedecor",
+            "GeneralizedPareto", "VonMises", "LowRankMultivariateNormal", "LKJCholesky", "Wishart", "biject_to",
+            "transform_to", "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+            "LowerCholeskyTransform", "PositiveDefiniteTransform", "ReshapeTransform", "StackTransform"]

@@ -18,7 +18,7 @@ from ember.dtypes import bool_
 from ember.ops import views
 from ember.tensor import Tensor
 
-__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "lower_triangular", "multinomial",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "lower_triangular", "multinomial",
            "positive_semidefinite", "square", "symmetric", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
@@ -307,6 +307,14 @@ class _Cat(Constraint):
         self.cseq, self.dim = list(cseq), dim
         self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
 
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
     def check(self, value: Tensor) -> Tensor:
         pieces, start = [], 0
         for constraint, length in zip(self.cseq, self.lengths):
@@ -321,9 +329,54 @@ class _Stack(Constraint):
     def __init__(self, cseq: list, dim: int = 0) -> None:
         self.cseq, self.dim = list(cseq), dim
 
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim  # stacking along an event dim adds one
+
     def check(self, value: Tensor) -> Tensor:
         slices = value.unbind(self.dim)
         return views.stack([c.check(v) for c, v in zip(self.cseq, slices)], self.dim)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A mixture's support: ``base_constraint`` (the components') checked against every component.
+
+    The value gets back the mixture's rightmost batch dimension (the component axis) before the
+    check; it is valid where it is valid for all components, as in PyTorch.
+
+    Example:
+        >>> import ember
+        >>> MixtureSameFamilyConstraint(positive).check(ember.tensor([1.0, -1.0])).tolist()
+        [True, False]
+    """
+
+    def __init__(self, base_constraint: Constraint) -> None:
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Tensor) -> Tensor:
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 dependent = _Dependent()

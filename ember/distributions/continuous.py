@@ -21,6 +21,7 @@ from ember.ops.extra_math import erfinv, expm1
 from ember import random as ember_random
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, finfo_eps
 from ember.tensor import Size, Tensor
 
@@ -71,7 +72,7 @@ class _LocScale(Distribution):
         return self.loc
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``.
 
     Example:
@@ -108,6 +109,16 @@ class Normal(_LocScale):
 
     def entropy(self) -> Tensor:
         return 0.5 + _HALF_LOG_2PI + log(self.scale)
+
+    # exponential-family form (natural parameters, log-normalizer), as torch: used by the Bregman KL
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return -0.25 * x.pow(2) / y + 0.5 * log(-math.pi / y)
 
 
 class Laplace(_LocScale):
@@ -221,7 +232,7 @@ class Uniform(Distribution):
         return log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate`` (density rate * exp(-rate x) on x >= 0).
 
     Example:
@@ -282,3 +293,12 @@ class Exponential(Distribution):
 
     def entropy(self) -> Tensor:
         return 1.0 - log(self.rate)
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return -log(-x)

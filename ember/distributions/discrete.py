@@ -23,6 +23,7 @@ from ember.ops.elementwise import where
 import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 from ember.tensor import Size, Tensor
 
@@ -34,7 +35,7 @@ def _one_of(probs: Any, logits: Any) -> None:
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0.
 
     Example:
@@ -114,6 +115,13 @@ class Bernoulli(Distribution):
         values = arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return F.softplus(x)  # log(1 + e^x)
 
 
 class Categorical(Distribution):

@@ -21,12 +21,14 @@ import numpy as np
 from ember.creation import tensor
 from ember.ops.elementwise import log, where
 from ember.ops.extra_math import xlogy
+from ember.ops.special_ops import igamma
 from ember.ops.nn_ops import one_hot
 from ember import random as ember_random
 from ember.distributions import constraints
 from ember.distributions._gamma_rsample import standard_gamma
 from ember.distributions._special import digamma, lgamma
 from ember.distributions.distribution import Distribution
+from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.utils import broadcast_all, finfo_tiny
 from ember.tensor import Size, Tensor
 
@@ -56,7 +58,7 @@ def _expand_params(self: Distribution, cls: type, names: tuple, batch_shape: Any
     return new
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and ``rate`` (density ∝ x^(c-1) e^(-rate x)).
 
     Example:
@@ -102,12 +104,28 @@ class Gamma(Distribution):
         return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
 
+    def cdf(self, value: Tensor) -> Tensor:
+        """P(concentration, rate * value), the regularized lower incomplete gamma (gradient in value)."""
+        value = value if isinstance(value, Tensor) else tensor(value, dtype=self.rate.dtype)
+        if self._validate_args:
+            self._validate_sample(value)
+        return igamma(self.concentration, self.rate * value)
+
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - log(self.rate) + lgamma(c) + (1.0 - c) * digamma(c)
 
+    _mean_carrier_measure = 0
 
-class Dirichlet(Distribution):
+    @property
+    def _natural_params(self) -> tuple:
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return lgamma(x + 1) + (x + 1) * log(-y.reciprocal())
+
+
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution over the probability simplex, parameterized by ``concentration`` (..., K).
 
     Example:
@@ -167,8 +185,15 @@ class Dirichlet(Distribution):
         total = c.sum(-1)
         return lgamma(c).sum(-1) - lgamma(total) - (k - total) * digamma(total) - ((c - 1.0) * digamma(c)).sum(-1)
 
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return lgamma(x).sum(-1) - lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta distribution on [0, 1] with ``concentration1`` (alpha) and ``concentration0`` (beta).
 
     Example:
@@ -223,8 +248,15 @@ class Beta(Distribution):
         log_beta = lgamma(a) + lgamma(b) - lgamma(total)
         return log_beta - (a - 1) * digamma(a) - (b - 1) * digamma(b) + (total - 2) * digamma(total)
 
+    @property
+    def _natural_params(self) -> tuple:
+        return self.concentration1, self.concentration0
 
-class Poisson(Distribution):
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return lgamma(x) + lgamma(y) - lgamma(x + y)
+
+
+class Poisson(ExponentialFamily):
     """Poisson distribution with ``rate`` (counts 0, 1, 2, ...).
 
     Example:
@@ -266,3 +298,10 @@ class Poisson(Distribution):
         rate, value = broadcast_all(self.rate, value)
         value = value.to(rate.dtype)
         return xlogy(value, rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp()

@@ -17,119 +17,19 @@ from ember.creation import arange, full_like, tensor, zeros_like
 from ember.ops.elementwise import sigmoid
 import ember.nn.functional as F
 from ember.distributions import constraints
+from ember.distributions.transform_base import Transform, _InverseTransform  # noqa: F401  (re-exported)
+from ember.distributions.transforms_matrix import (CorrCholeskyTransform, LowerCholeskyTransform,
+                                                   PositiveDefiniteTransform)
+from ember.distributions.transforms_structured import (CatTransform, CumulativeDistributionTransform,
+                                                       ReshapeTransform, StackTransform)
 from ember.distributions.utils import finfo_eps, finfo_tiny, sum_rightmost
 from ember.tensor import Tensor
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
            "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
-           "TanhTransform", "Transform", "identity_transform"]
-
-
-class Transform:
-    """y = f(x) with ``inv`` (x from y) and ``log_abs_det_jacobian(x, y)``; ``cache_size`` 0 or 1."""
-
-    bijective = False
-    sign: int = 1
-    domain: constraints.Constraint = constraints.real
-    codomain: constraints.Constraint = constraints.real
-
-    def __init__(self, cache_size: int = 0) -> None:
-        if cache_size not in (0, 1):
-            raise ValueError("cache_size must be 0 or 1")
-        self._cache_size = cache_size
-        self._cached_x_y: tuple = (None, None)
-
-    @property
-    def event_dim(self) -> int:
-        if self.domain.event_dim == self.codomain.event_dim:
-            return self.domain.event_dim
-        raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
-
-    @property
-    def inv(self) -> "Transform":
-        return _InverseTransform(self)
-
-    def __call__(self, x: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = (x, y)
-        return y
-
-    def _inv_call(self, y: Tensor) -> Tensor:
-        if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = (x, y)
-        return x
-
-    def _call(self, x: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def _inverse(self, y: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        raise NotImplementedError
-
-    def forward_shape(self, shape: tuple) -> tuple:
-        return shape
-
-    def inverse_shape(self, shape: tuple) -> tuple:
-        return shape
-
-    def __eq__(self, other: object) -> bool:
-        return self is other
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def __repr__(self) -> str:
-        return self.__class__.__name__ + "()"
-
-
-class _InverseTransform(Transform):
-    def __init__(self, transform: Transform) -> None:
-        super().__init__(cache_size=transform._cache_size)
-        self._inv = transform
-
-    @property
-    def domain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.codomain
-
-    @property
-    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
-        return self._inv.domain
-
-    @property
-    def bijective(self) -> bool:  # type: ignore[override]
-        return self._inv.bijective
-
-    @property
-    def sign(self) -> int:  # type: ignore[override]
-        return self._inv.sign
-
-    @property
-    def inv(self) -> Transform:
-        return self._inv
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _InverseTransform) and self._inv == other._inv
-
-    def __hash__(self) -> int:
-        return hash(("inverse", self._inv))
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return self._inv._inv_call(x)
-
-    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return -self._inv.log_abs_det_jacobian(y, x)
+           "TanhTransform", "Transform", "identity_transform",
+           "CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "LowerCholeskyTransform",
+           "PositiveDefiniteTransform", "ReshapeTransform", "StackTransform"]
 
 
 class ComposeTransform(Transform):

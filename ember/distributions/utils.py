@@ -18,6 +18,7 @@ from ember.creation import tensor
 from ember.dtypes import get_default_dtype
 from ember.ops.elementwise import log, log1p, sigmoid
 from ember.ops.nn_ops import softmax
+from ember.ops.views import cat
 from ember.tensor import Tensor
 
 
@@ -84,3 +85,48 @@ class lazy_property:
             value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def _tril_flat_indices(n: int, diag: int) -> "np.ndarray":
+    """Flat (row-major) positions of the entries of an n x n matrix on or below diagonal ``diag``, in row order."""
+    rows, cols = np.nonzero(np.arange(n)[None, :] < np.arange(n)[:, None] + (diag + 1))
+    return rows * n + cols
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The entries of ``mat`` (..., D, D) on or below diagonal ``diag``, in row order (differentiable).
+
+    Example:
+        >>> import ember
+        >>> tril_matrix_to_vec(ember.arange(9.0).reshape(3, 3), diag=-1).tolist()
+        [3.0, 6.0, 7.0]
+    """
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = tensor(_tril_flat_indices(n, diag), device=mat.device)
+    return mat.reshape(tuple(mat.shape[:-2]) + (n * n,)).index_select(-1, index)
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The inverse of :func:`tril_matrix_to_vec`: a (..., D, D) lower-triangular matrix, zeros elsewhere.
+
+    Example:
+        >>> import ember
+        >>> vec_to_tril_matrix(ember.tensor([1.0, 2.0, 3.0]), diag=-1).tolist()
+        [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [2.0, 3.0, 0.0]]
+    """
+    size = vec.shape[-1]
+    # D solves D^2 + (1 + 2 diag) D - |diag| (diag + 1) - 2 size = 0
+    b = 1 + 2 * diag
+    n_real = (-b + (b * b + 8 * size + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    n = int(round(n_real))
+    if abs(n - n_real) > 1e-6 or len(_tril_flat_indices(n, diag)) != size:
+        raise ValueError(f"The size of last dimension is {size} which cannot be expressed as the lower triangular "
+                         "part of a square D x D matrix.")
+    # gather from [vec, 0]: each matrix entry takes its vec position, or the trailing zero
+    source = np.full(n * n, size, dtype=np.int64)
+    source[_tril_flat_indices(n, diag)] = np.arange(size)
+    padded = cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
+    return padded.index_select(-1, tensor(source, device=vec.device)).reshape(tuple(vec.shape[:-1]) + (n, n))
+

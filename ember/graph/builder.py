@@ -277,22 +277,25 @@ class Builder(interpreters.Interpreter):
         # Escaped symbolic tensors: .grad of lifted leaves (set by backward) and any tensor the handler
         # made that is still referenced (stored on self, in an optimizer's state...).
         escaped = [entry[0].grad for entry in self.lifted.values() if entry[0].grad is not None]
+        grads = len(escaped)  # a .grad escapes even when the function also returns it
         self.created = [r for r in self.created if r() is not None]
         if self.created:
             gc.collect(1)
         escaped += [r() for r in self.created]
         done: set = set()
         t = None
-        for t in escaped:
-            if t is None or type(t._data) is not Value or t._data.graph is not graph or id(t) in returned \
-                    or id(t) in done:
+        for k, t in enumerate(escaped):
+            if t is None or type(t._data) is not Value or t._data.graph is not graph or id(t) in done \
+                    or (id(t) in returned and k >= grads):
                 continue
             done.add(id(t))
             value = t._data  # escaped: give it a buffer that each run refreshes
             t._data = t._device.xp.empty(value.shape, dtype=value.dtype)
             t.grad_fn = None
             t._requires_grad = False
-            graph.updates.append((graph.add_state(t), value))
+            state = graph.add_state(t)
+            graph.escaped.add(state.id)
+            graph.updates.append((state, value))
         del escaped, t
         self.created = []
         # Lifted tensors that only the graph still references were made during the trace (like the

@@ -27,18 +27,18 @@ Decisions (and why):
   the same numbers (as with ``torch.compile``): see :mod:`ember.graph.rng` for why. In-place fills
   (``normal_``, ``uniform_``...) and ``ember.nn.init`` still raise TracingError (eager fallback).
 * **Never slower than eager.** A compiled whole step (one that calls ``backward()`` itself, or has
-  no autograd outputs) is timed against eager on its first calls: after the first compiled run
-  (which pays one-time costs such as compiling native loops), the next ``2 * SPEED_TRIALS`` calls
-  alternate compiled and eager, each timed. When the compiled time (the fastest of its calls: load
-  only ever slows a call down) is more than ``SPEED_MARGIN`` slower than eager's, that signature
-  runs eagerly from then on, and
-  ``eager_reason`` (also in ``explain()``, and logged on the ``ember.compile`` logger) says so
-  with both figures. Why measure instead of predicting: whether a graph wins depends on the
-  machine (cores, BLAS, numba present) and on how much of the step is a few big GEMMs that no
-  graph pass can speed up, so a cost model would be wrong in exactly the cases that matter.
-  Graphs with random nodes skip the trial (eager and compiled draw different numbers, so
-  alternating would change what a seeded run sees), as do autograd-node calls (their backward
-  runs later, outside the call). ``ember.compile(fn, measure=False)`` always runs the graph.
+  no autograd outputs) is timed against eager on real calls: pairs of compiled and eager calls,
+  each on the wall and the CPU clock, decided by the median ratio over the pairs, re-checked after
+  50 and 500 more calls (:mod:`ember.graph.speed_trial` says why each of these). When the graph is
+  slower on both clocks, that signature runs eagerly until a re-check says otherwise;
+  ``eager_reason`` (also the first line of ``explain()``) says so with the figures, and the first
+  such decision is logged once as a WARNING on the ``ember.compile`` logger. Why measure instead of
+  predicting: whether a graph wins depends on the machine (cores, BLAS, numba present) and on how
+  much of the step is a few big GEMMs that no graph pass can speed up, so a cost model would be
+  wrong in exactly the cases that matter. Graphs with random nodes skip the trial (eager and
+  compiled draw different numbers, so alternating would change what a seeded run sees), as do
+  autograd-node calls (their backward runs later, outside the call). ``ember.compile(fn,
+  measure=False)`` always runs the graph.
 * **What is baked.** Python numbers computed during the trace (a learning rate, a step count
   read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
   retrace (an optimizer's hyperparameters are guarded by the cache key, though).
@@ -81,6 +81,8 @@ from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backwar
 from ember.graph.executor import Executable
 from ember.graph.ir import Graph, TracingError
 from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
+from ember.graph import speed_trial
+from ember.graph.speed_trial import SpeedTrial
 from ember.tensor import Tensor
 
 _EAGER = object()
@@ -183,8 +185,6 @@ def _cell_ok(cell: Any) -> bool:
 
 
 CACHE_LIMIT = 16
-SPEED_TRIALS = 5     # timed compiled and eager calls each, alternating, before deciding
-SPEED_MARGIN = 0.03  # compiled may be this much slower than eager (timing noise) and still be kept
 _LOG = logging.getLogger("ember.compile")
 
 
@@ -200,10 +200,13 @@ class _Compiled:
         self.trace_seconds = trace_seconds
         self.copy_outputs = [v.kind != "node" for v in graph.outputs]
         self.devices = [v.device for v in graph.outputs]
-        # The speed trial (see the module notes): None when not needed, else the timings so far.
+        # The speed trial (ember/graph/speed_trial.py): None when skipped.
         random = any(getattr(n.op, "random", False) for n in graph.nodes)
-        self.trial: dict | None = None if random else {"calls": 0, "compiled": [], "eager": []}
-        self.speed_note = "speed trial: skipped (random nodes)" if random else "speed trial: not finished"
+        self.trial: SpeedTrial | None = None if random else SpeedTrial()
+
+    @property
+    def speed_note(self) -> str:
+        return "speed trial: skipped (random nodes)" if self.trial is None else self.trial.note
 
     def run(self, leaves: list) -> Any:
         results = self.executable.run([t._data for t in leaves])
@@ -237,6 +240,7 @@ class CompiledFunction:
         self.measure = measure
         self.eager_reasons: dict = {}  # signature -> why it runs eagerly after the speed trial
         self.eager_reason: str | None = None  # the most recent call's reason, None when it ran compiled
+        self._announced_eager = False  # the first speed-trial switch to eager is logged as a WARNING
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
@@ -290,35 +294,29 @@ class CompiledFunction:
         return out
 
     def _trial_call(self, key: tuple, entry: "_Compiled", args: tuple, kwargs: dict, leaves: list) -> Any:
-        """One call of the speed trial: the first compiled run untimed, then compiled and eager in
-        turn, timed; after SPEED_TRIALS of each, keep the faster (see the module notes)."""
+        """A call of a signature under the speed trial: the mode the trial asks for, timed on both clocks
+        (see :mod:`ember.graph.speed_trial`); runs eagerly while the trial's decision says so."""
         trial = entry.trial
-        turn = trial["calls"]
-        trial["calls"] += 1
-        eager = turn > 0 and turn % 2 == 0
-        start = time.perf_counter()
+        mode = trial.next_mode()
+        eager = mode in ("eager", "run eager")
+        wall_clock, cpu_clock = speed_trial.CLOCKS
+        wall, cpu = wall_clock(), cpu_clock()
         out = self.fn(*args, **kwargs) if eager else entry.run(leaves)
-        elapsed = time.perf_counter() - start
+        wall, cpu = wall_clock() - wall, cpu_clock() - cpu
         if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
             del self._cache[key]
             self.last = None
             return self(*args, **kwargs)
-        if turn > 0:
-            trial["eager" if eager else "compiled"].append(elapsed)
-        if len(trial["eager"]) >= SPEED_TRIALS:
-            # Minimums: on a busy machine a call is only ever slowed down, so the fastest of each is
-            # the best estimate of its own cost.
-            compiled_s, eager_s = min(trial["compiled"]), min(trial["eager"])
-            entry.trial = None
-            entry.speed_note = (f"speed trial: compiled {compiled_s * 1e3:.3f} ms, eager {eager_s * 1e3:.3f} ms "
-                                "per call (fastest of each)")
-            if compiled_s > eager_s * (1 + SPEED_MARGIN):
-                reason = (f"the compiled graph measured {compiled_s * 1e3:.3f} ms per call against "
-                          f"{eager_s * 1e3:.3f} ms eager (fastest of {SPEED_TRIALS} alternating calls each), so "
-                          "this signature runs eagerly")
-                self.eager_reasons[key] = reason
-                self._cache[key] = _EAGER
-                _LOG.info("ember.compile(%s): %s", self.name, reason)
+        if trial.record(mode, wall, cpu):
+            if trial.eager:
+                self.eager_reasons[key] = trial.reason
+                level = logging.INFO if self._announced_eager else logging.WARNING
+                self._announced_eager = True
+                _LOG.log(level, "ember.compile(%s): %s", self.name, trial.reason)
+            else:
+                self.eager_reasons.pop(key, None)
+                _LOG.info("ember.compile(%s): %s", self.name, trial.note)
+        self.eager_reason = self.eager_reasons.get(key) if eager else None
         return out
 
     def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:

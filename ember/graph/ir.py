@@ -196,6 +196,9 @@ class Graph:
         self.nodes: list[Node] = []
         self.outputs: list[Value] = []
         self.updates: list[tuple[Value, Value]] = []
+        # ids of states made for tensors the trace created and let escape (``p.grad`` set by backward):
+        # nothing reads their old value, so a run may hand them its new array instead of copying it
+        self.escaped: set[int] = set()
         self.builder: Any = None  # the Builder adding nodes, while one is
 
     # ---- building --------------------------------------------------------------------------
@@ -264,6 +267,7 @@ class Graph:
         g = Graph(self.name)
         g.inputs, g.states, g.consts = list(self.inputs), list(self.states), list(self.consts)
         g.nodes, g.outputs, g.updates = list(self.nodes), list(self.outputs), list(self.updates)
+        g.escaped = set(self.escaped)
         return g
 
     # ---- checking and printing -------------------------------------------------------------

@@ -67,6 +67,17 @@ def implied(*values: Any) -> None:
             v.used = True
 
 
+def static(values: Any, n: Any, what: str) -> list:
+    """Ints that ONNX needs as attributes (no run-time values): a DynInt here is an error."""
+    out = []
+    for v in values:
+        if isinstance(v, DynInt):
+            raise NotImplementedError(f"ember.onnx.export: {n.op.name} {what} {v!r} depends on a dynamic size, but "
+                                      f"ONNX takes it as a static attribute. Export without that dynamic axis.")
+        out.append(int(v))
+    return out
+
+
 def onnx_modules() -> tuple:
     """Import onnx (an optional extra) with a clear message if it is missing."""
     try:
@@ -125,6 +136,9 @@ class GraphBuilder:
         """An initializer holding ``array`` (an ndarray; ``dtype`` an ember dtype, default from it)."""
         array = np.asarray(array)
         dtype = dtype or from_numpy_dtype(array.dtype)
+        if dtype.is_complex:  # complex values are (..., 2) real pairs in exported graphs (complex_emitters)
+            array = np.asarray(array, dtype=dtype.np)
+            array, dtype = np.stack([array.real, array.imag], axis=-1), dtype.to_real()
         if dtype.np is not None and array.dtype != dtype.np:
             array = array.astype(dtype.np)
         small = name is None and array.size <= 16

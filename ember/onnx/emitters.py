@@ -24,7 +24,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes
-from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied
+from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied, static as _static
+from ember.onnx.complex_emitters import as_pair, is_complex, pairs, part
 
 def _rank(n: Any, i: int = 0) -> int:
     return len(n.in_specs[i].shape)
@@ -34,15 +35,6 @@ def _cast(b: GraphBuilder, x: str, dtype: Any) -> str:
     return b.node("Cast", [x], to=dtype.onnx)
 
 
-def _static(values: Any, n: Any, what: str) -> list:
-    """Ints that ONNX needs as attributes (no run-time values): a DynInt here is an error."""
-    out = []
-    for v in values:
-        if isinstance(v, DynInt):
-            raise NotImplementedError(f"ember.onnx.export: {n.op.name} {what} {v!r} depends on a dynamic size, but "
-                                      f"ONNX takes it as a static attribute. Export without that dynamic axis.")
-        out.append(int(v))
-    return out
 
 
 # ---- reductions ----------------------------------------------------------------------------------
@@ -67,11 +59,17 @@ def reduction(onnx_op: str) -> Callable:
         out_dtype = n.out_specs[0].dtype
         if n.in_specs[0].dtype is not out_dtype:  # integer/bool sums accumulate in int64, as in PyTorch
             x = _cast(b, x, out_dtype)
-        if _rank(n) == 0:
+        rank = _rank(n)
+        if rank == 0:
             return b.node("Identity", [x])
-        return reduce(b, onnx_op, x, n.attrs.get("dims"), n.attrs.get("keepdim", False))
+        dims = n.attrs.get("dims")
+        if is_complex(n.in_specs[0]):  # sum/mean of pairs: over the logical axes only, never the pair axis
+            if onnx_op not in ("ReduceSum", "ReduceMean"):
+                raise NotImplementedError(f"ember.onnx.export: {n.op.name} of complex values is not exported")
+            dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
+        return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
 
-    return emit
+    return pairs(emit)
 
 
 def variance(b: GraphBuilder, n: Any) -> str:
@@ -158,10 +156,22 @@ def clamp(b: GraphBuilder, n: Any) -> str:
                            "" if hi is None else b.scalar(hi, dtype)])
 
 
+@pairs
 def to_dtype(b: GraphBuilder, n: Any) -> str:
-    if n.attrs["dtype"].is_complex or n.in_specs[0].dtype.is_complex:
-        raise NotImplementedError("ember.onnx.export: complex tensors are not exported (ONNX Runtime's Cast and "
-                                  "arithmetic have no complex kernels); export the real and imaginary parts instead")
+    """Cast; complex values are (..., 2) pairs (ember/onnx/complex_emitters.py): real -> complex adds a zero
+    imaginary part, complex -> real keeps the real part (as PyTorch's cast), complex -> complex casts the pairs."""
+    target, source = n.attrs["dtype"], n.in_specs[0]
+    x = n.inputs[0]
+    if target.is_complex:
+        real_target = target.to_real()
+        if not source.dtype.is_complex and source.dtype is not real_target:
+            x = _cast(b, x, real_target)
+        elif source.dtype.is_complex and source.dtype is not target:
+            x = _cast(b, x, real_target)
+        return as_pair(b, x, source)
+    if source.dtype.is_complex:
+        x = part(b, x, 0)
+        return x if target is source.dtype.to_real() else _cast(b, x, target)
     return _cast(b, n.inputs[0], n.attrs["dtype"])
 
 
@@ -233,18 +243,29 @@ def bitwise(bool_op: str, int_op: str) -> Callable:
 
 
 # ---- movement --------------------------------------------------------------------------------------
+def _pair_axis(n: Any) -> list:
+    """The trailing axis of complex (..., 2) pairs, to append to shapes and permutations."""
+    return [2] if is_complex(n.in_specs[0]) else []
+
+
+@pairs
 def reshape(b: GraphBuilder, n: Any) -> str:
-    return b.node("Reshape", [n.inputs[0], b.ints(n.attrs["shape"])])
+    return b.node("Reshape", [n.inputs[0], b.ints(list(n.attrs["shape"]) + _pair_axis(n))])
 
 
+@pairs
 def expand(b: GraphBuilder, n: Any) -> str:
-    return b.node("Expand", [n.inputs[0], b.ints(n.attrs["shape"])])
+    return b.node("Expand", [n.inputs[0], b.ints(list(n.attrs["shape"]) + _pair_axis(n))])
 
 
+@pairs
 def permute(b: GraphBuilder, n: Any) -> str:
-    return b.node("Transpose", [n.inputs[0]], perm=_static(n.attrs["dims"], n, "dims"))
+    rank = _rank(n)
+    perm = [d % rank for d in _static(n.attrs["dims"], n, "dims")] if rank else []
+    return b.node("Transpose", [n.inputs[0]], perm=perm + ([rank] if is_complex(n.in_specs[0]) else []))
 
 
+@pairs
 def identity(b: GraphBuilder, n: Any) -> str:
     return b.node("Identity", [n.inputs[0]])
 
@@ -259,15 +280,19 @@ def trilu(upper: bool) -> Callable:
     return emit
 
 
+@pairs
 def flip(b: GraphBuilder, n: Any) -> str:
-    dims = list(n.attrs["dims"])
+    dims = [int(d) % max(_rank(n), 1) for d in n.attrs["dims"]]
     count = len(dims)
     return b.node("Slice", [n.inputs[0], b.ints([-1] * count), b.ints([INT64_MIN] * count), b.ints(dims),
                             b.ints([-1] * count)])
 
 
+@pairs
 def cat(b: GraphBuilder, n: Any) -> str:
-    return b.node("Concat", n.inputs, axis=int(n.attrs["dim"]))
+    if any(is_complex(s) for s in n.in_specs) and not all(is_complex(s) for s in n.in_specs):
+        raise NotImplementedError("ember.onnx.export: cat of complex and real tensors is not exported")
+    return b.node("Concat", n.inputs, axis=int(n.attrs["dim"]) % max(_rank(n), 1))
 
 
 def pad(b: GraphBuilder, n: Any) -> str:
@@ -288,6 +313,7 @@ def scatter_add(b: GraphBuilder, n: Any) -> str:
     return b.node("ScatterElements", n.inputs, axis=int(n.attrs["dim"]), reduction="add")
 
 
+@pairs  # every axis it touches is counted from the front, so the trailing pair axis of complex values stays
 def getitem(b: GraphBuilder, n: Any) -> str:
     """Basic indexing -> one Slice, then Squeeze (int items) and Unsqueeze (None items); a single
     integer index tensor -> Gather on its axis."""
@@ -647,6 +673,15 @@ def batch_norm(b: GraphBuilder, n: Any) -> list:
         y = b.node("Add", [y, b.node("Reshape", [affine[0], per_channel])])
     flat = b.ints([-1])
     return [y, b.node("Reshape", [mean, flat]), b.node("Reshape", [var, flat])]
+
+
+def cross_entropy(b: GraphBuilder, n: Any) -> list:
+    """The fused class-index cross entropy: LogSoftmax then NegativeLogLikelihoodLoss (opset 13's
+    ignore_index and reductions are PyTorch's); outputs (loss, log-softmax) as ember's op."""
+    logp = b.node("LogSoftmax", [n.inputs[0]], axis=1)
+    loss = b.node("NegativeLogLikelihoodLoss", [logp, n.inputs[1]], reduction=n.attrs["reduction"],
+                  ignore_index=int(n.attrs["ignore_index"]))
+    return [loss, logp]
 
 
 # ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------

@@ -25,8 +25,10 @@ Example:
 from __future__ import annotations
 
 import inspect
+import json
 from typing import Any, Callable, Sequence
 
+from ember.onnx import complex_emitters
 from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
 from ember.onnx.dynamic import trace_dynamic
 from ember.onnx.program import Node, Program, Ref
@@ -83,6 +85,9 @@ def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_versio
     opset = [helper.make_opsetid("", opset_version)]
     model = helper.make_model(graph, opset_imports=opset, producer_name="ember",
                               ir_version=helper.find_min_ir_version_for(opset))
+    complex_values = _complex_values(program, input_names, names)
+    if complex_values["inputs"] or complex_values["outputs"]:  # ember.onnx.run converts these in and out
+        helper.set_model_props(model, {complex_emitters.METADATA_KEY: json.dumps(complex_values)})
     if check:
         onnx.checker.check_model(model, full_check=True)
     if path is not None:
@@ -235,16 +240,26 @@ def _scalar_dtype(node: Node, specs: dict) -> Any:
     return tensor_dtypes[0] if tensor_dtypes else node.out_specs[0].dtype
 
 
+def _complex_values(program: Program, input_names: list, output_names: list) -> dict:
+    """Which graph inputs and outputs are complex (carried as (..., 2) real pairs), by name and dtype."""
+    inputs = {name: spec.dtype.name for (_, spec), name in zip(program.inputs, input_names) if spec.dtype.is_complex}
+    outputs = {name: program.specs[vid].dtype.name for vid, name in zip(program.outputs, output_names)
+               if program.specs[vid].dtype.is_complex}
+    return {"inputs": inputs, "outputs": outputs}
+
+
 def _value_info(helper: Any, name: str, spec: Any, axis_names: dict | None = None) -> Any:
-    shape = []
-    for axis, size in enumerate(spec.shape):
-        if axis_names and axis in axis_names:
-            shape.append(axis_names[axis])
-        elif isinstance(size, DynInt):
-            shape.append(size.dim_param)
-        else:
-            shape.append(int(size))
+    shape = [_dim(axis, size, axis_names) for axis, size in enumerate(spec.shape)]
+    if spec.dtype.is_complex:  # ONNX Runtime computes no complex type: real and imaginary parts on a last axis
+        return helper.make_tensor_value_info(name, spec.dtype.to_real().onnx, shape + [2],
+                                             doc_string=f"{spec.dtype.name} as (..., 2) real and imaginary parts")
     return helper.make_tensor_value_info(name, spec.dtype.onnx, shape)
+
+
+def _dim(axis: int, size: Any, axis_names: dict | None) -> Any:
+    if axis_names and axis in axis_names:
+        return axis_names[axis]
+    return size.dim_param if isinstance(size, DynInt) else int(size)
 
 
 def _build_graph(program: Program, input_names: list, output_names: list, dims: dict, output_axes: dict,
@@ -285,8 +300,12 @@ def _build_graph(program: Program, input_names: list, output_names: list, dims: 
                 inputs.append(b.scalar(arg, _scalar_dtype(node, program.specs)))
                 in_specs.append(None)
         emit_node = EmitNode(node.op, inputs, in_specs, node.attrs, node.out_specs)
+        emit = emitter_for(node.op)
+        if any(complex_emitters.is_complex(s) for s in in_specs + list(node.out_specs)) and \
+                not complex_emitters.handles_complex(emit, node.op.onnx, emit_node):
+            raise complex_emitters.complex_dtype_error(node.op.name)
         try:
-            out = emitter_for(node.op)(b, emit_node)
+            out = emit(b, emit_node)
         except NotImplementedError:
             raise
         except Exception as error:

@@ -10,10 +10,12 @@ Example:
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 import numpy as np
 from ember.autograd import grad_mode
+from ember.onnx.complex_emitters import METADATA_KEY, as_onnx_constant
 
 
 def _session(model: Any) -> Any:
@@ -42,7 +44,9 @@ def _array(value: Any) -> np.ndarray:
 def run(model: Any, inputs: Any) -> list[np.ndarray]:
     """Run an ONNX model (a path or a ModelProto) in onnxruntime on CPU.
 
-    ``inputs`` is a dict name -> tensor/array, or a sequence in the graph's input order.
+    ``inputs`` is a dict name -> tensor/array, or a sequence in the graph's input order. Complex inputs and
+    outputs (carried as (..., 2) real pairs inside the model, see :mod:`ember.onnx.complex_emitters`) are
+    complex arrays here.
     """
     session = _session(model)
     names = [i.name for i in session.get_inputs()]
@@ -53,7 +57,21 @@ def run(model: Any, inputs: Any) -> list[np.ndarray]:
         if len(seq) != len(names):
             raise ValueError(f"ember.onnx.run: the model takes {len(names)} inputs {names}, got {len(seq)}")
         feeds = {k: _array(v) for k, v in zip(names, seq)}
-    return session.run(None, feeds)
+    complex_values = json.loads(session.get_modelmeta().custom_metadata_map.get(METADATA_KEY, "{}"))
+    for name in complex_values.get("inputs", {}):
+        if name in feeds and feeds[name].dtype.kind == "c":  # complex in: (..., 2) real pairs
+            feeds[name] = as_onnx_constant(feeds[name])
+    outputs = session.run(None, feeds)
+    out_names = [o.name for o in session.get_outputs()]
+    complex_out = complex_values.get("outputs", {})
+    return [_complex(out, complex_out[name]) if name in complex_out else out for out, name in zip(outputs, out_names)]
+
+
+def _complex(pairs: np.ndarray, dtype_name: str) -> np.ndarray:
+    """(..., 2) real and imaginary parts back as the complex array ember's output was."""
+    out = np.empty(pairs.shape[:-1], dtype=np.complex64 if dtype_name == "complex64" else np.complex128)
+    out.real, out.imag = pairs[..., 0], pairs[..., 1]  # not re + 1j * im: 1j * inf has a NaN real part
+    return out
 
 
 def verify(model_or_fn: Any, inputs: Sequence[Any], onnx_model: Any, atol: float = 1e-5, rtol: float = 1e-5) -> float:

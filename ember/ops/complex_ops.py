@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from ember import dtypes
+from ember.onnx import complex_emitters as to_onnx
 from ember.ops import dispatch, elementwise as ew, views
 from ember.ops.elementwise import conj, imag_part, real_part
 from ember.ops.registry import OpDef, Spec, register
@@ -44,12 +45,12 @@ def _view_as_complex_rule(x: Spec) -> Spec:
 
 VIEW_AS_REAL = register(OpDef(
     name="view_as_real", batch="leading", category="movement", save="none", shape_rule=_view_as_real_rule,
-    impl=lambda xp, x: xp.stack((xp.real(x), xp.imag(x)), axis=-1),
+    impl=lambda xp, x: xp.stack((xp.real(x), xp.imag(x)), axis=-1), onnx=to_onnx.same_pairs,
     vjp=(lambda ctx, g: view_as_complex(g),),
 ))
 VIEW_AS_COMPLEX = register(OpDef(
     name="view_as_complex", batch="leading", category="movement", save="none", shape_rule=_view_as_complex_rule,
-    impl=lambda xp, x: make_complex(xp, x[..., 0], x[..., 1]),
+    impl=lambda xp, x: make_complex(xp, x[..., 0], x[..., 1]), onnx=to_onnx.same_pairs,
     vjp=(lambda ctx, g: view_as_real(g),),
 ))
 
@@ -80,6 +81,7 @@ def _complex_rule(re: Spec, im: Spec) -> Spec:
 
 COMPLEX = register(OpDef(
     name="complex", category="binary", impl=make_complex, save="none", shape_rule=_complex_rule,
+    onnx=to_onnx.complex_from_parts,
     vjp=(lambda ctx, g: real_part(g), lambda ctx, g: imag_part(g)),
 ))
 
@@ -105,7 +107,7 @@ def _polar_impl(xp: Any, r: Any, theta: Any) -> Any:
 # PyTorch's polar_backward: abs gets real(conj(g) sgn(out)) (so 0 where abs is 0, and the sign of |abs| for
 # negative abs), angle gets real(conj(g) i out).
 POLAR = register(OpDef(
-    name="polar", category="binary", impl=_polar_impl, save="output", shape_rule=_complex_rule,
+    name="polar", category="binary", impl=_polar_impl, save="output", shape_rule=_complex_rule, onnx=to_onnx.polar,
     vjp=(lambda ctx, g: ew.real_part(conj(g) * sgn(ctx.out)), lambda ctx, g: ew.real_part(conj(g) * ctx.out * 1j)),
 ))
 
@@ -139,7 +141,7 @@ def _angle_vjp(ctx: Any, g: Any) -> Any:
 
 
 ANGLE = register(OpDef(
-    name="angle", category="unary", impl=_angle_impl, vjp=(_angle_vjp,), float_only=True,
+    name="angle", category="unary", impl=_angle_impl, vjp=(_angle_vjp,), float_only=True, onnx=to_onnx.angle,
     shape_rule=ew._complex_result_rule,
 ))
 

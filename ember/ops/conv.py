@@ -179,6 +179,23 @@ def _winograd_input(xp: Any, x: Any, padding: tuple, m: int) -> Any:
     return winograd.input_transform(xp, x, padding, m) if _finite(xp, x) else None
 
 
+def _whole_window(x_hw: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                  groups: int) -> bool:
+    """Whether the convolution is a dense layer: one output pixel whose window is exactly the
+    input (no padding read, no dilation). Then ``x`` (N, C*H*W) @ ``w`` (O, C*kh*kw)^T is the whole
+    convolution, with no columns to build. ResNet-18's stride-2 3x3 on a 2x2 map becomes one after
+    its padding-only taps are dropped; so does every 3x3, pad-1 convolution of a 1x1 map."""
+    (h, w), (kh, kw) = x_hw, w_shape[2:]
+    return (groups == 1 and (kh, kw) == (h, w) and tuple(dilation) == (1, 1) and padding[0] == padding[2] == 0
+            and padding[1] < stride[0] and padding[3] < stride[1])
+
+
+def _dense(xp: Any, a: Any, b: Any, shape: tuple) -> Any:
+    """``(a @ b).reshape(shape)`` in ``a``'s dtype (bfloat16 products come back float32: round once)."""
+    out = xp.matmul(a, b)
+    return (out if out.dtype == a.dtype else out.astype(a.dtype)).reshape(shape)
+
+
 PER_IMAGE_MIN_PIXELS = 128
 
 
@@ -187,6 +204,33 @@ def _per_image(groups: int, oh: int, ow: int) -> bool:
     rather than batch-wide: one group, and maps of at least ``PER_IMAGE_MIN_PIXELS`` outputs, below
     which per-image GEMMs are too small for BLAS (measured: docs/cpu-performance.md)."""
     return groups == 1 and oh * ow >= PER_IMAGE_MIN_PIXELS
+
+
+def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+              groups: int, dtype: Any) -> str:
+    """The algorithm the forward runs with for these shapes (finite inputs), as benchmarks print it:
+    ``dense``, ``winograd F4`` / ``winograd F2``, ``per-image``, ``im2col NHWC`` or ``grouped``,
+    after ``trim+`` when padding-only taps are dropped first.
+
+    Example:
+        >>> algorithm(np, (8, 64, 8, 8), (64, 64, 3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1, np.float32)
+        'im2col NHWC'
+    """
+    trim = _trim(tuple(x_shape[2:]), tuple(w_shape[2:]), stride, padding, dilation)
+    prefix = ""
+    if trim is not None:
+        w_shape = tuple(w_shape[:2]) + (trim[0].stop - trim[0].start, trim[1].stop - trim[1].start)
+        padding, prefix = trim[2], "trim+"
+    if _whole_window(tuple(x_shape[2:]), w_shape, stride, padding, dilation, groups):
+        return prefix + "dense"
+    m = winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if m:
+        return f"{prefix}winograd F{m}"
+    if groups != 1:
+        return prefix + "grouped"
+    oh = out_size(x_shape[2], w_shape[2], stride[0], padding[0], padding[1], dilation[0])
+    ow = out_size(x_shape[3], w_shape[3], stride[1], padding[2], padding[3], dilation[1])
+    return prefix + ("per-image" if _per_image(groups, oh, ow) else "im2col NHWC")
 
 
 def _per_image_key(kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple, x: Any) -> tuple:
@@ -214,10 +258,39 @@ def _to_channels_first(a: Any, groups: int, per_group: int) -> Any:
     return a.transpose(1, 0, 2, 3).reshape(groups, per_group, n * a.shape[2] * a.shape[3])
 
 
+def _dropped(xp: Any, shape: tuple, trim: tuple) -> Any:
+    """A boolean (kh, kw) mask of the taps ``_trim`` dropped."""
+    mask = xp.ones(shape, dtype=bool)
+    mask[trim[0], trim[1]] = False
+    return mask
+
+
 def _conv_impl(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
     trim = _trim(x.shape[2:], w.shape[2:], stride, padding, dilation)
-    if trim is not None:
-        w, padding = w[:, :, trim[0], trim[1]], trim[2]
+    if trim is None:
+        return _conv_live(xp, x, w, stride, padding, dilation, groups)
+    out = _conv_live(xp, x, w[:, :, trim[0], trim[1]], stride, trim[2], dilation, groups)
+    if not _dropped_finite(xp, w, trim):  # as torch: 0 * inf = NaN in every output of the channel
+        dropped = w[:, :, _dropped(xp, w.shape[2:], trim)]  # (O, C, taps): each multiplies only padding
+        out[:, ~xp.isfinite(dropped).all(axis=(1, 2))] = xp.nan
+    return out
+
+
+def _dropped_finite(xp: Any, w: Any, trim: tuple) -> bool:
+    """Whether the weights of the dropped taps are all finite. First one contiguous sum over all of
+    ``w`` (finite only when every value is; gathering the dropped taps with a mask, or summing
+    their strided blocks, cost more than the trimmed convolution itself on ResNet's 1x1 maps);
+    when it is not finite (or overflowed), the exact check on the dropped taps decides."""
+    if bool(xp.isfinite(xp.sum(w))):
+        return True
+    return bool(xp.isfinite(w[:, :, _dropped(xp, w.shape[2:], trim)]).all())
+
+
+def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
+    """The forward once every tap reads some input (``_conv_impl`` dropped the others)."""
+    if _whole_window(x.shape[2:], w.shape, stride, padding, dilation, groups):
+        return _dense(xp, xp.reshape(x, (x.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)).T,
+                      (x.shape[0], w.shape[0], 1, 1))
     m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
     if m and _finite(xp, w):  # x is checked by each thread on its images
         out = _winograd_forward(xp, x, w, padding, m)
@@ -244,6 +317,8 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     trim = _trim(input_shape[2:], w.shape[2:], stride, padding, dilation)
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
+    if _whole_window(tuple(input_shape[2:]), w.shape, stride, padding, dilation, groups):
+        return _dense(xp, xp.reshape(g, (g.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)), tuple(input_shape))
     m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
     if m and _finite(xp, w):
         gx = winograd.input_grad(xp, g, w, padding, m, finite_only=True)
@@ -269,12 +344,17 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
 def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
                       dilation: tuple, groups: int) -> Any:
     trim = _trim(x.shape[2:], weight_shape[2:], stride, padding, dilation)
-    if trim is not None:  # the dropped taps' gradient is exactly zero: they only ever read padding
+    if trim is not None:  # the dropped taps' gradient is zero: they only ever read padding
         gw = xp.zeros(weight_shape, dtype=g.dtype)
         rows, cols, pads = trim
         part = weight_shape[:2] + (rows.stop - rows.start, cols.stop - cols.start)
         gw[:, :, rows, cols] = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
+        if not bool(xp.isfinite(g.sum())):  # as torch: 0 * inf or 0 * NaN in g makes them NaN
+            bad = ~xp.isfinite(g).all(axis=(0, 2, 3))
+            gw[bad] = xp.where(_dropped(xp, weight_shape[2:], trim), xp.nan, gw[bad])
         return gw
+    if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
+        return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     v = _winograd_input(xp, x, padding, m) if m else None
     if v is not None:

@@ -16,7 +16,7 @@ from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.onnx import emitters as to_onnx
+from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import same_value
 
 
@@ -83,6 +83,7 @@ def _complex_result_rule(x: Spec, **attrs: Any) -> Spec:
 
 CONJ = register(OpDef(
     name="conj", category="unary", impl=lambda xp, x: xp.conj(x), vjp=(lambda ctx, g: conj(g),), save="none",
+    onnx=complex_emitters.conjugate,
     shape_rule=elementwise_rule(),
 ))
 
@@ -117,10 +118,12 @@ def _real_impl(xp: Any, x: Any) -> Any:
 # docs/complex-fft.md). Their gradients give back a complex tensor of the input's precision.
 REAL = register(OpDef(
     name="real", category="unary", impl=_real_impl, save="none", shape_rule=_complex_result_rule,
+    onnx=complex_emitters.real,
     vjp=(lambda ctx, g: dispatch.cast(g, g.dtype.to_complex()),),
 ))
 IMAG = register(OpDef(
     name="imag", category="unary", impl=lambda xp, x: xp.imag(x), save="none", shape_rule=_complex_result_rule,
+    onnx=complex_emitters.imag,
     vjp=(lambda ctx, g: g * 1j,),
 ))
 
@@ -179,6 +182,13 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     """``max(x, 0)`` (NaN stays NaN, as in PyTorch); large contiguous CPU arrays are split over
     ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
     _no_complex("relu", x)
+    kernel = native_kernel(xp, "relu")  # None for the fuser's symbolic namespace (which has no .size)
+    if (kernel is not None and x.size >= _NATIVE_ELEMENTS and x.dtype.kind == "f" and x.dtype.itemsize >= 4
+            and x.flags.c_contiguous):
+        out = xp.empty_like(x)
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        parallel_for(lambda start, stop: kernel(flat_x[start:stop], flat_out[start:stop]), x.size, _SPLIT_ELEMENTS)
+        return out
     if xp is np and x.flags.c_contiguous and x.size >= 2 * _SPLIT_ELEMENTS:
         out = xp.empty_like(x)
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
@@ -189,6 +199,7 @@ def _relu_impl(xp: Any, x: Any) -> Any:
 
 
 _SPLIT_ELEMENTS = 1 << 16  # elements per thread below which a thread hand-off costs more than it saves
+_NATIVE_ELEMENTS = 4096  # below this a numba call's dispatch (~1-2 us) costs what NumPy's maximum does
 RELU = _unary("relu", _relu_impl, lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
 def _abs_vjp(ctx: Any, g: Any) -> tuple:
     """g * sign(x); for complex x, g * sgn(x) = g * x / |x| (0 at 0), PyTorch's abs backward."""
@@ -199,7 +210,7 @@ def _abs_vjp(ctx: Any, g: Any) -> tuple:
     return (g * (x / where(magnitude == 0, 1.0, magnitude)),)
 
 
-ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx="Abs")
+ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx=complex_emitters.absolute)
 ABS.shape_rule = _complex_result_rule
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx="Reciprocal", float_only=True)
 ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
@@ -279,9 +290,9 @@ ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _ADD_VJP, save="none", onnx=
              ufunc="add")
 SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _SUB_VJP, save="none", onnx="Sub",
              ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx="Mul",
+MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx=complex_emitters.multiply,
               ufunc="multiply")
-DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx="Div", float_only=True,
+DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx=complex_emitters.divide, float_only=True,
              ufunc="true_divide")
 def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember.onnx import complex_emitters as to_onnx
 from ember.ops import dispatch, elementwise as ew, views
 from ember.ops.registry import OpDef, Spec, register
 
@@ -49,6 +50,7 @@ def _c2c_impl(xp: Any, x: Any, dims: tuple, norm: str, forward: bool) -> Any:
 
 FFT_C2C = register(OpDef(
     name="fft_c2c", batch="dims", category="fft", impl=_c2c_impl, save="none", flops=_transform_flops,
+    onnx=to_onnx.fft_c2c,
     shape_rule=lambda x, dims, norm, forward: Spec(tuple(x.shape), x.dtype, x.device),
     vjp=(lambda ctx, g: fft_c2c(g, ctx.attrs["dims"], DUAL_NORM[ctx.attrs["norm"]], not ctx.attrs["forward"]),),
     doc="fft_c2c(x, dims, norm, forward): the n-dimensional complex DFT (or its inverse) over dims",
@@ -91,7 +93,7 @@ def _r2c_vjp(ctx: Any, g: Any) -> Any:
 
 FFT_R2C = register(OpDef(
     name="fft_r2c", batch="dims", category="fft", impl=_r2c_impl, save="none", shape_rule=_r2c_rule, vjp=(_r2c_vjp,),
-    flops=_transform_flops,
+    flops=_transform_flops, onnx=to_onnx.fft_r2c,
     doc="fft_r2c(x, dims, norm, onesided): the DFT of real x over dims (the last dim halved when onesided)",
 ))
 
@@ -131,7 +133,7 @@ def _c2r_vjp(ctx: Any, g: Any) -> Any:
 
 FFT_C2R = register(OpDef(
     name="fft_c2r", batch="dims", category="fft", impl=_c2r_impl, save="none", shape_rule=_c2r_rule, vjp=(_c2r_vjp,),
-    flops=_transform_flops,
+    flops=_transform_flops, onnx=to_onnx.fft_c2r,
     doc="fft_c2r(x, dims, norm, last_dim_size): the real inverse transform of a one-sided half spectrum",
 ))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember import dtypes
-from ember.ops import dispatch, elementwise as ew, reductions as red
+from ember.ops import dispatch, elementwise as ew, losses_cross_entropy as fused_cross_entropy, reductions as red
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwise_distance
 from ember.ops.registry import OpDef, register
@@ -164,6 +164,8 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     reduction = _reduction("cross_entropy", reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"cross_entropy: label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if fused_cross_entropy.fusable(input, target, weight, label_smoothing):  # the common case: one op each way
+        return fused_cross_entropy.cross_entropy_fused(input, target, ignore_index, reduction)[0]
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     classes = input.shape[class_dim]

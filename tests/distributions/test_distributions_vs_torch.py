@@ -252,6 +252,9 @@ def test_kl_registry_dispatch_and_missing_pair():
     assert ED.kl_divergence(p, q).item() == 42.0
     assert ED.kl_divergence(ED.Normal(0.0, 1.0), q).item() != 42.0
     with pytest.raises(NotImplementedError, match="No KL"):
+        ED.kl_divergence(ED.Cauchy(1.0, 1.0), ED.Normal(0.0, 1.0))
+    # two exponential families without a closed form: the Bregman fallback refuses, as torch's does
+    with pytest.raises(NotImplementedError, match="different exponential families"):
         ED.kl_divergence(ED.Poisson(1.0), ED.Normal(0.0, 1.0))
     with pytest.raises(TypeError):
         ED.register_kl(int, ED.Normal)

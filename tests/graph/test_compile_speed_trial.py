@@ -1,17 +1,47 @@
-"""ember.compile is never slower than eager: the speed trial on the first calls of a signature keeps
-the faster of compiled and eager, and says why when it chooses eager."""
+"""ember.compile is never slower than eager: the speed trial (ember/graph/speed_trial.py) times compiled
+and eager calls of a signature in alternating pairs on two clocks and runs eagerly when the graph is
+slower on both, says why, and checks again later. The clocks are injected: each test decides what a
+compiled and an eager call cost, so every decision here is deterministic."""
 from __future__ import annotations
 
 import importlib
-import time
+import logging
 
+import pytest
 
 import ember
+from ember.graph import speed_trial
+
 compile_module = importlib.import_module("ember.graph.compile")  # ember.graph.compile is also a function name
+TRIAL_CALLS = 1 + 1 + 2 * speed_trial.PAIRS  # the eager warm-up, the traced untimed run, the timed pairs
 
 
-def _sgd_step(w: ember.Tensor):
+class FakeClocks:
+    """Wall and CPU clocks that advance only when a step runs, by the costs the test sets."""
+
+    def __init__(self, monkeypatch, compiled=(1.0, 1.0), eager=(1.0, 1.0)) -> None:
+        self.wall = self.cpu = 0.0
+        self.compiled, self.eager = compiled, eager
+        self.graph_runs = 0
+        monkeypatch.setattr(speed_trial, "CLOCKS", (lambda: self.wall, lambda: self.cpu))
+        original = compile_module._Compiled.run
+
+        def timed_run(entry, leaves):
+            self.graph_runs += 1
+            self.advance(self.compiled)
+            return original(entry, leaves)
+
+        monkeypatch.setattr(compile_module._Compiled, "run", timed_run)
+
+    def advance(self, cost) -> None:
+        self.wall += cost[0]
+        self.cpu += cost[1]
+
+
+def _sgd_step(w: ember.Tensor, clocks: FakeClocks | None = None):
     def step(x):
+        if clocks is not None and not ember.interpreters.tracing():
+            clocks.advance(clocks.eager)  # this Python body runs only eagerly (and while tracing)
         loss = (x * w).sum()
         loss.backward()
         with ember.no_grad():
@@ -22,62 +52,104 @@ def _sgd_step(w: ember.Tensor):
     return step
 
 
-def _losses(fn, calls: int) -> list:
-    return [round(fn(ember.ones(3)).item(), 4) for _ in range(calls)]
+def _losses(fn, calls: int, n: int = 3) -> list:
+    return [round(fn(ember.ones(n)).item(), 4) for _ in range(calls)]
 
 
-def test_slow_graph_falls_back_to_eager_and_says_why(monkeypatch) -> None:
-    original = compile_module._Compiled.run
-    graph_runs = []
-
-    def slow_run(self, leaves):  # a compiled graph 20 ms slower than the eager step
-        graph_runs.append(1)
-        time.sleep(0.02)
-        return original(self, leaves)
-
-    monkeypatch.setattr(compile_module._Compiled, "run", slow_run)
+def test_slow_graph_falls_back_to_eager_and_says_why(monkeypatch, caplog) -> None:
+    clocks = FakeClocks(monkeypatch, compiled=(2.0, 2.0), eager=(1.0, 1.0))
     w = ember.ones(3, requires_grad=True)
-    step = ember.compile(_sgd_step(w))
-    trial_calls = 1 + 1 + 2 * compile_module.SPEED_TRIALS  # eager warm-up, first compiled run, the trial
-    assert _losses(step, trial_calls + 3) == [round(3.0 - 0.3 * k, 4) for k in range(trial_calls + 3)]
-    assert len(graph_runs) == 1 + compile_module.SPEED_TRIALS  # none after the decision
-    assert step.eager_reason is not None and "runs eagerly" in step.eager_reason and " ms " in step.eager_reason
-    assert step.eager_reason in step.explain()
+    step = ember.compile(_sgd_step(w, clocks))
+    with caplog.at_level(logging.INFO, logger="ember.compile"):
+        losses = _losses(step, TRIAL_CALLS + 3)
+    assert losses == [round(3.0 - 0.3 * k, 4) for k in range(TRIAL_CALLS + 3)]  # every call a real step
+    assert clocks.graph_runs == 1 + speed_trial.PAIRS  # the untimed run and one per pair; none after
+    reason = step.eager_reason
+    assert reason is not None and "runs eagerly" in reason and "2.000x wall, 2.000x CPU" in reason
+    assert "compiled 2000.000 ms, eager 1000.000 ms" in reason
+    assert step.explain().splitlines()[0].endswith(reason)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and reason in warnings[0].getMessage()
 
 
-def test_fast_graph_is_kept() -> None:
+def test_the_warning_is_given_once_per_function(monkeypatch, caplog) -> None:
+    clocks = FakeClocks(monkeypatch, compiled=(2.0, 2.0), eager=(1.0, 1.0))
+    w = ember.ones(1, requires_grad=True)  # broadcasts: two input shapes, two signatures, two trials
+    step = ember.compile(_sgd_step(w, clocks))
+    with caplog.at_level(logging.INFO, logger="ember.compile"):
+        _losses(step, TRIAL_CALLS, n=3)
+        _losses(step, TRIAL_CALLS, n=5)
+    assert len(step.eager_reasons) == 2
+    levels = [r.levelno for r in caplog.records]
+    assert levels == [logging.WARNING, logging.INFO]
+
+
+def test_fast_graph_is_kept(monkeypatch) -> None:
+    clocks = FakeClocks(monkeypatch, compiled=(0.5, 0.5), eager=(1.0, 1.0))
     w = ember.ones(3, requires_grad=True)
-    inner = _sgd_step(w)
-    python_calls = []
-
-    def step(x):  # the Python-side pause exists only eagerly; the traced graph has none of it
-        python_calls.append(1)
-        time.sleep(0.01)
-        return inner(x)
-
-    compiled = ember.compile(step)
-    _losses(compiled, 2 + 2 * compile_module.SPEED_TRIALS)
+    compiled = ember.compile(_sgd_step(w, clocks))
+    _losses(compiled, TRIAL_CALLS)
     assert compiled.eager_reason is None
-    assert "speed trial: compiled" in compiled.explain()
-    before = len(python_calls)
+    assert "graph kept" in compiled.explain() and "0.500x wall, 0.500x CPU" in compiled.explain()
+    before = clocks.graph_runs
     _losses(compiled, 3)
-    assert len(python_calls) == before  # the graph ran, not the (sleeping) Python function
+    assert clocks.graph_runs == before + 3
+
+
+def test_slower_on_the_wall_clock_only_keeps_the_graph(monkeypatch) -> None:
+    # Less CPU per call but more wall time: the graph was descheduled, not slower (same kernels, same threads).
+    clocks = FakeClocks(monkeypatch, compiled=(1.5, 0.9), eager=(1.0, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    compiled = ember.compile(_sgd_step(w, clocks))
+    _losses(compiled, TRIAL_CALLS + 2)
+    assert compiled.eager_reason is None and "1.500x wall, 0.900x CPU" in compiled.explain()
+
+
+def test_one_disturbed_pair_does_not_decide(monkeypatch) -> None:
+    # The graph is 10% faster, but one eager call ran while the machine was idle and one compiled call
+    # was hit by a burst of load: the fastest-call rule would pick eager; the median of ratios does not.
+    clocks = FakeClocks(monkeypatch, compiled=(0.9, 0.9), eager=(1.0, 1.0))
+    original_advance = clocks.advance
+    calls = {"n": 0}
+
+    def advance(cost):
+        calls["n"] += 1
+        # calls: 1 eager warm-up, 2 the untimed graph run, then pairs (3 compiled, 4 eager), (5 eager,
+        # 6 compiled), (7 compiled, 8 eager), (9 eager, 10 compiled), ...
+        if calls["n"] == 4:  # an eager call 10x faster than the others
+            cost = (cost[0] * 0.1, cost[1] * 0.1)
+        if calls["n"] == 10:  # a compiled call 20x slower
+            cost = (cost[0] * 20, cost[1] * 20)
+        original_advance(cost)
+
+    clocks.advance = advance
+    w = ember.ones(3, requires_grad=True)
+    compiled = ember.compile(_sgd_step(w, clocks))
+    _losses(compiled, TRIAL_CALLS)
+    assert compiled.eager_reason is None, compiled.explain().splitlines()[0]
+
+
+def test_the_decision_is_checked_again_later(monkeypatch) -> None:
+    clocks = FakeClocks(monkeypatch, compiled=(2.0, 2.0), eager=(1.0, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    compiled = ember.compile(_sgd_step(w, clocks))
+    _losses(compiled, TRIAL_CALLS)
+    assert compiled.eager_reason is not None and "checked again after 50 calls" in compiled.eager_reason
+    clocks.compiled = (0.5, 0.5)  # whatever slowed the graph down is gone
+    _losses(compiled, speed_trial.RECHECK_AFTER[0] + 1 + 2 * speed_trial.PAIRS)
+    assert compiled.eager_reason is None and "graph kept" in compiled.explain()
+    runs = clocks.graph_runs
+    _losses(compiled, 2)
+    assert clocks.graph_runs == runs + 2
+    assert abs(w.detach().numpy()[0] - (1.0 - 0.1 * (TRIAL_CALLS + 50 + 1 + 2 * speed_trial.PAIRS + 2))) < 1e-4
 
 
 def test_measure_false_always_runs_the_graph(monkeypatch) -> None:
-    original = compile_module._Compiled.run
-    runs = []
-
-    def slow_run(self, leaves):
-        runs.append(1)
-        time.sleep(0.02)
-        return original(self, leaves)
-
-    monkeypatch.setattr(compile_module._Compiled, "run", slow_run)
+    clocks = FakeClocks(monkeypatch, compiled=(2.0, 2.0), eager=(1.0, 1.0))
     w = ember.ones(3, requires_grad=True)
-    step = ember.compile(_sgd_step(w), measure=False)
+    step = ember.compile(_sgd_step(w, clocks), measure=False)
     _losses(step, 10)
-    assert len(runs) == 9 and step.eager_reason is None
+    assert clocks.graph_runs == 9 and step.eager_reason is None
 
 
 def test_random_graphs_skip_the_trial() -> None:
@@ -94,3 +166,17 @@ def test_random_graphs_skip_the_trial() -> None:
     for _ in range(4):
         compiled(ember.ones(3))
     assert "skipped (random nodes)" in compiled.explain()
+
+
+@pytest.mark.parametrize("order", range(4))
+def test_trial_pairs_alternate_which_mode_goes_first(order) -> None:
+    trial = speed_trial.SpeedTrial()
+    modes = []
+    for _ in range(1 + 2 * speed_trial.PAIRS):
+        mode = trial.next_mode()
+        modes.append(mode)
+        trial.record(mode, 1.0, 1.0)
+    assert modes[0] == "warm"
+    pairs = [tuple(modes[1 + 2 * k:3 + 2 * k]) for k in range(speed_trial.PAIRS)]
+    assert pairs[order % speed_trial.PAIRS] == (("compiled", "eager") if order % 2 == 0 else ("eager", "compiled"))
+    assert trial.next_mode() == "run compiled"

@@ -60,7 +60,7 @@ CASES = [  # (input, weight, geometry): each picks one layout
     ((7, 3, 6, 5), (4, 3, 3, 3), dict(stride=2, padding=1)),              # batch-wide (small maps)
     ((4, 2, 7, 7), (3, 2, 3, 3), dict(dilation=2, padding=1)),            # batch-wide, dilation
     ((5, 4, 3, 3), (6, 4, 1, 1), dict(stride=2)),                         # 1x1, stride 2
-    ((3, 3, 1, 1), (4, 3, 3, 3), dict(padding=1)),                        # trimmed to 1x1
+    ((3, 3, 1, 5), (4, 3, 3, 3), dict(padding=1)),                        # trimmed to 1x3
 ]
 
 

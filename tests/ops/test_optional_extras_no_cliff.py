@@ -178,12 +178,13 @@ SPECIAL_FUNCTION_CASES = {"erf": "erf", "erfinv": "erfinv", "gammaln": "lgamma",
                           **{name: name for name in SPECIAL_CASES}}
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
-                "relu_grad": "relu (relu_grad)",
+                "relu_grad": "relu (relu_grad)", "relu": "relu (relu_grad)",
                 "erf_f32": "gelu", "gelu_f32": "gelu", "gelu_backward_f32": "gelu",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
                 "where_arrays": "fused where (where_scalar/where_arrays)",
                 "max_pool2d_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 "unpool_scatter_add": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
+                "max_pool2d_3x3_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 **{k: "conv2d 3x3 (winograd transforms)"
                    for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")}}

@@ -358,6 +358,9 @@ ENTRIES: list[Entry] = [
     red("cross_entropy", lambda lib, x: _f(lib).cross_entropy(x, lib.tensor([i % 4 for i in range(16)]),
                                                              reduction="none")),
     red("nll_loss", lambda lib, x: _f(lib).nll_loss(x, lib.tensor([i % 4 for i in range(16)]), reduction="none")),
+    # the fused class-index cross entropy (ember/ops/losses_cross_entropy.py): forward and its fused backward
+    red("cross_entropy", lambda lib, x: _f(lib).cross_entropy(x, lib.tensor([i % 4 for i in range(16)]), reduction="none"),
+        ops=("cross_entropy", "cross_entropy_backward")),
     red("flip", lambda lib, x: x.flip(-1), ops=("flip",)),
     red("tril", lambda lib, x: x.tril(), ops=("tril",)),
     red("cat", lambda lib, x: lib.cat([x, x * 2], -1), ops=("cat",)),

@@ -27,14 +27,26 @@ from typing import Any, Sequence
 from ember.graph.ir import Node, Value
 
 # Ops of these categories always return fresh arrays; any other op may return a view of its input.
-_FRESH = ("unary", "binary", "ternary", "reduction", "linalg", "fused")
+# "nn" ops (linear, conv2d, batch_norm and their backward ops...) compute new arrays: without them here,
+# the output of every layer reading a weight counted as a possible view of that weight, and no weight
+# read by a later layer's backward was ever updated in place (tests/graph/test_memory_plan_fresh_ops.py
+# checks every such op's outputs against its inputs).
+_FRESH = ("unary", "binary", "ternary", "reduction", "linalg", "fused", "nn")
+# ...except these, which NumPy answers with a view for some arguments (einsum "ii->i" or "ij->ji",
+# .real/.imag of a complex array).
+_MAY_ALIAS = frozenset({"einsum", "real", "imag"})
+
+
+def returns_fresh(op: Any) -> bool:
+    """Whether ``op`` always returns new memory (never its input's, nor a view of it)."""
+    return op.category in _FRESH and not op.view and op.name not in _MAY_ALIAS
 
 
 def _views_read_late(nodes: Sequence[Node], state: Value, k: int, last_read: dict, keep: set) -> bool:
     """Whether a value that may alias ``state``'s buffer is read by node ``k`` or later, or fetched."""
     aliases = {state.id}
     for node in nodes[:k]:
-        if node.op.category in _FRESH:
+        if returns_fresh(node.op):
             continue
         if any(isinstance(i, Value) and i.id in aliases for i in node.inputs):
             for out in node.outputs:

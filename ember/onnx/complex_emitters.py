@@ -1,0 +1,316 @@
+"""ONNX export of complex tensors and of the Fourier transform records (``fft_c2c``, ``fft_r2c``, ``fft_c2r``).
+
+ONNX Runtime computes with no complex element type (its Cast, Mul, MatMul... have no complex kernels), so a
+complex value of shape ``S`` travels through an exported graph as a real tensor of shape ``S + (2,)``: real
+and imaginary parts along a trailing axis, ``view_as_real``'s layout and the layout of ONNX's own ``DFT``
+(opset 17). Complex graph inputs and outputs have that shape too; the model's metadata names them
+(``ember.complex_values``) and :func:`ember.onnx.run` converts complex arrays in and out.
+
+An emitter that understands this layout is marked with :func:`pairs`; the exporter refuses any other op on
+a complex value with an error naming it, instead of running a real op on the pairs (``Mul`` of two pairs is
+not the complex product). Ops whose ONNX op is linear and elementwise (``Add``, ``Sub``, ``Neg``,
+``Identity``) act on the pairs correctly as they are.
+
+The transforms are ``DFT`` along one axis at a time. Inverse transforms run as ``conj(DFT(conj(x)))``:
+ONNX Runtime's inverse ``DFT`` of a non-power-of-two length is only ~1e-7 accurate in float64, its forward
+one is exact to rounding. ``fft_c2r`` rebuilds the full Hermitian spectrum (the half spectrum, then the
+conjugated mirror of its entries 1 .. n - n//2 - 1) and keeps the real part of its inverse, as NumPy's
+``irfftn`` (the imaginary parts of the zero and Nyquist entries are ignored).
+
+Example:
+    >>> import ember, ember.onnx, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "spectrum.onnx")
+    >>> _ = ember.onnx.export(lambda x: ember.fft.rfft(x).abs(), (ember.randn(2, 8),), path)  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ember import dtypes
+from ember.onnx.builder import GraphBuilder, static
+
+# ONNX ops that act on each real number alone and linearly: correct on (..., 2) pairs as they are.
+LINEAR_ONNX_OPS = frozenset({"Add", "Sub", "Neg", "Identity"})
+METADATA_KEY = "ember.complex_values"
+
+
+def pairs(emit: Callable) -> Callable:
+    """Mark an emitter as handling complex values in the (..., 2) pair layout."""
+    emit.complex_pairs = True
+    return emit
+
+
+def handles_complex(emitter: Callable, onnx_field: Any, node: Any) -> bool:
+    """Whether ``emitter`` may run on ``node``, some of whose values are complex."""
+    if getattr(emitter, "complex_pairs", False):
+        return True
+    tensor_specs = [s for s in node.in_specs if s is not None]
+    return isinstance(onnx_field, str) and onnx_field in LINEAR_ONNX_OPS and all(
+        s.dtype.is_complex for s in tensor_specs + list(node.out_specs))
+
+
+def is_complex(spec: Any) -> bool:
+    return spec is not None and spec.dtype.is_complex
+
+
+def pair_shape(spec: Any) -> list:
+    """The ONNX shape of a value: its own, with the trailing 2 of the pair layout when complex."""
+    return list(spec.shape) + ([2] if is_complex(spec) else [])
+
+
+# ---- helpers on pairs ------------------------------------------------------------------------------------------
+def part(b: GraphBuilder, x: str, k: int) -> str:
+    """The real (k = 0) or imaginary (k = 1) part of a pair tensor."""
+    return b.node("Gather", [x, b.const(np.array(k, dtype=np.int64))], axis=-1)
+
+
+def stack(b: GraphBuilder, re: str, im: str) -> str:
+    """Two real tensors of one shape as a pair tensor."""
+    last = b.ints([-1])
+    return b.node("Concat", [b.node("Unsqueeze", [re, last]), b.node("Unsqueeze", [im, last])], axis=-1)
+
+
+def as_pair(b: GraphBuilder, x: str, spec: Any) -> str:
+    """A pair tensor for ``x``: itself when complex, else ``x`` with a zero imaginary part (Pad, not a multiply
+    by 0, which would turn inf into NaN)."""
+    if is_complex(spec):
+        return x
+    rank = len(spec.shape) + 1
+    return b.node("Pad", [b.node("Unsqueeze", [x, b.ints([-1])]), b.ints([0] * rank + [0] * (rank - 1) + [1])],
+                  mode="constant")
+
+
+def conj(b: GraphBuilder, x: str, real_dtype: Any) -> str:
+    return b.node("Mul", [x, b.const(np.array([1.0, -1.0]), real_dtype)])
+
+
+def _real_dtype(spec: Any) -> Any:
+    return spec.dtype.to_real() if spec.dtype.is_complex else spec.dtype
+
+
+def _multiply(b: GraphBuilder, x: str, y: str) -> str:
+    """The complex product of two (broadcastable) pair tensors."""
+    xr, xi, yr, yi = part(b, x, 0), part(b, x, 1), part(b, y, 0), part(b, y, 1)
+    re = b.node("Sub", [b.node("Mul", [xr, yr]), b.node("Mul", [xi, yi])])
+    im = b.node("Add", [b.node("Mul", [xr, yi]), b.node("Mul", [xi, yr])])
+    return stack(b, re, im)
+
+
+def _atan2(b: GraphBuilder, y: str, x: str, dtype: Any) -> str:
+    """atan2(y, x) from Atan: +-pi added where x < 0 (by the sign of y, -0.0 included), +-pi/2 at x == 0 through atan(+-inf), and 0
+    where both are 0 (ember's angle(0) = 0; Atan(0/0) is NaN). ONNX Runtime's Atan is float32 only: in float64
+    the float32 angle is refined by two Newton steps on x sin(t) - y cos(t) = 0 (with x, y scaled to at most 1)."""
+    zero = b.scalar(0, dtype)
+    ratio = b.node("Div", [y, x])
+    if dtype is dtypes.float64:
+        base = b.node("Cast", [b.node("Atan", [b.node("Cast", [ratio], to=dtypes.float32.onnx)])], to=dtype.onnx)
+    else:
+        base = b.node("Atan", [ratio])
+    negative_y = b.node("Less", [b.node("Div", [b.scalar(1, dtype), y]), zero])  # -0.0 counts: atan2(-0, -1) = -pi
+    pi = b.node("Where", [negative_y, b.scalar(-math.pi, dtype), b.scalar(math.pi, dtype)])
+    out = b.node("Add", [base, b.node("Where", [b.node("Less", [x, zero]), pi, zero])])
+    if dtype is dtypes.float64:
+        largest = b.node("Max", [b.node("Abs", [x]), b.node("Abs", [y])])
+        xs, ys = b.node("Div", [x, largest]), b.node("Div", [y, largest])
+        for _ in range(2):
+            sin, cos = b.node("Sin", [out]), b.node("Cos", [out])
+            f = b.node("Sub", [b.node("Mul", [xs, sin]), b.node("Mul", [ys, cos])])
+            slope = b.node("Add", [b.node("Mul", [xs, cos]), b.node("Mul", [ys, sin])])
+            step = b.node("Div", [f, slope])
+            finite = b.node("Not", [b.node("Or", [b.node("IsNaN", [step]), b.node("IsInf", [step])])])
+            out = b.node("Where", [finite, b.node("Sub", [out, step]), out])  # inf/NaN parts keep the first guess
+    both_zero = b.node("And", [b.node("Equal", [x, zero]), b.node("Equal", [y, zero])])
+    return b.node("Where", [both_zero, zero, out])
+
+
+# ---- the complex records ---------------------------------------------------------------------------------------
+@pairs
+def real(b: GraphBuilder, n: Any) -> str:
+    return part(b, n.inputs[0], 0)
+
+
+@pairs
+def imag(b: GraphBuilder, n: Any) -> str:
+    return part(b, n.inputs[0], 1)
+
+
+@pairs
+def conjugate(b: GraphBuilder, n: Any) -> str:
+    if not is_complex(n.in_specs[0]):
+        return b.node("Identity", [n.inputs[0]])
+    return conj(b, n.inputs[0], _real_dtype(n.in_specs[0]))
+
+
+@pairs
+def same_pairs(b: GraphBuilder, n: Any) -> str:
+    """``view_as_real``/``view_as_complex``: the pair layout is view_as_real's, so nothing moves."""
+    return b.node("Identity", [n.inputs[0]])
+
+
+def _broadcast(b: GraphBuilder, x: str, shape: Sequence) -> str:
+    return b.node("Expand", [x, b.ints(list(shape))])
+
+
+@pairs
+def complex_from_parts(b: GraphBuilder, n: Any) -> str:
+    """``complex(re, im)``: both broadcast to the result's shape, then stacked."""
+    shape = n.out_specs[0].shape
+    return stack(b, _broadcast(b, n.inputs[0], shape), _broadcast(b, n.inputs[1], shape))
+
+
+@pairs
+def polar(b: GraphBuilder, n: Any) -> str:
+    """``polar(r, theta)``: r cos(theta) + i r sin(theta)."""
+    r, theta = n.inputs
+    shape = n.out_specs[0].shape
+    re = b.node("Mul", [r, b.node("Cos", [theta])])
+    im = b.node("Mul", [r, b.node("Sin", [theta])])
+    return stack(b, _broadcast(b, re, shape), _broadcast(b, im, shape))
+
+
+@pairs
+def angle(b: GraphBuilder, n: Any) -> str:
+    """atan2(imag, real) of complex values; pi where a real value is negative, NaN kept, else 0."""
+    x, spec = n.inputs[0], n.in_specs[0]
+    dtype = _real_dtype(spec)
+    if is_complex(spec):
+        return _atan2(b, part(b, x, 1), part(b, x, 0), dtype)
+    zero = b.scalar(0, dtype)
+    kept = b.node("Where", [b.node("IsNaN", [x]), x, zero])
+    return b.node("Where", [b.node("Less", [x, zero]), b.scalar(math.pi, dtype), kept])
+
+
+@pairs
+def absolute(b: GraphBuilder, n: Any) -> str:
+    """|z| = sqrt(re^2 + im^2) for complex values (overflows above ~1.8e19 in float32, where ember's hypot does
+    not); ONNX Abs for real ones."""
+    x = n.inputs[0]
+    if not is_complex(n.in_specs[0]):
+        return b.node("Abs", [x])
+    squares = b.node("ReduceSumSquare", [x, b.ints([-1])] if b.opset >= 18 else [x], keepdims=0,
+                     **({} if b.opset >= 18 else {"axes": [-1]}))
+    return b.node("Sqrt", [squares])
+
+
+@pairs
+def multiply(b: GraphBuilder, n: Any) -> str:
+    """Mul, or the complex product (a b - c d, a d + c b) when the result is complex."""
+    if not is_complex(n.out_specs[0]):
+        return b.node("Mul", n.inputs)
+    x, y = (as_pair(b, name, spec) if spec is not None else name for name, spec in zip(n.inputs, n.in_specs))
+    return _multiply(b, x, y)
+
+
+@pairs
+def divide(b: GraphBuilder, n: Any) -> str:
+    """Div, or x conj(y) / |y|^2 when the result is complex (NumPy scales by the larger part of y first: this
+    overflows for |y| above ~1.8e19 in float32)."""
+    if not is_complex(n.out_specs[0]):
+        return b.node("Div", n.inputs)
+    x, y = (as_pair(b, name, spec) if spec is not None else name for name, spec in zip(n.inputs, n.in_specs))
+    dtype = n.out_specs[0].dtype.to_real()
+    numerator = _multiply(b, x, conj(b, y, dtype))
+    yr, yi = part(b, y, 0), part(b, y, 1)
+    magnitude2 = b.node("Add", [b.node("Mul", [yr, yr]), b.node("Mul", [yi, yi])])
+    return b.node("Div", [numerator, b.node("Unsqueeze", [magnitude2, b.ints([-1])])])
+
+
+# ---- the Fourier transforms -------------------------------------------------------------------------------------
+def _dft(b: GraphBuilder, x: str, axis: int, inverse: bool, real_dtype: Any, onesided: bool = False) -> str:
+    """One unnormalized DFT along ``axis`` (>= 0) of a (..., 1) real or (..., 2) pair tensor; the inverse is
+    conj(DFT(conj(x))) (ONNX Runtime's inverse divides by n and loses float64 accuracy for odd lengths)."""
+    if inverse:
+        x = conj(b, x, real_dtype)
+    attrs = {"onesided": 1} if onesided else {}
+    if b.opset >= 20:  # the axis became an input in opset 20
+        out = b.node("DFT", [x, "", b.const(np.array(axis, dtype=np.int64))], **attrs)
+    else:
+        out = b.node("DFT", [x], axis=axis, **attrs)
+    return conj(b, out, real_dtype) if inverse else out
+
+
+def _scale(b: GraphBuilder, x: str, norm: str, inverse: bool, size: int, real_dtype: Any) -> str:
+    """NumPy's norm modes on an unnormalized transform of ``size`` points."""
+    divisor = {"ortho": math.sqrt(size), "backward": size if inverse else 1, "forward": 1 if inverse else size}[norm]
+    if divisor == 1:
+        return x
+    return b.node("Mul", [x, b.scalar(1.0 / divisor, real_dtype)])
+
+
+def _sizes(shape: Sequence, dims: Sequence, n: Any) -> int:
+    return math.prod(static([shape[d] for d in dims], n, "transform length")) if dims else 1
+
+
+@pairs
+def fft_c2c(b: GraphBuilder, n: Any) -> str:
+    spec = n.in_specs[0]
+    rank, dtype = len(spec.shape), spec.dtype.to_real()
+    dims = [int(d) % rank for d in n.attrs["dims"]]
+    inverse = not n.attrs["forward"]
+    x = n.inputs[0]
+    for d in dims:
+        x = _dft(b, x, d, inverse, dtype)
+    out = _scale(b, x, n.attrs["norm"], inverse, _sizes(spec.shape, dims, n), dtype)
+    return out if out != n.inputs[0] else b.node("Identity", [out])
+
+
+@pairs
+def fft_r2c(b: GraphBuilder, n: Any) -> str:
+    """The last of ``dims`` first (one-sided when asked: ONNX's DFT of real input), then the others."""
+    spec = n.in_specs[0]
+    rank, dtype = len(spec.shape), spec.dtype
+    dims = [int(d) % rank for d in n.attrs["dims"]]
+    x = b.node("Unsqueeze", [n.inputs[0], b.ints([-1])])  # (..., 1): a real signal for DFT
+    if not dims:
+        return as_pair(b, n.inputs[0], spec)
+    x = _dft(b, x, dims[-1], False, dtype, onesided=bool(n.attrs["onesided"]))
+    for d in dims[:-1]:
+        x = _dft(b, x, d, False, dtype)
+    return _scale(b, x, n.attrs["norm"], False, _sizes(spec.shape, dims, n), dtype)
+
+
+@pairs
+def fft_c2r(b: GraphBuilder, n: Any) -> str:
+    """Inverse complex transforms over all but the last of ``dims``, then the half spectrum along the last made
+    whole (its first ``L//2 + 1`` entries, zero-padded or trimmed, followed by the conjugates of entries
+    ``L - L//2 - 1 .. 1``), its inverse transform, and the real part."""
+    spec = n.in_specs[0]
+    rank, dtype = len(spec.shape), spec.dtype.to_real()
+    dims = [int(d) % rank for d in n.attrs["dims"]]
+    (length,) = static([n.attrs["last_dim_size"]], n, "last_dim_size")
+    x = n.inputs[0]
+    for d in dims[:-1]:
+        x = _dft(b, x, d, True, dtype)
+    last = dims[-1]
+    have, keep = int(spec.shape[last]), length // 2 + 1
+    if have < keep:  # zero entries beyond the given half spectrum (irfft's n larger than 2 (m - 1))
+        pads = [0] * (rank + 1) * 2
+        pads[rank + 1 + last] = keep - have
+        x = b.node("Pad", [x, b.ints(pads)], mode="constant")
+    elif have > keep:
+        x = b.node("Slice", [x, b.ints([0]), b.ints([keep]), b.ints([last])])
+    mirrored = length - keep
+    if mirrored > 0:  # entries keep-1-(length%2==0) .. 1, i.e. indices mirrored .. 1 of the half spectrum
+        tail = b.node("Slice", [x, b.ints([mirrored]), b.ints([0]), b.ints([last]), b.ints([-1])])
+        x = b.node("Concat", [x, conj(b, tail, dtype)], axis=last)
+    x = _dft(b, x, last, True, dtype)
+    size = _sizes(spec.shape, dims[:-1], n) * length
+    return _scale(b, part(b, x, 0), n.attrs["norm"], True, size, dtype)
+
+
+def complex_dtype_error(op_name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"ember.onnx.export: op {op_name!r} on complex tensors is not exported. ONNX Runtime has no complex "
+        "kernels, so ember carries complex values as (..., 2) real pairs, which only the Fourier transforms, "
+        "real/imag/conj/abs/angle, view_as_real/view_as_complex, complex/polar, add/sub/neg/mul/div, casts, sums "
+        "and means and the movement ops (reshape, permute, indexing, cat, expand, flip) understand "
+        "(docs/complex-fft.md). Take the real and imaginary parts before this op, or export without it.")
+
+
+def as_onnx_constant(array: np.ndarray) -> np.ndarray:
+    """A complex constant in the pair layout (float32 for complex64, float64 for complex128)."""
+    real_type = np.float32 if array.dtype == np.complex64 else np.float64
+    return np.stack([array.real, array.imag], axis=-1).astype(real_type)

@@ -1,0 +1,159 @@
+"""Softmax cross entropy with class-index targets as one fused op and one fused backward.
+
+Composed from ops (log_softmax, a target check, where, gather, neg, mul, two sums, a divide), the
+loss of a classifier cost ~12 dispatches forward and ~8 autograd nodes backward: 0.19 ms for a
+64 x 10 batch against torch's 0.024 ms (one thread), about 1% of an MNIST CNN step. Here it is one
+op each way, on the common case ``cross_entropy(input (N, C) float32/float64, target (N,) int)``
+with any ``ignore_index`` and reduction, no class weights and no label smoothing (the rest keeps
+the composite in ``ember/ops/losses.py``).
+
+* ``cross_entropy(x, t) -> (loss, logp)``: ``logp`` (the log-softmax, a non-differentiable second
+  output) is kept for the backward, as log_softmax kept its output in the composite;
+* ``cross_entropy_backward(g, logp, t) -> dx = (softmax - onehot(t)) * valid * scale``.
+
+The forward takes the composite's exact steps (the same log-softmax code, picks, products and
+sums), so the loss is the composite's bit for bit. With ``create_graph=True`` the vjp
+differentiates the composite, so second derivatives match torch.
+
+Example:
+    >>> import ember
+    >>> loss, _ = cross_entropy_fused(ember.zeros(2, 4), ember.tensor([1, 3]), -100, "mean")
+    >>> round(loss.item(), 4)  # log(4)
+    1.3863
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np  # np.errstate: a mean over only ignored targets is 0/0 (NaN, as PyTorch)
+
+from ember.autograd import grad_mode
+from ember import dtypes
+from ember.ops import batching, dispatch, elementwise as ew
+from ember.ops.nn_ops import _log_softmax_impl, log_softmax
+from ember.ops.registry import OpDef, Spec, register
+from ember.onnx import emitters as to_onnx
+
+
+def _targets(xp: Any, t: Any, ignore_index: int, classes: int, check: bool) -> tuple:
+    """(valid mask, targets with ignored entries at class 0); raises on an out-of-range class."""
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0)
+    if check and safe.size and bool(((safe < 0) | (safe >= classes)).any()):
+        low, high = int(safe.min()), int(safe.max())
+        bad = high if high >= classes else low
+        raise IndexError(f"cross_entropy: nll_loss: target {bad} is out of bounds for {classes} classes "
+                         f"(input shape {tuple((t.shape[0], classes))})")
+    return valid, safe
+
+
+def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) -> tuple:
+    n, classes = x.shape
+    logp = _log_softmax_impl(xp, x, 1)
+    valid, safe = _targets(xp, t, ignore_index, classes, check=True)
+    w = valid.astype(x.dtype)
+    losses = -logp[xp.arange(n), safe] * w
+    if reduction == "none":
+        return losses, logp
+    total = losses.sum()
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = total / w.sum()
+    return xp.asarray(total, dtype=x.dtype), logp
+
+
+def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduction: str) -> Any:
+    n, classes = logp.shape
+    valid, safe = _targets(xp, t, ignore_index, classes, check=False)
+    grad = xp.exp(logp)
+    grad[xp.arange(n), safe] -= 1  # an ignored row's 1 lands on class 0; the row is zeroed below
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = g / valid.sum(dtype=logp.dtype)
+    # ignored rows get 0 whatever g is (PyTorch's: also when every target is ignored and g = 0/0)
+    grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[:, None]
+    return grad
+
+
+def _composite(x: Any, t: Any, ignore_index: int, reduction: str) -> Any:
+    """The loss in ember ops (for create_graph=True backward graphs)."""
+    valid = t != ignore_index
+    w = valid.to(x.dtype)
+    picked = log_softmax(x, 1).gather(1, ew.where(valid, t, 0).unsqueeze(1)).squeeze(1)
+    losses = -picked * w
+    if reduction == "none":
+        return losses
+    return losses.sum() / w.sum() if reduction == "mean" else losses.sum()
+
+
+def _vjp(ctx: Any, grads: Any) -> tuple:
+    g = grads[0]
+    x, t = ctx.inputs
+    attrs = ctx.attrs
+    if not grad_mode.STATE.enabled:  # plain backward: one fused op from the saved log-softmax
+        return dispatch.apply(CROSS_ENTROPY_BACKWARD, (g, ctx.out[1], t), dict(attrs)), None
+    from ember.autograd import grad as autograd_grad  # noqa: PLC0415 - ember.autograd imports the ops
+
+    (gx,) = autograd_grad([_composite(x, t, **attrs)], [x], [g], create_graph=True)
+    return gx, None
+
+
+# ---- vmap: the batch folded into the rows of the op itself --------------------------------------------
+def _batched(args: tuple, bdims: tuple, size: int) -> tuple:
+    return tuple(batching.with_batch(a, d, size) for a, d in zip(args, bdims))
+
+
+def _batch_forward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """(B, N, C) logits: one (B*N, C) call without reduction, then each sample's own reduction."""
+    x, t = _batched(args, bdims, size)
+    b, n, classes = x.shape
+    ignore_index, reduction = attrs["ignore_index"], attrs["reduction"]
+    loss, logp = cross_entropy_fused(x.reshape(b * n, classes), t.reshape(b * n), ignore_index, "none")
+    loss, logp = loss.reshape(b, n), logp.reshape(b, n, classes)
+    if reduction != "none":
+        loss = loss.sum(1) if reduction == "sum" else loss.sum(1) / (t != ignore_index).to(x.dtype).sum(1)
+    return (loss, logp), (0, 0)
+
+
+def _batch_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """Each sample's cotangent spread over its rows (divided by its count for a mean), then one
+    (B*N, C) call without reduction."""
+    g, logp, t = _batched(args, bdims, size)
+    b, n, classes = logp.shape
+    ignore_index, reduction = attrs["ignore_index"], attrs["reduction"]
+    if reduction == "mean":
+        g = g / (t != ignore_index).to(logp.dtype).sum(1)
+    rows = g if reduction == "none" else g.reshape(b, 1).expand(b, n)
+    flat = dispatch.apply(CROSS_ENTROPY_BACKWARD, (rows.reshape(b * n), logp.reshape(b * n, classes), t.reshape(b * n)),
+                          {"ignore_index": ignore_index, "reduction": "none"})
+    return flat.reshape(b, n, classes), 0
+
+
+def _rule(x: Spec, t: Spec, ignore_index: int, reduction: str) -> tuple:
+    loss = Spec((x.shape[0],) if reduction == "none" else (), x.dtype, x.device)
+    return loss, Spec(x.shape, x.dtype, x.device)
+
+
+CROSS_ENTROPY = register(OpDef(
+    name="cross_entropy", batch=_batch_forward, category="nn", impl=_forward_impl, vjp=_vjp, save="both", num_outputs=2,
+    nondiff_inputs=(1,), nondiff_outputs=(1,), shape_rule=_rule, onnx=to_onnx.cross_entropy,
+    flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
+))
+CROSS_ENTROPY_BACKWARD = register(OpDef(
+    name="cross_entropy_backward", batch=_batch_backward, category="nn", impl=_backward_impl,
+    shape_rule=lambda g, logp, t, ignore_index, reduction: Spec(logp.shape, logp.dtype, logp.device),
+    flops=lambda inputs, outputs, attrs: 3 * int(np.prod(inputs[1].shape)),
+))
+
+
+def fusable(input: Any, target: Any, weight: Any, label_smoothing: float) -> bool:
+    """Whether ``cross_entropy`` can take the fused op: (N, C) float32/float64 logits, (N,) int64
+    class indices, no class weights, no label smoothing."""
+    return (weight is None and label_smoothing <= 0 and input.ndim == 2 and target.ndim == 1
+            and input.dtype in (dtypes.float32, dtypes.float64) and target.dtype is dtypes.int64
+            and target.shape[0] == input.shape[0] and input.shape[1] > 0)
+
+
+def cross_entropy_fused(input: Any, target: Any, ignore_index: int, reduction: str) -> tuple:
+    """``(loss, log_softmax(input))`` of the fused op (see the module docstring)."""
+    return dispatch.apply(CROSS_ENTROPY, (input, target), {"ignore_index": int(ignore_index), "reduction": reduction})
