@@ -11,8 +11,8 @@ import numpy as np
 
 from ember import dtypes
 from ember.ops import dispatch
-from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE, SCATTER_ADD,
-    TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
+from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
+    SCATTER_ADD, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx

@@ -23,7 +23,8 @@ torch = pytest.importorskip("torch")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # where PyTorch re-exports the names of each family of module paths
-NAMESPACE = {"ember.cuda.amp": "ember.amp", "ember.nn.utils.stateless": "ember.func", "ember.cuda": "ember.cuda", "ember.utils.data": "ember.utils.data", "ember.nn.modules": "ember.nn",
+NAMESPACE = {"ember.cuda.amp": "ember.amp", "ember.nn.utils.stateless": "ember.func",
+             "ember.cuda": "ember.cuda", "ember.utils.data": "ember.utils.data", "ember.nn.modules": "ember.nn",
              "ember.nn.utils": "ember.nn.utils", "ember.optim": "ember.optim"}
 
 
@@ -71,7 +72,8 @@ def test_path_offers_the_names_ember_has(path: str) -> None:
     assert offered, f"{path}: nothing to compare (the test would check nothing)"
     # torch.cuda.amp's classes are deprecated subclasses of torch.amp's (and ember's likewise): names only
     same = path != "ember.cuda.amp"
-    missing = [n for n in offered if not hasattr(module, n) or (same and getattr(module, n) is not getattr(namespace, n))]
+    missing = [n for n in offered
+               if not hasattr(module, n) or (same and getattr(module, n) is not getattr(namespace, n))]
     assert not missing, f"{path} lacks {missing}"
 
 
