@@ -240,6 +240,7 @@ def hfftn(input: Any, s: Sequence[int] | None = None, dim: Sequence[int] | None 
 def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
             **_: Any) -> Any:
     """The sample frequencies of an ``n``-point transform: ``[0, 1, ..., n//2 - 1 or n//2, -n//2, ..., -1] / (d n)``."""
+    _check_length(n, "fft_fftfreq")
     index = arange(n, dtype=dtypes.int64, device=device)
     freq = ew.where(index < (n + 1) // 2, index, index - n)
     out = freq.to(dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()) / (d * n)
@@ -249,14 +250,23 @@ def fftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, re
 def rfftfreq(n: int, d: float = 1.0, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
              **_: Any) -> Any:
     """The non-negative frequencies of an ``n``-point real transform: ``[0, 1, ..., n//2] / (d n)``."""
-    index = arange(n // 2 + 1, dtype=dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype(),
+    count = int(n / 2) + 1  # C's truncating division, as PyTorch: rfftfreq(-1) has one entry, rfftfreq(-4) none
+    _check_length(count, "fft_rfftfreq")
+    index = arange(count, dtype=dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype(),
                    device=device)
     out = index / (d * n)
     return out.requires_grad_(True) if requires_grad else out
 
 
+def _check_length(n: Any, op: str) -> None:
+    if n < 0:  # PyTorch's message (it makes an arange of n entries first)
+        raise RuntimeError(f"{op}: Trying to create tensor with negative dimension {n}: [{n}]")
+
+
 def _shift(x: Any, dim: Any, inverse: bool) -> Any:
-    dims = list(range(x.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    op = "fft_ifftshift" if inverse else "fft_fftshift"
+    dims = list(range(x.ndim)) if dim is None else [_wrap_dim(d, x.ndim, op) for d in
+                                                      ([dim] if isinstance(dim, int) else list(dim))]
     if not dims:
         return x
     shifts = [(x.shape[d] // 2) * (-1 if inverse else 1) for d in dims]

@@ -14,9 +14,9 @@ Example:
     >>> per_sample.tolist()
     [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 """
-from ember.func.module_state import functional_call, stack_module_state
-from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp
+from ember.func.module_state import functional_call, replace_all_batch_norm_modules_, stack_module_state
+from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ember.func.vmap import vmap
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "functional_call",
-           "stack_module_state"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
+           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]

@@ -30,7 +30,7 @@ from ember.func.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.func.vmap import vmap
 from ember.ops import dispatch
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
 
 
 class _Nesting(threading.local):
@@ -274,6 +274,36 @@ def _linearized(func: Callable, primals: tuple, has_aux: bool, name: str) -> tup
         return out
 
     return flat_out, out_spec, push, aux, keep, flat, spec
+
+
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` gives J tangents at ``primals`` (``torch.func.linearize``).
+
+    ``func`` runs once; each ``jvp_fn`` call is one backward pass through the kept first backward (the double-vjp
+    trick of :func:`jvp`), so many tangents cost one forward in all.
+
+    Example:
+        >>> out, jvp_fn = linearize(lambda x: x.sin(), ember.zeros(2))
+        >>> jvp_fn(ember.ones(2)).tolist()
+        [1.0, 1.0]
+    """
+    flat_out, out_spec, push, _, keep, flat_primals, primals_spec = _linearized(func, primals, False, "linearize")
+    metas = [(p.shape, p.device, p.dtype) for p in flat_primals]
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat_tangents, tangents_spec = tree_flatten(tangents)
+        if tangents_spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {tangents_spec} to have the same argspec as the primals "
+                               f"{primals_spec}")
+        for idx, (t, (shape, device, dtype)) in enumerate(zip(flat_tangents, metas)):
+            for what, got, want in (("shape", t.shape, shape), ("device", t.device, device),
+                                    ("dtype", t.dtype, dtype)):
+                if got != want:
+                    raise RuntimeError(f"tangent:{idx} with {what} {got} in flattened pytree doesn't match the "
+                                       f"{what} {want} of the corresponding primal.")
+        return tree_unflatten(push(flat_tangents), out_spec)
+
+    return tree_unflatten([_release(o, keep) for o in flat_out], out_spec), jvp_fn
 
 
 def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False) -> tuple:

@@ -218,6 +218,29 @@ def divide(b: GraphBuilder, n: Any) -> str:
     return b.node("Div", [numerator, b.node("Unsqueeze", [magnitude2, b.ints([-1])])])
 
 
+@pairs
+def select(b: GraphBuilder, n: Any) -> str:
+    """``where(c, x, y)``: Where, with the condition given a trailing axis against complex pairs."""
+    if not is_complex(n.out_specs[0]):
+        return b.node("Where", n.inputs)
+    cond, x, y = n.inputs
+    cond = b.node("Unsqueeze", [cond, b.ints([-1])])
+    x, y = (as_pair(b, name, spec) if spec is not None else name for name, spec in zip((x, y), n.in_specs[1:]))
+    return b.node("Where", [cond, x, y])
+
+
+@pairs
+def matmul(b: GraphBuilder, n: Any) -> str:
+    """MatMul, or (A + iB)(C + iD) = (AC - BD) + i(AD + BC) from four real MatMuls."""
+    if not is_complex(n.out_specs[0]):
+        return b.node("MatMul", n.inputs)
+    x, y = (as_pair(b, name, spec) for name, spec in zip(n.inputs, n.in_specs))
+    xr, xi, yr, yi = part(b, x, 0), part(b, x, 1), part(b, y, 0), part(b, y, 1)
+    re = b.node("Sub", [b.node("MatMul", [xr, yr]), b.node("MatMul", [xi, yi])])
+    im = b.node("Add", [b.node("MatMul", [xr, yi]), b.node("MatMul", [xi, yr])])
+    return stack(b, re, im)
+
+
 # ---- the Fourier transforms -------------------------------------------------------------------------------------
 def _dft(b: GraphBuilder, x: str, axis: int, inverse: bool, real_dtype: Any, onesided: bool = False) -> str:
     """One unnormalized DFT along ``axis`` (>= 0) of a (..., 1) real or (..., 2) pair tensor; the inverse is
@@ -305,8 +328,8 @@ def complex_dtype_error(op_name: str) -> NotImplementedError:
     return NotImplementedError(
         f"ember.onnx.export: op {op_name!r} on complex tensors is not exported. ONNX Runtime has no complex "
         "kernels, so ember carries complex values as (..., 2) real pairs, which only the Fourier transforms, "
-        "real/imag/conj/abs/angle, view_as_real/view_as_complex, complex/polar, add/sub/neg/mul/div, casts, sums "
-        "and means and the movement ops (reshape, permute, indexing, cat, expand, flip) understand "
+        "real/imag/conj/abs/angle, view_as_real/view_as_complex, complex/polar, add/sub/neg/mul/div, matmul, where, "
+        "casts, sums and means and the movement ops (reshape, permute, indexing, cat, expand, flip) understand "
         "(docs/complex-fft.md). Take the real and imaginary parts before this op, or export without it.")
 
 

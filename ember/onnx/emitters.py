@@ -25,7 +25,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied, static as _static
-from ember.onnx.complex_emitters import as_pair, is_complex, pairs, part
+from ember.onnx.complex_emitters import as_pair, complex_dtype_error, is_complex, pairs, part
 
 def _rank(n: Any, i: int = 0) -> int:
     return len(n.in_specs[i].shape)
@@ -65,7 +65,7 @@ def reduction(onnx_op: str) -> Callable:
         dims = n.attrs.get("dims")
         if is_complex(n.in_specs[0]):  # sum/mean of pairs: over the logical axes only, never the pair axis
             if onnx_op not in ("ReduceSum", "ReduceMean"):
-                raise NotImplementedError(f"ember.onnx.export: {n.op.name} of complex values is not exported")
+                raise complex_dtype_error(n.op.name)
             dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
         return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
 
@@ -688,11 +688,6 @@ def cross_entropy(b: GraphBuilder, n: Any) -> list:
 def expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
     return b.node("Sub", [b.node("Exp", [n.inputs[0]]), b.scalar(1, n.in_specs[0].dtype)])
-
-
-def erfc(b: GraphBuilder, n: Any) -> str:
-    """1 - Erf(x) (ONNX has no Erfc: the upper tail loses its relative precision, as expm1's Exp(x) - 1)."""
-    return b.node("Sub", [b.scalar(1, n.in_specs[0].dtype), b.node("Erf", [n.inputs[0]])])
 
 
 def log_base(base: float) -> Callable:

@@ -140,6 +140,21 @@ def imag_part(input: Any) -> Any:
     return dispatch.unary(IMAG, input)
 
 
+_TORCH_COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def real_only(op: str, *values: Any) -> None:
+    """PyTorch's special functions refuse complex tensors (NumPy/SciPy would compute something else silently:
+    SciPy's complex erf, or the real part only)."""
+    for v in values:
+        dtype = getattr(v, "dtype", None)  # an array's NumPy dtype, or a tensor's ember dtype
+        if getattr(dtype, "kind", None) == "c" or getattr(dtype, "is_complex", False) or isinstance(v, complex):
+            name = _TORCH_COMPLEX_NAMES.get(getattr(dtype, "name", ""), "ComplexDouble")
+            raise NotImplementedError(f"{op}: not implemented for '{name}' ({getattr(dtype, 'name', 'complex')}) "
+                                      "tensors, as in PyTorch: torch.special's functions take real inputs; apply it to "
+                                      ".real or .abs() if that is what you mean")
+
+
 def _no_complex(op: str, *values: Any) -> None:
     """PyTorch refuses ordering ops on complex numbers (NumPy would order them lexicographically)."""
     for v in values:
@@ -213,7 +228,7 @@ def _abs_vjp(ctx: Any, g: Any) -> tuple:
 ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx=complex_emitters.absolute)
 ABS.shape_rule = _complex_result_rule
 RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx="Reciprocal", float_only=True)
-ERF = _unary("erf", lambda xp, x: special_function(xp, "erf")(x).astype(x.dtype, copy=False),
+ERF = _unary("erf", lambda xp, x: real_only("erf", x) or special_function(xp, "erf")(x).astype(x.dtype, copy=False),
              lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
              onnx="Erf", float_only=True)
 
@@ -393,7 +408,7 @@ def _where_rule(cond: Spec, x: Any, y: Any) -> Spec:
 
 WHERE = register(OpDef(
     name="where", category="ternary", impl=lambda xp, c, x, y: xp.where(c, x, y), vjp=_WHERE_VJP,
-    shape_rule=_where_rule, onnx="Where", nondiff_inputs=(0,), save="first",
+    shape_rule=_where_rule, onnx=complex_emitters.select, nondiff_inputs=(0,), save="first",
 ))
 
 

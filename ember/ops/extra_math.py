@@ -23,7 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.onnx import emitters as to_onnx
+from ember.onnx import emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
 
@@ -62,22 +62,23 @@ TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx
 
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
+    ew.real_only("erfinv", x)
     return special_function(xp, "erfinv")(x).astype(x.dtype, copy=False)
 
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
-                save="output", float_only=True)
+                save="output", float_only=True, onnx=special_emitters.erfinv)
 
 
 # erfc and the scaled erfcx = exp(x^2) erfc(x) are primitives: 1 - erf(x) loses every digit of the upper
 # tail (erfc(3) was off by 1e-3 in float32, erfc(6) was 0 in float64), and log_ndtr's lower tail needs erfcx.
 def _special_impl(name: str) -> Any:
-    return lambda xp, x: special_function(xp, name)(x).astype(x.dtype, copy=False)
+    return lambda xp, x: ew.real_only(name, x) or special_function(xp, name)(x).astype(x.dtype, copy=False)
 
 
 ERFC = _unary("erfc", _special_impl("erfc"),
               lambda ctx, g: (g * ew.exp(-ctx.inputs[0] * ctx.inputs[0]) * (-2 / math.sqrt(math.pi)),),
-              float_only=True, onnx=to_onnx.erfc)
+              float_only=True, onnx=special_emitters.erfc)
 def _erfcx_vjp(ctx: Any, g: Any) -> tuple:
     """d/dx erfcx(x) = 2 x erfcx(x) - 2 / sqrt(pi): the two terms cancel for large x (relative error ~ 2 x^2 eps),
     so it is formed in float64, and above x = 30 from the asymptotic series
@@ -93,7 +94,7 @@ def _erfcx_vjp(ctx: Any, g: Any) -> tuple:
     return (g * (slope.to(x.dtype) if wide else slope),)
 
 
-ERFCX = _unary("erfcx", _special_impl("erfcx"), _erfcx_vjp, save="both", float_only=True)
+ERFCX = _unary("erfcx", _special_impl("erfcx"), _erfcx_vjp, save="both", float_only=True, onnx=special_emitters.erfcx)
 
 
 # ---- binary primitive: atan2 -----------------------------------------------------------------------
@@ -309,6 +310,7 @@ def frac(input: Any) -> Any:
 
 def logit(input: Any, eps: float | None = None) -> Any:
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
+    ew.real_only("logit", input)
     p = input if eps is None else ew.clamp(input, eps, 1 - eps)
     # log p - log1p(-p): the gradient 1/p + 1/(1 - p) is inf at 0 and 1 (PyTorch's), not 0 * inf = NaN.
     return ew.log(p) - ew.log1p(-p)
@@ -405,6 +407,7 @@ def xlogy(input: Any, other: Any) -> Any:
     Where input == 0 and log(other) is not finite, other is replaced by 1 (so 0 * log 1 = 0 and no
     inf/NaN reaches the gradients); elsewhere d/d input = log(other), as in PyTorch.
     """
+    ew.real_only("xlogy", input, other)
     x, y = _tensors(input, other, "xlogy")
     bad_log = ew.logical_or(y <= 0, ew.isinf(y))
     return x * ew.log(ew.where(ew.logical_and(x == 0, bad_log), 1.0, y))
@@ -575,13 +578,19 @@ def diag(input: Any, diagonal: int = 0) -> Any:
 
 def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
     """Batched diag: the last dim of ``input`` becomes the diagonal of new trailing matrices."""
-    from ember.creation import zeros
+    from ember.creation import eye, zeros
 
     n = input.shape[-1] + abs(offset)
-    rows, cols = _diag_positions(n, n, offset, input.device)
-    out = zeros(tuple(input.shape[:-1]) + (n, n), dtype=input.dtype, device=input.device)
-    index, index_tensors = movement.split_index((Ellipsis, rows, cols), input.device)
-    out = movement.index_put(out, index, index_tensors, input)
+    if offset == 0 and input.dtype is not dtypes.bool_:
+        # An identity pattern selects input[..., i] at (i, i): elementwise, so vmap batches it without a loop
+        # (index_put with an Ellipsis runs once per sample; every linalg backward builds diagonals), and NaN or inf
+        # stay on the diagonal (a product with the identity would spread inf * 0 = NaN).
+        out = ew.where(eye(n, dtype=dtypes.bool_, device=input.device), input.unsqueeze(-1), 0)
+    else:
+        rows, cols = _diag_positions(n, n, offset, input.device)
+        out = zeros(tuple(input.shape[:-1]) + (n, n), dtype=input.dtype, device=input.device)
+        index, index_tensors = movement.split_index((Ellipsis, rows, cols), input.device)
+        out = movement.index_put(out, index, index_tensors, input)
     if (dim1, dim2) != (-2, -1):
         out = views.movedim(out, (-2, -1), (dim1, dim2))
     return out

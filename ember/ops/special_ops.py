@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from ember.backends import special_function
+from ember.onnx import special_emitters as to_onnx
 from ember.ops import dispatch, elementwise as ew
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OpDef, register
@@ -25,36 +26,38 @@ from ember.ops.registry import OpDef, register
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 
-def _unary_impl(fname: str) -> Any:
-    return lambda xp, x: special_function(xp, fname)(x).astype(x.dtype, copy=False)
+def _unary_impl(fname: str, op: str) -> Any:
+    return lambda xp, x: ew.real_only(op, x) or special_function(xp, fname)(x).astype(x.dtype, copy=False)
 
 
-def _binary_impl(fname: str) -> Any:
+def _binary_impl(fname: str, op: str) -> Any:
     def impl(xp: Any, a: Any, b: Any) -> Any:
+        ew.real_only(op, a, b)
         dtype = a.dtype if hasattr(a, "dtype") else b.dtype  # dispatch made both operands this dtype
         return special_function(xp, fname)(a, b).astype(dtype, copy=False)
 
     return impl
 
 
-def _unary(name: str, fname: str, vjp: Any = None, save: str = "inputs") -> OpDef:
-    return register(OpDef(name=name, category="unary", impl=_unary_impl(fname), vjp=vjp, save=save,
+def _unary(name: str, fname: str, vjp: Any = None, save: str = "inputs", onnx: Any = None) -> OpDef:
+    return register(OpDef(name=name, category="unary", impl=_unary_impl(fname, name), vjp=vjp, save=save, onnx=onnx,
                           shape_rule=elementwise_rule(), float_only=True, doc=f"torch.special's {name}"))
 
 
 def _binary(name: str, fname: str, vjp: Any = None, nondiff: tuple = ()) -> OpDef:
-    return register(OpDef(name=name, category="binary", impl=_binary_impl(fname), vjp=vjp,
+    return register(OpDef(name=name, category="binary", impl=_binary_impl(fname, name), vjp=vjp,
                           shape_rule=elementwise_rule(), float_only=True, nondiff_inputs=nondiff,
                           doc=f"torch.special's {name}"))
 
 
 # ---- gamma family -------------------------------------------------------------------------------------------
 def _polygamma_impl(xp: Any, x: Any, n: int) -> Any:
+    ew.real_only("polygamma", x)
     return special_function(xp, "polygamma")(n, x).astype(x.dtype, copy=False)
 
 
-LGAMMA = _unary("lgamma", "lgamma", lambda ctx, g: (g * digamma(ctx.inputs[0]),))
-DIGAMMA = _unary("digamma", "digamma", lambda ctx, g: (g * polygamma(1, ctx.inputs[0]),))
+LGAMMA = _unary("lgamma", "lgamma", lambda ctx, g: (g * digamma(ctx.inputs[0]),), onnx=to_onnx.lgamma)
+DIGAMMA = _unary("digamma", "digamma", lambda ctx, g: (g * polygamma(1, ctx.inputs[0]),), onnx=to_onnx.digamma)
 POLYGAMMA = register(OpDef(
     name="polygamma", category="unary", impl=_polygamma_impl, shape_rule=elementwise_rule(), float_only=True,
     vjp=lambda ctx, g: (g * polygamma(ctx.attrs["n"] + 1, ctx.inputs[0]),), doc="torch.special.polygamma"))
@@ -111,14 +114,16 @@ def _safe(x: Any) -> Any:
     return ew.where(x == 0, 1.0, x)
 
 
-I0 = _unary("i0", "i0", lambda ctx, g: (g * i1(ctx.inputs[0]),))
-I0E = _unary("i0e", "i0e", lambda ctx, g: (g * (i1e(ctx.inputs[0]) - ew.sign(ctx.inputs[0]) * ctx.out),), save="both")
+I0 = _unary("i0", "i0", lambda ctx, g: (g * i1(ctx.inputs[0]),), onnx=to_onnx.bessel_i(0, False))
+I0E = _unary("i0e", "i0e", lambda ctx, g: (g * (i1e(ctx.inputs[0]) - ew.sign(ctx.inputs[0]) * ctx.out),), save="both",
+             onnx=to_onnx.bessel_i(0, True))
 I1 = _unary("i1", "i1", lambda ctx, g: (g * ew.where(ctx.inputs[0] == 0, 0.5,
-                                                     i0(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),), save="both")
+                                                     i0(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),), save="both",
+            onnx=to_onnx.bessel_i(1, False))
 # i1e' = i0e - i1e (sgn(x) + 1/x), with i1e/x formed as a quotient: 1/x overflows at subnormal x
 I1E = _unary("i1e", "i1e", lambda ctx, g: (g * ew.where(
     ctx.inputs[0] == 0, 0.5, i0e(ctx.inputs[0]) - ctx.out * ew.sign(ctx.inputs[0]) - ctx.out / _safe(ctx.inputs[0])),),
-    save="both")
+    save="both", onnx=to_onnx.bessel_i(1, True))
 
 
 def i0(x: Any) -> Any:
@@ -142,23 +147,28 @@ def i1e(x: Any) -> Any:
 
 
 # ---- the normal distribution and entropy -------------------------------------------------------------------------
-NDTR = _unary("ndtr", "ndtr", lambda ctx, g: (g * ew.exp(ctx.inputs[0] * ctx.inputs[0] * -0.5) / _SQRT_2PI,))
+NDTR = _unary("ndtr", "ndtr", lambda ctx, g: (g * ew.exp(ctx.inputs[0] * ctx.inputs[0] * -0.5) / _SQRT_2PI,),
+              onnx=to_onnx.ndtr)
 LOG_NDTR = _unary("log_ndtr", "log_ndtr", lambda ctx, g: (
-    g * ew.exp(-(ctx.out + ctx.inputs[0] * ctx.inputs[0] * 0.5)) / _SQRT_2PI,), save="both")
-NDTRI = _unary("ndtri", "ndtri", lambda ctx, g: (g * ew.exp(ctx.out * ctx.out * 0.5) * _SQRT_2PI,), save="output")
+    g * ew.exp(-(ctx.out + ctx.inputs[0] * ctx.inputs[0] * 0.5)) / _SQRT_2PI,), save="both", onnx=to_onnx.log_ndtr)
+NDTRI = _unary("ndtri", "ndtri", lambda ctx, g: (g * ew.exp(ctx.out * ctx.out * 0.5) * _SQRT_2PI,), save="output",
+               onnx=to_onnx.ndtri)
 
 
 def _entr_impl(xp: Any, x: Any) -> Any:
+    ew.real_only("entr", x)
     safe = xp.where(x > 0, x, 1)
     return xp.where(x > 0, -x * xp.log(safe), xp.where(x == 0, 0.0, xp.where(x < 0, float("-inf"), x))).astype(x.dtype)
 
 
 # torch's gradient everywhere: -(log x + 1), +inf at 0 (the one-sided slope), NaN below 0.
 ENTR = register(OpDef(name="entr", category="unary", impl=_entr_impl, shape_rule=elementwise_rule(), float_only=True,
+                      onnx=to_onnx.entr,
                       vjp=lambda ctx, g: (g * -(ew.log(ctx.inputs[0]) + 1),), doc="torch.special.entr"))
 
 
 def _xlog1py_impl(xp: Any, x: Any, y: Any) -> Any:
+    ew.real_only("xlog1py", x, y)
     out = x * xp.log1p(y)
     return xp.where((x == 0) & ~xp.isnan(y), 0.0, out)
 
@@ -169,7 +179,7 @@ def _xlog1py_dx(ctx: Any, g: Any) -> Any:
 
 
 XLOG1PY = register(OpDef(name="xlog1py", category="binary", impl=_xlog1py_impl, shape_rule=elementwise_rule(),
-                         float_only=True, vjp=(_xlog1py_dx, lambda ctx, g: g * ctx.inputs[0] / (ctx.inputs[1] + 1)),
+                         float_only=True, onnx=to_onnx.xlog1py, vjp=(_xlog1py_dx, lambda ctx, g: g * ctx.inputs[0] / (ctx.inputs[1] + 1)),
                          doc="torch.special.xlog1py"))
 
 
@@ -200,13 +210,16 @@ def xlog1py(x: Any, y: Any) -> Any:
 
 # ---- functions PyTorch gives no gradient -------------------------------------------------------------------------
 def _spherical_j0_impl(xp: Any, x: Any) -> Any:
+    ew.real_only("spherical_bessel_j0", x)
     wide = x.astype(xp.float64)
     safe = xp.where(wide == 0, 1.0, wide)
     value = xp.where(wide == 0, 1.0, xp.sin(safe) / safe)
     return xp.where(xp.isinf(wide), 0.0, value).astype(x.dtype)
 
 
-NO_GRAD_UNARY = {name: _unary(name, fname) for name, fname in (
+_BESSEL_ONNX = {"i0": to_onnx.bessel_i(0, False), "i1": to_onnx.bessel_i(1, False), "k0": to_onnx.bessel_k(0, False),
+                "k1": to_onnx.bessel_k(1, False), "k0e": to_onnx.bessel_k(0, True), "k1e": to_onnx.bessel_k(1, True)}
+NO_GRAD_UNARY = {name: _unary(name, fname, onnx=_BESSEL_ONNX.get(fname)) for name, fname in (
     ("bessel_j0", "j0"), ("bessel_j1", "j1"), ("bessel_y0", "y0"), ("bessel_y1", "y1"),
     ("modified_bessel_i0", "i0"), ("modified_bessel_i1", "i1"), ("modified_bessel_k0", "k0"),
     ("modified_bessel_k1", "k1"), ("scaled_modified_bessel_k0", "k0e"), ("scaled_modified_bessel_k1", "k1e"),

@@ -105,7 +105,7 @@ def rsub(input: Tensor, other: Any, alpha: Any = 1) -> Tensor:
 
 def erfc(input: Tensor) -> Tensor:
     """1 - erf(x), computed without cancellation (a primitive: erfc(6.0) is 2.15e-17, not 0)."""
-    return _extra_math.erfc(input if input.is_floating_point() else input.to(get_default_dtype()))
+    return _extra_math.erfc(input if input.is_floating_point() or input.is_complex() else input.to(get_default_dtype()))
 
 
 def square_(input: Tensor) -> Tensor:
@@ -455,7 +455,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0. Below |x| = 1e-4 (where the quotient's gradient divides rounding noise by
     x^2, NaN for denormals) the Taylor form 1 - (pi x)^2 / 6 is exact to the last bit, gradient included."""
-    x = input if input.is_floating_point() else input.to(get_default_dtype())
+    x = input if input.is_floating_point() or input.is_complex() else input.to(get_default_dtype())
     small = elementwise.abs(x) < 1e-4
     safe = where(small, ones_like(x), x)
     tiny = where(small, x, zeros_like(x)) * math.pi

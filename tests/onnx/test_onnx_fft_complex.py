@@ -53,7 +53,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("opset", [17, 20])
+@pytest.mark.parametrize("opset", [17, 18, 20])
 @pytest.mark.parametrize("name,kw,kind", CASES, ids=[f"{c[0]}-{'-'.join(map(str, c[1].values()))}" for c in CASES])
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_every_fft_function_exports(name, kw, kind, opset, precision):
@@ -77,7 +77,8 @@ def test_special_values_go_through_the_transform_as_in_eager():
     np.testing.assert_array_equal(got[2], want[2])  # the zero signal: exact zeros
 
 
-def test_stft_spectrogram_and_complex_filter_export():
+@pytest.mark.parametrize("opset", [17, 18, 20])
+def test_stft_spectrogram_and_complex_filter_export(opset):
     """A spectrogram (frames, Hann window, one-sided DFT, magnitude) and a filter applied in the frequency domain."""
     x = RNG.standard_normal((2, 64)).astype(np.float32)
     window = ember.hann_window(16)
@@ -85,7 +86,7 @@ def test_stft_spectrogram_and_complex_filter_export():
     def spectrogram(t):
         return ember.stft(t, 16, hop_length=4, window=window, return_complex=True).abs() ** 2
 
-    _, (got,), (want,) = _export_and_run(spectrogram, [x])
+    _, (got,), (want,) = _export_and_run(spectrogram, [x], opset)
     frames = np.pad(x, ((0, 0), (8, 8)), mode="reflect")
     idx = np.arange(16)[None, :] + 4 * np.arange(17)[:, None]
     reference = np.abs(np.fft.rfft(frames[:, idx] * window.numpy(), axis=-1)).transpose(0, 2, 1) ** 2
@@ -152,8 +153,22 @@ def test_ops_without_a_pair_translation_are_refused_by_name():
     z = ember.tensor(SPECTRUM.astype(np.complex64))
     with pytest.raises(NotImplementedError, match=r"'exp' on complex tensors is not exported.*\(\.\.\., 2\) real pairs"):
         eonnx.export(lambda t: t.exp(), (z,), None)
-    with pytest.raises(NotImplementedError, match="'matmul' on complex tensors"):
-        eonnx.export(lambda t: t @ t.mT, (z,), None)
+    with pytest.raises(NotImplementedError, match="'prod' on complex tensors"):
+        eonnx.export(lambda t: t.prod(0), (z,), None)
+
+
+def test_complex_matmul_where_and_sgn_match_eager():
+    a = SPECTRUM.astype(np.complex128)
+    b = (RNG.standard_normal((6, 4)) + 1j * RNG.standard_normal((6, 4)))
+    v = RNG.standard_normal(6) + 0j
+
+    def fn(x, y, w):
+        return x @ y, x @ w, ember.where(x.real > 0, x, 0.5j), ember.sgn(x), ember.where(x.imag > 0, x.real, 1.0)
+
+    _, got, want = _export_and_run(fn, [a, b, v])
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
 
 
 def test_dynamic_batch_through_rfft():

@@ -345,7 +345,7 @@ NOT_EXPORTABLE: dict[str, str] = {
     **{f"{name}_complex": "no (..., 2)-pair translation of this op on complex values: the export refuses it"
        for name in ("exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
                     "atan", "expm1", "log2", "sigmoid", "reciprocal", "pow_scalar", "pow", "prod", "cumsum",
-                    "matmul", "einsum", "sgn", "linalg_det")},
+                    "einsum", "linalg_det")},
     "pow_complex_exponent": "no (..., 2)-pair translation of pow on complex values: the export refuses it",
 }
 
