@@ -57,6 +57,10 @@ class Tensor(TensorMethods):
     __slots__ = ("_data", "_device", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc", "_base",
                  "_hooks", "_retains_grad", "_view_fn", "__weakref__", "__dict__")
 
+    # NumPy defers to the Tensor's reflected operators (np.float64(2) * t is a Tensor, not an ndarray), as for
+    # PyTorch's tensors
+    __array_priority__ = 1000
+
     # ---- construction -----------------------------------------------------------------------
     @classmethod
     def _make(cls, data: Any, device: Device, requires_grad: bool) -> "Tensor":
