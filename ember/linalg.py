@@ -63,7 +63,7 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
 
 
 def matrix_exp(A: Tensor) -> Tensor:
-    checks.square(A, "linalg.matrix_exp")
+    checks.square(A, "linalg.matrix_exp", complex_ok=True)
     return dispatch.apply(_solve.EXPM, (A,))
 
 
@@ -95,7 +95,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Any = None) -> Tensor:
     """Moore-Penrose pseudo-inverse: singular values at or below ``max(atol, rtol * s_max)`` count as zero
     (``rtol`` defaults to ``eps * max(m, n)`` when neither is given)."""
-    checks.matrix(A, "linalg.pinv")
+    checks.matrix(A, "linalg.pinv", complex_ok=True)
     atol = float(atol) if atol is not None else None
     rtol = float(rtol) if rtol is not None else None
     return dispatch.apply(_solve.PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})
@@ -136,7 +136,7 @@ def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:
     """``A = QR``; ``mode`` is ``'reduced'``, ``'complete'`` or ``'r'`` (Q empty)."""
-    checks.matrix(A, "linalg.qr")
+    checks.matrix(A, "linalg.qr", complex_ok=True)
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
                            "'r', or 'complete'")
@@ -161,7 +161,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
 
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False, out: Any = None) -> tuple:
     """``(result, info)``: a singular matrix gives info > 0 (NaN in its solution) instead of an error."""
-    checks.square(A, "linalg.solve_ex")
+    checks.square(A, "linalg.solve_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, _zero_pivot)
     if check_errors or not any(info):
         return _SOLVE_EX(solve(A, B, left=left), info_t)
@@ -171,7 +171,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
     """``(L, info)``: info is the order of the first leading minor that is not positive-definite (0 if none);
     that matrix's factor holds NaN (LAPACK's partial factor in PyTorch)."""
-    checks.square(A, "linalg.cholesky_ex")
+    checks.square(A, "linalg.cholesky_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, checks.not_pd_order)
     if check_errors and any(info):
         return _CHOL_EX(cholesky(A, upper=upper), info_t)  # raises PyTorch's error

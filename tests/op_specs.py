@@ -1201,3 +1201,19 @@ SPECS += [  # complex cholesky (Hermitian positive-definite) and triangular solv
            lambda a, b: np.linalg.solve(np.triu(_plus3i(a)), b), [((3, 3), (3, 2)), ((2, 2, 2), (2, 3))], **_CX,
            atol=1e-6, rtol=1e-5),
 ]
+
+SPECS += [  # complex qr, lu_factor, pinv, lstsq and matrix_exp (PyTorch's conjugated gradients)
+    OpSpec("linalg_qr_complex", ("linalg_qr",), lambda a: tuple(ember.linalg.qr(a)), lambda a: np.linalg.qr(a),
+           [((4, 3),), ((2, 3, 3),), ((2, 4),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_lu_factor_complex", ("linalg_lu_factor",), lambda a: ember.linalg.lu_factor_ex(a)[0],
+           lambda a: _scipy_lu(a)[0], [((2, 3, 3),), ((2, 4, 3),), ((2, 3, 4),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_pinv_complex", ("linalg_pinv",), ember.linalg.pinv, np.linalg.pinv, [((4, 3),), ((2, 2, 3),)],
+           **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_pinv_hermitian_complex", ("linalg_pinv",), lambda a: ember.linalg.pinv(_hpd(a), hermitian=True),
+           lambda a: np.linalg.pinv(_hpd(a)), [((3, 3),)], **_CX, atol=1e-6, rtol=1e-5),
+    OpSpec("linalg_lstsq_complex", ("linalg_pinv",), lambda a, b: ember.linalg.lstsq(a, b).solution,
+           lambda a, b: np.linalg.pinv(a) @ b, [((4, 3), (4, 2)), ((2, 3, 3), (2, 3, 1))], **_CX, atol=1e-6,
+           rtol=1e-5),
+    OpSpec("linalg_matrix_exp_complex", ("linalg_matrix_exp",), ember.linalg.matrix_exp, _scipy_expm,
+           [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+]

@@ -25,6 +25,11 @@ __all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_
            "positive_integer", "real", "real_vector", "simplex", "stack", "unit_interval"]
 
 
+def _shown(value: Any) -> Any:
+    """A bound as PyTorch's f-strings print it: a 0-d tensor as its number."""
+    return value.item() if isinstance(value, Tensor) and value.dim() == 0 else value
+
+
 class Constraint:
     """A region of values. ``event_dim`` is how many rightmost dimensions make one event."""
 
@@ -135,7 +140,7 @@ class _IntegerInterval(Constraint):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return f"IntegerInterval(lower_bound={_shown(self.lower_bound)}, upper_bound={_shown(self.upper_bound)})"
 
 
 class _IntegerGreaterThan(Constraint):
@@ -148,7 +153,7 @@ class _IntegerGreaterThan(Constraint):
         return (value % 1 == 0) & (value >= self.lower_bound)
 
     def __repr__(self) -> str:
-        return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
+        return f"IntegerGreaterThan(lower_bound={_shown(self.lower_bound)})"
 
 
 class _Real(Constraint):
@@ -164,7 +169,7 @@ class _GreaterThan(Constraint):
         return self.lower_bound < value
 
     def __repr__(self) -> str:
-        return f"GreaterThan(lower_bound={self.lower_bound})"
+        return f"GreaterThan(lower_bound={_shown(self.lower_bound)})"
 
 
 class _GreaterThanEq(Constraint):
@@ -175,7 +180,7 @@ class _GreaterThanEq(Constraint):
         return self.lower_bound <= value
 
     def __repr__(self) -> str:
-        return f"GreaterThanEq(lower_bound={self.lower_bound})"
+        return f"GreaterThanEq(lower_bound={_shown(self.lower_bound)})"
 
 
 class _LessThan(Constraint):
@@ -186,7 +191,7 @@ class _LessThan(Constraint):
         return value < self.upper_bound
 
     def __repr__(self) -> str:
-        return f"LessThan(upper_bound={self.upper_bound})"
+        return f"LessThan(upper_bound={_shown(self.upper_bound)})"
 
 
 class _Interval(Constraint):
@@ -197,7 +202,7 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return f"Interval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return f"Interval(lower_bound={_shown(self.lower_bound)}, upper_bound={_shown(self.upper_bound)})"
 
 
 class _HalfOpenInterval(Constraint):
@@ -208,7 +213,7 @@ class _HalfOpenInterval(Constraint):
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
     def __repr__(self) -> str:
-        return f"HalfOpenInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return f"HalfOpenInterval(lower_bound={_shown(self.lower_bound)}, upper_bound={_shown(self.upper_bound)})"
 
 
 class _Simplex(Constraint):

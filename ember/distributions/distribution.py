@@ -26,6 +26,11 @@ from ember.tensor import Size, Tensor
 __all__ = ["Distribution"]
 
 
+def _shown(value: Any) -> Any:
+    """What PyTorch's f-strings print for ``value``: a 0-d tensor shows as its number (torch.Tensor.__format__)."""
+    return value.item() if isinstance(value, Tensor) and value.dim() == 0 else value
+
+
 class Distribution:
     """Base class: subclasses define ``arg_constraints``, ``support`` and the methods they can compute."""
 
@@ -61,7 +66,7 @@ class Distribution:
                 if not bool(constraint.check(value).all()):
                     raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
                                      f"of distribution {self!r} to satisfy the constraint {constraint!r}, "
-                                     f"but found invalid values:\n{value}")
+                                     f"but found invalid values:\n{_shown(value)}")
 
     # ---- shapes -------------------------------------------------------------------------------------
     @property
@@ -166,7 +171,7 @@ class Distribution:
         if not bool(support.check(value).all()):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
-                             f"values:\n{value}")
+                             f"values:\n{_shown(value)}")
 
     def __repr__(self) -> str:
         try:
@@ -176,5 +181,5 @@ class Distribution:
         parts = []
         for name in names:
             value = self.__dict__[name]
-            parts.append(f"{name}: {value if value.numel() == 1 else value.shape}")
+            parts.append(f"{name}: {_shown(value) if value.numel() == 1 else value.shape}")
         return f"{self.__class__.__name__}({', '.join(parts)})"

@@ -1,7 +1,7 @@
 """``torch.func`` for ember: composable transforms of functions of tensors.
 
 * :func:`vmap` - real batching: each op record's batching rule runs once on the whole batch;
-* :func:`grad`, :func:`grad_and_value`, :func:`vjp`, :func:`jvp`, :func:`linearize`, :func:`jacrev`, :func:`jacfwd`,
+* :func:`grad`, :func:`grad_and_value`, :func:`vjp`, :func:`jvp`, :func:`jacrev`, :func:`jacfwd`,
   :func:`hessian` - autodiff transforms that compose with vmap and with each other;
 * :func:`functional_call`, :func:`stack_module_state` - modules as functions of their parameters.
 
@@ -14,9 +14,9 @@ Example:
     >>> per_sample.tolist()
     [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 """
-from ember.func.module_state import functional_call, stack_module_state
+from ember.func.module_state import functional_call, replace_all_batch_norm_modules_, stack_module_state
 from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ember.func.vmap import vmap
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "functional_call",
-           "stack_module_state"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
+           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]

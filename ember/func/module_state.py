@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ember.nn.modules.more import _InstanceNorm
+from ember.nn.modules.normalization import _BatchNorm
 from ember.ops.views import stack
 
-__all__ = ["functional_call", "stack_module_state"]
+__all__ = ["functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]
 
 
 def _merge(dicts: Any) -> dict:
@@ -167,3 +169,23 @@ def stack_module_state(models: Sequence[Any]) -> tuple[dict, dict]:
     params = {k: stacked([p[k] for p in all_params], k) for k in all_params[0]}
     buffers = {k: stacked([b[k] for b in all_buffers], k) for k in all_buffers[0]}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root: Any) -> Any:
+    """In place, every BatchNorm module of ``root`` (``root`` included) stops tracking running statistics: its
+    ``running_mean``, ``running_var`` and ``num_batches_tracked`` become None and ``track_running_stats`` False,
+    so it normalizes with the statistics of its input (what vmap over a model with BatchNorm needs). Returns
+    ``root``, as ``torch.func.replace_all_batch_norm_modules_``.
+
+    Example:
+        >>> net = replace_all_batch_norm_modules_(ember.nn.Sequential(ember.nn.BatchNorm1d(3)))
+        >>> net[0].running_mean is None, net[0].track_running_stats
+        (True, False)
+    """
+    for module in root.modules():  # modules() starts with root itself
+        if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

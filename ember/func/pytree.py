@@ -50,41 +50,49 @@ def _is_namedtuple(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
+# The walkers below are module-level functions that take their output list as an argument: a nested function
+# that calls itself is a reference cycle (function -> closure cell -> function) which keeps the leaves it
+# captured (batched tensors and their arrays) alive until the cyclic garbage collector runs.
+def _flatten_into(node: Any, leaves: list) -> TreeSpec:
+    kind = type(node)
+    if kind is tuple or kind is list:  # the common containers first (transforms flatten on every call)
+        return TreeSpec(kind, None, [_flatten_into(v, leaves) for v in node])
+    if kind is not dict and not isinstance(node, (dict, tuple, list)):  # a leaf (a tensor, a number, None)
+        leaves.append(node)
+        return LEAF
+    if isinstance(node, dict):
+        keys = list(node.keys())
+        return TreeSpec(dict, keys, [_flatten_into(node[k], leaves) for k in keys])
+    if _is_namedtuple(node):
+        return TreeSpec(type(node), None, [_flatten_into(v, leaves) for v in node])
+    if isinstance(node, (tuple, list)):
+        kind = type(node) if type(node) in (tuple, list) else (tuple if isinstance(node, tuple) else list)
+        return TreeSpec(kind, None, [_flatten_into(v, leaves) for v in node])
+    leaves.append(node)
+    return LEAF
+
+
 def tree_flatten(tree: Any) -> tuple[list, TreeSpec]:
     """The leaves of ``tree`` in order, and its structure."""
     leaves: list = []
+    spec = _flatten_into(tree, leaves)
+    return leaves, spec
 
-    def walk(node: Any) -> TreeSpec:
-        if isinstance(node, dict):
-            keys = list(node.keys())
-            return TreeSpec(dict, keys, [walk(node[k]) for k in keys])
-        if _is_namedtuple(node):
-            return TreeSpec(type(node), None, [walk(v) for v in node])
-        if isinstance(node, (tuple, list)):
-            return TreeSpec(type(node) if type(node) in (tuple, list) else (tuple if isinstance(node, tuple)
-                                                                             else list), None,
-                            [walk(v) for v in node])
-        leaves.append(node)
-        return LEAF
 
-    return leaves, walk(tree)
+def _build(s: TreeSpec, it: Any) -> Any:
+    if s.kind is None:
+        return next(it)
+    children = [_build(c, it) for c in s.children]
+    if s.kind is dict:
+        return dict(zip(s.context, children))
+    if s.kind in (tuple, list):
+        return s.kind(children)
+    return s.kind(*children)  # a namedtuple
 
 
 def tree_unflatten(leaves: list, spec: TreeSpec) -> Any:
     """Rebuild a tree of ``spec``'s structure from ``leaves``."""
-    it = iter(leaves)
-
-    def build(s: TreeSpec) -> Any:
-        if s.kind is None:
-            return next(it)
-        children = [build(c) for c in s.children]
-        if s.kind is dict:
-            return dict(zip(s.context, children))
-        if s.kind in (tuple, list):
-            return s.kind(children)
-        return s.kind(*children)  # a namedtuple
-
-    return build(spec)
+    return _build(spec, iter(leaves))
 
 
 def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
@@ -92,28 +100,28 @@ def tree_map(fn: Callable[[Any], Any], tree: Any) -> Any:
     return tree_unflatten([fn(x) for x in leaves], spec)
 
 
+def _broadcast_into(p: Any, s: TreeSpec, out: list) -> bool:
+    if not isinstance(p, (tuple, list, dict)):
+        out.extend([p] * s.num_leaves)
+        return True
+    if s.kind is None:
+        return False
+    if isinstance(p, dict):
+        if s.kind is not dict or set(p.keys()) != set(s.context):
+            return False
+        return all(_broadcast_into(p[k], c, out) for k, c in zip(s.context, s.children))
+    if s.kind is dict or len(p) != len(s.children):
+        return False
+    if isinstance(p, list) != (s.kind is list) and not _is_namedtuple_kind(s.kind):
+        return False
+    return all(_broadcast_into(pp, c, out) for pp, c in zip(p, s.children))
+
+
 def broadcast_prefix(prefix: Any, spec: TreeSpec) -> list | None:
     """``prefix`` (a tree whose leaves stand for whole subtrees of ``spec``, like vmap's in_dims) expanded to
     one entry per leaf of ``spec``; None when the structures do not match."""
     out: list = []
-
-    def walk(p: Any, s: TreeSpec) -> bool:
-        if not isinstance(p, (tuple, list, dict)):
-            out.extend([p] * s.num_leaves)
-            return True
-        if s.kind is None:
-            return False
-        if isinstance(p, dict):
-            if s.kind is not dict or set(p.keys()) != set(s.context):
-                return False
-            return all(walk(p[k], c) for k, c in zip(s.context, s.children))
-        if s.kind is dict or len(p) != len(s.children):
-            return False
-        if isinstance(p, list) != (s.kind is list) and not _is_namedtuple_kind(s.kind):
-            return False
-        return all(walk(pp, c) for pp, c in zip(p, s.children))
-
-    return out if walk(prefix, spec) else None
+    return out if _broadcast_into(prefix, spec, out) else None
 
 
 def _is_namedtuple_kind(kind: Any) -> bool:

@@ -30,7 +30,7 @@ from ember.func.pytree import tree_flatten, tree_map, tree_unflatten
 from ember.func.vmap import vmap
 from ember.ops import dispatch
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"]
 
 
 class _Nesting(threading.local):
@@ -276,6 +276,36 @@ def _linearized(func: Callable, primals: tuple, has_aux: bool, name: str) -> tup
     return flat_out, out_spec, push, aux, keep, flat, spec
 
 
+def linearize(func: Callable, *primals: Any) -> tuple:
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` gives J tangents at ``primals`` (``torch.func.linearize``).
+
+    ``func`` runs once; each ``jvp_fn`` call is one backward pass through the kept first backward (the double-vjp
+    trick of :func:`jvp`), so many tangents cost one forward in all.
+
+    Example:
+        >>> out, jvp_fn = linearize(lambda x: x.sin(), ember.zeros(2))
+        >>> jvp_fn(ember.ones(2)).tolist()
+        [1.0, 1.0]
+    """
+    flat_out, out_spec, push, _, keep, flat_primals, primals_spec = _linearized(func, primals, False, "linearize")
+    metas = [(p.shape, p.device, p.dtype) for p in flat_primals]
+
+    def jvp_fn(*tangents: Any) -> Any:
+        flat_tangents, tangents_spec = tree_flatten(tangents)
+        if tangents_spec != primals_spec:
+            raise RuntimeError(f"Expected the tangents {tangents_spec} to have the same argspec as the primals "
+                               f"{primals_spec}")
+        for idx, (t, (shape, device, dtype)) in enumerate(zip(flat_tangents, metas)):
+            for what, got, want in (("shape", t.shape, shape), ("device", t.device, device),
+                                    ("dtype", t.dtype, dtype)):
+                if got != want:
+                    raise RuntimeError(f"tangent:{idx} with {what} {got} in flattened pytree doesn't match the "
+                                       f"{what} {want} of the corresponding primal.")
+        return tree_unflatten(push(flat_tangents), out_spec)
+
+    return tree_unflatten([_release(o, keep) for o in flat_out], out_spec), jvp_fn
+
+
 def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, has_aux: bool = False) -> tuple:
     """``(func(*primals), J tangents)``: forward mode by the double-vjp trick (see the module doc).
 
@@ -305,34 +335,6 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False, ha
     if has_aux:
         return result, tangent_out, tree_map(lambda a: _release(a, keep), aux)
     return result, tangent_out
-
-
-def linearize(func: Callable, *primals: Any) -> tuple:
-    """``(func(*primals), jvp_fn)`` as ``torch.func.linearize``: ``jvp_fn(*tangents)`` gives J tangents at
-    ``primals`` for any number of tangents. ``func`` runs once; each call is one backward pass over the
-    kept first-backward graph (double-vjp), so memory stays held while ``jvp_fn`` lives.
-
-    Example:
-        >>> out, jvp_fn = linearize(lambda x: x.sin(), ember.zeros(2))
-        >>> jvp_fn(ember.tensor([1.0, 2.0])).tolist()
-        [1.0, 2.0]
-    """
-    flat_out, out_spec, push, _, keep, flat_p, p_spec = _linearized(func, primals, False, "linearize")
-    meta = [(tuple(p.shape), p.device, p.dtype) for p in flat_p]
-
-    def jvp_fn(*tangents: Any) -> Any:
-        flat_t, t_spec = tree_flatten(tangents)
-        if t_spec != p_spec:
-            raise RuntimeError(f"Expected the tangents {t_spec} to have the same argspec as the primals {p_spec}")
-        for idx, (t, (shape, device, dtype)) in enumerate(zip(flat_t, meta)):
-            for what, got, want in (("shape", tuple(t.shape), shape), ("device", t.device, device),
-                                    ("dtype", t.dtype, dtype)):
-                if got != want:
-                    raise RuntimeError(f"tangent:{idx} with {what} {got} in flattened pytree doesn't match the "
-                                       f"{what} {want} of the corresponding primal.")
-        return tree_unflatten(push(flat_t), out_spec)
-
-    return tree_unflatten([_release(o, keep) for o in flat_out], out_spec), jvp_fn
 
 
 # ---- Jacobians ----------------------------------------------------------------------------------------

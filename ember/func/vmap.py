@@ -160,17 +160,18 @@ def _out_dims_for(func: Callable, out: Any, out_dims: Any, out_spec: Any) -> lis
 def _stacked(func: Callable, original: Any, value: Any, bdim: int | None, out_dim: int | None, size: int,
              level: BatchInterpreter) -> Any:
     """One output with its batch dim at ``out_dim`` (an unbatched output is broadcast to the batch)."""
-    name = _name(func)
     if out_dim is None:
         if bdim is not None:
+            name = _name(func)
             raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
         return value
     if not isinstance(original, dispatch.Tensor):
+        name = _name(func)
         raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(original)}. Did you "
                          "mean to set out_dims= to None for output?")
     rank = value.ndim - (bdim is not None) + 1
     if not -rank <= out_dim < rank:
-        raise IndexError(f"vmap({name}, ...): out_dim={out_dim} is out of range for an output of "
+        raise IndexError(f"vmap({_name(func)}, ...): out_dim={out_dim} is out of range for an output of "
                          f"{rank - 1} dims (expected -{rank} <= out_dim < {rank})")
     out_dim %= rank
     if bdim is None:

@@ -383,7 +383,9 @@ def index_put(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> t
 # ---- products ------------------------------------------------------------------------------------------
 def matmul(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
     """Batched matmul: vectors become matrices, batched operands get ones up to the common logical rank so
-    their batch dim lines up, and the added unit dims are squeezed at the end."""
+    their batch dim lines up, and the added unit dims are squeezed at the end. matmul's impl runs a stack
+    against a shared matrix as one GEMM over all rows and both-batched outer products (per-sample weight
+    gradients) with one native pass (ember/ops/linalg.py)."""
     (a, b), (da, db) = args, bdims
     ra, rb = _logical_ndim(a, da), _logical_ndim(b, db)
     if ra == 0 or rb == 0:
@@ -401,14 +403,15 @@ def matmul(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tupl
         a = pad_rank(a, rank)
     if db is not None:
         b = pad_rank(b, rank)
-    if db is None and b.ndim == 2 and a.shape[-1] == b.shape[0]:
-        # shared matrix: one GEMM over all rows of the batch (NumPy's stacked matmul would loop over samples)
+    if db is None and b.ndim == 2 and not getattr(getattr(a._data, "flags", None), "c_contiguous", True):
+        # shared matrix, strided batch: one copy into rows, then one GEMM (contiguous ones: matmul's impl does it)
         shape = tuple(a.shape)
         rows = dispatch.apply(op, (_apply("reshape", a, shape=(-1, shape[-1])), b), attrs)
         out = _apply("reshape", rows, shape=shape[:-1] + (b.shape[-1],))
-    elif a.shape[-1] == 1 and b.ndim >= 2 and b.shape[-2] == 1 and op.name == "matmul":
-        # an outer product (per-sample weight gradients): einsum writes it directly (NumPy's stacked matmul
-        # loops over samples; a broadcast multiply is ~25% slower than einsum here)
+    elif (db is not None or b.ndim > 2) and a.shape[-1] == 1 and b.shape[-2] == 1 and (
+            a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]):
+        # an outer product of a shared and a batched vector: einsum writes it directly (NumPy's stacked matmul
+        # loops over samples)
         out = _apply("einsum", a, b, equation="...ik,...kj->...ij")
     else:
         out = dispatch.apply(op, (a, b), attrs)  # the batched operand has the most dims: its batch dim leads

@@ -577,13 +577,19 @@ def diag(input: Any, diagonal: int = 0) -> Any:
 
 def diag_embed(input: Any, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
     """Batched diag: the last dim of ``input`` becomes the diagonal of new trailing matrices."""
-    from ember.creation import zeros
+    from ember.creation import eye, zeros
 
     n = input.shape[-1] + abs(offset)
-    rows, cols = _diag_positions(n, n, offset, input.device)
-    out = zeros(tuple(input.shape[:-1]) + (n, n), dtype=input.dtype, device=input.device)
-    index, index_tensors = movement.split_index((Ellipsis, rows, cols), input.device)
-    out = movement.index_put(out, index, index_tensors, input)
+    if offset == 0 and input.dtype is not dtypes.bool_:
+        # An identity pattern selects input[..., i] at (i, i): elementwise, so vmap batches it without a loop
+        # (index_put with an Ellipsis runs once per sample; every linalg backward builds diagonals), and NaN or inf
+        # stay on the diagonal (a product with the identity would spread inf * 0 = NaN).
+        out = ew.where(eye(n, dtype=dtypes.bool_, device=input.device), input.unsqueeze(-1), 0)
+    else:
+        rows, cols = _diag_positions(n, n, offset, input.device)
+        out = zeros(tuple(input.shape[:-1]) + (n, n), dtype=input.dtype, device=input.device)
+        index, index_tensors = movement.split_index((Ellipsis, rows, cols), input.device)
+        out = movement.index_put(out, index, index_tensors, input)
     if (dim1, dim2) != (-2, -1):
         out = views.movedim(out, (-2, -1), (dim1, dim2))
     return out

@@ -70,8 +70,12 @@ def lu_xp(xp: Any, a: Any) -> tuple:
     flat = lu.reshape((-1, m, n))
     rows = xp.arange(flat.shape[0])
     flat_piv = piv.reshape((-1, k))
+    complex_ = lu.dtype.kind == "c"
     for j in range(k):
-        p = xp.argmax(xp.abs(flat[:, j:, j]), axis=-1) + j
+        column = flat[:, j:, j]
+        # LAPACK's pivot search (i?amax) compares |re| + |im| for complex numbers, not the modulus
+        size = xp.abs(column.real) + xp.abs(column.imag) if complex_ else xp.abs(column)
+        p = xp.argmax(size, axis=-1) + j
         flat_piv[:, j] = p + 1
         swap = flat[rows, p].copy()
         flat[rows, p] = flat[:, j]

@@ -263,7 +263,14 @@ def _copyltu(M: Any) -> Any:
 
 
 def _qr_square_backward(gQ: Any, gR: Any, Q: Any, R: Any) -> Any:
-    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q."""
+    """m >= n: gA = (gQ + Q copyltu(M)) R^-T with M = R gR^T - gQ^T Q. Complex (PyTorch's form, conjugate
+    transposes): M = gR R^H - Q^H gQ, and the Hermitian matrix from M's strict upper triangle with the real
+    part of its diagonal: gA = (gQ + Q (triu(M, 1) + triu(M, 1)^H + Re diag(M))) R^-H."""
+    if Q.dtype.is_complex:
+        M = gR @ _mH(R) - _mH(Q) @ gQ
+        up = M.triu(1)
+        herm = up + _mH(up) + M.diagonal(0, -2, -1).real.to(M.dtype).diag_embed()
+        return _solve_tri(_mH(R), gQ + Q @ herm, upper=False, left=False)  # X R^H = b
     M = R @ _mT(gR) - _mT(gQ) @ Q
     b = gQ + Q @ _copyltu(M)
     return _solve_tri(_mT(R), b, upper=False, left=False)  # X R^T = b
@@ -285,11 +292,11 @@ def _qr_vjp(ctx: Any, g: tuple) -> tuple:
     gR = gR if gR is not None else R * 0
     if m >= n:
         return (_qr_square_backward(gQ, gR, Q, R),)
-    # Wide: A = Q [X | Y], R = [U | V]; X = Q U is square, Y = Q V.
+    # Wide: A = Q [X | Y], R = [U | V]; X = Q U is square, Y = Q V (V = Q^H Y gives Q the gradient Y gV^H).
     A = ctx.inputs[0]
     Y = A.narrow(-1, m, n - m)
     U, gU, gV = R.narrow(-1, 0, m), gR.narrow(-1, 0, m), gR.narrow(-1, m, n - m)
-    gX = _qr_square_backward(gQ + Y @ _mT(gV), gU, Q, U)
+    gX = _qr_square_backward(gQ + Y @ _mH(gV), gU, Q, U)
     return (cat([gX, Q @ gV], dim=-1),)
 
 
@@ -309,15 +316,23 @@ def _lu_factor_rule(a: Spec) -> tuple:
     return Spec(tuple(a.shape), a.dtype, a.device), Spec(tuple(a.shape[:-2]) + (k,), dtypes.int32, a.device)
 
 
+def _adjoint(x: Any) -> Any:
+    """x^H for complex matrices, x^T for real ones (the adjoint of PyTorch's complex gradient formulas)."""
+    return _mH(x) if x.dtype.is_complex else _mT(x)
+
+
 def _lu_square_backward(gL: Any, gU: Any, L: Any, U: Any) -> Any:
-    """A = LU (square, L unit lower): gA = L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
-    X = (_mT(L) @ gL).tril(-1) + (gU @ _mT(U)).triu()
-    Y = _solve_tri(_mT(L), X, upper=True, unit=True)
-    return _solve_tri(_mT(U), Y, upper=False, left=False)
+    """A = LU (square, L unit lower): gA = L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H (^T for real)."""
+    H = _adjoint
+    X = (H(L) @ gL).tril(-1) + (gU @ H(U)).triu()
+    Y = _solve_tri(H(L), X, upper=True, unit=True)
+    return _solve_tri(H(U), Y, upper=False, left=False)
 
 
 def lu_backward(gL: Any, gU: Any, P: Any, L: Any, U: Any) -> Any:
-    """Gradient of A = P L U for L (m x k, unit lower) and U (k x n), any m, n (PyTorch's linalg_lu_backward)."""
+    """Gradient of A = P L U for L (m x k, unit lower) and U (k x n), any m, n (PyTorch's linalg_lu_backward;
+    conjugate transposes for complex factors)."""
+    H = _adjoint
     m, n = L.shape[-2], U.shape[-1]
     gL = gL if gL is not None else L * 0
     gU = gU if gU is not None else U * 0
@@ -326,14 +341,14 @@ def lu_backward(gL: Any, gU: Any, P: Any, L: Any, U: Any) -> Any:
     elif m > n:  # tall: L = [L1; L2], L2 = A2 U^-1
         L1, L2 = L.narrow(-2, 0, n), L.narrow(-2, n, m - n)
         gL1, gL2 = gL.narrow(-2, 0, n), gL.narrow(-2, n, m - n)
-        gA2 = _solve_tri(_mT(U), gL2, upper=False, left=False)  # gL2 U^-T
-        gU_eff = gU - _mT(L2) @ gA2
+        gA2 = _solve_tri(H(U), gL2, upper=False, left=False)  # gL2 U^-H
+        gU_eff = gU - H(L2) @ gA2
         gA = cat([_lu_square_backward(gL1, gU_eff, L1, U), gA2], dim=-2)
     else:  # wide: U = [U1 | U2], U2 = L^-1 A2
         U1, U2 = U.narrow(-1, 0, m), U.narrow(-1, m, n - m)
         gU1, gU2 = gU.narrow(-1, 0, m), gU.narrow(-1, m, n - m)
-        gA2 = _solve_tri(_mT(L), gU2, upper=True, unit=True)  # L^-T gU2
-        gL_eff = gL - gA2 @ _mT(U2)
+        gA2 = _solve_tri(H(L), gU2, upper=True, unit=True)  # L^-H gU2
+        gL_eff = gL - gA2 @ H(U2)
         gA = cat([_lu_square_backward(gL_eff, gU1, L, U1), gA2], dim=-1)
     return P @ gA
 

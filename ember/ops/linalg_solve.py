@@ -235,6 +235,11 @@ def solve_triangular(A: Any, B: Any, *, upper: bool, left: bool = True, unitrian
 
 
 # ---- pinv ------------------------------------------------------------------------------------------------
+def _array_adjoint(xp: Any, x: Any) -> Any:
+    """x^H of arrays (x^T for real ones)."""
+    return xp.conj(xp.swapaxes(x, -1, -2)) if x.dtype.kind == "c" else xp.swapaxes(x, -1, -2)
+
+
 def _pinv_impl(xp: Any, a: Any, atol: float | None = None, rtol: float | None = None,
                hermitian: bool = False) -> Any:
     m, n = a.shape[-2], a.shape[-1]
@@ -243,32 +248,39 @@ def _pinv_impl(xp: Any, a: Any, atol: float | None = None, rtol: float | None = 
     if rtol is None:
         rtol = 0.0 if (atol is not None and atol > 0) else max(m, n) * float(np.finfo(a.dtype).eps)
     atol = 0.0 if atol is None else atol
-    if hermitian:
+    if hermitian:  # real eigenvalues also for complex Hermitian matrices: P = V diag(1/w) V^H
         w, v = xp.linalg.eigh(a)
         cutoff = xp.maximum(atol, rtol * xp.abs(w).max(axis=-1, keepdims=True))
         keep = xp.abs(w) > cutoff
         inv_w = xp.where(keep, 1.0 / xp.where(keep, w, 1.0), 0.0).astype(a.dtype)
-        return xp.matmul(v * inv_w[..., None, :], xp.swapaxes(v, -1, -2))
+        return xp.matmul(v * inv_w[..., None, :], _array_adjoint(xp, v))
     u, s, vh = xp.linalg.svd(a, full_matrices=False)
     cutoff = xp.maximum(atol, rtol * s[..., :1])
     keep = s > cutoff
     inv_s = xp.where(keep, 1.0 / xp.where(keep, s, 1.0), 0.0).astype(a.dtype)
-    return xp.matmul(xp.swapaxes(vh, -1, -2) * inv_s[..., None, :], xp.swapaxes(u, -1, -2))
+    return xp.matmul(_array_adjoint(xp, vh) * inv_s[..., None, :], _array_adjoint(xp, u))  # V diag(1/s) U^H
+
+
+def _adjoint(x: Any) -> Any:
+    """x^H (x^T for real matrices): PyTorch's complex gradient formulas are the real ones with adjoints."""
+    return conj_if_complex(_mT(x))
 
 
 def _pinv_vjp(ctx: Any, gP: Any) -> tuple:
+    """PyTorch's pinv_backward (conjugate transposes for complex matrices)."""
     (A,) = ctx.inputs
     P = ctx.out
+    H = _adjoint
     m, n = A.shape[-2], A.shape[-1]
-    gPh = _mT(gP)
+    gPh = H(gP)
     if m <= n:
         K = gPh @ P
-        KPh = K @ _mT(P)
-        gA = -_mT(P @ K) + KPh - (A @ P) @ KPh + (_mT(P) @ P) @ (gPh - K @ A)
+        KPh = K @ H(P)
+        gA = -H(P @ K) + KPh - (A @ P) @ KPh + (H(P) @ P) @ (gPh - K @ A)
     else:
         K = P @ gPh
-        PhK = _mT(P) @ K
-        gA = -_mT(K @ P) + (gPh - A @ K) @ P @ _mT(P) + PhK - PhK @ P @ A
+        PhK = H(P) @ K
+        gA = -H(K @ P) + (gPh - A @ K) @ P @ H(P) + PhK - PhK @ P @ A
     return (gA,)
 
 
@@ -297,10 +309,12 @@ def _expm_impl(xp: Any, a: Any) -> Any:
 
 
 def _expm_vjp(ctx: Any, g: Any) -> tuple:
+    """The upper right block of exp([[A^H, g], [0, A^H]]) (PyTorch's matrix_exp differential; A^T for real A)."""
     (A,) = ctx.inputs
     n = A.shape[-1]
-    top = cat([_mT(A), g], dim=-1)
-    bottom = cat([A * 0, _mT(A)], dim=-1)
+    Ah = _adjoint(A)
+    top = cat([Ah, g], dim=-1)
+    bottom = cat([A * 0, Ah], dim=-1)
     big = dispatch.apply(EXPM, (cat([top, bottom], dim=-2),))
     return (big.narrow(-2, 0, n).narrow(-1, n, n),)
 

@@ -72,7 +72,7 @@ def nuclear_norm(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: 
 
 def geqrf(input: Tensor, *, out: Any = None) -> tuple:
     """LAPACK's geqrf: R and the Householder vectors in one matrix, plus tau (no gradient, as PyTorch)."""
-    checks.matrix(input, "geqrf")
+    checks.matrix(input, "geqrf", complex_ok=True)
     a, tau = dispatch.apply(_factor.GEQRF, (input,))
     return _GEQRF(a, tau)
 

@@ -115,7 +115,7 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
 def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
                 out: Any = None) -> Tensor:
     """Number of singular values above ``max(atol, rtol * s_max)`` (int64)."""
-    checks.matrix(A, "linalg.matrix_rank")
+    checks.matrix(A, "linalg.matrix_rank", complex_ok=True)
     if tol is not None:
         atol, rtol = tol, 0.0
     s = eigvalsh(A).abs() if hermitian else svdvals(A)
@@ -133,11 +133,11 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
 def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """Condition number: ``s_max / s_min`` for p in (None, 2), its inverse for -2, else
     ``norm(A, p) * norm(inv(A), p)``."""
-    checks.matrix(A, "linalg.cond")
+    checks.matrix(A, "linalg.cond", complex_ok=True)
     if p in (None, 2, -2):
         s = svdvals(A)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    checks.square(A, "linalg.cond")
+    checks.square(A, "linalg.cond", complex_ok=True)
     return matrix_norm(A, p) * matrix_norm(_solve.inv(A), p)
 
 
@@ -223,7 +223,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     compute). As PyTorch on CPU (default driver ``gelsy``): ``residuals`` (squared column norms of
     ``A X - B``) only when m > n and A has full rank, ``rank`` for gelsy/gelsd/gelss, singular values for
     gelsd/gelss; the other fields are empty."""
-    checks.matrix(A, "torch.linalg.lstsq")
+    checks.matrix(A, "torch.linalg.lstsq", complex_ok=True)
     checks.same_dtype(A, B, "torch.linalg.lstsq")
     driver = driver or "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
@@ -237,12 +237,14 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     eps = float(np.finfo(A.dtype.np).eps)
     rtol = eps * max(m, n) if rcond is None or rcond < 0 else float(rcond)
     X = dispatch.apply(_solve.PINV, (A,), {"atol": None, "rtol": rtol, "hermitian": False}) @ Bm
-    empty = zeros((0,), dtype=A.dtype, device=A.device)
+    real = A.dtype.to_real() if A.dtype.is_complex else A.dtype  # residuals and singular values are real
+    empty = zeros((0,), dtype=real, device=A.device)
     rank = matrix_rank(A, rtol=rtol) if driver != "gels" else zeros((0,), dtype=dtypes.int64, device=A.device)
     s = svdvals(A) if driver in ("gelsd", "gelss") else empty
     residuals = empty
     if m > n and driver != "gelsy" and bool((matrix_rank(A, rtol=rtol) == n).all()):
-        residuals = ((A @ X - Bm) ** 2).sum(-2)  # PyTorch: for m > n, full rank, drivers other than gelsy
+        diff = A @ X - Bm  # squared column norms (|.|^2 for complex), for m > n, full rank, drivers other than gelsy
+        residuals = ((diff.abs() ** 2) if diff.dtype.is_complex else diff ** 2).sum(-2)
         residuals = residuals.squeeze(-1) if vector else residuals
     return _LSTSQ(X.squeeze(-1) if vector else X, residuals, rank, s)
 
@@ -250,7 +252,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
 # ---- LU --------------------------------------------------------------------------------------------------
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, out: Any = None) -> tuple:
     """``(LU, pivots, info)``: ``info`` is the 1-based index of the first zero on U's diagonal (0 if none)."""
-    checks.matrix(A, "linalg.lu_factor_ex")
+    checks.matrix(A, "linalg.lu_factor_ex", complex_ok=True)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     LU, pivots = dispatch.apply(_factor.LU_FACTOR, (A,))
@@ -267,7 +269,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False, o
 
 def lu(A: Tensor, *, pivot: bool = True, out: Any = None) -> tuple:
     """``A = P L U`` with L unit lower-triangular (m x k) and U upper (k x n), k = min(m, n)."""
-    checks.matrix(A, "linalg.lu")
+    checks.matrix(A, "linalg.lu", complex_ok=True)
     if not pivot:
         raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU")
     LU, pivots = dispatch.apply(_factor.LU_FACTOR, (A,))
@@ -285,19 +287,20 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,
              out: Any = None) -> Tensor:
-    """Solve ``A X = B`` (``A^T X = B`` with ``adjoint``; ``X A = B`` with ``left=False``) from
-    :func:`lu_factor`'s output. Differentiable in LU and B."""
-    checks.square(LU, "linalg.lu_solve", "LU")
-    P = _factor.lu_permutation(pivots, LU.shape[-1], LU.dtype)
+    """Solve ``A X = B`` (``A^H X = B`` with ``adjoint``, ``A^T`` for real A; ``X A = B`` with ``left=False``)
+    from :func:`lu_factor`'s output. Differentiable in LU and B."""
+    checks.square(LU, "linalg.lu_solve", "LU", complex_ok=True)
+    P = _factor.lu_permutation(pivots, LU.shape[-1], LU.dtype)  # real values (a permutation): P^T = P^H
     L, U = _factor.unpack_lu(LU)
     tri = _solve.solve_triangular
+    H = _factor._adjoint
     if left and not adjoint:  # X = U^-1 L^-1 P^T B
         return tri(U, tri(L, _mT(P) @ B, upper=False, unitriangular=True), upper=True)
-    if left:  # A^T = U^T L^T P^T: X = P L^-T U^-T B
-        return P @ tri(_mT(L), tri(_mT(U), B, upper=False), upper=True, unitriangular=True)
+    if left:  # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        return P @ tri(H(L), tri(H(U), B, upper=False), upper=True, unitriangular=True)
     if not adjoint:  # X = B U^-1 L^-1 P^T
         return tri(L, tri(U, B, upper=True, left=False), upper=False, left=False, unitriangular=True) @ _mT(P)
-    return tri(_mT(U), tri(_mT(L), B @ P, upper=True, left=False, unitriangular=True), upper=False, left=False)
+    return tri(H(U), tri(H(L), B @ P, upper=True, left=False, unitriangular=True), upper=False, left=False)
 
 
 # ---- *_ex variants ---------------------------------------------------------------------------------------
@@ -315,7 +318,7 @@ def _masked(A: Tensor, info: list, op: Any) -> Tensor:
     bad = _tensor(np.asarray([v != 0 for v in info]).reshape(tuple(A.shape[:-2]) + (1, 1)), device=A.device)
     identity = eye(A.shape[-1], dtype=A.dtype, device=A.device)
     result = op(identity.where(bad, A))
-    return result.masked_fill(bad, float("nan"))
+    return result.masked_fill(bad, complex(float("nan"), float("nan")) if result.dtype.is_complex else float("nan"))
 
 
 def _zero_pivot(M: Tensor) -> int:
@@ -325,7 +328,7 @@ def _zero_pivot(M: Tensor) -> int:
 
 def inv_ex(A: Tensor, *, check_errors: bool = False, out: Any = None) -> tuple:
     """``(inverse, info)``; a singular matrix gives info > 0 (and NaN in its inverse) instead of an error."""
-    checks.square(A, "linalg.inv_ex")
+    checks.square(A, "linalg.inv_ex", complex_ok=True)
     info_t, info = _per_matrix_info(A, _zero_pivot)
     if check_errors and any(info):
         return _INV_EX(_solve.inv(A), info_t)  # raises PyTorch's error
@@ -342,20 +345,24 @@ def _reflector(A: Tensor, i: int) -> Tensor:
 
 
 def _apply_reflectors(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: bool) -> Tensor:
-    """Q C, Q^T C, C Q or C Q^T for Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^T."""
+    """Q C, Q^H C, C Q or C Q^H for Q = H_0 H_1 ... H_{k-1}, H_i = I - tau_i v_i v_i^H (^T, for real A);
+    H_i^H = I - conj(tau_i) v_i v_i^H."""
     k = tau.shape[-1]
     forward = (left and transpose) or (not left and not transpose)
+    H = _factor._adjoint
     for i in (range(k) if forward else range(k - 1, -1, -1)):
         v = _reflector(A, i)
         t = tau.select(-1, i).unsqueeze(-1).unsqueeze(-1)
-        C = C - t * (v @ (_mT(v) @ C)) if left else C - t * ((C @ v) @ _mT(v))
+        if transpose and t.dtype.is_complex:
+            t = t.conj()
+        C = C - t * (v @ (H(v) @ C)) if left else C - t * ((C @ v) @ H(v))
     return C
 
 
 def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """The first n columns of ``H_1 ... H_k`` from Householder vectors below A's diagonal (LAPACK orgqr);
     differentiable in A and tau."""
-    checks.matrix(A, "torch.linalg.householder_product")
+    checks.matrix(A, "torch.linalg.householder_product", complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     if m < n:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "

@@ -319,3 +319,24 @@ def test_rsample_gradient_by_finite_differences():
         down[i] -= h
         fd = (lowrank_sample(up).pow(2).sum().item() - lowrank_sample(down).pow(2).sum().item()) / (2 * h)
         assert abs(leaf.grad.numpy()[i] - fd) < 1e-5 * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_validation_messages_equal_torch(case):
+    """The ValueError text is torch's, word for word (``torch.Size``, ``torch.float32`` read ``ember.``)."""
+    build = [lambda D, t: D.Kumaraswamy(t(-1.0), t(1.0)),
+             lambda D, t: D.GeneralizedPareto(t(0.0), t(-1.0), t(0.1)),
+             lambda D, t: D.VonMises(t(0.0), t(-2.0)),
+             lambda D, t: D.LogisticNormal(t([0.0, 0.0]), t([-1.0, 1.0])),
+             lambda D, t: D.ContinuousBernoulli(logits=t(float("nan"))),
+             lambda D, t: D.Wishart(t(4.0), covariance_matrix=-t([[1.0, 0.0], [0.0, 1.0]])),
+             lambda D, t: D.LowRankMultivariateNormal(t([0.0, 0.0]), t([[1.0], [1.0]]), t([-1.0, 1.0])),
+             lambda D, t: D.Kumaraswamy(t(2.0), t(2.0)).log_prob(t(1.5)),
+             lambda D, t: D.GeneralizedPareto(t(0.0), t(1.0), t(-0.5)).log_prob(t(2.5))][case]
+    messages = []
+    for lib, make in ((ED, lambda v: ember.tensor(v, dtype=ember.float32)),
+                      (TD, lambda v: torch.tensor(v, dtype=torch.float32))):
+        with pytest.raises(ValueError) as info:
+            build(lib, make)
+        messages.append(str(info.value).replace("torch.", "ember."))
+    assert messages[0] == messages[1]

@@ -65,8 +65,9 @@ def test_backward_flops_and_module_attribution():
         model(x).sum().backward()
     counts = counter.get_flop_counts()
     first, last = counts["Sequential.0"], counts["Sequential.2"]
-    assert first["linear"] == 2 * 2 * 16 * 8 and first["matmul"] == 2 * 16 * 8 * 2  # x needs no grad: dW only
-    assert last["linear"] == 2 * 2 * 4 * 16 and last["matmul"] == 2 * (2 * 2 * 16 * 4)  # dX and dW
+    # linear's backward: dW = g^T x is one matmul_t (the transpose folded in), dX = g W one matmul
+    assert first == {"linear": 2 * 2 * 16 * 8, "matmul_t": 2 * 16 * 8 * 2}  # x needs no grad: dW only
+    assert last == {"linear": 2 * 2 * 4 * 16, "matmul": 2 * 2 * 16 * 4, "matmul_t": 2 * 2 * 16 * 4}  # dX and dW
     assert counts["Sequential.1"] == {"relu": 32, "relu_grad": 32}
     assert counter.get_total_flops() == sum(counts["Global"].values())
     assert "Sequential.0" in counter.get_table(depth=2)
@@ -103,7 +104,8 @@ def test_linear_forward_and_backward_match_torch():
         torch.nn.functional.linear(torch.tensor(x, requires_grad=True), wt).sum().backward()
 
     ours = _count(run_ours)
-    assert ours["linear"] + ours["matmul"] == _torch_total(run_torch)  # torch counts only the GEMMs
+    # torch counts only the GEMMs: the forward, dX (matmul) and dW (matmul_t)
+    assert ours["linear"] + ours["matmul"] + ours["matmul_t"] == _torch_total(run_torch)
 
 
 @pytest.mark.parametrize("stride,padding,groups", [(1, 1, 1), (2, 0, 1), (1, 2, 4)])
