@@ -5,15 +5,17 @@ code with the profiler's hook lines removed ("before", timed in a subprocess).
     .venv/bin/python benchmarks/bench_profiler.py --no-before       # off vs on only
 
 Modes: ``off`` (nothing records), ``on`` (``profile()``: which op ran when), ``on+shapes``
-(``profile(record_shapes=True, with_flops=True)``: also shapes, dtypes and attributes, from which
-FLOPs and bytes are computed after recording). "before" is a copy of this checkout's ``ember/``
+(``profile(record_shapes=True, profile_memory=True, with_flops=True)``, which all record the same: also
+shapes, dtypes and the attributes that cost rules read, from which FLOPs, bytes and allocations are
+computed after recording). "before" is a copy of this checkout's ``ember/``
 with the hook lines deleted from dispatch, the autograd engine and device transfers (made by
 :func:`make_before`), so off/before is what the hooks cost when nothing records.
 
 Rounds alternate (off, on, on+shapes, off, ...), one training step (or 200 small ops) per sample, so a
 noisy shared machine slows every contender alike; hundreds of rounds give per-step quantiles (the 25th
 percentile and the median are printed: the low quantile is what the code costs, the median what a busy
-machine gives). Each sample is timed twice: wall clock and this thread's CPU time (CPU time does not
+machine gives), and the median of each round's own ratio (paired, the steadiest figure on a shared
+machine) beside the ratio of the means (which keeps garbage-collector pauses and other outliers). Each sample is timed twice: wall clock and this thread's CPU time (CPU time does not
 count time the scheduler gave to other processes; every workload here runs on one thread). The
 "before" process is stepped once per round over a pipe, in the same alternation.
 """
@@ -206,6 +208,18 @@ def main() -> None:
         return sorted(xs)[int(q * (len(xs) - 1))] if xs else float("nan")
 
     for clock, k in (("wall clock", 0), ("thread CPU time", 1)):
+        print(f"\n{clock}, median over {args.rounds} rounds of each round's ratio (paired: a load spike hits both "
+              f"sides of a ratio), and ratio of the means (GC pauses and other outliers included)")
+        print(f"{'workload':<26}{'events':>7}{'off/before':>16}{'on/off':>16}{'+shapes/off':>16}")
+        for name, by in samples.items():
+            def ratio(a: str, b: str) -> str:
+                pairs = [(x[k], y[k]) for x, y in zip(by[a], by[b])]
+                if not pairs:
+                    return f"{'-':>16}"
+                paired = statistics.median(x / y for x, y in pairs)
+                means = statistics.mean(x for x, _ in pairs) / statistics.mean(y for _, y in pairs)
+                return f"{paired:>9.3f}x/{means:.2f}x"
+            print(f"{name:<26}{events[name]:>7}{ratio('off', 'before')}{ratio('on', 'off')}{ratio('on+shapes', 'off')}")
         for label, q in (("25th percentile", 0.25), ("median", 0.5)):
             print(f"\n{clock}, {label} of {args.rounds} alternating rounds")
             print(f"{'workload':<26}{'events':>7}{'before':>12}{'off':>12}{'on':>12}{'on+shapes':>12}"

@@ -683,7 +683,10 @@ SPECS += [
     OpSpec("diag_vector", ("index_put",), ember.diag, np.diag, [((3,),), ((1,),)], int_dtypes=INT, int_out="same"),
     OpSpec("diag_vector_offset", ("index_put",), lambda x: ember.diag(x, -1), lambda a: np.diag(a, -1), [((3,),)]),
     OpSpec("diag_matrix", ("getitem",), lambda x: x.diag(1), lambda a: np.diag(a, 1).copy(), [((3, 4),)]),
-    OpSpec("diag_embed", ("index_put",), ember.diag_embed, _diag_embed_ref, [((2, 3),), ((2,),)]),
+    OpSpec("diag_embed", ("where",), ember.diag_embed, _diag_embed_ref, [((2, 3),), ((2,),)]),  # offset 0: a select
+    OpSpec("diag_embed_offset", ("index_put",), lambda a: ember.diag_embed(a, 1),
+           lambda a: np.stack([np.diag(v, 1) for v in a.reshape(-1, a.shape[-1])]).reshape(
+               a.shape[:-1] + (a.shape[-1] + 1, a.shape[-1] + 1)), [((2, 3),), ((2,),)]),
     OpSpec("trace", ("getitem", "sum"), ember.trace, np.trace, [((3, 3),), ((2, 4),)], int_dtypes=INT,
            int_out="int64"),
     OpSpec("meshgrid_ij", ("reshape", "expand"), lambda a, b: ember.meshgrid(a, b, indexing="ij"),

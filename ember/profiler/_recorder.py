@@ -4,14 +4,19 @@ Dispatch, the autograd engine, the graph executor and device transfers each hold
 ``PROFILER`` that is ``None`` unless something records; they read it once per call and, when set,
 take the start time with ``PROFILER.clock()`` and call one of the methods below at the end.
 
-A :class:`Recorder` keeps per event four integers in a flat ``array`` (signature id, start ns, end
-ns, thread): no Python object outlives the call, so a long profile adds nothing the garbage
-collector must walk (tracked per-event tuples made every full collection, and so every op, slower as
-the profile grew: ~1-4 us per event in a process with ember loaded). What an event *is* - the op, its
-input and output shapes and dtypes, its attributes - is interned once per distinct signature in a
-dict. Turning the integers into events (nesting, FLOPs, bytes) happens once, after recording
-(:mod:`ember.profiler.events`). Shapes are looked at only when something needs them
-(``record_shapes``, ``with_flops`` or ``profile_memory``).
+A :class:`Recorder` appends each event to one flat ``list`` with a single ``list.extend`` of a tuple (one
+C call, so events from several threads never interleave): start ns, end ns, thread and what the event
+is. Without shapes that is the op record itself (nothing is looked up); with shapes it is a signature
+id, interned per distinct (op, input and output shapes and dtypes, attributes that the op's cost rules
+read) through one flat temporary key tuple. Nothing the log keeps per event is tracked by the garbage
+collector (ints, op records, strings): kept shape tuples or attribute dicts would make it collect more
+often, and each collection promotes ember's live temporaries towards its full passes, which walk every
+object in the process (measured: ~0.5 ms per training step of 84 events, in outliers of ~100 ms).
+What is left to intern (spans, graph nodes, plain ops) is interned by :meth:`Recorder.compact` into four
+integers per event in an ``array('Q')``, when the trace is asked for and whenever the log passes
+:data:`COMPACT_AT` entries (checked at autograd nodes, spans and profile steps, never per op). FLOPs and bytes are
+computed later still, once per event when the trace is built (:mod:`ember.profiler.events`), from the
+op record's rules.
 
 With ``ProfilerActivity.CUDA`` a :class:`DeviceRecorder` also records a pair of the backend's timing
 events (``backend.new_event(enable_timing=True)``: CUDA events on CuPy, host-clock events on the
@@ -49,6 +54,9 @@ _LISTENERS: list = []
 # The profile whose context is open (recording or not: a schedule may be waiting); DataLoader reads it.
 CURRENT: Any = None
 _PLAIN = (int, float, str, bool, type(None))
+# Entries of the flat log after which the next autograd node, span or profile step compacts it (about 200k events,
+# ~25 MB: references to shared objects and the two timestamps' ints).
+COMPACT_AT = 1 << 20
 
 
 def _meta(value: Any) -> Any:
@@ -87,6 +95,20 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def _key_metas(values: Any) -> tuple:
+    """Shape and dtype of each tensor in ``values`` as a flat key part (one ``None`` for anything else)."""
+    key = []
+    put = key.append
+    for value in values:
+        data = getattr(value, "_data", None)
+        if data is None:
+            put(None)
+        else:
+            put(data.shape)
+            put(data.dtype)
+    return tuple(key)
+
+
 class Recorder:
     """Collects events; the methods are called from the hooks (see the module docstring).
 
@@ -97,153 +119,213 @@ class Recorder:
     def __init__(self, shapes: bool = True) -> None:
         self.shapes = shapes
         self.clock = _clock  # an instance attribute: the hooks call PROFILER.clock() for the start time
-        self.times = array("Q")  # per event: signature id, t0, t1, thread
-        self._append = self.times.append
-        self._sig_ids: dict = {}
-        self._node_ids: dict = {}  # autograd nodes apart: their keys may be the same op objects as ops' keys
-        self.signatures: list = []  # id -> (kind, what, input metas, output metas, attrs)
+        self._log: list = []  # events as recorded: (head, [what,] t0, t1, thread), see compact()
+        self._extend = self._log.extend
+        self._keys: dict = {}  # signature key -> signature id (ops and nodes with shapes, copies)
+        self._node_names: dict = {}  # autograd node identity (its op, Function class or type) -> its name
         self._frozen_attrs: set = set()  # ops whose attrs need _freeze to be hashable
+        self._attr_ids: dict = {}  # (op, attributes as a hashable key) -> index in self._attrs
+        self._attrs: list = []
+        self.signatures: list = []  # id -> (kind, what, input metas, output metas, attrs)
+        self._sig_ids: dict = {}  # compaction's keys: plain ops, spans, graph nodes
+        self.times = array("Q")  # compacted events: signature id, t0, t1, thread
 
     def count(self) -> int:  # not __len__: the hooks test the recorder for truth (`PROFILER and ...`)
         """Events recorded so far."""
+        self.compact()
         return len(self.times) // 4
 
     def clear(self) -> None:
+        self._log.clear()
         del self.times[:]
 
-    def _intern(self, key: Any, entry: tuple) -> int:
-        sid = self._sig_ids[key] = len(self.signatures)
-        self.signatures.append(entry)
-        return sid
+    def trim(self) -> None:
+        """Compact when the log has grown past :data:`COMPACT_AT` entries (``profile.step()`` calls it, so a
+        forward-only loop without autograd nodes or spans stays bounded too)."""
+        if len(self._log) > COMPACT_AT:
+            self.compact()
 
-    def _push(self, sid: int, t0: int, t1: int) -> None:
-        push = self._append
-        push(sid)
-        push(t0)
-        push(t1)
-        push(get_ident())
-
-    @staticmethod
-    def _key(op: Any, args: tuple, result: Any, frozen: Any) -> tuple:
-        key = [op]
-        put = key.append
-        for a in args:
-            data = getattr(a, "_data", None)
-            if data is None:
-                put(None)
-            else:
-                put(data.shape)
-                put(data.dtype)
-        put(-1)  # separates inputs from outputs
-        for r in result if type(result) is tuple else (result,):
-            data = getattr(r, "_data", None)
-            if data is None:
-                put(None)
-            else:
-                put(data.shape)
-                put(data.dtype)
-        put(frozen)
-        return tuple(key)
-
+    # ---- hooks -------------------------------------------------------------------------------------
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
         t1 = _clock()
-        if self.shapes:
-            # The key is a flat temporary tuple (freed at once; a flat tuple hashes faster than a nested
-            # one): per input (shape, dtype) or one None for a Python scalar, -1, the outputs likewise,
-            # then the attributes. Only a new signature is kept. One and two tensor inputs with one
-            # output (most ops) take a straight path.
-            frozen = None if not attrs else (_freeze(attrs) if op in self._frozen_attrs else tuple(attrs.items()))
-            n = len(args)
-            data = getattr(result, "_data", None)
-            if n == 2 and data is not None:
-                x, y = args
-                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
-                if dx is not None and dy is not None:
-                    key = (op, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, data.shape, data.dtype, frozen)
-                else:
-                    key = self._key(op, args, result, frozen)
-            elif n == 1 and data is not None and (dx := getattr(args[0], "_data", None)) is not None:
-                key = (op, dx.shape, dx.dtype, -1, data.shape, data.dtype, frozen)
-            else:
-                key = self._key(op, args, result, frozen)
-            try:
-                sid = self._sig_ids.get(key)
-            except TypeError:  # an attribute holds a list or another unhashable value
-                self._frozen_attrs.add(op)
-                key = key[:-1] + (_freeze(attrs),)
-                sid = self._sig_ids.get(key)
-            if sid is None:
-                if attrs and op not in self._frozen_attrs and _holds_array(attrs):
-                    # tensors as attributes: key them by shape and dtype, never by identity
-                    self._frozen_attrs.add(op)
-                    key = key[:-1] + (_freeze(attrs),)
-                    sid = self._sig_ids.get(key)
-                if sid is None:
-                    ins = tuple([_meta(a) for a in args])
-                    outs = tuple([_meta(r) for r in result]) if type(result) is tuple else (_meta(result),)
-                    sid = self._intern(key, (OP, op, ins, outs, dict(attrs) if attrs else None))
-        else:
-            sid = self._sig_ids.get(op)
-            if sid is None:
-                sid = self._intern(op, (OP, op, None, None, None))
-        push = self._append
-        push(sid)
-        push(t0)
-        push(t1)
-        push(get_ident())
+        if not self.shapes:
+            self._extend((op, t0, t1, get_ident()))
+            return
+        # The key is a flat temporary tuple, freed at once (kept shape tuples would make the garbage collector
+        # run more often, and each run promotes ember's live temporaries towards its costly full passes).
+        # Attributes join it only for ops whose own FLOP/byte rules read them (category defaults look at shapes
+        # alone; fused kernels count their member ops), as a small interned int. ``attrs is None`` is dispatch's elementwise fast path (binary, and
+        # unary without attributes), whose output follows from the op and its inputs: the key leaves it out.
+        aid = self._attrs_id(op, attrs) if attrs and (op.flops is not None or op.bytes_moved is not None
+                                                      or op.category == "fused") else None
+        # One to three tensors in and one tensor out (most calls) take a straight path (no exceptions: raising
+        # one costs more than the whole event).
+        n = len(args)
+        key = None
+        if n == 2:
+            x, y = args
+            dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
+            if dx is not None and dy is not None:
+                if attrs is None:
+                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype)
+                elif (data := getattr(result, "_data", None)) is not None:
+                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, data.shape, data.dtype)
+        elif n == 1 and (dx := getattr(args[0], "_data", None)) is not None:
+            if attrs is None:
+                key = (op, aid, dx.shape, dx.dtype)
+            elif (data := getattr(result, "_data", None)) is not None:
+                key = (op, aid, dx.shape, dx.dtype, -1, data.shape, data.dtype)
+        elif n == 3 and attrs is not None and (data := getattr(result, "_data", None)) is not None:  # linear, where
+            x, y, z = args
+            dx, dy, dz = getattr(x, "_data", None), getattr(y, "_data", None), getattr(z, "_data", None)
+            if dx is not None and dy is not None and dz is not None:
+                key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, dz.shape, dz.dtype, -1, data.shape, data.dtype)
+        if key is None:  # Python scalars, three or more inputs, several outputs
+            key = (op, aid, *_key_metas(args))
+            if attrs is not None:
+                key += (-1, *_key_metas(result if type(result) is tuple else (result,)))
+        sid = self._keys.get(key)
+        if sid is None:
+            outs = tuple([_meta(r) for r in result]) if type(result) is tuple else (_meta(result),)
+            sid = self._new_signature(key, (OP, op, tuple([_meta(a) for a in args]), outs,
+                                            None if aid is None else self._attrs[aid]))
+        self._extend((sid, t0, t1, get_ident()))
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
         t1 = _clock()
-        # Nodes are keyed by what names them (their op, their Function class, else their type), not by
-        # node.name(): an op's backward name is built from its name on every call (~1 us).
+        # Nodes are named by what names them (their op, their Function class, else their type); the name is
+        # built once per kind of node (node.name() rebuilds an op's backward name on every call).
         ident = getattr(node, "op", None) or getattr(node, "fn_class", None) or type(node)
         if not self.shapes:
-            key = ident
-        elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
-            key = (ident, data.shape, data.dtype)
+            if ident not in self._node_names:
+                self._node_names[ident] = node.name()
+            self._extend((NODE, ident, t0, t1, get_ident()))
         else:
-            key = (ident, *[_meta(g) for g in grads])
-        sid = self._node_ids.get(key)
-        if sid is None:
-            sid = self._node_ids[key] = len(self.signatures)
-            self.signatures.append((NODE, node.name(), tuple([_meta(g) for g in grads]) if self.shapes else (),
-                                    (), None))
-        push = self._append
-        push(sid)
-        push(t0)
-        push(t1)
-        push(get_ident())
+            if len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
+                key = (NODE, ident, data.shape, data.dtype)
+            else:
+                key = (NODE, ident, *_key_metas(grads))
+            sid = self._keys.get(key)
+            if sid is None:
+                sid = self._new_signature(key, (NODE, node.name(), tuple([_meta(g) for g in grads]), (), None))
+            self._extend((sid, t0, t1, get_ident()))
+        if len(self._log) > COMPACT_AT:
+            self.compact()
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
         t1 = _clock()
         kind = ("H" if source.type == "cpu" else "D") + "to" + ("H" if target.type == "cpu" else "D")
         key = (COPY, kind, data.shape, data.dtype)
-        sid = self._sig_ids.get(key)
+        sid = self._keys.get(key)
         if sid is None:
             meta = (data.shape, data.dtype)
-            sid = self._intern(key, (COPY, f"Memcpy {kind}", (meta,), (meta,), None))
-        self._push(sid, t0, t1)
+            sid = self._new_signature(key, (COPY, f"Memcpy {kind}", (meta,), (meta,), None))
+        self._extend((sid, t0, t1, get_ident()))
 
     def span(self, kind: str, name: str, t0: int, t1: int | None = None) -> None:
         end = _clock() if t1 is None else t1
-        key = (kind, name)
-        sid = self._sig_ids.get(key)
-        if sid is None:
-            sid = self._intern(key, (kind, name, (), (), None))
-        self._push(sid, t0, end)
+        self._extend((kind, name, t0, end, get_ident()))
+        if len(self._log) > COMPACT_AT:
+            self.compact()
 
     def graph_node(self, node: Any, t0: int, t1: int) -> None:
-        key = (GRAPH, id(node))
-        sid = self._sig_ids.get(key)
-        if sid is None or self.signatures[sid][1] is not node:
-            sid = self._intern(key, (GRAPH, node, None, None, None))
-        self._push(sid, t0, t1)
+        self._extend((GRAPH, node, t0, t1, get_ident()))
 
     def run_program(self, executable: Any, env: list) -> None:
-        run_program(self, executable, env)
+        """The graph executor's loop, one clock reading per node: a node ends where the next one starts
+        (what lies between them is appending the previous node's event, ~0.05 us)."""
+        extend, tid = self._extend, get_ident()
+        start = t0 = _clock()
+        for (fn, ins, out), node in zip(executable.program, executable.program_nodes):
+            env[out] = fn(*[env[i] for i in ins])
+            t1 = _clock()
+            if node is not None:
+                extend((GRAPH, node, t0, t1, tid))
+            t0 = t1
+        self.span(RUN, "graph::run", start)
+
+    # ---- interning ---------------------------------------------------------------------------------
+    def _new_signature(self, key: Any, entry: tuple) -> int:
+        sid = self._keys[key] = len(self.signatures)
+        self.signatures.append(entry)
+        return sid
+
+    def _sid(self, key: Any, entry: tuple) -> int:
+        sid = self._sig_ids.get(key)
+        if sid is None:
+            sid = self._sig_ids[key] = len(self.signatures)
+            self.signatures.append(entry)
+        return sid
+
+    def _attrs_id(self, op: Any, attrs: dict) -> int:
+        """A small int naming one distinct attributes dict of ``op`` (a copy is kept in ``self._attrs``).
+        Unhashable attributes and tensors in attributes are keyed by :func:`_freeze` (tensors by shape and
+        dtype, never by identity: a profile keeps no user tensor alive)."""
+        frozen = _freeze(attrs) if op in self._frozen_attrs else tuple(attrs.items())
+        try:
+            aid = self._attr_ids.get((op, frozen))
+        except TypeError:  # an attribute holds a list or another unhashable value
+            self._frozen_attrs.add(op)
+            return self._attrs_id(op, attrs)
+        if aid is None:
+            if op not in self._frozen_attrs and _holds_array(attrs):
+                self._frozen_attrs.add(op)
+                return self._attrs_id(op, attrs)
+            aid = self._attr_ids[(op, frozen)] = len(self._attrs)
+            # the kept copy holds tensors by shape and dtype too (cost rules read only plain attributes)
+            self._attrs.append({k: _freeze(v) if _holds_array(v) else v for k, v in attrs.items()})
+        return aid
+
+    def compact(self) -> list:
+        """Move the log into ``times`` (four integers per event), interning what was not interned while
+        recording (plain ops, autograd nodes without shapes, spans, graph nodes). Returns, per event moved,
+        the log position where it started (the device recorder maps its launches with it).
+
+        Log entries: ``(signature id, t0, t1, thread)`` for ops, nodes and copies interned when recorded;
+        ``(op record, t0, t1, thread)`` for ops without shapes; ``(kind, what, t0, t1, thread)`` otherwise.
+        """
+        log = self._log
+        if not log:
+            return []
+        # A fresh log first: an event another thread appends while this runs goes to the new one.
+        self._log = []
+        self._extend = self._log.extend
+        push = self.times.append
+        positions = []
+        i = 0
+        while i < len(log):
+            positions.append(i)
+            head = log[i]
+            kind = type(head)
+            if kind is int:
+                sid = head
+                i += 1
+            elif kind is str:
+                what = log[i + 1]
+                i += 2
+                if head == NODE:
+                    sid = self._sid((NODE, what), (NODE, self._node_names[what], (), (), None))
+                elif head == GRAPH:
+                    key = (GRAPH, id(what))
+                    sid = self._sig_ids.get(key)
+                    if sid is None or self.signatures[sid][1] is not what:
+                        sid = self._sig_ids[key] = len(self.signatures)
+                        self.signatures.append((GRAPH, what, None, None, None))
+                else:
+                    sid = self._sid((head, what), (head, what, (), (), None))
+            else:  # an op record, recorded without shapes
+                sid = self._sid(head, (OP, head, None, None, None))
+                i += 1
+            push(sid)
+            push(log[i])
+            push(log[i + 1])
+            push(log[i + 2])
+            i += 3
+        return positions
 
     def records(self) -> Iterator[tuple]:
         """``(kind, what, t0, t1, thread, input metas, output metas, attrs)`` per event, in recording order."""
+        self.compact()
         times, signatures = self.times, self.signatures
         for i in range(0, len(times), 4):
             kind, what, ins, outs, attrs = signatures[times[i]]
@@ -267,6 +349,7 @@ class DeviceRecorder(Recorder):
         self._starts: list = []  # stack of (t0, start event): op calls nest
         self._pool: list = []
         self.device: list = []  # (host event number, start event, end event, device index, stream id)
+        self._launches: list = []  # (position of the host event in the flat log, start, end, index, stream)
         self.origin: tuple | None = None  # (host ns, device event) recorded together, to place device times
 
     def _event(self) -> Any:
@@ -310,25 +393,39 @@ class DeviceRecorder(Recorder):
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
         first = result[0] if type(result) is tuple and result else result
         pair = self._end(t0, getattr(first, "_device", None), not op.view)
+        position = len(self._log)
         super().op(op, t0, args, attrs, result)
         if pair is not None:
-            self.device.append((self.count() - 1, *pair))
+            self._launches.append((position, *pair))
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
         pair = self._end(t0, target if target.type == self.device_type else source)
+        position = len(self._log)
         super().copy(t0, data, source, target)
         if pair is not None:
-            self.device.append((self.count() - 1, *pair))
+            self._launches.append((position, *pair))
+
+    def compact(self) -> list:
+        """As :meth:`Recorder.compact`, and each launch's log position becomes its host event's number."""
+        base = len(self.times) // 4
+        launches, self._launches = self._launches, []
+        positions = super().compact()
+        if launches:
+            number = {p: base + k for k, p in enumerate(positions)}
+            self.device.extend((number[p], *rest) for p, *rest in launches)
+        return positions
 
     def clear(self) -> None:
         super().clear()
         self.device.clear()
+        self._launches.clear()
 
     def device_times(self) -> list:
         """``(host event number, start ns, end ns, device index, stream id)`` per device event, on the host
         clock (after waiting for the device)."""
         if self.origin is None:
             return []
+        self.compact()
         self.backend.synchronize(None)
         host0, origin = self.origin
         out = []

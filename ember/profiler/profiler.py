@@ -140,6 +140,8 @@ class profile:
             return
         previous = self.current_action
         self.step_num += 1
+        if self._recorder is not None:
+            self._recorder.trim()
         if previous == ProfilerAction.RECORD_AND_SAVE:
             self._save()
             self._stop_recording()

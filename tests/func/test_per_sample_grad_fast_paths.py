@@ -106,3 +106,26 @@ def test_per_sample_gradients_leave_no_reference_cycles() -> None:
             gc.enable()
     assert found == 0, f"vmap(grad(f)) left {found} objects in reference cycles"
     assert grads["0.weight"].shape == (5, 8, 4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_single_row_cross_entropy_under_vmap_equals_torch(reduction) -> None:
+    """One row per sample (the per-sample gradient case) takes the fused loss's single-row batch rules; a sample
+    whose target is ignored gets PyTorch's mean of nothing (NaN) and its gradient."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    t = np.array([0, 3, -100, 4, 1, 2])
+
+    def make(lib):
+        def loss(weight, xi, ti):
+            return lib.nn.functional.cross_entropy((xi @ weight).unsqueeze(0), ti.unsqueeze(0), reduction=reduction)
+        return loss
+
+    got_g = ef.vmap(ef.grad(make(ember)), in_dims=(None, 0, 0))(ember.tensor(w), ember.tensor(x), ember.tensor(t))
+    want_g = torch.func.vmap(torch.func.grad(make(torch)), in_dims=(None, 0, 0))(
+        torch.tensor(w), torch.tensor(x), torch.tensor(t))
+    np.testing.assert_allclose(got_g.numpy(), want_g.numpy(), rtol=1e-5, atol=1e-6)
+    got = ef.vmap(make(ember), in_dims=(None, 0, 0))(ember.tensor(w), ember.tensor(x), ember.tensor(t))
+    want = torch.func.vmap(make(torch), in_dims=(None, 0, 0))(torch.tensor(w), torch.tensor(x), torch.tensor(t))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)  # NaN where torch has NaN
