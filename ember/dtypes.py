@@ -169,14 +169,20 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_category(value: Any) -> int:
-    """Promotion tier of a Python scalar: bool 0, int 1, float 2, complex 3."""
-    if isinstance(value, bool):
+    """Promotion tier of a Python (or NumPy, as PyTorch reads them) scalar: bool 0, int 1, float 2, complex 3."""
+    if isinstance(value, (bool, np.bool_)):
         return 0
-    if isinstance(value, builtins_int):
+    if isinstance(value, (builtins_int, np.integer)):
         return 1
-    if isinstance(value, builtins_complex):
+    if isinstance(value, (builtins_complex, np.complexfloating)):
         return 3
     return 2
+
+
+def python_scalar(value: Any) -> Any:
+    """A NumPy scalar as the Python number PyTorch reads it as (np.float64(2) scales a float32 tensor without
+    making it float64); anything else unchanged."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _float_to_complex(d: dtype) -> dtype:

@@ -57,6 +57,10 @@ class Tensor(TensorMethods):
     __slots__ = ("_data", "_device", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc", "_base",
                  "_hooks", "_retains_grad", "_view_fn", "__weakref__", "__dict__")
 
+    # NumPy defers to the Tensor's reflected operators (np.float64(2) * t is a Tensor, not an ndarray), as for
+    # PyTorch's tensors
+    __array_priority__ = 1000
+
     # ---- construction -----------------------------------------------------------------------
     @classmethod
     def _make(cls, data: Any, device: Device, requires_grad: bool) -> "Tensor":
@@ -359,7 +363,9 @@ class Tensor(TensorMethods):
     __str__ = __repr__
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # As PyTorch: a 0-d Tensor formats as its number, also with an empty spec (f"{loss}" prints 2.3026, not
+        # tensor(2.3026)); subclasses such as Parameter print their repr unless a spec asks for a number.
+        if self._data.ndim == 0 and (spec or type(self) is Tensor):
             return format(self.item(), spec)
         return repr(self)
 

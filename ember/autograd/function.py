@@ -19,6 +19,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
@@ -161,3 +162,27 @@ class Function:
                 wrapped.append(o)
             outs = tuple(wrapped)
         return outs[0] if single else outs
+
+
+def once_differentiable(backward: Any) -> Any:
+    """``torch.autograd.function.once_differentiable``: a decorator for a Function's ``backward`` that runs it
+    without recording (its gradients are not differentiated again).
+
+    Example:
+        >>> class Square(Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x
+        ...     @staticmethod
+        ...     @once_differentiable
+        ...     def backward(ctx, g):
+        ...         (x,) = ctx.saved_tensors
+        ...         return 2 * x * g
+    """
+    @functools.wraps(backward)
+    def run_once(ctx: Any, *grad_outputs: Any) -> Any:
+        with grad_mode.no_grad():
+            return backward(ctx, *grad_outputs)
+
+    return run_once

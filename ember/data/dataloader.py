@@ -31,7 +31,7 @@ import numpy as np
 from ember.data.collate import default_collate, default_convert
 from ember.data.dataset import Dataset, IterableDataset
 from ember.data.sampler import BatchSampler, RandomSampler, SequentialSampler
-from ember.data.worker import WorkerInfo, _set_batch_seed, _set_worker_info
+from ember.data.worker import WorkerInfo, _set_batch_seed, _set_worker_info, get_worker_info  # noqa: F401
 from ember.data.worker_process import Fetcher
 from ember import random as ember_random
 from ember.profiler import _recorder

@@ -181,3 +181,6 @@ def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: An
         out.append(Subset(dataset, perm[start:start + int(length)]))
         start += int(length)
     return out
+
+
+from ember.data.stack_dataset import StackDataset  # noqa: E402,F401  (torch.utils.data.dataset.StackDataset)

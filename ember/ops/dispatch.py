@@ -11,6 +11,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 from weakref import ref as _weakref
 
+import numpy as np
+
 from ember import dtypes, interpreters as _interpreters
 from ember.autograd import anomaly_mode as _anomaly, grad_mode
 from ember.autograd.node import OpNode, SavedTensor
@@ -261,6 +263,13 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     elif a_tensor or b_tensor:
         tensor = a if a_tensor else b
         scalar = b if a_tensor else a
+        if isinstance(scalar, np.generic):
+            # NumPy scalars (np.float64 subclasses float) count as Python numbers, as in PyTorch: no float64 result
+            scalar = scalar.item()
+            if a_tensor:
+                b = scalar
+            else:
+                a = scalar
         if not isinstance(scalar, _NUMBER_TYPES):
             scalar = _coerce_operand(scalar, op)
             if isinstance(scalar, Tensor):

@@ -745,6 +745,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
     elif x_is_t != y_is_t:
         tensor, scalar = (input, other) if x_is_t else (other, input)
+        scalar = dtypes.python_scalar(scalar)
         target = dtypes.result_type(tensor, scalar)
         if target is not tensor.dtype:
             tensor = dispatch.cast(tensor, target)
@@ -768,6 +769,7 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
             out = where(isnan(max), max, where(out > max, max, out)) if isinstance(max, dispatch.Tensor) \
                 else minimum(out, max)
         return out
+    min, max = dtypes.python_scalar(min), dtypes.python_scalar(max)  # noqa: A001
     if input.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
         input = dispatch.cast(input, dtypes.get_default_dtype())
     attrs = {}

@@ -518,13 +518,14 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Any:
     """
     if isinstance(dims, dispatch.Tensor):
         dims = dims.tolist()
-    if isinstance(dims, int):
+    if isinstance(dims, (int, np.integer)):
+        dims = int(dims)
         if dims < 0 or dims > min(a.ndim, b.ndim):
             raise RuntimeError(f"tensordot: dims ({dims}) must be in [0, {min(a.ndim, b.ndim)}] for shapes "
                                f"{tuple(a.shape)} and {tuple(b.shape)}")
         dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
-        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        dims_a, dims_b = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in dims)
     dims_a = [d % a.ndim for d in dims_a] if a.ndim else []
     dims_b = [d % b.ndim for d in dims_b] if b.ndim else []
     if len(dims_a) != len(dims_b) or any(a.shape[i] != b.shape[j] for i, j in zip(dims_a, dims_b)):

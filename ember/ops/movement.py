@@ -68,7 +68,9 @@ EXPAND = register(OpDef(
 ))
 
 FLIP = register(OpDef(
-    name="flip", batch="dims", category="movement", impl=lambda xp, x, dims: xp.flip(x, dims), save="none",
+    name="flip", batch="dims", category="movement", save="none",
+    # a copy, as PyTorch's flip is (NumPy's is a view: writing into the result would change the input)
+    impl=lambda xp, x, dims: xp.flip(x, dims).copy(),
     shape_rule=lambda x, dims: Spec(x.shape, x.dtype, x.device),
     vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),), onnx=to_onnx.flip,
 ))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path
+import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path; np.integer
 
 from ember import dtypes
 from ember.ops import dispatch, elementwise
@@ -20,13 +20,15 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
     """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
     if dim is None:
         return None
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    # NumPy integers count as ints (PyTorch takes anything with __index__): x.sum(np.int64(0))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if len(dims) == 0:
         return None
     result = []
     for d in dims:
-        if not isinstance(d, int):
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise TypeError(f"{op}: dim must be an int or a tuple of ints, got {d!r}")
+        d = int(d)
         size = ndim if ndim > 1 else 1
         if d < -size or d >= size:
             raise IndexError(

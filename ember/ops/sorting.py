@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
@@ -100,6 +102,7 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
     """
     d = _dim(input, dim, "topk")
     size = input.shape[d] if input.ndim else 1
+    k = int(k) if isinstance(k, np.integer) else k  # NumPy integers count as ints, as in PyTorch
     if not isinstance(k, int) or k < 0 or k > size:
         raise RuntimeError(f"topk: k ({k}) must be in [0, {size}], the size of dim {dim} of a tensor of shape "
                            f"{tuple(input.shape)}")
@@ -113,6 +116,7 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _Retur
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
     d = _dim(input, dim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
+    k = int(k) if isinstance(k, np.integer) else k
     if not isinstance(k, int) or not 1 <= k <= size:
         raise RuntimeError(f"kthvalue: k ({k}) must be in [1, {size}], the size of dim {dim} of a tensor of shape "
                            f"{tuple(input.shape)}")

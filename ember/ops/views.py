@@ -11,8 +11,8 @@ import numpy as np
 
 from ember import dtypes
 from ember.ops import dispatch
-from ember.ops.movement import (CAT, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE, SCATTER_ADD,
-    TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
+from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
+    SCATTER_ADD, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -329,7 +329,9 @@ def repeat(input: Any, *sizes: Any) -> Any:
         interleaved += [1, s]
         expanded += [r, s]
         final.append(s * r)
-    return reshape(expand(reshape(x, interleaved), expanded), final)
+    out = reshape(expand(reshape(x, interleaved), expanded), final)
+    # PyTorch's repeat always returns new memory; the reshape above may still be a (stride-0) view of input
+    return dispatch.apply(CLONE if all(r == 1 for r in sizes) else CONTIGUOUS, (out,), {})
 
 
 def movedim(input: Any, source: Any, destination: Any) -> Any:
@@ -434,8 +436,8 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
     if dims is None:
         return roll(flatten(input), shifts, 0).reshape(tuple(input.shape))
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, (int, np.integer)) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align, got {len(shifts)} shifts {shifts} and "
                            f"{len(dims)} dims {dims}")

@@ -9,6 +9,6 @@ Example:
     >>> torchvision.models.resnet18().fc
     Linear(in_features=512, out_features=1000, bias=True)
 """
-from ember.vision import datasets, models, ops, transforms  # noqa: F401
+from ember.vision import datasets, models, ops, transforms, utils  # noqa: F401
 
 __version__ = "0.1.0 (torchvision 0.28 API)"

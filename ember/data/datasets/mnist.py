@@ -132,6 +132,10 @@ class MNIST(Dataset):
 
     def _load_file(self, folder: Path, name: str) -> np.ndarray:
         path = folder / name
+        raw = folder / name[:-3]  # torchvision also leaves the unpacked files in raw/
+        if raw.is_file():
+            # torchvision reads the unpacked files as they are (a program's own subset or mirror): so does ember
+            return read_idx(raw.read_bytes(), str(raw))
         if path.is_file():
             expected = self.resources.get(name)
             actual = _md5(path)
@@ -141,7 +145,6 @@ class MNIST(Dataset):
                                    "download it again.")
             with gzip.open(path, "rb") as f:
                 return read_idx(f.read(), str(path))
-        raw = folder / name[:-3]  # torchvision also leaves the unpacked files in raw/
         return read_idx(raw.read_bytes(), str(raw))
 
     def _download(self) -> Path:

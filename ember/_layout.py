@@ -1,0 +1,78 @@
+"""PyTorch's module paths under ember's name: ``import ember.cuda.amp``, ``ember.utils.data.dataloader``, ...
+
+ember files some classes differently from PyTorch (BatchNorm lives in ``ember.nn.modules.normalization``,
+AdamW in ``ember.optim.adam``, the data loader in ``ember.data``). Programs ported with ``import ember as
+torch`` still say ``from torch.cuda.amp import GradScaler`` or ``torch.nn.modules.batchnorm._BatchNorm``, and
+the ``ember run`` hook and stand-in shims map ``torch.X.Y`` to ``ember.X.Y``. So every path of
+:data:`TORCH_LAYOUT` is importable (the very module object ember already has, no second copy) and, once
+ember is imported, reachable as an attribute (``ember.nn.modules.pixelshuffle``), as in PyTorch where
+``import torch`` loads these submodules eagerly.
+
+Example:
+    >>> import ember as torch
+    >>> from ember.cuda.amp import GradScaler
+    >>> GradScaler is torch.amp.GradScaler
+    True
+    >>> torch.nn.modules.batchnorm.BatchNorm2d is torch.nn.BatchNorm2d
+    True
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# ember path in PyTorch's layout -> the ember module that holds those names.
+TORCH_LAYOUT: dict[str, str] = {
+    "ember.cuda.amp": "ember.amp.cuda_amp",
+    "ember.cuda.random": "ember.cuda",
+    "ember.cuda.memory": "ember.cuda",
+    "ember.cuda.streams": "ember.cuda",
+    "ember.utils.data.dataloader": "ember.data.dataloader",
+    "ember.utils.data.dataset": "ember.data.dataset",
+    "ember.utils.data.sampler": "ember.data.sampler",
+    "ember.utils.hooks": "ember.nn.modules.module",  # RemovableHandle
+    "ember.utils.model_zoo": "ember.hub",  # load_url
+    "ember.nn.modules.batchnorm": "ember.nn.modules.normalization",
+    "ember.nn.modules.instancenorm": "ember.nn.modules.more",
+    "ember.nn.modules.pixelshuffle": "ember.nn.modules.more",
+    "ember.nn.modules.channelshuffle": "ember.nn.modules.more",
+    "ember.nn.modules.distance": "ember.nn.modules.more",
+    "ember.nn.modules.fold": "ember.nn.modules.more",
+    "ember.nn.modules.padding": "ember.nn.modules.more",
+    "ember.nn.modules.lazy": "ember.nn.modules.more",
+    "ember.nn.modules.adaptive": "ember.nn.modules.loss",
+    "ember.nn.utils.convert_parameters": "ember.nn.utils",
+    "ember.nn.utils.spectral_norm": "ember.nn.utils",
+    "ember.nn.utils.stateless": "ember.func",  # functional_call
+    "ember.optim.adamw": "ember.optim.adam",
+    "ember.optim.adamax": "ember.optim.more",
+    "ember.optim.adadelta": "ember.optim.more",
+    "ember.optim.nadam": "ember.optim.more",
+    "ember.optim.radam": "ember.optim.more",
+    "ember.optim.rprop": "ember.optim.more",
+    "ember.optim.asgd": "ember.optim.more",
+    "ember.optim.sparse_adam": "ember.optim.more",
+}
+
+# PyTorch's torch.optim deletes its submodule attributes (torch.optim.adamw is no attribute there, and
+# torch.optim.adamw.adamw is the functional form): these paths import but are not bound on the parent.
+IMPORT_ONLY = frozenset(name for name in TORCH_LAYOUT if name.startswith("ember.optim."))
+
+
+def install() -> None:
+    """Register each path in ``sys.modules`` as the module ember has, and bind it on its parent if free.
+
+    Registering (rather than a finder) keeps the import system from re-binding the parent's attribute:
+    ``ember.nn.utils.spectral_norm`` stays the function, as ``torch.nn.utils.spectral_norm`` is.
+    """
+    for name, real in TORCH_LAYOUT.items():
+        module = importlib.import_module(real)
+        sys.modules.setdefault(name, module)
+        parent_name, _, child = name.rpartition(".")
+        parent = importlib.import_module(parent_name)
+        if not hasattr(parent, "__path__"):
+            # the `ember run` hook imports torch.cuda.amp below sys.modules["torch.cuda"] (ember.cuda): the
+            # import system asks only packages (modules with __path__) for submodules
+            parent.__path__ = []
+        if name not in IMPORT_ONLY and child not in vars(parent):
+            setattr(parent, child, module)
