@@ -1,4 +1,4 @@
-"""The paths that make per-sample gradients fast keep their values: stacked outer products (native and NumPy),
+"""The paths that make per-sample gradients fast keep their values: stacked outer products (one einsum),
 a stack of matrices against one matrix as one GEMM, linear's leaner backward, and no reference cycles left by
 vmap(grad(f)) (a cycle keeps every batched activation alive until the cyclic collector runs)."""
 from __future__ import annotations
@@ -11,27 +11,12 @@ import torch
 
 import ember
 import ember.func as ef
-from ember import _config
-from ember.backends import cpu_kernels
 from ember.ops import linalg
-
-
-@pytest.fixture(params=["native", "numpy"])
-def kernels(request):
-    """Run once with the native kernels (when numba is installed) and once on the NumPy paths."""
-    if request.param == "native":
-        pytest.importorskip("numba")
-    previous = _config.CPU_KERNELS
-    _config.CPU_KERNELS = "numba" if request.param == "native" else "numpy"
-    cpu_kernels.reset()
-    yield request.param
-    _config.CPU_KERNELS = previous
-    cpu_kernels.reset()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("lead", [(5,), (2, 3), (1,)])
-def test_stacked_outer_products_equal_torch(kernels, dtype, lead) -> None:
+def test_stacked_outer_products_equal_torch(dtype, lead) -> None:
     rng = np.random.default_rng(0)
     a = rng.standard_normal(lead + (4, 1)).astype(dtype)
     b = rng.standard_normal(lead + (1, 6)).astype(dtype)
@@ -44,7 +29,7 @@ def test_stacked_outer_products_equal_torch(kernels, dtype, lead) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=0)
 
 
-def test_stacked_outer_reads_strided_operands(kernels) -> None:
+def test_stacked_outer_reads_strided_operands() -> None:
     rng = np.random.default_rng(1)
     g = rng.standard_normal((7, 1, 5)).astype(np.float32)  # a per-sample gradient row, transposed: a strided view
     x = rng.standard_normal((7, 3, 1)).astype(np.float32).transpose(0, 2, 1)
