@@ -24,7 +24,7 @@ from ember.autograd.variable import set_multithreading_enabled  # noqa: F401
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradcheck", "gradgradcheck",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-           "Variable", "functional", "set_multithreading_enabled",
+           "Variable", "functional", "forward_ad", "set_multithreading_enabled",
            "NestedIOFunction", "enforce_grad_layout_policy"]
 
 
@@ -122,10 +122,10 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 def __getattr__(name: str) -> Any:
     """``ember.autograd.functional`` (jacobian, hessian, ...) loads on first use: it is built on the
     whole tensor API, which itself imports this package (grad mode) early."""
-    if name == "functional":
+    if name in ("functional", "forward_ad"):
         import importlib
 
-        return importlib.import_module("ember.autograd.functional")
+        return importlib.import_module(f"ember.autograd.{name}")
     if name in ("NestedIOFunction", "enforce_grad_layout_policy"):  # need the Tensor class: loaded on first use
         import importlib
 
