@@ -62,13 +62,59 @@ def _size_entry(value: Any, position: int, op: str = "") -> int:
     return int(value)
 
 
+_PYTHON_SCALARS = (bool, int, float, complex)
+
+
+def _python_scalar_dtype(kind: type) -> dtypes.dtype:
+    if kind is bool:
+        return dtypes.bool_
+    if kind is int:
+        return dtypes.int64
+    return dtypes.get_default_dtype() if kind is float else dtypes.get_default_complex_dtype()
+
+
+def _sequence_dtype(seq: Sequence[Any], kinds: "set[type] | None" = None) -> "dtypes.dtype | None":
+    """PyTorch's inference over a nested sequence: each Python number counts as its default dtype, each NumPy
+    scalar/array or tensor as its own dtype, and the result is their promotion (``[np.float64(1), 2.0]`` is
+    float64, ``[np.int8(1), 1.5]`` float32). None for an empty sequence. Walks by type sets, so a long list of
+    Python floats costs one ``set(map(type, ...))``."""
+    found: "dtypes.dtype | None" = None
+    for kind in set(map(type, seq)) if kinds is None else kinds:
+        if kind in _PYTHON_SCALARS:
+            here = _python_scalar_dtype(kind)
+        elif issubclass(kind, (np.ndarray, np.generic, Tensor)):
+            here = None
+            for item in seq:
+                if type(item) is kind:
+                    item_dtype = item.dtype if isinstance(item, Tensor) else dtypes.from_numpy_dtype(item.dtype)
+                    here = item_dtype if here is None else dtypes.promote_types(here, item_dtype)
+        elif issubclass(kind, (list, tuple)):
+            here = None
+            for item in seq:
+                if type(item) is kind:
+                    inner = _sequence_dtype(item)
+                    if inner is not None:
+                        here = inner if here is None else dtypes.promote_types(here, inner)
+        else:
+            continue  # anything else (a subclass of float, a custom number) is judged by NumPy below
+        if here is not None:
+            found = here if found is None else dtypes.promote_types(found, here)
+    return found
+
+
 def _infer_dtype(data: Any) -> dtypes.dtype:
     """Python bools -> bool, ints -> int64, floats -> the default float dtype, complex numbers -> the default
-    complex dtype; arrays keep theirs."""
+    complex dtype; arrays, NumPy scalars and tensors keep theirs, and a sequence promotes over its items."""
     if isinstance(data, np.ndarray):
         return dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
         return dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, (list, tuple)):
+        kinds = set(map(type, data))
+        if all(k in _PYTHON_SCALARS or issubclass(k, (list, tuple, np.ndarray, np.generic, Tensor)) for k in kinds):
+            inferred = _sequence_dtype(data, kinds)
+            if inferred is not None:
+                return inferred
     flat = np.asarray(data)
     if flat.dtype.kind == "b":
         return dtypes.bool_
@@ -102,10 +148,10 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         target_device = to_device(device)
         if type(data).__module__.startswith("cupy"):
             data = data.get()
+        dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         data = _unwrap_nested(data)
         if isinstance(data, (list, tuple)) and any(isinstance(d, np.ndarray) for d in data):
             data = np.stack([np.asarray(d) for d in data]) if data else data
-        dt = dtypes.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         array = np.array(data, dtype=dt.np, copy=True)
         out = _wrap_array(_to_device_array(array, target_device), target_device)
     if requires_grad:
