@@ -48,14 +48,19 @@ def _alias(input: Any) -> Any:
     return dispatch.apply(RESHAPE, (input,), {"shape": tuple(input.shape)})
 
 
-def view(input: Any, *shape: Any) -> Any:
+def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
     """``reshape`` that never copies: where the strides cannot express the new shape it raises, as
     PyTorch's ``view`` does (a silent copy would cut in-place changes off from the original).
+    ``view(dtype)`` reinterprets the bits instead (see ``view_dtype``).
 
     Example:
         >>> ember.zeros(2, 3).t().view(6)  # doctest: +SKIP
         RuntimeError: view size is not compatible with input tensor's size and stride ...
     """
+    if dtype is not None and not shape:
+        return view_dtype(input, dtype)
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        return view_dtype(input, shape[0])
     out = reshape(input, *shape)
     if dispatch.is_symbolic(input):
         return out
@@ -68,6 +73,37 @@ def view(input: Any, *shape: Any) -> Any:
             f"stride {list(input.stride())} (at least one dimension spans across two contiguous subspaces). "
             "Use .reshape(...) instead (it copies when it must), or .contiguous().view(...)."
         )
+    return out
+
+
+def view_dtype(input: Any, dtype: Any) -> Any:
+    """The same memory read as another dtype (``x.view(ember.int32)`` on float32 gives the IEEE bits), as
+    PyTorch's ``Tensor.view(dtype)``: same element size keeps the shape; another size rescales the last dimension,
+    which must be contiguous. Not differentiable (the result does not require grad); writes show in both.
+
+    Example:
+        >>> ember.tensor([1.0]).view(ember.int32)  # doctest: +SKIP
+        tensor([1065353216], dtype=ember.int32)
+    """
+    target = dtypes.to_dtype(dtype)
+    if dispatch.is_symbolic(input):
+        raise NotImplementedError("view(dtype): reinterpreting bits is not supported inside a traced graph; "
+                                  "do it outside ember.compile or use .to(dtype) to convert values")
+    data = input._data
+    old_size, new_size = data.dtype.itemsize, np.dtype(target.np).itemsize
+    if old_size != new_size:
+        names = f"{input.dtype} as {target}"
+        if data.ndim == 0:
+            raise RuntimeError(f"view(dtype): self.dim() cannot be 0 to view {names} (different element sizes)")
+        step = data.strides[-1] // old_size if data.shape[-1] > 1 else 1
+        if step != 1:
+            raise RuntimeError(f"view(dtype): self.stride(-1) must be 1 to view {names} (different element sizes), "
+                               f"but got {step}; call .contiguous() first")
+        if (data.shape[-1] * old_size) % new_size:
+            raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by {new_size // old_size} to view {names} "
+                               f"(different element sizes), but got {data.shape[-1]}")
+    out = input.detach()  # shares the version counter: in-place writes through either are seen on the other
+    out._data = data.view(target.np)
     return out
 
 
