@@ -24,7 +24,8 @@ import ember.nn.functional as F
 from ember.distributions import constraints
 from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
-from ember.distributions.utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from ember.distributions.utils import (broadcast_all, expand_cached_parameters, lazy_property,
+    logits_to_probs, probs_to_logits)
 from ember.tensor import Size, Tensor
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical"]
@@ -62,12 +63,7 @@ class Bernoulli(ExponentialFamily):
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        expand_cached_parameters(self, new, ("probs", "logits"), tuple(batch_shape))
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
@@ -156,12 +152,7 @@ class Categorical(Distribution):
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = Size(batch_shape)
         param_shape = tuple(batch_shape) + (self._num_events,)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(param_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(param_shape)
-            new._param = new.logits
+        expand_cached_parameters(self, new, ("probs", "logits"), param_shape)
         new._num_events = self._num_events
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args

@@ -33,7 +33,8 @@ from ember.distributions.distribution import Distribution
 from ember.distributions.exp_family import ExponentialFamily
 from ember.distributions.transformed_distribution import TransformedDistribution
 from ember.distributions.transforms import AffineTransform, PowerTransform, StickBreakingTransform
-from ember.distributions.utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from ember.distributions.utils import (broadcast_all, expand_cached_parameters, clamp_probs, lazy_property,
+    logits_to_probs, probs_to_logits)
 from ember.tensor import Size, Tensor
 
 __all__ = ["ContinuousBernoulli", "Kumaraswamy", "LogisticNormal"]
@@ -83,10 +84,7 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = Size(batch_shape)
-        for name in ("probs", "logits"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(batch_shape))
-                new._param = getattr(new, name)
+        expand_cached_parameters(self, new, ("probs", "logits"), tuple(batch_shape))
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

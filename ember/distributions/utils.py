@@ -64,6 +64,20 @@ def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     return softmax(logits, dim=-1)
 
 
+def expand_cached_parameters(source: Any, new: Any, names: tuple, shape: tuple) -> None:
+    """Give ``new`` each of ``names`` that ``source`` holds already (a lazily computed one may be absent), expanded
+    to ``shape``; the last one found becomes ``new._param``, as the families' constructors set it.
+
+    Example:
+        >>> expand_cached_parameters(Bernoulli(probs=tensor(0.3)), new, ("probs", "logits"), (2,))  # doctest: +SKIP
+    """
+    for name in names:
+        if name in source.__dict__:
+            value = source.__dict__[name].expand(shape)
+            setattr(new, name, value)
+            new._param = value
+
+
 def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     """Sum the ``dim`` rightmost dimensions."""
     if dim == 0:
