@@ -33,6 +33,12 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, dispatch.Tensor)
 
 
+def is_batched(value: Any) -> bool:
+    """True for a tensor with a batch dim at the innermost vmap level that holds it (vmap's batched values
+    carry ``bdim``; ember/func/batched.py)."""
+    return getattr(getattr(value, "_data", None), "bdim", None) is not None
+
+
 def _apply(name: str, *args: Any, **attrs: Any) -> Any:
     return dispatch.apply(OPS[name], args, attrs)
 
