@@ -70,8 +70,8 @@ MATMUL = register(OpDef(
 
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
-    if input.is_sparse or other.is_sparse:  # a sparse COO operand brings its own product (ember/sparse/ops.py)
-        return (input if input.is_sparse else other)._sparse_matmul(input, other)
+    if input._sparse_layout or other._sparse_layout:  # a sparse operand brings its own product (ember/sparse/)
+        return (input if input._sparse_layout else other)._sparse_matmul(input, other)
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
