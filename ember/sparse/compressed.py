@@ -47,7 +47,7 @@ class SparseCompressedTensor(Tensor):
     """A 2-D CSR or CSC matrix; build one with ``ember.sparse_csr_tensor`` / ``sparse_csc_tensor`` or
     ``t.to_sparse_csr()`` / ``t.to_sparse_csc()`` (see the module)."""
 
-    __slots__ = ("_sp_compressed", "_sp_plain", "_sp_values", "_sp_size", "_sp_layout")
+    __slots__ = ("_sp_compressed", "_sp_plain", "_sp_values", "_sp_size", "_sp_layout", "_sp_entries")
     is_sparse = False  # PyTorch's: is_sparse is the COO layout only
     _sparse_layout = True  # ember.matmul hands products with this operand to _sparse_matmul
 
@@ -58,6 +58,7 @@ class SparseCompressedTensor(Tensor):
         t._sp_compressed, t._sp_plain, t._sp_values = compressed, plain, values
         t._sp_size = tuple(int(s) for s in size)
         t._sp_layout = layout
+        t._sp_entries = None  # (row, col) expanded once: the index tensors are never changed in place
         t._device = values.device
         t._output_nr = 0
         t._vc = None
@@ -67,8 +68,10 @@ class SparseCompressedTensor(Tensor):
         return t
 
     def _with_values(self, values: Tensor) -> "SparseCompressedTensor":
-        return SparseCompressedTensor._from_parts(self._sp_compressed, self._sp_plain, values, self._sp_size,
-                                                  self._sp_layout)
+        out = SparseCompressedTensor._from_parts(self._sp_compressed, self._sp_plain, values, self._sp_size,
+                                                 self._sp_layout)
+        out._sp_entries = self._sp_entries  # same pattern
+        return out
 
     @property
     def _data(self) -> Any:
@@ -235,14 +238,17 @@ class SparseCompressedTensor(Tensor):
 
     # ---- entries --------------------------------------------------------------------------------------
     def _entries(self) -> tuple[Tensor, Tensor]:
-        """(row, col) of every stored entry as int64 tensors, in storage order."""
+        """(row, col) of every stored entry as int64 tensors, in storage order (computed once per tensor)."""
+        if self._sp_entries is not None:
+            return self._sp_entries
         xp = self._device.xp
         compressed = self._sp_compressed._data.astype(xp.int64, copy=False)
         counts = compressed[1:] - compressed[:-1]
         outer = xp.repeat(xp.arange(counts.shape[0], dtype=xp.int64), counts)
         inner = self._sp_plain._data.astype(xp.int64, copy=False)
         rows, cols = (outer, inner) if self._sp_layout is sparse_csr else (inner, outer)
-        return _tensor_like(rows, self._sp_values), _tensor_like(cols, self._sp_values)
+        self._sp_entries = (_tensor_like(rows, self._sp_values), _tensor_like(cols, self._sp_values))
+        return self._sp_entries
 
     # ---- conversions -----------------------------------------------------------------------------------
     def to_dense(self, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
