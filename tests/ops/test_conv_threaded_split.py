@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture
 def split(monkeypatch):
     """Three ember threads and no minimum chunk size, so even small convolutions are split (the
-    split is opt-in, EMBER_BLAS_SPLIT=1, so the fixture turns it on)."""
+    fixture turns the split on whatever EMBER_BLAS_SPLIT says)."""
     monkeypatch.setattr(_config, "BLAS_SPLIT", True)
     if not cpu_blas.available():
         pytest.skip("no controllable OpenBLAS under NumPy: the split paths do not run")
