@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
@@ -139,20 +140,23 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
 # A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this
 # runs on one thread when ember splits work: BLAS's threads would save it at most a few tens of
 # microseconds, then spin for tens of milliseconds against ember's threads (the MNIST CNN's linear
-# layer, 64 x 3136 x 10, did so every step).
+# layer, 64 x 3136 x 10, did so every step). A stack of GEMMs counts as its total: attention's
+# per-head products (W4: 64 GEMMs of 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's
+# threads, as with the split off.
 SMALL_GEMM_MACS = 4e6
 _OPENBLAS_ONE_THREAD_MACS = 4 * 65536
 
 
 def small_gemm(xp: Any, a: Any, b: Any) -> Any:
-    """``one_thread(xp)`` when ``a @ b`` (one GEMM of a stack) is a small GEMM that OpenBLAS would
-    still spread over its threads; otherwise a no-op context."""
+    """``one_thread(xp)`` when ``a @ b`` is a small GEMM (or a small stack of them) that OpenBLAS
+    would still spread over its threads; otherwise a no-op context."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
-    if _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS and num_threads() > 1:
-        return one_thread(xp)
-    return nullcontext()
+    if not _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
+        return nullcontext()
+    stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
+    return one_thread(xp) if macs * stack < SMALL_GEMM_MACS else nullcontext()
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:
