@@ -36,7 +36,9 @@ def _is_tensor(value: Any) -> bool:
 def is_batched(value: Any) -> bool:
     """True for a tensor with a batch dim at the innermost vmap level that holds it (vmap's batched values
     carry ``bdim``; ember/func/batched.py)."""
-    return getattr(getattr(value, "_data", None), "bdim", None) is not None
+    data = getattr(value, "_data", None)
+    # asked of the class: a graph value's attribute lookup raises (a traced tensor has no data to read)
+    return bool(getattr(type(data), "replays_views", False)) and getattr(data, "bdim", None) is not None
 
 
 def _apply(name: str, *args: Any, **attrs: Any) -> Any:
