@@ -12,7 +12,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember import interpreters
+from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd.node import OpNode
 
 
 def _edge_of(tensor: Any) -> tuple:
@@ -23,12 +26,13 @@ def _edge_of(tensor: Any) -> tuple:
 
 # Callbacks queued during a backward pass run once when the outermost pass ends (DistributedDataParallel
 # waits for its gradient all-reduces there). One list per thread, like the grad mode.
-import threading
-
 _LOCAL = threading.local()
 
 # The profiler's hook (ember/profiler): None unless a profile is recording (one global read per node).
 PROFILER: Any = None
+# Plain backward passes run ops' array gradient rules (OpDef.array_vjp) where they have them; False runs
+# every node's ember-op rule (the tests compare the two).
+ARRAY_RULES = True
 _clock = time.perf_counter_ns
 
 
@@ -129,6 +133,9 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
 
     accumulate = accumulate_into_grad and capture is None
     anomaly = anomaly_mode.STATE.enabled
+    # Array rules (OpDef.array_vjp) when nothing needs the backward's own ops: no graph of it is built
+    # (create_graph), and no profiler, flop counter, autocast region, trace or anomaly check watches them.
+    arrays = ARRAY_RULES and not (create_graph or anomaly or PROFILER is not None or _AUTOCAST.active or interpreters.GRAPHS.count)
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             node = ready.pop()
@@ -159,7 +166,15 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 input_grads = (None,) * len(edges)
             else:
                 t0 = PROFILER and _clock()
-                input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
+                input_grads = None
+                if arrays and node.__class__ is OpNode and node.op.array_vjp is not None:
+                    input_grads = node.apply_arrays(grads)
+                    if input_grads is not None:
+                        device = grads[0]._device
+                        input_grads = tuple(None if a is None else Tensor._make(a, device, False)
+                                            for a in input_grads)
+                if input_grads is None:
+                    input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
                 if t0 and PROFILER is not None:
                     PROFILER.node(node, t0, grads)
                 if not retain_graph:
