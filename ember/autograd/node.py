@@ -184,12 +184,12 @@ class OpNode(Node):
     __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta",
                  "unpacked")
 
-    def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple) -> None:
+    def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple, needs: tuple | None = None) -> None:
         self.op = op
         self.attrs = attrs
         self.next_edges = next_edges
         self.input_meta = input_meta  # (shape, dtype) per input; None for Python scalars
-        self.needs_input_grad = tuple(e is not None for e in next_edges)
+        self.needs_input_grad = tuple([e is not None for e in next_edges]) if needs is None else needs
         self.saved = None
         self.saved_out = None
         self.pre_hooks = None
@@ -250,7 +250,9 @@ class OpNode(Node):
         (half precision, complex, devices, mixed dtypes) takes :meth:`apply`, whose ops promote."""
         if self.num_outputs != 1 or (self.saved is None and self.op.save != "none"):
             return None  # freed: apply() raises the error
-        g = grads[0]._data
+        g = grads[0]
+        if g.__class__ is not np.ndarray:  # a tensor (the engine passes array rules' results on as arrays)
+            g = g._data
         if type(g) is not np.ndarray or g.dtype not in _ARRAY_DTYPES:
             return None
         try:

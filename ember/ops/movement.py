@@ -330,6 +330,21 @@ CAT = register(OpDef(
 ))
 
 
+def _cat_array_vjp(ctx: Any, g: Any) -> tuple:
+    dim = ctx.attrs["dim"]
+    grads = []
+    start = 0
+    for shape, need in zip(ctx.input_meta, ctx.needs):
+        size = shape[dim]
+        grads.append(g[(slice(None),) * dim + (slice(start, start + size),)] if need else None)
+        start += size
+    return tuple(grads)
+
+
+# Array gradient rule (OpDef.array_vjp): the views narrow() makes in the rule above.
+CAT.array_vjp = _cat_array_vjp
+
+
 def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
