@@ -13,8 +13,11 @@ so a small LSTM's training step is all Python overhead: graykode's Bi-LSTM (27 s
   d_b_hh)``: backpropagation through time (an output gradient may be None: zeros).
 
 Each step computes what the composite (``ember/nn/modules/rnn.py``'s ``_cell_step``) computes, with the
-same NumPy calls in the same order, so outputs equal the composite's bit for bit. With
-``create_graph=True`` the vjp differentiates the composite, so higher derivatives work.
+same NumPy operations in the same order (the sigmoid of all four gates in one pass), so outputs equal the
+composite's (bit for bit here: NumPy's exp/tanh give the same values on strided and contiguous runs). The
+backward computes every factor that does not depend on the recurrence for all steps at once, so each step is
+seven small array operations and one GEMM. With ``create_graph=True`` the vjp differentiates the
+composite, so higher derivatives work.
 
 Example:
     >>> import ember
@@ -27,9 +30,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np  # np.errstate (sigmoid's overflow to its limit)
+
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.ops import dispatch, elementwise as ew
-from ember.ops.elementwise import _sigmoid_impl
 from ember.ops.linalg import _matmul_impl, matmul
 from ember.ops.registry import OpDef, Spec, register
 from ember.ops.views import chunk, stack
@@ -42,23 +46,23 @@ def _forward_impl(xp: Any, gx: Any, h: Any, c: Any, w_hh: Any, *b_hh: Any) -> tu
     out = xp.empty((steps, batch, hidden), dtype=gx.dtype)
     acts = xp.empty(gx.shape, dtype=gx.dtype)
     cells = xp.empty((steps, batch, hidden), dtype=gx.dtype)
-    for t in range(steps):
-        gates_h = _matmul_impl(xp, h, w_t)
-        if b_hh:
-            gates_h = gates_h + b_hh[0]
-        gates = gx[t] + gates_h
-        i = _sigmoid_impl(xp, gates[:, :hidden])
-        f = _sigmoid_impl(xp, gates[:, hidden:2 * hidden])
-        g = xp.tanh(gates[:, 2 * hidden:3 * hidden])
-        o = _sigmoid_impl(xp, gates[:, 3 * hidden:])
-        c = f * c + i * g
-        h = o * xp.tanh(c)
-        out[t] = h
-        cells[t] = c
-        acts[t, :, :hidden] = i
-        acts[t, :, hidden:2 * hidden] = f
-        acts[t, :, 2 * hidden:3 * hidden] = g
-        acts[t, :, 3 * hidden:] = o
+    with np.errstate(over="ignore"):  # sigmoid's exp(-x) overflows to inf below -88 (float32): the limit 0
+        for t in range(steps):
+            gates_h = _matmul_impl(xp, h, w_t)
+            if b_hh:
+                gates_h = gates_h + b_hh[0]
+            gates = gx[t] + gates_h
+            # sigmoid (PyTorch's formula, as _sigmoid_impl) of all four gates in one pass, tanh of g: elementwise,
+            # so each gate gets the values the composite's per-gate calls give
+            a = 1 / (1 + xp.exp(-gates))
+            g = xp.tanh(gates[:, 2 * hidden:3 * hidden])
+            i, f, o = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 3 * hidden:]
+            c = f * c + i * g
+            h = o * xp.tanh(c)
+            a[:, 2 * hidden:3 * hidden] = g
+            acts[t] = a
+            out[t] = h
+            cells[t] = c
     return out, h.copy(), c.copy(), acts, cells
 
 
@@ -70,25 +74,32 @@ def _backward_impl(xp: Any, g_out: Any, g_hn: Any, g_cn: Any, acts: Any, cells: 
     g_out = xp.zeros(out.shape, dtype=out.dtype) if g_out is None else g_out
     dh_next = xp.zeros(h0.shape, dtype=h0.dtype) if g_hn is None else g_hn
     dc_next = xp.zeros(c0.shape, dtype=c0.dtype) if g_cn is None else g_cn
-    d_gates = xp.empty(acts.shape, dtype=acts.dtype)
+    # Everything that does not depend on the recurrence, for all steps at once (whole-array passes):
+    # d_c = d_h * o * (1 - tanh(c)^2) + d_c_next; d_i, d_f, d_g = d_c * (g i (1 - i), c_prev f (1 - f),
+    # i (1 - g^2)); d_o = d_h * tanh(c) o (1 - o).
+    gates = acts.reshape(steps, batch, 4, hidden)
+    i, f, g, o = gates[:, :, 0], gates[:, :, 1], gates[:, :, 2], gates[:, :, 3]
+    tanh_c = xp.tanh(cells)
+    c_prev = xp.concatenate([c0[None], cells[:-1]], axis=0)
+    through_c = o * (1 - tanh_c * tanh_c)
+    coef = xp.empty((steps, batch, 3, hidden), dtype=acts.dtype)
+    coef[:, :, 0] = g * (i * (1 - i))
+    coef[:, :, 1] = c_prev * (f * (1 - f))
+    coef[:, :, 2] = i * (1 - g * g)
+    coef_o = tanh_c * (o * (1 - o))
+    d_gates = xp.empty((steps, batch, 4, hidden), dtype=acts.dtype)
     for t in range(steps - 1, -1, -1):
         dh = g_out[t] + dh_next
-        a = acts[t]
-        i, f, g, o = a[:, :hidden], a[:, hidden:2 * hidden], a[:, 2 * hidden:3 * hidden], a[:, 3 * hidden:]
-        tanh_c = xp.tanh(cells[t])
-        c_prev = cells[t - 1] if t > 0 else c0
-        dc = dh * o * (1 - tanh_c * tanh_c) + dc_next
+        dc = dh * through_c[t] + dc_next
         d = d_gates[t]
-        d[:, :hidden] = dc * g * (i * (1 - i))
-        d[:, hidden:2 * hidden] = dc * c_prev * (f * (1 - f))
-        d[:, 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
-        d[:, 3 * hidden:] = dh * tanh_c * (o * (1 - o))
-        dc_next = dc * f
-        dh_next = _matmul_impl(xp, d, w_hh)
+        d[:, :3] = dc[:, None, :] * coef[t]
+        d[:, 3] = dh * coef_o[t]
+        dc_next = dc * f[t]
+        dh_next = _matmul_impl(xp, d.reshape(batch, four), w_hh)
     flat = d_gates.reshape(steps * batch, four)
     h_prev = xp.concatenate([h0[None], out[:-1]], axis=0).reshape(steps * batch, hidden)
     d_w = _matmul_impl(xp, flat.T, h_prev)
-    return d_gates, dh_next, dc_next, d_w, flat.sum(axis=0)
+    return d_gates.reshape(steps, batch, four), dh_next, dc_next, d_w, flat.sum(axis=0)
 
 
 def _composite(gx: Any, h: Any, c: Any, w_hh: Any, b_hh: Any) -> tuple:
