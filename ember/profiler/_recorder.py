@@ -6,17 +6,16 @@ take the start time with ``PROFILER.clock()`` and call one of the methods below 
 
 A :class:`Recorder` appends each event to one flat ``list`` with a single ``list.extend`` of a tuple (one
 C call, so events from several threads never interleave): start ns, end ns, thread and what the event
-is. Without shapes that is the op record itself (nothing is looked up); with shapes it is a signature
-id, interned per distinct (op, input and output shapes and dtypes, attributes that the op's cost rules
-read) through one flat temporary key tuple. Nothing the log keeps per event is tracked by the garbage
-collector (ints, op records, strings): kept shape tuples or attribute dicts would make it collect more
-often, and each collection promotes ember's live temporaries towards its full passes, which walk every
-object in the process (measured: ~0.5 ms per training step of 84 events, in outliers of ~100 ms).
-What is left to intern (spans, graph nodes, plain ops) is interned by :meth:`Recorder.compact` into four
-integers per event in an ``array('Q')``, when the trace is asked for and whenever the log passes
-:data:`COMPACT_AT` entries (checked at autograd nodes, spans and profile steps, never per op). FLOPs and bytes are
-computed later still, once per event when the trace is built (:mod:`ember.profiler.events`), from the
-op record's rules.
+is. Without shapes that is the op record itself (nothing is looked up); with shapes it is references
+only: the inputs' (and output's) shape tuples and dtypes as NumPy hands them out, laid out as the event's
+signature key behind a count of its elements. Nothing is hashed or looked up per event (attributes, on
+the few ops whose cost rules read them, are the exception); :meth:`Recorder.compact` interns the keys into
+signatures and the log into four integers per event in an ``array('Q')``, when the trace is asked for and
+whenever the log passes :data:`COMPACT_AT` entries (checked at autograd nodes, spans and profile steps,
+never per op). The kept shape tuples hold only ints, so the garbage collector untracks them the first
+time it sees them; attribute dicts, which it would promote towards its costly full passes, are never kept.
+FLOPs and bytes are computed later still, once per signature when the trace is built
+(:mod:`ember.profiler.events`), from the op record's rules.
 
 With ``ProfilerActivity.CUDA`` a :class:`DeviceRecorder` also records a pair of the backend's timing
 events (``backend.new_event(enable_timing=True)``: CUDA events on CuPy, host-clock events on the
@@ -54,8 +53,8 @@ _LISTENERS: list = []
 # The profile whose context is open (recording or not: a schedule may be waiting); DataLoader reads it.
 CURRENT: Any = None
 _PLAIN = (int, float, str, bool, type(None))
-# Entries of the flat log after which the next autograd node, span or profile step compacts it (about 200k events,
-# ~25 MB: references to shared objects and the two timestamps' ints).
+# Entries of the flat log after which the next autograd node, span or profile step compacts it (~100k events of a
+# training step with shapes, ~30 MB: references, the kept shape tuples and the two timestamps' ints).
 COMPACT_AT = 1 << 20
 
 
