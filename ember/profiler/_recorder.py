@@ -143,7 +143,7 @@ class Recorder:
     def __init__(self, shapes: bool = True) -> None:
         self.shapes = shapes
         self.clock = _clock  # an instance attribute: the hooks call PROFILER.clock() for the start time
-        self._log: list = []  # events as recorded: (head, [what,] t0, t1, thread), see compact()
+        self._log: list = []  # events as recorded, several entries each (layouts: see compact())
         self._extend = self._log.extend
         self._keys: dict = {}  # signature key -> signature id (ops and nodes with shapes, copies)
         self._node_names: dict = {}  # autograd node identity (its op, Function class or type) -> its name
