@@ -42,11 +42,12 @@ def _stacked_outer(xp: Any, a: Any, b: Any) -> Any:
     return xp.einsum("...ik,...kj->...ij", a, b)
 
 
-def gemm_2d(xp: Any, a: Any, b: Any) -> Any:
-    """``a @ b`` of two matrices by the backend's native GEMM (``matmul_f32``: ember's AVX-512 float32 GEMM,
-    ember/backends/cpu_gemm_kernels.py), or None when there is none for these operands: call ``xp.matmul``."""
+def gemm_2d(xp: Any, a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias``) of two matrices by the backend's native GEMM (``matmul_f32``: ember's AVX-512
+    float32 GEMM, ember/backends/cpu_gemm_kernels.py), or None when there is none for these operands: then
+    call ``xp.matmul`` (and add the bias)."""
     gemm = native_kernel(xp, "matmul_f32")
-    return None if gemm is None else gemm(a, b)
+    return None if gemm is None else gemm(a, b, bias)
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:

@@ -104,6 +104,27 @@ def test_thread_splits_are_bit_identical_to_one_thread(kernel, monkeypatch, shap
     _check(one, a, b)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("k", [40, 700])  # one k block; two
+def test_bias_added_inside_equals_adding_it_afterwards_bit_for_bit(kernel, monkeypatch, threads: int, k: int) -> None:
+    monkeypatch.setattr(_config, "CPU_THREADS", threads)
+    monkeypatch.setattr(gemm_kernels, "THREADED_MACS", 0)
+    rng = np.random.default_rng(5)
+    a, w = _operand(rng, 150, k, "c"), _operand(rng, 70, k, "c")
+    bias = rng.standard_normal(70).astype(np.float32)
+    bias[3] = -0.0
+    want = kernel(a, w.T)
+    want += bias
+    assert np.array_equal(kernel(a, w.T, bias), want)
+    # a bias the kernel does not take (float64, strided) is added afterwards, as NumPy would
+    for other in (bias.astype(np.float64), np.repeat(bias, 2)[::2]):
+        expected = kernel(a, w.T)
+        expected += other
+        assert np.array_equal(kernel(a, w.T, other), expected)
+    zero_sign = kernel(np.zeros((20, k), np.float32), w.T[:, :40], np.full(40, -0.0, np.float32))
+    assert np.all(np.signbit(zero_sign) == np.signbit(np.float32(0.0) + np.float32(-0.0)))
+
+
 def test_switched_off_by_config(kernel, monkeypatch) -> None:
     a = np.ones((64, 64), np.float32)
     monkeypatch.setattr(_config, "GEMM", "blas")
