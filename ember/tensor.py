@@ -452,10 +452,21 @@ class Tensor(TensorMethods):
         backend = _cuda_backend_or_none()
         return backend is not None and backend.is_pinned(self._data)
 
-    def type(self, dtype: Any = None) -> Any:
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """PyTorch's legacy spelling: ``x.type()`` names the type ('torch.FloatTensor'); ``x.type(t)`` converts
+        to a dtype, a legacy type (``torch.LongTensor``, ``torch.cuda.FloatTensor``: device too) or its name."""
         if dtype is None:
-            return f"ember.{self.dtype.name.capitalize()}Tensor"
-        return self.to(dtypes.to_dtype(dtype))
+            return dtypes.legacy_type_name(self.dtype, self._device.type)
+        legacy = dtypes.parse_legacy_type(dtype)
+        if legacy is None and isinstance(dtype, str):
+            raise ValueError(f"Tensor.type: invalid type: {dtype!r} (expected a dtype or a name such as "
+                               "'torch.FloatTensor' or 'torch.cuda.LongTensor')")
+        if legacy is None:
+            return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
+        target, device_type = legacy
+        if device_type != self._device.type:
+            return self.to(device_type, target, non_blocking=non_blocking)
+        return self.to(target, non_blocking=non_blocking)
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)

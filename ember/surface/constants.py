@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.creation import empty, tensor
 from ember.dtypes import set_default_dtype
 from ember import dtypes
 from ember.device import device as _device
+from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
 from ember.ops.extra_math import _finfo
 from ember.surface.functions import is_nonzero as _is_nonzero
@@ -114,36 +114,17 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
 
-class _LegacyTensorType(type):
-    """``torch.FloatTensor`` and friends: constructors of one dtype, and ``isinstance`` by dtype."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls._dtype
-
-    def __call__(cls, *args: Any, device: Any = None) -> Tensor:
-        if len(args) == 1 and not isinstance(args[0], int):
-            data = args[0]
-            if isinstance(data, Tensor):
-                return data.to(cls._dtype)
-            return tensor(data, dtype=cls._dtype, device=device)
-        return empty(*args, dtype=cls._dtype, device=device)
-
-
-def _legacy(name: str, dtype: dtypes.dtype) -> type:
-    return _LegacyTensorType(name, (), {"_dtype": dtype, "__doc__": f"``torch.{name}``: tensors of {dtype}.",
-                                        "dtype": dtype, "is_cuda": False})
-
-
-FloatTensor = _legacy("FloatTensor", dtypes.float32)
-DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
-HalfTensor = _legacy("HalfTensor", dtypes.float16)
-BFloat16Tensor = _legacy("BFloat16Tensor", dtypes.bfloat16)
-LongTensor = _legacy("LongTensor", dtypes.int64)
-IntTensor = _legacy("IntTensor", dtypes.int32)
-ShortTensor = _legacy("ShortTensor", dtypes.int16)
-CharTensor = _legacy("CharTensor", dtypes.int8)
-ByteTensor = _legacy("ByteTensor", dtypes.uint8)
-BoolTensor = _legacy("BoolTensor", dtypes.bool_)
+_CPU_TYPES = legacy_types("cpu")
+FloatTensor = _CPU_TYPES["FloatTensor"]
+DoubleTensor = _CPU_TYPES["DoubleTensor"]
+HalfTensor = _CPU_TYPES["HalfTensor"]
+BFloat16Tensor = _CPU_TYPES["BFloat16Tensor"]
+LongTensor = _CPU_TYPES["LongTensor"]
+IntTensor = _CPU_TYPES["IntTensor"]
+ShortTensor = _CPU_TYPES["ShortTensor"]
+CharTensor = _CPU_TYPES["CharTensor"]
+ByteTensor = _CPU_TYPES["ByteTensor"]
+BoolTensor = _CPU_TYPES["BoolTensor"]
 
 
 class _Unsupported:
@@ -277,10 +258,7 @@ def is_warn_always_enabled() -> bool:
 
 def typename(obj: Any) -> str:
     if isinstance(obj, Tensor):
-        return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
-                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
-                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
-                "bool": "torch.BoolTensor"}[obj.dtype.name]
+        return dtypes.legacy_type_name(obj.dtype, obj.device.type)
     module = type(obj).__module__
     return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
 
