@@ -28,7 +28,7 @@ __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "memory_format",
     "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "FloatTensor", "DoubleTensor",
     "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
-    "BoolTensor", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
+    "BoolTensor", "set_num_threads", "get_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
     "set_default_device", "get_default_device", "set_default_tensor_type", "set_flush_denormal", "has_lapack",
     "has_mkl", "has_openmp", "has_spectral", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
@@ -145,6 +145,15 @@ uint64 = _Unsupported("uint64", "ember's unsigned dtype is uint8 only")
 _SETTINGS: dict[str, Any] = {"num_threads": None, "interop_threads": 1, "deterministic": False,
                              "deterministic_warn_only": False, "matmul_precision": "highest", "warn_always": False,
                              "default_device": None}
+
+
+def get_num_threads() -> int:
+    """Threads for ember's native kernels: what ``set_num_threads`` set, else ``OMP_NUM_THREADS`` (as PyTorch
+    reads it at start), else the machine's CPU count."""
+    if _SETTINGS["num_threads"]:
+        return _SETTINGS["num_threads"]
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
 
 
 def set_num_threads(num: int) -> None:
