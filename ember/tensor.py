@@ -112,6 +112,11 @@ class Tensor(TensorMethods):
         return self._device.type == "cuda"
 
     @property
+    def is_meta(self) -> bool:
+        """On the ``meta`` device: a shape and a dtype, no data (ember/backends/meta.py)."""
+        return self._device.type == "meta"
+
+    @property
     def ndim(self) -> int:
         return self._data.ndim
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ember.dtypes import set_default_dtype
 from ember import dtypes
-from ember.device import device as _device
+from ember.device import device as _device, get_default as _get_default, set_default as _set_default
 from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
 from ember.ops.extra_math import _finfo
@@ -199,15 +199,13 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
 
 
 def set_default_device(device: Any) -> None:
-    """Only the CPU exists here; other devices raise (ember has no CUDA backend built)."""
-    if device is not None and _device(device).type != "cpu":
-        raise RuntimeError(f"set_default_device({device!r}): ember runs on the CPU here; only 'cpu' can be the "
-                           "default device")
+    """The device of tensors made without ``device=`` (None: the CPU): ``set_default_device("meta")``."""
+    _set_default(None if device is None else _device(device))  # a device that cannot load raises here
     _SETTINGS["default_device"] = device
 
 
 def get_default_device() -> Any:
-    return _device("cpu")
+    return _get_default()
 
 
 def set_default_tensor_type(t: Any) -> None:

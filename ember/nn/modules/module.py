@@ -25,7 +25,8 @@ from ember import dtypes
 from ember.autograd import grad_mode
 from ember.nn.parameter import Buffer, Parameter
 from ember.tensor import Tensor
-from ember.creation import tensor
+from ember.creation import empty, tensor
+from ember.device import device as Device
 
 _HANDLE_IDS = itertools.count()
 
@@ -392,6 +393,25 @@ class Module:
             return out
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
+        """Parameters and buffers on ``device`` with new, uninitialized storage (a ``meta`` model made real:
+        ``model.to_empty(device="cpu")`` then ``load_state_dict`` or ``reset_parameters``), as PyTorch's."""
+        target = Device(device)
+
+        def fresh(t: Tensor) -> Tensor:
+            return empty(tuple(t.shape), dtype=t.dtype, device=target)
+
+        if not recurse:
+            with grad_mode.no_grad():
+                for param in self._parameters.values():
+                    if param is not None:
+                        param.data = fresh(param.detach())
+                for name, buf in self._buffers.items():
+                    if buf is not None:
+                        self._buffers[name] = fresh(buf)
+            return self
+        return self._apply(fresh)
 
     def cpu(self) -> "Module":
         return self.to("cpu")
