@@ -23,7 +23,7 @@ from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch, elementwise as ew, inplace, linalg
+from ember.ops import dispatch, elementwise as ew, inplace, linalg, views
 from ember.ops.registry import OPS
 from ember.ops.inplace import setitem
 from ember.ops.movement import getitem
@@ -144,8 +144,11 @@ class Tensor(TensorMethods):
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype is dtypes.bfloat16
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Dense in row-major order, or in ``memory_format``'s (``torch.channels_last``: NHWC)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous) or 0 in self._data.shape
+        return views.is_contiguous(self, memory_format)
 
     def stride(self, dim: int | None = None) -> Any:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -396,7 +399,7 @@ class Tensor(TensorMethods):
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
         non_blocking = bool(kwargs.pop("non_blocking", False))
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
@@ -421,6 +424,8 @@ class Tensor(TensorMethods):
                 warnings.warn("Casting complex values to real discards the imaginary part (as in PyTorch); take "
                               ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
             out = dispatch.cast(out, target_dtype)
+        if memory_format is not None and views.format_name(memory_format) != "preserve_format":
+            out = views.contiguous(out, memory_format)
         if copy and out is self:
             out = self.clone()
         return out

@@ -371,7 +371,7 @@ class Module:
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"Module.to(): unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
@@ -390,6 +390,8 @@ class Module:
             out = t.to(device) if device is not None else t
             if dtype is not None and t.is_floating_point():
                 out = out.to(dtype)
+            if memory_format is not None and t.ndim in (4, 5):  # PyTorch converts 4-D/5-D tensors only
+                out = out.to(memory_format=memory_format)
             return out
 
         return self._apply(convert)
