@@ -199,10 +199,12 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     _finish_leaf(node, grads[0] if grads else None, capture_keys, captured, accumulate)
                 continue
             grads = buffers.pop(id(node), None) or [None] * node.num_outputs
-            skip = needed is not None and id(node) not in needed  # nothing captured lies below it
-            if skip and id(node) not in captured_ids:
-                _release_children(node, dependencies, ready)
-                continue
+            skip = False
+            if needed is not None and id(node) not in needed:  # nothing captured lies below it
+                if id(node) not in captured_ids:
+                    _release_children(node, dependencies, ready)
+                    continue
+                skip = True  # its gradient is captured, but it need not run
             if node.pre_hooks:
                 for index, hooks in node.pre_hooks.items():
                     for hook in hooks:
@@ -211,7 +213,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                             if replaced is not None:
                                 grads[index] = replaced
             extra = node.extra
-            if extra is not None and extra.pre:
+            if extra is not None:
                 for hook in tuple(extra.pre):
                     replaced = hook(tuple(grads))
                     if replaced is not None:
@@ -243,7 +245,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     raise RuntimeError(
                         f"{node.name()} returned {len(input_grads)} gradients but its op has {len(edges)} inputs"
                     )
-                if extra is not None and extra.post:
+                if extra is not None:
                     for hook in tuple(extra.post):
                         replaced = hook(tuple(input_grads), tuple(grads))
                         if replaced is not None:

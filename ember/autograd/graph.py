@@ -24,7 +24,7 @@ import threading
 from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from ember import cuda
-from ember.autograd import engine, saved_hooks
+from ember.autograd import engine, grad_mode, saved_hooks
 from ember.autograd.node import AccumulateGradView, Node as _EmberNode, RemovableHandle
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks", "register_multi_grad_hook",
@@ -208,3 +208,72 @@ def _current_task() -> engine.GraphTask:
     if task is None:
         raise AssertionError("expected this hook to be called inside a backward call")
     return task
+
+
+class _AllowMutationOnSavedContext:
+    """What ``allow_mutation_on_saved_tensors`` yields: the tensors saved in the block, by version counter."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, list] = {}  # id of a version counter (shared by a tensor and its views) -> entries
+        self.closed = False
+
+    def clear(self) -> None:
+        self.saved.clear()
+
+
+class _Saved:
+    __slots__ = ("tensor", "version", "copy")
+
+    def __init__(self, tensor: Any) -> None:
+        self.tensor = tensor
+        self.version = tensor._vc[0]
+        self.copy = None
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
+    """In the block, in-place ops may change tensors that backward saved: the saved value is copied just
+    before the first change (of it or of any view sharing its memory), and backward uses the copy.
+    Backward must run inside the block, as in PyTorch.
+
+    Example:
+        >>> import ember
+        >>> with ember.autograd.graph.allow_mutation_on_saved_tensors():
+        ...     a = ember.tensor([1.0, 2.0], requires_grad=True)
+        ...     b = a.clone()
+        ...     out = (b ** 2).sum()
+        ...     _ = b.sin_()
+        ...     out.backward()
+        >>> a.grad
+        tensor([2., 4.])
+    """
+    if saved_hooks.BEFORE_INPLACE:
+        raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+    context = _AllowMutationOnSavedContext()
+
+    def pack(tensor: Any) -> _Saved:
+        entry = _Saved(tensor)
+        context.saved.setdefault(id(tensor._vc), []).append(entry)
+        return entry
+
+    def unpack(entry: _Saved) -> Any:
+        if context.closed:  # PyTorch raises an AssertionError here too
+            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context in which "
+                               "the graph was originally recorded.")
+        return entry.tensor if entry.copy is None else entry.copy
+
+    def before_inplace(tensor: Any) -> None:
+        vc = tensor._vc
+        for entry in context.saved.get(id(vc), ()) if vc is not None else ():
+            if entry.copy is None and entry.version == vc[0]:
+                with grad_mode.no_grad():
+                    entry.copy = entry.tensor.detach().clone()
+
+    with saved_tensors_hooks(pack, unpack):
+        saved_hooks.BEFORE_INPLACE.append(before_inplace)
+        try:
+            yield context
+        finally:
+            saved_hooks.BEFORE_INPLACE.pop()
+            context.closed = True
+            context.clear()

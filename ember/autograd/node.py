@@ -70,6 +70,7 @@ class SavedTensor:
         self.leaf = tensor if not self.is_output and tensor.grad_fn is None and tensor._requires_grad else None
         self.tensor = None
         self.data = None
+        self.vc, self.version = [0], 0  # as in PyTorch, the hooks own the value: no version check
 
     def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
         """``grad_fn._raw_saved_self.register_hooks(pack, unpack)``: hooks for this one saved tensor."""
@@ -91,25 +92,25 @@ class SavedTensor:
         self._pack(tensor, pack_hook, unpack_hook)
 
     def unpack(self, node: "Node", op_name: str, position: str) -> Any:
-        tensor_type = _tensor_type()
-        if self.unpack_hook is not None:
-            return self._unpack_hooked(node, tensor_type)
-        if self.vc[0] != self.version:
+        if self.vc[0] != self.version:  # a hooked value has a private counter: never fails
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: the {position} of {op_name} is at version {self.vc[0]}; "
                 f"expected version {self.version} instead. Use an out-of-place op (x = x * 2 "
                 f"instead of x *= 2) or .clone() the tensor before changing it."
             )
-        if self.is_output:
-            op = getattr(node, "op", None)
-            differentiable = node.output_requires_grad and (op is None or self.output_nr not in op.nondiff_outputs)
-            t = tensor_type._make(self.data, self.device, differentiable)
-            t.grad_fn = node if differentiable else None
-            t._output_nr = self.output_nr
-            t._vc = self.vc
-            return t
-        return self.tensor
+        tensor = self.tensor
+        if tensor is not None:
+            return tensor
+        if self.unpack_hook is not None:
+            return self._unpack_hooked(node, _tensor_type())
+        op = getattr(node, "op", None)  # an output, kept as data
+        differentiable = node.output_requires_grad and (op is None or self.output_nr not in op.nondiff_outputs)
+        t = _tensor_type()._make(self.data, self.device, differentiable)
+        t.grad_fn = node if differentiable else None
+        t._output_nr = self.output_nr
+        t._vc = self.vc
+        return t
 
     def _unpack_hooked(self, node: "Node", tensor_type: type) -> Any:
         value = self.unpack_hook(self.packed)
@@ -134,10 +135,16 @@ class SavedTensor:
         return t
 
 
-def _tensor_type() -> type:
-    from ember.tensor import Tensor  # the core's seam: Tensor is defined above this package
+_TENSOR: list = []
 
-    return Tensor
+
+def _tensor_type() -> type:
+    """The Tensor class, looked up once (the core's seam: Tensor is defined above this package)."""
+    if not _TENSOR:
+        from ember.tensor import Tensor
+
+        _TENSOR.append(Tensor)
+    return _TENSOR[0]
 
 
 class Node:
@@ -298,7 +305,7 @@ class OpNode(Node):
     """The node recorded for one application of an op record."""
 
     __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta",
-                 "unpacked")
+                 "unpacked", "unpacked_out")
 
     def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple) -> None:
         self.op = op
@@ -317,38 +324,31 @@ class OpNode(Node):
         # The unpacked saved inputs, kept while apply() runs: a rule per input reads ctx.inputs once per
         # input, and each read would unpack (and version-check) every saved tensor again.
         self.unpacked = None
+        self.unpacked_out = None
 
     def name(self) -> str:
         return self.op.backward_name
 
-    def __getattr__(self, name: str) -> Any:
-        """``_saved_self``, ``_saved_other``, ``_saved_result``, ``_saved_dim``, ``_raw_saved_self``...: what
-        PyTorch's generated nodes show of their saved values (only called for names not found otherwise)."""
-        if name.startswith("_saved_"):
-            return _saved_attribute(self, name[7:], raw=False)
-        if name.startswith("_raw_saved_"):
-            return _saved_attribute(self, name[11:], raw=True)
-        raise AttributeError(f"{type(self).__name__} ({self.name()}) has no attribute {name!r}")
 
     # ---- the ctx interface that vjp rules use -------------------------------------------
     @property
     def inputs(self) -> tuple:
         unpacked = self.unpacked
-        if unpacked is not None and unpacked[0] is not None:  # inside apply(), after the first read
-            return unpacked[0]
+        if unpacked:  # inside apply(), after the first read
+            return unpacked
         if self.saved is None:
             raise RuntimeError(_FREED_MESSAGE)
         result = tuple([s.unpack(self, self.op.name, f"input {i}") if isinstance(s, SavedTensor) else s
                         for i, s in enumerate(self.saved)])
-        if unpacked is not None:  # while apply() runs: keep them for the other rules of this call
-            unpacked[0] = result
+        if unpacked is not None:  # () while apply() runs: keep them for the other rules of this call
+            self.unpacked = result
         return result
 
     @property
     def out(self) -> Any:
-        unpacked = self.unpacked
-        if unpacked is not None and unpacked[1] is not None:
-            return unpacked[1]
+        cached = self.unpacked_out
+        if cached is not None:  # inside apply(), after the first read
+            return cached
         if self.saved_out is None:
             if self.freed:
                 raise RuntimeError(_FREED_MESSAGE)
@@ -357,8 +357,8 @@ class OpNode(Node):
             result = tuple(s.unpack(self, self.op.name, f"output {i}") for i, s in enumerate(self.saved_out))
         else:
             result = self.saved_out.unpack(self, self.op.name, "output")
-        if unpacked is not None:  # each saved value is unpacked once per apply(), as in PyTorch
-            unpacked[1] = result
+        if self.unpacked is not None:  # inside apply(): each saved value is unpacked once, as in PyTorch
+            self.unpacked_out = result
         return result
 
     @property
@@ -369,17 +369,40 @@ class OpNode(Node):
         if self.freed and self.op.save != "none":
             raise RuntimeError(_FREED_MESSAGE)
         grad = grads[0] if self.num_outputs == 1 else tuple(grads)
-        self.unpacked = [None, None]  # (inputs, output) once read
+        self.unpacked = ()
         try:
             return self.op.input_grads(self, grad)
         finally:
             self.unpacked = None
+            if self.unpacked_out is not None:
+                self.unpacked_out = None
 
     def release(self) -> None:
         self.saved = None
         self.saved_out = None
         self.freed = True
 
+
+def _saved_property(key: str, raw: bool) -> property:
+    def read(node: OpNode) -> Any:
+        return _saved_attribute(node, key, raw)
+
+    read.__doc__ = f"PyTorch's ``{'_raw' if raw else ''}_saved_{key}`` of this node."
+    return property(read)
+
+
+# ``y.grad_fn._saved_self``, ``_saved_result``, ``_saved_dim``, ``_raw_saved_other``...: what PyTorch's generated
+# nodes show of their saved values, for the names its common ops use. Properties, not ``__getattr__``: a class
+# with ``__getattr__`` makes every attribute read of every node slower (CPython's slot_tp_getattr_hook; measured
+# 11% on a 100-op backward).
+_SAVED_TENSOR_NAMES = ("self", "other", "exponent", "mat2", "input", "weight", "bias", "condition", "indices",
+                       "result", "result0", "result1", "result2", "result3")
+for _key in _SAVED_TENSOR_NAMES:
+    setattr(OpNode, f"_saved_{_key}", _saved_property(_key, raw=False))
+    setattr(OpNode, f"_raw_saved_{_key}", _saved_property(_key, raw=True))
+for _key in ("dim", "keepdim", "self_sym_sizes", "other_sym_sizes", "mat2_sym_sizes", "input_sym_sizes",
+             "weight_sym_sizes"):
+    setattr(OpNode, f"_saved_{_key}", _saved_property(_key, raw=False))
 
 # The names PyTorch's derivatives give an op's inputs, where they are not (self, other, ...).
 _INPUT_NAMES = {

@@ -17,6 +17,9 @@ import threading
 from typing import Any, Callable
 
 ACTIVE = [0]  # pairs pushed on any thread; SavedTensor looks at the thread's stack only when nonzero
+# ``allow_mutation_on_saved_tensors``: called with a tensor right before an in-place op writes into it (at most one,
+# process-wide as in PyTorch); every in-place op checks this list first (ember.ops.inplace.check_inplace).
+BEFORE_INPLACE: list = []
 _LOCAL = threading.local()
 
 

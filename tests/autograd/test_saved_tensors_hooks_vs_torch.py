@@ -346,3 +346,42 @@ def test_save_on_cpu_offloads_device_tensors_and_brings_them_back():
         np.testing.assert_allclose(w.grad.cpu().numpy(), expected_w.grad.numpy(), rtol=1e-6)
     assert [d for d in devices if d[0] != "unpacked"] == [("cuda", "cpu")] * 5  # x, w; x*w; sin, x
     assert [d for d in devices if d[0] == "unpacked"] == [("unpacked", "cuda")] * 5
+
+
+def _mutation_allowed(lib):
+    graph = lib.autograd.graph
+    results = []
+    with graph.allow_mutation_on_saved_tensors():
+        a = lib.tensor([[0.5, 1.0, -2.0], [1.5, 0.3, 0.9]], requires_grad=True)
+        b = a.clone()
+        out = (b ** 2).sum() + b.sin().sum()
+        b.sin_()  # b was saved by pow and sin: they get the values from before
+        b[0].mul_(3)  # through a view too
+        c = b.exp()
+        b.add_(1)
+        (out + c.sum()).backward()
+        results.append(np.round(a.grad.numpy(), 5).tolist())
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 1
+        z = (y * y).sum()
+        y[0:1].mul_(5)
+        z.backward()
+        results.append(x.grad.tolist())
+        late = (a.clone() * 2).exp()
+    results.append(_error(lib, lambda _: late.sum().backward()))
+    return results
+
+
+def test_allow_mutation_on_saved_tensors_as_torch():
+    got, expected = _mutation_allowed(ember), _mutation_allowed(torch)
+    assert got[:2] == expected[:2]
+    assert got[2][0] == expected[2][0] == "AssertionError"
+    assert got[2][1].startswith("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context")
+
+
+def test_allow_mutation_contexts_do_not_nest():
+    for lib in (ember, torch):
+        with pytest.raises(RuntimeError, match="cannot be nested"):
+            with lib.autograd.graph.allow_mutation_on_saved_tensors():
+                with lib.autograd.graph.allow_mutation_on_saved_tensors():
+                    pass
