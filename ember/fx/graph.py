@@ -25,8 +25,9 @@ import operator
 import re
 from typing import Any, Callable, Iterator
 
-import ember
+from ember.fx._namespaces import ember_package
 from ember.fx.node import Node, map_arg, public_name
+from ember.nn.modules.module import Module
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIGITS = re.compile(r"^[0-9]+$")
@@ -330,7 +331,7 @@ def _check_target(module: Any, node: Node) -> None:
         if not hasattr(obj, part):
             raise RuntimeError(f"Node {node} target {node.target} references nonexistent attribute {part} of {obj}")
         obj = getattr(obj, part)
-    if node.op == "call_module" and not isinstance(obj, ember.nn.Module):
+    if node.op == "call_module" and not isinstance(obj, Module):
         raise RuntimeError(f"Node {node} target {node.target} {part} is not a Module")
 
 
@@ -347,7 +348,7 @@ class _CodeWriter:
     def __init__(self, graph: Graph, root: str) -> None:
         self.graph = graph
         self.root = root
-        self.globals: dict = {"ember": ember, "getattr": getattr, "slice": slice}
+        self.globals: dict = {"ember": ember_package(), "getattr": getattr, "slice": slice}
         self.bound: dict[int, str] = {}
 
     def bind(self, value: Any, hint: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-import ember
+from ember.fx._namespaces import public_namespaces
 
 if TYPE_CHECKING:
     from ember.fx.graph import Graph
@@ -156,7 +156,7 @@ def public_name(fn: Any) -> str | None:
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or not name.isidentifier():
         return None
-    for prefix, namespace in (("ember", ember), ("ember.nn.functional", ember.nn.functional)):
+    for prefix, namespace in public_namespaces()[:2]:
         if getattr(namespace, name, None) is fn:
             return f"{prefix}.{name}"
     return None

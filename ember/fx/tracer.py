@@ -28,18 +28,18 @@ import threading
 import types
 from typing import Any, Callable
 
-import ember
+from ember.fx._namespaces import public_namespaces
 from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node, map_aggregate
 from ember.fx.proxy import Proxy, TraceError
+from ember.nn.modules.container import Sequential
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
 
 _LOCAL = threading.local()  # the tracers running on this thread (innermost last)
 _WRAPPED: list[tuple[dict, str]] = []  # (module globals, name) registered by fx.wrap
-_NAMESPACES = ("", "nn.functional", "linalg", "special", "fft")
 
 
 def _current() -> "Tracer | None":
@@ -138,12 +138,7 @@ class _Patcher:
 
 def _ember_functions() -> list[tuple[Any, str, Callable]]:
     found = []
-    for path in _NAMESPACES:
-        module = ember
-        for part in filter(None, path.split(".")):
-            module = getattr(module, part, None)
-        if module is None:
-            continue
+    for _, module in public_namespaces():
         for name, value in list(vars(module).items()):
             if name.startswith("_") or isinstance(value, type) or not callable(value):
                 continue
@@ -170,7 +165,7 @@ class Tracer:
         """ember.nn's own modules (but containers such as Sequential) are leaves, as torch.nn's are."""
         module_name = type(m).__module__ or ""
         return (module_name.startswith("ember.nn") or module_name.startswith("torch.nn")) and not isinstance(
-            m, ember.nn.Sequential)
+            m, Sequential)
 
     def path_of_module(self, mod: Module) -> str:
         path = self._module_paths.get(id(mod))
@@ -331,7 +326,8 @@ def symbolic_trace(root: Module | Callable, concrete_args: dict | None = None) -
         >>> gm = fx.symbolic_trace(ember.nn.Sequential(ember.nn.Linear(3, 2), ember.nn.ReLU()))
         >>> print(gm.code.strip())
         def forward(self, input):
-            _0 = getattr(self, "0")(input)
+            input_1 = input
+            _0 = getattr(self, "0")(input_1)
             _1 = getattr(self, "1")(_0)
             return _1
     """
