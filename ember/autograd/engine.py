@@ -12,7 +12,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember import interpreters
+from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd.node import OpNode
+from ember.device import CPU
+
+Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
 
 
 def _edge_of(tensor: Any) -> tuple:
@@ -27,6 +33,9 @@ _LOCAL = threading.local()
 
 # The profiler's hook (ember/profiler): None unless a profile is recording (one global read per node).
 PROFILER: Any = None
+# Plain backward passes run ops' array gradient rules (OpDef.array_vjp) where they have them; False runs
+# every node's ember-op rule (the tests compare the two).
+ARRAY_RULES = True
 _clock = time.perf_counter_ns
 
 
@@ -144,7 +153,9 @@ def _needed_nodes(root_nodes: list, captured: set, Tensor: type) -> set:
 
 def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bool, create_graph: bool,
                capture: Sequence[Any] | None, accumulate_into_grad: bool) -> list | None:
-    from ember.tensor import Tensor
+    global Tensor
+    if Tensor is None:
+        from ember.tensor import Tensor  # noqa: PLC0415 - the engine is imported before the Tensor class exists
 
     capture_keys: dict = {}
     captured: list | None = None
@@ -190,13 +201,21 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
 
     accumulate = accumulate_into_grad and capture is None
     anomaly = anomaly_mode.STATE.enabled
-    with grad_mode.set_grad_enabled(create_graph):
+    # Array rules (OpDef.array_vjp) when nothing needs the backward's own ops: no graph of it is built
+    # (create_graph), and no profiler, flop counter, autocast region, trace or anomaly check watches them.
+    # Their results stay NumPy arrays in the buffers (two arrays add with NumPy, as two tensors would) and
+    # become tensors only where a tensor is needed: hooks, captures, leaves, ember-op rules.
+    arrays = ARRAY_RULES and not (create_graph or anomaly or PROFILER is not None or _AUTOCAST.active
+                                  or interpreters.GRAPHS.count)
+    previous_mode = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = create_graph
+    try:
         while ready:
             node = ready.pop()
-            if isinstance(node, Tensor):
+            if node.__class__ is Tensor or isinstance(node, Tensor):
                 grads = buffers.pop(id(node), None)
                 if needed is None or id(node) in captured_ids:
-                    _finish_leaf(node, grads[0] if grads else None, capture_keys, captured, accumulate)
+                    _finish_leaf(node, _tensor(grads[0]) if grads else None, capture_keys, captured, accumulate)
                 continue
             grads = buffers.pop(id(node), None) or [None] * node.num_outputs
             skip = False
@@ -206,6 +225,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     continue
                 skip = True  # its gradient is captured, but it need not run
             if node.pre_hooks:
+                grads = [_tensor(g) for g in grads]
                 for index, hooks in node.pre_hooks.items():
                     for hook in hooks:
                         if grads[index] is not None:
@@ -214,11 +234,13 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                                 grads[index] = replaced
             extra = node.extra
             if extra is not None:
+                grads = [_tensor(g) for g in grads]
                 for hook in tuple(extra.pre):
                     replaced = hook(tuple(grads))
                     if replaced is not None:
                         grads = list(replaced)
             if capture_keys:
+                grads = [_tensor(g) for g in grads]
                 for index, g in enumerate(grads):
                     for slot in capture_keys.get((id(node), index), ()):
                         captured[slot] = g
@@ -231,12 +253,17 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             else:
                 empty = all(g is None for g in grads)
                 if not empty:
-                    grads = _materialize(node, grads)
+                    grads = _materialize(node, [_tensor(g) for g in grads])
             if empty:
                 input_grads = (None,) * len(edges)
             else:
                 t0 = PROFILER and _clock()
-                input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
+                input_grads = None
+                if arrays and node.__class__ is OpNode and node.op.array_vjp is not None:
+                    input_grads = node.apply_arrays(grads)
+                if input_grads is None:
+                    grads = [_tensor(g) for g in grads]
+                    input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
                 if t0 and PROFILER is not None:
                     PROFILER.node(node, t0, grads)
                 if not retain_graph:
@@ -246,6 +273,8 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                         f"{node.name()} returned {len(input_grads)} gradients but its op has {len(edges)} inputs"
                     )
                 if extra is not None:
+                    input_grads = tuple(_tensor(g) for g in input_grads)
+                    grads = [_tensor(g) for g in grads]
                     for hook in tuple(extra.post):
                         replaced = hook(tuple(input_grads), tuple(grads))
                         if replaced is not None:
@@ -260,7 +289,13 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     if slot is None:
                         slot = buffers[key] = [None] * (1 if isinstance(child, Tensor) else child.num_outputs)
                     current = slot[index]
-                    slot[index] = g if current is None else current + g
+                    if current is None:
+                        slot[index] = g
+                    elif current.__class__ is g.__class__ is np.ndarray:
+                        total = current + g
+                        slot[index] = total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
+                    else:
+                        slot[index] = _tensor(current) + _tensor(g)
                 remaining = dependencies[key] - 1
                 dependencies[key] = remaining
                 if remaining == 0:
@@ -268,10 +303,12 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                         # A leaf finishes at once, in edge order (PyTorch runs AccumulateGrad first).
                         leaf_grads = buffers.pop(key, None)
                         if needed is None or key in captured_ids:
-                            _finish_leaf(child, leaf_grads[0] if leaf_grads else None, capture_keys, captured,
-                                         accumulate)
+                            _finish_leaf(child, _tensor(leaf_grads[0]) if leaf_grads else None, capture_keys,
+                                         captured, accumulate)
                     else:
                         ready.append(child)
+    finally:
+        grad_mode.STATE.enabled = previous_mode
     return captured
 
 
@@ -285,6 +322,11 @@ def _release_children(node: Any, dependencies: dict, ready: list) -> None:
         dependencies[key] = remaining
         if remaining == 0:
             ready.append(edge[0])
+
+
+def _tensor(g: Any) -> Any:
+    """A gradient as a tensor: array rules' results (CPU NumPy arrays) are wrapped, tensors and None kept."""
+    return Tensor._make(g, CPU, False) if g.__class__ is np.ndarray else g
 
 
 def _materialize(node: Any, grads: list) -> list:
