@@ -136,6 +136,14 @@ class SavedTensor:
         t._output_nr = self.output_nr if grad_fn is not None and not isinstance(grad_fn, _LeafAlias) else 0
         return t
 
+    def array(self, op_name: str, position: str) -> Any:
+        """The saved value's array, version-checked like :meth:`unpack` (array gradient rules read this)."""
+        if self.unpack_hook is not None:  # saved through hooks: only unpack() may rebuild it
+            raise NotArrayable
+        if self.vc[0] != self.version:
+            self.unpack(None, op_name, position)  # raises the in-place modification error
+        return self.data if self.is_output else self.tensor._data
+
 
 _TENSOR: list = []
 
@@ -147,14 +155,6 @@ def _tensor_type() -> type:
 
         _TENSOR.append(Tensor)
     return _TENSOR[0]
-
-    def array(self, op_name: str, position: str) -> Any:
-        """The saved value's array, version-checked like :meth:`unpack` (array gradient rules read this)."""
-        if self.unpack_hook is not None:  # saved through hooks: only unpack() may rebuild it
-            raise NotArrayable
-        if self.vc[0] != self.version:
-            self.unpack(None, op_name, position)  # raises the in-place modification error
-        return self.data if self.is_output else self.tensor._data
 
 
 class NotArrayable(Exception):
