@@ -89,12 +89,6 @@ def equal(input: Tensor, other: Tensor) -> bool:
     return tuple(input.shape) == tuple(other.shape) and (input == other).all().item()  # `bool` is ember.bool here
 
 
-def get_num_threads() -> int:
-    import os as _os
-
-    return _os.cpu_count() or 1
-
-
 from ember.graph import compile  # noqa: E402,F401,A004  (static graphs: ember.compile)
 from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linear` must work)
 from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_scheduler.StepLR)
