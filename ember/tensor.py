@@ -254,7 +254,7 @@ class Tensor(TensorMethods):
             if tensor is not None:
                 tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
 
-        self.grad_fn.register_prehook(self._output_nr, store)
+        self.grad_fn._register_tensor_prehook(self._output_nr, store)
         self._retains_grad = True
 
     @property
@@ -271,8 +271,7 @@ class Tensor(TensorMethods):
             self._hooks.append(hook)
             hooks = self._hooks
         else:
-            self.grad_fn.register_prehook(self._output_nr, hook)
-            hooks = self.grad_fn.pre_hooks[self._output_nr]
+            hooks = self.grad_fn._register_tensor_prehook(self._output_nr, hook)
         return _RemovableHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:

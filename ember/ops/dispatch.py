@@ -106,13 +106,10 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     elif save == "first":  # where: only the condition; changing x or y in place afterwards is fine
         node.saved = tuple((SavedTensor(a) if i == 0 else None) if isinstance(a, Tensor) else a
                            for i, a in enumerate(args))
+    elif save == "after_first":  # getitem: its index tensors, not the indexed tensor (only its shape is needed)
+        node.saved = (None,) + tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args[1:])
     else:
         node.saved = (None,) * len(args)
-    if save == "output" or save == "both":
-        if len(outputs) == 1:
-            node.saved_out = SavedTensor(outputs[0], is_output=True)
-        else:
-            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
@@ -122,6 +119,11 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         out.grad_fn = node
         out._output_nr = i
         out._requires_grad = True
+    if save == "output" or save == "both":  # after the outputs got their grad_fn: a pack hook sees it
+        if len(outputs) == 1:
+            node.saved_out = SavedTensor(outputs[0], is_output=True)
+        else:
+            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
 
 
 def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = None) -> Any:

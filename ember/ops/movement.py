@@ -155,7 +155,7 @@ def _getitem_rule(x: Spec, *index_arrays: Any, index: tuple) -> Spec:
 
 
 GETITEM = register(OpDef(
-    name="getitem", batch=batching.getitem, category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs", shape_rule=_getitem_rule,
+    name="getitem", batch=batching.getitem, category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="after_first", shape_rule=_getitem_rule,
     nondiff_inputs=tuple(range(1, 64)), onnx=to_onnx.getitem, view=True,
 ))
 
