@@ -183,6 +183,8 @@ def _expm1(x: Any) -> Any:
 
 # ---- softmax / log_softmax primitives ----------------------------------------------------------
 def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    if x.size == 0:  # nothing to normalize (max() of an empty axis has no identity)
+        return x.copy()
     shifted = x - x.max(axis=dim, keepdims=True)
     e = xp.exp(shifted)
     e /= e.sum(axis=dim, keepdims=True)
@@ -190,6 +192,8 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
 
 
 def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    if x.size == 0:
+        return x.copy()
     shifted = x - x.max(axis=dim, keepdims=True)
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return shifted

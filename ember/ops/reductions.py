@@ -342,10 +342,19 @@ def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     return dispatch.apply(op, (input,), attrs)
 
 
+def _in_dtype(result: Any, dtype: Any) -> Any:
+    """An integer sum/prod accumulates in int64; an explicit integer or bool ``dtype=`` is the result's dtype in
+    PyTorch (``x.sum(dtype=torch.int8)`` wraps), so the int64 result is cast back (the same residue mod 2**bits)."""
+    if dtype is None:
+        return result
+    target = dtypes.to_dtype(dtype)
+    return result if result.dtype is target else result.to(target)
+
+
 def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A001
     if dtype is not None:
         input = input.to(dtype)
-    return _reduce(SUM, input, dim, keepdim)
+    return _in_dtype(_reduce(SUM, input, dim, keepdim), dtype)
 
 
 def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
@@ -362,7 +371,7 @@ def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = Non
 def prod(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dtype is not None:
         input = input.to(dtype)
-    return _reduce(PROD, input, dim, keepdim)
+    return _in_dtype(_reduce(PROD, input, dim, keepdim), dtype)
 
 
 def amax(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
@@ -412,9 +421,12 @@ def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A00
 
 def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
     if dtype is not None:
+        if dtypes.to_dtype(dtype) is dtypes.bool_:
+            raise RuntimeError("cumsum: dtype=bool is not supported (as in PyTorch); use cumsum(dtype=torch.int64) "
+                               "and compare with 0")
         input = input.to(dtype)
     (d,) = normalize_dims(dim, input.ndim, "cumsum")
-    return dispatch.apply(CUMSUM, (input,), {"dim": d})
+    return _in_dtype(dispatch.apply(CUMSUM, (input,), {"dim": d}), dtype)
 
 
 # ---- var / std: one primitive, PyTorch's accumulation ---------------------------------------------
@@ -517,6 +529,11 @@ def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: boo
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
     dims = normalize_dims(dim, input.ndim, "logsumexp")
+    if input.dtype.category < 2:  # integers and bools: in the default float dtype, as PyTorch
+        input = dispatch.cast(input, dtypes.get_default_dtype())
+    if input.numel() == 0:  # log of an empty sum: -inf (amax has no identity to shift by)
+        out = sum(input, dims, keepdim=True) - float("inf")  # 0 - inf; no log(0) warning
+        return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
     shift = amax(input, dims, keepdim=True).detach()
     shift = where(isinf(shift), 0.0, shift)
     out = log(sum(exp(input - shift), dims, keepdim=True)) + shift
@@ -544,7 +561,15 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
 
+    if p < 0 and input.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm (norm): cannot compute the {p} norm on an empty tensor because the "
+                           "operation does not have an identity")
     magnitude = absolute(input)
+    if p < 0:  # a zero element makes the sum inf and the norm 0 with gradient 0, as PyTorch
+        zero_x = magnitude == 0
+        has_zero = sum(zero_x.to(input.dtype), dims, keepdim=keepdim) > 0
+        total = sum(where(zero_x, 1.0, magnitude) ** p, dims, keepdim=keepdim)
+        return where(has_zero, 0.0, total ** (1.0 / p))
     if p < 1:  # |x|^p has an infinite slope at 0: keep 0 * inf out of the gradient (PyTorch gives 0)
         zero_x = magnitude == 0
         powered = where(zero_x, 0.0, where(zero_x, 1.0, magnitude) ** p)

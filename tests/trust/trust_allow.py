@@ -1,0 +1,106 @@
+"""The allow-list: differences between ember and torch that are decisions, each with its reason.
+
+An entry is (name, reason, test(case, problem) -> bool). ``allowed`` returns the reason of the first entry
+that matches, else None; the fuzz tests fail on any difference no entry allows.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+_TORCH_TYPE_ERRORS = re.compile(
+    r"^torch raises TypeError: .*(must be Tensor, not|invalid combination of arguments|not supported between "
+    r"instances of 'Tensor' and 'numpy|Concatenation operation is not implemented for NumPy)")
+
+ALLOW: list = [
+    ("numbers where torch wants a tensor",
+     "torch's argument parser refuses a Python/NumPy number or a NumPy array in some tensor positions "
+     "(torch.maximum(x, 1), torch.hypot(2, x), x.add_(np.array(2.5)), np.array(1) + x); ember accepts it as a "
+     "0-d operand, which adds a spelling and changes no result torch computes",
+     lambda case, problem: bool(_TORCH_TYPE_ERRORS.match(problem))),
+    ("NumPy array operands",
+     "torch does not convert a NumPy array operand: `t + np.array(2.5)` lets NumPy compute (through __array__, "
+     "with NumPy's promotion: float32 + 0-d float64 -> float64; results come back as uint8 for bool) and refuses "
+     "the reflected and in-place forms and comparisons; ember converts the array with as_tensor and applies "
+     "PyTorch's rules to it (a 0-d array is a 0-d tensor), the same in every form",
+     lambda case, problem: "np.array(" in case.code),
+    ("complex32",
+     "torch makes float16 + complex scalar a complex32 (ComplexHalf, 'experimental' in torch); ember has no "
+     "complex32 and gives complex64 (README, Not here yet)",
+     lambda case, problem: "ComplexHalf" in problem or "torch complex32" in problem),
+    ("complex infinities",
+     "complex arithmetic with an infinite part has no single convention: torch multiplies a real scalar in as "
+     "(s + 0j) (inf * 0j gives a NaN imaginary part) and its complex pow uses other formulas; ember keeps the "
+     "real scalar real (C99 Annex G's intent). Only NaN/inf placement in complex results differs",
+     lambda case, problem: "(complex" in problem and ("NaN positions differ" in problem
+                                                     or "infinities differ" in problem
+                                                     or "signs of zeros differ" in problem)),
+    ("half-precision scalar / tensor",
+     "torch computes `s / x` as reciprocal(x) * s, rounding the reciprocal to x's float16/bfloat16 first; ember "
+     "divides once (the correctly rounded quotient)",
+     lambda case, problem: bool(re.search(r"out = [^\n]* / x$", case.code)) and "values differ" in problem
+     and any(v[1] in ("float16", "bfloat16") for v in case.inputs.values())),
+    ("which zero wins a tie of +0 and -0",
+     "clamp(0., min=-0.) and maximum/minimum of +0 and -0: torch returns its first operand on ties, NumPy's SIMD "
+     "loops the second; the two zeros compare equal, no value or gradient differs",
+     lambda case, problem: bool(re.search(r"clamp|maximum|minimum|fmax|fmin", case.code))
+     and "signs of zeros differ" in problem),
+    ("ember computes where torch has no kernel",
+     "torch raises 'not implemented for <dtype>' or a dtype-mismatch error for frac of integers (0), hypot of "
+     "integers (as floats), isclose of two dtypes (compared after promotion), nansum of complex, argmax/abs/round/"
+     "median of bools; ember returns the defined value",
+     lambda case, problem: (bool(re.match(r"torch raises NotImplementedError: \"\w+\" not implemented for 'Bool'",
+                                          problem)) and all(v[1] == "bool" for v in case.inputs.values())) or
+     bool(re.match(r"torch raises NotImplementedError: \"\w+\" not implemented for '(Long|Int|Short|Char|Byte)'",
+                   problem)) or
+     bool(re.match(r"torch raises (NotImplementedError: \"(frac|hypot)_cpu\"|RuntimeError: "
+                                         r"\w+ did not match \w+|RuntimeError: nansum on CPU does not support "
+                                         r"complex|RuntimeError: arg(max|min)\(\): does not support bool|NotImplementedError: \"(abs|round_vml|trunc_vml|median|mode)_cpu\" "
+                                         r"not implemented for '(Bool|ComplexDouble|ComplexFloat)')", problem))),
+    ("a half-precision scalar that overflows",
+     "torch refuses a scalar operand that does not fit float16 in pow_/mul_ ('value cannot be converted to type "
+     "c10::Half without overflow'); ember rounds it to inf, as the out-of-place op does in both libraries",
+     lambda case, problem: "c10::Half without overflow" in problem),
+    ("ember refuses what torch computes",
+     "an error, not a silent result: softmax of an empty integer tensor (torch refuses non-empty ones), "
+     "logsumexp and cummax of complex tensors, the median of an empty integer tensor (torch returns an "
+     "arbitrary integer)",
+     lambda case, problem: bool(re.match(r"ember raises (RuntimeError: (softmax: expected a floating-point|amax: "
+                                         r"not supported for complex|cummax: not supported for complex|cumsum: dtype=bool)|ValueError: "
+                                         r"cannot convert float NaN to integer.*torch returns T \('u?int)",
+                                         problem))),
+    ("out-of-range indices torch does not check",
+     "torch skips the bounds check when the selection has no elements (x[[3, 0]] of a (3, 0, 2) tensor) and in "
+     "take_along_dim (it reads outside the tensor: values vary from run to run); ember raises IndexError/"
+     "RuntimeError naming the index and the size",
+     lambda case, problem: bool(re.match(r"ember raises (IndexError: index: index -?\d+ is out of bounds.*array\(\[\], "
+                                         r"|RuntimeError: (take_along_dim|gather): index -?\d+ is out of bounds)", problem, re.S))
+     and ("take_along_dim" in case.code or "IndexError" in problem)),
+    ("half-precision accumulation order",
+     "index_add/scatter_add/put/index_put with accumulate and repeated indices into float16/bfloat16 round after each "
+     "addition; torch and ember add the repeats in different orders",
+     lambda case, problem: bool(re.search(r"(index_add|scatter_add|accumulate=True|reduce='add'|'sum')", case.code))
+     and bool(re.search(r"\((b?float16)\): values differ", problem))),
+    ("the sign bit of NaN",
+     "NaN's sign bit is not specified by IEEE arithmetic: torch's float32 -> bfloat16 cast sets it on NaN, so "
+     "copysign(x, nan) differs; no comparison reads it",
+     lambda case, problem: "copysign" in case.code and "values differ" in problem
+     and any(v[1] in ("float16", "bfloat16") and np.isnan(np.asarray(v[0], dtype=complex)).any()
+             for v in case.inputs.values())),
+    ("advanced indices around an empty Ellipsis",
+     "x[:-1, m1, ..., m2] where `...` spans no dimension: torch treats the Ellipsis as a separator and moves the "
+     "indexed dimension first, NumPy's rule (and ember's) keeps it in place; same elements, dimensions in "
+     "another order",
+     lambda case, problem: "..." in case.code and bool(re.match(r"out: shape ember \(([\d, ]*)\), torch \(([\d, ]*)\)",
+                                                                problem))
+     and sorted(re.findall(r"\d+", problem.split("torch")[0])) == sorted(re.findall(r"\d+", problem.split("torch")[1]))),
+]
+
+
+def allowed(case: Any, problem: str) -> str | None:
+    for name, reason, test in ALLOW:
+        if test(case, problem):
+            return f"{name}: {reason}"
+    return None
