@@ -32,11 +32,6 @@ _binary = dispatch.binary
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
-def _both_bool(t: "Tensor", other: Any) -> bool:
-    """``t & other`` is a logical op when both are bool (a bool tensor or a Python bool)."""
-    return t._data.dtype.kind == "b" and (type(other) is bool or (
-        isinstance(other, Tensor) and other._data.dtype.kind == "b"))
-
 
 class Size(tuple):
     """A tensor's shape: a tuple of ints with ``numel()``, printed as ``ember.Size([2, 3])``."""
@@ -578,13 +573,22 @@ class Tensor(TensorMethods):
     # bool & bool is logical (exported as And); anything else is bitwise with PyTorch's promotion
     # (bool & int64 -> int64, bool | 2.5 -> an error)
     def __and__(self, other: Any) -> "Tensor":
-        return ew.logical_and(self, other) if _both_bool(self, other) else ew.bitwise_and(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_and(self, other)
+        return ew.bitwise_and(self, other)
 
     def __or__(self, other: Any) -> "Tensor":
-        return ew.logical_or(self, other) if _both_bool(self, other) else ew.bitwise_or(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_or(self, other)
+        return ew.bitwise_or(self, other)
 
     def __xor__(self, other: Any) -> "Tensor":
-        return ew.logical_xor(self, other) if _both_bool(self, other) else ew.bitwise_xor(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_xor(self, other)
+        return ew.bitwise_xor(self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
