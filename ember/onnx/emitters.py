@@ -787,6 +787,22 @@ def diagonal(b: GraphBuilder, n: Any) -> str:
     return b.node("Gather", [flat, b.const(positions)], axis=len(rest))
 
 
+def unfold(b: GraphBuilder, n: Any) -> str:
+    """``unfold(x, dimension, size, step)``: flatten, then Gather every window element's flat position (static:
+    the shape is known when exporting)."""
+    shape = tuple(_static(list(n.in_specs[0].shape), n, "unfold size"))
+    dim, size, step = (int(n.attrs[k]) for k in ("dimension", "size", "step"))
+    if not shape:  # a 0-d tensor unfolds to (size,)
+        return b.node("Reshape", [n.inputs[0], b.ints([size])])
+    count = (shape[dim] - size) // step + 1
+    host = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    st = host.strides
+    positions = np.lib.stride_tricks.as_strided(
+        host, shape[:dim] + (count,) + shape[dim + 1:] + (size,), st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],))
+    flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
+    return b.node("Gather", [flat, b.const(np.ascontiguousarray(positions))], axis=0)
+
+
 def searchsorted(b: GraphBuilder, n: Any) -> str:
     """Insertion points by counting: ``sum(sequence < value)`` (``<=`` with ``right``) over the sequence's
     last dim, a broadcast compare of (..., N, 1) values with (..., 1, M) boundaries (N*M memory)."""

@@ -370,7 +370,7 @@ def _remainder_impl(xp: Any, x: Any, y: Any) -> Any:
     NumPy gives the divisor's)."""
     r = _remainder_core(xp, x, y)
     if getattr(r, "dtype", None) is not None and r.dtype.kind in "fV":
-        r = xp.where(r == 0, xp.copysign(r, xp.asarray(x, dtype=r.dtype)), r)
+        r = xp.where(r == 0, xp.copysign(r, x), r)
     return r
 
 

@@ -566,6 +566,88 @@ DIAGONAL = register(OpDef(
 ))
 
 
+def _strided_view(xp: Any, x: Any, shape: tuple, strides: tuple, writeable: bool) -> Any:
+    """A view of ``x``'s memory with byte ``strides`` (``Tensor.unfold``'s windows), or None where the
+    backend has no strided views (the stand-in device). On NumPy the view's ``base`` is the array owning
+    the memory, so ember tracks it as a view; overlapping windows are read-only (writing one element
+    through two windows has no defined result)."""
+    if xp is np:
+        owner = x
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        try:
+            offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+            out = np.ndarray(shape, x.dtype, buffer=owner, offset=offset, strides=strides)
+        except (TypeError, ValueError, BufferError):  # an owner without a plain buffer (rare): NumPy's helper
+            out = np.lib.stride_tricks.as_strided(x, shape, strides)
+        if (not writeable or not x.flags.writeable) and out.flags.writeable:  # expanded input: read-only too
+            out.flags.writeable = False
+        return out
+    tricks = getattr(getattr(xp, "lib", None), "stride_tricks", None)
+    return None if tricks is None else tricks.as_strided(x, shape, strides)  # CuPy
+
+
+def _unfold_geometry(shape: tuple, dimension: int, size: int, step: int) -> tuple:
+    length = shape[dimension] if shape else 1
+    count = (length - size) // step + 1
+    return count, tuple(shape[:dimension]) + (count,) + tuple(shape[dimension + 1:]) + (size,)
+
+
+def _unfold_impl(xp: Any, x: Any, dimension: int, size: int, step: int) -> Any:
+    if x.ndim == 0:  # PyTorch: a 0-d tensor unfolds to shape (size,)
+        return x.reshape(1)[:size]
+    count, shape = _unfold_geometry(x.shape, dimension, size, step)
+    st = x.strides
+    strides = st[:dimension] + (st[dimension] * step,) + st[dimension + 1:] + (st[dimension],)
+    out = _strided_view(xp, x, shape, strides, writeable=step >= size or count <= 1)
+    if out is None:  # no strided views on this backend: the windows gathered into new memory
+        picks = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        taken = xp.take(x, xp.asarray(picks), axis=dimension)
+        out = xp.moveaxis(taken.reshape(x.shape[:dimension] + (count, size) + x.shape[dimension + 1:]),
+                          dimension + 1, -1)
+    return out
+
+
+def _unfold_rule(x: Spec, dimension: int, size: int, step: int) -> Spec:
+    if not x.shape:
+        return Spec((size,), x.dtype, x.device)
+    return Spec(_unfold_geometry(tuple(x.shape), dimension, size, step)[1], x.dtype, x.device)
+
+
+def _unfold_batch(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    x = batching.to_front(args[0], bdims[0])
+    return dispatch.apply(op, (x,), {**attrs, "dimension": attrs["dimension"] + 1}), 0
+
+
+UNFOLD = register(OpDef(
+    name="unfold", batch=_unfold_batch, category="movement", impl=_unfold_impl, save="none", shape_rule=_unfold_rule,
+    vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("unfold", _plain_attrs(ctx.attrs)),)),),
+    view=True, onnx=to_onnx.unfold,
+))
+
+
+def unfold(input: Any, dimension: int, size: int, step: int) -> Any:
+    """``Tensor.unfold``: windows of ``size`` every ``step`` along ``dimension``, as a new last dim; a view of
+    ``input`` (writes to it show in the windows; windows that overlap are read-only), as in PyTorch.
+
+    Example:
+        >>> ember.arange(5.0).unfold(0, 2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    dim = dimension % max(input.ndim, 1) if -max(input.ndim, 1) <= dimension < max(input.ndim, 1) else None
+    if dim is None:
+        raise IndexError(f"unfold: dimension {dimension} is out of range for a tensor of {input.ndim} dimension(s)")
+    length = input.shape[dim] if input.ndim else 1
+    if size > length:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {dim} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"unfold: size is {size} but must be >= 0")
+    return dispatch.apply(UNFOLD, (input,), {"dimension": dim, "size": int(size), "step": int(step)})
+
+
 def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
     """The diagonal over dims (dim1, dim2), appended as the last dim; a view (writes reach ``input``).
 

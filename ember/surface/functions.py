@@ -776,6 +776,8 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    if input.ndim == 0:  # a 0-d tensor is filled as one element of a vector, as PyTorch
+        return index_fill(input.reshape(1), 0, index.reshape(-1), value).reshape(())
     _check_index("index_fill", input, dim, index, negative=True)  # PyTorch's index_fill counts from the end
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = value

@@ -271,3 +271,126 @@ def indexing_case(rng: np.random.Generator) -> Case:
 
 
 GENERATORS["indexing"] = indexing_case
+
+
+# ---- 3. views and in-place --------------------------------------------------------------------------------
+def _view_of(rng: np.random.Generator, name: str, shape: tuple) -> tuple:
+    """(expression, shape-or-None) for a view (or a maybe-copy) of ``name``; None: shape not tracked."""
+    nd = len(shape)
+    options = ["slice", "unsqueeze", "view", "reshape", "detach", "flatten", "squeeze", "expand", "contiguous"]
+    if nd >= 1:
+        options += ["narrow", "select", "unfold", "split", "chunk", "unbind", "movedim"]
+    if nd >= 2:
+        options += ["transpose", "permute", "diagonal", "t", "mT", "T_reshape", "T_view", "T_contiguous", "T_flatten"]
+    kind = pick(rng, options)
+    d = int(rng.integers(nd)) if nd else 0
+    if kind == "slice" and nd:
+        n = shape[d]
+        start, step = int(rng.integers(0, max(n, 1))), int(rng.integers(1, 3))
+        new = list(shape)
+        new[d] = len(range(start, n, step))
+        return f"{name}[{':, ' * d}{start}::{step}]", tuple(new)
+    if kind == "narrow":
+        start = int(rng.integers(0, shape[d])) if shape[d] else 0
+        length = int(rng.integers(0, shape[d] - start + 1))
+        new = list(shape)
+        new[d] = length
+        return f"{name}.narrow({d}, {start}, {length})", tuple(new)
+    if kind == "select" and shape[d]:
+        return f"{name}.select({d}, {int(rng.integers(-shape[d], shape[d]))})", shape[:d] + shape[d + 1:]
+    if kind == "unfold" and shape[d]:
+        size = int(rng.integers(1, shape[d] + 1))
+        step = int(rng.integers(1, 3))
+        return f"{name}.unfold({d}, {size}, {step})", None
+    if kind in ("split", "chunk") and shape[d]:
+        return f"{name}.{kind}({int(rng.integers(1, shape[d] + 1))}, {d})[0]", None
+    if kind == "unbind" and shape[d]:
+        return f"{name}.unbind({d})[-1]", shape[:d] + shape[d + 1:]
+    if kind == "movedim":
+        return f"{name}.movedim({d}, {int(rng.integers(nd))})", None
+    if kind == "transpose":
+        a, b = (int(v) for v in rng.choice(nd, 2, replace=False))
+        new = list(shape)
+        new[a], new[b] = new[b], new[a]
+        return f"{name}.transpose({a}, {b})", tuple(new)
+    if kind == "permute":
+        perm = [int(v) for v in rng.permutation(nd)]
+        return f"{name}.permute({perm})", tuple(shape[p] for p in perm)
+    if kind == "diagonal":
+        a, b = (int(v) for v in rng.choice(nd, 2, replace=False))
+        return f"{name}.diagonal({int(rng.integers(-1, 2))}, {a}, {b})", None
+    if kind == "t" and nd == 2:
+        return f"{name}.t()", (shape[1], shape[0])
+    if kind == "mT":
+        return f"{name}.mT", shape[:-2] + (shape[-1], shape[-2])
+    if kind.startswith("T_"):  # a non-contiguous tensor reshaped / viewed / flattened: a copy or an error
+        op = kind[2:]
+        call = {"reshape": ".reshape(-1)", "view": ".view(-1)", "contiguous": ".contiguous()",
+                "flatten": ".flatten()"}[op]
+        return f"{name}.transpose(0, 1){call}", None
+    if kind == "unsqueeze":
+        k = int(rng.integers(-nd - 1, nd + 1))
+        new = list(shape)
+        new.insert(k % (nd + 1), 1)
+        return f"{name}.unsqueeze({k})", tuple(new)
+    if kind in ("view", "reshape"):
+        return f"{name}.{kind}({list(reversed(shape)) if rng.random() < 0.3 else -1})", None
+    if kind == "flatten":
+        return f"{name}.flatten()", (int(np.prod(shape)),)
+    if kind == "squeeze":
+        return f"{name}.squeeze()", tuple(s for s in shape if s != 1)
+    if kind == "expand":
+        return f"{name}.expand(2, *{name}.shape)", (2,) + shape
+    if kind == "contiguous":
+        return f"{name}.contiguous()", shape
+    return f"{name}.detach()", shape
+
+
+VIEW_WRITES = ["{v}.add_(1.5)", "{v}.mul_(-2)", "{v}.zero_()", "{v}.fill_(3)", "{v}.clamp_(min=0)",
+               "{v}.copy_(L.ones_like({v}) * 4)", "{v}[...] = 7", "{v}.neg_()", "{v}.sub_({v}.detach() * 0.5)",
+               "{v} += 1", "{v} *= 2", "{v}.exp_()", "{v}.masked_fill_({v} > 0, -1)", "{v}.abs_()",
+               "{v}.index_fill_(0, L.tensor([0]), 9)" ]
+
+
+def views_case(rng: np.random.Generator) -> Case:
+    """A chain of views, an in-place write through the last one, then base and views read back; with
+    gradients half the time (the base a non-leaf made from a leaf that requires grad)."""
+    shape = tuple(int(s) for s in pick(rng, [(4,), (3, 4), (2, 3, 4), (4, 1, 3), (2, 2), (3, 1)]))
+    dtype = pick(rng, ["float64", "float32", "int64"])
+    grad = dtype == "float64" and rng.random() < 0.5
+    inputs: dict = {}
+    lines = []
+    if grad:
+        inputs["x_g"] = (values(rng, dtype, shape, special=False), dtype)
+        lines.append("x = x_g * 1" if rng.random() < 0.85 else "x = x_g")  # sometimes the leaf itself (error)
+    else:
+        inputs["x"] = (values(rng, dtype, shape, special=False), dtype)
+    names = ["x"]
+    cur, cur_shape = "x", shape
+    for k in range(int(rng.integers(1, 4))):
+        if cur_shape is None:
+            break
+        expr, cur_shape = _view_of(rng, cur, cur_shape)
+        name = f"v{k}"
+        lines.append(f"{name} = {expr}")
+        names.append(name)
+        cur = name
+    write = pick(rng, VIEW_WRITES).format(v=cur)
+    if dtype == "int64" and ("exp_" in write or "1.5" in write or "0.5" in write):
+        write = f"{cur}.add_(2)"
+    if rng.random() < 0.2:  # write into the base instead and read the views
+        write = pick(rng, VIEW_WRITES).format(v="x").replace("1.5", "2" if dtype == "int64" else "1.5")
+        if dtype == "int64" and "exp_" in write:
+            write = "x.add_(3)"
+    if "index_fill_" in write and dtype == "int64":
+        write = write.replace("9)", "9)")
+    lines.append(write)
+    if rng.random() < 0.3:  # an out-of-place op after the write, to read the values through autograd too
+        # x.sum() only in float64: a float32 sum's rounding depends on the summation order
+        lines.append(f"w = {cur} * 2" + (" + x.sum()" if dtype != "float32" else ""))
+        names.append("w")
+    lines.append("out = (" + ", ".join(names) + ",)")
+    return Case("\n".join(lines), inputs, grad=grad)
+
+
+GENERATORS["views"] = views_case
