@@ -282,7 +282,9 @@ def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
     if isinstance(a, (int, float, complex)):  # a Python base (2.0 ** x): its log in double precision
         if isinstance(a, complex) or getattr(b, "dtype", None) is not None and b.dtype.is_complex:
             return g * 0 if a == 0 else g * _cj(a ** b * cmath.log(a))
-        return g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
+        if a == 0:  # 0 ** b: slope 0 for b >= 0; for b < 0, inf * log 0 = -inf (PyTorch's)
+            return where(b >= 0, 0.0, g * -math.inf)
+        return g * a ** b * (math.log(a) if a > 0 else math.nan)
     # 0 ** negative is inf, with log 0 = -inf.
     masked = logical_and(a == 0, real_part(b) >= 0) if a.dtype.is_complex or b.dtype.is_complex \
         else logical_and(a == 0, b >= 0)

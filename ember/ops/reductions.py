@@ -306,9 +306,11 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
     if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.name == "bfloat16":
         # 16-bit floats accumulate in float32 and round each output, as PyTorch: a float16 running sum
         # stops growing once the step is below half an ulp (20,000 x 0.1 would end at 256, not 2000).
-        out = xp.cumsum(x.astype(xp.float32), axis=dim).astype(x.dtype)
+        out = (xp.cumsum(x.astype(xp.float32), axis=dim) + 0.0).astype(x.dtype)
     else:
         out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+        if out.dtype.kind in "fc":
+            out += 0.0  # PyTorch's running sum starts at +0: a leading -0 comes out +0 (-0 + 0 is +0)
     return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
 
 
@@ -338,6 +340,8 @@ class _ReturnTypes(tuple):
 
 def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     dims = normalize_dims(dim, input.ndim, op.name)
+    if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element (PyTorch's reading)
+        dims, keepdim = None, False
     attrs = {"dims": dims, "keepdim": keepdim} if (dims is not None or keepdim) else {}
     return dispatch.apply(op, (input,), attrs)
 
@@ -389,6 +393,9 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
     if dim is None:
         return _reduce(full, input, None, False)
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
+    if input.ndim == 0:  # a 0-d tensor is its own max, at index 0
+        from_zero = dispatch.apply(ARGMAX, (input,), {"dim": None, "keepdim": False})
+        return _ReturnTypes(input.clone(), from_zero)
     values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
     return _ReturnTypes(values, indices)
 
@@ -403,11 +410,15 @@ def min(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None
 
 def argmax(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmax")[0]
+    if input.ndim == 0:  # keepdim of a 0-d tensor stays 0-d
+        d, keepdim = None, False
     return dispatch.apply(ARGMAX, (input,), {"dim": d, "keepdim": keepdim})
 
 
 def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmin")[0]
+    if input.ndim == 0:
+        d, keepdim = None, False
     return dispatch.apply(ARGMIN, (input,), {"dim": d, "keepdim": keepdim})
 
 
@@ -498,6 +509,8 @@ def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: 
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
     dims = normalize_dims(dim, input.ndim, op)
+    if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element
+        dims, keepdim = None, False
     return dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
                                           "root": root})
 
@@ -550,6 +563,16 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
                            "convert with .float()")
     dims = normalize_dims(dim, input.ndim, "norm")
+    if p == "fro" and dims is not None and len(dims) > 2:
+        raise RuntimeError(f"norm: the Frobenius norm (p='fro') takes a dim of 1 or 2 dims, got {dim}; use p=2 "
+                           "for the 2-norm over more dims")
+    reduced = math.prod(input.shape[d] for d in (dims if dims is not None else range(input.ndim))) if input.ndim \
+        else 1
+    if reduced == 1 and p not in (0, "nuc") and input.ndim:  # one element per norm: |x| (PyTorch's; x * x could overflow)
+        out = absolute(input)
+        if not keepdim:
+            out = out.reshape(tuple(n for k, n in enumerate(input.shape) if dims is not None and k not in dims))
+        return out
     if p in ("fro", 2, 2.0):
         return _sqrt_zero_grad(sum(input * input, dims, keepdim=keepdim))
     if p in (float("inf"), "inf"):

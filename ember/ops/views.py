@@ -347,6 +347,10 @@ def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
     if kwargs:
         raise TypeError(f"flip: unexpected keyword arguments {sorted(kwargs)}")
     dims = tuple(d for part in dims for d in ((part,) if isinstance(part, int) else tuple(part)))
+    if input.ndim == 0:  # flip(0) of a 0-d tensor: a copy of it
+        for d in dims:
+            input._dim(d, "flip")
+        return input.clone()
     normalized = [input._dim(d, "flip") for d in dims]
     for d in normalized:
         if normalized.count(d) > 1:

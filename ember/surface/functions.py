@@ -13,6 +13,8 @@ import math
 from collections import namedtuple
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
 from ember import dtypes
@@ -342,6 +344,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     x = cat(parts, dim=dim) if len(parts) > 1 else input
     for _ in range(n):
         length = x.shape[dim]
+        if length == 0:  # nothing to difference: stays empty, as PyTorch
+            break
         hi, lo = narrow(x, dim, 1, max(length - 1, 0)), narrow(x, dim, 0, max(length - 1, 0))
         x = logical_xor(hi, lo) if x.dtype is bool_ else hi - lo
     return x
@@ -451,7 +455,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if input.numel() == 0 or input.ndim == 0:
         return input.clone()
     slices = unbind(input, dim)
-    running = [slices[0]]
+    running = [slices[0] + 0.0]  # log(exp(-0.)) is +0 in PyTorch: -0 + 0 is +0, every other value unchanged
     for x in slices[1:]:
         running.append(logaddexp(running[-1], x))
     return stack(running, dim=dim)
@@ -599,6 +603,8 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     dims = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
     norms = reductions.norm(input, p=p, dim=dims, keepdim=True)
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), ones_like(norms))
@@ -609,18 +615,29 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 _Values = namedtuple("values_indices", ["values", "indices"])
 
 
+def _evenly(flat: Tensor, value: Tensor) -> Tensor:
+    """``value`` (one of ``flat``'s elements) whose gradient is shared evenly by every element equal to it (NaN:
+    every NaN), as PyTorch's full max/min/median backward (evenly_distribute_backward); the value is exact."""
+    if not (flat.requires_grad and flat.is_floating_point()):
+        return value
+    v = value.detach()
+    mask = isnan(flat) if bool(isnan(v)) else flat == v
+    share = where(mask, flat - flat.detach(), zeros_like(flat)).sum() / mask.sum().to(flat.dtype)
+    return v + share
+
+
 def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     if dim is None:
         flat = input.reshape(-1)
         if ignore_nan:
             flat = flat[~isnan(flat)] if flat.is_floating_point() else flat
         elif flat.is_floating_point() and bool(isnan(flat).any()):
-            return flat[isnan(flat).nonzero()[0, 0]]
+            return _evenly(flat, flat[isnan(flat).nonzero()[0, 0]])
         n = flat.shape[0]
         if n == 0:
             return tensor(math.nan, dtype=input.dtype)
         values = sort(flat).values
-        return values[(n - 1) // 2]
+        return _evenly(flat, values[(n - 1) // 2])
     dim = dim % max(input.ndim, 1)
     if input.ndim == 0:
         return _Values(input.clone(), zeros((), dtype=int64))
@@ -678,8 +695,10 @@ def msort(input: Tensor) -> Tensor:
 
 
 def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> Tensor:
-    if not input.is_floating_point():
+    if not input.is_floating_point() or input.dtype.itemsize < 4:
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
     q_t = q if isinstance(q, Tensor) else tensor(q, dtype=input.dtype)
     if q_t.ndim > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
@@ -688,8 +707,8 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                          f"Got {interpolation}")
-    x = input.reshape(-1) if dim is None else input
-    d = 0 if dim is None else dim % input.ndim
+    x = input.reshape(-1) if dim is None or input.ndim == 0 else input
+    d = 0 if dim is None or input.ndim == 0 else dim % input.ndim
     values = sort(x, dim=d).values  # NaNs sort last
     nan_count = isnan(x).sum(dim=d, keepdim=True)
     n = x.shape[d]
@@ -710,8 +729,10 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         hi_v = gather(values, d, hi.to(int64))
         if interpolation == "midpoint":
             out = lo_v + (hi_v - lo_v) * 0.5 * (hi > lo).to(input.dtype)
-        elif interpolation == "linear":
-            out = lo_v + (hi_v - lo_v) * (rank - lo)
+        elif interpolation == "linear":  # PyTorch's lerp, two-sided (its NaN/inf results at infinities too)
+            weight = rank - lo
+            diff = hi_v - lo_v
+            out = where(weight < 0.5, lo_v + weight * diff, hi_v - diff * (1 - weight))
         else:
             out = lo_v
         nan_mask = (valid == 0) if ignore_nan else (nan_count > 0)
@@ -926,7 +947,15 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         lo, hi = float(data.min()), float(data.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    counts, _ = xp.histogram(data, bins=bins, range=(lo, hi))
+    # PyTorch's binning: bin = (x - min) / (max - min) * bins in the input's dtype, x == max in the last bin
+    # (np.histogram compares with exact edges, so -1e-30 lands one bin lower than PyTorch puts it)
+    flat = data.reshape(-1)
+    low, high = flat.dtype.type(lo), flat.dtype.type(hi)
+    inside = flat[(flat >= low) & (flat <= high)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        position = ((inside - low) / (high - low) * flat.dtype.type(bins)).astype(xp.int64)
+    position = xp.minimum(position, bins - 1)
+    counts = xp.bincount(position, minlength=bins)[:bins]
     return _wrap(counts.astype(input.dtype.np), input)
 
 

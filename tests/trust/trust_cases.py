@@ -394,3 +394,111 @@ def views_case(rng: np.random.Generator) -> Case:
 
 
 GENERATORS["views"] = views_case
+
+
+# ---- 4. reductions and sorting at special points ----------------------------------------------------------
+def _special_values(rng: np.random.Generator, dtype: str, shape: tuple) -> np.ndarray:
+    """Rows with ties, NaN, +-inf and +-0 (floats), repeated values (integers)."""
+    n = int(np.prod(shape)) if shape else 1
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool).reshape(shape)
+    if dtype in INT_DTYPES:
+        return rng.integers(-3, 4, n).astype(dtype).reshape(shape)
+    pool = [0.0, -0.0, 1.0, -1.0, 2.5, 2.5, -7.0, np.inf, -np.inf, np.nan, 1e30, -1e-30]
+    weights = np.ones(len(pool))
+    weights[pool.index(np.nan) if False else 9] = 0.6 if rng.random() < 0.5 else 0.05
+    out = rng.choice(np.array(pool), size=n, p=weights / weights.sum())
+    if rng.random() < 0.3:
+        out = np.round(rng.standard_normal(n), 1)  # plain values, some ties
+    return out.reshape(shape)
+
+
+REDUCTIONS = [
+    "x.max()", "x.min()", "x.max({d})", "x.min({d}, keepdim=True)", "x.argmax()", "x.argmin({d})",
+    "x.argmax({d}, keepdim=True)", "x.amax({dims})", "x.amin({dims}, keepdim=True)", "x.aminmax()",
+    "x.sort({d})", "x.sort({d}, descending=True)", "x.sort(dim={d}, stable=True)", "x.argsort({d})",
+    "x.sort(dim={d}, descending=True, stable=True)", "x.topk({k}, {d})", "x.topk({k}, {d}, largest=False)",
+    "x.kthvalue({k}, {d})", "x.median()", "x.median({d})", "x.nanmedian()", "x.nanmedian({d})", "x.mode({d})",
+    "L.unique(x)", "L.unique(x, return_inverse=True, return_counts=True)", "L.unique(x, sorted=True, dim={d})",
+    "L.unique_consecutive(x)", "x.cummax({d})", "x.cummin({d})", "x.cumsum({d})", "x.cumprod({d})",
+    "x.logcumsumexp({d})", "x.sum({dims})", "x.sum({dims}, keepdim=True)", "x.prod({d})", "x.mean({dims})",
+    "x.nansum({dims})", "x.nanmean({d})", "x.std({dims})", "x.var({d}, correction=0)", "x.all({d})",
+    "x.any()", "L.count_nonzero(x, {d})", "x.msort()", "x.norm(dim={dims})", "x.logsumexp({dims})",
+    "x.max(dim={d}).indices", "L.max(x, {d}, True)", "x.softmax({d})", "x.log_softmax({d})",
+    "L.std_mean(x, {dims})", "L.var_mean(x, {d}, keepdim=True)", "x.quantile(0.3, {d})", "x.nanquantile(0.5)",
+    "L.searchsorted(x.flatten().sort().values, x)", "L.bucketize(x, L.tensor([-1.0, 0.0, 2.5]))",
+    "L.isin(x, L.tensor([0.0, 2.5]))", "x.diff(dim={d})", "x.flip({d})", "x.roll(1, {d})", "x.renorm(2, 0, 1.0)",
+    "L.histc(x.float(), bins=4, min=-3, max=3)", "x.max(x.flip({d}))", "L.fmax(x, x.flip({d}))",
+    "L.minimum(x, x.flip({d}))", "x.clamp(-1, 1)", "L.nan_to_num(x)", "x.sign()", "x.abs()",
+]
+
+
+def reductions_case(rng: np.random.Generator) -> Case:
+    """A reduction, sort or scan over rows with NaN, inf, -0 and ties; empty dims; dim tuples; keepdim."""
+    shape = tuple(int(s) for s in pick(rng, [(5,), (3, 4), (2, 3, 2), (4, 1), (0,), (2, 0), (3, 0, 2), (), (1,)]))
+    dtype = pick(rng, ["float64", "float32", "float64", "int64", "bool", "float16", "int32"])
+    inputs = {"x": (_special_values(rng, dtype, shape), dtype)}
+    nd = max(len(shape), 1)
+    d = int(rng.integers(-nd, nd))
+    if rng.random() < 0.5 and len(shape) >= 2:
+        k = int(rng.integers(1, len(shape) + 1))
+        dims = tuple(int(v) for v in rng.choice(len(shape), k, replace=False))
+        dims = tuple(v - len(shape) if rng.random() < 0.3 else v for v in dims)
+        dims_text = repr(dims) if rng.random() < 0.8 else repr(list(dims))
+    else:
+        dims_text = str(d)
+    size = shape[d % nd] if shape else 1
+    k = int(rng.integers(1, size + 1)) if size else 1
+    expr = pick(rng, REDUCTIONS).format(d=d, dims=dims_text, k=k)
+    return Case(f"out = {expr}", inputs)
+
+
+GENERATORS["reductions"] = reductions_case
+
+
+# ---- 5. gradients at kinks and special points -------------------------------------------------------------
+GRAD_EXPRS = [
+    "x.abs()", "x.relu()", "L.maximum(x, y)", "L.minimum(x, y)", "x.clamp(-1, 1)", "x.clamp(min=0)",
+    "x.clamp(min=y)", "x.clamp(max=y)", "L.where(x > 0, x, -x)", "L.where(x >= y, x, y)", "x.norm()",
+    "x.norm(dim=-1)", "x.norm(p=1)", "x.norm(p=float('inf'))", "x.sqrt()", "x.abs().sqrt()", "x ** 2",
+    "x ** 0.5", "x.abs() ** 1.5", "x ** 0", "L.pow(x, y)", "L.pow(x.abs(), y)", "L.pow(0.0, y)", "L.pow(2.0, x)",
+    "L.atan2(x, y)", "x.max()", "x.min()", "x.amax(-1)", "x.amin(0)", "x.max(-1).values", "x.min(0).values",
+    "x.sort(-1).values", "x.topk(1, -1).values", "x.median()", "x.median(-1).values", "x.prod()", "x.prod(-1)",
+    "x.cumprod(-1)", "x.std()", "x.var(-1)", "x.logsumexp(-1)", "x.softmax(-1)", "x.log_softmax(-1)",
+    "L.nn.functional.hardtanh(x)", "L.nn.functional.leaky_relu(x, 0.1)", "L.nn.functional.elu(x)",
+    "L.nn.functional.gelu(x)", "L.nn.functional.silu(x)", "L.nn.functional.softplus(x)", "x.sigmoid()",
+    "x.tanh()", "x.exp()", "x.log()", "x.abs().log()", "x.sign() * x", "x.floor() + x", "x.round() * x",
+    "x.frac()", "L.fmod(x, 1.5)", "L.remainder(x, 1.5)", "x.reciprocal()", "x.rsqrt()", "L.hypot(x, y)",
+    "L.nn.functional.normalize(x, dim=-1)", "L.cdist(x.reshape(1, -1, 1), y.reshape(1, -1, 1))",
+    "L.dist(x, y)", "L.nn.functional.mse_loss(x, y)", "L.nn.functional.l1_loss(x, y)",
+    "L.nn.functional.smooth_l1_loss(x, y)", "L.nn.functional.huber_loss(x, y)", "x.mean()", "x.sum() * x",
+    "L.nn.functional.relu6(x * 6)", "L.nn.functional.hardsigmoid(x * 3)", "L.nn.functional.hardswish(x * 3)",
+    "L.nn.functional.threshold(x, 0.0, -1.0)", "L.nn.functional.softshrink(x, 0.5)", "L.nn.functional.celu(x)",
+    "x.trunc() + x.ceil() * 0", "L.lerp(x, y, 0.5)", "x.cummax(-1).values", "x.cummin(-1).values",
+    "x.kthvalue(1, -1).values", "x.msort()", "x.unique()", "x[x > 0]", "x.masked_fill(x < 0, 0.0)",
+    "L.nn.functional.glu(L.cat([x, y], -1), -1)", "x.logcumsumexp(-1)", "L.xlogy(x, y.abs())",
+    "L.special.xlog1py(x, y)", "L.special.entr(x)", "L.nn.functional.logsigmoid(x)", "x.erf()", "x.sinc()",
+    "x.expm1()", "x.log1p()", "L.nn.functional.cosine_similarity(x.reshape(1, -1), y.reshape(1, -1))",
+    "L.linalg.vector_norm(x, 2)", "L.trace(x.reshape(1, -1).T @ y.reshape(1, -1))", "L.outer(x, y).sum()",
+    "x.clip(-0.5, 0.5)", "x.nan_to_num()", "x.diff()", "x.var(correction=0)", "L.nn.functional.mish(x)",
+]
+
+
+def gradients_case(rng: np.random.Generator) -> Case:
+    """An expression at special points (0, -0, kinks, ties, +-1, bounds) with gradients compared."""
+    n = int(pick(rng, [1, 2, 3, 4]))
+    pool = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 1.5, -1.5, 6.0, 3.0, -3.0])
+    def draw() -> np.ndarray:
+        vals = rng.choice(pool, n)
+        if rng.random() < 0.4:
+            vals = np.full(n, pick(rng, list(pool)))  # all equal: ties everywhere
+        return vals
+    inputs = {"x_g": (draw(), "float64")}
+    expr = pick(rng, GRAD_EXPRS)
+    if "y" in expr.replace("xlogy", "").replace("xlog1py", ""):
+        inputs["y_g"] = (draw(), "float64")
+    code = "x, y = x_g, globals().get('y_g')\nout = " + expr
+    return Case(code, inputs, grad=True)
+
+
+GENERATORS["gradients"] = gradients_case
