@@ -91,6 +91,34 @@ CASES = {
     "fmod_bool_raises": Case("out = L.fmod(x, True)", {"x": B}),
     # 22. bfloat16 is a float for the zero-divisor check
     "floor_divide_bfloat16_zero": Case("out = x // y", {"x": I64, "y": (np.array(0.0), "bfloat16")}),
+    # 23. unfold is a view: writes go both ways
+    "unfold_is_a_view": Case("v = x.unfold(1, 2, 2)\nv.mul_(-1)\nw = x.unfold(1, 2, 1)\nx.add_(10)\nout = (v, w)",
+                             {"x": (np.arange(8.0).reshape(2, 4), "float32")}),
+    "unfold_gradient": Case("out = x_g.unfold(0, 3, 1)", {"x_g": (np.arange(5.0), "float64")}, grad=True),
+    # 24. ints apply before index tensors
+    "int_then_advanced_index": Case("out = (x[0, :, [1, 2]], x[None, 0, :, [1, 2]])",
+                                    {"x": (np.arange(24.0).reshape(2, 3, 4), "float32")}),
+    "int_then_advanced_setitem": Case("x[0, :, [1, 2]] = y\nout = x", {"x": (np.zeros((2, 3, 4)), "float32"),
+                                                                      "y": (np.arange(6.0).reshape(3, 2), "float32")}),
+    # 25. reductions at special points
+    "median_gradient_shared_by_ties": Case("out = x_g.median()", {"x_g": (np.array([1.0, 1.0, 1.0, 2.0]), "float64")},
+                                           grad=True),
+    "quantile_next_to_infinities": Case("out = x.quantile(0.3, 1)", {"x": (np.array(
+        [[-np.inf, -np.inf, 1.0, 2.0], [-np.inf, 0.0, 1.0, 2.0]]), "float64")}),
+    "histc_bin_edges": Case("out = L.histc(x, bins=4, min=-3, max=3)",
+                            {"x": (np.array([1.0, -1e-30, -1e-30, 3.0, -3.0]), "float32")}),
+    "norm_of_one_element": Case("out = x.norm(dim=1)", {"x": (np.array([[1e30], [2.0]]), "float32")}),
+    "unique_keeps_each_nan": Case("out = L.unique(x)", {"x": (np.array([np.nan, 1.0, np.nan]), "float64")}),
+    "reductions_of_0d_with_dim": Case("out = (x.mean(0), x.std(-1), x.amax(0), x.max(0), x.flip(0), x.argmax(0, True))",
+                                      {"x": (np.array(2.5), "float64")}),
+    "cumsum_starts_at_plus_zero": Case("out = (x.cumsum(0), x.logcumsumexp(0))", {"x": (np.array([-0.0, 1.0]), "float64")}),
+    "full_negative_zero": Case("out = L.full((2,), -0.0)"),
+    "isclose_complex": Case("out = L.isclose(x, y)", {"x": (np.array([1e4 - 0.5j, 1 + 1j]), "complex128"),
+                                                      "y": (np.array([-np.inf - 0.2j, 1 + 2j]), "complex128")}),
+    "scatter_keeps_integer_dtype": Case("out = x.scatter(0, L.tensor([1, 0]), y)",
+                                        {"x": (np.array([5, 6, 7]), "int64"), "y": (np.array([1, 2]), "int64")}),
+    "softmax_half_in_float32": Case("out = x.log_softmax(0)", {"x": (np.array([0.1, 1.7, -2.3, 0.6]), "float16")}),
+    "pow_zero_base_gradient": Case("out = L.pow(0.0, y_g)", {"y_g": (np.array([-1.0, 0.0, 2.0]), "float64")}, grad=True),
 }
 
 

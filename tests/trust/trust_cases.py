@@ -366,6 +366,9 @@ def views_case(rng: np.random.Generator) -> Case:
     else:
         inputs["x"] = (values(rng, dtype, shape, special=False), dtype)
     names = ["x"]
+    if grad and rng.random() < 0.3:  # a value saved for backward before the write: a version-counter error
+        lines.append(pick(rng, ["s = x.sin()", "s = x * x", "s = x.exp()", "s = (x + 1).relu()"]))
+        names.append("s")
     cur, cur_shape = "x", shape
     for k in range(int(rng.integers(1, 4))):
         if cur_shape is None:
