@@ -281,18 +281,20 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             if isinstance(scalar, Tensor):
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
-        if kind == "b" or type(scalar) is bool:
-            if op.name == "sub":
-                raise _bool_sub_error()
-        elif kind in "iu" and type(scalar) is int and not op.float_only and op.name != "pow":
-            # PyTorch converts the scalar to the tensor's integer dtype, wrapping (uint8 + 300 adds 44)
-            wrapped = dtypes.wrap_int(scalar, tensor._data.dtype)
-            if wrapped != scalar:
-                scalar = wrapped
-                if a_tensor:
-                    b = scalar
-                else:
-                    a = scalar
+        if kind != "f" or type(scalar) is not float:  # (a float tensor with a float: nothing to check)
+            if kind == "b" or type(scalar) is bool:
+                if op.name == "sub":
+                    raise _bool_sub_error()
+            elif kind in "iu" and type(scalar) is int and not 0 <= scalar <= 127 and not op.float_only \
+                    and op.name != "pow":  # (0..127 fits every integer dtype: the common case skips the wrap)
+                # PyTorch converts the scalar to the tensor's integer dtype, wrapping (uint8 + 300 adds 44)
+                wrapped = dtypes.wrap_int(scalar, tensor._data.dtype)
+                if wrapped != scalar:
+                    scalar = wrapped
+                    if a_tensor:
+                        b = scalar
+                    else:
+                        a = scalar
         category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
         if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
             target = dtypes.result_type(tensor, scalar)

@@ -315,12 +315,15 @@ DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx=compl
 def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
     exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
-    y_kind = y.dtype.kind if hasattr(y, "dtype") else ("b" if type(y) is bool else "")
+    y_dtype = getattr(y, "dtype", None)
+    if y_dtype is None:  # a Python exponent (x ** 2: the hot path)
+        if type(y) is bool and getattr(getattr(x, "dtype", None), "kind", "") == "b":
+            return x.copy() if y else xp.ones_like(x)  # bool_tensor ** True / False stays bool, as PyTorch
+        return xp.power(x, y)
+    y_kind = y_dtype.kind
     if y_kind == "b" and (type(x) is bool or getattr(getattr(x, "dtype", None), "kind", "") == "b"):
-        if type(y) is bool and hasattr(x, "dtype"):  # bool_tensor ** True / False stays bool, as PyTorch
-            return x.copy() if y else xp.ones_like(x)
         raise RuntimeError("pow: not implemented for bool tensors (as in PyTorch); convert with .int() first")
-    if y_kind in ("i", "u") and type(x) is int:  # 1 ** int_tensor: the scalar base takes the tensor's dtype
+    if y_kind in ("i", "u") and type(x) in (int, bool):  # 1 ** int_tensor: the base takes the tensor's dtype
         x = xp.asarray(x).astype(y.dtype)
     if (y_kind in ("i", "u") and getattr(x, "dtype", None) is not None
             and x.dtype.kind in "iu" and bool((y < 0).any())):

@@ -167,7 +167,7 @@ def _inplace_operand(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
             target = dtypes.get_default_dtype()
         if not dtypes.can_cast_result(target, t.dtype):
             raise _cast_error(op_name, target, t.dtype)
-    elif kind in "iu" and type(other) is int and not op.float_only and op.name != "pow":
+    elif kind in "iu" and type(other) is int and not 0 <= other <= 127 and not op.float_only and op.name != "pow":
         other = dtypes.wrap_int(other, data.dtype)
     return other
 
@@ -298,8 +298,13 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:
-        other_data = _inplace_operand(op, t, other, op_name)
+        if type(other) is float and t._data.dtype.kind == "f":  # the common case (p.mul_(0.9)): nothing to check
+            other_data = other
+        else:
+            other_data = _inplace_operand(op, t, other, op_name)
         ufunc = op.ufunc
+        if op.name == "pow" and t._data.dtype.kind in "iu":  # the impl handles negative integer exponents
+            ufunc = None
         if ufunc is not None and t._device.backend.is_writeable(t._data):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:

@@ -170,7 +170,8 @@ def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
 
 def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
     try:
-        out = take_index(x, _rebuild_index(index, index_arrays))
+        full = _rebuild_index(index, index_arrays)
+        out = take_index(x, full) if index_arrays else x[full]  # (ints before arrays matter only with arrays)
         if not index_arrays and not isinstance(out, xp.ndarray):  # x[1, 2]: a 0-d view, as in PyTorch
             out = x[index + (Ellipsis,)]
         return out

@@ -158,7 +158,7 @@ def _same_values(g: np.ndarray, w: np.ndarray, dtype: str, case: Case) -> str | 
         if not np.allclose(a[fin], b[fin], rtol=rtol, atol=atol):
             return "values differ"
         if case.zero_sign:
-            zeros = b == 0
+            zeros = (b == 0) & (a == 0)  # both exact zeros (1e-17 next to 0 is a value difference, within rtol)
             if not np.array_equal(np.signbit(a[zeros]), np.signbit(b[zeros])):
                 return "signs of zeros differ"
     return None
