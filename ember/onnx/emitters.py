@@ -395,19 +395,32 @@ def index_put(b: GraphBuilder, n: Any) -> str:
     if None in items and any(_is_tensor_slot(it) for it in items):
         raise NotImplementedError("ember.onnx.export: index_put with both an index tensor and None in the index is "
                                   "not supported; unsqueeze the value instead of indexing with None")
-    selection = np.broadcast_to(np.zeros((), dtype=bool), shape)[tuple(  # NumPy's selection shape, from shapes only
-        np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64) if _is_tensor_slot(it) else it
-        for it in items)].shape
+    probe = tuple(np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64)
+                  if _is_tensor_slot(it) else it for it in items)
+    zeros = np.broadcast_to(np.zeros((), dtype=bool), shape)
+    ints_first = any(_is_tensor_slot(it) for it in items) and any(type(it) is int for it in items)
+    if ints_first:  # PyTorch applies ints before index tensors (ember/ops/movement.py, _ints_first)
+        basic = tuple(it if type(it) is int else slice(None) for it in probe)
+        selection = zeros[basic][tuple(it for it in probe if type(it) is not int)].shape
+    else:  # NumPy's selection shape, from shapes only
+        selection = zeros[probe].shape
     numel = int(np.prod(shape, dtype=np.int64))
     arange = b.node("Range", [b.const(np.array(0, dtype=np.int64)), b.const(np.array(numel, dtype=np.int64)),
                               b.const(np.array(1, dtype=np.int64))])
-    positions = _select_positions(b, n, b.node("Reshape", [arange, b.ints(shape)]), shape,
-                                  [it for it in items if it is not None])
+    grid = b.node("Reshape", [arange, b.ints(shape)])
+    kept = [it for it in items if it is not None]
+    if ints_first:  # take the int axes away first (a scalar Gather drops its axis), then the rest as usual
+        for axis in reversed([a for a, it in enumerate(kept) if type(it) is int]):
+            grid = b.node("Gather", [grid, b.const(np.array(int(kept[axis]) % shape[axis], dtype=np.int64))],
+                          axis=axis)
+        shape = [size for size, it in zip(shape, kept) if type(it) is not int]
+        kept = [it for it in kept if type(it) is not int]
+    positions = _select_positions(b, n, grid, shape, kept)
     updates = b.node("Reshape", [b.node("Expand", [value, b.ints(selection)]), b.ints([-1])])
     flat = b.node("Reshape", [x, b.ints([-1])])
     out = b.node("ScatterND", [flat, b.node("Reshape", [positions, b.ints([-1, 1])]), updates],
                  reduction="add" if accumulate else None)
-    return b.node("Reshape", [out, b.ints(shape)])
+    return b.node("Reshape", [out, b.ints(list(n.in_specs[0].shape))])
 
 
 def _select_positions(b: GraphBuilder, n: Any, positions: str, shape: list, items: list) -> str:
