@@ -36,10 +36,14 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 # Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
 # NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
 # threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's).
-# Off by default: NumPy's OpenBLAS held to one thread and called from two threads at once gives wrong
-# GEMM results (a torchvision ResNet-18 step at batch 16: gradients up to 9% off torch's). "1" opts in
-# for benchmarking, with a RuntimeWarning (cpu_blas.available()).
-BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "0") not in ("", "0")
+# On by default. (It was opt-in from 12:15 to 16:30 UTC on 2026-11-24 over a suspected OpenBLAS race that
+# turned out to be a ResNet-18 step's sensitivity to rounding: docs/cpu-performance.md, "The BLAS split
+# is safe".)
+BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "1") not in ("", "0")
+
+# float32 matrix products on CPU (ember/backends/cpu_gemm_kernels.py): "auto" uses ember's AVX-512 GEMM
+# (numba) on CPUs that have AVX-512F; "blas" always calls NumPy's BLAS.
+GEMM: str = os.environ.get("EMBER_GEMM", "auto")
 
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
 # EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.

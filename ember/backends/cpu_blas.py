@@ -28,8 +28,8 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
-import warnings
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
@@ -87,22 +87,18 @@ def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
 def available() -> bool:
     """Whether ember splits BLAS work over its own threads: NumPy's BLAS thread count can be set (an
     OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) is not ``0``."""
-    if not (_config.BLAS_SPLIT and _controls() is not None):
-        return False
-    if not _WARNED:
-        _WARNED.append(True)
-        warnings.warn(_UNSAFE, RuntimeWarning, stacklevel=2)
-    return True
+    return bool(_config.BLAS_SPLIT and _controls() is not None)
 
 
-# Measured 2026-11-24: OpenBLAS held at one thread and called from two threads at once gives wrong
-# GEMM results (a ResNet-18 step at batch 16: gradients 9% off torch's, deterministically); with its
-# thread count left alone the same split is correct. OpenBLAS is only safe for concurrent callers with
-# its own locking engaged, which its one-thread path skips in NumPy's build. Hence opt-in, and loud.
-_UNSAFE = ("EMBER_BLAS_SPLIT=1: ember calls NumPy's OpenBLAS from several threads with it held to one thread; "
-           "this OpenBLAS build then can give wrong GEMM results (a ResNet-18 step's gradients were 9% off). "
-           "Use it for benchmarking only; unset EMBER_BLAS_SPLIT for correct training.")
-_WARNED: list = []
+# Concurrent callers: NumPy's OpenBLAS is a threaded build (its thread pool exists, MAX_THREADS=64), and
+# such builds take their own locks (or per-thread buffers) for every call, whatever the thread count
+# set at run time, so GEMMs called from several threads at once are correct; on one BLAS thread each
+# gives bit for bit what it gives alone (tests/backends/test_blas_concurrent_callers.py). From 12:15 to
+# 16:30 UTC on 2026-11-24 the split was opt-in over a suspected race: a ResNet-18 step at batch 16 gave
+# gradients up to 9% away from torch's. That step amplifies any rounding change that much (3e-6 of
+# noise on each convolution's output moves its gradients by 8-35%), and torch's own float32 loss there
+# is 0.3% away from its float64 one, while ember's split agrees with float64 (docs/cpu-performance.md,
+# "The BLAS split is safe").
 
 
 @contextmanager
@@ -144,20 +140,23 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
 # A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this
 # runs on one thread when ember splits work: BLAS's threads would save it at most a few tens of
 # microseconds, then spin for tens of milliseconds against ember's threads (the MNIST CNN's linear
-# layer, 64 x 3136 x 10, did so every step).
+# layer, 64 x 3136 x 10, did so every step). A stack of GEMMs counts as its total: attention's
+# per-head products (W4: 64 GEMMs of 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's
+# threads, as with the split off.
 SMALL_GEMM_MACS = 4e6
 _OPENBLAS_ONE_THREAD_MACS = 4 * 65536
 
 
 def small_gemm(xp: Any, a: Any, b: Any) -> Any:
-    """``one_thread(xp)`` when ``a @ b`` (one GEMM of a stack) is a small GEMM that OpenBLAS would
-    still spread over its threads; otherwise a no-op context."""
+    """``one_thread(xp)`` when ``a @ b`` is a small GEMM (or a small stack of them) that OpenBLAS
+    would still spread over its threads; otherwise a no-op context."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
-    if _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS and num_threads() > 1:
-        return one_thread(xp)
-    return nullcontext()
+    if not _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
+        return nullcontext()
+    stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
+    return one_thread(xp) if macs * stack < SMALL_GEMM_MACS else nullcontext()
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:

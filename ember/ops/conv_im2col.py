@@ -13,7 +13,7 @@ tap copies or adds runs of C contiguous values. Measured on one thread against t
 it replaces (docs/cpu-performance.md): the input gradient of ResNet-18's stride-2 3x3 layers
 4.8 -> 3.0 ms and 4.1 -> 2.6 ms, their forwards 3.2 -> 2.7 and 3.2 -> 2.6 ms.
 
-Threads: without the opt-in BLAS split, the copies (im2col, col2im, layout changes) run split
+Threads: with the BLAS split off (``EMBER_BLAS_SPLIT=0``), the copies (im2col, col2im, layout changes) run split
 over ember's threads by images and each pass's GEMM runs once, on BLAS's own threads; with the
 split (``cpu_blas.blas_for``), each thread takes its images through copies and GEMM alike.
 

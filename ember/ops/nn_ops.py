@@ -30,6 +30,7 @@ from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
 from ember.ops.movement import PAD
 from ember.backends import cpu_blas
+from ember.ops.linalg import gemm_2d
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -385,10 +386,12 @@ def glu(input: Any, dim: int = -1) -> Any:
 def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     lead = x.shape[:-1]
     rows = x.reshape(-1, x.shape[-1])
-    with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
-        out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
-    if bias:
-        out += bias[0]
+    out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
+    if out is None:
+        with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+            out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
+        if bias:
+            out += bias[0]
     if out.dtype != x.dtype and x.dtype == w.dtype:  # bfloat16 (ml_dtypes) GEMMs give float32: round once
         out = out.astype(x.dtype)
     return out.reshape(lead + (w.shape[0],))

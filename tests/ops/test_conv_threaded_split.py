@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 @pytest.fixture
 def split(monkeypatch):
     """Three ember threads and no minimum chunk size, so even small convolutions are split (the
-    split is opt-in, EMBER_BLAS_SPLIT=1, so the fixture turns it on)."""
+    fixture turns the split on whatever EMBER_BLAS_SPLIT says)."""
     monkeypatch.setattr(_config, "BLAS_SPLIT", True)
     if not cpu_blas.available():
         pytest.skip("no controllable OpenBLAS under NumPy: the split paths do not run")
@@ -178,5 +178,11 @@ def test_small_gemm_runs_on_one_blas_thread(monkeypatch) -> None:
     assert threads_inside(64, 3136, 10) == 1          # the MNIST CNN's linear layer
     assert threads_inside(8, 8, 8) == before            # OpenBLAS runs it on one thread anyway
     assert threads_inside(1024, 1024, 1024) == before   # large: BLAS's threads pay off
+    with cpu_blas.small_gemm(np, np.empty((64, 128, 64)), np.empty((64, 64, 128))):
+        assert get() == before                          # a stack counts as its total (W4's attention)
+    with cpu_blas.small_gemm(np, np.empty((2, 64, 3136)), np.empty((3136, 10))):
+        assert get() == before                          # 2 x 2M multiply-adds: over the limit
+    with cpu_blas.small_gemm(np, np.empty((1, 64, 3136)), np.empty((3136, 10))):
+        assert get() == 1
     monkeypatch.setattr(_config, "CPU_THREADS", 1)
     assert threads_inside(64, 3136, 10) == before       # EMBER_CPU_THREADS=1: BLAS as configured
