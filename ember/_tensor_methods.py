@@ -350,8 +350,16 @@ class TensorMethods:
     masked_fill = views.masked_fill
     roll = views.roll
 
-    def clone(self, **kwargs: Any) -> Any:
-        return dispatch.apply(OPS["clone"], (self,))
+    def clone(self, *, memory_format: Any = None) -> Any:
+        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default: keep the layout, as PyTorch)."""
+        out = dispatch.apply(OPS["clone"], (self,))
+        if memory_format is None or views.format_name(memory_format) == "preserve_format":
+            # preserve_format: a channels-last input stays channels-last
+            if self.ndim in (4, 5) and not self.is_contiguous() and \
+                    views.is_contiguous(self, "channels_last" if self.ndim == 4 else "channels_last_3d"):
+                out = views.contiguous(out, "channels_last" if self.ndim == 4 else "channels_last_3d")
+            return out
+        return views.contiguous(out, memory_format)
 
     nonzero = _nonzero
     # in place

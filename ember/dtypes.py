@@ -277,3 +277,38 @@ def result_type(*operands: Any) -> dtype:
             return _float_to_complex(result)
         result = (bool_, int64, get_default_dtype(), get_default_complex_dtype())[scalar_cat]
     return result
+
+
+# ---- PyTorch's legacy tensor type names ('torch.FloatTensor', 'torch.cuda.LongTensor') ----------------------
+LEGACY_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                     "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                     "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+                     "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+_BY_LEGACY_NAME = {name: _BY_NAME[key] for key, name in LEGACY_TYPE_NAMES.items()}
+
+
+def legacy_type_name(d: dtype, device_type: str = "cpu") -> str:
+    """What ``Tensor.type()`` answers: ``legacy_type_name(float32, "cuda") == 'torch.cuda.FloatTensor'``."""
+    prefix = "torch." if device_type == "cpu" else f"torch.{device_type}."
+    return prefix + LEGACY_TYPE_NAMES[d.name]
+
+
+def parse_legacy_type(value: Any) -> tuple[dtype, str | None] | None:
+    """A legacy tensor type (``torch.cuda.FloatTensor``, or its name as a string) as (dtype, device type).
+
+    The device type is None for a plain dtype-like value (``Tensor.type(torch.float64)`` keeps the device).
+    Returns None when ``value`` is not a legacy type.
+
+    Example:
+        >>> parse_legacy_type("torch.cuda.LongTensor")
+        (ember.int64, 'cuda')
+    """
+    if isinstance(value, str):
+        parts = value.split(".")
+        if len(parts) in (2, 3) and parts[0] in ("torch", "ember") and parts[-1] in _BY_LEGACY_NAME:
+            return _BY_LEGACY_NAME[parts[-1]], parts[1] if len(parts) == 3 else "cpu"
+        return None
+    legacy_dtype = getattr(value, "_dtype", None)
+    if isinstance(value, type) and isinstance(legacy_dtype, dtype):
+        return legacy_dtype, getattr(value, "_device_type", "cpu")
+    return None

@@ -23,7 +23,7 @@ from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch, elementwise as ew, inplace, linalg
+from ember.ops import dispatch, elementwise as ew, inplace, linalg, views
 from ember.ops.registry import OPS
 from ember.ops.inplace import setitem
 from ember.ops.movement import getitem
@@ -113,6 +113,11 @@ class Tensor(TensorMethods):
         return self._device.type == "cuda"
 
     @property
+    def is_meta(self) -> bool:
+        """On the ``meta`` device: a shape and a dtype, no data (ember/backends/meta.py)."""
+        return self._device.type == "meta"
+
+    @property
     def ndim(self) -> int:
         return self._data.ndim
 
@@ -140,8 +145,11 @@ class Tensor(TensorMethods):
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype is dtypes.bfloat16
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Dense in row-major order, or in ``memory_format``'s (``torch.channels_last``: NHWC)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous) or 0 in self._data.shape
+        return views.is_contiguous(self, memory_format)
 
     def stride(self, dim: int | None = None) -> Any:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -247,7 +255,7 @@ class Tensor(TensorMethods):
             if tensor is not None:
                 tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
 
-        self.grad_fn.register_prehook(self._output_nr, store)
+        self.grad_fn._register_tensor_prehook(self._output_nr, store)
         self._retains_grad = True
 
     @property
@@ -264,8 +272,7 @@ class Tensor(TensorMethods):
             self._hooks.append(hook)
             hooks = self._hooks
         else:
-            self.grad_fn.register_prehook(self._output_nr, hook)
-            hooks = self.grad_fn.pre_hooks[self._output_nr]
+            hooks = self.grad_fn._register_tensor_prehook(self._output_nr, hook)
         return _RemovableHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
@@ -392,7 +399,7 @@ class Tensor(TensorMethods):
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
         non_blocking = bool(kwargs.pop("non_blocking", False))
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
@@ -417,6 +424,8 @@ class Tensor(TensorMethods):
                 warnings.warn("Casting complex values to real discards the imaginary part (as in PyTorch); take "
                               ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
             out = dispatch.cast(out, target_dtype)
+        if memory_format is not None and views.format_name(memory_format) != "preserve_format":
+            out = views.contiguous(out, memory_format)
         if copy and out is self:
             out = self.clone()
         return out
@@ -453,10 +462,21 @@ class Tensor(TensorMethods):
         backend = _cuda_backend_or_none()
         return backend is not None and backend.is_pinned(self._data)
 
-    def type(self, dtype: Any = None) -> Any:
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """PyTorch's legacy spelling: ``x.type()`` names the type ('torch.FloatTensor'); ``x.type(t)`` converts
+        to a dtype, a legacy type (``torch.LongTensor``, ``torch.cuda.FloatTensor``: device too) or its name."""
         if dtype is None:
-            return f"ember.{self.dtype.name.capitalize()}Tensor"
-        return self.to(dtypes.to_dtype(dtype))
+            return dtypes.legacy_type_name(self.dtype, self._device.type)
+        legacy = dtypes.parse_legacy_type(dtype)
+        if legacy is None and isinstance(dtype, str):
+            raise ValueError(f"Tensor.type: invalid type: {dtype!r} (expected a dtype or a name such as "
+                               "'torch.FloatTensor' or 'torch.cuda.LongTensor')")
+        if legacy is None:
+            return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
+        target, device_type = legacy
+        if device_type != self._device.type:
+            return self.to(device_type, target, non_blocking=non_blocking)
+        return self.to(target, non_blocking=non_blocking)
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes, interpreters
-from ember.autograd import grad_mode
+from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops import dispatch, movement
 from ember.ops.registry import OpDef
@@ -44,6 +44,8 @@ _NO_GRAD_VIEW_MESSAGE = (
 def check_inplace(t: Any, op_name: str, recording: bool) -> None:
     """PyTorch's rules for recorded in-place ops: never on a leaf that requires grad (or a view of
     one), never on a view made under no_grad or by a multi-view function (split, chunk, unbind)."""
+    if saved_hooks.BEFORE_INPLACE:  # allow_mutation_on_saved_tensors: keep what backward saved before it changes
+        saved_hooks.BEFORE_INPLACE[-1](t)
     if not recording:
         base = t._base
         if (base is not None and t._view_fn[1] == "no_grad" and base._requires_grad

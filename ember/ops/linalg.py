@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
@@ -78,6 +80,11 @@ MATMUL = register(OpDef(
     shape_rule=_matmul_rule, onnx=complex_emitters.matmul, save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
+
+
+# The array gradient rules (OpDef.array_vjp): the same transposed views and the same impl as the rules above.
+MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, np.swapaxes(ctx.inputs[1], -2, -1)),
+                    lambda ctx, g: _matmul_impl(np, np.swapaxes(ctx.inputs[0], -2, -1), g))
 
 
 def matmul(input: Any, other: Any) -> Any:

@@ -221,7 +221,58 @@ def sum_to_size(input: Any, *size: Any) -> Any:
     return sum_to(input, _shape_arg(size))
 
 
-def contiguous(input: Any) -> Any:
+# ---- memory formats: the order of a tensor's dimensions in memory, fastest first --------------------------------
+_CHANNELS_LAST = {"channels_last": (4, (1, 3, 2, 0)), "channels_last_3d": (5, (1, 4, 3, 2, 0))}
+
+
+def format_name(memory_format: Any) -> str | None:
+    """``torch.channels_last`` (an object with a ``name``) or its name; None for the default."""
+    return None if memory_format is None else getattr(memory_format, "name", str(memory_format).split(".")[-1])
+
+
+def is_contiguous(input: Any, memory_format: Any = None) -> bool:
+    """Whether ``input`` is laid out densely in ``memory_format``'s order (row-major by default, NHWC for
+    ``channels_last``); dimensions of size 1 may have any stride, as in PyTorch."""
+    name = format_name(memory_format)
+    shape = tuple(input.shape)
+    if name in (None, "contiguous_format", "preserve_format"):
+        order = tuple(range(len(shape) - 1, -1, -1))
+    elif name in _CHANNELS_LAST:
+        rank, order = _CHANNELS_LAST[name]
+        if len(shape) != rank:
+            return False
+    else:
+        raise RuntimeError(f"is_contiguous: unknown memory format {memory_format!r}; use torch.contiguous_format, "
+                           "torch.channels_last or torch.channels_last_3d")
+    if 0 in shape and name in (None, "contiguous_format", "preserve_format"):
+        return True  # PyTorch: an empty tensor is (row-major) contiguous whatever its strides
+    data = input._data
+    strides = tuple(st // data.itemsize for st in data.strides)
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def contiguous(input: Any, memory_format: Any = None) -> Any:
+    """A tensor with the same values laid out in ``memory_format`` (the input itself when it already is):
+    ``x.contiguous(memory_format=torch.channels_last)`` keeps the NCHW shape with NHWC memory, as PyTorch."""
+    name = format_name(memory_format)
+    if name in _CHANNELS_LAST:
+        rank, order = _CHANNELS_LAST[name]
+        if input.ndim != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {name} format, got a tensor of shape "
+                               f"{tuple(input.shape)}")
+        if is_contiguous(input, name):
+            return input
+        to_memory = tuple(reversed(order))  # NCHW -> NHWC (slowest first)
+        back = tuple(to_memory.index(d) for d in range(rank))
+        return contiguous(input.permute(to_memory)).permute(back)
+    if name not in (None, "contiguous_format", "preserve_format"):
+        raise RuntimeError(f"contiguous: unknown memory format {memory_format!r}")
     if input._data.flags.c_contiguous:
         return input
     return dispatch.apply(CONTIGUOUS, (input,))

@@ -91,7 +91,7 @@ FROM_FUNCTIONAL = (
 
 
 # Device-type and layout predicates: ember tensors are dense, on ember's devices (cpu, cuda) only.
-FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_meta", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
+FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
                     "is_vulkan", "is_xla", "is_quantized", "is_sparse_csr", "is_nested")
 
 

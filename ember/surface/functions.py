@@ -405,6 +405,8 @@ def copysign(input: Any, other: Any) -> Tensor:
 def inner(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
         return input * other
+    if input.ndim == 1 and other.ndim == 1:  # a dot product, as PyTorch (float32 under autocast, like dot)
+        return dot(input, other)
     return tensordot(input, other, dims=([-1], [-1]))
 
 
