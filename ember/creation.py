@@ -185,7 +185,7 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
     dt = dtypes.to_dtype(dtype) if dtype is not None else (
         dtypes.result_type(value) if not isinstance(value, float) else dtypes.get_default_dtype())
     xp = dev.xp
-    if value == 0:
+    if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):  # full(s, -0.0) keeps -0
         array = xp.zeros(shape, dtype=dt.np)
     elif value == 1:
         array = xp.ones(shape, dtype=dt.np)

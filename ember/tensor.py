@@ -32,6 +32,7 @@ _binary = dispatch.binary
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints with ``numel()``, printed as ``ember.Size([2, 3])``."""
 
@@ -550,6 +551,9 @@ class Tensor(TensorMethods):
     def __mod__(self, other: Any) -> "Tensor":
         return ew.remainder(self, other)
 
+    def __rmod__(self, other: Any) -> "Tensor":
+        return ew.remainder(other, self)
+
     def __neg__(self) -> "Tensor":
         return ew.neg(self)
 
@@ -586,14 +590,25 @@ class Tensor(TensorMethods):
     def __ge__(self, other: Any) -> "Tensor":
         return ew.ge(self, other)
 
+    # bool & bool is logical (exported as And); anything else is bitwise with PyTorch's promotion
+    # (bool & int64 -> int64, bool | 2.5 -> an error)
     def __and__(self, other: Any) -> "Tensor":
-        return ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_and(self, other)
+        return ew.bitwise_and(self, other)
 
     def __or__(self, other: Any) -> "Tensor":
-        return ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_or(self, other)
+        return ew.bitwise_or(self, other)
 
     def __xor__(self, other: Any) -> "Tensor":
-        return ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_xor(self, other)
+        return ew.bitwise_xor(self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
@@ -609,6 +624,32 @@ class Tensor(TensorMethods):
 
     def __itruediv__(self, other: Any) -> "Tensor":
         return inplace.inplace_binary(_DIV, self, other, "div_")
+
+    # Without these Python would fall back to ``x = x // y``: a new tensor, so ``v //= 2`` on a view
+    # would leave its base unchanged.
+    def __ifloordiv__(self, other: Any) -> "Tensor":
+        return self.floor_divide_(other)
+
+    def __imod__(self, other: Any) -> "Tensor":
+        return self.remainder_(other)
+
+    def __ipow__(self, other: Any) -> "Tensor":
+        return self.pow_(other)
+
+    def __iand__(self, other: Any) -> "Tensor":
+        return self.bitwise_and_(other)
+
+    def __ior__(self, other: Any) -> "Tensor":
+        return self.bitwise_or_(other)
+
+    def __ixor__(self, other: Any) -> "Tensor":
+        return self.bitwise_xor_(other)
+
+    def __ilshift__(self, other: Any) -> "Tensor":
+        return self.bitwise_left_shift_(other)
+
+    def __irshift__(self, other: Any) -> "Tensor":
+        return self.bitwise_right_shift_(other)
 
     # ---- indexing ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "Tensor":
