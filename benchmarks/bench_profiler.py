@@ -3,6 +3,7 @@ code with the profiler's hook lines removed ("before", timed in a subprocess).
 
     .venv/bin/python benchmarks/bench_profiler.py                   # off vs on, and vs a hook-free copy
     .venv/bin/python benchmarks/bench_profiler.py --no-before       # off vs on only
+    .venv/bin/python benchmarks/bench_profiler.py --against main    # also the shapes recorder of git ref `main`
 
 Modes: ``off`` (nothing records), ``on`` (``profile()``: which op ran when), ``on+shapes``
 (``profile(record_shapes=True, profile_memory=True, with_flops=True)``, which all record the same: also
@@ -108,6 +109,23 @@ def timed(fn, calls: int) -> tuple:
 
 
 _RECORDERS: dict = {}
+_REF_MODULE: list = []  # the recorder module of --against REF, once loaded
+
+
+def load_recorder(ref: str):
+    """``ember/profiler/_recorder.py`` as it is at git ``ref``, imported as a module of its own (its Recorder
+    gets the same hook calls: the hooks call methods only)."""
+    import importlib.util
+
+    source = subprocess.check_output(["git", "-C", ROOT, "show", f"{ref}:ember/profiler/_recorder.py"])
+    path = os.path.join(tempfile.mkdtemp(prefix="ember_recorder_"), "_recorder_ref.py")
+    with open(path, "wb") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("_recorder_ref", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _REF_MODULE.append(module)
+    return module
 
 
 def recorder(mode: str, key: str = ""):
@@ -118,7 +136,8 @@ def recorder(mode: str, key: str = ""):
     if mode == "off":
         return None
     if (mode, key) not in _RECORDERS:
-        _RECORDERS[mode, key] = _recorder.Recorder(shapes=mode == "on+shapes")
+        make = _REF_MODULE[0].Recorder if mode == "+shapes ref" else _recorder.Recorder
+        _RECORDERS[mode, key] = make(shapes=mode != "on")
     return _RECORDERS[mode, key]
 
 
@@ -168,6 +187,7 @@ def main() -> None:
     parser.add_argument("--no-before", action="store_true", help="skip the hook-free copy")
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--against", metavar="REF", help="also time the shapes recorder of this git ref (e.g. main)")
     args = parser.parse_args()
     if args.worker:
         return worker(args.rounds)
@@ -177,6 +197,10 @@ def main() -> None:
 
     print(f"CPU: {hardware.cpu_model()}; {environment_line()}; python {sys.version.split()[0]}")
     modes = ["off", "on", "on+shapes"]
+    if args.against:
+        load_recorder(args.against)
+        modes.append("+shapes ref")
+        print(f"'+shapes ref': the shapes recorder of {args.against}, timed in the same rotation")
     loads = workloads()
     for name, (fn, calls, _) in loads.items():
         for mode in modes:
@@ -198,7 +222,8 @@ def main() -> None:
         for name, (fn, calls, every) in loads.items():
             if r % every == 0:
                 fn()  # untimed: the workload's code and data back in cache, so no mode pays for the switch
-                for mode in modes[r % 3:] + modes[:r % 3]:  # each mode goes first in a third of the rounds
+                k = r % len(modes)
+                for mode in modes[k:] + modes[:k]:  # each mode goes first in as many rounds
                     samples[name][mode].append(run_mode(mode, fn, calls, name))
     if before is not None:
         before.wait()
@@ -210,7 +235,9 @@ def main() -> None:
     for clock, k in (("wall clock", 0), ("thread CPU time", 1)):
         print(f"\n{clock}, median over {args.rounds} rounds of each round's ratio (paired: a load spike hits both "
               f"sides of a ratio), and ratio of the means (GC pauses and other outliers included)")
-        print(f"{'workload':<26}{'events':>7}{'off/before':>16}{'on/off':>16}{'+shapes/off':>16}")
+        ref = "+shapes ref" in modes
+        print(f"{'workload':<26}{'events':>7}{'off/before':>16}{'on/off':>16}{'+shapes/off':>16}"
+              + (f"{'ref/off':>16}" if ref else ""))
         for name, by in samples.items():
             def ratio(a: str, b: str) -> str:
                 pairs = [(x[k], y[k]) for x, y in zip(by[a], by[b])]
@@ -219,7 +246,8 @@ def main() -> None:
                 paired = statistics.median(x / y for x, y in pairs)
                 means = statistics.mean(x for x, _ in pairs) / statistics.mean(y for _, y in pairs)
                 return f"{paired:>9.3f}x/{means:.2f}x"
-            print(f"{name:<26}{events[name]:>7}{ratio('off', 'before')}{ratio('on', 'off')}{ratio('on+shapes', 'off')}")
+            print(f"{name:<26}{events[name]:>7}{ratio('off', 'before')}{ratio('on', 'off')}{ratio('on+shapes', 'off')}"
+                  + (ratio("+shapes ref", "off") if ref else ""))
         for label, q in (("25th percentile", 0.25), ("median", 0.5)):
             print(f"\n{clock}, {label} of {args.rounds} alternating rounds")
             print(f"{'workload':<26}{'events':>7}{'before':>12}{'off':>12}{'on':>12}{'on+shapes':>12}"

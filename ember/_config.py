@@ -41,6 +41,10 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 # is safe".)
 BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "1") not in ("", "0")
 
+# float32 matrix products on CPU (ember/backends/cpu_gemm_kernels.py): "auto" uses ember's AVX-512 GEMM
+# (numba) on CPUs that have AVX-512F; "blas" always calls NumPy's BLAS.
+GEMM: str = os.environ.get("EMBER_GEMM", "auto")
+
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):
 # EMBER_CUDA_STANDIN=1 makes device "cuda" a NumPy-backed device that refuses silent host conversion.
 CUDA_STANDIN: bool = os.environ.get("EMBER_CUDA_STANDIN", "") not in ("", "0")

@@ -344,17 +344,12 @@ class Roofline:
 _REMEASURED: set = set()
 
 
-def _store(device: str, result: Peak) -> None:
-    key = cache_key(device)
-    stored = _read_cache(cache_path())
-    stored[key] = {"version": _FORMAT_VERSION, **asdict(result)}
-    _write_cache(cache_path(), stored)
-    _MEMO[key] = result
-
-
 def observed(achieved_flops: float, achieved_bandwidth: float, dtype: Any = "float32", device: str = "cpu") -> Peak:
     """The peak, corrected when a real run went faster than it (the measurement ran while the machine was
-    busy): re-measure once per process, and if the run still beats it, the run's rate becomes the peak."""
+    busy): re-measure once per process (that measurement is cached), and if the run still beats it, the run's
+    rate becomes the peak for the rest of this process only. A run's rate is never written to the cache: a
+    run whose FLOPs are approximated (fit counts the first step's and scales by samples) or whose window was
+    mis-timed would otherwise lower every later MFU on this machine, in every process."""
     p = peak(device)
     name = getattr(dtype, "name", None) or str(dtype)
     if achieved_flops <= p.flops_for(dtype) and achieved_bandwidth <= p.bandwidth:
@@ -367,7 +362,7 @@ def observed(achieved_flops: float, achieved_bandwidth: float, dtype: Any = "flo
         if name in flops or name == "float32":
             flops[name] = max(flops.get(name, 0.0), achieved_flops)
         p = Peak(p.device, p.model, flops, max(p.bandwidth, achieved_bandwidth), p.measured_at, p.seconds)
-        _store(device, p)
+        _MEMO[cache_key(device)] = p
     return p
 
 

@@ -18,6 +18,8 @@ import numpy as np
 import ember
 from ember.ops import dispatch
 from ember.ops.registry import OPS
+import ember.ops.gru_rnn_layer  # noqa: F401  (the fused recurrent layers' specs call them by their modules:
+import ember.ops.lstm_layer  # noqa: F401  no torch form)
 
 from scipy.special import erf as _np_erf  # scipy is a test extra (references only; no np.vectorize fallback)
 
@@ -477,7 +479,9 @@ def _acc_ref(a: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 # Ops whose only reachable public path is another op's backward: covered by the second-order checks
 # of the specs named here (index_backward is getitem's vjp).
-COVERED_BY_BACKWARD = {"index_backward": ("getitem_advanced", "getitem_basic", "getitem_bool")}
+COVERED_BY_BACKWARD = {"index_backward": ("getitem_advanced", "getitem_basic", "getitem_bool"),
+                       "lstm_layer_backward": ("lstm_layer",), "gru_layer_backward": ("gru_layer",),
+                       "rnn_layer_backward": ("rnn_layer_tanh", "rnn_layer_relu")}
 
 # Ops that back ember.nn.functional (conv, pooling, activations ...) are tested, forward and
 # backward, in tests/nn/test_functional_vs_torch.py; each maps to the public name that file must exercise.
@@ -1219,4 +1223,56 @@ SPECS += [  # complex qr, lu_factor, pinv, lstsq and matrix_exp (PyTorch's conju
            rtol=1e-5),
     OpSpec("linalg_matrix_exp_complex", ("linalg_matrix_exp",), ember.linalg.matrix_exp, _scipy_expm,
            [((3, 3),), ((2, 2, 2),)], **_CX, atol=1e-6, rtol=1e-5),
+]
+
+
+def _lstm_ref(gx: np.ndarray, h: np.ndarray, c: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple:
+    """One LSTM direction over a sequence (gates i, f, g, o), written out in NumPy."""
+    hidden, outs = h.shape[-1], []
+    for t in range(gx.shape[0]):
+        z = gx[t] + h @ w.T + b
+        i, f, o = (1 / (1 + np.exp(-z[:, k * hidden:(k + 1) * hidden])) for k in (0, 1, 3))
+        c = f * c + i * np.tanh(z[:, 2 * hidden:3 * hidden])
+        h = o * np.tanh(c)
+        outs.append(h)
+    return np.stack(outs), h, c
+
+
+SPECS += [  # the fused LSTM layer (ember/ops/lstm_layer.py); its backward record is covered through it
+    OpSpec("lstm_layer", ("lstm_layer",), lambda gx, h, c, w, b: ember.ops.lstm_layer.lstm_layer(gx, h, c, w, b), _lstm_ref,
+           [((3, 2, 8), (2, 2), (2, 2), (8, 2), (8,)), ((1, 1, 4), (1, 1), (1, 1), (4, 1), (4,))]),
+]
+
+
+def _gru_ref(gx: np.ndarray, h: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple:
+    """One GRU direction over a sequence (gates r, z, n), written out in NumPy."""
+    hidden, outs = h.shape[-1], []
+    for t in range(gx.shape[0]):
+        gh = h @ w.T + b
+        r, z = (1 / (1 + np.exp(-(gx[t][:, k * hidden:(k + 1) * hidden] + gh[:, k * hidden:(k + 1) * hidden])))
+                for k in (0, 1))
+        n = np.tanh(gx[t][:, 2 * hidden:] + r * gh[:, 2 * hidden:])
+        h = (1 - z) * n + z * h
+        outs.append(h)
+    return np.stack(outs), h
+
+
+def _rnn_ref(nonlinearity: str) -> Callable:
+    def ref(gx: np.ndarray, h: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple:
+        outs = []
+        for t in range(gx.shape[0]):
+            pre = gx[t] + h @ w.T + b
+            h = np.tanh(pre) if nonlinearity == "tanh" else np.maximum(pre, 0)
+            outs.append(h)
+        return np.stack(outs), h
+    return ref
+
+
+SPECS += [  # the fused GRU and Elman RNN layers (ember/ops/gru_rnn_layer.py)
+    OpSpec("gru_layer", ("gru_layer",), lambda gx, h, w, b: ember.ops.gru_rnn_layer.gru_layer(gx, h, w, b), _gru_ref,
+           [((3, 2, 6), (2, 2), (6, 2), (6,)), ((1, 1, 3), (1, 1), (3, 1), (3,))]),
+    OpSpec("rnn_layer_tanh", ("rnn_layer",), lambda gx, h, w, b: ember.ops.gru_rnn_layer.rnn_layer(gx, h, w, b, "tanh"),
+           _rnn_ref("tanh"), [((3, 2, 2), (2, 2), (2, 2), (2,)), ((1, 1, 1), (1, 1), (1, 1), (1,))]),
+    OpSpec("rnn_layer_relu", ("rnn_layer",), lambda gx, h, w, b: ember.ops.gru_rnn_layer.rnn_layer(gx, h, w, b, "relu"),
+           _rnn_ref("relu"), [((3, 2, 2), (2, 2), (2, 2), (2,))], domain="positive"),
 ]

@@ -122,7 +122,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 def __getattr__(name: str) -> Any:
     """``ember.autograd.functional`` (jacobian, hessian, ...) loads on first use: it is built on the
     whole tensor API, which itself imports this package (grad mode) early."""
-    if name in ("functional", "forward_ad"):
+    if name in ("functional", "forward_ad", "profiler"):
         import importlib
 
         return importlib.import_module(f"ember.autograd.{name}")

@@ -12,7 +12,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember import interpreters
+from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd.node import OpNode
+from ember.device import CPU
+
+Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
 
 
 def _edge_of(tensor: Any) -> tuple:
@@ -23,12 +29,13 @@ def _edge_of(tensor: Any) -> tuple:
 
 # Callbacks queued during a backward pass run once when the outermost pass ends (DistributedDataParallel
 # waits for its gradient all-reduces there). One list per thread, like the grad mode.
-import threading
-
 _LOCAL = threading.local()
 
 # The profiler's hook (ember/profiler): None unless a profile is recording (one global read per node).
 PROFILER: Any = None
+# Plain backward passes run ops' array gradient rules (OpDef.array_vjp) where they have them; False runs
+# every node's ember-op rule (the tests compare the two).
+ARRAY_RULES = True
 _clock = time.perf_counter_ns
 
 
@@ -88,7 +95,9 @@ def run_backward(
 
 def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bool, create_graph: bool,
                capture: Sequence[Any] | None, accumulate_into_grad: bool) -> list | None:
-    from ember.tensor import Tensor
+    global Tensor
+    if Tensor is None:
+        from ember.tensor import Tensor  # noqa: PLC0415 - the engine is imported before the Tensor class exists
 
     capture_keys: dict = {}
     captured: list | None = None
@@ -129,15 +138,24 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
 
     accumulate = accumulate_into_grad and capture is None
     anomaly = anomaly_mode.STATE.enabled
-    with grad_mode.set_grad_enabled(create_graph):
+    # Array rules (OpDef.array_vjp) when nothing needs the backward's own ops: no graph of it is built
+    # (create_graph), and no profiler, flop counter, autocast region, trace or anomaly check watches them.
+    # Their results stay NumPy arrays in the buffers (two arrays add with NumPy, as two tensors would) and
+    # become tensors only where a tensor is needed: hooks, captures, leaves, ember-op rules.
+    arrays = ARRAY_RULES and not (create_graph or anomaly or PROFILER is not None or _AUTOCAST.active
+                                  or interpreters.GRAPHS.count)
+    previous_mode = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = create_graph
+    try:
         while ready:
             node = ready.pop()
-            if isinstance(node, Tensor):
+            if node.__class__ is Tensor or isinstance(node, Tensor):
                 grads = buffers.pop(id(node), None)
-                _finish_leaf(node, grads[0] if grads else None, capture_keys, captured, accumulate)
+                _finish_leaf(node, _tensor(grads[0]) if grads else None, capture_keys, captured, accumulate)
                 continue
             grads = buffers.pop(id(node), None) or [None] * node.num_outputs
             if node.pre_hooks:
+                grads = [_tensor(g) for g in grads]
                 for index, hooks in node.pre_hooks.items():
                     for hook in hooks:
                         if grads[index] is not None:
@@ -145,6 +163,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                             if replaced is not None:
                                 grads[index] = replaced
             if capture_keys:
+                grads = [_tensor(g) for g in grads]
                 for index, g in enumerate(grads):
                     for slot in capture_keys.get((id(node), index), ()):
                         captured[slot] = g
@@ -154,12 +173,17 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             else:
                 empty = all(g is None for g in grads)
                 if not empty:
-                    grads = _materialize(node, grads)
+                    grads = _materialize(node, [_tensor(g) for g in grads])
             if empty:
                 input_grads = (None,) * len(edges)
             else:
                 t0 = PROFILER and _clock()
-                input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
+                input_grads = None
+                if arrays and node.__class__ is OpNode and node.op.array_vjp is not None:
+                    input_grads = node.apply_arrays(grads)
+                if input_grads is None:
+                    grads = [_tensor(g) for g in grads]
+                    input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
                 if t0 and PROFILER is not None:
                     PROFILER.node(node, t0, grads)
                 if not retain_graph:
@@ -178,12 +202,25 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     if slot is None:
                         slot = buffers[key] = [None] * (1 if isinstance(child, Tensor) else child.num_outputs)
                     current = slot[index]
-                    slot[index] = g if current is None else current + g
+                    if current is None:
+                        slot[index] = g
+                    elif current.__class__ is g.__class__ is np.ndarray:
+                        total = current + g
+                        slot[index] = total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
+                    else:
+                        slot[index] = _tensor(current) + _tensor(g)
                 remaining = dependencies[key] - 1
                 dependencies[key] = remaining
                 if remaining == 0:
                     ready.append(child)
+    finally:
+        grad_mode.STATE.enabled = previous_mode
     return captured
+
+
+def _tensor(g: Any) -> Any:
+    """A gradient as a tensor: array rules' results (CPU NumPy arrays) are wrapped, tensors and None kept."""
+    return Tensor._make(g, CPU, False) if g.__class__ is np.ndarray else g
 
 
 def _materialize(node: Any, grads: list) -> list:

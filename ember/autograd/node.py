@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or to read saved tensors after they were "
     "freed). Saved values are freed after .backward() or autograd.grad(); pass retain_graph=True "
@@ -58,6 +60,63 @@ class SavedTensor:
             t._vc = self.vc
             return t
         return self.tensor
+
+    def array(self, op_name: str, position: str) -> Any:
+        """The saved value's array, version-checked like :meth:`unpack` (array gradient rules read this)."""
+        if self.vc[0] != self.version:
+            self.unpack(None, op_name, position)  # raises the in-place modification error
+        return self.data if self.is_output else self.tensor._data
+
+
+class NotArrayable(Exception):
+    """Raised by an array gradient rule (or its ctx) for a node it cannot take: the node runs its ``vjp``."""
+
+
+class ArrayCtx:
+    """What an array gradient rule reads (``OpDef.array_vjp``): the saved inputs and output as NumPy arrays
+    (Python numbers stay numbers), the attrs, the inputs' shapes and which inputs need a gradient.
+
+    ``inputs`` and ``out`` are read on first use and version-checked then, as ``OpNode.inputs``/``out``
+    are; a saved floating array of another dtype than the gradient's raises :class:`NotArrayable`.
+    """
+
+    __slots__ = ("node", "dtype", "attrs", "input_meta", "needs", "_inputs")
+
+    def __init__(self, node: "OpNode", dtype: Any) -> None:
+        self.node = node
+        self.dtype = dtype
+        self.attrs = node.attrs
+        self.input_meta = node.input_meta
+        self.needs = node.needs_input_grad
+        self._inputs = None
+
+    @property
+    def inputs(self) -> tuple:
+        inputs = self._inputs
+        if inputs is None:
+            name = self.node.op.name
+            values = []
+            for i, s in enumerate(self.node.saved or ()):
+                if s.__class__ is SavedTensor:
+                    s = self._check(s.array(name, f"input {i}"))
+                values.append(s)
+            inputs = self._inputs = tuple(values)
+        return inputs
+
+    @property
+    def out(self) -> Any:
+        saved = self.node.saved_out
+        if saved.__class__ is not SavedTensor:
+            raise NotArrayable
+        return self._check(saved.array(self.node.op.name, "output"))
+
+    def _check(self, array: Any) -> Any:
+        if type(array) is not np.ndarray or (array.dtype != self.dtype and array.dtype.kind in "fcV"):
+            raise NotArrayable
+        return array
+
+
+_ARRAY_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class Node:
@@ -125,12 +184,12 @@ class OpNode(Node):
     __slots__ = ("op", "attrs", "saved", "saved_out", "needs_input_grad", "input_meta", "num_outputs", "output_meta",
                  "unpacked")
 
-    def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple) -> None:
+    def __init__(self, op: Any, attrs: dict, next_edges: tuple, input_meta: tuple, needs: tuple | None = None) -> None:
         self.op = op
         self.attrs = attrs
         self.next_edges = next_edges
         self.input_meta = input_meta  # (shape, dtype) per input; None for Python scalars
-        self.needs_input_grad = tuple(e is not None for e in next_edges)
+        self.needs_input_grad = tuple([e is not None for e in next_edges]) if needs is None else needs
         self.saved = None
         self.saved_out = None
         self.pre_hooks = None
@@ -182,6 +241,24 @@ class OpNode(Node):
             return self.op.input_grads(self, grad)
         finally:
             self.unpacked = None
+
+    def apply_arrays(self, grads: list) -> tuple | None:
+        """The input gradients as NumPy arrays from the op's array rules (``OpDef.array_vjp``), or None
+        when this node does not qualify: the engine calls it only when no graph of the backward is built
+        (``create_graph=False``, no profiler, autocast or tracing). A node qualifies when its gradient and
+        every saved floating array it reads are CPU float32/float64 arrays of one dtype; anything else
+        (half precision, complex, devices, mixed dtypes) takes :meth:`apply`, whose ops promote."""
+        if self.num_outputs != 1 or (self.saved is None and self.op.save != "none"):
+            return None  # freed: apply() raises the error
+        g = grads[0]
+        if g.__class__ is not np.ndarray:  # a tensor (the engine passes array rules' results on as arrays)
+            g = g._data
+        if type(g) is not np.ndarray or g.dtype not in _ARRAY_DTYPES:
+            return None
+        try:
+            return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
+        except NotArrayable:
+            return None
 
     def release(self) -> None:
         self.saved = None

@@ -215,6 +215,7 @@ class CompiledAutograd:
         fuse, memory = "fuse" in passes, "memory" in passes
         self.graph = forward
         self.backward_graph = backward
+        self.saved = saved  # forward values the backward reads (its inputs saved0, saved1, ...): pictures link them
         self.executable = Executable(forward, list(forward.outputs) + saved, include_updates=True, fuse=fuse,
                                      memory=memory)
         self.backward_executable = Executable(backward, backward.outputs, include_updates=False, fuse=fuse,

@@ -6,10 +6,11 @@
 Example:
     >>> result = showcase(steps=3, verbose=False)
     >>> sorted(result)
-    ['compiled_us', 'eager_us', 'max_weight_difference', 'speedup', 'trace_seconds']
+    ['compiled_mfu', 'compiled_us', 'cpu_share', 'eager_mfu', 'eager_us', 'max_weight_difference', 'speedup', 'trace_seconds']
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -79,11 +80,13 @@ def showcase(steps: int = 100, verbose: bool = True) -> dict:
     eager(x, y)
     compiled(xc, yc)  # traced here
     eager(x, y)
+    wall, cpu = time.perf_counter(), time.process_time()
     medians = _interleaved_medians_us({"eager": (eager, (x, y)), "compiled": (compiled, (xc, yc))}, steps)
+    cpu_share = (time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9)  # all threads, BLAS's too
     eager_us, compiled_us = medians["eager"], medians["compiled"]
     diff = float(np.abs(w1.detach().numpy() - w1c.detach().numpy()).max())
     result = {"eager_us": eager_us, "compiled_us": compiled_us, "speedup": eager_us / compiled_us,
-              "trace_seconds": compiled.last.trace_seconds, "max_weight_difference": diff}
+              "trace_seconds": compiled.last.trace_seconds, "max_weight_difference": diff, "cpu_share": cpu_share}
     lines = _rooflines(eager, compiled, x, y, xc, yc, eager_us, compiled_us)
     result.update({f"{k}_mfu": r.mfu for k, r in lines.items()})
     if verbose:
@@ -94,6 +97,9 @@ def showcase(steps: int = 100, verbose: bool = True) -> dict:
         print(f"  a step is {lines['eager'].flops / 1e6:.1f} MFLOP; peak of this machine: {hardware.peak()}")
         print(f"  weights agree to {diff:.1e} after {max(1, steps // 5) * 5 + 2} steps each")
         print(f"  compiled graph: {compiled.graph.summary()}")
+        if cpu_share < 0.5:
+            print(f"  note: this process got the CPU for only {cpu_share:.0%} of the time it was timed{_load()}: other "
+                  f"work was running, so these times are the busy machine's; run again on a quiet machine")
     return result
 
 
@@ -112,6 +118,13 @@ def _rooflines(eager: Any, compiled: Any, x: Any, y: Any, xc: Any, yc: Any, eage
     _, compiled_bytes = work(compiled, xc, yc)
     return {"eager": hardware.roofline(flops, eager_bytes, eager_us * 1e-6),
             "compiled": hardware.roofline(flops, compiled_bytes or eager_bytes, compiled_us * 1e-6)}
+
+
+def _load() -> str:
+    try:
+        return f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    except (AttributeError, OSError):  # not on every platform
+        return ""
 
 
 def _line(r: Any) -> str:

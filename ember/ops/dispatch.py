@@ -80,29 +80,29 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     nondiff = op.nondiff_inputs
     edges = []
     meta = []
+    needs = []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             meta.append(a._data.shape)
-            if a._requires_grad and i not in nondiff:
+            if a._requires_grad and not (nondiff and i in nondiff):
                 fn = a.grad_fn
                 edges.append((fn, a._output_nr) if fn is not None else (a, 0))
-            else:
-                edges.append(None)
+                needs.append(True)
+                continue
         else:
             meta.append(None)
-            edges.append(None)
-    edges = tuple(edges)
-    meta = tuple(meta)
-    node = OpNode(op, attrs, edges, meta)
+        edges.append(None)
+        needs.append(False)
+    node = OpNode(op, attrs, tuple(edges), tuple(meta), tuple(needs))
     if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
         _anomaly.record(node)
     save = op.save
     if save == "inputs" or save == "both":
-        node.saved = tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args)
-    elif save == "cross":
-        wanted = [any(e is not None for j, e in enumerate(edges) if j != i) for i in range(len(args))]
-        node.saved = tuple((SavedTensor(a) if want else None) if isinstance(a, Tensor) else a
-                           for a, want in zip(args, wanted))
+        node.saved = tuple([SavedTensor(a) if isinstance(a, Tensor) else a for a in args])
+    elif save == "cross":  # each input only for the others' gradients: kept when another input needs one
+        live = needs.count(True)
+        node.saved = tuple([(SavedTensor(a) if live - need > 0 else None) if isinstance(a, Tensor) else a
+                            for a, need in zip(args, needs)])
     elif save == "first":  # where: only the condition; changing x or y in place afterwards is fine
         node.saved = tuple((SavedTensor(a) if i == 0 else None) if isinstance(a, Tensor) else a
                            for i, a in enumerate(args))

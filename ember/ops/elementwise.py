@@ -15,6 +15,7 @@ from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
+from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import same_value
@@ -513,6 +514,51 @@ def grad_mask(grad: Any, mask: Any) -> Any:
     """``grad`` where ``mask`` is true, 0 elsewhere (``mask`` is a bool tensor broadcastable to grad)."""
     return dispatch.apply(GRAD_MASK, (grad, mask))
 
+
+
+# ---- array gradient rules (OpDef.array_vjp) ------------------------------------------------------
+# Plain backward passes on CPU float32/float64 run these on NumPy arrays instead of the ember-op rules
+# above (no dispatch, no Tensor per step). Each makes the NumPy calls its ember-op rule makes, in the
+# same order, so both give the same bits (tests/autograd/test_array_vjp_matches_vjp.py); a rule that
+# meets a case it does not cover raises NotArrayable and the node runs its ember-op rule.
+def _not_arrayable(ctx: Any, g: Any) -> Any:
+    raise NotArrayable
+
+
+def _pow_base_array_grad(ctx: Any, g: Any) -> Any:
+    a, b = ctx.inputs
+    if b.__class__ not in (int, float):  # a tensor exponent takes where(): the ember-op rule
+        raise NotArrayable
+    return (g * 0 if b == 0 else g * (b * a ** (b - 1))) if b != 2 else g * 2 * a
+
+
+def _clamp_array_vjp(ctx: Any, g: Any) -> tuple:
+    (x,) = ctx.inputs
+    lo, hi = ctx.attrs.get("min"), ctx.attrs.get("max")
+    if lo.__class__ not in (int, float, type(None)) or hi.__class__ not in (int, float, type(None)):
+        raise NotArrayable  # tensor bounds
+    keep = None
+    if lo is not None:
+        keep = x >= lo
+    if hi is not None:
+        keep = (x <= hi) if keep is None else np.logical_and(keep, x <= hi)
+    return (_masked_grad(np, g, keep),)
+
+
+NEG.array_vjp = (lambda ctx, g: -g,)
+EXP.array_vjp = (lambda ctx, g: g * ctx.out,)
+LOG.array_vjp = (lambda ctx, g: g / ctx.inputs[0],)
+SQRT.array_vjp = (lambda ctx, g: g / (ctx.out * 2),)
+TANH.array_vjp = (lambda ctx, g: g * (1 - ctx.out * ctx.out),)
+SIGMOID.array_vjp = (lambda ctx, g: g * (ctx.out * (1 - ctx.out)),)
+RELU.array_vjp = (lambda ctx, g: _relu_grad_impl(np, g, ctx.out),)
+RECIPROCAL.array_vjp = (lambda ctx, g: -g * (ctx.out * ctx.out),)
+ADD.array_vjp = (lambda ctx, g: g, lambda ctx, g: g)
+SUB.array_vjp = (lambda ctx, g: g, lambda ctx, g: -g)
+MUL.array_vjp = (lambda ctx, g: g * ctx.inputs[1], lambda ctx, g: g * ctx.inputs[0])
+DIV.array_vjp = (lambda ctx, g: g / ctx.inputs[1], lambda ctx, g: -g * (ctx.inputs[0] / ctx.inputs[1] / ctx.inputs[1]))
+POW.array_vjp = (_pow_base_array_grad, _not_arrayable)
+CLAMP.array_vjp = _clamp_array_vjp
 
 # ---- public functions (PyTorch names) ---------------------------------------------------------
 def _t(x: Any) -> Any:

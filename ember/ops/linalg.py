@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
@@ -12,7 +14,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
-from ember.backends import cpu_blas
+from ember.backends import cpu_blas, native_kernel
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -42,6 +44,14 @@ def _stacked_outer(xp: Any, a: Any, b: Any) -> Any:
     return xp.einsum("...ik,...kj->...ij", a, b)
 
 
+def gemm_2d(xp: Any, a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias``) of two matrices by the backend's native GEMM (``matmul_f32``: ember's AVX-512
+    float32 GEMM, ember/backends/cpu_gemm_kernels.py), or None when there is none for these operands: then
+    call ``xp.matmul`` (and add the bias)."""
+    gemm = native_kernel(xp, "matmul_f32")
+    return None if gemm is None else gemm(a, b, bias)
+
+
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
     if a.ndim > 2 and a.shape[-1] == 1 and b.ndim == a.ndim and b.shape[-2] == 1 and a.shape[:-2] == b.shape[:-2]:
         return _stacked_outer(xp, a, b)
@@ -55,6 +65,10 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         a = xp.ascontiguousarray(a)
     if b.ndim > 2 and not b.flags.c_contiguous and not _blas_ready(b):
         b = xp.ascontiguousarray(b)
+    if a.ndim == 2 and b.ndim == 2:
+        out = gemm_2d(xp, a, b)
+        if out is not None:
+            return out
     with cpu_blas.small_gemm(xp, a, b):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
         out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.
@@ -66,6 +80,11 @@ MATMUL = register(OpDef(
     shape_rule=_matmul_rule, onnx=complex_emitters.matmul, save="cross", autocast="lower", flops=cost.matmul_flops,
     simplify=transposes_into_matmul(lambda: OPS["matmul_t"]),
 ))
+
+
+# The array gradient rules (OpDef.array_vjp): the same transposed views and the same impl as the rules above.
+MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, np.swapaxes(ctx.inputs[1], -2, -1)),
+                    lambda ctx, g: _matmul_impl(np, np.swapaxes(ctx.inputs[0], -2, -1), g))
 
 
 def matmul(input: Any, other: Any) -> Any:

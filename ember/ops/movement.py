@@ -10,11 +10,11 @@ import numpy as np
 from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
-from ember.ops.registry import OpDef, Spec, register
+from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
-from ember.autograd.node import _FREED_MESSAGE, SavedTensor
+from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
 from ember.ops.elementwise import sum_to
 
 
@@ -189,6 +189,24 @@ INDEX_BACKWARD = register(OpDef(
 ))
 
 
+
+# Array gradient rules (OpDef.array_vjp, see ember/ops/elementwise.py): the same NumPy calls as the rules above.
+def _getitem_array_vjp(ctx: Any, g: Any) -> tuple:
+    if len(ctx.input_meta) > 1:  # index tensors: the ember-op rule (it checks their versions)
+        raise NotArrayable
+    return (_index_backward_impl(np, g, index=ctx.attrs["index"], shape=ctx.input_meta[0]),)
+
+
+def _sum_to_array(g: Any, shape: tuple) -> Any:
+    return g if g.shape == tuple(shape) else OPS["sum_to"].impl(np, g, tuple(shape))
+
+
+RESHAPE.array_vjp = (lambda ctx, g: g.reshape(ctx.input_meta[0]),)
+PERMUTE.array_vjp = (lambda ctx, g: np.transpose(g, _inverse_permutation(ctx.attrs["dims"])),)
+EXPAND.array_vjp = (lambda ctx, g: _sum_to_array(g, ctx.input_meta[0]),)
+CONTIGUOUS.array_vjp = CLONE.array_vjp = (lambda ctx, g: g,)
+GETITEM.array_vjp = _getitem_array_vjp
+
 def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tuple, accumulate: bool = False) -> Any:
     out = x.copy()
     full = _rebuild_index(index, index_arrays)
@@ -310,6 +328,21 @@ CAT = register(OpDef(
     name="cat", batch=batching.cat, category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
     save="none", shape_rule=_cat_rule, onnx=to_onnx.cat, autocast="promote",
 ))
+
+
+def _cat_array_vjp(ctx: Any, g: Any) -> tuple:
+    dim = ctx.attrs["dim"]
+    grads = []
+    start = 0
+    for shape, need in zip(ctx.input_meta, ctx.needs):
+        size = shape[dim]
+        grads.append(g[(slice(None),) * dim + (slice(start, start + size),)] if need else None)
+        start += size
+    return tuple(grads)
+
+
+# Array gradient rule (OpDef.array_vjp): the views narrow() makes in the rule above.
+CAT.array_vjp = _cat_array_vjp
 
 
 def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:

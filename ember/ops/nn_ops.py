@@ -16,6 +16,8 @@ import math
 import warnings
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_math_kernels import run_elementwise
@@ -29,7 +31,9 @@ from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
 from ember.ops.movement import PAD
+from ember.ops.linalg import _matmul_impl
 from ember.backends import cpu_blas
+from ember.ops.linalg import gemm_2d
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -377,10 +381,12 @@ def glu(input: Any, dim: int = -1) -> Any:
 def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     lead = x.shape[:-1]
     rows = x.reshape(-1, x.shape[-1])
-    with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
-        out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
-    if bias:
-        out += bias[0]
+    out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
+    if out is None:
+        with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+            out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
+        if bias:
+            out += bias[0]
     if out.dtype != x.dtype and x.dtype == w.dtype:  # bfloat16 (ml_dtypes) GEMMs give float32: round once
         out = out.astype(x.dtype)
     return out.reshape(lead + (w.shape[0],))
@@ -416,6 +422,19 @@ LINEAR = register(OpDef(
     shape_rule=lambda x, w, *b: Spec(tuple(x.shape[:-1]) + (w.shape[0],), x.dtype, x.device),
     flops=cost.linear_flops,
 ))
+
+
+def _rows_array(a: Any) -> Any:
+    return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
+
+
+# The array gradient rules (OpDef.array_vjp): the NumPy calls of the three rules above.
+LINEAR.array_vjp = (
+    lambda ctx, g: _matmul_impl(np, g, ctx.inputs[1]) if g.ndim == 2 else
+    _matmul_impl(np, _rows_array(g), ctx.inputs[1]).reshape(ctx.input_meta[0]),
+    lambda ctx, g: OPS["matmul_t"].impl(np, _rows_array(g), _rows_array(ctx.inputs[0]), transpose_a=True),
+    lambda ctx, g: OPS["sum"].impl(np, g, dims=tuple(range(g.ndim - 1)), keepdim=False) if g.ndim > 1 else g,
+)
 
 
 def _ln_axes(ndim: int, count: int) -> tuple:

@@ -106,6 +106,30 @@ MEAN = register(OpDef(
 ))
 
 
+
+def _expand_reduced_array(g: Any, in_shape: tuple, dims: tuple | None, keepdim: bool) -> Any:
+    """``expand_reduced`` on a NumPy array (the array gradient rules of sum and mean)."""
+    if not keepdim:
+        shape = _reduced_shape(in_shape, dims, True)
+        if g.shape != shape:
+            g = g.reshape(shape)
+    return g if g.shape == tuple(in_shape) else np.broadcast_to(g, in_shape)
+
+
+def _mean_array_vjp(ctx: Any, g: Any) -> Any:
+    shape = ctx.input_meta[0]
+    dims = ctx.attrs.get("dims")
+    count = 1
+    for i, s in enumerate(shape):
+        if dims is None or i in dims:
+            count *= s
+    return _expand_reduced_array(g / (count if count > 1 else 1), shape, dims, ctx.attrs.get("keepdim", False))
+
+
+SUM.array_vjp = (lambda ctx, g: _expand_reduced_array(g, ctx.input_meta[0], ctx.attrs.get("dims"),
+                                                      ctx.attrs.get("keepdim", False)),)
+MEAN.array_vjp = (_mean_array_vjp,)
+
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
     """d prod / d x_i = the product of the other elements, computed without dividing by 0 or inf.
 

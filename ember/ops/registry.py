@@ -83,6 +83,12 @@ class OpDef:
     # ``rule(args, bdims, attrs, size) -> (result, out_bdims)``. None: "elementwise" for unary/binary/ternary/cast
     # records; any other record must say (tests/func/test_batching_rules_cover_ops.py checks it).
     batch: str | Callable[..., Any] | None = None
+    # The backward on NumPy arrays, for plain backward passes (create_graph=False) on CPU float32/float64:
+    # the same form as ``vjp`` (one rule per input, or one function), each rule ``(ctx, g) -> array`` with
+    # ``ctx`` an ``ArrayCtx`` (ember/autograd/node.py) and ``g`` an array. It skips the ops' dispatch and
+    # Tensor wrapping (~2 us per op: most of a small backward pass). It must compute what ``vjp`` computes,
+    # bit for bit (the same NumPy calls in the same order; tests/autograd/test_array_vjp_matches_vjp.py).
+    array_vjp: Callable[..., Any] | tuple | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"
@@ -120,6 +126,28 @@ class OpDef:
                 g = g.sum_to_size(tuple(shapes[i]))
             out.append(g)
         return tuple(out)
+
+    def array_input_grads(self, ctx: Any, grad: Any) -> tuple:
+        """:meth:`input_grads` for ``array_vjp``: arrays in, arrays out, the same finishing (unneeded
+        gradients dropped, broadcast gradients summed back with the ``sum_to`` op's own impl)."""
+        needs, shapes = ctx.needs, ctx.input_meta
+        vjp = self.array_vjp
+        if vjp.__class__ is tuple:
+            result = [rule(ctx, grad) if need and rule is not None else None for rule, need in zip(vjp, needs)]
+        else:
+            result = list(vjp(ctx, grad))
+        for i, g in enumerate(result):
+            if g is None:
+                continue
+            if not needs[i]:
+                result[i] = None
+                continue
+            shape = shapes[i]
+            if g.shape != shape:
+                result[i] = g = OPS["sum_to"].impl(np, g, tuple(shape))
+            if type(g) is not np.ndarray:  # NumPy gives scalars for 0-d results
+                result[i] = np.asarray(g)
+        return tuple(result)
 
     @property
     def backward_name(self) -> str:

@@ -6,17 +6,16 @@ take the start time with ``PROFILER.clock()`` and call one of the methods below 
 
 A :class:`Recorder` appends each event to one flat ``list`` with a single ``list.extend`` of a tuple (one
 C call, so events from several threads never interleave): start ns, end ns, thread and what the event
-is. Without shapes that is the op record itself (nothing is looked up); with shapes it is a signature
-id, interned per distinct (op, input and output shapes and dtypes, attributes that the op's cost rules
-read) through one flat temporary key tuple. Nothing the log keeps per event is tracked by the garbage
-collector (ints, op records, strings): kept shape tuples or attribute dicts would make it collect more
-often, and each collection promotes ember's live temporaries towards its full passes, which walk every
-object in the process (measured: ~0.5 ms per training step of 84 events, in outliers of ~100 ms).
-What is left to intern (spans, graph nodes, plain ops) is interned by :meth:`Recorder.compact` into four
-integers per event in an ``array('Q')``, when the trace is asked for and whenever the log passes
-:data:`COMPACT_AT` entries (checked at autograd nodes, spans and profile steps, never per op). FLOPs and bytes are
-computed later still, once per event when the trace is built (:mod:`ember.profiler.events`), from the
-op record's rules.
+is. Without shapes that is the op record itself (nothing is looked up); with shapes it is references
+only: the inputs' (and output's) shape tuples and dtypes as NumPy hands them out, laid out as the event's
+signature key behind a count of its elements. Nothing is hashed or looked up per event (attributes, on
+the few ops whose cost rules read them, are the exception); :meth:`Recorder.compact` interns the keys into
+signatures and the log into four integers per event in an ``array('Q')``, when the trace is asked for and
+whenever the log passes :data:`COMPACT_AT` entries (checked at autograd nodes, spans and profile steps,
+never per op). The kept shape tuples hold only ints, so the garbage collector untracks them the first
+time it sees them; attribute dicts, which it would promote towards its costly full passes, are never kept.
+FLOPs and bytes are computed later still, once per signature when the trace is built
+(:mod:`ember.profiler.events`), from the op record's rules.
 
 With ``ProfilerActivity.CUDA`` a :class:`DeviceRecorder` also records a pair of the backend's timing
 events (``backend.new_event(enable_timing=True)``: CUDA events on CuPy, host-clock events on the
@@ -54,8 +53,8 @@ _LISTENERS: list = []
 # The profile whose context is open (recording or not: a schedule may be waiting); DataLoader reads it.
 CURRENT: Any = None
 _PLAIN = (int, float, str, bool, type(None))
-# Entries of the flat log after which the next autograd node, span or profile step compacts it (about 200k events,
-# ~25 MB: references to shared objects and the two timestamps' ints).
+# Entries of the flat log after which the next autograd node, span or profile step compacts it (~100k events of a
+# training step with shapes, ~30 MB: references, the kept shape tuples and the two timestamps' ints).
 COMPACT_AT = 1 << 20
 
 
@@ -109,6 +108,31 @@ def _key_metas(values: Any) -> tuple:
     return tuple(key)
 
 
+def _metas(key: tuple, start: int, stop: int) -> tuple:
+    """The (shape, dtype) pairs (``None`` for a non-tensor) laid out flat in ``key[start:stop]``."""
+    out = []
+    j = start
+    while j < stop:
+        if key[j] is None:
+            out.append(None)
+            j += 1
+        else:
+            out.append((key[j], key[j + 1]))
+            j += 2
+    return tuple(out)
+
+
+def _broadcast(shapes: list) -> tuple:
+    """NumPy's broadcast of ``shapes`` (an elementwise op's output shape)."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for k, size in enumerate(s, ndim - len(s)):
+            if size != 1:
+                out[k] = size
+    return tuple(out)
+
+
 class Recorder:
     """Collects events; the methods are called from the hooks (see the module docstring).
 
@@ -119,7 +143,7 @@ class Recorder:
     def __init__(self, shapes: bool = True) -> None:
         self.shapes = shapes
         self.clock = _clock  # an instance attribute: the hooks call PROFILER.clock() for the start time
-        self._log: list = []  # events as recorded: (head, [what,] t0, t1, thread), see compact()
+        self._log: list = []  # events as recorded, several entries each (layouts: see compact())
         self._extend = self._log.extend
         self._keys: dict = {}  # signature key -> signature id (ops and nodes with shapes, copies)
         self._node_names: dict = {}  # autograd node identity (its op, Function class or type) -> its name
@@ -151,76 +175,80 @@ class Recorder:
         if not self.shapes:
             self._extend((op, t0, t1, get_ident()))
             return
-        # The key is a flat temporary tuple, freed at once (kept shape tuples would make the garbage collector
-        # run more often, and each run promotes ember's live temporaries towards its costly full passes).
-        # Attributes join it only for ops whose own FLOP/byte rules read them (category defaults look at shapes
-        # alone; fused kernels count their member ops), as a small interned int. ``attrs is None`` is dispatch's elementwise fast path (binary, and
-        # unary without attributes), whose output follows from the op and its inputs: the key leaves it out.
+        # References only: the inputs' shape tuples and dtypes (and the output's) go into the log as they are;
+        # nothing is hashed, looked up or built per event. The head is the number of key elements that follow
+        # the thread (see compact()). ``attrs is None`` is dispatch's elementwise fast path (binary, and unary
+        # without attributes): its output's shape is the inputs' broadcast, so only its dtype is kept (-2).
+        # Attributes join the key only for ops whose own FLOP/byte rules read them, as a small interned int.
+        n = len(args)
+        if attrs is None:
+            if n == 2:
+                x, y = args
+                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
+                if dx is not None and dy is not None:
+                    self._extend((8, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, dy.shape, dy.dtype, -2,
+                                  result._data.dtype))
+                    return
+                if dx is not None:
+                    self._extend((7, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, None, -2,
+                                  result._data.dtype))
+                    return
+                if dy is not None:
+                    self._extend((7, t0, t1, get_ident(), op, None, None, dy.shape, dy.dtype, -2,
+                                  result._data.dtype))
+                    return
+            elif n == 1:
+                dx = args[0]._data
+                self._extend((6, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, -2, result._data.dtype))
+                return
         aid = self._attrs_id(op, attrs) if attrs and (op.flops is not None or op.bytes_moved is not None
                                                       or op.category == "fused") else None
-        # One to three tensors in and one tensor out (most calls) take a straight path (no exceptions: raising
-        # one costs more than the whole event).
-        n = len(args)
-        key = None
-        if n == 2:
-            x, y = args
-            dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
-            if dx is not None and dy is not None:
-                if attrs is None:
-                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype)
-                elif (data := getattr(result, "_data", None)) is not None:
-                    key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, data.shape, data.dtype)
-        elif n == 1 and (dx := getattr(args[0], "_data", None)) is not None:
-            if attrs is None:
-                key = (op, aid, dx.shape, dx.dtype)
-            elif (data := getattr(result, "_data", None)) is not None:
-                key = (op, aid, dx.shape, dx.dtype, -1, data.shape, data.dtype)
-        elif n == 3 and attrs is not None and (data := getattr(result, "_data", None)) is not None:  # linear, where
-            x, y, z = args
-            dx, dy, dz = getattr(x, "_data", None), getattr(y, "_data", None), getattr(z, "_data", None)
-            if dx is not None and dy is not None and dz is not None:
-                key = (op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, dz.shape, dz.dtype, -1, data.shape, data.dtype)
-        if key is None:  # Python scalars, three or more inputs, several outputs
-            key = (op, aid, *_key_metas(args))
-            if attrs is not None:
-                key += (-1, *_key_metas(result if type(result) is tuple else (result,)))
-        sid = self._keys.get(key)
-        if sid is None:
-            outs = tuple([_meta(r) for r in result]) if type(result) is tuple else (_meta(result),)
-            sid = self._new_signature(key, (OP, op, tuple([_meta(a) for a in args]), outs,
-                                            None if aid is None else self._attrs[aid]))
-        self._extend((sid, t0, t1, get_ident()))
+        dr = getattr(result, "_data", None)
+        if dr is not None:
+            if n == 1:
+                dx = getattr(args[0], "_data", None)
+                if dx is not None:
+                    self._extend((7, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, -1, dr.shape, dr.dtype))
+                    return
+            elif n == 2:
+                x, y = args
+                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
+                if dx is not None and dy is not None:
+                    self._extend((9, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1,
+                                  dr.shape, dr.dtype))
+                    return
+            elif n == 3:  # linear, where, a loss's backward
+                x, y, z = args
+                dx, dy, dz = getattr(x, "_data", None), getattr(y, "_data", None), getattr(z, "_data", None)
+                if dx is not None and dy is not None and dz is not None:
+                    self._extend((11, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype,
+                                  dz.shape, dz.dtype, -1, dr.shape, dr.dtype))
+                    return
+        # Python scalars beside attributes, four or more inputs, several outputs
+        key = (op, aid, *_key_metas(args), -1, *_key_metas(result if type(result) is tuple else (result,)))
+        self._extend((len(key), t0, t1, get_ident(), *key))
 
     def node(self, node: Any, t0: int, grads: Any) -> None:
         t1 = _clock()
         # Nodes are named by what names them (their op, their Function class, else their type); the name is
         # built once per kind of node (node.name() rebuilds an op's backward name on every call).
         ident = getattr(node, "op", None) or getattr(node, "fn_class", None) or type(node)
+        if ident not in self._node_names:
+            self._node_names[ident] = node.name()
         if not self.shapes:
-            if ident not in self._node_names:
-                self._node_names[ident] = node.name()
             self._extend((NODE, ident, t0, t1, get_ident()))
+        elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
+            self._extend((4, t0, t1, get_ident(), NODE, ident, data.shape, data.dtype))
         else:
-            if len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
-                key = (NODE, ident, data.shape, data.dtype)
-            else:
-                key = (NODE, ident, *_key_metas(grads))
-            sid = self._keys.get(key)
-            if sid is None:
-                sid = self._new_signature(key, (NODE, node.name(), tuple([_meta(g) for g in grads]), (), None))
-            self._extend((sid, t0, t1, get_ident()))
+            key = (NODE, ident, *_key_metas(grads))
+            self._extend((len(key), t0, t1, get_ident(), *key))
         if len(self._log) > COMPACT_AT:
             self.compact()
 
     def copy(self, t0: int, data: Any, source: Any, target: Any) -> None:
         t1 = _clock()
         kind = ("H" if source.type == "cpu" else "D") + "to" + ("H" if target.type == "cpu" else "D")
-        key = (COPY, kind, data.shape, data.dtype)
-        sid = self._keys.get(key)
-        if sid is None:
-            meta = (data.shape, data.dtype)
-            sid = self._new_signature(key, (COPY, f"Memcpy {kind}", (meta,), (meta,), None))
-        self._extend((sid, t0, t1, get_ident()))
+        self._extend((4, t0, t1, get_ident(), COPY, kind, data.shape, data.dtype))
 
     def span(self, kind: str, name: str, t0: int, t1: int | None = None) -> None:
         end = _clock() if t1 is None else t1
@@ -276,52 +304,78 @@ class Recorder:
             self._attrs.append({k: _freeze(v) if _holds_array(v) else v for k, v in attrs.items()})
         return aid
 
-    def compact(self) -> list:
-        """Move the log into ``times`` (four integers per event), interning what was not interned while
-        recording (plain ops, autograd nodes without shapes, spans, graph nodes). Returns, per event moved,
-        the log position where it started (the device recorder maps its launches with it).
+    def compact(self, positions: list | None = None) -> None:
+        """Move the log into ``times`` (four integers per event), interning each event's signature; with
+        ``positions``, append the log position where each moved event started (the device recorder maps its
+        launches with them).
 
-        Log entries: ``(signature id, t0, t1, thread)`` for ops, nodes and copies interned when recorded;
-        ``(op record, t0, t1, thread)`` for ops without shapes; ``(kind, what, t0, t1, thread)`` otherwise.
+        Log entries: ``(k, t0, t1, thread, *key)`` with ``k`` key elements for events recorded with shapes
+        (ops, autograd nodes, copies; see :meth:`_signature` for the key); ``(op record, t0, t1, thread)`` for
+        ops without shapes; ``(kind, what, t0, t1, thread)`` for spans, graph nodes and nodes without shapes.
         """
         log = self._log
         if not log:
-            return []
+            return
         # A fresh log first: an event another thread appends while this runs goes to the new one.
         self._log = []
         self._extend = self._log.extend
-        push = self.times.append
-        positions = []
-        i = 0
-        while i < len(log):
-            positions.append(i)
+        push = self.times.extend
+        keys, plain = self._keys, self._sig_ids
+        mark = positions.append if positions is not None else None
+        i, end = 0, len(log)
+        while i < end:
+            if mark is not None:
+                mark(i)
             head = log[i]
             kind = type(head)
             if kind is int:
-                sid = head
-                i += 1
-            elif kind is str:
+                stop = i + 4 + head
+                key = tuple(log[i + 4:stop])
+                sid = keys.get(key)
+                if sid is None:
+                    sid = self._new_signature(key, self._signature(key))
+                push((sid, log[i + 1], log[i + 2], log[i + 3]))
+                i = stop
+                continue
+            if kind is str:
                 what = log[i + 1]
-                i += 2
+                i += 1
                 if head == NODE:
                     sid = self._sid((NODE, what), (NODE, self._node_names[what], (), (), None))
                 elif head == GRAPH:
                     key = (GRAPH, id(what))
-                    sid = self._sig_ids.get(key)
+                    sid = plain.get(key)
                     if sid is None or self.signatures[sid][1] is not what:
-                        sid = self._sig_ids[key] = len(self.signatures)
+                        sid = plain[key] = len(self.signatures)
                         self.signatures.append((GRAPH, what, None, None, None))
                 else:
                     sid = self._sid((head, what), (head, what, (), (), None))
             else:  # an op record, recorded without shapes
-                sid = self._sid(head, (OP, head, None, None, None))
-                i += 1
-            push(sid)
-            push(log[i])
-            push(log[i + 1])
-            push(log[i + 2])
-            i += 3
-        return positions
+                sid = plain.get(head)
+                if sid is None:
+                    sid = self._sid(head, (OP, head, None, None, None))
+            push((sid, log[i + 1], log[i + 2], log[i + 3]))
+            i += 4
+
+    def _signature(self, key: tuple) -> tuple:
+        """``(kind, what, input metas, output metas, attrs)`` from a recorded key: ``(op, attrs id, *inputs,
+        -1, *outputs)`` or ``(op, None, *inputs, -2, output dtype)`` (an elementwise output: the inputs'
+        broadcast shape), ``(NODE, identity, *gradients)`` or ``(COPY, "HtoD", shape, dtype)``; each tensor
+        is its shape and dtype, anything else ``None``."""
+        head, what = key[0], key[1]
+        if head == NODE:
+            return NODE, self._node_names[what], _metas(key, 2, len(key)), (), None
+        if head == COPY:
+            meta = (key[2], key[3])
+            return COPY, f"Memcpy {what}", (meta,), (meta,), None
+        marker = next(j for j in range(2, len(key)) if type(key[j]) is int)
+        ins = _metas(key, 2, marker)
+        if key[marker] == -2:
+            shape = _broadcast([m[0] for m in ins if m is not None])
+            outs = ((shape, key[marker + 1]),)
+        else:
+            outs = _metas(key, marker + 1, len(key))
+        return OP, head, ins, outs, None if what is None else self._attrs[what]
 
     def records(self) -> Iterator[tuple]:
         """``(kind, what, t0, t1, thread, input metas, output metas, attrs)`` per event, in recording order."""
@@ -405,15 +459,17 @@ class DeviceRecorder(Recorder):
         if pair is not None:
             self._launches.append((position, *pair))
 
-    def compact(self) -> list:
+    def compact(self, positions: list | None = None) -> None:
         """As :meth:`Recorder.compact`, and each launch's log position becomes its host event's number."""
         base = len(self.times) // 4
         launches, self._launches = self._launches, []
-        positions = super().compact()
+        moved: list = []
+        super().compact(moved)
+        if positions is not None:
+            positions.extend(moved)
         if launches:
-            number = {p: base + k for k, p in enumerate(positions)}
+            number = {p: base + k for k, p in enumerate(moved)}
             self.device.extend((number[p], *rest) for p, *rest in launches)
-        return positions
 
     def clear(self) -> None:
         super().clear()

@@ -163,10 +163,14 @@ def build_events(raw: list, origin_ns: int, with_flops: bool = True, device: lis
     by_record: dict = {}
     events = []
     stacks: dict = {}
+    described: dict = {}  # events of one signature share its objects: FLOPs, bytes, names computed once each
     for i, number in enumerate(order):
         record = raw[number]
-        kind, _, t0, t1, tid = record[:5]
-        info = _describe(record, with_flops)
+        kind, what, t0, t1, tid, ins, outs, attrs = record
+        signature = (kind, id(what), id(ins), id(outs), id(attrs))
+        info = described.get(signature)
+        if info is None:
+            info = described[signature] = _describe(record, with_flops)
         event = FunctionEvent(id=i, name=info["name"], category=kind, start_us=(t0 - origin_ns) / 1e3,
                               end_us=(t1 - origin_ns) / 1e3, thread=tid, input_shapes=info["shapes"],
                               input_dtypes=info["dtypes"], flops=info["flops"], bytes=info["bytes"],

@@ -495,16 +495,18 @@ class Model:
         self.history.epoch = list(saved.get("epoch") or [])
         return checkpoint
 
-    def summary(self, input_data: Any = None, print_fn: Any = print) -> str:
-        """Keras' table (layer, output shape, parameters, trainable) plus FLOPs per layer, printed and
-        returned. Output shapes and FLOPs need an example input: ``input_data``, or one batch of the data
-        ``fit`` has seen (its first sample is used)."""
+    def summary(self, input_data: Any = None, print_fn: Any = print) -> str | None:
+        """Keras' table (layer, output shape, parameters, trainable) plus FLOPs per layer. As Keras, it is
+        printed (with ``print_fn``) and nothing is returned; ``print_fn=None`` returns the text instead. Output
+        shapes and FLOPs need an example input: ``input_data``, or one batch of the data ``fit`` has seen (its
+        first sample is used)."""
         if input_data is None and getattr(self, "_example_input", None) is not None:
             input_data = self._example_input
         text = str(summary(self.module, input_data, print_fn=None))
-        if print_fn is not None:
-            print_fn(text)
-        return text
+        if print_fn is None:
+            return text
+        print_fn(text)
+        return None
 
 
 Trainer = Model

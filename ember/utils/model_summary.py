@@ -41,6 +41,8 @@ class ModelSummary:
     trainable_params: int = 0
     total_flops: int = 0
     input_shapes: Any = None
+    total_bytes: int = 0  # parameters' memory, as Keras prints beside the counts
+    trainable_bytes: int = 0
 
     @property
     def non_trainable_params(self) -> int:
@@ -49,7 +51,10 @@ class ModelSummary:
     def __str__(self) -> str:
         return format_summary(self)
 
-    __repr__ = __str__
+    def __repr__(self) -> str:
+        # One line: summary() has printed the table already (a REPL echoing the table would show it twice).
+        flops = "" if self.total_flops is None else f", {_fmt_flops(self.total_flops)} FLOPs forward"
+        return f"<ModelSummary {self.title}: {self.total_params:,} params{flops}; print() it for the table>"
 
 
 def _shape_of(value: Any) -> Any:
@@ -79,6 +84,14 @@ def _fmt_flops(n: int) -> str:
         if n >= size:
             return f"{n / size:.2f}{unit}"
     return str(int(n))
+
+
+def _fmt_bytes(n: int) -> str:
+    """Keras' way: ``196.04 KB`` (powers of 1024)."""
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.2f} B"
 
 
 def summary(model: Any, input_data: Any = None, *, input_size: Any = None, dtype: Any = None, depth: int = 3,
@@ -136,6 +149,8 @@ def summary(model: Any, input_data: Any = None, *, input_size: Any = None, dtype
     every = list(model.parameters())
     result.total_params = sum(p.numel() for p in every)
     result.trainable_params = sum(p.numel() for p in every if p.requires_grad)
+    result.total_bytes = sum(p.numel() * p.element_size() for p in every)
+    result.trainable_bytes = sum(p.numel() * p.element_size() for p in every if p.requires_grad)
     if print_fn is not None:
         print_fn(str(result))
     return result
@@ -156,9 +171,9 @@ def format_summary(s: ModelSummary) -> str:
 
     rule = "=" * len(fmt(header))
     out = [f'Model: "{s.title}"', rule, fmt(header), rule] + [fmt(r) for r in lines] + [rule]
-    out.append(f"Total params: {s.total_params:,}")
-    out.append(f"Trainable params: {s.trainable_params:,}")
-    out.append(f"Non-trainable params: {s.non_trainable_params:,}")
+    out.append(f"Total params: {s.total_params:,} ({_fmt_bytes(s.total_bytes)})")
+    out.append(f"Trainable params: {s.trainable_params:,} ({_fmt_bytes(s.trainable_bytes)})")
+    out.append(f"Non-trainable params: {s.non_trainable_params:,} ({_fmt_bytes(s.total_bytes - s.trainable_bytes)})")
     if s.total_flops is not None:
         out.append(f"Forward FLOPs: {_fmt_flops(s.total_flops)} for input {_fmt_shape(s.input_shapes)} "
                    f"(a multiply-add = 2 FLOPs; parents include their children)")

@@ -38,10 +38,13 @@ class Dot:
         self.node_attr = {"fontname": "Helvetica", "fontsize": "10", "shape": "box", "style": "filled",
                           "fillcolor": "white", **(node_attr or {})}
         self.body: list[str] = []
+        self.names: set = set()  # nodes drawn so far (clusters add theirs)
+        self.format: str | None = None  # as graphviz.Digraph's: the format render() uses when given no suffix
 
     def node(self, name: str, label: Any = None, **attrs: Any) -> None:
         if label is not None:
             attrs["label"] = label
+        self.names.add(name)
         self.body.append(f"  {quote(name)}{_attrs(attrs)}")
 
     def edge(self, tail: str, head: str, label: Any = None, **attrs: Any) -> None:
@@ -58,6 +61,7 @@ class Dot:
         inner = [f"    {k}={quote(v)}" for k, v in attrs.items()]
         inner.append(f"    node{_attrs(other.node_attr)}")
         inner += ["  " + line for line in other.body]
+        self.names |= other.names
         self.body.append(f"  subgraph {quote('cluster_' + other.name)} {{\n" + "\n".join(inner) + "\n  }")
 
     @property
@@ -82,24 +86,23 @@ class Dot:
             raise RuntimeError(f"ember.viz: dot failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
         return done.stdout
 
-    def render(self, path: str | os.PathLike, format: str | None = None) -> str:
+    def render(self, path: str | os.PathLike, format: str | None = None, **ignored: Any) -> str:
         """Write the picture to ``path`` (format from its suffix: .svg, .png, .pdf, or .dot/.gv for the DOT
-        text, which needs no Graphviz). Written atomically; returns the path."""
+        text, which needs no Graphviz). Written atomically; returns the path written.
+
+        As graphviz's ``render`` (what torchviz users call), ``render("graph", format="png")`` writes the DOT
+        text to ``graph`` and the picture to ``graph.png``; ``view``/``cleanup`` and the like are accepted and
+        ignored."""
         path = os.fspath(path)
-        fmt = (format or os.path.splitext(path)[1].lstrip(".") or "svg").lower()
-        data = self.source.encode() if fmt in ("dot", "gv") else self.pipe(fmt)
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".viz-")
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; a picture is as readable as any other file
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        fmt = (format or self.format or "").lower()
+        suffix = os.path.splitext(path)[1].lstrip(".").lower()
+        source_too = bool(fmt) and suffix != fmt and fmt not in ("dot", "gv")
+        fmt = fmt or suffix or "svg"
+        data = self.source.encode() if fmt in ("dot", "gv") else self.pipe(fmt)  # fails before writing anything
+        if source_too:
+            _write(path, self.source.encode())
+            path = f"{path}.{fmt}"
+        _write(path, data)
         return path
 
     save = render
@@ -109,6 +112,22 @@ class Dot:
             return self.pipe("svg").decode()
         except RuntimeError:
             return None
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file in the same folder, then a rename)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".viz-")
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; a picture is as readable as any other file
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _umask() -> int:

@@ -82,7 +82,7 @@ def autograd_graph(roots: list, params: dict | None = None, show_saved: bool = T
         for i, s in enumerate(slots + outs):
             if not isinstance(s, SavedTensor):
                 continue
-            what = "result" if s.is_output else f"input {i}"
+            what = f"input {i}" if not s.is_output else ("result" if len(outs) < 2 else f"result {i - len(slots)}")
             tensor = s.tensor
             if tensor is not None and id(tensor) in leaf_ids:  # a parameter saved as is: point at it
                 doc.edge(leaf_ids[id(tensor)], key, style="dashed", color="darkorange", arrowhead="none")
@@ -149,8 +149,11 @@ def _op_label(node: Any, show_attrs: bool) -> str:
 
 
 def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = False, title: str | None = None,
-                 prefix: str = "", colors: dict | None = None) -> Dot:
-    """The picture of one :class:`ember.graph.Graph` (``colors``: node -> fill colour, optional)."""
+                 prefix: str = "", colors: dict | None = None, marks: dict | None = None) -> Dot:
+    """The picture of one :class:`ember.graph.Graph` (``colors``: node -> fill colour; ``marks``: a Value's
+    id -> a line added to the box that holds it, drawn with a purple border; both optional)."""
+    marks = marks or {}
+    marked = {"color": "purple", "penwidth": "2"}
     names = {id(t): name for name, t in (params or {}).items()}
     names.update({id(t.grad): f"{name}.grad" for name, t in (params or {}).items() if getattr(t, "grad", None) is not None})
     doc = Dot(prefix or graph.name, graph_attr={"label": title} if title else None)
@@ -168,13 +171,16 @@ def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = Fals
             drawn.add(key)
             fill = {"input": INPUT, "state": PARAM, "const": CONST}.get(v.kind, "white")
             shape = "ellipse" if v.kind == "input" else ("plaintext" if v.kind == "const" and v.size == 1 else "box")
-            doc.node(key, _value_label(v, names), fillcolor=fill, shape=shape)
+            mark = marks.get(v.id)
+            doc.node(key, _value_label(v, names) + (f"\n{mark}" if mark else ""), fillcolor=fill, shape=shape,
+                     **(marked if mark else {}))
         return key
 
     for node in graph.nodes:
         key = f"{prefix}n{id(node)}"
         fill = (colors or {}).get(id(node), "white")
-        doc.node(key, _op_label(node, show_attrs), fillcolor=fill)
+        mark = [marks[o.id] for o in node.outputs if o.id in marks]
+        doc.node(key, "\n".join([_op_label(node, show_attrs)] + mark), fillcolor=fill, **(marked if mark else {}))
         for i in node.inputs:
             if isinstance(i, Value):
                 doc.edge(source(i), key, f"{_shape(i.shape)}" if i.shape else None)
@@ -193,11 +199,12 @@ def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = Fals
 
 
 def side_by_side(items: list, params: dict | None = None, show_attrs: bool = False, title: str | None = None,
-                 colors: dict | None = None) -> Dot:
-    """Several graphs in one picture, each in its own labelled box, left to right."""
+                 colors: dict | None = None, marks: dict | None = None) -> Dot:
+    """Several graphs in one picture, each in its own labelled box, left to right (``marks``: item index ->
+    the ``marks`` of :func:`static_graph`)."""
     doc = Dot("graphs", graph_attr={"label": title} if title else None)
     for k, (name, graph) in enumerate(items):
-        inner = static_graph(graph, params, show_attrs, prefix=f"g{k}_", colors=colors)
+        inner = static_graph(graph, params, show_attrs, prefix=f"g{k}_", colors=colors, marks=(marks or {}).get(k))
         inner.name = f"g{k}"
         summary = f"{len(graph.nodes)} nodes"
         doc.subgraph(inner, label=f"{name} ({summary})")
@@ -221,7 +228,7 @@ def _reachable_state(fn: Any) -> dict:
     for var in code.co_names:
         if var in scope:
             found.setdefault(var, scope[var])
-    names: dict = {}
+    names: dict = {var: obj for var, obj in found.items() if isinstance(obj, Tensor)}  # a weight read as is: `w`
     for var, obj in found.items():
         if isinstance(obj, Module):
             for name, tensor in list(obj.named_parameters()) + list(obj.named_buffers()):
@@ -237,6 +244,23 @@ def _reachable_state(fn: Any) -> dict:
     return names
 
 
+def _saved_marks(saved: Any, backward: Any) -> tuple:
+    """Marks for a forward/backward pair: each value the forward saves says which backward input reads it
+    (``saved0``, ``saved1``, ... in the order of ``saved``), and that input says it comes from the forward."""
+    inputs = [v for v in backward.inputs if (v.name or "").startswith("saved")]
+    forward_marks = {value.id: f"-> {target.name} (saved for backward)" for value, target in zip(saved, inputs)}
+    backward_marks = {target.id: "(saved by the forward)" for target in inputs}
+    return forward_marks, backward_marks
+
+
+def make_dot(var: Any, params: dict | None = None, show_attrs: bool = False, show_saved: bool = False,
+             max_attr_chars: int = 50) -> Dot:
+    """torchviz's ``make_dot``: the autograd graph of ``var`` (``show_saved`` as torchviz: off by default;
+    ``show_attrs``/``max_attr_chars`` are accepted, attributes are not drawn). ``.render("g", format="png")``
+    writes ``g`` (DOT) and ``g.png`` as with graphviz."""
+    return autograd_graph(list(var) if isinstance(var, (list, tuple)) else [var], params, show_saved)
+
+
 def compiled_graphs(fn: Any, params: dict | None = None, show_attrs: bool = False) -> Dot:
     """A compiled function's traced graph beside its optimized one (forward + backward when split)."""
     last = getattr(fn, "last", None)
@@ -249,9 +273,18 @@ def compiled_graphs(fn: Any, params: dict | None = None, show_attrs: bool = Fals
     traced = history[0][1]
     split = [(name, g) for name, g in history if name.startswith("split:")]
     if split:
-        # The lectures' picture: forward and backward of one step, in one frame, after the passes.
-        return side_by_side([("traced (forward + backward, before passes)", traced)] + split, params, show_attrs,
-                            title=f"{fn.name}: before and after passes")
+        # The lectures' picture: forward and backward of one step, in one frame, after the passes, with each value
+        # the forward saves linked to the backward input that reads it.
+        saved = getattr(last, "saved", ())
+        marks = None
+        if len(split) == 2 and saved:
+            split = [(f"forward (after passes; saves {len(saved)} values for backward)", split[0][1]),
+                     ("backward", split[1][1])]
+            forward_marks, backward_marks = _saved_marks(saved, split[1][1])
+            marks = {1: forward_marks, 2: backward_marks}
+        doc = side_by_side([("traced (forward + backward, before passes)", traced)] + split, params, show_attrs,
+                           title=f"{fn.name}: before and after passes", marks=marks)
+        return doc
     final = [(name, g) for name, g in history[1:] if name != "fuse"]
     after = final[-1] if final else history[-1]
     fused = [(name, g) for name, g in history if name == "fuse"]

@@ -140,6 +140,14 @@ def _fused_where() -> Callable:
     return lambda: step(x, y)
 
 
+def _linear_train() -> Callable:
+    """A float32 linear layer forward and backward (three GEMMs: ember's AVX-512 GEMM with numba on an
+    AVX-512 CPU, NumPy's BLAS without)."""
+    x = ember.tensor(_data((512, 1024)), requires_grad=True)
+    w = ember.tensor(_data((1024, 1024), 1) * 0.03, requires_grad=True)
+    return lambda: F.linear(x, w).sum().backward()
+
+
 CASES: dict[str, Callable[[], Callable]] = {
     "erf": _erf, "erfinv": _erfinv, "gelu": _gelu_train, "relu (relu_grad)": _relu_train,
     "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "Adam step (compiled update)": _adam_step,
@@ -147,6 +155,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
+    "linear float32 train (matmul_f32)": _linear_train,
 }
 
 
@@ -187,7 +196,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "max_pool2d_3x3_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 **{k: "conv2d 3x3 (winograd transforms)"
                    for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
-                **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")}}
+                **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")},
+                "matmul_f32": "linear float32 train (matmul_f32)"}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

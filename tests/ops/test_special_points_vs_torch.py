@@ -497,6 +497,10 @@ NOT_IN_TABLE = {
     "unique": "nan handling in unique differs between torch versions; no gradient",
     "searchsorted": "integer results on sorted inputs; no gradient",
 }
+NOT_IN_TABLE.update({name: "fused recurrent layers: special inputs (+-inf, NaN, +-1e30, 0) through nn.LSTM/GRU/RNN "
+                           "vs torch in tests/nn/test_rnn_layers_fused_vs_torch.py"
+                     for name in ("lstm_layer", "lstm_layer_backward", "gru_layer", "gru_layer_backward", "rnn_layer",
+                                  "rnn_layer_backward")})
 # The linear-algebra records' special inputs (singular, zero, identity, rank-deficient, inf, empty) are
 # matrices, not elementwise points: tests/torch_surface/linalg_cases.py (SPECIAL) compares them with torch.
 NOT_IN_TABLE.update({name: "torch.special's functions: special points vs torch in tests/ops/test_special_points_surface_vs_torch.py "

@@ -40,3 +40,19 @@ def test_bench_prints_eager_and_compiled_with_mfu(monkeypatch, capsys):
         assert gflops == pytest.approx(step_mflop * 1e6 / (us * 1e-6) / 1e9, rel=0.02, abs=0.01)
         assert mfu == pytest.approx(100 * gflops * 1e9 / 1e13, abs=0.051)  # printed with one decimal
     assert "weights agree to" in out and "peak of this machine: test CPU" in out
+
+
+def test_bench_says_when_the_machine_was_too_busy_to_time(monkeypatch, capsys):
+    """Timed while other work held the cores (wall time far above the process's CPU time), the figures are the
+    busy machine's: the bench says so instead of presenting them as ember's."""
+    from ember.graph import showcase
+
+    real_perf, real_cpu = showcase.time.perf_counter, showcase.time.process_time
+    # a wall clock running 20x faster than the process's CPU time: the process got 5% of the time it was timed
+    monkeypatch.setattr(showcase.time, "perf_counter", lambda: 20 * real_perf())
+    monkeypatch.setattr(showcase.time, "process_time", real_cpu)
+    result = showcase.showcase(steps=5, verbose=True)
+    out = capsys.readouterr().out
+    assert result["cpu_share"] < 0.5 and "got the CPU for only" in out
+    monkeypatch.setattr(showcase.time, "perf_counter", real_perf)
+    assert showcase.showcase(steps=5, verbose=False)["cpu_share"] > 0.05  # the real clocks: some CPU was had

@@ -68,3 +68,22 @@ def test_roofline_bounds_and_fractions(home, monkeypatch):
     r = hardware.roofline(flops=1e9, nbytes=4e9, seconds=1.0)  # intensity 0.25 < 10: memory-bound
     assert r.bound == "memory" and r.attained == pytest.approx(1e9 / (0.25 * 10e9))
     assert "memory-bound" in str(r) and "MFU" in str(r)
+
+
+def test_a_run_beating_the_peak_corrects_it_in_this_process_only(home, monkeypatch):
+    measured = []
+
+    def fake_measure(device="cpu", **kw):
+        measured.append(device)
+        return hardware.Peak(device, hardware.cpu_model(), {"float32": 10e9}, 10e9)
+
+    monkeypatch.setattr(hardware, "measure", fake_measure)
+    monkeypatch.setattr(hardware, "_REMEASURED", set())
+    hardware.peak()
+    r = hardware.roofline(flops=40e9, nbytes=1e9, seconds=1.0)  # 40 GFLOP/s "beats" the 10 GFLOP/s peak
+    assert measured == ["cpu", "cpu"]  # measured again once...
+    assert r.mfu == pytest.approx(1.0) and hardware.peak().flops["float32"] == 40e9  # ...then the run's rate
+    stored = json.loads((home / "hardware.json").read_text())
+    assert [v["flops"]["float32"] for v in stored.values()] == [10e9]  # the cache keeps only measurements
+    hardware._MEMO.clear()  # a new process
+    assert hardware.peak().flops["float32"] == 10e9

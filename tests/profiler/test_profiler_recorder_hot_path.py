@@ -211,3 +211,63 @@ def test_device_launches_survive_compaction(monkeypatch):
     for event in launched:
         (kernel,) = event.kernels
         assert kernel.correlation is event and event.start_us <= kernel.start_us <= kernel.end_us <= event.end_us
+
+
+class _Live:
+    """A listener that notes each op's input shapes/dtypes and output bytes from the live tensors, to compare
+    with what the recorder derives later from the references it logged."""
+
+    clock = staticmethod(_recorder._clock)
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def op(self, op, t0, args, attrs, result):
+        outs = result if type(result) is tuple else (result,)
+        self.seen.append((op.name, [list(a.shape) if isinstance(a, ember.Tensor) else [] for a in args],
+                          [str(a.dtype).replace("ember.", "") if isinstance(a, ember.Tensor) else "Scalar" for a in args],
+                          0 if op.view else sum(o.numel() * o.element_size() for o in outs
+                                                if isinstance(o, ember.Tensor))))
+
+    def node(self, *args):
+        pass
+
+    def copy(self, *args):
+        pass
+
+    def span(self, *args):
+        pass
+
+
+def test_every_recording_path_gives_the_live_shapes_dtypes_and_allocations():
+    """Each path of Recorder.op: the elementwise fast path (tensor-tensor broadcasting, scalar first, scalar
+    second, comparison, unary), ops with attributes and one, two or three inputs, Python scalars beside
+    attributes, several outputs, four inputs; and autograd nodes with one and two gradients."""
+    a = ember.randn(4, 1, 3, requires_grad=True)
+    b, c = ember.randn(5, 1), ember.randn(3, dtype=ember.float64)
+    live = _Live()
+    _recorder.attach(live)
+    try:
+        with profile(record_shapes=True, profile_memory=True) as prof:
+            y = a * b  # broadcast to (4, 5, 3)
+            2 - b
+            b / 3
+            b >= 0.5
+            y.tanh()
+            y.sum(dim=1)
+            ember.matmul(b, ember.randn(1, 6))
+            ember.addmm(ember.randn(6), ember.randn(2, 3), ember.randn(3, 6))
+            ember.clamp(b, 0.1, 0.2)
+            ember.max(b, dim=0)
+            ember.cat([b, b, b, b])
+            c.double() + 1
+            F.cross_entropy(ember.randn(4, 3, requires_grad=True), ember.tensor([0, 1, 2, 0])).backward()
+            y.sum().backward()
+    finally:
+        _recorder.detach(live)
+    recorded = [(e.name, e.input_shapes, e.input_dtypes, e.cpu_memory_usage) for e in prof.events()
+                if e.category == "cpu_op"]
+    assert recorded == live.seen
+    assert ("mul", [[4, 1, 3], [5, 1]], ["float32", "float32"], 4 * 5 * 3 * 4) in recorded
+    nodes = [e for e in prof.events() if e.category == "autograd"]
+    assert any(e.input_shapes == [[4, 5, 3]] for e in nodes)

@@ -45,19 +45,21 @@ def test_summary_rows_match_hand_counts():
     np.testing.assert_array_equal(model[1].running_mean.numpy(), before)  # eval mode: stats untouched
     text = str(s)
     for piece in ("Layer (type)", "Output Shape", "Param #", "Trainable", "FLOPs", "0 (Conv2d)", "(2, 4, 5, 5)",
-                  "Total params: 351", "Non-trainable params: 4", "partial"):
+                  "Total params: 351 (1.37 KB)", "Non-trainable params: 4 (16.00 B)", "partial"):
         assert piece in text, piece
 
 
 def test_model_summary_uses_the_data_fit_has_seen(capsys):
     trainer = Model(nn.Sequential(nn.Linear(6, 4), nn.ReLU(), nn.Linear(4, 2)))
     trainer.configure(optimizer="sgd", loss="cross_entropy")
-    assert "?" in trainer.summary()
+    assert trainer.summary() is None  # printed, as Keras
+    assert "?" in trainer.summary(print_fn=None)
     data = TensorDataset(ember.randn(8, 6), ember.randint(0, 2, (8,)))
     trainer.fit(DataLoader(data, batch_size=4), epochs=1, verbose=0)
-    text = trainer.summary()
+    text = trainer.summary(print_fn=None)
     assert "(1, 4)" in text and f"{2 * 4 * 6 + 4}" in text.replace(",", "")
     assert "Total params: 38" in capsys.readouterr().out
+    assert "print() it" in repr(summary(trainer.module, print_fn=None))  # a REPL does not echo the table twice
 
 
 def test_history_plot_writes_png(tmp_path):

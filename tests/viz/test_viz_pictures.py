@@ -71,8 +71,13 @@ def test_compiled_function_before_after_and_forward_backward():
     doc = draw(step, params={"w": w})
     src = doc.source
     assert src.count("subgraph") == 3  # traced | forward | backward
-    assert "split: forward" in src and "split: backward" in src and "before passes" in src
+    assert "forward (after passes; saves" in src and '"backward (' in src and "before passes" in src
     assert "w\\n(4, 3)" in src
+    # each value the forward saves names the backward input that reads it, and that input says where it came from
+    saved = step.last.saved
+    assert saved and all(f"saved{k} (saved for backward)" in src for k in range(len(saved)))
+    assert src.count("(saved by the forward)") == len(saved)
+    assert '"w\\n(4, 3)"' in draw(step).source  # a tensor the function reads is named after its variable
     with pytest.raises(RuntimeError, match="not been traced"):
         draw(ember.compile(f))
 
@@ -138,3 +143,23 @@ def test_add_graph_is_read_back_by_tensorboard(tmp_path):
     scalars = acc.Scalars("loss")
     assert [s.step for s in scalars] == [0, 1, 2]
     assert [s.value for s in scalars] == pytest.approx([0.9, 0.5, 0.25], rel=1e-6)  # stored as float32
+
+
+def test_torchviz_make_dot_and_graphviz_render_with_format(tmp_path):
+    """torchviz code: ``make_dot(y, params=...).render("name", format="png")`` writes ``name`` (DOT) and
+    ``name.png``; several saved results of one node are numbered."""
+    from ember.viz import make_dot
+
+    model = nn.Linear(3, 4)
+    loss = F.cross_entropy(model(ember.randn(2, 3)), ember.tensor([0, 3]))
+    doc = make_dot(loss, params=dict(model.named_parameters()))
+    assert "saved" not in doc.source  # torchviz's default: show_saved=False
+    labels = _labels(draw(loss).source)
+    results = [label for label in labels if label.startswith("saved result")]
+    assert sorted(r.split("\\n")[0] for r in results) == ["saved result 0", "saved result 1"]  # cross_entropy's two
+    path = doc.render(tmp_path / "graph", format="dot")
+    assert path.endswith("graph") and open(path).read().startswith("digraph")
+    if shutil.which("dot") is not None:
+        path = doc.render(tmp_path / "graph", format="png")
+        assert path == str(tmp_path / "graph.png") and open(path, "rb").read(4) == b"\x89PNG"
+        assert open(tmp_path / "graph").read().startswith("digraph")

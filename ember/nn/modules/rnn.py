@@ -26,10 +26,14 @@ from typing import Any
 import numpy as np
 
 from ember import creation
+from ember.amp.state import STATE as _AUTOCAST
 from ember.nn import functional as F, init
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
 from ember.nn.utils.rnn import PackedSequence, _pack_like, pad_packed_sequence
+from ember.ops import dispatch
+from ember.ops.gru_rnn_layer import gru_layer, rnn_layer
+from ember.ops.lstm_layer import lstm_layer
 from ember.ops.elementwise import relu, sigmoid, tanh, where
 from ember.ops.views import cat, chunk, stack
 from ember.tensor import Tensor
@@ -139,6 +143,19 @@ class RNNBase(Module):
         if reverse_index is not None:  # reverse each sequence within its own length
             x = x.gather(0, reverse_index.unsqueeze(-1).expand(*tuple(x.shape)))
         gates_x = _linear(x, w_ih, b_ih)  # one matmul for all time steps
+        if (w_hr is None and masks is None and steps and not _AUTOCAST.active and not dispatch.is_symbolic(gates_x)
+                and gates_x.dtype == h.dtype == w_hh.dtype and (c is None or c.dtype == h.dtype)):
+            # the whole time loop as one op (ember/ops/lstm_layer.py, gru_rnn_layer.py): the composite's numbers
+            # without a dispatch per step
+            if self.mode == "LSTM":
+                out, h, c = lstm_layer(gates_x, h, c, w_hh, b_hh)
+            elif self.mode == "GRU":
+                out, h = gru_layer(gates_x, h, w_hh, b_hh)
+            else:
+                out, h = rnn_layer(gates_x, h, w_hh, b_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
+            if reverse_index is not None:
+                out = out.gather(0, reverse_index.unsqueeze(-1).expand(*tuple(out.shape)))
+            return out, h, c
         outputs = []
         for t in range(steps):
             h_new, c_new = _cell_step(self.mode, gates_x[t], h, c, w_hh, b_hh)

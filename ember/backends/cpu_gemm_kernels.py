@@ -1,0 +1,302 @@
+"""A float32 GEMM for AVX-512 CPUs (numba): ``C = A @ B`` at 200-260 GFLOP/s per core.
+
+Why ember has its own GEMM: NumPy's OpenBLAS picks its kernels by ``OPENBLAS_CORETYPE``, and where that
+says ``Haswell`` (this project's VM sets it) an AVX-512 CPU runs AVX2 kernels at ~130 GFLOP/s per core,
+while XLA (JAX) and oneDNN (PyTorch) run AVX-512 at ~230. A W2 step (MLP 784-512-10, Adam) is ~85% two
+GEMMs, a GPT step ~75%, so no graph pass can close that gap; a GEMM can. ember never changes a user's
+``OPENBLAS_CORETYPE``; this kernel is used for float32 products only, on CPUs with AVX-512F, when numba
+is installed (``EMBER_CPU_KERNELS=numpy`` or ``EMBER_GEMM=blas`` turn it off).
+
+How (the textbook register-blocked scheme, written for ember): the micro-kernel keeps a 12 x 32 tile of
+``C`` in 24 AVX-512 registers and, for each ``k``, loads 32 values of a row of ``B`` (two vectors) and
+multiplies them by 12 broadcast values of a column of ``A`` (24 fused multiply-adds). It is emitted
+as LLVM IR through a numba ``intrinsic`` (explicit ``<16 x float>`` vectors and ``llvm.fma``), because
+LLVM does not keep a tile of scalar accumulators in vector registers by itself (an earlier attempt with
+generated scalar code reached 8-15 GFLOP/s). ``A`` is read in place through its two strides (a
+transposed operand costs nothing); ``B`` is read in place when its rows are contiguous and copied into
+32-column panels otherwise. The loops over ``k`` blocks (K cut into equal blocks of at most 384), row
+blocks of ``A`` (96 rows, in L2) and column panels are a numba driver that takes only addresses and
+integers (one compiled signature for every layout; compiled once, then cached on disk). Edges use masked loads and
+stores, so any shape works without padding copies.
+
+Results: each element of ``C`` is summed in ``k`` order within the k blocks and the blocks added in
+order, so a result does not depend on how the columns were split over threads; the rounding differs
+from OpenBLAS's (both are float32 sums of the same products, ~1e-7 relative).
+
+Imported by ``cpu_kernels`` only once numba has imported; ops reach it as the native kernel
+``matmul_f32`` (``ember/ops/linalg.py``'s ``gemm_2d``: matmul, linear, matmul_t).
+
+Example:
+    >>> import numpy as np
+    >>> from ember.backends.cpu_kernels import get
+    >>> gemm = get("matmul_f32")   # None without numba or AVX-512
+    >>> a = np.ones((64, 64), np.float32)
+    >>> gemm is None or float(gemm(a, a.T)[0, 0]) == 64.0
+    True
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+import numba
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ember import _config
+from ember.backends.cpu_threads import num_threads, parallel_for
+
+ROWS = 12  # micro-tile rows (broadcast values of A per k)
+VECTORS = 2  # micro-tile columns in 16-wide vectors (32 columns)
+COLUMNS = 16 * VECTORS
+# k values per pass over C, at most (K is cut into equal blocks): fewer passes over C and longer runs of the
+# micro-kernel's loop; 384 measured ~10% faster than 256 on GPT's products (4096 x 384 x 1152: 247 vs 206
+# GFLOP/s, one thread) and the same on W2's
+K_BLOCK = 384
+ROW_BLOCK = 96  # rows of A per block: 96 x 384 floats (144 KB) stay in L2
+
+
+def host_has_avx512() -> bool:
+    """Whether this CPU runs AVX-512F (and numba's LLVM knows it)."""
+    features = llvm.get_host_cpu_features()
+    return bool(features.get("avx512f", False)) and bool(features.get("fma", False))
+
+
+def _microkernel(rows: int) -> Any:
+    """A numba intrinsic ``tile(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)`` (all 64-bit ints;
+    a, b, c, bias are addresses of float32 data): ``C[:rows, cols] (+)= A[:rows, :kc] @ B[:kc, cols]``, plus
+    ``bias[cols]`` after the sum when ``bias`` is not 0 (the same rounding as adding it afterwards), for the
+    columns whose bits are set in ``mask`` (bit j: column j of the 32), A's element (i, k) at
+    ``a + 4 * (i * sai + k * sak)``, B's row k at ``b + 4 * k * ldb``, C's row i at ``c + 4 * i * ldc``.
+    ``kc`` must be at least 1."""
+    i64, i32, f32 = ir.IntType(64), ir.IntType(32), ir.FloatType()
+    vec, bits = ir.VectorType(f32, 16), ir.VectorType(ir.IntType(1), 16)
+    fptr, vptr = f32.as_pointer(), vec.as_pointer()
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
+        kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias = args
+        module = builder.module
+        fma = cgutils.get_or_insert_function(module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32")
+        load = cgutils.get_or_insert_function(module, ir.FunctionType(vec, [vptr, i32, bits, vec]),
+                                              "llvm.masked.load.v16f32.p0")
+        store = cgutils.get_or_insert_function(module, ir.FunctionType(ir.VoidType(), [vec, vptr, i32, bits]),
+                                               "llvm.masked.store.v16f32.p0")
+        zero = ir.Constant(vec, None)
+        align = ir.Constant(i32, 4)
+        a_ptr, b_ptr, c_ptr = (builder.inttoptr(x, fptr) for x in (a, b, c))
+        masks = [builder.bitcast(builder.trunc(builder.lshr(mask, ir.Constant(i64, 16 * j)), ir.IntType(16)), bits)
+                 for j in range(VECTORS)]
+        row_offsets = [builder.mul(sai, ir.Constant(i64, i)) for i in range(rows)]
+
+        entry = builder.block
+        loop = builder.append_basic_block("gemm_k")
+        done = builder.append_basic_block("gemm_store")
+        builder.branch(loop)
+        builder.position_at_end(loop)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        acc = [[builder.phi(vec) for _ in range(VECTORS)] for _ in range(rows)]
+        for row in acc:
+            for phi in row:
+                phi.add_incoming(zero, entry)
+        b_row = builder.mul(k, ldb)
+        b_vectors = []
+        for j in range(VECTORS):
+            p = builder.gep(b_ptr, [builder.add(b_row, ir.Constant(i64, 16 * j))])
+            b_vectors.append(builder.call(load, [builder.bitcast(p, vptr), align, masks[j], zero]))
+        a_col = builder.mul(k, sak)
+        new = []
+        for i in range(rows):
+            value = builder.load(builder.gep(a_ptr, [builder.add(a_col, row_offsets[i])]))
+            splat = builder.shuffle_vector(builder.insert_element(ir.Constant(vec, ir.Undefined), value, ir.Constant(i32, 0)),
+                                           ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(i32, 16), None))
+            new.append([builder.call(fma, [splat, b_vectors[j], acc[i][j]]) for j in range(VECTORS)])
+        k_next = builder.add(k, ir.Constant(i64, 1))
+        k.add_incoming(k_next, loop)
+        for i in range(rows):
+            for j in range(VECTORS):
+                acc[i][j].add_incoming(new[i][j], loop)
+        builder.cbranch(builder.icmp_signed("<", k_next, kc), loop, done)
+
+        builder.position_at_end(done)
+        add_old = builder.icmp_signed("!=", accumulate, ir.Constant(i64, 0))
+        has_bias = builder.icmp_signed("!=", bias, ir.Constant(i64, 0))
+        bias_ptr = builder.inttoptr(bias, fptr)
+        no_lanes = ir.Constant(bits, None)
+        bias_vectors = []  # masked-off lanes are not read: no access at all without a bias
+        for j in range(VECTORS):
+            p = builder.bitcast(builder.gep(bias_ptr, [ir.Constant(i64, 16 * j)]), vptr)
+            lanes = builder.select(has_bias, masks[j], no_lanes)
+            bias_vectors.append(builder.call(load, [p, align, lanes, zero]))
+        for i in range(rows):
+            c_row = builder.mul(ldc, ir.Constant(i64, i))
+            for j in range(VECTORS):
+                p = builder.bitcast(builder.gep(c_ptr, [builder.add(c_row, ir.Constant(i64, 16 * j))]), vptr)
+                old = builder.call(load, [p, align, masks[j], zero])
+                value = builder.select(add_old, builder.fadd(old, new[i][j]), new[i][j])
+                value = builder.select(has_bias, builder.fadd(value, bias_vectors[j]), value)
+                builder.call(store, [value, p, align, masks[j]])
+
+    @intrinsic
+    def tile(typingctx: Any, kc: Any, a: Any, sai: Any, sak: Any, b: Any, ldb: Any, c: Any, ldc: Any,
+             accumulate: Any, mask: Any, bias: Any) -> Any:
+        operands = (kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+        if not all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in operands):
+            return None
+        return types.void(*operands), codegen
+
+    return tile
+
+
+t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12 = (_microkernel(r) for r in range(1, ROWS + 1))
+
+
+@numba.njit(inline="always")
+def _tile(rows, kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias):  # pragma: no cover - compiled
+    """The micro-kernel for a tile of ``rows`` (1..12) rows."""
+    if rows == 12:
+        t12(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 11:
+        t11(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 10:
+        t10(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 9:
+        t9(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 8:
+        t8(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 7:
+        t7(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 6:
+        t6(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 5:
+        t5(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 4:
+        t4(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 3:
+        t3(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    elif rows == 2:
+        t2(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+    else:
+        t1(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+
+
+@numba.njit(cache=True, nogil=True)
+def sgemm(m, n, k_total, a, sai, sak, b, ldb, panel_stride, c, ldc, bias):  # pragma: no cover - compiled
+    """``C[:m, :n] = A[:m, :k_total] @ B[:k_total, :n]`` on float32 data given by addresses (int64) and
+    strides in elements: A's element (i, k) at ``a + 4 * (i * sai + k * sak)``; B in 32-column panels,
+    panel p's row k at ``b + 4 * (p * panel_stride + k * ldb)`` (a row-major B: ``panel_stride = 32``,
+    ``ldb`` its row stride; a packed one: ``panel_stride = 32 * k_total``, ``ldb = 32``); C's row i at
+    ``c + 4 * i * ldc``; ``bias`` (an address, or 0 for none) is added to each row after the sum. Only
+    addresses and integers: one compiled signature serves every layout."""
+    full = (1 << COLUMNS) - 1
+    panels = (n + COLUMNS - 1) // COLUMNS
+    k_blocks = (k_total + K_BLOCK - 1) // K_BLOCK
+    k_step = (k_total + k_blocks - 1) // k_blocks  # blocks of equal size: no short last block
+    for k0 in range(0, k_total, k_step):
+        kc = min(k_step, k_total - k0)
+        accumulate = 1 if k0 > 0 else 0
+        last = bias if k0 + kc >= k_total else 0
+        for i_block in range(0, m, ROW_BLOCK):
+            i_stop = min(m, i_block + ROW_BLOCK)
+            for p in range(panels):
+                j0 = p * COLUMNS
+                width = min(COLUMNS, n - j0)
+                mask = full if width == COLUMNS else (1 << width) - 1
+                b_panel = b + 4 * (p * panel_stride + k0 * ldb)
+                for i0 in range(i_block, i_stop, ROWS):
+                    _tile(min(ROWS, i_stop - i0), kc, a + 4 * (i0 * sai + k0 * sak), sai, sak, b_panel, ldb,
+                          c + 4 * (i0 * ldc + j0), ldc, accumulate, mask, last + 4 * j0 if last else 0)
+
+
+def build() -> dict[str, Callable]:
+    """``{"matmul_f32": ...}`` on AVX-512 CPUs, else ``{}``: ``matmul_f32(a, b)`` is :func:`matmul`
+    (``a @ b``, or None for operands it does not take)."""
+    return {"matmul_f32": matmul} if host_has_avx512() else {}
+
+
+# A product smaller than this (multiply-adds) stays with BLAS: its call costs about what the kernel saves.
+MIN_MACS = 1 << 20
+# ... and one larger than this is split over ember's threads: ~130 us of work on one core, where handing
+# half to another thread (~20-50 us, ember/backends/cpu_threads.py) starts to pay.
+THREADED_MACS = 1 << 24
+
+
+def matmul(a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias`` when given: a float32 vector of b's columns is added inside the kernel after the
+    sum, the same result as adding it afterwards without another pass; any other bias is added afterwards)
+    by :func:`sgemm` for float32 matrices of at least ``MIN_MACS`` multiply-adds, else None (the caller then
+    calls BLAS). ``b`` is read in place when its rows are contiguous, else copied into 32-column panels
+    first. Large products run on ember's threads: column panels, or row blocks when there are too few
+    panels; either way each element is summed in the same order."""
+    if (_config.GEMM != "auto" or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
+            or not (a.flags.aligned and b.flags.aligned)):
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    if m * n * k < MIN_MACS:
+        return None
+    item = 4
+    out = np.empty((m, n), np.float32)
+    sai, sak = a.strides[0] // item, a.strides[1] // item
+    a_addr, c_addr = a.ctypes.data, out.ctypes.data
+    inside = bias is not None and _usable_bias(bias, n)
+    bias_addr = bias.ctypes.data if inside else 0
+    in_place = b.strides[1] == item and b.strides[0] % item == 0
+    packed = None if in_place else np.empty((-(-n // COLUMNS), k, COLUMNS), np.float32)
+
+    def columns(j0: int, j1: int) -> None:  # out[:, j0:j1], j0 a multiple of 32
+        if in_place:
+            b_addr, ldb, panel_stride = b.ctypes.data + item * j0, b.strides[0] // item, COLUMNS
+        else:
+            p0, p1 = j0 // COLUMNS, -(-j1 // COLUMNS)
+            _pack(b, packed, p0, p1)
+            b_addr, ldb, panel_stride = packed.ctypes.data + item * p0 * k * COLUMNS, COLUMNS, k * COLUMNS
+        sgemm(m, j1 - j0, k, a_addr, sai, sak, b_addr, ldb, panel_stride, c_addr + item * j0, n,
+              bias_addr + item * j0 if bias_addr else 0)
+
+    def rows(i0: int, i1: int) -> None:  # out[i0:i1, :]
+        if in_place:
+            b_addr, ldb, panel_stride = b.ctypes.data, b.strides[0] // item, COLUMNS
+        else:
+            b_addr, ldb, panel_stride = packed.ctypes.data, COLUMNS, k * COLUMNS
+        sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * n, n,
+              bias_addr)
+
+    threads = num_threads() if m * n * k >= THREADED_MACS else 1
+    panels = -(-n // COLUMNS)
+    if threads <= 1:
+        columns(0, n)
+    elif panels >= 2 * threads or m < 2 * ROWS * threads:
+        parallel_for(lambda p0, p1: columns(p0 * COLUMNS, min(n, p1 * COLUMNS)), panels)
+    else:
+        if packed is not None:
+            _pack(b, packed, 0, panels)
+        blocks = -(-m // ROWS)
+        parallel_for(lambda r0, r1: rows(r0 * ROWS, min(m, r1 * ROWS)), blocks)
+    if bias is not None and not inside:
+        out += bias
+    return out
+
+
+def _usable_bias(bias: Any, n: int) -> bool:
+    """A bias the kernel adds itself: float32, shape (n,), contiguous, aligned."""
+    return (bias.dtype == np.float32 and bias.shape == (n,) and bias.flags.c_contiguous and bias.flags.aligned)
+
+
+def _pack(b: Any, packed: Any, p0: int, p1: int) -> None:
+    """Copy column panels ``[p0, p1)`` of ``b`` (K, N) into ``packed`` (panels, K, 32), zero-padding the last
+    panel past column N (one strided NumPy copy; it releases the GIL)."""
+    n = b.shape[1]
+    full = min(p1, n // COLUMNS)
+    if full > p0:
+        source = np.lib.stride_tricks.as_strided(
+            b[:, p0 * COLUMNS:], (full - p0, b.shape[0], COLUMNS), (COLUMNS * b.strides[1], b.strides[0], b.strides[1]),
+            writeable=False)
+        packed[p0:full] = source
+    if p1 > full:  # the last, partial panel
+        width = n - full * COLUMNS
+        packed[full, :, :width] = b[:, full * COLUMNS:]
+        packed[full, :, width:] = 0.0
