@@ -89,12 +89,6 @@ def equal(input: Tensor, other: Tensor) -> bool:
     return tuple(input.shape) == tuple(other.shape) and (input == other).all().item()  # `bool` is ember.bool here
 
 
-def get_num_threads() -> int:
-    import os as _os
-
-    return _os.cpu_count() or 1
-
-
 from ember.graph import compile  # noqa: E402,F401,A004  (static graphs: ember.compile)
 from ember import nn  # noqa: E402,F401  (`import ember as torch; torch.nn.Linear` must work)
 from ember import optim  # noqa: E402,F401  (torch.optim.Adam, torch.optim.lr_scheduler.StepLR)
@@ -130,6 +124,8 @@ from ember.surface import families as _families  # noqa: E402
 _families.install_methods(globals())  # Tensor methods generated from top-level functions (x.bitwise_and, ...)
 globals().update({k: v for k, v in _families.top_level_names().items() if k not in globals()})  # ember.relu_, ...
 
+from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
+from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 

@@ -63,14 +63,24 @@ def _format_array(array: np.ndarray, prefix: str) -> str:
 
 
 def tensor_repr(t: Any) -> str:
-    array = t._device.backend.to_numpy(t._data)  # printing copies device data to the host, as PyTorch
     prefix = "tensor("
-    body = _format_array(array, prefix) if array.size else "[]"
     extras = []
-    if t.device.type != "cpu":
-        extras.append(f"device='{t.device}'")
-    if array.size == 0 and array.ndim != 1:
-        extras.append(f"size={tuple(array.shape)}")
+    if t.device.type == "meta":  # no data to print: PyTorch shows the size, and any dtype but the default
+        extras += [f"device='{t.device}'", f"size={tuple(t.shape)}"]
+        if t.dtype is not dtypes.get_default_dtype():
+            extras.append(f"dtype=ember.{t.dtype.name}")
+        if t.grad_fn is not None:
+            extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+        elif t.requires_grad:
+            extras.append("requires_grad=True")
+        return prefix + "..." + "".join(", " + e for e in extras) + ")"
+    else:
+        array = t._device.backend.to_numpy(t._data)  # printing copies device data to the host, as PyTorch
+        body = _format_array(array, prefix) if array.size else "[]"
+        if t.device.type != "cpu":
+            extras.append(f"device='{t.device}'")
+        if array.size == 0 and array.ndim != 1:
+            extras.append(f"size={tuple(array.shape)}")
     dt = t.dtype
     # The default complex dtype is implicit too (complex64 under float32, complex128 under float64), as PyTorch.
     if dt.is_complex:

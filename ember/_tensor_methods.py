@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, inplace, linalg, movement, nn_ops,
     reductions as red, sorting as _sorting, views)
 from ember.ops.registry import OPS
@@ -20,12 +22,23 @@ if TYPE_CHECKING:
 ADD, SUB, MUL, DIV, POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
+def _alpha_scaled(self: Tensor, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` for add_/sub_: the common case (a tensor of self's non-bool dtype) directly, else
+    with PyTorch's rules (:func:`ember.ops.elementwise.scaled`)."""
+    if isinstance(other, dispatch.Tensor) and other._data.dtype == self._data.dtype and other._data.dtype.kind != "b":
+        return other * alpha
+    return ew.scaled(self, other, alpha)
+
+
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return inplace.inplace_binary(ADD, self, other if alpha == 1 else other * alpha, "add_")
+    return inplace.inplace_binary(ADD, self, other if alpha == 1 else _alpha_scaled(self, other, alpha), "add_")
 
 
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return inplace.inplace_binary(SUB, self, other if alpha == 1 else other * alpha, "sub_")
+    if alpha != 1 and (self._data.dtype.kind == "b" or type(other) is bool or (
+            isinstance(other, dispatch.Tensor) and other._data.dtype.kind == "b")):
+        raise dispatch._bool_sub_error()
+    return inplace.inplace_binary(SUB, self, other if alpha == 1 else _alpha_scaled(self, other, alpha), "sub_")
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
@@ -60,6 +73,10 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
         # A Python number goes straight to self's dtype (through float32 it would lose digits in float64).
         src = tensor(src, dtype=self.dtype) if isinstance(src, (int, float, bool, complex)) else tensor(src)
+    if tuple(np.broadcast_shapes(tuple(self.shape), tuple(src.shape))) != tuple(self.shape):
+        raise RuntimeError(f"copy_: output with shape {list(self.shape)} doesn't match the broadcast shape "
+                           f"{list(np.broadcast_shapes(tuple(self.shape), tuple(src.shape)))} (the source of shape "
+                           f"{list(src.shape)} must broadcast to the destination's shape)")
     source = src.to(self.device) if src.device != self.device else src
     source = source.to(self.dtype)
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
@@ -89,6 +106,10 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
 
 
 def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    if isinstance(values, dispatch.Tensor) and values.dtype is not self.dtype:  # unlike setitem, no cast
+        raise RuntimeError(f"index_put_: Index put requires the source and destination dtypes match, got "
+                           f"{self.dtype} for the destination and {values.dtype} for the source; convert with "
+                           f".to({self.dtype})")
     index, tensors = movement.split_index(tuple(indices), self.device)
     try:
         return inplace.inplace_call(self, "index_put_",
@@ -102,8 +123,9 @@ def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
     return inplace.inplace_call(self, "scatter_add_", lambda t: views.scatter_add(t, dim, index, src), needs_copy=False)
 
 
-def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = None) -> Tensor:
-    return inplace.inplace_call(self, "scatter_", lambda t: views.scatter(t, dim, index, src, value), needs_copy=False)
+def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: str | None = None) -> Tensor:
+    return inplace.inplace_call(self, "scatter_", lambda t: views.scatter(t, dim, index, src, value, reduce=reduce),
+                                needs_copy=False)
 
 
 # Positional parameters of the in-place samplers, by the graph sampler's names (uniform_(a, b), ...).
@@ -328,8 +350,16 @@ class TensorMethods:
     masked_fill = views.masked_fill
     roll = views.roll
 
-    def clone(self, **kwargs: Any) -> Any:
-        return dispatch.apply(OPS["clone"], (self,))
+    def clone(self, *, memory_format: Any = None) -> Any:
+        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default: keep the layout, as PyTorch)."""
+        out = dispatch.apply(OPS["clone"], (self,))
+        if memory_format is None or views.format_name(memory_format) == "preserve_format":
+            # preserve_format: a channels-last input stays channels-last
+            if self.ndim in (4, 5) and not self.is_contiguous() and \
+                    views.is_contiguous(self, "channels_last" if self.ndim == 4 else "channels_last_3d"):
+                out = views.contiguous(out, "channels_last" if self.ndim == 4 else "channels_last_3d")
+            return out
+        return views.contiguous(out, memory_format)
 
     nonzero = _nonzero
     # in place

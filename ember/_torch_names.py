@@ -33,10 +33,13 @@ from ember.ops.complex_ops import (  # noqa: F401  (complex numbers: docs/comple
 from ember import fft  # noqa: F401  (torch.fft)
 from ember.surface.spectral import istft, stft  # noqa: F401  (torch.stft / torch.istft)
 from ember.nn import ParameterDict  # noqa: F401
+from ember.nn._grid_sample import grid_sampler, grid_sampler_2d, grid_sampler_3d  # noqa: F401
+from ember.nn._functional_more import affine_grid_generator  # noqa: F401
+from ember.surface.lowrank import pca_lowrank, svd_lowrank  # noqa: F401
 
 sparse.install()
 _linalg_aliases.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft"]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank"]

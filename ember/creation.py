@@ -185,7 +185,7 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
     dt = dtypes.to_dtype(dtype) if dtype is not None else (
         dtypes.result_type(value) if not isinstance(value, float) else dtypes.get_default_dtype())
     xp = dev.xp
-    if value == 0:
+    if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):  # full(s, -0.0) keeps -0
         array = xp.zeros(shape, dtype=dt.np)
     elif value == 1:
         array = xp.ones(shape, dtype=dt.np)
@@ -392,8 +392,16 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     return out if dtype is None else out.to(dtype)
 
 
-def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtype: Any = None,
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, dtype: Any = None,
            device: Any = None) -> Tensor:
+    """PyTorch's ``normal``: tensor ``mean`` and/or ``std`` (broadcast together; ``std`` defaults to 1), or two
+    numbers and a ``size``. As in PyTorch the draw is not reparameterized: ``mean`` and ``std`` get zero
+    gradients (use ``mean + std * randn_like(std)`` for a differentiable sample).
+
+    Example:
+        >>> normal(zeros(2, 3)).shape
+        ember.Size([2, 3])
+    """
     if isinstance(std, Tensor):
         if not ember_random.is_tracing() and std.numel() and not bool((std.detach() >= 0).all()):
             raise RuntimeError("normal: expects all elements of std >= 0.0 (found negative or NaN values)")
@@ -401,7 +409,19 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None, dtyp
         ember_random.check_args("normal", std=std)
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        return randn(tuple(ref.shape), generator=generator, dtype=ref.dtype, device=ref.device) * std + mean
+        shape = ref.shape
+        if isinstance(mean, Tensor) and isinstance(std, Tensor):
+            try:
+                shape = np.broadcast_shapes(tuple(mean.shape), tuple(std.shape))
+            except ValueError:
+                raise RuntimeError(f"normal: mean of shape {tuple(mean.shape)} and std of shape {tuple(std.shape)} "
+                                   "do not broadcast; give them equal (or broadcastable) shapes") from None
+        detached = [v.detach() if isinstance(v, Tensor) else v for v in (mean, std)]
+        out = randn(tuple(shape), generator=generator, dtype=ref.dtype, device=ref.device) * detached[1] + detached[0]
+        for v in (mean, std):  # the zero gradient PyTorch gives: sign() has a zero derivative everywhere
+            if isinstance(v, Tensor) and v.requires_grad:
+                out = out + v.sign() * 0
+        return out
     return _random("normal", (size,), dtype, device, generator, False, mean=mean, std=std)
 
 

@@ -23,6 +23,7 @@ from ember import random as ember_random
 from ember.backends import Backend, get_backend
 from ember.data.dataloader import set_pin_memory_hook
 from ember.device import device as _make_device
+from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
 
 
@@ -361,5 +362,18 @@ def pin_batch(batch: Any, device: str = "") -> Any:
 
 
 set_pin_memory_hook(pin_batch)
+
+# torch.cuda.FloatTensor and friends (``x.type(torch.cuda.FloatTensor)``, ``Tensor = torch.cuda.FloatTensor``)
+_CUDA_TYPES = legacy_types("cuda")
+FloatTensor = _CUDA_TYPES["FloatTensor"]
+DoubleTensor = _CUDA_TYPES["DoubleTensor"]
+HalfTensor = _CUDA_TYPES["HalfTensor"]
+BFloat16Tensor = _CUDA_TYPES["BFloat16Tensor"]
+LongTensor = _CUDA_TYPES["LongTensor"]
+IntTensor = _CUDA_TYPES["IntTensor"]
+ShortTensor = _CUDA_TYPES["ShortTensor"]
+CharTensor = _CUDA_TYPES["CharTensor"]
+ByteTensor = _CUDA_TYPES["ByteTensor"]
+BoolTensor = _CUDA_TYPES["BoolTensor"]
 
 from ember.amp import cuda_amp as amp  # noqa: E402,F401  (torch.cuda.amp)

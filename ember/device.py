@@ -54,9 +54,28 @@ class device:
     def __reduce__(self) -> tuple:  # by name: the backend and its array module are not picklable
         return (device, (str(self),))
 
+    def __enter__(self) -> "device":
+        """``with ember.device("meta"):`` makes this the default device of factory functions inside, as PyTorch."""
+        _DEFAULT_STACK.append(_CACHE[None])
+        set_default(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        set_default(_DEFAULT_STACK.pop())
+
 
 CPU = device("cpu")
-_CACHE: dict[Any, device] = {"cpu": CPU, None: CPU}
+_CACHE: dict[Any, device] = {"cpu": CPU, None: CPU}  # None: the default device (factories without device=)
+_DEFAULT_STACK: list = []
+
+
+def set_default(value: Any) -> None:
+    """Make ``value`` (None: the CPU) the device of tensors created without ``device=``."""
+    _CACHE[None] = CPU if value is None else to_device(value)
+
+
+def get_default() -> device:
+    return _CACHE[None]
 
 
 def to_device(value: Any) -> device:

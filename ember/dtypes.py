@@ -169,8 +169,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
 
 
 def scalar_category(value: Any) -> int:
-    """Promotion tier of a Python (or NumPy, as PyTorch reads them) scalar: bool 0, int 1, float 2, complex 3."""
-    if isinstance(value, (bool, np.bool_)):
+    """Promotion tier of a Python (or NumPy, as PyTorch reads them) scalar: bool 0, int 1, float 2, complex 3.
+    PyTorch reads a NumPy bool (``np.bool_``) as a float, so it is in tier 2 (``uint8_t + np.True_`` is float32)."""
+    if isinstance(value, bool):
         return 0
     if isinstance(value, (builtins_int, np.integer)):
         return 1
@@ -181,8 +182,63 @@ def scalar_category(value: Any) -> int:
 
 def python_scalar(value: Any) -> Any:
     """A NumPy scalar as the Python number PyTorch reads it as (np.float64(2) scales a float32 tensor without
-    making it float64); anything else unchanged."""
-    return value.item() if isinstance(value, np.generic) else value
+    making it float64; ``np.True_`` is read as the float 1.0, as PyTorch does); anything else unchanged."""
+    if isinstance(value, np.generic):
+        return builtins_float(value) if isinstance(value, np.bool_) else value.item()
+    return value
+
+
+_INT_BOUNDS = {np.dtype(n): (np.iinfo(n).min, np.iinfo(n).max, 1 << (8 * np.dtype(n).itemsize))
+               for n in ("uint8", "int8", "int16", "int32", "int64")}
+
+
+def wrap_int(value: builtins_int, np_dtype: Any) -> builtins_int:
+    """A Python int converted to an integer dtype as PyTorch converts a scalar operand: modulo 2**bits
+    (``uint8_t + 300`` adds 44, ``int8_t < -129`` compares with 127). Values past int64 raise, as in PyTorch."""
+    low, high, span = _INT_BOUNDS[np_dtype]
+    if low <= value <= high:
+        return value
+    if not -(1 << 63) <= value < (1 << 64):
+        raise OverflowError(f"int too big to convert: {value} does not fit a 64-bit integer")
+    value %= span
+    return value - span if value > high else value
+
+
+def checked_scalar(value: Any, target: dtype, op: str) -> Any:
+    """A Python scalar converted to ``target`` as PyTorch converts the value of masked_fill/where/fill_: with an
+    overflow check (``value cannot be converted to type int8 without overflow``), not the wrap arithmetic uses;
+    an unsigned dtype accepts negatives down to -max (-3 into uint8 is 253, as two's complement)."""
+    def overflow() -> RuntimeError:
+        return RuntimeError(f"{op}: value {value!r} cannot be converted to type {target} without overflow")
+
+    if isinstance(value, builtins_complex) and 0 < target.category < 3:
+        if value.imag != 0:
+            raise overflow()
+        value = value.real
+    if target.category == 1:
+        low, high, _ = _INT_BOUNDS[target.np]
+        if isinstance(value, builtins_float):
+            if value != value or not low <= value <= high:  # NaN, inf, out of range
+                raise overflow()
+            return value
+        if isinstance(value, builtins_int) and not isinstance(value, bool):
+            if not (-high if low == 0 else low) <= value <= high:
+                raise overflow()
+            return wrap_int(value, target.np)
+    elif target.itemsize == 2 and target.category == 2 and isinstance(value, builtins_float) and value == value:
+        limit = 65504.0 if target is float16 else 3.3895313892515355e38
+        if abs(value) != builtins_float("inf") and abs(value) > limit:  # (``float`` is the dtype here)
+            raise overflow()
+    return value
+
+
+def can_cast_result(source: dtype, target: dtype) -> bool:
+    """PyTorch's rule for writing a result into an existing tensor (in-place ops, ``out=``): no complex into
+    a real dtype, no floating point into an integer or bool dtype, nothing but bool into bool. Within a
+    tier any width goes (an int32 result into uint8 wraps, a float64 one into float16 rounds)."""
+    if source.category > target.category:
+        return False
+    return target.category != 0 or source.category == 0
 
 
 def _float_to_complex(d: dtype) -> dtype:
@@ -221,3 +277,38 @@ def result_type(*operands: Any) -> dtype:
             return _float_to_complex(result)
         result = (bool_, int64, get_default_dtype(), get_default_complex_dtype())[scalar_cat]
     return result
+
+
+# ---- PyTorch's legacy tensor type names ('torch.FloatTensor', 'torch.cuda.LongTensor') ----------------------
+LEGACY_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                     "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+                     "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+                     "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+_BY_LEGACY_NAME = {name: _BY_NAME[key] for key, name in LEGACY_TYPE_NAMES.items()}
+
+
+def legacy_type_name(d: dtype, device_type: str = "cpu") -> str:
+    """What ``Tensor.type()`` answers: ``legacy_type_name(float32, "cuda") == 'torch.cuda.FloatTensor'``."""
+    prefix = "torch." if device_type == "cpu" else f"torch.{device_type}."
+    return prefix + LEGACY_TYPE_NAMES[d.name]
+
+
+def parse_legacy_type(value: Any) -> tuple[dtype, str | None] | None:
+    """A legacy tensor type (``torch.cuda.FloatTensor``, or its name as a string) as (dtype, device type).
+
+    The device type is None for a plain dtype-like value (``Tensor.type(torch.float64)`` keeps the device).
+    Returns None when ``value`` is not a legacy type.
+
+    Example:
+        >>> parse_legacy_type("torch.cuda.LongTensor")
+        (ember.int64, 'cuda')
+    """
+    if isinstance(value, str):
+        parts = value.split(".")
+        if len(parts) in (2, 3) and parts[0] in ("torch", "ember") and parts[-1] in _BY_LEGACY_NAME:
+            return _BY_LEGACY_NAME[parts[-1]], parts[1] if len(parts) == 3 else "cpu"
+        return None
+    legacy_dtype = getattr(value, "_dtype", None)
+    if isinstance(value, type) and isinstance(legacy_dtype, dtype):
+        return legacy_dtype, getattr(value, "_device_type", "cpu")
+    return None

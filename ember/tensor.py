@@ -23,13 +23,14 @@ from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch, elementwise as ew, inplace, linalg
+from ember.ops import dispatch, elementwise as ew, inplace, linalg, views
 from ember.ops.registry import OPS
 from ember.ops.inplace import setitem
 from ember.ops.movement import getitem
 
 _binary = dispatch.binary
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
+
 
 
 class Size(tuple):
@@ -112,6 +113,11 @@ class Tensor(TensorMethods):
         return self._device.type == "cuda"
 
     @property
+    def is_meta(self) -> bool:
+        """On the ``meta`` device: a shape and a dtype, no data (ember/backends/meta.py)."""
+        return self._device.type == "meta"
+
+    @property
     def ndim(self) -> int:
         return self._data.ndim
 
@@ -139,8 +145,11 @@ class Tensor(TensorMethods):
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype is dtypes.bfloat16
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Dense in row-major order, or in ``memory_format``'s (``torch.channels_last``: NHWC)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous) or 0 in self._data.shape
+        return views.is_contiguous(self, memory_format)
 
     def stride(self, dim: int | None = None) -> Any:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -246,7 +255,7 @@ class Tensor(TensorMethods):
             if tensor is not None:
                 tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
 
-        self.grad_fn.register_prehook(self._output_nr, store)
+        self.grad_fn._register_tensor_prehook(self._output_nr, store)
         self._retains_grad = True
 
     @property
@@ -263,8 +272,7 @@ class Tensor(TensorMethods):
             self._hooks.append(hook)
             hooks = self._hooks
         else:
-            self.grad_fn.register_prehook(self._output_nr, hook)
-            hooks = self.grad_fn.pre_hooks[self._output_nr]
+            hooks = self.grad_fn._register_tensor_prehook(self._output_nr, hook)
         return _RemovableHandle(hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> Any:
@@ -391,7 +399,7 @@ class Tensor(TensorMethods):
         target_dtype = kwargs.pop("dtype", None)
         copy = kwargs.pop("copy", False)
         non_blocking = bool(kwargs.pop("non_blocking", False))
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
@@ -416,6 +424,8 @@ class Tensor(TensorMethods):
                 warnings.warn("Casting complex values to real discards the imaginary part (as in PyTorch); take "
                               ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
             out = dispatch.cast(out, target_dtype)
+        if memory_format is not None and views.format_name(memory_format) != "preserve_format":
+            out = views.contiguous(out, memory_format)
         if copy and out is self:
             out = self.clone()
         return out
@@ -452,10 +462,21 @@ class Tensor(TensorMethods):
         backend = _cuda_backend_or_none()
         return backend is not None and backend.is_pinned(self._data)
 
-    def type(self, dtype: Any = None) -> Any:
+    def type(self, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+        """PyTorch's legacy spelling: ``x.type()`` names the type ('torch.FloatTensor'); ``x.type(t)`` converts
+        to a dtype, a legacy type (``torch.LongTensor``, ``torch.cuda.FloatTensor``: device too) or its name."""
         if dtype is None:
-            return f"ember.{self.dtype.name.capitalize()}Tensor"
-        return self.to(dtypes.to_dtype(dtype))
+            return dtypes.legacy_type_name(self.dtype, self._device.type)
+        legacy = dtypes.parse_legacy_type(dtype)
+        if legacy is None and isinstance(dtype, str):
+            raise ValueError(f"Tensor.type: invalid type: {dtype!r} (expected a dtype or a name such as "
+                               "'torch.FloatTensor' or 'torch.cuda.LongTensor')")
+        if legacy is None:
+            return self.to(dtypes.to_dtype(dtype), non_blocking=non_blocking)
+        target, device_type = legacy
+        if device_type != self._device.type:
+            return self.to(device_type, target, non_blocking=non_blocking)
+        return self.to(target, non_blocking=non_blocking)
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
@@ -530,6 +551,9 @@ class Tensor(TensorMethods):
     def __mod__(self, other: Any) -> "Tensor":
         return ew.remainder(self, other)
 
+    def __rmod__(self, other: Any) -> "Tensor":
+        return ew.remainder(other, self)
+
     def __neg__(self) -> "Tensor":
         return ew.neg(self)
 
@@ -566,14 +590,25 @@ class Tensor(TensorMethods):
     def __ge__(self, other: Any) -> "Tensor":
         return ew.ge(self, other)
 
+    # bool & bool is logical (exported as And); anything else is bitwise with PyTorch's promotion
+    # (bool & int64 -> int64, bool | 2.5 -> an error)
     def __and__(self, other: Any) -> "Tensor":
-        return ew.logical_and(self, other) if self.dtype.name == "bool" else ew.bitwise_and(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_and(self, other)
+        return ew.bitwise_and(self, other)
 
     def __or__(self, other: Any) -> "Tensor":
-        return ew.logical_or(self, other) if self.dtype.name == "bool" else ew.bitwise_or(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_or(self, other)
+        return ew.bitwise_or(self, other)
 
     def __xor__(self, other: Any) -> "Tensor":
-        return ew.logical_xor(self, other) if self.dtype.name == "bool" else ew.bitwise_xor(self, other)
+        if self._data.dtype.kind == "b" and (type(other) is bool or (
+                isinstance(other, Tensor) and other._data.dtype.kind == "b")):
+            return ew.logical_xor(self, other)
+        return ew.bitwise_xor(self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
@@ -589,6 +624,32 @@ class Tensor(TensorMethods):
 
     def __itruediv__(self, other: Any) -> "Tensor":
         return inplace.inplace_binary(_DIV, self, other, "div_")
+
+    # Without these Python would fall back to ``x = x // y``: a new tensor, so ``v //= 2`` on a view
+    # would leave its base unchanged.
+    def __ifloordiv__(self, other: Any) -> "Tensor":
+        return self.floor_divide_(other)
+
+    def __imod__(self, other: Any) -> "Tensor":
+        return self.remainder_(other)
+
+    def __ipow__(self, other: Any) -> "Tensor":
+        return self.pow_(other)
+
+    def __iand__(self, other: Any) -> "Tensor":
+        return self.bitwise_and_(other)
+
+    def __ior__(self, other: Any) -> "Tensor":
+        return self.bitwise_or_(other)
+
+    def __ixor__(self, other: Any) -> "Tensor":
+        return self.bitwise_xor_(other)
+
+    def __ilshift__(self, other: Any) -> "Tensor":
+        return self.bitwise_left_shift_(other)
+
+    def __irshift__(self, other: Any) -> "Tensor":
+        return self.bitwise_right_shift_(other)
 
     # ---- indexing ---------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "Tensor":

@@ -835,6 +835,14 @@ SPECS += [
     OpSpec("diagonal_view_op", ("diagonal",), lambda x: x.diagonal(1, -1, 0), _diagonal_ref(1, -1, 0),
            [((3, 2, 4),), ((2, 2),)]),
 ]
+# Tensor.unfold is a view (a strided one: overlapping windows share elements), as PyTorch's.
+SPECS += [
+    OpSpec("unfold_overlapping", ("unfold",), lambda x: x.unfold(1, 2, 1),
+           lambda x: np.lib.stride_tricks.sliding_window_view(x, 2, axis=1), [((3, 4),), ((2, 3, 2),)]),
+    OpSpec("unfold_strided", ("unfold",), lambda x: x.unfold(0, 2, 3),
+           lambda x: np.moveaxis(np.lib.stride_tricks.sliding_window_view(x, 2, axis=0)[::3], 0, 0),
+           [((7, 3),), ((5,),)]),
+]
 # copy_slices is recorded (not run) by in-place ops on views: its backward is what these specs check.
 COVERED_BY_BACKWARD["copy_slices"] = ("inplace_on_views", "setitem_views")
 # diagonal became a view op of its own (PyTorch's diagonal is a view): the specs written when it was a

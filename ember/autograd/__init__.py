@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                          set_detect_anomaly)
-from ember.autograd.engine import run_backward
+from ember.autograd.engine import accumulate_captured, run_backward
 from ember.autograd.function import Function, FunctionCtx
 from ember.autograd.gradcheck import gradcheck, gradgradcheck
 from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -25,7 +25,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradc
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
            "Variable", "functional", "forward_ad", "set_multithreading_enabled",
-           "NestedIOFunction", "enforce_grad_layout_policy"]
+           "NestedIOFunction", "enforce_grad_layout_policy", "graph"]
 
 
 def _as_list(value: Any) -> list:
@@ -83,11 +83,9 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if inputs is not None:
         inputs = _as_list(inputs)
         results = run_backward(outputs, grads, retain_graph, create_graph, capture=inputs)
-        from ember.autograd.engine import _finish_leaf
-
         for t, g in zip(inputs, results):
             if g is not None:
-                _finish_leaf(t, g, {}, None, True)
+                accumulate_captured(t, g)
         return
     run_backward(outputs, grads, retain_graph, create_graph)
 
@@ -122,7 +120,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 def __getattr__(name: str) -> Any:
     """``ember.autograd.functional`` (jacobian, hessian, ...) loads on first use: it is built on the
     whole tensor API, which itself imports this package (grad mode) early."""
-    if name in ("functional", "forward_ad", "profiler"):
+    if name in ("functional", "forward_ad", "graph", "profiler"):
         import importlib
 
         return importlib.import_module(f"ember.autograd.{name}")

@@ -65,6 +65,36 @@ def _accumulate(buffers: dict, key: int, index: int, size: int, grad: Any) -> No
     slot[index] = grad if current is None else current + grad
 
 
+class GraphTask:
+    """One backward pass in progress on this thread: what ``register_multi_grad_hook`` asks about.
+
+    ``reachable`` holds the ids of the nodes (and leaves) reachable from the roots; with captures
+    (``autograd.grad``, ``backward(inputs=...)``) only the nodes on a path to a captured gradient run
+    (``needed``) and only captured leaves get their hooks, as in PyTorch.
+    """
+
+    __slots__ = ("id", "reachable", "needed", "captured")
+    _count = 0
+
+    def __init__(self, reachable: set, needed: set | None, captured: set) -> None:
+        GraphTask._count += 1
+        self.id = GraphTask._count
+        self.reachable = reachable
+        self.needed = needed
+        self.captured = captured
+
+    def will_execute(self, node: Any) -> bool:
+        key = id(node)
+        if key not in self.reachable:
+            return False
+        return self.needed is None or key in self.needed or key in self.captured
+
+
+def current_graph_task() -> GraphTask | None:
+    """The backward pass running on this thread (the innermost one), or None outside backward."""
+    return getattr(_LOCAL, "task", None)
+
+
 def run_backward(
     roots: Sequence[Any],
     root_grads: Sequence[Any],
@@ -81,6 +111,7 @@ def run_backward(
     outer = getattr(_LOCAL, "callbacks", None) is None
     if outer:
         _LOCAL.callbacks = []
+    task = getattr(_LOCAL, "task", None)
     try:
         captured = _propagate(roots, root_grads, retain_graph, create_graph, capture, accumulate_into_grad)
         if outer:
@@ -88,9 +119,36 @@ def run_backward(
             while pending:  # a callback may queue another
                 pending.pop(0)()
     finally:
+        _LOCAL.task = task
         if outer:
             _LOCAL.callbacks = None
     return captured
+
+
+def _needed_nodes(root_nodes: list, captured: set, Tensor: type) -> set:
+    """Ids of the nodes with a path to a captured edge (they must run); children are decided first."""
+    needed: set = set()
+    done: set = set()
+    for root in root_nodes:
+        if id(root) in done:
+            continue
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if expanded:
+                done.add(key)
+                if any(e is not None and (id(e[0]) in needed or id(e[0]) in captured) for e in node.next_edges):
+                    needed.add(key)
+                continue
+            if key in done or isinstance(node, Tensor):
+                done.add(key)
+                continue
+            stack.append((node, True))
+            for edge in node.next_edges:
+                if edge is not None and id(edge[0]) not in done:
+                    stack.append((edge[0], False))
+    return needed
 
 
 def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bool, create_graph: bool,
@@ -110,7 +168,8 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     # 1. Count, for every node reachable from the roots, how many edges point at it.
     dependencies: dict[int, int] = {}
     root_edges = [_edge_of(t) for t in roots]
-    stack = list({id(e[0]): e[0] for e in root_edges}.values())  # a root given twice is walked once
+    root_nodes = list({id(e[0]): e[0] for e in root_edges}.values())  # a root given twice is walked once
+    stack = list(root_nodes)
     seen = {id(n) for n in stack}
     while stack:
         node = stack.pop()
@@ -128,13 +187,17 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             if key not in seen:
                 seen.add(key)
                 stack.append(child)
+    # With captures, only what leads to a captured gradient runs (PyTorch's exec_info).
+    captured_ids = {key for key, _ in capture_keys}
+    needed = _needed_nodes(root_nodes, captured_ids, Tensor) if capture is not None else None
+    _LOCAL.task = GraphTask(seen, needed, captured_ids)
 
     # 2. Seed the buffers with the root gradients.
     buffers: dict[int, list] = {}
     for (node, index), grad in zip(root_edges, root_grads):
         size = 1 if isinstance(node, Tensor) else node.num_outputs
         _accumulate(buffers, id(node), index, size, grad)
-    ready = [n for n in {id(e[0]): e[0] for e in root_edges}.values() if dependencies.get(id(n), 0) == 0]
+    ready = [n for n in root_nodes if dependencies.get(id(n), 0) == 0]
 
     accumulate = accumulate_into_grad and capture is None
     anomaly = anomaly_mode.STATE.enabled
@@ -151,9 +214,16 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             node = ready.pop()
             if node.__class__ is Tensor or isinstance(node, Tensor):
                 grads = buffers.pop(id(node), None)
-                _finish_leaf(node, _tensor(grads[0]) if grads else None, capture_keys, captured, accumulate)
+                if needed is None or id(node) in captured_ids:
+                    _finish_leaf(node, _tensor(grads[0]) if grads else None, capture_keys, captured, accumulate)
                 continue
             grads = buffers.pop(id(node), None) or [None] * node.num_outputs
+            skip = False
+            if needed is not None and id(node) not in needed:  # nothing captured lies below it
+                if id(node) not in captured_ids:
+                    _release_children(node, dependencies, ready)
+                    continue
+                skip = True  # its gradient is captured, but it need not run
             if node.pre_hooks:
                 grads = [_tensor(g) for g in grads]
                 for index, hooks in node.pre_hooks.items():
@@ -162,11 +232,21 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                             replaced = hook(grads[index])
                             if replaced is not None:
                                 grads[index] = replaced
+            extra = node.extra
+            if extra is not None:
+                grads = [_tensor(g) for g in grads]
+                for hook in tuple(extra.pre):
+                    replaced = hook(tuple(grads))
+                    if replaced is not None:
+                        grads = list(replaced)
             if capture_keys:
                 grads = [_tensor(g) for g in grads]
                 for index, g in enumerate(grads):
                     for slot in capture_keys.get((id(node), index), ()):
                         captured[slot] = g
+            if skip:
+                _release_children(node, dependencies, ready)
+                continue
             edges = node.next_edges
             if len(grads) == 1:
                 empty = grads[0] is None
@@ -192,6 +272,13 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     raise RuntimeError(
                         f"{node.name()} returned {len(input_grads)} gradients but its op has {len(edges)} inputs"
                     )
+                if extra is not None:
+                    input_grads = tuple(_tensor(g) for g in input_grads)
+                    grads = [_tensor(g) for g in grads]
+                    for hook in tuple(extra.post):
+                        replaced = hook(tuple(input_grads), tuple(grads))
+                        if replaced is not None:
+                            input_grads = tuple(replaced)
             for edge, g in zip(edges, input_grads):
                 if edge is None:
                     continue
@@ -212,10 +299,29 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 remaining = dependencies[key] - 1
                 dependencies[key] = remaining
                 if remaining == 0:
-                    ready.append(child)
+                    if isinstance(child, Tensor):
+                        # A leaf finishes at once, in edge order (PyTorch runs AccumulateGrad first).
+                        leaf_grads = buffers.pop(key, None)
+                        if needed is None or key in captured_ids:
+                            _finish_leaf(child, _tensor(leaf_grads[0]) if leaf_grads else None, capture_keys,
+                                         captured, accumulate)
+                    else:
+                        ready.append(child)
     finally:
         grad_mode.STATE.enabled = previous_mode
     return captured
+
+
+def _release_children(node: Any, dependencies: dict, ready: list) -> None:
+    """A node that does not run still counts as done for its children (they may be needed elsewhere)."""
+    for edge in node.next_edges:
+        if edge is None:
+            continue
+        key = id(edge[0])
+        remaining = dependencies[key] - 1
+        dependencies[key] = remaining
+        if remaining == 0:
+            ready.append(edge[0])
 
 
 def _tensor(g: Any) -> Any:
@@ -254,6 +360,15 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
         if post_hooks:
             for hook in tuple(post_hooks):
                 hook(leaf)
+
+
+def accumulate_captured(leaf: Any, grad: Any) -> None:
+    """``backward(inputs=...)``: put a captured gradient (its hooks already ran) into ``.grad``."""
+    _accumulate_into_grad(leaf, grad)
+    post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
+    if post_hooks:
+        for hook in tuple(post_hooks):
+            hook(leaf)
 
 
 def _accumulate_into_grad(leaf: Any, grad: Any) -> None:

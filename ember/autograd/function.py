@@ -55,6 +55,13 @@ class FunctionCtx(Node):
         return tuple(s.unpack(self, self.fn_class.__name__, f"saved tensor {i}") if s is not None else None
                      for i, s in enumerate(self._saved))
 
+    @property
+    def _raw_saved_tensors(self) -> tuple:
+        """The saved entries themselves (``register_hooks(pack, unpack)`` on one of them)."""
+        if self._saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        return self._saved
+
     def mark_non_differentiable(self, *tensors: Any) -> None:
         self.non_differentiable.update(id(t) for t in tensors)
 

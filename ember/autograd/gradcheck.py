@@ -12,6 +12,17 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ember.autograd.grad_mode import enable_grad, no_grad
+
+
+def _api() -> tuple:
+    """``ember.creation`` and ``ember.autograd.grad``, imported on first use: this module is loaded while
+    ``ember.autograd`` itself initializes (which ``ember.creation`` needs), a real cycle."""
+    from ember import creation
+    from ember.autograd import grad
+
+    return creation, grad
+
 
 def _outputs(fn: Callable, inputs: Sequence[Any]) -> list:
     out = fn(*inputs)
@@ -20,7 +31,6 @@ def _outputs(fn: Callable, inputs: Sequence[Any]) -> list:
 
 def numerical_jacobian(fn: Callable, inputs: Sequence[Any], eps: float = 1e-6) -> list:
     """Jacobian blocks d(out_j)/d(in_i) by central differences, as float64 NumPy arrays."""
-    from ember.autograd.grad_mode import no_grad
 
     blocks = []
     with no_grad():
@@ -46,8 +56,7 @@ def numerical_jacobian(fn: Callable, inputs: Sequence[Any], eps: float = 1e-6) -
 
 
 def analytical_jacobian(fn: Callable, inputs: Sequence[Any], create_graph: bool = False) -> list:
-    from ember import creation
-    from ember.autograd import grad
+    creation, grad = _api()
 
     outs = _outputs(fn, inputs)
     diff_inputs = [t for t in inputs if hasattr(t, "requires_grad") and t.requires_grad]
@@ -72,44 +81,200 @@ def analytical_jacobian(fn: Callable, inputs: Sequence[Any], create_graph: bool 
     return blocks
 
 
-def gradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
-              raise_exception: bool = True) -> bool:
-    """Compare autograd's Jacobian with finite differences (use float64 inputs)."""
+def gradcheck(fn: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+              raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
+              check_grad_dtypes: bool = False, check_batched_grad: bool = False,
+              check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
+              check_backward_ad: bool = True, fast_mode: bool = False, masked: bool | None = None) -> bool:
+    """Compare autograd's derivatives with central finite differences (use float64 inputs), as PyTorch's.
+
+    ``fast_mode`` compares one random projection ``u^T J v`` instead of the whole Jacobian; ``check_forward_ad``
+    also compares Jacobian-vector products (forward mode); ``check_undefined_grad`` checks that a zero cotangent
+    gives zero gradients; ``check_grad_dtypes`` that each gradient has its input's dtype; ``nondet_tol`` is the
+    difference allowed between two backward runs on the same cotangent. ``masked`` is for sparse inputs
+    (ember's sparse tensors are dense underneath: nothing to mask).
+    """
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
+    if check_batched_grad or check_batched_forward_grad:
+        raise NotImplementedError("gradcheck(check_batched_grad=True): ember does not check batched gradients here; "
+                                  "compare ember.func.vmap of the vjp with a loop instead")
     for t in inputs:
         if hasattr(t, "requires_grad") and t.requires_grad and t.dtype.name != "float64":
             import warnings
 
             warnings.warn(f"gradcheck: input of dtype {t.dtype} is not float64; the check may be imprecise")
-    numeric = numerical_jacobian(fn, inputs, eps)
-    analytic = analytical_jacobian(fn, inputs)
-    for i, (n_block, a_block) in enumerate(zip(numeric, analytic)):
-        if n_block is None:
-            continue
-        for j, (n, a) in enumerate(zip(n_block, a_block)):
-            if not np.allclose(a, n, atol=atol, rtol=rtol):
-                if raise_exception:
-                    worst = np.abs(a - n).max()
-                    raise GradcheckError(
-                        f"gradcheck: Jacobian mismatch for output {j} with respect to input {i}; "
-                        f"largest difference {worst:.3e}\nnumerical:\n{n}\nanalytical:\n{a}")
-                return False
+
+    def fail(message: str) -> bool:
+        if raise_exception:
+            raise GradcheckError(message)
+        return False
+
+    if fast_mode:
+        problem = _fast_check(fn, inputs, eps, atol, rtol, check_backward_ad, check_forward_ad)
+        if problem:
+            return fail(problem)
+    else:
+        numeric = numerical_jacobian(fn, inputs, eps)
+        checks = ([("", analytical_jacobian(fn, inputs))] if check_backward_ad else []) + \
+            ([("forward-mode ", _forward_jacobian(fn, inputs))] if check_forward_ad else [])
+        for kind, analytic in checks:
+            for i, (n_block, a_block) in enumerate(zip(numeric, analytic)):
+                if n_block is None:
+                    continue
+                for j, (n, a) in enumerate(zip(n_block, a_block)):
+                    if not np.allclose(a, n, atol=atol, rtol=rtol):
+                        worst = np.abs(a - n).max()
+                        return fail(f"gradcheck: {kind}Jacobian mismatch for output {j} with respect to input {i}; "
+                                    f"largest difference {worst:.3e}\nnumerical:\n{n}\nanalytical:\n{a}")
+    if check_backward_ad:
+        problem = _backward_properties(fn, inputs, check_undefined_grad, check_grad_dtypes, nondet_tol)
+        if problem:
+            return fail(problem)
     return True
 
 
-def gradgradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> bool:
-    """Check second derivatives: gradcheck of the (vector-Jacobian product) gradient function."""
-    from ember import creation
-    from ember.autograd import grad
+def _diff_inputs(inputs: Sequence[Any]) -> list:
+    return [t for t in inputs if hasattr(t, "requires_grad") and t.requires_grad]
+
+
+def _fast_check(fn: Callable, inputs: Sequence[Any], eps: float, atol: float, rtol: float, backward: bool,
+                forward: bool) -> str | None:
+    """PyTorch's fast mode: ``u^T J v`` by a central difference along ``v`` against ``(J^T u) . v`` (and ``u . J v``)."""
+    creation, grad = _api()
+
+    rng = np.random.default_rng(0)
+    diff = _diff_inputs(inputs)
+    directions = [rng.uniform(-1, 1, tuple(t.shape)) for t in diff]
+    outs = _outputs(fn, inputs)
+    seeds = [rng.uniform(-1, 1, tuple(o.shape)) for o in outs]
+    originals = [t._data.copy() for t in diff]
+    values = []
+    with no_grad():
+        for sign in (1, -1):
+            for t, v, orig in zip(diff, directions, originals):
+                t._data[...] = orig + sign * eps * v.astype(orig.dtype)
+            values.append(sum(float((np.asarray(o.detach().cpu().numpy(), dtype=np.float64) * u).sum())
+                              for o, u in zip(_outputs(fn, inputs), seeds)))
+        for t, orig in zip(diff, originals):
+            t._data[...] = orig
+    numeric = (values[0] - values[1]) / (2 * eps)
+    live = [(o, u) for o, u in zip(outs, seeds) if o.requires_grad]
+    if backward:
+        grads = grad([o for o, _ in live], diff, [creation.tensor(u, dtype=o.dtype, device=o.device) for o, u in live],
+                     retain_graph=True, allow_unused=True) if live else [None] * len(diff)
+        analytic = sum(float((np.asarray(g.detach().cpu().numpy(), dtype=np.float64) * v).sum())
+                       for g, v in zip(grads, directions) if g is not None)
+        if not np.isclose(analytic, numeric, atol=atol, rtol=rtol):
+            return (f"gradcheck (fast mode): Jacobian mismatch: u^T J v is {analytic:.6e} from autograd and "
+                    f"{numeric:.6e} from finite differences; rerun with fast_mode=False to see the whole Jacobian")
+    if forward:
+        forward_value = sum(float((np.asarray(jv, dtype=np.float64) * u).sum())
+                            for jv, u in zip(_jvp(fn, inputs, directions), seeds))
+        if not np.isclose(forward_value, numeric, atol=atol, rtol=rtol):
+            return (f"gradcheck (fast mode): forward-mode Jacobian mismatch: u^T J v is {forward_value:.6e} from "
+                    f"Jacobian-vector products and {numeric:.6e} from finite differences")
+    return None
+
+
+def _jvp(fn: Callable, inputs: Sequence[Any], directions: list) -> list:
+    """``J v`` for each output, by differentiating the vjp ``J^T u`` with respect to ``u`` (the double-vjp trick)."""
+    creation, grad = _api()
+
+    diff = _diff_inputs(inputs)
+    outs = _outputs(fn, inputs)
+    results = []
+    for o in outs:
+        if not o.requires_grad:
+            results.append(np.zeros(tuple(o.shape)))
+            continue
+        u = creation.zeros(tuple(o.shape), dtype=o.dtype, device=o.device, requires_grad=True)
+        grads = grad([o], diff, [u], create_graph=True, retain_graph=True, allow_unused=True)
+        inner = None
+        for g, v in zip(grads, directions):
+            if g is not None:
+                term = (g * creation.tensor(v, dtype=g.dtype, device=g.device)).sum()
+                inner = term if inner is None else inner + term
+        if inner is None or not inner.requires_grad:
+            results.append(np.zeros(tuple(o.shape)))
+            continue
+        (jv,) = grad([inner], [u], retain_graph=True, allow_unused=True)
+        results.append(np.zeros(tuple(o.shape)) if jv is None else jv.detach().cpu().numpy())
+    return results
+
+
+def _forward_jacobian(fn: Callable, inputs: Sequence[Any]) -> list:
+    """Jacobian blocks built column by column from Jacobian-vector products (same layout as the others)."""
+    diff = _diff_inputs(inputs)
+    blocks = []
+    for t in inputs:
+        if not any(t is d for d in diff):
+            blocks.append(None)
+            continue
+        columns = None
+        for k in range(t.numel()):
+            directions = [np.zeros(tuple(d.shape)) for d in diff]
+            index = next(i for i, d in enumerate(diff) if d is t)
+            directions[index].reshape(-1)[k] = 1.0
+            jvs = _jvp(fn, inputs, directions)
+            if columns is None:
+                columns = [np.zeros((t.numel(), jv.size)) for jv in jvs]
+            for j, jv in enumerate(jvs):
+                columns[j][k] = np.asarray(jv, dtype=np.float64).reshape(-1)
+        blocks.append(columns or [])
+    return blocks
+
+
+def _backward_properties(fn: Callable, inputs: Sequence[Any], undefined: bool, dtypes_: bool,
+                         nondet_tol: float) -> str | None:
+    """Zero cotangents give zero gradients; gradients keep their input's dtype; two runs agree within nondet_tol."""
+    creation, grad = _api()
+
+    diff = _diff_inputs(inputs)
+    outs = [o for o in _outputs(fn, inputs) if getattr(o, "requires_grad", False)]
+    if not outs or not diff:
+        return None
+    rng = np.random.default_rng(1)
+    seeds = [creation.tensor(rng.uniform(-1, 1, tuple(o.shape)), dtype=o.dtype, device=o.device) for o in outs]
+    first = grad(outs, diff, seeds, retain_graph=True, allow_unused=True)
+    second = grad(outs, diff, seeds, retain_graph=True, allow_unused=True)
+    for i, (a, b, t) in enumerate(zip(first, second, diff)):
+        if a is None or b is None:
+            continue
+        if dtypes_ and a.dtype != t.dtype:
+            return f"gradcheck: the gradient of input {i} has dtype {a.dtype}, the input {t.dtype}"
+        gap = float(np.abs(a.detach().cpu().numpy() - b.detach().cpu().numpy()).max(initial=0.0))
+        if gap > nondet_tol:
+            return (f"gradcheck: backward is not reentrant: two runs with the same cotangent differ by {gap:.3e} "
+                    f"for input {i} (more than nondet_tol={nondet_tol}); pass nondet_tol= for nondeterministic ops")
+    if undefined:
+        zeros = [creation.zeros(tuple(o.shape), dtype=o.dtype, device=o.device) for o in outs]
+        for i, g in enumerate(grad(outs, diff, zeros, retain_graph=True, allow_unused=True)):
+            if g is not None and np.any(g.detach().cpu().numpy() != 0):
+                return f"gradcheck: a zero output gradient gave a nonzero gradient for input {i}"
+    return None
+
+
+def gradgradcheck(fn: Callable, inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6, atol: float = 1e-5,
+                  rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
+                  nondet_tol: float = 0.0, check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
+                  check_batched_grad: bool = False, check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
+                  fast_mode: bool = False, masked: bool = False) -> bool:
+    """Check second derivatives: gradcheck of the (vector-Jacobian product) gradient function, with random
+    cotangents unless ``grad_outputs`` are given (PyTorch's signature; ``check_fwd_over_rev`` checks the forward-
+    mode derivative of the gradient too)."""
+    creation, grad = _api()
 
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     diff = [t for t in inputs if hasattr(t, "requires_grad") and t.requires_grad]
     outs = _outputs(fn, inputs)
     rng = np.random.default_rng(0)
-    seeds = [creation.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype) for o in outs]
+    if grad_outputs is not None:
+        given = grad_outputs if isinstance(grad_outputs, (tuple, list)) else (grad_outputs,)
+        seeds = [g.detach() for g in given]
+    else:
+        seeds = [creation.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype, device=o.device) for o in outs]
 
     def first_order(*args: Any) -> tuple:
-        from ember.autograd.grad_mode import enable_grad
 
         # The numerical Jacobian calls this under no_grad; the inner gradient still needs a graph.
         with enable_grad():
@@ -118,7 +283,12 @@ def gradgradcheck(fn: Callable, inputs: Any, eps: float = 1e-6, atol: float = 1e
             grads = grad(results, live, seeds, create_graph=True, allow_unused=True)
         return tuple(g if g is not None else creation.zeros_like(t) for g, t in zip(grads, live))
 
-    return gradcheck(first_order, inputs, eps=eps, atol=atol, rtol=rtol) if diff else True
+    if not diff:
+        return True
+    return gradcheck(first_order, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
+                     nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev, fast_mode=fast_mode)
 
 
 class GradcheckError(RuntimeError):

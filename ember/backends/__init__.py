@@ -240,7 +240,7 @@ from ember import _config
 
 _BACKENDS: dict[str, Backend] = {}
 _BY_NAMESPACE: dict[int, Backend] = {}  # id(xp) -> backend: special_function/native_kernel take an xp
-_LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda"}
+_LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends.cuda", "meta": "ember.backends.meta"}
 
 
 def register_backend(device_type: str, backend: Backend) -> None:

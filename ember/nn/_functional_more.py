@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 from ember import creation
@@ -552,6 +553,15 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
 
 def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
     """Sampling grids (N, H, W, 2) (or (N, D, H, W, 3)) for affine matrices ``theta`` (N, 2, 3) / (N, 3, 4)."""
+    if align_corners is None:  # PyTorch's warning, word for word (grid_sample gives the same one)
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", UserWarning, stacklevel=2)
+    return affine_grid_generator(theta, size, bool(align_corners))
+
+
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    """``torch.affine_grid_generator``: ``affine_grid`` without the default's warning."""
     align = bool(align_corners)
 
     def base(steps: int) -> Tensor:

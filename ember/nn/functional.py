@@ -29,6 +29,7 @@ from ember.ops.nn_ops import (  # noqa: F401
 )
 from ember.nn._conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: F401
 from ember.nn._interpolate import interpolate  # noqa: F401
+from ember.nn._grid_sample import grid_sample  # noqa: F401
 from ember.nn._losses_extra import multilabel_margin_loss  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
 from ember.amp.policy import autocast_policy

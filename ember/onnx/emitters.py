@@ -395,19 +395,32 @@ def index_put(b: GraphBuilder, n: Any) -> str:
     if None in items and any(_is_tensor_slot(it) for it in items):
         raise NotImplementedError("ember.onnx.export: index_put with both an index tensor and None in the index is "
                                   "not supported; unsqueeze the value instead of indexing with None")
-    selection = np.broadcast_to(np.zeros((), dtype=bool), shape)[tuple(  # NumPy's selection shape, from shapes only
-        np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64) if _is_tensor_slot(it) else it
-        for it in items)].shape
+    probe = tuple(np.zeros(_static(idx_specs[it[1]].shape, n, "index shape"), dtype=np.int64)
+                  if _is_tensor_slot(it) else it for it in items)
+    zeros = np.broadcast_to(np.zeros((), dtype=bool), shape)
+    ints_first = any(_is_tensor_slot(it) for it in items) and any(type(it) is int for it in items)
+    if ints_first:  # PyTorch applies ints before index tensors (ember/ops/movement.py, _ints_first)
+        basic = tuple(it if type(it) is int else slice(None) for it in probe)
+        selection = zeros[basic][tuple(it for it in probe if type(it) is not int)].shape
+    else:  # NumPy's selection shape, from shapes only
+        selection = zeros[probe].shape
     numel = int(np.prod(shape, dtype=np.int64))
     arange = b.node("Range", [b.const(np.array(0, dtype=np.int64)), b.const(np.array(numel, dtype=np.int64)),
                               b.const(np.array(1, dtype=np.int64))])
-    positions = _select_positions(b, n, b.node("Reshape", [arange, b.ints(shape)]), shape,
-                                  [it for it in items if it is not None])
+    grid = b.node("Reshape", [arange, b.ints(shape)])
+    kept = [it for it in items if it is not None]
+    if ints_first:  # take the int axes away first (a scalar Gather drops its axis), then the rest as usual
+        for axis in reversed([a for a, it in enumerate(kept) if type(it) is int]):
+            grid = b.node("Gather", [grid, b.const(np.array(int(kept[axis]) % shape[axis], dtype=np.int64))],
+                          axis=axis)
+        shape = [size for size, it in zip(shape, kept) if type(it) is not int]
+        kept = [it for it in kept if type(it) is not int]
+    positions = _select_positions(b, n, grid, shape, kept)
     updates = b.node("Reshape", [b.node("Expand", [value, b.ints(selection)]), b.ints([-1])])
     flat = b.node("Reshape", [x, b.ints([-1])])
     out = b.node("ScatterND", [flat, b.node("Reshape", [positions, b.ints([-1, 1])]), updates],
                  reduction="add" if accumulate else None)
-    return b.node("Reshape", [out, b.ints(shape)])
+    return b.node("Reshape", [out, b.ints(list(n.in_specs[0].shape))])
 
 
 def _select_positions(b: GraphBuilder, n: Any, positions: str, shape: list, items: list) -> str:
@@ -785,6 +798,22 @@ def diagonal(b: GraphBuilder, n: Any) -> str:
     length = max(0, min(rows - first_row, cols - first_col))
     positions = np.array([(first_row + i) * cols + first_col + i for i in range(length)], dtype=np.int64)
     return b.node("Gather", [flat, b.const(positions)], axis=len(rest))
+
+
+def unfold(b: GraphBuilder, n: Any) -> str:
+    """``unfold(x, dimension, size, step)``: flatten, then Gather every window element's flat position (static:
+    the shape is known when exporting)."""
+    shape = tuple(_static(list(n.in_specs[0].shape), n, "unfold size"))
+    dim, size, step = (int(n.attrs[k]) for k in ("dimension", "size", "step"))
+    if not shape:  # a 0-d tensor unfolds to (size,)
+        return b.node("Reshape", [n.inputs[0], b.ints([size])])
+    count = (shape[dim] - size) // step + 1
+    host = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    st = host.strides
+    positions = np.lib.stride_tricks.as_strided(
+        host, shape[:dim] + (count,) + shape[dim + 1:] + (size,), st[:dim] + (st[dim] * step,) + st[dim + 1:] + (st[dim],))
+    flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
+    return b.node("Gather", [flat, b.const(np.ascontiguousarray(positions))], axis=0)
 
 
 def searchsorted(b: GraphBuilder, n: Any) -> str:

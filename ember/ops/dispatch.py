@@ -106,13 +106,10 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     elif save == "first":  # where: only the condition; changing x or y in place afterwards is fine
         node.saved = tuple((SavedTensor(a) if i == 0 else None) if isinstance(a, Tensor) else a
                            for i, a in enumerate(args))
+    elif save == "after_first":  # getitem: its index tensors, not the indexed tensor (only its shape is needed)
+        node.saved = (None,) + tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args[1:])
     else:
         node.saved = (None,) * len(args)
-    if save == "output" or save == "both":
-        if len(outputs) == 1:
-            node.saved_out = SavedTensor(outputs[0], is_output=True)
-        else:
-            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
@@ -122,6 +119,11 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         out.grad_fn = node
         out._output_nr = i
         out._requires_grad = True
+    if save == "output" or save == "both":  # after the outputs got their grad_fn: a pack hook sees it
+        if len(outputs) == 1:
+            node.saved_out = SavedTensor(outputs[0], is_output=True)
+        else:
+            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
 
 
 def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = None) -> Any:
@@ -254,6 +256,11 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     if a_tensor and b_tensor:
         if a._data.dtype != b._data.dtype:
             target = dtypes.result_type(a, b)
+            if op.float_only and target.category < 2:
+                # int8 / uint8: each operand goes straight to float (via uint8, -1 would read as 255)
+                target = dtypes.get_default_dtype()
+            elif op.name == "sub" and "b" in (a._data.dtype.kind, b._data.dtype.kind):
+                raise _bool_sub_error()
             a, b = _cast_to(a, target, op), _cast_to(b, target, op)
         if op.float_only and a._data.dtype.kind in "biu":  # also after promotion: int32 / int64
             target = dtypes.get_default_dtype()
@@ -264,8 +271,9 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         tensor = a if a_tensor else b
         scalar = b if a_tensor else a
         if isinstance(scalar, np.generic):
-            # NumPy scalars (np.float64 subclasses float) count as Python numbers, as in PyTorch: no float64 result
-            scalar = scalar.item()
+            # NumPy scalars (np.float64 subclasses float) count as Python numbers, as in PyTorch: no float64
+            # result; np.bool_ counts as a float, as in PyTorch
+            scalar = dtypes.python_scalar(scalar)
             if a_tensor:
                 b = scalar
             else:
@@ -275,6 +283,20 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             if isinstance(scalar, Tensor):
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
+        if kind != "f" or type(scalar) is not float:  # (a float tensor with a float: nothing to check)
+            if kind == "b" or type(scalar) is bool:
+                if op.name == "sub":
+                    raise _bool_sub_error()
+            elif kind in "iu" and type(scalar) is int and not 0 <= scalar <= 127 and not op.float_only \
+                    and op.name != "pow":  # (0..127 fits every integer dtype: the common case skips the wrap)
+                # PyTorch converts the scalar to the tensor's integer dtype, wrapping (uint8 + 300 adds 44)
+                wrapped = dtypes.wrap_int(scalar, tensor._data.dtype)
+                if wrapped != scalar:
+                    scalar = wrapped
+                    if a_tensor:
+                        b = scalar
+                    else:
+                        a = scalar
         category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
         if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
             target = dtypes.result_type(tensor, scalar)
@@ -297,6 +319,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
     except ValueError as error:
         raise _shape_error(op, a, b, error) from None
+    except TypeError:
+        if op.name == "sub":  # NumPy refuses bool - bool with a TypeError; PyTorch's RuntimeError says why
+            raise _bool_sub_error() from None
+        raise
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
     like = (a if a_tensor else b)._data.dtype
@@ -310,6 +336,11 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     if t0 and PROFILER is not None:
         PROFILER.op(op, t0, (a, b), None, result)
     return result
+
+
+def _bool_sub_error() -> RuntimeError:
+    return RuntimeError("sub: subtraction, the `-` operator, with a bool tensor is not supported (as in PyTorch). "
+                        "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _shape_error(op: OpDef, a: Any, b: Any, error: Exception) -> RuntimeError:

@@ -238,7 +238,8 @@ def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-SIGN = _unary("sign", lambda xp, x: _no_complex("sign (use sgn for complex tensors)", x) or xp.sign(x), _zero_grad, save="none", onnx="Sign")
+SIGN = _unary("sign", lambda xp, x: _no_complex("sign (use sgn for complex tensors)", x) or (
+    x.copy() if x.dtype.kind == "b" else xp.sign(x)), _zero_grad, save="none", onnx="Sign")  # sign(bool) is itself
 FLOOR = _unary("floor", lambda xp, x: _no_complex("floor", x) or xp.floor(x), _zero_grad, save="none", onnx="Floor")
 CEIL = _unary("ceil", lambda xp, x: _no_complex("ceil", x) or xp.ceil(x), _zero_grad, save="none", onnx="Ceil")
 ROUND = _unary("round", lambda xp, x, decimals=0: _no_complex("round", x) or xp.round(x, decimals), _zero_grad, save="none",
@@ -282,7 +283,9 @@ def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
     if isinstance(a, (int, float, complex)):  # a Python base (2.0 ** x): its log in double precision
         if isinstance(a, complex) or getattr(b, "dtype", None) is not None and b.dtype.is_complex:
             return g * 0 if a == 0 else g * _cj(a ** b * cmath.log(a))
-        return g * 0 if a == 0 else g * a ** b * (math.log(a) if a > 0 else math.nan)
+        if a == 0:  # 0 ** b: slope 0 for b >= 0; for b < 0, inf * log 0 = -inf (PyTorch's)
+            return where(b >= 0, 0.0, g * -math.inf)
+        return g * a ** b * (math.log(a) if a > 0 else math.nan)
     # 0 ** negative is inf, with log 0 = -inf.
     masked = logical_and(a == 0, real_part(b) >= 0) if a.dtype.is_complex or b.dtype.is_complex \
         else logical_and(a == 0, b >= 0)
@@ -313,7 +316,17 @@ DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx=compl
 def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     """xp.power, with PyTorch's integer tensor ** negative integer tensor: 1 for base 1, +-1 for base -1 (by the
     exponent's parity), else 0 (NumPy refuses the whole call). A negative *scalar* exponent stays an error."""
-    if (getattr(y, "ndim", 0) and y.dtype.kind in "iu" and getattr(x, "dtype", None) is not None
+    y_dtype = getattr(y, "dtype", None)
+    if y_dtype is None:  # a Python exponent (x ** 2: the hot path)
+        if type(y) is bool and getattr(getattr(x, "dtype", None), "kind", "") == "b":
+            return x.copy() if y else xp.ones_like(x)  # bool_tensor ** True / False stays bool, as PyTorch
+        return xp.power(x, y)
+    y_kind = y_dtype.kind
+    if y_kind == "b" and (type(x) is bool or getattr(getattr(x, "dtype", None), "kind", "") == "b"):
+        raise RuntimeError("pow: not implemented for bool tensors (as in PyTorch); convert with .int() first")
+    if y_kind in ("i", "u") and type(x) in (int, bool):  # 1 ** int_tensor: the base takes the tensor's dtype
+        x = xp.asarray(x).astype(y.dtype)
+    if (y_kind in ("i", "u") and getattr(x, "dtype", None) is not None
             and x.dtype.kind in "iu" and bool((y < 0).any())):
         negative = y < 0
         base = xp.broadcast_to(x, xp.broadcast_shapes(x.shape, y.shape))
@@ -333,11 +346,11 @@ def _integer_divisor_check(op: str, xp: Any, x: Any, y: Any) -> None:
     """Integer division by zero raises, as in PyTorch (NumPy would return 0 and warn). Checked in the impl,
     where the values are, so a compiled graph refuses it too; float division keeps its inf/NaN."""
     if getattr(x, "dtype", None) is None or getattr(y, "dtype", None) is None:
-        kinds = {getattr(v, "dtype", None).kind if hasattr(v, "dtype") else ("f" if isinstance(v, float) else "i")
-                 for v in (x, y)}
+        kinds = {getattr(v, "dtype", None).kind if hasattr(v, "dtype") else
+                 ("f" if isinstance(v, float) else "c" if isinstance(v, complex) else "i") for v in (x, y)}
     else:
         kinds = {x.dtype.kind, y.dtype.kind}
-    if not kinds & {"f", "c"} and bool(xp.any(y == 0)):
+    if not kinds & {"f", "c", "V"} and bool(xp.any(y == 0)):  # "V": bfloat16 (ml_dtypes) is a float
         raise RuntimeError(f"{op}: ZeroDivisionError: integer division by zero (the divisor has a 0); divide "
                            "floats instead (x.float()) or replace the zeros first (torch.where(y == 0, 1, y))")
 
@@ -345,6 +358,8 @@ def _integer_divisor_check(op: str, xp: Any, x: Any, y: Any) -> None:
 def _checked_int_division(op: str, fn: str) -> Any:
     def impl(xp: Any, x: Any, y: Any) -> Any:
         _no_complex(op, x, y)
+        if all(type(v) is bool or getattr(getattr(v, "dtype", None), "kind", "") == "b" for v in (x, y)):
+            raise RuntimeError(f"{op}: not implemented for bool tensors (as in PyTorch); convert with .int() first")
         _integer_divisor_check(op, xp, x, y)
         return getattr(xp, fn)(x, y)
 
@@ -353,7 +368,19 @@ def _checked_int_division(op: str, fn: str) -> Any:
 
 FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
                        onnx=to_onnx.floor_divide)
-REMAINDER = _binary("remainder", _checked_int_division("remainder", "remainder"),
+_remainder_core = _checked_int_division("remainder", "remainder")
+
+
+def _remainder_impl(xp: Any, x: Any, y: Any) -> Any:
+    """NumPy's remainder, with PyTorch's sign on zero results (the dividend's: -4 % 2 is -0, 4 % -2 is +0;
+    NumPy gives the divisor's)."""
+    r = _remainder_core(xp, x, y)
+    if getattr(r, "dtype", None) is not None and r.dtype.kind in "fV":
+        r = xp.where(r == 0, xp.copysign(r, x), r)
+    return r
+
+
+REMAINDER = _binary("remainder", _remainder_impl,
                     (lambda ctx, g: g,
                      # floor_divide, not floor(a / b): a / b rounds to -0 for a = 1e-40, b = -1e30,
                      # whose floor quotient is -1 (PyTorch's)
@@ -366,7 +393,10 @@ def _trunc(q: Any) -> Any:
 
 
 # C's fmod: the result takes the dividend's sign (remainder takes the divisor's).
-FMOD = _binary("fmod", _checked_int_division("fmod", "fmod"),
+_fmod_core = _checked_int_division("fmod", "fmod")
+
+
+FMOD = _binary("fmod", _fmod_core,
                (lambda ctx, g: g, lambda ctx, g: -g * _trunc(ctx.inputs[0] / ctx.inputs[1])),
                onnx=to_onnx.fmod)
 
@@ -386,7 +416,7 @@ for _name, _onnx in [("logical_and", "And"), ("logical_or", "Or"), ("logical_xor
 
 def _bitwise_check(op: str, *values: Any) -> None:
     for v in values:
-        if getattr(getattr(v, "dtype", None), "kind", "i") in "fc" or isinstance(v, float):
+        if getattr(getattr(v, "dtype", None), "kind", "i") in "fcV" or isinstance(v, (float, complex)):
             raise RuntimeError(f"{op}: not implemented for floating-point tensors (got {v.dtype if hasattr(v, 'dtype') else 'float'}); "
                                "bitwise ops take integer or bool tensors")
 
@@ -447,7 +477,9 @@ def _cast_vjp(ctx: Any, g: Any) -> tuple:
 TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
     # complex -> real keeps the real part (PyTorch's cast; also the gradient of a real -> complex cast)
-    impl=lambda xp, x, dtype, source=None: (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np),
+    # complex -> bool is "nonzero" (1j is True), as PyTorch
+    impl=lambda xp, x, dtype, source=None: (x != 0) if x.dtype.kind == "c" and dtype.category == 0 else (
+        xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
     shape_rule=elementwise_rule("attr"), save="none", onnx=to_onnx.to_dtype, simplify=same_value,
 ))
@@ -659,12 +691,29 @@ def isfinite(input: Any) -> Any:
     return logical_not(logical_or(isnan(input), isinf(input)))
 
 
+def scaled(input: Any, other: Any, alpha: Any) -> Any:
+    """``alpha * other`` for add/sub: PyTorch casts alpha to the common dtype of input and other, so a bool
+    alpha scaling stays bool and a NumPy scalar is read as PyTorch reads it (np.uint8(200) * -1 is -200)."""
+    if alpha == 1:
+        return other
+    other = dtypes.python_scalar(other)
+    common = dtypes.result_type(input if isinstance(input, dispatch.Tensor) else dtypes.python_scalar(input), other)
+    if common is dtypes.bool_:
+        return other * bool(alpha)
+    if isinstance(other, dispatch.Tensor) and other.dtype is not common:
+        other = dispatch.cast(other, common)  # int32 * -1 would overflow where int64/float64 does not
+    return other * alpha
+
+
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Any:
-    return dispatch.binary(ADD, input, other if alpha == 1 else other * alpha)
+    return dispatch.binary(ADD, input, other if alpha == 1 else scaled(input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
-    return dispatch.binary(SUB, input, other if alpha == 1 else other * alpha)
+    if alpha != 1 and any(type(v) is bool or (isinstance(v, dispatch.Tensor) and v._data.dtype.kind == "b")
+                          for v in (input, other)):
+        raise dispatch._bool_sub_error()  # before scaling: True * -1 is no longer a bool
+    return dispatch.binary(SUB, input, other if alpha == 1 else scaled(input, other, alpha))
 
 
 def mul(input: Any, other: Any) -> Any:
@@ -677,12 +726,15 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
     if rounding_mode == "floor":
         return dispatch.binary(FLOOR_DIVIDE, input, other)
     if rounding_mode == "trunc":
-        a, b = _t(input), _t(other)
-        if not a.dtype.is_floating_point and not b.dtype.is_floating_point and bool((b == 0).any()):
-            raise RuntimeError("div(rounding_mode='trunc'): ZeroDivisionError: integer division by zero (the "
-                               "divisor has a 0); divide floats instead (x.float()) or replace the zeros first")
+        common = dtypes.result_type(*(v if isinstance(v, dispatch.Tensor) else dtypes.python_scalar(v)
+                                      for v in (input, other)))
+        if common.category < 2:  # integers: exact, in the promoted integer dtype (floor, then toward zero)
+            q = dispatch.binary(FLOOR_DIVIDE, input, other)  # raises on a zero divisor, as PyTorch
+            r = dispatch.binary(REMAINDER, input, other)
+            inexact = logical_and(r != 0, q < 0)  # a negative quotient with a fraction: trunc = floor + 1
+            return q + inexact.to(q.dtype)
         q = dispatch.binary(DIV, input, other)
-        return where(q < 0, ceil(q), floor(q)).to(q.dtype if not _t(input).dtype.category == 1 else _t(input).dtype)
+        return where(q < 0, ceil(q), floor(q))
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
 
@@ -793,6 +845,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         tensor, scalar = (input, other) if x_is_t else (other, input)
         scalar = dtypes.python_scalar(scalar)
         target = dtypes.result_type(tensor, scalar)
+        if target.category == 1 and type(scalar) is int:  # PyTorch's checked conversion (-3 into uint8 is 253)
+            scalar = dtypes.checked_scalar(scalar, target, "where")
         if target is not tensor.dtype:
             tensor = dispatch.cast(tensor, target)
         input, other = (tensor, scalar) if x_is_t else (scalar, tensor)
@@ -816,8 +870,16 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
                 else minimum(out, max)
         return out
     min, max = dtypes.python_scalar(min), dtypes.python_scalar(max)  # noqa: A001
-    if input.dtype.category < 2 and (isinstance(min, float) or isinstance(max, float)):
-        input = dispatch.cast(input, dtypes.get_default_dtype())
+    if isinstance(min, complex) or isinstance(max, complex):
+        raise RuntimeError("clamp: not implemented for complex bounds (as in PyTorch); complex numbers have no order")
+    target = dtypes.result_type(input, *(b for b in (min, max) if b is not None))
+    if target is dtypes.bool_:
+        raise RuntimeError("clamp: not implemented for bool tensors with bool bounds (as in PyTorch); clamp x.int()")
+    if target is not input.dtype:  # PyTorch's promotion: an int bound lifts bool to int64, a float one ints to float
+        input = dispatch.cast(input, target)
+    if target.category == 1:  # an int bound is converted with PyTorch's overflow check (-2 into uint8 is 254)
+        min = dtypes.checked_scalar(min, target, "clamp") if type(min) is int else min  # noqa: A001
+        max = dtypes.checked_scalar(max, target, "clamp") if type(max) is int else max  # noqa: A001
     attrs = {}
     if min is not None:
         attrs["min"] = min

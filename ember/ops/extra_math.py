@@ -383,6 +383,7 @@ arctan2 = atan2
 
 def hypot(input: Any, other: Any) -> Any:
     """sqrt(input**2 + other**2)."""
+    ew.real_only("hypot", input, other)
     a, b = _tensors(input, other, "hypot")
     return dispatch.apply(HYPOT, (a, b))
 
@@ -410,7 +411,10 @@ def xlogy(input: Any, other: Any) -> Any:
     ew.real_only("xlogy", input, other)
     x, y = _tensors(input, other, "xlogy")
     bad_log = ew.logical_or(y <= 0, ew.isinf(y))
-    return x * ew.log(ew.where(ew.logical_and(x == 0, bad_log), 1.0, y))
+    out = x * ew.log(ew.where(ew.logical_and(x == 0, bad_log), 1.0, y))
+    # x == 0 gives +0 whatever log(y)'s sign (0 * log(0.5) is -0; -0 + 0 is +0), as PyTorch; the gradient
+    # still flows through ``out`` in both branches
+    return ew.where(x == 0, out + 0.0, out)
 
 
 def lerp(input: Any, end: Any, weight: Any) -> Any:
@@ -609,7 +613,7 @@ def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
     if dtype is not None:
         input = input.to(dtype)
     (d,) = red.normalize_dims(dim, input.ndim, "cumprod")
-    return dispatch.apply(CUMPROD, (input,), {"dim": d})
+    return red._in_dtype(dispatch.apply(CUMPROD, (input,), {"dim": d}), dtype)
 
 
 def _cum_extreme(op: OpDef, input: Any, dim: int) -> red._ReturnTypes:
@@ -639,7 +643,7 @@ def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, eq
         input, other = dispatch.cast(input, target), dispatch.cast(other, target)
     a, b = input.detach(), other.detach()
     close = a == b
-    if a.dtype.is_floating_point:
+    if a.dtype.is_floating_point or a.dtype.is_complex:  # complex: the distance is the modulus (both parts count)
         finite = ew.logical_and(ew.isfinite(a), ew.isfinite(b))
         within = ew.abs(a - b) <= atol + rtol * ew.abs(b)
         close = ew.logical_or(close, ew.logical_and(finite, within))

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes, interpreters
-from ember.autograd import grad_mode
+from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops import dispatch, movement
 from ember.ops.registry import OpDef
@@ -44,6 +44,8 @@ _NO_GRAD_VIEW_MESSAGE = (
 def check_inplace(t: Any, op_name: str, recording: bool) -> None:
     """PyTorch's rules for recorded in-place ops: never on a leaf that requires grad (or a view of
     one), never on a view made under no_grad or by a multi-view function (split, chunk, unbind)."""
+    if saved_hooks.BEFORE_INPLACE:  # allow_mutation_on_saved_tensors: keep what backward saved before it changes
+        saved_hooks.BEFORE_INPLACE[-1](t)
     if not recording:
         base = t._base
         if (base is not None and t._view_fn[1] == "no_grad" and base._requires_grad
@@ -117,21 +119,67 @@ def _write(t: Any, result: Any, op_name: str) -> None:
             f"{op_name}: output with shape {list(data.shape)} doesn't match the broadcast shape "
             f"{list(result.shape)}; in-place ops cannot grow the tensor they write into."
         )
-    if result.dtype != data.dtype and not np.can_cast(result.dtype, data.dtype, casting="same_kind"):
-        raise RuntimeError(
-            f"{op_name}: result type {from_numpy_dtype(result.dtype)} can't be cast to the desired output type "
-            f"{from_numpy_dtype(data.dtype)}; convert the tensor first (e.g. x = x.float())."
-        )
+    if result.dtype != data.dtype and not dtypes.can_cast_result(from_numpy_dtype(result.dtype),
+                                                                  from_numpy_dtype(data.dtype)):
+        raise _cast_error(op_name, from_numpy_dtype(result.dtype), from_numpy_dtype(data.dtype))
     if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
     data[...] = result
 
 
+def _cast_error(op_name: str, result: Any, target: Any) -> RuntimeError:
+    return RuntimeError(f"{op_name}: result type {result} can't be cast to the desired output type {target} (an "
+                        "in-place op keeps the tensor's dtype); convert the tensor first (e.g. x = x.float()) or "
+                        "use the out-of-place op")
+
+
+def _inplace_operand(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
+    """``other`` as the in-place fast path hands it to the ufunc, after PyTorch's checks: the promoted
+    result type must be castable to ``t``'s dtype (``int_t.add_(0.5)``, ``x.div_(2)`` on integers and
+    ``float_t.mul_(1j)`` raise), bool subtraction raises, an integer scalar wraps into ``t``'s integer
+    dtype, a NumPy scalar is read as PyTorch reads it, and a tensor operand of another dtype is cast to
+    the promoted dtype first (so the arithmetic happens in that dtype, as in PyTorch)."""
+    data = t._data
+    kind = data.dtype.kind
+    if kind in "fc" and (type(other) is float or type(other) is int):  # the common case, nothing to check
+        return other
+    if isinstance(other, dispatch.Tensor):
+        od = other._data
+        if od.dtype == data.dtype and not (op.float_only and data.dtype.kind in "biu"):
+            return od
+        target = dtypes.result_type(t, other)
+        if op.float_only and target.category < 2:
+            target = dtypes.get_default_dtype()
+        if op.name == "sub" and "b" in (od.dtype.kind, data.dtype.kind):
+            raise dispatch._bool_sub_error()
+        if not dtypes.can_cast_result(target, t.dtype):
+            raise _cast_error(op_name, target, t.dtype)
+        return od.astype(target.np) if od.dtype != target.np else od
+    if isinstance(other, np.generic):
+        other = dtypes.python_scalar(other)
+    if not isinstance(other, (bool, int, float, complex)):
+        return other
+    if kind == "b" or type(other) is bool:
+        if op.name == "sub":
+            raise dispatch._bool_sub_error()
+    tier = 0 if kind == "b" else 1 if kind in "iu" else 3 if kind == "c" else 2
+    if dtypes.scalar_category(other) > tier or (op.float_only and tier < 2):
+        target = dtypes.result_type(t, other)
+        if op.float_only and target.category < 2:
+            target = dtypes.get_default_dtype()
+        if not dtypes.can_cast_result(target, t.dtype):
+            raise _cast_error(op_name, target, t.dtype)
+    elif kind in "iu" and type(other) is int and not 0 <= other <= 127 and not op.float_only and op.name != "pow":
+        other = dtypes.wrap_int(other, data.dtype)
+    return other
+
+
 def _ufunc_into(t: Any, ufunc: Any, other: Any, op_name: str) -> None:
-    """Compute straight into the tensor's buffer (no temporary, no copy)."""
+    """Compute straight into the tensor's buffer (no temporary, no copy); ``other`` has passed
+    :func:`_inplace_operand`, so the cast back into the buffer is PyTorch's."""
     data = t._data
     try:
-        ufunc(data, other, out=data, casting="same_kind")
+        ufunc(data, other, out=data, casting="unsafe")
     except ValueError:
         shape = tuple(getattr(other, "shape", ()))
         raise RuntimeError(
@@ -252,10 +300,13 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:
-        other_data = other._data if isinstance(other, dispatch.Tensor) else other
-        if isinstance(other, dispatch.Tensor) and other_data.ndim == 0 and other_data.dtype != t._data.dtype:
-            other_data = _as_result_dtype(t, other, other_data)
+        if type(other) is float and t._data.dtype.kind == "f":  # the common case (p.mul_(0.9)): nothing to check
+            other_data = other
+        else:
+            other_data = _inplace_operand(op, t, other, op_name)
         ufunc = op.ufunc
+        if op.name == "pow" and t._data.dtype.kind in "iu":  # the impl handles negative integer exponents
+            ufunc = None
         if ufunc is not None and t._device.backend.is_writeable(t._data):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:
@@ -268,14 +319,6 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         _rebase(t, result)
     t._bump()
     return t
-
-
-def _as_result_dtype(t: Any, other: Any, other_data: Any) -> Any:
-    """A 0-d operand cast to the promoted dtype first, as PyTorch does (0-d tensors take part in promotion
-    like Python numbers): ``x_f32.mul_(tensor(0.9, dtype=float64))`` computes in float32, exactly as
-    ``x_f32.mul_(0.9)`` and ``x_f32 * tensor(0.9, dtype=float64)``, instead of in float64 and rounding once."""
-    target = dtypes.result_type(t, other).np
-    return other_data.astype(target) if target != other_data.dtype else other_data
 
 
 def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True,
@@ -317,10 +360,10 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         if not _writeable(t):
             raise RuntimeError(f"index_put_: {_OVERLAP_MESSAGE}")
         try:
-            t._data[full] = raw
+            movement.assign_index(t._device.xp, t._data, full, raw)
         except IndexError as error:
             raise movement._index_error(t._data, index, error) from None
-        except ValueError as error:
+        except (ValueError, TypeError) as error:
             raise RuntimeError(
                 f"index_put_: cannot assign a value of shape {tuple(getattr(raw, 'shape', ()))} to the selection of "
                 f"a tensor of shape {tuple(t.shape)}: {error}"

@@ -104,6 +104,61 @@ def _rebuild_index(index: tuple, arrays: Sequence[Any]) -> tuple:
                  for item in index)
 
 
+def _ints_first(full: tuple) -> tuple | None:
+    """PyTorch applies integer indices before tensor indices; NumPy counts an int among index arrays as one
+    more advanced index, which moves the result's dimensions when a slice separates them (``x[0, :, [1, 2]]``
+    of a (2, 3, 4) tensor is (3, 2) in PyTorch, (2, 3) in NumPy). Returns the (basic, rest) pair to apply one
+    after the other (``x[basic][rest]``, the first a view), or None where NumPy's reading is PyTorch's."""
+    if not any(type(i) is int for i in full) or not any(hasattr(i, "dtype") for i in full):
+        return None
+    basic: list = []
+    rest: list = []
+    for item in full:
+        if type(item) is int:
+            basic.append(item)
+        elif hasattr(item, "dtype"):  # an index array: kept for the second step (a bool mask spans its ndim)
+            basic.extend([slice(None)] * (item.ndim if item.dtype == bool else 1))
+            rest.append(item)
+        elif item is Ellipsis:
+            basic.append(item)
+            rest.append(item)
+        else:  # slices, None and bool scalars act in the first step; their dims pass the second
+            basic.append(item)
+            rest.append(slice(None))
+    return tuple(basic), tuple(rest)
+
+
+def take_index(x: Any, full: tuple) -> Any:
+    """``x[full]`` with PyTorch's reading of an index that mixes ints and index arrays."""
+    parts = _ints_first(full)
+    return x[full] if parts is None else x[parts[0]][parts[1]]
+
+
+def _leading_ones_stripped(value: Any) -> Any:
+    """PyTorch's setitem drops a value's leading size-1 dims that the selection lacks (x[1] = v of shape (1, 1))."""
+    while getattr(value, "ndim", 0) and value.shape[0] == 1:
+        value = value[0]
+    return value
+
+
+def assign_index(xp: Any, target: Any, full: tuple, value: Any, accumulate: bool = False) -> None:
+    """``target[full] = value`` (or ``+=`` with repeats counted when ``accumulate``) in place, with PyTorch's
+    index reading and its leniency for extra leading size-1 dims of ``value``."""
+    parts = _ints_first(full)
+    if parts is not None:
+        target, full = target[parts[0]], parts[1]  # a view: writes land in the original
+    if accumulate:
+        xp.add.at(target, _spread_bool(xp, full), value)
+        return
+    try:
+        target[full] = value
+    except (ValueError, TypeError):
+        stripped = _leading_ones_stripped(value)
+        if stripped is value:
+            raise
+        target[full] = stripped
+
+
 def _has_advanced(index: tuple) -> bool:
     return any(isinstance(item, tuple) and item and item[0] == TENSOR_SLOT for item in index)
 
@@ -115,7 +170,8 @@ def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
 
 def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
     try:
-        out = x[_rebuild_index(index, index_arrays)]
+        full = _rebuild_index(index, index_arrays)
+        out = take_index(x, full) if index_arrays else x[full]  # (ints before arrays matter only with arrays)
         if not index_arrays and not isinstance(out, xp.ndarray):  # x[1, 2]: a 0-d view, as in PyTorch
             out = x[index + (Ellipsis,)]
         return out
@@ -155,7 +211,7 @@ def _getitem_rule(x: Spec, *index_arrays: Any, index: tuple) -> Spec:
 
 
 GETITEM = register(OpDef(
-    name="getitem", batch=batching.getitem, category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="inputs", shape_rule=_getitem_rule,
+    name="getitem", batch=batching.getitem, category="movement", impl=_getitem_impl, vjp=_getitem_vjp, save="after_first", shape_rule=_getitem_rule,
     nondiff_inputs=tuple(range(1, 64)), onnx=to_onnx.getitem, view=True,
 ))
 
@@ -174,10 +230,7 @@ def _spread_bool(xp: Any, index: tuple) -> tuple:
 def _index_backward_impl(xp: Any, g: Any, *index_arrays: Any, index: tuple, shape: tuple) -> Any:
     out = xp.zeros(shape, dtype=g.dtype)
     full = _rebuild_index(index, index_arrays)
-    if _has_advanced(index):
-        xp.add.at(out, _spread_bool(xp, full), g)
-    else:
-        out[full] = g
+    assign_index(xp, out, full, g, accumulate=_has_advanced(index))
     return out
 
 
@@ -211,10 +264,7 @@ def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tupl
     out = x.copy()
     full = _rebuild_index(index, index_arrays)
     try:
-        if accumulate:
-            xp.add.at(out, _spread_bool(xp, full), value)
-        else:
-            out[full] = value
+        assign_index(xp, out, full, value, accumulate)
     except IndexError as error:
         raise _index_error(x, index, error) from None
     except ValueError as error:
@@ -276,6 +326,9 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(t)
         elif item is None or item is Ellipsis or isinstance(item, (int, slice, bool)):
+            if isinstance(item, slice) and item.step is not None and item.step <= 0:
+                raise ValueError(f"index: step must be greater than zero (got {item.step}); PyTorch has no negative "
+                                 "strides: use x.flip(dim) to reverse")
             structure.append(item)
         elif hasattr(item, "__index__"):
             structure.append(int(item))

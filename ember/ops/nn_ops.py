@@ -187,6 +187,10 @@ def _expm1(x: Any) -> Any:
 
 # ---- softmax / log_softmax primitives ----------------------------------------------------------
 def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    if x.size == 0:  # nothing to normalize (max() of an empty axis has no identity)
+        return x.copy()
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16/bfloat16: float32 math, rounded once (PyTorch's)
+        return _softmax_impl(xp, x.astype(xp.float32), dim).astype(x.dtype)
     shifted = x - x.max(axis=dim, keepdims=True)
     e = xp.exp(shifted)
     e /= e.sum(axis=dim, keepdims=True)
@@ -194,6 +198,10 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
 
 
 def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
+    if x.size == 0:
+        return x.copy()
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+        return _log_softmax_impl(xp, x.astype(xp.float32), dim).astype(x.dtype)
     shifted = x - x.max(axis=dim, keepdims=True)
     shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
     return shifted

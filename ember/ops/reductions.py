@@ -330,9 +330,11 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
     if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.name == "bfloat16":
         # 16-bit floats accumulate in float32 and round each output, as PyTorch: a float16 running sum
         # stops growing once the step is below half an ulp (20,000 x 0.1 would end at 256, not 2000).
-        out = xp.cumsum(x.astype(xp.float32), axis=dim).astype(x.dtype)
+        out = (xp.cumsum(x.astype(xp.float32), axis=dim) + (0.0 if x.ndim else -0.0)).astype(x.dtype)
     else:
         out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+        if out.dtype.kind in "fc" and x.ndim:
+            out += 0.0  # PyTorch's running sum starts at +0: a leading -0 comes out +0 (-0 + 0 is +0)
     return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
 
 
@@ -362,14 +364,25 @@ class _ReturnTypes(tuple):
 
 def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     dims = normalize_dims(dim, input.ndim, op.name)
+    if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element (PyTorch's reading)
+        dims, keepdim = None, False
     attrs = {"dims": dims, "keepdim": keepdim} if (dims is not None or keepdim) else {}
     return dispatch.apply(op, (input,), attrs)
+
+
+def _in_dtype(result: Any, dtype: Any) -> Any:
+    """An integer sum/prod accumulates in int64; an explicit integer or bool ``dtype=`` is the result's dtype in
+    PyTorch (``x.sum(dtype=torch.int8)`` wraps), so the int64 result is cast back (the same residue mod 2**bits)."""
+    if dtype is None:
+        return result
+    target = dtypes.to_dtype(dtype)
+    return result if result.dtype is target else result.to(target)
 
 
 def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A001
     if dtype is not None:
         input = input.to(dtype)
-    return _reduce(SUM, input, dim, keepdim)
+    return _in_dtype(_reduce(SUM, input, dim, keepdim), dtype)
 
 
 def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
@@ -386,7 +399,7 @@ def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = Non
 def prod(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dtype is not None:
         input = input.to(dtype)
-    return _reduce(PROD, input, dim, keepdim)
+    return _in_dtype(_reduce(PROD, input, dim, keepdim), dtype)
 
 
 def amax(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
@@ -404,6 +417,9 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
     if dim is None:
         return _reduce(full, input, None, False)
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
+    if input.ndim == 0:  # a 0-d tensor is its own max, at index 0
+        from_zero = dispatch.apply(ARGMAX, (input,), {"dim": None, "keepdim": False})
+        return _ReturnTypes(input.clone(), from_zero)
     values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
     return _ReturnTypes(values, indices)
 
@@ -418,11 +434,15 @@ def min(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None
 
 def argmax(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmax")[0]
+    if input.ndim == 0:  # keepdim of a 0-d tensor stays 0-d
+        d, keepdim = None, False
     return dispatch.apply(ARGMAX, (input,), {"dim": d, "keepdim": keepdim})
 
 
 def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmin")[0]
+    if input.ndim == 0:
+        d, keepdim = None, False
     return dispatch.apply(ARGMIN, (input,), {"dim": d, "keepdim": keepdim})
 
 
@@ -436,9 +456,12 @@ def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A00
 
 def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
     if dtype is not None:
+        if dtypes.to_dtype(dtype) is dtypes.bool_:
+            raise RuntimeError("cumsum: dtype=bool is not supported (as in PyTorch); use cumsum(dtype=torch.int64) "
+                               "and compare with 0")
         input = input.to(dtype)
     (d,) = normalize_dims(dim, input.ndim, "cumsum")
-    return dispatch.apply(CUMSUM, (input,), {"dim": d})
+    return _in_dtype(dispatch.apply(CUMSUM, (input,), {"dim": d}), dtype)
 
 
 # ---- var / std: one primitive, PyTorch's accumulation ---------------------------------------------
@@ -510,6 +533,8 @@ def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: 
         raise RuntimeError(f"std and var only support floating point dtypes, got {input.dtype}; convert first, "
                            "e.g. x.float().std()")
     dims = normalize_dims(dim, input.ndim, op)
+    if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element
+        dims, keepdim = None, False
     return dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
                                           "root": root})
 
@@ -541,6 +566,11 @@ def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: boo
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
     dims = normalize_dims(dim, input.ndim, "logsumexp")
+    if input.dtype.category < 2:  # integers and bools: in the default float dtype, as PyTorch
+        input = dispatch.cast(input, dtypes.get_default_dtype())
+    if input.numel() == 0:  # log of an empty sum: -inf (amax has no identity to shift by)
+        out = sum(input, dims, keepdim=True) - float("inf")  # 0 - inf; no log(0) warning
+        return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
     shift = amax(input, dims, keepdim=True).detach()
     shift = where(isinf(shift), 0.0, shift)
     out = log(sum(exp(input - shift), dims, keepdim=True)) + shift
@@ -557,6 +587,16 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
                            "convert with .float()")
     dims = normalize_dims(dim, input.ndim, "norm")
+    if p == "fro" and dims is not None and len(dims) > 2:
+        raise RuntimeError(f"norm: the Frobenius norm (p='fro') takes a dim of 1 or 2 dims, got {dim}; use p=2 "
+                           "for the 2-norm over more dims")
+    reduced = math.prod(input.shape[d] for d in (dims if dims is not None else range(input.ndim))) if input.ndim \
+        else 1
+    if reduced == 1 and p not in (0, "nuc") and input.ndim:  # one element per norm: |x| (PyTorch's; x * x could overflow)
+        out = absolute(input)
+        if not keepdim:
+            out = out.reshape(tuple(n for k, n in enumerate(input.shape) if dims is not None and k not in dims))
+        return out
     if p in ("fro", 2, 2.0):
         return _sqrt_zero_grad(sum(input * input, dims, keepdim=keepdim))
     if p in (float("inf"), "inf"):
@@ -568,7 +608,15 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     if p == 0:
         return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
 
+    if p < 0 and input.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm (norm): cannot compute the {p} norm on an empty tensor because the "
+                           "operation does not have an identity")
     magnitude = absolute(input)
+    if p < 0:  # a zero element makes the sum inf and the norm 0 with gradient 0, as PyTorch
+        zero_x = magnitude == 0
+        has_zero = sum(zero_x.to(input.dtype), dims, keepdim=keepdim) > 0
+        total = sum(where(zero_x, 1.0, magnitude) ** p, dims, keepdim=keepdim)
+        return where(has_zero, 0.0, total ** (1.0 / p))
     if p < 1:  # |x|^p has an infinite slope at 0: keep 0 * inf out of the gradient (PyTorch gives 0)
         zero_x = magnitude == 0
         powered = where(zero_x, 0.0, where(zero_x, 1.0, magnitude) ** p)

@@ -17,7 +17,7 @@ An :class:`OpDef` holds everything ember knows about an op:
   ``"cross"`` for bilinear ops (mul, matmul): each input is needed only for the *other* input's
   gradient, so it is saved only when another input requires grad (``y * 2`` keeps nothing of ``y``,
   and changing ``y`` in place afterwards is fine, as in PyTorch); ``"first"`` keeps only input 0
-  (``where``'s condition).
+  (``where``'s condition), ``"after_first"`` all but input 0 (``getitem``'s index tensors).
 
 Example:
     >>> from ember.ops.registry import OPS

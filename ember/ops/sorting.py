@@ -131,8 +131,12 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _Retur
 
 # ---- unique ----------------------------------------------------------------------------------------
 def _unique_impl(xp: Any, x: Any, dim: Any = None) -> tuple:
-    if dim is None:
-        values, inverse, counts = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True)
+    if dim is None or x.ndim == 1:  # a vector's slices are its elements: the NaN-aware flat path
+        try:  # every NaN is its own value in PyTorch (NumPy 2 merges them by default)
+            values, inverse, counts = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True,
+                                                equal_nan=False)
+        except TypeError:  # a namespace without equal_nan
+            values, inverse, counts = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True)
         inverse = inverse.reshape(x.shape)
     else:
         values, inverse, counts = xp.unique(x, return_inverse=True, return_counts=True, axis=dim)
@@ -164,6 +168,9 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False, return
         (tensor([1, 3]), tensor([1, 2]))
     """
     d = None if dim is None else _dim(input, dim, "unique")
+    if d is not None and any(n == 0 for k, n in enumerate(input.shape) if k != d):
+        raise RuntimeError("unique: there are 0 sized dimensions, and they aren't selected, so unique cannot be "
+                           "applied (as PyTorch)")
 
     with grad_mode.no_grad():
         values, inverse, counts = dispatch.apply(UNIQUE, (input,), {"dim": d})

@@ -221,7 +221,58 @@ def sum_to_size(input: Any, *size: Any) -> Any:
     return sum_to(input, _shape_arg(size))
 
 
-def contiguous(input: Any) -> Any:
+# ---- memory formats: the order of a tensor's dimensions in memory, fastest first --------------------------------
+_CHANNELS_LAST = {"channels_last": (4, (1, 3, 2, 0)), "channels_last_3d": (5, (1, 4, 3, 2, 0))}
+
+
+def format_name(memory_format: Any) -> str | None:
+    """``torch.channels_last`` (an object with a ``name``) or its name; None for the default."""
+    return None if memory_format is None else getattr(memory_format, "name", str(memory_format).split(".")[-1])
+
+
+def is_contiguous(input: Any, memory_format: Any = None) -> bool:
+    """Whether ``input`` is laid out densely in ``memory_format``'s order (row-major by default, NHWC for
+    ``channels_last``); dimensions of size 1 may have any stride, as in PyTorch."""
+    name = format_name(memory_format)
+    shape = tuple(input.shape)
+    if name in (None, "contiguous_format", "preserve_format"):
+        order = tuple(range(len(shape) - 1, -1, -1))
+    elif name in _CHANNELS_LAST:
+        rank, order = _CHANNELS_LAST[name]
+        if len(shape) != rank:
+            return False
+    else:
+        raise RuntimeError(f"is_contiguous: unknown memory format {memory_format!r}; use torch.contiguous_format, "
+                           "torch.channels_last or torch.channels_last_3d")
+    if 0 in shape and name in (None, "contiguous_format", "preserve_format"):
+        return True  # PyTorch: an empty tensor is (row-major) contiguous whatever its strides
+    data = input._data
+    strides = tuple(st // data.itemsize for st in data.strides)
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def contiguous(input: Any, memory_format: Any = None) -> Any:
+    """A tensor with the same values laid out in ``memory_format`` (the input itself when it already is):
+    ``x.contiguous(memory_format=torch.channels_last)`` keeps the NCHW shape with NHWC memory, as PyTorch."""
+    name = format_name(memory_format)
+    if name in _CHANNELS_LAST:
+        rank, order = _CHANNELS_LAST[name]
+        if input.ndim != rank:
+            raise RuntimeError(f"required rank {rank} tensor to use {name} format, got a tensor of shape "
+                               f"{tuple(input.shape)}")
+        if is_contiguous(input, name):
+            return input
+        to_memory = tuple(reversed(order))  # NCHW -> NHWC (slowest first)
+        back = tuple(to_memory.index(d) for d in range(rank))
+        return contiguous(input.permute(to_memory)).permute(back)
+    if name not in (None, "contiguous_format", "preserve_format"):
+        raise RuntimeError(f"contiguous: unknown memory format {memory_format!r}")
     if input._data.flags.c_contiguous:
         return input
     return dispatch.apply(CONTIGUOUS, (input,))
@@ -347,6 +398,10 @@ def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
     if kwargs:
         raise TypeError(f"flip: unexpected keyword arguments {sorted(kwargs)}")
     dims = tuple(d for part in dims for d in ((part,) if isinstance(part, int) else tuple(part)))
+    if input.ndim == 0:  # flip(0) of a 0-d tensor: a copy of it
+        for d in dims:
+            input._dim(d, "flip")
+        return input.clone()
     normalized = [input._dim(d, "flip") for d in dims]
     for d in normalized:
         if normalized.count(d) > 1:
@@ -425,20 +480,38 @@ def gather(input: Any, dim: int, index: Any) -> Any:
     return dispatch.apply(GATHER, (input, index), {"dim": input._dim(dim, "gather")})
 
 
+def _scatter_shapes(op: str, input: Any, dim: int, index: Any, src: Any) -> None:
+    """PyTorch's rule: index has self's rank, and is no larger than self apart from ``dim`` nor than src."""
+    d = input._dim(dim, op)
+    ishape, sshape = tuple(index.shape), tuple(input.shape)
+    srcshape = tuple(src.shape) if isinstance(src, dispatch.Tensor) else None
+    if index.ndim != input.ndim and index.numel():
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as self tensor "
+                           f"(index {list(ishape)}, self {list(sshape)})")
+    if index.numel() and (any(i > s for k, (i, s) in enumerate(zip(ishape, sshape)) if k != d) or (
+            srcshape is not None and len(srcshape) == len(ishape) and any(i > s for i, s in zip(ishape, srcshape)))):
+        raise RuntimeError(f"{op}(): Expected index {list(ishape)} to be no larger than self {list(sshape)} apart "
+                           f"from dimension {d} and to be no larger size than src {list(srcshape or ())}")
+
+
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
     _integer_index("scatter_add", index)
+    _scatter_shapes("scatter_add", input, dim, index, src)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter_add(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
                            f"{src.dtype}; convert src with .to({input.dtype})")
     return dispatch.apply(SCATTER_ADD, (input, index, src), {"dim": input._dim(dim, "scatter_add")})
 
 
-def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None) -> Any:
-    """Out-of-place scatter: positions named by ``index`` take ``src`` (or ``value``)."""
+def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: str | None = None) -> Any:
+    """Out-of-place scatter: positions named by ``index`` take ``src`` (or ``value``); ``reduce='add'`` or
+    ``'multiply'`` combines them with what is there instead (PyTorch's legacy ``reduce=``, no gradient for
+    multiply). The result keeps input's dtype."""
     from ember import creation
 
     d = input._dim(dim, "scatter")
     _integer_index("scatter", index)
+    _scatter_shapes("scatter", input, dim, index, src)
     if isinstance(src, dispatch.Tensor) and src.dtype is not input.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
                            f"{src.dtype}; convert src with .to({input.dtype})")
@@ -446,20 +519,48 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
         src = creation.full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
     if not isinstance(src, dispatch.Tensor):
         src = creation.full(tuple(index.shape), src, dtype=input.dtype, device=input.device)
-    hit = scatter_add(creation.zeros(tuple(input.shape), dtype=input.dtype, device=input.device), d, index,
-                      creation.ones(tuple(index.shape), dtype=input.dtype, device=input.device))
-    placed = scatter_add(creation.zeros(tuple(input.shape), dtype=input.dtype, device=input.device), d, index, src)
-    return where(hit > 0, placed / where(hit > 0, hit, 1).to(input.dtype), input)
+    if reduce is not None:
+        if reduce == "add":
+            return scatter_add(input, d, index, src)
+        if reduce != "multiply":
+            raise RuntimeError(f"scatter: reduce argument must be either 'add' or 'multiply', got {reduce!r}")
+        xp = input._device.xp
+        if index.numel() and bool(((index._data < 0) | (index._data >= input.shape[d])).any()):
+            raise RuntimeError(f"scatter(): index out of bounds for dimension {d} with size {input.shape[d]}")
+        data = input._data.copy()
+        grids = list(xp.indices(index._data.shape, sparse=True))
+        grids[d] = index._data
+        xp.multiply.at(data, tuple(grids), src._data[tuple(slice(0, n) for n in index._data.shape)])
+        return dispatch.Tensor._make(data, input._device, False)
+    kind = input._data.dtype.kind
+    counting = dtypes.float32 if kind == "b" else input.dtype  # bool + bool would saturate at True
+    hit = scatter_add(creation.zeros(tuple(input.shape), dtype=counting, device=input.device), d, index,
+                      creation.ones(tuple(index.shape), dtype=counting, device=input.device))
+    # -0.0 + v is v for every v (0.0 + -0.0 would lose the sign of a scattered -0)
+    base = creation.full(tuple(input.shape), -0.0 if kind in "fcV" else 0, dtype=counting, device=input.device)
+    placed = scatter_add(base, d, index, src if kind != "b" else src.to(counting))
+    # positions written twice (undefined order in PyTorch) get the mean; integers keep their dtype
+    if kind in "fcV":
+        average = placed / where(hit > 0, hit, 1).to(input.dtype)
+    else:
+        average = (placed // where(hit > 0, hit, 1)).to(input.dtype)
+    return where(hit > 0, average, input)
 
 
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
     if isinstance(mask, dispatch.Tensor) and mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: only boolean masks are supported, but got a mask with dtype {mask.dtype}; "
                            "pass a comparison (x > 0) or mask.bool()")
+    if isinstance(value, dispatch.Tensor) and value.ndim > 0:
+        raise RuntimeError(f"masked_fill: only supports a 0-dimensional value tensor, but got a tensor with "
+                           f"{value.ndim} dimension(s) (shape {tuple(value.shape)}); for values per position use "
+                           "torch.where(mask, value, input) or masked_scatter")
     if isinstance(value, dispatch.Tensor) and value.ndim == 0 and not value._requires_grad:
         value = value.item()
     if not isinstance(value, dispatch.Tensor) and isinstance(input, dispatch.Tensor):
-        # the result keeps input's dtype, as torch's masked_fill (an int tensor filled with 2.5 holds 2)
+        # the result keeps input's dtype, as torch's masked_fill (an int tensor filled with 2.5 holds 2), with
+        # PyTorch's overflow check (300 into int8 raises; -2 into uint8 is 254)
+        value = dtypes.checked_scalar(dtypes.python_scalar(value), input.dtype, "masked_fill")
         value = input.dtype.np.type(value).item() if input.dtype.np is not None else value
     if isinstance(mask, dispatch.Tensor):
         pairs = zip(reversed(tuple(mask.shape)), reversed(tuple(input.shape)))
@@ -518,6 +619,88 @@ DIAGONAL = register(OpDef(
     vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("diagonal", _plain_attrs(ctx.attrs)),)),),
     view=True, onnx=to_onnx.diagonal,
 ))
+
+
+def _strided_view(xp: Any, x: Any, shape: tuple, strides: tuple, writeable: bool) -> Any:
+    """A view of ``x``'s memory with byte ``strides`` (``Tensor.unfold``'s windows), or None where the
+    backend has no strided views (the stand-in device). On NumPy the view's ``base`` is the array owning
+    the memory, so ember tracks it as a view; overlapping windows are read-only (writing one element
+    through two windows has no defined result)."""
+    if xp is np:
+        owner = x
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        try:
+            offset = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+            out = np.ndarray(shape, x.dtype, buffer=owner, offset=offset, strides=strides)
+        except (TypeError, ValueError, BufferError):  # an owner without a plain buffer (rare): NumPy's helper
+            out = np.lib.stride_tricks.as_strided(x, shape, strides)
+        if (not writeable or not x.flags.writeable) and out.flags.writeable:  # expanded input: read-only too
+            out.flags.writeable = False
+        return out
+    tricks = getattr(getattr(xp, "lib", None), "stride_tricks", None)
+    return None if tricks is None else tricks.as_strided(x, shape, strides)  # CuPy
+
+
+def _unfold_geometry(shape: tuple, dimension: int, size: int, step: int) -> tuple:
+    length = shape[dimension] if shape else 1
+    count = (length - size) // step + 1
+    return count, tuple(shape[:dimension]) + (count,) + tuple(shape[dimension + 1:]) + (size,)
+
+
+def _unfold_impl(xp: Any, x: Any, dimension: int, size: int, step: int) -> Any:
+    if x.ndim == 0:  # PyTorch: a 0-d tensor unfolds to shape (size,)
+        return x.reshape(1)[:size]
+    count, shape = _unfold_geometry(x.shape, dimension, size, step)
+    st = x.strides
+    strides = st[:dimension] + (st[dimension] * step,) + st[dimension + 1:] + (st[dimension],)
+    out = _strided_view(xp, x, shape, strides, writeable=step >= size or count <= 1)
+    if out is None:  # no strided views on this backend: the windows gathered into new memory
+        picks = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+        taken = xp.take(x, xp.asarray(picks), axis=dimension)
+        out = xp.moveaxis(taken.reshape(x.shape[:dimension] + (count, size) + x.shape[dimension + 1:]),
+                          dimension + 1, -1)
+    return out
+
+
+def _unfold_rule(x: Spec, dimension: int, size: int, step: int) -> Spec:
+    if not x.shape:
+        return Spec((size,), x.dtype, x.device)
+    return Spec(_unfold_geometry(tuple(x.shape), dimension, size, step)[1], x.dtype, x.device)
+
+
+def _unfold_batch(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    x = batching.to_front(args[0], bdims[0])
+    return dispatch.apply(op, (x,), {**attrs, "dimension": attrs["dimension"] + 1}), 0
+
+
+UNFOLD = register(OpDef(
+    name="unfold", batch=_unfold_batch, category="movement", impl=_unfold_impl, save="none", shape_rule=_unfold_rule,
+    vjp=lambda ctx, g: (scatter_view_grad(g, ctx.input_meta[0], (("unfold", _plain_attrs(ctx.attrs)),)),),
+    view=True, onnx=to_onnx.unfold,
+))
+
+
+def unfold(input: Any, dimension: int, size: int, step: int) -> Any:
+    """``Tensor.unfold``: windows of ``size`` every ``step`` along ``dimension``, as a new last dim; a view of
+    ``input`` (writes to it show in the windows; windows that overlap are read-only), as in PyTorch.
+
+    Example:
+        >>> ember.arange(5.0).unfold(0, 2, 2)
+        tensor([[0., 1.],
+                [2., 3.]])
+    """
+    dim = dimension % max(input.ndim, 1) if -max(input.ndim, 1) <= dimension < max(input.ndim, 1) else None
+    if dim is None:
+        raise IndexError(f"unfold: dimension {dimension} is out of range for a tensor of {input.ndim} dimension(s)")
+    length = input.shape[dim] if input.ndim else 1
+    if size > length:
+        raise RuntimeError(f"unfold: maximum size for tensor at dimension {dim} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"unfold: size is {size} but must be >= 0")
+    return dispatch.apply(UNFOLD, (input,), {"dimension": dim, "size": int(size), "step": int(step)})
 
 
 def diagonal(input: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.creation import empty, tensor
 from ember.dtypes import set_default_dtype
 from ember import dtypes
-from ember.device import device as _device
+from ember.device import device as _device, get_default as _get_default, set_default as _set_default
+from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
 from ember.ops.extra_math import _finfo
 from ember.surface.functions import is_nonzero as _is_nonzero
@@ -28,7 +28,7 @@ __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "memory_format",
     "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "FloatTensor", "DoubleTensor",
     "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
-    "BoolTensor", "set_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
+    "BoolTensor", "set_num_threads", "get_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
     "set_default_device", "get_default_device", "set_default_tensor_type", "set_flush_denormal", "has_lapack",
     "has_mkl", "has_openmp", "has_spectral", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
@@ -114,36 +114,17 @@ channels_last_3d = memory_format("channels_last_3d")
 preserve_format = memory_format("preserve_format")
 
 
-class _LegacyTensorType(type):
-    """``torch.FloatTensor`` and friends: constructors of one dtype, and ``isinstance`` by dtype."""
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls._dtype
-
-    def __call__(cls, *args: Any, device: Any = None) -> Tensor:
-        if len(args) == 1 and not isinstance(args[0], int):
-            data = args[0]
-            if isinstance(data, Tensor):
-                return data.to(cls._dtype)
-            return tensor(data, dtype=cls._dtype, device=device)
-        return empty(*args, dtype=cls._dtype, device=device)
-
-
-def _legacy(name: str, dtype: dtypes.dtype) -> type:
-    return _LegacyTensorType(name, (), {"_dtype": dtype, "__doc__": f"``torch.{name}``: tensors of {dtype}.",
-                                        "dtype": dtype, "is_cuda": False})
-
-
-FloatTensor = _legacy("FloatTensor", dtypes.float32)
-DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
-HalfTensor = _legacy("HalfTensor", dtypes.float16)
-BFloat16Tensor = _legacy("BFloat16Tensor", dtypes.bfloat16)
-LongTensor = _legacy("LongTensor", dtypes.int64)
-IntTensor = _legacy("IntTensor", dtypes.int32)
-ShortTensor = _legacy("ShortTensor", dtypes.int16)
-CharTensor = _legacy("CharTensor", dtypes.int8)
-ByteTensor = _legacy("ByteTensor", dtypes.uint8)
-BoolTensor = _legacy("BoolTensor", dtypes.bool_)
+_CPU_TYPES = legacy_types("cpu")
+FloatTensor = _CPU_TYPES["FloatTensor"]
+DoubleTensor = _CPU_TYPES["DoubleTensor"]
+HalfTensor = _CPU_TYPES["HalfTensor"]
+BFloat16Tensor = _CPU_TYPES["BFloat16Tensor"]
+LongTensor = _CPU_TYPES["LongTensor"]
+IntTensor = _CPU_TYPES["IntTensor"]
+ShortTensor = _CPU_TYPES["ShortTensor"]
+CharTensor = _CPU_TYPES["CharTensor"]
+ByteTensor = _CPU_TYPES["ByteTensor"]
+BoolTensor = _CPU_TYPES["BoolTensor"]
 
 
 class _Unsupported:
@@ -164,6 +145,15 @@ uint64 = _Unsupported("uint64", "ember's unsigned dtype is uint8 only")
 _SETTINGS: dict[str, Any] = {"num_threads": None, "interop_threads": 1, "deterministic": False,
                              "deterministic_warn_only": False, "matmul_precision": "highest", "warn_always": False,
                              "default_device": None}
+
+
+def get_num_threads() -> int:
+    """Threads for ember's native kernels: what ``set_num_threads`` set, else ``OMP_NUM_THREADS`` (as PyTorch
+    reads it at start), else the machine's CPU count."""
+    if _SETTINGS["num_threads"]:
+        return _SETTINGS["num_threads"]
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
 
 
 def set_num_threads(num: int) -> None:
@@ -209,15 +199,13 @@ def set_printoptions(precision: int | None = None, threshold: int | None = None,
 
 
 def set_default_device(device: Any) -> None:
-    """Only the CPU exists here; other devices raise (ember has no CUDA backend built)."""
-    if device is not None and _device(device).type != "cpu":
-        raise RuntimeError(f"set_default_device({device!r}): ember runs on the CPU here; only 'cpu' can be the "
-                           "default device")
+    """The device of tensors made without ``device=`` (None: the CPU): ``set_default_device("meta")``."""
+    _set_default(None if device is None else _device(device))  # a device that cannot load raises here
     _SETTINGS["default_device"] = device
 
 
 def get_default_device() -> Any:
-    return _device("cpu")
+    return _get_default()
 
 
 def set_default_tensor_type(t: Any) -> None:
@@ -277,10 +265,7 @@ def is_warn_always_enabled() -> bool:
 
 def typename(obj: Any) -> str:
     if isinstance(obj, Tensor):
-        return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
-                "bfloat16": "torch.BFloat16Tensor", "int64": "torch.LongTensor", "int32": "torch.IntTensor",
-                "int16": "torch.ShortTensor", "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
-                "bool": "torch.BoolTensor"}[obj.dtype.name]
+        return dtypes.legacy_type_name(obj.dtype, obj.device.type)
     module = type(obj).__module__
     return type(obj).__qualname__ if module in ("builtins", None) else f"{module}.{type(obj).__qualname__}"
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from ember.autograd.grad_mode import no_grad
 from ember.creation import arange, empty, tensor
 from ember.nn import functional
+from ember.ops import views
 from ember.ops.views import index_select, movedim
 from ember.surface.more_functions import index_reduce, put
 from ember.tensor import Size, Tensor
@@ -90,7 +91,7 @@ FROM_FUNCTIONAL = (
 
 
 # Device-type and layout predicates: ember tensors are dense, on ember's devices (cpu, cuda) only.
-FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_meta", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
+FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_mkldnn", "is_ipu", "is_hpu", "is_mtia", "is_maia",
                     "is_vulkan", "is_xla", "is_quantized", "is_sparse_csr", "is_nested")
 
 
@@ -167,19 +168,8 @@ def install_methods(namespace: dict[str, Any]) -> None:
 
 
 def _unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim (differentiable)."""
-    dim = dimension % max(self.ndim, 1)
-    length = self.shape[dim] if self.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    count = (length - size) // step + 1
-    index = (arange(count).reshape(-1, 1) * step + arange(size).reshape(1, -1)).reshape(-1)
-    picked = index_select(self, dim, index)
-    shape = list(self.shape)
-    shape[dim:dim + 1] = [count, size]
-    return movedim(picked.reshape(shape), dim + 1, -1)
+    """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim: a view (PyTorch's)."""
+    return views.unfold(self, dimension, size, step)
 
 
 def _fill_diagonal_(self: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:

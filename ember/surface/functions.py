@@ -13,8 +13,11 @@ import math
 from collections import namedtuple
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
+from ember import dtypes
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops import complex_ops, elementwise, reductions, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
@@ -341,6 +344,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     x = cat(parts, dim=dim) if len(parts) > 1 else input
     for _ in range(n):
         length = x.shape[dim]
+        if length == 0:  # nothing to difference: stays empty, as PyTorch
+            break
         hi, lo = narrow(x, dim, 1, max(length - 1, 0)), narrow(x, dim, 0, max(length - 1, 0))
         x = logical_xor(hi, lo) if x.dtype is bool_ else hi - lo
     return x
@@ -386,8 +391,12 @@ def heaviside(input: Tensor, values: Tensor) -> Tensor:
 
 
 def copysign(input: Any, other: Any) -> Tensor:
-    x, y = _t(input), _t(other, _t(input))
-    target = result_type(x, y)  # torch's promotion, 0-d operands included (int64 with a 0-d float64: float64)
+    a, b = dtypes.python_scalar(input), dtypes.python_scalar(other)
+    target = result_type(a, b)  # torch's promotion: 0-d operands and weak Python numbers (float16 with 2.5: float16)
+    x, y = _t(a), _t(b, _t(a))
+    if target.is_complex:
+        raise RuntimeError(f"copysign: not implemented for complex tensors (got {x.dtype} and {y.dtype}); complex "
+                           "numbers have no sign bit: use x.real / x.imag or x.sgn()")
     x = x.to(target if target.is_floating_point else get_default_dtype())
     negative_sign = signbit(y)
     return where(negative_sign, -x.abs(), x.abs())
@@ -396,6 +405,8 @@ def copysign(input: Any, other: Any) -> Tensor:
 def inner(input: Tensor, other: Tensor) -> Tensor:
     if input.ndim == 0 or other.ndim == 0:
         return input * other
+    if input.ndim == 1 and other.ndim == 1:  # a dot product, as PyTorch (float32 under autocast, like dot)
+        return dot(input, other)
     return tensordot(input, other, dims=([-1], [-1]))
 
 
@@ -446,7 +457,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     if input.numel() == 0 or input.ndim == 0:
         return input.clone()
     slices = unbind(input, dim)
-    running = [slices[0]]
+    running = [slices[0] + 0.0]  # log(exp(-0.)) is +0 in PyTorch: -0 + 0 is +0, every other value unchanged
     for x in slices[1:]:
         running.append(logaddexp(running[-1], x))
     return stack(running, dim=dim)
@@ -594,6 +605,8 @@ def corrcoef(input: Tensor) -> Tensor:
 
 
 def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     dims = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
     norms = reductions.norm(input, p=p, dim=dims, keepdim=True)
     factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), ones_like(norms))
@@ -604,18 +617,29 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 _Values = namedtuple("values_indices", ["values", "indices"])
 
 
+def _evenly(flat: Tensor, value: Tensor) -> Tensor:
+    """``value`` (one of ``flat``'s elements) whose gradient is shared evenly by every element equal to it (NaN:
+    every NaN), as PyTorch's full max/min/median backward (evenly_distribute_backward); the value is exact."""
+    if not (flat.requires_grad and flat.is_floating_point()):
+        return value
+    v = value.detach()
+    mask = isnan(flat) if bool(isnan(v)) else flat == v
+    share = where(mask, flat - flat.detach(), zeros_like(flat)).sum() / mask.sum().to(flat.dtype)
+    return v + share
+
+
 def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     if dim is None:
         flat = input.reshape(-1)
         if ignore_nan:
             flat = flat[~isnan(flat)] if flat.is_floating_point() else flat
         elif flat.is_floating_point() and bool(isnan(flat).any()):
-            return flat[isnan(flat).nonzero()[0, 0]]
+            return _evenly(flat, flat[isnan(flat).nonzero()[0, 0]])
         n = flat.shape[0]
         if n == 0:
             return tensor(math.nan, dtype=input.dtype)
         values = sort(flat).values
-        return values[(n - 1) // 2]
+        return _evenly(flat, values[(n - 1) // 2])
     dim = dim % max(input.ndim, 1)
     if input.ndim == 0:
         return _Values(input.clone(), zeros((), dtype=int64))
@@ -647,6 +671,9 @@ def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
     """Most frequent value along ``dim`` (the smallest on ties) and the index of its last occurrence."""
+    if input.ndim == 0:  # a 0-d tensor is its own mode, at index 0 (dim -1 and 0 are accepted, as PyTorch)
+        _ = reductions.normalize_dims(dim, 0, "mode")
+        return _Values(input.clone(), zeros((), dtype=int64, device=input.device))
     xp = _xp(input)
     data = xp.moveaxis(input._data, dim, -1)
     flat = data.reshape(-1, data.shape[-1])
@@ -656,7 +683,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
         uniq, counts = xp.unique(flat[row], return_counts=True)
         best = uniq[int(xp.argmax(counts))]
         values[row] = best
-        indices[row] = int(xp.nonzero(flat[row] == best)[0][-1])
+        same = (flat[row] == best) | ((flat[row] != flat[row]) & (best != best))  # NaN is its own value
+        indices[row] = int(xp.nonzero(same)[0][-1])
     shape = data.shape[:-1]
     v, i = _wrap(values.reshape(shape), input), _wrap(indices.reshape(shape), input)
     if keepdim:
@@ -669,8 +697,10 @@ def msort(input: Tensor) -> Tensor:
 
 
 def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str, ignore_nan: bool) -> Tensor:
-    if not input.is_floating_point():
+    if not input.is_floating_point() or input.dtype.itemsize < 4:
         raise RuntimeError(f"quantile() input tensor must be either float or double dtype, got {input.dtype}")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
     q_t = q if isinstance(q, Tensor) else tensor(q, dtype=input.dtype)
     if q_t.ndim > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
@@ -679,8 +709,8 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                          f"Got {interpolation}")
-    x = input.reshape(-1) if dim is None else input
-    d = 0 if dim is None else dim % input.ndim
+    x = input.reshape(-1) if dim is None or input.ndim == 0 else input
+    d = 0 if dim is None or input.ndim == 0 else dim % input.ndim
     values = sort(x, dim=d).values  # NaNs sort last
     nan_count = isnan(x).sum(dim=d, keepdim=True)
     n = x.shape[d]
@@ -701,8 +731,10 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
         hi_v = gather(values, d, hi.to(int64))
         if interpolation == "midpoint":
             out = lo_v + (hi_v - lo_v) * 0.5 * (hi > lo).to(input.dtype)
-        elif interpolation == "linear":
-            out = lo_v + (hi_v - lo_v) * (rank - lo)
+        elif interpolation == "linear":  # PyTorch's lerp, two-sided (its NaN/inf results at infinities too)
+            weight = rank - lo
+            diff = hi_v - lo_v
+            out = where(weight < 0.5, lo_v + weight * diff, hi_v - diff * (1 - weight))
         else:
             out = lo_v
         nan_mask = (valid == 0) if ignore_nan else (nan_count > 0)
@@ -730,8 +762,10 @@ def _dim_key(ndim: int, dim: int, index: Any) -> tuple:
     return (slice(None),) * (dim % ndim) + (index,)
 
 
-def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = IndexError) -> None:
-    """``index`` (a tensor) must hold integers in [0, size) of ``dim``, as PyTorch's index_* ops require."""
+def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = IndexError,
+                 negative: bool = False) -> None:
+    """``index`` (a tensor) must hold integers in [0, size) of ``dim``, as PyTorch's index_* ops require
+    (``negative``: [-size, size), index_fill's range)."""
     if not isinstance(index, Tensor):
         return
     if index.is_floating_point() or index.dtype is bool_:
@@ -739,7 +773,7 @@ def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = Ind
     size = input.shape[dim % input.ndim] if input.ndim else 1
     if index.numel() and not _dispatch.is_symbolic(index):
         lo, hi = int(index.min()), int(index.max())
-        if lo < 0 or hi >= size:
+        if lo < (-size if negative else 0) or hi >= size:
             raise error(f"{op}(): index {hi if hi >= size else lo} is out of bounds for dimension {dim} with "
                              f"size {size} (input shape {list(input.shape)})")
 
@@ -756,13 +790,18 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     _check_index("index_copy", input, dim, index)
+    if isinstance(source, Tensor) and source.ndim and index.numel() != source.shape[dim % source.ndim]:
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+                         f"({source.shape[dim % source.ndim]})")
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = source
     return out
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    _check_index("index_fill", input, dim, index)
+    if input.ndim == 0:  # a 0-d tensor is filled as one element of a vector, as PyTorch
+        return index_fill(input.reshape(1), 0, index.reshape(-1), value).reshape(())
+    _check_index("index_fill", input, dim, index, negative=True)  # PyTorch's index_fill counts from the end
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = value
     return out
@@ -788,6 +827,9 @@ def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got {input.dtype} and "
+                           f"{source.dtype}; convert source with .to({input.dtype})")
     mask_b = mask.expand(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
     count = int(mask_b.sum())
     if source.numel() < count:
@@ -802,6 +844,10 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
                    include_self: bool = True) -> Tensor:
     """``reduce`` in sum, prod, mean, amax, amin; no gradient for prod/amax/amin (computed on the arrays)."""
     _check_index("scatter_reduce", input, dim, index, RuntimeError)  # torch's class here (index_* raise IndexError)
+    views._scatter_shapes("scatter_reduce", input, dim, index, src)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got {input.dtype} and "
+                           f"{src.dtype}; convert src with .to({input.dtype})")
     if reduce == "sum":
         base = input.clone() if include_self else scatter(input, dim, index, zeros_like(src))
         return scatter_add(base, dim, index, src)
@@ -824,8 +870,11 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     values = src._data[tuple(slice(0, s) for s in idx.shape)]
     ufunc = {"prod": xp.multiply, "amax": xp.maximum, "amin": xp.minimum}[reduce]
     if not include_self:
-        fill = {"prod": 1, "amax": -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min,
-                "amin": xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).max}[reduce]
+        if data.dtype.kind == "b":
+            fill = {"prod": True, "amax": False, "amin": True}[reduce]
+        else:
+            fill = {"prod": 1, "amax": -xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).min,
+                    "amin": xp.inf if data.dtype.kind == "f" else xp.iinfo(data.dtype).max}[reduce]
         touched = xp.zeros(data.shape, dtype=bool)
         touched[target] = True
         data[touched] = fill
@@ -836,7 +885,10 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 # ---- integer / boolean results (no gradient) ----------------------------------------------------------------
 def signbit(input: Any) -> Tensor:
     x = _t(input)
-    return _wrap(_xp(x).signbit(x._data), x)
+    data = x._data
+    if data.dtype.kind == "V":  # bfloat16: NumPy's signbit does not read ml_dtypes' bits
+        data = data.astype(_xp(x).float32)
+    return _wrap(_xp(x).signbit(data), x)
 
 
 def isneginf(input: Tensor) -> Tensor:
@@ -897,7 +949,15 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
         lo, hi = float(data.min()), float(data.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
-    counts, _ = xp.histogram(data, bins=bins, range=(lo, hi))
+    # PyTorch's binning: bin = (x - min) / (max - min) * bins in the input's dtype, x == max in the last bin
+    # (np.histogram compares with exact edges, so -1e-30 lands one bin lower than PyTorch puts it)
+    flat = data.reshape(-1)
+    low, high = flat.dtype.type(lo), flat.dtype.type(hi)
+    inside = flat[(flat >= low) & (flat <= high)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        position = ((inside - low) / (high - low) * flat.dtype.type(bins)).astype(xp.int64)
+    position = xp.minimum(position, bins - 1)
+    counts = xp.bincount(position, minlength=bins)[:bins]
     return _wrap(counts.astype(input.dtype.np), input)
 
 
@@ -1082,15 +1142,26 @@ def zero_(input: Tensor) -> Tensor:
 
 # ---- bit shifts (integers; no gradient) -----------------------------------------------------------------------
 def _shift(input: Any, other: Any, left: bool) -> Tensor:
-    x = _t(input)
-    y = _t(other, x)
-    if x.is_floating_point() or y.is_floating_point():
-        raise RuntimeError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Float': bit shifts take "
-                           "integer tensors")
-    dtype = result_type(x, y) if isinstance(input, Tensor) else x.dtype
-    xp = _xp(x)
-    fn = xp.left_shift if left else xp.right_shift
-    return _wrap(fn(x._data.astype(dtype.np), y._data.astype(dtype.np)), x)
+    """PyTorch's shifts: the operands promote as for ``+`` (an int scalar takes the tensor's dtype, wrapping);
+    a count below 0 or at least the width gives 0 (left) or the sign fill (right), where C is undefined."""
+    name = "lshift" if left else "rshift"
+    args = [v if isinstance(v, Tensor) else dtypes.python_scalar(v) for v in (input, other)]
+    dtype = result_type(*args)
+    if dtype.category != 1:
+        kind = {0: "Bool", 2: "Float", 3: "Complex"}[dtype.category]
+        raise RuntimeError(f"\"{name}_cpu\" not implemented for '{kind}' ({dtype}): bit shifts take integer tensors")
+    like = next(v for v in args if isinstance(v, Tensor))
+    xp = _xp(like)
+    x, y = (xp.asarray(v._data if isinstance(v, Tensor) else dtypes.wrap_int(v, dtype.np)).astype(dtype.np)
+            for v in args)
+    bits = 8 * dtype.itemsize
+    out_of_range = (y < 0) | (y >= bits)
+    count = xp.where(out_of_range, 0, y).astype(dtype.np)
+    if left:
+        result = xp.where(out_of_range, 0, xp.left_shift(x, count))
+    else:
+        result = xp.where(out_of_range, xp.where(x < 0, -1, 0), xp.right_shift(x, count))
+    return _wrap(xp.asarray(result).astype(dtype.np), like)
 
 
 def bitwise_left_shift(input: Any, other: Any) -> Tensor:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember.amp.policy import autocast_policy
 from ember.creation import eye, ones, tensor as _tensor, zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.ops import reductions as _red
@@ -169,6 +170,7 @@ def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     return result
 
 
+@autocast_policy("lower")  # on PyTorch's CPU autocast list (linalg_vecdot), unlike dot
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1, out: Any = None) -> Tensor:
     """``sum(conj(x) * y)`` over ``dim`` (x conjugated for complex tensors, as torch.linalg.vecdot)."""
     return (x.conj() * y).sum(dim=dim)

@@ -46,7 +46,7 @@ def test_next_functions_reach_the_leaf() -> None:
     (mul_node, _), = y.grad_fn.next_functions
     assert mul_node.name() == "MulBackward0"
     leaf_view = mul_node.next_functions[0][0]
-    assert leaf_view.name() == "AccumulateGrad" and leaf_view.variable is x
+    assert leaf_view.name() == "torch::autograd::AccumulateGrad" and leaf_view.variable is x
 
 
 # ---- backward options -------------------------------------------------------------------------------

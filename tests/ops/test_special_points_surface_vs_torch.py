@@ -152,6 +152,7 @@ EXCLUDED = {
     "tensor": "a constructor (copies its input)", "as_tensor": "a constructor", "asarray": "a constructor",
     "empty_like": "uninitialized memory: no values to compare",
     "rand_like": "random sampling", "randn_like": "random sampling", "F.dropout": "random sampling",
+    "normal": "random sampling (normal(mean) with std=1: tests/compat/test_normal_overloads_like_torch.py)",
     "F.dropout3d": "random sampling", "F.alpha_dropout": "random sampling (eval mode is the identity)",
     "F.feature_alpha_dropout": "random sampling", "F.gumbel_softmax": "random sampling",
     "cartesian_prod": "a product of its inputs' elements: no arithmetic",

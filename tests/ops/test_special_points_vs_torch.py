@@ -490,6 +490,7 @@ NOT_IN_TABLE = {
     "contiguous": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "clone": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "diagonal": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
+    "unfold": "pure data movement (a strided view): nan/inf pass through bit for bit",
     "getitem": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "triu": "the same code path as tril (in the table)",
     "index_put": "pure data movement (no arithmetic): nan/inf pass through bit for bit",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -64,6 +65,15 @@ def _fetch_url(url: str, timeout: float = 30.0) -> bytes:
     request = urllib.request.Request(url, headers={"User-Agent": "ember"})
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - fixed https/http mirrors
         return response.read()
+
+
+def _as_array(value: Any, name: str) -> np.ndarray:
+    """A tensor, array or list assigned to ``data``/``targets``, as a NumPy array."""
+    if hasattr(value, "detach") and hasattr(value, "numpy"):
+        return value.detach().cpu().numpy()
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return np.asarray(value)
+    raise TypeError(f"MNIST.{name}: expected a tensor, NumPy array or list, got {type(value).__name__}")
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:
@@ -232,9 +242,43 @@ class MNIST(Dataset):
     def data(self) -> Any:
         return from_numpy(self._images)
 
+    @data.setter
+    def data(self, images: Any) -> None:
+        """torchvision's ``data`` is a plain attribute: ``ds.data = ds.data[:1000]`` subsets the images."""
+        self._images = np.ascontiguousarray(_as_array(images, "data"), dtype=np.uint8)
+
     @property
     def targets(self) -> Any:
         return from_numpy(self._labels)
+
+    @targets.setter
+    def targets(self, labels: Any) -> None:
+        self._labels = np.asarray(_as_array(labels, "targets")).astype(np.int64)
+
+    # torchvision's deprecated names for data/targets (still used by many tutorials); it warns, as here.
+    @property
+    def train_data(self) -> Any:
+        warnings.warn("train_data has been renamed data", UserWarning, stacklevel=2)
+        return self.data
+
+    @property
+    def test_data(self) -> Any:
+        warnings.warn("test_data has been renamed data", UserWarning, stacklevel=2)
+        return self.data
+
+    @property
+    def train_labels(self) -> Any:
+        warnings.warn("train_labels has been renamed targets", UserWarning, stacklevel=2)
+        return self.targets
+
+    @property
+    def test_labels(self) -> Any:
+        warnings.warn("test_labels has been renamed targets", UserWarning, stacklevel=2)
+        return self.targets
+
+    @property
+    def class_to_idx(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.classes)}
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """The raw ``(images uint8 NxHxW, labels int64 N)`` arrays (no copy)."""

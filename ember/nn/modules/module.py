@@ -25,7 +25,8 @@ from ember import dtypes
 from ember.autograd import grad_mode
 from ember.nn.parameter import Buffer, Parameter
 from ember.tensor import Tensor
-from ember.creation import tensor
+from ember.creation import empty, tensor
+from ember.device import device as Device
 
 _HANDLE_IDS = itertools.count()
 
@@ -370,7 +371,7 @@ class Module:
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"Module.to(): unexpected keyword arguments {sorted(kwargs)}")
         for arg in args:
@@ -389,9 +390,30 @@ class Module:
             out = t.to(device) if device is not None else t
             if dtype is not None and t.is_floating_point():
                 out = out.to(dtype)
+            if memory_format is not None and t.ndim in (4, 5):  # PyTorch converts 4-D/5-D tensors only
+                out = out.to(memory_format=memory_format)
             return out
 
         return self._apply(convert)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
+        """Parameters and buffers on ``device`` with new, uninitialized storage (a ``meta`` model made real:
+        ``model.to_empty(device="cpu")`` then ``load_state_dict`` or ``reset_parameters``), as PyTorch's."""
+        target = Device(device)
+
+        def fresh(t: Tensor) -> Tensor:
+            return empty(tuple(t.shape), dtype=t.dtype, device=target)
+
+        if not recurse:
+            with grad_mode.no_grad():
+                for param in self._parameters.values():
+                    if param is not None:
+                        param.data = fresh(param.detach())
+                for name, buf in self._buffers.items():
+                    if buf is not None:
+                        self._buffers[name] = fresh(buf)
+            return self
+        return self._apply(fresh)
 
     def cpu(self) -> "Module":
         return self.to("cpu")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ember.autograd.grad_mode import no_grad
 from ember.creation import randn
-from ember.ops.linalg import dot
+from ember.ops.linalg import dot, mv
 from ember.nn.modules.module import Module
 from ember.nn.utils import parametrize
 from ember.nn.utils.weight_norm import _l2_normalize, _norm_except_dim, _weight_from
@@ -59,8 +59,9 @@ class _SpectralNorm(Module):
     def _power_method(self, mat: Tensor, iterations: int) -> None:
         with no_grad():
             for _ in range(iterations):
-                self._u.copy_(_l2_normalize(mat.detach() @ self._v, self.eps))
-                self._v.copy_(_l2_normalize(mat.t().detach() @ self._u, self.eps))
+                # mv, not @: under autocast PyTorch runs mv (and dot) in float32 and matmul in the low dtype
+                self._u.copy_(_l2_normalize(mv(mat.detach(), self._v), self.eps))
+                self._v.copy_(_l2_normalize(mv(mat.t().detach(), self._u), self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
         if weight.ndim == 1:
@@ -68,7 +69,7 @@ class _SpectralNorm(Module):
         mat = self._reshape(weight)
         if self.training:
             self._power_method(mat, self.n_power_iterations)
-        sigma = dot(self._u.clone(), mat @ self._v.clone())
+        sigma = dot(self._u.clone(), mv(mat, self._v.clone()))
         return weight / sigma
 
     def right_inverse(self, value: Tensor) -> Tensor:

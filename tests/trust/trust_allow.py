@@ -1,0 +1,191 @@
+"""The allow-list: differences between ember and torch that are decisions, each with its reason.
+
+An entry is (name, reason, test(case, problem) -> bool). ``allowed`` returns the reason of the first entry
+that matches, else None; the fuzz tests fail on any difference no entry allows.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+_TORCH_TYPE_ERRORS = re.compile(
+    r"^torch raises TypeError: .*(must be Tensor, not|invalid combination of arguments|not supported between "
+    r"instances of 'Tensor' and 'numpy|Concatenation operation is not implemented for NumPy)")
+
+ALLOW: list = [
+    ("numbers where torch wants a tensor",
+     "torch's argument parser refuses a Python/NumPy number or a NumPy array in some tensor positions "
+     "(torch.maximum(x, 1), torch.hypot(2, x), x.add_(np.array(2.5)), np.array(1) + x); ember accepts it as a "
+     "0-d operand, which adds a spelling and changes no result torch computes",
+     lambda case, problem: bool(_TORCH_TYPE_ERRORS.match(problem))),
+    ("NumPy array operands",
+     "torch does not convert a NumPy array operand: `t + np.array(2.5)` lets NumPy compute (through __array__, "
+     "with NumPy's promotion: float32 + 0-d float64 -> float64; results come back as uint8 for bool) and refuses "
+     "the reflected and in-place forms and comparisons; ember converts the array with as_tensor and applies "
+     "PyTorch's rules to it (a 0-d array is a 0-d tensor), the same in every form",
+     lambda case, problem: "np.array(" in case.code),
+    ("complex32",
+     "torch makes float16 + complex scalar a complex32 (ComplexHalf, 'experimental' in torch); ember has no "
+     "complex32 and gives complex64 (README, Not here yet)",
+     lambda case, problem: "ComplexHalf" in problem or "torch complex32" in problem),
+    ("complex infinities",
+     "complex arithmetic with an infinite part has no single convention: torch multiplies a real scalar in as "
+     "(s + 0j) (inf * 0j gives a NaN imaginary part) and its complex pow uses other formulas; ember keeps the "
+     "real scalar real (C99 Annex G's intent). Only NaN/inf placement in complex results differs",
+     lambda case, problem: "(complex" in problem and ("NaN positions differ" in problem
+                                                     or "infinities differ" in problem
+                                                     or "signs of zeros differ" in problem)),
+    ("half-precision scalar / tensor",
+     "torch computes `s / x` as reciprocal(x) * s, rounding the reciprocal to x's float16/bfloat16 first; ember "
+     "divides once (the correctly rounded quotient)",
+     lambda case, problem: bool(re.search(r"out = [^\n]* / x$", case.code)) and "values differ" in problem
+     and any(v[1] in ("float16", "bfloat16") for v in case.inputs.values())),
+    ("which zero wins a tie of +0 and -0",
+     "clamp(0., min=-0.), maximum/minimum/max/amax of +0 and -0, the median of a row holding both: torch returns "
+     "its first operand on ties, NumPy's SIMD loops and sorts another; the two zeros compare equal, no value or "
+     "gradient differs",
+     lambda case, problem: bool(re.search(r"clamp|maximum|minimum|fmax|fmin|amax|amin|max|min|median|sort|unique|relu|elu", case.code))
+     and "signs of zeros differ" in problem),
+    ("ember computes where torch has no kernel",
+     "torch raises 'not implemented for <dtype>' or a dtype-mismatch error for frac of integers (0), hypot of "
+     "integers (as floats), isclose of two dtypes (compared after promotion), nansum of complex, argmax/abs/round/"
+     "median of bools; ember returns the defined value",
+     lambda case, problem: (bool(re.match(r"torch raises NotImplementedError: \"\w+\" not implemented for 'Bool'",
+                                          problem)) and all(v[1] == "bool" for v in case.inputs.values())) or
+     bool(re.match(r"torch raises NotImplementedError: \"\w+\" not implemented for '(Long|Int|Short|Char|Byte)'",
+                   problem)) or
+     bool(re.match(r"torch raises (NotImplementedError: \"(frac|hypot)_cpu\"|RuntimeError: "
+                                         r"\w+ did not match \w+|RuntimeError: nansum on CPU does not support "
+                                         r"complex|RuntimeError: topk does not support bool|RuntimeError: Unsupported input type encountered for isin|RuntimeError: arg(max|min)\(\): does not support bool|NotImplementedError: \"(abs|round_vml|trunc_vml|median|mode)_cpu\" "
+                                         r"not implemented for '(Bool|ComplexDouble|ComplexFloat)')", problem))),
+    ("a half-precision scalar that overflows",
+     "torch refuses a scalar operand that does not fit float16 in pow_/mul_ ('value cannot be converted to type "
+     "c10::Half without overflow'); ember rounds it to inf, as the out-of-place op does in both libraries",
+     lambda case, problem: "c10::Half without overflow" in problem),
+    ("ember refuses what torch computes",
+     "an error, not a silent result: softmax of an empty integer tensor (torch refuses non-empty ones), "
+     "logsumexp and cummax of complex tensors, the median of an empty integer tensor (torch returns an "
+     "arbitrary integer)",
+     lambda case, problem: bool(re.match(r"ember raises (RuntimeError: (softmax: expected a floating-point|amax: "
+                                         r"not supported for complex|cummax: not supported for complex|cumsum: dtype=bool|log_softmax: expected a "
+                                         r"floating-point)|ValueError: "
+                                         r"cannot convert float NaN to integer.*torch returns T \('u?int)",
+                                         problem))),
+    ("out-of-range indices torch does not check",
+     "torch skips the bounds check when the selection has no elements (x[[3, 0]] of a (3, 0, 2) tensor, "
+     "x[-4, :-2, [3]] = 0 of a (4, 1, 3) tensor) and in "
+     "take_along_dim (it reads outside the tensor: values vary from run to run); ember raises IndexError/"
+     "RuntimeError naming the index and the size",
+     lambda case, problem: bool(re.match(r"ember raises (IndexError: index: index -?\d+ is out of bounds"
+                                         r"|RuntimeError: (take_along_dim|gather): index -?\d+ is out of bounds)", problem))
+     and ("take_along_dim" in case.code or "IndexError" in problem)),
+    ("half precision times a scalar beyond its range",
+     "torch multiplies float16/bfloat16 by a Python float in float32 (0 * 1e30 = 0); NumPy rounds the scalar to "
+     "the tensor's dtype first (1e30 -> inf, 0 * inf = NaN)",
+     lambda case, problem: bool(re.search(r"1e30", case.code)) and bool(re.search(r"\((b?float16)\): NaN positions", problem))),
+    ("half-precision accumulation order",
+     "index_add/scatter_add/put/index_put with accumulate and repeated indices into float16/bfloat16 round after each "
+     "addition; torch and ember add the repeats in different orders",
+     lambda case, problem: bool(re.search(r"(index_add|scatter_add|accumulate=True|reduce='add'|'sum')", case.code))
+     and bool(re.search(r"\((b?float16)\): values differ", problem))),
+    ("the sign bit of NaN",
+     "NaN's sign bit is not specified by IEEE arithmetic: torch's float32 -> bfloat16 cast sets it on NaN, so "
+     "copysign(x, nan) differs; no comparison reads it",
+     lambda case, problem: "copysign" in case.code and "values differ" in problem
+     and any(v[1] in ("float16", "bfloat16") and np.isnan(np.asarray(v[0], dtype=complex)).any()
+             for v in case.inputs.values())),
+    ("advanced indices around an empty Ellipsis",
+     "x[:-1, m1, ..., m2] where `...` spans no dimension: torch treats the Ellipsis as a separator and moves the "
+     "indexed dimension first, NumPy's rule (and ember's) keeps it in place; same elements, dimensions in "
+     "another order",
+     lambda case, problem: "..." in case.code and bool(re.match(r"out: shape ember \(([\d, ]*)\), torch \(([\d, ]*)\)",
+                                                                problem))
+     and sorted(re.findall(r"\d+", problem.split("torch")[0])) == sorted(re.findall(r"\d+", problem.split("torch")[1]))),
+    ("writes into expanded or overlapping views",
+     "ember refuses every in-place write into a view where two elements share memory (expand, overlapping "
+     "unfold windows), with PyTorch's 'more than one element of the written-to tensor refers to a single memory "
+     "location' error; torch refuses only some (it lets zero_/fill_/mul_ write through an expanded tensor, "
+     "an order-dependent result). Also listed in tests/autograd/test_views_inplace_fuzz_vs_torch.py",
+     lambda case, problem: "refers to a single memory location" in problem and problem.startswith("ember raises")),
+    ("in-place changes to one of several views (split, chunk, unbind)",
+     "torch refuses to use an output of split/chunk/unbind after it or its base was modified in place (with "
+     "autograd); ember re-derives such a view like any other view, and its values and gradients equal torch's "
+     "on the same program written with slicing (checked by tests/autograd/test_views_inplace_fuzz_vs_torch.py)",
+     lambda case, problem: "This view is the output of a function that returns multiple views" in problem
+     and problem.startswith("torch raises")),
+    ("the mean of infinities in std_mean/var_mean",
+     "torch's std_mean/var_mean compute the mean by Welford's update, which turns a column holding -inf into NaN; "
+     "ember's mean is the mean (-inf), as torch.mean gives",
+     lambda case, problem: bool(re.search(r"(std|var)_mean", case.code)) and "NaN positions differ" in problem),
+    ("which index among ties in kthvalue, topk and mode",
+     "torch's kthvalue, topk and mode pick among equal values in an order it does not specify (a partial sort; "
+     "ember's mode takes the last occurrence); the values agree (they are compared first; -0 and +0 are equal)",
+     lambda case, problem: bool(re.search(r"kthvalue|topk|mode", case.code)) and (
+         problem.startswith("out[1] (int64): values differ") or "signs of zeros differ" in problem)),
+    ("sign(nan)",
+     "a documented decision (docs/special-points.md): sign(nan) is NaN in ember (NumPy's, the NaN stays visible), "
+     "0 in torch",
+     lambda case, problem: "sign()" in case.code and "NaN positions differ" in problem),
+    ("searchsorted of NaN",
+     "NaN sorts last in both; where a NaN value is inserted among NaNs differs (NumPy's rule: before the first NaN)",
+     lambda case, problem: "searchsorted" in case.code and "values differ" in problem
+     and any(np.isnan(np.asarray(v[0], dtype=float)).any() for v in case.inputs.values() if v[1] != "bool")),
+    ("the mode of a row holding NaN",
+     "ember counts NaN as one value (its mode can be NaN); torch's mode skips or splits NaNs in another way",
+     lambda case, problem: "mode(" in case.code and "NaN positions differ" in problem),
+    ("unique slices holding NaN",
+     "unique(dim=...) orders slices lexicographically; a NaN inside a slice compares as neither smaller nor larger, "
+     "so torch and NumPy place (and merge) such slices differently",
+     lambda case, problem: "unique" in case.code and "dim=" in case.code and "NaN positions differ" in problem),
+    ("float32 summation order",
+     "a float32/float16 sum that cancels to near 0 keeps only rounding noise, whose size depends on the order of "
+     "the additions (NumPy's pairwise sum vs torch's vectorized one); allowed when both are within a few ulps of "
+     "the inputs' magnitude",
+     lambda case, problem: bool(re.search(r"\b(sum|mean|nansum|nanmean|std|var|norm|logsumexp|cumsum)\b", case.code))
+     and bool(re.search(r"\((float32|float16|bfloat16)\): values differ", problem)) and _within_ulps(case, problem)),
+    ("documented gradient decisions at special points",
+     "docs/special-points.md, 'Deliberate differences': the gradient of x ** 0.5 at -0 is +inf (torch -inf: "
+     "pow(-0, -0.5) is +inf), hypot's gradient at (0, 0) and xlogy's in y at x = 0 are 0 (torch NaN), "
+     "hardsigmoid's float64 slope is 1/6 "
+     "(torch: float32(1/6))",
+     lambda case, problem: problem.startswith("grad of") and (
+         ("** 0.5" in case.code and "infinities differ" in problem)
+         or ("hypot" in case.code and "NaN positions differ" in problem)
+         or ("xlogy" in case.code and "NaN positions differ" in problem)
+         or ("hardsigmoid" in case.code and "values differ" in problem and _within_ulps(case, problem, 1e-7)))),
+    ("the gradient among ties of kthvalue/topk/sort",
+     "the gradient goes to the index each library picked among equal values (see the tie entry above)",
+     lambda case, problem: problem.startswith("grad of") and bool(re.search(r"kthvalue|topk|msort|sort\(", case.code))),
+    ("unique has no derivative",
+     "torch raises 'the derivative for _unique2 is not implemented' at backward; ember's unique result does not "
+     "require grad, so a backward through it raises 'does not require grad' instead (here the harness only "
+     "differentiates results that require grad)",
+     lambda case, problem: "the derivative for '_unique" in problem),
+]
+
+
+def _within_ulps(case: Any, problem: str, rtol: float | None = None) -> bool:
+    """The printed ember and torch arrays differ by at most 8 float32 ulps of the largest input (or by ``rtol``
+    relative to torch's values)."""
+    try:
+        got = np.array(eval(problem.split("ember ", 1)[1].split("\n  torch ")[0].replace("array", "np.array"),
+                            {"np": np, "nan": np.nan, "inf": np.inf, "float32": np.float32, "float16": np.float16}))
+        want = np.array(eval(problem.split("\n  torch ", 1)[1].replace("array", "np.array"),
+                             {"np": np, "nan": np.nan, "inf": np.inf, "float32": np.float32, "float16": np.float16}))
+    except Exception:  # noqa: BLE001 - not parseable: not allowed
+        return False
+    if rtol is not None:
+        return bool(np.allclose(got.astype(float), want.astype(float), rtol=rtol, atol=0, equal_nan=True))
+    scale = max(float(np.nanmax(np.abs(np.asarray(v[0], dtype=float)), initial=0.0)) for v in case.inputs.values())
+    size = max(np.size(v[0]) for v in case.inputs.values())
+    eps = 4e-3 if "float16" in problem else 1.2e-7
+    return bool(np.all(np.abs(got.astype(float) - want.astype(float)) <= 8 * eps * scale * max(size, 1) ** 0.5))
+
+
+def allowed(case: Any, problem: str) -> str | None:
+    for name, reason, test in ALLOW:
+        if test(case, problem):
+            return f"{name}: {reason}"
+    return None

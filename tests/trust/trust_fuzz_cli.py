@@ -1,0 +1,51 @@
+"""Run the trust fuzzer from the command line and print the differences, grouped.
+
+    python tests/trust/trust_fuzz_cli.py promotion 2000          # 2000 cases from seed 0
+    python tests/trust/trust_fuzz_cli.py promotion --seed 1234   # one case
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+from trust_allow import allowed  # noqa: E402
+from trust_cases import GENERATORS  # noqa: E402
+from trust_diff import compare  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("area", choices=sorted(GENERATORS))
+    parser.add_argument("count", type=int, nargs="?", default=500)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--all", action="store_true", help="also show allow-listed differences")
+    args = parser.parse_args()
+    seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.count)
+    groups = collections.defaultdict(list)
+    for seed in seeds:
+        case = GENERATORS[args.area](np.random.default_rng(seed))
+        problem = compare(case)
+        if problem is None:
+            continue
+        reason = allowed(case, problem)
+        if reason and not args.all:
+            continue
+        key = re.sub(r"-?\d[\d.e+-]*|\[.*", "#", problem.split("\n")[0])[:90]
+        groups[key].append((seed, case, problem))
+    for key, found in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        print(f"== {len(found)} x {key}")
+        for seed, case, problem in found[:3]:
+            print(f"  seed {seed}: {case}\n    {problem[:600]}")
+    print(sum(len(v) for v in groups.values()), "differences in", len(seeds), "cases")
+
+
+if __name__ == "__main__":
+    main()
