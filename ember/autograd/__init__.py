@@ -9,6 +9,7 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
@@ -91,8 +92,21 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
-         create_graph: bool = False, allow_unused: bool | None = None, materialize_grads: bool = False) -> tuple:
-    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated into .grad)."""
+         create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
+         is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated into .grad).
+
+    PyTorch's signature and argument order: ``only_inputs`` is deprecated and ignored (a warning when False, as
+    PyTorch); ``is_grads_batched=True`` reads the first dimension of each grad_output as a batch of cotangents and
+    returns the gradients stacked along it (one backward per cotangent; PyTorch vmaps).
+    """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
+                      stacklevel=2)
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     outs = _as_list(outputs)
     ins = _as_list(inputs)
     _check_roots(outs)
@@ -115,6 +129,25 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
                     "the graph. Set allow_unused=True if this is the desired behavior."
                 )
     return tuple(results)
+
+
+def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bool | None, create_graph: bool,
+                  allow_unused: bool | None, materialize_grads: bool) -> tuple:
+    from ember.ops.views import stack  # ember.ops imports this package (grad mode) first: a real cycle
+
+    batched = _as_list(grad_outputs)
+    if not batched or any(g is None for g in batched):
+        raise RuntimeError("autograd.grad(is_grads_batched=True): every grad_output must be a tensor whose first "
+                           "dimension is the batch of cotangents")
+    size = batched[0].shape[0]
+    if any(g.shape[0] != size for g in batched):
+        raise RuntimeError(f"autograd.grad(is_grads_batched=True): the grad_outputs' first dimensions differ "
+                           f"({[g.shape[0] for g in batched]}); they must all be the batch size")
+    keep = create_graph if retain_graph is None else retain_graph
+    rows = [grad(outputs, inputs, [g[k] for g in batched], retain_graph=True if k < size - 1 else keep,
+                 create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)
+            for k in range(size)]
+    return tuple(None if column[0] is None else stack(list(column)) for column in zip(*rows))
 
 
 def __getattr__(name: str) -> Any:
