@@ -36,7 +36,7 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 # Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
 # NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
 # threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's).
-# On by default. (It was opt-in from 12:15 to 16:30 UTC on 2026-11-24 over a suspected OpenBLAS race that
+# On by default. (It was opt-in for an afternoon of 2026-11-24 over a suspected OpenBLAS race that
 # turned out to be a ResNet-18 step's sensitivity to rounding: docs/cpu-performance.md, "The BLAS split
 # is safe".)
 BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "1") not in ("", "0")

@@ -93,8 +93,8 @@ def available() -> bool:
 # Concurrent callers: NumPy's OpenBLAS is a threaded build (its thread pool exists, MAX_THREADS=64), and
 # such builds take their own locks (or per-thread buffers) for every call, whatever the thread count
 # set at run time, so GEMMs called from several threads at once are correct; on one BLAS thread each
-# gives bit for bit what it gives alone (tests/backends/test_blas_concurrent_callers.py). From 12:15 to
-# 16:30 UTC on 2026-11-24 the split was opt-in over a suspected race: a ResNet-18 step at batch 16 gave
+# gives bit for bit what it gives alone (tests/backends/test_blas_concurrent_callers.py). For an
+# afternoon of 2026-11-24 the split was opt-in over a suspected race: a ResNet-18 step at batch 16 gave
 # gradients up to 9% away from torch's. That step amplifies any rounding change that much (3e-6 of
 # noise on each convolution's output moves its gradients by 8-35%), and torch's own float32 loss there
 # is 0.3% away from its float64 one, while ember's split agrees with float64 (docs/cpu-performance.md,

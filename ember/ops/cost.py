@@ -130,9 +130,11 @@ def _conv_macs(n: int, out_channels: int, out_spatial: int, weight_shape: Sequen
 
 
 def conv2d_flops(inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict) -> int:
-    """``2 * N * C_out * H_out * W_out * (C_in / groups) * kh * kw`` (as torch's flop counter)."""
+    """``2 * N * C_out * H_out * W_out * (C_in / groups) * kh * kw`` (as torch's flop counter), plus one
+    add per output element when the record adds a bias (as ``linear_flops``)."""
     w, out = inputs[1], outputs[0]
-    return 2 * _conv_macs(out.shape[0], out.shape[1], prod(out.shape[2:]), w.shape)
+    bias = numel(out) if len(_tensors(inputs)) > 2 else 0
+    return 2 * _conv_macs(out.shape[0], out.shape[1], prod(out.shape[2:]), w.shape) + bias
 
 
 def conv2d_input_grad_flops(inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict) -> int:

@@ -134,7 +134,8 @@ def test_add_graph_is_read_back_by_tensorboard(tmp_path):
     graph = acc.Graph()
     nodes = {n.name: n for n in graph.node}
     conv = nodes["Sequential/Conv2d[0]/conv2d"]
-    assert conv.op == "ember::conv2d" and list(conv.input) == ["input/input.0", "Sequential/Conv2d[0]/weight"]
+    assert conv.op == "ember::conv2d" and list(conv.input) == ["input/input.0", "Sequential/Conv2d[0]/weight",
+                                                                "Sequential/Conv2d[0]/bias"]  # bias added in the op
     shape = [d.size for d in conv.attr["_output_shapes"].list.shape[0].dim]
     assert shape == [2, 4, 6, 6]
     assert "Sequential/Linear[3]/linear" in nodes and "Sequential/Linear[3]/bias" in nodes
