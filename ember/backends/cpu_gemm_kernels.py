@@ -60,7 +60,11 @@ ROW_BLOCK = 96  # rows of A per block: 96 x 384 floats (144 KB) stay in L2
 
 
 def host_has_avx512() -> bool:
-    """Whether this CPU runs AVX-512F (and numba's LLVM knows it)."""
+    """Whether this CPU runs AVX-512F and numba compiles for it (not when ``NUMBA_CPU_NAME`` names another
+    CPU, e.g. ``generic`` for portable caches: the kernel would lose its vector registers and run slower
+    than BLAS)."""
+    if numba.config.CPU_NAME not in (None, "host"):
+        return False
     features = llvm.get_host_cpu_features()
     return bool(features.get("avx512f", False)) and bool(features.get("fma", False))
 

@@ -13,7 +13,7 @@ import ember.nn.functional as F
 from ember import _config
 from ember.backends import cpu_kernels, cpu_threads
 
-pytest.importorskip("numba")
+numba = pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
 gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
 if not gemm_kernels.host_has_avx512():
@@ -194,3 +194,11 @@ def test_compiled_step_equals_eager_bit_for_bit() -> None:
         outs.append([p.detach().numpy().copy() for p in model.parameters()])
     for eager, compiled in zip(*outs):
         assert np.array_equal(eager, compiled)
+
+
+def test_kernel_is_not_offered_when_numba_compiles_for_another_cpu(monkeypatch):
+    """``NUMBA_CPU_NAME=generic`` (portable caches) compiles without AVX-512 registers: BLAS is faster then."""
+    monkeypatch.setattr(numba.config, "CPU_NAME", "generic")
+    assert not gemm_kernels.host_has_avx512()
+    monkeypatch.setattr(numba.config, "CPU_NAME", None)
+    assert gemm_kernels.host_has_avx512()
