@@ -1,4 +1,4 @@
-"""Sparse COO on a Cora-sized graph: a 2-layer GCN step (forward + backward) in ember vs PyTorch, sparse vs dense.
+"""Sparse COO and CSR on a Cora-sized graph: a 2-layer GCN step (forward + backward) in ember vs PyTorch, sparse vs dense.
 
 The graph has Cora's sizes: 2,708 nodes, 10,556 directed edges (5,278 random undirected pairs), self-loops
 added and normalized as Kipf & Welling (D^-1/2 (A + I) D^-1/2, 13,264 stored entries), 1,433 binary features
@@ -11,7 +11,8 @@ shared, and CPU time is the steadier figure there.
     python benchmarks/bench_sparse.py [--rounds 9] [--threads N]
 
 Rows: ember sparse (numba kernels), ember sparse with the NumPy kernels (``EMBER_CPU_KERNELS=numpy``'s
-path), ember dense, torch sparse, torch dense; then the sparse @ dense product alone.
+path), torch sparse, the same three with A and X in the CSR layout, ember dense, torch dense; then the
+sparse @ dense product alone (COO and CSR).
 """
 from __future__ import annotations
 
@@ -58,12 +59,15 @@ def cora_like(seed: int = 0) -> dict:
                 w2=(rng.standard_normal((HIDDEN, CLASSES)) * 0.2).astype(np.float32))
 
 
-def gcn_step(lib: Any, data: dict, sparse: bool) -> Callable[[], float]:
-    """One training step's forward and backward in ``lib`` (ember or torch)."""
+def gcn_step(lib: Any, data: dict, sparse: bool, layout: str = "coo") -> Callable[[], float]:
+    """One training step's forward and backward in ``lib`` (ember or torch); ``layout="csr"``: A and X as CSR."""
     adj = lib.sparse_coo_tensor(lib.tensor(data["adj_idx"]), lib.tensor(data["adj_val"]), (NODES, NODES)).coalesce()
     x = lib.sparse_coo_tensor(lib.tensor(data["x_idx"]), lib.tensor(data["x_val"]), (NODES, FEATURES)).coalesce()
     if not sparse:
         adj, x = adj.to_dense(), x.to_dense()
+    elif layout == "csr":
+        adj, x = adj.to_sparse_csr(), x.to_sparse_csr()
+    spmm = lib.spmm if layout == "coo" else lib.mm
     w1 = lib.tensor(data["w1"], requires_grad=True)
     w2 = lib.tensor(data["w2"], requires_grad=True)
     labels = lib.tensor(data["labels"])
@@ -71,8 +75,8 @@ def gcn_step(lib: Any, data: dict, sparse: bool) -> Callable[[], float]:
 
     def step() -> float:
         w1.grad = w2.grad = None
-        h = lib.relu(lib.spmm(adj, lib.mm(x, w1)))
-        out = lib.spmm(adj, h @ w2)
+        h = lib.relu(spmm(adj, lib.mm(x, w1)))
+        out = spmm(adj, h @ w2)
         loss = cross_entropy(out, labels)
         loss.backward()
         return float(loss)
@@ -80,8 +84,10 @@ def gcn_step(lib: Any, data: dict, sparse: bool) -> Callable[[], float]:
     return step
 
 
-def product(lib: Any, data: dict) -> Callable[[], Any]:
+def product(lib: Any, data: dict, layout: str = "coo") -> Callable[[], Any]:
     adj = lib.sparse_coo_tensor(lib.tensor(data["adj_idx"]), lib.tensor(data["adj_val"]), (NODES, NODES)).coalesce()
+    if layout == "csr":
+        adj = adj.to_sparse_csr()
     dense = lib.tensor(np.random.default_rng(1).standard_normal((NODES, HIDDEN)).astype(np.float32))
     return lambda: lib.sparse.mm(adj, dense)
 
@@ -147,6 +153,9 @@ def main() -> None:
         "ember sparse (numba kernels)": gcn_step(ember, data, True),
         "ember sparse (NumPy kernels)": numpy_kernels(gcn_step(ember, data, True)),
         "torch sparse": gcn_step(torch, data, True),
+        "ember CSR (numba kernels)": gcn_step(ember, data, True, "csr"),
+        "ember CSR (NumPy kernels)": numpy_kernels(gcn_step(ember, data, True, "csr")),
+        "torch CSR": gcn_step(torch, data, True, "csr"),
         "ember dense": gcn_step(ember, data, False),
         "torch dense": gcn_step(torch, data, False),
     }
@@ -158,6 +167,9 @@ def main() -> None:
         "ember sparse.mm (numba)": product(ember, data),
         "ember sparse.mm (NumPy)": numpy_kernels(product(ember, data)),
         "torch sparse.mm": product(torch, data),
+        "ember CSR sparse.mm (numba)": product(ember, data, "csr"),
+        "ember CSR sparse.mm (NumPy)": numpy_kernels(product(ember, data, "csr")),
+        "torch CSR sparse.mm": product(torch, data, "csr"),
     }
     report(f"sparse @ dense alone: ({NODES}x{NODES}, {data['adj_idx'].shape[1]} entries) @ ({NODES}x{HIDDEN})",
            alternating(products, args.rounds), "torch sparse.mm")

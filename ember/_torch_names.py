@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ember import accelerator, jit, linalg, sparse, special, testing, types  # noqa: F401  (torch.accelerator, ...)
 from ember.sparse import sparse_coo_tensor, spmm  # noqa: F401
+from ember.sparse.compressed import sparse_compressed_tensor, sparse_csc_tensor, sparse_csr_tensor  # noqa: F401
 from ember.surface import constants as _constants, families as _families, functions as _functions
 from ember.surface.constants import *  # noqa: F401,F403
 from ember.surface.functions import *  # noqa: F401,F403
@@ -42,4 +43,4 @@ _linalg_aliases.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank"]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank"]

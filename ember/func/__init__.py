@@ -3,7 +3,8 @@
 * :func:`vmap` - real batching: each op record's batching rule runs once on the whole batch;
 * :func:`grad`, :func:`grad_and_value`, :func:`vjp`, :func:`jvp`, :func:`jacrev`, :func:`jacfwd`,
   :func:`hessian` - autodiff transforms that compose with vmap and with each other;
-* :func:`functional_call`, :func:`stack_module_state` - modules as functions of their parameters.
+* :func:`functional_call`, :func:`stack_module_state` - modules as functions of their parameters;
+* :func:`rearrange` - einops-style reshapes and transposes.
 
 See docs/func.md for what is batched how, and the design decisions.
 
@@ -16,7 +17,8 @@ Example:
 """
 from ember.func.module_state import functional_call, replace_all_batch_norm_modules_, stack_module_state
 from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
+from ember.func.rearrange import rearrange
 from ember.func.vmap import vmap
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
-           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]
+           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "rearrange"]

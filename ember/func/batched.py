@@ -30,6 +30,7 @@ from ember.ops import batching, dispatch
 from ember.ops.registry import OpDef
 
 _STACK = interpreters._STACK
+_RULES: dict = {}  # op name -> (record, its batching rule): rule_for's answer, looked up once per record
 
 _ITEM_MESSAGE = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling "
                  ".item() on a Tensor, please try to rewrite what you're doing with other operations.")
@@ -154,8 +155,10 @@ class BatchInterpreter(interpreters.Interpreter):
                 out = dispatch.apply(op, tuple(values), dict(attrs))
                 out_dims: Any = None if op.num_outputs == 1 else (None,) * op.num_outputs
             else:
-                rule = batching.rule_for(op) or batching.loop
-                out, out_dims = rule(op, tuple(values), tuple(bdims), dict(attrs), self.size)
+                rule = _RULES.get(op.name)
+                if rule is None or rule[0] is not op:  # resolved once per record (a re-registered name: again)
+                    rule = _RULES[op.name] = (op, batching.rule_for(op) or batching.loop)
+                out, out_dims = rule[1](op, tuple(values), tuple(bdims), dict(attrs), self.size)
         finally:
             stack.extend(suspended)
         if not mine:

@@ -62,7 +62,15 @@ def _flatten_into(node: Any, leaves: list) -> TreeSpec:
         return LEAF
     if isinstance(node, dict):
         keys = list(node.keys())
-        return TreeSpec(dict, keys, [_flatten_into(node[k], leaves) for k in keys])
+        children = []
+        for k in keys:
+            v = node[k]
+            if isinstance(v, (dict, tuple, list)):
+                children.append(_flatten_into(v, leaves))
+            else:  # a leaf (the parameters of functional_call): no call
+                leaves.append(v)
+                children.append(LEAF)
+        return TreeSpec(dict, keys, children)
     if _is_namedtuple(node):
         return TreeSpec(type(node), None, [_flatten_into(v, leaves) for v in node])
     if isinstance(node, (tuple, list)):

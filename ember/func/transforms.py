@@ -74,6 +74,8 @@ def _watch(t: Any, keep_graph: bool) -> Any:
         value, bdim = level.unwrap(t)
         if bdim is None and not (type(t._data) is BatchedValue and t._data.level is level):
             t = level.wrap(t, None)
+            if not keep_graph or not t._requires_grad:  # already a fresh tensor: no detached copy of it
+                return t.requires_grad_(True)
     if keep_graph and t._requires_grad:
         return t.view_as(t)  # an alias that keeps t's history: outer levels see through this one
     return t.detach().requires_grad_(True)

@@ -59,10 +59,14 @@ def vmap(func: Callable, in_dims: Any = 0, out_dims: Any = 0, randomness: str = 
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
+    checked: list = []  # out_dims is fixed: checked on the first call (PyTorch raises at call time), then skipped
+
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         size, flat_dims, flat_args, spec = _batched_inputs(func, in_dims, args)
-        _check_out_dims(func, out_dims)
+        if not checked:
+            _check_out_dims(func, out_dims)
+            checked.append(True)
         if chunk_size is None or chunk_size >= size:
             return _run(func, flat_args, flat_dims, spec, size, out_dims, randomness, kwargs)
         return _chunked(func, flat_args, flat_dims, spec, size, out_dims, randomness, kwargs, chunk_size)

@@ -22,7 +22,7 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
-from ember.ops.linalg import gemm_2d
+from ember.ops.linalg import _matmul_impl, gemm_2d
 from ember.tensor import Tensor
 
 
@@ -58,12 +58,14 @@ def traced_assign(target: Any, value: Any) -> Any:
 
 def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False) -> Any:
     # NumPy hands transposed views straight to BLAS (no copy), so this is one GEMM call; ember's GEMM reads
-    # them in place too.
+    # them in place too. Stacks take matmul's impl (one GEMM against a shared matrix, one einsum for the stacked
+    # outer products of per-sample weight gradients under vmap).
     if a.ndim == 2 and b.ndim == 2:
         out = gemm_2d(xp, a.T if transpose_a else a, b.T if transpose_b else b)
         if out is not None:
             return out
-    return xp.matmul(xp.swapaxes(a, -1, -2) if transpose_a else a, xp.swapaxes(b, -1, -2) if transpose_b else b)
+        return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+    return _matmul_impl(xp, xp.swapaxes(a, -1, -2) if transpose_a else a, xp.swapaxes(b, -1, -2) if transpose_b else b)
 
 
 def _matmul_t_rule(a: Spec, b: Spec, transpose_a: bool = False, transpose_b: bool = False) -> Spec:

@@ -329,6 +329,7 @@ def complex_dtype_error(op_name: str) -> NotImplementedError:
         f"ember.onnx.export: op {op_name!r} on complex tensors is not exported. ONNX Runtime has no complex "
         "kernels, so ember carries complex values as (..., 2) real pairs, which only the Fourier transforms, "
         "real/imag/conj/abs/angle, view_as_real/view_as_complex, complex/polar, add/sub/neg/mul/div, matmul, where, "
+        "exp/log/sqrt/pow, sin/cos/tan, sinh/cosh/tanh, "
         "casts, sums and means and the movement ops (reshape, permute, indexing, cat, expand, flip) understand "
         "(docs/complex-fft.md). Take the real and imaginary parts before this op, or export without it.")
 
@@ -337,3 +338,151 @@ def as_onnx_constant(array: np.ndarray) -> np.ndarray:
     """A complex constant in the pair layout (float32 for complex64, float64 for complex128)."""
     real_type = np.float32 if array.dtype == np.complex64 else np.float64
     return np.stack([array.real, array.imag], axis=-1).astype(real_type)
+
+
+# ---- elementwise functions of complex values (pairs in, pairs out) -----------------------------------------------
+def _negative(b: GraphBuilder, v: str, dtype: Any) -> str:
+    """v < 0, -0.0 included (1 / -0.0 = -inf): the sign bit, which ONNX's Sign drops."""
+    return b.node("Less", [b.node("Div", [b.scalar(1, dtype), v]), b.scalar(0, dtype)])
+
+
+def _exp_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """e^x (cos y + i sin y); a zero imaginary part stays exactly itself (exp(inf + 0j) = inf + 0j, as NumPy)."""
+    scale = b.node("Exp", [x])
+    im = b.node("Mul", [scale, b.node("Sin", [y])])
+    return b.node("Mul", [scale, b.node("Cos", [y])]), b.node("Where", [b.node("Equal", [y, b.scalar(0, dtype)]), y, im])
+
+
+def _log_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """log|z| + i atan2(y, x), with |z| scaled by max(|x|, |y|) so squares cannot overflow."""
+    big = b.node("Max", [b.node("Abs", [x]), b.node("Abs", [y])])
+    safe = b.node("Where", [b.node("Equal", [big, b.scalar(0, dtype)]), b.scalar(1, dtype), big])
+    safe = b.node("Where", [b.node("IsInf", [safe]), b.scalar(1, dtype), safe])
+    xs, ys = b.node("Div", [x, safe]), b.node("Div", [y, safe])
+    half = b.node("Mul", [b.scalar(0.5, dtype), b.node("Log", [b.node("Add", [b.node("Mul", [xs, xs]),
+                                                                              b.node("Mul", [ys, ys])])])])
+    re = b.node("Add", [b.node("Log", [big]), half])
+    re = b.node("Where", [b.node("IsInf", [big]), big, re])  # |z| = inf: log is inf
+    return re, _atan2(b, y, x, dtype)
+
+
+def _sinh_cosh(b: GraphBuilder, v: str, dtype: Any) -> tuple:
+    """(sinh v, cosh v) from Exp (ONNX Runtime has no float64 Sinh/Cosh); sinh by its series below |v| = 0.5,
+    where (e^v - e^-v) / 2 would lose the relative precision (terms to v^15: error below 3e-17)."""
+    up, down = b.node("Exp", [v]), b.node("Exp", [b.node("Neg", [v])])
+    half = b.scalar(0.5, dtype)
+    cosh = b.node("Mul", [b.node("Add", [up, down]), half])
+    square = b.node("Mul", [v, v])
+    series = b.scalar(1.0 / math.factorial(15), dtype)
+    for k in (13, 11, 9, 7, 5, 3, 1):  # Horner: sum v^k / k!
+        series = b.node("Add", [b.node("Mul", [series, square]), b.scalar(1.0 / math.factorial(k), dtype)])
+    small = b.node("Less", [b.node("Abs", [v]), half])
+    sinh = b.node("Where", [small, b.node("Mul", [series, v]), b.node("Mul", [b.node("Sub", [up, down]), half])])
+    return sinh, cosh
+
+
+def _tanh_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """(sinh 2x + i sin 2y) / (cosh 2x + cos 2y); for |x| > 20 the value is sign(x) + 0i to rounding, where the
+    ratio would be inf / inf."""
+    two_x, two_y = b.node("Mul", [x, b.scalar(2, dtype)]), b.node("Mul", [y, b.scalar(2, dtype)])
+    s, c = _sinh_cosh(b, two_x, dtype)
+    den = b.node("Add", [c, b.node("Cos", [two_y])])
+    far = b.node("Greater", [b.node("Abs", [x]), b.scalar(20, dtype)])
+    re = b.node("Where", [far, b.node("Sign", [x]), b.node("Div", [s, den])])
+    im = b.node("Where", [far, b.node("Mul", [b.node("Sin", [two_y]), b.scalar(0, dtype)]),
+                          b.node("Div", [b.node("Sin", [two_y]), den])])
+    return re, im
+
+
+def _modulus(b: GraphBuilder, x: str, y: str, dtype: Any) -> str:
+    """|z| scaled by max(|x|, |y|): no overflow or underflow of the squares (hypot)."""
+    big = b.node("Max", [b.node("Abs", [x]), b.node("Abs", [y])])
+    safe = b.node("Where", [b.node("Equal", [big, b.scalar(0, dtype)]), b.scalar(1, dtype), big])
+    safe = b.node("Where", [b.node("IsInf", [safe]), b.scalar(1, dtype), safe])
+    xs, ys = b.node("Div", [x, safe]), b.node("Div", [y, safe])
+    scaled = b.node("Mul", [big, b.node("Sqrt", [b.node("Add", [b.node("Mul", [xs, xs]), b.node("Mul", [ys, ys])])])])
+    return b.node("Where", [b.node("IsInf", [big]), big, scaled])
+
+
+def _sqrt_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """The principal root without cancellation (C99's csqrt): t = sqrt((|x| + |z|) / 2); x >= 0: (t, y / 2t),
+    else (|y| / 2t, t with y's sign)."""
+    zero = b.scalar(0, dtype)
+    modulus = _modulus(b, x, y, dtype)
+    # (|x| + |z|) / 2 halved before the sum, so it cannot overflow
+    t = b.node("Sqrt", [b.node("Add", [b.node("Mul", [b.node("Abs", [x]), b.scalar(0.5, dtype)]),
+                                       b.node("Mul", [modulus, b.scalar(0.5, dtype)])])])
+    twice = b.node("Mul", [t, b.scalar(2, dtype)])
+    other = b.node("Where", [b.node("Equal", [t, zero]), zero, b.node("Div", [y, twice])])
+    other_abs = b.node("Abs", [other])
+    signed_t = b.node("Where", [_negative(b, y, dtype), b.node("Neg", [t]), t])
+    nonneg = b.node("Not", [b.node("Less", [x, zero])])
+    return b.node("Where", [nonneg, t, other_abs]), b.node("Where", [nonneg, other, signed_t])
+
+
+def _sin_pair(b, x, y, dtype):
+    sh, ch = _sinh_cosh(b, y, dtype)
+    return b.node("Mul", [b.node("Sin", [x]), ch]), b.node("Mul", [b.node("Cos", [x]), sh])
+
+
+def _cos_pair(b, x, y, dtype):
+    sh, ch = _sinh_cosh(b, y, dtype)
+    return b.node("Mul", [b.node("Cos", [x]), ch]), b.node("Neg", [b.node("Mul", [b.node("Sin", [x]), sh])])
+
+
+def _sinh_pair(b, x, y, dtype):
+    sh, ch = _sinh_cosh(b, x, dtype)
+    return b.node("Mul", [sh, b.node("Cos", [y])]), b.node("Mul", [ch, b.node("Sin", [y])])
+
+
+def _cosh_pair(b, x, y, dtype):
+    sh, ch = _sinh_cosh(b, x, dtype)
+    return b.node("Mul", [ch, b.node("Cos", [y])]), b.node("Mul", [sh, b.node("Sin", [y])])
+
+
+def _tan_pair(b, x, y, dtype):
+    """tan z = -i tanh(iz): with tanh(-y + ix) = a + ib, tan z = b - ia."""
+    a, im = _tanh_pair(b, b.node("Neg", [y]), x, dtype)
+    return im, b.node("Neg", [a])
+
+
+def elementwise(onnx_op: str, formula: Callable, float64: Callable | None = None) -> Callable:
+    """An emitter: ``onnx_op`` on real values (``float64(b, x)`` instead for float64 ones, where ONNX Runtime has
+    no kernel), ``formula(b, re, im, dtype) -> (re, im)`` on complex pairs."""
+    @pairs
+    def emit(b: GraphBuilder, n: Any) -> str:
+        if not is_complex(n.in_specs[0]):
+            if float64 is not None and n.in_specs[0] is not None and n.in_specs[0].dtype is dtypes.float64:
+                return float64(b, n.inputs[0])
+            return b.node(onnx_op, list(n.inputs))
+        x = n.inputs[0]
+        dtype = _real_dtype(n.in_specs[0])
+        return stack(b, *formula(b, part(b, x, 0), part(b, x, 1), dtype))
+
+    emit.__name__ = f"complex_{onnx_op.lower()}"
+    emit.__doc__ = f"ONNX {onnx_op}, or its complex formula on (..., 2) pairs."
+    return emit
+
+
+exp = elementwise("Exp", _exp_pair)
+log = elementwise("Log", _log_pair)
+sqrt = elementwise("Sqrt", _sqrt_pair)
+sin = elementwise("Sin", _sin_pair)
+cos = elementwise("Cos", _cos_pair)
+tan = elementwise("Tan", _tan_pair, lambda b, x: b.node("Div", [b.node("Sin", [x]), b.node("Cos", [x])]))
+sinh = elementwise("Sinh", _sinh_pair, lambda b, x: _sinh_cosh(b, x, dtypes.float64)[0])
+cosh = elementwise("Cosh", _cosh_pair, lambda b, x: _sinh_cosh(b, x, dtypes.float64)[1])
+tanh = elementwise("Tanh", _tanh_pair)
+
+
+@pairs
+def power(b: GraphBuilder, n: Any) -> str:
+    """Pow, or exp(w log z) for a complex result (NumPy computes small integer powers by products: they agree to
+    rounding; 0 ** w is exp(-inf ...) here, NaN or 0 by the exponent)."""
+    if not is_complex(n.out_specs[0]):
+        return b.node("Pow", list(n.inputs))
+    dtype = n.out_specs[0].dtype.to_real()
+    z, w = (as_pair(b, name, spec) if spec is not None else name for name, spec in zip(n.inputs, n.in_specs))
+    re, im = _log_pair(b, part(b, z, 0), part(b, z, 1), dtype)
+    product = _multiply(b, w, stack(b, re, im))
+    return stack(b, *_exp_pair(b, part(b, product, 0), part(b, product, 1), dtype))

@@ -691,6 +691,9 @@ def batch_norm(b: GraphBuilder, n: Any) -> list:
 def cross_entropy(b: GraphBuilder, n: Any) -> list:
     """The fused class-index cross entropy: LogSoftmax then NegativeLogLikelihoodLoss (opset 13's
     ignore_index and reductions are PyTorch's); outputs (loss, log-softmax) as ember's op."""
+    if len(n.in_specs[0].shape) != 2:  # the leading-dims form comes only from vmap's batching rule
+        raise NotImplementedError(f"ember.onnx.export: fused cross_entropy of {len(n.in_specs[0].shape)}-D logits "
+                                  "(vmap's batched form) is not exported; export the per-sample function instead")
     logp = b.node("LogSoftmax", [n.inputs[0]], axis=1)
     loss = b.node("NegativeLogLikelihoodLoss", [logp, n.inputs[1]], reduction=n.attrs["reduction"],
                   ignore_index=int(n.attrs["ignore_index"]))

@@ -33,6 +33,14 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, dispatch.Tensor)
 
 
+def is_batched(value: Any) -> bool:
+    """True for a tensor with a batch dim at the innermost vmap level that holds it (vmap's batched values
+    carry ``bdim``; ember/func/batched.py)."""
+    data = getattr(value, "_data", None)
+    # asked of the class: a graph value's attribute lookup raises (a traced tensor has no data to read)
+    return bool(getattr(type(data), "replays_views", False)) and getattr(data, "bdim", None) is not None
+
+
 def _apply(name: str, *args: Any, **attrs: Any) -> Any:
     return dispatch.apply(OPS[name], args, attrs)
 
@@ -423,7 +431,10 @@ def matmul(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tupl
 
 
 def matmul_t(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
-    """matmul with transposed operands (a graph op): batch first, transpose the last two dims, :func:`matmul`."""
+    """matmul with transposed operands (a graph op): batch first, transpose the last two dims, :func:`matmul`.
+    Two batched matrices (linear's per-sample weight gradient) are already a stack the op multiplies: one call."""
+    if bdims[0] is not None and bdims[1] is not None and args[0].ndim == 3 and args[1].ndim == 3:
+        return dispatch.apply(op, (to_front(args[0], bdims[0]), to_front(args[1], bdims[1])), attrs), 0
     moved, new_dims = [], []
     for x, d, flag in zip(args, bdims, (attrs.get("transpose_a"), attrs.get("transpose_b"))):
         x = to_front(x, d) if d is not None else x

@@ -167,20 +167,20 @@ def _no_complex(op: str, *values: Any) -> None:
 # ---- unary -----------------------------------------------------------------------------------
 NEG = _unary("neg", lambda xp, x: xp.negative(x), lambda ctx, g: (-g,), save="none", onnx="Neg")
 EXP = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * _cj(ctx.out),), save="output",
-             onnx="Exp", float_only=True)
-LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / _cj(ctx.inputs[0]),), onnx="Log",
+             onnx=complex_emitters.exp, float_only=True)
+LOG = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / _cj(ctx.inputs[0]),), onnx=complex_emitters.log,
              float_only=True)
 LOG1P = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / _cj(ctx.inputs[0] + 1),), float_only=True, onnx=to_onnx.log1p)
-SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / _cj(ctx.out * 2),), save="output", onnx="Sqrt", float_only=True)
+SQRT = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / _cj(ctx.out * 2),), save="output", onnx=complex_emitters.sqrt, float_only=True)
 # The gradient multiplies g by the output three times in turn: out ** 3 alone underflows (a variance of
 # 1e30 gives rsqrt 1e-15, cubed 1e-45 in float32), which zeroed the variance path of every composite norm.
 RSQRT = _unary("rsqrt", lambda xp, x: 1 / xp.sqrt(x), lambda ctx, g: (g * _cj(ctx.out) * _cj(ctx.out) * _cj(ctx.out) * -0.5,),
                save="output", float_only=True, onnx=to_onnx.rsqrt)
-SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * _cj(cos(ctx.inputs[0])),), onnx="Sin",
+SIN = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * _cj(cos(ctx.inputs[0])),), onnx=complex_emitters.sin,
              float_only=True)
-COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * _cj(sin(ctx.inputs[0])),), onnx="Cos",
+COS = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * _cj(sin(ctx.inputs[0])),), onnx=complex_emitters.cos,
              float_only=True)
-TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * _cj(1 - ctx.out * ctx.out),), save="output", onnx="Tanh", float_only=True)
+TANH = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (g * _cj(1 - ctx.out * ctx.out),), save="output", onnx=complex_emitters.tanh, float_only=True)
 
 
 def _sigmoid_impl(xp: Any, x: Any) -> Any:
@@ -335,7 +335,7 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     return xp.power(x, y)
 
 
-POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx="Pow", ufunc="power")
+POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx=complex_emitters.power, ufunc="power")
 MAXIMUM = _binary("maximum", lambda xp, x, y: _no_complex("maximum", x, y) or xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: _no_complex("minimum", x, y) or xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),

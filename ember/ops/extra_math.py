@@ -23,7 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.onnx import emitters as to_onnx, special_emitters
+from ember.onnx import complex_emitters, emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
 
@@ -36,15 +36,15 @@ def _zero_grad(ctx: Any, g: Any) -> tuple:
     return (g * 0,)
 
 
-TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * _cj(1 + ctx.out * ctx.out),), save="output", onnx="Tan", float_only=True)
+TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * _cj(1 + ctx.out * ctx.out),), save="output", onnx=complex_emitters.tan, float_only=True)
 ASIN = _unary("asin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g * _cj(ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0])),),
               onnx="Asin", float_only=True)
 ACOS = _unary("acos", lambda xp, x: xp.arccos(x), lambda ctx, g: (-g * _cj(ew.rsqrt(1 - ctx.inputs[0] * ctx.inputs[0])),),
               onnx="Acos", float_only=True)
 ATAN = _unary("atan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / _cj(1 + ctx.inputs[0] * ctx.inputs[0]),),
               onnx="Atan", float_only=True)
-SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * _cj(cosh(ctx.inputs[0])),), onnx="Sinh", float_only=True)
-COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * _cj(sinh(ctx.inputs[0])),), onnx="Cosh", float_only=True)
+SINH = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * _cj(cosh(ctx.inputs[0])),), onnx=complex_emitters.sinh, float_only=True)
+COSH = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * _cj(sinh(ctx.inputs[0])),), onnx=complex_emitters.cosh, float_only=True)
 ASINH = _unary("asinh", lambda xp, x: xp.arcsinh(x),
                lambda ctx, g: (g * _cj(ew.rsqrt(ctx.inputs[0] * ctx.inputs[0] + 1)),), onnx="Asinh",
                float_only=True)

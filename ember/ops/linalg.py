@@ -89,8 +89,8 @@ MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, np.swapaxes(ctx.inputs[1]
 
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
-    if input.is_sparse or other.is_sparse:  # a sparse COO operand brings its own product (ember/sparse/ops.py)
-        return (input if input.is_sparse else other)._sparse_matmul(input, other)
+    if input._sparse_layout or other._sparse_layout:  # a sparse operand brings its own product (ember/sparse/)
+        return (input if input._sparse_layout else other)._sparse_matmul(input, other)
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "

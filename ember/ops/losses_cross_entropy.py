@@ -11,6 +11,11 @@ the composite in ``ember/ops/losses.py``).
   output) is kept for the backward, as log_softmax kept its output in the composite;
 * ``cross_entropy_backward(g, logp, t) -> dx = (softmax - onehot(t)) * valid * scale``.
 
+Both also take leading dims, ``(..., N, C)`` logits and ``(..., N)`` targets, each leading index
+reduced on its own: that is how vmap runs them (its batch is one more leading dim, one call each
+way, no reshapes around it: ``vmap(grad(loss))`` of a classifier). The public ``cross_entropy``
+calls them with 2-D logits only.
+
 The forward takes the composite's exact steps (the same log-softmax code, picks, products and
 sums), so the loss is the composite's bit for bit. With ``create_graph=True`` the vjp
 differentiates the composite, so second derivatives match torch.
@@ -35,43 +40,57 @@ from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 
 
-def _targets(xp: Any, t: Any, ignore_index: int, classes: int, check: bool) -> tuple:
+def _targets(xp: Any, t: Any, ignore_index: int, shape: tuple, check: bool) -> tuple:
     """(valid mask, targets with ignored entries at class 0); raises on an out-of-range class."""
+    classes = shape[-1]
     valid = t != ignore_index
     safe = xp.where(valid, t, 0)
     if check and safe.size and bool(((safe < 0) | (safe >= classes)).any()):
         low, high = int(safe.min()), int(safe.max())
         bad = high if high >= classes else low
         raise IndexError(f"cross_entropy: nll_loss: target {bad} is out of bounds for {classes} classes "
-                         f"(input shape {tuple((t.shape[0], classes))})")
+                         f"(input shape {tuple(shape)})")
     return valid, safe
 
 
+def _rows_of(xp: Any, a: Any, safe: Any) -> tuple:
+    """``a`` (..., N, C) as (M, C) rows and the row numbers for ``safe`` (..., N) picks."""
+    if a.ndim == 2:  # the public op's case: no reshapes
+        return a, xp.arange(a.shape[0]), safe
+    rows = a.reshape(-1, a.shape[-1])
+    return rows, xp.arange(rows.shape[0]), safe.reshape(-1)
+
+
 def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) -> tuple:
-    n, classes = x.shape
-    logp = _log_softmax_impl(xp, x, 1)
-    valid, safe = _targets(xp, t, ignore_index, classes, check=True)
+    """Logits (..., N, C), targets (..., N): each leading index is its own loss (vmap folds its batch there)."""
+    logp = _log_softmax_impl(xp, x, -1)
+    valid, safe = _targets(xp, t, ignore_index, x.shape, check=True)
     w = valid.astype(x.dtype)
-    losses = -logp[xp.arange(n), safe] * w
+    rows, index, picks = _rows_of(xp, logp, safe)
+    picked = rows[index, picks]
+    losses = -(picked if picked.shape == t.shape else picked.reshape(t.shape)) * w
     if reduction == "none":
         return losses, logp
-    total = losses.sum()
+    total = losses.sum(axis=-1)
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):
-            total = total / w.sum()
+            total = total / w.sum(axis=-1)
     return xp.asarray(total, dtype=x.dtype), logp
 
 
 def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduction: str) -> Any:
-    n, classes = logp.shape
-    valid, safe = _targets(xp, t, ignore_index, classes, check=False)
+    """``g`` has the loss's shape or broadcasts to it (an unbatched cotangent under vmap)."""
+    valid, safe = _targets(xp, t, ignore_index, logp.shape, check=False)
     grad = xp.exp(logp)
-    grad[xp.arange(n), safe] -= 1  # an ignored row's 1 lands on class 0; the row is zeroed below
-    if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):
-            g = g / valid.sum(dtype=logp.dtype)
+    rows, index, picks = _rows_of(xp, grad, safe)
+    rows[index, picks] -= 1  # an ignored row's 1 lands on class 0; the row is zeroed below
+    if reduction != "none":
+        if reduction == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                g = g / valid.sum(axis=-1, dtype=logp.dtype)
+        g = g[..., None]  # each loss's cotangent over its N rows
     # ignored rows get 0 whatever g is (PyTorch's: also when every target is ignored and g = 0/0)
-    grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[:, None]
+    grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[..., None]
     return grad
 
 
@@ -79,11 +98,11 @@ def _composite(x: Any, t: Any, ignore_index: int, reduction: str) -> Any:
     """The loss in ember ops (for create_graph=True backward graphs)."""
     valid = t != ignore_index
     w = valid.to(x.dtype)
-    picked = log_softmax(x, 1).gather(1, ew.where(valid, t, 0).unsqueeze(1)).squeeze(1)
+    picked = log_softmax(x, -1).gather(-1, ew.where(valid, t, 0).unsqueeze(-1)).squeeze(-1)
     losses = -picked * w
     if reduction == "none":
         return losses
-    return losses.sum() / w.sum() if reduction == "mean" else losses.sum()
+    return losses.sum(-1) / w.sum(-1) if reduction == "mean" else losses.sum(-1)
 
 
 def _vjp(ctx: Any, grads: Any) -> tuple:
@@ -98,51 +117,23 @@ def _vjp(ctx: Any, grads: Any) -> tuple:
     return gx, None
 
 
-# ---- vmap: the batch folded into the rows of the op itself --------------------------------------------
-def _batched(args: tuple, bdims: tuple, size: int) -> tuple:
-    return tuple(batching.with_batch(a, d, size) for a, d in zip(args, bdims))
-
-
+# ---- vmap: the batch is one more leading dim of the op itself ------------------------------------------
 def _batch_forward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
-    """(B, N, C) logits: one (B*N, C) call without reduction, then each sample's own reduction."""
-    x, t = _batched(args, bdims, size)
-    b, n, classes = x.shape
-    ignore_index, reduction = attrs["ignore_index"], attrs["reduction"]
-    if n == 1 and reduction != "none":  # one row per sample (per-sample gradients): the row is its own sum, and
-        rows = t.reshape(b)             # its mean divides by 1, or by 0 (NaN) when its target is ignored
-        loss, logp = cross_entropy_fused(x.reshape(b, classes), rows, ignore_index, "none")
-        if reduction == "mean":
-            loss = loss / (rows != ignore_index).to(x.dtype)
-        return (loss, logp.reshape(b, 1, classes)), (0, 0)
-    loss, logp = cross_entropy_fused(x.reshape(b * n, classes), t.reshape(b * n), ignore_index, "none")
-    loss, logp = loss.reshape(b, n), logp.reshape(b, n, classes)
-    if reduction != "none":
-        loss = loss.sum(1) if reduction == "sum" else loss.sum(1) / (t != ignore_index).to(x.dtype).sum(1)
-    return (loss, logp), (0, 0)
+    """(B, ..., N, C) logits and (B, ..., N) targets: one call, each sample reduced over its own N rows."""
+    x, t = (batching.with_batch(a, d, size) for a, d in zip(args, bdims))
+    return dispatch.apply(op, (x, t), attrs), (0, 0)
 
 
 def _batch_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
-    """Each sample's cotangent spread over its rows (divided by its count for a mean), then one
-    (B*N, C) call without reduction."""
-    g, logp, t = _batched(args, bdims, size)
-    b, n, classes = logp.shape
-    ignore_index, reduction = attrs["ignore_index"], attrs["reduction"]
-    if n == 1 and reduction != "none":  # one row per sample: its cotangent is the row's (4 ops fewer than below)
-        rows = t.reshape(b)
-        scaled = g if reduction == "sum" else g / (rows != ignore_index).to(logp.dtype)
-        flat = dispatch.apply(CROSS_ENTROPY_BACKWARD, (scaled, logp.reshape(b, classes), rows),
-                              {"ignore_index": ignore_index, "reduction": "none"})
-        return flat.reshape(b, 1, classes), 0
-    if reduction == "mean":
-        g = g / (t != ignore_index).to(logp.dtype).sum(1)
-    rows = g if reduction == "none" else g.reshape(b, 1).expand(b, n)
-    flat = dispatch.apply(CROSS_ENTROPY_BACKWARD, (rows.reshape(b * n), logp.reshape(b * n, classes), t.reshape(b * n)),
-                          {"ignore_index": ignore_index, "reduction": "none"})
-    return flat.reshape(b, n, classes), 0
+    """One call; an unbatched cotangent (the same for every sample) broadcasts over the batch in the impl."""
+    (g, logp, t), (dg, dl, dt) = args, bdims
+    g = batching.to_front(g, dg) if dg is not None else g
+    logp, t = batching.with_batch(logp, dl, size), batching.with_batch(t, dt, size)
+    return dispatch.apply(op, (g, logp, t), attrs), 0
 
 
 def _rule(x: Spec, t: Spec, ignore_index: int, reduction: str) -> tuple:
-    loss = Spec((x.shape[0],) if reduction == "none" else (), x.dtype, x.device)
+    loss = Spec(tuple(x.shape[:-1]) if reduction == "none" else tuple(x.shape[:-2]), x.dtype, x.device)
     return loss, Spec(x.shape, x.dtype, x.device)
 
 

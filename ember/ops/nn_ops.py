@@ -607,6 +607,13 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float |
     return out * weight if weight is not None else out
 
 
+_VMAP_RUNNING_STATS = (  # PyTorch's words: per-sample statistics cannot update shared running statistics
+    "Batch norm got a batched tensor as input while the running_mean or running_var, which will be updated in place, "
+    "were not batched.\nIf you are using a module and do not need eval mode, please set `track_running_stats` to be "
+    "False.If you are using a prebuilt module and do not need eval mode, please see the functorch website for "
+    "resources on how to patch your module to work with vmap")
+
+
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
     """Batch normalization over every dim but the channel dim (1).
@@ -631,6 +638,9 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if count <= 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
+        stats = [t for t in (running_mean, running_var) if t is not None]
+        if stats and batching.is_batched(input) and not all(batching.is_batched(t) for t in stats):
+            raise RuntimeError(_VMAP_RUNNING_STATS)
         # One fused op forward and backward (ember/ops/normalization.py): a quarter of a ResNet step
         # was the ~30 passes of the composed version.
         out, mean, var = normalization.batch_norm_train(

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from ember.autograd import grad_mode
 from ember.backends.cpu_threads import split_channels
-from ember.ops import dispatch, elementwise as ew, reductions as red
+from ember.ops import batching, dispatch, elementwise as ew, reductions as red
 from ember.ops.cost import numel
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -147,12 +147,58 @@ def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, e
             gb.astype(param, copy=False))
 
 
+# ---- vmap: samples become channel groups ---------------------------------------------------------------
+# A sample of shape (N, C, ...) normalizes each channel over N and the spatial dims. A batch of B samples,
+# laid out as (N, B, C, ...) and read as (N, B*C, ...), is one call of the op: each of the B*C channels is
+# one sample's channel, so its statistics are that sample's (a reshape, no Python loop).
+def _channels_of(x: Any, bdim: int | None, size: int) -> Any:
+    """A batched (N, C, ...) input as (N, B*C, ...): the batch dim moved next to the channels and merged."""
+    if bdim is not None:
+        x = batching.move(x, bdim, 1)
+    else:  # shared by every sample (a batched weight against a shared input): one copy per sample
+        shape = tuple(x.shape)
+        x = batching._apply("expand", batching._apply("reshape", x, shape=shape[:1] + (1,) + shape[1:]),
+                            shape=shape[:1] + (size,) + shape[1:])
+    shape = tuple(x.shape)
+    return batching._apply("reshape", x, shape=(shape[0], shape[1] * shape[2]) + shape[3:])
+
+
+def _per_sample_channels(v: Any, bdim: int | None, size: int) -> Any:
+    """A per-channel vector (C,) of every sample, as (B*C,): batched ones in order, shared ones repeated."""
+    v = batching.with_batch(v, bdim, size)
+    return batching._apply("reshape", v, shape=(-1,))
+
+
+def _split_channels(y: Any, size: int) -> Any:
+    """(N, B*C, ...) back to (N, B, C, ...): the batch at dim 1 (a view, no copy)."""
+    shape = tuple(y.shape)
+    return batching._apply("reshape", y, shape=(shape[0], size, shape[1] // size) + shape[2:])
+
+
+def _batch_train(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    x = _channels_of(args[0], bdims[0], size)
+    affine = tuple(_per_sample_channels(a, d, size) for a, d in zip(args[1:], bdims[1:]))
+    y, mean, var = dispatch.apply(op, (x,) + affine, attrs)
+    stats = (size, -1)
+    return ((_split_channels(y, size), batching._apply("reshape", mean, shape=stats),
+             batching._apply("reshape", var, shape=stats)), (1, 0, 0))
+
+
+def _batch_train_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    g, x = (_channels_of(a, d, size) for a, d in zip(args[:2], bdims[:2]))
+    rest = tuple(_per_sample_channels(a, d, size) for a, d in zip(args[2:], bdims[2:]))
+    gx, gw, gb = dispatch.apply(op, (g, x) + rest, attrs)
+    stats = (size, -1)
+    return ((_split_channels(gx, size), batching._apply("reshape", gw, shape=stats),
+             batching._apply("reshape", gb, shape=stats)), (1, 0, 0))
+
+
 BATCH_NORM_TRAIN = register(OpDef(
-    name="batch_norm", batch="loop", category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
+    name="batch_norm", batch=_batch_train, category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_train_rule, flops=_train_flops, onnx=to_onnx.batch_norm,
 ))
 BATCH_NORM_TRAIN_BACKWARD = register(OpDef(
-    name="batch_norm_backward", batch="loop", category="nn", impl=_backward_impl, num_outputs=3,
+    name="batch_norm_backward", batch=_batch_train_backward, category="nn", impl=_backward_impl, num_outputs=3,
     flops=lambda inputs, outputs, attrs: 8 * numel(inputs[1]),
     shape_rule=lambda g, x, mean, var, *w, eps: (
         Spec(x.shape, x.dtype, x.device), Spec((x.shape[1],), (w or (x,))[0].dtype, x.device),

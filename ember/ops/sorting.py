@@ -151,8 +151,54 @@ def _unique_rule(x: Spec, dim: Any = None) -> tuple:
     )
 
 
+def _unique_rows(xp: Any, a: Any) -> tuple:
+    """``unique`` of each row of ``a`` (B, M) at once: ((B, K) values, (B, M) inverse, (B, K) counts), or the
+    per-row unique counts when they differ (no batched result then). A stable sort per row, the first of each
+    run of equal values kept (NaNs count as equal, as xp.unique's)."""
+    b, m = a.shape
+    rows = xp.arange(b)[:, None]
+    order = xp.argsort(a, axis=1, kind="stable")
+    s = a[rows, order]
+    new = xp.ones((b, m), dtype=bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    if s.dtype.kind in "fc":
+        new[:, 1:] &= ~(xp.isnan(s[:, 1:]) & xp.isnan(s[:, :-1]))
+    k = new.sum(axis=1)
+    if m and bool((k != k[0]).any()):
+        return None, k
+    values = s[new].reshape(b, -1)
+    rank = xp.cumsum(new, axis=1) - 1
+    inverse = xp.empty((b, m), dtype=xp.int64)
+    inverse[rows, order] = rank
+    starts = xp.nonzero(new)[1].reshape(b, -1)
+    ends = xp.concatenate([starts[:, 1:], xp.full((b, 1), m, dtype=starts.dtype)], axis=1)
+    return (values, inverse, (ends - starts).astype(xp.int64)), k
+
+
+def _batch_unique(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """Each sample's unique values in one pass over the batch (a sort per row), when every sample has as many;
+    samples with different counts raise (an output shape that depends on the data cannot be batched, as in
+    the loop). ``dim=`` and inputs of another interpreter (nested transforms) take the loop."""
+    x = batching.to_front(args[0], bdims[0])
+    xp = x._device.xp
+    if attrs.get("dim") is not None or type(x._data) is not xp.ndarray:
+        return batching.loop(op, args, bdims, attrs, size)
+    per_sample = tuple(x.shape[1:])
+    found, counts = _unique_rows(xp, x._data.reshape(size, -1))
+    if found is None:
+        shapes = sorted({(int(c),) for c in counts.tolist()})
+        raise RuntimeError(f"vmap: unique gives outputs of different shapes for different samples ({shapes}): an "
+                           "output shape that depends on the data cannot be batched. Compute it outside vmap, or use "
+                           "a fixed-size form.")
+    values, inverse, count = found
+    device = x._device
+    return ((dispatch.Tensor._make(values, device, False),
+             dispatch.Tensor._make(inverse.reshape((size,) + per_sample), device, False),
+             dispatch.Tensor._make(count, device, False)), (0, 0, 0))
+
+
 UNIQUE = register(OpDef(
-    name="unique", batch="loop", category="movement", impl=_unique_impl, vjp=None, save="none", num_outputs=3,
+    name="unique", batch=_batch_unique, category="movement", impl=_unique_impl, vjp=None, save="none", num_outputs=3,
     nondiff_outputs=(0, 1, 2), shape_rule=_unique_rule,
     doc="Sorted unique values (flattened, or slices along dim), inverse indices and counts.",
 ))

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.sparse import ops as _ops
+from ember.sparse import compressed, ops as _ops
 from ember.sparse.construct import check_sparse_tensor_invariants, dense_to_sparse, sparse_coo_tensor
 from ember.sparse.coo import SparseTensor, map_values
 from ember.sparse.ops import addmm, log_softmax, mm, softmax, spdiags, spmm, sum  # noqa: A004 - torch.sparse.sum
-from ember.surface.constants import sparse_coo, strided
+from ember.sparse.compressed import SparseCompressedTensor
+from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr, strided
 from ember.tensor import Tensor
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spdiags", "as_sparse_gradcheck",
-           "check_sparse_tensor_invariants", "SparseTensor"]
+           "check_sparse_tensor_invariants", "SparseTensor", "SparseCompressedTensor"]
 
 # Zero-preserving elementwise ops PyTorch runs on sparse COO tensors: applied to the stored values.
 VALUE_OPS = ("neg", "abs", "relu", "sqrt", "square", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh",
@@ -56,10 +57,16 @@ def _pow(self: SparseTensor, exponent: Any) -> SparseTensor:
 
 def install() -> None:
     """The sparse parts of Tensor's API: conversions on dense tensors, operators and methods of sparse ones."""
-    Tensor.is_sparse = False  # a class attribute, read by ember.ops.linalg.matmul on every product
+    Tensor.is_sparse = False
+    Tensor._sparse_layout = False  # a class attribute, read by ember.ops.linalg.matmul on every product
+    SparseTensor._sparse_layout = True
     Tensor.layout = property(lambda self: strided)
     Tensor.to_sparse = dense_to_sparse
     Tensor.to_sparse_coo = dense_to_sparse
+    Tensor.to_sparse_csr = compressed.dense_to_csr
+    Tensor.to_sparse_csc = compressed.dense_to_csc
+    SparseTensor.to_sparse_csr = compressed.dense_to_csr
+    SparseTensor.to_sparse_csc = compressed.dense_to_csc
     Tensor.to_dense = _dense_to_dense
     methods = {
         "__add__": _ops.add, "add": _ops.add, "__sub__": _ops.sub, "sub": _ops.sub,

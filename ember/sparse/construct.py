@@ -16,7 +16,7 @@ from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.sparse import _index
 from ember.sparse.coo import SparseTensor, _tensor_like
-from ember.surface.constants import sparse_coo
+from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr
 from ember.tensor import Tensor
 
 
@@ -133,8 +133,10 @@ def dense_to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any 
                     dense_dim: int | None = None) -> SparseTensor:
     """``Tensor.to_sparse()``: the nonzero entries (or, with ``sparse_dim`` < ndim, the nonzero slices)
     as a coalesced COO tensor; differentiable (the values are read from ``self`` by indexing)."""
+    if layout in (sparse_csr, sparse_csc):  # Tensor.to_sparse_csr/csc: ember/sparse/compressed.py
+        return self.to_sparse_csr() if layout is sparse_csr else self.to_sparse_csc()
     if layout not in (None, sparse_coo):
-        raise NotImplementedError(f"to_sparse: ember has only the sparse_coo layout, got {layout}")
+        raise NotImplementedError(f"to_sparse: ember has the sparse_coo, sparse_csr and sparse_csc layouts, got {layout}")
     if blocksize is not None:
         raise NotImplementedError("to_sparse: blocksize is for the blocked layouts (bsr/bsc), which ember has not")
     ndim = self.ndim

@@ -266,8 +266,9 @@ class SparseTensor(Tensor):
 
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None, blocksize: Any = None,
                   dense_dim: Any = None) -> "SparseTensor":
-        if layout not in (None, sparse_coo):
-            raise NotImplementedError(f"to_sparse: ember has only the sparse_coo layout, got {layout}")
+        if layout is not None and layout is not sparse_coo:
+            return self.to_sparse_csr() if layout.name == "sparse_csr" else (
+                self.to_sparse_csc() if layout.name == "sparse_csc" else _no_layout(layout))
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
             raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() "
                                "is not supported")
@@ -303,6 +304,10 @@ class SparseTensor(Tensor):
                 f"layout=ember.sparse_coo{extra})")
 
     __str__ = __repr__
+
+
+def _no_layout(layout: Any) -> Any:
+    raise NotImplementedError(f"to_sparse: ember has the sparse_coo, sparse_csr and sparse_csc layouts, got {layout}")
 
 
 def _rebuild(indices: Tensor, values: Tensor, size: tuple, coalesced: bool, requires_grad: bool) -> SparseTensor:

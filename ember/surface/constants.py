@@ -25,7 +25,7 @@ from ember.ops.extra_math import _finfo
 from ember.surface.functions import is_nonzero as _is_nonzero
 
 __all__ = [
-    "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "memory_format",
+    "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "memory_format",
     "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "FloatTensor", "DoubleTensor",
     "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
     "BoolTensor", "set_num_threads", "get_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
@@ -96,6 +96,8 @@ class layout:
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
 
 
 class memory_format:

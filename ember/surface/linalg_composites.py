@@ -385,8 +385,8 @@ def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpos
 # ---- LDL^T (Bunch-Kaufman) -------------------------------------------------------------------------------
 def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
     """``(LD, pivots, info)`` of LAPACK's sytrf (Bunch-Kaufman with 1x1 and 2x2 pivots, lower triangle)."""
-    checks.square(A, "torch.linalg.ldl_factor_ex")
-    LD, piv, info = ldl_factor_xp(np, A.detach().numpy())
+    checks.square(A, "torch.linalg.ldl_factor_ex", complex_ok=True)
+    LD, piv, info = ldl_factor_xp(np, A.detach().numpy(), hermitian)
     info_t = _tensor(info, device=A.device)
     if check_errors and bool((info_t != 0).any()):
         raise checks.LinAlgError(f"torch.linalg.ldl_factor_ex: The factorization could not be completed because "
@@ -404,4 +404,5 @@ def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> tuple:
 
 def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False, out: Any = None) -> Tensor:
     """Solve ``A X = B`` from :func:`ldl_factor`'s output (not differentiable, as in PyTorch)."""
-    return _tensor(ldl_solve_xp(np, LD.detach().numpy(), pivots.numpy(), B.detach().numpy()), device=B.device)
+    return _tensor(ldl_solve_xp(np, LD.detach().numpy(), pivots.numpy(), B.detach().numpy(), hermitian),
+                   device=B.device)

@@ -24,7 +24,7 @@ from op_specs import SPECS  # noqa: E402
 # Specs that cannot be batched, with the reason; PyTorch's vmap refuses the same things.
 UNBATCHABLE = {
     "getitem_bool_cmp": "a boolean-mask index: the output size depends on each sample's values",
-    "unique": "the output size depends on each sample's values",
+    "unique": "the output size depends on each sample's values (random samples have different counts; equal counts batch)",
     "setitem_views": "writes batched values into a tensor made inside the function with ember.zeros (unbatched)",
 }
 SAMPLES = 3
