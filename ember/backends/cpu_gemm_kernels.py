@@ -228,13 +228,14 @@ MIN_MACS = 1 << 20
 THREADED_MACS = 1 << 24
 
 
-def matmul(a: Any, b: Any, bias: Any = None) -> Any:
+def matmul(a: Any, b: Any, bias: Any = None, out: Any = None) -> Any:
     """``a @ b`` (``+ bias`` when given: a float32 vector of b's columns is added inside the kernel after the
     sum, the same result as adding it afterwards without another pass; any other bias is added afterwards)
     by :func:`sgemm` for float32 matrices of at least ``MIN_MACS`` multiply-adds, else None (the caller then
     calls BLAS). ``b`` is read in place when its rows are contiguous, else copied into 32-column panels
     first. Large products run on ember's threads: column panels, or row blocks when there are too few
-    panels; either way each element is summed in the same order."""
+    panels; either way each element is summed in the same order. ``out``: a float32 (m, n) array with
+    contiguous rows, not overlapping ``a`` or ``b``, to write into (returned); another ``out`` gives None."""
     if (_config.GEMM != "auto" or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
             or not (a.flags.aligned and b.flags.aligned)):
         return None
@@ -243,7 +244,11 @@ def matmul(a: Any, b: Any, bias: Any = None) -> Any:
     if m * n * k < MIN_MACS:
         return None
     item = 4
-    out = np.empty((m, n), np.float32)
+    if out is None:
+        out = np.empty((m, n), np.float32)
+    elif not _usable_out(out, m, n):
+        return None
+    ldc = out.strides[0] // item
     sai, sak = a.strides[0] // item, a.strides[1] // item
     a_addr, c_addr = a.ctypes.data, out.ctypes.data
     inside = bias is not None and _usable_bias(bias, n)
@@ -258,7 +263,7 @@ def matmul(a: Any, b: Any, bias: Any = None) -> Any:
             p0, p1 = j0 // COLUMNS, -(-j1 // COLUMNS)
             _pack(b, packed, p0, p1)
             b_addr, ldb, panel_stride = packed.ctypes.data + item * p0 * k * COLUMNS, COLUMNS, k * COLUMNS
-        sgemm(m, j1 - j0, k, a_addr, sai, sak, b_addr, ldb, panel_stride, c_addr + item * j0, n,
+        sgemm(m, j1 - j0, k, a_addr, sai, sak, b_addr, ldb, panel_stride, c_addr + item * j0, ldc,
               bias_addr + item * j0 if bias_addr else 0)
 
     def rows(i0: int, i1: int) -> None:  # out[i0:i1, :]
@@ -266,7 +271,7 @@ def matmul(a: Any, b: Any, bias: Any = None) -> Any:
             b_addr, ldb, panel_stride = b.ctypes.data, b.strides[0] // item, COLUMNS
         else:
             b_addr, ldb, panel_stride = packed.ctypes.data, COLUMNS, k * COLUMNS
-        sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * n, n,
+        sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * ldc, ldc,
               bias_addr)
 
     threads = num_threads() if m * n * k >= THREADED_MACS else 1
@@ -283,6 +288,12 @@ def matmul(a: Any, b: Any, bias: Any = None) -> Any:
     if bias is not None and not inside:
         out += bias
     return out
+
+
+def _usable_out(out: Any, m: int, n: int) -> bool:
+    """An output the kernel writes in place: float32 (m, n), contiguous rows, aligned, writeable."""
+    return (out.dtype == np.float32 and out.shape == (m, n) and out.strides[1] == 4 and out.strides[0] % 4 == 0
+            and out.strides[0] >= 4 * n and out.flags.aligned and out.flags.writeable)
 
 
 def _usable_bias(bias: Any, n: int) -> bool:

@@ -20,6 +20,9 @@ if not gemm_kernels.host_has_avx512():
     pytest.skip("ember's GEMM needs an AVX-512 CPU", allow_module_level=True)
 
 
+_real_get = cpu_kernels.get
+
+
 @pytest.fixture
 def kernel(monkeypatch):
     """``matmul_f32`` taking every size (no BLAS fallback for small products) on one thread."""
@@ -202,3 +205,52 @@ def test_kernel_is_not_offered_when_numba_compiles_for_another_cpu(monkeypatch):
     assert not gemm_kernels.host_has_avx512()
     monkeypatch.setattr(numba.config, "CPU_NAME", None)
     assert gemm_kernels.host_has_avx512()
+
+
+@pytest.mark.parametrize("m,k,n,threads", [(300, 200, 100, 1), (3000, 200, 1000, 2)])
+@pytest.mark.parametrize("b_layout", ["c", "t"])
+def test_out_is_written_in_place_and_nothing_beside_it(kernel, monkeypatch, m, k, n, threads, b_layout):
+    """``out=`` (the convolutions' preallocated rows) may have a row stride wider than n: the kernel writes
+    exactly the (m, n) block, on one thread or split over two."""
+    monkeypatch.setattr(_config, "CPU_THREADS", threads)
+    rng = np.random.default_rng(3)
+    a = _operand(rng, m, k, "c")
+    b = _operand(rng, k, n, b_layout)
+    wide = np.full((m, n + 28), 7.0, np.float32)
+    out = wide[:, :n]
+    assert kernel(a, b, out=out) is out
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)
+    assert (wide[:, n:] == 7.0).all()
+
+
+def test_out_the_kernel_cannot_write_is_declined(kernel):
+    a = np.ones((64, 64), np.float32)
+    assert kernel(a, a, out=np.empty((64, 64), np.float64)) is None
+    assert kernel(a, a, out=np.empty((64, 64), np.float32)[:, ::-1]) is None
+    assert kernel(a, a, out=np.empty((64, 65), np.float32)) is None
+
+
+@pytest.mark.parametrize("shape,o,kernel_size,padding", [((8, 16, 10, 10), 32, 3, 1), ((4, 3, 9, 9), 8, 5, 2)])
+@pytest.mark.parametrize("choice", ["im2col", "auto"])
+def test_convolutions_through_the_kernel_match_torch(kernel, monkeypatch, shape, o, kernel_size, padding, choice):
+    """conv2d's im2col GEMMs (forward, input and weight gradients) reach ember's GEMM and match torch."""
+    monkeypatch.setattr(_config, "CONV_ALGORITHM", choice)
+    calls = []
+    real = cpu_kernels.get("matmul_f32")
+    monkeypatch.setattr(cpu_kernels, "get", lambda name: (lambda *a, **k: calls.append(1) or real(*a, **k))
+                        if name == "matmul_f32" else _real_get(name))
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((o, shape[1], kernel_size, kernel_size)).astype(np.float32)
+    ex, ew = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    ey = F.conv2d(ex, ew, padding=padding)
+    (ey * ey).sum().backward()
+    ty = torch.nn.functional.conv2d(tx, tw, padding=padding)
+    (ty * ty).sum().backward()
+    if choice == "im2col":
+        assert len(calls) >= 3  # forward, input gradient, weight gradient
+    scale = float(np.abs(ty.detach().numpy()).max())
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-4, atol=1e-5 * scale)
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-3, atol=1e-5 * float(tx.grad.abs().max()))
+    np.testing.assert_allclose(ew.grad.numpy(), tw.grad.numpy(), rtol=1e-3, atol=1e-5 * float(tw.grad.abs().max()))
