@@ -43,7 +43,11 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "0") not in ("", "0")
 
 # float32 matrix products on CPU (ember/backends/cpu_gemm_kernels.py): "auto" uses ember's AVX-512 GEMM
-# (numba) on CPUs that have AVX-512F; "blas" always calls NumPy's BLAS.
+# (numba) on CPUs that have AVX-512F when ember runs on one thread (EMBER_CPU_THREADS=1 or one CPU: 1.6-2x
+# OpenBLAS's AVX2 kernels); with more threads it keeps BLAS, because BLAS calls that remain (small and stacked
+# products) leave OpenBLAS's threads spinning on the cores ember's GEMM threads need: on the 2-core VM every
+# workload measured as fast or faster with BLAS (docs/cpu-performance.md). "ember" uses it on any thread
+# count; "blas" never.
 GEMM: str = os.environ.get("EMBER_GEMM", "auto")
 
 # The stand-in CUDA device for tests without a GPU (ember/backends/standin.py, docs/devices.md):

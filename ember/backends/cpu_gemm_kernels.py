@@ -5,7 +5,8 @@ says ``Haswell`` (this project's VM sets it) an AVX-512 CPU runs AVX2 kernels at
 while XLA (JAX) and oneDNN (PyTorch) run AVX-512 at ~230. A W2 step (MLP 784-512-10, Adam) is ~85% two
 GEMMs, a GPT step ~75%, so no graph pass can close that gap; a GEMM can. ember never changes a user's
 ``OPENBLAS_CORETYPE``; this kernel is used for float32 products only, on CPUs with AVX-512F, when numba
-is installed (``EMBER_CPU_KERNELS=numpy`` or ``EMBER_GEMM=blas`` turn it off).
+is installed, by default when ember runs on one thread (``EMBER_CPU_THREADS=1``; ``EMBER_GEMM=ember`` on any
+thread count, ``EMBER_CPU_KERNELS=numpy`` or ``EMBER_GEMM=blas`` never; see ``ember._config.GEMM`` for why).
 
 How (the textbook register-blocked scheme, written for ember): the micro-kernel keeps a 12 x 32 tile of
 ``C`` in 24 AVX-512 registers and, for each ``k``, loads 32 values of a row of ``B`` (two vectors) and
@@ -30,8 +31,9 @@ Example:
     >>> import numpy as np
     >>> from ember.backends.cpu_kernels import get
     >>> gemm = get("matmul_f32")   # None without numba or AVX-512
-    >>> a = np.ones((64, 64), np.float32)
-    >>> gemm is None or float(gemm(a, a.T)[0, 0]) == 64.0
+    >>> a = np.ones((128, 128), np.float32)
+    >>> out = gemm and gemm(a, a.T)  # None as well for products it leaves to BLAS
+    >>> out is None or float(out[0, 0]) == 128.0
     True
 """
 from __future__ import annotations
@@ -236,12 +238,14 @@ def matmul(a: Any, b: Any, bias: Any = None, out: Any = None) -> Any:
     first. Large products run on ember's threads: column panels, or row blocks when there are too few
     panels; either way each element is summed in the same order. ``out``: a float32 (m, n) array with
     contiguous rows, not overlapping ``a`` or ``b``, to write into (returned); another ``out`` gives None."""
-    if (_config.GEMM != "auto" or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
+    if (_config.GEMM == "blas" or (_config.GEMM == "auto" and num_threads() > 1) or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
             or not (a.flags.aligned and b.flags.aligned)):
         return None
     m, k = a.shape
     n = b.shape[1]
-    if m * n * k < MIN_MACS:
+    macs = m * n * k
+    if macs < MIN_MACS or (macs < THREADED_MACS and num_threads() > 1):
+        # below the split size this kernel runs on one thread, and BLAS's threaded kernels on two cores beat it
         return None
     item = 4
     if out is None:

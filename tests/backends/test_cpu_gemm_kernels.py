@@ -27,7 +27,7 @@ _real_get = cpu_kernels.get
 def kernel(monkeypatch):
     """``matmul_f32`` taking every size (no BLAS fallback for small products) on one thread."""
     monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
-    monkeypatch.setattr(_config, "GEMM", "auto")
+    monkeypatch.setattr(_config, "GEMM", "ember")
     monkeypatch.setattr(gemm_kernels, "MIN_MACS", 0)
     monkeypatch.setattr(_config, "CPU_THREADS", 1)
     cpu_kernels.reset()
