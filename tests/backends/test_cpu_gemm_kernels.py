@@ -134,9 +134,21 @@ def test_switched_off_by_config(kernel, monkeypatch) -> None:
     assert kernel(a, a) is None
 
 
+def test_auto_uses_it_on_one_thread_only(kernel, monkeypatch) -> None:
+    """"auto": on one thread ember's GEMM; on more, BLAS (its spinning threads slow ember's GEMM threads)."""
+    a = np.ones((256, 256), np.float32)
+    monkeypatch.setattr(_config, "GEMM", "auto")
+    monkeypatch.setattr(_config, "CPU_THREADS", 1)
+    assert kernel(a, a) is not None
+    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    assert kernel(a, a) is None
+
+
 @pytest.fixture
 def calls(monkeypatch):
-    """How many times the kernel's driver ran (to show the ops below really use it)."""
+    """How many times the kernel's driver ran (to show the ops below really use it), the kernel on."""
+    monkeypatch.setattr(_config, "GEMM", "ember")
+    monkeypatch.setattr(_config, "CPU_THREADS", 1)
     count = [0]
     driver = gemm_kernels.sgemm
 
