@@ -31,6 +31,7 @@ from ember.ops.sparse_ops import coo_mm
 from ember.sparse.construct import check_sparse_tensor_invariants
 from ember.sparse.coo import SparseTensor, _tensor_like
 from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr
+from ember.sparse.values_autograd import ValuesAutogradState
 from ember.tensor import Size, Tensor
 
 _NAMES = {  # layout -> (compressed, plain, what is compressed, what is plain)
@@ -43,7 +44,7 @@ _UNSUPPORTED = ("this operation does not support sparse compressed tensors (layo
                 "ember.sparse.mm / ember.sparse.addmm, * and / by a number, .t(), .to_dense()")
 
 
-class SparseCompressedTensor(Tensor):
+class SparseCompressedTensor(ValuesAutogradState, Tensor):
     """A 2-D CSR or CSC matrix; build one with ``ember.sparse_csr_tensor`` / ``sparse_csc_tensor`` or
     ``t.to_sparse_csr()`` / ``t.to_sparse_csc()`` (see the module)."""
 
@@ -157,30 +158,7 @@ class SparseCompressedTensor(Tensor):
         raise RuntimeError(f"indices expected sparse coordinate tensor layout but got "
                            f"{_LAYOUT_WORDS[self._sp_layout.name]}")
 
-    # ---- autograd state: the values' ---------------------------------------------------------------
-    @property
-    def _requires_grad(self) -> bool:
-        return self._sp_values._requires_grad
-
-    @_requires_grad.setter
-    def _requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
-
-    @property
-    def grad_fn(self) -> Any:
-        return self._sp_values.grad_fn
-
-    @grad_fn.setter
-    def grad_fn(self, value: Any) -> None:
-        raise RuntimeError("grad_fn of a sparse tensor is its values' and cannot be set")
-
-    def requires_grad_(self, requires_grad: bool = True) -> "SparseCompressedTensor":
-        values = self._sp_values
-        if requires_grad and values.grad_fn is None and not values._requires_grad:
-            self._sp_values = values = values.detach()  # a leaf of its own: the user's values stay untouched
-        values.requires_grad_(requires_grad)
-        return self
-
+    # ---- autograd state: the values' (ValuesAutogradState) ----------------------------------------
     @property
     def grad(self) -> Any:
         """The gradient with this tensor's layout and pattern (PyTorch's ``sparse.mm`` rule)."""

@@ -25,6 +25,7 @@ from ember import dtypes
 from ember.creation import zeros
 from ember.sparse import _index
 from ember.surface.constants import sparse_coo
+from ember.sparse.values_autograd import ValuesAutogradState
 from ember.tensor import Size, Tensor
 
 _UNSUPPORTED = ("this operation does not support sparse COO tensors (layout ember.sparse_coo, size {size}, dtype "
@@ -32,7 +33,7 @@ _UNSUPPORTED = ("this operation does not support sparse COO tensors (layout embe
                 "+, -, * (by a scalar or a dense tensor), @, .t(), .coalesce()")
 
 
-class SparseTensor(Tensor):
+class SparseTensor(ValuesAutogradState, Tensor):
     """A COO tensor; build one with ``ember.sparse_coo_tensor`` or ``dense.to_sparse()`` (see the module)."""
 
     __slots__ = ("_sp_indices", "_sp_values", "_sp_size", "_sp_coalesced")
@@ -150,31 +151,7 @@ class SparseTensor(Tensor):
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
         return self._sp_values
 
-    # ---- autograd state: the values' ---------------------------------------------------------------
-    @property
-    def _requires_grad(self) -> bool:
-        return self._sp_values._requires_grad
-
-    @_requires_grad.setter
-    def _requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
-
-    @property
-    def grad_fn(self) -> Any:
-        return self._sp_values.grad_fn
-
-    @grad_fn.setter
-    def grad_fn(self, value: Any) -> None:
-        raise RuntimeError("grad_fn of a sparse tensor is its values' and cannot be set")
-
-    def requires_grad_(self, requires_grad: bool = True) -> "SparseTensor":
-        values = self._sp_values
-        if requires_grad and values.grad_fn is None and not values._requires_grad:
-            # A leaf of its own: marking the values given by the user would change their tensor.
-            self._sp_values = values = values.detach()
-        values.requires_grad_(requires_grad)
-        return self
-
+    # ---- autograd state: the values' (ValuesAutogradState) ----------------------------------------
     @property
     def grad(self) -> Any:
         """The gradient as a sparse tensor of this pattern (duplicates: one entry each position, since
