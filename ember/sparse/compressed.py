@@ -30,6 +30,7 @@ from ember.device import to_device
 from ember.ops.sparse_ops import coo_mm
 from ember.sparse.construct import check_sparse_tensor_invariants
 from ember.sparse.coo import SparseTensor, _tensor_like
+from ember.sparse.ops import dense_operand
 from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr
 from ember.sparse.values_autograd import ValuesAutogradState
 from ember.tensor import Size, Tensor
@@ -319,18 +320,7 @@ class SparseCompressedTensor(ValuesAutogradState, Tensor):
 
 def _compressed_dense(s: SparseCompressedTensor, d: Tensor, op: str) -> Tensor:
     """``s @ d`` for a 1-D or 2-D dense ``d``: the COO kernel on the expanded entries."""
-    if d.ndim not in (1, 2):
-        raise RuntimeError(f"{op}: expected a 1-D or 2-D dense operand, got size {list(d.shape)}")
-    vector = d.ndim == 1
-    dense = d.unsqueeze(1) if vector else d
-    if s.shape[1] != dense.shape[0]:
-        raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({s.shape[0]}x{s.shape[1]} and "
-                           f"{dense.shape[0]}x{dense.shape[1]})")
-    if d.device != s.device:
-        raise RuntimeError(f"{op}: expected all tensors to be on the same device, but found {s.device} and {d.device}")
-    if s.dtype is not d.dtype:
-        raise RuntimeError(f"{op}: expected the sparse and dense operands to have the same dtype, got {s.dtype} and "
-                           f"{d.dtype}; convert one with .to()")
+    dense, vector = dense_operand(s, d, op)
     rows, cols = s._entries()
     out = coo_mm(rows, cols, s._sp_values, dense, rows=s.shape[0])
     return out.squeeze(1) if vector else out

@@ -142,11 +142,12 @@ def _check_matrix(s: SparseTensor, op: str) -> None:
                            f"with sparse_dim {s.sparse_dim()} and dense_dim {s.dense_dim()}")
 
 
-def _sparse_dense(s: SparseTensor, d: Tensor, op: str) -> Tensor:
-    _check_matrix(s, op)
-    vector = d.ndim == 1
+def dense_operand(s: Tensor, d: Tensor, op: str) -> tuple[Tensor, bool]:
+    """The dense operand of ``s @ d`` (any sparse layout) as a matrix, and whether it was a vector; raises
+    PyTorch's errors for sizes, devices and dtypes that do not fit."""
     if d.ndim not in (1, 2):
         raise RuntimeError(f"{op}: expected a 1-D or 2-D dense operand, got size {list(d.shape)}")
+    vector = d.ndim == 1
     dense = d.unsqueeze(1) if vector else d
     if s.shape[1] != dense.shape[0]:
         raise RuntimeError(f"{op}: mat1 and mat2 shapes cannot be multiplied ({s.shape[0]}x{s.shape[1]} and "
@@ -156,6 +157,12 @@ def _sparse_dense(s: SparseTensor, d: Tensor, op: str) -> Tensor:
     if s.dtype is not d.dtype:
         raise RuntimeError(f"{op}: expected the sparse and dense operands to have the same dtype, got {s.dtype} and "
                            f"{d.dtype}; convert one with .to()")
+    return dense, vector
+
+
+def _sparse_dense(s: SparseTensor, d: Tensor, op: str) -> Tensor:
+    _check_matrix(s, op)
+    dense, vector = dense_operand(s, d, op)
     out = coo_mm(s._sp_indices[0], s._sp_indices[1], s._sp_values, dense, rows=s.shape[0])
     return out.squeeze(1) if vector else out
 
