@@ -89,6 +89,17 @@ class _Defaults:
     float_dtype: dtype = float32
 
 
+def finfo_np(np_dtype: Any) -> Any:
+    """``np.finfo`` that also knows bfloat16 (ml_dtypes' finfo: NumPy's refuses it), e.g. for a default eps
+    taken from a tensor's dtype. ``finfo_np(bfloat16.np).eps == 2**-7``."""
+    try:
+        return np.finfo(np_dtype)
+    except ValueError:
+        if _ml_dtypes is None:
+            raise
+        return _ml_dtypes.finfo(np_dtype)
+
+
 def get_default_dtype() -> dtype:
     """The dtype of floating tensors made from Python floats (float32 unless changed)."""
     return _Defaults.float_dtype

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ember.creation import tensor
-from ember import random as ember_random
+from ember import dtypes, random as ember_random
 from ember.autograd import Function
 from ember.backends import special_function
 from ember.tensor import Tensor
@@ -56,7 +56,7 @@ class _StandardGamma(Function):
     def forward(ctx: Any, concentration: Tensor, shape: tuple) -> Tensor:
         alpha = np.broadcast_to(concentration.detach().cpu().numpy().astype(np.float64), shape)
         draws = ember_random.default_generator.numpy_rng.standard_gamma(alpha)
-        draws = np.maximum(draws, np.finfo(concentration.dtype.np).tiny)
+        draws = np.maximum(draws, dtypes.finfo_np(concentration.dtype.np).tiny)
         out = tensor(draws.astype(concentration.dtype.np), device=concentration.device)
         ctx.save_for_backward(out)
         ctx.alpha = alpha

@@ -18,6 +18,7 @@ import numpy as np
 
 from ember.autograd.grad_mode import no_grad
 from ember.creation import arange, bernoulli, eye, full, full_like, multinomial
+from ember import dtypes
 from ember.dtypes import int64
 from ember.ops.elementwise import where
 import ember.nn.functional as F
@@ -205,7 +206,7 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, index).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        min_real = float(np.finfo(self.logits.dtype.np).min)
+        min_real = float(dtypes.finfo_np(self.logits.dtype.np).min)
         logits = self.logits.clamp(min=min_real)  # -inf logits (zero probs) contribute 0, not nan
         return -(logits * self.probs).sum(-1)
 

@@ -23,7 +23,7 @@ from ember.ops.elementwise import log, where
 from ember.ops.extra_math import xlogy
 from ember.ops.special_ops import igamma
 from ember.ops.nn_ops import one_hot
-from ember import random as ember_random
+from ember import dtypes, random as ember_random
 from ember.distributions import constraints
 from ember.distributions._gamma_rsample import standard_gamma
 from ember.distributions._special import digamma, lgamma
@@ -171,7 +171,7 @@ class Dirichlet(ExponentialFamily):
         gammas = standard_gamma(self.concentration, shape)
         draws = gammas / gammas.sum(-1, keepdim=True)
         dtype = self.concentration.dtype
-        return draws.clamp(min=finfo_tiny(dtype), max=1 - float(np.finfo(dtype.np).eps))
+        return draws.clamp(min=finfo_tiny(dtype), max=1 - float(dtypes.finfo_np(dtype.np).eps))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -232,7 +232,7 @@ class Beta(ExponentialFamily):
         x = standard_gamma(self.concentration1, shape)
         y = standard_gamma(self.concentration0, shape)
         dtype = self.concentration1.dtype
-        return (x / (x + y)).clamp(min=finfo_tiny(dtype), max=1 - float(np.finfo(dtype.np).eps))
+        return (x / (x + y)).clamp(min=finfo_tiny(dtype), max=1 - float(dtypes.finfo_np(dtype.np).eps))
 
     def log_prob(self, value: Tensor) -> Tensor:
         value = value if isinstance(value, Tensor) else tensor(value, dtype=self.concentration1.dtype)

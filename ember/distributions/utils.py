@@ -15,6 +15,7 @@ import numpy as np
 
 from ember.autograd.grad_mode import enable_grad
 from ember.creation import tensor
+from ember import dtypes
 from ember.dtypes import get_default_dtype
 from ember.ops.elementwise import log, log1p, sigmoid
 from ember.ops.nn_ops import softmax
@@ -39,11 +40,11 @@ def broadcast_all(*values: Any) -> tuple:
 
 
 def finfo_eps(dtype: Any) -> float:
-    return float(np.finfo(dtype.np).eps)
+    return float(dtypes.finfo_np(dtype.np).eps)
 
 
 def finfo_tiny(dtype: Any) -> float:
-    return float(np.finfo(dtype.np).tiny)
+    return float(dtypes.finfo_np(dtype.np).tiny)
 
 
 def clamp_probs(probs: Tensor) -> Tensor:

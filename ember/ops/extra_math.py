@@ -333,12 +333,7 @@ def clamp_max(input: Any, max: Any) -> Any:  # noqa: A002
 
 
 def _finfo(np_dtype: Any) -> Any:
-    try:
-        return np.finfo(np_dtype)
-    except ValueError:  # bfloat16 and friends live in ml_dtypes
-        import ml_dtypes
-
-        return ml_dtypes.finfo(np_dtype)
+    return dtypes.finfo_np(np_dtype)
 
 
 def nan_to_num(input: Any, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:

@@ -307,6 +307,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         ufunc = op.ufunc
         if op.name == "pow" and t._data.dtype.kind in "iu":  # the impl handles negative integer exponents
             ufunc = None
+        if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV":  # half: the impl's float32 math (opmath.py)
+            ufunc = None
         if ufunc is not None and t._device.backend.is_writeable(t._data):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:

@@ -597,14 +597,19 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
 
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Any:
+    """``input * rsqrt(mean(input**2) + eps) * weight`` over the last dims, as PyTorch's fused kernel: float16/
+    bfloat16 computed in float32 and rounded once (weight included), the default eps that of the compute dtype
+    (float32's for half inputs), the result in ``input``'s dtype."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
+    low = input.dtype if input.dtype.itemsize == 2 and input.dtype.is_floating_point else None
+    x = dispatch.cast(input, dtypes.float32) if low is not None else input
     if eps is None:
-        import numpy as np
-
-        eps = float(np.finfo(input.dtype.np).eps)  # PyTorch's default: the dtype's machine epsilon
-    out = input * ew.rsqrt(red.mean(input * input, dims, keepdim=True) + eps)
-    return out * weight if weight is not None else out
+        eps = float(dtypes.finfo_np(x.dtype.np).eps)  # PyTorch's default: the compute dtype's machine epsilon
+    out = x * ew.rsqrt(red.mean(x * x, dims, keepdim=True) + eps)
+    if weight is not None:
+        out = out * (dispatch.cast(weight, x.dtype) if low is not None and weight.dtype is low else weight)
+    return dispatch.cast(out, input.dtype) if out.dtype is not input.dtype else out
 
 
 _VMAP_RUNNING_STATS = (  # PyTorch's words: per-sample statistics cannot update shared running statistics

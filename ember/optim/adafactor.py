@@ -69,7 +69,7 @@ class Adafactor(Optimizer):
         lr, d = hp["lr"], hp["d"]
         eps1, eps2 = hp["eps"]
         if eps1 is None:
-            eps1 = float(np.finfo(p.dtype.np).eps)
+            eps1 = float(dtypes.finfo_np(p.dtype.np).eps)
         step = hp.next_step(state).to(dtypes.float64)
         one_minus_beta2_t = step ** hp["beta2_decay"]
         rho_t = (1 / step ** 0.5).clamp(max=lr)
