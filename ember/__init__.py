@@ -128,5 +128,9 @@ from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule,
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
+from ember.surface import out_variants as _out_variants  # noqa: E402
+for _ns, _names in _out_variants.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
+    _out_variants.install(globals() if _ns == "torch" else globals()[_ns], _names)
+del _ns, _names
 
 __version__ = "0.1.0"

@@ -222,13 +222,27 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
 
 
 def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    """PyTorch's ``resize_``: the same elements in row-major order under a new shape; a tensor that owns its
+    memory may grow (the new elements are uninitialized: zeros here) or shrink (``t.resize_(0)``)."""
     shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, Size)) else sizes
     import math as _math
 
-    if _math.prod(shape) != self.numel():
-        raise RuntimeError(f"resize_: ember cannot grow or shrink a tensor's storage in place ({self.numel()} "
-                           f"elements to {_math.prod(shape)}); build a new tensor instead")
-    self._data = self._data.reshape(shape)
+    if any(not isinstance(n, int) or n < 0 for n in shape):
+        raise RuntimeError(f"resize_: sizes must be non-negative integers, got {list(shape)}")
+    if self.requires_grad and grad_mode.STATE.enabled:
+        raise RuntimeError("cannot resize variables that require grad")
+    count = _math.prod(shape)
+    if count != self.numel():
+        if self._base is not None:
+            raise RuntimeError(f"resize_: cannot grow or shrink a view in place ({self.numel()} elements to "
+                               f"{count}); resize the tensor it views, or build a new tensor")
+        xp = self._device.xp
+        flat = xp.zeros(count, dtype=self._data.dtype)
+        keep = min(count, self.numel())
+        flat[:keep] = self._data.reshape(-1)[:keep]
+        self._data = flat.reshape(shape)
+    else:
+        self._data = self._data.reshape(shape)
     self._bump()
     return self
 
