@@ -198,6 +198,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     device = None
     arrays = []
     needs_grad = False
+    half = False
     for a in args:
         if isinstance(a, Tensor):
             d = a._device
@@ -205,14 +206,17 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 device = d
             elif d is not device and d != device:
                 return apply(op, _cpu_scalars_to_device(op, args), attrs)
-            arrays.append(a._data)
+            data = a._data
+            arrays.append(data)
+            if data.dtype.itemsize == 2:
+                half = True
             if a._requires_grad:
                 needs_grad = True
         else:
             arrays.append(a)
     if device is None:
         device = attrs.pop("_device", None) or CPU
-    out = op.impl(device.xp, *arrays, **attrs)
+    out = (op.impl if half else op.impl_no_half)(device.xp, *arrays, **attrs)
     if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
         for a in arrays:
             if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
@@ -236,7 +240,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
-    out = op.impl(device.xp, x._data, **attrs) if attrs else op.impl(device.xp, x._data)
+    impl = op.impl if x._data.dtype.itemsize == 2 else op.impl_no_half  # half: float32 math (ember/ops/opmath.py)
+    out = impl(device.xp, x._data, **attrs) if attrs else impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
     if out.dtype != x._data.dtype:
@@ -316,7 +321,8 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     try:
-        out = op.impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
+        impl = op.impl if (a if a_tensor else b)._data.dtype.itemsize == 2 else op.impl_no_half  # (opmath.py)
+        out = impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
     except ValueError as error:
         raise _shape_error(op, a, b, error) from None
     except TypeError:
