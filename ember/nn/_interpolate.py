@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.ops.opmath_composite import float32_composite
 from ember import dtypes
 from ember.creation import tensor
 
@@ -183,6 +184,7 @@ def _output_size(input: Any, size: Any, scale_factor: Any, dim: int) -> tuple[li
     return sizes, factors
 
 
+@float32_composite
 def interpolate(input: Any, size: int | Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,

@@ -23,6 +23,7 @@ from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.opmath_composite import float32_composite
 from ember.onnx import complex_emitters, emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
@@ -383,6 +384,7 @@ def hypot(input: Any, other: Any) -> Any:
     return dispatch.apply(HYPOT, (a, b))
 
 
+@float32_composite
 def logaddexp(input: Any, other: Any) -> Any:
     """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|))."""
     a, b = _tensors(input, other, "logaddexp")
@@ -391,12 +393,14 @@ def logaddexp(input: Any, other: Any) -> Any:
     return ew.maximum(a, b) + ew.log1p(ew.exp(-ew.abs(diff)))
 
 
+@float32_composite
 def logaddexp2(input: Any, other: Any) -> Any:
     """log2(2**input + 2**other)."""
     a, b = _tensors(input, other, "logaddexp2")
     return logaddexp(a * _LN2, b * _LN2) / _LN2
 
 
+@float32_composite
 def xlogy(input: Any, other: Any) -> Any:
     """input * log(other), defined as 0 where input == 0 (unless other is NaN).
 
@@ -412,6 +416,7 @@ def xlogy(input: Any, other: Any) -> Any:
     return ew.where(x == 0, out + 0.0, out)
 
 
+@float32_composite
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
     if isinstance(end, dispatch.Tensor) and isinstance(input, dispatch.Tensor) and end.dtype is not input.dtype:
@@ -435,12 +440,14 @@ def lerp(input: Any, end: Any, weight: Any) -> Any:
     return end - diff * (1 - weight)
 
 
+@float32_composite
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 * tensor2."""
     product = tensor1 * tensor2
     return input + (product if value == 1 else product * value)
 
 
+@float32_composite
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 / tensor2."""
     quotient = tensor1 / tensor2
@@ -468,6 +475,7 @@ def _check_ndim(op: str, **tensors: Any) -> None:
 
 
 @autocast_policy("lower")
+@float32_composite
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat1 @ mat2)."""
     _check_ndim("addmm", mat1=(mat1, 2), mat2=(mat2, 2))
@@ -475,6 +483,7 @@ def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) ->
 
 
 @autocast_policy("native")
+@float32_composite
 def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat @ vec)."""
     _check_ndim("addmv", mat=(mat, 2), vec=(vec, 1))
@@ -482,18 +491,21 @@ def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> A
 
 
 @autocast_policy("native")
+@float32_composite
 def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * outer(vec1, vec2)."""
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
 @autocast_policy("lower")
+@float32_composite
 def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
     return _scaled_sum(input, linalg.bmm(batch1, batch2), beta, alpha)
 
 
 @autocast_policy("lower")
+@float32_composite
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
     return _scaled_sum(input, red.sum(linalg.bmm(batch1, batch2), 0), beta, alpha)

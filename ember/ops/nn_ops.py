@@ -25,6 +25,7 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.opmath_composite import float32_composite
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
@@ -257,6 +258,7 @@ def softmin(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None
 
 # ---- activations ---------------------------------------------------------------------------------
 def _maybe_inplace(input: Any, result_fn: Any, inplace: bool, name: str) -> Any:
+    result_fn = float32_composite(result_fn)  # half inputs: one rounding, as PyTorch's one kernel (opmath_composite)
     if inplace:
         return inplace_ops.inplace_call(input, name, result_fn)
     return result_fn(input)
@@ -308,13 +310,16 @@ def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
 
 def selu(input: Any, inplace: bool = False) -> Any:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    return elu(input, alpha, inplace) * scale
+    # one function scaled inside, so inplace=True leaves selu(x) in x (it left elu(x)) and half inputs round once
+    return _maybe_inplace(input, lambda t: elu(t, alpha) * scale, inplace, "selu_")
 
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
-    return ew.where(input > 0, input, _expm1(ew.clamp(input, max=0.0) / alpha) * alpha)
+    return _maybe_inplace(input, lambda t: ew.where(t > 0, t, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha), inplace,
+                          "celu_")
 
 
+@float32_composite
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
     scaled = input * beta if beta != 1 else input
@@ -356,6 +361,7 @@ def mish(input: Any, inplace: bool = False) -> Any:
     return _maybe_inplace(input, lambda t: dispatch.unary(MISH, t), inplace, "mish_")
 
 
+@float32_composite
 def softsign(input: Any) -> Any:
     return input / (ew.abs(input) + 1.0)
 
@@ -375,6 +381,7 @@ def prelu(input: Any, weight: Any) -> Any:
     return ew.where(input > 0, input, input * w)
 
 
+@float32_composite
 def glu(input: Any, dim: int = -1) -> Any:
     """First half times sigmoid of the second half along ``dim``."""
     size = input.shape[input._dim(dim, "glu")]

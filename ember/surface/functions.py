@@ -19,6 +19,7 @@ from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
 from ember import dtypes
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
+from ember.ops.opmath_composite import float32_composite
 from ember.ops import complex_ops, elementwise, reductions, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
@@ -452,6 +453,7 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
     return x * elementwise.pow(2.0, _t(other, x).to(x.dtype))
 
 
+@float32_composite
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     """log(cumsum(exp(x))) as a running ``logaddexp`` (a single shift would underflow for wide ranges)."""
     if input.numel() == 0 or input.ndim == 0:

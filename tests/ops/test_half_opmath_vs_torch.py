@@ -78,6 +78,25 @@ CASES = {
     "mv": lambda t, a, b, w, v: t.mv(w, v),
     "dot": lambda t, a, b, w, v: t.dot(v, v * 0.5),
     "conv1d": lambda t, a, b, w, v: t.nn.functional.conv1d(a[1:], a[1, :, :3].unsqueeze(0).expand(5, 6, 3)),
+    # functions ember writes as several records and PyTorch runs as one kernel (ember/ops/opmath_composite.py)
+    "lerp": lambda t, a, b, w, v: t.lerp(a, a * 2, 0.3),
+    "lerp_tensor_weight": lambda t, a, b, w, v: t.lerp(a, a * 2, a.sigmoid()),
+    "addcmul": lambda t, a, b, w, v: t.addcmul(a, a, a, value=0.5),
+    "addcdiv": lambda t, a, b, w, v: t.addcdiv(a, a, a.abs() + 1, value=0.3),
+    "addcmul_": lambda t, a, b, w, v: a.clone().addcmul_(a, a, value=0.5),
+    "softplus": lambda t, a, b, w, v: t.nn.functional.softplus(a),
+    "softplus_beta": lambda t, a, b, w, v: t.nn.functional.softplus(a, beta=2.0, threshold=5.0),
+    "elu": lambda t, a, b, w, v: t.nn.functional.elu(a),
+    "selu": lambda t, a, b, w, v: t.nn.functional.selu(a),
+    "selu_inplace": lambda t, a, b, w, v: t.nn.functional.selu(a.clone(), inplace=True),
+    "celu": lambda t, a, b, w, v: t.nn.functional.celu(a, 0.7),
+    "hardswish": lambda t, a, b, w, v: t.nn.functional.hardswish(a),
+    "hardsigmoid": lambda t, a, b, w, v: t.nn.functional.hardsigmoid(a),
+    "glu": lambda t, a, b, w, v: t.nn.functional.glu(a),
+    "logaddexp": lambda t, a, b, w, v: t.logaddexp(a[1:], a[1:] * 0.5),
+    "baddbmm": lambda t, a, b, w, v: t.baddbmm(a[1:, :, :6], a[1:], a[1:].transpose(-1, -2), beta=0.5, alpha=2.0),
+    "logcumsumexp": lambda t, a, b, w, v: t.logcumsumexp(a[1:], -1),
+    "interpolate": lambda t, a, b, w, v: t.nn.functional.interpolate(a[1:], scale_factor=2, mode="linear"),
     # rms_norm: PyTorch's fused kernel (weight inside the float32 math, float32's eps by default)
     "rms_norm": lambda t, a, b, w, v: t.nn.functional.rms_norm(a[1:], (16,)),
     "rms_norm_weight": lambda t, a, b, w, v: t.nn.functional.rms_norm(a[1:], (16,), v),
@@ -142,6 +161,18 @@ def test_half_gradients_round_like_torch(half: str) -> None:
         grads.append(x.grad.float().numpy())
     ulp = 2.0 ** -7 if half == "bfloat16" else 2.0 ** -10
     np.testing.assert_allclose(grads[1], grads[0], rtol=2 * ulp, atol=2 * ulp)
+
+
+def test_selu_inplace_leaves_selu_in_the_input_like_torch() -> None:
+    """selu(x, inplace=True) left elu(x) in x (the scale was applied to a copy)."""
+    data = np.linspace(-3, 3, 13).astype(np.float32)
+    got = []
+    for lib in (torch, ember):
+        x = lib.tensor(data)
+        out = lib.nn.functional.selu(x, inplace=True)
+        assert out is x
+        got.append(x.numpy().copy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-6, atol=1e-7)
 
 
 def test_half_opmath_keeps_float32_and_float64_paths() -> None:
