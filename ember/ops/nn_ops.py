@@ -258,7 +258,8 @@ def softmin(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None
 
 # ---- activations ---------------------------------------------------------------------------------
 def _maybe_inplace(input: Any, result_fn: Any, inplace: bool, name: str) -> Any:
-    result_fn = float32_composite(result_fn)  # half inputs: one rounding, as PyTorch's one kernel (opmath_composite)
+    if input.dtype.itemsize == 2 and input.dtype.is_floating_point:  # half: one rounding, as PyTorch's one kernel
+        result_fn = float32_composite(result_fn)
     if inplace:
         return inplace_ops.inplace_call(input, name, result_fn)
     return result_fn(input)
