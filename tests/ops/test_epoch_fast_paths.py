@@ -41,18 +41,19 @@ def test_relu_native_matches_numpy_bitwise_and_torch(dtype, shape) -> None:
 
 
 def test_relu_native_used_and_fallbacks_agree(monkeypatch) -> None:
-    """The kernel runs for big float tensors; small, integer, float16 and non-contiguous inputs take
-    NumPy's maximum, with the same values."""
+    """The kernel runs for big float tensors; small, integer and non-contiguous inputs take NumPy's maximum, with
+    the same values. A float16 input is computed on a float32 copy (PyTorch's opmath, ember/ops/opmath.py), so the
+    kernel may see that copy, never a float16 array."""
     if cpu_kernels.get("relu") is None:
         pytest.skip("numba kernels unavailable")
     calls = []
     real = cpu_kernels.get("relu")
     table = dict(cpu_kernels._KERNELS)
-    table["relu"] = lambda x, out: (calls.append(x.size), real(x, out))
+    table["relu"] = lambda x, out: (calls.append((x.dtype, x.size)), real(x, out))
     monkeypatch.setattr(cpu_kernels, "_KERNELS", table)
     x = _with_specials((8, 9, 70), np.float32)
     np.testing.assert_array_equal(ember.relu(ember.tensor(x)).numpy(), np.maximum(x, 0))
-    assert sum(calls) == x.size
+    assert sum(size for _, size in calls) == x.size
     calls.clear()
     with np.errstate(over="ignore"):  # 3.4e38 becomes inf in float16: a special value too
         half = x.astype(np.float16)
@@ -61,7 +62,8 @@ def test_relu_native_used_and_fallbacks_agree(monkeypatch) -> None:
         got = ember.relu(ember.tensor(other)).numpy()
         np.testing.assert_array_equal(got, np.maximum(other, 0))
         assert got.dtype == other.dtype
-    assert not calls, "the kernel ran on an input it does not handle"
+    assert all(dt == np.float32 for dt, _ in calls), "the kernel ran on an input it does not handle"
+    assert [size for _, size in calls] in ([], [half.size]), "only the float32 copy of the float16 input may use it"
 
 
 def test_relu_without_numba_same_bits(monkeypatch) -> None:
