@@ -21,12 +21,13 @@ Example:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import math
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ember.fx._namespaces import public_namespaces
 from ember.fx.graph import Graph
@@ -218,7 +219,13 @@ class Tracer:
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                     type_expr: Any = None) -> Node:
+        target = getattr(target, "__fx_original__", target)  # a node names the function, never its wrapper
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def recording_wrapper(self, fn: Any) -> Any:
+        """The wrapper standing in for ``fn`` while this tracer records (``fn`` itself when it has none)."""
+        patcher = self._patcher
+        return patcher.wrappers.get(id(fn), fn) if patcher is not None else fn
 
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                      type_expr: Any = None) -> Proxy:
@@ -268,6 +275,15 @@ class Tracer:
         if concrete_args:
             raise TypeError(f"fx.symbolic_trace: concrete_args names {sorted(concrete_args)}, which "
                             f"{fn.__qualname__} does not take")
+        with self.recording(fn):
+            result = fn(*call_args, **call_kwargs)
+        self.graph.output(self.create_arg(result))
+        return self.graph
+
+    @contextlib.contextmanager
+    def recording(self, fn: Callable | None = None) -> Iterator[None]:
+        """While open, module calls, parameter reads and ember functions given a Proxy record into
+        ``self.graph`` (fx.Transformer runs its interpreter inside this)."""
         self._patcher = _Patcher()
         stack = getattr(_LOCAL, "stack", None)
         if stack is None:
@@ -275,15 +291,13 @@ class Tracer:
         stack.append(self)
         try:
             self._patch(fn)
-            result = fn(*call_args, **call_kwargs)
+            yield
         finally:
             stack.pop()
             self._patcher.restore()
             self._patcher = None
-        self.graph.output(self.create_arg(result))
-        return self.graph
 
-    def _patch(self, fn: Callable) -> None:
+    def _patch(self, fn: Callable | None) -> None:
         patcher = self._patcher
         original_call, original_getattr = Module.__call__, Module.__getattr__
 
@@ -311,7 +325,8 @@ class Tracer:
                     patcher.wrapper_of(value)
         for function in self.autowrap_functions:
             patcher.wrapper_of(function)
-        patcher.patch_globals(getattr(fn, "__globals__", {}))
+        if fn is not None:
+            patcher.patch_globals(getattr(fn, "__globals__", {}))
 
 
 def _traced_by(tracer: Tracer, module: Module) -> bool:
