@@ -46,6 +46,7 @@ from ember.ops.views import (  # noqa: F401
     masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )
+from ember.ops.strided import as_strided  # noqa: F401
 from ember.ops.sorting import argsort, bucketize, kthvalue, searchsorted, sort, topk, unique  # noqa: F401
 from ember.ops.extra_math import (  # noqa: F401
     acos, acosh, addbmm, addcdiv, addcmul, addmm, addmv, addr, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
