@@ -19,10 +19,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.interpreters import SymbolicValue
 from ember.ops import batching, dispatch, views
 from ember.ops.registry import OpDef, Spec, register
 from ember.ops.movement import INDEX_BACKWARD
-from ember.ops.views import _FLAT, reshape
+from ember.ops.views import _FLAT, plain_steps, reshape, view_positions
 
 _EXACT_OVERLAP_LIMIT = 1 << 22  # above this many elements, overlap is judged from the strides alone
 
@@ -121,10 +122,22 @@ def _as_strided_batch(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: i
     return dispatch.apply(op, (x,), batched), 0
 
 
+def _as_strided_onnx(b: Any, n: Any) -> str:
+    """ONNX: Gather of the static flat positions the view reads (sizes are known when exporting)."""
+    shape = tuple(int(d) for d in n.in_specs[0].shape)
+    a = n.attrs
+    index, found = _input_indices(shape, tuple(a["in_stride"]), tuple(a["size"]), tuple(a["stride"]), a["offset"])
+    if not found.all():
+        raise NotImplementedError("ONNX export of as_strided: the view reads memory outside its input tensor; "
+                                  "take the view of the whole tensor instead")
+    flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
+    return b.node("Gather", [flat, b.const(index.reshape(tuple(a["size"])).astype(np.int64))], axis=0)
+
+
 AS_STRIDED = register(OpDef(
     name="as_strided", batch=_as_strided_batch, category="movement", impl=_as_strided_impl, save="none",
     shape_rule=lambda x, size, stride, offset, in_stride=(): Spec(tuple(size), x.dtype, x.device),
-    vjp=_as_strided_vjp, view=True,
+    vjp=_as_strided_vjp, view=True, onnx=_as_strided_onnx,
 ))
 
 
@@ -170,18 +183,36 @@ def as_strided(input: Any, size: Sequence[int], stride: Sequence[int], storage_o
     if any(n < 0 for n in size) or any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided: sizes and strides must be non-negative, got size {list(size)} and "
                            f"stride {list(stride)}")
-    start = storage_offset_of(input)
+    symbolic = isinstance(input._data, SymbolicValue)
+    if symbolic and input._base is not None:  # a traced view: its storage is its root's, taken as contiguous
+        input, start = _traced_root(input)
+        base = 0  # the record reads the root itself
+    else:
+        start = base = 0 if symbolic else storage_offset_of(input)  # a traced tensor is its own storage
     offset = start if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"as_strided: storage offset must be non-negative, got {offset}")
-    root = _root(input)
+    root = input if symbolic else _root(input)
     needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
     if needed > root.numel():
         raise RuntimeError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage offset {offset} and "
                            f"itemsize {input.element_size()} require a storage of {needed} elements, but the tensor's "
                            f"storage has {root.numel()}; choose sizes/strides inside it")
-    return dispatch.apply(AS_STRIDED, (input,), {"size": size, "stride": stride, "offset": offset - start,
-                                                 "in_stride": tuple(input.stride())})
+    return dispatch.apply(AS_STRIDED, (input,), {"size": size, "stride": stride, "offset": offset - base,
+                                                 "in_stride": _c_strides(input.shape) if symbolic else
+                                                 tuple(input.stride())})
 
 
 storage_offset_of = storage_offset
+
+
+def _traced_root(view: Any) -> tuple:
+    """A traced view's root and where the view starts in it (graphs hold no memory layout: the view ops'
+    positions in the root, replayed on its shape, say where)."""
+    steps = view._view_fn[0]
+    if steps is None:
+        raise RuntimeError(f"as_strided: inside a traced graph (ONNX export, no_grad), where the view of shape "
+                           f"{tuple(view.shape)} starts in its base of shape {tuple(view._base.shape)} is not known; call "
+                           "as_strided on the base with an explicit storage_offset, or on a copy (.clone())")
+    positions = view_positions(tuple(view._base.shape), plain_steps(steps))
+    return view._base, int(positions.flat[0]) if positions.size else 0
