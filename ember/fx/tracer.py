@@ -25,8 +25,10 @@ import contextlib
 import functools
 import inspect
 import math
+import operator
 import threading
 import types
+import warnings
 from typing import Any, Callable, Iterator
 
 from ember.fx._namespaces import public_namespaces
@@ -72,6 +74,20 @@ def wrap(fn_or_name: Callable | str) -> Callable | str:
         raise TypeError(f"fx.wrap: expected a function or the name of one, got {fn_or_name!r}")
     _WRAPPED.append((frame.f_globals, name))
     return fn_or_name
+
+
+def _assert(condition: Any, message: str) -> None:
+    """``torch._assert``: ``assert condition, message`` as a function fx graphs can record."""
+    assert condition, message
+
+
+def _assert_is_none(value: Any, message: str) -> None:
+    """The check torch.fx records for a ``concrete_args`` value of None."""
+    assert value is None, message
+
+
+_assert._fx_side_effect = True  # dead-code elimination keeps it (and drops _assert_is_none, as torch.fx does)
+_CHECKABLE = (bool, int, float, str, complex)  # concrete values fx guards with an equality assertion
 
 
 def _wrapper(original: Callable) -> Callable:
@@ -264,7 +280,7 @@ class Tracer:
                 raise TraceError(f"fx.symbolic_trace: {fn.__qualname__} takes *{param.name}; give the arguments "
                                   "names (or pass concrete_args) so each becomes one placeholder")
             if param.name in concrete_args:
-                value = concrete_args.pop(param.name)
+                value = self._concrete_placeholder(param, concrete_args.pop(param.name))
             else:
                 default = () if param.default is inspect.Parameter.empty else (param.default,)
                 value = self.create_proxy("placeholder", param.name, default, {})
@@ -279,6 +295,23 @@ class Tracer:
             result = fn(*call_args, **call_kwargs)
         self.graph.output(self.create_arg(result))
         return self.graph
+
+    def _concrete_placeholder(self, param: inspect.Parameter, value: Any) -> Any:
+        """As torch.fx: a concrete argument keeps a placeholder (``name_1``) and, for None and plain scalars, an
+        assertion that the caller passes the value the trace was specialized to; tracing sees the value."""
+        default = () if param.default is inspect.Parameter.empty else (param.default,)
+        node = self.create_node("placeholder", f"{param.name}_1", default, {})
+        message = f"{param.name} has been specialized to have value {value} but got another value"
+        if value is None:
+            self.create_node("call_function", _assert_is_none, (node, message), {})
+        elif type(value) in _CHECKABLE:
+            equal = self.create_node("call_function", operator.eq, (node, value), {})
+            self.create_node("call_function", _assert, (equal, message), {})
+        else:
+            warnings.warn(f"Was not able to add assertion to guarantee correct input {param.name} to specialized "
+                          "function. It is up to the user to make sure that your inputs match the inputs you "
+                          "specialized the function with.")
+        return value
 
     @contextlib.contextmanager
     def recording(self, fn: Callable | None = None) -> Iterator[None]:

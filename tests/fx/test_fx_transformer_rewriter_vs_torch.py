@@ -218,3 +218,26 @@ def test_shape_prop_names_the_failing_node():
     gm = efx.symbolic_trace(lambda x: x @ x)
     with pytest.raises(RuntimeError, match="ShapeProp error for: node=%matmul"):
         ShapeProp(gm).propagate(ember.zeros(2, 3))
+
+
+# ---- concrete_args --------------------------------------------------------------------------------------------
+def _specialized(lib):
+    def f(x, flag, n=None, scale=2.0):
+        if flag:
+            x = x * scale
+        if n is not None:
+            x = x + n
+        return x
+    return lib.fx.symbolic_trace(f, concrete_args={"flag": True, "n": None, "scale": 3.0})
+
+
+def test_concrete_args_keep_placeholders_and_assertions_like_torch():
+    t_gm, e_gm = _specialized(torch), _specialized(ember)
+    assert _shape(e_gm) == _shape(t_gm)
+    for lib, gm in ((torch, t_gm), (ember, e_gm)):
+        assert gm(lib.ones(2), True, None, 3.0).tolist() == [3.0, 3.0]
+        for flag, n, scale, name in ((False, None, 3.0, "flag"), (True, 1.0, 3.0, "n"), (True, None, 2.0, "scale")):
+            with pytest.raises(AssertionError, match=f"{name} has been specialized to have value"):
+                gm(lib.ones(2), flag, n, scale)
+        gm.graph.eliminate_dead_code()
+    assert [n.name for n in e_gm.graph.nodes] == [n.name for n in t_gm.graph.nodes]
