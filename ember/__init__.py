@@ -126,9 +126,8 @@ _families.install_methods(globals())  # Tensor methods generated from top-level 
 globals().update({k: v for k, v in _families.top_level_names().items() if k not in globals()})  # ember.relu_, ...
 
 from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
-from ember.fx.tracer import _assert  # noqa: E402,F401  (torch._assert, which fx graphs record)
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
-from ember import _dynamo, _inductor, compiler  # noqa: E402,F401  (torch.compiler.disable, torch._dynamo.config)
+from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 

@@ -1,5 +1,5 @@
 """``torch._inductor``: only ``config`` exists, so programs that tune Inductor (``coordinate_descent_tuning``,
-``triton.cudagraphs``...) run; ember's code generator reads none of it.
+``triton.cudagraphs``...) run; ember's code generator reads none of it (ember.compile has no Inductor).
 
 Example:
     >>> import ember

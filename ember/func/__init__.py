@@ -19,7 +19,6 @@ from ember.func.module_state import functional_call, replace_all_batch_norm_modu
 from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ember.func.rearrange import rearrange
 from ember.func.vmap import vmap
-from ember.func.functionalize import functionalize
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
-           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "rearrange", "functionalize"]
+           "functional_call", "stack_module_state", "replace_all_batch_norm_modules_", "rearrange"]
