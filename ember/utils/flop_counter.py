@@ -52,6 +52,8 @@ class FlopCounterMode:
 
     clock = staticmethod(_recorder._clock)  # the hooks take each op's start time from their listener
 
+    backward_ops = True  # the engine dispatches the backward's ops (no array rules) while this counts
+
     def __init__(self, mods: Any = None, depth: int = 2, display: bool = True, custom_mapping: dict | None = None) -> None:
         self.depth = depth
         self.display = display
@@ -151,6 +153,8 @@ class FlopCounterMode:
     def node(self, node: Any, t0: int, grads: Any) -> None:
         entry = self._node_modules.get(id(node))
         self._flush(entry[1] if entry is not None and entry[0] is node else None)
+
+    array_node = node  # not called: backward_ops keeps the engine on the ember-op rules, whose ops it counts
 
     def _flush(self, modules: Any) -> None:
         for name, flops in self._pending:

@@ -42,7 +42,7 @@ class _Slow(Dataset):
 
 
 def _scalars(path) -> dict:
-    acc = event_accumulator.EventAccumulator(str(path))
+    acc = event_accumulator.EventAccumulator(str(path / "train"))  # the train run (Keras' layout)
     acc.Reload()
     return {tag: [s.value for s in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 

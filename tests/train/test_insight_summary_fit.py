@@ -114,10 +114,10 @@ def test_tensorboard_gets_perf_scalars_and_the_graph(tmp_path):
     trainer.configure(optimizer="sgd", loss="cross_entropy")
     data = TensorDataset(ember.randn(12, 4), ember.randint(0, 2, (12,)))
     trainer.fit(DataLoader(data, batch_size=4), epochs=2, verbose=0, callbacks=[TensorBoard(tmp_path)])
-    acc = event_accumulator.EventAccumulator(str(tmp_path))
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "train"))
     acc.Reload()
     scalars = acc.Tags()["scalars"]
-    for tag in ("train/loss", "perf/mfu", "perf/gflops_per_s", "perf/data_wait_share", "perf/transfer_share"):
+    for tag in ("epoch_loss", "perf/mfu", "perf/gflops_per_s", "perf/data_wait_share", "perf/transfer_share"):
         assert tag in scalars, scalars
     assert [s.step for s in acc.Scalars("perf/mfu")] == [0, 1]
     assert all(0 < s.value < 1 for s in acc.Scalars("perf/mfu"))
