@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ember.ops.cost import op_flops
+from ember.ops.cost import op_bytes, op_flops
 from ember.ops.registry import Spec
 from ember.autograd import engine
 from ember.graph.ir import Value
@@ -66,10 +66,13 @@ class FlopCounterMode:
         self._node_modules: dict = {}
         self._pending: list = []
         self._handles: list = []
+        # ember's own: the ideal bytes the counted ops read and wrote (ember.ops.cost.op_bytes), for the roofline
+        self.bytes_moved = 0
 
     # ---- context -----------------------------------------------------------------------------------
     def __enter__(self) -> "FlopCounterMode":
         self.flop_counts.clear()
+        self.bytes_moved = 0
         self._node_modules.clear()
         for root in self.mods:
             prefix = type(root).__name__
@@ -139,7 +142,9 @@ class FlopCounterMode:
 
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
         outs = result if type(result) is tuple else (result,)
-        flops = self._flops(op, _specs(args), _specs(outs), attrs)
+        ins, out_specs = _specs(args), _specs(outs)
+        flops = self._flops(op, ins, out_specs, attrs)
+        self.bytes_moved += op_bytes(op, ins, out_specs, attrs or {})
 
         if getattr(engine._LOCAL, "callbacks", None) is not None:  # inside backward: credit it to the node
             self._pending.append((op.name, flops))
@@ -166,6 +171,7 @@ class FlopCounterMode:
         outs = [Spec(v.shape, v.dtype) for v in node.outputs]
         attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
         self._count(node.op.name, self._flops(node.op, ins, outs, attrs), tuple(self._stack))
+        self.bytes_moved += op_bytes(node.op, ins, outs, attrs)
 
     def copy(self, *args: Any) -> None:
         pass
