@@ -32,7 +32,6 @@ import numba
 from ember.backends.cpu_gemm_kernels import COLUMNS, ROWS, _tile, host_has_avx512
 
 _FULL = (1 << COLUMNS) - 1
-K_BLOCK = 1 << 30  # output pixels per pass of the weight gradient
 
 
 @numba.njit(cache=True, nogil=True)
@@ -64,17 +63,15 @@ def weight_images(n0, n1, rows, cols, kc, a, a_image, sai, a_taps, b, b_image, l
     at ``c + 4 * (t * c_tap + r * ldc)``."""
     taps = a_taps.shape[0]
     for n in range(n0, n1):
-        for k0 in range(0, kc, K_BLOCK):  # a block of B's rows stays in L1 while every tap and tile reads it
-            kb = min(K_BLOCK, kc - k0)
-            for t in range(taps):
-                for i0 in range(0, rows, ROWS):
-                    r = min(ROWS, rows - i0)
-                    for j0 in range(0, cols, COLUMNS):
-                        width = min(COLUMNS, cols - j0)
-                        mask = _FULL if width == COLUMNS else (1 << width) - 1
-                        _tile(r, kb, a + 4 * (n * a_image + a_taps[t] + i0 * sai + k0), sai, 1,
-                              b + 4 * (n * b_image + b_taps[t] + k0 * ldb + j0), ldb, c + 4 * (t * c_tap + i0 * ldc + j0),
-                              ldc, 1, mask, 0)
+        for t in range(taps):
+            for i0 in range(0, rows, ROWS):
+                r = min(ROWS, rows - i0)
+                for j0 in range(0, cols, COLUMNS):
+                    width = min(COLUMNS, cols - j0)
+                    mask = _FULL if width == COLUMNS else (1 << width) - 1
+                    _tile(r, kc, a + 4 * (n * a_image + a_taps[t] + i0 * sai), sai, 1,
+                          b + 4 * (n * b_image + b_taps[t] + j0), ldb, c + 4 * (t * c_tap + i0 * ldc + j0), ldc, 1,
+                          mask, 0)
 
 
 def build() -> dict[str, Callable[..., Any]]:
