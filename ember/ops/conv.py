@@ -149,6 +149,10 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
 
 
 DIRECT_MIN_WIDTH = 10  # output columns: each row also computes kw - 1 dropped ones (2 of 16 at 14 wide)
+# The direct weight gradient only up to this many (input, output) channel pairs: with 16 -> 32 channels on
+# 32x32 maps it measured 9.5 ms against Winograd's 15.1, with 32 -> 64 on 14x14 the same (5.9 / 5.8), with
+# 64 -> 64 on 28x28 and 56x56 about twice Winograd's time (one thread, docs/cpu-performance.md).
+DIRECT_WEIGHT_MAX_PAIRS = 1024
 
 
 def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tuple, groups: int, dtype: Any) -> bool:
@@ -158,7 +162,7 @@ def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tu
     ``EMBER_CONV_ALGORITHM=im2col``. Measured faster than Winograd F(4x4) and im2col on such layers (MNIST's
     conv2, 32 -> 64 on 14x14: forward 4.98 -> 2.93 ms, input gradient 5.53 -> 2.95 ms, one thread), slower
     on ResNet's 8x8 and smaller maps, where Winograd stays (docs/cpu-performance.md). The weight gradient
-    keeps Winograd/im2col: the direct one measured slower from 64 channels up."""
+    runs direct only for few channel pairs (``DIRECT_WEIGHT_MAX_PAIRS``), where it measured faster."""
     if xp is not np or _config.CONV_ALGORITHM == "im2col" or groups != 1 or tuple(stride) != (1, 1):
         return False
     if np.dtype(dtype) != np.float32 or x_shape[1] < 16 or w_shape[0] < 16 or w_shape[2] * w_shape[3] < 2:
@@ -392,6 +396,10 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         return gw
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
+    if (weight_shape[0] * weight_shape[1] <= DIRECT_WEIGHT_MAX_PAIRS
+            and _direct(xp, _padded_shape(x.shape, padding), weight_shape, stride, dilation, groups, x.dtype)
+            and _finite(xp, x)):  # an inf of x would meet the zero columns of g past the output width (NaN)
+        return direct.weight_grad(xp, x, g, tuple(weight_shape), padding, dilation)
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     v = _winograd_input(xp, x, padding, m) if m else None
     if v is not None:
