@@ -97,7 +97,10 @@ def weight_grad(xp: Any, g: Any, columns: Any, weight_shape: tuple) -> Any:
         total = xp.zeros((o, k), dtype=g.dtype if wide else xp.float32)
         product = xp.empty((o, k), dtype=total.dtype)
         for image in range(start, stop):
-            matmul_into(xp, g3[image], columns[image].T, product)
+            if wide:
+                xp.matmul(g3[image], columns[image].T, out=product)
+            else:
+                product[...] = xp.matmul(g3[image], columns[image].T)
             total += product
         partial[start] = total
 
