@@ -150,9 +150,11 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
 
 DIRECT_MIN_WIDTH = 10  # output columns: each row also computes kw - 1 dropped ones (2 of 16 at 14 wide)
 # The direct weight gradient only up to this many (input, output) channel pairs: with 16 -> 32 channels on
-# 32x32 maps it measured 9.5 ms against Winograd's 15.1, with 32 -> 64 on 14x14 the same (5.9 / 5.8), with
-# 64 -> 64 on 28x28 and 56x56 about twice Winograd's time (one thread, docs/cpu-performance.md).
-DIRECT_WEIGHT_MAX_PAIRS = 1024
+# 32x32 maps it measured 9.5 ms against Winograd's 15.1, with 32 -> 64 on 14x14 (MNIST's conv2) the same on one
+# thread (5.2-6.0 / 5.8-5.9) and far less on two (it calls no BLAS: 2.8 ms of the calling thread's CPU against
+# 34 for Winograd's threaded BLAS products under load), with 64 -> 64 on 28x28 and 56x56 about twice
+# Winograd's time (docs/cpu-performance.md).
+DIRECT_WEIGHT_MAX_PAIRS = 2048
 
 
 def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tuple, groups: int, dtype: Any) -> bool:
