@@ -216,7 +216,10 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
             arrays.append(a)
     if device is None:
         device = attrs.pop("_device", None) or CPU
-    out = (op.impl if half else op.impl_no_half)(device.xp, *arrays, **attrs)
+    impl = op.impl
+    if not half and impl is op.impl_opmath:  # no half input: skip the opmath wrapper's check (ember/ops/opmath.py)
+        impl = op.impl_no_half
+    out = impl(device.xp, *arrays, **attrs)
     if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
         for a in arrays:
             if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
@@ -240,7 +243,9 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
-    impl = op.impl if x._data.dtype.itemsize == 2 else op.impl_no_half  # half: float32 math (ember/ops/opmath.py)
+    impl = op.impl
+    if impl is op.impl_opmath and x._data.dtype.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
+        impl = op.impl_no_half
     out = impl(device.xp, x._data, **attrs) if attrs else impl(device.xp, x._data)
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
@@ -321,7 +326,9 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     try:
-        impl = op.impl if (a if a_tensor else b)._data.dtype.itemsize == 2 else op.impl_no_half  # (opmath.py)
+        impl = op.impl
+        if impl is op.impl_opmath and (a if a_tensor else b)._data.dtype.itemsize != 2:  # (opmath.py, as above)
+            impl = op.impl_no_half
         out = impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
     except ValueError as error:
         raise _shape_error(op, a, b, error) from None

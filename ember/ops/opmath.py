@@ -22,6 +22,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 # Records of these categories compute in float32 for half inputs. Movement/cast/random/state records
@@ -71,7 +72,5 @@ def half_opmath(impl: Callable[..., Any], float32_scalars: bool = False) -> Call
         wide = tuple(_widen(a, low, xp, round_scalars) for a in arrays)
         return _round(impl(xp, *wide, **attrs), low)
 
-    run.__wrapped__ = impl  # type: ignore[attr-defined]
-    run.__name__ = getattr(impl, "__name__", "impl")
-    run.__doc__ = impl.__doc__
+    functools.update_wrapper(run, impl)  # __module__ too: tests map records to their public module by it
     return run

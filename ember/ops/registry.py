@@ -90,14 +90,12 @@ class OpDef:
     # Tensor wrapping (~2 us per op: most of a small backward pass). It must compute what ``vjp`` computes,
     # bit for bit (the same NumPy calls in the same order; tests/autograd/test_array_vjp_matches_vjp.py).
     array_vjp: Callable[..., Any] | tuple | None = None
-    # ``impl`` as written, for eager dispatch when no input is float16/bfloat16 (``register`` wraps ``impl`` of the
-    # arithmetic categories with ember/ops/opmath.py's float32 math for half inputs; the wrapper's check costs ~1 us
-    # per call, which dispatch, knowing the dtypes already, skips). Set by ``register``.
+    # ``register`` wraps ``impl`` of the arithmetic categories with ember/ops/opmath.py's float32 math for half inputs
+    # (``impl_opmath`` is that wrapper, ``impl_no_half`` the impl as written). Eager dispatch, knowing the dtypes
+    # already, calls ``impl_no_half`` when no input is half and ``impl`` is still the wrapper (the wrapper's own check
+    # costs ~1 us per call; an ``impl`` patched afterwards, by a test or a profiler, is always called).
     impl_no_half: Callable[..., Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.impl_no_half is None:  # an unregistered record (the fuser's kernels): the impl as it is
-            self.impl_no_half = self.impl
+    impl_opmath: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"
@@ -170,9 +168,9 @@ def register(op: OpDef) -> OpDef:
     """Add one op record. Names are unique: registering twice is a bug, not an override."""
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} is already registered")
-    op.impl_no_half = op.impl  # (the same function unless wrapped below)
     if op.category in OPMATH_CATEGORIES:  # float16/bfloat16 computed in float32, rounded once (PyTorch's CPU)
-        op.impl = half_opmath(op.impl, float32_scalars=op.name in FLOAT32_SCALAR_OPS)
+        op.impl_no_half = op.impl
+        op.impl = op.impl_opmath = half_opmath(op.impl, float32_scalars=op.name in FLOAT32_SCALAR_OPS)
     OPS[op.name] = op
     return op
 
