@@ -19,6 +19,7 @@ from ember.autograd.node import OpNode, SavedTensor
 from ember.amp.policy import cast_args as _autocast_args
 from ember.amp.state import STATE as _AUTOCAST
 from ember.ops.registry import OPS, OpDef
+from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
 
@@ -265,6 +266,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     b_tensor = isinstance(b, Tensor)
     if a_tensor and b_tensor:
         if a._data.dtype != b._data.dtype:
+            if op.name in FLOAT32_SCALAR_OPS:  # half tensor * 0-d tensor: PyTorch reads the 0-d as a number
+                number = _zero_dim_as_number(a, b)
+                if number is not None:
+                    return binary(op, *number)
             target = dtypes.result_type(a, b)
             if op.float_only and target.category < 2:
                 # int8 / uint8: each operand goes straight to float (via uint8, -1 would read as 255)
@@ -349,6 +354,19 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     if t0 and PROFILER is not None:
         PROFILER.op(op, t0, (a, b), None, result)
     return result
+
+
+def _zero_dim_as_number(a: Any, b: Any) -> tuple | None:
+    """``(a, b)`` with a 0-d CPU operand replaced by its Python number when the other is a float16/bfloat16 tensor
+    and the 0-d one does not lift its dtype (PyTorch's mul/div kernels read a CPU scalar tensor at float32, as a
+    Python number; ember/ops/opmath.py), else None. A 0-d operand that requires grad stays a tensor."""
+    for zero, other, first in ((a, b, True), (b, a, False)):
+        data, low = zero._data, other._data.dtype
+        if data.ndim == 0 and other._data.ndim > 0 and low.itemsize == 2 and low.kind in "fV" \
+                and data.dtype.kind in "biuf" and zero._device.type == "cpu" and not zero._requires_grad:
+            number = data.item()
+            return (number, b) if first else (a, number)
+    return None
 
 
 def _bool_sub_error() -> RuntimeError:

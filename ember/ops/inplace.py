@@ -23,6 +23,7 @@ import numpy as np
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
+from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.ops import dispatch, movement
 from ember.ops.registry import OpDef
 from ember.dtypes import from_numpy_dtype
@@ -292,6 +293,10 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     _lift(t)
+    if isinstance(other, dispatch.Tensor) and op.name in FLOAT32_SCALAR_OPS:  # half *= 0-d: a number (opmath.py)
+        pair = dispatch._zero_dim_as_number(t, other)
+        if pair is not None:
+            other = pair[1]
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or (isinstance(other, dispatch.Tensor) and other._requires_grad)
     )

@@ -23,12 +23,18 @@ from ember.ops import dispatch
 
 
 def _half_of(values: Any) -> Any:
-    for v in values:
-        if isinstance(v, dispatch.Tensor):
-            dt = v.dtype
-            if dt.itemsize == 2 and dt.is_floating_point:
-                return dt
-    return None
+    """The half dtype when every floating tensor of rank >= 1 among ``values`` has it (a wider one decides the
+    result dtype itself: then None). 0-d tensors do not lift a dtype, so they count only when all tensors are 0-d."""
+    tensors = [v for v in values if isinstance(v, dispatch.Tensor)]
+    ranked = [t for t in tensors if t.ndim > 0] or tensors
+    low = None
+    for t in ranked:
+        dt = t.dtype
+        if dt.is_floating_point or dt.is_complex:
+            if dt.itemsize != 2 or dt.is_complex or (low is not None and dt is not low):
+                return None
+            low = dt
+    return low
 
 
 def float32_composite(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,7 +43,7 @@ def float32_composite(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        low = _half_of(args) or (_half_of(kwargs.values()) if kwargs else None)
+        low = _half_of(tuple(args) + tuple(kwargs.values())) if kwargs else _half_of(args)
         if low is None:
             return fn(*args, **kwargs)
 
