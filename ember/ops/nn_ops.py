@@ -25,7 +25,7 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, layer_norm_split
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
@@ -450,6 +450,10 @@ def _ln_axes(ndim: int, count: int) -> tuple:
 
 
 def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
+    if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in affine):
+        split = layer_norm_split.layer_norm_rows(xp, x, affine, count=count, eps=eps, has_weight=has_weight)
+        if split is not None:  # (None: a block met a rare correction, applied below to the whole input)
+            return split
     axes = _ln_axes(x.ndim, count)
     low = x.dtype if x.dtype.itemsize == 2 else None  # float16/bfloat16: compute in float32, as PyTorch
     if low is not None:
@@ -549,6 +553,11 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
     axes = _ln_axes(x.ndim, count)
     lead = tuple(range(x.ndim - count))
     out_dtype, param_dtype = x.dtype, (weight[0].dtype if weight else x.dtype)
+    if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in (g, mean, rstd) + weight):
+        split = layer_norm_split.layer_norm_backward_rows(xp, g, x, mean, rstd, weight, count=count)
+        if split is not None:  # the row passes on ember's threads; the sums over rows here, as below
+            gx, xhat = split
+            return gx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
     if min(a.dtype.itemsize for a in (g, x, mean, rstd) + weight) == 2:  # float16/bfloat16: float32 math
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)
