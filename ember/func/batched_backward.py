@@ -17,8 +17,8 @@ Example:
     >>> import ember
     >>> from ember.func import grad, vmap
     >>> w = ember.ones(3)
-    >>> vmap(grad(lambda w, x: (w * x).relu().sum()), in_dims=(None, 0))(w, ember.tensor([[1., -2, 3]])).tolist()
-    [[1.0, 0.0, 3.0]]
+    >>> vmap(grad(lambda w, x: (w * x).relu().sum()), in_dims=(None, 0))(w, ember.tensor([[1., 2, 3]])).tolist()
+    [[1.0, 2.0, 3.0]]
 """
 from __future__ import annotations
 

@@ -463,11 +463,13 @@ def _linear_batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
     if needs[1]:
         if dx is None:  # a shared input, batched weights or bias (an ensemble): (B, out, rows) @ (rows, in)
             gw = _matmul_impl(np, np.swapaxes(g3, -1, -2), _rows_array(x))
+        elif g3.shape[1] == 1 and x.size == size * x.shape[-1]:  # one row per sample: the outer products
+            gw = np.einsum("bi,bj->bij", g3.reshape(size, -1), x.reshape(size, -1))
         else:
             gw = OPS["matmul_t"].impl(np, g3, x.reshape(size, -1, x.shape[-1]), transpose_a=True)
         out[1] = (gw, 0)
-    if len(needs) > 2 and needs[2]:
-        out[2] = (OPS["sum"].impl(np, g3, dims=(1,), keepdim=False), 0)
+    if len(needs) > 2 and needs[2]:  # one row per sample (per-sample gradients): the row itself, no sum
+        out[2] = (g3.reshape(size, -1) if g3.shape[1] == 1 else np.add.reduce(g3, axis=1), 0)
     return out
 
 
