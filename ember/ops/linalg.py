@@ -89,7 +89,14 @@ MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, np.swapaxes(ctx.inputs[1]
 
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
-    if input._sparse_layout or other._sparse_layout:  # a sparse operand brings its own product (ember/sparse/)
+    try:
+        sparse = input._sparse_layout or other._sparse_layout
+    except AttributeError:  # a non-tensor operand (torch raises TypeError too)
+        bad = other if hasattr(input, "_sparse_layout") else input
+        raise TypeError(f"matmul(): expected both operands to be tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}; convert the {type(bad).__name__} with ember.as_tensor(...) "
+                        "first") from None
+    if sparse:  # a sparse operand brings its own product (ember/sparse/)
         return (input if input._sparse_layout else other)._sparse_matmul(input, other)
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
