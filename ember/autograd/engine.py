@@ -261,7 +261,8 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 input_grads = None
                 if arrays and node.__class__ is OpNode and (node.op.array_vjp is not None or (
                         node.op.batch_array_vjp is not None and (len(grads) == 1 or extra is None))):
-                    input_grads = node.apply_arrays(grads, batched)  # before zeros are made for unused outputs
+                    # (before zeros are made for unused outputs)
+                    input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)
                 if input_grads is None:
                     grads = [_tensor(g) for g in grads]
                     if len(grads) > 1:
