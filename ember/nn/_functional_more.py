@@ -483,9 +483,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         elif mode == "mean":
             count = keep[a:b].sum() if keep is not None else b - a
             rows.append(part.sum(dim=0) / (clamp(count, min=1) if isinstance(count, Tensor) else count))
-        else:
-            rows.append(part.max(dim=0).values if keep is None else
-                        where(keep[a:b] > 0, part, full_like(part, -math.inf)).max(dim=0).values)
+        elif keep is None:
+            rows.append(part.max(dim=0).values)
+        else:  # a bag holding only padding_idx is a zero row (PyTorch's), not -inf
+            best = where(keep[a:b] > 0, part, full_like(part, -math.inf)).max(dim=0).values
+            rows.append(where(keep[a:b].sum() > 0, best, zeros_like(best)))
     return stack(rows) if rows else zeros(0, weight.shape[1], dtype=weight.dtype)
 
 

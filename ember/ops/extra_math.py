@@ -33,7 +33,7 @@ _LN10 = math.log(10.0)
 
 # ---- unary primitives ------------------------------------------------------------------------------
 def _zero_grad(ctx: Any, g: Any) -> tuple:
-    return (g * 0,)
+    return ew._zero_grad(ctx, g)  # zeros, also for an infinite or NaN upstream (PyTorch's zeros_like)
 
 
 TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * _cj(1 + ctx.out * ctx.out),), save="output", onnx=complex_emitters.tan, float_only=True)

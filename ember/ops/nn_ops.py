@@ -307,7 +307,8 @@ def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
         # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
         # at 0, where PyTorch's slope is alpha (minimum would split it between its two equal arguments).
         negative = _expm1(ew.clamp(t, max=0.0))
-        return ew.where(t > 0, t, negative * alpha)
+        # t <= 0 picks the exponential side: NaN takes the linear one, whose gradient passes (PyTorch's elu_backward)
+        return ew.where(t <= 0, negative * alpha, t)
 
     return _maybe_inplace(input, compute, inplace, "elu_")
 
@@ -320,7 +321,7 @@ def selu(input: Any, inplace: bool = False) -> Any:
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
-        return ew.where(t > 0, t, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha)
+        return ew.where(t <= 0, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha, t)  # NaN: linear side, as elu
 
     return _maybe_inplace(input, compute, inplace, "celu_")
 

@@ -107,8 +107,10 @@ def _loss_case(rng: np.random.Generator) -> Case:
             return Case(f"x = x{g}\nout = {F}.binary_cross_entropy_with_logits(x, t, {', '.join(args)})", inputs,
                         grad=bool(g))
         inputs["x" + g] = (np.clip(np.nan_to_num(inputs["x" + g][0]), -30, 30), dtype)
+        # the gradient through a saturated sigmoid divides by p (1 - p), whose 1 - p keeps only a few digits:
+        # compared to 1e-7 in float64
         return Case(f"x = x{g}\nout = {F}.binary_cross_entropy(x.sigmoid(), t, {', '.join(args)})", inputs,
-                    grad=bool(g))
+                    grad=bool(g), rtol=1e-7 if g else None)
     if kind == "kl":
         inputs["x" + g] = (_floats(rng, (n, c), special), dtype)
         log_target = rng.random() < 0.5
@@ -167,8 +169,9 @@ def _loss_case(rng: np.random.Generator) -> Case:
         if rng.random() < 0.3:
             inputs["y"][0][0] = 0.0
         inputs["s"] = (rng.choice([-1.0, 1.0], n), dtype)
+        # cos - margin cancels (cos near 0.3): compared to 1e-8 in float64
         return Case(f"x = x{g}\nout = {F}.cosine_embedding_loss(x, y, s, margin={pick(rng, [0.0, 0.3])}, "
-                    f"reduction={red})", inputs, grad=bool(g))
+                    f"reduction={red})", inputs, grad=bool(g), rtol=1e-8 if g else None)
     if kind == "triplet":
         for name in ("x" + g, "y", "z"):
             inputs[name] = (_floats(rng, (n, c), special if name != "z" else 0.0), dtype)
@@ -281,6 +284,8 @@ def _norm_case_raw(rng: np.random.Generator) -> Case:
         return Case(f"out = {F}.rms_norm(x{g}, {list(nshape)}, eps={e})", inputs, grad=bool(g))
     if kind == "group":
         groups = pick(rng, [d for d in range(1, c + 1) if c % d == 0])
+        if dtype == "float32" and (c // groups) * int(np.prod(spatial)) == 1:
+            groups = 1  # torch's float32 kernel leaves rounding noise (1e-5) in one-element groups; ember's is 0
         return Case(f"out = {F}.group_norm(x{g}, {groups}{wb}, eps={eps})", inputs, grad=bool(g))
     size = int(rng.integers(1, 4))
     if not spatial:
@@ -348,11 +353,12 @@ def _pad_case(rng: np.random.Generator) -> Case:
     vals = _floats(rng, shape) if "float" in dtype else rng.integers(0, 3, shape)
     inputs = {"x" + g: (vals, dtype)}
     k = int(rng.integers(1, nd + 1)) if mode == "constant" else nd
+    # negative circular pads: torch 2.13 returns uninitialized memory (6.9e-310 in the output), so none here
     pads = []
     for i in range(k):
         size = shape[-1 - i]
         hi = size - 1 if mode == "reflect" else size if mode == "circular" else 3
-        lo = -size if mode == "constant" else (-size + 1 if mode in ("reflect", "replicate", "circular") else 0)
+        lo = -size if mode == "constant" else (-size + 1 if mode in ("reflect", "replicate") else 0)
         pads += [int(rng.integers(lo if rng.random() < 0.2 else 0, hi + 2)) for _ in range(2)]
     value = f", value={pick(rng, [0, 1.5, -2])}" if mode == "constant" and rng.random() < 0.5 else ""
     return Case(f"out = {F}.pad(x{g}, {pads}, mode='{mode}'{value})", inputs, grad=bool(g))
