@@ -155,6 +155,8 @@ def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) ->
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)
+from ember.ops import out_arg as _out_arg  # noqa: E402
+normalize = _out_arg.with_out(normalize, "normalize")  # its out= was accepted and ignored
 from ember import dtypes
 from ember.creation import eye, ones
 from ember.ops.conv import pair

@@ -94,3 +94,58 @@ CASES = {
 def test_fixed_nn_difference_stays_fixed(name: str) -> None:
     problem = compare(CASES[name])
     assert problem is None, f"{name}: {problem}"
+
+
+# ---- the second wave: reductions with arguments, out=, dtype pairs (tests/trust/trust_cases_more.py) --------------
+MORE_CASES = {
+    # out= was accepted and ignored by ~50 linalg functions and F.normalize; refused by sum, cumsum, max, sort, ...
+    "linalg_inv_writes_out": Case("o = L.empty(0)\nr = L.linalg.inv(x, out=o)\nout = (r, o, r is o)",
+                                  {"x": (np.array([[2.0, 1.0], [0.0, 4.0]]), "float32")}),
+    "linalg_out_dtype_must_match": Case("out = L.linalg.inv(x, out=L.empty(0, dtype=L.float64))",
+                                        {"x": (np.eye(2), "float32")}),
+    "normalize_writes_out": Case(f"o = L.empty(0)\nr = {F}.normalize(x, dim=0, out=o)\nout = (r, o)",
+                                 {"x": (np.array([3.0, 4.0]), "float32")}),
+    "sum_out_accumulates_in_out_dtype": Case(
+        "o = L.empty(0, dtype=L.int8)\nc = L.empty(2, dtype=L.int8)\nr = L.sum(x, 0, out=o)\n"
+        "s = L.cumsum(x, 0, out=c)\nout = (r, o, s, c, r is o)", {"x": (np.array([100, 100, 100]), "int64")}),
+    "max_sort_out_tuples": Case("v, i = L.empty(0), L.empty(0, dtype=L.int64)\nr = L.max(x, 0, out=(v, i))\n"
+                                "w, j = L.empty(0), L.empty(0, dtype=L.int64)\ns = L.sort(x, 1, out=(w, j))\n"
+                                "out = (r, v, i, s, w, j)", {"x": (np.array([[1.0, 5.0], [3.0, -2.0]]), "float32")}),
+    "add_out_cannot_cast_float_to_int": Case("out = L.add(x, x, out=L.empty(0, dtype=L.int64))",
+                                             {"x": (np.array([1.5]), "float32")}),
+    "std_out_computes_in_out_dtype": Case("o = L.empty(0, dtype=L.float64)\nL.std(x, 0, out=o)\nout = o",
+                                          {"x": (np.array([[-0.7, 0.1], [0.3, 0.2], [0.4, 1.6]]), "bfloat16")}),
+    "out_refuses_autograd": Case("out = L.sum(x_g, 0, out=L.empty(0, dtype=L.float64))",
+                                 {"x_g": (np.array([1.0, 2.0]), "float64")}),
+    # bfloat16 sorted NaN first (sort, nanmedian, unique, kthvalue and topk read the wrong elements)
+    "bfloat16_sort_puts_nan_last": Case("out = (x.sort(), x.sort(descending=True), x.nanmedian(0), L.unique(x), "
+                                        "x.kthvalue(4), x.topk(2))",
+                                        {"x": (np.array([np.nan, 1.0, np.inf, -1.0, -np.inf]), "bfloat16")}),
+    "median_index_of_first_nan": Case("out = x.median(0)", {"x": (np.array([[np.inf, np.nan], [2.5, np.nan],
+                                                                             [0.0, 2.5]]), "float64")}),
+    "var_correction_at_least_n": Case("out = (x.std(0, correction=2), x.var(correction=5))",
+                                      {"x": (np.array([[-7.0, 1.0], [-1e-30, 1.0]]), "float64")}),
+    "all_any_over_no_dims": Case("out = (L.all(x, ()), L.any(x, ()), L.sum(x, ()))",
+                                 {"x": (np.array([[1.0, 0.0], [2.0, 3.0]]), "float32")}),
+    "nansum_dtype_casts_first": Case("out = L.nansum(x, 0, dtype=L.int32)",
+                                     {"x": (np.array([2.5, 2.5, np.nan, np.inf]), "float64")}),
+    # dtype pairs: the imaginary part was dropped, promotion or the overflow rule differed
+    "float_power_complex": Case("out = (L.float_power(x, 2), L.float_power(y, x))",
+                                {"x": (np.array([1 - 2j, 0.5j]), "complex64"), "y": (np.array([2.0, 3.0]), "float32")}),
+    "logaddexp_complex": Case("out = L.logaddexp(x, y)", {"x": (np.array(-2.9), "float32"),
+                                                          "y": (np.array(2.6 - 3.1j), "complex128")}),
+    "ldexp_promotes_like_mul_pow": Case("out = (L.ldexp(x, y), L.ldexp(y, z), L.ldexp(b, h))",
+                                        {"x": (np.array([-0.35, 3.1]), "bfloat16"), "y": (np.array([-2.6]), "float32"),
+                                         "z": (np.array([2, -1]), "int16"), "b": (np.array(True), "bool"),
+                                         "h": (np.array(4.8), "float16")}),
+    "lcm_abs_after_wrap": Case("out = L.lcm(x, y)", {"x": (np.array([4, 2147483647]), "int32"),
+                                                     "y": (np.array([9223372036854775807, -9]), "int64")}),
+    "heaviside_refuses_two_dtypes": Case("out = L.heaviside(x, y)", {"x": (np.array([0.0, 1.0]), "float32"),
+                                                                     "y": (np.array([0.5]), "float64")}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_CASES))
+def test_fixed_reduction_and_dtype_difference_stays_fixed(name: str) -> None:
+    problem = compare(MORE_CASES[name])
+    assert problem is None, f"{name}: {problem}"
