@@ -142,6 +142,15 @@ MORE_CASES = {
                                                      "y": (np.array([9223372036854775807, -9]), "int64")}),
     "heaviside_refuses_two_dtypes": Case("out = L.heaviside(x, y)", {"x": (np.array([0.0, 1.0]), "float32"),
                                                                      "y": (np.array([0.5]), "float64")}),
+    # writes into views of expanded tensors: refused unless the written tensor overlaps itself (fills: always)
+    "write_through_nonoverlapping_views_of_expand": Case(
+        "e = x.expand(4, 3)\ne[0].add_(1)\ne.diagonal().exp_()\ne[:, 2:].neg_()\ne[1][...] = 7\nout = (x, e)",
+        {"x": (np.array([1.0, 2.0, 3.0]), "float64")}),
+    "fill_of_expanded_tensor": Case("e = x.expand(2, 3)\ne.zero_()\nf = x.expand(3, 3)[1:]\nf.fill_(2.5)\nout = (x, e)",
+                                    {"x": (np.array([1.0, 2.0, 3.0]), "float32")}),
+    "overlapping_expanded_write_refused": Case("e = x.expand(2, 3)\nout = e.mul_(2)",
+                                               {"x": (np.array([1.0, 2.0, 3.0]), "float32")}),
+    "empty_expanded_write": Case("e = x[:0].expand(2, 0)\nout = (e.abs_(), x)", {"x": (np.array([1.0, -2.0]), "float64")}),
 }
 
 
