@@ -46,6 +46,7 @@ from ember.ops.views import (  # noqa: F401
     masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )
+from ember.ops.strided import as_strided  # noqa: F401
 from ember.ops.sorting import argsort, bucketize, kthvalue, searchsorted, sort, topk, unique  # noqa: F401
 from ember.ops.extra_math import (  # noqa: F401
     acos, acosh, addbmm, addcdiv, addcmul, addmm, addmv, addr, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
@@ -126,6 +127,7 @@ globals().update({k: v for k, v in _families.top_level_names().items() if k not 
 
 from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
+from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 
