@@ -98,6 +98,10 @@ def matmul(input: Any, other: Any) -> Any:
                         "first") from None
     if sparse:  # a sparse operand brings its own product (ember/sparse/)
         return (input if input._sparse_layout else other)._sparse_matmul(input, other)
+    a_shape, b_shape = input._data.shape, other._data.shape
+    if len(a_shape) == 2 and len(b_shape) == 2 and a_shape[1] == b_shape[0] and \
+            input._data.dtype == other._data.dtype and input._data.dtype.kind == "f":
+        return dispatch.apply(MATMUL, (input, other))  # the common case (two float matrices): nothing to check
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
@@ -121,7 +125,8 @@ def matmul(input: Any, other: Any) -> Any:
             f"{'x'.join(map(str, other.shape))}): inner sizes {a.shape[-1]} and {b.shape[-2]} differ"
         )
     try:
-        _broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        if a.ndim > 2 or b.ndim > 2:
+            _broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     except RuntimeError:
         raise RuntimeError(f"matmul: batch dimensions of {tuple(input.shape)} and {tuple(other.shape)} cannot be "
                            "broadcast together") from None

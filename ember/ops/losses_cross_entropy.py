@@ -68,7 +68,9 @@ def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) ->
     w = valid.astype(x.dtype)
     rows, index, picks = _rows_of(xp, logp, safe)
     picked = rows[index, picks]
-    losses = -(picked if picked.shape == t.shape else picked.reshape(t.shape)) * w
+    # where, not * w: an ignored row is never read (a NaN or inf logit there must not reach the loss)
+    losses = xp.where(valid, -(picked if picked.shape == t.shape else picked.reshape(t.shape)), 0).astype(x.dtype,
+                                                                                                        copy=False)
     if reduction == "none":
         return losses, logp
     total = losses.sum(axis=-1)
@@ -91,6 +93,9 @@ def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduct
         g = g[..., None]  # each loss's cotangent over its N rows
     # ignored rows get 0 whatever g is (PyTorch's: also when every target is ignored and g = 0/0)
     grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[..., None]
+    # an ignored row holding NaN/inf: 0 there too (NaN * 0 above); the cheap (N,) test first
+    if not bool(valid.all()) and not bool(xp.isfinite(logp).all()):
+        grad = xp.where(valid[..., None], grad, 0).astype(logp.dtype, copy=False)
     return grad
 
 
@@ -99,7 +104,7 @@ def _composite(x: Any, t: Any, ignore_index: int, reduction: str) -> Any:
     valid = t != ignore_index
     w = valid.to(x.dtype)
     picked = log_softmax(x, -1).gather(-1, ew.where(valid, t, 0).unsqueeze(-1)).squeeze(-1)
-    losses = -picked * w
+    losses = ew.where(valid, -picked, 0.0)
     if reduction == "none":
         return losses
     return losses.sum(-1) / w.sum(-1) if reduction == "mean" else losses.sum(-1)
@@ -132,6 +137,17 @@ def _batch_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int
     return dispatch.apply(op, (g, logp, t), attrs), 0
 
 
+def _batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
+    """The batched array rule (OpDef.batch_array_vjp, ember/func/batched_backward.py): the backward impl on
+    vmap's batch as one more leading dim, as ``_batch_backward`` calls the op (an unbatched ``g`` broadcasts)."""
+    logp, t = ctx.out[1], ctx.inputs[1]
+    if logp.ndim == len(ctx.input_meta[0]):  # unbatched logits: each sample's targets differ
+        logp = np.broadcast_to(logp, (ctx.size,) + logp.shape)
+    if t.ndim == len(ctx.input_meta[1]):
+        t = np.broadcast_to(t, (ctx.size,) + t.shape)
+    return [(_backward_impl(np, g, logp, t, **ctx.attrs), 0), None]
+
+
 def _rule(x: Spec, t: Spec, ignore_index: int, reduction: str) -> tuple:
     loss = Spec(tuple(x.shape[:-1]) if reduction == "none" else tuple(x.shape[:-2]), x.dtype, x.device)
     return loss, Spec(x.shape, x.dtype, x.device)
@@ -142,6 +158,7 @@ CROSS_ENTROPY = register(OpDef(
     nondiff_inputs=(1,), nondiff_outputs=(1,), shape_rule=_rule, onnx=to_onnx.cross_entropy,
     flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
 ))
+CROSS_ENTROPY.batch_array_vjp = _batch_array_vjp
 CROSS_ENTROPY_BACKWARD = register(OpDef(
     name="cross_entropy_backward", batch=_batch_backward, category="nn", impl=_backward_impl,
     shape_rule=lambda g, logp, t, ignore_index, reduction: Spec(logp.shape, logp.dtype, logp.device),

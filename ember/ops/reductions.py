@@ -10,6 +10,7 @@ import numpy as np  # np.errstate (the float32 pass may overflow before its floa
 
 from ember import dtypes
 from ember.ops import dispatch, elementwise
+from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -129,6 +130,27 @@ def _mean_array_vjp(ctx: Any, g: Any) -> Any:
 SUM.array_vjp = (lambda ctx, g: _expand_reduced_array(g, ctx.input_meta[0], ctx.attrs.get("dims"),
                                                       ctx.attrs.get("keepdim", False)),)
 MEAN.array_vjp = (_mean_array_vjp,)
+
+
+def _batch_reduction_vjp(mean: bool) -> Any:
+    """sum's/mean's batched array rule (OpDef.batch_array_vjp): the reduced dims shifted past vmap's batch."""
+    def rule(ctx: Any, g: Any, gdim: int | None) -> list:
+        shape = tuple(ctx.input_meta[0])
+        dims = ctx.attrs.get("dims")
+        if gdim is None or (not shape and dims):  # an unbatched cotangent, a dim of a 0-d sample: the op rules
+            raise NotArrayable
+        dims = tuple(range(len(shape))) if dims is None else tuple(d % len(shape) for d in (
+            (dims,) if isinstance(dims, int) else dims))
+        if mean:
+            count = math.prod(shape[d] for d in dims)
+            g = g / (count if count > 1 else 1)
+        return [(_expand_reduced_array(g, (ctx.size,) + shape, tuple(d + 1 for d in dims),
+                                       ctx.attrs.get("keepdim", False)), 0)]
+    return rule
+
+
+SUM.batch_array_vjp = _batch_reduction_vjp(mean=False)
+MEAN.batch_array_vjp = _batch_reduction_vjp(mean=True)
 
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
     """d prod / d x_i = the product of the other elements, computed without dividing by 0 or inf.
@@ -447,10 +469,14 @@ def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
 
 
 def all(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:  # PyTorch: all over no dims is each element's truth
+        return _reduce(ALL, input.unsqueeze(-1), -1, False)
     return _reduce(ALL, input, dim, keepdim)
 
 
 def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:  # (sum, amax, mean over () reduce every dim instead)
+        return _reduce(ANY, input.unsqueeze(-1), -1, False)
     return _reduce(ANY, input, dim, keepdim)
 
 
@@ -484,7 +510,7 @@ def _var_impl(xp: Any, x: Any, dims: tuple | None = None, correction: float = 1.
             wide = x.astype(xp.float64)
             centered = wide - wide.mean(axis=axis, keepdims=True)
             total = (centered * centered).sum(axis=axis, keepdims=True)
-        out = total / divisor if divisor else total * xp.nan
+        out = total / divisor  # divisor 0 (correction >= n): inf, or NaN for 0 / 0, as PyTorch
         if root:
             out = xp.sqrt(out)
     if not keepdim:

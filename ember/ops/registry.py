@@ -96,6 +96,12 @@ class OpDef:
     # costs ~1 us per call; an ``impl`` patched afterwards, by a test or a profiler, is always called).
     impl_no_half: Callable[..., Any] | None = None
     impl_opmath: Callable[..., Any] | None = None
+    # The backward on NumPy arrays for nodes recorded under ``vmap`` (``vmap(grad(f))``'s per-sample backward):
+    # ``rule(ctx, g, gdim) -> [(array, bdim) | None per input]`` with ``ctx`` a ``BatchArrayCtx``
+    # (ember/ops/batch_arrays.py) whose arrays carry the batch first (``bdim`` 0) or none (``None``). Without
+    # it, elementwise records with ``array_vjp`` run those rules on the batch-aligned arrays; other records
+    # take ``vjp`` through their batching rules (two dispatches and two Tensors per op).
+    batch_array_vjp: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"
