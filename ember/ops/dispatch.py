@@ -362,6 +362,8 @@ def _zero_dim_as_number(a: Any, b: Any) -> tuple | None:
     Python number; ember/ops/opmath.py), else None. A 0-d operand that requires grad stays a tensor."""
     for zero, other, first in ((a, b, True), (b, a, False)):
         data, low = zero._data, other._data.dtype
+        if type(data) is not np.ndarray:  # a traced (symbolic) or device value: no number to read
+            continue
         if data.ndim == 0 and other._data.ndim > 0 and low.itemsize == 2 and low.kind in "fV" \
                 and data.dtype.kind in "biuf" and zero._device.type == "cpu" and not zero._requires_grad:
             number = data.item()

@@ -31,7 +31,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 from ember.dtypes import from_numpy_dtype
-from ember.ops.opmath import FLOAT32_SCALAR_OPS, OPMATH_CATEGORIES, half_opmath
+from ember.ops.opmath import FLOAT32_SCALAR_OPS, OPMATH_CATEGORIES, OPMATH_SKIP, half_opmath
 
 
 class Spec(NamedTuple):
@@ -174,7 +174,7 @@ def register(op: OpDef) -> OpDef:
     """Add one op record. Names are unique: registering twice is a bug, not an override."""
     if op.name in OPS:
         raise ValueError(f"op {op.name!r} is already registered")
-    if op.category in OPMATH_CATEGORIES:  # float16/bfloat16 computed in float32, rounded once (PyTorch's CPU)
+    if op.category in OPMATH_CATEGORIES and op.name not in OPMATH_SKIP:  # float16/bfloat16 computed in float32, rounded once (PyTorch's CPU)
         op.impl_no_half = op.impl
         op.impl = op.impl_opmath = half_opmath(op.impl, float32_scalars=op.name in FLOAT32_SCALAR_OPS)
     OPS[op.name] = op
