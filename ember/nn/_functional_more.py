@@ -423,7 +423,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
         d_neg = minimum(d_neg, dist(positive, negative))
-    return _reduce(clamp(d_pos - d_neg + margin, min=0), reduction)
+    return _reduce(clamp(margin + d_pos - d_neg, min=0), reduction)  # PyTorch's order (1 + 1e30 - 1e30 is 0)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:

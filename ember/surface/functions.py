@@ -997,7 +997,10 @@ def _integers_only(op: str, *tensors: Any) -> None:
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:
     _integers_only("gcd", input, other)
-    return _wrap(_xp(input).gcd(input._data, _t(other, input)._data), input)
+    other = _t(other, input)
+    target = result_type(input, other).np  # PyTorch's promotion: a 0-d operand does not widen the result
+    return _wrap(_xp(input).gcd(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
+                 input)
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:

@@ -142,6 +142,15 @@ MORE_CASES = {
                                                      "y": (np.array([9223372036854775807, -9]), "int64")}),
     "heaviside_refuses_two_dtypes": Case("out = L.heaviside(x, y)", {"x": (np.array([0.0, 1.0]), "float32"),
                                                                      "y": (np.array([0.5]), "float64")}),
+    # found by the slow sweep: float16 gelu(tanh) in half math, triplet loss's order of rounding, gcd's promotion
+    "gelu_tanh_half_in_float32": Case(f"out = {F}.gelu(x, approximate='tanh')",
+                                      {"x": (np.array([2.69, -0.15, -0.165, -3.0]), "float16")}),
+    "triplet_distance_loss_margin_first": Case(
+        f"out = {F}.triplet_margin_with_distance_loss(x, y, z, reduction='none')",
+        {"x": (np.array([[1e30, 1.0]]), "float64"), "y": (np.array([[0.0, 1.0]]), "float64"),
+         "z": (np.array([[-1.0, 1.0]]), "float64")}),
+    "gcd_zero_dim_operand_keeps_dtype": Case("out = L.gcd(a, b)", {"a": (np.array([4, 6]), "int16"),
+                                                                 "b": (np.array(8), "int32")}),
     # writes into views of expanded tensors: refused unless the written tensor overlaps itself (fills: always)
     "write_through_nonoverlapping_views_of_expand": Case(
         "e = x.expand(4, 3)\ne[0].add_(1)\ne.diagonal().exp_()\ne[:, 2:].neg_()\ne[1][...] = 7\nout = (x, e)",
