@@ -84,7 +84,7 @@ FACTORIES = frozenset("""arange range linspace logspace zeros ones full empty ey
 # Reductions computed in out's dtype (PyTorch passes ``out.dtype`` as the op's dtype).
 DTYPE_FROM_OUT = frozenset("sum nansum prod mean nanmean cumsum cumprod".split())
 # ``out`` must have exactly the result's dtype (PyTorch's matmul/BLAS and linalg kernels check it).
-SAME_DTYPE = frozenset("""mm bmm matmul addmm baddbmm addbmm mv addmv dot vdot outer ger addr inner chain_matmul
+SAME_DTYPE = frozenset("""mm bmm matmul addmm baddbmm addbmm mv addmv dot vdot outer ger addr inner chain_matmul amax amin
     tensordot kron""".split())
 
 # PyTorch's names for dtypes in its two out= error messages (ScalarType, and the C++ type).
