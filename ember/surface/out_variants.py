@@ -83,6 +83,8 @@ FACTORIES = frozenset("""arange range linspace logspace zeros ones full empty ey
     bartlett_window blackman_window hamming_window hann_window kaiser_window fftfreq rfftfreq""".split())
 # Reductions computed in out's dtype (PyTorch passes ``out.dtype`` as the op's dtype).
 DTYPE_FROM_OUT = frozenset("sum nansum prod mean nanmean cumsum cumprod".split())
+# Reductions without ``dtype=`` that PyTorch still computes in a wider float ``out``'s dtype: the input is cast first.
+INPUT_TO_OUT_DTYPE = frozenset("std var".split())
 # ``out`` must have exactly the result's dtype (PyTorch's matmul/BLAS and linalg kernels check it).
 SAME_DTYPE = frozenset("""mm bmm matmul addmm baddbmm addbmm mv addmv dot vdot outer ger addr inner chain_matmul amax amin
     tensordot kron""".split())
@@ -139,9 +141,10 @@ def _write(name: str, out: Any, value: Any, exact: bool) -> None:
         out.copy_(value)
 
 
-def with_out(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    """``fn`` taking PyTorch's ``out=`` keyword (see the module docstring); without ``out`` it is ``fn``."""
-    factory, dtype_from_out, exact = name in FACTORIES, name in DTYPE_FROM_OUT, name in SAME_DTYPE
+def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Callable[..., Any]:
+    """``fn`` taking PyTorch's ``out=`` keyword (see the module docstring); without ``out`` it is ``fn``.
+    ``exact_dtype``: ``out`` must have the result's dtype (torch.linalg's functions)."""
+    factory, dtype_from_out, exact = name in FACTORIES, name in DTYPE_FROM_OUT, name in SAME_DTYPE or exact_dtype
     try:
         takes_dtype = "dtype" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -162,6 +165,10 @@ def with_out(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             kwargs.setdefault("device", outs[0].device)
         elif dtype_from_out and takes_dtype and kwargs.get("dtype") is None:
             kwargs["dtype"] = outs[0].dtype
+        elif name in INPUT_TO_OUT_DTYPE and args and isinstance(args[0], dispatch.Tensor) and \
+                args[0].dtype.is_floating_point and outs[0].dtype.is_floating_point and \
+                outs[0].dtype.itemsize > args[0].dtype.itemsize:
+            args = (args[0].to(outs[0].dtype),) + tuple(args[1:])
         result = fn(*args, **kwargs)
         if multi and isinstance(result, dispatch.Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
@@ -196,7 +203,7 @@ def _signature_with_out(fn: Callable[..., Any]) -> Any:
         return None
 
 
-def install(namespace: Any, names: tuple[str, ...]) -> int:
+def install(namespace: Any, names: tuple[str, ...], exact_dtype: bool = False) -> int:
     """Wrap each function of ``namespace`` (a module or a dict of globals) named in ``names`` that ember has (also
     those declaring an ``out`` parameter they ignored); returns how many were wrapped."""
     get = namespace.get if isinstance(namespace, dict) else (lambda n: getattr(namespace, n, None))
@@ -206,6 +213,6 @@ def install(namespace: Any, names: tuple[str, ...]) -> int:
         fn = get(name)
         if fn is None or not callable(fn) or isinstance(fn, type) or getattr(fn, "_handles_out", False):
             continue
-        put(name, with_out(fn, name))
+        put(name, with_out(fn, name, exact_dtype))
         wrapped += 1
     return wrapped
