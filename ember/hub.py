@@ -40,6 +40,11 @@ def _default_home() -> str:
     return os.path.join(os.path.expanduser(cache), "ember")
 
 
+def _get_torch_home() -> str:
+    """The cache root (``torch.hub._get_torch_home``; torchvision reads it for its dataset folder)."""
+    return _default_home()
+
+
 def get_dir() -> str:
     """The hub directory (checkpoints live in its ``checkpoints`` sub-folder)."""
     return _hub_dir if _hub_dir is not None else os.path.join(_default_home(), "hub")

@@ -18,5 +18,9 @@ Example:
 """
 from ember.onnx.exporter import MIN_OPSET, export  # noqa: F401
 from ember.onnx.runtime import run, verify  # noqa: F401
+from ember.onnx import symbolic_helper, symbolic_opset  # noqa: F401
+from ember.onnx.symbolic_registry import (  # noqa: F401
+    OnnxExporterError, TensorProtoDataType, is_in_onnx_export, register_custom_op_symbolic,
+    unregister_custom_op_symbolic)
 
 __all__ = ["export", "run", "verify", "MIN_OPSET"]
