@@ -52,7 +52,6 @@ TORCH_LAYOUT: dict[str, str] = {
     "ember.optim.rprop": "ember.optim.more",
     "ember.optim.asgd": "ember.optim.more",
     "ember.optim.sparse_adam": "ember.optim.more",
-    **{f"ember.onnx.symbolic_opset{v}": "ember.onnx.symbolic_opset" for v in range(7, 21)},
 }
 
 # PyTorch's torch.optim deletes its submodule attributes (torch.optim.adamw is no attribute there, and

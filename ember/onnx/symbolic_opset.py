@@ -12,13 +12,23 @@ Example:
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 OPSETS = tuple(range(7, 21))  # the symbolic_opsetN modules PyTorch 2.13 has
 
 
+def install_opset_paths() -> None:
+    """Make ``ember.onnx.symbolic_opsetN`` importable and an attribute of ember.onnx (this very module)."""
+    this = sys.modules[__name__]
+    parent = sys.modules["ember.onnx"]
+    for version in OPSETS:
+        sys.modules.setdefault(f"ember.onnx.symbolic_opset{version}", this)
+        setattr(parent, f"symbolic_opset{version}", this)
+
+
 def __getattr__(name: str) -> Callable[..., Any]:
-    if name.startswith("__"):
+    if name.startswith("_"):
         raise AttributeError(name)
 
     def symbolic(*args: Any, **kwargs: Any) -> Any:
