@@ -15,9 +15,11 @@ Example:
     >>> import ember
     >>> ember.compiler.is_compiling()
     False
-    >>> f = ember.compile(lambda x: x + float(ember.compiler.is_compiling()))
-    >>> f(ember.zeros(1)).tolist()      # traced once: the graph holds the traced value
-    [1.0]
+    >>> seen = []
+    >>> f = ember.compile(lambda x: seen.append(ember.compiler.is_compiling()) or x + 1)
+    >>> _ = [f(ember.zeros(1)) for _ in range(3)]
+    >>> seen[:2]                        # the first call runs eagerly, the second traces
+    [False, True]
 """
 from __future__ import annotations
 

@@ -2,18 +2,19 @@
 
 Custom-op symbolics (torchvision's ``nms``, ``roi_align``) call these from inside their bodies, which only
 PyTorch's TorchScript exporter runs. ember's exporter exports from op records and never calls a symbolic
-(see :mod:`ember.onnx.symbolic_registry`), so every opset path is this one module: importing it and reading
-a name work (the import of such a library succeeds), and calling one raises, saying why.
+(see :mod:`ember.onnx.symbolic_registry`), so every opset path is this one module: importing it works (the
+import of such a library succeeds; the symbolic bodies that read its names never run), and reading a name
+raises an AttributeError saying why.
 
 Example:
     >>> from ember.onnx import symbolic_opset11 as opset11
-    >>> callable(opset11.unsqueeze)
-    True
+    >>> hasattr(opset11, "unsqueeze")
+    False
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import Any
 
 OPSETS = tuple(range(7, 21))  # the symbolic_opsetN modules PyTorch 2.13 has
 
@@ -27,15 +28,9 @@ def install_opset_paths() -> None:
         setattr(parent, f"symbolic_opset{version}", this)
 
 
-def __getattr__(name: str) -> Callable[..., Any]:
-    if name.startswith("_"):
-        raise AttributeError(name)
-
-    def symbolic(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            f"torch.onnx.symbolic_opsetN.{name} is a TorchScript-exporter symbolic; ember's ONNX exporter "
-            "builds the graph from ember's op records and never runs symbolic functions. Export the model "
-            "with ember.onnx.export (custom ops need an ember op record with an onnx mapping).")
-
-    symbolic.__name__ = symbolic.__qualname__ = name
-    return symbolic
+def __getattr__(name: str) -> Any:
+    # No symbolic exists here: say why (an AttributeError, so hasattr() and tools probing attributes see none).
+    raise AttributeError(
+        f"torch.onnx.symbolic_opsetN.{name}: TorchScript-exporter symbolics are not in ember; its ONNX exporter "
+        "builds the graph from ember's op records and never runs symbolic functions. Export with "
+        "ember.onnx.export (a custom op needs an ember op record with an onnx mapping).")
