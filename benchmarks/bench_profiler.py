@@ -36,8 +36,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The hook lines, as they appear in the source: deleted to make the "before" tree.
-_HOOK_LINES = re.compile(r"^\s*(t0 = (dispatch\.)?PROFILER and .*|if t0 and (dispatch\.)?PROFILER is not None:.*|"
-                         r"(dispatch\.)?PROFILER\.(op|node|copy)\(.*)$")
+_HOOK_LINES = re.compile(r"^\s*(t0 = (dispatch\.)?PROFILER and .*|(el)?if t0 and (dispatch\.)?PROFILER is not None:.*|"
+                         r"(dispatch\.)?PROFILER\.(op|node|array_node|copy)\(.*)$")
 
 
 def make_before(target: str) -> str:

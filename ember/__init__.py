@@ -46,6 +46,7 @@ from ember.ops.views import (  # noqa: F401
     masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )
+from ember.ops.strided import as_strided  # noqa: F401
 from ember.ops.sorting import argsort, bucketize, kthvalue, searchsorted, sort, topk, unique  # noqa: F401
 from ember.ops.extra_math import (  # noqa: F401
     acos, acosh, addbmm, addcdiv, addcmul, addmm, addmv, addr, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
@@ -128,6 +129,7 @@ from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule,
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
+from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 

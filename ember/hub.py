@@ -198,4 +198,9 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
 
 
 
-__all__ = ["DownloadError", "download_url_to_file", "get_dir", "load_state_dict_from_url", "set_dir"]
+load_url = load_state_dict_from_url  # torch.utils.model_zoo.load_url
+
+from ember.hub_repos import help, list, load  # noqa: E402,A004  (hubconf.py repositories; they import this module)
+
+__all__ = ["DownloadError", "download_url_to_file", "get_dir", "load_state_dict_from_url", "load_url", "set_dir",
+           "load", "list", "help"]

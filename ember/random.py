@@ -13,8 +13,10 @@ Example:
 """
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any
+import sys
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -260,3 +262,33 @@ def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: G
 
 def sample_permutation(n: int, device: Any, generator: Generator | None = None) -> Any:
     return _to(_rng_for(generator, device).permutation(n), dtypes.int64, device)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, _caller: str = "fork_rng", _devices_kw: str = "devices",
+             device_type: str | None = None) -> Iterator[None]:
+    """Run the block with the random state saved and put back after (CPU and, where it exists, CUDA), as
+    ``torch.random.fork_rng``: draws inside do not change what is drawn after.
+
+    Example:
+        >>> import ember
+        >>> _ = ember.manual_seed(0)
+        >>> with ember.random.fork_rng():
+        ...     _ = ember.rand(3)
+        >>> a = ember.rand(1)
+        >>> _ = ember.manual_seed(0)
+        >>> bool((ember.rand(1) == a).all())
+        True
+    """
+    if not enabled:
+        yield
+        return
+    cuda = sys.modules.get("ember.cuda")  # loaded with ember (it imports this module, so no import here)
+    cpu_state = get_rng_state()
+    cuda_states = cuda.get_rng_state_all() if cuda is not None and cuda.is_available() else None
+    try:
+        yield
+    finally:
+        set_rng_state(cpu_state)
+        if cuda_states is not None:
+            cuda.set_rng_state_all(cuda_states)

@@ -567,9 +567,13 @@ class Tensor(TensorMethods):
         return ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
 
     def __matmul__(self, other: Any) -> "Tensor":
+        if isinstance(other, np.ndarray):  # as torch: a NumPy operand of an operator becomes a tensor
+            other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> "Tensor":
+        if isinstance(other, np.ndarray):  # ``array @ tensor``: ember's operators take arrays on either side
+            other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(other, self)
 
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]

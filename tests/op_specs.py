@@ -1284,3 +1284,20 @@ SPECS += [  # the fused GRU and Elman RNN layers (ember/ops/gru_rnn_layer.py)
     OpSpec("rnn_layer_relu", ("rnn_layer",), lambda gx, h, w, b: ember.ops.gru_rnn_layer.rnn_layer(gx, h, w, b, "relu"),
            _rnn_ref("relu"), [((3, 2, 2), (2, 2), (2, 2), (2,))], domain="positive"),
 ]
+# as_strided: a view of the storage with any sizes/strides/offset (ember/ops/strided.py), overlapping here.
+# It reads memory, so its values depend on the input's layout (in PyTorch too): the specs take a contiguous
+# input (the layout sweep then checks the record, not a layout rule); tests/ops/test_as_strided_vs_torch.py
+# checks views of views, offsets and writes against torch.
+def _as_strided_ref(size: tuple, stride: tuple, offset: int) -> Any:
+    def ref(x: Any) -> Any:
+        flat = np.ascontiguousarray(x).reshape(-1)[offset:]
+        return np.lib.stride_tricks.as_strided(flat, size, tuple(s * flat.itemsize for s in stride)).copy()
+    return ref
+
+
+SPECS += [
+    OpSpec("as_strided_windows", ("as_strided",), lambda x: x.contiguous().as_strided((3, 3), (2, 1)), _as_strided_ref((3, 3), (2, 1), 0),
+           [((3, 4),), ((12,),)]),
+    OpSpec("as_strided_offset", ("as_strided",), lambda x: ember.as_strided(x.contiguous(), (2, 2), (4, 1), 1),
+           _as_strided_ref((2, 2), (4, 1), 1), [((3, 4),)]),
+]

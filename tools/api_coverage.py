@@ -177,9 +177,6 @@ _exclude("utils.data", "DataPipes: deprecated in PyTorch (torchdata dropped them
          "runtime_validation*", "argument_validation")
 _exclude("jit", _JIT_IR, "*")
 _exclude("sparse", _SPARSE, "SparseSemiStructured*", "to_sparse_semi_structured")
-_exclude("func", "functionalize (removing mutation for export) and debug_unwrap are internals of torch.compile's "
-         "functional transforms; ember.compile traces mutation into its graph directly", "functionalize",
-         "debug_unwrap")
 _exclude("torch", _JIT_IR, "Capsule", "CompleteArgumentSpec", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
          "ExecutionPlan", "Gradient", "JITException", "OperatorInfo", "ScriptModuleSerializer", "TracingState",
          "FatalError")

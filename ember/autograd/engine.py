@@ -205,8 +205,13 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     # (create_graph), and no profiler, flop counter, autocast region, trace or anomaly check watches them.
     # Their results stay NumPy arrays in the buffers (two arrays add with NumPy, as two tensors would) and
     # become tensors only where a tensor is needed: hooks, captures, leaves, ember-op rules.
-    arrays = ARRAY_RULES and not (create_graph or anomaly or PROFILER is not None or _AUTOCAST.active
-                                  or interpreters.GRAPHS.count)
+    # A profile keeps them (it records each such node as one event, costed from its op's rules later); the FLOP
+    # counter (``backward_ops``) counts the backward's ops one by one, so it needs the ember-op rules. vmap's level
+    # (an interpreter that does not trace) keeps them too; its batched array rules run only outside a profile.
+    arrays = ARRAY_RULES and not (create_graph or anomaly or _AUTOCAST.active
+                                  or (interpreters.GRAPHS.count and interpreters.tracing())
+                                  or PROFILER is not None and getattr(PROFILER, "backward_ops", True))
+    batched = PROFILER is None
     previous_mode = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
     try:
@@ -248,24 +253,25 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 _release_children(node, dependencies, ready)
                 continue
             edges = node.next_edges
-            if len(grads) == 1:
-                empty = grads[0] is None
-            else:
-                empty = all(g is None for g in grads)
-                if not empty:
-                    grads = _materialize(node, [_tensor(g) for g in grads])
+            empty = grads[0] is None if len(grads) == 1 else all(g is None for g in grads)
             if empty:
                 input_grads = (None,) * len(edges)
             else:
                 t0 = PROFILER and _clock()
                 input_grads = None
-                if arrays and node.__class__ is OpNode and node.op.array_vjp is not None:
-                    input_grads = node.apply_arrays(grads)
+                if arrays and node.__class__ is OpNode and (node.op.array_vjp is not None or (
+                        node.op.batch_array_vjp is not None and (len(grads) == 1 or extra is None))):
+                    # (before zeros are made for unused outputs)
+                    input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)
                 if input_grads is None:
                     grads = [_tensor(g) for g in grads]
+                    if len(grads) > 1:
+                        grads = _materialize(node, grads)
                     input_grads = anomaly_mode.run_node(node, grads) if anomaly else node.apply(grads)
-                if t0 and PROFILER is not None:
-                    PROFILER.node(node, t0, grads)
+                    if t0 and PROFILER is not None:
+                        PROFILER.node(node, t0, grads)
+                elif t0 and PROFILER is not None:  # the array rules ran: no op of the backward dispatched
+                    PROFILER.array_node(node, t0, grads)
                 if not retain_graph:
                     node.release()
                 if len(input_grads) != len(edges):

@@ -439,23 +439,35 @@ class OpNode(Node):
             if self.unpacked_out is not None:
                 self.unpacked_out = None
 
-    def apply_arrays(self, grads: list) -> tuple | None:
+    def apply_arrays(self, grads: list, batched: bool = True) -> tuple | None:
         """The input gradients as NumPy arrays from the op's array rules (``OpDef.array_vjp``), or None
         when this node does not qualify: the engine calls it only when no graph of the backward is built
         (``create_graph=False``, no profiler, autocast or tracing). A node qualifies when its gradient and
         every saved floating array it reads are CPU float32/float64 arrays of one dtype; anything else
         (half precision, complex, devices, mixed dtypes) takes :meth:`apply`, whose ops promote."""
-        if self.num_outputs != 1 or (self.saved is None and self.op.save != "none"):
-            return None  # freed: apply() raises the error
         g = grads[0]
-        if g.__class__ is not np.ndarray:  # a tensor (the engine passes array rules' results on as arrays)
+        if g.__class__ is not np.ndarray and g is not None:  # a tensor (the engine passes array rules' results on)
             g = g._data
-        if type(g) is not np.ndarray or g.dtype not in _ARRAY_DTYPES:
+            if type(g) is not np.ndarray:  # vmap's batched values run the batched array rules (their level's)
+                rules = getattr(type(g), "array_input_grads", None) if batched else None
+                return None if rules is None else g.array_input_grads(self, grads)
+        if g is None or (self.saved is None and self.op.save != "none") or g.dtype not in _ARRAY_DTYPES:
+            return None  # freed: apply() raises the error
+        if self.num_outputs == 1 and self.op.array_vjp is not None:
+            try:
+                return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
+            except NotArrayable:
+                pass
+        if not batched:
             return None
-        try:
-            return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
-        except NotArrayable:
-            return None
+        # A plain cotangent for a node recorded under vmap (the seed of grad's backward inside vmap): the
+        # batched array rules of the level its saved values belong to.
+        for s in (self.saved or ()) + (self.saved_out if self.saved_out.__class__ is tuple else (self.saved_out,)):
+            if s.__class__ is SavedTensor:
+                data = s.data if s.is_output else getattr(s.tensor, "_data", None)
+                if getattr(type(data), "array_input_grads", None) is not None:
+                    return data.array_input_grads(self, grads)
+        return None
 
     def release(self) -> None:
         self.saved = None

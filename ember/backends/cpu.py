@@ -41,6 +41,23 @@ class CPUBackend(Backend):
     def data_ptr(self, array: Any) -> int:
         return int(array.__array_interface__["data"][0])
 
+    def memory_bounds(self, array: Any) -> tuple[int, int] | None:
+        """The base class's bounds from one ``__array_interface__`` read (its strides are None for a
+        C-contiguous array: then the bounds are the data pointer and ``nbytes`` past it)."""
+        if not isinstance(array, np.ndarray) or array.size == 0:
+            return None
+        face = array.__array_interface__
+        low = high = face["data"][0]
+        strides = face["strides"]
+        if strides is None:
+            return low, low + array.nbytes
+        for n, stride in zip(face["shape"], strides):
+            if stride < 0:
+                low += (n - 1) * stride
+            else:
+                high += (n - 1) * stride
+        return low, high + array.itemsize
+
     def fuse(self, kernel: Any, outputs: list, single_loop: bool) -> Any:
         """Long groups, or big arrays, compile to one Numba loop when numba is installed; the rest
         run as NumPy ufunc calls into reused buffers (the generic replay)."""

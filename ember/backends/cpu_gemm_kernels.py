@@ -230,21 +230,25 @@ MIN_MACS = 1 << 20
 THREADED_MACS = 1 << 24
 
 
-def matmul(a: Any, b: Any, bias: Any = None, out: Any = None) -> Any:
+def matmul(a: Any, b: Any, bias: Any = None, out: Any = None, local: bool = False) -> Any:
     """``a @ b`` (``+ bias`` when given: a float32 vector of b's columns is added inside the kernel after the
     sum, the same result as adding it afterwards without another pass; any other bias is added afterwards)
     by :func:`sgemm` for float32 matrices of at least ``MIN_MACS`` multiply-adds, else None (the caller then
     calls BLAS). ``b`` is read in place when its rows are contiguous, else copied into 32-column panels
     first. Large products run on ember's threads: column panels, or row blocks when there are too few
     panels; either way each element is summed in the same order. ``out``: a float32 (m, n) array with
-    contiguous rows, not overlapping ``a`` or ``b``, to write into (returned); another ``out`` gives None."""
-    if (_config.GEMM == "blas" or (_config.GEMM == "auto" and num_threads() > 1) or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
-            or not (a.flags.aligned and b.flags.aligned)):
+    contiguous rows, not overlapping ``a`` or ``b``, to write into (returned); another ``out`` gives None.
+    ``local``: run on the calling thread only, at any thread count (unless ``EMBER_GEMM=blas``): for a caller
+    that already splits its work over ember's threads with NumPy's BLAS held to one thread (the BLAS split,
+    ``cpu_blas.blas_for``), so no OpenBLAS thread is left spinning against this kernel."""
+    shared = _config.GEMM == "auto" and num_threads() > 1 and not local
+    if (_config.GEMM == "blas" or shared or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32
+            or b.dtype != np.float32 or not (a.flags.aligned and b.flags.aligned)):
         return None
     m, k = a.shape
     n = b.shape[1]
     macs = m * n * k
-    if macs < MIN_MACS or (macs < THREADED_MACS and num_threads() > 1):
+    if macs < MIN_MACS or (macs < THREADED_MACS and num_threads() > 1 and not local):
         # below the split size this kernel runs on one thread, and BLAS's threaded kernels on two cores beat it
         return None
     item = 4
@@ -278,7 +282,7 @@ def matmul(a: Any, b: Any, bias: Any = None, out: Any = None) -> Any:
         sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * ldc, ldc,
               bias_addr)
 
-    threads = num_threads() if m * n * k >= THREADED_MACS else 1
+    threads = num_threads() if m * n * k >= THREADED_MACS and not local else 1
     panels = -(-n // COLUMNS)
     if threads <= 1:
         columns(0, n)

@@ -26,7 +26,7 @@ from ember.fx.graph_module import GraphModule
 from ember.fx.tracer import Tracer
 from ember.nn.modules.module import Module
 
-__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "InputSpec", "OutputSpec", "Dim"]
+__all__ = ["export", "save", "load", "ExportedProgram", "ExportGraphSignature", "InputSpec", "OutputSpec", "Dim"]
 
 
 class InputSpec(NamedTuple):
@@ -73,7 +73,7 @@ class ExportGraphSignature:
 class ExportedProgram:
     """What ``export`` returns. Not callable: run ``program.module()(...)``, as in PyTorch."""
 
-    def __init__(self, graph_module: GraphModule, example_inputs: tuple, signature: ExportGraphSignature) -> None:
+    def __init__(self, graph_module: Module, example_inputs: tuple, signature: ExportGraphSignature) -> None:
         self._graph_module = graph_module
         self.example_inputs = example_inputs
         self.graph_signature = signature
@@ -81,15 +81,15 @@ class ExportedProgram:
         self.range_constraints: dict = {}
 
     @property
-    def graph_module(self) -> GraphModule:
+    def graph_module(self) -> Module:
         return self._graph_module
 
     @property
     def graph(self) -> Graph:
         return self._graph_module.graph
 
-    def module(self) -> GraphModule:
-        """A GraphModule taking the user's inputs (parameters are its own attributes, shared with the original)."""
+    def module(self) -> Module:
+        """A GraphModule taking the user's inputs (after ``export.load``: the loaded graph's module) (parameters are its own attributes, shared with the original)."""
         return self._graph_module
 
     def run_decompositions(self, decomp_table: dict | None = None, **_: Any) -> "ExportedProgram":
@@ -158,3 +158,6 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
             leaves = result if isinstance(result, (tuple, list)) else [result]
             outputs = [OutputSpec("USER_OUTPUT", getattr(v, "name", repr(v))) for v in leaves]
     return ExportedProgram(gm, (args, kwargs), ExportGraphSignature(inputs, outputs))
+
+
+from ember.export.serialization import load, save  # noqa: E402  (serialization reads this module's classes)

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.creation import _wrap_array, rand, randn
+from ember.func import batched_backward
 from ember.ops import batching, dispatch
 from ember.ops.registry import OpDef
 
@@ -79,6 +82,23 @@ class BatchedValue(interpreters.SymbolicValue):
     flags = _Flags()
     base = None
     replays_views = True  # in-place writes through views of it follow eager's rules (ember/ops/inplace.py)
+
+    def array_input_grads(self, node: Any, grads: list) -> tuple | None:
+        """The engine's array mode for a node recorded on this level (``self`` is its cotangent or a saved value): input
+        gradients from the record's batched array rule (ember/func/batched_backward.py) as tensors of this
+        level, or None (the node then runs its ``vjp`` through the batching rules)."""
+        g = grads[0]
+        g = g if g.__class__ is np.ndarray else g._data
+        if type(g) is np.ndarray:  # an unbatched plain cotangent (grad's seed)
+            found = batched_backward.input_grads(self.level, node, g, None, grads)
+        elif type(g) is BatchedValue and g.level is self.level:
+            found = batched_backward.input_grads(self.level, node, g.value._data, g.bdim, grads)
+        else:
+            return None
+        if found is None:
+            return None
+        device, wrap, make = self.value._device, self.level.wrap, dispatch.Tensor._make
+        return tuple(None if r is None else wrap(make(r[0], device, False), r[1]) for r in found)
 
     def copy(self) -> "BatchedValue":
         return BatchedValue(self.value.clone(), self.bdim, self.level)

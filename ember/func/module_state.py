@@ -44,16 +44,28 @@ def _merge(dicts: Any) -> dict:
 
 
 def _tied_names(module: Any) -> dict:
-    """name -> set of all names of the same tensor, for tensors registered under more than one name."""
+    """name -> set of all names of the same tensor, for tensors registered under more than one name.
+
+    One walk over the module tree, every name of every parameter and buffer (what ``named_parameters`` and
+    ``named_buffers`` with ``remove_duplicate=False`` yield; it runs on every call of functional_call)."""
     by_id: dict = {}
-    for name, t in list(module.named_parameters(remove_duplicate=False)) + list(
-            module.named_buffers(remove_duplicate=False)):
-        by_id.setdefault(id(t), set()).add(name)
+    stack = [("", module)]
+    while stack:
+        prefix, m = stack.pop()
+        for table in (m._parameters, m._buffers):
+            for name, t in table.items():
+                if t is not None:
+                    by_id.setdefault(id(t), set()).add(prefix + name)
+        for name, child in m._modules.items():
+            if child is not None:
+                stack.append((prefix + name + ".", child))
     return {name: names for names in by_id.values() if len(names) > 1 for name in names}
 
 
 def _untie(module: Any, given: dict) -> dict:
     tied = _tied_names(module)
+    if not tied:
+        return given
     out = dict(given)
     for name in given:
         if name not in tied:

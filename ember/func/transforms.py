@@ -135,34 +135,39 @@ def grad_and_value(func: Callable, argnums: Any = 0, has_aux: bool = False) -> C
         ([6.0], 9.0)
     """
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        nums = _argnums_tuple(argnums, len(args), "grad_and_value(f)(*args)")
-        chosen = argnums if isinstance(argnums, int) else nums
-        with _Transform() as nested, grad_mode.enable_grad():
-            flat, spec = tree_flatten(_select(args, chosen))
-            keep = nested or any(_tracked(t) for t in flat if isinstance(t, dispatch.Tensor))
-            watched = [_watch(t, keep) for t in flat]
-            output = func(*_replace(args, chosen, tree_unflatten(watched, spec)), **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(output, tuple) and len(output) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
-                                       "(output, aux) if has_aux is True")
-                output, aux = output
-            if not isinstance(output, dispatch.Tensor):
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
-                                   f"{type(output)}")
-            if output.dim() != 0:
-                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
-                                   f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev "
-                                   "APIs instead?")
-            grads = _grads([output], watched, None, keep, keep)
-        gradient = tree_unflatten(grads, spec)
-        value = _release(output, keep)
-        if has_aux:
-            return gradient, (value, tree_map(lambda a: _release(a, keep), aux))
-        return gradient, value
+        return _grad_and_value(func, argnums, has_aux, args, kwargs, True)
 
     return wrapper
+
+
+def _grad_and_value(func: Callable, argnums: Any, has_aux: bool, args: tuple, kwargs: dict, want_value: bool) -> Any:
+    """grad_and_value's work; ``want_value=False`` (``grad``) skips detaching a value nobody reads."""
+    nums = _argnums_tuple(argnums, len(args), "grad_and_value(f)(*args)")
+    chosen = argnums if isinstance(argnums, int) else nums
+    with _Transform() as nested, grad_mode.enable_grad():
+        flat, spec = tree_flatten(_select(args, chosen))
+        keep = nested or any(_tracked(t) for t in flat if isinstance(t, dispatch.Tensor))
+        watched = [_watch(t, keep) for t in flat]
+        output = func(*_replace(args, chosen, tree_unflatten(watched, spec)), **kwargs)
+        aux = None
+        if has_aux:
+            if not (isinstance(output, tuple) and len(output) == 2):
+                raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
+                                   "(output, aux) if has_aux is True")
+            output, aux = output
+        if not isinstance(output, dispatch.Tensor):
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                               f"{type(output)}")
+        if output.dim() != 0:
+            raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                               f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev "
+                               "APIs instead?")
+        grads = _grads([output], watched, None, keep, keep)
+    gradient = tree_unflatten(grads, spec)
+    value = _release(output, keep) if want_value else None
+    if has_aux:
+        return gradient, (value, tree_map(lambda a: _release(a, keep), aux))
+    return gradient, value
 
 
 def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
@@ -172,10 +177,8 @@ def grad(func: Callable, argnums: Any = 0, has_aux: bool = False) -> Callable:
         >>> grad(lambda x: x.sin().sum())(ember.zeros(2)).tolist()
         [1.0, 1.0]
     """
-    inner = grad_and_value(func, argnums, has_aux)
-
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        gradient, value = inner(*args, **kwargs)
+        gradient, value = _grad_and_value(func, argnums, has_aux, args, kwargs, False)
         return (gradient, value[1]) if has_aux else gradient
 
     return wrapper

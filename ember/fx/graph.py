@@ -198,8 +198,11 @@ class Graph:
         return copy
 
     def graph_copy(self, graph: "Graph", value_remap: dict) -> Any:
-        """Copy ``graph``'s nodes (but its output) here; returns what its output returned, remapped."""
+        """Copy ``graph``'s nodes (but its output and the nodes ``value_remap`` already maps) here; returns
+        what its output returned, remapped."""
         for node in graph.nodes:
+            if node in value_remap:
+                continue
             if node.op == "output":
                 return map_arg(node.args[0], lambda n: value_remap[n])
             value_remap[node] = self.node_copy(node, lambda n: value_remap[n])

@@ -21,12 +21,15 @@ Example:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import math
+import operator
 import threading
 import types
-from typing import Any, Callable
+import warnings
+from typing import Any, Callable, Iterator
 
 from ember.fx._namespaces import public_namespaces
 from ember.fx.graph import Graph
@@ -71,6 +74,20 @@ def wrap(fn_or_name: Callable | str) -> Callable | str:
         raise TypeError(f"fx.wrap: expected a function or the name of one, got {fn_or_name!r}")
     _WRAPPED.append((frame.f_globals, name))
     return fn_or_name
+
+
+def _assert(condition: Any, message: str) -> None:
+    """``torch._assert``: ``assert condition, message`` as a function fx graphs can record."""
+    assert condition, message
+
+
+def _assert_is_none(value: Any, message: str) -> None:
+    """The check torch.fx records for a ``concrete_args`` value of None."""
+    assert value is None, message
+
+
+_assert._fx_side_effect = True  # dead-code elimination keeps it (and drops _assert_is_none, as torch.fx does)
+_CHECKABLE = (bool, int, float, str, complex)  # concrete values fx guards with an equality assertion
 
 
 def _wrapper(original: Callable) -> Callable:
@@ -218,7 +235,13 @@ class Tracer:
 
     def create_node(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                     type_expr: Any = None) -> Node:
+        target = getattr(target, "__fx_original__", target)  # a node names the function, never its wrapper
         return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+
+    def recording_wrapper(self, fn: Any) -> Any:
+        """The wrapper standing in for ``fn`` while this tracer records (``fn`` itself when it has none)."""
+        patcher = self._patcher
+        return patcher.wrappers.get(id(fn), fn) if patcher is not None else fn
 
     def create_proxy(self, kind: str, target: Any, args: tuple, kwargs: dict, name: str | None = None,
                      type_expr: Any = None) -> Proxy:
@@ -257,7 +280,7 @@ class Tracer:
                 raise TraceError(f"fx.symbolic_trace: {fn.__qualname__} takes *{param.name}; give the arguments "
                                   "names (or pass concrete_args) so each becomes one placeholder")
             if param.name in concrete_args:
-                value = concrete_args.pop(param.name)
+                value = self._concrete_placeholder(param, concrete_args.pop(param.name))
             else:
                 default = () if param.default is inspect.Parameter.empty else (param.default,)
                 value = self.create_proxy("placeholder", param.name, default, {})
@@ -268,6 +291,32 @@ class Tracer:
         if concrete_args:
             raise TypeError(f"fx.symbolic_trace: concrete_args names {sorted(concrete_args)}, which "
                             f"{fn.__qualname__} does not take")
+        with self.recording(fn):
+            result = fn(*call_args, **call_kwargs)
+        self.graph.output(self.create_arg(result))
+        return self.graph
+
+    def _concrete_placeholder(self, param: inspect.Parameter, value: Any) -> Any:
+        """As torch.fx: a concrete argument keeps a placeholder (``name_1``) and, for None and plain scalars, an
+        assertion that the caller passes the value the trace was specialized to; tracing sees the value."""
+        default = () if param.default is inspect.Parameter.empty else (param.default,)
+        node = self.create_node("placeholder", f"{param.name}_1", default, {})
+        message = f"{param.name} has been specialized to have value {value} but got another value"
+        if value is None:
+            self.create_node("call_function", _assert_is_none, (node, message), {})
+        elif type(value) in _CHECKABLE:
+            equal = self.create_node("call_function", operator.eq, (node, value), {})
+            self.create_node("call_function", _assert, (equal, message), {})
+        else:
+            warnings.warn(f"Was not able to add assertion to guarantee correct input {param.name} to specialized "
+                          "function. It is up to the user to make sure that your inputs match the inputs you "
+                          "specialized the function with.")
+        return value
+
+    @contextlib.contextmanager
+    def recording(self, fn: Callable | None = None) -> Iterator[None]:
+        """While open, module calls, parameter reads and ember functions given a Proxy record into
+        ``self.graph`` (fx.Transformer runs its interpreter inside this)."""
         self._patcher = _Patcher()
         stack = getattr(_LOCAL, "stack", None)
         if stack is None:
@@ -275,15 +324,13 @@ class Tracer:
         stack.append(self)
         try:
             self._patch(fn)
-            result = fn(*call_args, **call_kwargs)
+            yield
         finally:
             stack.pop()
             self._patcher.restore()
             self._patcher = None
-        self.graph.output(self.create_arg(result))
-        return self.graph
 
-    def _patch(self, fn: Callable) -> None:
+    def _patch(self, fn: Callable | None) -> None:
         patcher = self._patcher
         original_call, original_getattr = Module.__call__, Module.__getattr__
 
@@ -311,7 +358,8 @@ class Tracer:
                     patcher.wrapper_of(value)
         for function in self.autowrap_functions:
             patcher.wrapper_of(function)
-        patcher.patch_globals(getattr(fn, "__globals__", {}))
+        if fn is not None:
+            patcher.patch_globals(getattr(fn, "__globals__", {}))
 
 
 def _traced_by(tracer: Tracer, module: Module) -> bool:

@@ -111,7 +111,7 @@ def _rooflines(eager: Any, compiled: Any, x: Any, y: Any, xc: Any, yc: Any, eage
     def work(fn: Any, a: Any, b: Any) -> tuple:
         with profile(with_flops=True) as prof:
             fn(a, b)
-        events = [e for e in prof.events() if e.category in ("cpu_op", "graph_node")]
+        events = prof.events().work_events()
         return sum(e.flops for e in events), sum(e.bytes for e in events)
 
     flops, eager_bytes = work(eager, x, y)

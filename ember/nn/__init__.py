@@ -15,3 +15,4 @@ from ember.nn import utils  # noqa: F401
 from ember.nn import parallel  # noqa: F401
 from ember.nn.parallel import DataParallel, DistributedDataParallel  # noqa: F401
 from ember.nn.modules.more import factory_kwargs  # noqa: E402,F401
+from ember.nn import attention  # noqa: E402,F401  (torch.nn.attention.sdpa_kernel, SDPBackend)

@@ -21,7 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember.autograd import grad as autograd_grad, grad_mode
+from ember.backends import cpu_blas
+from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.ops import dispatch, nn_ops
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
@@ -44,11 +48,17 @@ def _blocks(length: int, source: int, is_causal: bool) -> list:
 
 
 def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: float) -> tuple:
-    length, source = q.shape[-2], k.shape[-2]
-    blocks = _blocks(length, source, is_causal)
-    weights = xp.empty(q.shape[:-1] + (source,), q.dtype) if len(blocks) == 1 else \
-        xp.zeros(q.shape[:-1] + (source,), q.dtype)  # keys a block never sees keep weight 0
+    blocks = _blocks(q.shape[-2], k.shape[-2], is_causal)
+    weights = xp.empty(q.shape[:-1] + (k.shape[-2],), q.dtype) if len(blocks) == 1 else \
+        xp.zeros(q.shape[:-1] + (k.shape[-2],), q.dtype)  # keys a block never sees keep weight 0
     out = xp.empty(q.shape[:-1] + (v.shape[-1],), q.dtype)
+    _by_batch(xp, weights.size, (q, k, v), (out, weights),
+              lambda q, k, v, out, weights: _attention_into(xp, q, k, v, out, weights, blocks, is_causal, scale))
+    return out, weights
+
+
+def _attention_into(xp: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, blocks: list, is_causal: bool,
+                    scale: float) -> None:
     for lo, hi, seen in blocks:
         scores = xp.matmul(q[..., lo:hi, :], k[..., :seen, :].swapaxes(-1, -2))
         scores *= scores.dtype.type(scale)
@@ -59,7 +69,31 @@ def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: 
         probabilities /= probabilities.sum(axis=-1, keepdims=True)
         weights[..., lo:hi, :seen] = probabilities
         out[..., lo:hi, :] = xp.matmul(probabilities, v[..., :seen, :])
-    return out, weights
+
+
+# Attention over a batch runs on ember's threads, a block of the batch per thread, each thread's products on
+# one BLAS thread. Split that way, a GPT layer's ~100 small per-head products (64-256 rows) no longer each wake
+# and synchronize OpenBLAS's threads, and the softmax passes (most of attention's time: ~45 of ~55 ms a GPT
+# layer on one core) use both cores. Every slice is computed as it would be alone, so results do not depend on
+# the split. Below this many score elements per thread a hand-off costs more than it saves.
+_SPLIT_SCORES = 1 << 17
+
+
+def _by_batch(xp: Any, scores: int, inputs: tuple, outputs: tuple, body: Any) -> None:
+    """``body(*inputs, *outputs)``, or the same on blocks of the leading (batch) axis on ember's threads with
+    NumPy's BLAS held to one thread, when that pays: NumPy arrays, several threads, a batch of 2+, ``scores``
+    (score elements of the whole call) of ``2 * _SPLIT_SCORES`` or more, NumPy's BLAS thread count settable.
+    Slices of the leading axis are views, so no operand is copied (head-split views included)."""
+    batch = inputs[0].shape[0] if inputs[0].ndim >= 3 else 1
+    if xp is not np or batch < 2 or num_threads() < 2 or scores < 2 * _SPLIT_SCORES:
+        body(*inputs, *outputs)
+        return
+    with cpu_blas.single_threaded_blas() as limited:
+        if not limited:  # BLAS's threads cannot be held: one call, BLAS threading the products as before
+            body(*inputs, *outputs)
+            return
+        parallel_for(lambda start, stop: body(*[a[start:stop] for a in inputs + outputs]), batch,
+                     max(1, -(-_SPLIT_SCORES * batch // scores)))
 
 
 def _composite(q: Any, k: Any, v: Any, is_causal: bool, scale: float) -> Any:
@@ -109,6 +143,13 @@ def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, 
                              is_causal: bool, scale: float) -> tuple:
     blocks = _blocks(q.shape[-2], k.shape[-2], is_causal)
     dq, dk, dv = xp.empty_like(q), xp.zeros_like(k), xp.zeros_like(v)
+    _by_batch(xp, weights.size, (g, q, k, v, out, weights), (dq, dk, dv),
+              lambda *arrays: _attention_backward_into(xp, *arrays, blocks=blocks, is_causal=is_causal, scale=scale))
+    return dq, dk, dv
+
+
+def _attention_backward_into(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, dq: Any, dk: Any,
+                             dv: Any, *, blocks: list, is_causal: bool, scale: float) -> None:
     for lo, hi, seen in blocks:
         p, g_rows = weights[..., lo:hi, :seen], g[..., lo:hi, :]
         dv[..., :seen, :] += xp.matmul(p.swapaxes(-1, -2), g_rows)
@@ -121,7 +162,6 @@ def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, 
             xp.copyto(dp, dp.dtype.type(0), where=_hidden(xp, hi - lo, seen, lo))
         dq[..., lo:hi, :] = xp.matmul(dp, k[..., :seen, :])
         dk[..., :seen, :] += xp.matmul(dp.swapaxes(-1, -2), q[..., lo:hi, :])
-    return dq, dk, dv
 
 
 ATTENTION_BACKWARD = register(OpDef(

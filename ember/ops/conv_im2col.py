@@ -92,14 +92,17 @@ def min_items(flops_per_item: float) -> int:
 
 
 def matmul_into(xp: Any, a: Any, b: Any, out: Any) -> None:
-    """``out[...] = a @ b``; bfloat16 (ml_dtypes) products come back as float32 and are rounded once,
-    as PyTorch does. float32 matrices go to the backend's native GEMM where it has one (ember's AVX-512
-    GEMM: 1.3-1.8x OpenBLAS's AVX2 kernels on the im2col shapes), except on the BLAS split's worker
-    threads (that GEMM runs on ember's threads itself)."""
+    """``out[...] = a @ b``; bfloat16 (ml_dtypes) products come back as float32 and are rounded once, as
+    PyTorch does. float32 matrices go to the backend's native GEMM where it has one (ember's AVX-512 GEMM:
+    1.3-1.8x OpenBLAS's AVX2 kernels on the im2col shapes); under the BLAS split (``cpu_blas.available()``:
+    the caller is one of ``blas_for``'s chunks, BLAS held to one thread) it runs on the calling thread, at
+    any thread count. Stacks (the per-image layout) stay with BLAS's one stacked call: a native call per
+    image measured slower (the ResNet stem's forward 10.2 against 8.8 ms, one thread: ~10 us of Python per
+    call on 128 images)."""
     if out.dtype.kind == "f" and out.dtype.itemsize >= 4:
-        if a.ndim == 2 and out.dtype == np.float32 and not cpu_blas.available():
+        if out.dtype == np.float32 and a.ndim == 2 and b.ndim == 2:
             gemm = native_kernel(xp, "matmul_f32")
-            if gemm is not None and gemm(a, b, out=out) is not None:
+            if gemm is not None and gemm(a, b, out=out, local=cpu_blas.available()) is not None:
                 return
         xp.matmul(a, b, out=out)
     else:

@@ -89,8 +89,19 @@ MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, np.swapaxes(ctx.inputs[1]
 
 def matmul(input: Any, other: Any) -> Any:
     """NumPy/PyTorch matmul semantics, 1-D operands included."""
-    if input._sparse_layout or other._sparse_layout:  # a sparse operand brings its own product (ember/sparse/)
+    try:
+        sparse = input._sparse_layout or other._sparse_layout
+    except AttributeError:  # a non-tensor operand (torch raises TypeError too)
+        bad = other if hasattr(input, "_sparse_layout") else input
+        raise TypeError(f"matmul(): expected both operands to be tensors, got {type(input).__name__} and "
+                        f"{type(other).__name__}; convert the {type(bad).__name__} with ember.as_tensor(...) "
+                        "first") from None
+    if sparse:  # a sparse operand brings its own product (ember/sparse/)
         return (input if input._sparse_layout else other)._sparse_matmul(input, other)
+    a_shape, b_shape = input._data.shape, other._data.shape
+    if len(a_shape) == 2 and len(b_shape) == 2 and a_shape[1] == b_shape[0] and \
+            input._data.dtype == other._data.dtype and input._data.dtype.kind == "f":
+        return dispatch.apply(MATMUL, (input, other))  # the common case (two float matrices): nothing to check
     if input.dtype is not other.dtype:
         if not _autocast.active:  # PyTorch refuses mixed dtypes (autocast casts both to one dtype first)
             raise RuntimeError(f"matmul: expected both operands to have the same dtype, but got {input.dtype} "
@@ -114,7 +125,8 @@ def matmul(input: Any, other: Any) -> Any:
             f"{'x'.join(map(str, other.shape))}): inner sizes {a.shape[-1]} and {b.shape[-2]} differ"
         )
     try:
-        _broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        if a.ndim > 2 or b.ndim > 2:
+            _broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     except RuntimeError:
         raise RuntimeError(f"matmul: batch dimensions of {tuple(input.shape)} and {tuple(other.shape)} cannot be "
                            "broadcast together") from None

@@ -132,6 +132,17 @@ def _batch_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int
     return dispatch.apply(op, (g, logp, t), attrs), 0
 
 
+def _batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
+    """The batched array rule (OpDef.batch_array_vjp, ember/func/batched_backward.py): the backward impl on
+    vmap's batch as one more leading dim, as ``_batch_backward`` calls the op (an unbatched ``g`` broadcasts)."""
+    logp, t = ctx.out[1], ctx.inputs[1]
+    if logp.ndim == len(ctx.input_meta[0]):  # unbatched logits: each sample's targets differ
+        logp = np.broadcast_to(logp, (ctx.size,) + logp.shape)
+    if t.ndim == len(ctx.input_meta[1]):
+        t = np.broadcast_to(t, (ctx.size,) + t.shape)
+    return [(_backward_impl(np, g, logp, t, **ctx.attrs), 0), None]
+
+
 def _rule(x: Spec, t: Spec, ignore_index: int, reduction: str) -> tuple:
     loss = Spec(tuple(x.shape[:-1]) if reduction == "none" else tuple(x.shape[:-2]), x.dtype, x.device)
     return loss, Spec(x.shape, x.dtype, x.device)
@@ -142,6 +153,7 @@ CROSS_ENTROPY = register(OpDef(
     nondiff_inputs=(1,), nondiff_outputs=(1,), shape_rule=_rule, onnx=to_onnx.cross_entropy,
     flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
 ))
+CROSS_ENTROPY.batch_array_vjp = _batch_array_vjp
 CROSS_ENTROPY_BACKWARD = register(OpDef(
     name="cross_entropy_backward", batch=_batch_backward, category="nn", impl=_backward_impl,
     shape_rule=lambda g, logp, t, ignore_index, reduction: Spec(logp.shape, logp.dtype, logp.device),

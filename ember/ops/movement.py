@@ -260,6 +260,22 @@ EXPAND.array_vjp = (lambda ctx, g: _sum_to_array(g, ctx.input_meta[0]),)
 CONTIGUOUS.array_vjp = CLONE.array_vjp = (lambda ctx, g: g,)
 GETITEM.array_vjp = _getitem_array_vjp
 
+
+# Batched array rules (OpDef.batch_array_vjp, ember/func/batched_backward.py): the rules above on vmap's batch,
+# which comes first in ``g``; the engine sums each result back to (batch, *input shape).
+def _batch_first(rule: Any) -> Any:
+    def batched(ctx: Any, g: Any, gdim: int | None) -> list:
+        if gdim is None:  # an unbatched cotangent: the ember-op rules
+            raise NotArrayable
+        return [(rule(ctx, g), 0)]
+    return batched
+
+
+RESHAPE.batch_array_vjp = _batch_first(lambda ctx, g: g.reshape((ctx.size,) + tuple(ctx.input_meta[0])))
+PERMUTE.batch_array_vjp = _batch_first(
+    lambda ctx, g: np.transpose(g, (0,) + tuple(d + 1 for d in _inverse_permutation(ctx.attrs["dims"]))))
+EXPAND.batch_array_vjp = CONTIGUOUS.batch_array_vjp = CLONE.batch_array_vjp = _batch_first(lambda ctx, g: g)
+
 def _index_put_impl(xp: Any, x: Any, value: Any, *index_arrays: Any, index: tuple, accumulate: bool = False) -> Any:
     out = x.copy()
     full = _rebuild_index(index, index_arrays)

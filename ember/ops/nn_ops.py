@@ -25,11 +25,12 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, layer_norm_split
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
+from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
 from ember.backends import cpu_blas
@@ -445,11 +446,45 @@ LINEAR.array_vjp = (
 )
 
 
+def _linear_batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
+    """linear's batched array rule (OpDef.batch_array_vjp, ember/func/batched_backward.py): with vmap's batch
+    first, a shared weight's per-sample gradients are the stacked ``g^T x`` products (one einsum for one row
+    per sample), the input's gradient one GEMM over all rows, the bias's a sum over each sample's rows."""
+    if gdim is None:
+        raise NotArrayable
+    x, w = ctx.inputs[0], ctx.inputs[1]
+    dx, dw = ctx.bdims[0], ctx.bdims[1]
+    size, needs = ctx.size, ctx.needs
+    g3 = g.reshape(size, -1, g.shape[-1])  # (B, rows, out)
+    out: list = [None] * len(needs)
+    if needs[0]:
+        gx = _matmul_impl(np, g3.reshape(-1, g3.shape[-1]), w) if dw is None else np.matmul(g3, w)
+        out[0] = (gx.reshape((size,) + tuple(ctx.input_meta[0])), 0)
+    if needs[1]:
+        if dx is None:  # a shared input, batched weights or bias (an ensemble): (B, out, rows) @ (rows, in)
+            gw = _matmul_impl(np, np.swapaxes(g3, -1, -2), _rows_array(x))
+        elif g3.shape[1] == 1 and x.size == size * x.shape[-1]:  # one row per sample: the outer products
+            gw = np.einsum("bi,bj->bij", g3.reshape(size, -1), x.reshape(size, -1))
+        else:
+            gw = OPS["matmul_t"].impl(np, g3, x.reshape(size, -1, x.shape[-1]), transpose_a=True)
+        out[1] = (gw, 0)
+    if len(needs) > 2 and needs[2]:  # one row per sample (per-sample gradients): the row itself, no sum
+        out[2] = (g3.reshape(size, -1) if g3.shape[1] == 1 else np.add.reduce(g3, axis=1), 0)
+    return out
+
+
+LINEAR.batch_array_vjp = _linear_batch_array_vjp
+
+
 def _ln_axes(ndim: int, count: int) -> tuple:
     return tuple(range(ndim - count, ndim))
 
 
 def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
+    if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in affine):
+        split = layer_norm_split.layer_norm_rows(xp, x, affine, count=count, eps=eps, has_weight=has_weight)
+        if split is not None:  # (None: a block met a rare correction, applied below to the whole input)
+            return split
     axes = _ln_axes(x.ndim, count)
     low = x.dtype if x.dtype.itemsize == 2 else None  # float16/bfloat16: compute in float32, as PyTorch
     if low is not None:
@@ -549,6 +584,11 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
     axes = _ln_axes(x.ndim, count)
     lead = tuple(range(x.ndim - count))
     out_dtype, param_dtype = x.dtype, (weight[0].dtype if weight else x.dtype)
+    if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in (g, mean, rstd) + weight):
+        split = layer_norm_split.layer_norm_backward_rows(xp, g, x, mean, rstd, weight, count=count)
+        if split is not None:  # the row passes on ember's threads; the sums over rows here, as below
+            gx, xhat = split
+            return gx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
     if min(a.dtype.itemsize for a in (g, x, mean, rstd) + weight) == 2:  # float16/bfloat16: float32 math
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)

@@ -10,6 +10,7 @@ import numpy as np  # np.errstate (the float32 pass may overflow before its floa
 
 from ember import dtypes
 from ember.ops import dispatch, elementwise
+from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -129,6 +130,27 @@ def _mean_array_vjp(ctx: Any, g: Any) -> Any:
 SUM.array_vjp = (lambda ctx, g: _expand_reduced_array(g, ctx.input_meta[0], ctx.attrs.get("dims"),
                                                       ctx.attrs.get("keepdim", False)),)
 MEAN.array_vjp = (_mean_array_vjp,)
+
+
+def _batch_reduction_vjp(mean: bool) -> Any:
+    """sum's/mean's batched array rule (OpDef.batch_array_vjp): the reduced dims shifted past vmap's batch."""
+    def rule(ctx: Any, g: Any, gdim: int | None) -> list:
+        shape = tuple(ctx.input_meta[0])
+        dims = ctx.attrs.get("dims")
+        if gdim is None or (not shape and dims):  # an unbatched cotangent, a dim of a 0-d sample: the op rules
+            raise NotArrayable
+        dims = tuple(range(len(shape))) if dims is None else tuple(d % len(shape) for d in (
+            (dims,) if isinstance(dims, int) else dims))
+        if mean:
+            count = math.prod(shape[d] for d in dims)
+            g = g / (count if count > 1 else 1)
+        return [(_expand_reduced_array(g, (ctx.size,) + shape, tuple(d + 1 for d in dims),
+                                       ctx.attrs.get("keepdim", False)), 0)]
+    return rule
+
+
+SUM.batch_array_vjp = _batch_reduction_vjp(mean=False)
+MEAN.batch_array_vjp = _batch_reduction_vjp(mean=True)
 
 def _prod_vjp(ctx: Any, g: Any) -> tuple:
     """d prod / d x_i = the product of the other elements, computed without dividing by 0 or inf.

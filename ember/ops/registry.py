@@ -93,6 +93,12 @@ class OpDef:
     # Tensor wrapping (~2 us per op: most of a small backward pass). It must compute what ``vjp`` computes,
     # bit for bit (the same NumPy calls in the same order; tests/autograd/test_array_vjp_matches_vjp.py).
     array_vjp: Callable[..., Any] | tuple | None = None
+    # The backward on NumPy arrays for nodes recorded under ``vmap`` (``vmap(grad(f))``'s per-sample backward):
+    # ``rule(ctx, g, gdim) -> [(array, bdim) | None per input]`` with ``ctx`` a ``BatchArrayCtx``
+    # (ember/ops/batch_arrays.py) whose arrays carry the batch first (``bdim`` 0) or none (``None``). Without
+    # it, elementwise records with ``array_vjp`` run those rules on the batch-aligned arrays; other records
+    # take ``vjp`` through their batching rules (two dispatches and two Tensors per op).
+    batch_array_vjp: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"

@@ -36,23 +36,35 @@ Example:
 """
 from __future__ import annotations
 
+import dis
 import time
 from array import array
 from threading import get_ident
 from typing import Any, Iterator
+import numpy as np
+
 from ember.autograd import engine
 from ember.graph import executor
+from ember.nn.parameter import Parameter
 from ember.ops import dispatch
+from ember.tensor import Tensor
+from ember.profiler.backward_cost import ArrayRule
 
 # Kinds of raw events.
 OP, NODE, GRAPH, RUN, USER, LOADER, COPY = "cpu_op", "autograd", "graph_node", "graph", "user_annotation", \
     "dataloader", "memcpy"
+ARRAY_NODE = "autograd_arrays"  # a log key's head only: an autograd node run by array rules becomes a NODE event
 
 _clock = time.perf_counter_ns
 _LISTENERS: list = []
 # The profile whose context is open (recording or not: a schedule may be waiting); DataLoader reads it.
 CURRENT: Any = None
 _PLAIN = (int, float, str, bool, type(None))
+_NUMBERS = frozenset((int, float, bool, complex))
+_TENSORS = frozenset((Tensor, Parameter))  # classes whose ._data is the array (others take the general path)
+# op record -> whether its own FLOP or byte rule reads its attributes (only then are they part of its signature)
+_READS_ATTRS: dict = {}
+_ndarray = np.ndarray
 # Entries of the flat log after which the next autograd node, span or profile step compacts it (~100k events of a
 # training step with shapes, ~30 MB: references, the kept shape tuples and the two timestamps' ints).
 COMPACT_AT = 1 << 20
@@ -92,6 +104,24 @@ def _freeze(value: Any) -> Any:
     except TypeError:
         return ("object", repr(value))
     return value
+
+
+def _reads_attrs(op: Any) -> bool:
+    """Whether ``op``'s FLOP or byte rule reads its ``attrs`` argument (fused kernels' default rule does: it
+    counts the member ops). Looked at once per op, in the rule's bytecode; anything unclear counts as read."""
+    if op.category == "fused":
+        return True
+    for rule in (op.flops, op.bytes_moved):
+        if rule is None:
+            continue
+        code = getattr(rule, "__code__", None)
+        if code is None or code.co_argcount < 3 or code.co_flags & 0x0C:  # not a plain function, or *args/**kw
+            return True
+        name = code.co_varnames[2]
+        if name in code.co_cellvars or any(ins.argval == name for ins in dis.get_instructions(code)
+                                           if ins.opname.startswith("LOAD_")):
+            return True
+    return False
 
 
 def _key_metas(values: Any) -> tuple:
@@ -140,8 +170,14 @@ class Recorder:
     profile, what ``profile()`` uses unless ``record_shapes``, ``with_flops`` or ``profile_memory`` asks.
     """
 
-    def __init__(self, shapes: bool = True) -> None:
+    # The autograd engine keeps its array rules (``OpDef.array_vjp``: NumPy calls, no op dispatch) while a
+    # listener whose ``backward_ops`` is false records: a profile shows the backward as it runs unprofiled, each
+    # such node one event whose FLOPs and bytes come from ember.profiler.backward_cost. The FLOP counter sets it.
+    backward_ops = False
+
+    def __init__(self, shapes: bool = True, backward_ops: bool = False) -> None:
         self.shapes = shapes
+        self.backward_ops = backward_ops
         self.clock = _clock  # an instance attribute: the hooks call PROFILER.clock() for the start time
         self._log: list = []  # events as recorded, several entries each (layouts: see compact())
         self._extend = self._log.extend
@@ -184,16 +220,19 @@ class Recorder:
         if attrs is None:
             if n == 2:
                 x, y = args
-                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
-                if dx is not None and dy is not None:
-                    self._extend((8, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, dy.shape, dy.dtype, -2,
-                                  result._data.dtype))
-                    return
-                if dx is not None:
-                    self._extend((7, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, None, -2,
-                                  result._data.dtype))
-                    return
-                if dy is not None:
+                if x.__class__ in _TENSORS:
+                    dx = x._data
+                    if y.__class__ in _TENSORS:
+                        dy = y._data
+                        self._extend((8, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, dy.shape, dy.dtype, -2,
+                                      result._data.dtype))
+                        return
+                    if y.__class__ in _NUMBERS:
+                        self._extend((7, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, None, -2,
+                                      result._data.dtype))
+                        return
+                elif x.__class__ in _NUMBERS and y.__class__ in _TENSORS:
+                    dy = y._data
                     self._extend((7, t0, t1, get_ident(), op, None, None, dy.shape, dy.dtype, -2,
                                   result._data.dtype))
                     return
@@ -201,30 +240,36 @@ class Recorder:
                 dx = args[0]._data
                 self._extend((6, t0, t1, get_ident(), op, None, dx.shape, dx.dtype, -2, result._data.dtype))
                 return
-        aid = self._attrs_id(op, attrs) if attrs and (op.flops is not None or op.bytes_moved is not None
-                                                      or op.category == "fused") else None
-        dr = getattr(result, "_data", None)
-        if dr is not None:
+        aid = None
+        if attrs:
+            reads = _READS_ATTRS.get(op)
+            if reads is None:
+                reads = _READS_ATTRS[op] = _reads_attrs(op)
+            if reads:
+                aid = self._attrs_id(op, attrs)
+        if result.__class__ in _TENSORS:
+            dr = result._data
             if n == 1:
-                dx = getattr(args[0], "_data", None)
-                if dx is not None:
+                x = args[0]
+                if x.__class__ in _TENSORS:
+                    dx = x._data
                     self._extend((7, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, -1, dr.shape, dr.dtype))
                     return
             elif n == 2:
                 x, y = args
-                dx, dy = getattr(x, "_data", None), getattr(y, "_data", None)
-                if dx is not None and dy is not None:
+                if x.__class__ in _TENSORS and y.__class__ in _TENSORS:
+                    dx, dy = x._data, y._data
                     self._extend((9, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1,
                                   dr.shape, dr.dtype))
                     return
             elif n == 3:  # linear, where, a loss's backward
                 x, y, z = args
-                dx, dy, dz = getattr(x, "_data", None), getattr(y, "_data", None), getattr(z, "_data", None)
-                if dx is not None and dy is not None and dz is not None:
+                if x.__class__ in _TENSORS and y.__class__ in _TENSORS and z.__class__ in _TENSORS:
+                    dx, dy, dz = x._data, y._data, z._data
                     self._extend((11, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype,
                                   dz.shape, dz.dtype, -1, dr.shape, dr.dtype))
                     return
-        # Python scalars beside attributes, four or more inputs, several outputs
+        # Python scalars beside attributes, four or more inputs, several outputs, tensor subclasses
         key = (op, aid, *_key_metas(args), -1, *_key_metas(result if type(result) is tuple else (result,)))
         self._extend((len(key), t0, t1, get_ident(), *key))
 
@@ -242,6 +287,31 @@ class Recorder:
         else:
             key = (NODE, ident, *_key_metas(grads))
             self._extend((len(key), t0, t1, get_ident(), *key))
+        if len(self._log) > COMPACT_AT:
+            self.compact()
+
+    def array_node(self, node: Any, t0: int, grads: Any) -> None:
+        """An autograd node (an ``OpNode``) whose gradients its op's array rules computed: with shapes, the key
+        holds what :mod:`ember.profiler.backward_cost` needs to cost it later (references to the node's own
+        tuples; the attributes interned as for ops)."""
+        t1 = _clock()
+        op = node.op
+        if op not in self._node_names:
+            self._node_names[op] = node.name()
+        if not self.shapes:
+            self._extend((NODE, op, t0, t1, get_ident()))
+            return
+        g = grads[0]
+        if g.__class__ is not _ndarray:
+            g = g._data
+        attrs = node.attrs
+        aid = self._attrs_id(op, attrs) if attrs else None
+        meta = node.input_meta
+        scalars = None
+        if None in meta and node.saved is not None:  # Python scalar operands: rules may read their values
+            scalars = tuple([s if s.__class__ in _NUMBERS else None for s in node.saved])
+        self._extend((8, t0, t1, get_ident(), ARRAY_NODE, op, aid, meta, node.needs_input_grad, scalars, g.shape,
+                      g.dtype))
         if len(self._log) > COMPACT_AT:
             self.compact()
 
@@ -363,6 +433,10 @@ class Recorder:
         broadcast shape), ``(NODE, identity, *gradients)`` or ``(COPY, "HtoD", shape, dtype)``; each tensor
         is its shape and dtype, anything else ``None``."""
         head, what = key[0], key[1]
+        if head == ARRAY_NODE:
+            _, op, aid, meta, needs, scalars, shape, dtype = key
+            rule = ArrayRule(op, None if aid is None else self._attrs[aid], meta, needs, scalars, shape, dtype)
+            return NODE, self._node_names[op], ((shape, dtype),), (), rule
         if head == NODE:
             return NODE, self._node_names[what], _metas(key, 2, len(key)), (), None
         if head == COPY:
@@ -514,6 +588,7 @@ class _Fanout:
 
     def __init__(self, listeners: list) -> None:
         self.listeners = list(listeners)
+        self.backward_ops = any(getattr(listener, "backward_ops", True) for listener in self.listeners)
 
     def clock(self) -> int:
         # Every listener's clock runs (a DeviceRecorder records its start event there); the last time wins.
@@ -529,6 +604,10 @@ class _Fanout:
     def node(self, *args: Any) -> None:
         for listener in self.listeners:
             listener.node(*args)
+
+    def array_node(self, *args: Any) -> None:
+        for listener in self.listeners:
+            listener.array_node(*args)
 
     def copy(self, *args: Any) -> None:
         for listener in self.listeners:

@@ -23,6 +23,7 @@ from typing import Any
 from ember.ops.cost import op_bytes, op_flops
 from ember.ops.registry import OPS, Spec
 from ember.profiler import _recorder as R
+from ember.profiler.backward_cost import ArrayRule, backward_cost
 from ember import hardware
 from ember.graph.ir import Value
 
@@ -131,9 +132,15 @@ def _describe(raw: tuple, with_flops: bool) -> dict:
                     dtypes=[str(v.dtype) for v in values], flops=flops,
                     bytes=op_bytes(what.op, in_specs, out_specs, attrs), memory=0, dtype=_first_float(metas))
     if kind == R.NODE:
+        flops = nbytes = memory = 0
+        dtype = ""
+        if isinstance(attrs, ArrayRule):  # run by array rules: no child events; its rule's ops, costed
+            flops, nbytes, memory = backward_cost(attrs)
+            flops = flops if with_flops else 0
+            dtype = str(attrs.dtype)
         return dict(name=f"autograd::engine::evaluate_function: {what}",
                     shapes=[list(m[0]) if m else [] for m in ins], dtypes=[str(m[1]) if m else "" for m in ins],
-                    flops=0, bytes=0, memory=0, dtype="")
+                    flops=flops, bytes=nbytes, memory=memory, dtype=dtype)
     if kind == R.COPY:
         nbytes = _nbytes(_spec(ins[0]))
         return dict(name=what, shapes=[list(ins[0][0])], dtypes=[str(ins[0][1])], flops=0, bytes=2 * nbytes,
@@ -309,11 +316,16 @@ class EventList(list):
             total.add(event)
         return total
 
+    def work_events(self) -> list:
+        """The events that did the work, each counted once: ops, graph nodes and the autograd nodes the
+        engine ran by array rules (no children; their own FLOPs and bytes), not the containers summing them."""
+        compute = [e for e in self if isinstance(e, FunctionEvent) and (e.category in _COMPUTE or (
+            e.category == R.NODE and not e.cpu_children))]
+        return compute or [e for e in self if getattr(e, "category", "") in _COMPUTE]
+
     def summary(self) -> Any:
-        """The run against this machine's roofs: FLOPs and bytes of compute events over the wall time."""
-        compute = [e for e in self if isinstance(e, FunctionEvent) and e.category in _COMPUTE]
-        if not compute:
-            compute = [e for e in self if getattr(e, "category", "") in _COMPUTE]
+        """The run against this machine's roofs: FLOPs and bytes of the work events over the wall time."""
+        compute = self.work_events()
         flops = sum(e.flops for e in compute)
         nbytes = sum(e.bytes for e in compute)
         seconds = (self.wall_us or sum(getattr(e, "self_cpu_time_total", 0.0) for e in self)) / 1e6

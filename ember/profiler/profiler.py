@@ -86,6 +86,12 @@ class profile:
     or ``profile_memory`` asks (FLOPs, bytes and allocations are computed from them); without any of
     the three a profile records only which op ran when, the cheapest way. Nesting two profiles is an
     error, as in PyTorch.
+
+    ``backward_ops`` (ember's own): the autograd engine computes most float32/float64 CPU backward nodes with
+    array rules (NumPy calls, no op dispatch); a profile keeps that path, so such a node is one event (its
+    FLOPs, bytes and allocations are those of its op's gradient rule, :mod:`ember.profiler.backward_cost`).
+    ``backward_ops=True`` makes the backward dispatch its ops, each an event nested in its node as in torch,
+    at the price of the slower path (~5-10% of a step of small ops).
     """
 
     def __init__(self, *, activities: Iterable[ProfilerActivity] | None = None,
@@ -93,7 +99,7 @@ class profile:
                  on_trace_ready: Callable[["profile"], Any] | None = None, record_shapes: bool = False,
                  profile_memory: bool = False, with_stack: bool = False, with_flops: bool = False,
                  with_modules: bool = False, experimental_config: Any = None, acc_events: bool = False,
-                 use_cuda: bool | None = None) -> None:
+                 use_cuda: bool | None = None, backward_ops: bool = False) -> None:
         self.activities = set(activities) if activities is not None else {ProfilerActivity.CPU}
         self.schedule = schedule or _always_record
         self.on_trace_ready = on_trace_ready
@@ -101,6 +107,7 @@ class profile:
         self.profile_memory = profile_memory
         self.with_flops = with_flops
         self.acc_events = acc_events
+        self.backward_ops = backward_ops
         self.step_num = 0
         self.current_action = ProfilerAction.NONE
         self._recorder: R.Recorder | None = None
@@ -167,8 +174,10 @@ class profile:
         if ProfilerActivity.CUDA in self.activities:
             backend = _cuda_backend()
             if backend is not None:
-                return R.DeviceRecorder(backend, "cuda", shapes)
-        return R.Recorder(shapes)
+                recorder = R.DeviceRecorder(backend, "cuda", shapes)
+                recorder.backward_ops = self.backward_ops
+                return recorder
+        return R.Recorder(shapes, self.backward_ops)
 
     def _stop_recording(self) -> None:
         if self._recorder is not None:

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ember.autograd.grad_mode import no_grad
 from ember.creation import arange, empty, tensor
 from ember.nn import functional
-from ember.ops import views
+from ember.ops import strided, views
 from ember.ops.views import index_select, movedim
 from ember.surface.more_functions import index_reduce, put
 from ember.tensor import Size, Tensor
@@ -237,7 +237,8 @@ def _extra_methods() -> None:
     """Tensor methods written directly (not derived from a top-level function)."""
     F = functional
     extras = {
-        "unfold": _unfold, "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
+        "unfold": _unfold, "as_strided": strided.as_strided, "storage_offset": strided.storage_offset,
+        "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
         "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
         "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),
         "prelu": lambda self, weight: F.prelu(self, weight),

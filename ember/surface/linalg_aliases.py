@@ -145,8 +145,9 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
 
     ember solves it densely (Cholesky of B, then eigh), which gives the eigenpairs LOBPCG converges to
     without its iterations: exact to rounding at ember's matrix sizes, differentiable in A through eigh.
-    The iteration controls (``niter``, ``tol``, ``method``, ``tracker``...) are accepted and unused."""
-    checks.square(A, "lobpcg")
+    The iteration controls (``niter``, ``tol``, ``method``, ``tracker``...) are accepted and unused. Complex
+    Hermitian ``A`` (and Hermitian positive-definite ``B``) work too (torch 2.13's lobpcg refuses them)."""
+    checks.square(A, "lobpcg", complex_ok=True)
     k = (X.shape[-1] if X is not None else 1) if k is None else int(k)
     size = A.shape[-1]
     if size < 3 * (k if n is None else max(k, n)):
@@ -155,10 +156,10 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
     largest = True if largest is None else largest
     if B is not None:
         low = _linalg.cholesky(B)
-        C = _solve.solve_triangular(low, _solve.solve_triangular(low, A, upper=False).transpose(-2, -1),
-                                    upper=False).transpose(-2, -1)
+        # C = L^-1 A L^-H (Hermitian when A is): the standard problem with the same eigenvalues
+        C = _solve.solve_triangular(low, _solve.solve_triangular(low, A, upper=False).mH, upper=False).mH
         w, y = _linalg.eigh(C)
-        v = _solve.solve_triangular(low.transpose(-2, -1), y, upper=True)
+        v = _solve.solve_triangular(low.mH, y, upper=True)
     else:
         w, v = _linalg.eigh(A)
     if largest:

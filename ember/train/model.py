@@ -311,10 +311,13 @@ class Model:
         with FlopCounterMode(display=False) as counter:
             result = self.train_step(x, y)
         self.perf.flops_per_sample = counter.get_total_flops() / max(size, 1)
+        self.perf.bytes_per_sample = counter.bytes_moved / max(size, 1)
         dtype = next((p.dtype for p in self.module.parameters()), "float32")
         device = self._device()  # a model on a GPU is measured against the GPU's peak
         self.perf.device = "cpu" if device.type == "cpu" else str(device)
-        self.perf.peak_flops = hardware.peak(self.perf.device).flops_for(dtype)
+        peak = hardware.peak(self.perf.device)
+        self.perf.peak_flops = peak.flops_for(dtype)
+        self.perf.peak_bandwidth = peak.bandwidth
         self.perf.dtype = getattr(dtype, "name", None) or str(dtype)
         return result
 

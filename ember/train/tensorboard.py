@@ -1,10 +1,13 @@
 """The ``TensorBoard`` callback: real event files (through tensorboardX) that ``tensorboard --logdir`` reads.
 
-Per epoch it writes every log value as a scalar (``train/loss``, ``val/loss``, ``train/lr``...);
-with ``update_freq='batch'`` (or an int N) also the running batch values every N batches
-(``batch/loss``...); with ``histogram_freq=N`` the weights (and gradients, when present) every N epochs. While ``fit`` runs it
-also writes ``perf/mfu``, ``perf/gflops_per_s``, ``perf/data_wait_share`` and ``perf/transfer_share`` per
-epoch, and (``write_graph=True``, as in Keras) the model's graph for the Graphs tab.
+Laid out as Keras lays it out, so TensorBoard draws training and validation on one chart: two runs,
+``<log_dir>/train`` and ``<log_dir>/validation``, with the same tag names per epoch: ``epoch_loss``,
+``epoch_accuracy``..., the validation values (``val_loss`` in the logs) written as ``epoch_loss`` into the
+validation run. With ``update_freq='batch'`` (or an int N) the train run also gets the running batch values every
+N batches (``batch_loss``...); with ``histogram_freq=N`` the weights (``weights/<name>``, and gradients
+``grads/<name>`` when present) every N epochs. While ``fit`` runs the train run also gets ``perf/mfu``,
+``perf/gflops_per_s``, ``perf/data_wait_share`` and ``perf/transfer_share`` per epoch (``batch_perf/...`` per
+N batches), and (``write_graph=True``, as in Keras) the model's graph for the Graphs tab.
 
 Example:
     >>> from ember.train import TensorBoard
@@ -14,8 +17,6 @@ from __future__ import annotations
 
 import os
 from typing import Any
-
-import numpy as np
 
 from ember.train.callbacks import Callback
 
@@ -27,10 +28,6 @@ def _summary_writer(log_dir: str) -> Any:
         raise ImportError("TensorBoard callback: tensorboardX is not installed; install it with "
                           "`pip install tensorboardX` (or `pip install ember[train]`)") from None
     return SummaryWriter(log_dir)
-
-
-def _tag(key: str) -> str:
-    return f"val/{key[4:]}" if key.startswith("val_") else f"train/{key}"
 
 
 class TensorBoard(Callback):
@@ -50,12 +47,13 @@ class TensorBoard(Callback):
         self.update_freq = 1 if update_freq == "batch" else update_freq
         self.write_grads = write_grads
         self.write_graph = write_graph  # the model's graph for the Graphs tab, traced at the first batch (Keras)
-        self.writer: Any = None
+        self.writer: Any = None  # the train run's writer (<log_dir>/train)
+        self.val_writer: Any = None  # the validation run's (<log_dir>/validation), made when validation logs come
         self._step = 0
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         if self.writer is None:
-            self.writer = _summary_writer(self.log_dir)
+            self.writer = _summary_writer(os.path.join(self.log_dir, "train"))
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
         self._step = epoch * int(self.params.get("steps") or 0)
@@ -79,7 +77,7 @@ class TensorBoard(Callback):
             return
         for key, value in (logs or {}).items():
             if key not in ("batch", "size") and isinstance(value, (int, float)):
-                self.writer.add_scalar(f"batch/{key}", float(value), self._step)
+                self.writer.add_scalar(f"batch_{key}", float(value), self._step)
         for tag, value in self._perf_scalars().items():
             self.writer.add_scalar(tag.replace("perf/", "batch_perf/"), value, self._step)
 
@@ -91,8 +89,14 @@ class TensorBoard(Callback):
         if self.writer is None:
             return
         for key, value in (logs or {}).items():
-            if isinstance(value, (int, float)):
-                self.writer.add_scalar(_tag(key), float(value), epoch)
+            if not isinstance(value, (int, float)):
+                continue
+            if key.startswith("val_"):  # the same tag in the validation run: one chart, two curves
+                if self.val_writer is None:
+                    self.val_writer = _summary_writer(os.path.join(self.log_dir, "validation"))
+                self.val_writer.add_scalar(f"epoch_{key[4:]}", float(value), epoch)
+            else:
+                self.writer.add_scalar(f"epoch_{key}", float(value), epoch)
         for tag, value in self._perf_scalars().items():
             self.writer.add_scalar(tag, value, epoch)
         if self.histogram_freq and epoch % self.histogram_freq == 0:
@@ -101,8 +105,11 @@ class TensorBoard(Callback):
                 if self.write_grads and param.grad is not None:
                     self.writer.add_histogram(f"grads/{name}", param.grad.detach().cpu().numpy(), epoch)
         self.writer.flush()
+        if self.val_writer is not None:
+            self.val_writer.flush()
 
     def on_train_end(self, logs: dict | None = None) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        for writer in (self.writer, self.val_writer):
+            if writer is not None:
+                writer.close()
+        self.writer = self.val_writer = None

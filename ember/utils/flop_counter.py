@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from ember.ops.cost import op_flops
+from ember.ops.cost import op_bytes, op_flops
 from ember.ops.registry import Spec
 from ember.autograd import engine
 from ember.graph.ir import Value
@@ -52,6 +52,8 @@ class FlopCounterMode:
 
     clock = staticmethod(_recorder._clock)  # the hooks take each op's start time from their listener
 
+    backward_ops = True  # the engine dispatches the backward's ops (no array rules) while this counts
+
     def __init__(self, mods: Any = None, depth: int = 2, display: bool = True, custom_mapping: dict | None = None) -> None:
         self.depth = depth
         self.display = display
@@ -64,10 +66,13 @@ class FlopCounterMode:
         self._node_modules: dict = {}
         self._pending: list = []
         self._handles: list = []
+        # ember's own: the ideal bytes the counted ops read and wrote (ember.ops.cost.op_bytes), for the roofline
+        self.bytes_moved = 0
 
     # ---- context -----------------------------------------------------------------------------------
     def __enter__(self) -> "FlopCounterMode":
         self.flop_counts.clear()
+        self.bytes_moved = 0
         self._node_modules.clear()
         for root in self.mods:
             prefix = type(root).__name__
@@ -137,7 +142,9 @@ class FlopCounterMode:
 
     def op(self, op: Any, t0: int, args: tuple, attrs: Any, result: Any) -> None:
         outs = result if type(result) is tuple else (result,)
-        flops = self._flops(op, _specs(args), _specs(outs), attrs)
+        ins, out_specs = _specs(args), _specs(outs)
+        flops = self._flops(op, ins, out_specs, attrs)
+        self.bytes_moved += op_bytes(op, ins, out_specs, attrs or {})
 
         if getattr(engine._LOCAL, "callbacks", None) is not None:  # inside backward: credit it to the node
             self._pending.append((op.name, flops))
@@ -152,6 +159,8 @@ class FlopCounterMode:
         entry = self._node_modules.get(id(node))
         self._flush(entry[1] if entry is not None and entry[0] is node else None)
 
+    array_node = node  # not called: backward_ops keeps the engine on the ember-op rules, whose ops it counts
+
     def _flush(self, modules: Any) -> None:
         for name, flops in self._pending:
             self._count(name, flops, modules)
@@ -162,6 +171,7 @@ class FlopCounterMode:
         outs = [Spec(v.shape, v.dtype) for v in node.outputs]
         attrs = {k: v for k, v in node.attrs.items() if not k.startswith("_")}
         self._count(node.op.name, self._flops(node.op, ins, outs, attrs), tuple(self._stack))
+        self.bytes_moved += op_bytes(node.op, ins, outs, attrs)
 
     def copy(self, *args: Any) -> None:
         pass

@@ -140,7 +140,8 @@ def summary(model: Any, input_data: Any = None, *, input_size: Any = None, dtype
         level = 0 if not name else name.count(".") + 1
         if level > depth:
             continue
-        own = list(module.parameters(recurse=False)) if hasattr(module, "parameters") else []
+        # a container's row counts its children's parameters too, as its FLOPs do (Keras' rows of nested models)
+        own = list(module.parameters()) if hasattr(module, "parameters") else []
         params = sum(p.numel() for p in own)
         trainable = sum(p.numel() for p in own if p.requires_grad)
         flops = per_module.get(path_of[id(module)], 0) if total_flops is not None else None
@@ -176,7 +177,7 @@ def format_summary(s: ModelSummary) -> str:
     out.append(f"Non-trainable params: {s.non_trainable_params:,} ({_fmt_bytes(s.total_bytes - s.trainable_bytes)})")
     if s.total_flops is not None:
         out.append(f"Forward FLOPs: {_fmt_flops(s.total_flops)} for input {_fmt_shape(s.input_shapes)} "
-                   f"(a multiply-add = 2 FLOPs; parents include their children)")
+                   f"(a multiply-add = 2 FLOPs; a parent row counts its children, parameters and FLOPs)")
     else:
         out.append("Output shapes and FLOPs: pass an example input, e.g. summary(model, torch.randn(1, 3, 32, 32))")
     return "\n".join(out)

@@ -180,8 +180,19 @@ def static_graph(graph: Any, params: dict | None = None, show_attrs: bool = Fals
         key = f"{prefix}n{id(node)}"
         fill = (colors or {}).get(id(node), "white")
         mark = [marks[o.id] for o in node.outputs if o.id in marks]
-        doc.node(key, "\n".join([_op_label(node, show_attrs)] + mark), fillcolor=fill, **(marked if mark else {}))
-        for i in node.inputs:
+        inputs = node.inputs
+        target = inputs[0] if node.op.name == "assign" and inputs and isinstance(inputs[0], Value) \
+            and inputs[0].kind == "state" else None
+        if target is not None:
+            # A define-then-run assign is drawn as an update (named, dashed red) below the value it writes; an edge
+            # from the Variable's box at the top down to it crossed the whole picture of a training step.
+            name = _value_label(target, names).split("\n")[0]
+            doc.node(key, "\n".join([f"assign {name}\n{_shape(target.shape)}"] + mark), fillcolor=PARAM,
+                     style="filled,dashed", color="red")
+            inputs = inputs[1:]
+        else:
+            doc.node(key, "\n".join([_op_label(node, show_attrs)] + mark), fillcolor=fill, **(marked if mark else {}))
+        for i in inputs:
             if isinstance(i, Value):
                 doc.edge(source(i), key, f"{_shape(i.shape)}" if i.shape else None)
     for k, out in enumerate(graph.outputs):

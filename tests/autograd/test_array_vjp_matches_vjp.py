@@ -154,15 +154,27 @@ def test_create_graph_keeps_the_ember_rules():
     assert first == 0 and len(taken) > 0  # only the second, plain pass may use array rules
 
 
-def test_profiler_sees_the_backward_ops():
+def test_profiler_sees_the_backward_ops_when_asked():
     from ember.profiler import profile
 
     x = ember.ones(4, 4, requires_grad=True)
-    with profile() as prof:
+    with profile(backward_ops=True) as prof:
         (x @ x).sum().backward()
     names = [e.key for e in prof.key_averages()]
     assert names.count("matmul") >= 1
     assert sum(e.count for e in prof.key_averages() if e.key == "matmul") == 3  # forward + two gradients
+
+
+def test_a_profile_keeps_the_array_rules():
+    # a profile shows the backward as it runs unprofiled: the node is one event, costed as its rule's ops
+    from ember.profiler import profile
+
+    x = ember.ones(4, 4, requires_grad=True)
+    with profile(with_flops=True) as prof:
+        (x @ x).sum().backward()
+    assert sum(e.count for e in prof.key_averages() if e.key == "matmul") == 1  # the forward only
+    (node,) = [e for e in prof.events() if e.name.endswith("MatmulBackward0")]
+    assert node.cpu_children == [] and node.flops == 2 * (2 * 4 * 4 * 4)  # both gradients, 2*M*N*K each
 
 
 def test_float16_takes_the_ember_rules():

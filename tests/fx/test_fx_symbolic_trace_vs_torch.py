@@ -188,15 +188,20 @@ def test_proxy_errors_as_torch(case):
     assert got == expected and got is not None
 
 
-def test_concrete_args_are_baked_in():
-    """ember bakes a concrete argument in; torch 2.13 keeps a placeholder plus an assert that fails when called
-    without the argument (documented difference, docs/pytorch-compat.md)."""
+def test_concrete_args_keep_a_checked_placeholder_like_torch():
+    """As torch 2.13: the concrete argument stays a placeholder whose value is asserted (the default True is not
+    the specialized False, so calling without it fails); an unknown name is refused by ember (torch traces on
+    and fails later at the control flow)."""
     def f(x, flag=True):
         return x * 2 if flag else x
 
-    gm = ember.fx.symbolic_trace(f, concrete_args={"flag": False})
-    assert [n.op for n in gm.graph.nodes] == ["placeholder", "output"]
-    assert gm(ember.ones(2)).tolist() == [1.0, 1.0]
+    for lib in (ember, torch):
+        gm = lib.fx.symbolic_trace(f, concrete_args={"flag": False})
+        assert [n.op for n in gm.graph.nodes] == ["placeholder", "placeholder", "call_function", "call_function",
+                                                  "output"]
+        assert gm(lib.ones(2), False).tolist() == [1.0, 1.0]
+        with pytest.raises(AssertionError, match="flag has been specialized to have value False"):
+            gm(lib.ones(2))
     with pytest.raises(TypeError, match="does not take"):
         ember.fx.symbolic_trace(f, concrete_args={"other": 1})
 

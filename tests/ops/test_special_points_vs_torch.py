@@ -491,6 +491,7 @@ NOT_IN_TABLE = {
     "clone": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "diagonal": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "unfold": "pure data movement (a strided view): nan/inf pass through bit for bit",
+    "as_strided": "pure data movement (a strided view of the storage): nan/inf pass through bit for bit",
     "getitem": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "triu": "the same code path as tril (in the table)",
     "index_put": "pure data movement (no arithmetic): nan/inf pass through bit for bit",

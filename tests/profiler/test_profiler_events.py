@@ -52,7 +52,7 @@ def test_ops_nest_under_record_function_with_shapes():
 def test_autograd_nodes_are_events_holding_their_ops():
     w = ember.randn(5, 3, requires_grad=True)
     x = ember.randn(2, 5)
-    with profile(with_flops=True) as prof:
+    with profile(with_flops=True, backward_ops=True) as prof:  # the backward dispatches its ops, as torch's does
         (x @ w).sum().backward()
     events = prof.events()
     nodes = [e for e in events if e.category == "autograd"]
@@ -63,6 +63,20 @@ def test_autograd_nodes_are_events_holding_their_ops():
     assert "matmul" in child_ops  # the weight gradient x^T @ g runs inside the node
     grad_mm = [c for c in mm_node.cpu_children if c.name == "matmul"][0]
     assert grad_mm.flops == 2 * 5 * 3 * 2
+
+
+def test_autograd_nodes_run_by_array_rules_carry_their_cost():
+    # By default the engine keeps its array rules under a profile (NumPy calls, no op dispatch): the node is one
+    # event without children, costed as its ember-op rule's ops: here x^T @ g only (x needs no gradient).
+    w = ember.randn(5, 3, requires_grad=True)
+    x = ember.randn(2, 5)
+    with profile(with_flops=True, profile_memory=True) as prof:
+        (x @ w).sum().backward()
+    (mm_node,) = [e for e in prof.events() if e.name.endswith("MatmulBackward0")]
+    assert mm_node.cpu_children == []
+    assert mm_node.flops == 2 * 5 * 3 * 2  # hand count: a (5x2) @ (2x3) product
+    assert mm_node.cpu_memory_usage >= 5 * 3 * 4  # the weight gradient, float32
+    assert mm_node in prof.events().work_events()
 
 
 def test_compiled_graph_nodes_are_events():

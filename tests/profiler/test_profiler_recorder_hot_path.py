@@ -66,8 +66,8 @@ def test_lazily_computed_flops_equal_the_eager_count_per_op():
         _workload()
     eager = {name: flops for name, flops in counter.get_flop_counts()["Global"].items() if flops}
     ember.manual_seed(0)
-    with profile(record_shapes=True, profile_memory=True, with_flops=True) as prof:
-        _workload()
+    with profile(record_shapes=True, profile_memory=True, with_flops=True, backward_ops=True) as prof:
+        _workload()  # (backward_ops: the backward dispatches its ops as under the counter, so each is an event)
     lazy = {name: flops for name, flops in _per_name(prof.events(), "flops").items() if flops}
     assert lazy == eager
     # and against hand counts for the ops the issue names

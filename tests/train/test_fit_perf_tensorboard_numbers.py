@@ -42,7 +42,7 @@ class _Slow(Dataset):
 
 
 def _scalars(path) -> dict:
-    acc = event_accumulator.EventAccumulator(str(path))
+    acc = event_accumulator.EventAccumulator(str(path / "train"))  # the train run (Keras' layout)
     acc.Reload()
     return {tag: [s.value for s in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
@@ -74,3 +74,30 @@ def test_a_model_on_a_device_shows_transfers_and_uses_the_device_peak(tmp_path):
     assert all(0 < share < 1 for share in scalars["perf/transfer_share"])  # each batch is copied to the device
     for mfu, gflops in zip(scalars["perf/mfu"], scalars["perf/gflops_per_s"]):
         assert mfu == pytest.approx(gflops * 1e9 / PEAKS["cuda"], rel=1e-4)
+
+
+def test_bandwidth_and_bound_are_the_roofline_of_the_counted_step(tmp_path):
+    from ember.profiler import profile
+    from ember.utils.flop_counter import FlopCounterMode
+
+    trainer, scalars = _fit(tmp_path, "cpu", delay=0.0)
+    perf = trainer.perf
+    # the FLOP counter's bytes (eager, from the live tensors) against the profiler's own costing of the same step
+    # (after recording, its backward nodes by replayed rules); fit counts its first step, whose optimizer update
+    # (run before the update is compiled) does a little less
+    x, y = ember.randn(4, 4), ember.randint(0, 2, (4,))
+    with FlopCounterMode(display=False) as counter:
+        trainer.train_step(x, y)
+    with profile(with_flops=True) as prof:
+        trainer.train_step(x, y)
+    work = prof.events().work_events()
+    assert counter.bytes_moved == sum(e.bytes for e in work) > 0
+    assert counter.get_total_flops() == sum(e.flops for e in work) > 0
+    assert 0.8 * counter.bytes_moved <= perf.bytes_per_sample * 4 <= counter.bytes_moved
+    assert len(scalars["perf/gbytes_per_s"]) == 2
+    for gbytes, fraction in zip(scalars["perf/gbytes_per_s"], scalars["perf/bandwidth_fraction"]):
+        assert fraction == pytest.approx(gbytes * 1e9 / 1e12, rel=1e-4)  # the measured bandwidth: 1e12 B/s here
+    # the ridge of this machine is 1e12 FLOP/s / 1e12 B/s = 1 FLOP/B; a 4x3x2 MLP moves more bytes than it computes
+    assert perf.flops_per_sample / perf.bytes_per_sample < 1 and perf.bound == "memory"
+    assert scalars["perf/memory_bound"] == [1.0, 1.0]
+    assert "GB/s memory-bound" in perf.postfix()

@@ -41,6 +41,8 @@ def test_summary_rows_match_hand_counts():
     assert rows["1"].params == 8 and rows["1"].trainable == 4
     assert s.total_params == 40 + 8 + 303 and s.trainable_params == s.total_params - 4
     assert s.total_flops == sum(r.flops for r in s.rows if r.depth == 1)  # children sum to the model
+    assert rows["Sequential"].flops == s.total_flops and rows["Sequential"].params == s.total_params  # so do params
+    assert rows["Sequential"].trainable == s.trainable_params
     assert model.training and model[1].training  # modes restored
     np.testing.assert_array_equal(model[1].running_mean.numpy(), before)  # eval mode: stats untouched
     text = str(s)
@@ -94,7 +96,7 @@ def test_fit_reports_mfu_and_data_wait(capsys):
     trainer.configure(optimizer="sgd", loss="cross_entropy")
     trainer.fit(DataLoader(_SlowDataset(16, 0.01), batch_size=4), epochs=1, verbose=2)
     out = capsys.readouterr().out
-    assert "MFU" in out and "data" in out and "xfer" in out
+    assert "MFU" in out and "GB/s" in out and "-bound" in out and "data" in out and "xfer" in out
     perf = trainer.perf
     assert perf.steps == 3 and perf.samples == 12  # the first step (FLOPs counted, first-call costs) is left out
     assert perf.data_wait_share > 0.3  # 40 ms of sleeping per step dwarfs a 4x2 linear layer
@@ -114,10 +116,10 @@ def test_tensorboard_gets_perf_scalars_and_the_graph(tmp_path):
     trainer.configure(optimizer="sgd", loss="cross_entropy")
     data = TensorDataset(ember.randn(12, 4), ember.randint(0, 2, (12,)))
     trainer.fit(DataLoader(data, batch_size=4), epochs=2, verbose=0, callbacks=[TensorBoard(tmp_path)])
-    acc = event_accumulator.EventAccumulator(str(tmp_path))
+    acc = event_accumulator.EventAccumulator(str(tmp_path / "train"))
     acc.Reload()
     scalars = acc.Tags()["scalars"]
-    for tag in ("train/loss", "perf/mfu", "perf/gflops_per_s", "perf/data_wait_share", "perf/transfer_share"):
+    for tag in ("epoch_loss", "perf/mfu", "perf/gflops_per_s", "perf/data_wait_share", "perf/transfer_share"):
         assert tag in scalars, scalars
     assert [s.step for s in acc.Scalars("perf/mfu")] == [0, 1]
     assert all(0 < s.value < 1 for s in acc.Scalars("perf/mfu"))

@@ -263,17 +263,20 @@ def test_tensorboard_writes_real_event_files(tmp_path):
                         callbacks=[TensorBoard(tmp_path / "tb", histogram_freq=1, update_freq="batch")])
     scalars: dict = {}
     histograms = set()
-    for event in _read_events(tmp_path / "tb"):
-        for value in event.summary.value:
-            if value.HasField("histo"):
-                histograms.add(value.tag)
-            else:
-                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
-    np.testing.assert_allclose([v for _, v in sorted(scalars["train/loss"])], history.history["loss"], rtol=1e-6)
-    np.testing.assert_allclose([v for _, v in sorted(scalars["val/accuracy"])], history.history["val_accuracy"],
+    for run in ("train", "validation"):  # Keras' layout: one run per split, the same tags in both
+        for event in _read_events(tmp_path / "tb" / run):
+            for value in event.summary.value:
+                if value.HasField("histo"):
+                    histograms.add((run, value.tag))
+                else:
+                    scalars.setdefault((run, value.tag), []).append((event.step, value.simple_value))
+    np.testing.assert_allclose([v for _, v in sorted(scalars["train", "epoch_loss"])], history.history["loss"],
                                rtol=1e-6)
-    assert len(scalars["batch/loss"]) == 8
-    assert {"weights/0.weight", "weights/2.bias", "grads/0.weight"} <= histograms
+    np.testing.assert_allclose([v for _, v in sorted(scalars["validation", "epoch_accuracy"])],
+                               history.history["val_accuracy"], rtol=1e-6)
+    assert len(scalars["train", "batch_loss"]) == 8
+    assert not any(tag.startswith("val") for _, tag in scalars)
+    assert {("train", "weights/0.weight"), ("train", "weights/2.bias"), ("train", "grads/0.weight")} <= histograms
 
 
 def test_progress_output(capsys):
@@ -393,7 +396,7 @@ def test_mnist_run_smoke(tmp_path):
     result = mnist.run(epochs=1, limit=128, run_dir=tmp_path / "run", verbose=0, batch_size=64)
     assert 0.0 <= result["test_accuracy"] <= 1.0 and np.isfinite(result["test_loss"])
     assert Path(result["checkpoint"]).is_file()
-    assert list(Path(result["tensorboard"]).glob("events.out.tfevents.*"))
+    assert list(Path(result["tensorboard"]).glob("*/events.out.tfevents.*"))  # the train and validation runs
     assert load_checkpoint(result["checkpoint"], restore_rng=False)["epochs_completed"] == 1
 
 

@@ -53,7 +53,12 @@ def test_static_graph_define_then_run_has_inputs_variables_updates():
     doc = draw(G.get_default_graph())
     labels = _labels(doc.source)
     assert any(label.startswith("x\\n(3, 4)") for label in labels)
-    assert "matmul" in labels and "relu" in labels and "assign" in labels
+    assert "matmul" in labels and "relu" in labels
+    assert "assign w\\n(4, 2)" in labels  # the assign names the Variable it writes...
+    (assign,) = re.findall(r'("\w+") \[[^\n]*label="assign w', doc.source)
+    (w_box,) = re.findall(r'("\w+") \[[^\n]*label="w\\n', doc.source)
+    assert f"{w_box} -> {assign}" not in doc.source  # ...instead of an edge from its box (across the picture)
+    assert f"-> {assign}" in doc.source  # (the new value still flows in)
     assert "(3, 2)" in labels  # shape on the matmul -> relu edge
     G.reset_default_graph()
 

@@ -1,0 +1,136 @@
+"""Direct stride-1 convolutions (forward, input gradient, weight gradient) on ember's AVX-512 micro-kernel.
+
+The products are those of ``ember/backends/cpu_direct_conv_kernels.py``: every tap's input is the padded
+input plane shifted, so no im2col columns are built and the GEMM micro-kernel reads the data in place. Each
+pass splits the images over ember's threads (``parallel_for``; the kernels release the GIL, and no BLAS call
+is made, so no OpenBLAS thread is left spinning against them); each thread pads its images, runs the
+kernel and writes its outputs (the weight gradient: its own (taps, C, O) sum, the sums added in a fixed
+order at the end).
+
+conv.py uses it (``applicable``) for float32, one group, stride 1, on CPUs where the kernel exists (numba,
+AVX-512F), for the layers where it measured faster than Winograd and im2col (docs/cpu-performance.md).
+Non-finite values take the other paths: the columns past the output width (computed, then dropped) would
+turn an inf of the input or the weights into NaN in the weight or input gradient, where PyTorch's
+convolution never multiplies them.
+
+Example:
+    >>> import numpy as np
+    >>> x, w = np.ones((1, 16, 5, 5), np.float32), np.ones((16, 16, 3, 3), np.float32)
+    >>> y = forward(np, x, w, (1, 1, 1, 1), (1, 1)) if available(np) else np.full((1, 16, 5, 5), 144.0)
+    >>> float(y[0, 0, 2, 2])
+    144.0
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.backends import native_kernel
+from ember.backends.cpu_threads import parallel_for
+
+MIN_FLOPS_PER_THREAD = 4e6  # a thread's share below this runs on the calling thread
+
+
+def available(xp: Any) -> bool:
+    """Whether the native direct kernels exist for ``xp`` (NumPy on an AVX-512 CPU with numba)."""
+    return xp is np and native_kernel(xp, "conv_direct_forward") is not None
+
+
+def _padded(x: Any, start: int, stop: int, padding: tuple, dilation: tuple, kh: int, kw: int) -> Any:
+    """Images ``[start, stop)`` of ``x`` zero-padded (negative padding crops), float32, contiguous."""
+    top, bottom, left, right = padding
+    part = x[start:stop, :, max(0, -top):x.shape[2] - max(0, -bottom), max(0, -left):x.shape[3] - max(0, -right)]
+    top, bottom, left, right = (max(0, p) for p in padding)
+    h, w = part.shape[2] + top + bottom, part.shape[3] + left + right
+    out = np.empty((stop - start, x.shape[1], h, w), np.float32)
+    if top or bottom or left or right:  # zero only the borders
+        out[:, :, :top] = 0
+        out[:, :, h - bottom:] = 0
+        out[:, :, top:h - bottom, :left] = 0
+        out[:, :, top:h - bottom, w - right:] = 0
+    out[:, :, top:h - bottom, left:w - right] = part
+    return out
+
+
+def _split(fn: Any, n: int, flops: float) -> None:
+    parallel_for(fn, n, max(1, int(MIN_FLOPS_PER_THREAD // max(1.0, flops / max(1, n))) + 1))
+
+
+def _correlate(x: Any, a: Any, a_strides: tuple, a_taps: Any, rows: int, padding: tuple, dilation: tuple,
+               kh: int, kw: int) -> Any:
+    """``y[n, r] = sum_{t, k} A_t[r, k] * xpad[n, k, shifted by tap t]``, (N, rows, OH, OW): the forward
+    (A the weights) and the input gradient (A the flipped, transposed weights) alike."""
+    forward = native_kernel(np, "conv_direct_forward")
+    n, c = x.shape[:2]
+    hp = x.shape[2] + padding[0] + padding[1]
+    wp = x.shape[3] + padding[2] + padding[3]
+    oh, ow = hp - dilation[0] * (kh - 1), wp - dilation[1] * (kw - 1)
+    y = np.empty((n, rows, oh, ow), np.float32)
+    p_total = (oh - 1) * wp + ow  # the last row's dropped columns are not computed: no read past the plane
+    b_taps = np.array([i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)], np.int64)
+    sai, sak = a_strides
+
+    def run(start: int, stop: int) -> None:
+        xpad = _padded(x, start, stop, padding, dilation, kh, kw)
+        out = np.empty((stop - start, rows, oh, wp), np.float32)
+        forward(0, stop - start, rows, c, p_total, a.ctypes.data, sai, sak, a_taps, xpad.ctypes.data, c * hp * wp,
+                hp * wp, b_taps, out.ctypes.data, rows * oh * wp, oh * wp)
+        y[start:stop] = out[:, :, :, :ow]
+
+    _split(run, n, 2.0 * n * rows * c * kh * kw * oh * wp)
+    return y
+
+
+def forward(xp: Any, x: Any, w: Any, padding: tuple, dilation: tuple) -> Any:
+    """The stride-1 convolution of float32 ``x`` (N, C, H, W) with ``w`` (O, C, kh, kw), NCHW."""
+    o, c, kh, kw = w.shape
+    w = np.ascontiguousarray(w, np.float32)
+    taps = np.array([i * kw + j for i in range(kh) for j in range(kw)], np.int64)  # w[o, c, i, j]
+    return _correlate(x, w, (c * kh * kw, kh * kw), taps, o, padding, dilation, kh, kw)
+
+
+def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, padding: tuple, dilation: tuple) -> Any:
+    """The gradient in ``x``: ``g`` padded by ``d*(k-1) - p`` on each side, correlated with the kernel
+    flipped and transposed (``A_t[c, o] = w[o, c, kh-1-i, kw-1-j]``)."""
+    o, c, kh, kw = w.shape
+    w = np.ascontiguousarray(w, np.float32)
+    taps = np.array([(kh - 1 - i) * kw + (kw - 1 - j) for i in range(kh) for j in range(kw)], np.int64)
+    dh, dw = dilation
+    pads = (dh * (kh - 1) - padding[0], dh * (kh - 1) - padding[1], dw * (kw - 1) - padding[2],
+            dw * (kw - 1) - padding[3])
+    gx = _correlate(g, w, (kh * kw, c * kh * kw), taps, c, pads, dilation, kh, kw)
+    assert gx.shape == tuple(input_shape), (gx.shape, input_shape)
+    return gx
+
+
+def weight_grad(xp: Any, x: Any, g: Any, weight_shape: tuple, padding: tuple, dilation: tuple) -> Any:
+    """The gradient in ``w``: per tap ``dW_t (C, O) = sum_n X_{n,t} (C, P) @ G_n^T (P, O)``, ``G_n^T`` the
+    output gradient channels-last on the padded width, zero in the dropped columns."""
+    kernel = native_kernel(np, "conv_direct_weight")
+    o, c, kh, kw = weight_shape
+    n = x.shape[0]
+    oh, ow = g.shape[2:]
+    hp = x.shape[2] + padding[0] + padding[1]
+    wp = x.shape[3] + padding[2] + padding[3]
+    p_total = (oh - 1) * wp + ow
+    a_taps = np.array([i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)], np.int64)
+    no_shift = np.zeros(kh * kw, np.int64)  # every tap reads the same output gradient
+    partial: dict[int, Any] = {}
+
+    def run(start: int, stop: int) -> None:
+        xpad = _padded(x, start, stop, padding, dilation, kh, kw)
+        gt = np.empty((stop - start, oh, wp, o), np.float32)
+        gt[:, :, ow:] = 0
+        gt[:, :, :ow] = g[start:stop].transpose(0, 2, 3, 1)
+        total = np.zeros((kh * kw, c, o), np.float32)
+        kernel(0, stop - start, c, o, p_total, xpad.ctypes.data, c * hp * wp, hp * wp, a_taps, gt.ctypes.data,
+               oh * wp * o, o, no_shift, total.ctypes.data, c * o, o)
+        partial[start] = total
+
+    _split(run, n, 2.0 * n * o * c * kh * kw * oh * wp)
+    parts = [partial[key] for key in sorted(partial)]  # a fixed order: the same sum every run
+    total = parts[0]
+    for part in parts[1:]:
+        total += part
+    return np.ascontiguousarray(total.reshape(kh, kw, c, o).transpose(3, 2, 0, 1))
