@@ -133,4 +133,7 @@ from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: setting
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 
+from ember.ops import out_arg as _out_arg  # noqa: E402
+_out_arg.install(globals())  # out= on PyTorch's functions that have it (torch.sum(x, 1, out=o)); after the methods
+
 __version__ = "0.1.0"

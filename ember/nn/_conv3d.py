@@ -137,6 +137,8 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     kernel, stride, padding, _ = _pool3_args("avg_pool3d", input, kernel_size, stride, padding, 1)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("avg_pool3d: divisor must be not zero")
+    if any(s < k for s, k in zip(input.shape[-3:], kernel)):  # PyTorch checks the unpadded size in 3-D only
+        raise RuntimeError(f"avg_pool3d: input image {tuple(input.shape[-3:])} smaller than kernel size {kernel}")
     unbatched = input.ndim == 4
     x = input.unsqueeze(0) if unbatched else input
     n, c, depth, h, w = x.shape

@@ -18,8 +18,8 @@ from typing import Any, Sequence
 from ember import creation
 from ember.creation import arange, full_like, linspace, ones_like, rand, rand_like, tensor, zeros, zeros_like
 from ember.dtypes import int64
-from ember.ops import reductions
-from ember.ops.elementwise import clamp, isinf, log, minimum, relu, sign, where
+from ember.ops import dispatch, pooling, reductions
+from ember.ops.elementwise import clamp, isfinite, isinf, log, minimum, relu, sign, where
 from ember.ops.extra_math import meshgrid
 from ember.ops.reductions import logsumexp, norm
 from ember.ops.views import cat, flip, index_select, narrow, scatter, scatter_add, stack
@@ -244,20 +244,22 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
 
 def _unpool(input: Tensor, indices: Tensor, kernel: tuple, stride: Any, padding: Any, output_size: Any,
             dims: int) -> Tensor:
+    """1-D and 3-D unpooling as the 2-D record on one row of flat positions: its gradient is a gather for every
+    input (PyTorch's), also where two windows picked the same position (a scatter's would reach one of them)."""
     stride = kernel if stride is None else _tuple(stride, dims)
     padding = _tuple(padding, dims)
     spatial = tuple(input.shape[-dims:])
-    if output_size is None:
-        out_spatial = tuple((s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel))
-    else:
-        out_spatial = tuple(output_size)[-dims:]
+    out_spatial = pooling.unpool_output_size(f"max_unpool{dims}d", spatial, kernel, stride, padding, output_size)
     lead = tuple(input.shape[:-dims])
-    flat = zeros(*lead, math.prod(out_spatial), dtype=input.dtype, device=input.device)
-    idx = indices.reshape(*lead, -1)
-    if idx.numel() and int(idx.max()) >= math.prod(out_spatial):
-        raise RuntimeError(f"max_unpool{dims}d: found an invalid max index {int(idx.max())} for an output of size "
-                           f"{out_spatial}")
-    out = scatter(flat, len(lead), idx, input.reshape(*lead, -1))
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"max_unpool{dims}d: indices of shape {tuple(indices.shape)} must match input "
+                           f"{tuple(input.shape)}")
+    rows = input.reshape(*lead, 1, -1)
+    if rows.ndim == 3:  # unbatched
+        rows = rows.unsqueeze(0)
+    total = math.prod(out_spatial)
+    out = dispatch.apply(pooling.MAX_POOL2D_BACKWARD, (rows, indices.reshape(rows.shape)),
+                         {"input_shape": tuple(rows.shape[:2]) + (1, total), "overlapping": False})
     return out.reshape(*lead, *out_spatial)
 
 
@@ -421,7 +423,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
     if swap:
         d_neg = minimum(d_neg, dist(positive, negative))
-    return _reduce(clamp(d_pos - d_neg + margin, min=0), reduction)
+    return _reduce(clamp(margin + d_pos - d_neg, min=0), reduction)  # PyTorch's order (1 + 1e30 - 1e30 is 0)
 
 
 def pdist(input: Tensor, p: float = 2) -> Tensor:
@@ -481,9 +483,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         elif mode == "mean":
             count = keep[a:b].sum() if keep is not None else b - a
             rows.append(part.sum(dim=0) / (clamp(count, min=1) if isinstance(count, Tensor) else count))
-        else:
-            rows.append(part.max(dim=0).values if keep is None else
-                        where(keep[a:b] > 0, part, full_like(part, -math.inf)).max(dim=0).values)
+        elif keep is None:
+            rows.append(part.max(dim=0).values)
+        else:  # a bag holding only padding_idx is a zero row (PyTorch's), not -inf
+            best = where(keep[a:b] > 0, part, full_like(part, -math.inf)).max(dim=0).values
+            rows.append(where(keep[a:b].sum() > 0, best, zeros_like(best)))
     return stack(rows) if rows else zeros(0, weight.shape[1], dtype=weight.dtype)
 
 
@@ -529,7 +533,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         for t in range(1, in_lens[b]):
             stay = alpha
             step = cat([creation.full((1,), neg_inf, dtype=lp.dtype), alpha[:-1]])
-            skip = cat([creation.full((2,), neg_inf, dtype=lp.dtype), alpha[:-2]])
+            skip = cat([creation.full((min(2, s),), neg_inf, dtype=lp.dtype), alpha[:-2]])  # s = 1: empty target
             skip = where(can_skip, skip, full_like(skip, neg_inf))
             alpha = logsumexp(stack([stay, step, skip]), dim=0) + emit[t]
         tail = alpha[-2:] if s > 1 else alpha[-1:]
@@ -541,6 +545,11 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         nll = nll + (valid.detach().exp() * (valid - valid.detach())).sum()
         if zero_infinity:
             nll = where(isinf(nll), zeros_like(nll), nll)
+        elif bool(isinf(nll.detach())):
+            # an impossible alignment: PyTorch's gradient is NaN over the sample's valid steps. sqrt(z) * 0 at
+            # z = 0 is 0 with slope 0 * inf = NaN, and z = sum(lp - lp.detach()) carries it to each of those entries.
+            zero = where(isfinite(valid), valid - valid.detach(), zeros_like(valid)).sum()
+            nll = nll + zero.sqrt() * 0.0
         losses.append(nll)
     loss = stack(losses)
     if reduction == "mean":

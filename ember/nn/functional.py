@@ -99,11 +99,17 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         keep = ones(length, source, dtype=_bool(), device=query.device).tril()
         scores = scores.masked_fill(keep.logical_not(), float("-inf"))
     elif attn_mask is not None:
+        if attn_mask.ndim < 2:
+            raise RuntimeError(f"scaled_dot_product_attention: attn_mask must have at least 2 dims (L, S), got shape "
+                               f"{tuple(attn_mask.shape)}; reshape it to (1, S) to mask keys for every query")
         if attn_mask.dtype is _bool():
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask.to(scores.dtype)
-    weights = softmax(scores, dim=-1)
+    # PyTorch's _safe_softmax: a query whose every score is -inf (fully masked) attends to nothing (weights 0,
+    # output 0, gradient 0) instead of NaN; its scores are zeroed first so no NaN reaches the backward either
+    hidden = (scores == float("-inf")).all(-1, keepdim=True)
+    weights = softmax(scores.masked_fill(hidden, 0.0), dim=-1).masked_fill(hidden, 0.0)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return matmul(weights, value)
@@ -149,6 +155,8 @@ def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) ->
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)
+from ember.ops import out_arg as _out_arg  # noqa: E402
+normalize = _out_arg.with_out(normalize, "normalize")  # its out= was accepted and ignored
 from ember import dtypes
 from ember.creation import eye, ones
 from ember.ops.conv import pair

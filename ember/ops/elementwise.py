@@ -235,7 +235,9 @@ ERF = _unary("erf", lambda xp, x: real_only("erf", x) or special_function(xp, "e
 
 
 def _zero_grad(ctx: Any, g: Any) -> tuple:
-    return (g * 0,)
+    """PyTorch's zeros_like(grad) for piecewise-constant ops: 0 also where the upstream is inf or NaN (g * 0 is
+    NaN there, which reached lp_pool's input through sign(0) * relu(0) ** 0.5)."""
+    return (grad_mask(g * 0, isfinite(g)),)
 
 
 SIGN = _unary("sign", lambda xp, x: _no_complex("sign (use sgn for complex tensors)", x) or (

@@ -33,7 +33,7 @@ _LN10 = math.log(10.0)
 
 # ---- unary primitives ------------------------------------------------------------------------------
 def _zero_grad(ctx: Any, g: Any) -> tuple:
-    return (g * 0,)
+    return ew._zero_grad(ctx, g)  # zeros, also for an infinite or NaN upstream (PyTorch's zeros_like)
 
 
 TAN = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * _cj(1 + ctx.out * ctx.out),), save="output", onnx=complex_emitters.tan, float_only=True)
@@ -365,7 +365,7 @@ def _tensors(a: Any, b: Any, op: str) -> tuple:
     if not isinstance(a, dispatch.Tensor) and not isinstance(b, dispatch.Tensor):
         raise TypeError(f"{op}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
     target = dtypes.result_type(a, b)
-    if not target.is_floating_point:
+    if not (target.is_floating_point or target.is_complex):  # complex stays complex (its imaginary part was cast away)
         target = dtypes.get_default_dtype()
     like = a if isinstance(a, dispatch.Tensor) else b
     a = dispatch.cast(a, target) if isinstance(a, dispatch.Tensor) else tensor(a, dtype=target, device=like.device)
@@ -391,6 +391,10 @@ def hypot(input: Any, other: Any) -> Any:
 def logaddexp(input: Any, other: Any) -> Any:
     """log(exp(input) + exp(other)) without overflow: max + log1p(exp(-|input - other|))."""
     a, b = _tensors(input, other, "logaddexp")
+    if a.dtype.is_complex or b.dtype.is_complex:  # PyTorch's complex logaddexp (the imaginary part was dropped)
+        first = ew.real_part(a) >= ew.real_part(b)
+        big, small = ew.where(first, a, b), ew.where(first, b, a)
+        return big + ew.log1p(ew.exp(small - big))
     # Equal infinities would give inf - inf = NaN; their difference is taken as 0 instead.
     diff = ew.where(a == b, 0.0, a - b)
     return ew.maximum(a, b) + ew.log1p(ew.exp(-ew.abs(diff)))

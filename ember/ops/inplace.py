@@ -90,9 +90,51 @@ def _graph_value(t: Any) -> bool:
     return dispatch.is_symbolic(t) and not getattr(t._data, "replays_views", False)
 
 
-def _writeable(t: Any) -> bool:
-    """False for NumPy's read-only (expanded, broadcast) views; the backend answers."""
-    return t._device.backend.is_writeable(t._data)
+def _writeable(t: Any, allow_overlap: bool = False) -> bool:
+    """Whether ``t`` can be written in place. NumPy makes every view of an expanded (broadcast) tensor read-only;
+    PyTorch refuses only writes into a tensor whose own elements overlap (``x.expand(2, 3).mul_(2)``), so a
+    non-overlapping view of one (``e[0]``, ``e.diagonal()``) gets a writable alias of the same memory here
+    (``allow_overlap``: also an overlapping one, for fills, which PyTorch allows: every alias gets the value)."""
+    if t._device.backend.is_writeable(t._data):
+        return True
+    alias = _writable_alias(t._data, allow_overlap)
+    if alias is None:
+        return False
+    t._data = alias  # same memory, now writable: every write path below works unchanged
+    return True
+
+
+def _writable_alias(data: Any, allow_overlap: bool) -> Any:
+    """A writable ndarray over ``data``'s memory when ``data`` is a read-only view of a writable NumPy array
+    and (unless ``allow_overlap``) no two of its elements share memory; else None."""
+    if not isinstance(data, np.ndarray):
+        return None
+    if data.size == 0:  # nothing to write: a fresh empty array aliases no memory
+        return np.empty(data.shape, data.dtype)
+    owner = data
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is data or not owner.flags.writeable or not owner.flags.c_contiguous or owner.base is not None:
+        return None
+    if not allow_overlap and _self_overlapping(data.shape, data.strides, data.itemsize):
+        return None
+    offset = data.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    try:
+        return np.ndarray(data.shape, data.dtype, buffer=owner, offset=offset, strides=data.strides)
+    except (TypeError, ValueError):
+        return None
+
+
+def _self_overlapping(shape: tuple, strides: tuple, itemsize: int) -> bool:
+    """True when two index tuples of (shape, strides) address the same bytes (a stride 0 over a size > 1, or
+    dims whose extents interleave): sorted by |stride|, each stride must clear the span of the smaller ones."""
+    dims = sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1)
+    span = itemsize
+    for stride, n in dims:
+        if stride < span:
+            return True
+        span = stride * (n - 1) + span
+    return False
 
 
 def _lift(t: Any) -> None:
@@ -124,7 +166,7 @@ def _write(t: Any, result: Any, op_name: str) -> None:
         raise _cast_error(op_name, from_numpy_dtype(result.dtype), from_numpy_dtype(data.dtype))
     if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
-    data[...] = result
+    t._data[...] = result  # (re-read: _writeable may have swapped in a writable alias of the same memory)
 
 
 def _cast_error(op_name: str, result: Any, target: Any) -> RuntimeError:
@@ -207,7 +249,7 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
             _write(t, np.full((), value, dtype=t._data.dtype), op_name)
             t._bump()
             return t
-    if not recording and t._device.backend.is_writeable(t._data):
+    if not recording and _writeable(t, allow_overlap=True):  # PyTorch fills an expanded tensor too
         t._data.fill(value)
         t._bump()
         return t
@@ -307,7 +349,7 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         ufunc = op.ufunc
         if op.name == "pow" and t._data.dtype.kind in "iu":  # the impl handles negative integer exponents
             ufunc = None
-        if ufunc is not None and t._device.backend.is_writeable(t._data):
+        if ufunc is not None and _writeable(t):
             _ufunc_into(t, getattr(t._device.xp, ufunc), other_data, op_name)
         else:
             out = op.impl(t._device.xp, t._data, other_data)

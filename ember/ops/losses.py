@@ -149,7 +149,8 @@ def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = No
             raise RuntimeError(f"nll_loss: weight tensor should be defined either for all {classes} classes or no "
                                f"classes but got weight tensor of shape {tuple(weight.shape)}")
         w = w * weight.to(x.dtype)[safe_t]
-    loss = -_pick(x, safe_t) * w
+    # where, not a product with the 0 weight: an ignored position's input is never read (NaN there stays out)
+    loss = ew.where(valid, -_pick(x, safe_t) * w, 0.0)
     if reduction == "none":
         return loss.squeeze(0) if scalar else loss
     if reduction == "sum":
@@ -192,9 +193,10 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     if label_smoothing <= 0:
         return nll
     x, t, scalar = _class_layout("cross_entropy", logp, target)
-    valid = (t != ignore_index).to(input.dtype)
+    keep = t != ignore_index
+    valid = keep.to(input.dtype)
     terms = x if w_view is None else x * (w_view if not scalar else w_view.reshape(1, classes))
-    smooth = -red.sum(terms, 1) * valid
+    smooth = ew.where(keep, -red.sum(terms, 1), 0.0)  # ignored rows unread, as in nll_loss
     if reduction == "none":
         smooth = smooth.squeeze(0) if scalar else smooth
     elif reduction == "sum":
@@ -317,8 +319,9 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
         hinge = hinge * weight.to(x.dtype)[t].unsqueeze(1)
     from ember.nn.functional import one_hot
 
-    not_target = 1.0 - one_hot(t, classes).to(x.dtype)
-    loss = red.sum(hinge * not_target, 1) / classes
+    # where, not a product with 0: the target's own term (x[y] - x[y], NaN for an infinite x[y]) is never read
+    not_target = one_hot(t, classes) == 0
+    loss = red.sum(ew.where(not_target, hinge, 0.0), 1) / classes
     if scalar and reduction == "none":
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)

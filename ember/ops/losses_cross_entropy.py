@@ -68,7 +68,9 @@ def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) ->
     w = valid.astype(x.dtype)
     rows, index, picks = _rows_of(xp, logp, safe)
     picked = rows[index, picks]
-    losses = -(picked if picked.shape == t.shape else picked.reshape(t.shape)) * w
+    # where, not * w: an ignored row is never read (a NaN or inf logit there must not reach the loss)
+    losses = xp.where(valid, -(picked if picked.shape == t.shape else picked.reshape(t.shape)), 0).astype(x.dtype,
+                                                                                                        copy=False)
     if reduction == "none":
         return losses, logp
     total = losses.sum(axis=-1)
@@ -91,6 +93,9 @@ def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduct
         g = g[..., None]  # each loss's cotangent over its N rows
     # ignored rows get 0 whatever g is (PyTorch's: also when every target is ignored and g = 0/0)
     grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[..., None]
+    # an ignored row holding NaN/inf: 0 there too (NaN * 0 above); the cheap (N,) test first
+    if not bool(valid.all()) and not bool(xp.isfinite(logp).all()):
+        grad = xp.where(valid[..., None], grad, 0).astype(logp.dtype, copy=False)
     return grad
 
 
@@ -99,7 +104,7 @@ def _composite(x: Any, t: Any, ignore_index: int, reduction: str) -> Any:
     valid = t != ignore_index
     w = valid.to(x.dtype)
     picked = log_softmax(x, -1).gather(-1, ew.where(valid, t, 0).unsqueeze(-1)).squeeze(-1)
-    losses = -picked * w
+    losses = ew.where(valid, -picked, 0.0)
     if reduction == "none":
         return losses
     return losses.sum(-1) / w.sum(-1) if reduction == "mean" else losses.sum(-1)

@@ -60,6 +60,8 @@ def _native_float32(xp: Any, name: str, *arrays: Any) -> Any:
 
 def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
     if approximate == "tanh":
+        if x.dtype.itemsize == 2:  # float16/bfloat16: float32 math, rounded once (PyTorch's; half math is 0.7% off)
+            return _gelu_impl(xp, x.astype(xp.float32), approximate).astype(x.dtype)
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
         return 0.5 * x * (1.0 + xp.tanh(inner))
     kernel = _native_float32(xp, "gelu_f32", x)
@@ -172,12 +174,18 @@ LOGSIGMOID = register(OpDef(
 
 def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
     (x,) = ctx.inputs
-    inside = ew.logical_and(x > ctx.attrs["min_val"], x < ctx.attrs["max_val"])
+    lo, hi = ctx.attrs["min_val"], ctx.attrs["max_val"]
+    if ctx.attrs.get("nan_grad", True):
+        # not (x <= min or x >= max): NaN passes its gradient through, as PyTorch's hardtanh_backward
+        inside = ew.logical_not(ew.logical_or(x <= lo, x >= hi))
+    else:  # hardsigmoid_backward: min < x < max, so a NaN input gets 0
+        inside = ew.logical_and(x > lo, x < hi)
     return (ew.grad_mask(g, inside),)
 
 
 HARDTANH = register(OpDef(
-    name="hardtanh", category="unary", impl=lambda xp, x, min_val=-1.0, max_val=1.0: xp.clip(x, min_val, max_val),
+    name="hardtanh", category="unary",
+    impl=lambda xp, x, min_val=-1.0, max_val=1.0, nan_grad=True: xp.clip(x, min_val, max_val),
     vjp=_hardtanh_vjp, shape_rule=elementwise_rule(), onnx=to_onnx.hardtanh,
 ))
 
@@ -302,18 +310,23 @@ def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
         # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
         # at 0, where PyTorch's slope is alpha (minimum would split it between its two equal arguments).
         negative = _expm1(ew.clamp(t, max=0.0))
-        return ew.where(t > 0, t, negative * alpha)
+        # t <= 0 picks the exponential side: NaN takes the linear one, whose gradient passes (PyTorch's elu_backward)
+        return ew.where(t <= 0, negative * alpha, t)
 
     return _maybe_inplace(input, compute, inplace, "elu_")
 
 
 def selu(input: Any, inplace: bool = False) -> Any:
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-    return elu(input, alpha, inplace) * scale
+    # in place means the whole selu written into input (it once wrote elu there and returned a new tensor)
+    return _maybe_inplace(input, lambda t: elu(t, alpha) * scale, inplace, "selu_")
 
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
-    return ew.where(input > 0, input, _expm1(ew.clamp(input, max=0.0) / alpha) * alpha)
+    def compute(t: Any) -> Any:
+        return ew.where(t <= 0, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha, t)  # NaN: linear side, as elu
+
+    return _maybe_inplace(input, compute, inplace, "celu_")
 
 
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
@@ -335,8 +348,11 @@ def logsigmoid(input: Any) -> Any:
 
 # hardtanh, relu6, hardsigmoid and hardswish share the hardtanh record: slope 0 at each corner (PyTorch's;
 # hardswish: 0 at -3, 1 at 3).
-def _hardtanh(t: Any, min_val: float, max_val: float) -> Any:
-    return dispatch.unary(HARDTANH, t, {"min_val": float(min_val), "max_val": float(max_val)})
+def _hardtanh(t: Any, min_val: float, max_val: float, nan_grad: bool = True) -> Any:
+    attrs = {"min_val": float(min_val), "max_val": float(max_val)}
+    if not nan_grad:
+        attrs["nan_grad"] = False
+    return dispatch.unary(HARDTANH, t, attrs)
 
 
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
@@ -344,7 +360,8 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: b
 
 
 def hardsigmoid(input: Any, inplace: bool = False) -> Any:
-    return _maybe_inplace(input, lambda t: _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardsigmoid_")
+    return _maybe_inplace(input, lambda t: _hardtanh(t / 6.0 + 0.5, 0.0, 1.0, nan_grad=False), inplace,
+                          "hardsigmoid_")
 
 
 def hardswish(input: Any, inplace: bool = False) -> Any:
@@ -708,10 +725,29 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
                   bias: Any = None, use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Any:
+    """Normalizes each (sample, channel) slice; with ``use_input_stats=False`` uses the running statistics
+    (as batch_norm in eval), else updates them in place with the batch average of the slices' statistics."""
+    if input.ndim < 2:
+        raise ValueError(f"instance_norm: expected at least 2-D input (N, C, ...), got shape {tuple(input.shape)}")
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("instance_norm: Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        return batch_norm(input, running_mean, running_var, weight, bias, training=False, eps=eps)
+    spatial = math.prod(input.shape[2:])
+    if spatial == 1:  # PyTorch's check: one value per slice has no variance
+        raise ValueError(f"instance_norm: Expected more than 1 spatial element when training, got input size "
+                         f"{list(input.shape)}")
     # The layer_norm primitive over each (sample, channel) slice: its backward is one pass, and its
     # statistics survive values whose squares overflow (the composite gave 0 there).
     flat = input.reshape(input.shape[0], input.shape[1], -1)
     out = layer_norm(flat, (flat.shape[-1],), eps=eps).reshape(tuple(input.shape))
+    if running_mean is not None or running_var is not None:
+        with no_grad():  # PyTorch's: the batch mean of each slice's mean and unbiased variance
+            stats = flat.detach()
+            for r, value in ((running_mean, stats.mean(-1)), (running_var, stats.var(-1, correction=1))):
+                if r is not None:
+                    r.mul_(1 - momentum).add_(value.mean(0).to(r.dtype) * momentum)
     view = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if weight is not None:
         out = out * weight.reshape(view)
@@ -725,6 +761,9 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if c % num_groups:
         raise RuntimeError(f"group_norm: expected number of channels in input ({c}) to be divisible by num_groups "
                            f"({num_groups})")
+    if n * c // num_groups * math.prod(input.shape[2:]) == 1:  # PyTorch's _verify_batch_size on (N*C/G, G, ...)
+        raise ValueError(f"group_norm: Expected more than 1 value per channel when training, got input size "
+                         f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
     grouped = input.reshape(n, num_groups, -1)  # the layer_norm primitive over each group (as instance_norm)
     out = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, c) + (1,) * (input.ndim - 2)
@@ -859,7 +898,8 @@ def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: st
 # ---- embedding, one_hot --------------------------------------------------------------------------
 def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Any:
-    """Rows of ``weight`` picked by the integer ``input``; rows at ``padding_idx`` get no gradient."""
+    """Rows of ``weight`` picked by the integer ``input``; rows at ``padding_idx`` get no gradient;
+    ``scale_grad_by_freq`` divides each row's gradient by how often the row occurs in ``input``."""
     if input.dtype.category != 1:
         raise RuntimeError(f"embedding: expected an integer index tensor (Long or Int), got {input.dtype}")
     if weight.ndim != 2:
@@ -876,12 +916,24 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm:
                              f"{num} rows (valid: 0..{num - 1})")
     if max_norm is not None:
         _embedding_renorm(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq and weight.requires_grad and grad_mode.STATE.enabled:
+        weight = _scale_rows_grad(weight, input)
     out = weight[input]
     if padding_idx is not None and weight.requires_grad:
         keep = (input != padding_idx).unsqueeze(-1).to(weight.dtype)
         # Same values, but the padding rows' contribution reaches weight only through a detached copy.
         out = out * keep + out.detach() * (1.0 - keep)
     return out
+
+
+def _scale_rows_grad(weight: Any, input: Any) -> Any:
+    """``weight`` unchanged in value, its row r's gradient divided by the count of r in ``input``."""
+    flat = input.reshape(-1)
+    counts = ew.clamp(weight.new_zeros(weight.shape[0]).index_add(0, flat, weight.new_ones(flat.shape[0])), min=1.0)
+    inverse = (1.0 / counts).unsqueeze(-1)
+    frozen = weight.detach()
+    # frozen - (frozen - weight) * inverse: exactly weight (x - x is +0, w - +0 is w, -0 included), slope 1/count
+    return frozen - (frozen - weight) * inverse
 
 
 def _embedding_renorm(weight: Any, input: Any, max_norm: float, norm_type: float) -> None:

@@ -132,7 +132,8 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
                      n * c, max(1, 16384 // max(1, oh * ow)))
         if not any(nans):  # NaN-free: done; else PyTorch's NaN rule on the NumPy path below
             return out.reshape(n, c, oh, ow), indices.reshape(n, c, oh, ow)
-    xpad = _pad_to(xp, x, padding, hp, wp, -xp.inf)
+    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min  # integer inputs pad with their minimum
+    xpad = _pad_to(xp, x, padding, hp, wp, lowest)
     # Narrow tap codes: these passes are memory-bound, so int8 is about twice as fast as int64.
     code = xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32
     # PyTorch's start: -inf at the window's first in-bounds position (a window of -inf values, or
@@ -141,7 +142,6 @@ def _max_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
     first_col = xp.maximum(0, -((xp.arange(ow) * stride[1] - padding[1]) // dilation[1]))
     which = xp.empty((n, c, oh, ow), dtype=code)
     which[...] = (first_row[:, None] * kernel[1] + first_col[None, :]).astype(code)
-    lowest = -xp.inf if x.dtype.kind == "f" else xp.iinfo(x.dtype).min
     start = which.copy() if xp is np else which
     best = _scan_taps_fast(xpad, which, lowest, kernel, stride, dilation, oh, ow) if xp is np else None
     if best is None or (x.dtype.kind == "f" and bool(xp.isnan(best).any())):  # NaN: PyTorch's rule below
@@ -301,6 +301,9 @@ def _avg_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
         total = v.copy() if total is None else total.__iadd__(v)
     attrs = {"kernel": kernel, "stride": stride, "padding": padding, "count_include_pad": count_include_pad,
              "divisor_override": divisor_override}
+    if x.dtype.kind in "iu":  # PyTorch's integer average: the sum divided in C++ (truncated toward zero)
+        divisor = _divisor(xp, x.shape, oh, ow, attrs, x.dtype)
+        return (xp.sign(total) * (xp.abs(total) // divisor)).astype(x.dtype)
     total /= _divisor(xp, x.shape, oh, ow, attrs, x.dtype)
     return total
 
@@ -353,18 +356,26 @@ def _pool_args(op: str, input: Any, kernel_size: Any, stride: Any, padding: Any,
         if p > k // 2:
             raise RuntimeError(f"{op}: pad should be at most half of effective kernel size, but got pad={padding} and "
                                f"kernel_size={kernel}")
-    h, w = input.shape[-2:]
-    for size, k, p, d in zip((h, w), kernel, padding, dilation):
-        if size + 2 * p < d * (k - 1) + 1:
-            raise RuntimeError(f"{op}: input of shape {tuple(input.shape)} is smaller than the kernel {kernel} "
-                               f"(padding {padding}, dilation {dilation})")
     return kernel, stride, padding, dilation
+
+
+def _check_output_size(op: str, input: Any, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                       ceil_mode: bool) -> None:
+    """PyTorch's rule: the input may be smaller than the (dilated) kernel as long as ceil_mode leaves at least
+    one window starting inside the input or its left padding."""
+    sizes = tuple(input.shape[-2:])
+    out = [pool_out_size(s, k, st, p, d, ceil_mode) for s, k, st, p, d in zip(sizes, kernel, stride, padding, dilation)]
+    if min(out) < 1:
+        raise RuntimeError(f"{op}: input of shape {tuple(input.shape)} is smaller than the kernel {kernel} "
+                           f"(padding {padding}, dilation {dilation}, ceil_mode={ceil_mode}): output size "
+                           f"{tuple(out)} is too small")
 
 
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over kh x kw windows; ``return_indices`` also gives flat H*W indices (for max_unpool2d)."""
     kernel, stride, padding, dilation = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation)
+    _check_output_size("max_pool2d", input, kernel, stride, padding, dilation, ceil_mode)
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
     values, indices = dispatch.apply(MAX_POOL2D, (x,), {"kernel": kernel, "stride": stride, "padding": padding,
@@ -382,16 +393,33 @@ def max_unpool2d(input: Any, indices: Any, kernel_size: Any, stride: Any = None,
     padding = pair(padding, 2, "padding", "max_unpool2d")
     unbatched = input.ndim == 3
     x, idx = (input.unsqueeze(0), indices.unsqueeze(0)) if unbatched else (input, indices)
-    if output_size is None:
-        size = tuple((s - 1) * st - 2 * p + k for s, st, p, k in zip(x.shape[2:], stride, padding, kernel))
-    else:
-        size = tuple(output_size)[-2:]
+    size = unpool_output_size("max_unpool2d", tuple(x.shape[2:]), kernel, stride, padding, output_size)
     if tuple(idx.shape) != tuple(x.shape):
         raise RuntimeError(f"max_unpool2d: indices of shape {tuple(indices.shape)} must match input "
                            f"{tuple(input.shape)}")
     out = dispatch.apply(MAX_POOL2D_BACKWARD, (x, idx), {"input_shape": tuple(x.shape[:2]) + size,
                                                          "overlapping": False})
     return out.squeeze(0) if unbatched else out
+
+
+def unpool_output_size(op: str, spatial: tuple, kernel: tuple, stride: tuple, padding: tuple,
+                       output_size: Any) -> tuple:
+    """The unpooled spatial size: the default one, or ``output_size`` (its last dims) checked as PyTorch does:
+    strictly within one stride of the default."""
+    default = tuple((s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel))
+    if output_size is None:
+        return default
+    size = tuple(int(v) for v in output_size)
+    if len(size) == len(spatial) + 2:
+        size = size[2:]
+    if len(size) != len(spatial):
+        raise ValueError(f"{op}: output_size should be a sequence containing {len(spatial)} or {len(spatial) + 2} "
+                         f"elements, but it has a length of '{len(size)}'")
+    for d, (want, base, st) in enumerate(zip(size, default, stride)):
+        if not base - st < want < base + st:
+            raise ValueError(f'{op}: invalid output_size "{size}" (dim {d} must be between {base - st} and '
+                             f'{base + st})')
+    return size
 
 
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -410,6 +438,7 @@ def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                count_include_pad: bool = True, divisor_override: int | None = None) -> Any:
     """Mean over kh x kw windows (zero padding counted unless ``count_include_pad=False``)."""
     kernel, stride, padding, _ = _pool_args("avg_pool2d", input, kernel_size, stride, padding, 1)
+    _check_output_size("avg_pool2d", input, kernel, stride, padding, (1, 1), ceil_mode)
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
     out = dispatch.apply(AVG_POOL2D, (x,), {"kernel": kernel, "stride": stride, "padding": padding,

@@ -469,10 +469,14 @@ def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
 
 
 def all(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:  # PyTorch: all over no dims is each element's truth
+        return _reduce(ALL, input.unsqueeze(-1), -1, False)
     return _reduce(ALL, input, dim, keepdim)
 
 
 def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:  # (sum, amax, mean over () reduce every dim instead)
+        return _reduce(ANY, input.unsqueeze(-1), -1, False)
     return _reduce(ANY, input, dim, keepdim)
 
 
@@ -506,7 +510,7 @@ def _var_impl(xp: Any, x: Any, dims: tuple | None = None, correction: float = 1.
             wide = x.astype(xp.float64)
             centered = wide - wide.mean(axis=axis, keepdims=True)
             total = (centered * centered).sum(axis=axis, keepdims=True)
-        out = total / divisor if divisor else total * xp.nan
+        out = total / divisor  # divisor 0 (correction >= n): inf, or NaN for 0 / 0, as PyTorch
         if root:
             out = xp.sqrt(out)
     if not keepdim:

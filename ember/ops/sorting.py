@@ -28,6 +28,11 @@ from ember.autograd import grad_mode
 
 
 # ---- sort ------------------------------------------------------------------------------------------
+def _key(x: Any) -> Any:
+    """What to order ``x`` by: bfloat16 (ml_dtypes) sorts NaN first, so it is ordered as float32 (NaN last)."""
+    return x.astype("float32") if x.dtype.name == "bfloat16" else x
+
+
 def _sort_impl(xp: Any, x: Any, dim: int = -1, descending: bool = False) -> tuple:
     _no_complex("sort", x)
     if x.ndim == 0:
@@ -36,10 +41,10 @@ def _sort_impl(xp: Any, x: Any, dim: int = -1, descending: bool = False) -> tupl
         # Stable descending order (ties keep their original order, NaN first as in PyTorch): a stable
         # ascending sort of the reversed axis, reversed back. Negating would break unsigned/bool/NaN.
         n = x.shape[dim]
-        rev = xp.argsort(xp.flip(x, axis=dim), axis=dim, kind="stable")
+        rev = xp.argsort(xp.flip(_key(x), axis=dim), axis=dim, kind="stable")
         idx = (n - 1) - xp.flip(rev, axis=dim)
     else:
-        idx = xp.argsort(x, axis=dim, kind="stable")
+        idx = xp.argsort(_key(x), axis=dim, kind="stable")
     idx = idx.astype(xp.int64, copy=False)
     return xp.take_along_axis(x, idx, axis=dim), idx
 
@@ -131,6 +136,9 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _Retur
 
 # ---- unique ----------------------------------------------------------------------------------------
 def _unique_impl(xp: Any, x: Any, dim: Any = None) -> tuple:
+    if x.dtype.name == "bfloat16":  # ordered as float32 (bfloat16's own order puts NaN first); exact back
+        values, inverse, counts = _unique_impl(xp, _key(x), dim)
+        return values.astype(x.dtype), inverse, counts
     if dim is None or x.ndim == 1:  # a vector's slices are its elements: the NaN-aware flat path
         try:  # every NaN is its own value in PyTorch (NumPy 2 merges them by default)
             values, inverse, counts = xp.unique(x.reshape(-1), return_inverse=True, return_counts=True,
@@ -157,7 +165,7 @@ def _unique_rows(xp: Any, a: Any) -> tuple:
     run of equal values kept (NaNs count as equal, as xp.unique's)."""
     b, m = a.shape
     rows = xp.arange(b)[:, None]
-    order = xp.argsort(a, axis=1, kind="stable")
+    order = xp.argsort(_key(a), axis=1, kind="stable")
     s = a[rows, order]
     new = xp.ones((b, m), dtype=bool)
     new[:, 1:] = s[:, 1:] != s[:, :-1]

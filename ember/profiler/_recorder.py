@@ -269,6 +269,15 @@ class Recorder:
                     self._extend((11, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype,
                                   dz.shape, dz.dtype, -1, dr.shape, dr.dtype))
                     return
+        elif type(result) is tuple and len(result) == 2 and n == 2:  # cross_entropy: the loss and what it saves
+            x, y = args
+            r, q = result
+            if x.__class__ in _TENSORS and y.__class__ in _TENSORS and r.__class__ in _TENSORS \
+                    and q.__class__ in _TENSORS:
+                dx, dy, dr, dq = x._data, y._data, r._data, q._data
+                self._extend((11, t0, t1, get_ident(), op, aid, dx.shape, dx.dtype, dy.shape, dy.dtype, -1, dr.shape,
+                              dr.dtype, dq.shape, dq.dtype))
+                return
         # Python scalars beside attributes, four or more inputs, several outputs, tensor subclasses
         key = (op, aid, *_key_metas(args), -1, *_key_metas(result if type(result) is tuple else (result,)))
         self._extend((len(key), t0, t1, get_ident(), *key))
@@ -284,6 +293,9 @@ class Recorder:
             self._extend((NODE, ident, t0, t1, get_ident()))
         elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
             self._extend((4, t0, t1, get_ident(), NODE, ident, data.shape, data.dtype))
+        elif len(grads) == 2 and grads[0].__class__ in _TENSORS and grads[1].__class__ in _TENSORS:
+            a, b = grads[0]._data, grads[1]._data  # a node of two outputs (cross_entropy's)
+            self._extend((6, t0, t1, get_ident(), NODE, ident, a.shape, a.dtype, b.shape, b.dtype))
         else:
             key = (NODE, ident, *_key_metas(grads))
             self._extend((len(key), t0, t1, get_ident(), *key))

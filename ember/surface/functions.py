@@ -370,8 +370,12 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
 
 
 def float_power(input: Any, exponent: Any) -> Tensor:
-    base = _t(input).to(float64)
-    return base ** (exponent.to(float64) if isinstance(exponent, Tensor) else exponent)
+    """``input ** exponent`` in double precision: float64, or complex128 when either operand is complex
+    (PyTorch's; the imaginary part was dropped before)."""
+    complex_ = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.dtype.is_complex) for v in (input, exponent))
+    target = dtypes.complex128 if complex_ else float64
+    base = _t(input).to(target)
+    return base ** (exponent.to(target) if isinstance(exponent, Tensor) else exponent)
 
 
 def fmax(input: Tensor, other: Tensor) -> Tensor:
@@ -386,7 +390,13 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
 
 
 def heaviside(input: Tensor, values: Tensor) -> Tensor:
-    dtype = result_type(input, values)
+    """0 below 0, ``values`` at 0, 1 above; PyTorch refuses complex tensors and two dtypes."""
+    if input.dtype.is_complex or values.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
+    if input.dtype is not values.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes ({input.dtype} and "
+                           f"{values.dtype}); convert one with .to()")
+    dtype = input.dtype
     return where(input == 0, values.to(dtype), (input > 0).to(dtype))
 
 
@@ -448,8 +458,10 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    x = input if input.is_floating_point() else input.to(get_default_dtype())
-    return x * elementwise.pow(2.0, _t(other, x).to(x.dtype))
+    """``input * 2 ** other`` as PyTorch computes it: ``2.0 ** other`` takes other's float dtype (the default one
+    for integers), then the product promotes (bfloat16 x float32 exponent is float32, complex stays complex)."""
+    scale = elementwise.pow(2.0, _t(other, _t(input)))
+    return _t(input) * scale
 
 
 def logcumsumexp(input: Tensor, dim: int) -> Tensor:
@@ -475,8 +487,10 @@ def sinc(input: Tensor) -> Tensor:
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     x = where(isnan(input), zeros_like(input), input) if input.is_floating_point() else input
-    out = reductions.sum(x, dim=dim, keepdim=keepdim) if dim is not None else reductions.sum(x)
-    return out if dtype is None else out.to(dtype)
+    if dtype is not None:  # PyTorch casts the input, then sums in dtype (inf -> int32 is INT_MIN, then added)
+        return reductions.sum(x, dim=dim, keepdim=keepdim, dtype=dtype) if dim is not None else reductions.sum(
+            x, dtype=dtype)
+    return reductions.sum(x, dim=dim, keepdim=keepdim) if dim is not None else reductions.sum(x)
 
 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -649,8 +663,8 @@ def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
         valid = input.shape[dim] - nan_count
         if ignore_nan:
             k = clamp((valid - 1) // 2, min=0)
-        else:  # a NaN in the slice is the median; sort puts NaNs last
-            k = where(nan_count > 0, full_like(nan_count, input.shape[dim] - 1), (valid - 1) // 2)
+        else:  # a NaN in the slice is the median, its first one (PyTorch's index); the stable sort puts NaNs last
+            k = where(nan_count > 0, valid, (valid - 1) // 2)
     else:
         k = full([s if d != dim else 1 for d, s in enumerate(input.shape)], (input.shape[dim] - 1) // 2,
                        dtype=int64)
@@ -981,12 +995,23 @@ def _integers_only(op: str, *tensors: Any) -> None:
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:
     _integers_only("gcd", input, other)
-    return _wrap(_xp(input).gcd(input._data, _t(other, input)._data), input)
+    other = _t(other, input)
+    target = result_type(input, other).np  # PyTorch's promotion: a 0-d operand does not widen the result
+    return _wrap(_xp(input).gcd(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
+                 input)
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:
+    """PyTorch's ``abs(a / gcd(a, b) * b)`` (0 where the gcd is 0): the abs is taken after the product wraps."""
     _integers_only("lcm", input, other)
-    return _wrap(_xp(input).lcm(input._data, _t(other, input)._data), input)
+    xp = _xp(input)
+    other = _t(other, input)
+    target = result_type(input, other).np
+    a, b = input._data.astype(target, copy=False), other._data.astype(target, copy=False)
+    g = xp.gcd(a, b)
+    with np.errstate(over="ignore"):
+        out = xp.abs((a // xp.where(g == 0, 1, g)) * b)
+    return _wrap(xp.where(g == 0, 0, out).astype(target, copy=False), input)
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:

@@ -19,6 +19,7 @@ from ember.creation import zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.surface import linalg_composites as _comp
 from ember.tensor import Tensor
+from ember.ops import out_arg as _out_arg
 
 __all__ = ["svd", "qr", "lu", "lu_solve", "lu_unpack", "pinverse", "nuclear_norm", "geqrf", "orgqr", "ormqr",
            "lobpcg", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
@@ -202,3 +203,7 @@ def install_methods() -> None:
     Tensor.lstsq = _removed("lstsq", "Please use `torch.linalg.lstsq` instead.")
     Tensor.eig = _removed("eig", "Please use `torch.linalg.eig` instead.")
     Tensor.symeig = _removed("symeig", "Please use `torch.linalg.eigh` instead.")
+
+
+# out= was accepted and ignored (the result never reached it): PyTorch's semantics now (ember/ops/out_arg.py)
+_out_arg.adopt(globals(), ('svd', 'qr', 'lu', 'lu_solve', 'nuclear_norm', 'geqrf', 'inverse', 'cholesky', 'cholesky_solve', 'cholesky_inverse', 'triangular_solve',), '')

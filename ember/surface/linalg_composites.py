@@ -24,6 +24,7 @@ from ember.ops.views import cat
 from ember.surface import functions as _functions
 from ember.surface.ldl import ldl_factor_xp, ldl_solve_xp
 from ember.tensor import Tensor
+from ember.ops import out_arg as _out_arg
 
 _INF = float("inf")
 _LU = namedtuple("linalg_lu", ["P", "L", "U"])
@@ -406,3 +407,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
     """Solve ``A X = B`` from :func:`ldl_factor`'s output (not differentiable, as in PyTorch)."""
     return _tensor(ldl_solve_xp(np, LD.detach().numpy(), pivots.numpy(), B.detach().numpy(), hermitian),
                    device=B.device)
+
+
+# out= was accepted and ignored (the result never reached it): PyTorch's semantics now (ember/ops/out_arg.py)
+_out_arg.adopt(globals(), ('svdvals', 'eigvalsh', 'vector_norm', 'norm', 'matrix_rank', 'cond', 'cross', 'matrix_power', 'multi_dot', 'vecdot', 'tensorinv', 'tensorsolve', 'lu_factor_ex', 'lu', 'lu_solve', 'inv_ex', 'householder_product', 'ormqr', 'ldl_factor_ex', 'ldl_factor', 'ldl_solve',), 'linalg.')

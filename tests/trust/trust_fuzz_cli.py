@@ -17,6 +17,8 @@ import numpy as np  # noqa: E402
 
 from trust_allow import allowed  # noqa: E402
 from trust_cases import GENERATORS  # noqa: E402
+import trust_cases_nn  # noqa: E402,F401 - registers the nn areas
+import trust_cases_more  # noqa: E402,F401 - registers reduce_args, index_ops and dtype_pairs
 from trust_diff import compare  # noqa: E402
 
 
