@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         TORCH_DEVICE, args.quick, DRY = "cpu", True, True
     if not ember.cuda.is_available():
         try:
-            ember.device("cuda")
+            ember.zeros(1, device="cuda")  # naming the device works; using it says what is missing
         except RuntimeError as error:
             print(f"bench_gpu: nothing to measure here: {error}")
         return 0

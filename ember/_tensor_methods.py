@@ -184,22 +184,24 @@ def _size_method(self: Tensor, dim: Any = None) -> Any:
 
 # ---- sorting, extra math, softmax, new_* constructors ---------------------------------------------
 def _new_filled(fill: str) -> Any:
-    def method(self: Tensor, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-               **_: Any) -> Tensor:
+    def method(self: Tensor, *size: Any, dtype: Any = None, layout: Any = None, device: Any = None,
+               requires_grad: bool = False, pin_memory: bool = False, **keywords: Any) -> Tensor:
         from ember import creation
 
-        return getattr(creation, fill)(*size, dtype=dtype or self.dtype, device=device or self.device,
-                                       requires_grad=requires_grad)
+        creation._opts.check_unexpected("new_" + fill, keywords)  # only size= (PyTorch's new_* take no others)
+        return getattr(creation, fill)(*size, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                                       requires_grad=requires_grad, **keywords)
 
     method.__name__ = "new_" + fill
     return method
 
 
-def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def new_full(self: Tensor, size: Any, fill_value: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+             requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     from ember.creation import full
 
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, layout=layout, device=device or self.device,
+                requires_grad=requires_grad)
 
 
 def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:

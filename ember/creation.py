@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes, random as ember_random
+from ember import dtypes, factory_options as _opts, random as ember_random
 from ember.autograd import grad_mode
 from ember.device import to_device
 from ember.ops import complex_ops
@@ -169,7 +169,23 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool = False) -> Tensor:
+    """PyTorch's ``asarray``: shares memory with a tensor or NumPy array when it can (``copy=None``), always
+    copies with ``copy=True``, and refuses a needed copy with ``copy=False`` (a dtype or device change)."""
+    if copy:
+        result = tensor(obj, dtype=dtype, device=device)
+    else:
+        result = as_tensor(obj, dtype=dtype, device=device)
+        shares = isinstance(obj, (Tensor, np.ndarray)) and np.shares_memory(
+            result._data, obj._data if isinstance(obj, Tensor) else obj) if result.device.type == "cpu" else (
+            result is obj)
+        if copy is False and not shares:
+            raise ValueError(f"asarray(): can't satisfy copy=False: the {type(obj).__name__} would need a copy "
+                             f"(to dtype {result.dtype} / device {result.device}); pass copy=None to allow it")
+    if requires_grad:
+        result.requires_grad_(True)  # on the very tensor when shared, as PyTorch
+    return result
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -194,56 +210,82 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
     return _wrap_array(array, dev, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size, _, "zeros"), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
+# Every factory takes PyTorch's shared keywords (layout, pin_memory, out, memory_format, requires_grad) and
+# finishes through ember.factory_options, so they behave alike.
+def zeros(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False, **keywords: Any) -> Tensor:
+    _opts.check_unexpected("zeros", keywords)
+    dtype = _opts.out_dtype(dtype, out) or dtypes.get_default_dtype()
+    result = _filled(_shape_args(size, keywords, "zeros"), 0, dtype, device, False)
+    return _opts.finish("zeros", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
-    return _filled(_shape_args(size, _, "ones"), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
+def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+         requires_grad: bool = False, pin_memory: bool = False, **keywords: Any) -> Tensor:
+    _opts.check_unexpected("ones", keywords)
+    dtype = _opts.out_dtype(dtype, out) or dtypes.get_default_dtype()
+    result = _filled(_shape_args(size, keywords, "ones"), 1, dtype, device, False)
+    return _opts.finish("ones", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def full(size: Sequence[int], fill_value: Any, *, out: Any = None, dtype: Any = None, layout: Any = None,
+         device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
+    dtype = _opts.out_dtype(dtype, out)
     if dtype is None:
         dtype = dtypes.result_type(fill_value)
-    return _filled(_shape_args((size,), op="full"), fill_value, dtype, device, requires_grad)
+    result = _filled(_shape_args((size,), op="full"), fill_value, dtype, device, False)
+    return _opts.finish("full", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **_: Any) -> Tensor:
+def empty(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+          requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None,
+          **keywords: Any) -> Tensor:
+    _opts.check_unexpected("empty", keywords)
     dev = to_device(device)
+    dtype = _opts.out_dtype(dtype, out)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
-    return _wrap_array(dev.xp.empty(_shape_args(size, _, "empty"), dtype=dt.np), dev, requires_grad)
+    result = _wrap_array(dev.xp.empty(_shape_args(size, keywords, "empty"), dtype=dt.np), dev)
+    return _opts.finish("empty", result, layout=layout, memory_format=memory_format, requires_grad=requires_grad,
+                        out=out)
 
 
 def _like(input: Tensor, dtype: Any, device: Any) -> tuple:
     return tuple(input.shape), dtype if dtype is not None else input.dtype, device if device is not None else input.device
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros_like(input: Tensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+               requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 0, dt, dev, requires_grad)
+    return _opts.finish("zeros_like", _filled(shape, 0, dt, dev, False), layout=layout, like=input,
+                        memory_format=memory_format, requires_grad=requires_grad)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones_like(input: Tensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, 1, dt, dev, requires_grad)
+    return _opts.finish("ones_like", _filled(shape, 1, dt, dev, False), layout=layout, like=input,
+                        memory_format=memory_format, requires_grad=requires_grad)
 
 
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False) -> Tensor:
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return _filled(shape, fill_value, dt, dev, requires_grad)
+    return _opts.finish("full_like", _filled(shape, fill_value, dt, dev, False), layout=layout, like=input,
+                        memory_format=memory_format, requires_grad=requires_grad)
 
 
-def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty_like(input: Tensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+               requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
+    return _opts.finish("empty_like", empty(shape, dtype=dt, device=dev), layout=layout, like=input,
+                        memory_format=memory_format, requires_grad=requires_grad)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False) -> Tensor:
+def arange(start: Any, end: Any = None, step: Any = 1, *, out: Any = None, dtype: Any = None, layout: Any = None,
+           device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    dtype = _opts.out_dtype(dtype, out)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -263,7 +305,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     dt = dtypes.to_dtype(dtype)
     array = np.arange(*values, dtype=np.float64 if dt.is_floating_point else np.int64).astype(dt.np)
     dev = to_device(device)
-    return _wrap_array(_to_device_array(array, dev), dev, requires_grad)
+    return _opts.finish("arange", _wrap_array(_to_device_array(array, dev), dev), layout=layout,
+                        requires_grad=requires_grad, out=out)
 
 
 def _steps(op: str, steps: Any) -> int:
@@ -275,33 +318,40 @@ def _steps(op: str, steps: Any) -> int:
     return int(steps)
 
 
-def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(start: float, end: float, steps: int, *, out: Any = None, dtype: Any = None, layout: Any = None,
+             device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    dtype = _opts.out_dtype(dtype, out)
     steps = _steps("linspace", steps)
     if int(steps) < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
     array = np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np)
-    return _wrap_array(_to_device_array(array, dev), dev, requires_grad)
+    return _opts.finish("linspace", _wrap_array(_to_device_array(array, dev), dev), layout=layout,
+                        requires_grad=requires_grad, out=out)
 
 
-def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
-             device: Any = None) -> Tensor:
+def logspace(start: float, end: float, steps: int, base: float = 10.0, *, out: Any = None, dtype: Any = None,
+             layout: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    dtype = _opts.out_dtype(dtype, out)
     steps = _steps("logspace", steps)
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
-    return _wrap_array(_to_device_array(np.logspace(start, end, int(steps), base=base).astype(dt.np), dev), dev)
+    result = _wrap_array(_to_device_array(np.logspace(start, end, int(steps), base=base).astype(dt.np), dev), dev)
+    return _opts.finish("logspace", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def eye(n: int, m: int | None = None, *, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+        requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    dtype = _opts.out_dtype(dtype, out)
     if n < 0 or (m is not None and m < 0):
         raise RuntimeError(f"eye: n and m must be greater or equal to 0, got n={n}, m={m}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
-    return _wrap_array(dev.xp.eye(n, m, dtype=dt.np), dev, requires_grad)
+    return _opts.finish("eye", _wrap_array(dev.xp.eye(n, m, dtype=dt.np), dev), layout=layout,
+                        requires_grad=requires_grad, out=out)
 
 
 def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generator: Any, requires_grad: bool,
@@ -330,28 +380,39 @@ def _random_complex(sampler: str, shape: tuple, dt: Any, dev: Any, generator: An
     return out.requires_grad_(True) if requires_grad else out
 
 
-def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False, **keywords: Any) -> Tensor:
-    return _random("uniform", (_shape_args(size, keywords, "rand"),), dtype, device, generator, requires_grad)
+def rand(*size: Any, generator: Any = None, out: Any = None, dtype: Any = None, layout: Any = None,
+         device: Any = None, requires_grad: bool = False, pin_memory: bool = False, **keywords: Any) -> Tensor:
+    _opts.check_unexpected("rand", keywords)
+    result = _random("uniform", (_shape_args(size, keywords, "rand"),), _opts.out_dtype(dtype, out), device,
+                     generator, False)
+    return _opts.finish("rand", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def randn(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False, **keywords: Any) -> Tensor:
-    return _random("normal", (_shape_args(size, keywords, "randn"),), dtype, device, generator, requires_grad)
+def randn(*size: Any, generator: Any = None, out: Any = None, dtype: Any = None, layout: Any = None,
+          device: Any = None, requires_grad: bool = False, pin_memory: bool = False, **keywords: Any) -> Tensor:
+    _opts.check_unexpected("randn", keywords)
+    result = _random("normal", (_shape_args(size, keywords, "randn"),), _opts.out_dtype(dtype, out), device,
+                     generator, False)
+    return _opts.finish("randn", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+              requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return rand(shape, dtype=dt, device=dev)
+    return _opts.finish("rand_like", rand(shape, generator=generator, dtype=dt, device=dev), layout=layout,
+                        like=input, memory_format=memory_format, requires_grad=requires_grad)
 
 
-def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:
+def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+               requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
-    return randn(shape, dtype=dt, device=dev)
+    return _opts.finish("randn_like", randn(shape, generator=generator, dtype=dt, device=dev), layout=layout,
+                        like=input, memory_format=memory_format, requires_grad=requires_grad)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None, dtype: Any = None,
-            device: Any = None) -> Tensor:
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None, out: Any = None,
+            dtype: Any = None, layout: Any = None, device: Any = None, requires_grad: bool = False,
+            pin_memory: bool = False) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high).
 
     As in PyTorch, ``randint(10, size=(3,))`` reads 10 as ``high`` (``low`` defaults to 0).
@@ -362,24 +423,36 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
         low, high = 0, low
     if size is None:
         raise TypeError("randint: missing the size (randint(high, size) or randint(low, high, size))")
+    dtype = _opts.out_dtype(dtype, out)
     dev = to_device(device)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.int64
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
     traced = ember_random.graph_sample("integers", _shape_args((size,)), dt, dev, generator, low=int(low),
                                        high=int(high))
-    if traced is not None:
-        return traced
-    return _wrap_array(ember_random.sample_integers(_shape_args((size,)), dt, dev, generator, low, high), dev)
+    if traced is None:
+        traced = _wrap_array(ember_random.sample_integers(_shape_args((size,)), dt, dev, generator, low, high), dev)
+    return _opts.finish("randint", traced, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def randint_like(input: Tensor, low: int, high: Any = None, *, dtype: Any = None) -> Tensor:
+def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None, dtype: Any = None,
+                 layout: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool = False,
+                 memory_format: Any = None) -> Tensor:
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=input.device)
+    result = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                     device=device if device is not None else input.device)
+    return _opts.finish("randint_like", result, layout=layout, like=input, memory_format=memory_format,
+                        requires_grad=requires_grad)
 
 
-def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None) -> Tensor:
+def randperm(n: int, *, generator: Any = None, out: Any = None, dtype: Any = None, layout: Any = None,
+             device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    return _opts.finish("randperm", _randperm(n, generator, _opts.out_dtype(dtype, out), device), layout=layout,
+                        requires_grad=requires_grad, out=out)
+
+
+def _randperm(n: int, generator: Any, dtype: Any, device: Any) -> Tensor:
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__} ({n!r})")
     if n < 0:

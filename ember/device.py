@@ -30,8 +30,16 @@ class device:
             index = int(idx)
         self.type = kind
         self.index = index
-        self.backend: Backend = get_backend(kind)
-        self.xp = self.backend.xp
+        try:
+            self.backend: Backend = get_backend(kind)
+            self.xp = self.backend.xp
+        except RuntimeError:
+            if kind not in _DEFERRABLE:
+                raise
+            # As in PyTorch, naming a device never fails (torch.device('cuda') is a default argument in library
+            # code); using it does: the first read of its backend raises the backend's own error.
+            self.backend = _Unresolved(self, "backend")
+            self.xp = _Unresolved(self, "xp")
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -62,6 +70,24 @@ class device:
 
     def __exit__(self, *exc: Any) -> None:
         set_default(_DEFAULT_STACK.pop())
+
+
+_DEFERRABLE = ("cuda",)  # device types that exist but may lack hardware here
+
+
+class _Unresolved:
+    """Stands for the backend (or array namespace) of a device whose hardware was missing when it was named:
+    any use resolves it again, raising the backend's error while it is still missing."""
+
+    __slots__ = ("_device", "_slot")
+
+    def __init__(self, owner: device, slot: str) -> None:
+        self._device, self._slot = owner, slot
+
+    def __getattr__(self, name: str) -> Any:
+        backend = get_backend(self._device.type)  # raises "no CUDA device is available ..." when still missing
+        self._device.backend, self._device.xp = backend, backend.xp
+        return getattr(getattr(self._device, self._slot), name)
 
 
 CPU = device("cpu")

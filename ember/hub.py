@@ -27,6 +27,39 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from urllib.error import HTTPError, URLError  # noqa: E402,F401  (re-exported by torch.hub; timm imports them)
+from urllib.parse import urlparse  # noqa: E402,F401
+from urllib.request import Request, urlopen  # noqa: E402,F401
+
+ENV_TORCH_HOME = "TORCH_HOME"
+ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
+DEFAULT_CACHE_DIR = "~/.cache"
+
+try:  # torch.hub re-exports tqdm (torchvision's datasets import it from torch.utils.model_zoo)
+    from tqdm import tqdm
+except ImportError:  # PyTorch's fallback when tqdm is missing: a quiet bar with the same methods
+    class tqdm:  # type: ignore[no-redef]  # noqa: N801
+        """A progress bar that counts and prints nothing (tqdm is not installed)."""
+
+        def __init__(self, total: Any = None, disable: bool = False, unit: str | None = None, *args: Any,
+                     **kwargs: Any) -> None:
+            self.total, self.n = total, 0
+
+        def update(self, n: int = 1) -> None:
+            self.n += n
+
+        def close(self) -> None:
+            pass
+
+        def set_description(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def __enter__(self) -> "tqdm":
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self.close()
+
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")  # torch.hub's rule: the hex digits after the last '-' of the name
 _hub_dir: str | None = None
 
@@ -38,6 +71,11 @@ def _default_home() -> str:
         return os.path.expanduser(os.environ["TORCH_HOME"])
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join("~", ".cache")
     return os.path.join(os.path.expanduser(cache), "ember")
+
+
+def _get_torch_home() -> str:
+    """The cache root (``torch.hub._get_torch_home``; torchvision reads it for its dataset folder)."""
+    return _default_home()
 
 
 def get_dir() -> str:
@@ -67,9 +105,7 @@ def _local_path(url: str) -> str | None:
 def _progress_bar(total: int | None, enabled: bool, name: str) -> Any:
     if not enabled:
         return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
+    if tqdm.__module__ == __name__:  # no tqdm installed: no bar
         return None
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=name, file=sys.stderr)
 

@@ -415,7 +415,8 @@ class OpNode(Node):
                 raise RuntimeError(_FREED_MESSAGE)
             raise RuntimeError(f"op {self.op.name} did not save its output (save={self.op.save!r})")
         if isinstance(self.saved_out, tuple):
-            result = tuple(s.unpack(self, self.op.name, f"output {i}") for i, s in enumerate(self.saved_out))
+            result = tuple(s.unpack(self, self.op.name, f"output {i}") if s is not None else None
+                           for i, s in enumerate(self.saved_out))
         else:
             result = self.saved_out.unpack(self, self.op.name, "output")
         if self.unpacked is not None:  # inside apply(): each saved value is unpacked once, as in PyTorch
@@ -517,6 +518,8 @@ def _saved_attribute(node: OpNode, key: str, raw: bool) -> Any:
         if isinstance(saved_out, tuple):
             index = int(key[6:] or 0)
             saved, position = saved_out[index], f"output {index}"
+            if saved is None:  # an output the backward does not read (OpDef.saved_outputs)
+                raise AttributeError(f"{node.name()} did not save its result {index}")
         else:
             saved, position = saved_out, "output"
         return saved if raw else saved.unpack(node, node.op.name, position)

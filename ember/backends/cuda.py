@@ -10,7 +10,8 @@ allocator wrapper. Pinned host memory and ``non_blocking`` copies use CuPy's pin
 current stream.
 
 Importing this module never fails: without CuPy or a GPU the backend reports itself unavailable
-and ``ember.device('cuda')`` raises the message of :data:`ember.backends._NO_CUDA`. This module is
+and using ``ember.device('cuda')`` (naming it works, as in PyTorch) raises the message of
+:data:`ember.backends._NO_CUDA`. This module is
 also ``torch.backends.cuda`` (``matmul``, ``is_built``, the SDP switches; see :mod:`cuda_flags`).
 
 Example (with a GPU):

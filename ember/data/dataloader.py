@@ -24,7 +24,7 @@ import queue
 import sys
 import threading
 import traceback
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 import numpy as np
 
@@ -69,7 +69,10 @@ class _ExceptionWrapper:
         raise exception from self.original
 
 
-class DataLoader:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class DataLoader(Generic[T_co]):  # Generic as PyTorch's (DataLoader[Tensor] in type hints)
     """Iterate a dataset in batches: ``for x, y in DataLoader(ds, batch_size=64, shuffle=True): ...``.
 
     Matches ``torch.utils.data.DataLoader``'s arguments and behaviour: ``num_workers`` processes

@@ -19,11 +19,11 @@ from typing import Iterator, Sized
 
 import numpy as np
 
-from ember.data.sampler import Sampler
+from ember.data.sampler import Sampler, T_co
 from ember import distributed as dist
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[T_co]):
     """Indices of this rank's share; call ``set_epoch(epoch)`` each epoch to reshuffle."""
 
     def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,

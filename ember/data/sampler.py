@@ -12,7 +12,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence, Sized
+from typing import Any, Generic, Iterable, Iterator, Sequence, Sized, TypeVar
 
 import numpy as np
 from ember import random as ember_random
@@ -26,7 +26,10 @@ def _numpy_rng(generator: Any) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(seed))
 
 
-class Sampler:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):  # Generic as PyTorch's: code writes Sampler[List[int]] in class bases and hints
     """Base class: an iterable of indices (or of index lists, for batch samplers)."""
 
     def __init__(self, data_source: Sized | None = None) -> None:
@@ -36,7 +39,7 @@ class Sampler:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """0, 1, ..., len(data_source) - 1."""
 
     def __init__(self, data_source: Sized) -> None:
@@ -49,7 +52,7 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """A random permutation (or ``num_samples`` draws with replacement, drawn in chunks as iterated)."""
 
     _CHUNK = 32  # indices drawn per call with replacement (PyTorch draws 32 at a time)
@@ -83,7 +86,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """The given indices in a random order."""
 
     def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
@@ -98,7 +101,7 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     """``num_samples`` indices drawn with probabilities proportional to ``weights``."""
 
     def __init__(self, weights: Sequence[float], num_samples: int, replacement: bool = True,
@@ -119,7 +122,7 @@ class WeightedRandomSampler(Sampler):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list]):
     """Groups another sampler's indices into lists of ``batch_size``."""
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool) -> None:

@@ -36,6 +36,7 @@ from ember.fx.graph import Graph
 from ember.fx.graph_module import GraphModule
 from ember.fx.node import Node, map_aggregate
 from ember.fx.proxy import Proxy, TraceError
+from ember.surface.private_names import _assert  # torch._assert: the check concrete_args records
 from ember.nn.modules.container import Sequential
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
@@ -74,11 +75,6 @@ def wrap(fn_or_name: Callable | str) -> Callable | str:
         raise TypeError(f"fx.wrap: expected a function or the name of one, got {fn_or_name!r}")
     _WRAPPED.append((frame.f_globals, name))
     return fn_or_name
-
-
-def _assert(condition: Any, message: str) -> None:
-    """``torch._assert``: ``assert condition, message`` as a function fx graphs can record."""
-    assert condition, message
 
 
 def _assert_is_none(value: Any, message: str) -> None:

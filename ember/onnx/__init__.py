@@ -18,5 +18,12 @@ Example:
 """
 from ember.onnx.exporter import MIN_OPSET, export  # noqa: F401
 from ember.onnx.runtime import run, verify  # noqa: F401
+from ember.onnx import symbolic_helper, symbolic_opset  # noqa: F401
+from ember.onnx.symbolic_opset import install_opset_paths as _install_opset_paths
+from ember.onnx.symbolic_registry import (  # noqa: F401
+    OnnxExporterError, TensorProtoDataType, is_in_onnx_export, register_custom_op_symbolic,
+    unregister_custom_op_symbolic)
 
 __all__ = ["export", "run", "verify", "MIN_OPSET"]
+
+_install_opset_paths()  # ember.onnx.symbolic_opset7 ... symbolic_opset20 (torchvision imports symbolic_opset11)

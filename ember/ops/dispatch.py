@@ -124,7 +124,9 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         if len(outputs) == 1:
             node.saved_out = SavedTensor(outputs[0], is_output=True)
         else:
-            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) for i, o in enumerate(outputs))
+            kept = op.saved_outputs
+            node.saved_out = tuple(SavedTensor(o, is_output=True, output_nr=i) if kept is None or i in kept else None
+                                   for i, o in enumerate(outputs))
 
 
 def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = None) -> Any:

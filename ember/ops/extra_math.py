@@ -218,9 +218,9 @@ def _cum_extreme_rule(x: Spec, dim: int) -> tuple:
 
 
 CUMMAX = register(OpDef(name="cummax", batch="dim", category="reduction", impl=_cum_extreme_impl("maximum"), vjp=_cum_extreme_vjp,
-                        save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
+                        save="output", saved_outputs=(1,), num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
 CUMMIN = register(OpDef(name="cummin", batch="dim", category="reduction", impl=_cum_extreme_impl("minimum"), vjp=_cum_extreme_vjp,
-                        save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
+                        save="output", saved_outputs=(1,), num_outputs=2, nondiff_outputs=(1,), shape_rule=_cum_extreme_rule))
 
 
 # ---- public: unary ---------------------------------------------------------------------------------

@@ -598,7 +598,7 @@ def _layer_norm_rule(x: Spec, *affine: Spec, count: int, eps: float, has_weight:
 
 
 LAYER_NORM = register(OpDef(
-    name="layer_norm", batch=batching.layer_norm, category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", num_outputs=3,
+    name="layer_norm", batch=batching.layer_norm, category="nn", impl=_layer_norm_impl, vjp=_layer_norm_vjp, save="both", saved_outputs=(1, 2), num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_layer_norm_rule, onnx=to_onnx.layer_norm, flops=cost.layer_norm_flops,
 ))
 

@@ -194,7 +194,7 @@ def _batch_train_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, siz
 
 
 BATCH_NORM_TRAIN = register(OpDef(
-    name="batch_norm", batch=_batch_train, category="nn", impl=_train_impl, vjp=_train_vjp, save="both", num_outputs=3,
+    name="batch_norm", batch=_batch_train, category="nn", impl=_train_impl, vjp=_train_vjp, save="both", saved_outputs=(1, 2), num_outputs=3,
     nondiff_outputs=(1, 2), shape_rule=_train_rule, flops=_train_flops, onnx=to_onnx.batch_norm,
 ))
 BATCH_NORM_TRAIN_BACKWARD = register(OpDef(

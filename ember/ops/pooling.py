@@ -203,7 +203,7 @@ def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilati
 
 MAX_POOL2D = register(OpDef(
     name="max_pool2d", batch=batching.folded, category="nn", impl=_max_pool_impl, vjp=_max_pool_vjp, shape_rule=_max_pool_rule,
-    save="output", num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
+    save="output", saved_outputs=(1,), num_outputs=2, nondiff_outputs=(1,), onnx=to_onnx.max_pool2d, flops=cost.pool2d_flops,
 ))
 
 

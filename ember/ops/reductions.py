@@ -323,9 +323,9 @@ def _max_dim_rule(x: Spec, dim: int, keepdim: bool = False) -> tuple:
 
 
 MAX_DIM = register(OpDef(name="max_dim", batch="dim", category="reduction", impl=_max_dim_impl("max"), vjp=_max_dim_vjp,
-                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMax")))
+                         save="output", saved_outputs=(1,), num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMax")))
 MIN_DIM = register(OpDef(name="min_dim", batch="dim", category="reduction", impl=_max_dim_impl("min"), vjp=_max_dim_vjp,
-                         save="output", num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
+                         save="output", saved_outputs=(1,), num_outputs=2, nondiff_outputs=(1,), shape_rule=_max_dim_rule, onnx=to_onnx.values_and_indices("ArgMin")))
 
 def _bool_reduction_impl(name: str) -> Any:
     """``all``/``any``: bool results, except uint8 in, uint8 out (PyTorch keeps uint8 for these two)."""

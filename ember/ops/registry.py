@@ -54,6 +54,10 @@ class OpDef:
     num_outputs: int = 1
     # Outputs that never carry gradient (e.g. argmax indices of max); they get requires_grad=False.
     nondiff_outputs: tuple = ()
+    # Multi-output ops saving outputs (save="output"/"both"): the positions the vjp reads (None: all). An output
+    # not listed is not saved, so changing it in place before backward is fine, as in PyTorch (BatchNorm's
+    # output feeding ReLU(inplace=True): the backward reads the batch statistics, not the output).
+    saved_outputs: tuple | None = None
     # Inputs (by position) that never carry gradient (e.g. index tensors of gather).
     nondiff_inputs: tuple = ()
     # Multi-output ops: False hands the vjp None (not zeros) for outputs that got no gradient, as PyTorch

@@ -69,7 +69,7 @@ def _sort_rule(x: Spec, dim: int = -1, descending: bool = False) -> tuple:
 
 
 SORT = register(OpDef(
-    name="sort", batch="dim", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", num_outputs=2,
+    name="sort", batch="dim", category="movement", impl=_sort_impl, vjp=_sort_vjp, save="output", saved_outputs=(1,), num_outputs=2,
     nondiff_outputs=(1,), shape_rule=_sort_rule,
     doc="Stable sort along dim; returns (values, int64 indices).", onnx=to_onnx.sort,
 ))

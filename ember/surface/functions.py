@@ -17,7 +17,7 @@ import numpy as np
 
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
-from ember import dtypes
+from ember import dtypes, factory_options as _factory_options
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
 from ember.ops import complex_ops, elementwise, reductions, views
@@ -1089,9 +1089,10 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
     return tuple(_wrap(p.astype(xp.int64), idx) for p in parts)
 
 
-def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return tensor(float(s) if not isinstance(s, bool) else s, dtype=dtype or get_default_dtype(),
-                        device=device, requires_grad=requires_grad)
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any = None, requires_grad: bool = False,
+                  pin_memory: bool = False) -> Tensor:
+    result = tensor(float(s) if not isinstance(s, bool) else s, dtype=dtype or get_default_dtype(), device=device)
+    return _factory_options.finish("scalar_tensor", result, layout=layout, requires_grad=requires_grad)
 
 
 # ---- windows (signal processing) ---------------------------------------------------------------------------

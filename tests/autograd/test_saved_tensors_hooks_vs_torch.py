@@ -40,8 +40,9 @@ PROGRAMS = {
     "where": lambda L, a, b, c: L.where(c > 0, a, b), "index": lambda L, a, b, c: a[0],
     "clamp": lambda L, a, b, c: a.clamp(-0.5, 0.5), "max_dim": lambda L, a, b, c: a.max(1)[0],
 }
-# ember saves every output of a multi-output op (max(dim) keeps values and indices; PyTorch keeps indices).
-SAVES_MORE = {"max_dim"}
+# Programs where ember saves more than PyTorch (none now: max(dim) keeps only its indices, as PyTorch's, since
+# OpDef.saved_outputs names the outputs a backward reads).
+SAVES_MORE: set = set()
 # Composites: ember writes mse_loss in primitives ((a - c) ** 2 keeps the difference), PyTorch's one kernel keeps
 # both inputs. The values differ by construction; the gradients must not.
 COMPOSITE = {"mse_loss"}

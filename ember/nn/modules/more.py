@@ -99,6 +99,26 @@ class _InstanceNorm(_BatchNorm):
                               self.momentum if self.momentum is not None else 0.1, self.eps)
         return out if batched else out.squeeze(0)
 
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        # PyTorch's rule: a checkpoint without version metadata that holds running statistics for a module
+        # that does not track them (saved before 0.4) is an error naming the keys, and the keys are dropped.
+        if local_metadata.get("version", None) is None and not self.track_running_stats:
+            keys = [prefix + n for n in ("running_mean", "running_var") if prefix + n in state_dict]
+            if keys:
+                klass = type(self).__name__
+                error_msgs.append(
+                    "Unexpected running stats buffer(s) {names} for {klass} with track_running_stats=False. If "
+                    "state_dict is a checkpoint saved before 0.4.0, this may be expected because {klass} does not "
+                    "track running stats by default since 0.4.0. Please remove these keys from state_dict. If the "
+                    "running stats are actually needed, instead set track_running_stats=True in {klass} to enable "
+                    "them. See the documentation of {klass} for details.".format(
+                        names=" and ".join(f'"{k}"' for k in keys), klass=klass))
+                for key in keys:
+                    state_dict.pop(key)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+
 
 class InstanceNorm1d(_InstanceNorm):
     _expected_dims = (2, 3)

@@ -23,6 +23,7 @@ from ember.tensor import Tensor
 
 class _BatchNorm(Module):
     _expected_dims: tuple = ()
+    _version = 2  # PyTorch's: version 2 added num_batches_tracked (see _load_from_state_dict)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
@@ -83,11 +84,13 @@ class _BatchNorm(Module):
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
                               missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
-        # Checkpoints from before num_batches_tracked existed load with a zero counter, as in PyTorch.
+        # Checkpoints from before num_batches_tracked existed (version < 2, or no version: a plain dict) load
+        # with the module's own counter (zero when new), as in PyTorch.
         key = prefix + "num_batches_tracked"
-        if self.track_running_stats and key not in state_dict:
-            state_dict = dict(state_dict)
-            state_dict[key] = creation.tensor(0, dtype=dtypes.int64)
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else creation.tensor(0, dtype=dtypes.int64))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
 
