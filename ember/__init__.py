@@ -137,7 +137,5 @@ for _ns, _names in _out_variants.OUT_FUNCTIONS.items():  # PyTorch's out= keywor
     _out_variants.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
 del _ns, _names
 
-from ember.ops import out_arg as _out_arg  # noqa: E402
-_out_arg.install(globals())  # out= on PyTorch's functions that have it (torch.sum(x, 1, out=o)); after the methods
 
 __version__ = "0.1.0"

@@ -132,36 +132,3 @@ def adopt(namespace: dict, names: tuple, prefix: str = "", policy: str = "exact"
     """Replace each function ``namespace[name]`` (which takes an ``out`` it does not use) by :func:`with_out` of it."""
     for name in names:
         namespace[name] = with_out(namespace[name], prefix + name, policy)
-
-
-# PyTorch's top-level functions with an out= overload, by how out's dtype is used
-OUT_POLICIES = {
-    "dtype": ("sum", "prod", "cumsum", "cumprod", "nansum", "mean", "nanmean"),
-    "exact": ("max", "min", "amax", "amin", "aminmax", "argmax", "argmin", "median", "nanmedian", "mode", "kthvalue",
-              "topk", "sort", "msort", "cummax", "cummin", "quantile", "nanquantile"),
-    "bool": ("any", "all"),
-    "input": ("std", "var", "norm", "logsumexp", "logcumsumexp"),
-    "cast": ("add", "sub", "mul", "div", "true_divide",
-             "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum", "fmax", "fmin", "atan2", "hypot",
-             "clamp", "abs", "neg", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "matmul", "mm", "bmm",
-             "cat", "stack", "where", "lerp", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-             "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "floor",
-             "ceil", "round", "trunc", "sign", "reciprocal", "rsqrt", "square", "exp2", "expm1", "log1p", "log2",
-             "log10", "erf", "addmm", "mv", "dot", "outer", "cross", "diff", "index_select", "gather",
-             "masked_select", "take", "clamp_min", "clamp_max", "xlogy", "copysign", "nextafter", "ldexp"),
-}
-
-
-def install(namespace: dict) -> None:
-    """Give the namespace's PyTorch functions their out= (skipping any that already take one)."""
-    for policy, names in OUT_POLICIES.items():
-        for name in names:
-            function = namespace.get(name)
-            if function is None or getattr(function, "__wrapped_out__", False):
-                continue
-            try:
-                if "out" in inspect.signature(function).parameters:
-                    continue
-            except (TypeError, ValueError):
-                pass
-            namespace[name] = with_out(function, name, policy)
