@@ -35,6 +35,7 @@ from typing import Any, Callable
 from ember import dtypes
 from ember.autograd import grad_mode
 from ember.ops import dispatch
+from ember.ops.out_arg import _torch_name  # PyTorch's scalar-type names in its messages
 
 OUT_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "torch": tuple("""
@@ -161,6 +162,9 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                                f"differentiation, but one of the arguments requires grad.")
         if factory:
+            if kwargs.get("dtype") is not None and kwargs["dtype"] != outs[0].dtype:
+                raise RuntimeError(f"dtype {_torch_name(kwargs['dtype'])} does not match dtype of out parameter "
+                                   f"({_torch_name(outs[0].dtype)})")
             kwargs.setdefault("dtype", outs[0].dtype)
             kwargs.setdefault("device", outs[0].device)
         elif dtype_from_out and takes_dtype and kwargs.get("dtype") is None:
