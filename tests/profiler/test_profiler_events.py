@@ -16,17 +16,7 @@ from ember.profiler import (ProfilerAction, ProfilerActivity, profile, record_fu
 from ember.profiler import _recorder
 
 
-@pytest.fixture(autouse=True)
-def _isolated_hardware(tmp_path, monkeypatch):
-    """Tables read the machine's peak: use a quick measurement cached in a temporary EMBER_HOME."""
-    from ember import hardware
-
-    monkeypatch.setenv("EMBER_HOME", str(tmp_path / "ember_home"))
-    monkeypatch.setattr(hardware, "measure", lambda device="cpu", **kw: hardware.Peak(
-        device, "test CPU", {"float32": 1e10, "float64": 5e9}, 1e10))
-    hardware._MEMO.clear()
-    yield
-    hardware._MEMO.clear()
+pytestmark = pytest.mark.usefixtures("fixed_hardware_peak")  # tests/profiler/conftest.py
 
 
 def _named(events, name):

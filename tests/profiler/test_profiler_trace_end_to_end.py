@@ -14,16 +14,7 @@ from ember.profiler import ProfilerActivity, profile, record_function, schedule,
 from chrome_trace_check import check_chrome_trace
 
 
-@pytest.fixture(autouse=True)
-def _isolated_hardware(tmp_path, monkeypatch):
-    from ember import hardware
-
-    monkeypatch.setenv("EMBER_HOME", str(tmp_path / "ember_home"))
-    monkeypatch.setattr(hardware, "measure", lambda device="cpu", **kw: hardware.Peak(
-        device, "test CPU", {"float32": 1e10, "float64": 5e9}, 1e10))
-    hardware._MEMO.clear()
-    yield
-    hardware._MEMO.clear()
+pytestmark = pytest.mark.usefixtures("fixed_hardware_peak")  # tests/profiler/conftest.py
 
 
 def _training(prof=None, steps=4):
