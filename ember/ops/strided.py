@@ -25,7 +25,7 @@ from ember.ops.registry import OpDef, Spec, register
 from ember.ops.movement import INDEX_BACKWARD
 from ember.ops.views import _FLAT, plain_steps, reshape, view_positions
 
-_EXACT_OVERLAP_LIMIT = 1 << 22  # above this many elements, overlap is judged from the strides alone
+_EXACT_OVERLAP_LIMIT = 1 << 20  # above this many elements, a view the stride test cannot settle is read-only
 
 
 def _positions(size: tuple, stride: tuple, offset: int) -> np.ndarray:
@@ -38,21 +38,26 @@ def _positions(size: tuple, stride: tuple, offset: int) -> np.ndarray:
     return positions
 
 
-def _overlaps(size: tuple, stride: tuple) -> bool:
-    count = math.prod(size)
-    if count <= 1:
-        return False
-    if count <= _EXACT_OVERLAP_LIMIT:
-        flat = _positions(size, stride, 0).reshape(-1)
-        return np.unique(flat).size != flat.size
-    # large views: no overlap when, sorted by stride, each stride passes the extent of the smaller dims
-    # (may call a rare interleaved non-overlapping view overlapping: it is then read-only, never wrong)
+def _strides_separate(size: tuple, stride: tuple) -> bool:
+    """True when, sorted by stride, each stride passes the extent of the smaller dims: then no two elements
+    share a position (the common case: contiguous, transposed, sliced or windowed without overlap)."""
     extent = 0
     for s, n in sorted((s, n) for n, s in zip(size, stride) if n > 1):
         if s <= extent:
-            return True
+            return False
         extent += s * (n - 1)
-    return False
+    return True
+
+
+def _overlaps(size: tuple, stride: tuple) -> bool:
+    """Whether two elements of the view share a memory position. The stride test settles most views at no
+    cost; the rest are checked exactly when small, and taken as overlapping (read-only, never wrong) when large."""
+    if math.prod(size) <= 1 or _strides_separate(size, stride):
+        return False
+    if math.prod(size) <= _EXACT_OVERLAP_LIMIT:
+        flat = _positions(size, stride, 0).reshape(-1)
+        return np.unique(flat).size != flat.size
+    return True
 
 
 def _as_strided_impl(xp: Any, x: Any, size: tuple, stride: tuple, offset: int, in_stride: tuple = ()) -> Any:
