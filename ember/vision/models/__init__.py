@@ -11,6 +11,8 @@ from ember.vision.models._api import (  # noqa: F401
 )
 from ember.vision.models.alexnet import *  # noqa: F401,F403
 from ember.vision.models.efficientnet import *  # noqa: F401,F403
+from ember.vision.models.googlenet import *  # noqa: F401,F403
+from ember.vision.models.inception import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv2 import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv3 import *  # noqa: F401,F403
 from ember.vision.models.resnet import *  # noqa: F401,F403
