@@ -461,3 +461,26 @@ def test_detection_ops_run_on_the_standin_cuda_device():
         np.testing.assert_array_equal(pooled.cpu().numpy(), reference_roi_pool(x, rois, 2, 2, 1.0)[0])
         iou = ops.box_iou(ember.tensor(boxes, device=dev), ember.tensor(boxes, device=dev))
         assert iou.device.type == "cuda"
+
+
+@needs_tv
+def test_intermediate_layer_getter_like_torchvision():
+    import ember.vision as ev
+    from ember.vision.models._utils import IntermediateLayerGetter
+
+    tv_models = import_torchvision().models
+    torch.manual_seed(0)
+    theirs_backbone = tv_models.resnet18(norm_layer=tv_ops.misc.FrozenBatchNorm2d).double()
+    ours_backbone = ev.models.resnet18(norm_layer=ops.FrozenBatchNorm2d).double()
+    layers = {"layer1": "0", "layer3": "1"}
+    theirs = tv_models._utils.IntermediateLayerGetter(theirs_backbone, return_layers=layers)
+    ours = IntermediateLayerGetter(ours_backbone, return_layers=layers)
+    assert list(ours.state_dict()) == list(theirs.state_dict())  # children after layer3 are dropped
+    load_torch_state(ours, theirs)
+    x = np.random.default_rng(14).standard_normal((1, 3, 32, 32))
+    out_t, out_e = theirs(torch.tensor(x)), ours(ember.tensor(x))
+    assert list(out_e) == list(out_t)
+    for k in out_t:
+        np.testing.assert_allclose(out_e[k].detach().numpy(), out_t[k].detach().numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="return_layers are not present in model"):
+        IntermediateLayerGetter(ours_backbone, return_layers={"nope": "0"})
