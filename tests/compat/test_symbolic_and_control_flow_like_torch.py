@@ -8,6 +8,15 @@ import ember
 torch = pytest.importorskip("torch")
 
 
+@pytest.fixture(autouse=True)
+def _keep_torch_distribution_validation():
+    """torch.cond / torch.while_loop run dynamo, which switches off torch.distributions' argument validation
+    for the whole process; later tests compare ember's validation errors with torch's, so restore it."""
+    before = torch.distributions.Distribution._validate_args
+    yield
+    torch.distributions.Distribution.set_default_validate_args(before)
+
+
 @pytest.mark.parametrize("call", [
     lambda t: t.sym_int(3.7), lambda t: t.sym_int(-3.7), lambda t: t.sym_float(3), lambda t: t.sym_max(2, 3.0),
     lambda t: t.sym_max(4, 3), lambda t: t.sym_min(2, 3.5), lambda t: t.sym_not(True), lambda t: t.sym_ite(False, 1, 2),
