@@ -96,11 +96,13 @@ def test_model_matches_torchvision(name: str, size: int, kwargs: dict) -> None:
         reference(torch.from_numpy(x.astype(np.float64)))).__name__
     assert len(got_out) == len(expected_out)
     for i, (g, e) in enumerate(zip(got_out, expected_out)):
-        _close(g.detach().numpy(), e.detach().numpy(), f"{name} train output {i} (float64)", 1e-9)
+        # 1e-6, not 1e-9: late layers see 1x1 maps, where training-mode batch norm over two samples turns
+        # float64 summation-order differences (1e-16) into ~1e-7 of the output
+        _close(g.detach().numpy(), e.detach().numpy(), f"{name} train output {i} (float64)", 1e-6)
     ours_buffers = dict(model.named_buffers())
     for key, b in reference.named_buffers():
         if b.dtype.is_floating_point:
-            _close(ours_buffers[key].numpy(), b.numpy(), f"{name} buffer {key} (float64)", 1e-9)
+            _close(ours_buffers[key].numpy(), b.numpy(), f"{name} buffer {key} (float64)", 1e-6)
     weights = np.random.default_rng(2).standard_normal(tuple(expected_out[0].shape))
     (expected_out[0] * torch.from_numpy(weights)).sum().backward()
     (got_out[0] * ember.from_numpy(weights)).sum().backward()
