@@ -16,9 +16,15 @@ from typing import Any
 
 from ember import nn
 from ember.vision.models._api import make_divisible as _make_divisible  # noqa: F401 - torchvision's name
-from ember.vision.models.googlenet import overwrite_named_param as _ovewrite_named_param  # noqa: F401
 
 __all__ = ["IntermediateLayerGetter"]
+
+
+def _ovewrite_named_param(kwargs: dict[str, Any], param: str, new_value: Any) -> None:
+    """torchvision's: weights fix some arguments; a conflicting explicit value raises."""
+    if param in kwargs and kwargs[param] != new_value:
+        raise ValueError(f"The parameter '{param}' expected value {new_value} but got {kwargs[param]} instead.")
+    kwargs[param] = new_value
 
 
 def _ovewrite_value_param(param: str, actual: Any, expected: Any) -> Any:

@@ -1,34 +1,42 @@
-"""GoogLeNet / Inception v1 (torchvision's ``models.googlenet``: same module names, keys and outputs).
+"""GoogLeNet / Inception v1 (torchvision's ``models.googlenet``: same arguments, module names, keys, outputs).
 
-In training mode with ``aux_logits`` the model returns ``GoogLeNetOutputs(logits, aux_logits2, aux_logits1)``,
-otherwise the logits alone, as torchvision's.
+Inception blocks run 1x1, 1x1-3x3, 1x1-3x3 (torchvision's known stand-in for the paper's 5x5) and
+max-pool-1x1 branches side by side and concatenate them; two auxiliary classifiers give extra losses in
+training. In training with ``aux_logits`` the forward returns ``GoogLeNetOutputs(logits, aux_logits2,
+aux_logits1)``, otherwise the logits.
 
 Example:
     >>> import ember
     >>> from ember.vision.models import googlenet
-    >>> googlenet(num_classes=5, init_weights=False).eval()(ember.randn(1, 3, 64, 64)).shape
-    ember.Size([1, 5])
+    >>> googlenet(num_classes=3, init_weights=False).eval()(ember.randn(1, 3, 64, 64)).shape
+    ember.Size([1, 3])
 """
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import ember
 from ember import nn
 from ember.nn import functional as F
-from ember.vision.models._api import handle_legacy_interface, make_weights_enum, register_model
+from ember.vision.models._api import handle_legacy_interface, make_weights_enum, override_num_classes, register_model
 
 __all__ = ["GoogLeNet", "GoogLeNetOutputs", "_GoogLeNetOutputs", "GoogLeNet_Weights", "googlenet"]
 
-GoogLeNetOutputs = namedtuple("GoogLeNetOutputs", ["logits", "aux_logits2", "aux_logits1"])
-_GoogLeNetOutputs = GoogLeNetOutputs
 GoogLeNet_Weights = make_weights_enum("GoogLeNet_Weights", __name__)
 
 
+class GoogLeNetOutputs(NamedTuple):
+    logits: Any
+    aux_logits2: Any
+    aux_logits1: Any
+
+
+_GoogLeNetOutputs = GoogLeNetOutputs
+
+
 class BasicConv2d(nn.Module):
-    """Conv (no bias) -> BatchNorm (eps 1e-3) -> ReLU."""
+    """Conv (no bias), BatchNorm (eps 1e-3), ReLU."""
 
     def __init__(self, in_channels: int, out_channels: int, **kwargs: Any) -> None:
         super().__init__()
@@ -40,7 +48,7 @@ class BasicConv2d(nn.Module):
 
 
 class Inception(nn.Module):
-    """Four branches concatenated: 1x1; 1x1 -> 3x3; 1x1 -> 3x3 (torchvision's "5x5" is a 3x3); pool -> 1x1."""
+    """Four parallel branches concatenated along the channels."""
 
     def __init__(self, in_channels: int, ch1x1: int, ch3x3red: int, ch3x3: int, ch5x5red: int, ch5x5: int,
                  pool_proj: int, conv_block: Callable[..., nn.Module] | None = None) -> None:
@@ -54,15 +62,12 @@ class Inception(nn.Module):
         self.branch4 = nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1, ceil_mode=True),
                                      conv_block(in_channels, pool_proj, kernel_size=1))
 
-    def _forward(self, x: Any) -> list[Any]:
-        return [self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)]
-
     def forward(self, x: Any) -> Any:
-        return ember.cat(self._forward(x), 1)
+        return ember.cat([self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)], 1)
 
 
 class InceptionAux(nn.Module):
-    """The auxiliary classifier: pool to 4x4, 1x1 conv, two linear layers."""
+    """An auxiliary classifier: 4x4 average pool, 1x1 conv to 128, two linears with dropout."""
 
     def __init__(self, in_channels: int, num_classes: int, conv_block: Callable[..., nn.Module] | None = None,
                  dropout: float = 0.7) -> None:
@@ -78,37 +83,22 @@ class InceptionAux(nn.Module):
         return self.fc2(self.dropout(F.relu(self.fc1(x), inplace=True)))
 
 
-def transform_input_like_torchvision(x: Any) -> Any:
-    """Re-normalize an ImageNet-normalized image to the [-1, 1] scaling the ported weights expect."""
-    ch0 = ember.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
-    ch1 = ember.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
-    ch2 = ember.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
-    return ember.cat((ch0, ch1, ch2), 1)
-
-
-def init_conv_linear_bn(model: nn.Module, default_std: float) -> None:
-    """Truncated normal (in [-2, 2]) for convs and linears (a module's ``stddev`` attribute wins), BN to 1/0."""
-    for m in model.modules():
-        if isinstance(m, (nn.Conv2d, nn.Linear)):
-            std = float(m.stddev) if hasattr(m, "stddev") else default_std
-            nn.init.trunc_normal_(m.weight, mean=0.0, std=std, a=-2, b=2)
-        elif isinstance(m, nn.BatchNorm2d):
-            nn.init.constant_(m.weight, 1)
-            nn.init.constant_(m.bias, 0)
+def transform_imagenet_input(x: Any) -> Any:
+    """Re-normalize an input normalized with ImageNet's mean/std to the (x - 0.5) / 0.5 the original
+    Inception weights expect (torchvision's ``transform_input``)."""
+    channels = [ember.unsqueeze(x[:, c], 1) * (std / 0.5) + (mean - 0.5) / 0.5
+                for c, (mean, std) in enumerate(((0.485, 0.229), (0.456, 0.224), (0.406, 0.225)))]
+    return ember.cat(channels, 1)
 
 
 class GoogLeNet(nn.Module):
-    """GoogLeNet with torchvision's arguments (``aux_logits``, ``transform_input``, ``init_weights``, ``blocks``,
-    ``dropout``, ``dropout_aux``)."""
-
-    __constants__ = ["aux_logits", "transform_input"]
+    """The 22-layer Inception network of "Going Deeper with Convolutions"."""
 
     def __init__(self, num_classes: int = 1000, aux_logits: bool = True, transform_input: bool = False,
                  init_weights: bool | None = None, blocks: list[Callable[..., nn.Module]] | None = None,
                  dropout: float = 0.2, dropout_aux: float = 0.7) -> None:
         super().__init__()
-        if blocks is None:
-            blocks = [BasicConv2d, Inception, InceptionAux]
+        blocks = blocks or [BasicConv2d, Inception, InceptionAux]
         if init_weights is None:
             warnings.warn("The default weight initialization of GoogleNet will be changed in future releases of "
                           "torchvision. If you wish to keep the old behavior (which leads to long initialization "
@@ -145,10 +135,12 @@ class GoogLeNet(nn.Module):
         self.dropout = nn.Dropout(p=dropout)
         self.fc = nn.Linear(1024, num_classes)
         if init_weights:
-            init_conv_linear_bn(self, 0.01)
-
-    def _transform_input(self, x: Any) -> Any:
-        return transform_input_like_torchvision(x) if self.transform_input else x
+            for m in self.modules():
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    nn.init.trunc_normal_(m.weight, mean=0.0, std=0.01, a=-2, b=2)
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
 
     def _forward(self, x: Any) -> tuple[Any, Any, Any]:
         x = self.maxpool1(self.conv1(x))
@@ -163,40 +155,30 @@ class GoogLeNet(nn.Module):
         x = self.fc(self.dropout(ember.flatten(self.avgpool(x), 1)))
         return x, aux2, aux1
 
-    def eager_outputs(self, x: Any, aux2: Any, aux1: Any) -> Any:
-        if self.training and self.aux_logits:
-            return _GoogLeNetOutputs(x, aux2, aux1)
-        return x
-
     def forward(self, x: Any) -> Any:
-        x, aux2, aux1 = self._forward(self._transform_input(x))
-        return self.eager_outputs(x, aux2, aux1)
-
-
-def overwrite_named_param(kwargs: dict[str, Any], param: str, new_value: Any) -> None:
-    """torchvision's ``_ovewrite_named_param``: weights fix some arguments; a conflicting explicit value raises."""
-    if param in kwargs and kwargs[param] != new_value:
-        raise ValueError(f"The parameter '{param}' expected value {new_value} but got {kwargs[param]} instead.")
-    kwargs[param] = new_value
+        if self.transform_input:
+            x = transform_imagenet_input(x)
+        x, aux2, aux1 = self._forward(x)
+        if self.training and self.aux_logits:
+            return GoogLeNetOutputs(x, aux2, aux1)
+        return x
 
 
 @register_model("googlenet", GoogLeNet_Weights)
 @handle_legacy_interface(lambda: GoogLeNet_Weights.IMAGENET1K_V1)
 def googlenet(*, weights: Any = None, progress: bool = True, **kwargs: Any) -> GoogLeNet:
-    """GoogLeNet (``weights``: :class:`GoogLeNet_Weights` or None; keywords go to :class:`GoogLeNet`). With
-    weights the auxiliary heads are dropped unless ``aux_logits=True`` (they are not pretrained)."""
+    """GoogLeNet. With weights the auxiliary heads are built to load the checkpoint and then dropped unless
+    ``aux_logits=True`` is asked for (they are not pretrained), as torchvision does."""
     weights = GoogLeNet_Weights.verify(weights)
-    original_aux_logits = kwargs.get("aux_logits", False)
+    keep_aux = kwargs.get("aux_logits", False)
     if weights is not None:
-        if "transform_input" not in kwargs:
-            overwrite_named_param(kwargs, "transform_input", True)
-        overwrite_named_param(kwargs, "aux_logits", True)
-        overwrite_named_param(kwargs, "init_weights", False)
-        overwrite_named_param(kwargs, "num_classes", len(weights.meta["categories"]))
+        kwargs.setdefault("transform_input", True)
+        kwargs["aux_logits"], kwargs["init_weights"] = True, False
+        override_num_classes(kwargs, weights)
     model = GoogLeNet(**kwargs)
     if weights is not None:
         model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
-        if not original_aux_logits:
+        if not keep_aux:
             model.aux_logits = False
             model.aux1 = None
             model.aux2 = None

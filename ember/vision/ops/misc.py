@@ -121,11 +121,11 @@ class FrozenBatchNorm2d(nn.Module):
 
 
 class Permute(nn.Module):
-    """``x.permute(*dims)`` as a module."""
+    """``x.permute(*dims)`` as a layer (ConvNeXt moves channels last around its LayerNorm and MLP)."""
 
-    def __init__(self, dims: list[int]) -> None:
+    def __init__(self, dims: Sequence[int]) -> None:
         super().__init__()
-        self.dims = dims
+        self.dims = list(dims)
 
     def forward(self, x: Any) -> Any:
-        return ember.permute(x, self.dims)
+        return x.permute(*self.dims)
