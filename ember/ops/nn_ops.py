@@ -974,6 +974,23 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Any:
 
 
 # ---- pad -------------------------------------------------------------------------------------------
+def _check_edge_pad(input: Any, pad: tuple, mode: str) -> None:
+    """PyTorch's input checks of reflect/replicate padding: every dim but the batch dim is non-empty, and at
+    least one padded dim keeps an element (``pad(x, (-2, -1), mode='replicate')`` of width 3 is refused)."""
+    k, shape = len(pad) // 2, tuple(input.shape)
+    batch = 1 if input.ndim == k + 2 else 0
+    if any(s == 0 for s in shape[batch:]):
+        raise RuntimeError(f"pad(mode={mode!r}): Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: {list(shape)}")
+    sizes = [shape[input.ndim - 1 - i] for i in range(k)]
+    outs = [sizes[i] + pad[2 * i] + pad[2 * i + 1] for i in range(k)]
+    if all(o < 1 for o in outs):
+        names = "WHD"[:k]
+        raise RuntimeError(f"pad(mode={mode!r}): input ({', '.join(f'{n}: {s}' for n, s in zip(names, sizes))}) is "
+                           f"too small. Calculated output {' '.join(f'{n}: {o}' for n, o in zip(names, outs))}; "
+                           f"crop less (negative pads) so that one padded dim keeps an element")
+
+
 def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Any:
     """Pad the last ``len(pad)//2`` dims: ``pad=(left, right, top, bottom, ...)`` from the last dim back.
 
@@ -993,6 +1010,12 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
         return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not supported; use constant, reflect, replicate or circular")
+    if len(pad) // 2 > 3 or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+        raise NotImplementedError(f"pad(mode={mode!r}): {len(pad) // 2}-d padding takes a {len(pad) // 2 + 1}-d or "
+                                  f"{len(pad) // 2 + 2}-d (batched) input, got shape {tuple(input.shape)} (as PyTorch: "
+                                  f"this mode pads 1 to 3 trailing dims; only mode='constant' pads any number)")
+    if mode != "circular":
+        _check_edge_pad(input, pad, mode)
     from ember.creation import tensor as make_tensor
     import numpy as np
 
