@@ -27,7 +27,11 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "ShuffleNet_V2_X0_5_Weights", "ShuffleNet_V2_X1_0_Weights", "ShuffleNet_V2_X1_5_Weights",
          "ShuffleNet_V2_X2_0_Weights", "ConvNeXt_Tiny_Weights", "ConvNeXt_Small_Weights", "ConvNeXt_Base_Weights",
          "ConvNeXt_Large_Weights", "GoogLeNet_Weights", "Inception_V3_Weights", "MNASNet0_5_Weights",
-         "MNASNet0_75_Weights", "MNASNet1_0_Weights", "MNASNet1_3_Weights"]
+         "MNASNet0_75_Weights", "MNASNet1_0_Weights", "MNASNet1_3_Weights", "EfficientNet_B1_Weights",
+         "EfficientNet_B2_Weights", "EfficientNet_B3_Weights", "EfficientNet_B4_Weights", "EfficientNet_B5_Weights",
+         "EfficientNet_B6_Weights", "EfficientNet_B7_Weights", "EfficientNet_V2_S_Weights", "EfficientNet_V2_M_Weights",
+         "EfficientNet_V2_L_Weights", "ResNeXt101_32X8D_Weights", "ResNeXt101_64X4D_Weights", "Wide_ResNet101_2_Weights",
+         "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights"]
 META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 

@@ -187,3 +187,36 @@ def test_googlenet_and_inception_aux_options_like_torchvision() -> None:
             ev.models.GoogLeNet(num_classes=2)
     assert "googlenet" in ev.models.list_models() and "inception_v3" in ev.models.list_models()
     assert ev.models.get_model_weights("densenet121").DEFAULT.meta["num_params"] == 7978856
+
+
+BUILDERS_FAST = ["efficientnet_b1", "efficientnet_v2_s"]
+BUILDERS_SLOW = ["vit_b_32", "efficientnet_b5", "efficientnet_v2_m", "resnext101_32x8d", "resnext101_64x4d", "wide_resnet101_2",
+                 "vit_l_32"]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n) for n in BUILDERS_FAST]
+                         + [pytest.param(n, marks=pytest.mark.slow) for n in BUILDERS_SLOW])
+def test_more_builders_have_torchvisions_layout(name: str) -> None:
+    """The variants built from existing classes: torchvision's keys, shapes, batch-norm settings and the published
+    parameter count of their weights."""
+    reference = getattr(tv.models, name)(num_classes=10)
+    model = getattr(ev.models, name)(num_classes=10)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in reference.state_dict().items()}
+    norms = [(m.eps, m.momentum) for m in model.modules() if isinstance(m, ember.nn.BatchNorm2d)]
+    assert norms == [(m.eps, m.momentum) for m in reference.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    published = ev.models.get_model_weights(name).DEFAULT.meta["num_params"]
+    assert sum(p.numel() for p in getattr(ev.models, name)().parameters()) == published
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b1", "efficientnet_v2_s"])
+def test_more_efficientnets_match_torchvision(name: str) -> None:
+    torch.manual_seed(0)
+    reference = randomize_(getattr(tv.models, name)(num_classes=10))
+    model = getattr(ev.models, name)(num_classes=10)
+    model.load_state_dict(_ember_state(state_dict_to_numpy(reference), reference.state_dict()._metadata))
+    x = np.random.default_rng(7).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with torch.no_grad():
+        expected = reference.eval()(torch.from_numpy(x)).numpy()
+    _close(model.eval()(ember.from_numpy(x)).detach().numpy(), expected, f"{name} eval", 1e-4)
