@@ -31,7 +31,12 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "EfficientNet_B2_Weights", "EfficientNet_B3_Weights", "EfficientNet_B4_Weights", "EfficientNet_B5_Weights",
          "EfficientNet_B6_Weights", "EfficientNet_B7_Weights", "EfficientNet_V2_S_Weights", "EfficientNet_V2_M_Weights",
          "EfficientNet_V2_L_Weights", "ResNeXt101_32X8D_Weights", "ResNeXt101_64X4D_Weights", "Wide_ResNet101_2_Weights",
-         "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights"]
+         "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights",
+         *(f"RegNet_{v}_Weights" for v in ("Y_400MF", "Y_800MF", "Y_1_6GF", "Y_3_2GF", "Y_8GF", "Y_16GF", "Y_32GF",
+                                           "Y_128GF", "X_400MF", "X_800MF", "X_1_6GF", "X_3_2GF", "X_8GF", "X_16GF",
+                                           "X_32GF")),
+         "FCN_ResNet50_Weights", "FCN_ResNet101_Weights", "DeepLabV3_ResNet50_Weights", "DeepLabV3_ResNet101_Weights",
+         "DeepLabV3_MobileNet_V3_Large_Weights", "LRASPP_MobileNet_V3_Large_Weights"]
 META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 
@@ -42,7 +47,7 @@ def main() -> None:
     records: dict[str, dict] = {}
     categories = None
     for enum_name in ENUMS:
-        enum = getattr(torchvision.models, enum_name)
+        enum = getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name)
         entries = {}
         for member_name, member in enum.__members__.items():
             if member_name == "DEFAULT":

@@ -23,9 +23,11 @@ pytestmark = pytest.mark.skipif(tv is None, reason="torchvision (test extra) is 
 
 # name -> (input side, builder keywords)
 FAST = {"squeezenet1_1": (48, {}), "shufflenet_v2_x0_5": (32, {}), "mnasnet0_5": (32, {}),
-        "googlenet": (32, {"init_weights": True})}
-SLOW = {"densenet121": (32, {}), "densenet161": (32, {}), "squeezenet1_0": (64, {}), "shufflenet_v2_x1_0": (32, {}),
-        "mnasnet1_3": (32, {}), "convnext_tiny": (32, {}), "convnext_small": (32, {}),
+        "googlenet": (32, {"init_weights": True}), "regnet_y_400mf": (64, {}), "regnet_x_400mf": (64, {})}
+# (64 pixels where the net downsamples 32x: on 1x1 maps training-mode batch norm over two samples is degenerate)
+SLOW = {"densenet121": (64, {}), "densenet161": (64, {}), "squeezenet1_0": (64, {}), "shufflenet_v2_x1_0": (64, {}),
+        "mnasnet1_3": (64, {}), "convnext_tiny": (32, {}), "convnext_small": (32, {}), "regnet_y_1_6gf": (64, {}),
+        "regnet_x_3_2gf": (64, {}),
         "inception_v3": (299, {"init_weights": True})}
 CASES = [pytest.param(n, *c) for n, c in FAST.items()] + [pytest.param(n, *c, marks=pytest.mark.slow)
                                                           for n, c in SLOW.items()]
@@ -220,3 +222,59 @@ def test_more_efficientnets_match_torchvision(name: str) -> None:
     with torch.no_grad():
         expected = reference.eval()(torch.from_numpy(x)).numpy()
     _close(model.eval()(ember.from_numpy(x)).detach().numpy(), expected, f"{name} eval", 1e-4)
+
+
+def test_regnet_stage_plans_match_torchvision() -> None:
+    """Every RegNet variant's stages (depths, widths, group widths, strides) as torchvision computes them."""
+    from ember.vision.models import regnet
+
+    for name, (depth, w_0, w_a, w_m, group_width, se_ratio) in regnet._VARIANTS.items():
+        theirs = tv.models.regnet.BlockParams.from_init_params(depth=depth, w_0=w_0, w_a=w_a, w_m=w_m,
+                                                               group_width=group_width, se_ratio=se_ratio)
+        ours = regnet.BlockParams.from_init_params(depth=depth, w_0=w_0, w_a=w_a, w_m=w_m, group_width=group_width,
+                                                   se_ratio=se_ratio)
+        assert (ours.depths, ours.widths, ours.group_widths, ours.strides, ours.se_ratio) == (
+            theirs.depths, theirs.widths, theirs.group_widths, theirs.strides, theirs.se_ratio), name
+    assert sum(p.numel() for p in ev.models.regnet_x_800mf().parameters()) == \
+        ev.models.RegNet_X_800MF_Weights.DEFAULT.meta["num_params"]
+
+
+SEGMENTATION = [("lraspp_mobilenet_v3_large", {}), ("deeplabv3_mobilenet_v3_large", {"aux_loss": True}),
+                pytest.param("fcn_resnet50", {"aux_loss": True}, marks=pytest.mark.slow),
+                pytest.param("deeplabv3_resnet50", {"aux_loss": True}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name,kwargs", SEGMENTATION)
+def test_segmentation_model_matches_torchvision(name: str, kwargs: dict) -> None:
+    """Keys, strict loading and the ``{"out", "aux"}`` outputs at a non-square input size, eval mode."""
+    from collections import OrderedDict
+
+    torch.manual_seed(0)
+    reference = randomize_(getattr(tv.models.segmentation, name)(weights=None, weights_backbone=None, num_classes=5,
+                                                                  **kwargs))
+    model = getattr(ev.models.segmentation, name)(weights=None, weights_backbone=None, num_classes=5, **kwargs)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    model.load_state_dict(_ember_state(state_dict_to_numpy(reference), reference.state_dict()._metadata), strict=True)
+    x = np.random.default_rng(8).standard_normal((2, 3, 40, 48)).astype(np.float32)
+    with torch.no_grad():
+        expected = reference.eval()(torch.from_numpy(x))
+    got = model.eval()(ember.from_numpy(x))
+    assert isinstance(got, OrderedDict) and list(got) == list(expected)
+    for key in expected:
+        _close(got[key].detach().numpy(), expected[key].numpy(), f"{name} {key}", 1e-4)
+
+
+def test_segmentation_builders_options_like_torchvision() -> None:
+    seg = ev.models.segmentation
+    with pytest.raises(NotImplementedError, match="does not use auxiliary loss"):
+        seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=True)
+    model = seg.fcn_resnet50(weights=None, weights_backbone=None)
+    assert model.classifier[-1].out_channels == 21 and model.aux_classifier is None
+    with pytest.warns(UserWarning, match="'pretrained_backbone' is deprecated"):
+        seg.lraspp_mobilenet_v3_large(weights=None, pretrained_backbone=False)
+    weights = seg.DeepLabV3_ResNet50_Weights.DEFAULT
+    assert weights.meta["categories"][:2] == ["__background__", "aeroplane"] and len(weights.meta["categories"]) == 21
+    preset = weights.transforms()
+    out = preset(np.zeros((30, 40, 3), dtype=np.uint8))
+    assert tuple(out.shape) == (3, 520, 693)
+    assert "deeplabv3_resnet50" in ev.models.list_models()
