@@ -27,7 +27,7 @@ FAST = {"squeezenet1_1": (48, {}), "shufflenet_v2_x0_5": (32, {}), "mnasnet0_5":
 # (64 pixels where the net downsamples 32x: on 1x1 maps training-mode batch norm over two samples is degenerate)
 SLOW = {"densenet121": (64, {}), "densenet161": (64, {}), "squeezenet1_0": (64, {}), "shufflenet_v2_x1_0": (64, {}),
         "mnasnet1_3": (64, {}), "convnext_tiny": (32, {}), "convnext_small": (32, {}), "regnet_y_1_6gf": (64, {}),
-        "regnet_x_3_2gf": (64, {}),
+        "regnet_x_3_2gf": (64, {}), "swin_t": (56, {}), "swin_v2_t": (56, {}),
         "inception_v3": (299, {"init_weights": True})}
 CASES = [pytest.param(n, *c) for n, c in FAST.items()] + [pytest.param(n, *c, marks=pytest.mark.slow)
                                                           for n, c in SLOW.items()]
@@ -135,6 +135,41 @@ def test_small_densenet_and_convnext_match_torchvision() -> None:
             with torch.no_grad():
                 expected = reference(torch.from_numpy(x)).numpy()
             _close(model(ember.from_numpy(x)).detach().numpy(), expected, f"{type(model).__name__} {mode}", 1e-4)
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_small_swin_matches_torchvision(v2: bool) -> None:
+    """Swin's code path at toy size: a 5x6 grid of 4x4 patches (padding), windows of 4 with shifts (the region
+    mask), patch merging of an odd grid, train mode in float64 with gradients (the real ones run in the slow set)."""
+    extra = {}
+    if v2:
+        extra = {"block": tv.models.swin_transformer.SwinTransformerBlockV2,
+                 "downsample_layer": tv.models.swin_transformer.PatchMergingV2}
+    config = dict(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                  num_classes=5)
+    torch.manual_seed(0)
+    reference = randomize_(tv.models.SwinTransformer(**config, **extra))
+    ours_extra = {}
+    if v2:
+        ours_extra = {"block": ev.models.swin_transformer.SwinTransformerBlockV2,
+                      "downsample_layer": ev.models.swin_transformer.PatchMergingV2}
+    model = ev.models.SwinTransformer(**config, **ours_extra)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    initial = state_dict_to_numpy(reference)
+    no_dropout_(reference), no_dropout_(model)
+    reference.double().train(), model.double().train()
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
+    x = np.random.default_rng(9).standard_normal((2, 3, 20, 24))
+    expected = reference(torch.from_numpy(x))
+    got = model(ember.from_numpy(x))
+    _close(got.detach().numpy(), expected.detach().numpy(), "small swin (float64)", 1e-9)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    ours = dict(model.named_parameters())
+    for key, p in reference.named_parameters():
+        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small swin grad of {key}", 1e-7)
 
 
 def test_densenet_loads_torchvisions_old_key_spelling() -> None:

@@ -22,6 +22,7 @@ from ember.vision.models.regnet import *  # noqa: F401,F403
 from ember.vision.models.resnet import *  # noqa: F401,F403
 from ember.vision.models.shufflenetv2 import *  # noqa: F401,F403
 from ember.vision.models.squeezenet import *  # noqa: F401,F403
+from ember.vision.models.swin_transformer import *  # noqa: F401,F403
 from ember.vision.models.vgg import *  # noqa: F401,F403
 from ember.vision.models.vision_transformer import *  # noqa: F401,F403
 
