@@ -37,7 +37,7 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
                                            "X_32GF")),
          "FCN_ResNet50_Weights", "FCN_ResNet101_Weights", "DeepLabV3_ResNet50_Weights", "DeepLabV3_ResNet101_Weights",
          "DeepLabV3_MobileNet_V3_Large_Weights", "LRASPP_MobileNet_V3_Large_Weights", "Swin_T_Weights", "Swin_S_Weights",
-         "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights", "Swin_V2_B_Weights"]
+         "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights", "Swin_V2_B_Weights", "MaxVit_T_Weights"]
 META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 

@@ -172,6 +172,40 @@ def test_small_swin_matches_torchvision(v2: bool) -> None:
         _close(ours[key].grad.numpy(), p.grad.numpy(), f"small swin grad of {key}", 1e-7)
 
 
+def test_small_maxvit_matches_torchvision() -> None:
+    """MaxViT's code path at toy size (MBConv, window and grid attention with relative position bias), float64
+    training step with gradients; maxvit_t's layout and parameter count."""
+    config = dict(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[8, 16], block_layers=[1, 2],
+                  head_dim=4, stochastic_depth_prob=0.0, num_classes=3)
+    torch.manual_seed(0)
+    reference = randomize_(tv.models.MaxVit(**config))
+    model = ev.models.MaxVit(**config)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    theirs = dict(reference.named_buffers())
+    for key, buffer in model.named_buffers():
+        if "relative_position_index" in key:
+            assert np.array_equal(buffer.numpy(), theirs[key].numpy()), key
+    initial = state_dict_to_numpy(reference)
+    reference.double().train(), model.double().train()
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
+    x = np.random.default_rng(10).standard_normal((2, 3, 32, 32))
+    expected = reference(torch.from_numpy(x))
+    got = model(ember.from_numpy(x))
+    _close(got.detach().numpy(), expected.detach().numpy(), "small MaxViT (float64)", 1e-9)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    ours = dict(model.named_parameters())
+    for key, p in reference.named_parameters():
+        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small MaxViT grad of {key}", 1e-7)
+    with pytest.raises(ValueError, match="not divisible by partition size"):
+        ev.models.MaxVit(**dict(config, input_size=(36, 36)))
+    assert list(ev.models.maxvit_t().state_dict()) == list(tv.models.maxvit_t().state_dict())
+    assert sum(p.numel() for p in ev.models.maxvit_t().parameters()) == \
+        ev.models.MaxVit_T_Weights.DEFAULT.meta["num_params"]
+
+
 def test_densenet_loads_torchvisions_old_key_spelling() -> None:
     """Published DenseNet checkpoints spell ``norm1`` as ``norm.1``: the builder renames them, as torchvision."""
     from ember.vision.models.densenet import _renamed

@@ -15,6 +15,7 @@ from ember.vision.models.densenet import *  # noqa: F401,F403
 from ember.vision.models.efficientnet import *  # noqa: F401,F403
 from ember.vision.models.googlenet import *  # noqa: F401,F403
 from ember.vision.models.inception import *  # noqa: F401,F403
+from ember.vision.models.maxvit import *  # noqa: F401,F403
 from ember.vision.models.mnasnet import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv2 import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv3 import *  # noqa: F401,F403
