@@ -160,16 +160,23 @@ SMALL_GEMM_MACS = 4e6
 _OPENBLAS_ONE_THREAD_MACS = 4 * 65536
 
 
-def small_gemm(xp: Any, a: Any, b: Any) -> Any:
+def small_gemm(xp: Any, a: Any, b: Any, beside_kernel: Callable[[], bool] | None = None) -> Any:
     """``one_thread(xp)`` when ``a @ b`` is a small GEMM (or a small stack of them) that OpenBLAS
-    would still spread over its threads; otherwise a no-op context."""
+    would still spread over its threads; otherwise a no-op context. ``beside_kernel()`` (asked only for
+    such a product) true: ember's own GEMM takes other products of this process on ember's threads
+    (``linalg.kernel_beside``), so the product holds BLAS to one thread even without the BLAS split:
+    OpenBLAS's woken workers would spin on the cores those threads need."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
     if not _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
         return nullcontext()
     stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
-    return one_thread(xp) if macs * stack < SMALL_GEMM_MACS else nullcontext()
+    if macs * stack >= SMALL_GEMM_MACS:
+        return nullcontext()
+    if xp is numpy and beside_kernel is not None and _controls() is not None and beside_kernel():
+        return single_threaded_blas()
+    return one_thread(xp)
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:
