@@ -180,9 +180,10 @@ def _refuse_before_computing(name: str, args: tuple, kwargs: dict, out: Any) -> 
                                   f"out's dtype, which must be floating point (or compute with dtype= and cast)")
     if name == "cumprod" and out.dtype is dtypes.bool_:
         raise NotImplementedError("\"cumprod_out_cpu\" not implemented for 'Bool': cumprod computes in out's dtype")
-    if name in ("mean", "nanmean") and first.dtype.is_complex and not out.dtype.is_complex:
-        raise RuntimeError(f"{name}(): result type {_torch_name(first.dtype)} can't be cast to the desired output "
-                           f"type {_torch_name(out.dtype)} (the imaginary part would be dropped)")
+    if name in ("mean", "nanmean") and first.dtype.is_complex and not out.dtype.is_complex and len(args) < 2 \
+            and "dim" not in kwargs:  # torch's full mean checks the input's dtype; with a dim it keeps the real part
+        raise RuntimeError(f"{name}.dtype_out(): input types can't be cast to the desired output type "
+                           f"{_torch_name(out.dtype)} (a {_torch_name(first.dtype)} input's full mean into a real out)")
 
 
 def _dtype_rule(name: str, out: Any, value: Any) -> None:
