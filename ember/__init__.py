@@ -137,9 +137,9 @@ from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conve
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
-from ember.surface import out_variants as _out_variants  # noqa: E402
-for _ns, _names in _out_variants.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
-    _out_variants.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
+from ember.ops import out_arg as _out_arg  # noqa: E402
+for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
+    _out_arg.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
 del _ns, _names
 
 

@@ -167,14 +167,26 @@ def _repeat_heads(t: Any, repeats: int) -> Any:
 
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), as a convolution with an identity kernel."""
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), and unbatched (C, H, W) -> (C*kh*kw, L), as a convolution with an
+    identity kernel."""
 
-    kh, kw = pair(kernel_size, 2, "kernel_size", "unfold")
-    c = input.shape[1]
-    k = kh * kw
-    identity = eye(k, dtype=input.dtype, device=input.device).reshape(k, 1, kh, kw).repeat(c, 1, 1, 1)
-    out = conv2d(input, identity, stride=stride, padding=padding, dilation=dilation, groups=c)
-    return out.reshape(input.shape[0], c * k, -1)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"unfold: Expected 3D or 4D (batch mode) tensor for input, got shape {tuple(input.shape)}")
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    (kh, kw), (dh, dw) = pair(kernel_size, 2, "kernel_size", "unfold"), pair(dilation, 2, "dilation", "unfold")
+    (ph, pw), (sh, sw) = pair(padding, 2, "padding", "unfold"), pair(stride, 2, "stride", "unfold")
+    n, c, h, w = input.shape
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"unfold: the kernel {(kh, kw)} (dilation {(dh, dw)}) does not fit the padded input "
+                           f"{(h + 2 * ph, w + 2 * pw)}: calculated output size ({oh}, {ow}) is too small")
+    # Each tap is a strided slice of the padded input: a copy, as PyTorch's im2col (a convolution with an identity
+    # kernel multiplied every value by 0 in the other taps: an inf made NaN, -0 became +0)
+    x = pad(input, (pw, pw, ph, ph)) if ph or pw else input
+    taps = [x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            for i in range(kh) for j in range(kw)]
+    return stack(taps, 2).reshape(n, c * kh * kw, oh * ow)
 
 
 def multi_head_attention_forward(*args: Any, **kwargs: Any) -> Any:
@@ -201,4 +213,5 @@ normalize = _out_arg.with_out(normalize, "normalize")  # its out= was accepted a
 from ember import dtypes
 from ember.creation import eye, ones
 from ember.ops.conv import pair
+from ember.ops.views import stack
 from ember.ops.linalg import einsum, matmul
