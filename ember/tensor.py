@@ -43,7 +43,7 @@ class Size(tuple):
         return out
 
     def __repr__(self) -> str:
-        return f"ember.Size({list(self)})"
+        return f"{dtypes.PUBLIC_NAME[0]}.Size({list(self)})"
 
     def __getitem__(self, item: Any) -> Any:
         out = tuple.__getitem__(self, item)

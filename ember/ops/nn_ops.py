@@ -34,8 +34,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
-from ember.backends import cpu_blas
-from ember.ops.linalg import gemm_2d, outer_rows
+from ember.ops.linalg import blas_context, gemm_2d, outer_rows
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -415,7 +414,7 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     rows = x.reshape(-1, x.shape[-1])
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
-        with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+        with blas_context(xp, rows, w.T):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
             out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
         if bias:
             out += bias[0]
