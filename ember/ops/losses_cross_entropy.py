@@ -159,6 +159,9 @@ CROSS_ENTROPY = register(OpDef(
     flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
 ))
 CROSS_ENTROPY.batch_array_vjp = _batch_array_vjp
+# The array gradient rule (OpDef.array_vjp; the loss's gradient only, the log-softmax output takes none): the
+# backward op's impl on the saved arrays, as the vjp's dispatch of CROSS_ENTROPY_BACKWARD runs it.
+CROSS_ENTROPY.array_vjp = (lambda ctx, g: _backward_impl(np, g, ctx.out[1], ctx.inputs[1], **ctx.attrs), None)
 CROSS_ENTROPY_BACKWARD = register(OpDef(
     name="cross_entropy_backward", batch=_batch_backward, category="nn", impl=_backward_impl,
     shape_rule=lambda g, logp, t, ignore_index, reduction: Spec(logp.shape, logp.dtype, logp.device),
