@@ -35,7 +35,7 @@ from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
 from ember.backends import cpu_blas
-from ember.ops.linalg import gemm_2d
+from ember.ops.linalg import gemm_2d, outer_rows
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -487,7 +487,7 @@ def _linear_batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
         if dx is None:  # a shared input, batched weights or bias (an ensemble): (B, out, rows) @ (rows, in)
             gw = _matmul_impl(np, np.swapaxes(g3, -1, -2), _rows_array(x))
         elif g3.shape[1] == 1 and x.size == size * x.shape[-1]:  # one row per sample: the outer products
-            gw = np.einsum("bi,bj->bij", g3.reshape(size, -1), x.reshape(size, -1))
+            gw = outer_rows(np, g3.reshape(size, -1), x.reshape(size, -1))
         else:
             gw = OPS["matmul_t"].impl(np, g3, x.reshape(size, -1, x.shape[-1]), transpose_a=True)
         out[1] = (gw, 0)
