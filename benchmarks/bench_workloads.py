@@ -370,6 +370,37 @@ def jax_mnist(images, labels, order, args) -> Callable | None:
     return workload_jax.mnist_segment(images, labels, order, args.steps)
 
 
+def under_gemm(setting: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` run with ``ember._config.GEMM = setting`` (restored afterwards)."""
+    config = importlib.import_module("ember._config")
+
+    def run() -> Any:
+        saved, config.GEMM = config.GEMM, setting
+        try:
+            return fn()
+        finally:
+            config.GEMM = saved
+
+    if hasattr(fn, "ember_compiled"):
+        run.ember_compiled = fn.ember_compiled
+    return run
+
+
+def with_gemm_settings(fns: dict[str, Callable], key: str, args: argparse.Namespace) -> dict[str, Callable]:
+    """``--gemm a,b,c``: the ember modes under setting a, plus ember modes of freshly built models under b and
+    c (named 'ember eager gemm=b'), so the GEMM choices are compared in the same interleaved rounds."""
+    settings = [s for s in args.gemm.split(",") if s]
+    if not settings:
+        return fns
+    out = {name: under_gemm(settings[0], fn) if name.startswith("ember") else fn for name, fn in fns.items()}
+    quiet = argparse.Namespace(**{**vars(args), "no_jax": True, "no_torch_compile": True})
+    for setting in settings[1:]:
+        extra, _, _ = WORKLOADS[key](quiet)
+        out.update({f"{name} gemm={setting}": under_gemm(setting, fn) for name, fn in extra.items()
+                    if name.startswith("ember")})
+    return out
+
+
 # ---- report -----------------------------------------------------------------------------------------
 def fmt(seconds: float) -> str:
     return f"{seconds * 1e3:10.1f} ms" if seconds < 10 else f"{seconds:10.2f} s "
@@ -379,11 +410,12 @@ def report(title: str, rows: dict[str, float]) -> dict[str, float]:
     peers = {k: v for k, v in rows.items() if k in PEERS}
     best_peer = min(peers, key=peers.get) if peers else None
     print(f"\n{title}")
-    print(f"  {'mode':<16}{'median':>13}  {'/ best peer':>12}  {'/ torch eager':>13}")
+    width = max(16, *(len(mode) + 1 for mode in rows))
+    print(f"  {'mode':<{width}}{'median':>13}  {'/ best peer':>12}  {'/ torch eager':>13}")
     for mode, value in rows.items():
         vs_best = f"{value / peers[best_peer]:11.2f}x" if best_peer else ""
         vs_torch = f"{value / rows['torch eager']:12.2f}x" if "torch eager" in rows else ""
-        print(f"  {mode:<16}{fmt(value)}  {vs_best:>12}  {vs_torch:>13}")
+        print(f"  {mode:<{width}}{fmt(value)}  {vs_best:>12}  {vs_torch:>13}")
     if best_peer:
         print(f"  best peer: {best_peer}")
     return rows
@@ -400,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="cpu: the process's CPU time per unit (use with one thread everywhere: see above)")
     parser.add_argument("--threads", type=int, help="torch's threads (BLAS, ember and XLA: environment variables)")
+    parser.add_argument("--gemm", default="",
+                        help="comma-separated EMBER_GEMM settings (auto, blas, ember) to time side by side: the first "
+                             "runs as 'ember eager'/'ember compiled', each other one as extra ember modes "
+                             "('ember eager gemm=blas'), all in the same interleaved rounds")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     global CLOCK
@@ -414,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     for key in args.only.split(","):
         start = time.perf_counter()
         fns, title, scale = WORKLOADS[key](args)
+        fns = with_gemm_settings(fns, key, args)
         print(f"\n[{key}] warming up", flush=True)
         ready = {name: f for name, f in ((n, warm(n, f)) for n, f in fns.items()) if f is not None}
         rows = {k: v * scale for k, v in interleaved(ready, args.rounds, args.budget).items()}

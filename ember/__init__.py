@@ -132,6 +132,7 @@ _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... 
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
+from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw

@@ -27,7 +27,17 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "ShuffleNet_V2_X0_5_Weights", "ShuffleNet_V2_X1_0_Weights", "ShuffleNet_V2_X1_5_Weights",
          "ShuffleNet_V2_X2_0_Weights", "ConvNeXt_Tiny_Weights", "ConvNeXt_Small_Weights", "ConvNeXt_Base_Weights",
          "ConvNeXt_Large_Weights", "GoogLeNet_Weights", "Inception_V3_Weights", "MNASNet0_5_Weights",
-         "MNASNet0_75_Weights", "MNASNet1_0_Weights", "MNASNet1_3_Weights"]
+         "MNASNet0_75_Weights", "MNASNet1_0_Weights", "MNASNet1_3_Weights", "EfficientNet_B1_Weights",
+         "EfficientNet_B2_Weights", "EfficientNet_B3_Weights", "EfficientNet_B4_Weights", "EfficientNet_B5_Weights",
+         "EfficientNet_B6_Weights", "EfficientNet_B7_Weights", "EfficientNet_V2_S_Weights", "EfficientNet_V2_M_Weights",
+         "EfficientNet_V2_L_Weights", "ResNeXt101_32X8D_Weights", "ResNeXt101_64X4D_Weights", "Wide_ResNet101_2_Weights",
+         "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights", "ViT_H_14_Weights",
+         *(f"RegNet_{v}_Weights" for v in ("Y_400MF", "Y_800MF", "Y_1_6GF", "Y_3_2GF", "Y_8GF", "Y_16GF", "Y_32GF",
+                                           "Y_128GF", "X_400MF", "X_800MF", "X_1_6GF", "X_3_2GF", "X_8GF", "X_16GF",
+                                           "X_32GF")),
+         "FCN_ResNet50_Weights", "FCN_ResNet101_Weights", "DeepLabV3_ResNet50_Weights", "DeepLabV3_ResNet101_Weights",
+         "DeepLabV3_MobileNet_V3_Large_Weights", "LRASPP_MobileNet_V3_Large_Weights", "Swin_T_Weights", "Swin_S_Weights",
+         "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights", "Swin_V2_B_Weights", "MaxVit_T_Weights"]
 META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 
@@ -38,7 +48,7 @@ def main() -> None:
     records: dict[str, dict] = {}
     categories = None
     for enum_name in ENUMS:
-        enum = getattr(torchvision.models, enum_name)
+        enum = getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name)
         entries = {}
         for member_name, member in enum.__members__.items():
             if member_name == "DEFAULT":

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator
 import numpy  # noqa: F401  (loads NumPy's BLAS, which _controls looks for)
 
 from ember import _config
+from ember.backends import native_kernel
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 # (get, set) symbol pairs, most specific first: NumPy's wheels bundle "scipy_openblas64_" builds
@@ -86,8 +87,20 @@ def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
 
 def available() -> bool:
     """Whether ember splits BLAS work over its own threads: NumPy's BLAS thread count can be set (an
-    OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) is not ``0``."""
-    return bool(_config.BLAS_SPLIT and _controls() is not None)
+    OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) says ``1``, or is unset on a
+    CPU where ember's own AVX-512 convolution kernels run (``native_split``)."""
+    setting = _config.BLAS_SPLIT
+    if setting is None:
+        setting = native_split()
+    return bool(setting and _controls() is not None)
+
+
+def native_split() -> bool:
+    """Whether the split is on by default here: ember's AVX-512 kernels (direct convolutions, ember's GEMM)
+    exist for NumPy, so the convolutions' chunks multiply with them and OpenBLAS's threads would only wake to
+    spin against ember's (docs/cpu-performance.md, "Both cores by default"). A table look-up (``EMBER_CPU_KERNELS``
+    may change at run time)."""
+    return native_kernel(numpy, "conv_direct_forward") is not None
 
 
 # Concurrent callers: NumPy's OpenBLAS is a threaded build (its thread pool exists, MAX_THREADS=64), and
@@ -147,16 +160,23 @@ SMALL_GEMM_MACS = 4e6
 _OPENBLAS_ONE_THREAD_MACS = 4 * 65536
 
 
-def small_gemm(xp: Any, a: Any, b: Any) -> Any:
+def small_gemm(xp: Any, a: Any, b: Any, beside_kernel: Callable[[], bool] | None = None) -> Any:
     """``one_thread(xp)`` when ``a @ b`` is a small GEMM (or a small stack of them) that OpenBLAS
-    would still spread over its threads; otherwise a no-op context."""
+    would still spread over its threads; otherwise a no-op context. ``beside_kernel()`` (asked only for
+    such a product) true: ember's own GEMM takes other products of this process on ember's threads
+    (``linalg.kernel_beside``), so the product holds BLAS to one thread even without the BLAS split:
+    OpenBLAS's woken workers would spin on the cores those threads need."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
     if not _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
         return nullcontext()
     stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
-    return one_thread(xp) if macs * stack < SMALL_GEMM_MACS else nullcontext()
+    if macs * stack >= SMALL_GEMM_MACS:
+        return nullcontext()
+    if xp is numpy and beside_kernel is not None and _controls() is not None and beside_kernel():
+        return single_threaded_blas()
+    return one_thread(xp)
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:

@@ -5,8 +5,9 @@ says ``Haswell`` (this project's VM sets it) an AVX-512 CPU runs AVX2 kernels at
 while XLA (JAX) and oneDNN (PyTorch) run AVX-512 at ~230. A W2 step (MLP 784-512-10, Adam) is ~85% two
 GEMMs, a GPT step ~75%, so no graph pass can close that gap; a GEMM can. ember never changes a user's
 ``OPENBLAS_CORETYPE``; this kernel is used for float32 products only, on CPUs with AVX-512F, when numba
-is installed, by default when ember runs on one thread (``EMBER_CPU_THREADS=1``; ``EMBER_GEMM=ember`` on any
-thread count, ``EMBER_CPU_KERNELS=numpy`` or ``EMBER_GEMM=blas`` never; see ``ember._config.GEMM`` for why).
+is installed, for the products ``cpu_gemm_choice`` gives it (by default: when NumPy's OpenBLAS runs no
+AVX-512 kernels, the shapes where this kernel measured faster; ``EMBER_GEMM=ember``: every product of 1M+
+multiply-adds; ``EMBER_CPU_KERNELS=numpy`` or ``EMBER_GEMM=blas``: none).
 
 How (the textbook register-blocked scheme, written for ember): the micro-kernel keeps a 12 x 32 tile of
 ``C`` in 24 AVX-512 registers and, for each ``k``, loads 32 values of a row of ``B`` (two vectors) and
@@ -48,7 +49,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ember import _config
+from ember.backends import cpu_blas, cpu_gemm_choice
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 ROWS = 12  # micro-tile rows (broadcast values of A per k)
@@ -223,34 +224,40 @@ def build() -> dict[str, Callable]:
     return {"matmul_f32": matmul} if host_has_avx512() else {}
 
 
-# A product smaller than this (multiply-adds) stays with BLAS: its call costs about what the kernel saves.
-MIN_MACS = 1 << 20
-# ... and one larger than this is split over ember's threads: ~130 us of work on one core, where handing
-# half to another thread (~20-50 us, ember/backends/cpu_threads.py) starts to pay.
-THREADED_MACS = 1 << 24
+# A product of this many multiply-adds or more is split over ember's threads (~40 us of work on one core; a
+# hand-off measured 11-18 us under load), the same bound below which a product BLAS takes is held to one
+# BLAS thread (cpu_blas.SMALL_GEMM_MACS): below it every product runs on one thread, whichever library
+# multiplies, so neither wakes threads that then spin; from it on, every product uses all threads.
+THREADED_MACS = int(cpu_blas.SMALL_GEMM_MACS)
 
 
 def matmul(a: Any, b: Any, bias: Any = None, out: Any = None, local: bool = False) -> Any:
     """``a @ b`` (``+ bias`` when given: a float32 vector of b's columns is added inside the kernel after the
     sum, the same result as adding it afterwards without another pass; any other bias is added afterwards)
-    by :func:`sgemm` for float32 matrices of at least ``MIN_MACS`` multiply-adds, else None (the caller then
+    by :func:`sgemm` for float32 matrices ``cpu_gemm_choice.use_ember`` gives it, else None (the caller then
     calls BLAS). ``b`` is read in place when its rows are contiguous, else copied into 32-column panels
     first. Large products run on ember's threads: column panels, or row blocks when there are too few
     panels; either way each element is summed in the same order. ``out``: a float32 (m, n) array with
     contiguous rows, not overlapping ``a`` or ``b``, to write into (returned); another ``out`` gives None.
-    ``local``: run on the calling thread only, at any thread count (unless ``EMBER_GEMM=blas``): for a caller
+    ``local``: run on the calling thread only, at any thread count: for a caller
     that already splits its work over ember's threads with NumPy's BLAS held to one thread (the BLAS split,
     ``cpu_blas.blas_for``), so no OpenBLAS thread is left spinning against this kernel."""
-    shared = _config.GEMM == "auto" and num_threads() > 1 and not local
-    if (_config.GEMM == "blas" or shared or a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32
-            or b.dtype != np.float32 or not (a.flags.aligned and b.flags.aligned)):
+    if (a.ndim != 2 or b.ndim != 2 or a.dtype != np.float32 or b.dtype != np.float32
+            or not (a.flags.aligned and b.flags.aligned)):
         return None
     m, k = a.shape
     n = b.shape[1]
     macs = m * n * k
-    if macs < MIN_MACS or (macs < THREADED_MACS and num_threads() > 1 and not local):
-        # below the split size this kernel runs on one thread, and BLAS's threaded kernels on two cores beat it
+    if not cpu_gemm_choice.use_ember(m, k, n, b.strides[1] == 4 and b.strides[0] % 4 == 0):
         return None
+    return _run(a, b, bias, out, num_threads() if macs >= THREADED_MACS and not local else 1)
+
+
+def _run(a: Any, b: Any, bias: Any, out: Any, threads: int) -> Any:
+    """``a @ b`` (``+ bias``) by :func:`sgemm` on ``threads`` of ember's threads (1: the calling thread), no
+    questions asked about whether it should (float32 matrices; ``out`` None or usable, else None)."""
+    m, k = a.shape
+    n = b.shape[1]
     item = 4
     if out is None:
         out = np.empty((m, n), np.float32)
@@ -282,7 +289,6 @@ def matmul(a: Any, b: Any, bias: Any = None, out: Any = None, local: bool = Fals
         sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * ldc, ldc,
               bias_addr)
 
-    threads = num_threads() if m * n * k >= THREADED_MACS and not local else 1
     panels = -(-n // COLUMNS)
     if threads <= 1:
         columns(0, n)

@@ -14,8 +14,9 @@ from ember.fx.node import Node, map_arg
 from ember.fx.proxy import Attribute, Proxy, TraceError
 from ember.fx.tracer import Tracer, symbolic_trace, wrap
 from ember.fx.transformer import Transformer
-from ember.fx import passes, subgraph_rewriter
+from ember.fx import experimental, passes, subgraph_rewriter
 from ember.fx.subgraph_rewriter import replace_pattern
 
 __all__ = ["symbolic_trace", "wrap", "Graph", "GraphModule", "Interpreter", "Node", "Proxy", "Tracer",
-           "map_arg", "Attribute", "TraceError", "Transformer", "replace_pattern", "passes", "subgraph_rewriter"]
+           "map_arg", "Attribute", "TraceError", "Transformer", "replace_pattern", "passes", "subgraph_rewriter",
+           "experimental"]

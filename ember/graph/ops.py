@@ -22,7 +22,7 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
-from ember.ops.linalg import _matmul_impl, gemm_2d
+from ember.ops.linalg import _matmul_impl, blas_context, gemm_2d
 from ember.tensor import Tensor
 
 
@@ -61,10 +61,12 @@ def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose
     # them in place too. Stacks take matmul's impl (one GEMM against a shared matrix, one einsum for the stacked
     # outer products of per-sample weight gradients under vmap).
     if a.ndim == 2 and b.ndim == 2:
-        out = gemm_2d(xp, a.T if transpose_a else a, b.T if transpose_b else b)
+        a, b = a.T if transpose_a else a, b.T if transpose_b else b
+        out = gemm_2d(xp, a, b)
         if out is not None:
             return out
-        return xp.matmul(a.T if transpose_a else a, b.T if transpose_b else b)
+        with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
+            return xp.matmul(a, b)
     return _matmul_impl(xp, xp.swapaxes(a, -1, -2) if transpose_a else a, xp.swapaxes(b, -1, -2) if transpose_b else b)
 
 

@@ -14,7 +14,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
-from ember.backends import cpu_blas, native_kernel
+from ember.backends import cpu_blas, cpu_gemm_choice, native_kernel
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -68,6 +68,18 @@ def gemm_2d(xp: Any, a: Any, b: Any, bias: Any = None) -> Any:
     return None if gemm is None else gemm(a, b, bias)
 
 
+def kernel_beside(xp: Any = np) -> bool:
+    """Whether ember's GEMM takes some of this process's products (``cpu_gemm_choice.kernel_in_use``) on
+    ``xp``: then the small products left to BLAS run on one BLAS thread (``cpu_blas.small_gemm``)."""
+    return cpu_gemm_choice.kernel_in_use() and native_kernel(xp, "matmul_f32") is not None
+
+
+def blas_context(xp: Any, a: Any, b: Any) -> Any:
+    """The context ``xp.matmul(a, b)`` runs in when BLAS takes it: one BLAS thread for a small product
+    while BLAS's threads would only wake to spin (``cpu_blas.small_gemm``)."""
+    return cpu_blas.small_gemm(xp, a, b, kernel_beside if xp is np else None)
+
+
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
     if a.ndim > 2 and a.shape[-1] == 1 and b.ndim == a.ndim and b.shape[-2] == 1 and a.shape[:-2] == b.shape[:-2]:
         return _stacked_outer(xp, a, b)
@@ -85,7 +97,7 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         out = gemm_2d(xp, a, b)
         if out is not None:
             return out
-    with cpu_blas.small_gemm(xp, a, b):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+    with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
         out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.
     return out if out.dtype == a.dtype or a.dtype != b.dtype else out.astype(a.dtype)

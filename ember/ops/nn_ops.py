@@ -34,8 +34,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
-from ember.backends import cpu_blas
-from ember.ops.linalg import gemm_2d, outer_rows
+from ember.ops.linalg import blas_context, gemm_2d, outer_rows
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -415,7 +414,7 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     rows = x.reshape(-1, x.shape[-1])
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
-        with cpu_blas.small_gemm(xp, rows, w.T):  # conv-speed: small GEMMs on one BLAS thread (cpu_blas.py)
+        with blas_context(xp, rows, w.T):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
             out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
         if bias:
             out += bias[0]
@@ -974,6 +973,23 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Any:
 
 
 # ---- pad -------------------------------------------------------------------------------------------
+def _check_edge_pad(input: Any, pad: tuple, mode: str) -> None:
+    """PyTorch's input checks of reflect/replicate padding: every dim but the batch dim is non-empty, and at
+    least one padded dim keeps an element (``pad(x, (-2, -1), mode='replicate')`` of width 3 is refused)."""
+    k, shape = len(pad) // 2, tuple(input.shape)
+    batch = 1 if input.ndim == k + 2 else 0
+    if any(s == 0 for s in shape[batch:]):
+        raise RuntimeError(f"pad(mode={mode!r}): Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: {list(shape)}")
+    sizes = [shape[input.ndim - 1 - i] for i in range(k)]
+    outs = [sizes[i] + pad[2 * i] + pad[2 * i + 1] for i in range(k)]
+    if all(o < 1 for o in outs):
+        names = "WHD"[:k]
+        raise RuntimeError(f"pad(mode={mode!r}): input ({', '.join(f'{n}: {s}' for n, s in zip(names, sizes))}) is "
+                           f"too small. Calculated output {' '.join(f'{n}: {o}' for n, o in zip(names, outs))}; "
+                           f"crop less (negative pads) so that one padded dim keeps an element")
+
+
 def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Any:
     """Pad the last ``len(pad)//2`` dims: ``pad=(left, right, top, bottom, ...)`` from the last dim back.
 
@@ -993,6 +1009,12 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
         return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not supported; use constant, reflect, replicate or circular")
+    if len(pad) // 2 > 3 or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+        raise NotImplementedError(f"pad(mode={mode!r}): {len(pad) // 2}-d padding takes a {len(pad) // 2 + 1}-d or "
+                                  f"{len(pad) // 2 + 2}-d (batched) input, got shape {tuple(input.shape)} (as PyTorch: "
+                                  f"this mode pads 1 to 3 trailing dims; only mode='constant' pads any number)")
+    if mode != "circular":
+        _check_edge_pad(input, pad, mode)
     from ember.creation import tensor as make_tensor
     import numpy as np
 

@@ -11,7 +11,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember import _config
-from ember.backends import cpu_kernels, cpu_threads
+from ember.backends import cpu_gemm_choice as gemm_choice, cpu_kernels, cpu_threads
 
 numba = pytest.importorskip("numba")
 torch = pytest.importorskip("torch")
@@ -28,7 +28,7 @@ def kernel(monkeypatch):
     """``matmul_f32`` taking every size (no BLAS fallback for small products) on one thread."""
     monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
     monkeypatch.setattr(_config, "GEMM", "ember")
-    monkeypatch.setattr(gemm_kernels, "MIN_MACS", 0)
+    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
     monkeypatch.setattr(_config, "CPU_THREADS", 1)
     cpu_kernels.reset()
     yield cpu_kernels.get("matmul_f32")
@@ -134,13 +134,19 @@ def test_switched_off_by_config(kernel, monkeypatch) -> None:
     assert kernel(a, a) is None
 
 
-def test_auto_uses_it_on_one_thread_only(kernel, monkeypatch) -> None:
-    """"auto": on one thread ember's GEMM; on more, BLAS (its spinning threads slow ember's GEMM threads)."""
+def test_auto_follows_the_shape_rule_at_any_thread_count(kernel, monkeypatch) -> None:
+    """"auto": ember's GEMM for the shapes the rule gives it when NumPy's BLAS runs AVX2 kernels, on one
+    thread and on several alike; BLAS for everything when BLAS runs AVX-512 kernels (the rule's own cases:
+    tests/backends/test_cpu_gemm_choice.py)."""
     a = np.ones((256, 256), np.float32)
     monkeypatch.setattr(_config, "GEMM", "auto")
-    monkeypatch.setattr(_config, "CPU_THREADS", 1)
-    assert kernel(a, a) is not None
-    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    monkeypatch.setattr(gemm_choice, "MIN_MACS", 1 << 20)
+    monkeypatch.setattr(gemm_choice, "blas_core_name", lambda: "Haswell")
+    for threads in (1, 2):
+        monkeypatch.setattr(_config, "CPU_THREADS", threads)
+        assert kernel(a, a) is not None
+        assert kernel(a, a[:, :10]) is None  # N = 10: BLAS's
+    monkeypatch.setattr(gemm_choice, "blas_core_name", lambda: "SkylakeX")
     assert kernel(a, a) is None
 
 

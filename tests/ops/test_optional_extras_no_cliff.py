@@ -123,6 +123,14 @@ def _conv_direct_train() -> Callable:
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
+def _batch_norm_train() -> Callable:
+    """Training batch norm forward + backward (the native per-channel kernels with numba, five NumPy sweeps
+    each way without), at ResNet-18's layer1 shape times 2: 1M elements."""
+    x = ember.tensor(_data((256, 64, 8, 8)), requires_grad=True)
+    bn = ember.nn.BatchNorm2d(64)
+    return lambda: bn(x).sum().backward()
+
+
 def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
@@ -180,6 +188,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
     "conv2d 3x3 16x16 (conv_direct_forward)": _conv_direct_train,
+    "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
     "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
@@ -227,7 +236,9 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
-                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)"}
+                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)",
+                **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
+                   for k in ("batch_norm_train", "batch_norm_backward")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

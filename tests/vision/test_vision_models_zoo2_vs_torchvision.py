@@ -23,9 +23,11 @@ pytestmark = pytest.mark.skipif(tv is None, reason="torchvision (test extra) is 
 
 # name -> (input side, builder keywords)
 FAST = {"squeezenet1_1": (48, {}), "shufflenet_v2_x0_5": (32, {}), "mnasnet0_5": (32, {}),
-        "googlenet": (32, {"init_weights": True})}
-SLOW = {"densenet121": (32, {}), "densenet161": (32, {}), "squeezenet1_0": (64, {}), "shufflenet_v2_x1_0": (32, {}),
-        "mnasnet1_3": (32, {}), "convnext_tiny": (32, {}), "convnext_small": (32, {}),
+        "googlenet": (32, {"init_weights": True}), "regnet_y_400mf": (64, {}), "regnet_x_400mf": (64, {})}
+# (64 pixels where the net downsamples 32x: on 1x1 maps training-mode batch norm over two samples is degenerate)
+SLOW = {"densenet121": (64, {}), "densenet161": (64, {}), "squeezenet1_0": (64, {}), "shufflenet_v2_x1_0": (64, {}),
+        "mnasnet1_3": (64, {}), "convnext_tiny": (32, {}), "convnext_small": (32, {}), "regnet_y_1_6gf": (64, {}),
+        "regnet_x_3_2gf": (64, {}), "swin_t": (56, {}), "swin_v2_t": (56, {}),
         "inception_v3": (299, {"init_weights": True})}
 CASES = [pytest.param(n, *c) for n, c in FAST.items()] + [pytest.param(n, *c, marks=pytest.mark.slow)
                                                           for n, c in SLOW.items()]
@@ -135,6 +137,75 @@ def test_small_densenet_and_convnext_match_torchvision() -> None:
             _close(model(ember.from_numpy(x)).detach().numpy(), expected, f"{type(model).__name__} {mode}", 1e-4)
 
 
+@pytest.mark.parametrize("v2", [False, True])
+def test_small_swin_matches_torchvision(v2: bool) -> None:
+    """Swin's code path at toy size: a 5x6 grid of 4x4 patches (padding), windows of 4 with shifts (the region
+    mask), patch merging of an odd grid, train mode in float64 with gradients (the real ones run in the slow set)."""
+    extra = {}
+    if v2:
+        extra = {"block": tv.models.swin_transformer.SwinTransformerBlockV2,
+                 "downsample_layer": tv.models.swin_transformer.PatchMergingV2}
+    config = dict(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                  num_classes=5)
+    torch.manual_seed(0)
+    reference = randomize_(tv.models.SwinTransformer(**config, **extra))
+    ours_extra = {}
+    if v2:
+        ours_extra = {"block": ev.models.swin_transformer.SwinTransformerBlockV2,
+                      "downsample_layer": ev.models.swin_transformer.PatchMergingV2}
+    model = ev.models.SwinTransformer(**config, **ours_extra)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    initial = state_dict_to_numpy(reference)
+    no_dropout_(reference), no_dropout_(model)
+    reference.double().train(), model.double().train()
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
+    x = np.random.default_rng(9).standard_normal((2, 3, 20, 24))
+    expected = reference(torch.from_numpy(x))
+    got = model(ember.from_numpy(x))
+    _close(got.detach().numpy(), expected.detach().numpy(), "small swin (float64)", 1e-9)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    ours = dict(model.named_parameters())
+    for key, p in reference.named_parameters():
+        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small swin grad of {key}", 1e-7)
+
+
+def test_small_maxvit_matches_torchvision() -> None:
+    """MaxViT's code path at toy size (MBConv, window and grid attention with relative position bias), float64
+    training step with gradients; maxvit_t's layout and parameter count."""
+    config = dict(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[8, 16], block_layers=[1, 2],
+                  head_dim=4, stochastic_depth_prob=0.0, num_classes=3)
+    torch.manual_seed(0)
+    reference = randomize_(tv.models.MaxVit(**config))
+    model = ev.models.MaxVit(**config)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    theirs = dict(reference.named_buffers())
+    for key, buffer in model.named_buffers():
+        if "relative_position_index" in key:
+            assert np.array_equal(buffer.numpy(), theirs[key].numpy()), key
+    initial = state_dict_to_numpy(reference)
+    reference.double().train(), model.double().train()
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
+    x = np.random.default_rng(10).standard_normal((2, 3, 32, 32))
+    expected = reference(torch.from_numpy(x))
+    got = model(ember.from_numpy(x))
+    _close(got.detach().numpy(), expected.detach().numpy(), "small MaxViT (float64)", 1e-9)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    ours = dict(model.named_parameters())
+    for key, p in reference.named_parameters():
+        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small MaxViT grad of {key}", 1e-7)
+    with pytest.raises(ValueError, match="not divisible by partition size"):
+        ev.models.MaxVit(**dict(config, input_size=(36, 36)))
+    assert list(ev.models.maxvit_t().state_dict()) == list(tv.models.maxvit_t().state_dict())
+    assert sum(p.numel() for p in ev.models.maxvit_t().parameters()) == \
+        ev.models.MaxVit_T_Weights.DEFAULT.meta["num_params"]
+
+
 def test_densenet_loads_torchvisions_old_key_spelling() -> None:
     """Published DenseNet checkpoints spell ``norm1`` as ``norm.1``: the builder renames them, as torchvision."""
     from ember.vision.models.densenet import _renamed
@@ -187,3 +258,92 @@ def test_googlenet_and_inception_aux_options_like_torchvision() -> None:
             ev.models.GoogLeNet(num_classes=2)
     assert "googlenet" in ev.models.list_models() and "inception_v3" in ev.models.list_models()
     assert ev.models.get_model_weights("densenet121").DEFAULT.meta["num_params"] == 7978856
+
+
+BUILDERS_FAST = ["efficientnet_b1", "efficientnet_v2_s"]
+BUILDERS_SLOW = ["vit_b_32", "efficientnet_b5", "efficientnet_v2_m", "resnext101_32x8d", "resnext101_64x4d", "wide_resnet101_2",
+                 "vit_l_32"]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n) for n in BUILDERS_FAST]
+                         + [pytest.param(n, marks=pytest.mark.slow) for n in BUILDERS_SLOW])
+def test_more_builders_have_torchvisions_layout(name: str) -> None:
+    """The variants built from existing classes: torchvision's keys, shapes, batch-norm settings and the published
+    parameter count of their weights."""
+    reference = getattr(tv.models, name)(num_classes=10)
+    model = getattr(ev.models, name)(num_classes=10)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in reference.state_dict().items()}
+    norms = [(m.eps, m.momentum) for m in model.modules() if isinstance(m, ember.nn.BatchNorm2d)]
+    assert norms == [(m.eps, m.momentum) for m in reference.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    published = ev.models.get_model_weights(name).DEFAULT.meta["num_params"]
+    assert sum(p.numel() for p in getattr(ev.models, name)().parameters()) == published
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b1", "efficientnet_v2_s"])
+def test_more_efficientnets_match_torchvision(name: str) -> None:
+    torch.manual_seed(0)
+    reference = randomize_(getattr(tv.models, name)(num_classes=10))
+    model = getattr(ev.models, name)(num_classes=10)
+    model.load_state_dict(_ember_state(state_dict_to_numpy(reference), reference.state_dict()._metadata))
+    x = np.random.default_rng(7).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    with torch.no_grad():
+        expected = reference.eval()(torch.from_numpy(x)).numpy()
+    _close(model.eval()(ember.from_numpy(x)).detach().numpy(), expected, f"{name} eval", 1e-4)
+
+
+def test_regnet_stage_plans_match_torchvision() -> None:
+    """Every RegNet variant's stages (depths, widths, group widths, strides) as torchvision computes them."""
+    from ember.vision.models import regnet
+
+    for name, (depth, w_0, w_a, w_m, group_width, se_ratio) in regnet._VARIANTS.items():
+        theirs = tv.models.regnet.BlockParams.from_init_params(depth=depth, w_0=w_0, w_a=w_a, w_m=w_m,
+                                                               group_width=group_width, se_ratio=se_ratio)
+        ours = regnet.BlockParams.from_init_params(depth=depth, w_0=w_0, w_a=w_a, w_m=w_m, group_width=group_width,
+                                                   se_ratio=se_ratio)
+        assert (ours.depths, ours.widths, ours.group_widths, ours.strides, ours.se_ratio) == (
+            theirs.depths, theirs.widths, theirs.group_widths, theirs.strides, theirs.se_ratio), name
+    assert sum(p.numel() for p in ev.models.regnet_x_800mf().parameters()) == \
+        ev.models.RegNet_X_800MF_Weights.DEFAULT.meta["num_params"]
+
+
+SEGMENTATION = [("lraspp_mobilenet_v3_large", {}), ("deeplabv3_mobilenet_v3_large", {"aux_loss": True}),
+                pytest.param("fcn_resnet50", {"aux_loss": True}, marks=pytest.mark.slow),
+                pytest.param("deeplabv3_resnet50", {"aux_loss": True}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name,kwargs", SEGMENTATION)
+def test_segmentation_model_matches_torchvision(name: str, kwargs: dict) -> None:
+    """Keys, strict loading and the ``{"out", "aux"}`` outputs at a non-square input size, eval mode."""
+    from collections import OrderedDict
+
+    torch.manual_seed(0)
+    reference = randomize_(getattr(tv.models.segmentation, name)(weights=None, weights_backbone=None, num_classes=5,
+                                                                  **kwargs))
+    model = getattr(ev.models.segmentation, name)(weights=None, weights_backbone=None, num_classes=5, **kwargs)
+    assert list(model.state_dict()) == list(reference.state_dict())
+    model.load_state_dict(_ember_state(state_dict_to_numpy(reference), reference.state_dict()._metadata), strict=True)
+    x = np.random.default_rng(8).standard_normal((2, 3, 40, 48)).astype(np.float32)
+    with torch.no_grad():
+        expected = reference.eval()(torch.from_numpy(x))
+    got = model.eval()(ember.from_numpy(x))
+    assert isinstance(got, OrderedDict) and list(got) == list(expected)
+    for key in expected:
+        _close(got[key].detach().numpy(), expected[key].numpy(), f"{name} {key}", 1e-4)
+
+
+def test_segmentation_builders_options_like_torchvision() -> None:
+    seg = ev.models.segmentation
+    with pytest.raises(NotImplementedError, match="does not use auxiliary loss"):
+        seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=True)
+    model = seg.fcn_resnet50(weights=None, weights_backbone=None)
+    assert model.classifier[-1].out_channels == 21 and model.aux_classifier is None
+    with pytest.warns(UserWarning, match="'pretrained_backbone' is deprecated"):
+        seg.lraspp_mobilenet_v3_large(weights=None, pretrained_backbone=False)
+    weights = seg.DeepLabV3_ResNet50_Weights.DEFAULT
+    assert weights.meta["categories"][:2] == ["__background__", "aeroplane"] and len(weights.meta["categories"]) == 21
+    preset = weights.transforms()
+    out = preset(np.zeros((30, 40, 3), dtype=np.uint8))
+    assert tuple(out.shape) == (3, 520, 693)
+    assert "deeplabv3_resnet50" in ev.models.list_models()

@@ -15,13 +15,17 @@ from ember.vision.models.densenet import *  # noqa: F401,F403
 from ember.vision.models.efficientnet import *  # noqa: F401,F403
 from ember.vision.models.googlenet import *  # noqa: F401,F403
 from ember.vision.models.inception import *  # noqa: F401,F403
+from ember.vision.models.maxvit import *  # noqa: F401,F403
 from ember.vision.models.mnasnet import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv2 import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv3 import *  # noqa: F401,F403
+from ember.vision.models.regnet import *  # noqa: F401,F403
 from ember.vision.models.resnet import *  # noqa: F401,F403
 from ember.vision.models.shufflenetv2 import *  # noqa: F401,F403
 from ember.vision.models.squeezenet import *  # noqa: F401,F403
+from ember.vision.models.swin_transformer import *  # noqa: F401,F403
 from ember.vision.models.vgg import *  # noqa: F401,F403
 from ember.vision.models.vision_transformer import *  # noqa: F401,F403
 
 
+from ember.vision.models import segmentation  # noqa: E402,F401  (torchvision.models.segmentation)

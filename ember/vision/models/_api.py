@@ -104,9 +104,11 @@ def _preset(spec: dict[str, Any]) -> Callable[..., Any]:
     from ember.vision.transforms.functional import InterpolationMode
 
     kind = getattr(_presets, spec["kind"])
-    kwargs = {"crop_size": spec["crop_size"][0], "resize_size": spec["resize_size"][0],
+    kwargs = {"resize_size": spec["resize_size"][0] if spec.get("resize_size") else None,
               "mean": tuple(spec["mean"]), "std": tuple(spec["std"]),
               "interpolation": InterpolationMode(spec["interpolation"]), "antialias": spec.get("antialias", True)}
+    if "crop_size" in spec:  # classification presets crop; segmentation ones keep the whole image
+        kwargs["crop_size"] = spec["crop_size"][0]
     return functools.partial(kind, **kwargs)
 
 
@@ -198,27 +200,34 @@ def get_weight(name: str) -> WeightsEnum:
     raise ValueError(f"The weight enum '{enum_name}' for the specific method couldn't be retrieved.")
 
 
-def handle_legacy_interface(default_weights: Callable[[], WeightsEnum]) -> Callable:
-    """Accept torchvision's deprecated ``pretrained=True/False`` and turn it into ``weights=``, with its warning."""
+def handle_legacy_interface(default_weights: Callable[[], WeightsEnum | None],
+                            default_backbone: Callable[[], WeightsEnum | None] | None = None) -> Callable:
+    """Accept torchvision's deprecated ``pretrained=True/False`` (and ``pretrained_backbone=`` where a builder has
+    ``weights_backbone``) and turn them into ``weights=`` / ``weights_backbone=``, with torchvision's warnings."""
+    pairs = [("pretrained", "weights", default_weights)]
+    if default_backbone is not None:
+        pairs.append(("pretrained_backbone", "weights_backbone", default_backbone))
 
     def decorator(builder: Callable) -> Callable:
         @functools.wraps(builder)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if "pretrained" in kwargs:
-                pretrained = kwargs.pop("pretrained")
+            for old, new, default in pairs:
+                if old not in kwargs:
+                    continue
+                pretrained = kwargs.pop(old)
                 if args:
-                    raise TypeError(f"{builder.__name__}: pass weights/pretrained as keywords")
-                if "weights" in kwargs and kwargs["weights"] is not None:
-                    raise ValueError(f"{builder.__name__}: pass either pretrained or weights, not both")
-                weights = default_weights() if pretrained else None
-                warnings.warn("The parameter 'pretrained' is deprecated since 0.13 and may be removed in the future, "
-                              "please use 'weights' instead.", UserWarning, stacklevel=2)
+                    raise TypeError(f"{builder.__name__}: pass {new}/{old} as keywords")
+                if kwargs.get(new) is not None and new == "weights":
+                    raise ValueError(f"{builder.__name__}: pass either {old} or {new}, not both")
+                weights = default() if pretrained else None
+                warnings.warn(f"The parameter '{old}' is deprecated since 0.13 and may be removed in the future, "
+                              f"please use '{new}' instead.", UserWarning, stacklevel=2)
                 if pretrained:
-                    warnings.warn(f"Arguments other than a weight enum or `None` for 'weights' are deprecated since "
+                    warnings.warn(f"Arguments other than a weight enum or `None` for '{new}' are deprecated since "
                                   f"0.13 and may be removed in the future. The current behavior is equivalent to "
-                                  f"passing `weights={weights!r}`. You can also use `weights={type(weights).__name__}"
+                                  f"passing `{new}={weights!r}`. You can also use `{new}={type(weights).__name__}"
                                   f".DEFAULT` to get the most up-to-date weights.", UserWarning, stacklevel=2)
-                kwargs["weights"] = weights
+                kwargs[new] = weights
             return builder(*args, **kwargs)
 
         return wrapper

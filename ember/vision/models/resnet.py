@@ -19,7 +19,9 @@ from ember.vision.models._api import (
 
 __all__ = ["ResNet", "BasicBlock", "Bottleneck", "ResNet18_Weights", "ResNet34_Weights", "ResNet50_Weights",
            "ResNet101_Weights", "ResNet152_Weights", "ResNeXt50_32X4D_Weights", "Wide_ResNet50_2_Weights",
-           "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2"]
+           "ResNeXt101_32X8D_Weights", "ResNeXt101_64X4D_Weights", "Wide_ResNet101_2_Weights",
+           "resnet18", "resnet34", "resnet50", "resnet101", "resnet152", "resnext50_32x4d", "wide_resnet50_2",
+           "resnext101_32x8d", "resnext101_64x4d", "wide_resnet101_2"]
 
 ResNet18_Weights = make_weights_enum("ResNet18_Weights", __name__)
 ResNet34_Weights = make_weights_enum("ResNet34_Weights", __name__)
@@ -28,6 +30,9 @@ ResNet101_Weights = make_weights_enum("ResNet101_Weights", __name__)
 ResNet152_Weights = make_weights_enum("ResNet152_Weights", __name__)
 ResNeXt50_32X4D_Weights = make_weights_enum("ResNeXt50_32X4D_Weights", __name__)
 Wide_ResNet50_2_Weights = make_weights_enum("Wide_ResNet50_2_Weights", __name__)
+ResNeXt101_32X8D_Weights = make_weights_enum("ResNeXt101_32X8D_Weights", __name__)
+ResNeXt101_64X4D_Weights = make_weights_enum("ResNeXt101_64X4D_Weights", __name__)
+Wide_ResNet101_2_Weights = make_weights_enum("Wide_ResNet101_2_Weights", __name__)
 
 
 def conv3x3(in_planes: int, out_planes: int, stride: int = 1, groups: int = 1, dilation: int = 1) -> nn.Conv2d:
@@ -200,3 +205,9 @@ resnext50_32x4d = _builder("resnext50_32x4d", ResNeXt50_32X4D_Weights, Bottlenec
                            {"groups": 32, "width_per_group": 4})
 wide_resnet50_2 = _builder("wide_resnet50_2", Wide_ResNet50_2_Weights, Bottleneck, [3, 4, 6, 3],
                            {"width_per_group": 64 * 2})
+resnext101_32x8d = _builder("resnext101_32x8d", ResNeXt101_32X8D_Weights, Bottleneck, [3, 4, 23, 3],
+                            {"groups": 32, "width_per_group": 8})
+resnext101_64x4d = _builder("resnext101_64x4d", ResNeXt101_64X4D_Weights, Bottleneck, [3, 4, 23, 3],
+                            {"groups": 64, "width_per_group": 4})
+wide_resnet101_2 = _builder("wide_resnet101_2", Wide_ResNet101_2_Weights, Bottleneck, [3, 4, 23, 3],
+                            {"width_per_group": 64 * 2})

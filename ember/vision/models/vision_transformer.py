@@ -22,9 +22,14 @@ from ember.vision.models._api import (
 )
 from ember.vision.ops.misc import MLP
 
-__all__ = ["VisionTransformer", "ViT_B_16_Weights", "vit_b_16"]
+__all__ = ["VisionTransformer", "ViT_B_16_Weights", "ViT_B_32_Weights", "ViT_L_16_Weights", "ViT_L_32_Weights",
+           "ViT_H_14_Weights", "vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"]
 
 ViT_B_16_Weights = make_weights_enum("ViT_B_16_Weights", __name__)
+ViT_B_32_Weights = make_weights_enum("ViT_B_32_Weights", __name__)
+ViT_L_16_Weights = make_weights_enum("ViT_L_16_Weights", __name__)
+ViT_L_32_Weights = make_weights_enum("ViT_L_32_Weights", __name__)
+ViT_H_14_Weights = make_weights_enum("ViT_H_14_Weights", __name__)
 _LayerNorm = functools.partial(nn.LayerNorm, eps=1e-6)
 
 
@@ -144,19 +149,32 @@ class VisionTransformer(nn.Module):
         return self.heads(x[:, 0])
 
 
-@register_model("vit_b_16", ViT_B_16_Weights)
-@handle_legacy_interface(lambda: ViT_B_16_Weights.IMAGENET1K_V1)
-def vit_b_16(*, weights: Any = None, progress: bool = True, **kwargs: Any) -> VisionTransformer:
-    """ViT-B/16: 12 layers, 12 heads, width 768, MLP 3072 (``weights``: :class:`ViT_B_16_Weights` or None;
-    ``image_size`` defaults to 224, other keywords go to :class:`VisionTransformer`)."""
-    weights = ViT_B_16_Weights.verify(weights)
-    override_num_classes(kwargs, weights)
-    if weights is not None:
-        size = weights.meta["min_size"][0]
-        if kwargs.get("image_size", size) != size:
-            raise ValueError(f"vit_b_16: the weights {weights!r} need image_size={size}, got {kwargs['image_size']}")
-        kwargs["image_size"] = size
-    image_size = kwargs.pop("image_size", 224)
-    model = VisionTransformer(image_size=image_size, patch_size=16, num_layers=12, num_heads=12, hidden_dim=768,
-                              mlp_dim=3072, **kwargs)
-    return load_weights(model, weights, progress)
+def _vit_builder(name: str, weights_enum: Any, patch_size: int, num_layers: int, num_heads: int, hidden_dim: int,
+                 mlp_dim: int, has_v1: bool = True) -> Any:
+    @register_model(name, weights_enum)
+    @handle_legacy_interface(lambda: weights_enum.IMAGENET1K_V1 if has_v1 else None)
+    def build(*, weights: Any = None, progress: bool = True, **kwargs: Any) -> VisionTransformer:
+        weights = weights_enum.verify(weights)
+        override_num_classes(kwargs, weights)
+        if weights is not None:
+            size = weights.meta["min_size"][0]
+            if kwargs.get("image_size", size) != size:
+                raise ValueError(f"{name}: the weights {weights!r} need image_size={size}, got {kwargs['image_size']}")
+            kwargs["image_size"] = size
+        image_size = kwargs.pop("image_size", 224)
+        model = VisionTransformer(image_size=image_size, patch_size=patch_size, num_layers=num_layers,
+                                  num_heads=num_heads, hidden_dim=hidden_dim, mlp_dim=mlp_dim, **kwargs)
+        return load_weights(model, weights, progress)
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = (f"{name}: {num_layers} layers, {num_heads} heads, width {hidden_dim}, MLP {mlp_dim}, patches "
+                     f"{patch_size}x{patch_size} (``weights``: :class:`{weights_enum.__name__}` or None; "
+                     "``image_size`` defaults to 224, other keywords go to :class:`VisionTransformer`).")
+    return build
+
+
+vit_b_16 = _vit_builder("vit_b_16", ViT_B_16_Weights, 16, 12, 12, 768, 3072)
+vit_b_32 = _vit_builder("vit_b_32", ViT_B_32_Weights, 32, 12, 12, 768, 3072)
+vit_l_16 = _vit_builder("vit_l_16", ViT_L_16_Weights, 16, 24, 16, 1024, 4096)
+vit_l_32 = _vit_builder("vit_l_32", ViT_L_32_Weights, 32, 24, 16, 1024, 4096)
+vit_h_14 = _vit_builder("vit_h_14", ViT_H_14_Weights, 14, 32, 16, 1280, 5120, has_v1=False)

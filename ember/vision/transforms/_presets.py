@@ -45,3 +45,38 @@ class ImageClassification:
     def __repr__(self) -> str:
         return (f"ImageClassification(\n    crop_size={self.crop_size}\n    resize_size={self.resize_size}\n"
                 f"    mean={self.mean}\n    std={self.std}\n    interpolation={self.interpolation}\n)")
+
+
+class SemanticSegmentation:
+    """Resize the shorter edge to ``resize_size`` (unless None), scale to [0, 1], normalize: what the
+    segmentation checkpoints expect (no crop: the prediction covers the whole image).
+
+    Example:
+        >>> import numpy as np
+        >>> preset = SemanticSegmentation(resize_size=520)
+        >>> preset(np.zeros((300, 400, 3), dtype=np.uint8)).shape
+        ember.Size([3, 520, 693])
+    """
+
+    def __init__(self, *, resize_size: int | None, mean: Sequence[float] = (0.485, 0.456, 0.406),
+                 std: Sequence[float] = (0.229, 0.224, 0.225),
+                 interpolation: InterpolationMode = InterpolationMode.BILINEAR, antialias: bool | None = True) -> None:
+        self.resize_size = [resize_size] if resize_size is not None else None
+        self.mean = list(mean)
+        self.std = list(std)
+        self.interpolation = interpolation
+        self.antialias = antialias
+
+    def __call__(self, img: Any) -> Any:
+        if self.resize_size is not None:
+            img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
+        if not isinstance(img, ember.Tensor):
+            img = F.pil_to_tensor(img)
+        img = F.convert_image_dtype(img, ember.float32)
+        return F.normalize(img, mean=self.mean, std=self.std)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return (f"SemanticSegmentation(\n    resize_size={self.resize_size}\n    mean={self.mean}\n    std={self.std}\n"
+                f"    interpolation={self.interpolation}\n)")

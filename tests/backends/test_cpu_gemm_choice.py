@@ -1,0 +1,124 @@
+"""The GEMM chosen per product (ember/backends/cpu_gemm_choice.py): the shape rule, the BLAS-kernel check
+(NumPy's OpenBLAS core read through ``openblas_get_corename``), the modes, the fallback without AVX-512,
+and BLAS held to one thread for the small products it keeps beside ember's kernel."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember import _config
+from ember.backends import cpu_blas, cpu_gemm_choice as choice, cpu_kernels
+from ember.ops import linalg
+
+
+@pytest.mark.parametrize("m, k, n, contiguous, want", [
+    (256, 784, 512, False, True),    # W2's first layer (weight transposed: packed B, M = 256)
+    (512, 256, 784, True, True),     # its weight gradient
+    (256, 512, 10, False, False),    # its 10-class layer: N = 10
+    (256, 10, 512, True, False),     # that layer's input gradient: K = 10
+    (10, 256, 512, True, True),      # that layer's weight gradient (M = 10 is fine: 12-row tiles)
+    (1000, 64, 100, True, False),    # W1's weight gradient: K = 64
+    (64, 1000, 100, True, True),     # W1's forward
+    (64, 3136, 10, False, False),    # the MNIST CNN's linear layer: N = 10
+    (64, 1024, 1024, False, False),  # a transposed B copied for 64 rows only
+    (256, 1024, 1024, False, True),
+    (100, 100, 100, True, False),    # 1M multiply-adds, K < 128
+    (64, 128, 64, True, False),      # below MIN_MACS
+    (4096, 384, 1152, False, True),  # GPT's qkv projection
+])
+def test_shape_rule(m: int, k: int, n: int, contiguous: bool, want: bool) -> None:
+    assert choice.shape_prefers_ember(m, k, n, contiguous) is want
+
+
+def test_blas_with_avx512_kernels_takes_every_product(monkeypatch) -> None:
+    monkeypatch.setattr(_config, "GEMM", "auto")
+    for name, avx512 in (("SkylakeX", True), ("SapphireRapids", True), ("Cooperlake", True), ("Haswell", False),
+                         ("Zen", False), (None, True)):  # None: not an OpenBLAS that says; trusted
+        monkeypatch.setattr(choice, "blas_core_name", lambda name=name: name)
+        assert choice.blas_has_avx512() is avx512
+        assert choice.use_ember(256, 784, 512, True) is (not avx512)
+        assert choice.kernel_in_use() is (not avx512)
+
+
+def test_modes(monkeypatch) -> None:
+    monkeypatch.setattr(choice, "blas_core_name", lambda: "SkylakeX")
+    monkeypatch.setattr(_config, "GEMM", "ember")  # every product of MIN_MACS+, whatever the shape and BLAS
+    assert choice.use_ember(256, 10, 512, True) and not choice.use_ember(8, 8, 8, True)
+    monkeypatch.setattr(_config, "GEMM", "blas")
+    monkeypatch.setattr(choice, "blas_core_name", lambda: "Haswell")
+    assert not choice.use_ember(256, 784, 512, True) and not choice.kernel_in_use()
+
+
+def test_core_name_is_the_one_openblas_runs() -> None:
+    """Read from the library itself: the core ``OPENBLAS_CORETYPE`` forces, in a fresh process."""
+    if choice.blas_core_name() is None:
+        pytest.skip("NumPy's BLAS is not an OpenBLAS that reports its core")
+    env = dict(os.environ, OPENBLAS_CORETYPE="Haswell")
+    code = "from ember.backends.cpu_gemm_choice import blas_core_name; print(blas_core_name())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Haswell"
+
+
+def test_without_avx512_blas_takes_everything(monkeypatch) -> None:
+    """An AVX2-only CPU (or numba unable to compile for AVX-512): no kernel, every product is NumPy's."""
+    gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
+    monkeypatch.setattr(gemm_kernels, "host_has_avx512", lambda: False)
+    monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
+    monkeypatch.setattr(choice, "blas_core_name", lambda: "Haswell")
+    cpu_kernels.reset()
+    try:
+        assert cpu_kernels.get("matmul_f32") is None
+        assert not linalg.kernel_beside()
+        rng = np.random.default_rng(0)
+        a, b = (rng.standard_normal(s).astype(np.float32) for s in ((256, 784), (784, 512)))
+        got = (ember.tensor(a) @ ember.tensor(b)).numpy()
+        assert np.array_equal(got, a @ b)
+    finally:
+        cpu_kernels.reset()
+
+
+def _blas_threads_seen(monkeypatch, product) -> list[int]:
+    """NumPy's BLAS thread count at each ``np.matmul`` call ``product()`` makes."""
+    get = cpu_blas._controls()[0]
+    seen: list[int] = []
+    real = np.matmul
+
+    def spy(*args, **kwargs):
+        seen.append(get())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    product()
+    monkeypatch.setattr(np, "matmul", real)
+    return seen
+
+
+def test_small_products_beside_the_kernel_run_on_one_blas_thread(monkeypatch) -> None:
+    """With ember's kernel taking products on 2 threads, the small ones BLAS keeps (W2's 10-class layer)
+    hold OpenBLAS to one thread, so its workers never wake to spin; without the kernel in use, BLAS keeps its
+    threads (unless the BLAS split is on)."""
+    if cpu_blas._controls() is None:
+        pytest.skip("no controllable OpenBLAS")
+    get, put = cpu_blas._controls()
+    saved = get()
+    put(2)
+    try:
+        monkeypatch.setattr(_config, "CPU_THREADS", 2)
+        monkeypatch.setattr(_config, "BLAS_SPLIT", False)
+        rng = np.random.default_rng(1)
+        x, w = ember.tensor(rng.standard_normal((256, 512)).astype(np.float32)), \
+            ember.tensor(rng.standard_normal((10, 512)).astype(np.float32))
+        product = lambda: ember.nn.functional.linear(x, w) + (x @ w.T)
+        monkeypatch.setattr(linalg, "kernel_beside", lambda xp=np: True)
+        assert _blas_threads_seen(monkeypatch, product) == [1, 1]
+        assert get() == 2  # restored afterwards
+        monkeypatch.setattr(linalg, "kernel_beside", lambda xp=np: False)
+        assert _blas_threads_seen(monkeypatch, product) == [2, 2]
+    finally:
+        put(saved)
