@@ -132,13 +132,14 @@ _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... 
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
+from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
-from ember.surface import out_variants as _out_variants  # noqa: E402
-for _ns, _names in _out_variants.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
-    _out_variants.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
+from ember.ops import out_arg as _out_arg  # noqa: E402
+for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
+    _out_arg.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
 del _ns, _names
 
 

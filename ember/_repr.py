@@ -50,16 +50,36 @@ def _float_style(values: np.ndarray) -> Any:
 def _format_array(array: np.ndarray, prefix: str) -> str:
     if array.dtype.kind == "f" or array.dtype.name == "bfloat16":
         array = array.astype(np.float64)
-        style, key = _float_style(_edges(array)), "float_kind"
+        style = _float_style(_edges(array))
     elif array.dtype.kind == "b":
-        style, key = (lambda v: "True" if v else "False"), "bool"
+        style = lambda v: "True" if v else "False"  # noqa: E731
     else:
-        style, key = str, "int"
+        style = str
     # Every element is right-aligned to the widest one, as PyTorch prints.
     width = max((len(style(v)) for v in _edges(array).reshape(-1)), default=0)
-    return np.array2string(array, separator=", ", prefix=prefix, threshold=OPTIONS["threshold"],
-                           edgeitems=OPTIONS["edgeitems"], max_line_width=OPTIONS["linewidth"],
-                           formatter={key: lambda v: style(v).rjust(width)})
+    summarize = array.size > OPTIONS["threshold"]
+    return _layout(array, len(prefix), summarize, lambda v: style(v).rjust(width), width)
+
+
+def _layout(array: np.ndarray, indent: int, summarize: bool, fmt: Any, width: int) -> str:
+    """PyTorch's layout of the body: a row holds ``(linewidth - indent) // (width + 2)`` elements, continuation
+    lines start under the first element, sub-tensors are separated by ``ndim - 1`` newlines, and a summarized
+    dimension keeps ``edgeitems`` at each end around ``...``."""
+    edge = OPTIONS["edgeitems"]
+    if array.ndim == 0:
+        return fmt(array.item())
+    n = array.shape[0]
+    short = summarize and n > 2 * edge
+    if array.ndim == 1:
+        per_line = max(1, (OPTIONS["linewidth"] - indent) // (width + 2))
+        values = array.tolist()
+        cells = ([fmt(v) for v in values[:edge]] + [" ..."] + [fmt(v) for v in values[n - edge:]]) if short \
+            else [fmt(v) for v in values]
+        rows = [", ".join(cells[i:i + per_line]) for i in range(0, len(cells), per_line)]
+        return "[" + (",\n" + " " * (indent + 1)).join(rows) + "]"
+    rows_at = (list(range(edge)) + [None] + list(range(n - edge, n))) if short else list(range(n))
+    parts = ["..." if i is None else _layout(array[i], indent + 1, summarize, fmt, width) for i in rows_at]
+    return "[" + ("," + "\n" * (array.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def tensor_repr(t: Any) -> str:
@@ -68,12 +88,12 @@ def tensor_repr(t: Any) -> str:
     if t.device.type == "meta":  # no data to print: PyTorch shows the size, and any dtype but the default
         extras += [f"device='{t.device}'", f"size={tuple(t.shape)}"]
         if t.dtype is not dtypes.get_default_dtype():
-            extras.append(f"dtype=ember.{t.dtype.name}")
+            extras.append(f"dtype={t.dtype!r}")
         if t.grad_fn is not None:
             extras.append(f"grad_fn=<{t.grad_fn.name()}>")
         elif t.requires_grad:
             extras.append("requires_grad=True")
-        return prefix + "..." + "".join(", " + e for e in extras) + ")"
+        return _with_suffixes(prefix + "...", extras, len(prefix))
     else:
         array = t._device.backend.to_numpy(t._data)  # printing copies device data to the host, as PyTorch
         body = _format_array(array, prefix) if array.size else "[]"
@@ -83,13 +103,32 @@ def tensor_repr(t: Any) -> str:
             extras.append(f"size={tuple(array.shape)}")
     dt = t.dtype
     # The default complex dtype is implicit too (complex64 under float32, complex128 under float64), as PyTorch.
-    if dt.is_complex:
+    if t.device.type != "meta" and t.numel() == 0:  # an empty tensor names every dtype but the default one
+        if dt is not dtypes.get_default_dtype():
+            extras.append(f"dtype={dt!r}")
+    elif dt.is_complex:
         if dt is not dtypes.get_default_complex_dtype():
-            extras.append(f"dtype=ember.{dt.name}")
+            extras.append(f"dtype={dt!r}")
     elif dt.name not in _IMPLICIT or (dt is dtypes.float32 and dtypes.get_default_dtype() is not dtypes.float32):
-        extras.append(f"dtype=ember.{dt.name}")
+        extras.append(f"dtype={dt!r}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         extras.append("requires_grad=True")
-    return prefix + body + "".join(", " + e for e in extras) + ")"
+    return _with_suffixes(prefix + body, extras, len(prefix))
+
+
+def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
+    """``text`` + ``, suffix`` for each suffix and ``)``; a suffix that would end past the line width starts a new
+    line at ``indent``, as PyTorch's printout (``tensor([...],\n       requires_grad=True)``)."""
+    parts = [text]
+    # PyTorch counts the last line from its newline and adds one (two for a single line)
+    last = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last + len(suffix) + 2 > OPTIONS["linewidth"]:
+            parts.append(",\n" + " " * indent + suffix)
+            last = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last += len(suffix) + 2
+    return "".join(parts) + ")"

@@ -20,6 +20,11 @@ _NO_BF16 = ("ember.bfloat16 needs the ml_dtypes package (a dependency of ember; 
             "pip install ml_dtypes")
 
 
+# The module name printouts use for dtypes and sizes (``ember.float32``, ``ember.Size``). ``ember run`` sets it to
+# "torch": the program imported ``torch``, and prints what it would print under PyTorch.
+PUBLIC_NAME = ["ember"]
+
+
 class dtype:
     """A tensor element type. Compare with ``is`` or ``==``; ``str`` gives ``ember.float32``."""
 
@@ -36,7 +41,7 @@ class dtype:
         self.onnx = onnx_type
 
     def __repr__(self) -> str:
-        return f"ember.{self.name}"
+        return f"{PUBLIC_NAME[0]}.{self.name}"
 
     def __reduce__(self):  # dtypes are singletons; pickling (e.g. by threads' queues) keeps them so
         return (_lookup_by_name, (self.name,))

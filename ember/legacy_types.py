@@ -21,7 +21,8 @@ class _LegacyTensorType(type):
     """The metaclass: calling makes a tensor of the type's dtype on its device; isinstance checks both."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, Tensor) and obj.dtype is cls._dtype and obj.device.type == cls._device_type
+        return (isinstance(obj, Tensor) and obj.dtype is cls._dtype and obj.device.type == cls._device_type
+                and not getattr(obj, "is_sparse", False))  # sparse tensors are torch.sparse.FloatTensor etc.
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:
         device = cls._device_type if device is None else device

@@ -23,7 +23,6 @@ from ember.surface.linalg_composites import (cond, cross, diagonal, householder_
                                              vander, vecdot, vector_norm, lu as lu, inv_ex, lu_factor_ex,
                                              _CHOL_EX, _SOLVE_EX, _masked, _per_matrix_info, _zero_pivot)
 from ember.tensor import Tensor
-from ember.ops import out_arg as _out_arg
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigvals", "eigh", "eigvalsh",
            "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
@@ -179,5 +178,3 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, o
     return _CHOL_EX(_masked(A, info, lambda M: cholesky(M, upper=upper)), info_t)
 
 
-# out= was accepted and ignored (the result never reached it): PyTorch's semantics now (ember/ops/out_arg.py)
-_out_arg.adopt(globals(), ('inv', 'det', 'slogdet', 'cholesky', 'solve', 'pinv', 'svd', 'eigh', 'eig', 'eigvals', 'qr', 'lu_factor', 'solve_ex', 'cholesky_ex',), 'linalg.')

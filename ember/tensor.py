@@ -43,7 +43,7 @@ class Size(tuple):
         return out
 
     def __repr__(self) -> str:
-        return f"ember.Size({list(self)})"
+        return f"{dtypes.PUBLIC_NAME[0]}.Size({list(self)})"
 
     def __getitem__(self, item: Any) -> Any:
         out = tuple.__getitem__(self, item)
@@ -467,6 +467,9 @@ class Tensor(TensorMethods):
         to a dtype, a legacy type (``torch.LongTensor``, ``torch.cuda.FloatTensor``: device too) or its name."""
         if dtype is None:
             return dtypes.legacy_type_name(self.dtype, self._device.type)
+        if dtype is Tensor or dtype in ("torch.Tensor", "ember.Tensor"):
+            # the class itself is the default tensor type (torch.FloatTensor under float32): a CPU float tensor
+            dtype = f"torch.{dtypes.legacy_type_name(dtypes.get_default_dtype(), 'cpu').split('.')[-1]}"
         legacy = dtypes.parse_legacy_type(dtype)
         if legacy is None and isinstance(dtype, str):
             raise ValueError(f"Tensor.type: invalid type: {dtype!r} (expected a dtype or a name such as "

@@ -23,6 +23,7 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from typing import Any
 
 from ember import jit
@@ -81,22 +82,72 @@ def load(f: Any, *, extra_files: dict | None = None, expected_opset_version: dic
         if _META not in names or any(name not in names for name in _GRAPH_FILES):
             raise ValueError("export.load: the archive lacks ember's program files (export.json, graph.json, "
                              "weights.safetensors); was it written by ember.export.save?")
-        meta = json.loads(archive.read(_META))
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"export.load: unknown format {meta.get('format')!r}; this ember reads {_FORMAT!r}")
+        meta = _checked_meta(_member(archive, _META, _JSON_LIMIT))
         with tempfile.TemporaryDirectory() as folder:
             for name in _GRAPH_FILES:  # fixed names only: nothing in the archive chooses a path
+                limit = None if name == "weights.safetensors" else _JSON_LIMIT
                 with open(os.path.join(folder, name), "wb") as out:
-                    out.write(archive.read(name))
+                    _copy_member(archive, name, out, limit)
             module = jit.load(folder)
         for key in list(extra_files or {}):
             member = _EXTRA + _checked_extra_name(key)
-            extra_files[key] = archive.read(member).decode() if member in names else ""
+            extra_files[key] = _member(archive, member, None).decode() if member in names else ""
     signature = ExportGraphSignature([InputSpec(*spec) for spec in meta["inputs"]],
                                      [OutputSpec(*spec) for spec in meta["outputs"]])
     program = ExportedProgram(module, ((), {}), signature)
     program._archive = data
     return program
+
+
+_JSON_LIMIT = 64 << 20  # bytes a JSON member may declare (a deflated member cannot inflate past it)
+_SPEC_FIELDS = {"inputs": (3, "(kind, name, target)"), "outputs": (2, "(kind, name)")}
+
+
+def _copy_member(archive: zipfile.ZipFile, name: str, out: Any, limit: int | None) -> None:
+    """Stream member ``name`` into ``out`` (memory stays bounded), refusing a declared size over ``limit``; a
+    damaged member (CRC, header, truncated stream) is a ValueError naming it."""
+    info = archive.getinfo(name)
+    if limit is not None and info.file_size > limit:
+        raise ValueError(f"export.load: member {name} declares {info.file_size} bytes, over the {limit} a program's "
+                         f"{name} may hold; the archive is damaged or hostile")
+    try:
+        with archive.open(info) as source:
+            while True:
+                chunk = source.read(1 << 20)
+                if not chunk:
+                    return
+                out.write(chunk)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
+        raise ValueError(f"export.load: member {name} of the archive is damaged ({error})") from None
+
+
+def _member(archive: zipfile.ZipFile, name: str, limit: int | None) -> bytes:
+    buffer = io.BytesIO()
+    _copy_member(archive, name, buffer, limit)
+    return buffer.getvalue()
+
+
+def _checked_meta(raw: bytes) -> dict:
+    """export.json as save wrote it: an object with the format and lists of string spec records."""
+    try:
+        meta = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"export.load: export.json is not valid JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"export.load: export.json must be an object, got {type(meta).__name__}")
+    if meta.get("format") != _FORMAT:
+        raise ValueError(f"export.load: unknown format {meta.get('format')!r}; this ember reads {_FORMAT!r}")
+    for key, (width, fields) in _SPEC_FIELDS.items():
+        specs = meta.get(key)
+        if not isinstance(specs, list) or not all(
+                isinstance(spec, list) and len(spec) == width and all(v is None or isinstance(v, str) for v in spec)
+                for spec in specs):
+            raise ValueError(f"export.load: export.json's {key!r} must be a list of {fields} string records")
+    return meta
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _checked_extra_name(name: Any) -> str:

@@ -316,6 +316,11 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Any, stride: Any, paddi
     spatial = tuple(x.shape[2:])
     if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError("conv_transpose: output padding must be smaller than either stride or dilation")
+    sizes = [(L - 1) * s - 2 * p + d * (k - 1) + op + 1 for L, s, p, d, k, op in
+             zip(spatial, stride, padding, dilation, kernel, output_padding)]
+    if any(size < 1 for size in sizes):
+        raise RuntimeError(f"conv_transpose{dims}d: Given input size per channel: {spatial}. Calculated output size "
+                           f"per channel: {tuple(sizes)}. Output size is too small")
     # 1. dilate by the stride
     if any(s > 1 for s in stride):
         dilated_shape = tuple((L - 1) * s + 1 for L, s in zip(spatial, stride))

@@ -33,6 +33,7 @@ from ember.nn._grid_sample import grid_sample  # noqa: F401
 from ember.nn._losses_extra import multilabel_margin_loss  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
 from ember.amp.policy import autocast_policy
+from ember.backends import cuda_flags as _cuda_flags
 from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
     max_unpool2d,
@@ -90,6 +91,46 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         key = key.repeat_interleave(repeats, -3) if hasattr(key, "repeat_interleave") else _repeat_heads(key, repeats)
         value = value.repeat_interleave(repeats, -3) if hasattr(value, "repeat_interleave") else _repeat_heads(
             value, repeats)
+    flash = _cpu_backend(query, key, value, dropout_p) == "flash"
+    out = _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    return _like_query_layout(out, query) if flash else out
+
+
+def _cpu_backend(query: Any, key: Any, value: Any, dropout_p: float) -> str | None:
+    """The backend PyTorch's CPU dispatcher picks (``sdpa_kernel`` / ``torch.backends.cuda.enable_*_sdp``
+    choose among them): its flash kernel for 4-D inputs with equal head dims and no dropout, else the math
+    path; neither allowed raises as PyTorch. ember computes both the same way; the flash kernel's output is
+    laid out like the query (programs rely on it: ``sdpa(q, k, v).transpose(1, 2).view(B, L, H * D)`` after a
+    ``view(B, L, H, D).transpose(1, 2)`` of q), the math path's is contiguous. Other devices: None."""
+    if query.device.type != "cpu":
+        return None
+    flash_ok = (query.ndim == 4 and key.ndim == 4 and value.ndim == 4 and dropout_p == 0.0
+                and query.shape[-1] == key.shape[-1] == value.shape[-1] and min(query.shape[-2], key.shape[-2]) > 0
+                and query.stride(-1) == 1 and key.stride(-1) == 1 and value.stride(-1) == 1)
+    if flash_ok and _cuda_flags.flash_sdp_enabled():
+        return "flash"
+    if _cuda_flags.math_sdp_enabled():
+        return "math"
+    raise RuntimeError("scaled_dot_product_attention: No available kernel. Aborting execution. (On the CPU only the "
+                       "math backend and, for 4-D inputs with equal head dims and dropout_p=0, the flash backend "
+                       "exist; allow one with torch.nn.attention.sdpa_kernel.)")
+
+
+def _like_query_layout(out: Any, query: Any) -> Any:
+    """``out`` (query's shape) laid out densely in query's dimension order, as PyTorch's CPU flash kernel
+    allocates its output (``empty_like(query)``: a dense query's strides, else the same order of dimensions)."""
+    if query.is_contiguous() or tuple(out.shape) != tuple(query.shape):
+        return out
+    strides = query.stride()
+    order = sorted(range(query.ndim), key=lambda d: -strides[d])  # outermost first (stable for ties)
+    if order == list(range(query.ndim)):
+        return out
+    inverse = [order.index(d) for d in range(query.ndim)]
+    return out.permute(order).contiguous().permute(inverse)
+
+
+def _sdpa_math(query: Any, key: Any, value: Any, attn_mask: Any, dropout_p: float, is_causal: bool,
+               scale: float | None) -> Any:
     length, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if _attention.fits(query, key, value, attn_mask, dropout_p):
@@ -126,14 +167,26 @@ def _repeat_heads(t: Any, repeats: int) -> Any:
 
 
 def unfold(input: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> Any:
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), as a convolution with an identity kernel."""
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), and unbatched (C, H, W) -> (C*kh*kw, L), as a convolution with an
+    identity kernel."""
 
-    kh, kw = pair(kernel_size, 2, "kernel_size", "unfold")
-    c = input.shape[1]
-    k = kh * kw
-    identity = eye(k, dtype=input.dtype, device=input.device).reshape(k, 1, kh, kw).repeat(c, 1, 1, 1)
-    out = conv2d(input, identity, stride=stride, padding=padding, dilation=dilation, groups=c)
-    return out.reshape(input.shape[0], c * k, -1)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"unfold: Expected 3D or 4D (batch mode) tensor for input, got shape {tuple(input.shape)}")
+    if input.ndim == 3:
+        return unfold(input.unsqueeze(0), kernel_size, dilation, padding, stride).squeeze(0)
+    (kh, kw), (dh, dw) = pair(kernel_size, 2, "kernel_size", "unfold"), pair(dilation, 2, "dilation", "unfold")
+    (ph, pw), (sh, sw) = pair(padding, 2, "padding", "unfold"), pair(stride, 2, "stride", "unfold")
+    n, c, h, w = input.shape
+    oh, ow = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1, (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"unfold: the kernel {(kh, kw)} (dilation {(dh, dw)}) does not fit the padded input "
+                           f"{(h + 2 * ph, w + 2 * pw)}: calculated output size ({oh}, {ow}) is too small")
+    # Each tap is a strided slice of the padded input: a copy, as PyTorch's im2col (a convolution with an identity
+    # kernel multiplied every value by 0 in the other taps: an inf made NaN, -0 became +0)
+    x = pad(input, (pw, pw, ph, ph)) if ph or pw else input
+    taps = [x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+            for i in range(kh) for j in range(kw)]
+    return stack(taps, 2).reshape(n, c * kh * kw, oh * ow)
 
 
 def multi_head_attention_forward(*args: Any, **kwargs: Any) -> Any:
@@ -160,4 +213,5 @@ normalize = _out_arg.with_out(normalize, "normalize")  # its out= was accepted a
 from ember import dtypes
 from ember.creation import eye, ones
 from ember.ops.conv import pair
+from ember.ops.views import stack
 from ember.ops.linalg import einsum, matmul

@@ -633,10 +633,24 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1,
     ph, pw = pair(padding, 2, "padding", "conv_transpose2d")
     oph, opw = pair(output_padding, 2, "output_padding", "conv_transpose2d")
     kh, kw = weight.shape[2:]
+    if any(op >= max(s, d) for op, s, d in zip((oph, opw), stride, dilation)):
+        raise RuntimeError(f"conv_transpose2d: output padding must be smaller than either stride or dilation, got "
+                           f"output_padding={(oph, opw)}, stride={stride}, dilation={dilation}")
     h = (x.shape[2] - 1) * stride[0] - 2 * ph + dilation[0] * (kh - 1) + oph + 1
     w = (x.shape[3] - 1) * stride[1] - 2 * pw + dilation[1] * (kw - 1) + opw + 1
+    if h < 1 or w < 1:
+        raise RuntimeError(f"conv_transpose2d: Given input size per channel: ({x.shape[2]} x {x.shape[3]}). "
+                           f"Calculated output size per channel: ({h} x {w}). Output size is too small")
     shape = (x.shape[0], weight.shape[1] * groups, h, w)
-    out = conv2d_input_grad(x, weight, shape, stride, (ph, ph, pw, pw), dilation, groups)
+    if oph >= stride[0] or opw >= stride[1]:
+        # output_padding past the stride (allowed below the dilation): the conv geometry cannot give this shape, so
+        # compute the uncropped result, then take the [p, p + size) window (zeros where it runs past the end)
+        full_h = (x.shape[2] - 1) * stride[0] + dilation[0] * (kh - 1) + 1
+        full_w = (x.shape[3] - 1) * stride[1] + dilation[1] * (kw - 1) + 1
+        full = conv2d_input_grad(x, weight, shape[:2] + (full_h, full_w), stride, (0, 0, 0, 0), dilation, groups)
+        out = dispatch.apply(OPS["pad"], (full,), {"pad": (-pw, pw + w - full_w, -ph, ph + h - full_h), "value": 0.0})
+    else:
+        out = conv2d_input_grad(x, weight, shape, stride, (ph, ph, pw, pw), dilation, groups)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
     return out.squeeze(0) if unbatched else out

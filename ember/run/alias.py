@@ -167,3 +167,5 @@ def install() -> None:
         if not getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]
     sys.modules["torch"] = ember
+    # the program imported torch: dtypes and sizes print as torch.float32 / torch.Size, as under PyTorch
+    ember.dtypes.PUBLIC_NAME[0] = "torch"

@@ -110,7 +110,7 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
         return torch_reader.read_zip(data, where, weights_only, map_location)
     if torch_reader.is_legacy(head):
         return torch_reader.read_legacy(data, where, weights_only, map_location)
-    if head[:1] == b"\x80":
+    if head[:1] == b"\x80" and head[8:9] != b"{":  # a safetensors header of length 128 + 256k also starts 0x80
         raise CheckpointError(where, None, "is a pickle but not a PyTorch checkpoint (no zip archive, no legacy "
                               "magic number); ember.load does not read plain pickles")
     return safetensors_format.read(data, where, map_location)

@@ -26,6 +26,7 @@ import contextlib
 import io
 import struct
 import zipfile
+import zlib
 from typing import Any, Iterator
 
 import numpy as np
@@ -67,14 +68,23 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise CheckpointError(where, None, f"is not a readable zip archive ({error})") from None
     infos = {i.filename: i for i in archive.infolist()}
+
+    def member(info: Any) -> bytes:
+        """A member's bytes; a damaged member (CRC, bad header, truncated deflate stream) names itself."""
+        try:
+            return archive.read(info)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as error:
+            name = getattr(info, "filename", info)
+            raise CheckpointError(where, f"zip member {name!r}", f"is damaged ({error})") from None
+
     pickles = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1] + \
         (["data.pkl"] if "data.pkl" in infos else [])
     if len(pickles) != 1:
         raise CheckpointError(where, None, "is a zip file but not a PyTorch checkpoint (no single <name>/data.pkl)")
     prefix = pickles[0][: -len("data.pkl")]
     order = infos.get(prefix + "byteorder")
-    if order is not None and archive.read(order).strip() not in (b"little",):
-        raise CheckpointError(where, "byteorder", f"is {archive.read(order)[:20]!r}; only little-endian files are read")
+    if order is not None and member(order).strip() not in (b"little",):
+        raise CheckpointError(where, "byteorder", f"is {member(order)[:20]!r}; only little-endian files are read")
     storages: dict[str, Storage] = {}
 
     def storage(key: str, kind: StorageType, location: str, numel: int, view: Any) -> Storage:
@@ -100,11 +110,11 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
                 array = array.copy()  # unaligned member (not written by torch or ember): copy once
             array = array.view(dtype)
         else:
-            array = np.frombuffer(bytearray(archive.read(info)), dtype=dtype)
+            array = np.frombuffer(bytearray(member(info)), dtype=dtype)
         storages[key] = Storage(key, array, dtype, location)
         return storages[key]
 
-    data = archive.read(pickles[0])
+    data = member(pickles[0])
     with _placed(map_location):
         return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
 

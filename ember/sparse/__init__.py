@@ -24,6 +24,7 @@ from ember.sparse.construct import check_sparse_tensor_invariants, dense_to_spar
 from ember.sparse.coo import SparseTensor, map_values
 from ember.sparse.ops import addmm, log_softmax, mm, softmax, spdiags, spmm, sum  # noqa: A004 - torch.sparse.sum
 from ember.sparse.compressed import SparseCompressedTensor
+from ember.sparse.legacy import legacy_sparse_types, sparse_type_name
 from ember.sparse.sampled_solve import sampled_addmm, spsolve
 from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr, strided
 from ember.tensor import Tensor
@@ -83,3 +84,14 @@ def install() -> None:
     for name in VALUE_OPS:
         setattr(SparseTensor, name, map_values(lambda v, _n=name: getattr(v, _n)(), name))
     SparseTensor.T = property(_ops.t)
+    SparseTensor.type = _sparse_type
+
+
+def _sparse_type(self: SparseTensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
+    """``x.type()`` names the sparse legacy type ('torch.sparse.FloatTensor'); with an argument, as dense tensors."""
+    if dtype is None:
+        return sparse_type_name(self)
+    return Tensor.type(self, getattr(dtype, "_dtype", dtype), non_blocking, **kwargs)
+
+
+globals().update(legacy_sparse_types("cpu"))  # torch.sparse.FloatTensor, DoubleTensor, LongTensor, ...

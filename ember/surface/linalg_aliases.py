@@ -19,7 +19,6 @@ from ember.creation import zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.surface import linalg_composites as _comp
 from ember.tensor import Tensor
-from ember.ops import out_arg as _out_arg
 
 __all__ = ["svd", "qr", "lu", "lu_solve", "lu_unpack", "pinverse", "nuclear_norm", "geqrf", "orgqr", "ormqr",
            "lobpcg", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
@@ -120,10 +119,12 @@ def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Any = None) -> Tens
 
 
 def _gram(L: Tensor, upper: bool) -> Tensor:
-    """L L^T from L's triangle (LAPACK reads only that), with the gradient PyTorch gives: that of a full L."""
+    """L L^H from L's triangle (LAPACK reads only that), with the gradient PyTorch gives: that of a full L. The
+    conjugate transpose for complex factors (a plain transpose gave a non-Hermitian, wrong A)."""
     other = L.tril(-1) if upper else L.triu(1)
     tri = L - other.detach()
-    return tri.transpose(-2, -1) @ tri if upper else tri @ tri.transpose(-2, -1)
+    adjoint = tri.transpose(-2, -1).conj() if tri.is_complex() else tri.transpose(-2, -1)
+    return adjoint @ tri if upper else tri @ adjoint
 
 
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
@@ -205,5 +206,3 @@ def install_methods() -> None:
     Tensor.symeig = _removed("symeig", "Please use `torch.linalg.eigh` instead.")
 
 
-# out= was accepted and ignored (the result never reached it): PyTorch's semantics now (ember/ops/out_arg.py)
-_out_arg.adopt(globals(), ('svd', 'qr', 'lu', 'lu_solve', 'nuclear_norm', 'geqrf', 'inverse', 'cholesky', 'cholesky_solve', 'cholesky_inverse', 'triangular_solve',), '')

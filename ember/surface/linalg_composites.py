@@ -24,7 +24,6 @@ from ember.ops.views import cat
 from ember.surface import functions as _functions
 from ember.surface.ldl import ldl_factor_xp, ldl_solve_xp
 from ember.tensor import Tensor
-from ember.ops import out_arg as _out_arg
 
 _INF = float("inf")
 _LU = namedtuple("linalg_lu", ["P", "L", "U"])
@@ -149,8 +148,11 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
 
 
 def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
-    """A^n by repeated squaring; a negative n inverts first."""
-    checks.square(A, "linalg.matrix_power", complex_ok=True)
+    """A^n by repeated squaring; a negative n inverts first (integer matrices take n >= 0 only, as PyTorch)."""
+    if n < 0:
+        checks.square(A, "linalg.matrix_power", complex_ok=True)
+    elif A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {tuple(A.shape)}")
     return _functions.matrix_power(_solve.inv(A), -n) if n < 0 else _functions.matrix_power(A, n)
 
 
@@ -409,5 +411,3 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False,
                    device=B.device)
 
 
-# out= was accepted and ignored (the result never reached it): PyTorch's semantics now (ember/ops/out_arg.py)
-_out_arg.adopt(globals(), ('svdvals', 'eigvalsh', 'vector_norm', 'norm', 'matrix_rank', 'cond', 'cross', 'matrix_power', 'multi_dot', 'vecdot', 'tensorinv', 'tensorsolve', 'lu_factor_ex', 'lu', 'lu_solve', 'inv_ex', 'householder_product', 'ormqr', 'ldl_factor_ex', 'ldl_factor', 'ldl_solve',), 'linalg.')

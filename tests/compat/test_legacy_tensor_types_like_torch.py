@@ -73,3 +73,21 @@ def test_legacy_type_isinstance_and_constructors_like_torch():
     assert isinstance(ember.ones(2), ember.LongTensor) == isinstance(torch.ones(2), torch.LongTensor)
     assert ember.FloatTensor(2, 3).shape == tuple(torch.FloatTensor(2, 3).shape)
     assert ember.LongTensor([1, 2]).tolist() == torch.LongTensor([1, 2]).tolist()
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+@pytest.mark.parametrize("spelling", ["class", "name"])
+def test_type_with_the_tensor_class_gives_the_default_float_type_like_torch(default, spelling):
+    # PyTorch-GAN's srgan: `imgs["lr"].type(Tensor)` with `Tensor = torch.Tensor` on CPU
+    saved_ours, saved_theirs = ember.get_default_dtype(), torch.get_default_dtype()
+    try:
+        ember.set_default_dtype(getattr(ember, default))
+        torch.set_default_dtype(getattr(torch, default))
+        arg_ours = ember.Tensor if spelling == "class" else "torch.Tensor"
+        arg_theirs = torch.Tensor if spelling == "class" else "torch.Tensor"
+        ours, theirs = ember.tensor([1, 2]).type(arg_ours), torch.tensor([1, 2]).type(arg_theirs)
+        assert ours.type() == theirs.type()
+        assert ours.tolist() == theirs.tolist()
+    finally:
+        ember.set_default_dtype(saved_ours)
+        torch.set_default_dtype(saved_theirs)

@@ -165,6 +165,10 @@ EXCLUDED = {
     "cross": "needs a dim of size 3; a difference of products (mul/sub are compared)",
     "nextafter": "no gradient; bit-level stepping is exact in both (tests/torch_surface)",
     "slice_scatter": "data movement",
+    **{name: "a copy of a view: data movement, no arithmetic (ember/surface/copy_variants.py, tested against torch "
+             "in tests/compat/test_copy_variants_vs_torch.py)" for name in ("alias_copy", "detach_copy", "slice_copy", "squeeze_copy",
+                                                   "t_copy", "unbind_copy", "unsqueeze_copy")},
+    "sym_sum": "symbolic-shape helper: the sum of Python ints (tests/compat)",
 }
 
 

@@ -1,4 +1,4 @@
-"""PyTorch's ``out=`` keyword (ember/surface/out_variants.py), compared with torch 2.13 call by call.
+"""PyTorch's ``out=`` keyword (ember/ops/out_arg.py), compared with torch 2.13 call by call.
 
 Tutorials write ``torch.add(x, y, out=z1)`` (aladdinpersson's tensor basics); ember refused the keyword on
 every function but a few factories. Checked here: the value written, the returned object (``out`` itself),
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.surface import out_variants
+from ember.ops import out_arg
 
 torch = pytest.importorskip("torch")
 
@@ -181,7 +181,7 @@ def test_tuple_outs_like_torch(fn: str) -> None:
 def test_every_listed_function_takes_out_in_torch_and_in_ember() -> None:
     """The table is torch's: each listed name accepts out= there; each one ember has accepts it too."""
     missing_in_ember = []
-    for ns, names in out_variants.OUT_FUNCTIONS.items():
+    for ns, names in out_arg.OUT_FUNCTIONS.items():
         t_mod = torch if ns == "torch" else getattr(torch, ns)
         e_mod = ember if ns == "torch" else getattr(ember, ns)
         for name in names:

@@ -177,8 +177,9 @@ class MultiheadAttention(Module):
         if mask is not None and extra:
             mask = F.pad(mask, (0, extra))
 
-        if mask is None and not need_weights and not (self.training and self.dropout > 0):
-            attended = F.scaled_dot_product_attention(q, k, v)  # one op with a fused backward
+        if not need_weights:  # PyTorch's path: SDPA, whose fully masked queries attend to nothing (0, not NaN)
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                      dropout_p=self.dropout if self.training else 0.0)
         else:
             scores = q.matmul(k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
             if mask is not None:

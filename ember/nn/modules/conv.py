@@ -73,11 +73,15 @@ class _ConvNd(Module):
 
     def _padded(self, input: Tensor) -> tuple[Tensor, Any]:
         """Apply a non-zero padding mode explicitly; returns the input and the padding left for the conv."""
-        if self.padding_mode == "zeros" or isinstance(self.padding, str):
+        if self.padding_mode == "zeros" or self.padding == "valid":
             return input, self.padding
         pads: list = []
-        for p in reversed(self.padding):  # F.pad takes the last dim first
-            pads += [p, p]
+        if self.padding == "same":  # PyTorch's split of d * (k - 1): the extra element on the right
+            for d, k in zip(reversed(self.dilation), reversed(self.kernel_size)):
+                pads += [d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2]
+        else:
+            for p in reversed(self.padding):  # F.pad takes the last dim first
+                pads += [p, p]
         return F.pad(input, tuple(pads), mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:

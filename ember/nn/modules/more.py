@@ -96,7 +96,7 @@ class _InstanceNorm(_BatchNorm):
         x = input if batched else input.unsqueeze(0)
         use_input_stats = self.training or not self.track_running_stats
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                              self.momentum if self.momentum is not None else 0.1, self.eps)
+                              self.momentum if self.momentum is not None else 0.0, self.eps)  # torch: None -> 0.0
         return out if batched else out.squeeze(0)
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import ember
 from ember import nn
 
 
@@ -87,6 +88,36 @@ class MLP(nn.Sequential):
         layers.append(nn.Linear(in_dim, hidden_channels[-1], bias=bias))
         layers.append(nn.Dropout(dropout, **params))
         super().__init__(*layers)
+
+
+class FrozenBatchNorm2d(nn.Module):
+    """BatchNorm2d with fixed statistics and affine parameters (buffers, not parameters), as detection
+    backbones use: ``x * weight / sqrt(running_var + eps) + (bias - running_mean * scale)``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", ember.ones(num_features))
+        self.register_buffer("bias", ember.zeros(num_features))
+        self.register_buffer("running_mean", ember.zeros(num_features))
+        self.register_buffer("running_var", ember.ones(num_features))
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> Any:
+        state_dict.pop(prefix + "num_batches_tracked", None)  # a BatchNorm2d checkpoint loads as well
+        return super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                             unexpected_keys, error_msgs)
+
+    def forward(self, x: Any) -> Any:
+        w = self.weight.reshape(1, -1, 1, 1)
+        b = self.bias.reshape(1, -1, 1, 1)
+        rv = self.running_var.reshape(1, -1, 1, 1)
+        rm = self.running_mean.reshape(1, -1, 1, 1)
+        scale = w * (rv + self.eps).rsqrt()
+        return x * scale + (b - rm * scale)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__name__}({self.weight.shape[0]}, eps={self.eps})"
 
 
 class Permute(nn.Module):
