@@ -12,9 +12,11 @@ from __future__ import annotations
 import warnings
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                          set_detect_anomaly)
-from ember.autograd.engine import accumulate_captured, run_backward
+from ember.autograd.engine import _tensor_class, accumulate_captured, run_backward
 from ember.autograd.function import Function, FunctionCtx
 from ember.autograd.gradcheck import gradcheck, gradgradcheck
 from ember.autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -51,7 +53,11 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
             if out.dtype.is_complex:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs; this output is "
                                    f"{out.dtype}: take a real loss first (z.abs(), z.real) or pass gradient=")
-            g = creation.ones_like(out)
+            data = out._data
+            if data.__class__ is np.ndarray:  # a CPU tensor (the common case): the seed without the factory
+                g = _tensor_class()._make(np.ones(data.shape, data.dtype), out._device, False)
+            else:  # devices, graphs under construction: the factory knows their arrays
+                g = creation.ones_like(out)
         else:
             if not hasattr(g, "_data"):
                 g = creation.tensor(g, dtype=out.dtype, device=out.device)

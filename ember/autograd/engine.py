@@ -378,9 +378,10 @@ def accumulate_captured(leaf: Any, grad: Any) -> None:
 
 
 def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
-    if grad.shape != leaf.shape:
+    shape, leaf_shape = grad._data.shape, leaf._data.shape
+    if shape != leaf_shape and tuple(shape) != tuple(leaf_shape):
         raise RuntimeError(
-            f"backward: gradient of shape {tuple(grad.shape)} does not match leaf of shape {tuple(leaf.shape)}"
+            f"backward: gradient of shape {tuple(shape)} does not match leaf of shape {tuple(leaf_shape)}"
         )
     if grad_mode.STATE.enabled:  # create_graph: keep the gradient's own history
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
@@ -388,17 +389,24 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
         data = grad._data
         if not _owned(data):
             data = data.copy()  # never alias a buffer that something else may still hold
-        from ember.tensor import Tensor
-
-        leaf.grad = Tensor._make(data, leaf._device, False)
+        leaf.grad = _tensor_class()._make(data, leaf._device, False)
     else:
-        from ember.ops.dispatch import is_symbolic
+        if interpreters.GRAPHS.count:  # graph building: the gradients may be graph values
+            from ember.ops.dispatch import is_symbolic  # noqa: PLC0415 - dispatch imports this package
 
-        if is_symbolic(leaf.grad) or is_symbolic(grad):  # graph building: the gradients are graph values
-            leaf.grad.add_(grad)
-            return
+            if is_symbolic(leaf.grad) or is_symbolic(grad):
+                leaf.grad.add_(grad)
+                return
         leaf.grad._data += grad._data
         leaf.grad._bump()
+
+
+def _tensor_class() -> type:
+    """ember.tensor.Tensor (set by the first backward pass; ``accumulate_captured`` may come first)."""
+    global Tensor
+    if Tensor is None:
+        from ember.tensor import Tensor  # noqa: PLC0415 - the engine is imported before the Tensor class exists
+    return Tensor
 
 
 def _owned(array: Any) -> bool:

@@ -194,7 +194,11 @@ class ArrayCtx:
 
     @property
     def out(self) -> Any:
+        """The saved output's array; for a multi-output op, a tuple (None where an output was not saved)."""
         saved = self.node.saved_out
+        if saved.__class__ is tuple:
+            name = self.node.op.name
+            return tuple(None if s is None else self._check(s.array(name, f"output {i}")) for i, s in enumerate(saved))
         if saved.__class__ is not SavedTensor:
             raise NotArrayable
         return self._check(saved.array(self.node.op.name, "output"))
@@ -453,7 +457,9 @@ class OpNode(Node):
                 return None if rules is None else g.array_input_grads(self, grads)
         if g is None or (self.saved is None and self.op.save != "none") or g.dtype not in _ARRAY_DTYPES:
             return None  # freed: apply() raises the error
-        if self.num_outputs == 1 and self.op.array_vjp is not None:
+        # a multi-output op's array rule takes the first output's gradient: the others must have none (a
+        # non-differentiable second output, as cross entropy's log-softmax)
+        if self.op.array_vjp is not None and (self.num_outputs == 1 or all(x is None for x in grads[1:])):
             try:
                 return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
             except NotArrayable:

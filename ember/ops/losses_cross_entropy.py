@@ -159,6 +159,11 @@ CROSS_ENTROPY = register(OpDef(
     flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
 ))
 CROSS_ENTROPY.batch_array_vjp = _batch_array_vjp
+# The array gradient rule (OpDef.array_vjp; the loss's gradient only, the log-softmax output takes none): the
+# backward op's impl on the saved arrays, as the vjp's dispatch of CROSS_ENTROPY_BACKWARD runs it (read from the
+# record at each call, as dispatch does, so a patched impl is seen).
+CROSS_ENTROPY.array_vjp = (lambda ctx, g: CROSS_ENTROPY_BACKWARD.impl(np, g, ctx.out[1], ctx.inputs[1], **ctx.attrs),
+                           None)
 CROSS_ENTROPY_BACKWARD = register(OpDef(
     name="cross_entropy_backward", batch=_batch_backward, category="nn", impl=_backward_impl,
     shape_rule=lambda g, logp, t, ignore_index, reduction: Spec(logp.shape, logp.dtype, logp.device),

@@ -61,8 +61,9 @@ def _replay(rule: ArrayRule) -> tuple:
     try:
         inputs = []
         for k, shape in enumerate(rule.input_shapes):
-            if shape is not None:
-                inputs.append(graph.add_input(tuple(shape), edtype))
+            if shape is not None:  # a non-differentiable tensor input of an op with array rules holds indices
+                # (cross entropy's targets: int64, as the public op requires)
+                inputs.append(graph.add_input(tuple(shape), dtypes.int64 if k in rule.op.nondiff_inputs else edtype))
             else:  # a Python scalar operand: its saved value when kept (rules may branch on it), else 1.0
                 scalar = rule.scalars[k] if rule.scalars is not None else None
                 inputs.append(1.0 if scalar is None else scalar)
@@ -71,6 +72,8 @@ def _replay(rule: ArrayRule) -> tuple:
         forward = graph.nodes[-1]
         first = len(graph.nodes)
         grad = symbolic(graph.add_input(tuple(rule.grad_shape), edtype))
+        if rule.op.num_outputs > 1:  # a multi-output op's array rule ran with a gradient for its first output only
+            grad = (grad,) + (None,) * (rule.op.num_outputs - 1)
         with grad_mode.no_grad():
             rule.op.input_grads(_Ctx(forward, tuple(rule.needs)), grad)
     finally:

@@ -155,3 +155,19 @@ def test_standin_device_matches_cpu(kind, kw):
         for a, b in zip(got, want):
             np.testing.assert_allclose(a.cpu().detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(xd.grad.cpu().numpy(), ex.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind, kw", KINDS)
+@pytest.mark.parametrize("x_shape, h_shape", [((2, 5), (3,)), ((2, 5), (4, 3)), ((2, 5), (2, 4)), ((2, 4), (2, 3)),
+                                              ((5,), (2, 3)), ((1, 2, 5), (2, 3))])
+def test_wrong_shapes_raise_as_torch(kind, kw, x_shape, h_shape):
+    """A state of the wrong batch or hidden size, an input of the wrong size or rank: the error type torch raises,
+    before any op sees the shapes (the fused step would broadcast a 1-D state over the batch)."""
+    t, e = _pair(kind, kw, True)
+    errors = []
+    for lib, cell in ((torch, t), (ember, e)):
+        x, h = lib.zeros(*x_shape, dtype=lib.float64), lib.zeros(*h_shape, dtype=lib.float64)
+        with pytest.raises((RuntimeError, ValueError)) as info:
+            cell(x, (h, h) if kind == "LSTMCell" else h)
+        errors.append(info.type)
+    assert errors[0] is errors[1]

@@ -348,6 +348,9 @@ class RNNCellBase(Module):
             init.uniform_(weight, -bound, bound)
 
     def _step(self, input: Tensor, h: Tensor | None, c: Tensor | None) -> tuple:
+        for what, value in (("input", input), ("hidden", h), ("cell state", c)):
+            if value is not None and value.dim() not in (1, 2):
+                raise ValueError(f"{type(self).__name__}: Expected {what} to be 1D or 2D, got {value.dim()}D instead")
         batched = input.dim() == 2
         x = input if batched else input.unsqueeze(0)
 
@@ -357,6 +360,7 @@ class RNNCellBase(Module):
         h = zeros() if h is None else (h if batched else h.unsqueeze(0))
         if self.mode == "LSTM":
             c = zeros() if c is None else (c if batched else c.unsqueeze(0))
+        self._check_shapes(x, h, c)
         w_hh = self.weight_hh
         if (not _AUTOCAST.active and not dispatch.is_symbolic(x) and x.dtype == h.dtype == w_hh.dtype
                 == self.weight_ih.dtype and (c is None or c.dtype == h.dtype)
@@ -377,6 +381,23 @@ class RNNCellBase(Module):
             h = h.squeeze(0)
             c = c.squeeze(0) if c is not None else None
         return h, c
+
+    def _check_shapes(self, x: Tensor, h: Tensor, c: Tensor | None) -> None:
+        """PyTorch's checks of a cell's input and states (its messages), before any op sees a wrong shape."""
+        name = type(self).__name__
+        if x.dim() != 2 or x.shape[1] != self.input_size:
+            raise RuntimeError(f"{name}: input has inconsistent input_size: got {tuple(x.shape)}, expected "
+                               f"(batch, {self.input_size}) or ({self.input_size},)")
+        for k, state in enumerate((h, c)):
+            if state is None:
+                continue
+            if state.dim() != 2 or state.shape[0] != x.shape[0]:
+                raise RuntimeError(f"{name}: Input batch size {x.shape[0]} doesn't match hidden{k} batch size "
+                                   f"{state.shape[0] if state.dim() == 2 else tuple(state.shape)}: pass states of "
+                                   f"shape ({x.shape[0]}, {self.hidden_size}) (unbatched input: ({self.hidden_size},))")
+            if state.shape[1] != self.hidden_size:
+                raise RuntimeError(f"{name}: hidden{k} has inconsistent hidden_size: got {state.shape[1]}, expected "
+                                   f"{self.hidden_size}")
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
