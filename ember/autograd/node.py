@@ -460,19 +460,27 @@ class OpNode(Node):
         # a multi-output op's array rule takes the first output's gradient: the others must have none (a
         # non-differentiable second output, as cross entropy's log-softmax)
         if self.op.array_vjp is not None and (self.num_outputs == 1 or all(x is None for x in grads[1:])):
-            try:
-                return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
-            except NotArrayable:
-                pass
+            # a multi-output node recorded under vmap (cross entropy as the loss of vmap(grad(...))) takes its
+            # level's batched rules below: its plain array rule would not see the batch and fall back to dispatch
+            if self.num_outputs == 1 or not batched or self._batched_saved() is None:
+                try:
+                    return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
+                except NotArrayable:
+                    pass
         if not batched:
             return None
         # A plain cotangent for a node recorded under vmap (the seed of grad's backward inside vmap): the
         # batched array rules of the level its saved values belong to.
+        data = self._batched_saved()
+        return None if data is None else data.array_input_grads(self, grads)
+
+    def _batched_saved(self) -> Any:
+        """The first saved value that is a vmap-batched array (it carries its level's array rules), or None."""
         for s in (self.saved or ()) + (self.saved_out if self.saved_out.__class__ is tuple else (self.saved_out,)):
             if s.__class__ is SavedTensor:
                 data = s.data if s.is_output else getattr(s.tensor, "_data", None)
                 if getattr(type(data), "array_input_grads", None) is not None:
-                    return data.array_input_grads(self, grads)
+                    return data
         return None
 
     def release(self) -> None:
