@@ -36,3 +36,22 @@ def overwrite_value(param: str, actual: Any, expected: Any) -> Any:
     if actual is not None and actual != expected:
         raise ValueError(f"The parameter '{param}' expected value {expected} but got {actual} instead.")
     return expected
+
+
+def build(weights_enum: Any, backbone_enum: Any, make: Any, weights: Any, progress: bool, num_classes: int | None,
+          aux_loss: bool | None, weights_backbone: Any) -> Any:
+    """torchvision's segmentation builder logic: published weights fix the classes (21 VOC) and the auxiliary
+    head and replace the backbone's weights; otherwise 21 classes by default. ``make(weights_backbone,
+    num_classes, aux_loss)`` builds the model."""
+    weights = weights_enum.verify(weights)
+    weights_backbone = backbone_enum.verify(weights_backbone)
+    if weights is not None:
+        weights_backbone = None
+        num_classes = overwrite_value("num_classes", num_classes, len(weights.meta["categories"]))
+        aux_loss = overwrite_value("aux_loss", aux_loss, True)
+    elif num_classes is None:
+        num_classes = 21
+    model = make(weights_backbone, num_classes, aux_loss)
+    if weights is not None:
+        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
+    return model

@@ -13,7 +13,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import ember
 from ember import nn
@@ -22,7 +22,7 @@ from ember.vision.models._api import handle_legacy_interface, make_weights_enum,
 from ember.vision.models._utils import IntermediateLayerGetter
 from ember.vision.models.mobilenetv3 import MobileNet_V3_Large_Weights, MobileNetV3, mobilenet_v3_large
 from ember.vision.models.resnet import ResNet, ResNet50_Weights, ResNet101_Weights, resnet50, resnet101
-from ember.vision.models.segmentation._utils import _SimpleSegmentationModel, overwrite_value
+from ember.vision.models.segmentation._utils import _SimpleSegmentationModel, build
 from ember.vision.models.segmentation.fcn import FCNHead
 
 __all__ = ["DeepLabV3", "DeepLabHead", "ASPP", "DeepLabV3_ResNet50_Weights", "DeepLabV3_ResNet101_Weights",
@@ -110,22 +110,6 @@ def _deeplabv3_mobilenetv3(backbone: MobileNetV3, num_classes: int, aux: bool | 
     return DeepLabV3(getter, DeepLabHead(features[out_pos].out_channels, num_classes), aux_classifier)
 
 
-def _build(weights_enum: Any, backbone_enum: Any, make: Callable[[Any, int, Any], DeepLabV3], weights: Any,
-           progress: bool, num_classes: int | None, aux_loss: bool | None, weights_backbone: Any) -> DeepLabV3:
-    weights = weights_enum.verify(weights)
-    weights_backbone = backbone_enum.verify(weights_backbone)
-    if weights is not None:
-        weights_backbone = None
-        num_classes = overwrite_value("num_classes", num_classes, len(weights.meta["categories"]))
-        aux_loss = overwrite_value("aux_loss", aux_loss, True)
-    elif num_classes is None:
-        num_classes = 21
-    model = make(weights_backbone, num_classes, aux_loss)
-    if weights is not None:
-        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
-    return model
-
-
 @register_model("deeplabv3_resnet50", DeepLabV3_ResNet50_Weights)
 @handle_legacy_interface(lambda: DeepLabV3_ResNet50_Weights.COCO_WITH_VOC_LABELS_V1,
                          lambda: ResNet50_Weights.IMAGENET1K_V1)
@@ -136,7 +120,7 @@ def deeplabv3_resnet50(*, weights: Any = None, progress: bool = True, num_classe
     def make(wb: Any, classes: int, aux: Any) -> DeepLabV3:
         return _deeplabv3_resnet(resnet50(weights=wb, replace_stride_with_dilation=[False, True, True]), classes, aux)
 
-    return _build(DeepLabV3_ResNet50_Weights, ResNet50_Weights, make, weights, progress, num_classes, aux_loss,
+    return build(DeepLabV3_ResNet50_Weights, ResNet50_Weights, make, weights, progress, num_classes, aux_loss,
                   weights_backbone)
 
 
@@ -151,7 +135,7 @@ def deeplabv3_resnet101(*, weights: Any = None, progress: bool = True, num_class
         return _deeplabv3_resnet(resnet101(weights=wb, replace_stride_with_dilation=[False, True, True]), classes,
                                  aux)
 
-    return _build(DeepLabV3_ResNet101_Weights, ResNet101_Weights, make, weights, progress, num_classes, aux_loss,
+    return build(DeepLabV3_ResNet101_Weights, ResNet101_Weights, make, weights, progress, num_classes, aux_loss,
                   weights_backbone)
 
 
@@ -166,5 +150,5 @@ def deeplabv3_mobilenet_v3_large(*, weights: Any = None, progress: bool = True, 
     def make(wb: Any, classes: int, aux: Any) -> DeepLabV3:
         return _deeplabv3_mobilenetv3(mobilenet_v3_large(weights=wb, dilated=True), classes, aux)
 
-    return _build(DeepLabV3_MobileNet_V3_Large_Weights, MobileNet_V3_Large_Weights, make, weights, progress,
+    return build(DeepLabV3_MobileNet_V3_Large_Weights, MobileNet_V3_Large_Weights, make, weights, progress,
                   num_classes, aux_loss, weights_backbone)

@@ -18,7 +18,7 @@ from ember import nn
 from ember.vision.models._api import handle_legacy_interface, make_weights_enum, register_model
 from ember.vision.models._utils import IntermediateLayerGetter
 from ember.vision.models.resnet import ResNet, ResNet50_Weights, ResNet101_Weights, resnet50, resnet101
-from ember.vision.models.segmentation._utils import _SimpleSegmentationModel, overwrite_value
+from ember.vision.models.segmentation._utils import _SimpleSegmentationModel, build
 
 __all__ = ["FCN", "FCNHead", "FCN_ResNet50_Weights", "FCN_ResNet101_Weights", "fcn_resnet50", "fcn_resnet101"]
 
@@ -48,21 +48,13 @@ def _fcn_resnet(backbone: ResNet, num_classes: int, aux: bool | None) -> FCN:
     return FCN(getter, FCNHead(2048, num_classes), FCNHead(1024, num_classes) if aux else None)
 
 
-def _build(weights_enum: Any, backbone_enum: Any, backbone_builder: Any, weights: Any, progress: bool,
-           num_classes: int | None, aux_loss: bool | None, weights_backbone: Any) -> FCN:
-    weights = weights_enum.verify(weights)
-    weights_backbone = backbone_enum.verify(weights_backbone)
-    if weights is not None:
-        weights_backbone = None
-        num_classes = overwrite_value("num_classes", num_classes, len(weights.meta["categories"]))
-        aux_loss = overwrite_value("aux_loss", aux_loss, True)
-    elif num_classes is None:
-        num_classes = 21
-    backbone = backbone_builder(weights=weights_backbone, replace_stride_with_dilation=[False, True, True])
-    model = _fcn_resnet(backbone, num_classes, aux_loss)
-    if weights is not None:
-        model.load_state_dict(weights.get_state_dict(progress=progress, check_hash=True))
-    return model
+def _dilated(backbone_builder: Any) -> Any:
+    """``make`` for :func:`build`: the ResNet with its last two stages dilated, under an FCN head."""
+    def make(weights_backbone: Any, num_classes: int, aux: bool | None) -> FCN:
+        backbone = backbone_builder(weights=weights_backbone, replace_stride_with_dilation=[False, True, True])
+        return _fcn_resnet(backbone, num_classes, aux)
+
+    return make
 
 
 @register_model("fcn_resnet50", FCN_ResNet50_Weights)
@@ -73,8 +65,8 @@ def fcn_resnet50(*, weights: Any = None, progress: bool = True, num_classes: int
                  **kwargs: Any) -> FCN:
     """FCN on a dilated ResNet-50 (21 VOC classes by default; the backbone's ImageNet weights by default, as
     torchvision: pass ``weights_backbone=None`` to start from random weights without a download)."""
-    return _build(FCN_ResNet50_Weights, ResNet50_Weights, resnet50, weights, progress, num_classes, aux_loss,
-                  weights_backbone)
+    return build(FCN_ResNet50_Weights, ResNet50_Weights, _dilated(resnet50), weights, progress, num_classes, aux_loss,
+                 weights_backbone)
 
 
 @register_model("fcn_resnet101", FCN_ResNet101_Weights)
@@ -84,5 +76,5 @@ def fcn_resnet101(*, weights: Any = None, progress: bool = True, num_classes: in
                   aux_loss: bool | None = None, weights_backbone: Any = ResNet101_Weights.IMAGENET1K_V1,
                   **kwargs: Any) -> FCN:
     """FCN on a dilated ResNet-101."""
-    return _build(FCN_ResNet101_Weights, ResNet101_Weights, resnet101, weights, progress, num_classes, aux_loss,
-                  weights_backbone)
+    return build(FCN_ResNet101_Weights, ResNet101_Weights, _dilated(resnet101), weights, progress, num_classes,
+                 aux_loss, weights_backbone)
