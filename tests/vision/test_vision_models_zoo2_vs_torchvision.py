@@ -137,6 +137,24 @@ def test_small_densenet_and_convnext_match_torchvision() -> None:
             _close(model(ember.from_numpy(x)).detach().numpy(), expected, f"{type(model).__name__} {mode}", 1e-4)
 
 
+def _float64_training_step_matches(reference, model, x, what: str) -> None:
+    """From ``reference``'s weights in float64 and training mode: the same output (1e-9) and, for the loss
+    ``sum(out ** 2)``, the same gradient of every parameter (1e-7)."""
+    initial = state_dict_to_numpy(reference)
+    reference.double().train(), model.double().train()
+    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
+                               for k, v in initial.items()})
+    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
+    expected = reference(torch.from_numpy(x))
+    got = model(ember.from_numpy(x))
+    _close(got.detach().numpy(), expected.detach().numpy(), f"{what} (float64)", 1e-9)
+    expected.pow(2).sum().backward()
+    got.pow(2).sum().backward()
+    ours = dict(model.named_parameters())
+    for key, p in reference.named_parameters():
+        _close(ours[key].grad.numpy(), p.grad.numpy(), f"{what} grad of {key}", 1e-7)
+
+
 @pytest.mark.parametrize("v2", [False, True])
 def test_small_swin_matches_torchvision(v2: bool) -> None:
     """Swin's code path at toy size: a 5x6 grid of 4x4 patches (padding), windows of 4 with shifts (the region
@@ -155,21 +173,9 @@ def test_small_swin_matches_torchvision(v2: bool) -> None:
                       "downsample_layer": ev.models.swin_transformer.PatchMergingV2}
     model = ev.models.SwinTransformer(**config, **ours_extra)
     assert list(model.state_dict()) == list(reference.state_dict())
-    initial = state_dict_to_numpy(reference)
     no_dropout_(reference), no_dropout_(model)
-    reference.double().train(), model.double().train()
-    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
-                               for k, v in initial.items()})
-    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
-    x = np.random.default_rng(9).standard_normal((2, 3, 20, 24))
-    expected = reference(torch.from_numpy(x))
-    got = model(ember.from_numpy(x))
-    _close(got.detach().numpy(), expected.detach().numpy(), "small swin (float64)", 1e-9)
-    expected.pow(2).sum().backward()
-    got.pow(2).sum().backward()
-    ours = dict(model.named_parameters())
-    for key, p in reference.named_parameters():
-        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small swin grad of {key}", 1e-7)
+    _float64_training_step_matches(reference, model, np.random.default_rng(9).standard_normal((2, 3, 20, 24)),
+                                   "small swin")
 
 
 def test_small_maxvit_matches_torchvision() -> None:
@@ -185,20 +191,8 @@ def test_small_maxvit_matches_torchvision() -> None:
     for key, buffer in model.named_buffers():
         if "relative_position_index" in key:
             assert np.array_equal(buffer.numpy(), theirs[key].numpy()), key
-    initial = state_dict_to_numpy(reference)
-    reference.double().train(), model.double().train()
-    reference.load_state_dict({k: torch.from_numpy(v.astype(np.float64) if v.dtype == np.float32 else v)
-                               for k, v in initial.items()})
-    model.load_state_dict(_ember_state(initial, reference.state_dict()._metadata, np.float64), strict=True)
-    x = np.random.default_rng(10).standard_normal((2, 3, 32, 32))
-    expected = reference(torch.from_numpy(x))
-    got = model(ember.from_numpy(x))
-    _close(got.detach().numpy(), expected.detach().numpy(), "small MaxViT (float64)", 1e-9)
-    expected.pow(2).sum().backward()
-    got.pow(2).sum().backward()
-    ours = dict(model.named_parameters())
-    for key, p in reference.named_parameters():
-        _close(ours[key].grad.numpy(), p.grad.numpy(), f"small MaxViT grad of {key}", 1e-7)
+    _float64_training_step_matches(reference, model, np.random.default_rng(10).standard_normal((2, 3, 32, 32)),
+                                   "small MaxViT")
     with pytest.raises(ValueError, match="not divisible by partition size"):
         ev.models.MaxVit(**dict(config, input_size=(36, 36)))
     assert list(ev.models.maxvit_t().state_dict()) == list(tv.models.maxvit_t().state_dict())

@@ -126,11 +126,7 @@ class FusedMBConv(nn.Module):
         self.stochastic_depth = StochasticDepth(stochastic_depth_prob, "row")
         self.out_channels = cnf.out_channels
 
-    def forward(self, input: Any) -> Any:
-        result = self.block(input)
-        if self.use_res_connect:
-            result = self.stochastic_depth(result) + input
-        return result
+    forward = MBConv.forward  # the same residual with stochastic depth
 
 
 class EfficientNet(nn.Module):

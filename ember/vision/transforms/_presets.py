@@ -8,6 +8,13 @@ from ember.vision.transforms.functional import InterpolationMode
 import ember
 
 
+def _scaled_and_normalized(img: Any, mean: Sequence[float], std: Sequence[float]) -> Any:
+    """A PIL/NumPy/tensor image as a float32 tensor in [0, 1], normalized per channel (the presets' last steps)."""
+    if not isinstance(img, ember.Tensor):
+        img = F.pil_to_tensor(img)
+    return F.normalize(F.convert_image_dtype(img, ember.float32), mean=mean, std=std)
+
+
 class ImageClassification:
     """Resize the shorter edge to ``resize_size``, centre-crop ``crop_size``, scale to [0, 1], normalize.
 
@@ -35,10 +42,7 @@ class ImageClassification:
     def __call__(self, img: Any) -> Any:
         img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
         img = F.center_crop(img, self.crop_size)
-        if not isinstance(img, ember.Tensor):
-            img = F.pil_to_tensor(img)
-        img = F.convert_image_dtype(img, ember.float32)
-        return F.normalize(img, mean=self.mean, std=self.std)
+        return _scaled_and_normalized(img, self.mean, self.std)
 
     forward = __call__
 
@@ -70,10 +74,7 @@ class SemanticSegmentation:
     def __call__(self, img: Any) -> Any:
         if self.resize_size is not None:
             img = F.resize(img, self.resize_size, interpolation=self.interpolation, antialias=self.antialias)
-        if not isinstance(img, ember.Tensor):
-            img = F.pil_to_tensor(img)
-        img = F.convert_image_dtype(img, ember.float32)
-        return F.normalize(img, mean=self.mean, std=self.std)
+        return _scaled_and_normalized(img, self.mean, self.std)
 
     forward = __call__
 
