@@ -25,20 +25,23 @@ ADD, SUB, MUL, DIV, POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["p
 def _alpha_scaled(self: Tensor, other: Any, alpha: Any) -> Any:
     """``alpha * other`` for add_/sub_: the common case (a tensor of self's non-bool dtype) directly, else
     with PyTorch's rules (:func:`ember.ops.elementwise.scaled`)."""
-    if isinstance(other, dispatch.Tensor) and other._data.dtype == self._data.dtype and other._data.dtype.kind != "b":
-        return other * alpha
+    if (isinstance(other, dispatch.Tensor) and other._data.dtype == self._data.dtype
+            and other._data.dtype in (np.float32, np.float64) and type(alpha) in (int, float)):
+        return other * alpha  # nothing to check: an int or float alpha fits float32/float64
     return ew.scaled(self, other, alpha)
 
 
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return inplace.inplace_binary(ADD, self, other if alpha == 1 else _alpha_scaled(self, other, alpha), "add_")
+    return inplace.inplace_binary(ADD, self, other if alpha == 1 and type(alpha) is not bool else
+                                  _alpha_scaled(self, other, alpha), "add_")
 
 
 def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     if alpha != 1 and (self._data.dtype.kind == "b" or type(other) is bool or (
             isinstance(other, dispatch.Tensor) and other._data.dtype.kind == "b")):
         raise dispatch._bool_sub_error()
-    return inplace.inplace_binary(SUB, self, other if alpha == 1 else _alpha_scaled(self, other, alpha), "sub_")
+    return inplace.inplace_binary(SUB, self, other if alpha == 1 and type(alpha) is not bool else
+                                  _alpha_scaled(self, other, alpha), "sub_")
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
@@ -59,7 +62,16 @@ def zero_(self: Tensor) -> Tensor:
 
 def fill_(self: Tensor, value: Any) -> Tensor:
     if isinstance(value, dispatch.Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               f"dimensions (shape {list(value.shape)}); pass value.squeeze() or value[0]")
+        if dispatch.grad_mode.STATE.enabled and value._requires_grad:  # the value's gradient is the sum of self's
+            source = value.to(self.device).to(self.dtype)
+            return inplace.inplace_call(self, "fill_", lambda t: inplace.replaced(t, source.expand_as(t)),
+                                        needs_copy=False, others=(source,))
         value = value.item()
+        if isinstance(value, complex) and not self.is_complex():  # torch warns and keeps the real part
+            value = value.real
     return inplace.fill(self, value, "fill_")
 
 

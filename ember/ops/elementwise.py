@@ -696,10 +696,11 @@ def isfinite(input: Any) -> Any:
 def scaled(input: Any, other: Any, alpha: Any) -> Any:
     """``alpha * other`` for add/sub: PyTorch casts alpha to the common dtype of input and other, so a bool
     alpha scaling stays bool and a NumPy scalar is read as PyTorch reads it (np.uint8(200) * -1 is -200)."""
-    if alpha == 1:
+    if alpha == 1 and type(alpha) is not bool:  # alpha=True is checked (a bool alpha needs a bool result)
         return other
     other = dtypes.python_scalar(other)
     common = dtypes.result_type(input if isinstance(input, dispatch.Tensor) else dtypes.python_scalar(input), other)
+    alpha = scalar_factor(alpha, common, "alpha", "add")
     if common is dtypes.bool_:
         return other * bool(alpha)
     if isinstance(other, dispatch.Tensor) and other.dtype is not common:
@@ -707,15 +708,45 @@ def scaled(input: Any, other: Any, alpha: Any) -> Any:
     return other * alpha
 
 
+def scalar_factor(value: Any, common: Any, name: str, op: str) -> Any:
+    """A scalar factor (add/sub's ``alpha``, addcmul/addcdiv's ``value``) checked and converted as PyTorch does
+    for a result of dtype ``common``: a bool only for bool results, a float alpha not for integer results (a
+    float ``value`` is truncated), a complex one only for complex results, and no overflow (alpha=300 for int8).
+
+    Example:
+        >>> scalar_factor(2.5, ember.int64, "value", "addcmul")
+        2
+    """
+    value = dtypes.python_scalar(value)
+    if isinstance(value, dispatch.Tensor):
+        value = value.item()
+    if type(value) is bool and common is not dtypes.bool_ and name == "alpha":
+        raise RuntimeError(f"{op}: Boolean alpha only supported for Boolean results (the result is {common}); "
+                           f"pass alpha={int(value)}")
+    if isinstance(value, float) and common.category <= 1:
+        if name == "alpha":
+            raise RuntimeError(f"{op}: For integral input tensors, argument alpha must not be a floating point "
+                               f"number (alpha={value!r}, result {common}); pass an int or use float tensors")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise RuntimeError(f"{op}: value {value!r} cannot be converted to type {common} without overflow")
+        value = int(value)
+    if isinstance(value, complex) and common.category < 3:
+        if name == "alpha":
+            raise RuntimeError(f"{op}: For non-complex input tensors, argument alpha must not be a complex number "
+                               f"(alpha={value!r}, result {common})")
+        raise RuntimeError(f"{op}: value {value!r} cannot be converted to type {common} without overflow")
+    return dtypes.checked_scalar(value, common, op) if common is not dtypes.bool_ else value
+
+
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Any:
-    return dispatch.binary(ADD, input, other if alpha == 1 else scaled(input, other, alpha))
+    return dispatch.binary(ADD, input, other if alpha == 1 and type(alpha) is not bool else scaled(input, other, alpha))
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
     if alpha != 1 and any(type(v) is bool or (isinstance(v, dispatch.Tensor) and v._data.dtype.kind == "b")
                           for v in (input, other)):
         raise dispatch._bool_sub_error()  # before scaling: True * -1 is no longer a bool
-    return dispatch.binary(SUB, input, other if alpha == 1 else scaled(input, other, alpha))
+    return dispatch.binary(SUB, input, other if alpha == 1 and type(alpha) is not bool else scaled(input, other, alpha))
 
 
 def mul(input: Any, other: Any) -> Any:
@@ -852,8 +883,11 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         if target is not tensor.dtype:
             tensor = dispatch.cast(tensor, target)
         input, other = (tensor, scalar) if x_is_t else (scalar, tensor)
-    elif not x_is_t and not y_is_t:
-        input = _as_tensor(input)
+    elif not x_is_t and not y_is_t:  # two numbers: their dtype by PyTorch's defaults (2 and 2.5 give float32)
+        a, b = dtypes.python_scalar(input), dtypes.python_scalar(other)
+        target = dtypes.result_type(a, b)
+        input = _as_tensor(a).to(device=cond.device, dtype=target)
+        other = _as_tensor(b).to(device=cond.device, dtype=target)
     return dispatch.apply(WHERE, (cond, input, other))
 
 

@@ -420,12 +420,30 @@ def xlogy(input: Any, other: Any) -> Any:
     return ew.where(x == 0, out + 0.0, out)
 
 
-@float32_composite
 def lerp(input: Any, end: Any, weight: Any) -> Any:
-    """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
-    if isinstance(end, dispatch.Tensor) and isinstance(input, dispatch.Tensor) and end.dtype is not input.dtype:
-        raise RuntimeError(f"lerp: expected dtype {input.dtype} for `end` but got dtype {end.dtype}; convert it "
-                           f"with .to({input.dtype})")
+    """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1). ``end`` and a
+    weight tensor of rank >= 1 must have input's dtype (checked before half inputs are widened to float32).
+
+    Example:
+        >>> ember.lerp(ember.tensor([0.0, 1.0]), ember.tensor([2.0, 3.0]), 0.5)
+        tensor([1., 2.])
+    """
+    if isinstance(input, dispatch.Tensor):
+        if isinstance(end, dispatch.Tensor) and end.dtype is not input.dtype:
+            raise RuntimeError(f"lerp: expected dtype {input.dtype} for `end` but got dtype {end.dtype}; convert it "
+                               f"with .to({input.dtype})")
+        if isinstance(weight, dispatch.Tensor) and weight.ndim > 0 and weight.dtype is not input.dtype:
+            raise RuntimeError(f"lerp: expected dtype {input.dtype} for `weight` but got dtype {weight.dtype}; "
+                               f"convert it with .to({input.dtype})")
+        if not isinstance(weight, dispatch.Tensor) and not input.is_complex():
+            if isinstance(dtypes.python_scalar(weight), complex):
+                raise RuntimeError(f"lerp: value {weight!r} cannot be converted to type {input.dtype} without "
+                                   f"overflow (a complex weight needs complex tensors)")
+    return _lerp(input, end, weight)
+
+
+@float32_composite
+def _lerp(input: Any, end: Any, weight: Any) -> Any:
     if isinstance(weight, dispatch.Tensor) and weight.ndim == 0 and isinstance(input, dispatch.Tensor):
         # a 0-d weight takes part in promotion like a number: cast first, so 1 - weight rounds as torch's does
         weight = dispatch.cast(weight, dtypes.result_type(input, weight))
@@ -444,16 +462,37 @@ def lerp(input: Any, end: Any, weight: Any) -> Any:
     return end - diff * (1 - weight)
 
 
+def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -> tuple:
+    """addcmul/addcdiv's operands in their common dtype (all three take part in promotion, as in PyTorch: an
+    int8 * uint8 product inside a complex addcmul is computed in complex, not wrapped) and ``value`` checked."""
+    for label, operand in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
+        if not isinstance(operand, dispatch.Tensor):
+            raise TypeError(f"{name}(): argument '{label}' must be Tensor, not {type(operand).__name__}")
+    common = dtypes.result_type(input, tensor1, tensor2)
+    if common is dtypes.bool_:
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\' (all three operands are bool); '
+                                  f"convert them with .int() or .float()")
+    if name == "addcdiv" and tensor1.dtype.category <= 1 and tensor2.dtype.category <= 1:
+        raise RuntimeError("addcdiv: Integer division with addcdiv is no longer supported (tensor1 and tensor2 are "
+                           f"{tensor1.dtype} and {tensor2.dtype}); use input + value * torch.trunc(tensor1 / tensor2)"
+                           " for the old behaviour or convert them to floats for a true division")
+    value = ew.scalar_factor(value, common, "value", name)
+    a, b, c = (t if t.dtype is common else dispatch.cast(t, common) for t in (input, tensor1, tensor2))
+    return a, b, c, value
+
+
 @float32_composite
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
-    """input + value * tensor1 * tensor2."""
+    """input + value * tensor1 * tensor2, computed in the common dtype of the three tensors."""
+    input, tensor1, tensor2, value = _pointwise3("addcmul", input, tensor1, tensor2, value)
     product = tensor1 * tensor2
     return input + (product if value == 1 else product * value)
 
 
 @float32_composite
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
-    """input + value * tensor1 / tensor2."""
+    """input + value * tensor1 / tensor2, computed in the common dtype of the three tensors."""
+    input, tensor1, tensor2, value = _pointwise3("addcdiv", input, tensor1, tensor2, value)
     quotient = tensor1 / tensor2
     return input + (quotient if value == 1 else quotient * value)
 
@@ -622,7 +661,7 @@ def trace(input: Any) -> Any:
 def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
     """Cumulative product along ``dim`` (integers accumulate in int64)."""
     if dtype is not None:
-        input = input.to(dtype)
+        input = red.to_reduction_dtype(input, dtype)
     (d,) = red.normalize_dims(dim, input.ndim, "cumprod")
     return red._in_dtype(dispatch.apply(CUMPROD, (input,), {"dim": d}), dtype)
 

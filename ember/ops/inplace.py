@@ -330,6 +330,14 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
     old = Tensor._make(t._data.copy() if keep_copy else t._data, t._device, t._requires_grad)
     old.grad_fn = t.grad_fn
     old._output_nr = t._output_nr
+    if t._base is not None and t._view_fn[0] and any(op.name == "as_strided" for op, _ in t._view_fn[0]):
+        # as_strided may read the base's memory outside its own input (a view of a narrow): the values written
+        # depend on those elements, whose gradient the view's own history drops. Read them from the base, as
+        # PyTorch's CopySlices does.
+        fresh = dispatch.apply(VIEW_REPLAY, (t._base,), {"steps": plain_steps(t._view_fn[0])})
+        old.grad_fn = fresh.grad_fn
+        old._output_nr = 0
+        old._requires_grad = fresh._requires_grad
     return old
 
 

@@ -57,7 +57,28 @@ def _per_channel(v: Any) -> Any:
     return v[None, :, None]
 
 
+def _half_train_output(xp: Any, x3: Any, mean: Any, var: Any, weight: Any, bias: Any, eps: float, low: Any) -> Any:
+    """PyTorch's CPU batch norm for float16/bfloat16 inputs: the statistics are computed in float32 and stored in
+    the input's dtype (save_mean, save_invstd), then ``x * alpha + beta`` in float32 with ``alpha = invstd *
+    weight`` and ``beta = bias - mean * alpha``, rounded once. Bit for bit torch's on random inputs (normalizing
+    with the float32 statistics differs in a third of the elements by a half-precision ulp)."""
+    mean_h = mean.astype(low).astype(xp.float32)
+    invstd_h = (1.0 / xp.sqrt(var + xp.float32(eps))).astype(low).astype(xp.float32)
+    alpha = invstd_h if weight is None else invstd_h * weight.astype(xp.float32)
+    beta = -mean_h * alpha if bias is None else bias.astype(xp.float32) - mean_h * alpha
+    return x3 * _per_channel(alpha) + _per_channel(beta)
+
+
 def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> tuple:
+    y, mean, var = _train_stats_impl(xp, x, *affine, eps=eps, has_weight=has_weight)
+    if x.dtype.itemsize == 2:  # the statistics are still float32 here
+        weight = affine[0] if has_weight else None
+        bias = affine[-1] if len(affine) > int(has_weight) else None
+        y = _half_train_output(xp, _as3(xp, x), mean, var, weight, bias, eps, x.dtype).reshape(x.shape)
+    return y.astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False), var.astype(x.dtype, copy=False)
+
+
+def _train_stats_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> tuple:
     x3 = _as3(xp, x)
     n, c, length = x3.shape
     count = n * length
@@ -73,8 +94,7 @@ def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> 
         w_arr = ones if weight is None else xp.ascontiguousarray(weight, dtype=x3.dtype)
         b_arr = xp.zeros(c, dtype=x3.dtype) if bias is None else xp.ascontiguousarray(bias, dtype=x3.dtype)
         split_channels(xp, lambda c0, c1: kernel(x3, w_arr, b_arr, float(eps), c0, c1, y, mean, var), c, count)
-        return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False),
-                var.astype(x.dtype, copy=False))
+        return y.reshape(x.shape), mean, var
 
     def channels(c0: int, c1: int) -> None:  # channel blocks are independent: one per core
         xs, ys = x3[:, c0:c1], y[:, c0:c1]
@@ -89,8 +109,7 @@ def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> 
             ys += _per_channel(bias[c0:c1].astype(ys.dtype, copy=False))
 
     split_channels(xp, channels, c, count)
-    return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False),
-            var.astype(x.dtype, copy=False))
+    return y.reshape(x.shape), mean, var
 
 
 def _composite(x: Any, eps: float) -> Any:

@@ -99,6 +99,9 @@ SAME_DTYPE = frozenset("""mm bmm matmul addmm baddbmm addbmm mv addmv dot vdot a
     tril triu slice_scatter take spmm dsmm float_power argmax argmin nonzero bucketize searchsorted""".split())
 # torch.linalg's functions need out's exact dtype too (``exact_dtype``), except these, which cast like add.
 LINALG_CAST = frozenset("cond matrix_power matrix_rank pinv".split())
+# clamp with number bounds checks out's dtype itself ("Found dtype Double but expected Float"); with tensor bounds
+# it casts like add. where always needs the result's dtype.
+_CLAMPS = frozenset("clamp clip clamp_min clamp_max".split())
 # Predicates write bool outs only; any/all also take uint8 (their uint8 overload); complex-to-real FFTs a real out.
 BOOL_OUT = frozenset("isin isneginf isposinf signbit".split())
 BOOL_OR_BYTE_OUT = frozenset("any all".split())
@@ -236,9 +239,11 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
         results = tuple(result) if multi else (result,)
         if len(results) != len(outs):
             raise RuntimeError(f"{name}(): expected {len(results)} out tensors, got {len(outs)}")
+        same = exact or name == "where" or (name in _CLAMPS and not any(
+            isinstance(v, dispatch.Tensor) for v in tuple(args[1:]) + tuple(kwargs.values())))
         for o, r in zip(outs, results):
             _dtype_rule(name, o, r)
-            _write(name, o, r, multi or (exact and not (real_only and args and getattr(args[0], "is_complex", bool)())))
+            _write(name, o, r, multi or (same and not (real_only and args and getattr(args[0], "is_complex", bool)())))
         if not multi:
             return outs[0]
         try:

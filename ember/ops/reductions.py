@@ -392,6 +392,22 @@ def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     return dispatch.apply(op, (input,), attrs)
 
 
+_TORCH_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def to_reduction_dtype(input: Any, dtype: Any) -> Any:
+    """``input`` cast to a reduction's ``dtype=``; an integer or bool dtype for an input that requires grad is
+    refused as PyTorch refuses it (its result could not carry a gradient: ``Autograd not support dtype: Long``)."""
+    if dtype is None:
+        return input
+    target = dtypes.to_dtype(dtype)
+    if target.category <= 1 and input.requires_grad and dispatch.grad_mode.STATE.enabled:
+        raise RuntimeError(f"Autograd not support dtype: {_TORCH_TYPE_NAMES.get(target.name, target.name)} (a "
+                           f"reduction with dtype={target} of a tensor that requires grad); reduce in a floating "
+                           f"dtype, or detach() the input")
+    return input.to(target)
+
+
 def _in_dtype(result: Any, dtype: Any) -> Any:
     """An integer sum/prod accumulates in int64; an explicit integer or bool ``dtype=`` is the result's dtype in
     PyTorch (``x.sum(dtype=torch.int8)`` wraps), so the int64 result is cast back (the same residue mod 2**bits)."""
@@ -403,7 +419,7 @@ def _in_dtype(result: Any, dtype: Any) -> Any:
 
 def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A001
     if dtype is not None:
-        input = input.to(dtype)
+        input = to_reduction_dtype(input, dtype)
     return _in_dtype(_reduce(SUM, input, dim, keepdim), dtype)
 
 
@@ -420,7 +436,7 @@ def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = Non
 
 def prod(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
     if dtype is not None:
-        input = input.to(dtype)
+        input = to_reduction_dtype(input, dtype)
     return _in_dtype(_reduce(PROD, input, dim, keepdim), dtype)
 
 
@@ -485,7 +501,7 @@ def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
         if dtypes.to_dtype(dtype) is dtypes.bool_:
             raise RuntimeError("cumsum: dtype=bool is not supported (as in PyTorch); use cumsum(dtype=torch.int64) "
                                "and compare with 0")
-        input = input.to(dtype)
+        input = to_reduction_dtype(input, dtype)
     (d,) = normalize_dims(dim, input.ndim, "cumsum")
     return _in_dtype(dispatch.apply(CUMSUM, (input,), {"dim": d}), dtype)
 

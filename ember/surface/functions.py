@@ -461,8 +461,13 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
     """``input * 2 ** other`` as PyTorch computes it: ``2.0 ** other`` takes other's float dtype (the default one
     for integers), then the product promotes (bfloat16 x float32 exponent is float32, complex stays complex)."""
-    scale = elementwise.pow(2.0, _t(other, _t(input)))
-    return _t(input) * scale
+    x, e = _t(input), _t(other, _t(input))
+    common = dtypes.result_type(x, e)
+    if common.category <= 1:  # integer and bool operands give the default float dtype
+        common = dtypes.float32
+    if x.dtype.category == 2 and x.dtype.itemsize == 2 and e.dtype.category <= 1:
+        return x * elementwise.pow(2.0, e).to(common)  # bfloat16 * int exponent stays bfloat16 (torch's kernel)
+    return x * elementwise.pow(2.0, e)
 
 
 @float32_composite
@@ -548,10 +553,27 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
     return gather(input.expand(src_shape), dim, indices.expand(idx_shape))
 
 
+def _trapezoid_input(y: Tensor, name: str) -> Tensor:
+    """``y`` ready for the trapezoid sums: bool refused (as torch), integers widened to int64 so that
+    ``left + right`` cannot wrap (uint8 255 + 255 is 510, as torch's int64 sum)."""
+    if y.dtype is bool_:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported; convert it with "
+                           ".int() or .float()")
+    return y.to(int64) if y.dtype.category == 1 else y
+
+
 def trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
+    """The trapezoid rule along ``dim`` (spacing ``x`` or ``dx``), as torch.trapezoid.
+
+    Example:
+        >>> ember.trapezoid(ember.tensor([1.0, 2.0, 3.0]))
+        tensor(4.)
+    """
     n = y.shape[dim]
-    if n == 0:
-        return reductions.sum(y, dim=dim) * 0
+    if n == 0:  # torch: zeros of y's dtype without the dim, not connected to y
+        _trapezoid_input(y, "trapezoid")
+        return zeros([s for d, s in enumerate(y.shape) if d != dim % y.ndim], dtype=y.dtype, device=y.device)
+    y = _trapezoid_input(y, "trapezoid")
     left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
     if isinstance(x, Tensor):
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
@@ -567,7 +589,10 @@ trapz = trapezoid
 
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -1) -> Tensor:
     n = y.shape[dim]
-    left, right = narrow(y, dim, 0, max(n - 1, 0)), narrow(y, dim, 1, max(n - 1, 0))
+    y = _trapezoid_input(y, "cumulative_trapezoid")
+    if n == 0:  # an empty dim stays empty (in the result's dtype: integers give the default float dtype)
+        return (y * 1.0).clone()
+    left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
     if isinstance(x, Tensor):
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
         if x.ndim == 1:
@@ -639,7 +664,9 @@ def _evenly(flat: Tensor, value: Tensor) -> Tensor:
     if not (flat.requires_grad and flat.is_floating_point()):
         return value
     v = value.detach()
-    mask = isnan(flat) if bool(isnan(v)) else flat == v
+    if not bool(isnan(v)):  # the equal elements' amax: exact, its gradient split evenly (no inf - inf at +-inf)
+        return flat[flat == v].amax()
+    mask = isnan(flat)
     share = where(mask, flat - flat.detach(), zeros_like(flat)).sum() / mask.sum().to(flat.dtype)
     return v + share
 
@@ -652,7 +679,9 @@ def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
         elif flat.is_floating_point() and bool(isnan(flat).any()):
             return _evenly(flat, flat[isnan(flat).nonzero()[0, 0]])
         n = flat.shape[0]
-        if n == 0:
+        if n == 0:  # NaN, still connected to the input when it requires grad (its gradient: empty zeros)
+            if flat.requires_grad and flat.is_floating_point():
+                return flat.sum() + math.nan
             return tensor(math.nan, dtype=input.dtype)
         values = sort(flat).values
         return _evenly(flat, values[(n - 1) // 2])
