@@ -194,10 +194,6 @@ ALLOW: list = [
      "dim when the input or output width is 1 (a (2, 2) -> (6, 1) bicubic gives six equal values); ember "
      "interpolates as it does for any other width",
      lambda case, problem: "antialias=True" in case.code and "values differ" in problem and _aa_width_one(case)),
-    ("torch's bfloat16 log_softmax rounds an intermediate",
-     "torch's last-dim bfloat16 log_softmax rounds the sum of exponentials to bfloat16 before its log (up to 3 "
-     "bfloat16 ulps off); ember computes in float32 and rounds once",
-     lambda case, problem: "log_softmax(x, dim=-1)" in case.code and "(bfloat16): values differ" in problem),
     ("cancellation in x - tanh(x) and sums of zeros",
      "tanhshrink in float32 cancels to a few ulps of x; a fully masked attention row is 0 @ v, whose zero signs "
      "follow the summation order; torch's softshrink dead zone is +0 or x * 0 depending on its vector width",
