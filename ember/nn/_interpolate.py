@@ -52,23 +52,28 @@ def _nearest_table(in_size: int, out_size: int, scale_factor: float | None, exac
     return src[:, None].astype(np.int64), np.ones((out_size, 1))
 
 
-def _source(scale: float, out_size: int, align_corners: bool, cubic: bool) -> np.ndarray:
-    dst = np.arange(out_size, dtype=np.float64)
+def _source(scale: float, out_size: int, align_corners: bool, cubic: bool, coord: Any = np.float64) -> np.ndarray:
+    """Source coordinates of the output positions; ``coord=np.float32`` computes them as PyTorch's kernels do for
+    float16/bfloat16 (and float32) inputs (in float32: a 1000-wide row's coordinates drift from float64's)."""
+    dst = np.arange(out_size, dtype=coord)
+    scale = coord(scale)
     if align_corners:
         return scale * dst
-    src = scale * (dst + 0.5) - 0.5
-    return src if cubic else np.maximum(src, 0.0)
+    src = scale * (dst + coord(0.5)) - coord(0.5)
+    return src if cubic else np.maximum(src, coord(0.0))
 
 
-def _linear_table(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None) -> tuple:
-    src = _source(_scale(in_size, out_size, align_corners, scale_factor), out_size, align_corners, False)
+def _linear_table(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None,
+                  coord: Any = np.float64) -> tuple:
+    src = _source(_scale(in_size, out_size, align_corners, scale_factor), out_size, align_corners, False, coord)
     i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
-    lam = np.clip(src - i0, 0.0, 1.0)
+    lam = np.clip(src - i0.astype(coord), 0.0, 1.0).astype(np.float64)
     i1 = np.where(i0 < in_size - 1, i0 + 1, i0)
     return np.stack([i0, i1], 1), np.stack([1.0 - lam, lam], 1)
 
 
-def _cubic_table(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None) -> tuple:
+def _cubic_table(in_size: int, out_size: int, align_corners: bool, scale_factor: float | None,
+                 coord: Any = np.float64) -> tuple:
     a = -0.75  # PyTorch's (and OpenCV's) cubic convolution constant
 
     def near(x: np.ndarray) -> np.ndarray:  # |x| <= 1
@@ -77,9 +82,9 @@ def _cubic_table(in_size: int, out_size: int, align_corners: bool, scale_factor:
     def far(x: np.ndarray) -> np.ndarray:  # 1 < |x| < 2
         return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
 
-    src = _source(_scale(in_size, out_size, align_corners, scale_factor), out_size, align_corners, True)
+    src = _source(_scale(in_size, out_size, align_corners, scale_factor), out_size, align_corners, True, coord)
     base = np.floor(src).astype(np.int64)
-    t = src - base
+    t = (src - base.astype(coord)).astype(np.float64)
     weights = np.stack([far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)], 1)
     index = np.clip(base[:, None] + np.arange(-1, 3)[None, :], 0, in_size - 1)  # edge pixels repeat
     return index, weights
@@ -184,7 +189,14 @@ def _output_size(input: Any, size: Any, scale_factor: Any, dim: int) -> tuple[li
     return sizes, factors
 
 
-@float32_composite
+def _half_linear_weights(weights: np.ndarray, low: Any) -> np.ndarray:
+    """PyTorch's CPU linear kernels store a float16/bfloat16 input's interpolation weights in its dtype:
+    ``lambda1`` rounded, ``lambda0 = 1 - lambda1`` rounded again (the products and their sum stay float32)."""
+    lam1 = weights[:, 1].astype(np.float32).astype(low.np).astype(np.float64)
+    lam0 = (1.0 - lam1).astype(np.float32).astype(low.np).astype(np.float64)
+    return np.stack([lam0, lam1], 1)
+
+
 def interpolate(input: Any, size: int | Sequence[int] | None = None,
                 scale_factor: float | Sequence[float] | None = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
@@ -193,8 +205,20 @@ def interpolate(input: Any, size: int | Sequence[int] | None = None,
 
     Modes: ``nearest``, ``nearest-exact``, ``area`` (any of 1-3 spatial dims), ``linear`` (3-D
     input), ``bilinear`` / ``bicubic`` (4-D; ``antialias`` smooths downscaling), ``trilinear``
-    (5-D). ``align_corners=True`` maps corner pixel centres onto each other.
+    (5-D). ``align_corners=True`` maps corner pixel centres onto each other. float16/bfloat16 inputs are
+    computed in float32 and rounded once, with the linear weights in the input's dtype as PyTorch's kernels.
+
+    Example:
+        >>> ember.nn.functional.interpolate(ember.tensor([[[0.0, 1.0]]]), scale_factor=2, mode="linear")
+        tensor([[[0.0000, 0.2500, 0.7500, 1.0000]]])
     """
+    low = input.dtype if input.dtype.is_floating_point and input.dtype.itemsize == 2 else None
+    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias, low)
+
+
+@float32_composite
+def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str, align_corners: Any,
+                 recompute_scale_factor: Any, antialias: bool, low: Any) -> Any:
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate: mode {mode!r} is not supported; use one of {', '.join(_MODES)}")
     dim = input.ndim - 2
@@ -234,9 +258,15 @@ def interpolate(input: Any, size: int | Sequence[int] | None = None,
         elif antialias:
             index, weights = _antialias_table(in_size, out_size, align_corners, factor, mode == "bicubic")
         elif mode == "bicubic":
-            index, weights = _cubic_table(in_size, out_size, align_corners, factor)
+            index, weights = _cubic_table(in_size, out_size, align_corners, factor,
+                                          np.float32 if low is not None else np.float64)
+            if low is not None:  # PyTorch's cubic kernel keeps a half input's 4 weights in its dtype too
+                weights = weights.astype(np.float32).astype(low.np).astype(np.float64)
         else:
-            index, weights = _linear_table(in_size, out_size, align_corners, factor)
+            coord = np.float32 if low is not None and mode in ("linear", "trilinear") else np.float64
+            index, weights = _linear_table(in_size, out_size, align_corners, factor, coord)
+            if low is not None and mode in ("linear", "trilinear"):  # bilinear's 2-d kernel keeps float32 weights
+                weights = _half_linear_weights(weights, low)
         if out_size == in_size and index.shape[1] == 1 and np.array_equal(index[:, 0], np.arange(in_size)):
             continue  # identity along this axis
         out = _resample_axis(out, 2 + axis, index, weights)

@@ -92,7 +92,15 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         value = value.repeat_interleave(repeats, -3) if hasattr(value, "repeat_interleave") else _repeat_heads(
             value, repeats)
     flash = _cpu_backend(query, key, value, dropout_p) == "flash"
-    out = _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale)
+    low = query.dtype if query.dtype.is_floating_point and query.dtype.itemsize == 2 else None
+    if low is not None and key.dtype is low and value.dtype is low:
+        # PyTorch's CPU kernels compute half-precision attention in float32 and round the output once (the math
+        # path upcasts; the flash kernel accumulates in float32): ember's composite rounded every step
+        wide = [t.to(dtypes.float32) for t in (query, key, value)]
+        mask = attn_mask.to(dtypes.float32) if attn_mask is not None and attn_mask.dtype is low else attn_mask
+        out = _sdpa_math(*wide, mask, dropout_p, is_causal, scale).to(low)
+    else:
+        out = _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale)
     return _like_query_layout(out, query) if flash else out
 
 

@@ -751,8 +751,11 @@ def _batch_norm_eval(x: Any, mean: Any, var: Any, weight: Any, bias: Any, eps: f
     if weight is not None:
         alpha = alpha * weight
     beta = -(mean * alpha) if bias is None else bias - mean * alpha
-    out = x * alpha + beta
-    return dispatch.cast(out, low) if low is not None and out.dtype is not low else out
+    if low is None:
+        return x * alpha + beta
+    # torch's vectorized loop fuses x * alpha + beta (one rounding): exact in float64, then float32, then half
+    wide = dispatch.cast(x, dtypes.float64) * dispatch.cast(alpha, dtypes.float64) + dispatch.cast(beta, dtypes.float64)
+    return dispatch.cast(dispatch.cast(wide, dtypes.float32), low)
 
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None, weight: Any = None,
@@ -773,7 +776,19 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     # The layer_norm primitive over each (sample, channel) slice: its backward is one pass, and its
     # statistics survive values whose squares overflow (the composite gave 0 there).
     flat = input.reshape(input.shape[0], input.shape[1], -1)
-    out = layer_norm(flat, (flat.shape[-1],), eps=eps).reshape(tuple(input.shape))
+    half = input.dtype.is_floating_point and input.dtype.itemsize == 2
+    if half:
+        # PyTorch runs a half input through its batch norm kernel on (1, N * C, L) with the affine parameters
+        # repeated per sample; the statistics are rounded to the input's dtype and the output rounded once: the
+        # same here, bit for bit (layer_norm's float32 statistics, then an affine in half, were an ulp off)
+        n = input.shape[0]
+        out = normalization.batch_norm_train(flat.reshape(1, -1, flat.shape[-1]),
+                                             None if weight is None else weight.reshape(-1).repeat(n),
+                                             None if bias is None else bias.reshape(-1).repeat(n), eps)[0]
+        out = out.reshape(tuple(input.shape))
+        weight = bias = None  # applied inside
+    else:
+        out = layer_norm(flat, (flat.shape[-1],), eps=eps).reshape(tuple(input.shape))
     if running_mean is not None or running_var is not None:
         with no_grad():  # PyTorch's: the batch mean of each slice's mean and unbiased variance
             stats = flat.detach()

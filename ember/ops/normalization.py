@@ -66,7 +66,9 @@ def _half_train_output(xp: Any, x3: Any, mean: Any, var: Any, weight: Any, bias:
     invstd_h = (1.0 / xp.sqrt(var + xp.float32(eps))).astype(low).astype(xp.float32)
     alpha = invstd_h if weight is None else invstd_h * weight.astype(xp.float32)
     beta = -mean_h * alpha if bias is None else bias.astype(xp.float32) - mean_h * alpha
-    return x3 * _per_channel(alpha) + _per_channel(beta)
+    # torch's vectorized loop fuses x * alpha + beta (one rounding): exact in float64, then rounded to float32
+    wide = x3.astype(xp.float64) * _per_channel(alpha).astype(xp.float64) + _per_channel(beta).astype(xp.float64)
+    return wide.astype(xp.float32)
 
 
 def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> tuple:

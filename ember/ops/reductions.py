@@ -182,10 +182,63 @@ def _prod_vjp(ctx: Any, g: Any) -> tuple:
     return (expand_reduced(g, shape, dims, keepdim) * elementwise.conj_if_complex(others * zero_factor * inf_factor),)
 
 
+_HALF_PROD_LANES = 16  # PyTorch's CPU reduce loop for float16/bfloat16: 4 accumulators of 16 lanes
+
+
+def _half_prod(xp: Any, x: Any, dims: tuple | None, keepdim: bool) -> Any:
+    """float16/bfloat16 ``prod`` as PyTorch's CPU kernel computes it: in the half dtype itself, every product
+    rounded (so ``prod([300, 300, 0.001])`` is inf in float16, as in torch, not 90). Along a contiguous last
+    dim (and over everything) torch's vectorized loop keeps 4 x 16 partial products for each block of 64,
+    combines them ``(a0 a1)(a2 a3)``, folds the 16 lanes in order, then multiplies in the tail one by one;
+    along another dim each output multiplies sequentially. Bit for bit torch's on rows of 16 to 16,000."""
+    low = x.dtype
+    nd = x.ndim
+    axes = tuple(range(nd)) if dims is None else tuple(d % nd for d in dims)
+    contiguous = dims is None or axes == tuple(range(nd - len(axes), nd))
+    kept = [d for d in range(nd) if d not in axes]
+    moved = xp.transpose(x, kept + list(axes)).astype(xp.float32)
+    rows_shape = tuple(x.shape[d] for d in kept)
+    n = 1
+    for d in axes:
+        n *= x.shape[d]
+    flat = moved.reshape((-1, n))
+
+    def rnd(a: Any) -> Any:
+        return a.astype(low).astype(xp.float32)
+
+    out = xp.ones(flat.shape[0], dtype=xp.float32)
+    start = 0
+    lanes = _HALF_PROD_LANES
+    count = n // (4 * lanes) if contiguous else 0
+    if count:
+        acc = [flat[:, j * lanes:(j + 1) * lanes] for j in range(4)]
+        for i in range(1, count):
+            base = i * 4 * lanes
+            acc = [rnd(acc[j] * flat[:, base + j * lanes: base + (j + 1) * lanes]) for j in range(4)]
+        folded = rnd(rnd(acc[0] * acc[1]) * rnd(acc[2] * acc[3]))
+        total = folded[:, 0]
+        for j in range(1, lanes):
+            total = rnd(total * folded[:, j])
+        out = rnd(out * total)
+        start = count * 4 * lanes
+    for j in range(start, n):
+        out = rnd(out * flat[:, j])
+    out = out.reshape(rows_shape).astype(low)
+    if keepdim:
+        out = out.reshape(tuple(1 if d in axes else x.shape[d] for d in range(nd)))
+    return out
+
+
+def _prod_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV" and x.size:  # not opmath-wrapped (OPMATH_SKIP): see above
+        with np.errstate(over="ignore"):  # a product beyond the half range is inf, silently (as torch)
+            return _half_prod(xp, x, dims, keepdim)
+    return xp.prod(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
+
+
 PROD = register(OpDef(
     name="prod", batch="dims", category="reduction", save="inputs", autocast="fp32", shape_rule=reduce_rule("sum"), vjp=_prod_vjp,
-    impl=lambda xp, x, dims=None, keepdim=False: xp.prod(x, axis=_axis(dims), keepdims=keepdim,
-                                                        dtype=xp.int64 if x.dtype.kind in "biu" else None),
+    impl=_prod_impl,
     onnx=to_onnx.reduction("ReduceProd"),
 ))
 
@@ -628,6 +681,8 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm (norm): Expected a floating point tensor as input. Got {input.dtype}; "
                            "convert with .float()")
+    if input.dtype.itemsize == 2:  # PyTorch's norm kernel: float32 math for half inputs, rounded once
+        return norm(input.to(dtypes.float32), p, dim, keepdim).to(input.dtype)
     dims = normalize_dims(dim, input.ndim, "norm")
     if p == "fro" and dims is not None and len(dims) > 2:
         raise RuntimeError(f"norm: the Frobenius norm (p='fro') takes a dim of 1 or 2 dims, got {dim}; use p=2 "

@@ -363,6 +363,9 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = Non
             raise RuntimeError(f"cdist: only supports floating-point dtypes, {name} got {x.dtype}")
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"cdist: X1 and X2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
+    if x1.dtype.itemsize == 2 and x1.device.type == "cpu":  # torch 2.13 has no half CPU kernel for cdist
+        raise RuntimeError(f'"cdist" not implemented for \'{"Half" if x1.dtype.name == "float16" else "BFloat16"}\' '
+                           f"on the CPU (as in PyTorch); compute in float32: torch.cdist(x1.float(), x2.float())")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"cdist: X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
                            f"X2: {x2.shape[-1]}")
