@@ -16,6 +16,7 @@ from ember.dtypes import (  # noqa: F401
     int16, int32, int64, long, promote_types, result_type, set_default_dtype, short, uint8,
 )
 from ember.dtypes import cdouble, cfloat, complex64, complex128  # noqa: F401  (complex dtypes: docs/complex-fft.md)
+from ember.dtypes import float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz  # noqa: F401  (storage dtypes)
 from ember.device import device  # noqa: F401
 from ember.tensor import Size, Tensor  # noqa: F401
 from ember.autograd import (  # noqa: F401

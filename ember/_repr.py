@@ -48,8 +48,8 @@ def _float_style(values: np.ndarray) -> Any:
 
 
 def _format_array(array: np.ndarray, prefix: str) -> str:
-    if array.dtype.kind == "f" or array.dtype.name == "bfloat16":
-        array = array.astype(np.float64)
+    if array.dtype.kind == "f" or array.dtype.name == "bfloat16" or array.dtype.name.startswith("float8"):
+        array = array.astype(np.float64)  # (ml_dtypes' float8 -> float64 is exact, as bfloat16's)
         style = _float_style(_edges(array))
     elif array.dtype.kind == "b":
         style = lambda v: "True" if v else "False"  # noqa: E731

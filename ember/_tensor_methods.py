@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, inplace, linalg, movement, nn_ops,
-    reductions as red, sorting as _sorting, views)
+from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, float8_ops, inplace, linalg,
+    movement, nn_ops, reductions as red, sorting as _sorting, views)
 from ember.ops.registry import OPS
 from ember import random as ember_random
 
@@ -72,6 +72,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         value = value.item()
         if isinstance(value, complex) and not self.is_complex():  # torch warns and keeps the real part
             value = value.real
+    else:
+        float8_ops.check_fill_value(value, self.dtype, "fill_")
     return inplace.fill(self, value, "fill_")
 
 

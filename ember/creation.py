@@ -13,10 +13,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes, factory_options as _opts, random as ember_random
+from ember import dtypes, factory_options as _opts, float8, random as ember_random
 from ember.autograd import grad_mode
 from ember.device import to_device
-from ember.ops import complex_ops
+from ember.ops import complex_ops, float8_ops
 from ember.tensor import Tensor
 
 
@@ -152,7 +152,11 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         data = _unwrap_nested(data)
         if isinstance(data, (list, tuple)) and any(isinstance(d, np.ndarray) for d in data):
             data = np.stack([np.asarray(d) for d in data]) if data else data
-        array = np.array(data, dtype=dt.np, copy=True)
+        if dt in dtypes.FLOAT8_DTYPES:  # through float32 with torch's rounding (ember/float8.py)
+            source = np.array(data, copy=True)
+            array = source.copy() if source.dtype == dt.np else float8_ops.to_float8(source, dt)
+        else:
+            array = np.array(data, dtype=dt.np, copy=True)
         out = _wrap_array(_to_device_array(array, target_device), target_device)
     if requires_grad:
         out.requires_grad_(True)
@@ -165,6 +169,8 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
         return data.to(device=device, dtype=dtype) if (device or dtype) else data
     if isinstance(data, np.ndarray) and (device is None or to_device(device).type == "cpu"):
         dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.from_numpy_dtype(data.dtype)
+        if dt in dtypes.FLOAT8_DTYPES and data.dtype != dt.np:
+            return _wrap_array(float8_ops.to_float8(data, dt), to_device("cpu"))
         return _wrap_array(data if data.dtype == dt.np else data.astype(dt.np), to_device("cpu"))
     return tensor(data, dtype=dtype, device=device)
 
@@ -205,6 +211,9 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
         array = xp.zeros(shape, dtype=dt.np)
     elif value == 1:
         array = xp.ones(shape, dtype=dt.np)
+    elif dt in dtypes.FLOAT8_DTYPES:  # torch's rounding and saturation (ember/float8.py), not NumPy's cast
+        float8_ops.check_fill_value(value, dt, "full")
+        array = xp.asarray(float8_ops.holding(float8.encode(np.full(shape, value, dtype=np.float32), dt.name), dt.np))
     else:
         array = xp.full(shape, value, dtype=dt.np)
     return _wrap_array(array, dev, requires_grad)

@@ -84,10 +84,24 @@ half, float, double = float16, float32, float64  # noqa: A001 - PyTorch's aliase
 short, int, long = int16, int32, int64  # noqa: A001
 
 ALL_DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+
+# float8 storage dtypes (docs/serialization.md, docs/special-points.md): bytes held in ml_dtypes' NumPy dtypes, values
+# converted by ember/float8.py (NumPy only, torch's rounding and saturation). Not in ALL_DTYPES: like torch's CPU,
+# only storage, movement, casts and a few ops take them (ember/ops/float8_ops.py); promotion with them is refused.
+float8_e4m3fn = dtype("float8_e4m3fn", getattr(_ml_dtypes, "float8_e4m3fn", None), 2, 17)
+float8_e5m2 = dtype("float8_e5m2", getattr(_ml_dtypes, "float8_e5m2", None), 2, 19)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", getattr(_ml_dtypes, "float8_e4m3fnuz", None), 2, 18)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", getattr(_ml_dtypes, "float8_e5m2fnuz", None), 2, 20)
+for _f8 in (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz):
+    _f8.itemsize = 1
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
+FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES if d.np is not None)
+_NO_FLOAT8 = ("ember's float8 dtypes hold their bytes in ml_dtypes' NumPy dtypes (a dependency of ember; it is "
+              "missing here): pip install ml_dtypes")
+_BY_NAME = {d.name: d for d in ALL_DTYPES + FLOAT8_DTYPES}
 _COMPLEX_TO_REAL = {"complex64": float32, "complex128": float64}
 _REAL_TO_COMPLEX = {"float32": complex64, "float64": complex128}
-_BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES if d.np is not None}
+_BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES + FLOAT8_DTYPES if d.np is not None}
 
 
 class _Defaults:
@@ -138,7 +152,7 @@ def to_dtype(value: Any) -> dtype:
     """Accept an ember dtype, a NumPy dtype, a Python type or a name and return an ember dtype."""
     if isinstance(value, dtype):
         if value.np is None:  # bfloat16 without ml_dtypes: refuse rather than compute in another dtype
-            raise TypeError(_NO_BF16)
+            raise TypeError(_NO_FLOAT8 if value in FLOAT8_DTYPES else _NO_BF16)
         return value
     if value is bool:
         return bool_
@@ -170,6 +184,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """
     if a is b:
         return a
+    if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+        raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote {_float8_name(a)} and "
+                           f"{_float8_name(b)}; convert one operand with .to() first (as in PyTorch)")
     if a.category == 3 or b.category == 3:  # complex: the wider of the two precisions (float64 + complex64 -> complex128)
         return complex128 if complex128 in (a, b) or float64 in (a, b) else complex64
     if a.category != b.category:
@@ -182,6 +199,14 @@ def promote_types(a: dtype, b: dtype) -> dtype:
         other = b if a is bfloat16 else a
         return other if other.itemsize > 2 else bfloat16
     return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def _float8_name(d: dtype) -> str:
+    """PyTorch's ScalarType name (Float8_e4m3fn, Float, ...) for messages."""
+    names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+             "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+             "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    return names.get(d.name, "F" + d.name[1:])
 
 
 def scalar_category(value: Any) -> int:

@@ -22,6 +22,7 @@ from ember.ops.registry import OPS, OpDef
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
+from ember.ops import float8_ops as _float8_ops
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool, complex)
@@ -213,6 +214,8 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
             arrays.append(data)
             if data.dtype.itemsize == 2:
                 half = True
+            elif data.dtype.itemsize == 1 and data.dtype.kind in "fV":  # float8: torch's CPU op list
+                return _apply_float8(op, args, attrs)
             if a._requires_grad:
                 needs_grad = True
         else:
@@ -236,6 +239,21 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     return result
 
 
+def _apply_float8(op: OpDef, args: tuple, attrs: dict) -> Any:
+    """``apply`` for float8 operands (ember/ops/float8_ops.py): movement passes the bytes through, eq/ne/isnan/
+    abs/mul compute on decoded float32, every other op is refused as torch refuses it. No autograd (torch's float8
+    tensors are not differentiable)."""
+    arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    device = next(a._device for a in args if isinstance(a, Tensor))
+    np_dtype = _float8_ops.has_float8(arrays)
+    _float8_ops.check(op, arrays, np_dtype)
+    if op.name in _float8_ops.COMPUTES:
+        out = _float8_ops.compute(device.xp, op, arrays, attrs, np_dtype)
+    else:
+        out = (op.impl_no_half or op.impl)(device.xp, *arrays, **attrs)
+    return _wrap(op, out, device, args, attrs)
+
+
 def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     """Fast path for one-tensor elementwise ops; promotes integers to float for float-only ops."""
     if op.float_only and x._data.dtype.kind in "biu":  # before tracing too: graphs promote as eager
@@ -246,6 +264,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
+    if x._data.dtype.itemsize == 1 and x._data.dtype.kind in "fV":  # float8: torch's CPU op list
+        return _apply_float8(op, (x,), attrs or {})
     impl = op.impl
     if impl is op.impl_opmath and x._data.dtype.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
         impl = op.impl_no_half
@@ -332,6 +352,9 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             return interpreter.process(op, (a, b), {})
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
+    for v in (a, b):
+        if isinstance(v, Tensor) and v._data.dtype.itemsize == 1 and v._data.dtype.kind in "fV":  # float8
+            return _apply_float8(op, (a, b), {})
     try:
         impl = op.impl
         if impl is op.impl_opmath and (a if a_tensor else b)._data.dtype.itemsize != 2:  # (opmath.py, as above)

@@ -14,7 +14,7 @@ import numpy as np
 from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
-from ember.ops import dispatch
+from ember.ops import dispatch, float8_ops
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
@@ -471,6 +471,18 @@ CLAMP = register(OpDef(
 ))
 
 
+def _cast_impl(xp: Any, x: Any, dtype: Any) -> Any:
+    """``x.astype(dtype)`` with PyTorch's rules: complex -> real keeps the real part, complex -> bool is nonzero
+    (1j is True); float8 goes through ember/float8.py (torch's rounding and saturation, not ml_dtypes')."""
+    if dtype in dtypes.FLOAT8_DTYPES:
+        return float8_ops.to_float8(x, dtype)
+    if x.dtype in dtypes.FLOAT8_NP:
+        x = float8_ops.from_float8(x)
+    if x.dtype.kind == "c" and dtype.category == 0:
+        return x != 0
+    return (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np)
+
+
 def _cast_vjp(ctx: Any, g: Any) -> tuple:
     source = ctx.attrs["source"] if "source" in ctx.attrs else None
     return (dispatch.cast(g, source) if source is not None else g,)
@@ -480,8 +492,7 @@ TO_DTYPE = register(OpDef(
     name="to_dtype", category="cast",
     # complex -> real keeps the real part (PyTorch's cast; also the gradient of a real -> complex cast)
     # complex -> bool is "nonzero" (1j is True), as PyTorch
-    impl=lambda xp, x, dtype, source=None: (x != 0) if x.dtype.kind == "c" and dtype.category == 0 else (
-        xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np),
+    impl=lambda xp, x, dtype, source=None: _cast_impl(xp, x, dtype),
     vjp=lambda ctx, g: (dispatch.cast(g, ctx.attrs["source"]),) if ctx.attrs.get("source") is not None else (g,),
     shape_rule=elementwise_rule("attr"), save="none", onnx=to_onnx.to_dtype, simplify=same_value,
 ))

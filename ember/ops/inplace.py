@@ -24,7 +24,7 @@ from ember import dtypes, interpreters
 from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
-from ember.ops import dispatch, movement
+from ember.ops import dispatch, float8_ops, movement
 from ember.ops.registry import OpDef
 from ember.dtypes import from_numpy_dtype
 from ember.ops.elementwise import where
@@ -240,8 +240,22 @@ def _ufunc_into(t: Any, ufunc: Any, other: Any, op_name: str) -> None:
         ) from None
 
 
+def _as_float8(value: Any, t: Any) -> Any:
+    """``value`` (a number, array or tensor) as a tensor of float8 ``t``'s dtype, with torch's rounding."""
+    raw = value._data if isinstance(value, dispatch.Tensor) else np.asarray(value)
+    if raw.dtype == t._data.dtype:
+        return value
+    return dispatch.Tensor._make(t._device.xp.asarray(float8_ops.to_float8(np.asarray(raw), t.dtype)), t._device,
+                                 False)
+
+
 def fill(t: Any, value: Any, op_name: str) -> Any:
     """``zero_``/``fill_``: a direct fill when autograd is not recording."""
+    if t._data.dtype in dtypes.FLOAT8_NP:  # the code torch's conversion gives (448 for 1000 in e4m3fn), written raw
+        check_inplace(t, op_name, False)
+        t._data[...] = _as_float8(value, t)._data
+        t._bump()
+        return t
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
     if not recording and GRAPHS.count:  # graph building: a constant fill of the (lifted) tensor
@@ -405,6 +419,8 @@ def setitem(t: Any, key: Any, value: Any) -> None:
     """``t[key] = value`` with PyTorch semantics (broadcast value, recorded when grad is on)."""
     _lift(t)
     index, index_tensors = movement.split_index(key, t._device)
+    if t._data.dtype in dtypes.FLOAT8_NP:
+        value = _as_float8(value, t)
     if isinstance(value, dispatch.Tensor) and value._device != t._device:
         value = value.to(t._device)  # t[i] = v copies v across devices, as PyTorch's copy_ does
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad

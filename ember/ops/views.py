@@ -548,6 +548,9 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 
 
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
+    if input.dtype in dtypes.FLOAT8_DTYPES:  # torch 2.13 has no CPU kernel for it
+        raise NotImplementedError(f'"masked_fill" not implemented for \'F{input.dtype.name[1:]}\' (as in PyTorch); '
+                                  "use torch.where(mask, value, x) or fill in float32 and convert")
     if isinstance(mask, dispatch.Tensor) and mask.dtype is not dtypes.bool_:
         raise RuntimeError(f"masked_fill: only boolean masks are supported, but got a mask with dtype {mask.dtype}; "
                            "pass a comparison (x > 0) or mask.bool()")

@@ -36,12 +36,17 @@ STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfSt
                   "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8", "BoolStorage": "bool",
                   "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128"}
 DTYPE_STORAGES = {v: k for k, v in STORAGE_DTYPES.items()}
+# torch saves float8 tensors (and any dtype without a typed storage class) on an UntypedStorage of bytes, rebuilt by
+# _rebuild_tensor_v3 with the dtype as an argument
+UNTYPED_STORAGE = "UntypedStorage"
+STORAGE_DTYPES[UNTYPED_STORAGE] = "uint8"
 # torch dtype attribute names -> ember dtype name
 TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
                 "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64",
                 "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
                 "uint8": "uint8", "bool": "bool", "complex64": "complex64", "cfloat": "complex64",
-                "complex128": "complex128", "cdouble": "complex128"}
+                "complex128": "complex128", "cdouble": "complex128", "float8_e4m3fn": "float8_e4m3fn",
+                "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
 
 
 class StorageType:
@@ -131,8 +136,11 @@ def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, re
             raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"size {size}, stride {stride} and "
                                   f"offset {offset} reach element {last}, past the storage's {array.shape[0]} elements")
         item = array.dtype.itemsize
-        data = np.lib.stride_tricks.as_strided(array[offset:], shape=size, strides=tuple(s * item for s in stride),
+        raw = array.view(np.uint8) if array.dtype in dtypes.FLOAT8_NP else array  # ('<f1' has no array interface)
+        data = np.lib.stride_tricks.as_strided(raw[offset:], shape=size, strides=tuple(s * item for s in stride),
                                                writeable=array.flags.writeable)
+        if raw is not array:
+            data = data.view(array.dtype)
     tensor = _wrap_array(data, to_device("cpu"))
     if storage.location != "cpu" or PLACEMENT.map_location is not None:  # saved on a GPU, or map_location
         from ember.serialization.safetensors_format import place
@@ -144,6 +152,23 @@ def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, re
                                   f"{tensor.dtype}")
         tensor.requires_grad_(True)
     return tensor
+
+
+def rebuild_tensor_v3(storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any = False,
+                      backward_hooks: Any = None, dtype: Any = None, metadata: Any = None) -> Any:
+    """``torch._utils._rebuild_tensor_v3``: a tensor of ``dtype`` on an UntypedStorage of bytes (torch's form for
+    float8 tensors); offset, size and stride count elements of ``dtype``."""
+    if not isinstance(dtype, dtypes.dtype):
+        raise CheckpointError("pickle", "_rebuild_tensor_v3", f"got dtype {dtype!r:.60}, expected a torch dtype")
+    if not isinstance(storage, Storage):
+        raise CheckpointError("pickle", "_rebuild_tensor_v3", f"got {type(storage).__name__} instead of a storage")
+    if storage.array is not None and storage.array.dtype != dtype.np:
+        raw = storage.array
+        if raw.dtype != np.uint8 or raw.size % dtype.itemsize:
+            raise CheckpointError("pickle", f"tensor in storage {storage.key!r}", f"a {raw.dtype} storage of {raw.size} "
+                                  f"elements cannot hold {dtype} elements")
+        storage = Storage(storage.key, raw.view(dtype.np), dtype.np, storage.location)
+    return rebuild_tensor(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata)
 
 
 def rebuild_tensor_v1(storage: Any, storage_offset: Any, size: Any, stride: Any) -> Any:
@@ -235,6 +260,7 @@ def ordered_dict(*args: Any) -> collections.OrderedDict:
 def _allowed() -> dict[str, Any]:
     table: dict[str, Any] = {
         "torch._utils._rebuild_tensor_v2": rebuild_tensor,
+        "torch._utils._rebuild_tensor_v3": rebuild_tensor_v3,
         "torch._utils._rebuild_tensor": rebuild_tensor_v1,
         "torch._utils._rebuild_parameter": rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": rebuild_parameter_with_state,
@@ -248,6 +274,7 @@ def _allowed() -> dict[str, Any]:
     }
     for name in STORAGE_DTYPES:
         table[f"torch.{name}"] = StorageType(name)
+    table["torch.storage.UntypedStorage"] = StorageType(UNTYPED_STORAGE)
     for name, ember_name in TORCH_DTYPES.items():
         table[f"torch.{name}"] = dtypes.to_dtype(ember_name)
     from ember.nn import Parameter

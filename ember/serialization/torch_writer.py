@@ -28,12 +28,14 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
-from ember.dtypes import dtype, from_numpy_dtype
+from ember.dtypes import FLOAT8_NP, dtype, from_numpy_dtype
 from ember.tensor import Size, Tensor
 from ember.sparse.coo import SparseTensor
 
 ALIGNMENT = 64
 _REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
+_REBUILD_TENSOR_V3 = TorchName("torch._utils", "_rebuild_tensor_v3")  # float8: bytes + the dtype, as torch writes
+_UNTYPED_STORAGE = TorchName("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
 _SIZE = TorchName("torch", "Size")
 _REBUILD_SPARSE = TorchName("torch._utils", "_rebuild_sparse_tensor")
@@ -48,7 +50,10 @@ class _StorageRef:
 
     def __init__(self, key: str, array: np.ndarray, location: str = "cpu") -> None:
         self.key, self.array, self.location = key, array, location
-        self.kind = TorchName("torch", DTYPE_STORAGES[_dtype_name(array.dtype)])
+        if array.dtype in FLOAT8_NP:  # torch keeps float8 bytes in an UntypedStorage (numel = bytes)
+            self.kind = _UNTYPED_STORAGE
+        else:
+            self.kind = TorchName("torch", DTYPE_STORAGES[_dtype_name(array.dtype)])
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -117,6 +122,8 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
             if device.type != "cpu":
                 ref.location = f"{device.type}:{device.index or 0}"
             args = (ref, offset, tuple(array.shape), strides, bool(obj.requires_grad), collections.OrderedDict())
+            if array.dtype in FLOAT8_NP:
+                return (_REBUILD_TENSOR_V3, args + (obj.dtype,))
             if isinstance(obj, Parameter):
                 plain = (_REBUILD_TENSOR, args[:4] + (False, collections.OrderedDict()))
                 return (_REBUILD_PARAMETER, (_Rebuilt(plain), bool(obj.requires_grad), collections.OrderedDict()))
@@ -184,6 +191,8 @@ def write(f: BinaryIO, obj: Any) -> None:
         _write_member(archive, out, prefix + "byteorder", b"little")
         for ref in sorted(pickler.storages.values(), key=lambda r: int(r.key)):
             array = ref.array if ref.array.flags.c_contiguous else np.ascontiguousarray(ref.array)
+            if array.dtype in FLOAT8_NP:  # (a memoryview cannot cast ml_dtypes' float8 buffers)
+                array = array.view(np.uint8)
             _write_member(archive, out, f"{prefix}data/{ref.key}", array.reshape(-1).view(np.uint8))
         _write_member(archive, out, prefix + "version", b"3\n")
         _write_member(archive, out, prefix + ".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())

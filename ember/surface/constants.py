@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ember.dtypes import set_default_dtype
-from ember import dtypes
+from ember import dtypes, float8
 from ember.device import device as _device, get_default as _get_default, set_default as _set_default
 from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
@@ -55,6 +55,11 @@ class finfo:
             raise TypeError(f"torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             f"'{dt}'")
 
+        if dt in dtypes.FLOAT8_DTYPES:  # torch's values (e5m2fnuz's eps is 0.125 there)
+            for key, value in float8.finfo(dt.name).items():
+                setattr(self, key, value)
+            self.dtype = dt.name
+            return
         info = _finfo(dt.np)
         self.dtype = dt.name
         self.bits = int(info.bits)
