@@ -465,19 +465,19 @@ def _lerp(input: Any, end: Any, weight: Any) -> Any:
 def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -> tuple:
     """addcmul/addcdiv's operands in their common dtype (all three take part in promotion, as in PyTorch: an
     int8 * uint8 product inside a complex addcmul is computed in complex, not wrapped) and ``value`` checked."""
-    for label, operand in (("input", input), ("tensor1", tensor1), ("tensor2", tensor2)):
-        if not isinstance(operand, dispatch.Tensor):
-            raise TypeError(f"{name}(): argument '{label}' must be Tensor, not {type(operand).__name__}")
-    common = dtypes.result_type(input, tensor1, tensor2)
+    # (a Python number where torch wants a tensor is accepted as a weak operand, as elsewhere in ember)
+    common = dtypes.result_type(*(dtypes.python_scalar(v) for v in (input, tensor1, tensor2)))
     if common is dtypes.bool_:
         raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\' (all three operands are bool); '
                                   f"convert them with .int() or .float()")
-    if name == "addcdiv" and tensor1.dtype.category <= 1 and tensor2.dtype.category <= 1:
+    kinds = [dtypes.result_type(dtypes.python_scalar(t)).category for t in (tensor1, tensor2)]
+    if name == "addcdiv" and max(kinds) <= 1:
         raise RuntimeError("addcdiv: Integer division with addcdiv is no longer supported (tensor1 and tensor2 are "
-                           f"{tensor1.dtype} and {tensor2.dtype}); use input + value * torch.trunc(tensor1 / tensor2)"
-                           " for the old behaviour or convert them to floats for a true division")
+                           "integers); use input + value * torch.trunc(tensor1 / tensor2) for the old behaviour or "
+                           "convert them to floats for a true division")
     value = ew.scalar_factor(value, common, "value", name)
-    a, b, c = (t if t.dtype is common else dispatch.cast(t, common) for t in (input, tensor1, tensor2))
+    a, b, c = (dispatch.cast(t, common) if isinstance(t, dispatch.Tensor) and t.dtype is not common else t
+               for t in (input, tensor1, tensor2))
     return a, b, c, value
 
 
