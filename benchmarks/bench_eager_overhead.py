@@ -6,6 +6,14 @@ jobs wall time mostly measures the scheduler. Each row prints the median per cal
 ember / torch. Cases on tiny shapes measure only framework overhead (dispatch, autograd nodes, the
 backward walk, optimizer bookkeeping); ``w1`` is the lectures' two-layer net at full size.
 
+The cases, from one op to whole steps: ``add`` (one small op, no autograd: dispatch and Tensor
+construction), ``mul_grad`` (one recorded op: dispatch plus the autograd node), ``two_op`` (``mul_grad``,
+a sum and the backward of those two nodes: mostly the engine's fixed cost per pass) ... ``mlp_tiny`` (tiny
+training steps), ``lstm``/``bilstm`` (``nn.LSTM``), ``lstm_cell`` (a user-written ``nn.LSTMCell`` loop, the
+tutorials' form, one node per op), ``adam_many``/``sgd_many`` (an optimizer step alone over 64 small
+parameters, torch's default foreach path against ember's) and ``vit_tiny`` (a two-block ViT on 4x4
+patches of 16x16 images, batch 4, AdamW: many tiny ops per step).
+
 Usage:
     python benchmarks/bench_eager_overhead.py                 # every case, 7 rounds
     python benchmarks/bench_eager_overhead.py --only w1_tiny,lstm --rounds 15
@@ -109,7 +117,101 @@ def lstm_case(lib: Any, inputs: int, hidden: int, steps: int, batch: int, bidire
     return step
 
 
+def add_case(lib: Any) -> Callable[[], None]:
+    """One small op without autograd: dispatch and the result's Tensor only."""
+    x = lib.ones(4, 4)
+    y = lib.ones(4, 4)
+
+    def step() -> None:
+        x + y
+    return step
+
+
+def mul_grad_case(lib: Any) -> Callable[[], None]:
+    """One small op recorded for autograd: dispatch plus the node (its inputs, saved tensors, edges)."""
+    w = lib.ones(4, 4, requires_grad=True)
+    y = lib.ones(4, 4)
+
+    def step() -> None:
+        w * y
+    return step
+
+
+def lstm_cell_case(lib: Any, inputs: int = 10, hidden: int = 16, steps: int = 8, batch: int = 4) -> Callable[[], None]:
+    """A hand-written time loop over ``nn.LSTMCell`` (the tutorials' form): ~20 recorded ops per time step."""
+    lib.manual_seed(0)
+    cell = lib.nn.LSTMCell(inputs, hidden)
+    head = lib.nn.Linear(hidden, 3)
+    opt = lib.optim.SGD(list(cell.parameters()) + list(head.parameters()), lr=0.01)
+    rng = np.random.default_rng(0)
+    xs = [lib.from_numpy(rng.standard_normal((batch, inputs)).astype(np.float32)) for _ in range(steps)]
+    t = lib.from_numpy(rng.integers(0, 3, batch))
+
+    def step() -> None:
+        opt.zero_grad()
+        h = lib.zeros(batch, hidden)
+        c = lib.zeros(batch, hidden)
+        for x in xs:
+            h, c = cell(x, (h, c))
+        lib.nn.functional.cross_entropy(head(h), t).backward()
+        opt.step()
+    return step
+
+
+def optimizer_case(lib: Any, kind: str, count: int = 64, size: int = 32) -> Callable[[], None]:
+    """``opt.step()`` alone over ``count`` parameters of ``size`` elements with fixed gradients
+    (torch's default, the foreach path, against ember's)."""
+    lib.manual_seed(0)
+    params = [lib.randn(size, requires_grad=True) for _ in range(count)]
+    for p in params:
+        p.grad = lib.randn(size) * 1e-3
+    opt = lib.optim.Adam(params, lr=1e-3) if kind == "adam" else lib.optim.SGD(params, lr=1e-3, momentum=0.9)
+
+    def step() -> None:
+        opt.step()
+    return step
+
+
+def vit_case(lib: Any, dim: int = 32, depth: int = 2, heads: int = 2, batch: int = 4) -> Callable[[], None]:
+    """A tiny Vision Transformer: 4x4 patches of 3x16x16 images (16 tokens + a class token), pre-norm encoder
+    blocks (``nn.TransformerEncoderLayer``), a linear head, AdamW; ~150 small ops a step."""
+    lib.manual_seed(0)
+    nn = lib.nn
+
+    class ViT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.patch = nn.Conv2d(3, dim, 4, stride=4)
+            self.cls = nn.Parameter(lib.zeros(1, 1, dim))
+            self.pos = nn.Parameter(lib.randn(1, 17, dim) * 0.02)
+            self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(dim, heads, dim * 2, dropout=0.0, batch_first=True,
+                                                                    norm_first=True) for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = self.patch(x).flatten(2).transpose(1, 2)
+            x = lib.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+            for block in self.blocks:
+                x = block(x)
+            return self.head(self.norm(x[:, 0]))
+
+    model = ViT()
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((batch, 3, 16, 16)).astype(np.float32))
+    t = lib.from_numpy(rng.integers(0, 10, batch))
+
+    def step() -> None:
+        opt.zero_grad()
+        lib.nn.functional.cross_entropy(model(x), t).backward()
+        opt.step()
+    return step
+
+
 CASES: dict[str, Callable[[Any], Callable[[], None]]] = {
+    "add": add_case,
+    "mul_grad": mul_grad_case,
     "two_op": two_op_case,
     "forward10": forward_only_case,
     "w1_tiny": lambda lib: w1_case(lib, 4, 3, 5, 2),
@@ -117,6 +219,10 @@ CASES: dict[str, Callable[[Any], Callable[[], None]]] = {
     "mlp_tiny": mlp_case,
     "lstm": lambda lib: lstm_case(lib, 10, 8, 5, 3, False),
     "bilstm": lambda lib: lstm_case(lib, 24, 5, 27, 26, True),
+    "lstm_cell": lstm_cell_case,
+    "adam_many": lambda lib: optimizer_case(lib, "adam"),
+    "sgd_many": lambda lib: optimizer_case(lib, "sgd"),
+    "vit_tiny": vit_case,
 }
 
 

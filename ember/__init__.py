@@ -127,8 +127,12 @@ globals().update({k: v for k, v in _families.top_level_names().items() if k not 
 
 from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
+from ember.surface import copy_variants as _copy_variants  # noqa: E402
+_copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... and torch.alias
+from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
+from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw

@@ -35,12 +35,16 @@ CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 
 # Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
 # NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
-# threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's).
-# Off by default, for speed, not correctness: on an idle 2-core machine the split measured 7-8% more wall time
-# per ResNet-18 and MNIST training step (medians, benchmarks/bench_cnn_threads.py), while on a loaded machine it
-# is 12-40x faster (no spinning BLAS threads). It is correct: the suspected OpenBLAS race was a ResNet-18 step's
-# sensitivity to rounding (docs/cpu-performance.md, "The BLAS split is safe"). "1" turns it on.
-BLAS_SPLIT: bool = os.environ.get("EMBER_BLAS_SPLIT", "0") not in ("", "0")
+# threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's); "1": always split.
+# Unset (None): split where ember's own AVX-512 kernels (numba) multiply the convolutions' products (the
+# direct convolutions, ember's GEMM inside each chunk): there OpenBLAS's threads would only wake to spin
+# against ember's. Without those kernels (an AVX2-only CPU, no numba) it stays off: on an idle 2-core machine
+# OpenBLAS's threaded GEMMs measured 7-8% faster per ResNet-18 and MNIST step than one-thread OpenBLAS GEMMs
+# split over ember's threads (medians, benchmarks/bench_cnn_threads.py), while on a loaded machine the split is
+# 12-40x faster (no spinning BLAS threads). It is correct: the suspected OpenBLAS race was a ResNet-18 step's
+# sensitivity to rounding (docs/cpu-performance.md, "The BLAS split is safe").
+BLAS_SPLIT: bool | None = (None if os.environ.get("EMBER_BLAS_SPLIT") is None
+                           else os.environ["EMBER_BLAS_SPLIT"] not in ("", "0"))
 
 # float32 matrix products on CPU: ember's AVX-512 GEMM (numba, ember/backends/cpu_gemm_kernels.py) or NumPy's
 # BLAS, chosen per product by ember/backends/cpu_gemm_choice.py. "auto": ember's GEMM only where NumPy's OpenBLAS

@@ -38,9 +38,22 @@ from ember.nn._grid_sample import grid_sampler, grid_sampler_2d, grid_sampler_3d
 from ember.nn._functional_more import affine_grid_generator  # noqa: F401
 from ember.surface.lowrank import pca_lowrank, svd_lowrank  # noqa: F401
 
+from ember.surface import symbolic as _symbolic
+from ember.surface.symbolic import *  # noqa: F401,F403  (torch.SymInt, torch.sym_int, torch.sym_max, ...)
+from ember import signal, version  # noqa: F401  (torch.signal.windows, torch.version.cuda)
+from ember.storage import LEGACY_STORAGES as _LEGACY_STORAGES, TypedStorage, UntypedStorage  # noqa: F401
+globals().update(_LEGACY_STORAGES)  # torch.FloatStorage, torch.LongStorage, ...
+Storage = _LEGACY_STORAGES["FloatStorage"]  # torch.Storage: the default dtype's legacy storage class
+from ember.utils.dlpack import from_dlpack, to_dlpack  # noqa: F401
+from ember.surface.control_flow import cond, while_loop  # noqa: F401  (torch.cond, torch.while_loop)
+from ember.surface.native_norms import *  # noqa: F401,F403  (torch.native_layer_norm, ...)
+from ember.surface import native_norms as _native_norms
+
 sparse.install()
 _linalg_aliases.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank"]
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
+           "TypedStorage", "UntypedStorage", "Storage", *_LEGACY_STORAGES, "from_dlpack", "to_dlpack", "cond", "while_loop",
+           *_native_norms.__all__]

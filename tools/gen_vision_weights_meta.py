@@ -22,7 +22,12 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "VGG16_BN_Weights", "VGG19_Weights", "VGG19_BN_Weights", "ResNet18_Weights", "ResNet34_Weights",
          "ResNet50_Weights", "ResNet101_Weights", "ResNet152_Weights", "ResNeXt50_32X4D_Weights",
          "Wide_ResNet50_2_Weights", "MobileNet_V2_Weights", "MobileNet_V3_Small_Weights",
-         "MobileNet_V3_Large_Weights", "EfficientNet_B0_Weights", "ViT_B_16_Weights"]
+         "MobileNet_V3_Large_Weights", "EfficientNet_B0_Weights", "ViT_B_16_Weights", "DenseNet121_Weights",
+         "DenseNet161_Weights", "DenseNet169_Weights", "DenseNet201_Weights", "SqueezeNet1_0_Weights", "SqueezeNet1_1_Weights",
+         "ShuffleNet_V2_X0_5_Weights", "ShuffleNet_V2_X1_0_Weights", "ShuffleNet_V2_X1_5_Weights",
+         "ShuffleNet_V2_X2_0_Weights", "ConvNeXt_Tiny_Weights", "ConvNeXt_Small_Weights", "ConvNeXt_Base_Weights",
+         "ConvNeXt_Large_Weights", "GoogLeNet_Weights", "Inception_V3_Weights", "MNASNet0_5_Weights",
+         "MNASNet0_75_Weights", "MNASNet1_0_Weights", "MNASNet1_3_Weights"]
 META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 

@@ -23,6 +23,7 @@ import functools
 from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd.engine import run_backward
 from ember.autograd.node import _FREED_MESSAGE, Node, SavedTensor
 
 
@@ -48,8 +49,14 @@ class FunctionCtx(Node):
     def save_for_backward(self, *tensors: Any) -> None:
         self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Tensors the Function's ``jvp`` reads as ``ctx.saved_tensors`` (PyTorch's ``save_for_forward``)."""
+        self.__dict__["_saved_forward"] = tuple(tensors)
+
     @property
     def saved_tensors(self) -> tuple:
+        if self.__dict__.get("_in_jvp") and "_saved_forward" in self.__dict__:
+            return self.__dict__["_saved_forward"]
         if self._saved is None:
             raise RuntimeError(_FREED_MESSAGE)
         return tuple(s.unpack(self, self.fn_class.__name__, f"saved tensor {i}") if s is not None else None
@@ -80,7 +87,7 @@ class FunctionCtx(Node):
 
             grads = [g if g is not None else creation.zeros(m[0], dtype=m[1], device=m[2])
                      for g, m in zip(grads, self.output_meta)]
-        result = self.fn_class.backward(self, *grads)
+        result = _user_backward(self.fn_class)(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         # As PyTorch: one gradient per forward input (None for non-tensors); extra trailing Nones are
@@ -100,6 +107,58 @@ class FunctionCtx(Node):
     def release(self) -> None:
         self._saved = None
         self.freed = True
+
+
+def _overrides(cls: type, name: str) -> bool:
+    """True when a Function subclass defines ``name`` itself (not the base class's placeholder)."""
+    return getattr(cls, name) is not getattr(Function, name)
+
+
+def _user_backward(cls: type) -> Any:
+    """The reverse rule, as PyTorch picks it: ``vjp`` or ``backward`` (defining both is an error); a Function
+    with only a forward rule (``jvp``) is run backward through that rule's transpose."""
+    has_backward, has_vjp = _overrides(cls, "backward"), _overrides(cls, "vjp")
+    if has_backward and has_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                           "only implement one of them.")
+    if has_vjp:
+        return cls.vjp
+    if not has_backward and _overrides(cls, "jvp"):
+        return _backward_from_jvp
+    return cls.backward
+
+
+def _call_jvp(ctx: FunctionCtx, tangents: list) -> tuple:
+    """Run the Function's ``jvp`` once, with ``ctx.saved_tensors`` giving what ``save_for_forward`` kept."""
+    ctx.__dict__["_in_jvp"] = True
+    try:
+        out = ctx.fn_class.jvp(ctx, *tangents)
+    finally:
+        ctx.__dict__["_in_jvp"] = False
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _backward_from_jvp(ctx: FunctionCtx, *grads: Any) -> tuple:
+    """``J^T g`` from a ``jvp`` rule alone: the rule is linear in the tangents, so it is run once on zero tangents
+    that require grad (kept on the node, as PyTorch calls ``jvp`` once) and reverse mode transposes it. ember's
+    forward mode is built from reverse passes (docs/func.md), so this is how a ``jvp`` rule reaches
+    ``forward_ad``/``func.jvp``; the result is differentiable in ``g`` (the double-vjp trick needs that)."""
+    lin = ctx.__dict__.get("_jvp_linearized")
+    if lin is None:
+        like = next(g for g in grads if g is not None)
+        meta = ctx.__dict__["_jvp_input_meta"]
+        with grad_mode.enable_grad():
+            tangents = [like.new_zeros(m[0], dtype=m[1], device=m[2]).requires_grad_(True) if m is not None else None
+                        for m in meta]
+            outs = _call_jvp(ctx, tangents)
+        lin = ctx.__dict__["_jvp_linearized"] = (tangents, outs)
+    tangents, outs = lin
+    pairs = [(o, g) for o, g in zip(outs, grads)
+             if o is not None and g is not None and getattr(o, "requires_grad", False)]
+    leaves = [t for t in tangents if t is not None]
+    found = run_backward([o for o, _ in pairs], [g for _, g in pairs], True, True, capture=leaves) if pairs else []
+    it = iter(found if pairs else [None] * len(leaves))
+    return tuple(next(it) if t is not None else None for t in tangents)
 
 
 def _checked_grad(ctx: FunctionCtx, index: int, grad: Any, shape: tuple | None) -> Any:
@@ -128,7 +187,24 @@ class Function:
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
-        raise NotImplementedError("Function subclasses must implement a static backward(ctx, ...)")
+        raise NotImplementedError("Function subclasses must implement a static backward(ctx, ...) (or vjp, or a "
+                                  "jvp for forward mode)")
+
+    @staticmethod
+    def vjp(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
+        """PyTorch's alias of ``backward``: a subclass defines one of the two."""
+        raise NotImplementedError("Function subclasses must implement a static backward(ctx, ...) or vjp(ctx, ...)")
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with "
+                                  "forward mode AD.")
+
+    @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple, output: Any) -> Any:
+        """PyTorch 2's split form: ``forward(*args)`` without ``ctx``, then ``setup_context(ctx, inputs, output)``
+        saves what backward needs (both run without recording)."""
+        raise NotImplementedError("setup_context is not overridden")
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -138,7 +214,18 @@ class Function:
         tensors_in = [a if isinstance(a, Tensor) else None for a in args]
         ctx.needs_input_grad = tuple(t is not None and t._requires_grad for t in tensors_in)
         with grad_mode.no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if _overrides(cls, "setup_context"):
+                if kwargs:
+                    raise RuntimeError(f"{cls.__name__}.apply: a Function with setup_context takes its inputs "
+                                       "positionally (keyword arguments are not passed to setup_context)")
+                outputs = cls.forward(*args)
+                cls.setup_context(ctx, args, outputs)
+            else:
+                outputs = cls.forward(ctx, *args, **kwargs)
+        if _overrides(cls, "jvp") and not (_overrides(cls, "backward") or _overrides(cls, "vjp")):
+            ctx.__dict__["_jvp_input_meta"] = [
+                (tuple(t.shape), t.dtype, t.device) if t is not None and (t.is_floating_point() or t.is_complex())
+                else None for t in tensors_in]
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)

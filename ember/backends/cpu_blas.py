@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterator
 import numpy  # noqa: F401  (loads NumPy's BLAS, which _controls looks for)
 
 from ember import _config
+from ember.backends import native_kernel
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 # (get, set) symbol pairs, most specific first: NumPy's wheels bundle "scipy_openblas64_" builds
@@ -86,8 +87,20 @@ def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
 
 def available() -> bool:
     """Whether ember splits BLAS work over its own threads: NumPy's BLAS thread count can be set (an
-    OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) is not ``0``."""
-    return bool(_config.BLAS_SPLIT and _controls() is not None)
+    OpenBLAS was found) and ``EMBER_BLAS_SPLIT`` (``ember._config.BLAS_SPLIT``) says ``1``, or is unset on a
+    CPU where ember's own AVX-512 convolution kernels run (``native_split``)."""
+    setting = _config.BLAS_SPLIT
+    if setting is None:
+        setting = native_split()
+    return bool(setting and _controls() is not None)
+
+
+def native_split() -> bool:
+    """Whether the split is on by default here: ember's AVX-512 kernels (direct convolutions, ember's GEMM)
+    exist for NumPy, so the convolutions' chunks multiply with them and OpenBLAS's threads would only wake to
+    spin against ember's (docs/cpu-performance.md, "Both cores by default"). A table look-up (``EMBER_CPU_KERNELS``
+    may change at run time)."""
+    return native_kernel(numpy, "conv_direct_forward") is not None
 
 
 # Concurrent callers: NumPy's OpenBLAS is a threaded build (its thread pool exists, MAX_THREADS=64), and

@@ -125,8 +125,18 @@ def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     if not return_indices:
         return values
     # idx_depth holds d*H*W + hw for every plane pixel; pick it at each window's winning pixel.
-    flat = idx_depth.reshape(n, c * od, h * w).gather(2, idx_plane.reshape(n, c * od, oh * ow))
+    plane = idx_plane.reshape(n, c * od, oh * ow)
+    dilated_pad = any(d > 1 for d in dilation[1:]) and any(p > 0 for p in padding[1:])
+    flat = idx_depth.reshape(n, c * od, h * w).gather(2, plane.clamp(0, h * w - 1) if dilated_pad else plane)
     flat = flat.reshape(n, c, od, oh, ow)
+    if dilated_pad:
+        # An (H, W) window wholly in the padding picks no pixel: its index is PyTorch's start, the first depth
+        # tap at or past 0 times H*W plus the plane index (itself past the plane), as torch's kernel reports it.
+        starts = [o * stride[0] - padding[0] for o in range(od)]
+        starts = [t + -(-(-t) // dilation[0]) * dilation[0] if t < 0 else t for t in starts]
+        start = idx_plane.new_tensor(starts).reshape(1, 1, od, 1, 1)
+        plane = idx_plane.reshape(n, c, od, oh, ow)
+        flat = flat.where((plane >= 0) & (plane < h * w), start * (h * w) + plane)
     return values, (flat.squeeze(0) if unbatched else flat)
 
 

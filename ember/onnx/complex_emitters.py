@@ -329,7 +329,7 @@ def complex_dtype_error(op_name: str) -> NotImplementedError:
         f"ember.onnx.export: op {op_name!r} on complex tensors is not exported. ONNX Runtime has no complex "
         "kernels, so ember carries complex values as (..., 2) real pairs, which only the Fourier transforms, "
         "real/imag/conj/abs/angle, view_as_real/view_as_complex, complex/polar, add/sub/neg/mul/div, matmul, where, "
-        "exp/log/sqrt/pow, sin/cos/tan, sinh/cosh/tanh, "
+        "exp/log/sqrt/pow, sin/cos/tan, sinh/cosh/tanh, einsum, prod, cumsum, "
         "casts, sums and means and the movement ops (reshape, permute, indexing, cat, expand, flip) understand "
         "(docs/complex-fft.md). Take the real and imaginary parts before this op, or export without it.")
 
@@ -486,3 +486,140 @@ def power(b: GraphBuilder, n: Any) -> str:
     re, im = _log_pair(b, part(b, z, 0), part(b, z, 1), dtype)
     product = _multiply(b, w, stack(b, re, im))
     return stack(b, *_exp_pair(b, part(b, product, 0), part(b, product, 1), dtype))
+
+
+# ---- einsum, prod and cumsum of complex values ------------------------------------------------------------------
+_MAX_COMPLEX_EINSUM_OPERANDS = 4  # 2^k real Einsums for k complex operands: 16 at most
+
+
+def einsum_pairs(b: GraphBuilder, inputs: Sequence[str], specs: Sequence[Any], equation: str) -> str:
+    """A complex einsum as real Einsums: it is linear in each operand, so with z_j = x_j + i y_j the result is the
+    sum over every choice of part per operand of i^(number of imaginary parts) times the real Einsum of those parts
+    (2^k terms for k complex operands; a real operand contributes its only part)."""
+    complex_count = sum(is_complex(s) for s in specs)
+    if complex_count > _MAX_COMPLEX_EINSUM_OPERANDS:
+        raise NotImplementedError(
+            f"ember.onnx.export: einsum of {complex_count} complex operands is not exported (its pair translation "
+            f"takes 2^{complex_count} real Einsums; at most {_MAX_COMPLEX_EINSUM_OPERANDS} complex operands). Split "
+            "the einsum into several with fewer complex operands each.")
+    choices: list = [[]]
+    for name, spec in zip(inputs, specs):
+        parts = [(part(b, name, 0), 0), (part(b, name, 1), 1)] if is_complex(spec) else [(name, 0)]
+        choices = [c + [p] for c in choices for p in parts]
+    terms: dict = {0: [], 1: [], 2: [], 3: []}  # by the power of i: +re, +im, -re, -im
+    for chosen in choices:
+        power = sum(k for _, k in chosen) % 4
+        terms[power].append(b.node("Einsum", [name for name, _ in chosen], equation=equation))
+
+    def total(plus: list, minus: list) -> str:
+        out = plus[0] if plus else b.node("Neg", [minus.pop(0)])
+        for t in plus[1:]:
+            out = b.node("Add", [out, t])
+        for t in minus:
+            out = b.node("Sub", [out, t])
+        return out
+
+    # a complex operand's imaginary part alone makes a power-1 term, so both sums have terms
+    return stack(b, total(terms[0], terms[2]), total(terms[1], terms[3]))
+
+
+def prod_pairs(b: GraphBuilder, x: str, spec: Any, dims: Any, keepdim: bool, n: Any) -> str:
+    """The complex product over ``dims`` (None: all) of a pair tensor: per axis, a tree of complex multiplies of
+    its even and odd halves (log2(L) levels; an odd leftover multiplied in at the end), so the graph grows with
+    the logarithm of the reduced length. An empty axis gives 1 + 0i."""
+    shape = static(list(spec.shape), n, "shape of a complex prod")
+    rank = len(shape)
+    axes = sorted(range(rank) if dims is None else {int(d) % rank for d in dims})
+    dtype = _real_dtype(spec)
+    for axis in axes:
+        length = shape[axis]
+        if length == 0:
+            reduced = shape[:axis] + [1] + shape[axis + 1:]
+            x = b.node("Expand", [b.const(np.array([1.0, 0.0]), dtype), b.ints(reduced + [2])])
+        else:
+            leftover = None
+            while length > 1:
+                if length % 2:
+                    tail = b.node("Slice", [x, b.ints([length - 1]), b.ints([length]), b.ints([axis])])
+                    leftover = tail if leftover is None else _multiply(b, leftover, tail)
+                    length -= 1
+                    x = b.node("Slice", [x, b.ints([0]), b.ints([length]), b.ints([axis])])
+                even = b.node("Slice", [x, b.ints([0]), b.ints([length]), b.ints([axis]), b.ints([2])])
+                odd = b.node("Slice", [x, b.ints([1]), b.ints([length]), b.ints([axis]), b.ints([2])])
+                x = _multiply(b, even, odd)
+                length //= 2
+            if leftover is not None:
+                x = _multiply(b, x, leftover)
+        shape[axis] = 1
+    if not keepdim and axes:
+        x = b.node("Squeeze", [x, b.ints(axes)])
+    return x if axes else b.node("Identity", [x])
+
+
+def cumsum_pairs(b: GraphBuilder, x: str, spec: Any, dim: int) -> str:
+    """CumSum along a logical axis of a pair tensor: a sum acts on real and imaginary parts alike (the axis taken
+    non-negative, so it never counts the pair axis)."""
+    rank = len(spec.shape)
+    if rank == 0:
+        return b.node("Identity", [x])
+    return b.node("CumSum", [x, b.const(np.array(int(dim) % rank, dtype=np.int64))])
+
+
+# ---- reciprocal, rsqrt, sigmoid, log2/log10, log1p, expm1 of complex values ------------------------------------------
+def _reciprocal_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """1 / z = conj(z) / |z|^2, with z scaled by max(|x|, |y|) first so the squares cannot overflow or underflow."""
+    big = b.node("Max", [b.node("Abs", [x]), b.node("Abs", [y])])
+    xs, ys = b.node("Div", [x, big]), b.node("Div", [y, big])
+    scale = b.node("Mul", [b.node("Add", [b.node("Mul", [xs, xs]), b.node("Mul", [ys, ys])]), big])
+    return b.node("Div", [xs, scale]), b.node("Neg", [b.node("Div", [ys, scale])])
+
+
+def _rsqrt_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    return _reciprocal_pair(b, *_sqrt_pair(b, x, y, dtype), dtype)
+
+
+def _sigmoid_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """1 / (1 + exp(-z)), ember's (and PyTorch's) formula."""
+    er, ei = _exp_pair(b, b.node("Neg", [x]), b.node("Neg", [y]), dtype)
+    return _reciprocal_pair(b, b.node("Add", [er, b.scalar(1, dtype)]), ei, dtype)
+
+
+def _log1p_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """log(1 + z) (as the real export, log(1 + x): near 0 it keeps the absolute, not the relative, precision)."""
+    return _log_pair(b, b.node("Add", [x, b.scalar(1, dtype)]), y, dtype)
+
+
+def _expm1_pair(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+    """exp(z) - 1 (as the real export)."""
+    re, im = _exp_pair(b, x, y, dtype)
+    return b.node("Sub", [re, b.scalar(1, dtype)]), im
+
+
+def _log_base_pair(base: float) -> Callable:
+    def formula(b: GraphBuilder, x: str, y: str, dtype: Any) -> tuple:
+        re, im = _log_pair(b, x, y, dtype)
+        factor = b.scalar(1.0 / math.log(base), dtype)
+        return b.node("Mul", [re, factor]), b.node("Mul", [im, factor])
+
+    return formula
+
+
+COMPLEX_FORMULAS = {"reciprocal": _reciprocal_pair, "rsqrt": _rsqrt_pair, "sigmoid": _sigmoid_pair,
+                    "log1p": _log1p_pair, "expm1": _expm1_pair, "log2": _log_base_pair(2.0),
+                    "log10": _log_base_pair(10.0)}
+
+
+def with_complex_formula(name: str, real: Callable) -> Callable:
+    """An emitter: ``real(b, n)`` for real inputs, ``COMPLEX_FORMULAS[name]`` on the (..., 2) pairs of complex ones."""
+    formula = COMPLEX_FORMULAS[name]
+
+    @pairs
+    def emit(b: GraphBuilder, n: Any) -> str:
+        if not is_complex(n.in_specs[0]):
+            return real(b, n)
+        x = n.inputs[0]
+        return stack(b, *formula(b, part(b, x, 0), part(b, x, 1), _real_dtype(n.in_specs[0])))
+
+    emit.__name__ = f"complex_{name}"
+    emit.__doc__ = f"{name}: the real emitter, or its complex formula on (..., 2) pairs."
+    return emit

@@ -25,6 +25,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.onnx.builder import INT64_MAX, INT64_MIN, DynInt, GraphBuilder, implied, static as _static
+from ember.onnx import complex_emitters
 from ember.onnx.complex_emitters import as_pair, complex_dtype_error, is_complex, pairs, part
 
 def _rank(n: Any, i: int = 0) -> int:
@@ -64,6 +65,8 @@ def reduction(onnx_op: str) -> Callable:
             return b.node("Identity", [x])
         dims = n.attrs.get("dims")
         if is_complex(n.in_specs[0]):  # sum/mean of pairs: over the logical axes only, never the pair axis
+            if onnx_op == "ReduceProd":
+                return complex_emitters.prod_pairs(b, x, n.in_specs[0], dims, n.attrs.get("keepdim", False), n)
             if onnx_op not in ("ReduceSum", "ReduceMean"):
                 raise complex_dtype_error(n.op.name)
             dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
@@ -128,8 +131,13 @@ def values_and_indices(arg_op: str) -> Callable:
     return emit
 
 
+@pairs
 def cumsum(b: GraphBuilder, n: Any) -> str:
     x = n.inputs[0]
+    if is_complex(n.out_specs[0]):  # a complex cumsum (a real input with dtype=complex: its pairs first)
+        if not is_complex(n.in_specs[0]):
+            x = as_pair(b, _cast(b, x, n.out_specs[0].dtype.to_real()), n.in_specs[0])
+        return complex_emitters.cumsum_pairs(b, x, n.in_specs[0], n.attrs["dim"])
     if n.in_specs[0].dtype is not n.out_specs[0].dtype:
         x = _cast(b, x, n.out_specs[0].dtype)
     if not _rank(n):  # ONNX CumSum refuses scalars; the cumulative sum of one element is itself
@@ -187,12 +195,19 @@ def not_equal(b: GraphBuilder, n: Any) -> str:
     return b.node("Not", [b.node("Equal", n.inputs)])
 
 
-def log1p(b: GraphBuilder, n: Any) -> str:
+def _log1p(b: GraphBuilder, n: Any) -> str:
     return b.node("Log", [b.node("Add", [n.inputs[0], b.scalar(1, n.in_specs[0].dtype)])])
 
 
-def rsqrt(b: GraphBuilder, n: Any) -> str:
+def _rsqrt(b: GraphBuilder, n: Any) -> str:
     return b.node("Reciprocal", [b.node("Sqrt", [n.inputs[0]])])
+
+
+# Real inputs: the ONNX ops; complex ones: formulas on the (..., 2) pairs (ember/onnx/complex_emitters.py).
+log1p = complex_emitters.with_complex_formula("log1p", _log1p)
+rsqrt = complex_emitters.with_complex_formula("rsqrt", _rsqrt)
+reciprocal = complex_emitters.with_complex_formula("reciprocal", lambda b, n: b.node("Reciprocal", [n.inputs[0]]))
+sigmoid = complex_emitters.with_complex_formula("sigmoid", lambda b, n: b.node("Sigmoid", [n.inputs[0]]))
 
 
 def _operand_dtype(n: Any) -> Any:
@@ -495,8 +510,13 @@ def _is_tensor_slot(item: Any) -> bool:
 
 
 # ---- linear algebra ------------------------------------------------------------------------------------
+@pairs
 def einsum(b: GraphBuilder, n: Any) -> str:
-    return b.node("Einsum", n.inputs, equation=n.attrs["equation"].replace(" ", ""))
+    """Einsum; of complex operands, real Einsums of their parts (ember/onnx/complex_emitters.py)."""
+    equation = n.attrs["equation"].replace(" ", "")
+    if is_complex(n.out_specs[0]):
+        return complex_emitters.einsum_pairs(b, n.inputs, n.in_specs, equation)
+    return b.node("Einsum", n.inputs, equation=equation)
 
 
 def matmul_t(b: GraphBuilder, n: Any) -> str:
@@ -701,18 +721,21 @@ def cross_entropy(b: GraphBuilder, n: Any) -> list:
 
 
 # ---- elementwise math without a 1:1 ONNX op ----------------------------------------------------------------
-def expm1(b: GraphBuilder, n: Any) -> str:
+def _expm1(b: GraphBuilder, n: Any) -> str:
     """exp(x) - 1 (ONNX has no Expm1: near 0 this loses the relative precision ember's op keeps)."""
     return b.node("Sub", [b.node("Exp", [n.inputs[0]]), b.scalar(1, n.in_specs[0].dtype)])
 
 
+expm1 = complex_emitters.with_complex_formula("expm1", _expm1)
+
+
 def log_base(base: float) -> Callable:
-    """``log2``/``log10``: Log(x) / ln(base)."""
+    """``log2``/``log10``: Log(x) / ln(base) (complex: on the pairs)."""
 
     def emit(b: GraphBuilder, n: Any) -> str:
         return b.node("Div", [b.node("Log", [n.inputs[0]]), b.scalar(math.log(base), n.in_specs[0].dtype)])
 
-    return emit
+    return complex_emitters.with_complex_formula({2: "log2", 10: "log10"}[int(base)], emit)
 
 
 def exp2(b: GraphBuilder, n: Any) -> str:

@@ -109,7 +109,7 @@ def matmul_into(xp: Any, a: Any, b: Any, out: Any) -> None:
         out[...] = xp.matmul(a, b).astype(out.dtype)
 
 
-def _copy_for(xp: Any, fn: Callable[[int, int], object], total: int, per_item: int) -> None:
+def copy_for(xp: Any, fn: Callable[[int, int], object], total: int, per_item: int) -> None:
     """Run a copy over ``range(total)`` images on ember's threads (NumPy copies release the GIL);
     on one thread for other array backends or small copies."""
     if xp is not np:
@@ -131,9 +131,9 @@ def _passes(xp: Any, total: int, gemm_flops_per_item: float, copy_per_item: int,
             after(start, stop)
         blas_for(fused, total, min_items(gemm_flops_per_item), xp)
         return
-    _copy_for(xp, before, total, copy_per_item)
+    copy_for(xp, before, total, copy_per_item)
     gemm(0, total)
-    _copy_for(xp, after, total, copy_per_item)
+    copy_for(xp, after, total, copy_per_item)
 
 
 def _geometry(x_shape: tuple, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
@@ -192,7 +192,7 @@ def columns(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, di
     n, c = x.shape[:2]
     oh, ow = _geometry(x.shape, kh, kw, stride, padding, dilation)
     cols = xp.empty((n, oh, ow, kh, kw, c), dtype=x.dtype)
-    _copy_for(xp, lambda start, stop: _fill(xp, x, cols, start, stop, kh, kw, stride, padding, dilation),
+    copy_for(xp, lambda start, stop: _fill(xp, x, cols, start, stop, kh, kw, stride, padding, dilation),
               n, c * kh * kw * oh * ow)
     return cols.reshape(n * oh * ow, c * kh * kw)
 
@@ -239,7 +239,7 @@ def weight_grad(xp: Any, g: Any, cols: Any, weight_shape: tuple) -> Any:
     def copy(start: int, stop: int) -> None:
         g_rows[start * pixels:stop * pixels] = g[start:stop].transpose(0, 2, 3, 1).reshape(-1, o)
 
-    _copy_for(xp, copy, n, o * pixels)
+    copy_for(xp, copy, n, o * pixels)
     if xp is np and cpu_blas.available():
         blas_for(lambda start, stop: matmul_into(xp, g_rows[:, start:stop].T, cols, gw[start:stop]),
                  o, min_items(2.0 * k * n * pixels), xp)

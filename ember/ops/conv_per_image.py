@@ -26,7 +26,7 @@ from typing import Any
 
 from ember.backends.cpu_blas import blas_for
 from ember.ops.conv_geometry import out_size
-from ember.ops.conv_im2col import add_windows, fill_windows, matmul_into, min_items
+from ember.ops.conv_im2col import add_windows, copy_for, fill_windows, matmul_into, min_items
 
 
 def _geometry(x_shape: tuple, kh: int, kw: int, stride: tuple, padding: tuple, dilation: tuple) -> tuple:
@@ -40,7 +40,11 @@ def cols(xp: Any, x: Any, kh: int, kw: int, stride: tuple, padding: tuple, dilat
     n, c = x.shape[:2]
     oh, ow = _geometry(x.shape, kh, kw, stride, padding, dilation)
     out = xp.empty((n, c, kh, kw, oh, ow), dtype=x.dtype)
-    fill_windows(x, lambda i, j: out[:, :, i, j], kh, kw, stride, padding, dilation, oh, ow)
+
+    def fill(start: int, stop: int) -> None:  # split over ember's threads by images (NumPy copies drop the GIL)
+        fill_windows(x[start:stop], lambda i, j: out[start:stop, :, i, j], kh, kw, stride, padding, dilation, oh, ow)
+
+    copy_for(xp, fill, n, c * kh * kw * oh * ow)
     return out.reshape(n, c * kh * kw, oh * ow)
 
 

@@ -193,7 +193,7 @@ def _sigmoid_impl(xp: Any, x: Any) -> Any:
 
 
 SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * _cj(ctx.out * (1 - ctx.out)),), save="output",
-                 onnx="Sigmoid", float_only=True)
+                 onnx=to_onnx.sigmoid, float_only=True)
 def _relu_impl(xp: Any, x: Any) -> Any:
     """``max(x, 0)`` (NaN stays NaN, as in PyTorch); large contiguous CPU arrays are split over
     ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
@@ -228,7 +228,7 @@ def _abs_vjp(ctx: Any, g: Any) -> tuple:
 
 ABS = _unary("abs", lambda xp, x: xp.abs(x), _abs_vjp, onnx=complex_emitters.absolute)
 ABS.shape_rule = _complex_result_rule
-RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx="Reciprocal", float_only=True)
+RECIPROCAL = _unary("reciprocal", lambda xp, x: 1 / x, lambda ctx, g: (-g * _cj(ctx.out * ctx.out),), save="output", onnx=to_onnx.reciprocal, float_only=True)
 ERF = _unary("erf", lambda xp, x: real_only("erf", x) or special_function(xp, "erf")(x).astype(x.dtype, copy=False),
              lambda ctx, g: (g * exp(-ctx.inputs[0] * ctx.inputs[0]) * (2 / math.sqrt(math.pi)),),
              onnx="Erf", float_only=True)

@@ -34,7 +34,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
-from ember.ops.linalg import blas_context, gemm_2d
+from ember.ops.linalg import blas_context, gemm_2d, outer_rows
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -486,7 +486,7 @@ def _linear_batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:
         if dx is None:  # a shared input, batched weights or bias (an ensemble): (B, out, rows) @ (rows, in)
             gw = _matmul_impl(np, np.swapaxes(g3, -1, -2), _rows_array(x))
         elif g3.shape[1] == 1 and x.size == size * x.shape[-1]:  # one row per sample: the outer products
-            gw = np.einsum("bi,bj->bij", g3.reshape(size, -1), x.reshape(size, -1))
+            gw = outer_rows(np, g3.reshape(size, -1), x.reshape(size, -1))
         else:
             gw = OPS["matmul_t"].impl(np, g3, x.reshape(size, -1, x.shape[-1]), transpose_a=True)
         out[1] = (gw, 0)
@@ -973,6 +973,23 @@ def one_hot(tensor: Any, num_classes: int = -1) -> Any:
 
 
 # ---- pad -------------------------------------------------------------------------------------------
+def _check_edge_pad(input: Any, pad: tuple, mode: str) -> None:
+    """PyTorch's input checks of reflect/replicate padding: every dim but the batch dim is non-empty, and at
+    least one padded dim keeps an element (``pad(x, (-2, -1), mode='replicate')`` of width 3 is refused)."""
+    k, shape = len(pad) // 2, tuple(input.shape)
+    batch = 1 if input.ndim == k + 2 else 0
+    if any(s == 0 for s in shape[batch:]):
+        raise RuntimeError(f"pad(mode={mode!r}): Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: {list(shape)}")
+    sizes = [shape[input.ndim - 1 - i] for i in range(k)]
+    outs = [sizes[i] + pad[2 * i] + pad[2 * i + 1] for i in range(k)]
+    if all(o < 1 for o in outs):
+        names = "WHD"[:k]
+        raise RuntimeError(f"pad(mode={mode!r}): input ({', '.join(f'{n}: {s}' for n, s in zip(names, sizes))}) is "
+                           f"too small. Calculated output {' '.join(f'{n}: {o}' for n, o in zip(names, outs))}; "
+                           f"crop less (negative pads) so that one padded dim keeps an element")
+
+
 def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Any:
     """Pad the last ``len(pad)//2`` dims: ``pad=(left, right, top, bottom, ...)`` from the last dim back.
 
@@ -992,6 +1009,12 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
         return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not supported; use constant, reflect, replicate or circular")
+    if len(pad) // 2 > 3 or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2):
+        raise NotImplementedError(f"pad(mode={mode!r}): {len(pad) // 2}-d padding takes a {len(pad) // 2 + 1}-d or "
+                                  f"{len(pad) // 2 + 2}-d (batched) input, got shape {tuple(input.shape)} (as PyTorch: "
+                                  f"this mode pads 1 to 3 trailing dims; only mode='constant' pads any number)")
+    if mode != "circular":
+        _check_edge_pad(input, pad, mode)
     from ember.creation import tensor as make_tensor
     import numpy as np
 

@@ -26,7 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 from ember.autograd import grad_mode
+from ember.backends import native_kernel
 from ember.backends.cpu_threads import split_channels
 from ember.ops import batching, dispatch, elementwise as ew, reductions as red
 from ember.ops.cost import numel
@@ -38,6 +41,16 @@ def _as3(xp: Any, a: Any) -> Any:
     """(N, C, ...) -> (N, C, L) without a copy where possible; float16/bfloat16 in float32."""
     a = a.reshape(a.shape[0], a.shape[1], -1)
     return a.astype(xp.float32) if a.dtype.itemsize == 2 else a
+
+
+def _native(xp: Any, name: str, *arrays: Any) -> Any:
+    """The native kernel ``name`` (``cpu_norm_kernels``) when it takes these arrays: NumPy, C-contiguous
+    float32 or float64 of one dtype; else None (the NumPy code below)."""
+    if xp is not np or arrays[0].dtype not in (np.float32, np.float64):
+        return None
+    if any(a.dtype != arrays[0].dtype or not a.flags.c_contiguous for a in arrays):
+        return None
+    return native_kernel(xp, name)
 
 
 def _per_channel(v: Any) -> Any:
@@ -53,6 +66,15 @@ def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> 
     y = xp.empty(x3.shape, dtype=x3.dtype)
     mean = xp.empty(c, dtype=x3.dtype)
     var = xp.empty(c, dtype=x3.dtype)
+
+    kernel = _native(xp, "batch_norm_train", x3)
+    if kernel is not None:  # two passes per channel, no GIL: the blocks run on both cores
+        ones = xp.ones(c, dtype=x3.dtype)
+        w_arr = ones if weight is None else xp.ascontiguousarray(weight, dtype=x3.dtype)
+        b_arr = xp.zeros(c, dtype=x3.dtype) if bias is None else xp.ascontiguousarray(bias, dtype=x3.dtype)
+        split_channels(xp, lambda c0, c1: kernel(x3, w_arr, b_arr, float(eps), c0, c1, y, mean, var), c, count)
+        return (y.reshape(x.shape).astype(x.dtype, copy=False), mean.astype(x.dtype, copy=False),
+                var.astype(x.dtype, copy=False))
 
     def channels(c0: int, c1: int) -> None:  # channel blocks are independent: one per core
         xs, ys = x3[:, c0:c1], y[:, c0:c1]
@@ -128,6 +150,15 @@ def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, e
     gx = xp.empty(x3.shape, dtype=x3.dtype)
     gw = xp.empty(c, dtype=x3.dtype)
     gb = xp.empty(c, dtype=x3.dtype)
+    kernel = _native(xp, "batch_norm_backward", g3, x3)
+    if kernel is not None:  # one pass for the sums, one for gx, per channel; no GIL: both cores
+        a_w = xp.ascontiguousarray(weight[0], dtype=x3.dtype) if weight else xp.ones(c, dtype=x3.dtype)
+        invstd = xp.ascontiguousarray(invstd, dtype=x3.dtype)
+        mean = xp.ascontiguousarray(mean)
+        split_channels(xp, lambda c0, c1: kernel(g3, x3, mean, invstd, a_w, c0, c1, gx, gw, gb), c, count)
+        param = weight[0].dtype if weight else x.dtype
+        return (gx.reshape(x.shape).astype(x.dtype, copy=False), gw.astype(param, copy=False),
+                gb.astype(param, copy=False))
 
     def channels(c0: int, c1: int) -> None:
         gs, gxs = g3[:, c0:c1], gx[:, c0:c1]

@@ -191,7 +191,15 @@ def _scan_taps_fast(xpad: np.ndarray, which: np.ndarray, lowest: Any, kernel: tu
 def _max_pool_vjp(ctx: Any, grads: Any) -> tuple:
     g = grads[0]
     _, indices = ctx.out
-    return (max_pool2d_backward(g, indices, ctx.input_meta[0], ctx.attrs),)
+    attrs, shape = ctx.attrs, ctx.input_meta[0]
+    if any(d > 1 for d in attrs["dilation"]) and any(p > 0 for p in attrs["padding"]):
+        # A dilated window can lie wholly in the padding (rows -1 and 1 of a height-1 input): its -inf output
+        # reads no input, and its index (PyTorch's first in-bounds tap, past the edge) is out of the plane. Its
+        # gradient goes nowhere (PyTorch writes it past the plane, into the next channel or out of the tensor).
+        plane = int(shape[2]) * int(shape[3])
+        outside = (indices < 0) | (indices >= plane)
+        g, indices = g.masked_fill(outside, 0), indices.clamp(0, plane - 1)
+    return (max_pool2d_backward(g, indices, shape, attrs),)
 
 
 def _max_pool_rule(x: Spec, kernel: tuple, stride: tuple, padding: tuple, dilation: tuple,

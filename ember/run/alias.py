@@ -25,6 +25,7 @@ import ember
 # PyTorch path prefix -> ember path prefix, longest first where they nest.
 RENAMES: dict[str, str] = {
     "torchvision": "ember.vision",
+    "functorch": "ember.func.functorch",  # the deprecated standalone package (make_functional, ...)
     "torch.backends.cuda": "ember.backends.cuda_flags",  # ember.backends.cuda is the CUDA backend itself
     "torch.utils.data": "ember.data",
     "torch.nn.modules.batchnorm": "ember.nn.modules.normalization",
@@ -162,7 +163,7 @@ def install() -> None:
     if not any(isinstance(f, TorchToEmberFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, TorchToEmberFinder())
 
-    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+    for name in [n for n in sys.modules if n.partition(".")[0] in ("torch", "functorch")]:
         if not getattr(sys.modules[name], "__name__", "").startswith("ember"):
             del sys.modules[name]
     sys.modules["torch"] = ember

@@ -24,10 +24,11 @@ from ember.sparse.construct import check_sparse_tensor_invariants, dense_to_spar
 from ember.sparse.coo import SparseTensor, map_values
 from ember.sparse.ops import addmm, log_softmax, mm, softmax, spdiags, spmm, sum  # noqa: A004 - torch.sparse.sum
 from ember.sparse.compressed import SparseCompressedTensor
+from ember.sparse.sampled_solve import sampled_addmm, spsolve
 from ember.surface.constants import sparse_coo, sparse_csc, sparse_csr, strided
 from ember.tensor import Tensor
 
-__all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spdiags", "as_sparse_gradcheck",
+__all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spdiags", "sampled_addmm", "spsolve", "as_sparse_gradcheck",
            "check_sparse_tensor_invariants", "SparseTensor", "SparseCompressedTensor"]
 
 # Zero-preserving elementwise ops PyTorch runs on sparse COO tensors: applied to the stored values.

@@ -23,6 +23,7 @@ from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
 from ember.ops.extra_math import _finfo
 from ember.surface.functions import is_nonzero as _is_nonzero
+from ember.storage import TypedStorage, UntypedStorage
 
 __all__ = [
     "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "memory_format",
@@ -31,7 +32,8 @@ __all__ = [
     "BoolTensor", "set_num_threads", "get_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
     "set_default_device", "get_default_device", "set_default_tensor_type", "set_flush_denormal", "has_lapack",
     "has_mkl", "has_openmp", "has_spectral", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-    "is_deterministic_algorithms_warn_only_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode", "get_deterministic_debug_mode",
+    "init_num_threads", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "set_warn_always", "is_warn_always_enabled", "typename", "is_storage",
     "get_device", "is_inference", "is_complex", "cfloat", "cdouble",
     "uint16", "uint32", "uint64", "is_nonzero",
@@ -238,6 +240,27 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     _SETTINGS["deterministic"], _SETTINGS["deterministic_warn_only"] = bool(mode), bool(warn_only)
 
 
+def set_deterministic_debug_mode(debug_mode: "str | int") -> None:
+    """``torch.set_deterministic_debug_mode``: 0/"default", 1/"warn", 2/"error" (the same switch as
+    ``use_deterministic_algorithms``)."""
+    modes = {"default": 0, "warn": 1, "error": 2}
+    mode = modes.get(debug_mode, debug_mode) if isinstance(debug_mode, str) else debug_mode
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected one of {list(modes)} or 0, 1, 2, "
+                           f"but got {debug_mode!r}")
+    use_deterministic_algorithms(mode > 0, warn_only=mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    if not _SETTINGS["deterministic"]:
+        return 0
+    return 1 if _SETTINGS["deterministic_warn_only"] else 2
+
+
+def init_num_threads() -> None:
+    """Nothing to do: ember's thread pools start on first use."""
+
+
 def are_deterministic_algorithms_enabled() -> bool:
     return _SETTINGS["deterministic"]
 
@@ -273,7 +296,8 @@ def typename(obj: Any) -> str:
 
 
 def is_storage(obj: Any) -> bool:
-    return False
+    """Whether ``obj`` is a storage (``tensor.untyped_storage()``, ``torch.FloatStorage(...)``)."""
+    return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
 def is_inference(input: Tensor) -> bool:

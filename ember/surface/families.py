@@ -25,6 +25,8 @@ from ember.surface.more_functions import index_reduce, put
 from ember.tensor import Size, Tensor
 from ember.ops import inplace
 from ember.autograd import grad_mode
+from ember import storage
+from ember.utils import dlpack
 
 # In-place methods generated from the out-of-place method of the same name (PyTorch's `op_` family). View
 # ops (`t_`, `squeeze_`...) change metadata, not values, and are not in this table.
@@ -252,6 +254,8 @@ def _extra_methods() -> None:
     F = functional
     extras = {
         "unfold": _unfold, "as_strided": strided.as_strided, "storage_offset": strided.storage_offset,
+        "untyped_storage": storage.untyped_storage, "storage": storage.typed_storage, "is_set_to": storage.is_set_to,
+        "__dlpack__": dlpack.tensor_dlpack, "__dlpack_device__": dlpack.tensor_dlpack_device,
         "fill_diagonal_": _fill_diagonal_, "apply_": _apply_, "map_": _map_, "new": _new,
         "resize_": _resize_, "resize_as_": lambda self, other, memory_format=None: _resize_(self, other.shape),
         "hardshrink": lambda self, lambd=0.5: F.hardshrink(self, lambd),

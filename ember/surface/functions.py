@@ -989,31 +989,54 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tens
     return _Histogram(_wrap(hist.astype(input.dtype.np), input), _wrap(edges.astype(input.dtype.np), input))
 
 
-def _integers_only(op: str, *tensors: Any) -> None:
-    for t in tensors:
-        if isinstance(t, Tensor) and (t.is_floating_point() or t.dtype is bool_):
+def _integer_operands(op: str, input: Tensor, other: Any) -> tuple:
+    """``input``, ``other`` as arrays of PyTorch's promoted dtype; refuses what torch has no gcd/lcm kernel for:
+    floating/complex operands, and two bools (one bool operand promotes to the other's integer dtype)."""
+    other = _t(other, input)
+    for t in (input, other):
+        if t.is_floating_point() or t.is_complex():
             raise RuntimeError(f"{op}: only integer tensors are supported, got {t.dtype}; convert with .long()")
+    target = result_type(input, other)  # PyTorch's promotion: a 0-d operand does not widen the result
+    if target is bool_:
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool': {op} of two bool tensors; "
+                                  f"convert one with .long()")
+    return input._data.astype(target.np, copy=False), other._data.astype(target.np, copy=False)
+
+
+def _c_gcd(xp: Any, a: Any, b: Any) -> Any:
+    """PyTorch's gcd: Euclid on ``abs`` of each operand with C's truncated remainder. It equals NumPy's gcd except
+    at a signed dtype's minimum, whose abs wraps to itself (torch's ``gcd(INT64_MIN, 7)`` is -1, NumPy's 1)."""
+    if a.dtype.kind != "i" or not (bool((a == np.iinfo(a.dtype).min).any())
+                                   or bool((b == np.iinfo(b.dtype).min).any())):
+        return xp.gcd(a, b)
+    with np.errstate(over="ignore"):
+        a, b = xp.abs(a), xp.abs(b)  # wraps at the minimum, as C's abs
+    a, b = (xp.array(v, copy=True) for v in xp.broadcast_arrays(a, b))
+    while True:
+        live = a != 0
+        if not bool(live.any()):
+            return b
+        rest = xp.fmod(b, xp.where(live, a, 1))  # C's % (the sign of the dividend)
+        b = xp.where(live, a, b)
+        a = xp.where(live, rest, 0).astype(a.dtype, copy=False)
 
 
 def gcd(input: Tensor, other: Tensor) -> Tensor:
-    _integers_only("gcd", input, other)
-    other = _t(other, input)
-    target = result_type(input, other).np  # PyTorch's promotion: a 0-d operand does not widen the result
-    return _wrap(_xp(input).gcd(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
-                 input)
+    """PyTorch's gcd (integer and bool operands, promoted; see :func:`_c_gcd` for the minimum's wrap).
+
+    Example: ``ember.gcd(ember.tensor([4, 6]), ember.tensor(True))`` is ``tensor([1, 1])``."""
+    a, b = _integer_operands("gcd", input, other)
+    return _wrap(_c_gcd(_xp(input), a, b), input)
 
 
 def lcm(input: Tensor, other: Tensor) -> Tensor:
     """PyTorch's ``abs(a / gcd(a, b) * b)`` (0 where the gcd is 0): the abs is taken after the product wraps."""
-    _integers_only("lcm", input, other)
     xp = _xp(input)
-    other = _t(other, input)
-    target = result_type(input, other).np
-    a, b = input._data.astype(target, copy=False), other._data.astype(target, copy=False)
-    g = xp.gcd(a, b)
-    with np.errstate(over="ignore"):
+    a, b = _integer_operands("lcm", input, other)
+    g = _c_gcd(xp, a, b)
+    with np.errstate(over="ignore", divide="ignore"):
         out = xp.abs((a // xp.where(g == 0, 1, g)) * b)
-    return _wrap(xp.where(g == 0, 0, out).astype(target, copy=False), input)
+    return _wrap(xp.where(g == 0, 0, out).astype(a.dtype, copy=False), input)
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:

@@ -23,10 +23,11 @@ from ember.data import worker as _worker
 from ember.device import to_device
 from ember.jit import ScriptFunction, ScriptModule
 from ember.tensor import Tensor
+from ember import cpu as _cpu_module, cuda as _cuda_module
 
 __all__ = ["binomial", "poisson", "histogramdd", "from_file", "embedding_renorm_", "resize_as_",
            "dsmm", "hsmm", "Stream", "Event", "thread_safe_generator", "ScriptModule", "ScriptFunction",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "get_device_module"]
 
 is_inference_mode_enabled = grad_mode.is_inference_mode_enabled
 
@@ -199,3 +200,21 @@ def thread_safe_generator() -> Any:
     if gen is None:
         gen = _worker._LOCAL.generator = ember_random.Generator().manual_seed(info.seed)
     return gen
+
+
+def get_device_module(device: Any = None) -> Any:
+    """``torch.get_device_module``: ``ember.cuda`` for CUDA devices, ``ember.cpu`` for the CPU; with no argument,
+    the current accelerator's module (``ember.cuda`` when a GPU is there, else ``ember.cpu``).
+
+    Example:
+        >>> import ember
+        >>> ember.get_device_module("cpu").is_available()
+        True
+    """
+    if device is None:
+        return _cuda_module if _cuda_module.is_available() else _cpu_module
+    kind = to_device(device).type
+    modules = {"cuda": _cuda_module, "cpu": _cpu_module}
+    if kind not in modules:
+        raise RuntimeError(f"get_device_module: ember has no device module for {kind!r} (it has cpu and cuda).")
+    return modules[kind]

@@ -6,3 +6,5 @@ Example:
 from ember.utils import data, flop_counter  # noqa: F401
 from ember.utils.model_summary import summary  # noqa: F401  (Keras' table + FLOPs per layer)
 from ember.utils import checkpoint  # noqa: E402,F401  (torch.utils.checkpoint; tensorboard imports on use)
+from ember.utils import dlpack  # noqa: E402,F401  (torch.utils.dlpack.from_dlpack / to_dlpack)
+from ember.utils.swap import swap_tensors  # noqa: E402,F401  (torch.utils.swap_tensors)

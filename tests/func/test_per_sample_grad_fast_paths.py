@@ -11,6 +11,8 @@ import torch
 
 import ember
 import ember.func as ef
+from ember import _config
+from ember.backends import cpu_kernels
 from ember.ops import linalg
 
 
@@ -35,6 +37,30 @@ def test_stacked_outer_reads_strided_operands() -> None:
     x = rng.standard_normal((7, 3, 1)).astype(np.float32).transpose(0, 2, 1)
     got = linalg._matmul_impl(np, g.transpose(0, 2, 1), x)
     np.testing.assert_allclose(got, np.einsum("nik,nkj->nij", g.transpose(0, 2, 1), x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernels", ["numba", "numpy"])
+def test_outer_rows_kernel_equals_einsum_bit_for_bit(dtype, kernels, monkeypatch) -> None:
+    """The native ``outer_rows`` pass (numba) and the NumPy einsum write the same products, special values too."""
+    if kernels == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setattr(_config, "CPU_KERNELS", kernels)
+    cpu_kernels.reset()
+    try:
+        rng = np.random.default_rng(4)
+        a = rng.standard_normal((256, 64)).astype(dtype)
+        b = rng.standard_normal((32, 256)).astype(dtype).T  # a strided operand
+        a[0, :4] = [np.inf, -0.0, np.nan, 1e-45]
+        b[1, :3] = [np.inf, 0.0, -np.inf]
+        got = linalg.outer_rows(np, a, b)
+        expected = a[:, :, None] * b[:, None, :]  # one IEEE multiply per element: an independent reference
+        assert got.dtype == dtype and got.shape == (256, 64, 32)
+        np.testing.assert_array_equal(got, expected)
+        if kernels == "numba":
+            assert cpu_kernels.get("outer_rows") is not None
+    finally:
+        cpu_kernels.reset()
 
 
 @pytest.mark.parametrize("make", [

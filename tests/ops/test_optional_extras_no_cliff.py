@@ -25,6 +25,7 @@ import ember.nn.functional as F
 from ember import _config
 from ember.backends import cpu as cpu_backend, cpu_blas, cpu_kernels
 from ember.backends.cpu import CPUBackend
+from ember.func import functional_call, grad, vmap
 from ember.graph.passes import fuse_numba
 from op_harness import as_tuple, cotangents, diff_positions, make_inputs, weighted_loss
 from op_specs import SPECS
@@ -122,6 +123,14 @@ def _conv_direct_train() -> Callable:
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
+def _batch_norm_train() -> Callable:
+    """Training batch norm forward + backward (the native per-channel kernels with numba, five NumPy sweeps
+    each way without), at ResNet-18's layer1 shape times 2: 1M elements."""
+    x = ember.tensor(_data((256, 64, 8, 8)), requires_grad=True)
+    bn = ember.nn.BatchNorm2d(64)
+    return lambda: bn(x).sum().backward()
+
+
 def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
@@ -157,6 +166,21 @@ def _linear_train() -> Callable:
     return lambda: F.linear(x, w).sum().backward()
 
 
+def _per_sample_grads() -> Callable:
+    """vmap(grad) of a small MLP over 256 samples (bench_vmap.py's step): the per-sample weight gradients are
+    the ``outer_rows`` kernel with numba, one einsum each without."""
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(32, 64), ember.nn.ReLU(), ember.nn.Linear(64, 10))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = ember.tensor(_data((256, 32))), ember.tensor(np.arange(256) % 10)
+
+    def loss(p, xi, yi):
+        return F.cross_entropy(functional_call(model, p, (xi.unsqueeze(0),)), yi.unsqueeze(0))
+
+    step = vmap(grad(loss), in_dims=(None, 0, 0))
+    return lambda: step(params, x, y)
+
+
 CASES: dict[str, Callable[[], Callable]] = {
     "erf": _erf, "erfinv": _erfinv, "gelu": _gelu_train, "relu (relu_grad)": _relu_train,
     "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "Adam step (compiled update)": _adam_step,
@@ -164,8 +188,10 @@ CASES: dict[str, Callable[[], Callable]] = {
     "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
     "conv2d 3x3 16x16 (conv_direct_forward)": _conv_direct_train,
+    "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
+    "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
 }
 
 
@@ -208,8 +234,11 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                    for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")},
                 "matmul_f32": "linear float32 train (matmul_f32)",
+                "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
-                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)"}
+                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)",
+                **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
+                   for k in ("batch_norm_train", "batch_norm_backward")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

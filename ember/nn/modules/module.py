@@ -21,11 +21,13 @@ import itertools
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, NamedTuple
 
+from ember import __future__ as _future
 from ember import dtypes
 from ember.autograd import grad_mode
 from ember.nn.parameter import Buffer, Parameter
 from ember.tensor import Tensor
 from ember.creation import empty, tensor
+from ember.utils.swap import swap_tensors
 from ember.device import device as Device
 
 _HANDLE_IDS = itertools.count()
@@ -353,14 +355,28 @@ class Module:
         """Replace every parameter's and buffer's data by ``fn(data)``, keeping Parameter identity."""
         for module in self.children():
             module._apply(fn)
+        swap = _future.get_swap_module_params_on_conversion()
+        overwrite = _future.get_overwrite_module_params_on_conversion()
         with grad_mode.no_grad():
-            for param in self._parameters.values():
+            for key, param in self._parameters.items():
                 if param is None:
                     continue
                 new = fn(param.detach())
-                param.data = new
-                if param.grad is not None:
-                    param.grad = fn(param.grad.detach())
+                grad = fn(param.grad.detach()) if param.grad is not None else None
+                if swap:  # torch.__future__: the converted tensor moves into the same object
+                    replacement = Parameter(new, requires_grad=param.requires_grad) if isinstance(param, Parameter) \
+                        else new
+                    param.grad = None
+                    swap_tensors(param, replacement)
+                    param.grad = grad
+                elif overwrite:  # torch.__future__: a new Parameter object replaces the old one
+                    fresh = Parameter(new, requires_grad=param.requires_grad)
+                    fresh.grad = grad
+                    self._parameters[key] = fresh
+                else:
+                    param.data = new
+                    if grad is not None:
+                        param.grad = grad
             for name, buf in self._buffers.items():
                 if buf is not None:
                     self._buffers[name] = fn(buf)

@@ -357,7 +357,22 @@ class RNNCellBase(Module):
         h = zeros() if h is None else (h if batched else h.unsqueeze(0))
         if self.mode == "LSTM":
             c = zeros() if c is None else (c if batched else c.unsqueeze(0))
-        h, c = _cell_step(self.mode, _linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh, self.bias_hh)
+        w_hh = self.weight_hh
+        if (not _AUTOCAST.active and not dispatch.is_symbolic(x) and x.dtype == h.dtype == w_hh.dtype
+                == self.weight_ih.dtype and (c is None or c.dtype == h.dtype)
+                and (self.bias_ih is None or self.bias_ih.dtype == x.dtype)):
+            # one time step of the fused layer ops (as nn.LSTM/GRU/RNN run their loops): ~4 recorded ops a step
+            # instead of ~20 (a hand-written cell loop is all dispatch and autograd nodes at small sizes); the
+            # numbers are the composite's (ember/ops/lstm_layer.py), linear's GEMM and bias add are matmul's and add's
+            gates_x = F.linear(x, self.weight_ih, self.bias_ih).unsqueeze(0)
+            if self.mode == "LSTM":
+                _, h, c = lstm_layer(gates_x, h, c, w_hh, self.bias_hh)
+            elif self.mode == "GRU":
+                _, h = gru_layer(gates_x, h, w_hh, self.bias_hh)
+            else:
+                _, h = rnn_layer(gates_x, h, w_hh, self.bias_hh, "tanh" if self.mode == "RNN_TANH" else "relu")
+        else:
+            h, c = _cell_step(self.mode, _linear(x, self.weight_ih, self.bias_ih), h, c, w_hh, self.bias_hh)
         if not batched:
             h = h.squeeze(0)
             c = c.squeeze(0) if c is not None else None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numbers
 from abc import ABC, abstractmethod
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ember.autograd.grad_mode import no_grad
 from ember.creation import ones_like, rand, zeros_like
@@ -134,6 +134,13 @@ class PruningContainer(BasePruningMethod):
 
     def __len__(self) -> int:
         return len(self._pruning_methods)
+
+    def __iter__(self) -> Iterator[BasePruningMethod]:
+        """The pruning history, oldest first (``list(container)``, as PyTorch's)."""
+        return iter(self._pruning_methods)
+
+    def __getitem__(self, idx: int) -> BasePruningMethod:
+        return self._pruning_methods[idx]
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         method = self._pruning_methods[-1]

@@ -10,10 +10,17 @@ from ember.vision.models._api import (  # noqa: F401
     Weights, WeightsEnum, get_model, get_model_builder, get_model_weights, get_weight, list_models,
 )
 from ember.vision.models.alexnet import *  # noqa: F401,F403
+from ember.vision.models.convnext import *  # noqa: F401,F403
+from ember.vision.models.densenet import *  # noqa: F401,F403
 from ember.vision.models.efficientnet import *  # noqa: F401,F403
+from ember.vision.models.googlenet import *  # noqa: F401,F403
+from ember.vision.models.inception import *  # noqa: F401,F403
+from ember.vision.models.mnasnet import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv2 import *  # noqa: F401,F403
 from ember.vision.models.mobilenetv3 import *  # noqa: F401,F403
 from ember.vision.models.resnet import *  # noqa: F401,F403
+from ember.vision.models.shufflenetv2 import *  # noqa: F401,F403
+from ember.vision.models.squeezenet import *  # noqa: F401,F403
 from ember.vision.models.vgg import *  # noqa: F401,F403
 from ember.vision.models.vision_transformer import *  # noqa: F401,F403
 

@@ -87,3 +87,14 @@ class MLP(nn.Sequential):
         layers.append(nn.Linear(in_dim, hidden_channels[-1], bias=bias))
         layers.append(nn.Dropout(dropout, **params))
         super().__init__(*layers)
+
+
+class Permute(nn.Module):
+    """``x.permute(*dims)`` as a layer (ConvNeXt moves channels last around its LayerNorm and MLP)."""
+
+    def __init__(self, dims: Sequence[int]) -> None:
+        super().__init__()
+        self.dims = list(dims)
+
+    def forward(self, x: Any) -> Any:
+        return x.permute(*self.dims)
