@@ -58,6 +58,19 @@ class CPUBackend(Backend):
                 high += (n - 1) * stride
         return low, high + array.itemsize
 
+    def memory_owner(self, array: Any) -> Any:
+        """A NumPy array that allocated its own memory (``OWNDATA``), when ``array`` is it or a view of it
+        (NumPy points every view's ``base`` at the array owning the memory); None otherwise (memory maps,
+        arrays over foreign buffers, subclasses). ~0.1 us, against ~1-3 us for ``memory_bounds``."""
+        if type(array) is not np.ndarray:
+            return None
+        base = array.base
+        if base is None:
+            return array if array.flags.owndata else None
+        if type(base) is np.ndarray and base.base is None and base.flags.owndata:
+            return base
+        return None
+
     def fuse(self, kernel: Any, outputs: list, single_loop: bool) -> Any:
         """Long groups, or big arrays, compile to one Numba loop when numba is installed; the rest
         run as NumPy ufunc calls into reused buffers (the generic replay)."""
