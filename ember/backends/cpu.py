@@ -105,10 +105,14 @@ class CPUBackend(Backend):
         turns SciPy off). Unary functions take ``out=``. ``erf`` of float32 arrays runs the native kernel
         when there is one (``cpu_math_kernels``: one vectorized pass on all cores, within 1 ulp; SciPy's
         takes 15x longer), else a NumPy table method (within 2 ulp, 6x faster than SciPy's)."""
-        base = self._special_function(name)
-        if name == "erf":
-            return functools.partial(cpu_math_kernels.erf_float32_first, base)
-        return base
+        if name == "erf":  # its fallback is found on first use: float32 erf never needs SciPy's import
+            return functools.partial(cpu_math_kernels.erf_float32_first, functools.partial(self._special_call, name))
+        return self._special_function(name)
+
+    def _special_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """``special_function(name)(*args, **kwargs)``, the function chosen at call time (importing
+        ``scipy.special`` costs ~0.25 s idle, seconds on a loaded machine, on the first gelu of a program)."""
+        return self._special_function(name)(*args, **kwargs)
 
     def _special_function(self, name: str) -> Any:
         if _config.SPECIAL_FUNCTIONS == "scipy" and name in SCIPY_FASTER:
