@@ -139,7 +139,8 @@ def test_elastic_transform_matches_torchvision(mode, fill) -> None:
 
 
 def test_affine_matrix_helpers_match_torchvision() -> None:
-    for args in [([0.0, 0.0], 30.0, [2.0, -1.0], 1.2, [5.0, -3.0]), ([3.5, -2.0], -110.0, [0.0, 0.0], 0.5, [0.0, 40.0])]:
+    cases = [([0.0, 0.0], 30.0, [2.0, -1.0], 1.2, [5.0, -3.0]), ([3.5, -2.0], -110.0, [0.0, 0.0], 0.5, [0.0, 40.0])]
+    for args in cases:
         for inverted in (True, False):
             assert F._get_inverse_affine_matrix(*args, inverted=inverted) == pytest.approx(
                 TF._get_inverse_affine_matrix(*args, inverted=inverted), abs=1e-15)
