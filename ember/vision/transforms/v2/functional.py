@@ -1,0 +1,327 @@
+"""``torchvision.transforms.v2.functional``: the v1 functions, dispatched on what the input holds.
+
+Images (``tv_tensors.Image``, plain tensors, PIL and NumPy images) go through
+``ember.vision.transforms.functional``; ``tv_tensors.Mask`` through the same geometric functions with nearest
+neighbours; ``tv_tensors.BoundingBoxes`` through box arithmetic (torchvision 0.28's, including its clamping to
+the canvas); anything else passes through. tv_tensors come back as the class they came in.
+
+Example:
+    >>> import ember
+    >>> from ember.vision import tv_tensors
+    >>> from ember.vision.transforms.v2 import functional as F
+    >>> boxes = tv_tensors.BoundingBoxes([[1, 2, 5, 6]], format="XYXY", canvas_size=(10, 10))
+    >>> F.horizontal_flip(boxes).tolist()
+    [[5, 2, 9, 6]]
+"""
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+import ember
+from ember.tensor import Tensor
+from ember.vision import tv_tensors
+from ember.vision.transforms import functional as F1
+from ember.vision.transforms._image import is_pil, max_value
+from ember.vision.transforms.functional import (  # noqa: F401  (v2.functional re-exports the v1 names)
+    InterpolationMode, adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation,
+    adjust_sharpness, affine, autocontrast, elastic_transform, equalize, five_crop, gaussian_blur, get_dimensions,
+    invert, perspective, posterize, rgb_to_grayscale, rotate, solarize, ten_crop, to_pil_image)
+from ember.vision.tv_tensors import BoundingBoxes, BoundingBoxFormat, Mask
+
+def is_pure_tensor(inpt: Any) -> bool:
+    """A tensor that is not a tv_tensor (v2 treats the first one as the image when no image is given)."""
+    return isinstance(inpt, Tensor) and not isinstance(inpt, tv_tensors.TVTensor)
+
+
+def _is_image(inpt: Any) -> bool:
+    return isinstance(inpt, (tv_tensors.Image, tv_tensors.Video)) or is_pure_tensor(inpt) or is_pil(inpt) or \
+        isinstance(inpt, np.ndarray)
+
+
+def _rewrap(output: Any, like: Any) -> Any:
+    """tv_tensors come back as their class; plain tensors, PIL and NumPy images as they are."""
+    if isinstance(like, tv_tensors.TVTensor) and isinstance(output, Tensor):
+        return tv_tensors.wrap(output, like=like)
+    return output
+
+
+def _image_op(fn: Any, inpt: Any, *args: Any, **kwargs: Any) -> Any:
+    return _rewrap(fn(inpt, *args, **kwargs), inpt)
+
+
+# ------------------------------------------------------------------------------------------------ boxes
+def _box_array(boxes: BoundingBoxes) -> np.ndarray:
+    return np.asarray(boxes.detach().cpu().numpy())
+
+
+def _cxcywh_corner(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x1y1, wh) of CXCYWH boxes, in float32 for integer boxes (torchvision computes ``c - wh / 2`` there)."""
+    work = array.astype(np.float32) if array.dtype.kind != "f" else array
+    return work[..., :2] - work[..., 2:] / 2, work[..., 2:]
+
+
+def _convert(array: np.ndarray, old: BoundingBoxFormat, new: BoundingBoxFormat) -> np.ndarray:
+    """torchvision 0.28's box conversions, with its integer rules (floor halves one way, truncation the other)."""
+    floating = array.dtype.kind == "f"
+    out = array.copy()
+    if old == new:
+        return out
+    if old == BoundingBoxFormat.XYWH and new == BoundingBoxFormat.CXCYWH:
+        out[..., :2] += out[..., 2:] / 2 if floating else np.floor_divide(out[..., 2:], 2)
+        return out
+    if old == BoundingBoxFormat.CXCYWH:
+        corner, wh = _cxcywh_corner(array)
+        if new == BoundingBoxFormat.XYWH:
+            if floating:
+                return np.concatenate([corner, wh], axis=-1).astype(array.dtype)
+            x1y1, x2y2 = corner.astype(array.dtype), (corner + wh).astype(array.dtype)  # truncation, as .to()
+            return np.concatenate([x1y1, x2y2 - x1y1], axis=-1)
+        out = np.concatenate([corner, corner + wh], axis=-1).astype(array.dtype)
+    elif old == BoundingBoxFormat.XYWH:
+        out[..., 2:] += out[..., :2]
+    if new == BoundingBoxFormat.XYWH:
+        out[..., 2:] -= out[..., :2]
+    elif new == BoundingBoxFormat.CXCYWH:
+        out[..., 2:] -= out[..., :2]
+        doubled = out[..., :2] * 2 + out[..., 2:]
+        out[..., :2] = doubled / 2 if floating else np.floor_divide(doubled, 2)
+    return out
+
+
+def _to_xyxy(array: np.ndarray, fmt: BoundingBoxFormat) -> np.ndarray:
+    return _convert(array, fmt, BoundingBoxFormat.XYXY)
+
+
+def _from_xyxy(array: np.ndarray, fmt: BoundingBoxFormat) -> np.ndarray:
+    return _convert(array, BoundingBoxFormat.XYXY, fmt)
+
+
+def convert_bounding_box_format(inpt: Any, old_format: Any = None, new_format: Any = None,
+                                inplace: bool = False) -> Any:
+    """Boxes in ``new_format`` (a BoundingBoxes input knows its own format)."""
+    if new_format is None:
+        raise TypeError("convert_bounding_box_format() missing 1 required argument: 'new_format'")
+    new_format = BoundingBoxFormat[new_format.upper()] if isinstance(new_format, str) else new_format
+    if isinstance(inpt, BoundingBoxes):
+        out = _convert(_box_array(inpt), inpt.format, new_format)
+        return BoundingBoxes.wrap(ember.from_numpy(out), like=inpt, format=new_format)
+    old_format = BoundingBoxFormat[old_format.upper()] if isinstance(old_format, str) else old_format
+    array = np.asarray(inpt.detach().cpu().numpy())
+    return ember.from_numpy(_convert(array, old_format, new_format))
+
+
+def _clamp(array: np.ndarray, fmt: BoundingBoxFormat, canvas_size: tuple[int, int], mode: str | None) -> np.ndarray:
+    """torchvision's ``_clamp_bounding_boxes``: in float, via XYXY, then back to the boxes' dtype."""
+    if mode is None:
+        return array.copy()
+    work = array.astype(np.float32) if array.dtype.kind != "f" else array.copy()
+    xyxy = _to_xyxy(work, fmt)
+    xyxy[..., 0::2] = np.clip(xyxy[..., 0::2], 0, canvas_size[1])
+    xyxy[..., 1::2] = np.clip(xyxy[..., 1::2], 0, canvas_size[0])
+    return _from_xyxy(xyxy, fmt).astype(array.dtype)
+
+
+def _new_boxes(array: np.ndarray, like: BoundingBoxes, canvas_size: tuple[int, int]) -> BoundingBoxes:
+    return BoundingBoxes.wrap(ember.from_numpy(np.ascontiguousarray(array)), like=like, canvas_size=canvas_size)
+
+
+def _flip_boxes(boxes: BoundingBoxes, axis: int) -> BoundingBoxes:
+    """Mirror across the canvas: x (axis 0) over the width, y (axis 1) over the height."""
+    array = _box_array(boxes).copy()
+    extent = boxes.canvas_size[1 - axis]
+    if boxes.format == BoundingBoxFormat.XYXY:
+        low, high = array[..., axis].copy(), array[..., axis + 2].copy()
+        array[..., axis], array[..., axis + 2] = extent - high, extent - low
+    elif boxes.format == BoundingBoxFormat.XYWH:
+        array[..., axis] = extent - (array[..., axis] + array[..., axis + 2])
+    else:
+        array[..., axis] = extent - array[..., axis]
+    return _new_boxes(array, boxes, boxes.canvas_size)
+
+
+def _shift_boxes(boxes: BoundingBoxes, dx: int, dy: int, canvas_size: tuple[int, int]) -> BoundingBoxes:
+    """Move by (dx, dy) onto a new canvas and clamp (the crop / pad rule)."""
+    array = _box_array(boxes)
+    shift = [dx, dy, dx, dy] if boxes.format == BoundingBoxFormat.XYXY else [dx, dy, 0, 0]
+    moved = array + np.asarray(shift, dtype=array.dtype)
+    return _new_boxes(_clamp(moved, boxes.format, canvas_size, boxes.clamping_mode), boxes, canvas_size)
+
+
+def clamp_bounding_boxes(inpt: BoundingBoxes, format: Any = None, canvas_size: Any = None,  # noqa: A002
+                         clamping_mode: Any = "auto") -> BoundingBoxes:
+    if not isinstance(inpt, BoundingBoxes):
+        raise TypeError("clamp_bounding_boxes: ember supports BoundingBoxes inputs only")
+    mode = inpt.clamping_mode if clamping_mode == "auto" else clamping_mode
+    return _new_boxes(_clamp(_box_array(inpt), inpt.format, inpt.canvas_size, mode), inpt, inpt.canvas_size)
+
+
+# ------------------------------------------------------------------------------------------- dispatchers
+def _mask_op(fn: Any, mask: Mask, *args: Any, **kwargs: Any) -> Mask:
+    return tv_tensors.wrap(fn(mask.as_subclass(Tensor), *args, **kwargs), like=mask)
+
+
+def horizontal_flip(inpt: Any) -> Any:
+    if isinstance(inpt, BoundingBoxes):
+        return _flip_boxes(inpt, 0)
+    if isinstance(inpt, Mask) or _is_image(inpt):
+        return _image_op(F1.hflip, inpt)
+    return inpt
+
+
+def vertical_flip(inpt: Any) -> Any:
+    if isinstance(inpt, BoundingBoxes):
+        return _flip_boxes(inpt, 1)
+    if isinstance(inpt, Mask) or _is_image(inpt):
+        return _image_op(F1.vflip, inpt)
+    return inpt
+
+
+hflip, vflip = horizontal_flip, vertical_flip  # v2 keeps the v1 names as aliases
+
+
+def crop(inpt: Any, top: int, left: int, height: int, width: int) -> Any:
+    if isinstance(inpt, BoundingBoxes):
+        return _shift_boxes(inpt, -left, -top, (height, width))
+    if isinstance(inpt, Mask) or _is_image(inpt):
+        return _image_op(F1.crop, inpt, top, left, height, width)
+    return inpt
+
+
+def _canvas(inpt: Any) -> tuple[int, int]:
+    if isinstance(inpt, BoundingBoxes):
+        return inpt.canvas_size
+    _, h, w = F1.get_dimensions(inpt)
+    return h, w
+
+
+def resize(inpt: Any, size: Any, interpolation: Any = InterpolationMode.BILINEAR, max_size: int | None = None,
+           antialias: bool | None = True) -> Any:
+    if size is None:
+        raise ValueError("resize: size=None (resize by max_size only) is not supported in ember yet; give a size")
+    if isinstance(interpolation, str):
+        interpolation = InterpolationMode(interpolation)
+    if isinstance(inpt, BoundingBoxes):
+        old_h, old_w = inpt.canvas_size
+        new_h, new_w = F1._output_size(old_h, old_w, size, max_size)
+        if (new_h, new_w) == (old_h, old_w):
+            return inpt
+        ratios = np.asarray([new_w / old_w, new_h / old_h] * 2, dtype=np.float32)
+        array = _box_array(inpt)
+        scaled = (array.astype(np.float32) if array.dtype.kind != "f" else array) * ratios
+        return _new_boxes(scaled.astype(array.dtype), inpt, (new_h, new_w))
+    if isinstance(inpt, Mask):
+        mode = interpolation if interpolation in (InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT) \
+            else InterpolationMode.NEAREST
+        return _mask_op(F1.resize, inpt, size, mode, max_size)
+    if _is_image(inpt):
+        return _image_op(F1.resize, inpt, size, interpolation, max_size, antialias)
+    return inpt
+
+
+def center_crop(inpt: Any, output_size: Any) -> Any:
+    if isinstance(inpt, BoundingBoxes):
+        crop_h, crop_w = (output_size, output_size) if isinstance(output_size, numbers.Number) else \
+            ((output_size[0], output_size[0]) if len(output_size) == 1 else tuple(output_size))
+        h, w = inpt.canvas_size
+        top, left = int(round((h - crop_h) / 2.0)), int(round((w - crop_w) / 2.0))
+        return _shift_boxes(inpt, -left, -top, (crop_h, crop_w))
+    if isinstance(inpt, Mask) or _is_image(inpt):
+        return _image_op(F1.center_crop, inpt, output_size)
+    return inpt
+
+
+def resized_crop(inpt: Any, top: int, left: int, height: int, width: int, size: Any,
+                 interpolation: Any = InterpolationMode.BILINEAR, antialias: bool | None = True) -> Any:
+    return resize(crop(inpt, top, left, height, width), size, interpolation, antialias=antialias)
+
+
+def pad(inpt: Any, padding: Any, fill: Any = None, padding_mode: str = "constant") -> Any:
+    """``padding``: an int, [left/right, top/bottom] or [left, top, right, bottom] (v1's order)."""
+    if isinstance(inpt, BoundingBoxes):
+        if padding_mode != "constant":
+            raise ValueError(f"Padding mode '{padding_mode}' is not supported with bounding boxes")
+        left, top, right, bottom = F1._pad_list(padding)
+        h, w = inpt.canvas_size
+        return _shift_boxes(inpt, left, top, (h + top + bottom, w + left + right))
+    if isinstance(inpt, Mask) or _is_image(inpt):
+        return _image_op(F1.pad, inpt, padding, 0 if fill is None else fill, padding_mode)
+    return inpt
+
+
+def normalize(inpt: Any, mean: Sequence[float], std: Sequence[float], inplace: bool = False) -> Any:
+    if is_pil(inpt):
+        raise TypeError("normalize: PIL images are not supported (convert with ToImage and ToDtype first)")
+    if isinstance(inpt, (tv_tensors.Image, tv_tensors.Video)) or is_pure_tensor(inpt):
+        if not inpt.is_floating_point():
+            raise TypeError(f"Input tensor should be a float tensor. Got {inpt.dtype}.")
+        return _rewrap(F1.normalize(inpt.as_subclass(Tensor) if isinstance(inpt, tv_tensors.TVTensor) else inpt,
+                                    mean, std, inplace), inpt)
+    return inpt
+
+
+def to_image(inpt: Any) -> tv_tensors.Image:
+    """A PIL image, NumPy ``HxWxC`` image or tensor ``[..., C, H, W]`` as a ``tv_tensors.Image``."""
+    if isinstance(inpt, np.ndarray):
+        array = inpt[..., None] if inpt.ndim == 2 else inpt
+        return tv_tensors.Image(ember.from_numpy(np.ascontiguousarray(np.moveaxis(array, -1, -3))))
+    if is_pil(inpt) or isinstance(inpt, Tensor):
+        return tv_tensors.Image(inpt)
+    raise TypeError(f"to_image: input can either be a pure Tensor, a numpy array or a PIL image, but got "
+                    f"{type(inpt).__name__} instead.")
+
+
+def to_dtype(inpt: Any, dtype: Any = ember.float32, scale: bool = False) -> Any:
+    """Change the dtype; with ``scale``, images map value ranges (uint8 255 <-> float 1.0) by v2's rules."""
+    if not (isinstance(inpt, (tv_tensors.Image, tv_tensors.Video)) or is_pure_tensor(inpt)):
+        return _rewrap(inpt.as_subclass(Tensor).to(dtype), inpt) if isinstance(inpt, Tensor) else inpt
+    plain = inpt.as_subclass(Tensor) if isinstance(inpt, tv_tensors.TVTensor) else inpt
+    if plain.dtype == dtype:
+        return inpt
+    if not scale:
+        return _rewrap(plain.to(dtype), inpt)
+    array = np.asarray(plain.detach().cpu().numpy())
+    target = np.dtype(ember.empty(0, dtype=dtype).numpy().dtype)
+    if array.dtype.kind == "f":
+        if target.kind == "f":
+            return _rewrap(plain.to(dtype), inpt)
+        if (array.dtype == np.float32 and target in (np.int32, np.int64)) or \
+                (array.dtype == np.float64 and target == np.int64):
+            raise RuntimeError(f"The conversion from {plain.dtype} to {dtype} cannot be performed safely.")
+        out = (array * array.dtype.type(max_value(target) + 1.0 - 1e-3)).astype(target)
+    elif target.kind == "f":
+        # v2 multiplies by the reciprocal of the maximum (v1 divides): the results differ in the last bit
+        out = array.astype(target) * target.type(1.0 / max_value(array.dtype))
+    else:
+        bits_in, bits_out = _value_bits(array.dtype), _value_bits(target)
+        shift = abs(bits_in - bits_out)
+        if bits_in > bits_out:
+            out = (array >> shift).astype(target) if array.dtype != np.uint16 else (array / 2 ** shift).astype(target)
+        else:
+            out = array.astype(target) << shift if target != np.uint16 else array.astype(target) * 2 ** shift
+    return _rewrap(ember.from_numpy(np.ascontiguousarray(out)).to(plain.device), inpt)
+
+
+def _value_bits(dtype: np.dtype) -> int:
+    bits = {np.dtype(np.uint8): 8, np.dtype(np.int8): 7, np.dtype(np.int16): 15, np.dtype(np.uint16): 16,
+            np.dtype(np.int32): 31, np.dtype(np.int64): 63}
+    if np.dtype(dtype) not in bits:
+        raise TypeError(f"Number of value bits is only defined for integer dtypes, but got {dtype}.")
+    return bits[np.dtype(dtype)]
+
+
+def to_pure_tensor(inpt: Any) -> Any:
+    return inpt.as_subclass(Tensor) if isinstance(inpt, tv_tensors.TVTensor) else inpt
+
+
+def erase(inpt: Any, i: int, j: int, h: int, w: int, v: Any, inplace: bool = False) -> Any:
+    if isinstance(inpt, (tv_tensors.Image, tv_tensors.Video)) or is_pure_tensor(inpt):
+        return _rewrap(F1.erase(to_pure_tensor(inpt), i, j, h, w, v, inplace), inpt)
+    return inpt
+
+
+def get_size(inpt: Any) -> list[int]:
+    """[height, width] of an image, mask or the canvas of boxes."""
+    return list(_canvas(inpt) if isinstance(inpt, BoundingBoxes) else F1.get_dimensions(inpt)[1:])
