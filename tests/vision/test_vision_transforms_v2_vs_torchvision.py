@@ -331,3 +331,59 @@ def test_a_torchvision_training_pipeline_runs_under_ember_run(tmp_path) -> None:
     done = subprocess.run([sys.executable, "-m", "ember.cli", "run", str(script)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def _mask_kwargs(kwargs: dict) -> dict:
+    """Masks take no interpolation and one fill value."""
+    return {k: v for k, v in kwargs.items() if k != "interpolation" and not (k == "fill" and isinstance(v, list))}
+
+
+V2_ROTATIONS = [dict(angle=30.0), dict(angle=90.0), dict(angle=180.0), dict(angle=-90.0, expand=True),
+                dict(angle=450.0), dict(angle=37.5, expand=True, fill=17), dict(angle=-12.0, center=[5, 9], fill=3),
+                dict(angle=25.0, interpolation=v2.InterpolationMode.BILINEAR, fill=[10.0, 20.0, 30.0])]
+
+
+@pytest.mark.parametrize("kwargs", V2_ROTATIONS, ids=[str(k) for k in V2_ROTATIONS])
+def test_v2_rotate_of_images_and_masks_matches_torchvision(kwargs) -> None:
+    mine, theirs = _sample("XYXY", "float32", seed=5)
+    square_mine, square_theirs = (_sample("XYXY", "float32", seed=6)[i][0] for i in (0, 1))
+    tv_kwargs = {k: (TV2.InterpolationMode(v.value) if k == "interpolation" else v) for k, v in kwargs.items()}
+    mask_kwargs = _mask_kwargs(kwargs)
+    square = (F.crop(square_mine, 0, 0, 40, 40), TF2.crop(square_theirs, 0, 0, 40, 40))
+    for got_in, exp_in in [(mine[0], theirs[0]), square,
+                           (F.to_dtype(mine[0], ember.float32, scale=True),
+                            TF2.to_dtype(theirs[0], torch.float32, scale=True))]:
+        _same_sample([F.rotate(got_in, **kwargs)], [TF2.rotate(exp_in, **tv_kwargs)], f"image {kwargs}")
+    _same_sample([F.rotate(mine[1], **mask_kwargs)], [TF2.rotate(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+
+
+@pytest.mark.parametrize("kwargs", [dict(angle=20.0, translate=[3, -2], scale=1.2, shear=[5.0, 2.0]),
+                                    dict(angle=0.0, translate=[0, 0], scale=1.0, shear=[15.0, 0.0], center=[0, 0]),
+                                    dict(angle=-40.0, translate=[1, 4], scale=0.8, shear=7.0, fill=99),
+                                    dict(angle=60.0, translate=[2, 2], scale=1.0, shear=[0.0, 0.0],
+                                         interpolation=v2.InterpolationMode.BILINEAR, fill=[1.0, 2.0, 3.0])])
+def test_v2_affine_of_images_and_masks_matches_torchvision(kwargs) -> None:
+    mine, theirs = _sample("XYXY", "float32", seed=7)
+    tv_kwargs = {k: (TV2.InterpolationMode(v.value) if k == "interpolation" else v) for k, v in kwargs.items()}
+    _same_sample([F.affine(mine[0], **kwargs)], [TF2.affine(theirs[0], **tv_kwargs)], f"image {kwargs}")
+    floats = (F.to_dtype(mine[0], ember.float32, scale=True), TF2.to_dtype(theirs[0], torch.float32, scale=True))
+    _same_sample([F.affine(floats[0], **kwargs)], [TF2.affine(floats[1], **tv_kwargs)], f"float {kwargs}")
+    mask_kwargs = _mask_kwargs(kwargs)
+    _same_sample([F.affine(mine[1], **mask_kwargs)], [TF2.affine(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+    with pytest.raises(TypeError, match="bounding boxes"):
+        F.affine(mine[2], **kwargs)
+
+
+def test_v2_random_rotation_affine_and_photometric_with_fixed_params(monkeypatch) -> None:
+    mine, theirs = _sample("XYXY", "float32", seed=8)
+    _fix(monkeypatch, "RandomRotation", dict(angle=33.0))
+    fill = {tv_tensors.Mask: 255, "others": 7}
+    _same_sample(v2.RandomRotation(40, fill=fill)(mine[:2]),
+                 TV2.RandomRotation(40, fill={TVT.Mask: 255, "others": 7})(theirs[:2]), "rotation")
+    _fix(monkeypatch, "RandomAffine", dict(angle=-8.0, translate=(2, 3), scale=1.1, shear=(4.0, -1.0)))
+    _same_sample(v2.RandomAffine(10)(mine[:2]), TV2.RandomAffine(10)(theirs[:2]), "affine")
+    for name, args in [("RandomInvert", ()), ("RandomPosterize", (3,)), ("RandomSolarize", (100,)),
+                       ("RandomAdjustSharpness", (2.0,)), ("RandomAutocontrast", ()), ("RandomEqualize", ()),
+                       ("RandomGrayscale", ())]:
+        _same_sample(getattr(v2, name)(*args, p=1.0)(mine), getattr(TV2, name)(*args, p=1.0)(theirs), name)
+    _same_sample(v2.Grayscale(3)(mine), TV2.Grayscale(3)(theirs), "grayscale")

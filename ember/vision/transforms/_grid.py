@@ -119,10 +119,12 @@ def grid_sample(batch: np.ndarray, grid: np.ndarray, mode: str) -> np.ndarray:
     return out
 
 
-def apply_grid(array: np.ndarray, grid: np.ndarray, mode: str, fill: Any) -> np.ndarray:
+def apply_grid(array: np.ndarray, grid: np.ndarray, mode: str, fill: Any, v2_blend: bool = False) -> np.ndarray:
     """Resample ``array`` (``[..., C, H, W]``, any dtype) on ``grid``; points outside the image get ``fill``
     (a number or one value per channel; ``None`` means 0 without the mask pass), as torchvision's
-    ``_apply_grid_transform``. Integer images are computed in float32, rounded and cast back."""
+    ``_apply_grid_transform``. Integer images are computed in float32, rounded and cast back. ``v2_blend``:
+    blend the fill as ``transforms.v2`` writes it, ``(img - fill) * mask + fill`` (v1: ``img * mask +
+    (1 - mask) * fill``; the two differ in the last bit)."""
     lead, (c, h, w) = array.shape[:-3], array.shape[-3:]
     work_dtype = grid.dtype
     batch = array.reshape((-1, c, h, w)).astype(work_dtype, copy=False)
@@ -135,6 +137,8 @@ def apply_grid(array: np.ndarray, grid: np.ndarray, mode: str, fill: Any) -> np.
         fill_img = np.broadcast_to(np.asarray(values, dtype=work_dtype).reshape(1, -1, 1, 1), out.shape)
         if mode == "nearest":
             out = np.where(mask < 0.5, fill_img, out)
+        elif v2_blend:
+            out = (out - fill_img) * mask + fill_img
         else:
             out = out * mask + (work_dtype.type(1.0) - mask) * fill_img
     if array.dtype.kind in "uib":

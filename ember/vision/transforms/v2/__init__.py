@@ -17,6 +17,8 @@ from ember.vision.transforms.v2._transform import (  # noqa: F401
     Transform, check_type, get_bounding_boxes, has_all, has_any, query_chw, query_size)
 from ember.vision.transforms.v2._transforms import (  # noqa: F401
     AugMix, AutoAugment, CenterCrop, ClampBoundingBoxes, ColorJitter, Compose, ConvertBoundingBoxFormat,
-    ConvertImageDtype, CutMix, GaussianBlur, Identity, Lambda, MixUp, Normalize, PILToTensor, RandAugment, RandomApply,
-    RandomChoice, RandomCrop, RandomErasing, RandomHorizontalFlip, RandomOrder, RandomResizedCrop, RandomVerticalFlip,
-    Resize, ToDtype, ToImage, ToPILImage, ToPureTensor, TrivialAugmentWide)
+    ConvertImageDtype, CutMix, GaussianBlur, Grayscale, Identity, Lambda, MixUp, Normalize, PILToTensor, RandAugment,
+    RandomAdjustSharpness, RandomAffine, RandomApply, RandomAutocontrast, RandomChoice, RandomCrop, RandomEqualize,
+    RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomInvert, RandomOrder, RandomPosterize,
+    RandomResizedCrop, RandomRotation, RandomSolarize, RandomVerticalFlip, Resize, ToDtype, ToImage, ToPILImage,
+    ToPureTensor, TrivialAugmentWide)

@@ -216,8 +216,8 @@ class ToDtype(Transform):
             dtype = self.dtype["others"]
         else:
             raise ValueError(f"No dtype was specified for type {type(inpt)}. If you only need to convert the dtype of "
-                             "images or videos, you can just pass e.g. dtype=torch.float32. If you're passing a dict as "
-                             'dtype, you can use "others" as a catch-all key e.g. dtype={tv_tensors.Mask: '
+                             "images or videos, you can just pass e.g. dtype=torch.float32. If you're passing a dict "
+                             'as dtype, you can use "others" as a catch-all key e.g. dtype={tv_tensors.Mask: '
                              'torch.int64, "others": None} to pass-through the rest of the inputs.')
         if dtype is None:
             return inpt
@@ -626,3 +626,122 @@ class CutMix(_BaseMixUpCutMix):
             output[..., y1:y2, x1:x2] = plain.roll(1, 0)[..., y1:y2, x1:x2]
             return F._rewrap(output, inpt)
         return inpt
+
+
+# --------------------------------------------------------------------------- rotation and affine (v2 kernels)
+class RandomRotation(Transform):
+    """Rotate images and masks (nearest) by one angle drawn uniformly from ``degrees``; boxes are refused."""
+
+    def __init__(self, degrees: Any, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
+                 center: Sequence[float] | None = None, fill: Any = 0) -> None:
+        super().__init__()
+        self.degrees = augment_v1._setup_angle(degrees, name="degrees", req_sizes=(2,))
+        self.interpolation, self.expand, self.fill = interpolation, expand, fill
+        if center is not None:
+            augment_v1._check_sequence_input(center, "center", req_sizes=(2,))
+        self.center = center
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        return dict(angle=float(_rng().uniform(self.degrees[0], self.degrees[1])))
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return F.rotate(inpt, params["angle"], self.interpolation, self.expand, self.center,
+                        _fill_for(self.fill, inpt))
+
+
+class RandomAffine(Transform):
+    """Random rotation, translation, scale and shear (v1's ranges) for images and masks; boxes are refused."""
+
+    def __init__(self, degrees: Any, translate: Sequence[float] | None = None, scale: Sequence[float] | None = None,
+                 shear: Any = None, interpolation: Any = InterpolationMode.NEAREST, fill: Any = 0,
+                 center: Sequence[float] | None = None) -> None:
+        super().__init__()
+        checked = augment_v1.RandomAffine(degrees, translate, scale, shear, center=center)  # the same checks
+        self.degrees, self.translate, self.scale, self.shear = checked.degrees, translate, scale, checked.shear
+        self.interpolation, self.fill, self.center = interpolation, fill, center
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        height, width = query_size(flat_inputs)
+        angle, translate, scale, shear = augment_v1.RandomAffine.get_params(self.degrees, self.translate, self.scale,
+                                                                            self.shear, [width, height])
+        return dict(angle=angle, translate=translate, scale=scale, shear=shear)
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return F.affine(inpt, params["angle"], list(params["translate"]), params["scale"], list(params["shear"]),
+                        interpolation=self.interpolation, fill=_fill_for(self.fill, inpt), center=self.center)
+
+
+# ---------------------------------------------------------------------------- photometric (images only)
+class _Photometric(_RandomApplyTransform):
+    """A pixel-value function applied to images (masks and boxes pass through), with probability ``p``."""
+
+    def _function(self, img: Any) -> Any:
+        raise NotImplementedError
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        if not F._is_image(inpt):
+            return inpt
+        return F._rewrap(self._function(F.to_pure_tensor(inpt)), inpt)
+
+
+class RandomInvert(_Photometric):
+    def _function(self, img: Any) -> Any:
+        return F.invert(img)
+
+
+class RandomAutocontrast(_Photometric):
+    def _function(self, img: Any) -> Any:
+        return F.autocontrast(img)
+
+
+class RandomEqualize(_Photometric):
+    def _function(self, img: Any) -> Any:
+        return F.equalize(img)
+
+
+class RandomPosterize(_Photometric):
+    def __init__(self, bits: int, p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.bits = bits
+
+    def _function(self, img: Any) -> Any:
+        return F.posterize(img, self.bits)
+
+
+class RandomSolarize(_Photometric):
+    def __init__(self, threshold: float, p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.threshold = threshold
+
+    def _function(self, img: Any) -> Any:
+        return F.solarize(img, self.threshold)
+
+
+class RandomAdjustSharpness(_Photometric):
+    def __init__(self, sharpness_factor: float, p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.sharpness_factor = sharpness_factor
+
+    def _function(self, img: Any) -> Any:
+        return F.adjust_sharpness(img, self.sharpness_factor)
+
+
+class RandomGrayscale(_Photometric):
+    """Grey with the input's channel count, with probability ``p`` (default 0.1)."""
+
+    def __init__(self, p: float = 0.1) -> None:
+        super().__init__(p=p)
+
+    def _function(self, img: Any) -> Any:
+        return F.rgb_to_grayscale(img, F.get_dimensions(img)[0])
+
+
+class Grayscale(Transform):
+    def __init__(self, num_output_channels: int = 1) -> None:
+        super().__init__()
+        self.num_output_channels = num_output_channels
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        if not F._is_image(inpt):
+            return inpt
+        return F._rewrap(F.rgb_to_grayscale(F.to_pure_tensor(inpt), self.num_output_channels), inpt)

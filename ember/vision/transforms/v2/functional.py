@@ -15,6 +15,7 @@ Example:
 """
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Sequence
 
@@ -23,12 +24,14 @@ import numpy as np
 import ember
 from ember.tensor import Tensor
 from ember.vision import tv_tensors
+from ember.vision.transforms import _grid
 from ember.vision.transforms import functional as F1
-from ember.vision.transforms._image import is_pil, max_value
+from ember.vision.transforms._functional_geometry import _check_grid_inputs, _interpolation, _work_dtype
+from ember.vision.transforms._image import from_chw, is_pil, max_value, to_chw
 from ember.vision.transforms.functional import (  # noqa: F401  (v2.functional re-exports the v1 names)
     InterpolationMode, adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation,
-    adjust_sharpness, affine, autocontrast, elastic_transform, equalize, five_crop, gaussian_blur, get_dimensions,
-    invert, perspective, posterize, rgb_to_grayscale, rotate, solarize, ten_crop, to_pil_image)
+    adjust_sharpness, autocontrast, elastic_transform, equalize, five_crop, gaussian_blur, get_dimensions, invert,
+    perspective, posterize, rgb_to_grayscale, solarize, ten_crop, to_pil_image)
 from ember.vision.tv_tensors import BoundingBoxes, BoundingBoxFormat, Mask
 
 def is_pure_tensor(inpt: Any) -> bool:
@@ -325,3 +328,103 @@ def erase(inpt: Any, i: int, j: int, h: int, w: int, v: Any, inplace: bool = Fal
 def get_size(inpt: Any) -> list[int]:
     """[height, width] of an image, mask or the canvas of boxes."""
     return list(_canvas(inpt) if isinstance(inpt, BoundingBoxes) else F1.get_dimensions(inpt)[1:])
+
+
+# ------------------------------------------------------------------------------------- rotate and affine
+def _v2_inverse_affine_matrix(center: Sequence[float], angle: float, translate: Sequence[float], scale: float,
+                              shear: Sequence[float]) -> list[float]:
+    """v2's ``_get_inverse_affine_matrix``: v1's matrix with the terms grouped differently (last-bit changes)."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    cos_sy, tan_sx, rot_minus_sy = math.cos(sy), math.tan(sx), rot - sy
+    cx_plus_tx, cy_plus_ty = cx + translate[0], cy + translate[1]
+    a = math.cos(rot_minus_sy) / cos_sy
+    b = -(a * tan_sx + math.sin(rot))
+    c = math.sin(rot_minus_sy) / cos_sy
+    d = math.cos(rot) - c * tan_sx
+    m = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
+    m[2] += cx - m[0] * cx_plus_tx - m[1] * cy_plus_ty
+    m[5] += cy - m[3] * cx_plus_tx - m[4] * cy_plus_ty
+    return m
+
+
+def _v2_output_size(matrix: Sequence[float], w: int, h: int) -> tuple[int, int]:
+    half_w, half_h = 0.5 * w, 0.5 * h
+    corners = np.array([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0],
+                        [half_w, -half_h, 1.0]], dtype=np.float32)
+    moved = corners @ np.asarray(matrix, dtype=np.float32).reshape(2, 3).T
+    halfs = np.array([half_w, half_h], dtype=np.float32)
+    low, high = moved.min(axis=0) + halfs, moved.max(axis=0) + halfs
+    tol = np.float32(1e-4)
+    inv_tol = np.float32(1.0 / 1e-4)
+    size = np.ceil(np.trunc(high * inv_tol) * tol) - np.floor(np.trunc(low * inv_tol) * tol)
+    return int(size[0]), int(size[1])
+
+
+def _grid_kernel(inpt: Any, matrix: list[float], out_size: tuple[int, int], mode: str, fill: Any, op: str) -> Any:
+    array, kind = to_chw(inpt, op)
+    _check_grid_inputs(array, fill, mode, op)
+    h, w = array.shape[-2:]
+    grid = _grid.affine_grid(matrix, w, h, out_size[0], out_size[1], _work_dtype(array.dtype))
+    return from_chw(_grid.apply_grid(array, grid, mode, fill, v2_blend=True), kind, inpt)
+
+
+def _refuse_boxes(inpt: Any, op: str) -> None:
+    if isinstance(inpt, BoundingBoxes):
+        raise TypeError(f"v2.functional.{op}: bounding boxes are not supported by ember yet (images and masks are)")
+
+
+def _rotate_image(img: Any, angle: float, mode: str, expand: bool, center: Any, fill: Any) -> Any:
+    angle = angle % 360
+    if center is None and not is_pil(img):
+        array, kind = to_chw(img, "rotate")
+        square = array.shape[-1] == array.shape[-2]
+        quarter_turns = {0: 0, 180: 2, 90: 1, 270: 3}.get(angle) if angle in (0, 180) or expand or square else None
+        if quarter_turns is not None:  # v2 turns exact multiples of 90 degrees without resampling
+            return from_chw(np.ascontiguousarray(np.rot90(array, quarter_turns, axes=(-2, -1))), kind, img)
+    if is_pil(img):
+        return F1.rotate(img, angle, mode, expand, center, fill)
+    h, w = F1.get_dimensions(img)[1:]
+    center_f = [0.0, 0.0] if center is None else [c - s * 0.5 for c, s in zip(center, [w, h])]
+    matrix = _v2_inverse_affine_matrix(center_f, -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
+    out_size = _v2_output_size(matrix, w, h) if expand else (w, h)
+    return _grid_kernel(img, matrix, out_size, mode, fill, "rotate")
+
+
+def rotate(inpt: Any, angle: float, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
+           center: Sequence[float] | None = None, fill: Any = None) -> Any:
+    """Rotate counter-clockwise by ``angle`` degrees (v2's kernel: multiples of 90 degrees are exact turns)."""
+    _refuse_boxes(inpt, "rotate")
+    mode = _interpolation(interpolation, "rotate")
+    if isinstance(inpt, Mask):
+        return _mask_op(_rotate_image, inpt, angle, "nearest", expand, center, fill)
+    if _is_image(inpt):
+        return _rewrap(_rotate_image(to_pure_tensor(inpt), angle, mode, expand, center, fill), inpt)
+    return inpt
+
+
+def _affine_image(img: Any, angle: float, translate: Sequence[float], scale: float, shear: Any, mode: str, fill: Any,
+                  center: Any) -> Any:
+    if is_pil(img):
+        return F1.affine(img, angle, list(translate), scale, shear, mode, fill, center)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
+    shear = [shear[0], shear[0]] if len(shear) == 1 else shear
+    h, w = F1.get_dimensions(img)[1:]
+    center_f = [0.0, 0.0] if center is None else [c - s * 0.5 for c, s in zip(center, [w, h])]
+    matrix = _v2_inverse_affine_matrix(center_f, float(angle), [float(t) for t in translate], scale, shear)
+    return _grid_kernel(img, matrix, (w, h), mode, fill, "affine")
+
+
+def affine(inpt: Any, angle: float, translate: Sequence[float], scale: float, shear: Any,
+           interpolation: Any = InterpolationMode.NEAREST, fill: Any = None, center: Sequence[float] | None = None
+           ) -> Any:
+    """Rotate, scale, shear about ``center`` and translate, keeping the size (v2's kernel)."""
+    _refuse_boxes(inpt, "affine")
+    if scale <= 0.0:
+        raise ValueError("Argument scale should be positive")
+    mode = _interpolation(interpolation, "affine")
+    if isinstance(inpt, Mask):
+        return _mask_op(_affine_image, inpt, angle, translate, scale, shear, "nearest", fill, center)
+    if _is_image(inpt):
+        return _rewrap(_affine_image(to_pure_tensor(inpt), angle, translate, scale, shear, mode, fill, center), inpt)
+    return inpt
