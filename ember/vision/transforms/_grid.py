@@ -89,22 +89,28 @@ def grid_sample(batch: np.ndarray, grid: np.ndarray, mode: str) -> np.ndarray:
     batch and a ``(H', W', 2)`` or ``(N, H', W', 2)`` grid of the same dtype."""
     n, c, h, w = batch.shape
     grid = np.broadcast_to(grid, (n,) + grid.shape[-3:])
+    out_shape = grid.shape[1:3]
     one, half = batch.dtype.type(1.0), batch.dtype.type(0.5)
     ix = _fma(grid[..., 0] + one, batch.dtype.type(w / 2), -half)  # (N, H', W')
     iy = _fma(grid[..., 1] + one, batch.dtype.type(h / 2), -half)
-    flat = batch.reshape(n, c, h * w)
-    batch_index = np.arange(n)[:, None, None]
+    # Channels last with a one-pixel zero border: every out-of-image neighbour is clipped onto the border, so a
+    # gather needs no mask, and each gathered pixel brings all its channels at once.
+    # float32 bilinear gathers float64 values (exact copies) so the fused multiply-adds below need no conversion
+    gather_dtype = np.float64 if (mode == "bilinear" and batch.dtype == np.float32) else batch.dtype
+    padded = np.zeros((n, h + 2, w + 2, c), dtype=gather_dtype)
+    padded[:, 1:-1, 1:-1, :] = batch.transpose(0, 2, 3, 1)
+    flat = padded.reshape(n, (h + 2) * (w + 2), c)
 
     def gather(xi: np.ndarray, yi: np.ndarray) -> np.ndarray:
-        """Pixels at integer (xi, yi), zero outside the image: (N, C, H', W')."""
-        inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
-        index = np.where(inside, yi * w + xi, 0)
-        values = flat[batch_index, :, index]  # (N, H', W', C)
-        return np.moveaxis(values * inside[..., None], -1, 1)
+        """Pixels at integer (xi, yi), zero outside the image: (N, H', W', C)."""
+        index = (np.clip(yi + 1, 0, h + 1) * (w + 2) + np.clip(xi + 1, 0, w + 1)).reshape(n, -1)
+        values = flat[0].take(index[0], axis=0)[None] if n == 1 else flat[np.arange(n)[:, None], index]
+        return values.reshape((n,) + out_shape + (c,))
 
     if mode == "nearest":
         # torch rounds half to even (nearbyint), as np.rint does
-        return gather(np.rint(ix).astype(np.int64), np.rint(iy).astype(np.int64))
+        out = gather(np.rint(ix).astype(np.int64), np.rint(iy).astype(np.int64))
+        return out.transpose(0, 3, 1, 2)
     if mode != "bilinear":
         raise ValueError(f"grid_sample: interpolation {mode!r} is not supported for tensors; use nearest or bilinear")
     x0, y0 = np.floor(ix), np.floor(iy)
@@ -115,8 +121,14 @@ def grid_sample(batch: np.ndarray, grid: np.ndarray, mode: str) -> np.ndarray:
     out = None
     for weight, dx, dy in weights:
         values = gather(x0 + dx, y0 + dy)
-        out = values * weight[:, None] if out is None else _fma(values, weight[:, None], out)
-    return out
+        weight = weight[..., None].astype(values.dtype)
+        if out is None:  # a plain product, rounded to the image's dtype once
+            out = (values * weight).astype(batch.dtype)
+        elif values.dtype == batch.dtype:
+            out = values * weight + out
+        else:  # float32 as FMA: the float64 product is exact, the sum is rounded once
+            out = (values * weight + out).astype(batch.dtype)
+    return out.transpose(0, 3, 1, 2)
 
 
 def apply_grid(array: np.ndarray, grid: np.ndarray, mode: str, fill: Any, v2_blend: bool = False) -> np.ndarray:
