@@ -376,3 +376,15 @@ def test_aug_mix_dirichlet_draws_are_normalized_and_centered() -> None:
     np.testing.assert_allclose(draws.mean(axis=0), [1 / 3] * 3, atol=0.02)
     assert abs(draws[:, 0].var() - 1 / 18) < 0.006  # Dirichlet(1,1,1) marginal: Beta(1, 2), variance 1/18
     assert math.isclose(float(T.AugMix()._PARAMETER_MAX), 10.0)
+
+
+def test_tensors_on_the_standin_cuda_device_come_back_on_it() -> None:
+    """The pixel math runs on host copies taken explicitly; results return to the input's device."""
+    array = _image(seed=20)
+    with ember.testing.standin_cuda():
+        img = ember.from_numpy(array.copy()).to("cuda")
+        outputs = [F.rotate(img, 30.0), F.affine(img, 5.0, [1, 2], 1.1, [3.0, 0.0]), F.equalize(img),
+                   F.resize(img, 12), T.AutoAugment()(img), T.AugMix()(img), T.RandomErasing(p=1.0)(img),
+                   T.ElasticTransform()(img), T.GaussianBlur(3)(img)]
+        assert all(out.device.type == "cuda" for out in outputs)
+        np.testing.assert_array_equal(outputs[0].cpu().numpy(), F.rotate(ember.from_numpy(array.copy()), 30.0).numpy())

@@ -347,7 +347,7 @@ class AugMix(_AutoAugmentBase):
         mix = m[:, 0].reshape(weight_shape) * batch
         rng = _rng()
         for i in range(self.mixture_width):
-            aug = ember.from_numpy(np.ascontiguousarray(batch))
+            aug = ember.from_numpy(np.ascontiguousarray(batch))  # the chain runs on the host copy
             depth = self.chain_depth if self.chain_depth > 0 else int(rng.integers(1, 4))
             for _ in range(depth):
                 op_name = list(op_meta)[int(rng.integers(len(op_meta)))]
