@@ -95,3 +95,30 @@ def test_kl_div_loss_module_accepts_batchmean() -> None:
         np.testing.assert_allclose(e.item(), t.item(), rtol=1e-12)
     with pytest.raises(ValueError, match="not a valid value for reduction"):
         ember.nn.MSELoss(reduction="batchmean")
+
+
+# Parameters ember leaves out on purpose: torch's private constructor flag of the legacy storage classes, and
+# autograd.backward's pre-0.4 spelling of grad_tensors.
+_LEFT_OUT = {"_internal", "grad_variables"}
+
+
+@pytest.mark.parametrize("path", ["optim", "optim.lr_scheduler", "utils.data", "", "nn.init", "nn.utils",
+                                  "distributions", "linalg", "fft", "special", "func", "autograd"])
+def test_other_namespaces_take_torchs_parameters(path: str) -> None:
+    def resolve(root, dotted):
+        for part in filter(None, dotted.split(".")):
+            root = getattr(root, part)
+        return root
+
+    theirs_ns, ours_ns = resolve(torch, path), resolve(ember, path)
+    gaps = {}
+    for name in dir(theirs_ns):
+        theirs, ours = getattr(theirs_ns, name, None), getattr(ours_ns, name, None)
+        if name.startswith("_") or not callable(theirs) or not callable(ours):
+            continue
+        both_classes = isinstance(theirs, type) and isinstance(ours, type)
+        missing = _missing(theirs.__init__, ours.__init__) if both_classes else _missing(theirs, ours)
+        missing = [m for m in missing if m not in _LEFT_OUT]
+        if missing:
+            gaps[name] = missing
+    assert gaps == {}
