@@ -131,6 +131,8 @@ from ember.surface import copy_variants as _copy_variants  # noqa: E402
 _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... and torch.alias
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
+from ember.surface import foreach as _multi_tensor  # noqa: E402
+globals().update(_multi_tensor.FUNCTIONS)  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
 from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
