@@ -147,4 +147,4 @@ for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (to
 del _ns, _names
 
 
-__version__ = "0.1.0"
+from ember.torch_version import __version__  # noqa: E402  (2.13.0+ember.0.1.0: PyTorch programs gate on it)
