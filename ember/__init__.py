@@ -133,6 +133,8 @@ from ember.surface import tensor_extras as _tensor_extras  # noqa: E402
 _tensor_extras.install(globals())  # torch.as_strided_scatter, torch.hash_tensor, Tensor.new_empty_strided, ...
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
+from ember import _fp_warnings  # noqa: E402
+_fp_warnings.install()  # inf/NaN arithmetic is silent, as PyTorch (NumPy's RuntimeWarnings from ember's ops muted)
 from ember.surface import foreach as _multi_tensor  # noqa: E402
 globals().update(_multi_tensor.FUNCTIONS)  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
