@@ -136,7 +136,7 @@ from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._asse
 from ember import _fp_warnings  # noqa: E402
 _fp_warnings.install()  # inf/NaN arithmetic is silent, as PyTorch (NumPy's RuntimeWarnings from ember's ops muted)
 from ember.surface import foreach as _multi_tensor  # noqa: E402
-globals().update(_multi_tensor.FUNCTIONS)  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
+_multi_tensor.install(globals())  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
 from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)

@@ -29,10 +29,13 @@ from __future__ import annotations
 import numbers
 from typing import Any, Callable, Sequence
 
-import ember
 from ember.tensor import Tensor
 
-__all__ = ["FUNCTIONS"]
+__all__ = ["install"]
+
+# ember's top-level namespace, given by ``install`` (this module is imported by ``ember/__init__`` and must not
+# import ``ember`` itself: that would be an import cycle through the package)
+_ember: Any = None
 
 
 def _check_list(name: str, tensors: Any) -> Sequence[Tensor]:
@@ -98,7 +101,7 @@ _UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "
 
 
 def _unary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    fn = getattr(ember, op)
+    fn = getattr(_ember, op)
 
     def out_of_place(self: Sequence[Tensor]) -> tuple[Tensor, ...]:
         return tuple(fn(t) for t in _check_list(f"_foreach_{op}", self))
@@ -114,26 +117,24 @@ def _unary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
 # ---- binary --------------------------------------------------------------------------------------
 def _maximum(t: Tensor, o: Any) -> Tensor:
     # PyTorch's scalar overload of _foreach_maximum is clamp_min's kernel
-    return ember.maximum(t, o) if isinstance(o, Tensor) else ember.clamp_min(t, o)
+    return _ember.maximum(t, o) if isinstance(o, Tensor) else _ember.clamp_min(t, o)
 
 
 def _minimum(t: Tensor, o: Any) -> Tensor:
-    return ember.minimum(t, o) if isinstance(o, Tensor) else ember.clamp_max(t, o)
+    return _ember.minimum(t, o) if isinstance(o, Tensor) else _ember.clamp_max(t, o)
 
 
-_BINARY: dict[str, Callable[[Tensor, Any], Tensor]] = {
-    "mul": ember.mul, "div": ember.div, "pow": ember.pow, "clamp_min": ember.clamp_min,
-    "clamp_max": ember.clamp_max, "maximum": _maximum, "minimum": _minimum,
-}
+_BINARY = ("mul", "div", "pow", "clamp_min", "clamp_max", "maximum", "minimum")
+_SCALAR_AWARE = {"maximum": _maximum, "minimum": _minimum}
 
 
 def _binary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    fn = _BINARY[op]
+    fn = _SCALAR_AWARE.get(op) or getattr(_ember, op)
     method = op + "_" if op not in ("maximum", "minimum") else None
 
     def out_of_place(self: Any, other: Any) -> tuple[Tensor, ...]:
         if op == "pow" and _is_number(self):  # _foreach_pow(2.0, exponents)
-            return tuple(ember.pow(self, e) for e in _check_list("_foreach_pow", other))
+            return tuple(_ember.pow(self, e) for e in _check_list("_foreach_pow", other))
         tensors = _check_list(f"_foreach_{op}", self)
         return tuple(fn(t, o) for t, o in zip(tensors, _per_element(f"_foreach_{op}", tensors, other)))
 
@@ -150,7 +151,7 @@ def _binary(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
 
 
 def _add_sub(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    fn = getattr(ember, op)
+    fn = getattr(_ember, op)
 
     def out_of_place(self: Sequence[Tensor], other: Any, *, alpha: Any = 1) -> tuple[Tensor, ...]:
         tensors = _check_list(f"_foreach_{op}", self)
@@ -167,7 +168,7 @@ def _add_sub(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
 
 # ---- ternary -------------------------------------------------------------------------------------
 def _addc(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    fn = getattr(ember, op)
+    fn = getattr(_ember, op)
 
     def lists(name: str, self: Any, t1: Any, t2: Any, value: Any) -> tuple[Sequence[Tensor], ...]:
         tensors = _check_list(name, self)
@@ -191,7 +192,7 @@ def _addc(op: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
 def _foreach_lerp(self: Any, tensors1: Any, weight: Any) -> tuple[Tensor, ...]:
     tensors = _check_list("_foreach_lerp", self)
     _same_length(tensors, _check_list("_foreach_lerp", tensors1))
-    return tuple(ember.lerp(t, e, w) for t, e, w in zip(tensors, tensors1,
+    return tuple(_ember.lerp(t, e, w) for t, e, w in zip(tensors, tensors1,
                                                           _per_element("_foreach_lerp", tensors, weight)))
 
 
@@ -206,12 +207,12 @@ def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> Sequence[Tensor]:
 # ---- reductions, products, copies ----------------------------------------------------------------
 def _foreach_norm(self: Any, ord: Any = 2, dtype: Any = None) -> tuple[Tensor, ...]:
     """The vector norm of each tensor (``linalg.vector_norm``; integer tensors are refused, as PyTorch)."""
-    return tuple(ember.linalg.vector_norm(t, ord, dtype=dtype) for t in _check_list("_foreach_norm", self))
+    return tuple(_ember.linalg.vector_norm(t, ord, dtype=dtype) for t in _check_list("_foreach_norm", self))
 
 
 def _foreach_powsum(self: Any, ord: Any = 2, dtype: Any = None) -> tuple[Tensor, ...]:
     """``sum(|x| ** ord)`` of each tensor (the norm before its root)."""
-    return tuple(ember.sum(ember.abs(t if dtype is None else t.to(dtype)) ** ord)
+    return tuple(_ember.sum(_ember.abs(t if dtype is None else t.to(dtype)) ** ord)
                  for t in _check_list("_foreach_powsum", self))
 
 
@@ -222,7 +223,7 @@ def _foreach_max(self: Any) -> tuple[Tensor, ...]:
 def _foreach_mm(self: Any, mat2: Any) -> tuple[Tensor, ...]:
     tensors = _check_list("_foreach_mm", self)
     _same_length(tensors, _check_list("_foreach_mm", mat2))
-    return tuple(ember.mm(a, b) for a, b in zip(tensors, mat2))
+    return tuple(_ember.mm(a, b) for a, b in zip(tensors, mat2))
 
 
 def _foreach_clone(self: Any, *, memory_format: Any = None) -> tuple[Tensor, ...]:
@@ -259,4 +260,21 @@ def _build() -> dict[str, Callable[..., Any]]:
     return table
 
 
-FUNCTIONS: dict[str, Callable[..., Any]] = _build()
+def install(namespace: dict[str, Any]) -> None:
+    """Add every ``_foreach_*`` function to ``namespace`` (ember's top level), whose ops they call."""
+    global _ember
+    _ember = _Namespace(namespace)
+    namespace.update(_build())
+
+
+class _Namespace:
+    """Attribute access to a module's globals dict (``_ember.add`` is ``namespace["add"]``)."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self._namespace = namespace
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._namespace[name]
+        except KeyError:
+            raise AttributeError(name) from None
