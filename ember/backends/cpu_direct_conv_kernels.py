@@ -55,12 +55,14 @@ def forward_images(n0, n1, rows, kc, p_total, a, sai, sak, a_taps, b, b_image, l
 
 
 @numba.njit(cache=True, nogil=True)
-def weight_images(n0, n1, rows, cols, kc, a, a_image, sai, a_taps, b, b_image, ldb, b_taps, c, c_tap,
+def weight_images(n0, n1, rows, cols, kc, a, a_image, sai, sak, a_taps, b, b_image, ldb, b_taps, c, c_tap,
                   ldc):  # pragma: no cover - compiled
     """For images ``[n0, n1)`` and each tap t: ``C_t[:rows, :cols] += A_{n,t}[:rows, :kc] @ B_{n,t}[:kc, :cols]``
     (``C_t`` must start zeroed). ``A_{n,t}``'s element (r, k) at ``a + 4 * (n * a_image + a_taps[t] + r * sai
-    + k)``; ``B_{n,t}``'s row k at ``b + 4 * (n * b_image + b_taps[t] + k * ldb)`` (contiguous); ``C_t``'s row r
-    at ``c + 4 * (t * c_tap + r * ldc)``."""
+    + k * sak)``; ``B_{n,t}``'s row k at ``b + 4 * (n * b_image + b_taps[t] + k * ldb)`` (contiguous); ``C_t``'s
+    row r at ``c + 4 * (t * c_tap + r * ldc)``. ``A`` channels-last (``sai = 1``: a tile's 12 broadcasts per k
+    come from one cache line) runs at about twice the rate of ``A`` channels-first (``sak = 1``: 12 lines a
+    KB apart per k): 230 against 110 GFLOP/s on MNIST's conv2, one thread."""
     taps = a_taps.shape[0]
     for n in range(n0, n1):
         for t in range(taps):
@@ -69,7 +71,7 @@ def weight_images(n0, n1, rows, cols, kc, a, a_image, sai, a_taps, b, b_image, l
                 for j0 in range(0, cols, COLUMNS):
                     width = min(COLUMNS, cols - j0)
                     mask = _FULL if width == COLUMNS else (1 << width) - 1
-                    _tile(r, kc, a + 4 * (n * a_image + a_taps[t] + i0 * sai), sai, 1,
+                    _tile(r, kc, a + 4 * (n * a_image + a_taps[t] + i0 * sai), sai, sak,
                           b + 4 * (n * b_image + b_taps[t] + j0), ldb, c + 4 * (t * c_tap + i0 * ldc + j0), ldc, 1,
                           mask, 0)
 
