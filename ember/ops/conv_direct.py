@@ -1,17 +1,16 @@
-"""Direct stride-1 convolutions (forward, input gradient, weight gradient) on ember's AVX-512 micro-kernel.
+"""Direct stride-1 convolutions (forward, input gradient) on ember's AVX-512 micro-kernel.
 
 The products are those of ``ember/backends/cpu_direct_conv_kernels.py``: every tap's input is the padded
 input plane shifted, so no im2col columns are built and the GEMM micro-kernel reads the data in place. Each
 pass splits the images over ember's threads (``parallel_for``; the kernels release the GIL, and no BLAS call
 is made, so no OpenBLAS thread is left spinning against them); each thread pads its images, runs the
-kernel and writes its outputs (the weight gradient: its own (taps, C, O) sum, the sums added in a fixed
-order at the end).
+kernel and writes its outputs. (The weight gradient of these layers runs in ``conv_indirect``, whose sums are
+blocked over pixels: faster than this module's former direct weight kernel, docs/cpu-performance.md "conv13".)
 
 conv.py uses it (``applicable``) for float32, one group, stride 1, on CPUs where the kernel exists (numba,
 AVX-512F), for the layers where it measured faster than Winograd and im2col (docs/cpu-performance.md).
-Non-finite values take the other paths: the columns past the output width (computed, then dropped) would
-turn an inf of the input or the weights into NaN in the weight or input gradient, where PyTorch's
-convolution never multiplies them.
+Non-finite weights take the other paths in the input gradient: the columns past the output width (computed,
+then dropped) would turn an inf into NaN there, where PyTorch's convolution never multiplies them.
 
 Example:
     >>> import numpy as np
@@ -50,23 +49,6 @@ def _padded(x: Any, start: int, stop: int, padding: tuple, dilation: tuple, kh: 
         out[:, :, top:h - bottom, :left] = 0
         out[:, :, top:h - bottom, w - right:] = 0
     out[:, :, top:h - bottom, left:w - right] = part
-    return out
-
-
-def _padded_last(x: Any, start: int, stop: int, padding: tuple) -> Any:
-    """Images ``[start, stop)`` of ``x`` (N, C, H, W) zero-padded (negative padding crops), float32,
-    channels-last: (n, Hp, Wp, C), contiguous (what the weight kernel reads as ``A``)."""
-    top, bottom, left, right = padding
-    part = x[start:stop, :, max(0, -top):x.shape[2] - max(0, -bottom), max(0, -left):x.shape[3] - max(0, -right)]
-    top, bottom, left, right = (max(0, p) for p in padding)
-    h, w = part.shape[2] + top + bottom, part.shape[3] + left + right
-    out = np.empty((stop - start, h, w, x.shape[1]), np.float32)
-    if top or bottom or left or right:  # zero only the borders
-        out[:, :top] = 0
-        out[:, h - bottom:] = 0
-        out[:, top:h - bottom, :left] = 0
-        out[:, top:h - bottom, w - right:] = 0
-    out[:, top:h - bottom, left:w - right] = part.transpose(0, 2, 3, 1)
     return out
 
 
@@ -122,37 +104,3 @@ def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, padding: tuple, dila
     assert gx.shape == tuple(input_shape), (gx.shape, input_shape)
     return gx
 
-
-def weight_grad(xp: Any, x: Any, g: Any, weight_shape: tuple, padding: tuple, dilation: tuple) -> Any:
-    """The gradient in ``w``: per tap ``dW_t (C, O) = sum_n X_{n,t} (C, P) @ G_n^T (P, O)``, ``G_n^T`` the
-    output gradient channels-last on the padded width, zero in the dropped columns. ``X_{n,t}`` is read from
-    the padded input made channels-last (one copy per image), so each k of a tile broadcasts 12 neighbouring
-    values: twice the kernel's rate of reading it channels-first (MNIST's conv2: 2.6 against 4.8 ms, one
-    thread; docs/cpu-performance.md)."""
-    kernel = native_kernel(np, "conv_direct_weight")
-    o, c, kh, kw = weight_shape
-    n = x.shape[0]
-    oh, ow = g.shape[2:]
-    hp = x.shape[2] + padding[0] + padding[1]
-    wp = x.shape[3] + padding[2] + padding[3]
-    p_total = (oh - 1) * wp + ow
-    a_taps = np.array([(i * dilation[0] * wp + j * dilation[1]) * c for i in range(kh) for j in range(kw)], np.int64)
-    no_shift = np.zeros(kh * kw, np.int64)  # every tap reads the same output gradient
-    partial: dict[int, Any] = {}
-
-    def run(start: int, stop: int) -> None:
-        xpad = _padded_last(x, start, stop, padding)
-        gt = np.empty((stop - start, oh, wp, o), np.float32)
-        gt[:, :, ow:] = 0
-        gt[:, :, :ow] = g[start:stop].transpose(0, 2, 3, 1)
-        total = np.zeros((kh * kw, c, o), np.float32)
-        kernel(0, stop - start, c, o, p_total, xpad.ctypes.data, hp * wp * c, 1, c, a_taps, gt.ctypes.data,
-               oh * wp * o, o, no_shift, total.ctypes.data, c * o, o)
-        partial[start] = total
-
-    _split(run, n, 2.0 * n * o * c * kh * kw * oh * wp)
-    parts = [partial[key] for key in sorted(partial)]  # a fixed order: the same sum every run
-    total = parts[0]
-    for part in parts[1:]:
-        total += part
-    return np.ascontiguousarray(total.reshape(kh, kw, c, o).transpose(3, 2, 0, 1))

@@ -1,5 +1,5 @@
-"""Indirect convolutions (forward and weight gradient) on the input's phases: strided layers with few input
-channels, such as ResNet's 7x7/2 stem on 3 channels.
+"""Indirect convolutions (forward, input and weight gradients) on the input's phases: strided layers (ResNet's
+7x7/2 stem, GAN discriminators and, as ``conv_transpose2d``, generators) and layers with few channels.
 
 The kernels are ``ember/backends/cpu_indirect_conv_kernels.py``'s: an ``sh x sw`` stride splits the zero-padded
 input into its phases, each (channel, tap) pair reads one phase plane shifted, and the micro-kernel reads those
@@ -134,3 +134,35 @@ def weight_grad(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, pad
     for part in parts[1:]:
         total += part
     return np.ascontiguousarray(total[back].T).reshape(weight_shape)
+
+
+def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple) -> Any:
+    """The gradient in ``x`` of a strided convolution (no dilation): each phase ``(a, b)`` of the padded input
+    gets ``sum_o`` of ``g`` correlated with the taps ``(a + sh*i', b + sw*j')`` of the kernel, flipped; a stride-1
+    convolution run by :func:`forward` (its rows the input channels, its sums ``O*ka*kb`` deep), written into
+    its phase of the result. This is also ``conv_transpose2d``'s forward (a GAN generator's layers), where
+    col2im added each tap's columns into the output one strided pass at a time."""
+    n, c, h, width = input_shape
+    o, _, kh, kw = w.shape
+    (sh, sw), (top, _, left, _) = stride, padding
+    gh, gw = g.shape[2:]
+    if (sh, sw) == (1, 1):  # one phase: the whole input
+        pads = (kh - 1 - top, h + top - gh, kw - 1 - left, width + left - gw)
+        return forward(xp, g, w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3), (1, 1), pads, (1, 1))
+    gx = np.zeros(tuple(input_shape), np.float32)
+    for a in range(sh):
+        r0 = -(-(top - a) // sh)  # the first phase row inside the input: sh*r0 + a - top >= 0
+        rows = len(range(sh * r0 + a - top, h, sh))
+        ka = len(range(a, kh, sh))
+        for b in range(sw):
+            q0 = -(-(left - b) // sw)
+            cols = len(range(sw * q0 + b - left, width, sw))
+            kb = len(range(b, kw, sw))
+            if rows <= 0 or cols <= 0 or ka == 0 or kb == 0:
+                continue  # no tap reads these input positions: their gradient is zero
+            # sub[c, o, i', j'] = w[o, c, a + sh*(ka-1-i'), b + sw*(kb-1-j')]: the phase's taps, flipped
+            sub = w[:, :, a::sh, b::sw][:, :, ::-1, ::-1].transpose(1, 0, 2, 3)
+            # output row r (phase row r0 + r) reads g rows r0 + r - i'': g padded by ka-1-r0 on top
+            pads = (ka - 1 - r0, rows + r0 - gh, kb - 1 - q0, cols + q0 - gw)
+            gx[:, :, sh * r0 + a - top::sh, sw * q0 + b - left::sw] = forward(xp, g, sub, (1, 1), pads, (1, 1))
+    return gx

@@ -245,7 +245,6 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
-                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)",
                 **{k: "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)"
                    for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
