@@ -193,31 +193,30 @@ def _indirect(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
               dtype: Any) -> bool:
     """Whether the forward runs as an indirect convolution on the input's phases (``conv_indirect``: ember's
     AVX-512 micro-kernel reading shifted rows of the input through a table, no im2col columns), asked after
-    ``_direct``: strided layers, and stride-1 layers with too few channels for the direct path whose sums are
-    ``INDIRECT_MIN_DEPTH``+ deep (``_indirect_base`` besides). Measured against what ran before (one thread):
-    ResNet's 7x7/2 stem 9.7 -> 5.6 ms; a DCGAN discriminator's 4x4/2 64 -> 128 on 32x32 73 -> 29; a generator's
-    3x3 64 -> 1 output layer on 32x32 27 -> 4.0 (torch 9.8); 3 -> 16 on 32x32 1.4 -> 0.8. Not: MNIST's 1 -> 32
-    (9-deep sums: per-image im2col 0.75 against 0.91), and maps of 8x8 and less (ResNet-18's stride-2 layers on
-    32x32 images), where the dropped columns are a third of each row (docs/cpu-performance.md, "conv13")."""
-    if not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    ``_direct``: 16+ output channels (the tiles' rows), and a stride above 1 or sums ``INDIRECT_MIN_DEPTH``+
+    deep (``_indirect_base`` besides). Measured against what ran before (one thread): ResNet's 7x7/2 stem 9.7 ->
+    5.6 ms; a DCGAN discriminator's 4x4/2 64 -> 128 on 32x32 73 -> 29; 3 -> 16 on 32x32 1.4 -> 0.8. Not: MNIST's
+    1 -> 32 (9-deep sums: per-image im2col 0.75 against 0.91); maps of 8x8 and less (ResNet-18's stride-2 layers
+    on 32x32 images), where the dropped columns are a third of each row; and layers with fewer output channels,
+    where the kernels measured 4-28x faster than the NumPy-only install's per-image im2col (a generator's 64 -> 1
+    output layer forward 27 -> 4.0 ms, input gradient 73 -> 2.6): a cliff the NumPy path must close first
+    (docs/cpu-performance.md, "conv13")."""
+    if w_shape[0] < 16 or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         return False
     return tuple(stride) != (1, 1) or w_shape[1] * w_shape[2] * w_shape[3] >= INDIRECT_MIN_DEPTH
 
 
 def _indirect_input(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
                     groups: int, dtype: Any) -> bool:
-    """Whether the input gradient runs as ``conv_indirect.input_grad`` (each phase of the input a stride-1
-    indirect convolution of ``g``; also ``conv_transpose2d``'s forward), asked after ``_direct``: no dilation,
-    and strided layers with 16+ input channels on input rows of 16+ pixels per phase, or stride-1 layers with
-    3+ input channels (its rows; ``_indirect_base`` besides). Measured (one thread): a generator's 64 -> 1 layer
-    on 32x32 73 -> 3.2 ms (torch 6.9), 3 -> 16 on 32x32 2.0 -> 0.7; 4x4/2 64 -> 128 on 32x32 78 -> 43 (torch 27);
-    not on 16x16 with 128 channels (40 against 43) nor to 3 channels at stride 2 (8 against 23)."""
-    if tuple(dilation) != (1, 1) or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups,
-                                                       dtype):
+    """Whether the input gradient of a strided layer runs as ``conv_indirect.input_grad`` (each phase of the
+    input a stride-1 indirect convolution of ``g``; also ``conv_transpose2d``'s forward): no dilation, 16+
+    channels each way, input rows of 16+ pixels per phase, ``_indirect_base``. Measured (one thread): 4x4/2
+    64 -> 128 on 32x32 78 -> 43 ms (torch 27); not on 16x16 with 128 channels (40 against 43) nor to 3
+    channels (8 against 23)."""
+    if tuple(dilation) != (1, 1) or tuple(stride) == (1, 1) or x_shape[1] < 16 or w_shape[0] < 16:
         return False
-    if tuple(stride) == (1, 1):
-        return x_shape[1] >= 3
-    return x_shape[1] >= 16 and x_shape[3] // stride[1] >= 16
+    return x_shape[3] // stride[1] >= 16 and _indirect_base(xp, x_shape, w_shape, stride, padding, dilation,
+                                                            groups, dtype)
 
 
 def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
@@ -486,8 +485,9 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         return gw
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
-    if (_indirect_weight(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
-            and _finite(xp, x)):  # an inf of x would meet the zero columns of g past the output width (NaN)
+    geometry = (x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    # an inf of x would meet the zero columns of g past the output width (NaN): such inputs take the other paths
+    if _indirect_weight(xp, *geometry) and _finite(xp, x):
         return indirect.weight_grad(xp, x, g, tuple(weight_shape), stride, padding, dilation)
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     v = _winograd_input(xp, x, padding, m) if m else None

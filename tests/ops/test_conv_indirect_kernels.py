@@ -85,10 +85,11 @@ def test_indirect_input_grad_matches_torch(xs, ws, stride, padding) -> None:
 
 @pytest.mark.parametrize("xs, ws, stride, padding, passes", [
     ((3, 3, 32, 32), (64, 3, 7, 7), 2, 3, "fw"),  # ResNet's stem
-    ((2, 6, 26, 30), (10, 6, 4, 4), 2, 1, "f"),  # a DCGAN discriminator's layer with few outputs
+    ((2, 6, 26, 30), (16, 6, 4, 4), 2, 1, "fw"),  # a DCGAN discriminator's first layer (few channels in)
+    ((2, 6, 26, 30), (10, 6, 4, 4), 2, 1, ""),  # few output channels: the NumPy path's cliff (conv._indirect)
     ((2, 16, 40, 40), (16, 16, 3, 3), (3, 2), (0, 2), "fiw"),  # input gradient by phases
-    ((2, 64, 16, 16), (1, 64, 3, 3), 1, 1, "fi"),  # a generator's one-channel output layer
-    ((2, 3, 20, 20), (16, 3, 3, 3), 1, 1, "fiw"),  # stride 1, 3 input channels
+    ((2, 64, 16, 16), (1, 64, 3, 3), 1, 1, ""),  # one output channel: the NumPy path's cliff (conv._indirect)
+    ((2, 3, 20, 20), (16, 3, 3, 3), 1, 1, "fw"),  # stride 1, 3 input channels
     ((2, 1, 28, 28), (32, 1, 3, 3), 1, 1, "w"),  # MNIST's conv1: only the weight gradient
 ])
 def test_conv2d_takes_the_indirect_path_and_matches_torch(xs, ws, stride, padding, passes) -> None:
@@ -142,7 +143,7 @@ def _same_non_finite(mine, reference):
 
 
 @pytest.mark.parametrize("stride, xs, ws", [(2, (2, 16, 34, 36), (16, 16, 4, 4)),  # all three passes indirect
-                                             (1, (2, 8, 13, 14), (4, 8, 3, 3))])  # forward, input gradient
+                                             (1, (2, 8, 13, 14), (16, 8, 3, 3))])  # forward, weight gradient
 @pytest.mark.parametrize("where", ["x", "w", "g"])
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_inf_nan(where, value, stride, xs, ws, monkeypatch) -> None:
@@ -160,8 +161,8 @@ def test_inf_nan(where, value, stride, xs, ws, monkeypatch) -> None:
     for position in positions:
         target[position] = value  # x: first and last columns (read by the dropped columns of other rows)
     geo = ((stride, stride), (1,) * 4, (1, 1), 1, np.float32)
-    assert conv.algorithm(np, xs, ws, *geo) == "indirect" and conv._indirect_input(np, xs, ws, *geo)
-    assert conv._indirect_weight(np, xs, ws, *geo) == (stride == 2)
+    assert conv.algorithm(np, xs, ws, *geo) == "indirect" and conv._indirect_weight(np, xs, ws, *geo)
+    assert conv._indirect_input(np, xs, ws, *geo) == (stride == 2)
     mine = _conv_and_grads(x, w, g, stride)
     monkeypatch.setattr(_config, "CONV_ALGORITHM", "im2col")
     reference = _conv_and_grads(x, w, g, stride)
