@@ -177,6 +177,7 @@ def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tu
 
 INDIRECT_MIN_WIDTH = 12  # output columns: each row also computes (kw - 1) * dw // sw dropped ones
 INDIRECT_MIN_DEPTH = 16  # C*kh*kw: shorter sums store each output tile for too few multiply-adds
+INDIRECT_WEIGHT_MIN_OUT = 32  # output channels: the weight gradient's columns, 32 to a tile
 
 
 def _indirect_base(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
@@ -193,17 +194,18 @@ def _indirect(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
               dtype: Any) -> bool:
     """Whether the forward runs as an indirect convolution on the input's phases (``conv_indirect``: ember's
     AVX-512 micro-kernel reading shifted rows of the input through a table, no im2col columns), asked after
-    ``_direct``: 16+ output channels (the tiles' rows), and a stride above 1 or sums ``INDIRECT_MIN_DEPTH``+
-    deep (``_indirect_base`` besides). Measured against what ran before (one thread): ResNet's 7x7/2 stem 9.7 ->
-    5.6 ms; a DCGAN discriminator's 4x4/2 64 -> 128 on 32x32 73 -> 29; 3 -> 16 on 32x32 1.4 -> 0.8. Not: MNIST's
-    1 -> 32 (9-deep sums: per-image im2col 0.75 against 0.91); maps of 8x8 and less (ResNet-18's stride-2 layers
+    ``_direct``: 16+ output channels (the tiles' rows) and sums ``INDIRECT_MIN_DEPTH``+ deep (``_indirect_base``
+    besides). Measured against what ran before (one thread): ResNet's 7x7/2 stem 9.7 -> 5.6 ms; a DCGAN
+    discriminator's 4x4/2 64 -> 128 on 32x32 73 -> 29; 3 -> 16 on 32x32 1.4 -> 0.8. Not: one input channel with
+    a 3x3 kernel (9-deep sums: MNIST's 1 -> 32 per-image im2col 0.75 against 0.91; 1 -> 16 stride 2 0.17 against
+    0.22); maps of 8x8 and less (ResNet-18's stride-2 layers
     on 32x32 images), where the dropped columns are a third of each row; and layers with fewer output channels,
     where the kernels measured 4-28x faster than the NumPy-only install's per-image im2col (a generator's 64 -> 1
     output layer forward 27 -> 4.0 ms, input gradient 73 -> 2.6): a cliff the NumPy path must close first
     (docs/cpu-performance.md, "conv13")."""
-    if w_shape[0] < 16 or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    if w_shape[0] < 16 or w_shape[1] * w_shape[2] * w_shape[3] < INDIRECT_MIN_DEPTH:
         return False
-    return tuple(stride) != (1, 1) or w_shape[1] * w_shape[2] * w_shape[3] >= INDIRECT_MIN_DEPTH
+    return _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
 
 
 def _indirect_input(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
@@ -221,11 +223,13 @@ def _indirect_input(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padd
 
 def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
                      groups: int, dtype: Any) -> bool:
-    """Whether the weight gradient runs as ``conv_indirect.weight_grad`` (``x`` must be finite as well): 16+
-    output channels (its columns) and ``_indirect_base``; at stride 1 with 16+ input channels (the direct
+    """Whether the weight gradient runs as ``conv_indirect.weight_grad`` (``x`` must be finite as well):
+    ``INDIRECT_WEIGHT_MIN_OUT``+ output channels (its columns: 16 fill half of each vector, and measured a tie
+    or slower) and ``_indirect_base``; at stride 1 with 16+ input channels (the direct
     path's layers) only up to ``INDIRECT_WEIGHT_MAX_PAIRS`` channel pairs. Measured (one thread): the stem 7.4 ->
     5.0 ms, MNIST's conv1 1.04 -> 0.71 and conv2 3.6 -> 3.1 (the direct kernel), 128 -> 64 on 32x32 101 -> 62."""
-    if w_shape[0] < 16 or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+    if w_shape[0] < INDIRECT_WEIGHT_MIN_OUT or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation,
+                                                                   groups, dtype):
         return False
     if tuple(stride) == (1, 1) and _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups,
                                            dtype):

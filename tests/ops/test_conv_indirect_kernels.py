@@ -85,11 +85,13 @@ def test_indirect_input_grad_matches_torch(xs, ws, stride, padding) -> None:
 
 @pytest.mark.parametrize("xs, ws, stride, padding, passes", [
     ((3, 3, 32, 32), (64, 3, 7, 7), 2, 3, "fw"),  # ResNet's stem
-    ((2, 6, 26, 30), (16, 6, 4, 4), 2, 1, "fw"),  # a DCGAN discriminator's first layer (few channels in)
+    ((2, 6, 26, 30), (32, 6, 4, 4), 2, 1, "fw"),  # a DCGAN discriminator's first layer (few channels in)
     ((2, 6, 26, 30), (10, 6, 4, 4), 2, 1, ""),  # few output channels: the NumPy path's cliff (conv._indirect)
-    ((2, 16, 40, 40), (16, 16, 3, 3), (3, 2), (0, 2), "fiw"),  # input gradient by phases
+    ((2, 16, 40, 40), (32, 16, 3, 3), (3, 2), (0, 2), "fiw"),  # input gradient by phases
+    ((2, 16, 40, 40), (16, 16, 3, 3), (3, 2), (0, 2), "fi"),  # 16 output channels: not the weight gradient
+    ((2, 1, 32, 32), (16, 1, 3, 3), 2, 1, ""),  # one input channel, 3x3: 9-deep sums
     ((2, 64, 16, 16), (1, 64, 3, 3), 1, 1, ""),  # one output channel: the NumPy path's cliff (conv._indirect)
-    ((2, 3, 20, 20), (16, 3, 3, 3), 1, 1, "fw"),  # stride 1, 3 input channels
+    ((2, 3, 20, 20), (32, 3, 3, 3), 1, 1, "fw"),  # stride 1, 3 input channels
     ((2, 1, 28, 28), (32, 1, 3, 3), 1, 1, "w"),  # MNIST's conv1: only the weight gradient
 ])
 def test_conv2d_takes_the_indirect_path_and_matches_torch(xs, ws, stride, padding, passes) -> None:
@@ -142,8 +144,8 @@ def _same_non_finite(mine, reference):
     assert np.array_equal(np.isneginf(mine), np.isneginf(reference))
 
 
-@pytest.mark.parametrize("stride, xs, ws", [(2, (2, 16, 34, 36), (16, 16, 4, 4)),  # all three passes indirect
-                                             (1, (2, 8, 13, 14), (16, 8, 3, 3))])  # forward, weight gradient
+@pytest.mark.parametrize("stride, xs, ws", [(2, (2, 16, 34, 36), (32, 16, 4, 4)),  # all three passes indirect
+                                             (1, (2, 8, 13, 14), (32, 8, 3, 3))])  # forward, weight gradient
 @pytest.mark.parametrize("where", ["x", "w", "g"])
 @pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
 def test_inf_nan(where, value, stride, xs, ws, monkeypatch) -> None:
