@@ -76,7 +76,7 @@ def test_conv2d_takes_the_direct_path_and_matches_torch(xs: tuple, ws: tuple, pa
     _close(ey.detach().numpy(), ty.detach().numpy())
     _close(ex.grad.numpy(), tx.grad.numpy())
     _close(eb.grad.numpy(), tb.grad.numpy())
-    _close(ew.grad.numpy(), tw.grad.numpy())
+    _close(ew.grad.numpy(), tw.grad.numpy(), 2e-5)  # the weight gradient runs Winograd F(4x4) below 32 outputs
 
 
 def test_the_choice_rule() -> None:
