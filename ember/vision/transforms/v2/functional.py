@@ -428,3 +428,25 @@ def affine(inpt: Any, angle: float, translate: Sequence[float], scale: float, sh
     if _is_image(inpt):
         return _rewrap(_affine_image(to_pure_tensor(inpt), angle, translate, scale, shear, mode, fill, center), inpt)
     return inpt
+
+
+def permute_channels(inpt: Any, permutation: Sequence[int]) -> Any:
+    """Reorder the channels of an image (``[..., C, H, W]``)."""
+    if not _is_image(inpt):
+        return inpt
+    order = [int(i) for i in permutation]
+    if is_pil(inpt):
+        return F1.to_pil_image(F1.pil_to_tensor(inpt)[order])
+    if isinstance(inpt, np.ndarray):
+        return inpt[..., order] if inpt.ndim == 3 else inpt
+    return _rewrap(to_pure_tensor(inpt)[..., order, :, :], inpt)
+
+
+def sanitize_mask(boxes: BoundingBoxes, min_size: float = 1.0, min_area: float = 1.0) -> np.ndarray:
+    """Which boxes to keep: at least ``min_size`` wide and high, ``min_area`` in area, inside the canvas."""
+    xyxy = _to_xyxy(_box_array(boxes), boxes.format)
+    image_h, image_w = boxes.canvas_size
+    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
+    valid = (ws >= min_size) & (hs >= min_size) & (xyxy >= 0).all(axis=-1) & (ws * hs >= min_area)
+    valid &= (xyxy[:, 0] <= image_w) & (xyxy[:, 2] <= image_w) & (xyxy[:, 1] <= image_h) & (xyxy[:, 3] <= image_h)
+    return valid
