@@ -355,6 +355,11 @@ def test_v2_rotate_of_images_and_masks_matches_torchvision(kwargs) -> None:
                             TF2.to_dtype(theirs[0], torch.float32, scale=True))]:
         _same_sample([F.rotate(got_in, **kwargs)], [TF2.rotate(exp_in, **tv_kwargs)], f"image {kwargs}")
     _same_sample([F.rotate(mine[1], **mask_kwargs)], [TF2.rotate(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+    box_kwargs = {k: v for k, v in mask_kwargs.items() if k != "fill"}
+    for fmt, dtype in CASES:
+        boxes_mine, boxes_theirs = (side[2] for side in _sample(fmt, dtype))
+        _same_sample([F.rotate(boxes_mine, **box_kwargs)], [TF2.rotate(boxes_theirs, **box_kwargs)],
+                     f"boxes {fmt} {dtype} {kwargs}")
 
 
 @pytest.mark.parametrize("kwargs", [dict(angle=20.0, translate=[3, -2], scale=1.2, shear=[5.0, 2.0]),
@@ -370,18 +375,22 @@ def test_v2_affine_of_images_and_masks_matches_torchvision(kwargs) -> None:
     _same_sample([F.affine(floats[0], **kwargs)], [TF2.affine(floats[1], **tv_kwargs)], f"float {kwargs}")
     mask_kwargs = _mask_kwargs(kwargs)
     _same_sample([F.affine(mine[1], **mask_kwargs)], [TF2.affine(theirs[1], **mask_kwargs)], f"mask {kwargs}")
-    with pytest.raises(TypeError, match="bounding boxes"):
-        F.affine(mine[2], **kwargs)
+    box_kwargs = _mask_kwargs(kwargs)
+    box_kwargs.pop("fill", None)
+    for fmt, dtype in CASES:
+        boxes_mine, boxes_theirs = (side[2] for side in _sample(fmt, dtype))
+        _same_sample([F.affine(boxes_mine, **box_kwargs)], [TF2.affine(boxes_theirs, **box_kwargs)],
+                     f"boxes {fmt} {dtype} {kwargs}")
 
 
 def test_v2_random_rotation_affine_and_photometric_with_fixed_params(monkeypatch) -> None:
     mine, theirs = _sample("XYXY", "float32", seed=8)
     _fix(monkeypatch, "RandomRotation", dict(angle=33.0))
     fill = {tv_tensors.Mask: 255, "others": 7}
-    _same_sample(v2.RandomRotation(40, fill=fill)(mine[:2]),
-                 TV2.RandomRotation(40, fill={TVT.Mask: 255, "others": 7})(theirs[:2]), "rotation")
+    _same_sample(v2.RandomRotation(40, fill=fill, expand=True)(mine),
+                 TV2.RandomRotation(40, fill={TVT.Mask: 255, "others": 7}, expand=True)(theirs), "rotation")
     _fix(monkeypatch, "RandomAffine", dict(angle=-8.0, translate=(2, 3), scale=1.1, shear=(4.0, -1.0)))
-    _same_sample(v2.RandomAffine(10)(mine[:2]), TV2.RandomAffine(10)(theirs[:2]), "affine")
+    _same_sample(v2.RandomAffine(10)(mine), TV2.RandomAffine(10)(theirs), "affine")
     for name, args in [("RandomInvert", ()), ("RandomPosterize", (3,)), ("RandomSolarize", (100,)),
                        ("RandomAdjustSharpness", (2.0,)), ("RandomAutocontrast", ()), ("RandomEqualize", ()),
                        ("RandomGrayscale", ())]:

@@ -630,7 +630,7 @@ class CutMix(_BaseMixUpCutMix):
 
 # --------------------------------------------------------------------------- rotation and affine (v2 kernels)
 class RandomRotation(Transform):
-    """Rotate images and masks (nearest) by one angle drawn uniformly from ``degrees``; boxes are refused."""
+    """Rotate images, masks (nearest) and boxes by one angle drawn uniformly from ``degrees``."""
 
     def __init__(self, degrees: Any, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
                  center: Sequence[float] | None = None, fill: Any = 0) -> None:
@@ -650,7 +650,7 @@ class RandomRotation(Transform):
 
 
 class RandomAffine(Transform):
-    """Random rotation, translation, scale and shear (v1's ranges) for images and masks; boxes are refused."""
+    """Random rotation, translation, scale and shear (v1's ranges) for images, masks and boxes."""
 
     def __init__(self, degrees: Any, translate: Sequence[float] | None = None, scale: Sequence[float] | None = None,
                  shear: Any = None, interpolation: Any = InterpolationMode.NEAREST, fill: Any = 0,
