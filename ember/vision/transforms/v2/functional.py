@@ -348,6 +348,54 @@ def _v2_inverse_affine_matrix(center: Sequence[float], angle: float, translate: 
     return m
 
 
+def _v2_forward_affine_matrix(center: Sequence[float], angle: float, translate: Sequence[float], scale: float,
+                              shear: Sequence[float]) -> list[float]:
+    """v2's ``_get_inverse_affine_matrix(..., inverted=False)``: input -> output (what boxes need)."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    cos_sy, tan_sx, rot_minus_sy = math.cos(sy), math.tan(sx), rot - sy
+    a = math.cos(rot_minus_sy) / cos_sy
+    b = -(a * tan_sx + math.sin(rot))
+    c = math.sin(rot_minus_sy) / cos_sy
+    d = math.cos(rot) - c * tan_sx
+    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
+    m[2] += cx + translate[0] - m[0] * cx - m[1] * cy
+    m[5] += cy + translate[1] - m[3] * cx - m[4] * cy
+    return m
+
+
+def _affine_boxes(boxes: BoundingBoxes, angle: float, translate: Sequence[float], scale: float, shear: Any,
+                  center: Any, expand: bool) -> BoundingBoxes:
+    """Move the four corners of each box and take their enclosing box (torchvision's rule), clamped."""
+    array = _box_array(boxes)
+    work = array.astype(np.float32) if array.dtype.kind != "f" else array.copy()
+    xyxy = _to_xyxy(work, boxes.format).reshape(-1, 4)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
+    shear = [shear[0], shear[0]] if len(shear) == 1 else shear
+    height, width = boxes.canvas_size
+    center = [width * 0.5, height * 0.5] if center is None else [float(c) for c in center]
+    forward = np.asarray(_v2_forward_affine_matrix(center, float(angle), [float(t) for t in translate], scale, shear),
+                         dtype=work.dtype).reshape(2, 3)
+
+    def move(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.stack([x * forward[0, 0] + y * forward[0, 1] + forward[0, 2],
+                         x * forward[1, 0] + y * forward[1, 1] + forward[1, 2]], axis=-1)
+
+    corners = move(xyxy[:, [0, 2, 2, 0]], xyxy[:, [1, 1, 3, 3]])  # (N, 4 corners, 2)
+    out = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    canvas = boxes.canvas_size
+    if expand:
+        frame = move(np.array([0.0, 0.0, width, width], dtype=work.dtype),
+                     np.array([0.0, height, height, 0.0], dtype=work.dtype))
+        out = out - np.tile(frame.min(axis=0), 2)
+        inverse = _v2_inverse_affine_matrix(center, float(angle), [float(t) for t in translate], scale, shear)
+        new_width, new_height = _v2_output_size(inverse, width, height)
+        canvas = (new_height, new_width)
+    out = _clamp(out, BoundingBoxFormat.XYXY, canvas, boxes.clamping_mode)
+    out = _from_xyxy(out, boxes.format).reshape(array.shape).astype(array.dtype)
+    return _new_boxes(out, boxes, canvas)
+
+
 def _v2_output_size(matrix: Sequence[float], w: int, h: int) -> tuple[int, int]:
     half_w, half_h = 0.5 * w, 0.5 * h
     corners = np.array([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0],
@@ -367,11 +415,6 @@ def _grid_kernel(inpt: Any, matrix: list[float], out_size: tuple[int, int], mode
     h, w = array.shape[-2:]
     grid = _grid.affine_grid(matrix, w, h, out_size[0], out_size[1], _work_dtype(array.dtype))
     return from_chw(_grid.apply_grid(array, grid, mode, fill, v2_blend=True), kind, inpt)
-
-
-def _refuse_boxes(inpt: Any, op: str) -> None:
-    if isinstance(inpt, BoundingBoxes):
-        raise TypeError(f"v2.functional.{op}: bounding boxes are not supported by ember yet (images and masks are)")
 
 
 def _rotate_image(img: Any, angle: float, mode: str, expand: bool, center: Any, fill: Any) -> Any:
@@ -394,7 +437,8 @@ def _rotate_image(img: Any, angle: float, mode: str, expand: bool, center: Any, 
 def rotate(inpt: Any, angle: float, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
            center: Sequence[float] | None = None, fill: Any = None) -> Any:
     """Rotate counter-clockwise by ``angle`` degrees (v2's kernel: multiples of 90 degrees are exact turns)."""
-    _refuse_boxes(inpt, "rotate")
+    if isinstance(inpt, BoundingBoxes):
+        return _affine_boxes(inpt, -angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, expand)
     mode = _interpolation(interpolation, "rotate")
     if isinstance(inpt, Mask):
         return _mask_op(_rotate_image, inpt, angle, "nearest", expand, center, fill)
@@ -419,12 +463,35 @@ def affine(inpt: Any, angle: float, translate: Sequence[float], scale: float, sh
            interpolation: Any = InterpolationMode.NEAREST, fill: Any = None, center: Sequence[float] | None = None
            ) -> Any:
     """Rotate, scale, shear about ``center`` and translate, keeping the size (v2's kernel)."""
-    _refuse_boxes(inpt, "affine")
     if scale <= 0.0:
         raise ValueError("Argument scale should be positive")
+    if isinstance(inpt, BoundingBoxes):
+        return _affine_boxes(inpt, angle, translate, scale, shear, center, expand=False)
     mode = _interpolation(interpolation, "affine")
     if isinstance(inpt, Mask):
         return _mask_op(_affine_image, inpt, angle, translate, scale, shear, "nearest", fill, center)
     if _is_image(inpt):
         return _rewrap(_affine_image(to_pure_tensor(inpt), angle, translate, scale, shear, mode, fill, center), inpt)
     return inpt
+
+
+def permute_channels(inpt: Any, permutation: Sequence[int]) -> Any:
+    """Reorder the channels of an image (``[..., C, H, W]``)."""
+    if not _is_image(inpt):
+        return inpt
+    order = [int(i) for i in permutation]
+    if is_pil(inpt):
+        return F1.to_pil_image(F1.pil_to_tensor(inpt)[order])
+    if isinstance(inpt, np.ndarray):
+        return inpt[..., order] if inpt.ndim == 3 else inpt
+    return _rewrap(to_pure_tensor(inpt)[..., order, :, :], inpt)
+
+
+def sanitize_mask(boxes: BoundingBoxes, min_size: float = 1.0, min_area: float = 1.0) -> np.ndarray:
+    """Which boxes to keep: at least ``min_size`` wide and high, ``min_area`` in area, inside the canvas."""
+    xyxy = _to_xyxy(_box_array(boxes), boxes.format)
+    image_h, image_w = boxes.canvas_size
+    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
+    valid = (ws >= min_size) & (hs >= min_size) & (xyxy >= 0).all(axis=-1) & (ws * hs >= min_area)
+    valid &= (xyxy[:, 0] <= image_w) & (xyxy[:, 2] <= image_w) & (xyxy[:, 1] <= image_h) & (xyxy[:, 3] <= image_h)
+    return valid
