@@ -1,5 +1,6 @@
 """Reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, cumsum, all/any,
-plus ``sum_to`` (the adjoint of broadcasting). var/std/logsumexp/norm are composites over these.
+plus ``sum_to`` (the adjoint of broadcasting). std/norm are composites over these; var and logsumexp are
+records of their own.
 """
 from __future__ import annotations
 
