@@ -41,6 +41,30 @@ def test_special_points_match_torch() -> None:
     np.testing.assert_array_equal(e.grad.numpy(), t.grad.numpy())
 
 
+def test_gradient_where_the_result_absorbs_log_n_is_the_softmax() -> None:
+    """[1e30, 1e30] (float32): logsumexp is 1e30 (log 2 absorbed); torch's exp(x - out) gives 1 and 1, ember the
+    exact derivative 0.5 and 0.5 (docs/special-points.md), as the composite this record replaced did."""
+    e = ember.tensor(np.array([[1e30, 1e30, -1e30], [-1e30, -1e30, -np.inf]], np.float32), requires_grad=True)
+    ember.logsumexp(e, 1).sum().backward()
+    np.testing.assert_array_equal(e.grad.numpy(), [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0]])
+
+
+@pytest.mark.parametrize("shape, dim, keepdim", [((4, 5), 1, False), ((2, 3, 4), (0, 2), True), ((), 0, False),
+                                                 ((3, 4), (0, 1), False)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_array_rule_equals_the_op_rule_bit_for_bit(shape, dim, keepdim, dtype) -> None:
+    """A plain backward takes the array rule; create_graph=True the ember-op rule: the same bits."""
+    a = (np.random.default_rng(4).standard_normal(shape) * 5).astype(dtype)
+    g = np.random.default_rng(5).standard_normal(np.shape(torch.logsumexp(torch.tensor(a), dim, keepdim))).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        e = ember.tensor(a, requires_grad=True)
+        (got,) = ember.autograd.grad(ember.logsumexp(e, dim, keepdim=keepdim), e, ember.tensor(g),
+                                     create_graph=create_graph)
+        grads.append(got.detach().numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_half_dtypes_compute_in_float32(dtype) -> None:
     a = np.linspace(-6, 6, 24, dtype=np.float32).reshape(4, 6)
