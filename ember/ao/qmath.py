@@ -9,8 +9,9 @@ per element. What the kernels compute, measured against torch 2.13 (tests/ao/tes
 * per tensor, qint32, and per channel (every dtype): ``rint(float(zero_point) + x * (1/scale))`` with two
   float32 roundings; a NaN is INT32_MIN for qint32 and 0 for 8-bit per channel;
 * ``1/scale`` is float32 division of 1 by the float32 scale; rint is round-half-to-even;
-* dequantize: ``(q - zero_point) * scale`` in float32 (per tensor, float32 scale) or in float64 rounded to
-  float32 (per channel, float64 scales).
+* dequantize: ``float(q - zero_point) * scale`` in float32 (per tensor, float32 scale; the difference in int32
+  arithmetic), or the difference in float32 and the product with the float64 scale in float64, rounded to
+  float32 (per channel).
 
 Example:
     >>> import numpy as np
@@ -88,14 +89,20 @@ def _round_clamp(xp: Any, t: Any, qmin: int, qmax: int, nan_value: int) -> Any:
 
 
 def dequantize_per_tensor(xp: Any, q: Any, scale: float, zero_point: int) -> Any:
-    """float32 ``(q - zero_point) * scale``, computed in float32 as the kernel does."""
-    diff = (q.astype(xp.int64) - zero_point).astype(xp.float32)
-    return diff * xp.float32(scale)
+    """float32 ``float(q - zero_point) * scale`` with the difference in int32 arithmetic, as the kernel (qint32's
+    extreme values wrap around: INT32_MIN - 5 dequantizes to a large positive number in PyTorch too)."""
+    diff = _wrap_int32(xp, q.astype(xp.int64) - zero_point)
+    return diff.astype(xp.float32) * xp.float32(scale)
+
+
+def _wrap_int32(xp: Any, values: Any) -> Any:
+    return (values + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
 def dequantize_per_channel(xp: Any, q: Any, scales: Any, zero_points: Any, axis: int) -> Any:
-    """float32 of ``(q - zero_point) * scale`` computed in float64, per index of ``axis``."""
+    """float32 of ``(float(q) - zero_point) * scale``: the difference in float32, the product with the float64 scale
+    in float64, per index of ``axis``."""
     shape = [1] * q.ndim
     shape[axis] = -1
-    diff = q.astype(xp.int64) - xp.asarray(zero_points, dtype=xp.int64).reshape(shape)
-    return (diff * xp.asarray(scales, dtype=xp.float64).reshape(shape)).astype(xp.float32)
+    diff = q.astype(xp.float32) - xp.asarray(zero_points, dtype=xp.float32).reshape(shape)
+    return (diff.astype(xp.float64) * xp.asarray(scales, dtype=xp.float64).reshape(shape)).astype(xp.float32)

@@ -51,6 +51,7 @@ class ConvBn2d(nnqat.Conv2d):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bool(bias),
                          padding_mode, qconfig=qconfig)
         self.bn = BatchNorm2d(out_channels, eps, momentum, True, True)
+        self._modules.move_to_end("bn", last=False)  # PyTorch's order: bn, then weight_fake_quant
         self.freeze_bn = freeze_bn if self.training else True
 
     def reset_running_stats(self) -> None:

@@ -8,12 +8,18 @@ Example:
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ember.ao.nn.quantized import modules as nnq
+from ember.ao.qdtypes import qint8
 
 
 class LinearReLU(nnq.Linear):
     _NAME = "QuantizedLinearReLU"
     _relu = True
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: Any = qint8) -> None:
+        super().__init__(in_features, out_features, bias, dtype)
 
 
 class ConvReLU2d(nnq.Conv2d):
