@@ -30,21 +30,26 @@ _INT32_FLOAT_MAX = 2147483520.0
 def fma_f32(xp: Any, a: Any, b: Any, c: Any) -> Any:
     """float32 ``a * b + c`` rounded once (a fused multiply-add), for float32 arrays ``a``, ``b`` and ``c``.
 
-    The float64 product of two float32 values is exact (24 + 24 bits); the float64 sum is rounded to odd
-    (when it is inexact its last bit is forced to 1), which makes the later rounding to float32 the correct
-    rounding of the exact ``a * b + c`` (53 >= 24 + 2 bits: Boldo and Melquiond's round-to-odd).
+    The float64 product of two float32 values is exact (24 + 24 bits), so only the float64 sum can round. Rounding
+    that sum to float32 is then the correct rounding of the exact ``a * b + c`` except when the sum was inexact and
+    landed exactly on a float32 midpoint (double rounding); those rare elements are redone with the sum rounded to
+    odd (its last bit forced to 1 when inexact, Boldo and Melquiond), which makes the rounding to float32 correct.
     """
     prod = a.astype(xp.float64) * b.astype(xp.float64)
     addend = xp.asarray(c, dtype=xp.float64)
     total = prod + addend
-    # TwoSum: the exact error of the float64 sum (Knuth), so we know when it was inexact and which way
-    back = total - prod
-    error = (prod - (total - back)) + (addend - back)
-    bits = total.view(xp.int64)
-    inexact_even = (error != 0) & ((bits & 1) == 0) & xp.isfinite(total)
-    toward = xp.where(error > 0, xp.inf, -xp.inf)
-    total = xp.where(inexact_even, xp.nextafter(total, toward), total)
-    return total.astype(xp.float32)
+    out = total.astype(xp.float32)
+    # a midpoint between two float32 values has a float64 form ending in a 1 followed by 28 zeros
+    tail = total.view(xp.int64) & ((1 << 29) - 1)
+    suspects = xp.flatnonzero((tail == (1 << 28)) & xp.isfinite(total))
+    if suspects.size:
+        p, q, t = (xp.broadcast_to(v, total.shape).reshape(-1)[suspects] for v in (prod, addend, total))
+        back = t - p
+        error = (p - (t - back)) + (q - back)  # TwoSum: the exact error of the float64 sum
+        toward = xp.where(error > 0, xp.inf, -xp.inf)
+        odd = xp.where(error != 0, xp.nextafter(t, toward), t)
+        out.reshape(-1)[suspects] = odd.astype(xp.float32)
+    return out
 
 
 def inverse_scale(xp: Any, scale: Any) -> Any:
@@ -53,17 +58,18 @@ def inverse_scale(xp: Any, scale: Any) -> Any:
 
 
 def quantize_per_tensor(xp: Any, x: Any, scale: float, zero_point: int, qmin: int, qmax: int, fused: bool) -> Any:
-    """Integer values (int64) of float32 ``x`` quantized with one scale and zero point.
+    """Integer values of float32 ``x`` quantized with one scale and zero point (float32 arrays holding integers
+    for 8-bit dtypes, int64 for qint32).
 
     ``fused`` picks the 8-bit vector kernel (one rounding of ``x * inv + zp``); qint32 uses two roundings.
     """
     x = x.astype(xp.float32, copy=False)
     inv = inverse_scale(xp, scale)
     if fused:
-        t = fma_f32(xp, x, inv, xp.float32(zero_point))
-        t = xp.where(xp.isnan(t), xp.float32(_INT32_FLOAT_MAX), t)  # min_ps(NaN, max) answers max
-    else:
-        t = xp.float32(zero_point) + x * inv
+        t = xp.rint(fma_f32(xp, x, inv, xp.float32(zero_point)))
+        # fmin first: NaN -> qmax (min_ps(NaN, max) answers max), -inf -> qmin; everything is in range after
+        return xp.fmax(xp.fmin(t, xp.float32(qmax)), xp.float32(qmin))
+    t = xp.float32(zero_point) + x * inv
     return _round_clamp(xp, t, qmin, qmax, nan_value=INT32_MIN)
 
 
