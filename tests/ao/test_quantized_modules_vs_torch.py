@@ -12,6 +12,7 @@ import ember
 from ember.ao.nn import quantized as nnq
 from ember.ao.nn.intrinsic import quantized as nniq
 from ember.ao.nn.quantized import dynamic as nnqd
+from ember.ao.nn.quantized.kernels import exact_matmul
 from ember.ao.qtensor import from_ints
 
 torch = pytest.importorskip("torch")
@@ -152,3 +153,34 @@ def test_quantized_file_with_bad_quantizer_is_refused() -> None:
         bad = from_ints(np.ones(3, np.uint8), ember.quint8, scale, zero_point)
         with pytest.raises(ValueError, match="quantizer"):
             ember.load(_to_torch_file({"q": bad}))
+
+
+@pytest.mark.parametrize("k", [1, 255, 256, 257, 700, 2049])
+def test_exact_matmul_equals_int64_arithmetic_at_extreme_values(k: int) -> None:
+    rng = np.random.default_rng(k)
+    a = rng.choice([-255, 255, 254, -1, 0], size=(3, 5, k)).astype(np.int64)
+    b = rng.choice([-255, 255, -254, 1], size=(3, k, 4)).astype(np.int64)
+    a[0, 0], b[0, :, 0] = 255, 255  # the largest possible sum: k * 255 * 255
+    expected = np.matmul(a, b)
+    np.testing.assert_array_equal(exact_matmul(a.astype(np.float32), b.astype(np.float32)), expected)
+
+
+@pytest.mark.parametrize("shape", [(8, 16, 7, 7), (4, 64), (2, 3, 32)])
+def test_qfunctional_and_pooling_on_quantized_equal_torch(shape: tuple) -> None:
+    """add/add_relu (sizes that are multiples of 64: torch's AVX-512 kernel has no scalar tail), mul, cat, mean and
+    adaptive average pooling on quantized tensors."""
+    rng = np.random.default_rng(len(shape))
+    a, b = (rng.standard_normal(shape).astype(np.float32) * 3 for _ in range(2))
+    pairs = [(ember.quantize_per_tensor(ember.tensor(v), s, z, ember.quint8),
+              torch.quantize_per_tensor(torch.from_numpy(v), s, z, torch.quint8))
+             for v, s, z in ((a, 0.021, 120), (b, 0.034, 100))]
+    (ea, ta), (eb, tb) = pairs
+    ours, theirs = nnq.QFunctional(), tnnq.QFunctional()
+    ours.scale = theirs.scale = 0.05
+    ours.zero_point = theirs.zero_point = 128
+    for name in ("add", "add_relu", "mul"):
+        _same_ints(getattr(ours, name)(ea, eb), getattr(theirs, name)(ta, tb))
+    _same_ints(ours.cat([ea, eb], 1), theirs.cat([ta, tb], 1))
+    _same_ints(ea.mean([-1]), ta.mean([-1]))
+    if len(shape) == 4:
+        _same_ints(ember.nn.functional.adaptive_avg_pool2d(ea, 1), torch.nn.functional.adaptive_avg_pool2d(ta, 1))

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ember import creation, dtypes
+from ember.ao import qmath
 from ember.ao.nn.quantized import kernels
 from ember.ao.qdtypes import per_tensor_affine, quint8
 from ember.ao.qtensor import QuantizedTensor, from_ints, quantize_per_channel, quantize_per_tensor
@@ -57,10 +58,25 @@ def mean(input: QuantizedTensor, dim: Any = None, keepdim: bool = False) -> Quan
     return _require(input, "quantized mean").mean(dim, keepdim)
 
 
+def _dequantize_fma(q: QuantizedTensor) -> np.ndarray:
+    """float32 ``fma(scale, q, -zero_point * scale)``: how PyTorch's vectorized quantized kernels dequantize."""
+    ints = q.ints().astype(np.float32)
+    scale = np.float32(q.q_scale())
+    premul = np.float32(-q.q_zero_point()) * scale
+    return qmath.fma_f32(np, np.full(ints.shape, scale, np.float32), ints, np.full(ints.shape, premul, np.float32))
+
+
 def add(a: QuantizedTensor, b: QuantizedTensor, scale: float, zero_point: int, relu_after: bool = False) -> Any:
-    values = _require(a, "quantized add").dequantize() + _require(b, "quantized add").dequantize()
-    out = _requantize_like(values, scale, zero_point, a.dtype)
-    return relu(out) if relu_after else out
+    """PyTorch's vectorized qadd: both sides dequantized with a fused multiply-add, added in float32, ReLU'd when
+    fused, then ``rint(sum * (1/scale)) + zero_point``, clamped (equal to torch's x86 kernel bit for bit, except
+    its scalar tail, the last ``numel % 64`` elements on AVX-512, which rounds the other way at rare ties)."""
+    x, y = _require(a, "quantized add"), _require(b, "quantized add")
+    total = _dequantize_fma(x) + _dequantize_fma(y)
+    if relu_after:
+        total = np.maximum(total, np.float32(0))
+    qdtype = x.dtype
+    levels = np.rint(total * qmath.inverse_scale(np, scale)).astype(np.float64) + zero_point
+    return from_ints(np.clip(levels, qdtype.qmin, qdtype.qmax), qdtype, scale, zero_point)
 
 
 def mul(a: QuantizedTensor, b: QuantizedTensor, scale: float, zero_point: int, relu_after: bool = False) -> Any:

@@ -1,7 +1,7 @@
 """Integer kernels of the quantized modules, with fbgemm's arithmetic (PyTorch's x86/fbgemm CPU engines).
 
-* ``linear_requantize``: quint8 activations times qint8 weights, accumulated exactly in int64 (fbgemm's int32
-  accumulators never overflow at these sizes), then requantized as fbgemm's float-bias path does:
+* ``linear_requantize``: quint8 activations times qint8 weights, accumulated exactly (``exact_matmul``: float32
+  products in chunks no partial sum of which can round; fbgemm's int32 accumulators never overflow here), then requantized as fbgemm's float-bias path does:
   ``rint((float(acc) + bias / (sx * sw)) * ((sx * sw) / so)) + zo``, each step in float32, clamped (at ``zo``
   from below when a ReLU is fused).
 * ``linear_dynamic``: the input quantized on the fly (range chosen as fbgemm's ``ChooseQuantizationParams``,
@@ -57,10 +57,27 @@ def requantize(acc: np.ndarray, act_times_w: np.ndarray, bias: np.ndarray | None
 
 
 def linear_accumulate(x_ints: np.ndarray, x_zero_point: int, w_ints: np.ndarray, w_zero_points: np.ndarray) -> np.ndarray:
-    """``sum_k (x - zx)(w - zw)`` over the last axis, exactly (int64; float64 matmul is exact below 2**53)."""
-    a = (x_ints - x_zero_point).astype(np.float64)
-    b = (w_ints - w_zero_points[:, None]).astype(np.float64)
-    return np.rint(a @ b.T).astype(np.int64)
+    """``sum_k (x - zx)(w - zw)`` over the last axis, exactly (int64), with float32 matrix products."""
+    a = (x_ints - x_zero_point).astype(f32)
+    b = (w_ints - w_zero_points[:, None]).astype(f32)
+    return exact_matmul(a, b.T)
+
+
+# 8-bit differences (value minus zero point) are at most 255 in magnitude, so each product is below 2**16
+# and any sum of at most 256 of them below 2**24: float32 holds every partial sum exactly, in whatever order
+# BLAS adds; longer reductions are split into such chunks and the chunks added in float64 (exact below 2**53).
+EXACT_CHUNK = 256
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of float32 arrays holding 8-bit differences, exactly, as int64 (batched like ``np.matmul``)."""
+    k = a.shape[-1]
+    if k <= EXACT_CHUNK:
+        return (a @ b).astype(np.int64)
+    total = np.zeros(a.shape[:-1] + b.shape[-1:], np.float64)
+    for start in range(0, k, EXACT_CHUNK):
+        total += a[..., start:start + EXACT_CHUNK] @ b[..., start:start + EXACT_CHUNK, :]
+    return total.astype(np.int64)
 
 
 def choose_qparams_dynamic(x: np.ndarray, reduce_range: bool, qmin: int = 0, qmax: int = 255) -> tuple:
@@ -109,8 +126,8 @@ def conv2d_accumulate(x_ints: np.ndarray, x_zero_point: int, w_ints: np.ndarray,
     n = x_ints.shape[0]
     oc, icg, kh, kw = w_ints.shape
     cols, (oh, ow) = im2col(x_ints, (kh, kw), stride, padding, dilation, x_zero_point)
-    cols = cols.astype(np.float64) - x_zero_point
-    weights = (w_ints - w_zero_points[:, None, None, None]).astype(np.float64).reshape(groups, oc // groups, -1)
-    per_group = cols.reshape(n, groups, icg * kh * kw, oh * ow)
-    acc = np.einsum("gok,ngkl->ngol", weights, per_group, optimize=True)
-    return np.rint(acc).astype(np.int64).reshape(n, oc, oh, ow)
+    cols = cols.astype(f32) - f32(x_zero_point)
+    weights = (w_ints - w_zero_points[:, None, None, None]).astype(f32).reshape(groups, 1, oc // groups, -1)
+    per_group = cols.reshape(n, groups, icg * kh * kw, oh * ow).transpose(1, 0, 2, 3)  # (groups, n, K, L)
+    acc = exact_matmul(np.broadcast_to(weights, (groups, n) + weights.shape[2:]), per_group)
+    return acc.transpose(1, 0, 2, 3).reshape(n, oc, oh, ow)
