@@ -184,3 +184,17 @@ def test_qfunctional_and_pooling_on_quantized_equal_torch(shape: tuple) -> None:
     _same_ints(ea.mean([-1]), ta.mean([-1]))
     if len(shape) == 4:
         _same_ints(ember.nn.functional.adaptive_avg_pool2d(ea, 1), torch.nn.functional.adaptive_avg_pool2d(ta, 1))
+
+
+def test_quantized_engine_switch_as_torch() -> None:
+    before = ember.backends.quantized.engine
+    try:
+        assert ember.backends.quantized.supported_engines == torch.backends.quantized.supported_engines
+        ember.backends.quantized.engine = "fbgemm"
+        assert ember.backends.quantized.engine == "fbgemm"
+        with pytest.raises(RuntimeError, match="not supported"):
+            ember.backends.quantized.engine = "tpu"
+        with pytest.warns(UserWarning, match="x86/fbgemm arithmetic"):
+            ember.backends.quantized.engine = "qnnpack"
+    finally:
+        ember.backends.quantized.engine = before
