@@ -137,10 +137,27 @@ from ember.custom_ops import namespaces as _op_namespaces  # noqa: E402
 _ops_package.__getattr__ = _op_namespaces.ops_getattr(list(_ops_package.__path__)[0])  # torch.ops.aten, torch.ops.<ns>
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
+from ember import _fp_warnings  # noqa: E402
+_fp_warnings.install()  # inf/NaN arithmetic is silent, as PyTorch (NumPy's RuntimeWarnings from ember's ops muted)
+from ember.surface import foreach as _multi_tensor  # noqa: E402
+_multi_tensor.install(globals())  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
 from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
+import ember.ao.nn  # noqa: E402,F401  (torch.ao.nn: quantized, QAT and fused modules, docs/quantization.md)
+import ember.ao.quantization  # noqa: E402,F401  (torch.ao.quantization: observers, qconfigs, prepare/convert)
+from ember.ao.qdtypes import (  # noqa: E402,F401  (torch.qint8, torch.per_tensor_affine, ...)
+    per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric, per_tensor_affine,
+    per_tensor_symmetric, qint8, qint32, qscheme, quint8,
+)
+from ember.ao.qtensor import (  # noqa: E402,F401
+    dequantize, int_repr, q_per_channel_axis, q_per_channel_scales, q_per_channel_zero_points, q_scale, q_zero_point,
+    quantize_per_channel, quantize_per_tensor,
+)
+from ember.ao.fake_quantize_ops import (  # noqa: E402,F401
+    fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine,
+)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 from ember.ops import out_arg as _out_arg  # noqa: E402
@@ -149,4 +166,4 @@ for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (to
 del _ns, _names
 
 
-__version__ = "0.1.0"
+from ember.torch_version import __version__  # noqa: E402  (2.13.0+ember.0.1.0: PyTorch programs gate on it)
