@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
@@ -627,18 +627,18 @@ def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
     return red._in_dtype(dispatch.apply(CUMPROD, (input,), {"dim": d}), dtype)
 
 
-def _cum_extreme(op: OpDef, input: Any, dim: int) -> red._ReturnTypes:
+def _cum_extreme(op: OpDef, input: Any, dim: int) -> Any:
     (d,) = red.normalize_dims(dim, input.ndim, op.name)
     values, indices = dispatch.apply(op, (input,), {"dim": d})
-    return red._ReturnTypes(values, indices)
+    return return_types.make(getattr(return_types, op.name), values, indices)
 
 
-def cummax(input: Any, dim: int) -> red._ReturnTypes:
+def cummax(input: Any, dim: int) -> Any:
     """Running maximum along ``dim`` and the index where it was reached (the latest on ties)."""
     return _cum_extreme(CUMMAX, input, dim)
 
 
-def cummin(input: Any, dim: int) -> red._ReturnTypes:
+def cummin(input: Any, dim: int) -> Any:
     """Running minimum along ``dim`` and the index where it was reached (the latest on ties)."""
     return _cum_extreme(CUMMIN, input, dim)
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path; np.integer
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.ops import dispatch, elementwise
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -369,21 +369,6 @@ CUMSUM = register(OpDef(
 
 
 # ---- public functions --------------------------------------------------------------------------
-class _ReturnTypes(tuple):
-    """(values, indices) pair with attribute access, like torch.return_types.max."""
-
-    def __new__(cls, values: Any, indices: Any) -> "_ReturnTypes":
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self) -> Any:
-        return self[0]
-
-    @property
-    def indices(self) -> Any:
-        return self[1]
-
-
 def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     dims = normalize_dims(dim, input.ndim, op.name)
     if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element (PyTorch's reading)
@@ -439,11 +424,12 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
     if dim is None:
         return _reduce(full, input, None, False)
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
+    kind = return_types.max if full is AMAX else return_types.min
     if input.ndim == 0:  # a 0-d tensor is its own max, at index 0
         from_zero = dispatch.apply(ARGMAX, (input,), {"dim": None, "keepdim": False})
-        return _ReturnTypes(input.clone(), from_zero)
+        return return_types.make(kind, input.clone(), from_zero)
     values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
-    return _ReturnTypes(values, indices)
+    return return_types.make(kind, values, indices)
 
 
 def max(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
