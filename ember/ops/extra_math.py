@@ -27,6 +27,7 @@ from ember.ops.opmath_composite import float32_composite
 from ember.onnx import complex_emitters, emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
+from ember.autograd.node import named_backward
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -420,6 +421,7 @@ def xlogy(input: Any, other: Any) -> Any:
     return ew.where(x == 0, out + 0.0, out)
 
 
+@named_backward("LerpBackward0")
 @float32_composite
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
@@ -479,6 +481,7 @@ def _check_ndim(op: str, **tensors: Any) -> None:
 
 
 @autocast_policy("lower")
+@named_backward("AddmmBackward0")
 @float32_composite
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat1 @ mat2)."""

@@ -10,7 +10,7 @@ import numpy as np  # np.errstate (the float32 pass may overflow before its floa
 
 from ember import dtypes, return_types
 from ember.ops import dispatch, elementwise
-from ember.autograd.node import NotArrayable
+from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -422,7 +422,8 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
         other = dim if other is None else other
         return (elementwise.maximum if full is AMAX else elementwise.minimum)(input, other)
     if dim is None:
-        return _reduce(full, input, None, False)
+        out = _reduce(full, input, None, False)  # torch's max()/min() overloads: MaxBackward1 / MinBackward1
+        return out if out.grad_fn is None else torch_named(out, "MaxBackward1" if full is AMAX else "MinBackward1")
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
     kind = return_types.max if full is AMAX else return_types.min
     if input.ndim == 0:  # a 0-d tensor is its own max, at index 0
@@ -565,6 +566,7 @@ def _sqrt_zero_grad(s: Any) -> Any:
     return where(zero, 0.0, sqrt(where(zero, 1.0, s)))
 
 
+@named_backward("StdBackward0")
 def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
     std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
@@ -575,6 +577,7 @@ def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: boo
     return var(input, dim, correction=correction, keepdim=keepdim), mean(input, dim, keepdim=keepdim)
 
 
+@named_backward("LogsumexpBackward0")
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
     dims = normalize_dims(dim, input.ndim, "logsumexp")
@@ -589,6 +592,7 @@ def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
 
 
+@named_backward("LinalgVectorNormBackward0")
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:

@@ -26,6 +26,7 @@ from ember.ops.registry import OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
+from ember.autograd.node import torch_named
 
 
 # ---- sort ------------------------------------------------------------------------------------------
@@ -117,7 +118,10 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
     values, indices = sort(input, d, descending=largest)
     if input.ndim == 0:
         return rt.make(rt.topk, values, indices)
-    return rt.make(rt.topk, values.narrow(d, 0, k), indices.narrow(d, 0, k))
+    values = values.narrow(d, 0, k)
+    if values.grad_fn is not None:
+        torch_named(values, "TopkBackward0")
+    return rt.make(rt.topk, values, indices.narrow(d, 0, k))
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
