@@ -563,15 +563,17 @@ def torch_named(tensor: Any, name: str) -> Any:
     """``tensor`` whose fresh node prints PyTorch's ``name`` (``F.mse_loss``'s last node, a mean, is
     ``MseLossBackward0``; ``x.t()``'s permute is ``TBackward0``): the node's class becomes a subclass of OpNode that
     only renames it (``type(grad_fn).__name__`` too, as torch's). Untouched without a fresh OpNode."""
-    node = getattr(tensor, "grad_fn", None)
+    node = tensor.grad_fn
     if node is not None and node.__class__ in OP_NODE_CLASSES:
-        cls = _NAMED_NODES.get(name)
-        if cls is None:
-            cls = _NAMED_NODES[name] = type(name, (OpNode,), {"__slots__": (), "name": lambda self, _n=name: _n,
-                                                                "__module__": __name__})
-            OP_NODE_CLASSES.add(cls)
-        node.__class__ = cls
+        node.__class__ = _NAMED_NODES.get(name) or _named_class(name)
     return tensor
+
+
+def _named_class(name: str) -> type:
+    cls = _NAMED_NODES[name] = type(name, (OpNode,), {"__slots__": (), "name": lambda self, _n=name: _n,
+                                                        "__module__": __name__})
+    OP_NODE_CLASSES.add(cls)
+    return cls
 
 
 def named_backward(name: str, when: Callable[..., bool] | None = None) -> Callable:

@@ -147,7 +147,7 @@ def t(input: Any) -> Any:
                            "transpose(-2, -1)")
     if input.ndim < 2:
         return input
-    out = transpose(input, 0, 1)
+    out = dispatch.apply(PERMUTE, (input,), {"dims": (1, 0)})  # transpose(0, 1) without its own name
     return out if out.grad_fn is None else torch_named(out, "TBackward0")
 
 

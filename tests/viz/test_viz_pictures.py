@@ -120,7 +120,7 @@ def test_svg_and_png_are_produced(tmp_path):
     svg = doc.render(tmp_path / "graph.svg")
     png = doc.render(tmp_path / "graph.png")
     text = open(svg).read()
-    assert "<svg" in text and "Conv2dBackward0" in text and "0.weight" in text
+    assert "<svg" in text and "ConvolutionBackward0" in text and "0.weight" in text
     assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
