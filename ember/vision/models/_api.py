@@ -104,6 +104,8 @@ def _preset(spec: dict[str, Any]) -> Callable[..., Any]:
     from ember.vision.transforms.functional import InterpolationMode
 
     kind = getattr(_presets, spec["kind"])
+    if spec["kind"] == "ObjectDetection":  # no parameters: the detector's transform resizes and normalizes
+        return kind
     kwargs = {"resize_size": spec["resize_size"][0] if spec.get("resize_size") else None,
               "mean": tuple(spec["mean"]), "std": tuple(spec["std"]),
               "interpolation": InterpolationMode(spec["interpolation"]), "antialias": spec.get("antialias", True)}

@@ -81,3 +81,24 @@ class SemanticSegmentation:
     def __repr__(self) -> str:
         return (f"SemanticSegmentation(\n    resize_size={self.resize_size}\n    mean={self.mean}\n    std={self.std}\n"
                 f"    interpolation={self.interpolation}\n)")
+
+
+class ObjectDetection:
+    """What the detection checkpoints expect: the image as a float32 tensor in [0, 1]; no resize or
+    normalization (the detector's own transform does both).
+
+    Example:
+        >>> import numpy as np
+        >>> ObjectDetection()(np.full((4, 5, 3), 255, dtype=np.uint8)).max().item()
+        1.0
+    """
+
+    def __call__(self, img: Any) -> Any:
+        if not isinstance(img, ember.Tensor):
+            img = F.pil_to_tensor(img)
+        return F.convert_image_dtype(img, ember.float32)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return "ObjectDetection()"

@@ -1,0 +1,109 @@
+"""torchvision's detection models against ember's (tests/vision/detection_ref.py says how): the same keys, strict
+loading both ways, equal eval detections, and in training the same loss dict and parameter gradients (float64).
+Small images and few proposals by default; the full-size configurations are in the slow set."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from detection_ref import compare_detector, torchvision_detection  # noqa: E402
+
+import ember.vision as ev  # noqa: E402
+
+try:
+    tv = torchvision_detection()
+except ImportError:  # pragma: no cover - torchvision is in the test extra
+    tv = None
+pytestmark = pytest.mark.skipif(tv is None, reason="torchvision (test extra) is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _eager_single_thread():
+    """torchvision's Python roi_align is wrapped in torch.compile (seconds per shape); eager gives the same values."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with torch.compiler.set_stance("force_eager"):
+        yield
+    torch.set_num_threads(before)
+
+
+# every sampler sees fewer candidates than its batch size, so both libraries take all of them
+SMALL_RCNN = dict(min_size=64, max_size=96, rpn_pre_nms_top_n_test=30, rpn_post_nms_top_n_test=12,
+                  rpn_pre_nms_top_n_train=30, rpn_post_nms_top_n_train=12, rpn_batch_size_per_image=100000,
+                  box_batch_size_per_image=100000, box_detections_per_img=20)
+SIZES = [(60, 80), (50, 64)]
+TARGETS = [{"boxes": np.array([[5.0, 6.0, 40.0, 50.0], [30.0, 10.0, 75.0, 55.0]]), "labels": np.array([1, 3])},
+           {"boxes": np.array([[10.0, 4.0, 50.0, 30.0]]), "labels": np.array([2])}]
+
+
+def _pair(name: str, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        reference = getattr(tv.models.detection, name)(weights=None, weights_backbone=None, **kwargs)
+        model = getattr(ev.models.detection, name)(weights=None, weights_backbone=None, **kwargs)
+    return reference, model
+
+
+BUILDERS = ["fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
+            "fasterrcnn_mobilenet_v3_large_320_fpn"]
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_builder_has_torchvisions_modules_and_keys(name):
+    reference, model = _pair(name, num_classes=7)
+    theirs = reference.state_dict()
+    assert [(k, tuple(v.shape)) for k, v in model.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in theirs.items()]
+    assert [n for n, _ in model.named_modules()] == [n for n, _ in reference.named_modules()]
+    # the same parameters are frozen (trainable_backbone_layers)
+    assert [n for n, p in model.named_parameters() if p.requires_grad] == \
+        [n for n, p in reference.named_parameters() if p.requires_grad]
+    assert repr(model.transform) == repr(reference.transform)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BUILDERS)
+def test_faster_rcnn_builders_match_torchvision(name):
+    compare_detector(*_pair(name, num_classes=5, **SMALL_RCNN), SIZES, TARGETS)
+
+
+def _small_backbone(lib, frozen: bool):
+    """A ResNet-18 FPN backbone (all layers trainable, batch norm in training) for the default-size tests."""
+    norm = lib.ops.misc.FrozenBatchNorm2d if frozen else torch.nn.BatchNorm2d if lib is tv else None
+    if lib is ev:
+        import ember
+        norm = ev.ops.FrozenBatchNorm2d if frozen else ember.nn.BatchNorm2d
+    return lib.models.detection.backbone_utils.resnet_fpn_backbone(backbone_name="resnet18", weights=None,
+                                                                   norm_layer=norm, trainable_layers=5)
+
+
+def _small_pair(cls_name: str, frozen: bool = False, **kwargs):
+    torch.manual_seed(0)
+    reference = getattr(tv.models.detection, cls_name)(_small_backbone(tv, frozen), **kwargs)
+    model = getattr(ev.models.detection, cls_name)(_small_backbone(ev, frozen), **kwargs)
+    return reference, model
+
+
+def test_small_faster_rcnn_matches_torchvision():
+    compare_detector(*_small_pair("FasterRCNN", num_classes=5, **SMALL_RCNN), SIZES, TARGETS)
+
+
+def test_reference_roi_align_is_the_kernel():
+    """The torch RoIAlign the reference models use (detection_ref.py) against the kernel's loop transcription."""
+    from detection_ref import reference_roi_align
+    from test_vision_detection_ops_vs_torchvision import reference_roi_align as kernel_loop
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 9, 11))
+    rois = np.concatenate([rng.integers(0, 2, (12, 1)), rng.uniform(-4, 12, (12, 2)), rng.uniform(0, 16, (12, 2))],
+                          axis=1)
+    rois[:, 3:] += rois[:, 1:3]
+    rois[0, 1:] = [0.0, 34.7, 40.0, 36.0]  # thinner than a pixel on the bottom edge (scale 0.25)
+    for scale, ratio, aligned in [(1.0, 2, False), (0.5, -1, False), (0.25, 2, False), (1.0, -1, True)]:
+        ours = reference_roi_align(torch.from_numpy(x), torch.from_numpy(rois), (3, 4), scale, ratio, aligned)
+        np.testing.assert_allclose(ours.numpy(), kernel_loop(x, rois, 3, 4, scale, ratio, aligned), rtol=1e-12,
+                                   atol=1e-13)
