@@ -48,8 +48,9 @@ def _pair(name: str, **kwargs):
     return reference, model
 
 
-BUILDERS = ["fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
-            "fasterrcnn_mobilenet_v3_large_320_fpn"]
+BUILDERS = ["fcos_resnet50_fpn", "retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2", "fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
+            "fasterrcnn_mobilenet_v3_large_320_fpn", "maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2",
+            "keypointrcnn_resnet50_fpn"]
 
 
 @pytest.mark.parametrize("name", BUILDERS)
@@ -107,3 +108,80 @@ def test_reference_roi_align_is_the_kernel():
         ours = reference_roi_align(torch.from_numpy(x), torch.from_numpy(rois), (3, 4), scale, ratio, aligned)
         np.testing.assert_allclose(ours.numpy(), kernel_loop(x, rois, 3, 4, scale, ratio, aligned), rtol=1e-12,
                                    atol=1e-13)
+
+
+def _mask_targets():
+    targets = []
+    for (h, w), t in zip(SIZES, TARGETS):
+        masks = np.zeros((len(t["boxes"]), h, w), dtype=np.uint8)
+        for i, (x1, y1, x2, y2) in enumerate(t["boxes"].astype(int)):
+            masks[i, y1:y2, x1:(x1 + x2) // 2] = 1   # the left half of each box, so masks are not boxes
+            masks[i, (y1 + y2) // 2:y2, x1:x2] = 1
+        targets.append({**t, "masks": masks})
+    return targets
+
+
+def _keypoint_targets(k: int = 4):
+    rng = np.random.default_rng(5)
+    targets = []
+    for t in TARGETS:
+        boxes = t["boxes"]
+        lo, hi = boxes[:, None, :2], boxes[:, None, 2:]
+        xy = lo + rng.uniform(0, 1, (len(boxes), k, 2)) * (hi - lo)
+        vis = (rng.uniform(size=(len(boxes), k, 1)) > 0.2).astype(np.float64)
+        xy[0, 0] = hi[0, 0]  # a keypoint on the box's far corner: the last heatmap cell
+        points = np.concatenate([xy, vis], axis=2).astype(np.float32)  # torchvision requires float32 keypoints
+        targets.append({**t, "labels": np.ones_like(t["labels"]), "keypoints": points})
+    return targets
+
+
+def test_small_mask_rcnn_matches_torchvision():
+    compare_detector(*_small_pair("MaskRCNN", num_classes=5, **SMALL_RCNN), SIZES, _mask_targets())
+
+
+def test_small_keypoint_rcnn_matches_torchvision():
+    small = {**SMALL_RCNN, "box_detections_per_img": 6}
+    compare_detector(*_small_pair("KeypointRCNN", num_classes=2, num_keypoints=4, **small), SIZES,
+                     _keypoint_targets())
+
+
+def _retinanet_pair(v2: bool, **kwargs):
+    from functools import partial
+
+    pair = []
+    torch.manual_seed(0)
+    for lib in (tv, ev):
+        nn = torch.nn if lib is tv else ev.models.detection.retinanet.nn
+        det = lib.models.detection
+        norm = (lib.ops.misc.FrozenBatchNorm2d if lib is tv else ev.ops.FrozenBatchNorm2d)
+        extra = lib.ops.feature_pyramid_network.LastLevelP6P7(512 if v2 else 256, 256)
+        backbone = det.backbone_utils.resnet_fpn_backbone(backbone_name="resnet18", weights=None, norm_layer=norm,
+                                                          trainable_layers=5, returned_layers=[2, 3, 4],
+                                                          extra_blocks=extra)
+        head = None
+        if v2:
+            head = det.retinanet.RetinaNetHead(256, 9, 5, norm_layer=partial(nn.GroupNorm, 32))
+            head.regression_head._loss_type = "giou"
+        pair.append(det.RetinaNet(backbone, 5, head=head, **kwargs))
+    return pair
+
+
+SMALL_ONE_STAGE = dict(min_size=64, max_size=96, topk_candidates=40, detections_per_img=25)
+
+
+@pytest.mark.parametrize("v2", [False, True])
+def test_small_retinanet_matches_torchvision(v2):
+    compare_detector(*_retinanet_pair(v2, **SMALL_ONE_STAGE), SIZES, TARGETS)
+
+
+def test_small_fcos_matches_torchvision():
+    pair = []
+    torch.manual_seed(0)
+    for lib in (tv, ev):
+        det = lib.models.detection
+        norm = lib.ops.misc.FrozenBatchNorm2d if lib is tv else ev.ops.FrozenBatchNorm2d
+        backbone = det.backbone_utils.resnet_fpn_backbone(
+            backbone_name="resnet18", weights=None, norm_layer=norm, trainable_layers=5, returned_layers=[2, 3, 4],
+            extra_blocks=lib.ops.feature_pyramid_network.LastLevelP6P7(256, 256))
+        pair.append(det.FCOS(backbone, 5, **SMALL_ONE_STAGE))
+    compare_detector(*pair, SIZES, TARGETS)
