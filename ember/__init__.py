@@ -129,6 +129,8 @@ from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule,
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
 from ember.surface import copy_variants as _copy_variants  # noqa: E402
 _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... and torch.alias
+from ember.surface import tensor_extras as _tensor_extras  # noqa: E402
+_tensor_extras.install(globals())  # torch.as_strided_scatter, torch.hash_tensor, Tensor.new_empty_strided, ...
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)

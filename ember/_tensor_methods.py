@@ -130,11 +130,14 @@ def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = N
 
 # Positional parameters of the in-place samplers, by the graph sampler's names (uniform_(a, b), ...).
 _GRAPH_PARAMS = {"uniform": ("low", "high"), "normal": ("mean", "std"), "bernoulli": ("p",)}
+_PARAMS = {"exponential": ("lambd",), "random": ("low", "high"), "cauchy": ("median", "sigma"),
+           "log_normal": ("mean", "std"), "geometric": ("p",)}
+_CHECKED_BY_SAMPLER = ("cauchy", "log_normal", "geometric")
 
 
 def _random_inplace(name: str) -> Any:
     def method(self: Tensor, *args: Any, generator: Any = None, **kwargs: Any) -> Tensor:
-        names = {"exponential": ("lambd",), "random": ("low", "high")}.get(name) or _GRAPH_PARAMS.get(name, ())
+        names = _PARAMS.get(name) or _GRAPH_PARAMS.get(name, ())
         given = dict(zip(names, args), **kwargs)
         if name == "random":  # random_(to) or random_(from, to): from < to, both integers
             if len(args) == 1:
@@ -142,6 +145,8 @@ def _random_inplace(name: str) -> Any:
             if "high" in given and given["high"] is not None and not given.get("low", 0) < given["high"]:
                 raise RuntimeError(f"random_: expects 'from' to be less than 'to', but got from={given.get('low', 0)} "
                                    f">= to={given['high']}")
+        elif name in _CHECKED_BY_SAMPLER:
+            pass  # the sampler checks its own parameters (PyTorch's wording differs from check_args')
         else:
             ember_random.check_args(name + "_", **given)
         if name in _GRAPH_PARAMS:  # while a graph is built, sample with a graph node and copy it in
@@ -392,6 +397,9 @@ class TensorMethods:
     bernoulli_ = _random_inplace("bernoulli")
     random_ = _random_inplace("random")
     exponential_ = _random_inplace("exponential")
+    cauchy_ = _random_inplace("cauchy")
+    log_normal_ = _random_inplace("log_normal")
+    geometric_ = _random_inplace("geometric")
     sort = _sorting.sort
     argsort = _sorting.argsort
     topk = _sorting.topk

@@ -246,6 +246,51 @@ def sample_exponential(shape: tuple, dtype: dtypes.dtype, device: Any, generator
     return _to(_rng_for(generator, device).exponential(1.0 / lambd, shape), dtype, device)
 
 
+def _check_float_fill(op: str, dtype: dtypes.dtype, what: str) -> None:
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{op}: the {what} distribution is continuous; the tensor's dtype must be a floating "
+                           f"point type, got {dtype} (fill a float tensor and convert with .to({dtype}))")
+
+
+def _check_positive(op: str, name: str, value: float) -> None:
+    if not float(value) > 0.0:
+        raise RuntimeError(f"{op} expects {name} > 0.0, but found {name}={float(value):g}")
+
+
+def sample_cauchy(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                  median: float = 0.0, sigma: float = 1.0) -> Any:
+    """Cauchy draws by inversion, ``median + sigma * tan(pi * (u - 1/2))``: only uniform numbers are drawn,
+    so it works with every device generator (CuPy's has no Cauchy sampler)."""
+    _check_float_fill("cauchy_", dtype, "Cauchy")
+    _check_positive("cauchy_", "sigma", sigma)
+    u = _rng_for(generator, device).random(shape, dtype=np.float64)
+    xp = device.xp
+    return _to(median + sigma * xp.tan(np.pi * (u - 0.5)), dtype, device)
+
+
+def sample_log_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                      mean: float = 1.0, std: float = 2.0) -> Any:
+    """``exp(N(mean, std))`` (PyTorch's defaults: mean 1, std 2)."""
+    _check_float_fill("log_normal_", dtype, "log-normal")
+    _check_positive("log_normal_", "std", std)
+    z = _rng_for(generator, device).standard_normal(shape, dtype=np.float64)
+    return _to(device.xp.exp(mean + std * z), dtype, device)
+
+
+def sample_geometric(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
+                     p: float = 0.5) -> Any:
+    """The number of Bernoulli(p) trials up to and including the first success (support 1, 2, ...), by
+    inversion: ``ceil(log(1 - u) / log(1 - p))``; refuses p outside (0, 1) as PyTorch does."""
+    if dtype == dtypes.bool_ or dtype.is_complex:
+        raise RuntimeError(f"geometric_: not implemented for {dtype}; fill an integer or float tensor")
+    if not 0.0 < float(p) < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={float(p):g}")
+    u = _rng_for(generator, device).random(shape, dtype=np.float64)
+    xp = device.xp
+    trials = xp.ceil(xp.log1p(-u) / np.log1p(-float(p)))
+    return _to(xp.maximum(trials, 1.0), dtype, device)  # u == 0 gives 0 trials: one is the least
+
+
 def sample_random(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   low: int = 0, high: int | None = None) -> Any:
     if high is None:

@@ -208,6 +208,11 @@ def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) ->
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)
+from ember.nn._linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
+from ember.nn._fractional_pool import (  # noqa: E402,F401
+    fractional_max_pool2d, fractional_max_pool2d_with_indices, fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from ember.ops import out_arg as _out_arg  # noqa: E402
 normalize = _out_arg.with_out(normalize, "normalize")  # its out= was accepted and ignored
 from ember import dtypes

@@ -1,4 +1,5 @@
 """All layer classes, re-exported by ``ember.nn``."""
+from ember.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from ember.nn.modules.activation import (  # noqa: F401
     CELU, ELU, GELU, GLU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, PReLU, ReLU,
     ReLU6, SELU, Sigmoid, SiLU, Softmax, Softmin, Softplus, Softsign, Tanh, Tanhshrink, Threshold,
@@ -8,7 +9,9 @@ from ember.nn.modules.container import ModuleDict, ModuleList, ParameterDict, Pa
 from ember.nn.modules.conv import Conv1d, Conv2d, Conv3d, ConvTranspose2d  # noqa: F401
 from ember.nn.modules.dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
 from ember.nn.modules.flatten import Flatten, Unflatten  # noqa: F401
+from ember.nn.modules.fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401
 from ember.nn.modules.linear import Bilinear, Identity, Linear  # noqa: F401
+from ember.nn.modules.linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401
 from ember.nn.modules.loss import (  # noqa: F401
     BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
     L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss, MultiMarginLoss, NLLLoss, PoissonNLLLoss,
@@ -22,7 +25,7 @@ from ember.nn.modules.pooling import (  # noqa: F401
     MaxPool3d,
 )
 from ember.nn.modules.positional import LearnedPositionalEmbedding, PositionalEncoding  # noqa: F401
-from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell  # noqa: F401
+from ember.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from ember.nn.modules.sparse import Embedding  # noqa: F401
 from ember.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from ember.nn.modules.transformer import (  # noqa: F401
