@@ -48,14 +48,14 @@ def _pair(name: str, **kwargs):
     return reference, model
 
 
-BUILDERS = ["fcos_resnet50_fpn", "retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2", "fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
+BUILDERS = ["ssd300_vgg16", "ssdlite320_mobilenet_v3_large", "fcos_resnet50_fpn", "retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2", "fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
             "fasterrcnn_mobilenet_v3_large_320_fpn", "maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2",
             "keypointrcnn_resnet50_fpn"]
 
 
 @pytest.mark.parametrize("name", BUILDERS)
 def test_builder_has_torchvisions_modules_and_keys(name):
-    reference, model = _pair(name, num_classes=7)
+    reference, model = _pair(name)  # the default classes: the published checkpoints' shapes
     theirs = reference.state_dict()
     assert [(k, tuple(v.shape)) for k, v in model.state_dict().items()] == \
         [(k, tuple(v.shape)) for k, v in theirs.items()]
@@ -64,29 +64,68 @@ def test_builder_has_torchvisions_modules_and_keys(name):
     assert [n for n, p in model.named_parameters() if p.requires_grad] == \
         [n for n, p in reference.named_parameters() if p.requires_grad]
     assert repr(model.transform) == repr(reference.transform)
+    weights = ev.models.get_model_weights(name).DEFAULT
+    if name != "ssdlite320_mobilenet_v3_large":  # trained from a full-tail backbone; without one the tail is reduced
+        count = sum(p.numel() for p in model.parameters())
+        if "v2" not in name and "ssd" not in name:
+            # with weights the backbone's batch norms are FrozenBatchNorm2d (buffers, not counted by the metadata)
+            count -= sum(p.numel() for m in model.backbone.body.modules() if type(m).__name__ == "BatchNorm2d"
+                         for p in m.parameters())
+        assert count == weights.meta["num_params"]
+
+
+def test_detection_weights_metadata_matches_torchvision():
+    ours_names = ev.models.list_models(module=ev.models.detection)
+    assert ours_names == tv.models.list_models(module=tv.models.detection)
+    image = np.random.default_rng(2).integers(0, 256, (3, 5, 7), dtype=np.uint8)
+    for name in ours_names:
+        ours, theirs = ev.models.get_model_weights(name), tv.models.get_model_weights(name)
+        assert ours.__name__ == theirs.__name__ and list(ours.__members__) == list(theirs.__members__)
+        assert ours.DEFAULT.name == theirs.DEFAULT.name
+        for member in theirs:
+            mine = ours[member.name]
+            assert mine.url == member.url
+            assert {k: v for k, v in mine.meta.items() if k != "categories"} == \
+                {k: (list(v) if isinstance(v, tuple) else v) for k, v in member.meta.items() if k != "categories"}
+            assert mine.meta["categories"] == list(member.meta["categories"])
+            preset = mine.transforms()
+            assert type(preset).__name__ == type(member.transforms()).__name__ == "ObjectDetection"
+            import ember
+            np.testing.assert_array_equal(preset(ember.from_numpy(image)).numpy(),
+                                          member.transforms()(torch.from_numpy(image)).numpy())
+
+
+def _slow_case(name: str):
+    """Builder keywords and targets for the full-size comparison of one builder."""
+    if name.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn")):
+        kwargs = dict(SMALL_RCNN, num_classes=5)
+        if name.startswith("keypoint"):
+            return dict(kwargs, num_classes=2, num_keypoints=4), _keypoint_targets()
+        return kwargs, (_mask_targets() if name.startswith("mask") else TARGETS)
+    if name.startswith(("retinanet", "fcos")):
+        return dict(SMALL_ONE_STAGE, num_classes=5), TARGETS
+    return dict(SMALL_SSD, num_classes=5), TARGETS
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", BUILDERS)
-def test_faster_rcnn_builders_match_torchvision(name):
-    compare_detector(*_pair(name, num_classes=5, **SMALL_RCNN), SIZES, TARGETS)
+def test_builders_match_torchvision(name):
+    """Every builder's own backbone and heads (ResNet-50, MobileNetV3, VGG-16), few proposals, small images (the SSDs
+    resize to their fixed 300 / 320)."""
+    kwargs, targets = _slow_case(name)
+    compare_detector(*_pair(name, **kwargs), SIZES, targets)
 
 
-def _small_backbone(lib, frozen: bool):
-    """A ResNet-18 FPN backbone (all layers trainable, batch norm in training) for the default-size tests."""
-    norm = lib.ops.misc.FrozenBatchNorm2d if frozen else torch.nn.BatchNorm2d if lib is tv else None
-    if lib is ev:
-        import ember
-        norm = ev.ops.FrozenBatchNorm2d if frozen else ember.nn.BatchNorm2d
+def _small_backbone(lib):
+    """A ResNet-18 FPN backbone, all layers trainable, batch norm in training mode (default-size tests)."""
+    norm = torch.nn.BatchNorm2d if lib is tv else ev.models.detection.ssd.nn.BatchNorm2d
     return lib.models.detection.backbone_utils.resnet_fpn_backbone(backbone_name="resnet18", weights=None,
                                                                    norm_layer=norm, trainable_layers=5)
 
 
-def _small_pair(cls_name: str, frozen: bool = False, **kwargs):
+def _small_pair(cls_name: str, **kwargs):
     torch.manual_seed(0)
-    reference = getattr(tv.models.detection, cls_name)(_small_backbone(tv, frozen), **kwargs)
-    model = getattr(ev.models.detection, cls_name)(_small_backbone(ev, frozen), **kwargs)
-    return reference, model
+    return [getattr(lib.models.detection, cls_name)(_small_backbone(lib), **kwargs) for lib in (tv, ev)]
 
 
 def test_small_faster_rcnn_matches_torchvision():
@@ -184,4 +223,53 @@ def test_small_fcos_matches_torchvision():
             backbone_name="resnet18", weights=None, norm_layer=norm, trainable_layers=5, returned_layers=[2, 3, 4],
             extra_blocks=lib.ops.feature_pyramid_network.LastLevelP6P7(256, 256))
         pair.append(det.FCOS(backbone, 5, **SMALL_ONE_STAGE))
+    compare_detector(*pair, SIZES, TARGETS)
+
+
+def _tiny_ssd_backbone(nn, collections=__import__("collections")):
+    """Three feature maps (strides 4, 8, 16) from a few convs with batch norm."""
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                   nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.ReLU())
+            self.b = nn.Sequential(nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
+            self.c = nn.Sequential(nn.Conv2d(16, 24, 3, stride=2, padding=1), nn.ReLU())
+            self.out_channels = [16, 16, 24]
+
+        def forward(self, x):
+            a = self.a(x)
+            b = self.b(a)
+            return collections.OrderedDict([("0", a), ("1", b), ("2", self.c(b))])
+    return Tiny()
+
+
+SMALL_SSD = dict(topk_candidates=30, detections_per_img=25, score_thresh=0.05)
+
+
+def test_small_ssd_matches_torchvision():
+    pair = []
+    torch.manual_seed(0)
+    for lib, nn in ((tv, torch.nn), (ev, ev.models.detection.ssd.nn)):
+        det = lib.models.detection
+        anchors = det.anchor_utils.DefaultBoxGenerator([[2], [2, 3], [2]], steps=[4, 8, 16])
+        pair.append(det.ssd.SSD(_tiny_ssd_backbone(nn), anchors, (64, 64), 5, **SMALL_SSD))
+    compare_detector(*pair, SIZES, TARGETS)
+
+
+def test_small_ssdlite_matches_torchvision():
+    """SSDLite's MobileNetV3 feature extractor, head and default boxes at 64x64, on a quarter-width backbone."""
+    from functools import partial
+
+    pair = []
+    torch.manual_seed(0)
+    for lib, nn in ((tv, torch.nn), (ev, ev.models.detection.ssd.nn)):
+        det = lib.models.detection
+        norm = partial(nn.BatchNorm2d, eps=0.001, momentum=0.03)
+        net = lib.models.mobilenet_v3_large(width_mult=0.25, norm_layer=norm, reduced_tail=True)
+        backbone = det.ssdlite._mobilenet_extractor(net, 6, norm)
+        anchors = det.anchor_utils.DefaultBoxGenerator([[2, 3] for _ in range(6)], min_ratio=0.2, max_ratio=0.95)
+        channels = det._utils.retrieve_out_channels(backbone, (64, 64))
+        head = det.ssdlite.SSDLiteHead(channels, anchors.num_anchors_per_location(), 5, norm)
+        pair.append(det.ssd.SSD(backbone, anchors, (64, 64), 5, head=head, **SMALL_SSD))
     compare_detector(*pair, SIZES, TARGETS)

@@ -7,3 +7,5 @@ from ember.vision.models.detection.mask_rcnn import *  # noqa: F401,F403,E402
 from ember.vision.models.detection.keypoint_rcnn import *  # noqa: F401,F403,E402
 from ember.vision.models.detection.retinanet import *  # noqa: F401,F403,E402
 from ember.vision.models.detection.fcos import *  # noqa: F401,F403,E402
+from ember.vision.models.detection.ssd import *  # noqa: F401,F403,E402
+from ember.vision.models.detection.ssdlite import *  # noqa: F401,F403,E402
