@@ -130,7 +130,11 @@ from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedPr
 from ember.surface import copy_variants as _copy_variants  # noqa: E402
 _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... and torch.alias
 from ember.surface import tensor_extras as _tensor_extras  # noqa: E402
-_tensor_extras.install(globals())  # torch.as_strided_scatter, torch.hash_tensor, Tensor.new_empty_strided, ...
+_tensor_extras.install(globals())  # torch.as_strided_scatter, Tensor.new_empty_strided, ...
+from ember import library  # noqa: E402,F401  (torch.library: custom_op, Library, register_autograd, opcheck)
+import ember.ops as _ops_package  # noqa: E402
+from ember.custom_ops import namespaces as _op_namespaces  # noqa: E402
+_ops_package.__getattr__ = _op_namespaces.ops_getattr(list(_ops_package.__path__)[0])  # torch.ops.aten, torch.ops.<ns>
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)

@@ -16,6 +16,7 @@ from ember.nn.modules.module import Module
 from ember.tensor import Tensor
 from ember.autograd import no_grad
 from ember.graph import serialize
+from ember.jit import archive
 
 _STATE = {"tracing": 0}
 
@@ -236,11 +237,18 @@ _META = "jit.json"
 
 
 def save(m: Any, f: Any, _extra_files: Any = None) -> None:
-    """Write a traced/scripted module or function to directory ``f`` (ember's graph format, no pickle)."""
+    """Write a traced/scripted module or function (ember's graph format, no pickle): into directory ``f``, or as
+    one zip archive when ``f`` is a file object (``io.BytesIO``) -- as ``torch.jit.save`` takes both."""
     if not isinstance(m, _GraphMixin):
         raise TypeError(f"ember.jit.save: expected what ember.jit.trace/script returned, got {type(m).__name__}; "
                         "trace it first: ember.jit.trace(model, example_inputs)")
-    path = os.fspath(f)
+    if archive.is_file_like(f):
+        archive.write_archive(lambda folder: _save_directory(m, folder), f)
+        return
+    _save_directory(m, os.fspath(f))
+
+
+def _save_directory(m: Any, path: str) -> None:
     serialize.save(m.graph, path)
     tmp = os.path.join(path, _META + ".tmp")
     with open(tmp, "w") as out:
@@ -269,11 +277,14 @@ class LoadedScriptModule(Module):
 
 
 def load(f: Any, map_location: Any = None, _extra_files: Any = None, **_: Any) -> LoadedScriptModule:
-    """Read what :func:`save` wrote; runs without the original Python code."""
+    """Read what :func:`save` wrote (a directory, or an archive file/file object); runs without the original
+    Python code."""
+    if archive.is_archive(f):
+        return archive.read_archive(f, lambda folder: LoadedScriptModule(serialize.load(folder)))
     path = os.fspath(f)
     if not os.path.isdir(path):
-        raise ValueError(f"ember.jit.load: {path!r} is not a directory saved by ember.jit.save (TorchScript "
-                         "archives from torch.jit.save cannot be read: they hold TorchScript code)")
+        raise ValueError(f"ember.jit.load: {path!r} is not a directory or archive saved by ember.jit.save "
+                         "(TorchScript archives from torch.jit.save cannot be read: they hold TorchScript code)")
     return LoadedScriptModule(serialize.load(path))
 
 

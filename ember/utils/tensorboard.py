@@ -14,8 +14,12 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
+
+from ember import dtypes
 from ember.graph.ir import Graph
+from ember.tensor import Tensor
 from ember.viz.tensorboard_graph import graph_def, trace_module
 
 try:
@@ -24,6 +28,29 @@ try:
 except ImportError:  # pragma: no cover - exercised only without the optional dependency
     raise ImportError("ember.utils.tensorboard needs tensorboardX: pip install tensorboardX (or "
                       "pip install 'ember[train]')") from None
+
+
+def _host(value: Any) -> Any:
+    """ember tensors (also inside dicts, lists and tuples) as NumPy arrays, which tensorboardX reads; half
+    precision as float32 (NumPy has no bfloat16 of its own)."""
+    if isinstance(value, Tensor):
+        value = value.detach()
+        if value.dtype in (dtypes.float16, dtypes.bfloat16):
+            value = value.float()
+        return value.cpu().numpy()
+    if isinstance(value, dict):
+        return {k: _host(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, dict, list, tuple)) for v in value):
+        return type(value)(_host(v) for v in value)
+    return value
+
+
+def _with_host_arrays(method: Callable) -> Callable:
+    @functools.wraps(method)
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return method(self, *[_host(a) for a in args], **{k: _host(v) for k, v in kwargs.items()})
+
+    return call
 
 
 class SummaryWriter(_TensorBoardXWriter):
@@ -49,3 +76,10 @@ class SummaryWriter(_TensorBoardXWriter):
         if verbose:
             print(proto)
         self._get_file_writer().add_event(event_pb2.Event(graph_def=proto.SerializeToString()))
+
+
+# Every add_* method takes ember tensors where torch's takes torch tensors (tensorboardX knows only NumPy and
+# torch); add_graph is ember's own.
+for _name in dir(_TensorBoardXWriter):
+    if _name.startswith("add_") and _name != "add_graph" and callable(getattr(_TensorBoardXWriter, _name)):
+        setattr(SummaryWriter, _name, _with_host_arrays(getattr(_TensorBoardXWriter, _name)))

@@ -1,4 +1,4 @@
-"""``torch.nn.utils.parametrizations``: weight_norm and spectral_norm as parametrizations.
+"""``torch.nn.utils.parametrizations``: weight_norm, spectral_norm and orthogonal as parametrizations.
 
 Example:
     >>> import ember
@@ -15,10 +15,11 @@ from ember.creation import randn
 from ember.ops.linalg import dot, mv
 from ember.nn.modules.module import Module
 from ember.nn.utils import parametrize
+from ember.nn.utils.orthogonal import orthogonal  # noqa: F401
 from ember.nn.utils.weight_norm import _l2_normalize, _norm_except_dim, _weight_from
 from ember.tensor import Tensor
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 class _WeightNorm(Module):

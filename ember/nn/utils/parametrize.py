@@ -53,7 +53,10 @@ class ParametrizationList(ModuleList):
         value: Any = original
         if right_inverse is not None:
             with no_grad():
-                value = right_inverse(original)
+                try:
+                    value = right_inverse(original)
+                except NotImplementedError:  # as PyTorch: a right_inverse that cannot run is taken as the identity
+                    value = original
         # A right_inverse returning several tensors stores them as original0, original1, ... (as PyTorch).
         self.is_tensor = isinstance(value, Tensor)
         values = [value] if self.is_tensor else list(value)
