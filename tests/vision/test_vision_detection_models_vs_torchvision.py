@@ -273,3 +273,28 @@ def test_small_ssdlite_matches_torchvision():
         head = det.ssdlite.SSDLiteHead(channels, anchors.num_anchors_per_location(), 5, norm)
         pair.append(det.ssd.SSD(backbone, anchors, (64, 64), 5, head=head, **SMALL_SSD))
     compare_detector(*pair, SIZES, TARGETS)
+
+
+def test_mask_rcnn_runs_on_the_standin_cuda_device():
+    """Eval and a training step on the stand-in device (which refuses silent host copies): outputs, losses and
+    gradients stay on the device."""
+    import ember
+    from ember.testing import standin_cuda
+
+    det = ev.models.detection
+    with standin_cuda():
+        backbone = det.backbone_utils.resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5,
+                                                          norm_layer=ember.nn.BatchNorm2d)
+        model = det.MaskRCNN(backbone, num_classes=3, min_size=64, max_size=64, rpn_post_nms_top_n_test=8,
+                             rpn_post_nms_top_n_train=8).to("cuda").eval()
+        out = model([ember.rand(3, 48, 64, device="cuda")])[0]
+        assert list(out) == ["boxes", "labels", "scores", "masks"]
+        assert all(v.device.type == "cuda" for v in out.values()) and out["masks"].shape[-2:] == (48, 64)
+        masks = ember.zeros(1, 48, 64, dtype=ember.uint8, device="cuda")
+        masks[0, 5:30, 5:40] = 1
+        target = {"boxes": ember.tensor([[5.0, 5.0, 40.0, 30.0]], device="cuda"),
+                  "labels": ember.tensor([1], device="cuda"), "masks": masks}
+        losses = model.train()([ember.rand(3, 48, 64, device="cuda")], [target])
+        assert all(v.device.type == "cuda" for v in losses.values())
+        sum(losses.values()).backward()
+        assert model.roi_heads.mask_predictor.mask_fcn_logits.weight.grad.device.type == "cuda"
