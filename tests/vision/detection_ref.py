@@ -1,7 +1,7 @@
 """Run torchvision's detection models as a reference next to ember's, on the same weights.
 
 torchvision's ``nms`` needs its C++ library, which does not load next to torch 2.13's CPU wheel
-(torchvision_ref.py); ``install_reference_ops`` replaces ``torchvision.ops.boxes.nms`` by the greedy loop of
+(torchvision_ref.py); ``reference_ops_installed`` replaces ``torchvision.ops.boxes.nms`` by the greedy loop of
 torchvision's CPU kernel (written here in NumPy, float64), so ``batched_nms`` and every detector run.
 ``roi_align`` has a pure-Python path in torchvision, but it is not its kernel: it keeps samples beyond the map's
 far edge (the kernel zeroes samples more than one pixel outside; a proposal thinner than a feature pixel on the
@@ -122,18 +122,32 @@ class _FunctionalWithPromotedTargets:
         return torch.nn.functional.binary_cross_entropy_with_logits(input, target.to(input.dtype), *args, **kwargs)
 
 
-def install_reference_ops(tv: Any) -> None:
-    tv.models.detection.rpn.F = _FunctionalWithPromotedTargets()
-    tv.ops.boxes.nms = reference_nms
-    tv.ops.nms = reference_nms
-    tv.ops.poolers.roi_align = reference_roi_align
-    tv.models.detection.roi_heads.roi_align = reference_roi_align
+def reference_ops_installed(tv: Any) -> Any:
+    """A context manager: torchvision's detection code uses the reference ``nms`` / ``roi_align`` (and float64
+    BCE targets) inside it; everything is restored on exit, so other tests see torchvision unchanged."""
+    import contextlib
+
+    patches = [(tv.ops.boxes, "nms", reference_nms), (tv.ops, "nms", reference_nms),
+               (tv.ops.poolers, "roi_align", reference_roi_align),
+               (tv.models.detection.roi_heads, "roi_align", reference_roi_align),
+               (tv.models.detection.rpn, "F", _FunctionalWithPromotedTargets())]
+
+    @contextlib.contextmanager
+    def installed() -> Any:
+        saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+        try:
+            for owner, name, value in patches:
+                setattr(owner, name, value)
+            yield tv
+        finally:
+            for owner, name, value in saved:
+                setattr(owner, name, value)
+
+    return installed()
 
 
 def torchvision_detection() -> Any:
-    tv = import_torchvision()
-    install_reference_ops(tv)
-    return tv
+    return import_torchvision()
 
 
 def randomize_detector_(model: Any, seed: int = 0) -> Any:

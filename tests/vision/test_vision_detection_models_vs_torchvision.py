@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from detection_ref import compare_detector, torchvision_detection  # noqa: E402
+from detection_ref import compare_detector, reference_ops_installed, torchvision_detection  # noqa: E402
 
 import ember.vision as ev  # noqa: E402
 
@@ -21,11 +21,12 @@ pytestmark = pytest.mark.skipif(tv is None, reason="torchvision (test extra) is 
 
 
 @pytest.fixture(autouse=True)
-def _eager_single_thread():
-    """torchvision's Python roi_align is wrapped in torch.compile (seconds per shape); eager gives the same values."""
+def _reference_torchvision():
+    """torchvision's detectors with the reference nms / roi_align (detection_ref.py), for this test only; eager
+    mode (torchvision wraps some Python ops in torch.compile: seconds per shape, same values)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    with torch.compiler.set_stance("force_eager"):
+    with torch.compiler.set_stance("force_eager"), reference_ops_installed(tv):
         yield
     torch.set_num_threads(before)
 
