@@ -81,7 +81,7 @@ def analytical_jacobian(fn: Callable, inputs: Sequence[Any], create_graph: bool 
     return blocks
 
 
-def gradcheck(fn: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
+def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3,
               raise_exception: bool = True, nondet_tol: float = 0.0, check_undefined_grad: bool = True,
               check_grad_dtypes: bool = False, check_batched_grad: bool = False,
               check_batched_forward_grad: bool = False, check_forward_ad: bool = False,
@@ -94,6 +94,7 @@ def gradcheck(fn: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1e-
     difference allowed between two backward runs on the same cotangent. ``masked`` is for sparse inputs
     (ember's sparse tensors are dense underneath: nothing to mask).
     """
+    fn = func
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
     if check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError("gradcheck(check_batched_grad=True): ember does not check batched gradients here; "
@@ -254,7 +255,7 @@ def _backward_properties(fn: Callable, inputs: Sequence[Any], undefined: bool, d
     return None
 
 
-def gradgradcheck(fn: Callable, inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6, atol: float = 1e-5,
+def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps: float = 1e-6, atol: float = 1e-5,
                   rtol: float = 1e-3, gen_non_contig_grad_outputs: bool = False, raise_exception: bool = True,
                   nondet_tol: float = 0.0, check_undefined_grad: bool = True, check_grad_dtypes: bool = False,
                   check_batched_grad: bool = False, check_fwd_over_rev: bool = False, check_rev_over_rev: bool = True,
@@ -262,6 +263,7 @@ def gradgradcheck(fn: Callable, inputs: Any, grad_outputs: Any = None, *, eps: f
     """Check second derivatives: gradcheck of the (vector-Jacobian product) gradient function, with random
     cotangents unless ``grad_outputs`` are given (PyTorch's signature; ``check_fwd_over_rev`` checks the forward-
     mode derivative of the gradient too)."""
+    fn = func
     creation, grad = _api()
 
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)

@@ -104,6 +104,13 @@ class Backend:
                 high += (n - 1) * stride
         return low, high + array.itemsize
 
+    def memory_owner(self, array: Any) -> Any:
+        """The array that owns ``array``'s memory as one allocation of its own (``array`` itself or the base
+        it is a view of), or None when that is not known. Arrays with different owners never overlap, which
+        answers most overlap questions without computing addresses (a graph's state write-back). The base
+        class knows none: callers then compare ``memory_bounds``."""
+        return None
+
     def item(self, array: Any) -> Any:
         """The value of a one-element array as a Python scalar (a device-to-host sync on GPUs)."""
         return array.item()

@@ -157,7 +157,7 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
 # per-head products (W4: 64 GEMMs of 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's
 # threads, as with the split off.
 SMALL_GEMM_MACS = 4e6
-_OPENBLAS_ONE_THREAD_MACS = 4 * 65536
+OPENBLAS_ONE_THREAD_MACS = 4 * 65536  # OpenBLAS runs products up to this size on one thread by itself
 
 
 def small_gemm(xp: Any, a: Any, b: Any, beside_kernel: Callable[[], bool] | None = None) -> Any:
@@ -169,7 +169,7 @@ def small_gemm(xp: Any, a: Any, b: Any, beside_kernel: Callable[[], bool] | None
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
-    if not _OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
+    if not OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
         return nullcontext()
     stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
     if macs * stack >= SMALL_GEMM_MACS:

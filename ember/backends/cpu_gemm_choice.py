@@ -23,7 +23,8 @@ product", has the measured grid it comes from):
      first, a cost of ~0.5 ns per element of B that only enough rows of A repay (M = 64, K = 1024:
      1.3-1.6x BLAS's time; M = 256: 0.8-0.9x).
    Products it takes run at 0.52-0.8x BLAS's time (one thread), at least ``THREADED_MACS`` on
-   ember's threads.
+   ember's threads; but a product it would split needs ``MIN_MACS_SPLIT`` (a split's hand-off costs more
+   than BLAS's own threads lose below it).
 
 Without AVX-512 (an AVX2-only CPU), or without numba, there is no kernel and BLAS takes everything.
 
@@ -47,6 +48,12 @@ MIN_MACS = 1 << 20
 MIN_K = 128  # shorter sums: the C tile's loads and stores per K block dominate
 MIN_N = 32  # narrower products: most of a 32-column panel's lanes would be masked off
 MIN_M_PACKED = 256  # a B that must be copied into panels first needs this many rows of A to repay it
+# A product the kernel would split over two or more of ember's threads needs this many multiply-adds, else BLAS's
+# own threads take it: ember's pool wakes a sleeping worker for each split (20-35 us a hand-off, measured) where
+# OpenBLAS's workers start at once, so below ~8M the split kernel is no faster than BLAS's two threads, and a
+# step that mixes both pools has OpenBLAS's workers spinning on the core ember's worker needs (W1's forward,
+# 64 x 1000 x 100: the idle run's step 0.4 ms this way against 0.3 ms with every product on BLAS).
+MIN_MACS_SPLIT = 1 << 23
 
 # OpenBLAS core names whose SGEMM kernels use AVX-512 (OpenBLAS's ``driver/others/dynamic.c`` names).
 AVX512_CORES = frozenset({"skylakex", "cooperlake", "sapphirerapids"})
@@ -90,14 +97,16 @@ def shape_prefers_ember(m: int, k: int, n: int, b_rows_contiguous: bool) -> bool
             and (b_rows_contiguous or m >= MIN_M_PACKED))
 
 
-def use_ember(m: int, k: int, n: int, b_rows_contiguous: bool) -> bool:
-    """The choice for a float32 product on a CPU where ember's kernel exists (AVX-512F, numba)."""
+def use_ember(m: int, k: int, n: int, b_rows_contiguous: bool, threads: int = 1) -> bool:
+    """The choice for a float32 product on a CPU where ember's kernel exists (AVX-512F, numba), which the
+    kernel would run on ``threads`` of ember's threads."""
     mode = _config.GEMM
     if mode == "blas":
         return False
     if mode == "ember":
         return m * k * n >= MIN_MACS
-    return not blas_has_avx512() and shape_prefers_ember(m, k, n, b_rows_contiguous)
+    return (not blas_has_avx512() and shape_prefers_ember(m, k, n, b_rows_contiguous)
+            and (threads <= 1 or m * k * n >= MIN_MACS_SPLIT))
 
 
 def kernel_in_use() -> bool:

@@ -248,9 +248,11 @@ def matmul(a: Any, b: Any, bias: Any = None, out: Any = None, local: bool = Fals
     m, k = a.shape
     n = b.shape[1]
     macs = m * n * k
-    if not cpu_gemm_choice.use_ember(m, k, n, b.strides[1] == 4 and b.strides[0] % 4 == 0):
+    threads = num_threads() if macs >= THREADED_MACS and not local else 1
+    if macs < cpu_gemm_choice.MIN_MACS or not cpu_gemm_choice.use_ember(m, k, n, b.strides[1] == 4
+                                                                        and b.strides[0] % 4 == 0, threads):
         return None
-    return _run(a, b, bias, out, num_threads() if macs >= THREADED_MACS and not local else 1)
+    return _run(a, b, bias, out, threads)
 
 
 def _run(a: Any, b: Any, bias: Any, out: Any, threads: int) -> Any:

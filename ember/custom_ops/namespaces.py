@@ -117,8 +117,10 @@ class OpNamespace:
 
 
 def load_library(path: str) -> None:
-    """``torch.ops.load_library``: refused -- a compiled PyTorch extension runs against PyTorch's C++ ABI."""
-    raise RuntimeError(f"torch.ops.load_library({path!r}): ember cannot load compiled PyTorch extensions (.so "
+    """``torch.ops.load_library``: refused -- a compiled PyTorch extension runs against PyTorch's C++ ABI. The
+    error is an OSError, as torch's when a library fails to load, so packages that try their extension and fall
+    back to Python (torchvision does) keep working."""
+    raise OSError(f"torch.ops.load_library({path!r}): ember cannot load compiled PyTorch extensions (.so "
                        "files built against libtorch); register the operator in Python with ember.library.custom_op")
 
 

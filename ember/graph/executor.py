@@ -233,11 +233,12 @@ class _BoundsMemo:
     ~50 arrays; each NumPy address lookup costs ~1-3 us). Keyed by ``id``: every array asked about is held by the
     run (its environment, the states, the results) until the write-back ends, so no id is reused meanwhile."""
 
-    __slots__ = ("backend", "known")
+    __slots__ = ("backend", "known", "memory_owner")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.known: dict[int, Any] = {}
+        self.memory_owner = backend.memory_owner  # cheap: nothing to remember
 
     def memory_bounds(self, array: Any) -> tuple[int, int] | None:
         key = id(array)
@@ -252,22 +253,50 @@ class _BoundsMemo:
 
 class _Overlaps:
     """``overlaps(a)``: whether array ``a`` may share memory with any of ``targets`` (the bounds test of
-    ``may_share_memory``, answered by a binary search over the targets' merged byte intervals)."""
+    ``may_share_memory``, answered by a binary search over the targets' merged byte intervals). An array whose
+    memory owner (``backend.memory_owner``: the allocation it is, or is a view of) owns no target's memory and
+    meets no target of unknown owner is answered without addresses: a step over many small parameters spent
+    ~28% of its time computing bounds (docs/cpu-performance.md)."""
 
     def __init__(self, backend: Any, targets: Sequence[Any]) -> None:
         self.bounds = backend.memory_bounds
+        self.owner = backend.memory_owner
+        self.owners: set[int] = set()  # ids of the targets' owners: each held by its target meanwhile
+        unknown = []
+        for target in targets:
+            owner = self.owner(target)
+            if owner is None:
+                unknown.append(target)
+            else:
+                self.owners.add(id(owner))
+        self.targets = targets
+        self.unknown = self._intervals(unknown) if unknown else None
+        self.all: tuple | None = None  # every target's intervals, made when first needed
+
+    def _intervals(self, arrays: Sequence[Any]) -> tuple[list[int], list[int]]:
         merged: list[list[int]] = []
-        for low, high in sorted(b for b in map(self.bounds, targets) if b is not None):
+        for low, high in sorted(b for b in map(self.bounds, arrays) if b is not None):
             if merged and low < merged[-1][1]:
                 merged[-1][1] = max(merged[-1][1], high)
             else:
                 merged.append([low, high])
-        self.starts = [low for low, _ in merged]
-        self.ends = [high for _, high in merged]
+        return [low for low, _ in merged], [high for _, high in merged]
+
+    @staticmethod
+    def _meets(intervals: tuple[list[int], list[int]], bounds: tuple[int, int] | None) -> bool:
+        if bounds is None:  # not an array, or an empty one
+            return False
+        starts, ends = intervals
+        k = bisect.bisect_left(starts, bounds[1]) - 1  # the last interval starting below our end
+        return k >= 0 and ends[k] > bounds[0]
 
     def __call__(self, array: Any) -> bool:
+        owner = self.owner(array)
+        if owner is not None and id(owner) not in self.owners:  # no target of a known owner can overlap it
+            return self.unknown is not None and self._meets(self.unknown, self.bounds(array))
         bounds = self.bounds(array)
         if bounds is None:
             return False
-        k = bisect.bisect_left(self.starts, bounds[1]) - 1  # the last interval starting below our end
-        return k >= 0 and self.ends[k] > bounds[0]
+        if self.all is None:
+            self.all = self._intervals(self.targets)
+        return self._meets(self.all, bounds)

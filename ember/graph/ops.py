@@ -22,7 +22,7 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
-from ember.ops.linalg import _matmul_impl, blas_context, gemm_2d
+from ember.ops.linalg import _matmul_impl, blas_context, gemm_2d, is_tiny
 from ember.tensor import Tensor
 
 
@@ -62,6 +62,8 @@ def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose
     # outer products of per-sample weight gradients under vmap).
     if a.ndim == 2 and b.ndim == 2:
         a, b = a.T if transpose_a else a, b.T if transpose_b else b
+        if is_tiny(a.shape[0], a.shape[1], b.shape[1]):  # nothing to choose (linalg.TINY_MACS)
+            return xp.matmul(a, b)
         out = gemm_2d(xp, a, b)
         if out is not None:
             return out

@@ -60,10 +60,21 @@ def outer_rows(xp: Any, a: Any, b: Any) -> Any:
     return out
 
 
+def is_tiny(m: int, k: int, n: int) -> bool:
+    """Whether an ``(m, k) @ (k, n)`` product goes to ``xp.matmul`` without asking anything: ember's GEMM takes
+    none below ``cpu_gemm_choice.MIN_MACS`` multiply-adds, and OpenBLAS runs one of at most
+    ``cpu_blas.OPENBLAS_ONE_THREAD_MACS`` on one thread by itself. Asking (the kernel look-up and its choice, then
+    ``small_gemm``'s thread context) cost ~1.6 us of a 4x4 matmul's 2.4 us (docs/cpu-performance.md)."""
+    macs = m * k * n
+    return macs < cpu_gemm_choice.MIN_MACS and macs <= cpu_blas.OPENBLAS_ONE_THREAD_MACS
+
+
 def gemm_2d(xp: Any, a: Any, b: Any, bias: Any = None) -> Any:
     """``a @ b`` (``+ bias``) of two matrices by the backend's native GEMM (``matmul_f32``: ember's AVX-512
     float32 GEMM, ember/backends/cpu_gemm_kernels.py), or None when there is none for these operands: then
     call ``xp.matmul`` (and add the bias)."""
+    if a.shape[0] * a.shape[1] * b.shape[1] < cpu_gemm_choice.MIN_MACS:  # the kernel takes none this small
+        return None
     gemm = native_kernel(xp, "matmul_f32")
     return None if gemm is None else gemm(a, b, bias)
 
@@ -81,6 +92,9 @@ def blas_context(xp: Any, a: Any, b: Any) -> Any:
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
+    if a.ndim == 2 and b.ndim == 2 and is_tiny(a.shape[0], a.shape[1], b.shape[1]):
+        out = xp.matmul(a, b)
+        return out if out.dtype == a.dtype or a.dtype != b.dtype else out.astype(a.dtype)
     if a.ndim > 2 and a.shape[-1] == 1 and b.ndim == a.ndim and b.shape[-2] == 1 and a.shape[:-2] == b.shape[:-2]:
         return _stacked_outer(xp, a, b)
     if a.ndim > 2 and b.ndim == 2 and a.dtype == b.dtype and a.flags.c_contiguous:

@@ -70,10 +70,19 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
 
 
 @autocast_policy("fp32")
-def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Any:
-    """Mean absolute error |input - target|, reduced."""
+def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+            weight: Any = None) -> Any:
+    """Mean absolute error |input - target|, reduced; with ``weight`` (input's shape) the errors are weighted
+    and 'mean' divides by the weights' sum (PyTorch 2.13's rule)."""
     reduction = _reduction("l1_loss", reduction, size_average, reduce)
-    return _reduce(ew.abs(input - _as_float_target(target, input)), reduction)
+    errors = ew.abs(input - _as_float_target(target, input))
+    if weight is None:
+        return _reduce(errors, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError(f"l1_loss: weights and input must have the same size (weight {tuple(weight.shape)}, "
+                         f"input {tuple(input.shape)})")
+    weighted = errors * weight
+    return weighted.sum() / weight.sum() if reduction == "mean" else _reduce(weighted, reduction)
 
 
 @autocast_policy("fp32")

@@ -34,7 +34,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
-from ember.ops.linalg import blas_context, gemm_2d, outer_rows
+from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -412,15 +412,26 @@ def glu(input: Any, dim: int = -1) -> Any:
 def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     lead = x.shape[:-1]
     rows = x.reshape(-1, x.shape[-1])
+    if is_tiny(rows.shape[0], rows.shape[1], w.shape[0]):  # nothing to choose (linalg.TINY_MACS)
+        out = xp.matmul(rows, w.T)
+        if bias:
+            out += bias[0]
+    else:
+        out = _linear_gemm(xp, rows, w, bias)
+    if out.dtype != x.dtype and x.dtype == w.dtype:  # bfloat16 (ml_dtypes) GEMMs give float32: round once
+        out = out.astype(x.dtype)
+    return out.reshape(lead + (w.shape[0],))
+
+
+def _linear_gemm(xp: Any, rows: Any, w: Any, bias: tuple) -> Any:
+    """``rows @ w.T (+ bias)`` by ember's GEMM or BLAS (``linalg.gemm_2d``'s choice)."""
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
         with blas_context(xp, rows, w.T):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
             out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
         if bias:
             out += bias[0]
-    if out.dtype != x.dtype and x.dtype == w.dtype:  # bfloat16 (ml_dtypes) GEMMs give float32: round once
-        out = out.astype(x.dtype)
-    return out.reshape(lead + (w.shape[0],))
+    return out
 
 
 def _rows(t: Any) -> Any:

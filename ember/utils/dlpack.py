@@ -43,8 +43,16 @@ class _Capsule:
         return (_KDLCPU, 0)
 
 
-def from_dlpack(ext_tensor: Any) -> Tensor:
-    """A tensor sharing memory with ``ext_tensor`` (any object with ``__dlpack__``, or a DLPack capsule)."""
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A tensor sharing memory with ``ext_tensor`` (any object with ``__dlpack__``, or a DLPack capsule);
+    ``device=`` moves it there, ``copy=True`` gives it memory of its own (PyTorch's keywords)."""
+    result = _from_dlpack(ext_tensor)
+    if device is not None:
+        result = result.to(device)
+    return result.clone() if copy else result
+
+
+def _from_dlpack(ext_tensor: Any) -> Tensor:
     if isinstance(ext_tensor, Tensor):  # ember's own: the same memory without a round trip
         tensor_dlpack_device(ext_tensor)
         if ext_tensor.requires_grad:

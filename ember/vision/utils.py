@@ -16,7 +16,12 @@ from ember.nn import functional as F
 from ember.tensor import Tensor
 from ember.vision.transforms._image import require_pillow
 
-__all__ = ["make_grid", "save_image"]
+from ember.vision.drawing import (  # noqa: E402,F401
+    draw_bounding_boxes, draw_keypoints, draw_segmentation_masks, flow_to_image,
+)
+
+__all__ = ["make_grid", "save_image", "draw_bounding_boxes", "draw_segmentation_masks", "draw_keypoints",
+           "flow_to_image"]
 
 
 def _normalized(images: Tensor, value_range: tuple | None, scale_each: bool) -> Tensor:

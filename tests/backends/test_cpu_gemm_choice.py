@@ -122,3 +122,34 @@ def test_small_products_beside_the_kernel_run_on_one_blas_thread(monkeypatch) ->
         assert _blas_threads_seen(monkeypatch, product) == [2, 2]
     finally:
         put(saved)
+
+
+def test_a_split_needs_min_macs_split(monkeypatch) -> None:
+    """At two threads the kernel takes a product it would split only from MIN_MACS_SPLIT multiply-adds on (W1's
+    6.4M forward goes to BLAS's threads); on one thread the shape rule alone decides; EMBER_GEMM=ember ignores it."""
+    monkeypatch.setattr(_config, "GEMM", "auto")
+    monkeypatch.setattr(choice, "blas_core_name", lambda: "Haswell")
+    assert choice.use_ember(64, 1000, 100, True, threads=1)
+    assert not choice.use_ember(64, 1000, 100, True, threads=2)
+    assert choice.use_ember(256, 784, 512, False, threads=2)  # W2's first layer: 103M
+    assert choice.MIN_MACS_SPLIT > 64 * 1000 * 100
+    monkeypatch.setattr(_config, "GEMM", "ember")
+    assert choice.use_ember(64, 1000, 100, True, threads=2)
+
+
+def test_w1_forward_goes_to_blas_at_two_threads(monkeypatch) -> None:
+    """Through the kernel's entry: at two of ember's threads W1's forward is BLAS's (None); on one, the kernel's."""
+    gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
+    if not gemm_kernels.host_has_avx512():
+        pytest.skip("ember's GEMM needs an AVX-512 CPU")
+    monkeypatch.setattr(_config, "GEMM", "auto")
+    monkeypatch.setattr(choice, "blas_core_name", lambda: "Haswell")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((64, 1000)).astype(np.float32), rng.standard_normal((1000, 100)).astype(np.float32)
+    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    assert gemm_kernels.matmul(a, b) is None
+    assert gemm_kernels.matmul(a, b, local=True) is not None  # inside a chunk of ember's threads: one thread
+    monkeypatch.setattr(_config, "CPU_THREADS", 1)
+    got = gemm_kernels.matmul(a, b)
+    assert got is not None
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-3)

@@ -30,6 +30,33 @@ def test_overlaps_agrees_with_may_share_memory_on_strided_views() -> None:
         assert not overlaps(np.zeros(3)) and not overlaps(2.0) and not overlaps(base[5:5])
 
 
+def test_overlaps_with_several_owners_and_foreign_buffers_agrees_with_may_share_memory() -> None:
+    """Targets over several allocations, some over foreign buffers (no known owner): arrays whose owner owns no
+    target are answered without addresses, the rest by bounds; every answer is may_share_memory's."""
+    rng = random.Random(1)
+    bases = [np.zeros(64) for _ in range(3)]
+    foreign = np.frombuffer(bytearray(64 * 8), dtype=np.float64)  # base: a bytearray, owner unknown
+    pools = bases + [foreign]
+
+    def view(pool: np.ndarray) -> np.ndarray:
+        a, b = sorted(rng.sample(range(65), 2))
+        return pool[a:b:rng.choice([1, 2, 3])]
+
+    for _ in range(1500):
+        targets = [view(rng.choice(pools)) for _ in range(rng.randint(1, 4))]
+        overlaps = _Overlaps(CPU, targets)
+        for query in [view(rng.choice(pools)) for _ in range(4)] + [np.ones(4), np.ones((2, 3)).T]:
+            assert overlaps(query) == any(np.may_share_memory(query, t) for t in targets)
+
+
+def test_memory_owner() -> None:
+    a = np.zeros((4, 5))
+    assert CPU.memory_owner(a) is a and CPU.memory_owner(a[1:, ::2]) is a and CPU.memory_owner(a.T.reshape(-1)) is not a
+    assert CPU.memory_owner(np.frombuffer(bytearray(8), np.float64)) is None  # foreign memory
+    assert CPU.memory_owner(np.broadcast_to(a, (2, 4, 5))) is a
+    assert CPU.memory_owner(3.0) is None and CPU.memory_owner(np.ma.zeros(3)) is None  # not plain ndarrays
+
+
 def _net():
     ember.manual_seed(0)
     model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.Tanh(), ember.nn.Linear(16, 3))

@@ -141,9 +141,12 @@ class NumbaKernel:
         self.shape: tuple | None = None
         self.fn: Any = None
         self.out_into: dict = {}
-        # Big loops run in chunks on threads only inside every_group (an optimizer's compiled update, as
-        # its eager update always did); a compiled training step keeps serial loops, as before.
-        self.threaded = every_group.depth > 0
+        # Big loops (2 * PARALLEL_MIN_CHUNK+ elements, no reduction) run in chunks on ember's threads, in an
+        # optimizer's compiled update and in a compiled training step alike: eager runs the same work (Adam's
+        # update, gelu, relu's gradient) on both cores, and a compiled step whose fused update ran on one
+        # core was slower than eager on an idle machine while its CPU time was lower, which the speed trial
+        # (both clocks must say slower) could not see. Chunks of an elementwise loop give the same bits.
+        self.threaded = True
 
     def _build(self, arrays: tuple) -> None:
         import numba

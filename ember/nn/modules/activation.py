@@ -10,6 +10,8 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import Any
 
 from ember import creation
@@ -146,8 +148,18 @@ class Softplus(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False, min_value: Any = None,
+                 max_value: Any = None) -> None:
         super().__init__()
+        # PyTorch's deprecated spellings, still accepted with its warning.
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:

@@ -19,15 +19,17 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 class _Loss(Module):
+    _reductions = _REDUCTIONS
+
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:  # PyTorch's legacy flags
             size_average = True if size_average is None else size_average
             reduce = True if reduce is None else reduce
             reduction = "none" if not reduce else ("mean" if size_average else "sum")
-        if reduction not in _REDUCTIONS:
+        if reduction not in self._reductions:
             raise ValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction; "
-                             f"use one of {_REDUCTIONS}")
+                             f"use one of {self._reductions}")
         self.reduction = reduction
 
 
@@ -131,6 +133,8 @@ class HuberLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    _reductions = _REDUCTIONS + ("batchmean",)  # the sum divided by the batch size: KL's true mean per sample
+
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__(size_average, reduce, reduction)

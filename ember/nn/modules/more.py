@@ -87,8 +87,9 @@ class _InstanceNorm(_BatchNorm):
     """Per-sample, per-channel normalization (``F.instance_norm``); no affine and no running stats by default."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 track_running_stats: bool = False, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
@@ -183,8 +184,8 @@ class SyncBatchNorm(_BatchNorm):
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
                  track_running_stats: bool = True, process_group: Any = None, device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
 
     @classmethod
@@ -580,14 +581,18 @@ LazyConvTranspose3d = _lazy_conv("LazyConvTranspose3d", "ConvTranspose3d", True)
 
 def _lazy_norm(name: str, target: str) -> type:
     def __init__(self: Any, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         Module.__init__(self)
         self._spec = dict(eps=eps, momentum=momentum, affine=affine, track_running_stats=track_running_stats,
-                          device=device, dtype=dtype)
+                          device=device, dtype=dtype, bias=bias)
         self.num_features = 0
         if affine:
             self.weight = UninitializedParameter()
-            self.bias = UninitializedParameter()
+            if bias:
+                self.bias = UninitializedParameter()
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)

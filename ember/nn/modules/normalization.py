@@ -153,7 +153,7 @@ class GroupNorm(Module):
     """Normalize each group of ``num_channels // num_groups`` channels per sample (input (N, C, *))."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
-                 device: Any = None, dtype: Any = None) -> None:
+                 device: Any = None, dtype: Any = None, *, bias: bool = True) -> None:
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups "
@@ -161,7 +161,10 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         if affine:
             self.weight = Parameter(creation.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(creation.zeros(num_channels, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(creation.zeros(num_channels, device=device, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -170,4 +173,5 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")

@@ -327,11 +327,16 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
-    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
+    """The parameters of a recurrent cell (PyTorch's signature: ``num_chunks`` gate blocks of ``hidden_size``
+    rows); ember's own cells set ``mode`` to pick the step they run."""
+
+    mode = "custom"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
-        self.mode, self.input_size, self.hidden_size, self.bias = mode, input_size, hidden_size, bias
-        gate_size = _GATES[mode] * hidden_size
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        gate_size = num_chunks * hidden_size
         self.weight_ih = Parameter(creation.empty(gate_size, input_size, device=device, dtype=dtype))
         self.weight_hh = Parameter(creation.empty(gate_size, hidden_size, device=device, dtype=dtype))
         if bias:
@@ -412,17 +417,19 @@ class RNNCell(RNNCellBase):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"RNNCell: unknown nonlinearity '{nonlinearity}'")
         self.nonlinearity = nonlinearity
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size, bias,
-                         device, dtype)
+        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         return self._step(input, hx, None)[0]
 
 
 class LSTMCell(RNNCellBase):
+    mode = "LSTM"
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: tuple | None = None) -> tuple[Tensor, Tensor]:
         h, c = (None, None) if hx is None else hx
@@ -430,9 +437,11 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    mode = "GRU"
+
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         return self._step(input, hx, None)[0]

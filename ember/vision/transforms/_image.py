@@ -61,7 +61,8 @@ def from_chw(array: np.ndarray, kind: str, like: Any) -> Any:
     if kind == "tensor":
         if like.ndim == 2:
             array = array[0]
-        return ember.from_numpy(np.ascontiguousarray(array))
+        out = ember.from_numpy(np.ascontiguousarray(array))
+        return out if like.device.type == "cpu" else out.to(like.device)  # back where the input lives
     hwc = np.ascontiguousarray(array.transpose(1, 2, 0))
     if kind == "numpy":
         return hwc[..., 0] if like.ndim == 2 else hwc

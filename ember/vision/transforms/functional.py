@@ -397,3 +397,43 @@ def adjust_hue(img: Any, hue_factor: float) -> Any:
     rgb = _hsv_to_rgb(hsv)
     out = rgb if floating else (rgb * np.float32(255.0)).astype(array.dtype)
     return from_chw(out.astype(array.dtype), kind, img)
+
+
+# ------------------------------------------------------------------------------------------ multi-crop
+def five_crop(img: Any, size: Any) -> tuple:
+    """The four corner crops and the centre crop of ``size`` ((h, w) or an int): (tl, tr, bl, br, center)."""
+    if isinstance(size, numbers.Number):
+        size = (int(size), int(size))
+    elif isinstance(size, (tuple, list)) and len(size) == 1:
+        size = (size[0], size[0])
+    if len(size) != 2:
+        raise ValueError("Please provide only two dimensions (h, w) for size.")
+    image_height, image_width = image_size(img, "five_crop")
+    crop_height, crop_width = size
+    if crop_width > image_width or crop_height > image_height:
+        raise ValueError(f"Requested crop size {size} is bigger than input size {(image_height, image_width)}")
+    tl = crop(img, 0, 0, crop_height, crop_width)
+    tr = crop(img, 0, image_width - crop_width, crop_height, crop_width)
+    bl = crop(img, image_height - crop_height, 0, crop_height, crop_width)
+    br = crop(img, image_height - crop_height, image_width - crop_width, crop_height, crop_width)
+    return tl, tr, bl, br, center_crop(img, [crop_height, crop_width])
+
+
+def ten_crop(img: Any, size: Any, vertical_flip: bool = False) -> tuple:
+    """``five_crop`` of the image, then of its horizontal (or vertical) mirror: ten images."""
+    if isinstance(size, numbers.Number):
+        size = (int(size), int(size))
+    elif isinstance(size, (tuple, list)) and len(size) == 1:
+        size = (size[0], size[0])
+    if len(size) != 2:
+        raise ValueError("Please provide only two dimensions (h, w) for size.")
+    flipped = vflip(img) if vertical_flip else hflip(img)
+    return five_crop(img, size) + five_crop(flipped, size)
+
+
+# The geometric and pixel-value functions live in their own modules (imported last: they use the helpers above).
+from ember.vision.transforms._functional_geometry import (  # noqa: E402
+    _get_inverse_affine_matrix, _get_perspective_coeffs, affine, elastic_transform, perspective, rotate)
+from ember.vision.transforms._functional_color import (  # noqa: E402
+    adjust_gamma, adjust_sharpness, autocontrast, equalize, erase, gaussian_blur, get_image_num_channels, invert,
+    posterize, solarize, to_grayscale)

@@ -29,7 +29,7 @@ from ember.vision.transforms.functional import InterpolationMode
 __all__ = ["Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtype", "Normalize", "Resize",
            "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "Pad",
            "ColorJitter", "Grayscale", "RandomGrayscale", "RandomApply", "RandomChoice", "RandomOrder", "Lambda",
-           "InterpolationMode"]
+           "InterpolationMode", "RandomTransforms"]
 
 
 def _rng() -> np.random.Generator:
@@ -272,6 +272,18 @@ class RandomGrayscale(_Transform):
         return F.rgb_to_grayscale(img, channels) if _rng().random() < self.p else img
 
 
+class RandomTransforms(_Transform):
+    """Base of the transforms that pick among a list of transforms (``RandomChoice``, ``RandomOrder``)."""
+
+    def __init__(self, transforms: Sequence[Callable]) -> None:
+        if not isinstance(transforms, Sequence):
+            raise TypeError("Argument transforms should be a sequence")
+        self.transforms = transforms
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
 class RandomApply(_Transform):
     def __init__(self, transforms: Sequence[Callable], p: float = 0.5) -> None:
         self.transforms = list(transforms)
@@ -285,20 +297,30 @@ class RandomApply(_Transform):
         return img
 
 
-class RandomChoice(_Transform):
+class RandomChoice(RandomTransforms):
     def __init__(self, transforms: Sequence[Callable], p: Sequence[float] | None = None) -> None:
-        self.transforms = list(transforms)
+        super().__init__(list(transforms))
         self.p = None if p is None else [x / sum(p) for x in p]
 
     def __call__(self, img: Any) -> Any:
         return self.transforms[int(_rng().choice(len(self.transforms), p=self.p))](img)
 
 
-class RandomOrder(_Transform):
+class RandomOrder(RandomTransforms):
     def __init__(self, transforms: Sequence[Callable]) -> None:
-        self.transforms = list(transforms)
+        super().__init__(list(transforms))
 
     def __call__(self, img: Any) -> Any:
         for i in _rng().permutation(len(self.transforms)):
             img = self.transforms[i](img)
         return img
+
+
+# The augmentation transforms (rotation, affine, perspective, erasing, blur, ...) and the automatic augmentation
+# policies live in their own modules; they are part of this namespace, as in torchvision.transforms.
+from ember.vision.transforms._augment import *  # noqa: E402,F401,F403
+from ember.vision.transforms._augment import __all__ as _augment_names  # noqa: E402
+from ember.vision.transforms.autoaugment import *  # noqa: E402,F401,F403
+from ember.vision.transforms.autoaugment import __all__ as _autoaugment_names  # noqa: E402
+
+__all__ += _augment_names + _autoaugment_names
