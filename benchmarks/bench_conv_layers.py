@@ -1,9 +1,9 @@
 """Every convolution layer of the ResNet-18 (CIFAR-shaped, batch 128) and MNIST CNN (batch 64)
-workloads, one by one: ember's forward, input gradient and weight gradient against PyTorch's
+workloads, and of two DCGANs (the count column: a GAN step runs the discriminator twice), one by one: ember's forward, input gradient and weight gradient against PyTorch's
 (oneDNN), timed in interleaved rounds in one process, with the ratio ember / torch.
 
     python benchmarks/bench_conv_layers.py                 # all layers
-    python benchmarks/bench_conv_layers.py --only resnet   # or: mnist
+    python benchmarks/bench_conv_layers.py --only resnet   # or: mnist, gan (PyTorch-GAN's dcgan), dcgan64
     python benchmarks/bench_conv_layers.py --rounds 9 --min-time 0.5
     python benchmarks/bench_conv_layers.py --threads 1 --clock cpu   # one thread, CPU time per call
     python benchmarks/bench_conv_layers.py --clock process  # CPU time of all threads (spinning included)
@@ -60,7 +60,27 @@ LAYERS = {
         ("conv1 3x3 1->32 28x28", 1, 64, 1, 28, 28, 32, 3, 1, 1),
         ("conv2 3x3 32->64 14x14", 1, 64, 32, 14, 14, 64, 3, 1, 1),
     ],
+    # PyTorch-GAN's dcgan (MNIST, 32x32, batch 64): the generator's convolutions after each upsampling, its
+    # one-channel output layer, and the discriminator's stride-2 layers from one input channel (a GAN step
+    # runs the discriminator's first layer's input gradient too: the generator trains through it)
+    "gan": [
+        ("G 3x3 128->128 16x16", 1, 64, 128, 16, 16, 128, 3, 1, 1),
+        ("G 3x3 128->64 32x32", 1, 64, 128, 32, 32, 64, 3, 1, 1),
+        ("G 3x3 64->1 32x32", 1, 64, 64, 32, 32, 1, 3, 1, 1),
+        ("D 3x3/2 1->16 32x32", 2, 64, 1, 32, 32, 16, 3, 2, 1),
+        ("D 3x3/2 16->32 16x16", 2, 64, 16, 16, 16, 32, 3, 2, 1),
+        ("D 3x3/2 32->64 8x8", 2, 64, 32, 8, 8, 64, 3, 2, 1),
+    ],
+    # pytorch/examples' dcgan (64x64, batch 64): discriminator layers (their input gradients are the
+    # generator's transposed convolutions' shapes, mirrored)
+    "dcgan64": [
+        ("D 4x4/2 3->64 64x64", 2, 64, 3, 64, 64, 64, 4, 2, 1),
+        ("D 4x4/2 64->128 32x32", 2, 64, 64, 32, 32, 128, 4, 2, 1),
+        ("D 4x4/2 128->256 16x16", 2, 64, 128, 16, 16, 256, 4, 2, 1),
+    ],
 }
+# Layers whose input gradient a training step also needs, though they come first in their list.
+NEEDS_INPUT_GRAD = {"gan", "dcgan64"}
 
 
 def layer_fns(n, c, h, w, o, k, s, p, first: bool) -> dict:
@@ -157,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         totals = {"ember": 0.0, "torch": 0.0}
         for index, (name, count, *shape) in enumerate(LAYERS[model]):
             with ember.no_grad():
-                fns = layer_fns(*shape, first=index == 0)
+                fns = layer_fns(*shape, first=index == 0 and model not in NEEDS_INPUT_GRAD)
                 check(fns)
                 t = interleaved(fns, args.rounds, args.min_time, clock)
             cells, layer = [], {"ember": 0.0, "torch": 0.0}

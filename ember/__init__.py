@@ -141,6 +141,19 @@ from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-c
 from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
 from ember import _inductor  # noqa: E402,F401  (torch._inductor.config: settings programs write, read by nothing)
+import ember.ao.nn  # noqa: E402,F401  (torch.ao.nn: quantized, QAT and fused modules, docs/quantization.md)
+import ember.ao.quantization  # noqa: E402,F401  (torch.ao.quantization: observers, qconfigs, prepare/convert)
+from ember.ao.qdtypes import (  # noqa: E402,F401  (torch.qint8, torch.per_tensor_affine, ...)
+    per_channel_affine, per_channel_affine_float_qparams, per_channel_symmetric, per_tensor_affine,
+    per_tensor_symmetric, qint8, qint32, qscheme, quint8,
+)
+from ember.ao.qtensor import (  # noqa: E402,F401
+    dequantize, int_repr, q_per_channel_axis, q_per_channel_scales, q_per_channel_zero_points, q_scale, q_zero_point,
+    quantize_per_channel, quantize_per_tensor,
+)
+from ember.ao.fake_quantize_ops import (  # noqa: E402,F401
+    fake_quantize_per_channel_affine, fake_quantize_per_tensor_affine,
+)
 from ember import _layout  # noqa: E402
 _layout.install()  # PyTorch's module paths: ember.cuda.amp, ember.utils.data.dataloader, ember.optim.adamw
 from ember.ops import out_arg as _out_arg  # noqa: E402

@@ -44,6 +44,11 @@ TORCH_LAYOUT: dict[str, str] = {
     "ember.nn.utils.convert_parameters": "ember.nn.utils",
     "ember.nn.utils.spectral_norm": "ember.nn.utils",
     "ember.nn.utils.stateless": "ember.func",  # functional_call
+    "ember.quantization": "ember.ao.quantization",  # PyTorch's older paths of torch.ao's quantization
+    "ember.nn.quantized": "ember.ao.nn.quantized",
+    "ember.nn.quantized.dynamic": "ember.ao.nn.quantized.dynamic",
+    "ember.nn.intrinsic": "ember.ao.nn.intrinsic",
+    "ember.nn.qat": "ember.ao.nn.qat",
     "ember.optim.adamw": "ember.optim.adam",
     "ember.optim.adamax": "ember.optim.more",
     "ember.optim.adadelta": "ember.optim.more",

@@ -132,3 +132,8 @@ def _with_suffixes(text: str, suffixes: list[str], indent: int) -> str:
             parts.append(", " + suffix)
             last += len(suffix) + 2
     return "".join(parts) + ")"
+
+
+# For other printouts built the same way (quantized tensors, ember/ao/qtensor.py).
+format_body = _format_array
+with_suffixes = _with_suffixes

@@ -88,7 +88,9 @@ def _exclude(namespace: str, reason: str, *patterns: str) -> None:
         EXCLUDED[(namespace, p)] = reason
 
 
-_QUANT = "quantization: ember has no quantized tensors"
+_QUANT = ("quantization beyond ember.ao's eager mode (docs/quantization.md): quantized RNN ops, 4/2-bit dtypes, "
+          "fused observer kernels, empty quantized factories")
+_QUANT_METHODS = "quantized-tensor methods: ember has them on its QuantizedTensor only (docs/quantization.md)"
 _SPARSE = ("compressed sparse layouts (CSR/CSC/BSR/BSC) and semi-structured 2:4 sparsity: ember's sparse tensors "
            "are COO only (docs/sparse.md)")
 _COMPLEX = "complex32 (ComplexHalf): ember's complex dtypes are complex64/complex128"
@@ -98,10 +100,10 @@ _SYM = "symbolic shapes / dynamo / export internals (ember.compile has its own t
 _INTERNAL = "C++ runtime internals, storages and deprecated typed storages"
 _NAMED = "named tensors (a prototype in PyTorch)"
 _NESTED = "nested/jagged tensors"
+_exclude("Tensor", _QUANT_METHODS, "dequantize", "q_*", "qscheme", "int_repr", "is_quantized")
 for ns in ("torch", "Tensor"):
-    _exclude(ns, _QUANT, "quantize_*", "dequantize", "q_*", "*quantized*", "fake_quantize*", "qscheme",
-             "per_tensor_*", "per_channel_*", "int_repr", "qint*", "quint*", "fused_moving_avg_obs_fake_quant",
-             "choose_qparams*", "is_quantized", "_fused*")
+    _exclude(ns, _QUANT, "quantize_per_tensor_dynamic", "*quantized*", "quint4x2", "quint2x4",
+             "fused_moving_avg_obs_fake_quant", "choose_qparams*", "_fused*", "_make_per_*")
     _exclude(ns, _SPARSE, "sparse_csr_*", "sparse_csc_*", "sparse_bsr_*", "sparse_bsc_*", "sparse_compressed_*",
              "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc", "crow_indices", "col_indices",
              "ccol_indices", "row_indices", "_to_sparse*")

@@ -243,6 +243,7 @@ _PINNED: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDicti
 
 from ember.backends import cudnn, mps  # noqa: E402,F401  (torch.backends.cudnn / .mps: modules, as in PyTorch)
 from ember.backends import mkldnn, openmp  # noqa: E402,F401  (torch.backends.mkldnn / .openmp: PyTorch's switches)
+from ember.backends import quantized  # noqa: E402,F401  (torch.backends.quantized.engine: the quantized engine)
 from ember.backends import cuda_flags as cuda  # noqa: E402,F401  (torch.backends.cuda; see cuda_flags.py)
 from ember import _config
 

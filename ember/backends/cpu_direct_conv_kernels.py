@@ -10,8 +10,7 @@ input (row stride ``Hp*Wp``, contiguous rows) and ``W_t`` a strided view of the 
 tile of ``Y`` sums its taps in registers and L1, and nothing is copied but the padded input and the output.
 The ``Wp - OW`` columns of each row past the output width are computed and dropped (2 of 16 for a 3x3 on
 14x14 maps). The input gradient of a stride-1 convolution is the same product with the flipped, transposed
-kernel; the weight gradient is ``dW_t (C, O) += X_{n,t} (C, P) @ G_n^T (P, O)`` with ``G_n^T`` the output
-gradient channels-last on the padded width (zeros in the dropped columns).
+kernel. (The weight gradient runs in ``cpu_indirect_conv_kernels``.)
 
 Measured against Winograd F(4x4) and im2col in docs/cpu-performance.md ("Direct convolutions"); used by
 ``ember/ops/conv_direct.py``.
@@ -54,28 +53,8 @@ def forward_images(n0, n1, rows, kc, p_total, a, sai, sak, a_taps, b, b_image, l
                           ldb, c_tile, ldc, 1 if t > 0 else 0, mask, 0)
 
 
-@numba.njit(cache=True, nogil=True)
-def weight_images(n0, n1, rows, cols, kc, a, a_image, sai, a_taps, b, b_image, ldb, b_taps, c, c_tap,
-                  ldc):  # pragma: no cover - compiled
-    """For images ``[n0, n1)`` and each tap t: ``C_t[:rows, :cols] += A_{n,t}[:rows, :kc] @ B_{n,t}[:kc, :cols]``
-    (``C_t`` must start zeroed). ``A_{n,t}``'s element (r, k) at ``a + 4 * (n * a_image + a_taps[t] + r * sai
-    + k)``; ``B_{n,t}``'s row k at ``b + 4 * (n * b_image + b_taps[t] + k * ldb)`` (contiguous); ``C_t``'s row r
-    at ``c + 4 * (t * c_tap + r * ldc)``."""
-    taps = a_taps.shape[0]
-    for n in range(n0, n1):
-        for t in range(taps):
-            for i0 in range(0, rows, ROWS):
-                r = min(ROWS, rows - i0)
-                for j0 in range(0, cols, COLUMNS):
-                    width = min(COLUMNS, cols - j0)
-                    mask = _FULL if width == COLUMNS else (1 << width) - 1
-                    _tile(r, kc, a + 4 * (n * a_image + a_taps[t] + i0 * sai), sai, 1,
-                          b + 4 * (n * b_image + b_taps[t] + j0), ldb, c + 4 * (t * c_tap + i0 * ldc + j0), ldc, 1,
-                          mask, 0)
-
-
 def build() -> dict[str, Callable[..., Any]]:
-    """``conv_direct_forward`` and ``conv_direct_weight`` on AVX-512 hosts (the micro-kernel's), else ``{}``."""
+    """``conv_direct_forward`` on AVX-512 hosts (the micro-kernel's), else ``{}``."""
     if not host_has_avx512():
         return {}
-    return {"conv_direct_forward": forward_images, "conv_direct_weight": weight_images}
+    return {"conv_direct_forward": forward_images}

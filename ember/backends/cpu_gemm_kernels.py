@@ -72,13 +72,17 @@ def host_has_avx512() -> bool:
     return bool(features.get("avx512f", False)) and bool(features.get("fma", False))
 
 
-def _microkernel(rows: int) -> Any:
+def _microkernel(rows: int, indirect: bool = False) -> Any:
     """A numba intrinsic ``tile(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)`` (all 64-bit ints;
     a, b, c, bias are addresses of float32 data): ``C[:rows, cols] (+)= A[:rows, :kc] @ B[:kc, cols]``, plus
     ``bias[cols]`` after the sum when ``bias`` is not 0 (the same rounding as adding it afterwards), for the
     columns whose bits are set in ``mask`` (bit j: column j of the 32), A's element (i, k) at
     ``a + 4 * (i * sai + k * sak)``, B's row k at ``b + 4 * k * ldb``, C's row i at ``c + 4 * i * ldc``.
-    ``kc`` must be at least 1."""
+    ``kc`` must be at least 1.
+
+    ``indirect``: ``sai`` and ``ldb`` are addresses of int64 tables instead, A's row i at ``a + 4 * sai[i]``
+    and B's row k at ``b + 4 * ldb[k]`` (offsets in elements): the indirect convolution of
+    ``cpu_indirect_conv_kernels``, whose rows of B are shifted windows of an input plane."""
     i64, i32, f32 = ir.IntType(64), ir.IntType(32), ir.FloatType()
     vec, bits = ir.VectorType(f32, 16), ir.VectorType(ir.IntType(1), 16)
     fptr, vptr = f32.as_pointer(), vec.as_pointer()
@@ -96,7 +100,11 @@ def _microkernel(rows: int) -> Any:
         a_ptr, b_ptr, c_ptr = (builder.inttoptr(x, fptr) for x in (a, b, c))
         masks = [builder.bitcast(builder.trunc(builder.lshr(mask, ir.Constant(i64, 16 * j)), ir.IntType(16)), bits)
                  for j in range(VECTORS)]
-        row_offsets = [builder.mul(sai, ir.Constant(i64, i)) for i in range(rows)]
+        if indirect:  # the rows' offsets are read once, before the loop
+            a_rows, b_rows = builder.inttoptr(sai, i64.as_pointer()), builder.inttoptr(ldb, i64.as_pointer())
+            row_offsets = [builder.load(builder.gep(a_rows, [ir.Constant(i64, i)])) for i in range(rows)]
+        else:
+            row_offsets = [builder.mul(sai, ir.Constant(i64, i)) for i in range(rows)]
 
         entry = builder.block
         loop = builder.append_basic_block("gemm_k")
@@ -109,7 +117,7 @@ def _microkernel(rows: int) -> Any:
         for row in acc:
             for phi in row:
                 phi.add_incoming(zero, entry)
-        b_row = builder.mul(k, ldb)
+        b_row = builder.load(builder.gep(b_rows, [k])) if indirect else builder.mul(k, ldb)
         b_vectors = []
         for j in range(VECTORS):
             p = builder.gep(b_ptr, [builder.add(b_row, ir.Constant(i64, 16 * j))])
@@ -159,6 +167,8 @@ def _microkernel(rows: int) -> Any:
 
 
 t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12 = (_microkernel(r) for r in range(1, ROWS + 1))
+# the indirect tiles (row tables for A and B), for cpu_indirect_conv_kernels
+x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12 = (_microkernel(r, indirect=True) for r in range(1, ROWS + 1))
 
 
 @numba.njit(inline="always")
@@ -188,6 +198,35 @@ def _tile(rows, kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias):  # pra
         t2(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
     else:
         t1(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
+
+
+@numba.njit(inline="always")
+def _tile_indirect(rows, kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias):  # pragma: no cover - compiled
+    """The indirect micro-kernel (``_microkernel(rows, indirect=True)``) for ``rows`` (1..12) rows."""
+    if rows == 12:
+        x12(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 11:
+        x11(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 10:
+        x10(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 9:
+        x9(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 8:
+        x8(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 7:
+        x7(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 6:
+        x6(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 5:
+        x5(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 4:
+        x4(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 3:
+        x3(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    elif rows == 2:
+        x2(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
+    else:
+        x1(kc, a, a_rows, sak, b, b_rows, c, ldc, accumulate, mask, bias)
 
 
 @numba.njit(cache=True, nogil=True)

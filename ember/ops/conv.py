@@ -30,6 +30,7 @@ from ember.backends.cpu_threads import num_threads
 from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import conv_direct as direct
+from ember.ops import conv_indirect as indirect
 from ember.ops import cost, dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
@@ -151,12 +152,12 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
 
 
 DIRECT_MIN_WIDTH = 10  # output columns: each row also computes kw - 1 dropped ones (2 of 16 at 14 wide)
-# The direct weight gradient only up to this many (input, output) channel pairs: with 16 -> 32 channels on
-# 32x32 maps it measured 9.5 ms against Winograd's 15.1, with 32 -> 64 on 14x14 (MNIST's conv2) the same on one
-# thread (5.2-6.0 / 5.8-5.9) and far less on two (it calls no BLAS: 2.8 ms of the calling thread's CPU against
-# 34 for Winograd's threaded BLAS products under load), with 64 -> 64 on 28x28 and 56x56 about twice
-# Winograd's time (docs/cpu-performance.md).
-DIRECT_WEIGHT_MAX_PAIRS = 2048
+# Where the direct forward applies (stride 1, 16+ channels each way), the weight gradient runs indirect
+# (``conv_indirect.weight_grad``, the sums blocked over 256 pixels) up to this many (input, output) channel pairs:
+# one thread, 32 -> 64 on 14x14 (MNIST's conv2) 3.1 ms against the direct kernel's 3.6, 64 -> 64 on 28x28 9.9
+# against 14.2, 128 -> 64 on 32x32 62 against 101; 128 -> 128 on 16x16 27 against Winograd's 22
+# (docs/cpu-performance.md, "conv13").
+INDIRECT_WEIGHT_MAX_PAIRS = 8192
 
 
 def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tuple, groups: int, dtype: Any) -> bool:
@@ -166,12 +167,74 @@ def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tu
     ``EMBER_CONV_ALGORITHM=im2col``. Measured faster than Winograd F(4x4) and im2col on such layers (MNIST's
     conv2, 32 -> 64 on 14x14: forward 4.98 -> 2.93 ms, input gradient 5.53 -> 2.95 ms, one thread), slower
     on ResNet's 8x8 and smaller maps, where Winograd stays (docs/cpu-performance.md). The weight gradient
-    runs direct only for few channel pairs (``DIRECT_WEIGHT_MAX_PAIRS``), where it measured faster."""
+    runs indirect on such layers (``_indirect_weight``)."""
     if xp is not np or _config.CONV_ALGORITHM == "im2col" or groups != 1 or tuple(stride) != (1, 1):
         return False
     if np.dtype(dtype) != np.float32 or x_shape[1] < 16 or w_shape[0] < 16 or w_shape[2] * w_shape[3] < 2:
         return False
     return x_shape[3] - dilation[1] * (w_shape[3] - 1) >= DIRECT_MIN_WIDTH and direct.available(xp)
+
+
+INDIRECT_MIN_WIDTH = 12  # output columns: each row also computes (kw - 1) * dw // sw dropped ones
+INDIRECT_MIN_DEPTH = 16  # C*kh*kw: shorter sums store each output tile for too few multiply-adds
+INDIRECT_WEIGHT_MIN_OUT = 32  # output channels: the weight gradient's columns, 32 to a tile
+
+
+def _indirect_base(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                   groups: int, dtype: Any) -> bool:
+    """What every indirect pass needs: NumPy float32, one group, the kernels (numba, AVX-512F), not
+    ``EMBER_CONV_ALGORITHM=im2col``, and output rows of ``INDIRECT_MIN_WIDTH``+ pixels."""
+    if xp is not np or _config.CONV_ALGORITHM == "im2col" or groups != 1 or np.dtype(dtype) != np.float32:
+        return False
+    ow = out_size(x_shape[3], w_shape[3], stride[1], padding[2], padding[3], dilation[1])
+    return ow >= INDIRECT_MIN_WIDTH and indirect.available(xp)
+
+
+def _indirect(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+              dtype: Any) -> bool:
+    """Whether the forward runs as an indirect convolution on the input's phases (``conv_indirect``: ember's
+    AVX-512 micro-kernel reading shifted rows of the input through a table, no im2col columns), asked after
+    ``_direct``: 16+ output channels (the tiles' rows) and sums ``INDIRECT_MIN_DEPTH``+ deep (``_indirect_base``
+    besides). Measured against what ran before (one thread): ResNet's 7x7/2 stem 9.7 -> 5.6 ms; a DCGAN
+    discriminator's 4x4/2 64 -> 128 on 32x32 73 -> 29; 3 -> 16 on 32x32 1.4 -> 0.8. Not: one input channel with
+    a 3x3 kernel (9-deep sums: MNIST's 1 -> 32 per-image im2col 0.75 against 0.91; 1 -> 16 stride 2 0.17 against
+    0.22); maps of 8x8 and less (ResNet-18's stride-2 layers
+    on 32x32 images), where the dropped columns are a third of each row; and layers with fewer output channels,
+    where the kernels measured 4-28x faster than the NumPy-only install's per-image im2col (a generator's 64 -> 1
+    output layer forward 27 -> 4.0 ms, input gradient 73 -> 2.6): a cliff the NumPy path must close first
+    (docs/cpu-performance.md, "conv13")."""
+    if w_shape[0] < 16 or w_shape[1] * w_shape[2] * w_shape[3] < INDIRECT_MIN_DEPTH:
+        return False
+    return _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+
+
+def _indirect_input(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                    groups: int, dtype: Any) -> bool:
+    """Whether the input gradient of a strided layer runs as ``conv_indirect.input_grad`` (each phase of the
+    input a stride-1 indirect convolution of ``g``; also ``conv_transpose2d``'s forward): no dilation, 16+
+    channels each way, input rows of 16+ pixels per phase, ``_indirect_base``. Measured (one thread): 4x4/2
+    64 -> 128 on 32x32 78 -> 43 ms (torch 27); not on 16x16 with 128 channels (40 against 43) nor to 3
+    channels (8 against 23)."""
+    if tuple(dilation) != (1, 1) or tuple(stride) == (1, 1) or x_shape[1] < 16 or w_shape[0] < 16:
+        return False
+    return x_shape[3] // stride[1] >= 16 and _indirect_base(xp, x_shape, w_shape, stride, padding, dilation,
+                                                            groups, dtype)
+
+
+def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                     groups: int, dtype: Any) -> bool:
+    """Whether the weight gradient runs as ``conv_indirect.weight_grad`` (``x`` must be finite as well):
+    ``INDIRECT_WEIGHT_MIN_OUT``+ output channels (its columns: 16 fill half of each vector, and measured a tie
+    or slower) and ``_indirect_base``; at stride 1 with 16+ input channels (the direct
+    path's layers) only up to ``INDIRECT_WEIGHT_MAX_PAIRS`` channel pairs. Measured (one thread): the stem 7.4 ->
+    5.0 ms, MNIST's conv1 1.04 -> 0.71 and conv2 3.6 -> 3.1 (the direct kernel), 128 -> 64 on 32x32 101 -> 62."""
+    if w_shape[0] < INDIRECT_WEIGHT_MIN_OUT or not _indirect_base(xp, x_shape, w_shape, stride, padding, dilation,
+                                                                   groups, dtype):
+        return False
+    if tuple(stride) == (1, 1) and _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups,
+                                           dtype):
+        return w_shape[0] * w_shape[1] <= INDIRECT_WEIGHT_MAX_PAIRS
+    return True
 
 
 def _finite(xp: Any, *arrays: Any) -> bool:
@@ -260,7 +323,7 @@ def _per_image(groups: int, oh: int, ow: int) -> bool:
 def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
               groups: int, dtype: Any) -> str:
     """The algorithm the forward runs with for these shapes (finite inputs), as benchmarks print it:
-    ``dense``, ``winograd F4`` / ``winograd F2``, ``per-image``, ``im2col NHWC`` or ``grouped``,
+    ``dense``, ``direct``, ``indirect``, ``winograd F4`` / ``winograd F2``, ``per-image``, ``im2col NHWC`` or ``grouped``,
     after ``trim+`` when padding-only taps are dropped first.
 
     Example:
@@ -276,6 +339,8 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
         return prefix + "dense"
     if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
         return prefix + "direct"
+    if _indirect(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+        return prefix + "indirect"
     m = winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
     if m:
         return f"{prefix}winograd F{m}"
@@ -352,6 +417,8 @@ def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
                       (x.shape[0], w.shape[0], 1, 1))
     if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
         return direct.forward(xp, x, w, padding, dilation)
+    if _indirect(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+        return indirect.forward(xp, x, w, stride, padding, dilation)
     m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
     if m and _finite(xp, w):  # x is checked by each thread on its images
         out = _winograd_forward(xp, x, w, padding, m)
@@ -383,6 +450,9 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     if (_direct(xp, _padded_shape(input_shape, padding), w.shape, stride, dilation, groups, g.dtype)
             and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
         return direct.input_grad(xp, g, w, tuple(input_shape), padding, dilation)
+    if (_indirect_input(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
+            and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
+        return indirect.input_grad(xp, g, w, tuple(input_shape), stride, padding)
     m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
     if m and _finite(xp, w):
         gx = winograd.input_grad(xp, g, w, padding, m, finite_only=True)
@@ -419,10 +489,10 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         return gw
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
-    if (weight_shape[0] * weight_shape[1] <= DIRECT_WEIGHT_MAX_PAIRS
-            and _direct(xp, _padded_shape(x.shape, padding), weight_shape, stride, dilation, groups, x.dtype)
-            and _finite(xp, x)):  # an inf of x would meet the zero columns of g past the output width (NaN)
-        return direct.weight_grad(xp, x, g, tuple(weight_shape), padding, dilation)
+    geometry = (x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    # an inf of x would meet the zero columns of g past the output width (NaN): such inputs take the other paths
+    if _indirect_weight(xp, *geometry) and _finite(xp, x):
+        return indirect.weight_grad(xp, x, g, tuple(weight_shape), stride, padding, dilation)
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     v = _winograd_input(xp, x, padding, m) if m else None
     if v is not None:

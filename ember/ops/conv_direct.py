@@ -1,17 +1,16 @@
-"""Direct stride-1 convolutions (forward, input gradient, weight gradient) on ember's AVX-512 micro-kernel.
+"""Direct stride-1 convolutions (forward, input gradient) on ember's AVX-512 micro-kernel.
 
 The products are those of ``ember/backends/cpu_direct_conv_kernels.py``: every tap's input is the padded
 input plane shifted, so no im2col columns are built and the GEMM micro-kernel reads the data in place. Each
 pass splits the images over ember's threads (``parallel_for``; the kernels release the GIL, and no BLAS call
 is made, so no OpenBLAS thread is left spinning against them); each thread pads its images, runs the
-kernel and writes its outputs (the weight gradient: its own (taps, C, O) sum, the sums added in a fixed
-order at the end).
+kernel and writes its outputs. (The weight gradient of these layers runs in ``conv_indirect``, whose sums are
+blocked over pixels: faster than this module's former direct weight kernel, docs/cpu-performance.md "conv13".)
 
 conv.py uses it (``applicable``) for float32, one group, stride 1, on CPUs where the kernel exists (numba,
 AVX-512F), for the layers where it measured faster than Winograd and im2col (docs/cpu-performance.md).
-Non-finite values take the other paths: the columns past the output width (computed, then dropped) would
-turn an inf of the input or the weights into NaN in the weight or input gradient, where PyTorch's
-convolution never multiplies them.
+Non-finite weights take the other paths in the input gradient: the columns past the output width (computed,
+then dropped) would turn an inf into NaN there, where PyTorch's convolution never multiplies them.
 
 Example:
     >>> import numpy as np
@@ -85,52 +84,23 @@ def _correlate(x: Any, a: Any, a_strides: tuple, a_taps: Any, rows: int, padding
 def forward(xp: Any, x: Any, w: Any, padding: tuple, dilation: tuple) -> Any:
     """The stride-1 convolution of float32 ``x`` (N, C, H, W) with ``w`` (O, C, kh, kw), NCHW."""
     o, c, kh, kw = w.shape
-    w = np.ascontiguousarray(w, np.float32)
-    taps = np.array([i * kw + j for i in range(kh) for j in range(kw)], np.int64)  # w[o, c, i, j]
-    return _correlate(x, w, (c * kh * kw, kh * kw), taps, o, padding, dilation, kh, kw)
+    # A_t (O, C) from w laid out (kh, kw, C, O): a tile's 12 broadcasts per k are neighbours (one cache line);
+    # through w's own strides they were 12 lines apart (the forward of MNIST's conv2 ran ~6% slower)
+    a = np.ascontiguousarray(np.asarray(w, np.float32).transpose(2, 3, 1, 0))
+    taps = np.arange(kh * kw, dtype=np.int64) * (c * o)
+    return _correlate(x, a, (1, o), taps, o, padding, dilation, kh, kw)
 
 
 def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, padding: tuple, dilation: tuple) -> Any:
     """The gradient in ``x``: ``g`` padded by ``d*(k-1) - p`` on each side, correlated with the kernel
     flipped and transposed (``A_t[c, o] = w[o, c, kh-1-i, kw-1-j]``)."""
     o, c, kh, kw = w.shape
-    w = np.ascontiguousarray(w, np.float32)
-    taps = np.array([(kh - 1 - i) * kw + (kw - 1 - j) for i in range(kh) for j in range(kw)], np.int64)
+    a = np.ascontiguousarray(np.asarray(w, np.float32).transpose(2, 3, 0, 1))  # (kh, kw, O, C): A_t's rows neighbours
+    taps = np.array([(kh - 1 - i) * kw + (kw - 1 - j) for i in range(kh) for j in range(kw)], np.int64) * (o * c)
     dh, dw = dilation
     pads = (dh * (kh - 1) - padding[0], dh * (kh - 1) - padding[1], dw * (kw - 1) - padding[2],
             dw * (kw - 1) - padding[3])
-    gx = _correlate(g, w, (kh * kw, c * kh * kw), taps, c, pads, dilation, kh, kw)
+    gx = _correlate(g, a, (1, c), taps, c, pads, dilation, kh, kw)
     assert gx.shape == tuple(input_shape), (gx.shape, input_shape)
     return gx
 
-
-def weight_grad(xp: Any, x: Any, g: Any, weight_shape: tuple, padding: tuple, dilation: tuple) -> Any:
-    """The gradient in ``w``: per tap ``dW_t (C, O) = sum_n X_{n,t} (C, P) @ G_n^T (P, O)``, ``G_n^T`` the
-    output gradient channels-last on the padded width, zero in the dropped columns."""
-    kernel = native_kernel(np, "conv_direct_weight")
-    o, c, kh, kw = weight_shape
-    n = x.shape[0]
-    oh, ow = g.shape[2:]
-    hp = x.shape[2] + padding[0] + padding[1]
-    wp = x.shape[3] + padding[2] + padding[3]
-    p_total = (oh - 1) * wp + ow
-    a_taps = np.array([i * dilation[0] * wp + j * dilation[1] for i in range(kh) for j in range(kw)], np.int64)
-    no_shift = np.zeros(kh * kw, np.int64)  # every tap reads the same output gradient
-    partial: dict[int, Any] = {}
-
-    def run(start: int, stop: int) -> None:
-        xpad = _padded(x, start, stop, padding, dilation, kh, kw)
-        gt = np.empty((stop - start, oh, wp, o), np.float32)
-        gt[:, :, ow:] = 0
-        gt[:, :, :ow] = g[start:stop].transpose(0, 2, 3, 1)
-        total = np.zeros((kh * kw, c, o), np.float32)
-        kernel(0, stop - start, c, o, p_total, xpad.ctypes.data, c * hp * wp, hp * wp, a_taps, gt.ctypes.data,
-               oh * wp * o, o, no_shift, total.ctypes.data, c * o, o)
-        partial[start] = total
-
-    _split(run, n, 2.0 * n * o * c * kh * kw * oh * wp)
-    parts = [partial[key] for key in sorted(partial)]  # a fixed order: the same sum every run
-    total = parts[0]
-    for part in parts[1:]:
-        total += part
-    return np.ascontiguousarray(total.reshape(kh, kw, c, o).transpose(3, 2, 0, 1))

@@ -382,6 +382,8 @@ def _check_output_size(op: str, input: Any, kernel: tuple, stride: tuple, paddin
 def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Any:
     """Max over kh x kw windows; ``return_indices`` also gives flat H*W indices (for max_unpool2d)."""
+    if getattr(input, "is_quantized", False) and not return_indices:  # ember.ao's quantized tensor: exact max
+        return input.max_pool2d(kernel_size, stride, padding, dilation, ceil_mode)
     kernel, stride, padding, dilation = _pool_args("max_pool2d", input, kernel_size, stride, padding, dilation)
     _check_output_size("max_pool2d", input, kernel, stride, padding, dilation, ceil_mode)
     unbatched = input.ndim == 3
@@ -477,6 +479,8 @@ def _adaptive_matrix(size: int, out: int, dtype: Any, device: Any) -> Any:
 
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     """Average pool to a fixed output size; windows as PyTorch's (separable, so two small matmuls)."""
+    if getattr(input, "is_quantized", False):  # ember.ao's quantized tensor
+        return input.adaptive_avg_pool2d(output_size)
     if input.ndim not in (3, 4):
         raise RuntimeError(f"adaptive_avg_pool2d: expected 3-D or 4-D input, got shape {tuple(input.shape)}")
     h, w = input.shape[-2:]

@@ -167,6 +167,8 @@ def unsqueeze(input: Any, dim: int) -> Any:
 
 
 def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
+    if getattr(input, "is_quantized", False):  # ember.ao's quantized tensor keeps its quantizer
+        return input.flatten(start_dim, end_dim)
     if input.ndim == 0:
         return reshape(input, (1,))
     start, end = input._dim(start_dim, "flatten"), input._dim(end_dim, "flatten")

@@ -26,6 +26,8 @@ from ember import dtypes
 from ember.creation import _wrap_array
 from ember.device import device, to_device
 from ember.tensor import Size, Tensor
+from ember.ao.qdtypes import per_channel_affine, per_tensor_affine, qint8, qint32, quint8
+from ember.ao.qtensor import from_ints, from_ints_per_channel
 from ember.sparse.construct import sparse_coo_tensor
 from ember.sparse._index import is_sorted_unique, linear_keys
 from ember.surface.constants import sparse_coo, strided
@@ -44,12 +46,17 @@ TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", 
                 "complex128": "complex128", "cdouble": "complex128"}
 
 
+# PyTorch's storages of quantized tensors (their integers) -> ember dtype name; kept out of DTYPE_STORAGES, so plain
+# uint8/int8/int32 tensors are still written as Byte/Char/IntStorage
+QUANTIZED_STORAGES = {"QUInt8Storage": "uint8", "QInt8Storage": "int8", "QInt32Storage": "int32"}
+
+
 class StorageType:
     """What ``torch FloatStorage`` (etc.) unpickles to: only its dtype matters."""
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.dtype_name = STORAGE_DTYPES[name]
+        self.dtype_name = STORAGE_DTYPES.get(name) or QUANTIZED_STORAGES[name]
 
     def numpy_dtype(self, where: Any) -> np.dtype:
         dt = dtypes.to_dtype(self.dtype_name)
@@ -208,6 +215,46 @@ def get_layout(name: Any) -> Any:
     return layouts[name]
 
 
+def rebuild_qtensor(storage: Any, storage_offset: Any, size: Any, stride: Any, quantizer_params: Any,
+                    requires_grad: Any = False, backward_hooks: Any = None) -> Any:
+    """``torch._utils._rebuild_qtensor``: a quantized tensor from its integers and checked quantizer."""
+    ints = rebuild_tensor(storage, storage_offset, size, stride, False)
+    if ints is None:  # legacy format's first pass
+        return None
+    what = f"quantized tensor in storage {storage.key!r}"
+    if requires_grad is not False:
+        raise CheckpointError("pickle", what, "requires_grad must be False for a quantized tensor")
+    if not isinstance(quantizer_params, tuple) or not quantizer_params:
+        raise CheckpointError("pickle", what, f"quantizer {quantizer_params!r:.60} is not a tuple")
+    qdtype = {"uint8": quint8, "int8": qint8, "int32": qint32}.get(ints.dtype.name)
+    if qdtype is None:
+        raise CheckpointError("pickle", what, f"integers of dtype {ints.dtype.name} are no quantized storage")
+    scheme, *params = quantizer_params
+    if scheme is per_tensor_affine and len(params) == 2:
+        scale, zero_point = params
+        if not isinstance(scale, float) or not math.isfinite(scale) or isinstance(zero_point, bool) \
+                or not isinstance(zero_point, int) or not qdtype.qmin <= zero_point <= qdtype.qmax:
+            raise CheckpointError("pickle", what, f"per-tensor quantizer (scale {scale!r:.30}, zero_point "
+                                  f"{zero_point!r:.30}) is not a finite float and an integer in {qdtype}'s range")
+        return from_ints(ints.numpy(), qdtype, scale, zero_point)
+    if scheme is per_channel_affine and len(params) == 3:
+        scales, zero_points, axis = params
+        axis = _int(axis, "quantization axis")
+        if not (isinstance(scales, Tensor) and isinstance(zero_points, Tensor)) or axis >= max(len(ints.shape), 1) \
+                or scales.ndim != 1 or scales.shape != zero_points.shape \
+                or (len(ints.shape) and scales.shape[0] != ints.shape[axis]):
+            raise CheckpointError("pickle", what, f"per-channel quantizer (axis {axis}) does not match the shape "
+                                  f"{tuple(ints.shape)}")
+        scale_values = np.asarray(scales.numpy(), np.float64)
+        zp_values = np.asarray(zero_points.numpy()).astype(np.int64)
+        if not np.all(np.isfinite(scale_values)) or np.any(zp_values < qdtype.qmin) or np.any(zp_values > qdtype.qmax):
+            raise CheckpointError("pickle", what, "per-channel scales must be finite and zero points in the dtype's "
+                                  "range")
+        return from_ints_per_channel(ints.numpy(), qdtype, scale_values, zp_values, axis)
+    raise CheckpointError("pickle", what, f"quantization scheme {scheme!r:.40} with {len(params)} parameters is not "
+                          "supported (per_tensor_affine, per_channel_affine)")
+
+
 def make_size(dims: Any = ()) -> Any:
     """``torch.Size((2, 3))``."""
     return Size(_int_tuple(dims, "torch.Size"))
@@ -239,14 +286,17 @@ def _allowed() -> dict[str, Any]:
         "torch._utils._rebuild_parameter": rebuild_parameter,
         "torch._utils._rebuild_parameter_with_state": rebuild_parameter_with_state,
         "torch.Size": make_size, "torch.device": make_device,
-        "torch._utils._rebuild_sparse_tensor": rebuild_sparse_tensor, "torch.serialization._get_layout": get_layout,
+        "torch._utils._rebuild_sparse_tensor": rebuild_sparse_tensor,
+        "torch._utils._rebuild_qtensor": rebuild_qtensor,
+        "torch.per_tensor_affine": per_tensor_affine, "torch.per_channel_affine": per_channel_affine,
+        "torch.qint8": qint8, "torch.quint8": quint8, "torch.qint32": qint32, "torch.serialization._get_layout": get_layout,
         "torch.sparse_coo": sparse_coo,
         "collections.OrderedDict": collections.OrderedDict,
         "_codecs.encode": codecs_encode,
         "builtins.set": set, "builtins.frozenset": frozenset, "builtins.slice": slice, "builtins.complex": complex,
         "torch.nn.parameter.Parameter": None,  # resolved below (import cycle)
     }
-    for name in STORAGE_DTYPES:
+    for name in (*STORAGE_DTYPES, *QUANTIZED_STORAGES):
         table[f"torch.{name}"] = StorageType(name)
     for name, ember_name in TORCH_DTYPES.items():
         table[f"torch.{name}"] = dtypes.to_dtype(ember_name)
@@ -269,7 +319,6 @@ def allowed() -> dict[str, Any]:
 
 # Names refused with a specific reason instead of "not allowed".
 UNSUPPORTED = {
-    "torch._utils._rebuild_qtensor": "quantized tensors are not supported by ember",
     "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported by ember",
     "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported by ember",
 }

@@ -31,6 +31,8 @@ from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
 from ember.dtypes import dtype, from_numpy_dtype
 from ember.tensor import Size, Tensor
 from ember.sparse.coo import SparseTensor
+from ember.ao.qdtypes import per_tensor_affine
+from ember.ao.qtensor import QuantizedTensor
 
 ALIGNMENT = 64
 _REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
@@ -39,6 +41,9 @@ _SIZE = TorchName("torch", "Size")
 _REBUILD_SPARSE = TorchName("torch._utils", "_rebuild_sparse_tensor")
 _GET_LAYOUT = TorchName("torch.serialization", "_get_layout")
 _DEVICE = TorchName("torch", "device")
+_REBUILD_QTENSOR = TorchName("torch._utils", "_rebuild_qtensor")
+_QSCHEMES = {name: TorchName("torch", name) for name in ("per_tensor_affine", "per_channel_affine")}
+_QUANTIZED_STORAGE = {"quint8": "QUInt8Storage", "qint8": "QInt8Storage", "qint32": "QInt32Storage"}
 
 
 class _StorageRef:
@@ -108,6 +113,8 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         if isinstance(obj, SparseTensor):  # torch's own form: the layout, then indices, values, size, coalesced
             data = (obj._indices(), obj._values().detach(), Size(obj.shape), obj.is_coalesced())
             return (_REBUILD_SPARSE, (_Rebuilt((_GET_LAYOUT, ("torch.sparse_coo",))), data))
+        if isinstance(obj, QuantizedTensor):  # torch's _rebuild_qtensor over a Q(U)Int storage of the integers
+            return self._reduce_quantized(obj)
         if isinstance(obj, Tensor):
             from ember.nn import Parameter
 
@@ -130,6 +137,18 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         if isinstance(obj, Size):
             return (_SIZE, (tuple(obj),))
         return NotImplemented
+
+    def _reduce_quantized(self, q: QuantizedTensor) -> tuple:
+        ints = q.int_repr().numpy()
+        ref, offset, strides = self._storage_of(ints)
+        ref.kind = TorchName("torch", _QUANTIZED_STORAGE[q.dtype.name])
+        if q.qscheme() is per_tensor_affine:
+            quantizer: tuple = (_QSCHEMES["per_tensor_affine"], float(q.q_scale()), int(q.q_zero_point()))
+        else:
+            quantizer = (_QSCHEMES["per_channel_affine"], q.q_per_channel_scales(), q.q_per_channel_zero_points(),
+                         int(q.q_per_channel_axis()))
+        return (_REBUILD_QTENSOR, (ref, offset, tuple(ints.shape), strides, quantizer, False,
+                                   collections.OrderedDict()))
 
     def save_global(self, obj: Any, name: str | None = None) -> None:
         if isinstance(obj, TorchName):

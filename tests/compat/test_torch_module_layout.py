@@ -25,12 +25,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # where PyTorch re-exports the names of each family of module paths
 NAMESPACE = {"ember.cuda.amp": "ember.amp", "ember.nn.utils.stateless": "ember.func",
              "ember.cuda": "ember.cuda", "ember.utils.data": "ember.utils.data", "ember.nn.modules": "ember.nn",
-             "ember.nn.utils": "ember.nn.utils", "ember.optim": "ember.optim"}
+             "ember.nn.utils": "ember.nn.utils", "ember.optim": "ember.optim",
+             # PyTorch's older quantization paths are the torch.ao modules themselves
+             "ember.quantization": "ember.ao.quantization", "ember.nn.quantized": "ember.ao.nn.quantized",
+             "ember.nn.quantized.dynamic": "ember.ao.nn.quantized.dynamic", "ember.nn.intrinsic": "ember.ao.nn.intrinsic",
+             "ember.nn.qat": "ember.ao.nn.qat"}
 
 
 # torch.nn.modules.adaptive holds only AdaptiveLogSoftmaxWithLoss, which ember lacks (docs/pytorch-compat.md);
 # torch.utils.hooks and torch.utils.model_zoo have no re-exporting namespace (import and attribute checked above)
-NOTHING_TO_COMPARE = {"ember.nn.modules.adaptive", "ember.utils.hooks", "ember.utils.model_zoo"}
+# torch.nn.quantized.dynamic defines no names of its own and has no __all__ (its classes live in torch.ao)
+NOTHING_TO_COMPARE = {"ember.nn.modules.adaptive", "ember.utils.hooks", "ember.utils.model_zoo",
+                      "ember.nn.quantized.dynamic"}
 
 
 def _namespace(path: str) -> str:
@@ -51,7 +57,7 @@ def test_path_imports_and_is_an_attribute(path: str) -> None:
     importlib.import_module("torch" + path[len("ember"):])
     parent, _, child = path.partition(".")[2].rpartition(".")
     torch_parent, ember_parent = torch, ember
-    for part in parent.split("."):
+    for part in parent.split(".") if parent else ():  # a top-level path (ember.quantization) has no parent part
         torch_parent, ember_parent = getattr(torch_parent, part), getattr(ember_parent, part)
     # as in PyTorch: the parent's attribute is the module, a function of that name, or absent (torch.optim)
     torch_obj = getattr(torch_parent, child, None)

@@ -123,6 +123,14 @@ def _conv_direct_train() -> Callable:
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
+def _conv_indirect_train() -> Callable:
+    """ResNet's 7x7/2 stem on 3 channels (32x32 images), forward and weight gradient: the indirect kernels with
+    numba on an AVX-512 CPU, per-image im2col on NumPy's BLAS without."""
+    x = ember.tensor(_data((64, 3, 32, 32)))
+    w = ember.tensor(_data((64, 3, 7, 7)) * 0.05, requires_grad=True)
+    return lambda: F.conv2d(x, w, stride=2, padding=3).sum().backward()
+
+
 def _batch_norm_train() -> Callable:
     """Training batch norm forward + backward (the native per-channel kernels with numba, five NumPy sweeps
     each way without), at ResNet-18's layer1 shape times 2: 1M elements."""
@@ -188,6 +196,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)": _max_pool_3x3_train,
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
     "conv2d 3x3 16x16 (conv_direct_forward)": _conv_direct_train,
+    "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)": _conv_indirect_train,
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
@@ -236,7 +245,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
-                "conv_direct_weight": "conv2d 3x3 16x16 (conv_direct_forward)",
+                **{k: "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)"
+                   for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
                    for k in ("batch_norm_train", "batch_norm_backward")}}
 

@@ -355,6 +355,11 @@ def test_v2_rotate_of_images_and_masks_matches_torchvision(kwargs) -> None:
                             TF2.to_dtype(theirs[0], torch.float32, scale=True))]:
         _same_sample([F.rotate(got_in, **kwargs)], [TF2.rotate(exp_in, **tv_kwargs)], f"image {kwargs}")
     _same_sample([F.rotate(mine[1], **mask_kwargs)], [TF2.rotate(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+    box_kwargs = {k: v for k, v in mask_kwargs.items() if k != "fill"}
+    for fmt, dtype in CASES:
+        boxes_mine, boxes_theirs = (side[2] for side in _sample(fmt, dtype))
+        _same_sample([F.rotate(boxes_mine, **box_kwargs)], [TF2.rotate(boxes_theirs, **box_kwargs)],
+                     f"boxes {fmt} {dtype} {kwargs}")
 
 
 @pytest.mark.parametrize("kwargs", [dict(angle=20.0, translate=[3, -2], scale=1.2, shear=[5.0, 2.0]),
@@ -370,20 +375,87 @@ def test_v2_affine_of_images_and_masks_matches_torchvision(kwargs) -> None:
     _same_sample([F.affine(floats[0], **kwargs)], [TF2.affine(floats[1], **tv_kwargs)], f"float {kwargs}")
     mask_kwargs = _mask_kwargs(kwargs)
     _same_sample([F.affine(mine[1], **mask_kwargs)], [TF2.affine(theirs[1], **mask_kwargs)], f"mask {kwargs}")
-    with pytest.raises(TypeError, match="bounding boxes"):
-        F.affine(mine[2], **kwargs)
+    box_kwargs = _mask_kwargs(kwargs)
+    box_kwargs.pop("fill", None)
+    for fmt, dtype in CASES:
+        boxes_mine, boxes_theirs = (side[2] for side in _sample(fmt, dtype))
+        _same_sample([F.affine(boxes_mine, **box_kwargs)], [TF2.affine(boxes_theirs, **box_kwargs)],
+                     f"boxes {fmt} {dtype} {kwargs}")
 
 
 def test_v2_random_rotation_affine_and_photometric_with_fixed_params(monkeypatch) -> None:
     mine, theirs = _sample("XYXY", "float32", seed=8)
     _fix(monkeypatch, "RandomRotation", dict(angle=33.0))
     fill = {tv_tensors.Mask: 255, "others": 7}
-    _same_sample(v2.RandomRotation(40, fill=fill)(mine[:2]),
-                 TV2.RandomRotation(40, fill={TVT.Mask: 255, "others": 7})(theirs[:2]), "rotation")
+    _same_sample(v2.RandomRotation(40, fill=fill, expand=True)(mine),
+                 TV2.RandomRotation(40, fill={TVT.Mask: 255, "others": 7}, expand=True)(theirs), "rotation")
     _fix(monkeypatch, "RandomAffine", dict(angle=-8.0, translate=(2, 3), scale=1.1, shear=(4.0, -1.0)))
-    _same_sample(v2.RandomAffine(10)(mine[:2]), TV2.RandomAffine(10)(theirs[:2]), "affine")
+    _same_sample(v2.RandomAffine(10)(mine), TV2.RandomAffine(10)(theirs), "affine")
     for name, args in [("RandomInvert", ()), ("RandomPosterize", (3,)), ("RandomSolarize", (100,)),
                        ("RandomAdjustSharpness", (2.0,)), ("RandomAutocontrast", ()), ("RandomEqualize", ()),
                        ("RandomGrayscale", ())]:
         _same_sample(getattr(v2, name)(*args, p=1.0)(mine), getattr(TV2, name)(*args, p=1.0)(theirs), name)
     _same_sample(v2.Grayscale(3)(mine), TV2.Grayscale(3)(theirs), "grayscale")
+
+
+@pytest.mark.parametrize("fmt", list(BOXES))
+def test_sanitize_bounding_boxes_matches_torchvision(fmt) -> None:
+    boxes = np.asarray(BOXES[fmt] + [[5, 5, 5, 9] if fmt == "XYXY" else [5, 5, 0, 4]], dtype=np.float32)
+    labels = np.arange(len(boxes))
+    masks = np.random.default_rng(0).integers(0, 2, (len(boxes), 40, 60), dtype=np.uint8)
+    mine = {"boxes": tv_tensors.BoundingBoxes(ember.from_numpy(boxes), format=fmt, canvas_size=(40, 60)),
+            "labels": ember.from_numpy(labels), "masks": tv_tensors.Mask(ember.from_numpy(masks)), "id": 3}
+    theirs = {"boxes": TVT.BoundingBoxes(torch.from_numpy(boxes), format=fmt, canvas_size=(40, 60)),
+              "labels": torch.from_numpy(labels), "masks": TVT.Mask(torch.from_numpy(masks)), "id": 3}
+    for kwargs in (dict(), dict(min_size=15.0), dict(min_area=300.0)):
+        got, expected = v2.SanitizeBoundingBoxes(**kwargs)(mine), TV2.SanitizeBoundingBoxes(**kwargs)(theirs)
+        assert got["id"] == 3 and got["labels"].tolist() == expected["labels"].tolist(), kwargs
+        _same_sample([got["boxes"], got["masks"]], [expected["boxes"], expected["masks"]], f"{fmt} {kwargs}")
+    with pytest.raises(ValueError, match="must match the number of labels"):
+        v2.SanitizeBoundingBoxes()({"boxes": mine["boxes"], "labels": ember.zeros(2)})
+
+
+def test_detection_recipe_transforms_with_fixed_params_match(monkeypatch) -> None:
+    mine, theirs = _sample("XYXY", "float32", seed=9)
+    _fix(monkeypatch, "RandomZoomOut", dict(padding=[7, 3, 11, 5]))
+    fill = {tv_tensors.Mask: 0, "others": 123}
+    _same_sample(v2.RandomZoomOut(fill=fill, p=1.0)(mine),
+                 TV2.RandomZoomOut(fill={TVT.Mask: 0, "others": 123}, p=1.0)(theirs), "zoom out")
+    base = dict(brightness_factor=1.1, contrast_factor=0.8, saturation_factor=1.3, hue_factor=0.03)
+    for contrast_before in (True, False):
+        params = dict(base, contrast_before=contrast_before)
+        monkeypatch.setattr(v2.RandomPhotometricDistort, "make_params",
+                            lambda self, flat, p=params: dict(p, channel_permutation=[2, 0, 1]))
+        monkeypatch.setattr(TV2.RandomPhotometricDistort, "make_params",
+                            lambda self, flat, p=params: dict(p, channel_permutation=torch.tensor([2, 0, 1])))
+        got, expected = v2.RandomPhotometricDistort()(mine), TV2.RandomPhotometricDistort()(theirs)
+        _same_sample(got, expected, "photometric distort")
+        floats = (F.to_dtype(mine[0], ember.float32, scale=True), TF2.to_dtype(theirs[0], torch.float32, scale=True))
+        np.testing.assert_allclose(v2.RandomPhotometricDistort()(floats[0]).numpy(),
+                                   TV2.RandomPhotometricDistort()(floats[1]).numpy(), atol=1e-5)
+    monkeypatch.setattr(v2.RandomChannelPermutation, "make_params", lambda self, flat: dict(permutation=[1, 2, 0]))
+    monkeypatch.setattr(TV2.RandomChannelPermutation, "make_params",
+                        lambda self, flat: dict(permutation=torch.tensor([1, 2, 0])))
+    _same_sample(v2.RandomChannelPermutation()(mine), TV2.RandomChannelPermutation()(theirs), "permutation")
+
+
+def test_zoom_out_draws_stay_in_the_side_range() -> None:
+    ember.manual_seed(3)
+    t = v2.RandomZoomOut(side_range=(1.5, 3.0))
+    for _ in range(200):
+        left, top, right, bottom = t.make_params([ember.zeros(3, 20, 30)])["padding"]
+        assert min(left, top, right, bottom) >= 0
+        assert 1.5 * 30 - 1 <= 30 + left + right <= 90 and 1.5 * 20 - 1 <= 20 + top + bottom <= 60
+
+
+@pytest.mark.parametrize("name,args", [("adjust_saturation", (1.3,)), ("adjust_saturation", (0.2,)),
+                                       ("adjust_contrast", (0.8,)), ("adjust_contrast", (1.7,)),
+                                       ("adjust_hue", (0.03,)), ("adjust_hue", (-0.4,)), ("rgb_to_grayscale", (3,)),
+                                       ("adjust_brightness", (1.2,))])
+def test_v2_colour_kernels_are_v2s(name, args) -> None:
+    """v2 rewrote grey, blend and HSV (fused multiply-adds, 1/6 instead of /6): pixel-equal to v2, not only v1."""
+    array = np.random.default_rng(11).integers(0, 256, (2, 3, 20, 30), dtype=np.uint8)
+    for x in (array, array.astype(np.float32) / 255):
+        got = getattr(F, name)(tv_tensors.Image(ember.from_numpy(x.copy())), *args)
+        expected = getattr(TF2, name)(TVT.Image(torch.from_numpy(x.copy())), *args)
+        _same_sample([got], [expected], f"{name}{args} {x.dtype}")

@@ -26,11 +26,12 @@ def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, b
     conv_b = zeros_like(bn_rm) if conv_b is None else conv_b
     bn_w = ones_like(bn_rm) if bn_w is None else bn_w
     bn_b = zeros_like(bn_rm) if bn_b is None else bn_b
-    scale = bn_w * rsqrt(bn_rv + bn_eps)
+    inv_std = rsqrt(bn_rv + bn_eps)
     shape = [1] * conv_w.ndim
     shape[1 if transpose else 0] = -1
-    weight = (conv_w * scale.reshape(shape)).to(dtype)
-    bias = ((conv_b - bn_rm) * scale + bn_b).to(dtype)
+    weight = (conv_w * (bn_w * inv_std).reshape(shape)).to(dtype)
+    # PyTorch's order of operations, so the folded bias is the same float32 value (quantized models compare bits)
+    bias = ((conv_b - bn_rm) * inv_std * bn_w + bn_b).to(dtype)
     return Parameter(weight.detach(), conv_w.requires_grad), Parameter(bias.detach(), conv_b.requires_grad)
 
 

@@ -395,7 +395,8 @@ def adjust_hue(img: Any, hue_factor: float) -> Any:
     hsv[..., 0, :, :] = np.fmod(hsv[..., 0, :, :] + hue_factor, 1.0)
     hsv[..., 0, :, :] = np.where(hsv[..., 0, :, :] < 0, hsv[..., 0, :, :] + 1.0, hsv[..., 0, :, :])
     rgb = _hsv_to_rgb(hsv)
-    out = rgb if floating else (rgb * np.float32(255.0)).astype(array.dtype)
+    # back to integers as convert_image_dtype does: times (max + 1 - 1e-3), truncated (not times max)
+    out = rgb if floating else (rgb * np.float32(max_value(array.dtype) + 1.0 - 1e-3)).astype(array.dtype)
     return from_chw(out.astype(array.dtype), kind, img)
 
 

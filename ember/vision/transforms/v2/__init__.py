@@ -18,7 +18,7 @@ from ember.vision.transforms.v2._transform import (  # noqa: F401
 from ember.vision.transforms.v2._transforms import (  # noqa: F401
     AugMix, AutoAugment, CenterCrop, ClampBoundingBoxes, ColorJitter, Compose, ConvertBoundingBoxFormat,
     ConvertImageDtype, CutMix, GaussianBlur, Grayscale, Identity, Lambda, MixUp, Normalize, PILToTensor, RandAugment,
-    RandomAdjustSharpness, RandomAffine, RandomApply, RandomAutocontrast, RandomChoice, RandomCrop, RandomEqualize,
-    RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomInvert, RandomOrder, RandomPosterize,
-    RandomResizedCrop, RandomRotation, RandomSolarize, RandomVerticalFlip, Resize, ToDtype, ToImage, ToPILImage,
-    ToPureTensor, TrivialAugmentWide)
+    RandomAdjustSharpness, RandomAffine, RandomApply, RandomAutocontrast, RandomChannelPermutation, RandomChoice,
+    RandomCrop, RandomEqualize, RandomErasing, RandomGrayscale, RandomHorizontalFlip, RandomInvert, RandomOrder,
+    RandomPhotometricDistort, RandomPosterize, RandomResizedCrop, RandomRotation, RandomSolarize, RandomVerticalFlip,
+    RandomZoomOut, Resize, SanitizeBoundingBoxes, ToDtype, ToImage, ToPILImage, ToPureTensor, TrivialAugmentWide)

@@ -34,8 +34,8 @@ from ember.vision.transforms import transforms as transforms_v1
 from ember.vision.transforms._image import is_pil
 from ember.vision.transforms.functional import InterpolationMode
 from ember.vision.transforms.v2 import functional as F
-from ember.vision.transforms.v2._transform import Transform, _RandomApplyTransform, _rng, has_any, query_chw, \
-    query_size
+from ember.vision.transforms.v2._transform import Transform, _RandomApplyTransform, _rng, get_bounding_boxes, \
+    has_any, query_chw, query_size
 
 
 def _setup_size(size: Any, error_msg: str) -> tuple[int, int]:
@@ -630,7 +630,7 @@ class CutMix(_BaseMixUpCutMix):
 
 # --------------------------------------------------------------------------- rotation and affine (v2 kernels)
 class RandomRotation(Transform):
-    """Rotate images and masks (nearest) by one angle drawn uniformly from ``degrees``; boxes are refused."""
+    """Rotate images, masks (nearest) and boxes by one angle drawn uniformly from ``degrees``."""
 
     def __init__(self, degrees: Any, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
                  center: Sequence[float] | None = None, fill: Any = 0) -> None:
@@ -650,7 +650,7 @@ class RandomRotation(Transform):
 
 
 class RandomAffine(Transform):
-    """Random rotation, translation, scale and shear (v1's ranges) for images and masks; boxes are refused."""
+    """Random rotation, translation, scale and shear (v1's ranges) for images, masks and boxes."""
 
     def __init__(self, degrees: Any, translate: Sequence[float] | None = None, scale: Sequence[float] | None = None,
                  shear: Any = None, interpolation: Any = InterpolationMode.NEAREST, fill: Any = 0,
@@ -745,3 +745,139 @@ class Grayscale(Transform):
         if not F._is_image(inpt):
             return inpt
         return F._rewrap(F.rgb_to_grayscale(F.to_pure_tensor(inpt), self.num_output_channels), inpt)
+
+
+# ------------------------------------------------------------------------------------- detection recipes
+class SanitizeBoundingBoxes(Transform):
+    """Drop degenerate boxes (narrower or lower than ``min_size``, smaller than ``min_area``, outside the
+    canvas) together with their labels and masks (``labels_getter``: torchvision's heuristic, a callable, or
+    None)."""
+
+    def __init__(self, min_size: float = 1.0, min_area: float = 1.0, labels_getter: Any = "default") -> None:
+        super().__init__()
+        if min_size < 1:
+            raise ValueError(f"min_size must be >= 1, got {min_size}.")
+        if min_area < 1:
+            raise ValueError(f"min_area must be >= 1, got {min_area}.")
+        self.min_size, self.min_area, self.labels_getter = min_size, min_area, labels_getter
+        if labels_getter == "default":
+            self._labels_getter = _default_labels
+        elif callable(labels_getter):
+            self._labels_getter = labels_getter
+        elif labels_getter is None:
+            self._labels_getter = lambda _: None
+        else:
+            raise ValueError("labels_getter should either be 'default', a callable, or None, but got "
+                             f"{labels_getter}.")
+
+    def forward(self, *inputs: Any) -> Any:
+        inputs = inputs if len(inputs) > 1 else inputs[0]
+        labels = self._labels_getter(inputs)
+        if labels is not None:
+            message = "The labels in the input to forward() must be a tensor or None, got {} instead."
+            if isinstance(labels, Tensor):
+                labels = (labels,)
+            elif isinstance(labels, (tuple, list)):
+                for entry in labels:
+                    if not isinstance(entry, Tensor):
+                        raise ValueError(message.format(type(entry)))
+            else:
+                raise ValueError(message.format(type(labels)))
+        flat_inputs, spec = tree_flatten(inputs)
+        boxes = get_bounding_boxes(flat_inputs)
+        for label in labels or ():
+            if boxes.shape[0] != label.shape[0]:
+                raise ValueError(f"Number of boxes (shape={boxes.shape}) and must match the number of labels.Found "
+                                 f"labels with shape={label.shape}).")
+        keep = ember.from_numpy(F.sanitize_mask(boxes, self.min_size, self.min_area))
+        outputs = [self._keep(inpt, keep, labels) for inpt in flat_inputs]
+        return tree_unflatten(outputs, spec)
+
+    @staticmethod
+    def _keep(inpt: Any, keep: Any, labels: Any) -> Any:
+        is_label = labels is not None and any(inpt is label for label in labels)
+        if not (is_label or isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.Mask))):
+            return inpt
+        try:
+            output = F.to_pure_tensor(inpt)[keep.to(inpt.device)]
+        except IndexError:
+            return inpt
+        return output if is_label else tv_tensors.wrap(output, like=inpt)
+
+
+class RandomZoomOut(_RandomApplyTransform):
+    """Place the image at a random spot of a canvas ``side_range`` times larger, filled with ``fill``."""
+
+    def __init__(self, fill: Any = 0, side_range: Sequence[float] = (1.0, 4.0), p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.fill = fill
+        augment_v1._check_sequence_input(side_range, "side_range", req_sizes=(2,))
+        if side_range[0] < 1.0 or side_range[0] > side_range[1]:
+            raise ValueError(f"Invalid side range provided {side_range}.")
+        self.side_range = side_range
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        orig_h, orig_w = query_size(flat_inputs)
+        rng = _rng()
+        r = float(np.float32(self.side_range[0] + rng.random(dtype=np.float32) *
+                             np.float32(self.side_range[1] - self.side_range[0])))
+        canvas_width, canvas_height = int(orig_w * r), int(orig_h * r)
+        rx, ry = rng.random(2, dtype=np.float32)
+        left, top = int((canvas_width - orig_w) * rx), int((canvas_height - orig_h) * ry)
+        return dict(padding=[left, top, canvas_width - (left + orig_w), canvas_height - (top + orig_h)])
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return F.pad(inpt, params["padding"], _fill_for(self.fill, inpt))
+
+
+class RandomChannelPermutation(Transform):
+    """Shuffle the image channels."""
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        num_channels = query_chw(flat_inputs)[0]
+        return dict(permutation=[int(i) for i in _rng().permutation(num_channels)])
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        return F.permute_channels(inpt, params["permutation"])
+
+
+class RandomPhotometricDistort(Transform):
+    """SSD's photometric distortion: brightness, contrast (before or after), saturation, hue, each with
+    probability ``p``, then a random channel permutation with probability ``p``."""
+
+    def __init__(self, brightness: tuple[float, float] = (0.875, 1.125), contrast: tuple[float, float] = (0.5, 1.5),
+                 saturation: tuple[float, float] = (0.5, 1.5), hue: tuple[float, float] = (-0.05, 0.05),
+                 p: float = 0.5) -> None:
+        super().__init__()
+        self.brightness, self.contrast, self.saturation, self.hue, self.p = brightness, contrast, saturation, hue, p
+
+    def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
+        num_channels = query_chw(flat_inputs)[0]
+        rng = _rng()
+        params: dict[str, Any] = {}
+        for key, (low, high) in [("brightness_factor", self.brightness), ("contrast_factor", self.contrast),
+                                 ("saturation_factor", self.saturation), ("hue_factor", self.hue)]:
+            params[key] = float(rng.uniform(low, high)) if rng.random() < self.p else None
+        params["contrast_before"] = bool(rng.random() < 0.5)
+        params["channel_permutation"] = [int(i) for i in rng.permutation(num_channels)] if rng.random() < self.p \
+            else None
+        return params
+
+    def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
+        if not F._is_image(inpt):
+            return inpt
+        out = F.to_pure_tensor(inpt)
+        contrast = params["contrast_factor"]
+        if params["brightness_factor"] is not None:
+            out = F.adjust_brightness(out, params["brightness_factor"])
+        if contrast is not None and params["contrast_before"]:
+            out = F.adjust_contrast(out, contrast)
+        if params["saturation_factor"] is not None:
+            out = F.adjust_saturation(out, params["saturation_factor"])
+        if params["hue_factor"] is not None:
+            out = F.adjust_hue(out, params["hue_factor"])
+        if contrast is not None and not params["contrast_before"]:
+            out = F.adjust_contrast(out, contrast)
+        if params["channel_permutation"] is not None:
+            out = F.permute_channels(out, params["channel_permutation"])
+        return F._rewrap(out, inpt)

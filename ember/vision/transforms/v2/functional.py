@@ -29,9 +29,7 @@ from ember.vision.transforms import functional as F1
 from ember.vision.transforms._functional_geometry import _check_grid_inputs, _interpolation, _work_dtype
 from ember.vision.transforms._image import from_chw, is_pil, max_value, to_chw
 from ember.vision.transforms.functional import (  # noqa: F401  (v2.functional re-exports the v1 names)
-    InterpolationMode, adjust_brightness, adjust_contrast, adjust_gamma, adjust_hue, adjust_saturation,
-    adjust_sharpness, autocontrast, elastic_transform, equalize, five_crop, gaussian_blur, get_dimensions, invert,
-    perspective, posterize, rgb_to_grayscale, solarize, ten_crop, to_pil_image)
+    InterpolationMode, five_crop, get_dimensions, ten_crop, to_pil_image)
 from ember.vision.tv_tensors import BoundingBoxes, BoundingBoxFormat, Mask
 
 def is_pure_tensor(inpt: Any) -> bool:
@@ -348,6 +346,54 @@ def _v2_inverse_affine_matrix(center: Sequence[float], angle: float, translate: 
     return m
 
 
+def _v2_forward_affine_matrix(center: Sequence[float], angle: float, translate: Sequence[float], scale: float,
+                              shear: Sequence[float]) -> list[float]:
+    """v2's ``_get_inverse_affine_matrix(..., inverted=False)``: input -> output (what boxes need)."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    cos_sy, tan_sx, rot_minus_sy = math.cos(sy), math.tan(sx), rot - sy
+    a = math.cos(rot_minus_sy) / cos_sy
+    b = -(a * tan_sx + math.sin(rot))
+    c = math.sin(rot_minus_sy) / cos_sy
+    d = math.cos(rot) - c * tan_sx
+    m = [a * scale, b * scale, 0.0, c * scale, d * scale, 0.0]
+    m[2] += cx + translate[0] - m[0] * cx - m[1] * cy
+    m[5] += cy + translate[1] - m[3] * cx - m[4] * cy
+    return m
+
+
+def _affine_boxes(boxes: BoundingBoxes, angle: float, translate: Sequence[float], scale: float, shear: Any,
+                  center: Any, expand: bool) -> BoundingBoxes:
+    """Move the four corners of each box and take their enclosing box (torchvision's rule), clamped."""
+    array = _box_array(boxes)
+    work = array.astype(np.float32) if array.dtype.kind != "f" else array.copy()
+    xyxy = _to_xyxy(work, boxes.format).reshape(-1, 4)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
+    shear = [shear[0], shear[0]] if len(shear) == 1 else shear
+    height, width = boxes.canvas_size
+    center = [width * 0.5, height * 0.5] if center is None else [float(c) for c in center]
+    forward = np.asarray(_v2_forward_affine_matrix(center, float(angle), [float(t) for t in translate], scale, shear),
+                         dtype=work.dtype).reshape(2, 3)
+
+    def move(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.stack([x * forward[0, 0] + y * forward[0, 1] + forward[0, 2],
+                         x * forward[1, 0] + y * forward[1, 1] + forward[1, 2]], axis=-1)
+
+    corners = move(xyxy[:, [0, 2, 2, 0]], xyxy[:, [1, 1, 3, 3]])  # (N, 4 corners, 2)
+    out = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    canvas = boxes.canvas_size
+    if expand:
+        frame = move(np.array([0.0, 0.0, width, width], dtype=work.dtype),
+                     np.array([0.0, height, height, 0.0], dtype=work.dtype))
+        out = out - np.tile(frame.min(axis=0), 2)
+        inverse = _v2_inverse_affine_matrix(center, float(angle), [float(t) for t in translate], scale, shear)
+        new_width, new_height = _v2_output_size(inverse, width, height)
+        canvas = (new_height, new_width)
+    out = _clamp(out, BoundingBoxFormat.XYXY, canvas, boxes.clamping_mode)
+    out = _from_xyxy(out, boxes.format).reshape(array.shape).astype(array.dtype)
+    return _new_boxes(out, boxes, canvas)
+
+
 def _v2_output_size(matrix: Sequence[float], w: int, h: int) -> tuple[int, int]:
     half_w, half_h = 0.5 * w, 0.5 * h
     corners = np.array([[-half_w, -half_h, 1.0], [-half_w, half_h, 1.0], [half_w, half_h, 1.0],
@@ -367,11 +413,6 @@ def _grid_kernel(inpt: Any, matrix: list[float], out_size: tuple[int, int], mode
     h, w = array.shape[-2:]
     grid = _grid.affine_grid(matrix, w, h, out_size[0], out_size[1], _work_dtype(array.dtype))
     return from_chw(_grid.apply_grid(array, grid, mode, fill, v2_blend=True), kind, inpt)
-
-
-def _refuse_boxes(inpt: Any, op: str) -> None:
-    if isinstance(inpt, BoundingBoxes):
-        raise TypeError(f"v2.functional.{op}: bounding boxes are not supported by ember yet (images and masks are)")
 
 
 def _rotate_image(img: Any, angle: float, mode: str, expand: bool, center: Any, fill: Any) -> Any:
@@ -394,7 +435,8 @@ def _rotate_image(img: Any, angle: float, mode: str, expand: bool, center: Any, 
 def rotate(inpt: Any, angle: float, interpolation: Any = InterpolationMode.NEAREST, expand: bool = False,
            center: Sequence[float] | None = None, fill: Any = None) -> Any:
     """Rotate counter-clockwise by ``angle`` degrees (v2's kernel: multiples of 90 degrees are exact turns)."""
-    _refuse_boxes(inpt, "rotate")
+    if isinstance(inpt, BoundingBoxes):
+        return _affine_boxes(inpt, -angle, [0.0, 0.0], 1.0, [0.0, 0.0], center, expand)
     mode = _interpolation(interpolation, "rotate")
     if isinstance(inpt, Mask):
         return _mask_op(_rotate_image, inpt, angle, "nearest", expand, center, fill)
@@ -419,12 +461,200 @@ def affine(inpt: Any, angle: float, translate: Sequence[float], scale: float, sh
            interpolation: Any = InterpolationMode.NEAREST, fill: Any = None, center: Sequence[float] | None = None
            ) -> Any:
     """Rotate, scale, shear about ``center`` and translate, keeping the size (v2's kernel)."""
-    _refuse_boxes(inpt, "affine")
     if scale <= 0.0:
         raise ValueError("Argument scale should be positive")
+    if isinstance(inpt, BoundingBoxes):
+        return _affine_boxes(inpt, angle, translate, scale, shear, center, expand=False)
     mode = _interpolation(interpolation, "affine")
     if isinstance(inpt, Mask):
         return _mask_op(_affine_image, inpt, angle, translate, scale, shear, "nearest", fill, center)
     if _is_image(inpt):
         return _rewrap(_affine_image(to_pure_tensor(inpt), angle, translate, scale, shear, mode, fill, center), inpt)
     return inpt
+
+
+def permute_channels(inpt: Any, permutation: Sequence[int]) -> Any:
+    """Reorder the channels of an image (``[..., C, H, W]``)."""
+    if not _is_image(inpt):
+        return inpt
+    order = [int(i) for i in permutation]
+    if is_pil(inpt):
+        return F1.to_pil_image(F1.pil_to_tensor(inpt)[order])
+    if isinstance(inpt, np.ndarray):
+        return inpt[..., order] if inpt.ndim == 3 else inpt
+    return _rewrap(to_pure_tensor(inpt)[..., order, :, :], inpt)
+
+
+def sanitize_mask(boxes: BoundingBoxes, min_size: float = 1.0, min_area: float = 1.0) -> np.ndarray:
+    """Which boxes to keep: at least ``min_size`` wide and high, ``min_area`` in area, inside the canvas."""
+    xyxy = _to_xyxy(_box_array(boxes), boxes.format)
+    image_h, image_w = boxes.canvas_size
+    ws, hs = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
+    valid = (ws >= min_size) & (hs >= min_size) & (xyxy >= 0).all(axis=-1) & (ws * hs >= min_area)
+    valid &= (xyxy[:, 0] <= image_w) & (xyxy[:, 2] <= image_w) & (xyxy[:, 1] <= image_h) & (xyxy[:, 3] <= image_h)
+    return valid
+
+
+
+# ------------------------------------------------------------------------- colour (v2's own kernels)
+# v2 rewrote grey and blend with `add_(other, alpha=)`, which torch's CPU kernels fuse into one multiply-add;
+# these reproduce that (float64 product, one rounding), so results are pixel-equal to v2 (v1's differ by one
+# grey level on about 1% of uint8 pixels).
+def _fma32(a: np.ndarray, b: float, c: np.ndarray) -> np.ndarray:
+    if c.dtype == np.float32:
+        return (a.astype(np.float64) * np.float64(np.float32(b)) + c.astype(np.float64)).astype(np.float32)
+    return a * c.dtype.type(b) + c
+
+
+def _v2_gray(array: np.ndarray) -> np.ndarray:
+    """``r * 0.2989 + g * 0.587 + b * 0.114`` as v2 computes it, in float (not cast back)."""
+    work = array.dtype if array.dtype.kind == "f" else np.dtype(np.float32)
+    r, g, b = (array[..., i, :, :].astype(work) for i in range(3))
+    gray = _fma32(b, 0.114, _fma32(g, 0.587, r * work.type(0.2989)))
+    return gray[..., None, :, :]
+
+
+def _v2_blend(image1: np.ndarray, image2: np.ndarray, ratio: float) -> np.ndarray:
+    work = image1.dtype if image1.dtype.kind == "f" else np.dtype(np.float32)
+    out = np.clip(_fma32(image2.astype(work), 1.0 - ratio, image1.astype(work) * work.type(ratio)), 0,
+                  max_value(image1.dtype))
+    return out.astype(image1.dtype)
+
+
+def _v2_colour(inpt: Any, op: str, pil_fn: Any, kernel: Any) -> Any:
+    if not _is_image(inpt):
+        return inpt
+    if is_pil(inpt):
+        return pil_fn(inpt)
+    plain = to_pure_tensor(inpt)
+    array, kind = to_chw(plain, op)
+    if array.shape[-3] not in (1, 3):
+        raise TypeError(f"{op}: input image tensor permitted channel values are 1 or 3, but found {array.shape[-3]}")
+    return _rewrap(from_chw(kernel(array), kind, plain), inpt)
+
+
+def _images_only(fn: Any) -> Any:
+    """A v1 pixel function for v2: applied to images (tv_tensors come back wrapped), other inputs pass through."""
+    def wrapped(inpt: Any, *args: Any, **kwargs: Any) -> Any:
+        return _rewrap(fn(to_pure_tensor(inpt), *args, **kwargs), inpt) if _is_image(inpt) else inpt
+
+    wrapped.__name__, wrapped.__doc__ = fn.__name__, fn.__doc__
+    return wrapped
+
+
+adjust_gamma = _images_only(F1.adjust_gamma)
+adjust_sharpness = _images_only(F1.adjust_sharpness)
+autocontrast = _images_only(F1.autocontrast)
+equalize = _images_only(F1.equalize)
+invert = _images_only(F1.invert)
+posterize = _images_only(F1.posterize)
+solarize = _images_only(F1.solarize)
+gaussian_blur = _images_only(F1.gaussian_blur)
+perspective = _images_only(F1.perspective)
+elastic_transform = _images_only(F1.elastic_transform)
+
+
+def adjust_brightness(inpt: Any, brightness_factor: float) -> Any:
+    if brightness_factor < 0:
+        raise ValueError(f"brightness_factor ({brightness_factor}) is not non-negative.")
+
+    def kernel(array: np.ndarray) -> np.ndarray:
+        work = array.dtype if array.dtype.kind == "f" else np.dtype(np.float32)
+        out = np.clip(array.astype(work) * work.type(brightness_factor), 0, max_value(array.dtype))
+        return out.astype(array.dtype)
+
+    return _v2_colour(inpt, "adjust_brightness", lambda img: F1.adjust_brightness(img, brightness_factor), kernel)
+
+
+def rgb_to_grayscale(inpt: Any, num_output_channels: int = 1) -> Any:
+    def kernel(array: np.ndarray) -> np.ndarray:
+        gray = _v2_gray(array).astype(array.dtype) if array.shape[-3] == 3 else array
+        return np.repeat(gray, num_output_channels, axis=-3)
+
+    return _v2_colour(inpt, "rgb_to_grayscale", lambda img: F1.rgb_to_grayscale(img, num_output_channels), kernel)
+
+
+def adjust_saturation(inpt: Any, saturation_factor: float) -> Any:
+    if saturation_factor < 0:
+        raise ValueError(f"saturation_factor ({saturation_factor}) is not non-negative.")
+
+    def kernel(array: np.ndarray) -> np.ndarray:
+        if array.shape[-3] == 1:
+            return array
+        gray = _v2_gray(array)
+        gray = gray if array.dtype.kind == "f" else np.floor(gray)
+        return _v2_blend(array, gray, saturation_factor)
+
+    return _v2_colour(inpt, "adjust_saturation", lambda img: F1.adjust_saturation(img, saturation_factor), kernel)
+
+
+def adjust_contrast(inpt: Any, contrast_factor: float) -> Any:
+    if contrast_factor < 0:
+        raise ValueError(f"contrast_factor ({contrast_factor}) is not non-negative.")
+
+    def kernel(array: np.ndarray) -> np.ndarray:
+        floating = array.dtype.kind == "f"
+        if array.shape[-3] == 3:
+            gray = _v2_gray(array)
+            gray = gray if floating else np.floor(gray)
+        else:
+            gray = array if floating else array.astype(np.float32)
+        mean = gray.mean(axis=(-3, -2, -1), keepdims=True, dtype=gray.dtype)
+        return _v2_blend(array, mean, contrast_factor)
+
+    return _v2_colour(inpt, "adjust_contrast", lambda img: F1.adjust_contrast(img, contrast_factor), kernel)
+
+
+def _v2_rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
+    """v2's ``_rgb_to_hsv`` (it multiplies by 1/6 where v1 divides by 6)."""
+    r, g, b = rgb[..., 0, :, :], rgb[..., 1, :, :], rgb[..., 2, :, :]
+    maxc, minc = rgb.max(axis=-3), rgb.min(axis=-3)
+    eqc = maxc == minc
+    channel_range = maxc - minc
+    ones = np.ones_like(maxc)
+    s = channel_range / np.where(eqc, ones, maxc)
+    divisor = np.where(eqc, ones, channel_range)
+    rc, gc, bc = (maxc - r) / divisor, (maxc - g) / divisor, (maxc - b) / divisor
+    neq_r, eq_g = maxc != r, maxc == g
+    one = rgb.dtype.type(1.0)
+    hg = (rc + rgb.dtype.type(2.0) - bc) * (eq_g & neq_r)
+    hr = (bc - gc) * ~neq_r
+    hb = (gc + rgb.dtype.type(4.0) - rc) * (neq_r & ~eq_g)
+    h = np.fmod((hr + hg + hb) * rgb.dtype.type(1.0 / 6.0) + one, one)
+    return np.stack((h, s, maxc), axis=-3)
+
+
+def _v2_hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
+    h, s, v = hsv[..., 0, :, :], hsv[..., 1, :, :], hsv[..., 2, :, :]
+    one = hsv.dtype.type(1.0)
+    h6 = h * hsv.dtype.type(6)
+    i = np.floor(h6)
+    f = h6 - i
+    i = i.astype(np.int32) % 6
+    sxf, one_minus_s = s * f, one - s
+    q = np.clip((one - sxf) * v, 0.0, 1.0)
+    t = np.clip((sxf + one_minus_s) * v, 0.0, 1.0)
+    p = np.clip(one_minus_s * v, 0.0, 1.0)
+    vpqt = np.stack((v, p, q, t), axis=-3)
+    select = np.array([[0, 2, 1, 1, 3, 0], [3, 0, 0, 2, 1, 1], [1, 1, 3, 0, 0, 2]])[:, i]  # (3, ..., H, W)
+    return np.take_along_axis(vpqt, np.moveaxis(select, 0, -3), axis=-3).astype(hsv.dtype)
+
+
+def adjust_hue(inpt: Any, hue_factor: float) -> Any:
+    if not -0.5 <= hue_factor <= 0.5:
+        raise ValueError(f"hue_factor ({hue_factor}) is not in [-0.5, 0.5].")
+
+    def kernel(array: np.ndarray) -> np.ndarray:
+        if array.shape[-3] == 1:
+            return array
+        floating = array.dtype.kind == "f"
+        f32 = np.float32
+        work = array.astype(f32) * f32(1.0 / max_value(array.dtype)) if not floating else array.astype(f32)
+        hsv = _v2_rgb_to_hsv(work)
+        hsv[..., 0, :, :] = np.mod(hsv[..., 0, :, :] + f32(hue_factor), f32(1.0))
+        rgb = _v2_hsv_to_rgb(hsv)
+        if floating:
+            return rgb.astype(array.dtype)
+        return (rgb * f32(max_value(array.dtype) + 1.0 - 1e-3)).astype(array.dtype)
+
+    return _v2_colour(inpt, "adjust_hue", lambda img: F1.adjust_hue(img, hue_factor), kernel)
