@@ -137,6 +137,10 @@ from ember.custom_ops import namespaces as _op_namespaces  # noqa: E402
 _ops_package.__getattr__ = _op_namespaces.ops_getattr(list(_ops_package.__path__)[0])  # torch.ops.aten, torch.ops.<ns>
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
+from ember import _fp_warnings  # noqa: E402
+_fp_warnings.install()  # inf/NaN arithmetic is silent, as PyTorch (NumPy's RuntimeWarnings from ember's ops muted)
+from ember.surface import foreach as _multi_tensor  # noqa: E402
+_multi_tensor.install(globals())  # torch._foreach_add_, _foreach_lerp_, _foreach_norm, ... (multi-tensor functions)
 from ember import _C, _dynamo, compiler  # noqa: E402,F401  (torch._C's Python-called entries, torch.compiler, torch._dynamo)
 from ember import mps, xpu  # noqa: E402,F401  (torch.mps / torch.xpu: devices ember does not have, as PyTorch's CPU build)
 from ember import __future__  # noqa: E402,F401  (torch.__future__: module-conversion switches)
@@ -162,4 +166,4 @@ for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (to
 del _ns, _names
 
 
-__version__ = "0.1.0"
+from ember.torch_version import __version__  # noqa: E402  (2.13.0+ember.0.1.0: PyTorch programs gate on it)

@@ -11,9 +11,10 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["__version__", "debug", "cuda", "git_version", "hip", "rocm", "xpu"]
+__all__ = ["__version__", "ember_version", "debug", "cuda", "git_version", "hip", "rocm", "xpu"]
 
-__version__ = "0.1.0"
+from ember.torch_version import EMBER_VERSION as ember_version
+from ember.torch_version import __version__  # noqa: F401  (the PyTorch API level, with ember's version as the local part)
 debug = False
 cuda: str | None = None
 git_version = "unknown"

@@ -1,5 +1,6 @@
 """Reductions: sum, mean, prod, amax/amin, max/min with indices, argmax/argmin, cumsum, all/any,
-plus ``sum_to`` (the adjoint of broadcasting). var/std/logsumexp/norm are composites over these.
+plus ``sum_to`` (the adjoint of broadcasting). std/norm are composites over these; var and logsumexp are
+records of their own.
 """
 from __future__ import annotations
 
@@ -79,7 +80,12 @@ def _sum_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False)
         return xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.int64)
     if x.dtype.itemsize == 2:  # float16/bfloat16: accumulate in float32 and round once, as PyTorch does
         return xp.asarray(xp.sum(x, axis=_axis(dims), keepdims=keepdim, dtype=xp.float32)).astype(x.dtype)
+    if xp is np and x.__class__ is np.ndarray:  # np.sum's own call: without its Python wrapper (~1 us a call)
+        return _ADD_REDUCE(x, axis=_axis(dims), keepdims=keepdim)
     return xp.sum(x, axis=_axis(dims), keepdims=keepdim)
+
+
+_ADD_REDUCE = np.add.reduce
 
 
 SUM = register(OpDef(
@@ -589,18 +595,69 @@ def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: boo
     return var(input, dim, correction=correction, keepdim=keepdim), mean(input, dim, keepdim=keepdim)
 
 
+def _logsumexp_impl(xp: Any, x: Any, dims: tuple | None = None, keepdim: bool = False) -> Any:
+    """log(sum(exp(x))) over ``dims``, shifted by the maximum (0 where the maximum is infinite), the composite's
+    NumPy calls in its order; float16/bfloat16 in float32, rounded once (PyTorch's)."""
+    if x.dtype.itemsize == 2 and x.dtype.kind in "fV":
+        return _logsumexp_impl(xp, x.astype(xp.float32), dims, keepdim).astype(x.dtype)
+    axis = None if x.ndim == 0 else _axis(dims)
+    shift = xp.amax(x, axis=axis, keepdims=True)
+    shift = xp.where(xp.isinf(shift), xp.zeros((), shift.dtype), shift)
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) of a row of -inf: -inf; inf - inf: NaN (PyTorch's)
+        out = xp.log(_sum_impl(xp, xp.exp(x - shift), None if axis is None else dims, True))
+    out += shift
+    if keepdim or x.ndim == 0:
+        return out
+    return out.reshape(_reduced_shape(x.shape, dims, False))
+
+
+def _logsumexp_vjp(ctx: Any, g: Any) -> tuple:
+    """``g`` times the softmax of x over dims: the exact derivative, which the composite this op replaced gave too.
+    PyTorch's ``exp(x - out)`` is the same wherever ``out`` does not absorb ``log(n)`` (a row of two 1e30: torch
+    1 and 1, ember 0.5 and 0.5; docs/special-points.md)."""
+    x = ctx.inputs[0]
+    shape, dims, keepdim = ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    shift = amax(x, dims, keepdim=True).detach()
+    e = exp(x - where(isinf(shift), 0.0, shift))
+    return (expand_reduced(g, shape, dims, keepdim) * (e / sum(e, dims, keepdim=True)),)
+
+
+def _logsumexp_array_vjp(ctx: Any, g: Any) -> Any:
+    """The rule above on NumPy arrays (the same operations, so the same bits), for float32/float64."""
+    x = ctx.inputs[0]
+    if x.dtype.itemsize < 4 or x.dtype.kind != "f":  # half dtypes: ember's ops compute in float32 (opmath)
+        raise NotArrayable
+    shape, dims, keepdim = ctx.input_meta[0], ctx.attrs.get("dims"), ctx.attrs.get("keepdim", False)
+    axis = None if x.ndim == 0 else _axis(dims)
+    shift = np.amax(x, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):  # inf - inf, 0 / 0: NaN, as PyTorch
+        e = np.exp(x - np.where(np.isinf(shift), np.zeros((), shift.dtype), shift))
+        return _expand_reduced_array(g, shape, dims, keepdim) * (e / _sum_impl(np, e, None if axis is None else dims,
+                                                                                True))
+
+
+LOGSUMEXP = register(OpDef(
+    name="logsumexp", batch="dims", category="reduction", impl=_logsumexp_impl, vjp=_logsumexp_vjp, save="both",
+    shape_rule=reduce_rule(), onnx=to_onnx.reduction("ReduceLogSumExp"),
+))
+LOGSUMEXP.array_vjp = (_logsumexp_array_vjp,)
+
+
 def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
-    """log(sum(exp(x))) computed stably by shifting by the (constant) maximum."""
+    """log(sum(exp(x))) computed stably by shifting by the maximum: one op whose backward is ``g`` times the
+    softmax of x (the composite of ~10 ops it replaces cost 44 us a call on a 5x5 tensor, torch 9).
+
+    Example: ``ember.logsumexp(ember.zeros(2, 4), 1)`` is ``tensor([1.3863, 1.3863])`` (log 4)."""
     dims = normalize_dims(dim, input.ndim, "logsumexp")
     if input.dtype.category < 2:  # integers and bools: in the default float dtype, as PyTorch
         input = dispatch.cast(input, dtypes.get_default_dtype())
     if input.numel() == 0:  # log of an empty sum: -inf (amax has no identity to shift by)
         out = sum(input, dims, keepdim=True) - float("inf")  # 0 - inf; no log(0) warning
         return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
-    shift = amax(input, dims, keepdim=True).detach()
-    shift = where(isinf(shift), 0.0, shift)
-    out = log(sum(exp(input - shift), dims, keepdim=True)) + shift
-    return out if keepdim else out.squeeze(dims if dims is not None else tuple(range(input.ndim)))
+    if input.dtype.is_complex:
+        raise RuntimeError(f"logsumexp: not supported for complex tensors (got {input.dtype}); take it of .real or "
+                           ".abs() instead")
+    return dispatch.apply(LOGSUMEXP, (input,), {"dims": dims, "keepdim": keepdim})
 
 
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:

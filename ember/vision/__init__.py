@@ -9,6 +9,9 @@ Example:
     >>> torchvision.models.resnet18().fc
     Linear(in_features=512, out_features=1000, bias=True)
 """
+from ember.torch_version import EMBER_VERSION, TorchVersion
 from ember.vision import datasets, models, ops, transforms, utils  # noqa: F401
 
-__version__ = "0.1.0 (torchvision 0.28 API)"
+# torchvision's API level with ember's version as the local part: programs parse and compare it
+# (``version.parse(torchvision.__version__) >= version.parse("0.13")``)
+__version__ = TorchVersion(f"0.28.0+ember.{EMBER_VERSION}")

@@ -318,7 +318,7 @@ ENTRIES: list[Entry] = [
     red("cummax", lambda lib, x: x.cummax(-1)[0], ops=("cummax",)),
     red("cummin", lambda lib, x: x.cummin(-1)[0], ops=("cummin",)),
     red("cummax_indices", lambda lib, x: x.cummax(-1)[1], grad=False),
-    red("logsumexp", lambda lib, x: lib.logsumexp(x, -1), inputs=rows_except(BIG_ROW)),
+    red("logsumexp", lambda lib, x: lib.logsumexp(x, -1), ops=("logsumexp",), inputs=rows_except(BIG_ROW)),
     red("var", lambda lib, x: x.var(-1), ops=("var",)),
     red("std", lambda lib, x: x.std(-1)),
     red("var_correction0", lambda lib, x: x.var(-1, correction=0)),

@@ -5,6 +5,6 @@ Example:
     >>> len(MNIST.carried(train=False))
     2000
 """
-from ember.data.datasets.mnist import MNIST, FashionMNIST, load_carried_mnist, read_idx
+from ember.data.datasets.mnist import KMNIST, MNIST, FashionMNIST, load_carried_mnist, read_idx
 
-__all__ = ["MNIST", "FashionMNIST", "load_carried_mnist", "read_idx"]
+__all__ = ["MNIST", "FashionMNIST", "KMNIST", "load_carried_mnist", "read_idx"]

@@ -316,6 +316,23 @@ class FashionMNIST(MNIST):
                "Ankle boot"]
 
 
+
+class KMNIST(MNIST):
+    """Kuzushiji-MNIST (ten cursive Japanese characters): same layout and API as ``MNIST``.
+
+    Example: ``KMNIST("data", train=False)`` reads ``data/KMNIST/raw/t10k-images-idx3-ubyte[.gz]``.
+    """
+
+    folder = "kmnist"
+    mirrors = ("http://codh.rois.ac.jp/kmnist/dataset/kmnist/",)
+    resources = {
+        "train-images-idx3-ubyte.gz": "bdb82020997e1d708af4cf47b453dcf7",
+        "train-labels-idx1-ubyte.gz": "e144d726b3acfaa3e44228e80efcd344",
+        "t10k-images-idx3-ubyte.gz": "5c965bf0a639b31b8f53240b1b52f4d7",
+        "t10k-labels-idx1-ubyte.gz": "7320c461ea6c1c855c0b718fb2a4b134",
+    }
+    classes = ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"]
+
 def load_carried_mnist(train: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(images uint8 Nx28x28, labels int64 N)`` of the MNIST subset shipped in ``ember/data/assets``."""
     if not CARRIED_MNIST.is_file():
