@@ -80,3 +80,20 @@ def _jit_can_fuse_on_cpu() -> bool:
 
 def _jit_can_fuse_on_gpu() -> bool:
     return _JIT_FLAGS["can_fuse_on_gpu"]
+
+
+# ---- __torch_function__ (ember/_torch_function.py, ember.overrides) ---------------------------------------
+from ember._torch_function import (  # noqa: E402
+    DisableTorchFunction, DisableTorchFunctionSubclass, disabled_torch_function_impl as _disabled_torch_function_impl)
+from ember import _torch_function as _tf  # noqa: E402
+from ember.overrides import has_torch_function as _has_torch_function  # noqa: E402,F401
+
+
+def _is_torch_function_enabled() -> bool:
+    """False inside ``DisableTorchFunction`` (and, for subclasses, ``DisableTorchFunctionSubclass``)."""
+    return not (_tf.STATE.no_torch_function or _tf.STATE.no_subclass)
+
+
+def _is_torch_function_mode_enabled() -> bool:
+    return bool(_tf.STATE.modes) and not _tf.STATE.no_torch_function
+

@@ -164,6 +164,17 @@ from ember.ops import out_arg as _out_arg  # noqa: E402
 for _ns, _names in _out_arg.OUT_FUNCTIONS.items():  # PyTorch's out= keyword (torch.add(x, y, out=z), ...)
     _out_arg.install(globals() if _ns == "torch" else globals()[_ns], _names, exact_dtype=_ns == "linalg")
 del _ns, _names
+import functools as _functools  # noqa: E402
+import sys as _sys  # noqa: E402
+from ember import overrides  # noqa: E402,F401  (torch.overrides: __torch_function__, TorchFunctionMode)
+from ember import _torch_function as _tf  # noqa: E402
+from ember.ops import torch_node_names as _torch_node_names  # noqa: E402,F401  (PyTorch's grad_fn names)
+# The last step: public functions become overridable by __torch_function__ (one flag read per call).
+for _label, _space in (("torch", _sys.modules[__name__]), ("torch.nn.functional", nn.functional),
+                       ("torch.linalg", linalg), ("torch.special", special), ("torch.fft", fft)):
+    _tf.install(_space, _label, overrides.IGNORED.get(_label, ()), _functools.partial(overrides.python_level, _label),
+                overrides.MODE_ONLY.get(_label, ()))
+del _label, _space
 
 
 from ember.torch_version import __version__  # noqa: E402  (2.13.0+ember.0.1.0: PyTorch programs gate on it)

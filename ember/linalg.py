@@ -10,9 +10,10 @@ Example:
 """
 from __future__ import annotations
 
-from collections import namedtuple
+import functools
 from typing import Any
 
+from ember import return_types
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.ops.linalg import matmul
 from ember.ops.linalg_checks import LinAlgError
@@ -38,12 +39,12 @@ common_notes = {
                         "For a version of this function that does not synchronize, see the _ex variant.",
 }
 
-_SVD = namedtuple("linalg_svd", ["U", "S", "Vh"])
-_EIGH = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-_EIG = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
-_QR = namedtuple("linalg_qr", ["Q", "R"])
-_SLOGDET = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-_LU_FACTOR = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+_SVD = functools.partial(return_types.make, return_types.linalg_svd)
+_EIGH = functools.partial(return_types.make, return_types.linalg_eigh)
+_EIG = functools.partial(return_types.make, return_types.linalg_eig)
+_QR = functools.partial(return_types.make, return_types.linalg_qr)
+_SLOGDET = functools.partial(return_types.make, return_types.linalg_slogdet)
+_LU_FACTOR = functools.partial(return_types.make, return_types.linalg_lu_factor)
 
 
 def inv(A: Tensor, *, out: Any = None) -> Tensor:

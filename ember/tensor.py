@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ember import dtypes
+from ember import _torch_function, dtypes
 from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
@@ -82,6 +82,9 @@ class Tensor(TensorMethods):
         """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes an uninitialized 2x3."""
         from ember import creation
 
+        if type(self) is not Tensor and hasattr(self, "_data"):
+            return  # a subclass's __new__ built it already (``Tensor._make_subclass``), as torch's __init__ ignores
+
         if len(args) == 1 and not isinstance(args[0], int):
             made = creation.tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)
         else:
@@ -89,6 +92,15 @@ class Tensor(TensorMethods):
         for slot in ("_data", "_device", "grad", "grad_fn", "_output_nr", "_vc", "_base", "_hooks", "_retains_grad"):
             object.__setattr__(self, slot, getattr(made, slot))
         self._requires_grad = requires_grad
+
+    # ---- __torch_function__ (ember/_torch_function.py; public names in ember.overrides) --------------
+    __torch_function__ = classmethod(_torch_function.default_torch_function)
+    as_subclass = _torch_function.as_subclass
+    _make_subclass = staticmethod(_torch_function.make_subclass)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _torch_function.subclass_defined(cls)
 
     # ---- metadata -----------------------------------------------------------------------------
     @property
@@ -539,6 +551,9 @@ class Tensor(TensorMethods):
     def __rtruediv__(self, other: Any) -> "Tensor":
         return _binary(_DIV, other, self)
 
+    def __rdiv__(self, other: Any) -> "Tensor":  # torch's name for it (what ``2 / x`` reports to __torch_function__)
+        return _binary(_DIV, other, self)
+
     def __pow__(self, other: Any) -> "Tensor":
         return _binary(_POW, self, other)
 
@@ -711,3 +726,4 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
 # run time. The op layer is imported first and is handed the class here, once; type checkers see the
 # real class through dispatch's TYPE_CHECKING import.
 dispatch.Tensor = Tensor
+_torch_function.bind(Tensor)

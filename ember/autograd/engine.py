@@ -15,7 +15,7 @@ import numpy as np
 from ember import interpreters
 from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
-from ember.autograd.node import OpNode
+from ember.autograd.node import OP_NODE_CLASSES, OpNode
 from ember.device import CPU
 
 Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
@@ -259,7 +259,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             else:
                 t0 = PROFILER and _clock()
                 input_grads = None
-                if arrays and node.__class__ is OpNode and (node.op.array_vjp is not None or (
+                if arrays and node.__class__ in OP_NODE_CLASSES and (node.op.array_vjp is not None or (
                         node.op.batch_array_vjp is not None and (len(grads) == 1 or extra is None))):
                     # (before zeros are made for unused outputs)
                     input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)

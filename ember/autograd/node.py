@@ -6,6 +6,8 @@ requires grad, or ``None`` for an input that takes no gradient.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import Any, Callable
 
 import numpy as np
@@ -392,7 +394,8 @@ class OpNode(Node):
         self.unpacked_out = None
 
     def name(self) -> str:
-        return self.op.backward_name
+        rule = self.op.torch_backward_name
+        return self.op.backward_name if rule is None else rule(self)
 
 
     # ---- the ctx interface that vjp rules use -------------------------------------------
@@ -551,3 +554,41 @@ def _saved_attribute(node: OpNode, key: str, raw: bool) -> Any:
         return node.attrs[key]
     raise AttributeError(f"{node.name()} has no saved value {key!r} (inputs: {', '.join(names[:count])}; "
                          f"attributes: {', '.join(node.attrs) or 'none'})")
+
+
+_NAMED_NODES: dict[str, type] = {}
+
+
+def torch_named(tensor: Any, name: str) -> Any:
+    """``tensor`` whose fresh node prints PyTorch's ``name`` (``F.mse_loss``'s last node, a mean, is
+    ``MseLossBackward0``; ``x.t()``'s permute is ``TBackward0``): the node's class becomes a subclass of OpNode that
+    only renames it (``type(grad_fn).__name__`` too, as torch's). Untouched without a fresh OpNode."""
+    node = tensor.grad_fn
+    if node is not None and node.__class__ in OP_NODE_CLASSES:
+        node.__class__ = _NAMED_NODES.get(name) or _named_class(name)
+    return tensor
+
+
+def _named_class(name: str) -> type:
+    cls = _NAMED_NODES[name] = type(name, (OpNode,), {"__slots__": (), "name": lambda self, _n=name: _n,
+                                                        "__module__": __name__})
+    OP_NODE_CLASSES.add(cls)
+    return cls
+
+
+def named_backward(name: str, when: Callable[..., bool] | None = None) -> Callable:
+    """Decorator: the composite's result prints PyTorch's node ``name`` (not in place: an input returned as the
+    result keeps its node); ``when(*args, **kwargs)``: only for the calls torch names so."""
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = fn(*args, **kwargs)
+            if getattr(out, "grad_fn", None) is not None and not (args and out is args[0]) and \
+                    (when is None or when(*args, **kwargs)):
+                torch_named(out, name)
+            return out
+        return run
+    return decorate
+
+
+OP_NODE_CLASSES: set = {OpNode}  # OpNode and its renamed forms: the engine's array fast path takes all of them

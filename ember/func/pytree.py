@@ -47,7 +47,8 @@ LEAF = TreeSpec(None, None, [])
 
 
 def _is_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+    """A namedtuple or a ``torch.return_types`` struct sequence: a node that keeps its type."""
+    return isinstance(value, tuple) and _is_namedtuple_kind(type(value))
 
 
 # The walkers below are module-level functions that take their output list as an argument: a nested function
@@ -95,6 +96,8 @@ def _build(s: TreeSpec, it: Any) -> Any:
         return dict(zip(s.context, children))
     if s.kind in (tuple, list):
         return s.kind(children)
+    if hasattr(s.kind, "n_sequence_fields"):  # a return type (struct sequence): built from one sequence
+        return s.kind(children)
     return s.kind(*children)  # a namedtuple
 
 
@@ -133,4 +136,5 @@ def broadcast_prefix(prefix: Any, spec: TreeSpec) -> list | None:
 
 
 def _is_namedtuple_kind(kind: Any) -> bool:
-    return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")
+    return isinstance(kind, type) and issubclass(kind, tuple) and (hasattr(kind, "_fields")
+                                                                    or hasattr(kind, "n_sequence_fields"))

@@ -31,6 +31,7 @@ from ember.nn.modules.module import Module
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIGITS = re.compile(r"^[0-9]+$")
+_DASHED = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")  # module names such as RegNet's "block1-0"
 _CODE_NAMES = set(keyword.kwlist) | {"self", "ember", "getattr", "slice"}  # what generated code refers to
 _RESERVED = _CODE_NAMES | set(dir(builtins))
 
@@ -48,12 +49,14 @@ def is_identifier(name: Any) -> bool:
 
 
 def check_attribute_path(target: Any, what: str) -> list[str]:
-    """A dotted attribute path whose parts are identifiers or digit strings (Sequential children)."""
+    """A dotted attribute path whose parts are identifiers, digit strings (Sequential children) or names of
+    letters, digits, '_' and '-' (torchvision's RegNet names blocks 'block1-0'); generated code reads the last
+    kind with ``getattr(obj, 'name')``, so nothing else can reach the code."""
     if not isinstance(target, str) or not target:
         raise ValueError(f"fx: {what} target must be a dotted attribute name, got {target!r}")
     parts = target.split(".")
     for part in parts:
-        if not (is_identifier(part) or _DIGITS.match(part)):
+        if not (is_identifier(part) or _DIGITS.match(part) or _DASHED.match(part)):
             raise ValueError(f"fx: {what} target {target!r} has the part {part!r}, which is neither an identifier "
                              "nor a digit string; rename the attribute")
     return parts

@@ -153,7 +153,8 @@ def _ember_functions() -> list[tuple[Any, str, Callable]]:
     found = []
     for _, module in public_namespaces():
         for name, value in list(vars(module).items()):
-            if name.startswith("_") or isinstance(value, type) or not callable(value):
+            # torch._assert is the one private name fx records (it is how models check shapes traceably)
+            if (name.startswith("_") and name != "_assert") or isinstance(value, type) or not callable(value):
                 continue
             if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, functools.partial)):
                 found.append((module, name, value))

@@ -98,6 +98,10 @@ def flatten(obj: Any, leaves: list) -> Any:
                     flatten(obj._values(), leaves))
         leaves.append(obj)
         return ("T",)
+    if type(obj) is tuple or type(obj) is list:
+        return (type(obj).__name__,) + tuple(flatten(o, leaves) for o in obj)
+    if isinstance(obj, tuple) and hasattr(type(obj), "n_sequence_fields"):  # ``max(dim)``'s return type: kept
+        return ("N", type(obj)) + tuple(flatten(o, leaves) for o in obj)
     if isinstance(obj, (list, tuple)):
         return (type(obj).__name__,) + tuple(flatten(o, leaves) for o in obj)
     if isinstance(obj, dict):
@@ -124,6 +128,8 @@ def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
         if tag in ("list", "tuple"):
             items = [build(c) for c in s[1:]]
             return items if tag == "list" else tuple(items)
+        if tag == "N":
+            return s[1]([build(c) for c in s[2:]])
         if tag == "dict":
             return {k: build(c) for k, c in s[1:]}
         if tag == "C":

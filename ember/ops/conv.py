@@ -36,6 +36,7 @@ from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.autograd.node import named_backward
 
 
 # ---- geometry and im2col (array-level helpers, written against xp) ---------------------------
@@ -646,6 +647,7 @@ def _resolve_padding(op: str, padding: Any, kernel: tuple, stride: tuple, dilati
     return (ph, ph, pw, pw)
 
 
+@named_backward("ConvolutionBackward0")  # torch's one convolution node
 @autocast_policy("lower")
 def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
@@ -665,6 +667,7 @@ def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
+@named_backward("ConvolutionBackward0")  # torch's one convolution node
 @autocast_policy("lower")
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
@@ -688,6 +691,7 @@ def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
+@named_backward("ConvolutionBackward0")  # torch's one convolution node
 @autocast_policy("lower")
 def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.backends import special_function
 from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
@@ -27,6 +27,7 @@ from ember.ops.opmath_composite import float32_composite
 from ember.onnx import complex_emitters, emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
+from ember.autograd.node import named_backward
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -420,6 +421,7 @@ def xlogy(input: Any, other: Any) -> Any:
     return ew.where(x == 0, out + 0.0, out)
 
 
+@named_backward("LerpBackward0")
 @float32_composite
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1)."""
@@ -479,6 +481,7 @@ def _check_ndim(op: str, **tensors: Any) -> None:
 
 
 @autocast_policy("lower")
+@named_backward("AddmmBackward0")
 @float32_composite
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat1 @ mat2)."""
@@ -627,18 +630,18 @@ def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
     return red._in_dtype(dispatch.apply(CUMPROD, (input,), {"dim": d}), dtype)
 
 
-def _cum_extreme(op: OpDef, input: Any, dim: int) -> red._ReturnTypes:
+def _cum_extreme(op: OpDef, input: Any, dim: int) -> Any:
     (d,) = red.normalize_dims(dim, input.ndim, op.name)
     values, indices = dispatch.apply(op, (input,), {"dim": d})
-    return red._ReturnTypes(values, indices)
+    return return_types.make(getattr(return_types, op.name), values, indices)
 
 
-def cummax(input: Any, dim: int) -> red._ReturnTypes:
+def cummax(input: Any, dim: int) -> Any:
     """Running maximum along ``dim`` and the index where it was reached (the latest on ties)."""
     return _cum_extreme(CUMMAX, input, dim)
 
 
-def cummin(input: Any, dim: int) -> red._ReturnTypes:
+def cummin(input: Any, dim: int) -> Any:
     """Running minimum along ``dim`` and the index where it was reached (the latest on ties)."""
     return _cum_extreme(CUMMIN, input, dim)
 

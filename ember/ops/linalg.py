@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
+from ember.autograd.node import torch_named
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -177,6 +178,9 @@ def matmul(input: Any, other: Any) -> Any:
         out = out.squeeze(-2)
     if squeeze_back:
         out = out.squeeze(-1)
+    if out.grad_fn is not None and input.ndim <= 2 and other.ndim <= 2:  # torch's dot / mv / vector @ matrix
+        torch_named(out, "DotBackward0" if squeeze_front and squeeze_back else
+                    "MvBackward0" if squeeze_back else "SqueezeBackward4")
     return out
 
 
@@ -190,7 +194,8 @@ def bmm(input: Any, mat2: Any) -> Any:
     if input.ndim != 3 or mat2.ndim != 3 or input.shape[0] != mat2.shape[0]:
         raise RuntimeError(f"bmm: expected 3-D tensors with equal batch size, got {tuple(input.shape)} and "
                            f"{tuple(mat2.shape)}")
-    return matmul(input, mat2)
+    out = matmul(input, mat2)
+    return out if out.grad_fn is None else torch_named(out, "BmmBackward0")
 
 
 @autocast_policy("native")

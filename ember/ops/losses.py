@@ -20,6 +20,7 @@ from ember.ops.nn_ops import cosine_similarity, log_softmax, logsigmoid, pairwis
 from ember.ops.registry import OpDef, register
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.autograd.node import named_backward
 from ember.creation import tensor
 from ember.ops.extra_math import xlogy
 
@@ -57,6 +58,7 @@ def _as_float_target(target: Any, input: Any) -> Any:
 
 
 # ---- regression -----------------------------------------------------------------------------------
+@named_backward("MseLossBackward0")
 @autocast_policy("fp32")
 def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
              weight: Any = None) -> Any:
@@ -85,6 +87,7 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
     return weighted.sum() / weight.sum() if reduction == "mean" else _reduce(weighted, reduction)
 
 
+@named_backward("SmoothL1LossBackward0")
 @autocast_policy("fp32")
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                    beta: float = 1.0) -> Any:
@@ -98,6 +101,7 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     return _reduce(ew.where(diff < beta, small * small * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
+@named_backward("HuberLossBackward0")
 @autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
@@ -135,6 +139,7 @@ def _pick(input: Any, target: Any) -> Any:
     return input.gather(1, target.unsqueeze(1)).squeeze(1)
 
 
+@named_backward("NllLossBackward0")
 @autocast_policy("fp32")
 def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
              reduce: Any = None, reduction: str = "mean") -> Any:
@@ -167,6 +172,13 @@ def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = No
     return loss.sum() / w.sum()
 
 
+def _class_index_target(input: Any, target: Any, *args: Any, label_smoothing: float = 0.0, **kwargs: Any) -> bool:
+    """torch's cross_entropy ends in nll_loss for class indices without smoothing (then it prints NllLossBackward0)."""
+    smoothing = args[5] if len(args) > 5 else label_smoothing
+    return not getattr(target, "is_floating_point", lambda: True)() and not smoothing
+
+
+@named_backward("NllLossBackward0", when=_class_index_target)
 @autocast_policy("fp32")
 def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                   reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
@@ -276,6 +288,7 @@ BINARY_CROSS_ENTROPY = register(OpDef(
 ))
 
 
+@named_backward("BinaryCrossEntropyBackward0")
 @autocast_policy("fp32")
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Any:
@@ -289,6 +302,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     return _reduce(loss, reduction)
 
 
+@named_backward("BinaryCrossEntropyWithLogitsBackward0")
 @autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean", pos_weight: Any = None) -> Any:

@@ -31,7 +31,7 @@ from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
-from ember.autograd.node import NotArrayable
+from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.movement import PAD
 from ember.ops.linalg import _matmul_impl
 from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
@@ -305,10 +305,12 @@ def tanh(input: Any) -> Any:
     return ew.tanh(input)
 
 
+@named_backward("LeakyReluBackward0")
 def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
     return _maybe_inplace(input, lambda t: ew.where(t > 0, t, t * negative_slope), inplace, "leaky_relu_")
 
 
+@named_backward("EluBackward0")
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
         # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
@@ -333,6 +335,7 @@ def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     return _maybe_inplace(input, compute, inplace, "celu_")
 
 
+@named_backward("SoftplusBackward0")
 @float32_composite
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
@@ -649,6 +652,7 @@ LAYER_NORM_BACKWARD = register(OpDef(
 
 
 # ---- normalization -------------------------------------------------------------------------------
+@named_backward("NativeLayerNormBackward0")
 def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -919,6 +923,7 @@ def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: st
 
 
 # ---- embedding, one_hot --------------------------------------------------------------------------
+@named_backward("EmbeddingBackward0")
 def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm: float | None = None,
               norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Any:
     """Rows of ``weight`` picked by the integer ``input``; rows at ``padding_idx`` get no gradient;
@@ -1019,7 +1024,8 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
             raise RuntimeError(f"pad: padding ({pad[2 * i]}, {pad[2 * i + 1]}) of dim {dim} of input "
                                f"{tuple(input.shape)} gives a negative size {new_size}; crop less")
     if mode == "constant":
-        return dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
+        out = dispatch.apply(PAD, (input,), {"pad": pad, "value": 0.0 if value is None else float(value)})
+        return out if out.grad_fn is None else torch_named(out, "ConstantPadNdBackward0")
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"pad: mode {mode!r} is not supported; use constant, reflect, replicate or circular")
     if len(pad) // 2 > 3 or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2):

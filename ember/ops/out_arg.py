@@ -38,7 +38,7 @@ import inspect
 import warnings
 from typing import Any, Callable
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.autograd import grad_mode
 from ember.ops import dispatch
 
@@ -241,10 +241,7 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
             _write(name, o, r, multi or (exact and not (real_only and args and getattr(args[0], "is_complex", bool)())))
         if not multi:
             return outs[0]
-        try:
-            return type(result)(*outs)  # the result's named pair (values, indices) with the outs in it
-        except TypeError:
-            return outs
+        return return_types.with_outs(result, outs)  # ``max_out(values=..., indices=...)`` holding the outs
 
     call.__signature__ = _signature_with_out(fn)  # type: ignore[attr-defined]
     call._handles_out = True  # type: ignore[attr-defined]

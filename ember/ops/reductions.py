@@ -9,9 +9,9 @@ from typing import Any, Sequence
 
 import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path; np.integer
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.ops import dispatch, elementwise
-from ember.autograd.node import NotArrayable
+from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -375,21 +375,6 @@ CUMSUM = register(OpDef(
 
 
 # ---- public functions --------------------------------------------------------------------------
-class _ReturnTypes(tuple):
-    """(values, indices) pair with attribute access, like torch.return_types.max."""
-
-    def __new__(cls, values: Any, indices: Any) -> "_ReturnTypes":
-        return super().__new__(cls, (values, indices))
-
-    @property
-    def values(self) -> Any:
-        return self[0]
-
-    @property
-    def indices(self) -> Any:
-        return self[1]
-
-
 def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     dims = normalize_dims(dim, input.ndim, op.name)
     if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element (PyTorch's reading)
@@ -443,13 +428,15 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
         other = dim if other is None else other
         return (elementwise.maximum if full is AMAX else elementwise.minimum)(input, other)
     if dim is None:
-        return _reduce(full, input, None, False)
+        out = _reduce(full, input, None, False)  # torch's max()/min() overloads: MaxBackward1 / MinBackward1
+        return out if out.grad_fn is None else torch_named(out, "MaxBackward1" if full is AMAX else "MinBackward1")
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
+    kind = return_types.max if full is AMAX else return_types.min
     if input.ndim == 0:  # a 0-d tensor is its own max, at index 0
         from_zero = dispatch.apply(ARGMAX, (input,), {"dim": None, "keepdim": False})
-        return _ReturnTypes(input.clone(), from_zero)
+        return return_types.make(kind, input.clone(), from_zero)
     values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
-    return _ReturnTypes(values, indices)
+    return return_types.make(kind, values, indices)
 
 
 def max(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
@@ -585,6 +572,7 @@ def _sqrt_zero_grad(s: Any) -> Any:
     return where(zero, 0.0, sqrt(where(zero, 1.0, s)))
 
 
+@named_backward("StdBackward0")
 def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
     std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
@@ -660,6 +648,7 @@ def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
     return dispatch.apply(LOGSUMEXP, (input,), {"dims": dims, "keepdim": keepdim})
 
 
+@named_backward("LinalgVectorNormBackward0")
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
     if dtype is not None:

@@ -106,6 +106,10 @@ class OpDef:
     # it, elementwise records with ``array_vjp`` run those rules on the batch-aligned arrays; other records
     # take ``vjp`` through their batching rules (two dispatches and two Tensors per op).
     batch_array_vjp: Callable[..., Any] | None = None
+    # PyTorch's name of this op's backward node when it depends on the call (``getitem`` of an int is
+    # ``SelectBackward0``, of a slice ``SliceBackward0``): ``rule(node) -> str`` reading the node's attrs and input
+    # shapes, asked only when the name is read (printing, anomaly mode, profiles). None: :attr:`backward_name`.
+    torch_backward_name: Callable[[Any], str] | None = None
 
     def __repr__(self) -> str:
         return f"<op {self.name} ({self.category})>"

@@ -20,11 +20,13 @@ from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.elementwise import _no_complex
-from ember.ops.reductions import _ReturnTypes, normalize_dims
+from ember import return_types as rt
+from ember.ops.reductions import normalize_dims
 from ember.ops.registry import OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
+from ember.autograd.node import torch_named
 
 
 # ---- sort ------------------------------------------------------------------------------------------
@@ -80,16 +82,18 @@ def _dim(input: Any, dim: int, op: str) -> int:
     return d
 
 
-def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> _ReturnTypes:
+def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
     """Sort along ``dim``; returns ``(values, indices)``. Always stable (``stable`` is accepted for
     PyTorch compatibility), so equal elements keep their order.
 
     Example:
         >>> ember.sort(ember.tensor([2, 1, 2]))
-        torch.return_types.sort(values=tensor([1, 2, 2]), indices=tensor([1, 0, 2]))  # doctest: +SKIP
+        ember.return_types.sort(
+        values=tensor([1, 2, 2]),
+        indices=tensor([1, 0, 2]))
     """
     values, indices = dispatch.apply(SORT, (input,), {"dim": _dim(input, dim, "sort"), "descending": bool(descending)})
-    return _ReturnTypes(values, indices)
+    return rt.make(rt.sort, values, indices)
 
 
 def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
@@ -98,7 +102,7 @@ def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = 
         return sort(input, dim, descending, stable).indices
 
 
-def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> _ReturnTypes:  # noqa: A002
+def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, largest first.
 
     Example:
@@ -113,11 +117,14 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
                            f"{tuple(input.shape)}")
     values, indices = sort(input, d, descending=largest)
     if input.ndim == 0:
-        return _ReturnTypes(values, indices)
-    return _ReturnTypes(values.narrow(d, 0, k), indices.narrow(d, 0, k))
+        return rt.make(rt.topk, values, indices)
+    values = values.narrow(d, 0, k)
+    if values.grad_fn is not None:
+        torch_named(values, "TopkBackward0")
+    return rt.make(rt.topk, values, indices.narrow(d, 0, k))
 
 
-def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _ReturnTypes:
+def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
     d = _dim(input, dim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
@@ -127,11 +134,11 @@ def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> _Retur
                            f"{tuple(input.shape)}")
     values, indices = sort(input, d)
     if input.ndim == 0:
-        return _ReturnTypes(values, indices)
+        return rt.make(rt.kthvalue, values, indices)
     values, indices = values.narrow(d, k - 1, 1), indices.narrow(d, k - 1, 1)
     if not keepdim:
         values, indices = values.squeeze(d), indices.squeeze(d)
-    return _ReturnTypes(values, indices)
+    return rt.make(rt.kthvalue, values, indices)
 
 
 # ---- unique ----------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import dtypes
+from ember.autograd.node import torch_named
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
@@ -133,7 +134,8 @@ def transpose(input: Any, dim0: int, dim1: int) -> Any:
     dims = list(range(n))
     a, b = input._dim(dim0, "transpose"), input._dim(dim1, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
-    return dispatch.apply(PERMUTE, (input,), {"dims": tuple(dims)})
+    out = dispatch.apply(PERMUTE, (input,), {"dims": tuple(dims)})
+    return out if out.grad_fn is None else torch_named(out, "TransposeBackward0")
 
 
 swapaxes = swapdims = transpose
@@ -143,7 +145,10 @@ def t(input: Any) -> Any:
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D; use .mT or "
                            "transpose(-2, -1)")
-    return input if input.ndim < 2 else transpose(input, 0, 1)
+    if input.ndim < 2:
+        return input
+    out = dispatch.apply(PERMUTE, (input,), {"dims": (1, 0)})  # transpose(0, 1) without its own name
+    return out if out.grad_fn is None else torch_named(out, "TBackward0")
 
 
 def squeeze(input: Any, dim: Any = None) -> Any:
@@ -153,7 +158,10 @@ def squeeze(input: Any, dim: Any = None) -> Any:
     else:
         dims = normalize_dims(dim, input.ndim, "squeeze") or ()
         target = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    return reshape(input, target)
+    out = reshape(input, target)
+    if out.grad_fn is None or out is input:
+        return out
+    return torch_named(out, "SqueezeBackward0" if dim is None else "SqueezeBackward1")
 
 
 def unsqueeze(input: Any, dim: int) -> Any:
@@ -163,7 +171,8 @@ def unsqueeze(input: Any, dim: int) -> Any:
     dim %= n
     shape = list(input.shape)
     shape.insert(dim, 1)
-    return dispatch.apply(RESHAPE, (input,), {"shape": tuple(shape)})
+    out = dispatch.apply(RESHAPE, (input,), {"shape": tuple(shape)})
+    return out if out.grad_fn is None else torch_named(out, "UnsqueezeBackward0")
 
 
 def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
@@ -381,7 +390,8 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
     n = tensors[0].ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"stack: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return cat([unsqueeze(t, dim) for t in tensors], dim % n)
+    out = cat([unsqueeze(t, dim) for t in tensors], dim % n)
+    return out if out.grad_fn is None else torch_named(out, "StackBackward0")
 
 
 def hstack(tensors: Sequence[Any]) -> Any:
@@ -424,7 +434,8 @@ def repeat(input: Any, *sizes: Any) -> Any:
         final.append(s * r)
     out = reshape(expand(reshape(x, interleaved), expanded), final)
     # PyTorch's repeat always returns new memory; the reshape above may still be a (stride-0) view of input
-    return dispatch.apply(CLONE if all(r == 1 for r in sizes) else CONTIGUOUS, (out,), {})
+    out = dispatch.apply(CLONE if all(r == 1 for r in sizes) else CONTIGUOUS, (out,), {})
+    return out if out.grad_fn is None else torch_named(out, "RepeatBackward0")
 
 
 def movedim(input: Any, source: Any, destination: Any) -> Any:
@@ -474,7 +485,8 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
         if hi >= size or lo < 0:  # PyTorch refuses negative indices here (unlike x[index])
             raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
                              f"with size {size} (input shape {tuple(input.shape)})")
-    return getitem(input, (slice(None),) * d + (index.reshape(-1),))
+    out = getitem(input, (slice(None),) * d + (index.reshape(-1),))
+    return out if out.grad_fn is None else torch_named(out, "IndexSelectBackward0")
 
 
 def gather(input: Any, dim: int, index: Any) -> Any:
@@ -569,7 +581,8 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
             raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
                                f"shape {tuple(input.shape)}")
-    return where(mask, value, input)
+    out = where(mask, value, input)
+    return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
 
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
@@ -588,7 +601,7 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
         s %= size
         if s:
             out = cat([narrow(out, d, size - s, s), narrow(out, d, 0, size - s)], d)
-    return out
+    return out if out.grad_fn is None or out is input else torch_named(out, "RollBackward0")
 
 
 def _multi_output_views(outs: list, name: str) -> tuple:
@@ -597,6 +610,8 @@ def _multi_output_views(outs: list, name: str) -> tuple:
         for i, out in enumerate(outs):
             if out._base is not None and out._view_fn[1] is None:
                 out._view_fn = (out._view_fn[0], ("multi", name, i))
+            if out.grad_fn is not None:
+                torch_named(out, f"{name}Backward0")  # torch's one node of all the pieces: SplitBackward0, ...
     return tuple(outs)
 
 

@@ -288,7 +288,9 @@ class Recorder:
         # built once per kind of node (node.name() rebuilds an op's backward name on every call).
         ident = getattr(node, "op", None) or getattr(node, "fn_class", None) or type(node)
         if ident not in self._node_names:
-            self._node_names[ident] = node.name()
+            # an op's node is named by its record (one name per op; grad_fn printouts may use torch's per-call
+            # names, ember/ops/torch_node_names.py, which would differ between nodes of one op)
+            self._node_names[ident] = ident.backward_name if ident is getattr(node, "op", None) else node.name()
         if not self.shapes:
             self._extend((NODE, ident, t0, t1, get_ident()))
         elif len(grads) == 1 and (data := getattr(grads[0], "_data", None)) is not None:
@@ -309,7 +311,7 @@ class Recorder:
         t1 = _clock()
         op = node.op
         if op not in self._node_names:
-            self._node_names[op] = node.name()
+            self._node_names[op] = op.backward_name  # the record's name, as in node() above
         if not self.shapes:
             self._extend((NODE, op, t0, t1, get_ident()))
             return

@@ -29,6 +29,7 @@ import pickle
 import struct
 from typing import Any, Callable
 
+from ember import return_types
 from ember.serialization import safe_globals, torch_names
 from ember.serialization.errors import CheckpointError, UnsafeGlobalError
 
@@ -63,7 +64,10 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
                 module = _compat_pickle.IMPORT_MAPPING[module]
         full = f"{module}.{name}"
         table = torch_names.allowed()
-        if full in table:
+        if module in ("torch.return_types", "ember.return_types") and return_types.is_return_type(
+                getattr(return_types, name, None)):
+            obj = self._return_type(full, getattr(return_types, name))
+        elif full in table:
             obj = table[full]
         elif full in torch_names.UNSUPPORTED:
             self.refuse(full, torch_names.UNSUPPORTED[full])
@@ -80,6 +84,14 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
                     self._classes.add(id(obj))
         self._callables.add(id(obj))
         return obj
+
+    def _return_type(self, full: str, cls: type) -> type:
+        """``torch.return_types.max``: ember's class, allowed as torch allows it (by the user, under either name)."""
+        if self.weights_only and not (safe_globals.lookup(full)[0]
+                                      or safe_globals.lookup(f"ember.return_types.{cls.__name__}")[0]):
+            self.refuse(full)
+        self._classes.add(id(cls))
+        return cls
 
     def persistent_load(self, pid: Any) -> Any:
         if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):

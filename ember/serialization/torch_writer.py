@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ember import return_types
 from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
 from ember.dtypes import dtype, from_numpy_dtype
 from ember.tensor import Size, Tensor
@@ -130,6 +131,8 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
             return (_REBUILD_TENSOR, args)
         if isinstance(obj, _Rebuilt):
             return obj.reduce
+        if return_types.is_return_type(type(obj)):  # torch's name, so torch.load reads it (with safe_globals)
+            return (TorchName("torch.return_types", type(obj).__name__), (tuple(obj), {}))
         if isinstance(obj, dtype):
             return obj.name
         if isinstance(obj, device):

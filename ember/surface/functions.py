@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections import namedtuple
 from typing import Any, Sequence
 
 import numpy as np
 
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
-from ember import dtypes, factory_options as _factory_options
+from ember import dtypes, factory_options as _factory_options, return_types
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
 from ember.ops import complex_ops, elementwise, reductions, views
@@ -503,26 +502,21 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     return out if dtype is None else out.to(dtype)
 
 
-_StdMean = namedtuple("std_mean", ["std", "mean"])
-
-
 def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False,
              unbiased: Any = None) -> tuple:
     if unbiased is not None:
         correction = 1 if unbiased else 0
     std = reductions.std(input, dim, correction=correction, keepdim=keepdim)
     mean = reductions.mean(input, dim=dim, keepdim=keepdim) if dim is not None else reductions.mean(input)
-    return _StdMean(std, mean)
-
-
-_MinMax = namedtuple("aminmax", ["min", "max"])
+    return (std, mean)  # a plain tuple, as PyTorch's (no return type)
 
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> tuple:
     if dim is None:
-        return _MinMax(amin(input).reshape(()) if not keepdim else amin(input),
-                       amax(input).reshape(()) if not keepdim else amax(input))
-    return _MinMax(amin(input, dim=dim, keepdim=keepdim), amax(input, dim=dim, keepdim=keepdim))
+        return return_types.make(return_types.aminmax, amin(input).reshape(()) if not keepdim else amin(input),
+                                 amax(input).reshape(()) if not keepdim else amax(input))
+    return return_types.make(return_types.aminmax, amin(input, dim=dim, keepdim=keepdim),
+                             amax(input, dim=dim, keepdim=keepdim))
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
@@ -630,9 +624,6 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
 
 
 # ---- order statistics -------------------------------------------------------------------------------------
-_Values = namedtuple("values_indices", ["values", "indices"])
-
-
 def _evenly(flat: Tensor, value: Tensor) -> Tensor:
     """``value`` (one of ``flat``'s elements) whose gradient is shared evenly by every element equal to it (NaN:
     every NaN), as PyTorch's full max/min/median backward (evenly_distribute_backward); the value is exact."""
@@ -645,6 +636,7 @@ def _evenly(flat: Tensor, value: Tensor) -> Tensor:
 
 
 def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
+    kind = return_types.nanmedian if ignore_nan else return_types.median
     if dim is None:
         flat = input.reshape(-1)
         if ignore_nan:
@@ -658,7 +650,7 @@ def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
         return _evenly(flat, values[(n - 1) // 2])
     dim = dim % max(input.ndim, 1)
     if input.ndim == 0:
-        return _Values(input.clone(), zeros((), dtype=int64))
+        return return_types.make(kind, input.clone(), zeros((), dtype=int64))
     values, indices = sort(input, dim=dim, stable=True)
     if input.is_floating_point():
         nan_count = isnan(input).sum(dim=dim, keepdim=True)
@@ -673,7 +665,7 @@ def _median(input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     out_v, out_i = gather(values, dim, k), gather(indices, dim, k)
     if not keepdim:
         out_v, out_i = out_v.squeeze(dim), out_i.squeeze(dim)
-    return _Values(out_v, out_i)
+    return return_types.make(kind, out_v, out_i)
 
 
 def median(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -689,7 +681,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
     """Most frequent value along ``dim`` (the smallest on ties) and the index of its last occurrence."""
     if input.ndim == 0:  # a 0-d tensor is its own mode, at index 0 (dim -1 and 0 are accepted, as PyTorch)
         _ = reductions.normalize_dims(dim, 0, "mode")
-        return _Values(input.clone(), zeros((), dtype=int64, device=input.device))
+        return return_types.make(return_types.mode, input.clone(), zeros((), dtype=int64, device=input.device))
     xp = _xp(input)
     data = xp.moveaxis(input._data, dim, -1)
     flat = data.reshape(-1, data.shape[-1])
@@ -705,7 +697,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
     v, i = _wrap(values.reshape(shape), input), _wrap(indices.reshape(shape), input)
     if keepdim:
         v, i = v.unsqueeze(dim), i.unsqueeze(dim)
-    return _Values(v, i)
+    return return_types.make(return_types.mode, v, i)
 
 
 def msort(input: Tensor) -> Tensor:
@@ -977,16 +969,14 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     return _wrap(counts.astype(input.dtype.np), input)
 
 
-_Histogram = namedtuple("histogram", ["hist", "bin_edges"])
-
-
 def histogram(input: Tensor, bins: Any = 100, *, range: Any = None, weight: Tensor | None = None,  # noqa: A002
               density: bool = False) -> tuple:
     xp = _xp(input)
     edges_in = bins._data if isinstance(bins, Tensor) else bins
     hist, edges = xp.histogram(input._data, bins=edges_in, range=range,
                                weights=None if weight is None else weight._data, density=density)
-    return _Histogram(_wrap(hist.astype(input.dtype.np), input), _wrap(edges.astype(input.dtype.np), input))
+    return return_types.make(return_types.histogram, _wrap(hist.astype(input.dtype.np), input),
+                             _wrap(edges.astype(input.dtype.np), input))
 
 
 def _integer_operands(op: str, input: Tensor, other: Any) -> tuple:
@@ -1046,14 +1036,13 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
                  input)
 
 
-_Frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
 
 def frexp(input: Tensor) -> tuple:
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     mantissa, exponent = _xp(input).frexp(input._data)
-    return _Frexp(_wrap(mantissa, input), _wrap(exponent.astype(_xp(input).int32), input))
+    return return_types.make(return_types.frexp, _wrap(mantissa, input), _wrap(exponent.astype(_xp(input).int32), input))
 
 
 def _tri_indices(row: int, col: int, offset: int, upper: bool, dtype: Any, device: Any) -> Tensor:

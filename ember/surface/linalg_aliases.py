@@ -11,10 +11,10 @@ Example:
 """
 from __future__ import annotations
 
-from collections import namedtuple
+import functools
 from typing import Any
 
-from ember import linalg as _linalg
+from ember import linalg as _linalg, return_types
 from ember.creation import zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.surface import linalg_composites as _comp
@@ -24,11 +24,11 @@ __all__ = ["svd", "qr", "lu", "lu_solve", "lu_unpack", "pinverse", "nuclear_norm
            "lobpcg", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
            "triangular_solve", "matrix_exp", "matrix_power"]
 
-_SVD = namedtuple("svd", ["U", "S", "V"])
-_QR = namedtuple("qr", ["Q", "R"])
-_SLOGDET = namedtuple("slogdet", ["sign", "logabsdet"])
-_GEQRF = namedtuple("geqrf", ["a", "tau"])
-_TRI = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+_SVD = functools.partial(return_types.make, return_types.svd)
+_QR = functools.partial(return_types.make, return_types.qr)
+_SLOGDET = functools.partial(return_types.make, return_types.slogdet)
+_GEQRF = functools.partial(return_types.make, return_types.geqrf)
+_TRI = functools.partial(return_types.make, return_types.triangular_solve)
 
 lu_unpack = _comp.lu_unpack
 ormqr = _comp.ormqr

@@ -9,13 +9,13 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import math
-from collections import namedtuple
 from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes
+from ember import dtypes, return_types
 from ember.amp.policy import autocast_policy
 from ember.creation import eye, ones, tensor as _tensor, zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
@@ -26,14 +26,14 @@ from ember.surface.ldl import ldl_factor_xp, ldl_solve_xp
 from ember.tensor import Tensor
 
 _INF = float("inf")
-_LU = namedtuple("linalg_lu", ["P", "L", "U"])
-_LSTSQ = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-_INV_EX = namedtuple("linalg_inv_ex", ["inverse", "info"])
-_CHOL_EX = namedtuple("linalg_cholesky_ex", ["L", "info"])
-_SOLVE_EX = namedtuple("linalg_solve_ex", ["result", "info"])
-_LU_FACTOR_EX = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-_LDL = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-_LDL_EX = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+_LU = functools.partial(return_types.make, return_types.linalg_lu)
+_LSTSQ = functools.partial(return_types.make, return_types.linalg_lstsq)
+_INV_EX = functools.partial(return_types.make, return_types.linalg_inv_ex)
+_CHOL_EX = functools.partial(return_types.make, return_types.linalg_cholesky_ex)
+_SOLVE_EX = functools.partial(return_types.make, return_types.linalg_solve_ex)
+_LU_FACTOR_EX = functools.partial(return_types.make, return_types.linalg_lu_factor_ex)
+_LDL = functools.partial(return_types.make, return_types.linalg_ldl_factor)
+_LDL_EX = functools.partial(return_types.make, return_types.linalg_ldl_factor_ex)
 
 
 def _mT(x: Tensor) -> Tensor:
@@ -287,7 +287,7 @@ def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True, unpa
     empty = zeros((0,), dtype=LU_data.dtype, device=LU_data.device)
     P = _factor.lu_permutation(LU_pivots, LU_data.shape[-2], LU_data.dtype) if unpack_pivots else empty
     L, U = _factor.unpack_lu(LU_data) if unpack_data else (empty, empty)
-    return namedtuple("lu_unpack", ["P", "L", "U"])(P, L, U)
+    return return_types.make(return_types.lu_unpack, P, L, U)
 
 
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoint: bool = False,

@@ -8,15 +8,15 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections import namedtuple
 from typing import Any, Sequence
 
 import numpy as np
 
-from ember import dtypes, random as ember_random, sparse as _sparse
+from ember import dtypes, random as ember_random, return_types, sparse as _sparse
 from ember.autograd import grad_mode
 from ember.creation import tensor as _tensor
 from ember.data import worker as _worker
@@ -57,7 +57,7 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
     return _tensor(draws.astype(input.dtype.np), device=input.device)
 
 
-_HISTDD = namedtuple("histogramdd", ["hist", "bin_edges"])
+_HISTDD = functools.partial(return_types.make, return_types.histogramdd)
 
 
 def histogramdd(input: Tensor, bins: Any = 10, *, range: Sequence[float] | None = None,  # noqa: A002
@@ -78,7 +78,7 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Sequence[float] | None 
                                  weights=None if weight is None else _host(weight).reshape(-1))
     dt = input.dtype.np
     return _HISTDD(_tensor(hist.astype(dt), device=input.device),
-                   [_tensor(e.astype(dt), device=input.device) for e in edges])
+                   tuple(_tensor(e.astype(dt), device=input.device) for e in edges))  # a tuple, as torch
 
 
 builtins_range = __builtins__["range"] if isinstance(__builtins__, dict) else __builtins__.range

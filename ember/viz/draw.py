@@ -17,7 +17,7 @@ Example:
     >>> w = ember.randn(3, 2, requires_grad=True)
     >>> loss = (ember.randn(4, 3) @ w).relu().sum()
     >>> doc = draw(loss, params={"w": w})
-    >>> "MatmulBackward0" in doc.source and '"w\\\\n(3, 2)"' in doc.source
+    >>> "MmBackward0" in doc.source and '"w\\\\n(3, 2)"' in doc.source
     True
 """
 from __future__ import annotations

@@ -52,6 +52,7 @@ CASES = {
     "expand, contiguous, clone": lambda: _leaf(1, 4).expand(3, 4).contiguous().clone().sum(),
     "float64": lambda: (_leaf(4, 4, dtype=ember.float64).tanh() * 2.0).sum(),
     "cross_entropy": lambda: F.cross_entropy(_leaf(5, 4), ember.tensor([0, 3, 1, 1, 2]), ignore_index=1),
+    "logsumexp": lambda: _leaf(4, 6).logsumexp(dim=1).sum(),
 }
 
 

@@ -68,9 +68,9 @@ class BasicBlock(nn.Module):
         self.stride = stride
 
     def forward(self, x: Any) -> Any:
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.bn2(self.conv2(out))
+        identity = x if self.downsample is None else self.downsample(x)  # after the main path, as torchvision
         return self.relu(out + identity)
 
 
@@ -96,10 +96,10 @@ class Bottleneck(nn.Module):
         self.stride = stride
 
     def forward(self, x: Any) -> Any:
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
+        identity = x if self.downsample is None else self.downsample(x)  # after the main path, as torchvision
         return self.relu(out + identity)
 
 

@@ -32,7 +32,7 @@ ShuffleNet_V2_X2_0_Weights = make_weights_enum("ShuffleNet_V2_X2_0_Weights", __n
 
 def channel_shuffle(x: Any, groups: int) -> Any:
     """Interleave the channels of ``groups`` equal groups (N, g*c, H, W) -> (N, c*g, H, W)."""
-    batch, channels, height, width = x.shape
+    batch, channels, height, width = x.size()  # size(), as torchvision (its feature-extraction node is "size")
     x = x.view(batch, groups, channels // groups, height, width)
     return ember.transpose(x, 1, 2).contiguous().view(batch, -1, height, width)
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 import ember
-from ember import nn
+from ember import fx, nn
 from ember.nn import functional as F
 from ember.vision.models._api import (
     handle_legacy_interface, load_weights, make_weights_enum, override_num_classes, register_model,
@@ -150,9 +150,15 @@ def _relative_position_index(window_size: list[int]) -> np.ndarray:
     return relative.sum(-1).reshape(-1).astype(np.int64)
 
 
-def _gather_bias(table: Any, index: Any, window_size: list[int]) -> Any:
+def _get_relative_position_bias(table: Any, index: Any, window_size: list[int]) -> Any:
     tokens = window_size[0] * window_size[1]
     return table[index].view(tokens, tokens, -1).permute(2, 0, 1).contiguous().unsqueeze(0)
+
+
+# Recorded as single fx nodes (as torchvision does with torch.fx.wrap): their shape arithmetic is Python.
+fx.wrap("_patch_merging_pad")
+fx.wrap("_get_relative_position_bias")
+fx.wrap("shifted_window_attention")
 
 
 class ShiftedWindowAttention(nn.Module):
@@ -183,10 +189,11 @@ class ShiftedWindowAttention(nn.Module):
         self.register_buffer("relative_position_index", ember.tensor(_relative_position_index(self.window_size)))
 
     def get_relative_position_bias(self) -> Any:
-        return _gather_bias(self.relative_position_bias_table, self.relative_position_index, self.window_size)
+        return _get_relative_position_bias(self.relative_position_bias_table, self.relative_position_index, self.window_size)
 
     def forward(self, x: Any) -> Any:
-        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, self.get_relative_position_bias(),
+        relative_position_bias = self.get_relative_position_bias()  # first, as torchvision (fx node order)
+        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, relative_position_bias,
                                         self.window_size, self.num_heads, shift_size=self.shift_size,
                                         attention_dropout=self.attention_dropout, dropout=self.dropout,
                                         qkv_bias=self.qkv.bias, proj_bias=self.proj.bias, training=self.training)
@@ -221,10 +228,11 @@ class ShiftedWindowAttentionV2(ShiftedWindowAttention):
 
     def get_relative_position_bias(self) -> Any:
         table = self.cpb_mlp(self.relative_coords_table).view(-1, self.num_heads)
-        return 16 * ember.sigmoid(_gather_bias(table, self.relative_position_index, self.window_size))
+        return 16 * ember.sigmoid(_get_relative_position_bias(table, self.relative_position_index, self.window_size))
 
     def forward(self, x: Any) -> Any:
-        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, self.get_relative_position_bias(),
+        relative_position_bias = self.get_relative_position_bias()  # first, as torchvision (fx node order)
+        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, relative_position_bias,
                                         self.window_size, self.num_heads, shift_size=self.shift_size,
                                         attention_dropout=self.attention_dropout, dropout=self.dropout,
                                         qkv_bias=self.qkv.bias, proj_bias=self.proj.bias,

@@ -60,8 +60,8 @@ class EncoderBlock(nn.Module):
         self.mlp = MLPBlock(hidden_dim, mlp_dim, dropout)
 
     def forward(self, input: Any) -> Any:
-        if input.ndim != 3:
-            raise RuntimeError(f"EncoderBlock: expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        # ember._assert, as torchvision's torch._assert: fx records it (feature extraction traces this forward)
+        ember._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         x = self.ln_1(input)
         x, _ = self.self_attention(x, x, x, need_weights=False)
         x = self.dropout(x) + input
@@ -84,8 +84,7 @@ class Encoder(nn.Module):
         self.ln = norm_layer(hidden_dim)
 
     def forward(self, input: Any) -> Any:
-        if input.ndim != 3:
-            raise RuntimeError(f"Encoder: expected (batch_size, seq_length, hidden_dim) got {tuple(input.shape)}")
+        ember._assert(input.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {input.shape}")
         return self.ln(self.layers(self.dropout(input + self.pos_embedding)))
 
 
@@ -136,15 +135,16 @@ class VisionTransformer(nn.Module):
 
     def _process_input(self, x: Any) -> Any:
         n, _, h, w = x.shape
-        if h != self.image_size or w != self.image_size:
-            raise RuntimeError(f"VisionTransformer: wrong image size {h}x{w}; expected {self.image_size}x"
-                               f"{self.image_size} (resize or center-crop the input)")
+        ember._assert(h == self.image_size, f"Wrong image height! Expected {self.image_size} but got {h}!")
+        ember._assert(w == self.image_size, f"Wrong image width! Expected {self.image_size} but got {w}!")
+        n_h, n_w = h // self.patch_size, w // self.patch_size
         x = self.conv_proj(x)
-        return x.reshape(n, self.hidden_dim, (h // self.patch_size) * (w // self.patch_size)).permute(0, 2, 1)
+        return x.reshape(n, self.hidden_dim, n_h * n_w).permute(0, 2, 1)
 
     def forward(self, x: Any) -> Any:
         x = self._process_input(x)
-        token = self.class_token.expand(x.shape[0], -1, -1)
+        n = x.shape[0]
+        token = self.class_token.expand(n, -1, -1)
         x = self.encoder(ember.cat([token, x], dim=1))
         return self.heads(x[:, 0])
 

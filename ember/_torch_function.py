@@ -1,0 +1,494 @@
+"""The ``__torch_function__`` protocol's machinery (the public names are in :mod:`ember.overrides`).
+
+PyTorch lets a type take over any call of its public API: a ``Tensor`` subclass, or any class with a
+``__torch_function__`` classmethod (the "ScalarTensor" of PyTorch's docs), and a ``TorchFunctionMode`` pushed with
+``with mode:`` see ``func, types, args, kwargs`` of every overridable call before it runs. How ember keeps a
+program without any of them as fast as before:
+
+* **Public functions** (``ember.*``, ``ember.nn.functional.*``, ``linalg``, ``special``, ``fft``; creation and
+  settings functions excepted, as torch's ``get_ignored_functions``) are wrapped once at import
+  (:func:`install`). A wrapper reads one flag (``SWITCH.on``: a mode is active or a Tensor subclass with its own
+  ``__torch_function__`` exists) and otherwise calls the function. A non-Tensor class never passes ember's own
+  checks, so its objects are looked for only when the call raises (no cost on success).
+* **Tensor methods, properties and operators** are not wrapped on ``Tensor``: a subclass gets its own wrappers
+  when it is defined (``Tensor.__init_subclass__`` calls :func:`subclass_defined`), so plain tensors run the
+  methods they always ran. While a mode is active on any thread, ``Tensor`` itself carries the wrappers (each
+  asks its own thread's mode stack); the last exit restores the plain methods.
+* ``func`` passed to ``__torch_function__`` is the public object (``ember.add``, ``Tensor.add``; operators map to
+  their named method as torch's: ``a + b`` is ``Tensor.add``, ``a * b`` is ``Tensor.mul``), so
+  ``func is torch.add`` and ``HANDLED_FUNCTIONS[func]`` work as in PyTorch.
+
+State is per thread (modes, ``DisableTorchFunction``/``DisableTorchFunctionSubclass``), as torch's.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import weakref
+from typing import Any, Callable, Iterable
+
+from ember import dtypes
+from ember.autograd import grad_mode
+from ember.ops import views
+
+
+def disabled_torch_function_impl(func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    """``torch._C._disabled_torch_function_impl``: a class whose ``__torch_function__`` is this one is treated as a
+    plain tensor (``nn.Parameter``'s)."""
+    return func(*args, **(kwargs or {}))
+
+
+class _Switch:
+    """Process-wide: is any override possible at all? (One attribute read on every wrapped call.)"""
+
+    __slots__ = ("on", "modes", "subclasses")
+
+    def __init__(self) -> None:
+        self.on = False
+        self.modes = 0  # modes entered and not exited, over all threads
+        self.subclasses: weakref.WeakSet = weakref.WeakSet()  # live Tensor subclasses that override
+
+    def update(self) -> None:
+        # iterate, not len(): inside a dying class's finalizer the set may still count its dead reference
+        self.on = self.modes > 0 or any(True for _ in self.subclasses)
+
+
+SWITCH = _Switch()
+_LOCK = threading.RLock()
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        self.modes: list = []  # TorchFunctionMode stack, innermost last
+        self.no_subclass = 0  # DisableTorchFunctionSubclass depth
+        self.no_torch_function = 0  # DisableTorchFunction depth (modes too)
+
+
+STATE = _ThreadState()
+_PLAIN: set = set()  # filled by bind(): Tensor itself (exact tensors never override)
+
+
+def _is_overloaded_type(kind: type) -> bool:
+    if kind in _PLAIN:
+        return False
+    impl = getattr(kind, "__torch_function__", None)
+    return impl is not None and getattr(impl, "__func__", impl) is not disabled_torch_function_impl
+
+
+def overloaded_args(relevant: Iterable[Any], with_tensor: bool = False) -> list:
+    """Arguments whose types override, one per type, subclasses before their bases, else left to right (NEP 18).
+    ``with_tensor``: exact Tensors count too (torch's functions written in Python report ``Tensor`` in ``types``);
+    they never make a call dispatch on their own (the caller checks for another type first)."""
+    found: list = []
+    kinds: list = []
+    for arg in relevant:
+        kind = type(arg)
+        if kind in kinds or not (_is_overloaded_type(kind) or (with_tensor and kind in _PLAIN)):
+            continue
+        index = len(found)
+        for i, old in enumerate(kinds):
+            if issubclass(kind, old):
+                index = i
+                break
+        kinds.insert(index, kind)
+        found.insert(index, arg)
+    return found
+
+
+def _relevant(args: tuple, kwargs: dict | None) -> list:
+    """The arguments torch inspects: each argument, and the items of list/tuple arguments (tensor lists)."""
+    out = []
+    for a in args:
+        out.append(a)
+        if type(a) is list or type(a) is tuple:
+            out.extend(a)
+    if kwargs:
+        for a in kwargs.values():
+            out.append(a)
+            if type(a) is list or type(a) is tuple:
+                out.extend(a)
+    return out
+
+
+class _PopMode:
+    """The innermost mode, removed from this thread's stack while its ``__torch_function__`` runs."""
+
+    def __enter__(self) -> Any:
+        self.mode = STATE.modes.pop()
+        return self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.modes.append(self.mode)
+
+
+def handle(public: Any, overloaded: list, args: tuple, kwargs: dict | None, python_level: bool = True) -> Any:
+    """``torch.overrides.handle_torch_function``'s core: the mode first, then each overloaded type in order."""
+    kwargs = kwargs or {}
+    types = tuple(type(a) for a in overloaded)
+    state = STATE
+    if state.modes and not state.no_torch_function:
+        with _PopMode() as mode:
+            result = mode.__torch_function__(public, types, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    for arg in overloaded:
+        result = arg.__torch_function__(public, types, args, kwargs)  # a classmethod (or torch's deprecated method)
+        if result is not NotImplemented:
+            return result
+    raise TypeError(_no_implementation(public, overloaded, python_level))
+
+
+def _no_implementation(public: Any, overloaded: list, python_level: bool) -> str:
+    """torch's two messages: its Python-level functions' and its C++ dispatcher's."""
+    name = _public_name(public)
+    mode = STATE.modes[-1] if STATE.modes and not STATE.no_torch_function else None
+    if python_level:
+        message = (f"no implementation found for '{name}' on types that implement __torch_function__: "
+                   f"{[type(a) for a in overloaded]}")
+        return message + (f" nor in mode {mode}" if mode is not None else "")
+    handlers = ([f"  - mode object {mode!r}"] if mode is not None else []) + \
+        [f"  - tensor subclass {type(a)}" for a in overloaded if type(a) not in _PLAIN]
+    return (f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers returned NotImplemented:\n\n"
+            + "\n".join(handlers) + "\n\nFor more information, try re-running with TORCH_LOGS=not_implemented")
+
+
+def _public_name(public: Any) -> str:
+    from_table = PUBLIC_NAMES.get(id(public))
+    if from_table is None:
+        fn_name = getattr(public, "__name__", repr(public))
+        if _TENSOR is not None and getattr(_TENSOR, fn_name, None) is public:
+            from_table = f"torch.Tensor.{fn_name}"
+        else:
+            return f"{getattr(public, '__module__', None)}.{fn_name}"
+    return dtypes.PUBLIC_NAME[0] + from_table[len("torch"):]
+
+
+def dispatch(public: Any, impl: Callable[..., Any], args: tuple, kwargs: dict, with_tensor: bool = False,
+             args_too: bool = True) -> Any:
+    """Run ``impl`` unless a mode or an argument's type takes the call over (called only when SWITCH.on).
+    ``args_too=False``: only modes see the call (torch's factories: ``torch.ones`` reaches a mode, never a type)."""
+    state = STATE
+    if state.no_torch_function:
+        return impl(*args, **kwargs)
+    overloaded = [] if state.no_subclass or not args_too else overloaded_args(_relevant(args, kwargs))
+    if not overloaded and not state.modes:
+        return impl(*args, **kwargs)
+    if with_tensor and args_too and not state.no_subclass:
+        overloaded = overloaded_args(_relevant(args, kwargs), with_tensor=True)
+    return handle(public, overloaded, args, kwargs, python_level=with_tensor)
+
+
+def _foreign_override(args: tuple, kwargs: dict) -> bool:
+    """An argument of a non-Tensor class with ``__torch_function__`` (looked for only after a call failed)."""
+    if STATE.no_torch_function or STATE.no_subclass:
+        return False
+    return bool(overloaded_args(_relevant(args, kwargs)))
+
+
+_WRAPPED: dict[int, Callable[..., Any]] = {}  # id(original) -> its wrapper: one public object per function
+
+
+PUBLIC_NAMES: dict[int, str] = {}  # id(wrapper) -> its public name for messages ("torch.mul")
+
+
+def wrap_function(fn: Callable[..., Any], with_tensor: bool = False, args_too: bool = True) -> Callable[..., Any]:
+    """``fn`` as an overridable public function (see the module docstring for the cost). ``with_tensor``: torch
+    writes it in Python, so plain Tensor arguments appear in ``types`` when it dispatches; ``args_too=False``:
+    only modes see it (a factory)."""
+    if getattr(fn, "__torch_function_wrapped__", None) is not None:
+        return fn
+    if id(fn) in _WRAPPED:
+        return _WRAPPED[id(fn)]
+
+    @functools.wraps(fn)
+    def public(*args: Any, **kwargs: Any) -> Any:
+        if SWITCH.on:
+            return dispatch(public, fn, args, kwargs, with_tensor, args_too)
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            if _foreign_override(args, kwargs):
+                return handle(public, overloaded_args(_relevant(args, kwargs), with_tensor), args, kwargs, with_tensor)
+            raise
+
+    public.__torch_function_wrapped__ = fn  # type: ignore[attr-defined]
+    _WRAPPED[id(fn)] = public  # the wrapper keeps fn alive, so the id stays unique
+    return public
+
+
+# ---- namespaces ------------------------------------------------------------------------------------------
+OVERRIDABLE: dict[str, list] = {}  # namespace name -> its wrapped public functions (get_overridable_functions)
+IGNORED: dict[str, list] = {}  # namespace name -> its public functions left alone (get_ignored_functions)
+NAMESPACES: dict[str, Any] = {}  # namespace name -> the module
+
+
+def install(namespace: Any, label: str, ignored: Iterable[str], python_level: Callable[[str], bool],
+            mode_only: Iterable[str] = ()) -> int:
+    """Wrap every public function of the module ``namespace`` but those named in ``ignored``; classes, modules
+    and private names are left alone; ``python_level(name)``: torch's function is written in Python (see
+    :func:`wrap_function`); ``mode_only``: ignored names that modes still see (factories). Returns how many
+    overridable functions there are."""
+    get = lambda n: getattr(namespace, n, None)  # noqa: E731
+    put = lambda n, v: setattr(namespace, n, v)  # noqa: E731
+    names = dir(namespace)
+    ignored, mode_only = set(ignored), set(mode_only)
+    NAMESPACES[label] = namespace
+    wrapped, left = OVERRIDABLE.setdefault(label, []), IGNORED.setdefault(label, [])
+    for name in names:
+        value = get(name)
+        if name.startswith("_") or isinstance(value, type) or not callable(value) or \
+                type(value).__name__ == "module" or not (hasattr(value, "__code__") or hasattr(value, "__wrapped__")):
+            continue
+        if name in ignored:
+            if name in mode_only:
+                value = wrap_function(value, args_too=False)
+                PUBLIC_NAMES.setdefault(id(value), f"{label}.{name}")
+                put(name, value)
+            left.append(value)
+            continue
+        fn = wrap_function(value, python_level(name))
+        PUBLIC_NAMES.setdefault(id(fn), f"{label}.{name}")
+        put(name, fn)
+        wrapped.append(fn)
+    return len(wrapped)
+
+
+# ---- Tensor's methods ------------------------------------------------------------------------------------
+# Operators reach __torch_function__ as the named method torch reports (``a + b`` -> ``Tensor.add``).
+_OPERATOR_FUNC = {"__add__": "add", "__radd__": "add", "__iadd__": "add_", "__sub__": "sub", "__isub__": "sub_",
+                  "__mul__": "mul", "__rmul__": "mul", "__imul__": "mul_", "__truediv__": "div",
+                  "__itruediv__": "div_", "__pow__": "pow", "__ipow__": "pow_", "__abs__": "abs", "__lt__": "lt",
+                  "__le__": "le", "__gt__": "gt", "__ge__": "ge", "__ne__": "ne", "__mod__": "remainder",
+                  "__imod__": "remainder_", "__ifloordiv__": "floor_divide_", "__matmul__": "matmul",
+                  "__neg__": "neg", "__pos__": "positive", "__rand__": "bitwise_and", "__ror__": "bitwise_or",
+                  "__rxor__": "bitwise_xor", "__rtruediv__": "__rdiv__"}
+# Protocol methods that torch routes through __torch_function__ (besides every public method and property).
+_DUNDERS = frozenset(_OPERATOR_FUNC) | {
+    "__eq__", "__rsub__", "__rtruediv__", "__rpow__", "__rmod__", "__floordiv__", "__rfloordiv__", "__and__",
+    "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__", "__rlshift__", "__rrshift__", "__ilshift__",
+    "__irshift__", "__iand__", "__ior__", "__ixor__", "__rmatmul__", "__getitem__", "__setitem__", "__len__",
+    "__iter__", "__contains__", "__bool__", "__float__", "__int__", "__index__", "__complex__", "__repr__",
+    "__format__", "__array__", "__reduce_ex__", "__deepcopy__", "__reversed__"}
+# Not overridable in torch either (torch.overrides.get_ignored_functions), or the machinery itself.
+_TENSOR_IGNORED = frozenset({"as_subclass", "new", "__torch_function__", "_make_subclass"})
+
+# Reflected operators with a Tensor on the left: (the forward operator, the name torch reports).
+_REFLECTED = {"__radd__": ("__add__", "add"), "__rsub__": ("__sub__", "sub"), "__rmul__": ("__mul__", "mul"),
+              "__rtruediv__": ("__truediv__", "div"), "__rmatmul__": ("__matmul__", "matmul"),
+              "__rpow__": ("__pow__", "pow"), "__rmod__": ("__mod__", "remainder"),
+              "__rfloordiv__": ("__floordiv__", "__floordiv__"), "__rand__": ("__and__", "__and__"),
+              "__ror__": ("__or__", "__or__"), "__rxor__": ("__xor__", "__xor__"),
+              "__rlshift__": ("__lshift__", "__lshift__"), "__rrshift__": ("__rshift__", "__rshift__")}
+_TENSOR: Any = None  # the Tensor class (bind)
+_ORIGINAL: dict[str, Any] = {}  # name -> Tensor's own attribute (function or property), before any mode
+_METHOD_WRAPPERS: dict[str, Any] = {}  # name -> its overridable form (one object, shared by subclasses and modes)
+
+
+def _wrappable(name: str, attr: Any) -> bool:
+    if name in _TENSOR_IGNORED or name == "_version":
+        return False
+    if name.startswith("_") and name not in _DUNDERS:
+        return False
+    return isinstance(attr, property) or type(attr).__name__ == "function"
+
+
+def _make_method(name: str, impl: Any) -> Any:
+    public_name = _OPERATOR_FUNC.get(name, name)
+    if not hasattr(_TENSOR, public_name):
+        public_name = name
+    tensor = _TENSOR
+
+    if isinstance(impl, property):
+        getter = impl.fget
+
+        def get(self: Any) -> Any:
+            if STATE.no_torch_function:
+                return getter(self)
+            return dispatch(tensor.__dict__.get(name, impl).__get__, getter, (self,), {}, with_tensor=True)
+
+        return property(get, impl.fset, impl.fdel, impl.__doc__)
+
+    forward = _REFLECTED.get(name)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if STATE.no_torch_function:
+            return impl(self, *args, **kwargs)
+        if forward is not None and args and isinstance(args[0], tensor):
+            # ``plain - sub``: Python asks the subclass's __rsub__ first; torch reports ``Tensor.sub(plain, sub)``
+            return dispatch(getattr(tensor, forward[1]), _ORIGINAL[forward[0]], (args[0], self), {})
+        return dispatch(getattr(tensor, public_name), impl, (self,) + args, kwargs)
+
+    functools.update_wrapper(method, impl)
+    return method
+
+
+def _wrappers() -> dict[str, Any]:
+    if not _METHOD_WRAPPERS:
+        _TENSOR_OWN.update(vars(_TENSOR))  # Tensor's own names (the rest come from the TensorMethods mixin)
+        for name in dir(_TENSOR):
+            attr = inspect.getattr_static(_TENSOR, name)
+            if _wrappable(name, attr):
+                _ORIGINAL[name] = attr
+        for name, attr in _ORIGINAL.items():
+            _METHOD_WRAPPERS[name] = _make_method(name, attr)
+    return _METHOD_WRAPPERS
+
+
+def subclass_defined(cls: type) -> None:
+    """``Tensor.__init_subclass__``: give ``cls`` overridable methods unless its ``__torch_function__`` is the
+    disabled one (``nn.Parameter``'s) or it is one of ember's own internal classes (symbolic tensors, sparse
+    tensors, ...), which are marked disabled here."""
+    own = any("__torch_function__" in vars(base) for base in cls.__mro__ if base is not _TENSOR
+              and issubclass(base, _TENSOR))
+    if not own and cls.__module__.startswith("ember."):
+        cls.__torch_function__ = classmethod(disabled_torch_function_impl)  # type: ignore[attr-defined]
+        return
+    if not _is_overloaded_type(cls):
+        return
+    for name, wrapper in _wrappers().items():
+        if not any(name in vars(base) for base in cls.__mro__[:cls.__mro__.index(_TENSOR)]):
+            setattr(cls, name, wrapper)
+    with _LOCK:
+        SWITCH.subclasses.add(cls)
+        SWITCH.update()
+    weakref.finalize(cls, _subclass_gone)  # functions stop looking at arguments once no such class is alive
+
+
+def _subclass_gone() -> None:
+    with _LOCK:
+        SWITCH.update()
+
+
+_TENSOR_OWN: set = set()
+
+
+def _tensor_methods_overridable(on: bool) -> None:
+    """While a mode is active anywhere, Tensor itself carries the overridable methods (see the docstring)."""
+    wrappers = _wrappers()
+    for name, original in _ORIGINAL.items():
+        if on:
+            setattr(_TENSOR, name, wrappers[name])
+        elif vars(_TENSOR).get(name) is wrappers[name]:
+            if name in _TENSOR_OWN:
+                setattr(_TENSOR, name, original)
+            else:
+                delattr(_TENSOR, name)  # the mixin's method shows through again
+
+
+def push_mode(mode: Any) -> None:
+    with _LOCK:
+        STATE.modes.append(mode)
+        SWITCH.modes += 1
+        if SWITCH.modes == 1:
+            _tensor_methods_overridable(True)
+        SWITCH.update()
+
+
+def pop_mode() -> Any:
+    with _LOCK:
+        mode = STATE.modes.pop()
+        SWITCH.modes -= 1
+        if SWITCH.modes == 0:
+            _tensor_methods_overridable(False)
+        SWITCH.update()
+    return mode
+
+
+def convert(result: Any, cls: type) -> Any:
+    """Results of the default ``__torch_function__`` as ``cls`` (tensors, and tuples/lists of them)."""
+    if cls is _TENSOR:
+        return result
+    if isinstance(result, _TENSOR) and not isinstance(result, cls):
+        return result.as_subclass(cls)
+    if isinstance(result, (tuple, list)):
+        items = [convert(r, cls) for r in result]
+        kind = type(result)
+        if hasattr(kind, "_fields"):  # a namedtuple
+            return kind(*items)
+        return kind(items)
+    return result
+
+
+def bind(tensor: type) -> None:
+    """Called once by ember.tensor after the class exists (the same seam as dispatch's)."""
+    global _TENSOR
+    _TENSOR = tensor
+    _PLAIN.add(tensor)
+
+
+def default_torch_function(cls: type, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    """``torch.Tensor.__torch_function__``: run ``func`` with subclass dispatch off, results as ``cls``."""
+    if kwargs is None:
+        kwargs = {}
+    if not all(issubclass(cls, t) for t in types):
+        return NotImplemented
+    with DisableTorchFunctionSubclass():
+        return convert(func(*args, **kwargs), cls)
+
+
+class DisableTorchFunctionSubclass:
+    """``torch._C.DisableTorchFunctionSubclass``: inside, subclasses' ``__torch_function__`` are not called (modes
+    still are)."""
+
+    def __enter__(self) -> "DisableTorchFunctionSubclass":
+        STATE.no_subclass += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.no_subclass -= 1
+
+
+class DisableTorchFunction:
+    """``torch._C.DisableTorchFunction``: inside, neither modes nor subclasses see calls."""
+
+    def __enter__(self) -> "DisableTorchFunction":
+        STATE.no_torch_function += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.no_torch_function -= 1
+
+
+def as_subclass(tensor: Any, cls: type) -> Any:
+    """``Tensor.as_subclass``: a ``cls`` object viewing ``tensor``'s data, attached to its autograd history (an
+    alias node when it requires grad, as torch's AliasBackward0)."""
+    if not (isinstance(cls, type) and issubclass(cls, _TENSOR)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+    from_ = tensor
+    if tensor._requires_grad and grad_mode.STATE.enabled:
+        from_ = views._alias(tensor)
+    elif tensor._vc is None:
+        tensor._vc = [0]  # share the version counter, as a view does
+    out = object.__new__(cls)
+    _copy_slots(from_, out)
+    out.grad = None
+    out._hooks = None
+    out._retains_grad = False
+    return out
+
+
+def make_subclass(cls: type, data: Any, require_grad: bool = False, **_: Any) -> Any:
+    """``Tensor._make_subclass``: a ``cls`` leaf sharing ``data``'s memory, ``requires_grad`` as asked."""
+    if not (isinstance(cls, type) and issubclass(cls, _TENSOR)):
+        raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, not {cls!r}")
+    if not isinstance(data, _TENSOR):
+        raise TypeError(f"_make_subclass(): data must be a Tensor, not {type(data).__name__}")
+    with DisableTorchFunction():
+        plain = _TENSOR.detach(data)
+    out = object.__new__(cls)
+    _copy_slots(plain, out)
+    out._requires_grad = bool(require_grad)
+    return out
+
+
+_SLOTS = ("_data", "_device", "_requires_grad", "grad", "grad_fn", "_output_nr", "_vc", "_base", "_hooks",
+          "_retains_grad")
+
+
+def _copy_slots(src: Any, dst: Any) -> None:
+    for slot in _SLOTS:
+        object.__setattr__(dst, slot, getattr(src, slot))
+    view_fn = getattr(src, "_view_fn", None)
+    if view_fn is not None:
+        object.__setattr__(dst, "_view_fn", view_fn)
