@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Iterable
@@ -230,7 +231,14 @@ def install(namespace: Any, label: str, ignored: Iterable[str], python_level: Ca
     :func:`wrap_function`); ``mode_only``: ignored names that modes still see (factories). Returns how many
     overridable functions there are."""
     get = lambda n: getattr(namespace, n, None)  # noqa: E731
-    put = lambda n, v: setattr(namespace, n, v)  # noqa: E731
+    def put(name: str, value: Any) -> None:
+        setattr(namespace, name, value)
+        # Pickle finds a function by its __module__ and __qualname__ and checks it is the same object: point the
+        # wrapper at a namespace that holds it (the wrapped original keeps its own home).
+        home = sys.modules.get(getattr(value, "__module__", None) or "")
+        if getattr(home, getattr(value, "__qualname__", ""), None) is not value:
+            value.__module__, value.__qualname__ = namespace.__name__, name
+
     names = dir(namespace)
     ignored, mode_only = set(ignored), set(mode_only)
     NAMESPACES[label] = namespace
