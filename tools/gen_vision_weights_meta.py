@@ -37,8 +37,16 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
                                            "X_32GF")),
          "FCN_ResNet50_Weights", "FCN_ResNet101_Weights", "DeepLabV3_ResNet50_Weights", "DeepLabV3_ResNet101_Weights",
          "DeepLabV3_MobileNet_V3_Large_Weights", "LRASPP_MobileNet_V3_Large_Weights", "Swin_T_Weights", "Swin_S_Weights",
-         "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights", "Swin_V2_B_Weights", "MaxVit_T_Weights"]
-META_KEYS = ["num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
+         "Swin_B_Weights", "Swin_V2_T_Weights", "Swin_V2_S_Weights", "Swin_V2_B_Weights", "MaxVit_T_Weights",
+         # detection (torchvision.models.detection)
+         "FasterRCNN_ResNet50_FPN_Weights", "FasterRCNN_ResNet50_FPN_V2_Weights",
+         "FasterRCNN_MobileNet_V3_Large_FPN_Weights", "FasterRCNN_MobileNet_V3_Large_320_FPN_Weights",
+         "RetinaNet_ResNet50_FPN_Weights", "RetinaNet_ResNet50_FPN_V2_Weights", "MaskRCNN_ResNet50_FPN_Weights",
+         "MaskRCNN_ResNet50_FPN_V2_Weights", "KeypointRCNN_ResNet50_FPN_Weights", "FCOS_ResNet50_FPN_Weights",
+         "SSD300_VGG16_Weights", "SSDLite320_MobileNet_V3_Large_Weights",
+         # video classification (torchvision.models.video)
+         "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights"]
+META_KEYS = ["keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 
 def main() -> None:
@@ -48,7 +56,8 @@ def main() -> None:
     records: dict[str, dict] = {}
     categories = None
     for enum_name in ENUMS:
-        enum = getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name)
+        enum = (getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name, None)
+                or getattr(torchvision.models.detection, enum_name, None) or getattr(torchvision.models.video, enum_name))
         entries = {}
         for member_name, member in enum.__members__.items():
             if member_name == "DEFAULT":

@@ -104,6 +104,12 @@ def _preset(spec: dict[str, Any]) -> Callable[..., Any]:
     from ember.vision.transforms.functional import InterpolationMode
 
     kind = getattr(_presets, spec["kind"])
+    if spec["kind"] == "ObjectDetection":  # no parameters: the detector's transform resizes and normalizes
+        return kind
+    if spec["kind"] == "VideoClassification":  # (h, w) sizes, no antialias setting
+        return functools.partial(kind, crop_size=tuple(spec["crop_size"]), resize_size=tuple(spec["resize_size"]),
+                                 mean=tuple(spec["mean"]), std=tuple(spec["std"]),
+                                 interpolation=InterpolationMode(spec["interpolation"]))
     kwargs = {"resize_size": spec["resize_size"][0] if spec.get("resize_size") else None,
               "mean": tuple(spec["mean"]), "std": tuple(spec["std"]),
               "interpolation": InterpolationMode(spec["interpolation"]), "antialias": spec.get("antialias", True)}

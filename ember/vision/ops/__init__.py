@@ -4,6 +4,7 @@ programs use (``nms``, ``batched_nms``, ``box_iou``, ``roi_align``, ``roi_pool``
 (``ops.boxes``, ``ops.roi_align``, ``ops.poolers``, ``ops.feature_pyramid_network``, ``ops.misc``)."""
 from ember.vision.ops.misc import (MLP, Conv2dNormActivation, FrozenBatchNorm2d, Permute,  # noqa: F401
                                    SqueezeExcitation)
+from ember.vision.ops.misc import Conv3dNormActivation  # noqa: F401
 from ember.vision.ops.stochastic_depth import StochasticDepth, stochastic_depth  # noqa: F401
 from ember.vision.ops.boxes import (batched_nms, box_area, box_convert, box_iou, clip_boxes_to_image,  # noqa: F401
                                     complete_box_iou, distance_box_iou, generalized_box_iou, masks_to_boxes, nms,

@@ -45,6 +45,19 @@ class Conv2dNormActivation(nn.Sequential):
         self.out_channels = out_channels
 
 
+class Conv3dNormActivation(Conv2dNormActivation):
+    """Conv3d, then a norm layer (BatchNorm3d by default), then an activation: torchvision's 3-D block (the video
+    models use it); padding and bias follow :class:`Conv2dNormActivation`'s rules."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int] = 3,
+                 stride: int | Sequence[int] = 1, padding: Any = None, groups: int = 1,
+                 norm_layer: Callable[..., nn.Module] | None = nn.BatchNorm3d,
+                 activation_layer: Callable[..., nn.Module] | None = nn.ReLU, dilation: int | Sequence[int] = 1,
+                 inplace: bool | None = True, bias: bool | None = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, groups, norm_layer,
+                         activation_layer, dilation, inplace, bias, conv_layer=nn.Conv3d)
+
+
 class SqueezeExcitation(nn.Module):
     """Channel attention: ``x * scale(fc2(act(fc1(avgpool(x)))))`` with 1x1 convs ``fc1``/``fc2``."""
 

@@ -81,3 +81,64 @@ class SemanticSegmentation:
     def __repr__(self) -> str:
         return (f"SemanticSegmentation(\n    resize_size={self.resize_size}\n    mean={self.mean}\n    std={self.std}\n"
                 f"    interpolation={self.interpolation}\n)")
+
+
+class ObjectDetection:
+    """What the detection checkpoints expect: the image as a float32 tensor in [0, 1]; no resize or
+    normalization (the detector's own transform does both).
+
+    Example:
+        >>> import numpy as np
+        >>> ObjectDetection()(np.full((4, 5, 3), 255, dtype=np.uint8)).max().item()
+        1.0
+    """
+
+    def __call__(self, img: Any) -> Any:
+        if not isinstance(img, ember.Tensor):
+            img = F.pil_to_tensor(img)
+        return F.convert_image_dtype(img, ember.float32)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return "ObjectDetection()"
+
+
+class VideoClassification:
+    """What the video checkpoints expect: each frame resized to ``resize_size`` (bilinear, no antialiasing, as
+    torchvision hard-codes), centre-cropped to ``crop_size``, scaled to [0, 1] and normalized; ``(T, C, H, W)``
+    or ``(N, T, C, H, W)`` in, ``(C, T, h, w)`` or ``(N, C, T, h, w)`` out.
+
+    Example:
+        >>> import ember
+        >>> preset = VideoClassification(crop_size=(112, 112), resize_size=(128, 171))
+        >>> preset(ember.zeros(4, 3, 120, 160, dtype=ember.uint8)).shape
+        ember.Size([3, 4, 112, 112])
+    """
+
+    def __init__(self, *, crop_size: Sequence[int], resize_size: Sequence[int],
+                 mean: Sequence[float] = (0.43216, 0.394666, 0.37645), std: Sequence[float] = (0.22803, 0.22145, 0.216989),
+                 interpolation: InterpolationMode = InterpolationMode.BILINEAR) -> None:
+        self.crop_size = list(crop_size)
+        self.resize_size = list(resize_size)
+        self.mean = list(mean)
+        self.std = list(std)
+        self.interpolation = interpolation
+
+    def __call__(self, vid: Any) -> Any:
+        single = vid.ndim < 5
+        if single:
+            vid = vid.unsqueeze(dim=0)
+        n, t, c, h, w = vid.shape
+        frames = F.resize(vid.reshape(-1, c, h, w), self.resize_size, interpolation=self.interpolation,
+                          antialias=False)
+        frames = F.normalize(F.convert_image_dtype(F.center_crop(frames, self.crop_size), ember.float32),
+                             mean=self.mean, std=self.std)
+        out = frames.reshape(n, t, c, *self.crop_size).permute(0, 2, 1, 3, 4)
+        return out.squeeze(dim=0) if single else out
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return (f"VideoClassification(\n    crop_size={self.crop_size}\n    resize_size={self.resize_size}\n"
+                f"    mean={self.mean}\n    std={self.std}\n    interpolation={self.interpolation}\n)")

@@ -1,0 +1,4 @@
+"""Video classification models (torchvision's ``models.video``): ``r3d_18``, ``mc3_18``, ``r2plus1d_18``, ``s3d``
+with their Kinetics-400 weights enums; input ``(N, 3, T, H, W)``."""
+from ember.vision.models.video.resnet import *  # noqa: F401,F403
+from ember.vision.models.video.s3d import *  # noqa: F401,F403
