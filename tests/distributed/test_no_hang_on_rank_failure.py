@@ -28,7 +28,9 @@ def run_job(mode, launcher=False):
 def assert_failed_fast(result, seconds, *expected):
     text = result.stdout + result.stderr
     assert result.returncode != 0, text
-    assert seconds < 20, f"took {seconds:.1f} s:\n{text}"
+    # A hang would wait for the 30-minute collective timeout (LIMIT stops it at 60 s); a pass takes a few seconds
+    # on an idle machine and 20-25 s on a 2-core machine loaded ~20, so the bound leaves room for slow CI machines.
+    assert seconds < 45, f"took {seconds:.1f} s:\n{text}"
     for piece in expected:
         assert piece in text, f"{piece!r} missing from:\n{text[-5000:]}"
     assert "rank 0: finished" not in text, text
