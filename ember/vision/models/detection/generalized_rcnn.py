@@ -48,6 +48,25 @@ def original_sizes(images: list[Tensor]) -> list[tuple[int, int]]:
     return sizes
 
 
+def single_stage_inputs(model: Any, images: list[Tensor], targets: Any) -> tuple:
+    """The shared start of RetinaNet, FCOS and SSD's ``forward``: check the targets, transform the images, run the
+    backbone and the head, make the anchors. Returns ``(original_sizes, image_list, targets, features,
+    head_outputs, anchors)``."""
+    if model.training:
+        check_training_targets(targets)
+    sizes = original_sizes(images)
+    image_list, targets = model.transform(images, targets)
+    if targets is not None:
+        check_degenerate_boxes(targets)
+    features = model.backbone(image_list.tensors)
+    if isinstance(features, Tensor):
+        features = OrderedDict([("0", features)])
+    features = list(features.values())
+    head_outputs = model.head(features)
+    anchors = model.anchor_generator(image_list, features)
+    return sizes, image_list, targets, features, head_outputs, anchors
+
+
 class GeneralizedRCNN(nn.Module):
     """``transform``, ``backbone``, ``rpn`` and ``roi_heads`` run in that order; see the module docstring."""
 

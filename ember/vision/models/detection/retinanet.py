@@ -12,7 +12,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from functools import partial
 from typing import Any, Callable
 
@@ -25,8 +24,7 @@ from ember.vision.models.detection._utils import _box_loss, overwrite_eps
 from ember.vision.models.detection.anchor_utils import AnchorGenerator
 from ember.vision.models.detection.backbone_utils import _resnet_fpn_extractor
 from ember.vision.models.detection.faster_rcnn import detection_setup
-from ember.vision.models.detection.generalized_rcnn import (check_degenerate_boxes, check_training_targets,
-                                                            original_sizes)
+from ember.vision.models.detection.generalized_rcnn import single_stage_inputs
 from ember.vision.models.detection.rpn import permute_and_flatten
 from ember.vision.models.detection.transform import GeneralizedRCNNTransform
 from ember.vision.models.resnet import ResNet50_Weights, resnet50
@@ -257,18 +255,7 @@ class RetinaNet(nn.Module):
         return detections
 
     def forward(self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None) -> Any:
-        if self.training:
-            check_training_targets(targets)
-        sizes = original_sizes(images)
-        image_list, targets = self.transform(images, targets)
-        if targets is not None:
-            check_degenerate_boxes(targets)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
-        features = list(features.values())
-        head_outputs = self.head(features)
-        anchors = self.anchor_generator(image_list, features)
+        sizes, image_list, targets, features, head_outputs, anchors = single_stage_inputs(self, images, targets)
         losses: dict[str, Tensor] = {}
         detections: list[dict[str, Tensor]] = []
         if self.training:

@@ -24,8 +24,7 @@ from ember.vision.models._api import handle_legacy_interface, make_weights_enum,
 from ember.vision.models.detection import _utils as det_utils
 from ember.vision.models.detection.anchor_utils import DefaultBoxGenerator
 from ember.vision.models.detection.backbone_utils import _validate_trainable_layers
-from ember.vision.models.detection.generalized_rcnn import (check_degenerate_boxes, check_training_targets,
-                                                            original_sizes)
+from ember.vision.models.detection.generalized_rcnn import single_stage_inputs
 from ember.vision.models.detection.rpn import permute_and_flatten
 from ember.vision.models.detection.transform import GeneralizedRCNNTransform
 from ember.vision.models.segmentation._utils import overwrite_value
@@ -187,18 +186,7 @@ class SSD(nn.Module):
         return detections
 
     def forward(self, images: list[Tensor], targets: list[dict[str, Tensor]] | None = None) -> Any:
-        if self.training:
-            check_training_targets(targets)
-        sizes = original_sizes(images)
-        image_list, targets = self.transform(images, targets)
-        if targets is not None:
-            check_degenerate_boxes(targets)
-        features = self.backbone(image_list.tensors)
-        if isinstance(features, Tensor):
-            features = OrderedDict([("0", features)])
-        features = list(features.values())
-        head_outputs = self.head(features)
-        anchors = self.anchor_generator(image_list, features)
+        sizes, image_list, targets, features, head_outputs, anchors = single_stage_inputs(self, images, targets)
         losses: dict[str, Tensor] = {}
         detections: list[dict[str, Tensor]] = []
         if self.training:
