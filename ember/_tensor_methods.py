@@ -372,13 +372,10 @@ class TensorMethods:
     roll = views.roll
 
     def clone(self, *, memory_format: Any = None) -> Any:
-        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default: keep the layout, as PyTorch)."""
+        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default ``preserve_format``: a dense
+        input's strides, else its dimension order, as PyTorch; ember/ops/layout.py)."""
         out = dispatch.apply(OPS["clone"], (self,))
         if memory_format is None or views.format_name(memory_format) == "preserve_format":
-            # preserve_format: a channels-last input stays channels-last
-            if self.ndim in (4, 5) and not self.is_contiguous() and \
-                    views.is_contiguous(self, "channels_last" if self.ndim == 4 else "channels_last_3d"):
-                out = views.contiguous(out, "channels_last" if self.ndim == 4 else "channels_last_3d")
             return out
         return views.contiguous(out, memory_format)
 
