@@ -449,8 +449,6 @@ class Tensor(TensorMethods):
             out = views.contiguous(out, memory_format)
         elif copy and out is self:
             out = self.clone()
-        if out is not self and (memory_format is None or views.format_name(memory_format) == "preserve_format"):
-            _to_layout(out, self)
         return out
 
     def cpu(self) -> "Tensor":
@@ -706,15 +704,6 @@ def _cuda_backend_or_none() -> Any:
         return get_backend("cuda")
     except RuntimeError:
         return None
-
-
-def _to_layout(out: Tensor, source: Tensor) -> None:
-    """``to()`` under ``preserve_format``: a dense source's strides, else its dimension order, dense (as torch 2.13;
-    ember/ops/layout.py). ``out`` is the fresh converted copy."""
-    data, src = out._data, source._data
-    if type(data) is np.ndarray and type(src) is np.ndarray and not layout.plainly_contiguous(src) \
-            and out._device.type == "cpu" and source._device.type == "cpu":
-        out._data = layout.with_strides(np, data, layout.preserve_strides(src.shape, layout.element_strides(src)))
 
 
 def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:

@@ -22,7 +22,7 @@ from ember.ops.registry import OPS, OpDef
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
-from ember.ops import float8_ops as _float8_ops, unsigned_ops as _unsigned_ops
+from ember.ops import float8_ops as _float8_ops, layout as _layout, unsigned_ops as _unsigned_ops
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool, complex)
@@ -286,16 +286,19 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
-    if x._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+    data = x._data
+    dt = data.dtype
+    if dt in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
         return _apply_gated(op, (x,), attrs or {})
     impl = op.impl
-    if impl is op.impl_opmath and x._data.dtype.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
+    if impl is op.impl_opmath and dt.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
         impl = op.impl_no_half
-    out = impl(device.xp, x._data, **attrs) if attrs else impl(device.xp, x._data)
-    if type(out) is not device.xp.ndarray:
-        out = device.xp.asarray(out)
-    if out.dtype != x._data.dtype:
-        out = _keep_half(out, x._data.dtype)
+    xp = device.xp
+    out = impl(xp, data, **attrs) if attrs else impl(xp, data)
+    if type(out) is not xp.ndarray:
+        out = xp.asarray(out)
+    if out.dtype != dt:  # (NumPy lays a one-input result out in its input's order, as torch: no layout step)
+        out = _keep_half(out, dt)
     result = Tensor._make(out, device, False)
     if x._requires_grad and op.vjp is not None and _STATE.enabled:
         record(op, (result,), (x,), attrs or {})
@@ -374,14 +377,16 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             return interpreter.process(op, (a, b), {})
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
-    for v in (a, b):
-        if isinstance(v, Tensor) and v._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
-            return _apply_gated(op, (a, b), {})
+    a_data = a._data if a_tensor else a
+    b_data = b._data if b_tensor else b
+    first = a_data if a_tensor else b_data
+    if (a_tensor and a_data.dtype in _GATED) or (b_tensor and b_data.dtype in _GATED):  # float8, uint16/32/64
+        return _apply_gated(op, (a, b), {})  # (torch's short CPU op lists for those)
     try:
         impl = op.impl
-        if impl is op.impl_opmath and (a if a_tensor else b)._data.dtype.itemsize != 2:  # (opmath.py, as above)
+        if impl is op.impl_opmath and first.dtype.itemsize != 2:  # (opmath.py, as above)
             impl = op.impl_no_half
-        out = impl(device.xp, a._data if a_tensor else a, b._data if b_tensor else b)
+        out = impl(device.xp, a_data, b_data)
     except ValueError as error:
         raise _shape_error(op, a, b, error) from None
     except TypeError:
@@ -390,9 +395,10 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         raise
     if type(out) is not device.xp.ndarray:
         out = device.xp.asarray(out)
-    like = (a if a_tensor else b)._data.dtype
-    if out.dtype != like:
-        out = _keep_half(out, like)
+    if out.dtype != first.dtype:
+        out = _keep_half(out, first.dtype)
+    if not first.flags.c_contiguous:  # permuted or strided: torch's result layout (ember/ops/layout.py)
+        out = _layout.elementwise_result(out, (a_data, b_data))
     result = Tensor._make(out, device, False)
     if _STATE.enabled and op.vjp is not None and (
         (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)

@@ -14,7 +14,7 @@ import numpy as np
 from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
-from ember.ops import dispatch, float8_ops
+from ember.ops import dispatch, float8_ops, layout
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
@@ -480,7 +480,10 @@ def _cast_impl(xp: Any, x: Any, dtype: Any) -> Any:
         x = float8_ops.from_float8(x)
     if x.dtype.kind == "c" and dtype.category == 0:
         return x != 0
-    return (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np)
+    out = (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np)
+    if type(x) is np.ndarray and not layout.plainly_contiguous(x):  # torch's to(): a dense input's strides (layout.py)
+        out = layout.with_strides(np, out, layout.preserve_strides(x.shape, layout.element_strides(x)))
+    return out
 
 
 def _cast_vjp(ctx: Any, g: Any) -> tuple:
@@ -899,7 +902,11 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         target = dtypes.result_type(a, b)
         input = _as_tensor(a).to(device=cond.device, dtype=target)
         other = _as_tensor(b).to(device=cond.device, dtype=target)
-    return dispatch.apply(WHERE, (cond, input, other))
+    out = dispatch.apply(WHERE, (cond, input, other))
+    if type(cond._data) is np.ndarray and not cond._data.flags.c_contiguous:  # torch's layout (ember/ops/layout.py)
+        out._data = layout.elementwise_result(out._data, [v._data if isinstance(v, dispatch.Tensor) else v
+                                                          for v in (cond, input, other)])
+    return out
 
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002

@@ -154,6 +154,8 @@ def with_strides(xp: Any, array: Any, strides: Sequence[int]) -> Any:
     else:
         source = _dense_in_order(np, tuple(shape), strides, array.dtype)
         source[...] = array
+        if element_strides(source) == strides:  # (the usual case: no size-1 dimension to restride)
+            return source
     view = np.lib.stride_tricks.as_strided(source, shape, tuple(s * array.itemsize for s in strides))
     if not array.flags.writeable and source is array:
         view.flags.writeable = False
@@ -185,3 +187,109 @@ def strides_of_permuted(shape: Sequence[int], physical_layout: Sequence[int]) ->
         out[d] = step
         step *= max(int(shape[d]), 1)
     return tuple(out)
+
+
+# ---- elementwise results: ATen's TensorIterator ---------------------------------------------------------------------
+_FORMAT_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}  # channels-last: fastest dimension first
+
+
+def _dense_in(shape: tuple, strides: tuple, order: Sequence[int]) -> bool:
+    """``is_contiguous`` in the memory order ``order`` (fastest first); size-1 dimensions take any stride."""
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def iterator_strides(shape: tuple, operands: Sequence[tuple]) -> tuple:
+    """The strides TensorIterator gives an elementwise result of ``shape`` from ``operands`` (``(shape, strides)``
+    in argument order; a Python number is ``((), ())``): when every operand has the result's shape, row-major if all
+    are row-major, channels-last if all are, their common strides if all are dense alike; otherwise the dimensions
+    sorted by the first operand whose strides decide (broadcast dimensions never do), dense in that order."""
+    ndim = len(shape)
+    if all(s == shape for s, _ in operands):
+        row_major = tuple(range(ndim - 1, -1, -1))
+        if all(_dense_in(shape, st, row_major) for _, st in operands):
+            return contiguous_strides(shape)
+        order = _FORMAT_ORDER.get(ndim)
+        if order is not None and all(_dense_in(shape, st, order) for _, st in operands):
+            out, step = [0] * ndim, 1
+            for d in order:
+                out[d] = step
+                step *= shape[d]
+            return tuple(out)
+        first = operands[0][1]
+        if all(st == first for _, st in operands) and is_non_overlapping_and_dense(shape, first):
+            return tuple(first)
+    aligned = [_broadcast_strides(shape, s, st) for s, st in operands]
+
+    def should_swap(d0: int, d1: int) -> int:
+        for st in aligned:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))
+    _insertion_sort(perm, should_swap)
+    if perm == list(range(ndim - 1, -1, -1)):
+        return contiguous_strides(shape)
+    out, step = [0] * ndim, 1
+    for d in perm:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
+def _broadcast_strides(shape: tuple, own_shape: tuple, own_strides: tuple) -> tuple:
+    """An operand's strides over the result's dimensions: 0 where it is broadcast (or absent)."""
+    lead = len(shape) - len(own_shape)
+    return tuple(0 if d < lead or (own_shape[d - lead] == 1 and shape[d] != 1) else own_strides[d - lead]
+                 for d in range(len(shape)))
+
+
+def _same_element_strides(a: Any, b: Any) -> bool:
+    if a.itemsize == b.itemsize:
+        return a.strides == b.strides
+    ia, ib = a.itemsize, b.itemsize
+    return all(sa * ib == sb * ia for sa, sb in zip(a.strides, b.strides))
+
+
+def elementwise_result(out: Any, operands: Sequence[Any]) -> Any:
+    """``out`` (an elementwise op's NumPy result) laid out as torch lays out that op's result: unchanged when it
+    already is (NumPy follows its operands' order too, but breaks ties and size-1 strides its own way), a view when
+    only size-1 strides differ, else a copy. ``operands``: the arrays and Python numbers in argument order.
+    Called only when the first tensor operand is not row-major (row-major inputs give row-major results in both)."""
+    if type(out) is not np.ndarray or out.ndim < 2 or out.size == 0:
+        return out
+    for first in operands:
+        if type(first) is np.ndarray and first.ndim:
+            break
+    else:
+        return out
+    shape = out.shape
+    if first.shape == shape and 1 not in shape and 0 not in first.strides:
+        # The first tensor operand spans the result without broadcasting: its strides decide every pair of
+        # dimensions in torch's sort, so the result is dense in its dimension order, which is NumPy's empty_like
+        # (order K). NumPy's own result already is, unless another operand disagreed (NumPy then goes row-major).
+        if _same_element_strides(first, out):
+            return out
+        target = np.empty_like(first, dtype=out.dtype)
+        target[...] = out
+        return target
+    described = []
+    for a in operands:
+        if isinstance(a, np.ndarray):
+            if a.ndim > out.ndim:  # not an elementwise result of this operand: leave it
+                return out
+            described.append((a.shape, element_strides(a)))
+        else:
+            described.append(((), ()))
+    return with_strides(np, out, iterator_strides(out.shape, described))

