@@ -398,7 +398,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     if out.dtype != first.dtype:
         out = _keep_half(out, first.dtype)
     if not first.flags.c_contiguous:  # permuted or strided: torch's result layout (ember/ops/layout.py)
-        out = _layout.elementwise_result(out, (a_data, b_data))
+        out = _layout.elementwise_result(device.xp, out, (a_data, b_data))
     result = Tensor._make(out, device, False)
     if _STATE.enabled and op.vjp is not None and (
         (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)

@@ -481,7 +481,7 @@ def _cast_impl(xp: Any, x: Any, dtype: Any) -> Any:
     if x.dtype.kind == "c" and dtype.category == 0:
         return x != 0
     out = (xp.real(x) if x.dtype.kind == "c" and dtype.category < 3 else x).astype(dtype.np)
-    if type(x) is np.ndarray and not layout.plainly_contiguous(x):  # torch's to(): a dense input's strides (layout.py)
+    if xp is np and type(x) is np.ndarray and not layout.plainly_contiguous(x):  # torch's to(): dense input's strides
         out = layout.with_strides(np, out, layout.preserve_strides(x.shape, layout.element_strides(x)))
     return out
 
@@ -904,8 +904,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
         other = _as_tensor(b).to(device=cond.device, dtype=target)
     out = dispatch.apply(WHERE, (cond, input, other))
     if type(cond._data) is np.ndarray and not cond._data.flags.c_contiguous:  # torch's layout (ember/ops/layout.py)
-        out._data = layout.elementwise_result(out._data, [v._data if isinstance(v, dispatch.Tensor) else v
-                                                          for v in (cond, input, other)])
+        operands = [v._data if isinstance(v, dispatch.Tensor) else v for v in (cond, input, other)]
+        out._data = layout.elementwise_result(cond._device.xp, out._data, operands)
     return out
 
 

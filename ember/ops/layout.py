@@ -262,12 +262,13 @@ def _same_element_strides(a: Any, b: Any) -> bool:
     return all(sa * ib == sb * ia for sa, sb in zip(a.strides, b.strides))
 
 
-def elementwise_result(out: Any, operands: Sequence[Any]) -> Any:
+def elementwise_result(xp: Any, out: Any, operands: Sequence[Any]) -> Any:
     """``out`` (an elementwise op's NumPy result) laid out as torch lays out that op's result: unchanged when it
     already is (NumPy follows its operands' order too, but breaks ties and size-1 strides its own way), a view when
     only size-1 strides differ, else a copy. ``operands``: the arrays and Python numbers in argument order.
-    Called only when the first tensor operand is not row-major (row-major inputs give row-major results in both)."""
-    if type(out) is not np.ndarray or out.ndim < 2 or out.size == 0:
+    Called only when the first tensor operand is not row-major (row-major inputs give row-major results in both).
+    Other namespaces than NumPy's (the meta device's one-element shells, CuPy, the stand-in) keep their result."""
+    if xp is not np or type(out) is not np.ndarray or out.ndim < 2 or out.size == 0:
         return out
     for first in operands:
         if type(first) is np.ndarray and first.ndim:
