@@ -162,10 +162,9 @@ class DataLoader(Generic[T_co]):  # Generic as PyTorch's (DataLoader[Tensor] in 
         return len(self._index_sampler)
 
     def __iter__(self) -> Iterator[Any]:
-        # One draw per epoch, as torch draws _base_seed: seeds the per-batch streams of random transforms.
-        base_rng = self.generator.numpy_rng if self.generator is not None else \
-            ember_random.default_generator.numpy_rng
-        base_seed = int(base_rng.integers(0, 2**63 - 1))
+        # One draw per epoch, as torch draws _base_seed (before the sampler draws its own seed on the first
+        # batch): seeds the per-batch streams of random transforms and keeps the default stream in step with torch.
+        base_seed = ember_random.draw_seed(self.generator)
         batches = self._batches(base_seed)
 
         if _recorder.CURRENT is not None:  # inside a profile: each wait for a batch becomes an event
