@@ -192,3 +192,42 @@ def test_fisher_yates_shortcut_equals_the_sequential_shuffle(n: int) -> None:
         for i, j in enumerate(targets):
             expected[i], expected[j] = expected[j], expected[i]
         assert fisher_yates(targets, n).tolist() == expected
+
+
+def _distribution_draws(T):
+    D = T.distributions
+    return {
+        "Normal": D.Normal(T.zeros(5), T.ones(5)).sample((3,)),
+        "Uniform": D.Uniform(T.tensor(-1.0), T.tensor(3.0)).sample((6,)),
+        "Bernoulli": D.Bernoulli(probs=T.tensor([0.2, 0.7, 0.5])).sample((4,)),
+        "Categorical": D.Categorical(probs=T.tensor([0.2, 0.3, 0.5])).sample((9,)),
+        "Exponential": D.Exponential(T.tensor([1.0, 2.0])).sample((3,)),
+        "MultivariateNormal": D.MultivariateNormal(T.zeros(3), T.eye(3)).sample((4,)),
+        "Geometric": D.Geometric(probs=T.tensor(0.3)).sample((6,)),
+        "Cauchy": D.Cauchy(T.tensor(0.0), T.tensor(1.0)).sample((5,)),
+    }
+
+
+def test_distribution_samples_equal_torch() -> None:
+    torch.manual_seed(3)
+    ember.manual_seed(3)
+    t, e = _distribution_draws(torch), _distribution_draws(ember)
+    for name in t:
+        np.testing.assert_array_equal(e[name].numpy(), t[name].numpy(), err_msg=name)
+    np.testing.assert_array_equal(ember.rand(3).numpy(), torch.rand(3).numpy())
+
+
+@pytest.mark.parametrize("call", ["gumbel_softmax", "rrelu"])
+def test_noise_of_functional_ops_follows_torchs_draws(call: str) -> None:
+    """Same draws as torch (the stream stays in step); values equal up to float32 arithmetic order."""
+    def run(T):
+        F = T.nn.functional
+        x = T.linspace(-1, 1, 12).reshape(3, 4)
+        y = F.gumbel_softmax(x, tau=0.5) if call == "gumbel_softmax" else F.rrelu(x, training=True)
+        return y.numpy(), T.rand(3).numpy()
+
+    torch.manual_seed(8)
+    ember.manual_seed(8)
+    (ty, tn), (ey, en) = run(torch), run(ember)
+    np.testing.assert_allclose(ey, ty, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(en, tn)
