@@ -44,6 +44,17 @@ def randint(low: int, high: int) -> int:
     return int(ember_random.sample_integers((1,), dtypes.int64, _CPU, data_generator(), int(low), int(high))[0])
 
 
+def randint_array(low: int, high: int, shape: tuple) -> np.ndarray:
+    """``torch.randint(low, high, shape)`` as an int64 array."""
+    return np.asarray(ember_random.sample_integers(tuple(shape), dtypes.int64, _CPU, data_generator(), int(low),
+                                                   int(high)))
+
+
+def numpy_stream() -> np.random.Generator:
+    """The same stream as a NumPy Generator, for draws torch makes with samplers ember does not mirror."""
+    return data_generator().numpy_rng
+
+
 def randperm(n: int) -> list[int]:
     """``torch.randperm(n).tolist()``."""
     return ember_random.sample_permutation(int(n), _CPU, data_generator()).tolist()
