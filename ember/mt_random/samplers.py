@@ -16,6 +16,7 @@ from ember.mt_random.permutation import fisher_yates
 from ember.mt_random.stream import MTStream
 
 _DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+_CHUNK = 1 << 16  # elements per piece of a block fill: the temporaries stay in cache (a multiple of 16)
 
 
 def _count(shape: tuple) -> int:
@@ -44,8 +45,15 @@ def uniform(stream: MTStream, shape: tuple, dtype: str, low: float = 0.0, high: 
     # float16/bfloat16 draw as float32 (24 bits, float32 bounds), then round; a value that rounds up to the
     # upper bound becomes the lower bound, keeping results in [low, high) as PyTorch does
     lo, hi = np.float32(low), np.float32(high)
-    x = stream.unit_float32(n)
-    out = (x.astype(np.float64) * np.float64(np.float32(hi - lo)) + np.float64(lo)).astype(np.float32)
+    span, offset = np.float64(np.float32(hi - lo)), np.float64(lo)
+    out = np.empty(n, dtype=np.float32)
+    wide = np.empty(min(n, _CHUNK), dtype=np.float64)
+    for start in range(0, n, _CHUNK):  # cache-sized pieces, words in order
+        piece = out[start:start + _CHUNK]
+        buffer = wide[:piece.size]
+        np.multiply(stream.unit_float32(piece.size), span, out=buffer, dtype=np.float64)
+        np.add(buffer, offset, out=buffer)
+        piece[...] = buffer  # x * span + low rounded once to float32 (the float64 product is exact)
     if dtype in ("float16", "bfloat16"):
         rounded = _round_to(out, dtype)
         top = _round_to(np.float32([high]), dtype)[0]
@@ -84,8 +92,11 @@ def normal(stream: MTStream, shape: tuple, dtype: str, mean: float = 0.0, std: f
             return _normal_half(stream, n, dtype, mean, std).reshape(shape)
         draw = stream.unit_float64 if dtype == "float64" else stream.unit_float32
         fill = normal_fill.fill16_float64 if dtype == "float64" else normal_fill.fill16_float32
-        data = draw(n)
-        fill(data, mean, std)
+        data = np.empty(n, dtype=np.float64 if dtype == "float64" else np.float32)
+        for start in range(0, n, _CHUNK):  # cache-sized pieces (blocks are independent; words stay in order)
+            piece = data[start:start + _CHUNK]
+            piece[...] = draw(piece.size)
+            fill(piece, mean, std)
         if n % 16:  # the last 16 values are redrawn and overwrite the tail
             tail = draw(16)
             fill(tail, mean, std)
@@ -99,8 +110,11 @@ def _normal_half(stream: MTStream, n: int, dtype: str, mean: float, std: float) 
     draws uniforms only for whole blocks; a partial block at the end takes 16 fresh uniforms and
     overwrites the last 16 values."""
     whole = n // 16 * 16
-    data = stream.unit_float32(whole)
-    normal_fill.fill16_float32(data, mean, std)
+    data = np.empty(whole, dtype=np.float32)
+    for start in range(0, whole, _CHUNK):
+        piece = data[start:start + _CHUNK]
+        piece[...] = stream.unit_float32(piece.size)
+        normal_fill.fill16_float32(piece, mean, std)
     out = np.empty(n, dtype=np.float32)
     out[:whole] = data
     if n % 16:
