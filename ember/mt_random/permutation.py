@@ -12,16 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def _previous_with_same_target(targets: np.ndarray) -> np.ndarray:
-    """For each step i, the last step k < i with targets[k] == targets[i], or -1."""
-    order = np.argsort(targets, kind="stable")
-    sorted_targets = targets[order]
-    previous = np.full(targets.size, -1, dtype=np.int64)
-    same = sorted_targets[1:] == sorted_targets[:-1]
-    previous[order[1:][same]] = order[:-1][same]
-    return previous
-
-
 def fisher_yates(swap_targets: np.ndarray, n: int) -> np.ndarray:
     """The permutation made by swapping i with ``swap_targets[i]`` (>= i) for i = 0..n-2, in that order.
 
@@ -29,28 +19,33 @@ def fisher_yates(swap_targets: np.ndarray, n: int) -> np.ndarray:
         >>> fisher_yates(np.array([2, 1]), 3).tolist()
         [2, 1, 0]
     """
-    steps = swap_targets.size  # n - 1
     if n <= 1:
         return np.arange(n, dtype=np.int64)
     j = swap_targets.astype(np.int64)
-    previous = _previous_with_same_target(j)
-    # f(k): the last step before k that targeted position k (targets are >= their step, so all such steps
-    # are <= k; step k itself may target k).
+    steps = j.size  # n - 1
+    # Group the steps by target (stable: ascending steps within a group).
+    order = np.argsort(j, kind="stable")
+    grouped = j[order]
+    same = grouped[1:] == grouped[:-1]
+    # previous[i]: the last step before i with the same target (-1 if none)
+    previous = np.full(steps, -1, dtype=np.int64)
+    previous[order[1:][same]] = order[:-1][same]
+    # f(k): the last step before k that targeted position k. Every step targeting k is <= k, so it is the
+    # last of k's group, or the one before it when that last one is step k itself (a swap with itself).
+    ends = np.flatnonzero(np.append(~same, True))
     last_before = np.full(n, -1, dtype=np.int64)
-    hits = np.flatnonzero(j != np.arange(steps))       # steps that moved something into a later position
-    # the last step targeting each position (ascending order: the last write wins in a plain assignment
-    # would be unspecified, so take the maximum explicitly)
-    np.maximum.at(last_before, j[hits], hits)
+    last_before[grouped[ends]] = order[ends]
+    self_swap = np.flatnonzero(last_before[:steps] == np.arange(steps))
+    last_before[self_swap] = previous[self_swap]
+    # V(k) = V(f(k)) if f(k) exists, else k: follow the chains to their roots by pointer doubling
     index = np.arange(n, dtype=np.int64)
-    # V(k) = V(f(k)) if f(k) exists, else k: follow the chains by pointer doubling
     parent = np.where(last_before >= 0, last_before, index)
     while True:
         grand = parent[parent]
         if np.array_equal(grand, parent):
             break
         parent = grand
-    value = parent  # the root of each chain is its own original value
     result = np.empty(n, dtype=np.int64)
-    result[:steps] = np.where(previous >= 0, value[np.maximum(previous, 0)], j)
-    result[steps] = value[steps]
+    result[:steps] = np.where(previous >= 0, parent[np.maximum(previous, 0)], j)
+    result[steps] = parent[steps]
     return result
