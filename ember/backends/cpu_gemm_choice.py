@@ -2,7 +2,7 @@
 
 ember's kernel (``cpu_gemm_kernels``) exists because NumPy's OpenBLAS runs the kernels
 ``OPENBLAS_CORETYPE`` names, and where that names an AVX2 core (``Haswell``, set on this project's VM)
-an AVX-512 CPU multiplies at ~125 GFLOP/s per core where ember's kernel reaches ~200-215. Where
+an AVX-512 CPU multiplies at ~115 GFLOP/s per core where ember's kernel reaches ~200-250. Where
 OpenBLAS runs its own AVX-512 kernels (``SkylakeX`` and later: what it picks by itself on an AVX-512
 CPU), they beat ember's kernel on almost every shape (1.1-4.7x, one thread), so then BLAS takes every
 product. The rule, per product ``(M, K) @ (K, N)`` (docs/cpu-performance.md, "The GEMM chosen per
@@ -15,14 +15,14 @@ product", has the measured grid it comes from):
    one of ``AVX512_CORES``; a BLAS whose core cannot be read, MKL or Accelerate, counts as AVX-512:
    BLAS keeps the products). Then, per shape:
    - at least ``MIN_MACS`` multiply-adds (smaller calls cost about what the kernel saves),
-   - ``K >= 128``: each 12 x 32 tile of C is loaded and stored once per K block, so short sums run the
-     kernel at a fraction of its rate (K = 64: 0.9-1.3x BLAS's time; K = 16: 2-5x),
-   - ``N >= 32``: the kernel's column panels are 32 wide, so N = 10 wastes 22 of 32 lanes (1.1-5x BLAS's
-     time, where BLAS's 16 x 6 Haswell tiles waste little),
-   - ``M >= 256`` when B's rows are not contiguous (a transposed weight): B is copied into panels
-     first, a cost of ~0.5 ns per element of B that only enough rows of A repay (M = 64, K = 1024:
-     1.3-1.6x BLAS's time; M = 256: 0.8-0.9x).
-   Products it takes run at 0.52-0.8x BLAS's time (one thread), at least ``THREADED_MACS`` on
+   - ``K >= 16``: each 12 x 32 tile of C is loaded and stored once per K block, so very short sums run the
+     kernel at a fraction of its rate (K = 8: 0.6-2x BLAS's time),
+   - ``N >= 16``: the kernel's column panels are 32 wide, so N = 10 wastes 22 of 32 lanes (0.9-1.4x BLAS's
+     time, where BLAS's 16 x 6 Haswell tiles waste little; N = 16: 0.8-1.0x),
+   - ``M >= 32`` when B's rows are not contiguous (a transposed weight): B is copied into panels first
+     (``cpu_gemm_pack``, ~0.1 ns per element of B), a cost only enough rows of A repay (M = 32: 0.7-1.0x
+     BLAS's time, M = 64: 0.65-1.0x).
+   Products it takes run at 0.5-0.85x BLAS's time (one thread), at least ``THREADED_MACS`` on
    ember's threads; but a product it would split needs ``MIN_MACS_SPLIT`` (a split's hand-off costs more
    than BLAS's own threads lose below it).
 
@@ -45,9 +45,12 @@ from ember.backends import cpu_blas
 
 # A product smaller than this (multiply-adds) stays with BLAS: its call costs about what the kernel saves.
 MIN_MACS = 1 << 20
-MIN_K = 128  # shorter sums: the C tile's loads and stores per K block dominate
-MIN_N = 32  # narrower products: most of a 32-column panel's lanes would be masked off
-MIN_M_PACKED = 256  # a B that must be copied into panels first needs this many rows of A to repay it
+# The three shape bounds below were read from one-thread grids (docs/cpu-performance.md, "The GEMM kernel's
+# driver, the transposing pack, and the rule", gemm14). They were 128, 32 and 256 while the kernel's driver
+# cost ~20% per tile and the pack of a transposed B ran at NumPy's strided-copy speed.
+MIN_K = 16  # shorter sums: the C tile's loads and stores per K block dominate
+MIN_N = 16  # narrower products: most of a 32-column panel's lanes would be masked off
+MIN_M_PACKED = 32  # a B that must be copied into panels first needs this many rows of A to repay it
 # A product the kernel would split over two or more of ember's threads needs this many multiply-adds, else BLAS's
 # own threads take it: ember's pool wakes a sleeping worker for each split (20-35 us a hand-off, measured) where
 # OpenBLAS's workers start at once, so below ~8M the split kernel is no faster than BLAS's two threads, and a
