@@ -15,8 +15,10 @@ product", has the measured grid it comes from):
    one of ``AVX512_CORES``; a BLAS whose core cannot be read, MKL or Accelerate, counts as AVX-512:
    BLAS keeps the products). Then, per shape:
    - at least ``MIN_MACS`` multiply-adds (smaller calls cost about what the kernel saves),
-   - ``K >= 16``: each 12 x 32 tile of C is loaded and stored once per K block, so very short sums run the
-     kernel at a fraction of its rate (K = 8: 0.6-2x BLAS's time),
+   - ``K >= 8``: each 12 x 32 tile of C is loaded and stored once per K block, so very short sums run the
+     kernel at a fraction of its rate (a 10-class layer's input gradient, K = 10: 0.55-0.9x BLAS's time;
+     K = 8: 0.6-1.0x); ``K >= 16`` when C's rows are a multiple of 4 KB apart (``N % 1024 == 0``): a
+     tile's 12 rows then share one L1 cache set, which short sums feel most (K = 8, N = 1024: 1.5-2x),
    - ``N >= 16``: the kernel's column panels are 32 wide, so N = 10 wastes 22 of 32 lanes (0.9-1.4x BLAS's
      time, where BLAS's 16 x 6 Haswell tiles waste little; N = 16: 0.8-1.0x),
    - ``M >= 32`` when B's rows are not contiguous (a transposed weight): B is copied into panels first
@@ -34,6 +36,8 @@ Example:
     True
     >>> shape_prefers_ember(256, 512, 10, b_rows_contiguous=False)    # its 10-class output layer
     False
+    >>> shape_prefers_ember(256, 10, 512, b_rows_contiguous=True)     # that layer's input gradient
+    True
 """
 from __future__ import annotations
 
@@ -48,7 +52,9 @@ MIN_MACS = 1 << 20
 # The three shape bounds below were read from one-thread grids (docs/cpu-performance.md, "The GEMM kernel's
 # driver, the transposing pack, and the rule", gemm14). They were 128, 32 and 256 while the kernel's driver
 # cost ~20% per tile and the pack of a transposed B ran at NumPy's strided-copy speed.
-MIN_K = 16  # shorter sums: the C tile's loads and stores per K block dominate
+MIN_K = 8  # shorter sums: the C tile's loads and stores per K block dominate
+MIN_K_ALIASED = 16  # ... when C's rows are a multiple of 4 KB apart (all rows of a tile in one L1 set)
+ALIASED_N = 1024  # floats in 4 KB
 MIN_N = 16  # narrower products: most of a 32-column panel's lanes would be masked off
 MIN_M_PACKED = 32  # a B that must be copied into panels first needs this many rows of A to repay it
 # A product the kernel would split over two or more of ember's threads needs this many multiply-adds, else BLAS's
@@ -96,7 +102,7 @@ def blas_has_avx512() -> bool:
 
 def shape_prefers_ember(m: int, k: int, n: int, b_rows_contiguous: bool) -> bool:
     """Whether ember's kernel beats AVX2 OpenBLAS on ``(m, k) @ (k, n)`` by the measured rule above."""
-    return (m * k * n >= MIN_MACS and k >= MIN_K and n >= MIN_N
+    return (m * k * n >= MIN_MACS and k >= (MIN_K_ALIASED if n % ALIASED_N == 0 else MIN_K) and n >= MIN_N
             and (b_rows_contiguous or m >= MIN_M_PACKED))
 
 
