@@ -12,7 +12,7 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["Placement", "Shard", "Replicate", "Partial", "MaskPartial"]
+__all__ = ["Placement", "Shard", "Replicate", "Partial"]
 
 
 class Placement:
@@ -50,11 +50,12 @@ class Shard(Placement):
         return f"S({self.dim})"
 
 
-class _StridedShard(Shard):
-    """A shard whose pieces are taken ``split_factor`` at a time (PyTorch's FSDP2 + TP layout)."""
+class _StridedShard(Placement):
+    """A shard whose pieces are taken ``split_factor`` at a time (PyTorch's FSDP2 + TP layout). As in torch 2.13
+    it is no ``Shard`` (``is_shard()`` is False, and it never equals one)."""
 
     def __init__(self, dim: int, split_factor: int) -> None:
-        super().__init__(dim)
+        self.dim = dim
         self.split_factor = split_factor
 
     def __eq__(self, other: object) -> bool:
@@ -109,7 +110,3 @@ class Partial(Placement):
 
     def __str__(self) -> str:
         return f"P({self.reduce_op})"
-
-
-class MaskPartial(Partial):
-    """A partial value from a masked embedding lookup (PyTorch's vocabulary-parallel embedding)."""
