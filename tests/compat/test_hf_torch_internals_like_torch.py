@@ -258,3 +258,24 @@ def test_transform_getitem_to_index_like_torch():
             got = et[case(ember)]
         assert tuple(got.shape) == tuple(want.shape)
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# ---- torch._dynamo.eval_frame.OptimizedModule, device comparisons -------------------------------------------
+def test_compiled_module_is_an_optimized_module_like_torch():
+    from ember._dynamo.eval_frame import OptimizedModule
+
+    for lib, optimized in ((torch, torch._dynamo.eval_frame.OptimizedModule), (ember, OptimizedModule)):
+        module = lib.nn.Linear(2, 2)
+        compiled = lib.compile(module)
+        assert isinstance(compiled, optimized) and compiled._orig_mod is module
+        assert not isinstance(module, optimized)
+        assert not isinstance(lib.compile(lambda x: x + 1), optimized)
+        assert [p is q for p, q in zip(compiled.parameters(), module.parameters())] == [True, True]
+    assert ember._dynamo.eval_frame.OptimizedModule is OptimizedModule
+
+
+@pytest.mark.parametrize("other", ["npu", "xpu", "not a device", 0, None])
+def test_device_equals_unknown_strings_false_like_torch(other):
+    assert (torch.device("cpu") == other) is False
+    assert (ember.device("cpu") == other) is False
+    assert (ember.device("cpu") != other) is True

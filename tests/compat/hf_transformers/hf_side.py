@@ -31,7 +31,7 @@ import torch  # noqa: E402  (ember under the hook)
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     AutoModel, AutoModelForCausalLM, AutoModelForImageClassification, AutoModelForMaskedLM,
-    AutoModelForSeq2SeqLM, AutoModelForSequenceClassification,
+    AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoModelForSpeechSeq2Seq,
 )
 
 transformers.logging.set_verbosity_error()
@@ -54,7 +54,8 @@ def text_inputs(seed: int = 0, batch: int = 2, length: int = 7, pad_last: bool =
 def configs() -> dict[str, tuple]:
     """family -> (config, auto class, inputs, labels key, generates)."""
     from transformers import (
-        BertConfig, DistilBertConfig, GPT2Config, LlamaConfig, MistralConfig, Qwen2Config, T5Config, ViTConfig,
+        BertConfig, CLIPConfig, DistilBertConfig, GPT2Config, LlamaConfig, MistralConfig, Qwen2Config, T5Config,
+        ViTConfig, WhisperConfig,
     )
     small = dict(vocab_size=VOCAB)
     text = text_inputs()
@@ -81,6 +82,20 @@ def configs() -> dict[str, tuple]:
         "t5": (T5Config(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4, dropout_rate=0.0,
                         decoder_start_token_id=0, relative_attention_num_buckets=8, **small),
                AutoModelForSeq2SeqLM, text, ids(7, (2, 5)), True),
+        "whisper": (WhisperConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                  decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_mel_bins=8,
+                                  max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
+                                  eos_token_id=2, decoder_start_token_id=1, dropout=0.0, attention_dropout=0.0,
+                                  activation_dropout=0.0, **small),
+                    AutoModelForSpeechSeq2Seq,
+                    {"input_features": np.random.default_rng(4).standard_normal((2, 8, 32))}, ids(8, (2, 5)), False),
+        "clip": (CLIPConfig(text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                             num_attention_heads=4, max_position_embeddings=16, **small),
+                            vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                               num_attention_heads=4, image_size=16, patch_size=4),
+                            projection_dim=16),
+                 AutoModel, {**text, "pixel_values": np.random.default_rng(6).standard_normal((2, 3, 16, 16))},
+                 None, False),
         "vit": (ViTConfig(image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
                           num_attention_heads=4, intermediate_size=64, hidden_dropout_prob=0.0,
                           attention_probs_dropout_prob=0.0, num_labels=5),
@@ -93,11 +108,16 @@ def as_torch(value: np.ndarray) -> torch.Tensor:
     return torch.tensor(value)
 
 
-def forward_record(model, inputs: dict, labels: np.ndarray, tag: str, out: dict) -> None:
-    """Logits and loss of one forward with labels, and every parameter's gradient."""
+LOGITS = {"clip": "logits_per_image"}  # families whose main output has another name
+
+
+def forward_record(model, inputs: dict, labels: np.ndarray | None, tag: str, out: dict) -> None:
+    """Logits and loss of one forward with labels (``return_loss=True`` when None), and every parameter's gradient."""
     model.zero_grad()
-    result = model(**{k: as_torch(v) for k, v in inputs.items()}, labels=as_torch(labels))
-    out[f"{tag}logits"] = result.logits.detach().numpy()
+    loss_args = {"labels": as_torch(labels)} if labels is not None else {"return_loss": True}
+    result = model(**{k: as_torch(v) for k, v in inputs.items()}, **loss_args)
+    logits = getattr(result, LOGITS.get(model.config.model_type, "logits"))
+    out[f"{tag}logits"] = logits.detach().numpy()
     out[f"{tag}loss"] = np.array(result.loss.item())
     result.loss.backward()
     for name, p in model.named_parameters():
@@ -119,6 +139,10 @@ def run_family(name: str) -> dict:
     if name not in ("t5", "distilbert"):  # families with an sdpa path in transformers
         sdpa = auto.from_pretrained(folder, dtype=torch.float64, attn_implementation="sdpa").eval()
         forward_record(sdpa, inputs, labels, "sdpa.", out)
+    if name == "llama":  # flex_attention (torch compiles it with inductor, which takes float32 only on CPU)
+        flex = auto.from_pretrained(folder, dtype=torch.float32, attn_implementation="flex_attention").eval()
+        with torch.no_grad():
+            out["flex.logits"] = flex(**{k: as_torch(v) for k, v in inputs.items()}).logits.numpy()
     model.train()
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     forward_record(model, inputs, labels, "ckpt.", out)
@@ -139,10 +163,32 @@ def run_family(name: str) -> dict:
     return out
 
 
+def run_trainer(name: str) -> dict:
+    """Three AdamW steps of ``Trainer`` (linear warm-up, weight decay, sequential batches) on the GPT-2 folder."""
+    from transformers import Trainer, TrainingArguments
+
+    model = AutoModelForCausalLM.from_pretrained(os.path.join(WORKDIR, "gpt2"), dtype=torch.float64)
+    rows = ids(21, (8, 8))
+    data = [{"input_ids": as_torch(r), "labels": as_torch(r)} for r in rows]
+    args = TrainingArguments(output_dir=os.path.join(WORKDIR, f"trainer-{SIDE}"), max_steps=3,
+                             per_device_train_batch_size=4, learning_rate=1e-2, warmup_steps=1, weight_decay=0.01,
+                             lr_scheduler_type="linear", logging_steps=1, report_to=[], use_cpu=True,
+                             save_strategy="no", seed=0, dataloader_num_workers=0,
+                             train_sampling_strategy="sequential", disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=data)
+    result = trainer.train()
+    out = {"losses": np.array([h["loss"] for h in trainer.state.log_history if "loss" in h]),
+           "learning_rates": np.array([h["learning_rate"] for h in trainer.state.log_history if "loss" in h]),
+           "train_loss": np.array(result.training_loss)}
+    for pname, p in model.named_parameters():
+        out[f"param.{pname}"] = p.detach().numpy().copy()
+    return out
+
+
 def main() -> None:
     for name in FAMILIES:
         try:
-            result = run_family(name)
+            result = run_trainer(name) if name == "trainer" else run_family(name)
         except Exception:  # recorded, so the test names the family and shows where it failed
             result = {"error": np.array(traceback.format_exc())}
         np.savez(os.path.join(WORKDIR, f"{name}.{SIDE}.npz"), **result)

@@ -4,13 +4,13 @@ agree with real torch 2.13 on the same weights.
 ``hf_side.py`` runs once with torch (random weights from a tiny config, written with ``save_pretrained``) and once
 with ember (read back with ``from_pretrained``); each run is a subprocess, since one process cannot hold both
 bindings of ``transformers``. Compared per family: logits, the loss with labels, every parameter's gradient, the
-``sdpa`` attention path, gradient checkpointing, greedy ``generate`` with and without the KV cache, and seeded
-sampling (ember against itself: the two libraries' random streams differ).
+``sdpa`` attention path, gradient checkpointing, greedy ``generate`` with and without the KV cache, seeded
+sampling (ember against itself: the two libraries' random streams differ), and three ``Trainer`` steps.
 
 Tolerances: the models run in float64, but several compute parts in float32 by design (the rotary tables of
 Llama/Mistral/Qwen2, ``softmax(..., dtype=float32)`` in eager attention, T5's relative-position log, the causal-LM
 loss's ``logits.float()``), where the two libraries' float32 ``cos``/``exp``/``log`` differ in the last bit; those
-families agree to float32 rounding (rtol 2e-6). BERT and DistilBERT stay in float64 and agree to 1e-10.
+families agree to float32 rounding (rtol 2e-6). BERT, DistilBERT and Whisper stay in float64 and agree to 1e-10.
 Slow (two imports of torch/transformers: about a minute on an idle 2-core machine).
 """
 from __future__ import annotations
@@ -30,16 +30,17 @@ pytestmark = pytest.mark.slow
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-FAMILIES = ["gpt2", "llama", "mistral", "qwen2", "bert", "distilbert", "t5", "vit"]
+FAMILIES = ["gpt2", "llama", "mistral", "qwen2", "bert", "distilbert", "t5", "vit", "whisper", "clip"]
 GENERATES = {"gpt2", "llama", "mistral", "qwen2", "t5"}
-SDPA = {"gpt2", "llama", "mistral", "qwen2", "bert", "vit"}
-FLOAT64_THROUGHOUT = {"bert", "distilbert"}
+SDPA = {"gpt2", "llama", "mistral", "qwen2", "bert", "vit", "whisper", "clip"}
+FLOAT64_THROUGHOUT = {"bert", "distilbert", "whisper"}
 
 
 def _run_side(side: str, workdir: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, os.path.join(HERE, "hf_side.py"), side, workdir, *FAMILIES], env=env,
+    done = subprocess.run([sys.executable, os.path.join(HERE, "hf_side.py"), side, workdir, *FAMILIES, "trainer"],
+                          env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
 
@@ -55,7 +56,7 @@ def results(tmp_path_factory):
             found = {k: data[k] for k in data.files}
         assert "error" not in found, f"{family} under {side}:\n{found.get('error')}"
         return found
-    return {f: (load(f, "torch"), load(f, "ember")) for f in FAMILIES}
+    return {f: (load(f, "torch"), load(f, "ember")) for f in [*FAMILIES, "trainer"]}
 
 
 def _tol(family: str) -> float:
@@ -110,3 +111,22 @@ def test_generate_sampling_is_seeded(results, family):
     assert sample.min() >= 0 and sample.max() < 96
     prompt_length = 1 if family == "t5" else 5  # decoder-only outputs start with the prompt
     np.testing.assert_array_equal(sample[:, :prompt_length], torch_side["generate.sample"][:, :prompt_length])
+
+
+def test_trainer_three_steps_like_torch(results):
+    torch_side, ember_side = results["trainer"]
+    np.testing.assert_array_equal(ember_side["learning_rates"], torch_side["learning_rates"])  # warm-up, then decay
+    np.testing.assert_allclose(ember_side["losses"], torch_side["losses"], rtol=1e-6)
+    np.testing.assert_allclose(ember_side["train_loss"], torch_side["train_loss"], rtol=1e-6)
+    params = sorted(k for k in torch_side if k.startswith("param."))
+    assert params == sorted(k for k in ember_side if k.startswith("param."))
+    for key in params:  # AdamW moved every weight the same way (the loss runs in float32: rounding-level drift)
+        np.testing.assert_allclose(ember_side[key], torch_side[key], rtol=2e-6, atol=2e-6, err_msg=key)
+
+
+def test_flex_attention_implementation_like_torch(results):
+    torch_side, ember_side = results["llama"]  # float32: torch's inductor-compiled flex_attention, ember's dense one
+    want = torch_side["flex.logits"]
+    np.testing.assert_allclose(ember_side["flex.logits"], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    np.testing.assert_allclose(ember_side["flex.logits"], ember_side["logits"], rtol=1e-5,
+                               atol=1e-5 * np.abs(want).max())  # and the float64 eager logits, to float32 rounding
