@@ -10,7 +10,9 @@ Run as a script (never imported by pytest): ``python hf_side.py torch|ember WORK
 
 Results go to ``WORKDIR/FAMILY.<side>.npz``: logits/hidden states, the loss with labels, every parameter's
 gradient (``grad.<name>``), greedy ``generate`` token ids with and without the KV cache, ``sdpa`` logits and
-gradient-checkpointing gradients where the family has them. Inputs are drawn with NumPy from fixed seeds, so both
+gradient-checkpointing gradients where the family has them. Two entries run on the folders the families wrote:
+``trainer`` (three ``Trainer`` steps on GPT-2) and ``pipelines`` (text generation and classification with a tokenizer
+made offline). Inputs are drawn with NumPy from fixed seeds, so both
 sides see the same ones. The real torchvision of the test venv is hidden (its C++ operators do not load there).
 """
 from __future__ import annotations
@@ -185,10 +187,33 @@ def run_trainer(name: str) -> dict:
     return out
 
 
+def run_pipelines(name: str) -> dict:
+    """``pipeline`` text generation (Llama folder) and text classification (DistilBERT folder) with a word-level
+    tokenizer made offline with ``tokenizers``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, pipeline
+
+    words = Tokenizer(models.WordLevel(vocab={f"w{i}": i for i in range(VOCAB)}, unk_token="w0"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="w0", pad_token="w0", eos_token="w2",
+                                        bos_token="w1")
+    causal = AutoModelForCausalLM.from_pretrained(os.path.join(WORKDIR, "llama"), dtype=torch.float64)
+    generate = pipeline("text-generation", model=causal, tokenizer=tokenizer, device="cpu")
+    text = generate("w5 w17 w33", max_new_tokens=5, do_sample=False)[0]["generated_text"]
+    classifier = AutoModelForSequenceClassification.from_pretrained(os.path.join(WORKDIR, "distilbert"),
+                                                                    dtype=torch.float64)
+    classify = pipeline("text-classification", model=classifier, tokenizer=tokenizer, device="cpu", top_k=None)
+    scores = classify(["w5 w17 w33", "w9 w9 w40 w41"])
+    return {"generated_text": np.array(text),
+            "labels": np.array([[d["label"] for d in row] for row in scores]),
+            "scores": np.array([[d["score"] for d in row] for row in scores])}
+
+
 def main() -> None:
     for name in FAMILIES:
         try:
-            result = run_trainer(name) if name == "trainer" else run_family(name)
+            runner = {"trainer": run_trainer, "pipelines": run_pipelines}.get(name, run_family)
+            result = runner(name)
         except Exception:  # recorded, so the test names the family and shows where it failed
             result = {"error": np.array(traceback.format_exc())}
         np.savez(os.path.join(WORKDIR, f"{name}.{SIDE}.npz"), **result)

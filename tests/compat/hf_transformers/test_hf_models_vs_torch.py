@@ -34,12 +34,13 @@ FAMILIES = ["gpt2", "llama", "mistral", "qwen2", "bert", "distilbert", "t5", "vi
 GENERATES = {"gpt2", "llama", "mistral", "qwen2", "t5"}
 SDPA = {"gpt2", "llama", "mistral", "qwen2", "bert", "vit", "whisper", "clip"}
 FLOAT64_THROUGHOUT = {"bert", "distilbert", "whisper"}
+EXTRAS = ["trainer", "pipelines"]  # runs on the folders the families wrote
 
 
 def _run_side(side: str, workdir: str) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    done = subprocess.run([sys.executable, os.path.join(HERE, "hf_side.py"), side, workdir, *FAMILIES, "trainer"],
+    done = subprocess.run([sys.executable, os.path.join(HERE, "hf_side.py"), side, workdir, *FAMILIES, *EXTRAS],
                           env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -56,7 +57,7 @@ def results(tmp_path_factory):
             found = {k: data[k] for k in data.files}
         assert "error" not in found, f"{family} under {side}:\n{found.get('error')}"
         return found
-    return {f: (load(f, "torch"), load(f, "ember")) for f in [*FAMILIES, "trainer"]}
+    return {f: (load(f, "torch"), load(f, "ember")) for f in [*FAMILIES, *EXTRAS]}
 
 
 def _tol(family: str) -> float:
@@ -130,3 +131,10 @@ def test_flex_attention_implementation_like_torch(results):
     np.testing.assert_allclose(ember_side["flex.logits"], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
     np.testing.assert_allclose(ember_side["flex.logits"], ember_side["logits"], rtol=1e-5,
                                atol=1e-5 * np.abs(want).max())  # and the float64 eager logits, to float32 rounding
+
+
+def test_pipelines_like_torch(results):
+    torch_side, ember_side = results["pipelines"]
+    assert str(ember_side["generated_text"]) == str(torch_side["generated_text"])  # greedy: the same words
+    np.testing.assert_array_equal(ember_side["labels"], torch_side["labels"])
+    np.testing.assert_allclose(ember_side["scores"], torch_side["scores"], rtol=1e-10)
