@@ -31,6 +31,7 @@ from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as pe
 from ember.ops import conv_winograd as winograd
 from ember.ops import conv_direct as direct
 from ember.ops import conv_indirect as indirect
+from ember.ops import conv_unrolled as unrolled
 from ember.ops import cost, dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
@@ -238,6 +239,18 @@ def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, pad
     return True
 
 
+def _unrolled(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+              dtype: Any) -> bool:
+    """Whether all three passes run as one GEMM with the unrolled kernel (``conv_unrolled``): maps so small that
+    every output pixel's window covers the whole input (ResNet-18's layer3 on 32x32 images: 3x3, pad 1, 2x2 maps),
+    NumPy float32/float64, not ``EMBER_CONV_ALGORITHM=im2col``. Asked after the dense layer. Measured against
+    Winograd F(2x2) on that layer (one thread): forward 4.0 -> 2.2 ms, input gradient 3.2 -> 2.0, weight
+    gradient 3.9 -> 2.2 (docs/cpu-performance.md, "conv14")."""
+    if xp is not np or _config.CONV_ALGORITHM == "im2col" or np.dtype(dtype) not in (np.float32, np.float64):
+        return False
+    return unrolled.applicable(tuple(x_shape[2:]), tuple(w_shape), stride, padding, dilation, groups)
+
+
 def _finite(xp: Any, *arrays: Any) -> bool:
     """Whether every value is finite (a sum is, unless a value is inf/NaN or the sum overflows).
 
@@ -338,6 +351,8 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
         padding, prefix = trim[2], "trim+"
     if _whole_window(tuple(x_shape[2:]), w_shape, stride, padding, dilation, groups):
         return prefix + "dense"
+    if _unrolled(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+        return prefix + "unrolled"
     if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
         return prefix + "direct"
     if _indirect(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
@@ -416,6 +431,9 @@ def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     if _whole_window(x.shape[2:], w.shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(x, (x.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)).T,
                       (x.shape[0], w.shape[0], 1, 1))
+    # an inf weight would miss the 0 * inf = NaN torch makes where its tap reads padding: such weights go on
+    if _unrolled(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype) and _finite(xp, w):
+        return unrolled.forward(xp, x, w, stride, padding)
     if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
         return direct.forward(xp, x, w, padding, dilation)
     if _indirect(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
@@ -448,6 +466,8 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     if _whole_window(tuple(input_shape[2:]), w.shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)), tuple(input_shape))
+    if _unrolled(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
+        return unrolled.input_grad(xp, g, w, tuple(input_shape), stride, padding)
     if (_direct(xp, _padded_shape(input_shape, padding), w.shape, stride, dilation, groups, g.dtype)
             and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
         return direct.input_grad(xp, g, w, tuple(input_shape), padding, dilation)
@@ -491,6 +511,9 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
     geometry = (x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    # an inf of g would miss the 0 * inf = NaN torch makes where a tap reads padding: such gradients go on
+    if _unrolled(xp, *geometry) and _finite(xp, g):
+        return unrolled.weight_grad(xp, x, g, tuple(weight_shape), stride, padding)
     # an inf of x would meet the zero columns of g past the output width (NaN): such inputs take the other paths
     if _indirect_weight(xp, *geometry) and _finite(xp, x):
         return indirect.weight_grad(xp, x, g, tuple(weight_shape), stride, padding, dilation)
