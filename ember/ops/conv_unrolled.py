@@ -90,8 +90,8 @@ def unrolled_kernel(xp: Any, w: Any, out_hw: tuple, in_hw: tuple, stride: tuple,
 
 def _channels_last(xp: Any, a: Any) -> Any:
     """(N, C, H, W) -> (N, H*W*C), one copy."""
-    n = a.shape[0]
-    return xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).reshape(n, -1)
+    n, c, h, w = a.shape
+    return xp.ascontiguousarray(a.transpose(0, 2, 3, 1)).reshape(n, h * w * c)  # explicit: N may be 0
 
 
 def matmul(xp: Any, a: Any, b: Any) -> Any:

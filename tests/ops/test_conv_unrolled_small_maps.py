@@ -75,6 +75,15 @@ def test_unrolled_module_against_float64_reference() -> None:
         assert np.abs(mine - theirs).max() <= 1e-6 * np.abs(theirs).max()
 
 
+def test_empty_batch() -> None:
+    xs, ws = ((0, 16, 2, 2), (16, 16, 3, 3))
+    x, w = ember.zeros(xs, requires_grad=True), ember.ones(ws, requires_grad=True)
+    y = ember.nn.functional.conv2d(x, w, padding=1)
+    y.sum().backward()
+    assert tuple(y.shape) == (0, ws[0]) + xs[2:]
+    assert tuple(x.grad.shape) == xs and float(w.grad.abs().sum()) == 0.0
+
+
 def test_rule() -> None:
     f32, one = np.float32, (1, 1)
     assert conv.algorithm(np, (128, 256, 2, 2), (256, 256, 3, 3), one, (1,) * 4, one, 1, f32) == "unrolled"
