@@ -22,6 +22,10 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
     """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
     if dim is None:
         return None
+    if dim.__class__ is int:  # the common call, one plain int in range: no tuple/set/sort
+        size = ndim if ndim > 1 else 1
+        if -size <= dim < size:
+            return (dim % size if ndim else 0,)
     # NumPy integers count as ints (PyTorch takes anything with __index__): x.sum(np.int64(0))
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if len(dims) == 0:

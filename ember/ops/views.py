@@ -393,17 +393,19 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of tensors")
     # PyTorch skips legacy 1-D empty tensors; keep that for code written against it.
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    nonempty = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
     ref = nonempty[0]
     d = ref._dim(dim, "cat")
     target = ref.dtype
+    ref_shape = ref._data.shape
     for t in nonempty[1:]:
-        if t.ndim != ref.ndim:
+        shape = t._data.shape
+        if len(shape) != len(ref_shape):
             raise RuntimeError(f"cat: tensors must have the same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for i in range(ref.ndim):
-            if i != d and t.shape[i] != ref.shape[i]:
+        for i in range(len(ref_shape)):
+            if i != d and shape[i] != ref_shape[i]:
                 raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[i]} but got size {t.shape[i]} in dimension {i}")
+                                   f"{ref_shape[i]} but got size {shape[i]} in dimension {i}")
         if t.dtype is not target:
             target = promote_types(target, t.dtype)
     nonempty = [dispatch.cast(t, target) for t in nonempty]
@@ -419,9 +421,9 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack: expected a non-empty list of tensors")
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for t in tensors[1:]:
-        if tuple(t.shape) != shape:
+        if t._data.shape != shape:
             raise RuntimeError(f"stack: expects each tensor to be equal size, but got {list(shape)} and "
                                f"{list(t.shape)}")
     n = tensors[0].ndim + 1
