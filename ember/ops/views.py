@@ -368,9 +368,12 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
         sections = list(split_size_or_sections)
         if sum(sections) != size:
             raise RuntimeError(f"split: sections {sections} don't add up to the size {size} of dimension {d}")
+    if any(length < 0 for length in sections):
+        raise RuntimeError(f"split: split sizes must be non-negative, got {sections}")
     out, start = [], 0
-    for length in sections:
-        out.append(narrow(tensor, d, start, length))
+    lead = (slice(None),) * d
+    for length in sections:  # narrow(tensor, d, start, length), whose checks the sections already pass
+        out.append(getitem_with(tensor, lead + (slice(start, start + length),), ()))
         start += length
     return _multi_output_views(out, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 

@@ -207,3 +207,24 @@ def test_a_win_on_one_clock_keeps_the_graph(monkeypatch, compiled) -> None:
     _losses(step, TRIAL_CALLS + 2)
     assert step.eager_reason is None and "graph kept" in step.explain()
     assert clocks.graph_runs == 1 + speed_trial.PAIRS + 2
+
+
+def test_a_graph_on_fewer_cores_that_loses_on_the_wall_runs_eagerly(monkeypatch) -> None:
+    # Eager spreads work over two cores (1.6 CPU seconds per second); the graph runs it on one (a fused loop ending in
+    # a reduction) and costs less CPU but more wall time: on a quiet machine that is a real loss, not descheduling.
+    clocks = FakeClocks(monkeypatch, compiled=(1.2, 1.1), eager=(1.0, 1.6))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    _losses(step, TRIAL_CALLS + 2)
+    reason = step.eager_reason
+    assert reason is not None and "keeps fewer cores busy" in reason and "0.92 against eager's 1.60" in reason, reason
+    assert clocks.graph_runs == 1 + speed_trial.PAIRS
+
+
+def test_a_descheduled_graph_is_not_taken_for_one_on_fewer_cores(monkeypatch) -> None:
+    # Both modes on one thread (eager at most one core): less CPU and more wall time means descheduled: kept.
+    clocks = FakeClocks(monkeypatch, compiled=(1.5, 0.9), eager=(1.05, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    _losses(step, TRIAL_CALLS + 2)
+    assert step.eager_reason is None and "graph kept" in step.explain()
