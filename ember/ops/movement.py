@@ -16,6 +16,7 @@ from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
 from ember.ops.elementwise import sum_to
+from ember.ops.reductions import take_along
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -498,7 +499,7 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
     if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
         bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
         raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
-    return xp.take_along_axis(x[slices], index, axis=dim)
+    return take_along(xp, x[slices], index, dim)
 
 
 def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
