@@ -209,10 +209,25 @@ def run_pipelines(name: str) -> dict:
             "scores": np.array([[d["score"] for d in row] for row in scores])}
 
 
+def run_helpers(name: str) -> dict:
+    """transformers' argument-free ``is_torch_*`` availability checks (versions, devices, features)."""
+    from transformers.utils import import_utils
+
+    answers = {}
+    for helper in sorted(n for n in dir(import_utils) if n.startswith("is_torch")):
+        try:
+            answers[helper] = repr(getattr(import_utils, helper)())
+        except TypeError:  # needs arguments
+            continue
+        except Exception as error:  # noqa: BLE001 - recorded: the answer is what is compared
+            answers[helper] = f"raised {type(error).__name__}"
+    return {"names": np.array(list(answers)), "answers": np.array(list(answers.values()))}
+
+
 def main() -> None:
     for name in FAMILIES:
         try:
-            runner = {"trainer": run_trainer, "pipelines": run_pipelines}.get(name, run_family)
+            runner = {"trainer": run_trainer, "pipelines": run_pipelines, "helpers": run_helpers}.get(name, run_family)
             result = runner(name)
         except Exception:  # recorded, so the test names the family and shows where it failed
             result = {"error": np.array(traceback.format_exc())}

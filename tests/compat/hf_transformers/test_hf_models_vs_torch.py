@@ -34,7 +34,7 @@ FAMILIES = ["gpt2", "llama", "mistral", "qwen2", "bert", "distilbert", "t5", "vi
 GENERATES = {"gpt2", "llama", "mistral", "qwen2", "t5"}
 SDPA = {"gpt2", "llama", "mistral", "qwen2", "bert", "vit", "whisper", "clip"}
 FLOAT64_THROUGHOUT = {"bert", "distilbert", "whisper"}
-EXTRAS = ["trainer", "pipelines"]  # runs on the folders the families wrote
+EXTRAS = ["trainer", "pipelines", "helpers"]  # runs on the folders the families wrote
 
 
 def _run_side(side: str, workdir: str) -> None:
@@ -138,3 +138,10 @@ def test_pipelines_like_torch(results):
     assert str(ember_side["generated_text"]) == str(torch_side["generated_text"])  # greedy: the same words
     np.testing.assert_array_equal(ember_side["labels"], torch_side["labels"])
     np.testing.assert_allclose(ember_side["scores"], torch_side["scores"], rtol=1e-10)
+
+
+def test_is_torch_helpers_answer_like_torch(results):
+    torch_side, ember_side = results["helpers"]
+    assert len(torch_side["names"]) > 20
+    assert dict(zip(ember_side["names"], ember_side["answers"])) == dict(zip(torch_side["names"],
+                                                                                 torch_side["answers"]))
