@@ -74,6 +74,13 @@ def init() -> None:
     _backend("init")
 
 
+def __getattr__(name: str) -> Any:
+    # ``torch.cuda._initialized``: reversible layers (reformer, performer) test it before saving device RNG states
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")
+
+
 def current_device() -> int:
     return _backend("current_device").current_device()
 
