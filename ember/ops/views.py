@@ -454,6 +454,11 @@ def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
     sizes = _shape_arg(_sizes_or_keyword(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < input.ndim:
         raise RuntimeError("repeat: number of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(r < 0 for r in sizes):  # checked before the reshapes below, where -1 would be inferred
+        lead = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
+                           f"{min(s * r for s, r in zip(lead, sizes))}: {[s * r for s, r in zip(lead, sizes)]}; "
+                           "every repeat count must be >= 0")
     shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
     x = reshape(input, shape)
     interleaved, expanded, final = [], [], []

@@ -262,8 +262,16 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return tuple(chunk(input, chunks, dim))
 
 
-def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
-    dims = tuple(dims)
+def tile(input: Tensor, *sizes: Any, dims: Sequence[int] | int | None = None) -> Tensor:
+    """``torch.tile(x, dims)`` and ``x.tile(*dims)``: ``dims`` may be an int, a sequence or varargs, as PyTorch's."""
+    if dims is None:
+        if not sizes:
+            raise TypeError("tile() missing required argument 'dims'")
+        dims = sizes[0] if len(sizes) == 1 else sizes
+    elif sizes:
+        raise TypeError(f"tile() received an invalid combination of arguments: dims given both positionally "
+                        f"{tuple(sizes)} and as dims={dims!r}; pass one of them")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return input.reshape((1,) * (len(dims) - input.ndim) + tuple(input.shape)).repeat(*dims)

@@ -59,3 +59,20 @@ def test_split_needs_one_size():
         x.split()
     with pytest.raises(TypeError, match="split_size"):
         x.split(2, split_size=2)
+
+
+@pytest.mark.parametrize("call", [lambda x: x.tile(2), lambda x: x.tile(2, 3), lambda x: x.tile((2, 3)),
+                                  lambda x: x.tile(dims=(2, 1, 2)), lambda x: x.tile([3])])
+def test_tile_takes_an_int_varargs_or_a_sequence_like_torch(call):
+    data = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(call(ember.tensor(data)).numpy(), call(torch.tensor(data)).numpy())
+
+
+@pytest.mark.parametrize("call", [lambda T: T.tensor(5.0).repeat(-1), lambda T: T.ones(2).repeat(2, -1),
+                                  lambda T: T.ones(2).tile(-1), lambda T: T.ones(2, 2).repeat(1, -3)])
+def test_negative_repeat_counts_are_refused_like_torch(call):
+    # vector-quantize-pytorch's LatentQuantize relies on it: tensor(levels).repeat(codebook_dim=-1) must raise
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        call(torch)
+    with pytest.raises(RuntimeError, match="negative dimension"):
+        call(ember)
