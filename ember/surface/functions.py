@@ -518,10 +518,11 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     return out if dtype is None else out.to(dtype)
 
 
-def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False,
-             unbiased: Any = None) -> tuple:
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(std, mean)`` over ``dim``, with PyTorch's overloads (``(dim, unbiased, keepdim)``, ``correction=``, a bool
+    ``unbiased`` in dim's place)."""
+    dim, correction = reductions._bessel(dim, unbiased, correction, "std_mean")
     std = reductions.std(input, dim, correction=correction, keepdim=keepdim)
     mean = reductions.mean(input, dim=dim, keepdim=keepdim) if dim is not None else reductions.mean(input)
     return (std, mean)  # a plain tuple, as PyTorch's (no return type)
