@@ -37,6 +37,17 @@ def _shape_arg(shape: Sequence[Any]) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+def _sizes_or_keyword(sizes: tuple, named: Any, op: str, keyword: str) -> tuple:
+    """The sizes of ``x.reshape(2, 3)`` / ``x.reshape((2, 3))`` or of PyTorch's keyword form
+    ``x.reshape(shape=(2, 3))`` (DiT's unpatchify writes that); both at once is refused, as PyTorch does."""
+    if named is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() received an invalid combination of arguments: sizes given both positionally "
+                        f"{tuple(sizes)} and as {keyword}={named!r}; pass one of them")
+    return (named,)
+
+
 def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
     """``shape`` resolved against ``numel`` elements when it is plain Python ints (at most one -1) that fit, else
     None: the common call, checked without ``infer_shape``'s conversions (which also write the errors)."""
@@ -60,7 +71,8 @@ def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
     return tuple(shape)
 
 
-def reshape(input: Any, *shape: Any) -> Any:
+def reshape(input: Any, *sizes: Any, shape: Any = None) -> Any:
+    shape = sizes if shape is None else _sizes_or_keyword(sizes, shape, "reshape", "shape")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     data = input._data
@@ -77,7 +89,7 @@ def _alias(input: Any) -> Any:
     return dispatch.apply(RESHAPE, (input,), {"shape": tuple(input.shape)})
 
 
-def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
+def view(input: Any, *shape: Any, dtype: Any = None, size: Any = None) -> Any:
     """``reshape`` that never copies: where the strides cannot express the new shape it raises, as
     PyTorch's ``view`` does (a silent copy would cut in-place changes off from the original).
     ``view(dtype)`` reinterprets the bits instead (see ``view_dtype``).
@@ -86,6 +98,7 @@ def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
         >>> ember.zeros(2, 3).t().view(6)  # doctest: +SKIP
         RuntimeError: view size is not compatible with input tensor's size and stride ...
     """
+    shape = _sizes_or_keyword(shape, size, "view", "size")
     if dtype is not None and not shape:
         return view_dtype(input, dtype)
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
@@ -144,7 +157,8 @@ def reshape_as(input: Any, other: Any) -> Any:
     return reshape(input, tuple(other.shape))
 
 
-def permute(input: Any, *dims: Any) -> Any:
+def permute(input: Any, *order: Any, dims: Any = None) -> Any:
+    dims = order if dims is None else _sizes_or_keyword(order, dims, "permute", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     n = input._data.ndim
@@ -232,8 +246,8 @@ def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Any:
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
 
-def expand(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def expand(input: Any, *sizes: Any, size: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, size, "expand", "size"))
     shape = tuple(input.shape)
     if len(sizes) < len(shape):
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
@@ -305,6 +319,16 @@ def is_contiguous(input: Any, memory_format: Any = None) -> bool:
     return True
 
 
+def suggest_memory_format(input: Any) -> str | None:
+    """``"channels_last"`` / ``"channels_last_3d"`` when ``input`` is laid out so (and not also row-major), else
+    None: the layout PyTorch's resampling kernels give their output (``F.interpolate`` of a permuted NHWC tensor
+    is channels-last, so ``.permute(0, 2, 3, 1).view(...)`` after it works, as DINO's pos-embed resize needs)."""
+    if input.ndim not in (4, 5) or dispatch.is_symbolic(input) or input._data.flags.c_contiguous:
+        return None
+    name = "channels_last" if input.ndim == 4 else "channels_last_3d"
+    return name if is_contiguous(input, name) else None
+
+
 def contiguous(input: Any, memory_format: Any = None) -> Any:
     """A tensor with the same values laid out in ``memory_format`` (the input itself when it already is):
     ``x.contiguous(memory_format=torch.channels_last)`` keeps the NCHW shape with NHWC memory, as PyTorch."""
@@ -356,7 +380,13 @@ def select(input: Any, dim: int, index: int) -> Any:
     return getitem(input, (slice(None),) * d + (index,))
 
 
-def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
+def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, split_size: Any = None) -> tuple:
+    """``torch.split(tensor, split_size_or_sections, dim)``; ``Tensor.split`` names its argument ``split_size``."""
+    if (split_size_or_sections is None) == (split_size is None):
+        raise TypeError("split() missing required argument 'split_size_or_sections' (or, as Tensor.split names it, "
+                        "'split_size'); give exactly one")
+    if split_size_or_sections is None:
+        split_size_or_sections = split_size
     d = tensor._dim(dim, "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -469,10 +499,15 @@ def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
     return dispatch.apply(FLIP, (input,), {"dims": tuple(input._dim(d, "flip") for d in dims)})
 
 
-def repeat(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < input.ndim:
         raise RuntimeError("repeat: number of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(r < 0 for r in sizes):  # checked before the reshapes below, where -1 would be inferred
+        lead = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
+                           f"{min(s * r for s, r in zip(lead, sizes))}: {[s * r for s, r in zip(lead, sizes)]}; "
+                           "every repeat count must be >= 0")
     shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
     x = reshape(input, shape)
     interleaved, expanded, final = [], [], []
