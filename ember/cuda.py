@@ -272,7 +272,7 @@ def default_stream(device: Any = None) -> Stream:
 
 
 class StreamContext:
-    """The block's GPU work goes to stream ``stream`` (``None``: no change); what ``stream(s)`` returns, as PyTorch's."""
+    """The block's GPU work goes to stream ``stream`` (``None``: no change); ``stream(s)`` returns one, as PyTorch."""
 
     def __init__(self, stream: Stream | None) -> None:
         self.stream = stream

@@ -22,6 +22,10 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
     """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
     if dim is None:
         return None
+    if dim.__class__ is int:  # the common call, one plain int in range: no tuple/set/sort
+        size = ndim if ndim > 1 else 1
+        if -size <= dim < size:
+            return (dim % size if ndim else 0,)
     # NumPy integers count as ints (PyTorch takes anything with __index__): x.sum(np.int64(0))
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if len(dims) == 0:
@@ -335,8 +339,7 @@ def _arg_impl(fn: str):
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
             return out.reshape((1,) * x.ndim) if keepdim else out
-        out = getattr(xp, fn)(x, axis=dim)
-        return xp.expand_dims(out, dim) if keepdim else out
+        return getattr(xp, fn)(x, axis=dim, keepdims=True) if keepdim else getattr(xp, fn)(x, axis=dim)
 
     return impl
 
@@ -351,12 +354,25 @@ ARGMIN = register(OpDef(name="argmin", batch="dim", category="reduction", impl=_
                         onnx=to_onnx.arg_reduce("ArgMin")))
 
 
+def take_along(xp: Any, x: Any, idx: Any, dim: int) -> Any:
+    """``xp.take_along_axis(x, idx, axis=dim)`` as one fancy index (``idx`` has ``x``'s rank; other dims broadcast):
+    the same grid NumPy's wrapper builds, without its Python checks (~10 us of a 5x5 ``max(dim)``)."""
+    nd = x.ndim
+    index = []
+    for d in range(nd):
+        if d == dim:
+            index.append(idx)
+        else:
+            index.append(xp.arange(x.shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1)))
+    return x[tuple(index)]
+
+
 def _max_dim_impl(fn: str):
     arg = _arg_impl("argmax" if fn == "max" else "argmin")
 
     def impl(xp: Any, x: Any, dim: int, keepdim: bool = False) -> tuple:
         idx = arg(xp, x, dim, True)
-        values = xp.take_along_axis(x, idx, axis=dim)
+        values = take_along(xp, x, idx, dim)
         if not keepdim:
             values, idx = xp.squeeze(values, dim), xp.squeeze(idx, dim)
         return values, idx

@@ -13,7 +13,7 @@ from ember import dtypes
 from ember.autograd.node import torch_named
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
-    SCATTER_ADD, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
+    SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
@@ -37,9 +37,37 @@ def _shape_arg(shape: Sequence[Any]) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
+    """``shape`` resolved against ``numel`` elements when it is plain Python ints (at most one -1) that fit, else
+    None: the common call, checked without ``infer_shape``'s conversions (which also write the errors)."""
+    known = 1
+    infer = -1
+    for i, s in enumerate(shape):
+        if s.__class__ is not int:
+            return None
+        if s < 0:
+            if s != -1 or infer >= 0:
+                return None
+            infer = i
+        else:
+            known *= s
+    if infer < 0:
+        return tuple(shape) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    shape = list(shape)
+    shape[infer] = numel // known
+    return tuple(shape)
+
+
 def reshape(input: Any, *shape: Any) -> Any:
-    target = infer_shape(_shape_arg(shape), input.numel(), "reshape", tuple(input.shape))
-    if target == tuple(input.shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    data = input._data
+    target = _plain_target(shape, data.size)
+    if target is None:
+        target = infer_shape(_shape_arg(shape), input.numel(), "reshape", tuple(input.shape))
+    if target == data.shape:
         return dispatch.apply(RESHAPE, (input,), {"shape": target}) if input._requires_grad else _alias(input)
     return dispatch.apply(RESHAPE, (input,), {"shape": target})
 
@@ -117,6 +145,11 @@ def reshape_as(input: Any, other: Any) -> Any:
 
 
 def permute(input: Any, *dims: Any) -> Any:
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    n = input._data.ndim
+    if len(dims) == n and all(d.__class__ is int and 0 <= d < n for d in dims) and len(set(dims)) == n:
+        return dispatch.apply(PERMUTE, (input,), {"dims": tuple(dims)})  # plain ints already normalized
     dims = _shape_arg(dims)
     if len(dims) != input.ndim:
         raise RuntimeError(f"permute: number of dims {len(dims)} doesn't match the tensor's {input.ndim} dims "
@@ -128,9 +161,9 @@ def permute(input: Any, *dims: Any) -> Any:
 
 
 def transpose(input: Any, dim0: int, dim1: int) -> Any:
-    if input.ndim < 2 and input.ndim == 0:
+    n = input._data.ndim
+    if n == 0:
         return input
-    n = input.ndim
     dims = list(range(n))
     a, b = input._dim(dim0, "transpose"), input._dim(dim1, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
@@ -142,10 +175,11 @@ swapaxes = swapdims = transpose
 
 
 def t(input: Any) -> Any:
-    if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D; use .mT or "
+    n = input._data.ndim
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D; use .mT or "
                            "transpose(-2, -1)")
-    if input.ndim < 2:
+    if n < 2:
         return input
     out = dispatch.apply(PERMUTE, (input,), {"dims": (1, 0)})  # transpose(0, 1) without its own name
     return out if out.grad_fn is None else torch_named(out, "TBackward0")
@@ -165,13 +199,13 @@ def squeeze(input: Any, dim: Any = None) -> Any:
 
 
 def unsqueeze(input: Any, dim: int) -> Any:
-    n = input.ndim + 1
+    shape = input._data.shape
+    n = len(shape) + 1
     if not -n <= dim < n:
         raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     dim %= n
-    shape = list(input.shape)
-    shape.insert(dim, 1)
-    out = dispatch.apply(RESHAPE, (input,), {"shape": tuple(shape)})
+    shape = shape[:dim] + (1,) + shape[dim:]
+    out = dispatch.apply(RESHAPE, (input,), {"shape": shape})
     return out if out.grad_fn is None else torch_named(out, "UnsqueezeBackward0")
 
 
@@ -181,11 +215,14 @@ def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     if input.ndim == 0:
         return reshape(input, (1,))
     start, end = input._dim(start_dim, "flatten"), input._dim(end_dim, "flatten")
-    shape = tuple(input.shape)
+    shape = input._data.shape
     size = 1
     for s in shape[start:end + 1]:
         size *= s
-    return reshape(input, shape[:start] + (size,) + shape[end + 1:])
+    target = shape[:start] + (size,) + shape[end + 1:]
+    if start >= end:  # nothing merged (or start after end): reshape's own handling
+        return reshape(input, target)
+    return dispatch.apply(RESHAPE, (input,), {"shape": target})  # (its element count is the input's)
 
 
 def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Any:
@@ -331,9 +368,12 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
         sections = list(split_size_or_sections)
         if sum(sections) != size:
             raise RuntimeError(f"split: sections {sections} don't add up to the size {size} of dimension {d}")
+    if any(length < 0 for length in sections):
+        raise RuntimeError(f"split: split sizes must be non-negative, got {sections}")
     out, start = [], 0
-    for length in sections:
-        out.append(narrow(tensor, d, start, length))
+    lead = (slice(None),) * d
+    for length in sections:  # narrow(tensor, d, start, length), whose checks the sections already pass
+        out.append(getitem_with(tensor, lead + (slice(start, start + length),), ()))
         start += length
     return _multi_output_views(out, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 
@@ -356,17 +396,19 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of tensors")
     # PyTorch skips legacy 1-D empty tensors; keep that for code written against it.
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    nonempty = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
     ref = nonempty[0]
     d = ref._dim(dim, "cat")
     target = ref.dtype
+    ref_shape = ref._data.shape
     for t in nonempty[1:]:
-        if t.ndim != ref.ndim:
+        shape = t._data.shape
+        if len(shape) != len(ref_shape):
             raise RuntimeError(f"cat: tensors must have the same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for i in range(ref.ndim):
-            if i != d and t.shape[i] != ref.shape[i]:
+        for i in range(len(ref_shape)):
+            if i != d and shape[i] != ref_shape[i]:
                 raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[i]} but got size {t.shape[i]} in dimension {i}")
+                                   f"{ref_shape[i]} but got size {shape[i]} in dimension {i}")
         if t.dtype is not target:
             target = promote_types(target, t.dtype)
     nonempty = [dispatch.cast(t, target) for t in nonempty]
@@ -382,16 +424,22 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack: expected a non-empty list of tensors")
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for t in tensors[1:]:
-        if tuple(t.shape) != shape:
+        if t._data.shape != shape:
             raise RuntimeError(f"stack: expects each tensor to be equal size, but got {list(shape)} and "
                                f"{list(t.shape)}")
     n = tensors[0].ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"stack: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    out = cat([unsqueeze(t, dim) for t in tensors], dim % n)
-    return out if out.grad_fn is None else torch_named(out, "StackBackward0")
+    if len(tensors) == 1:  # (cat's copy of its one input)
+        out = cat([unsqueeze(tensors[0], dim)], dim % n)
+        return out if out.grad_fn is None else torch_named(out, "StackBackward0")
+    target = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not target:
+            target = promote_types(target, t.dtype)
+    return dispatch.apply(STACK, tuple([dispatch.cast(t, target) for t in tensors]), {"dim": dim % n})
 
 
 def hstack(tensors: Sequence[Any]) -> Any:
