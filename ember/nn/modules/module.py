@@ -77,6 +77,19 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+_ABSENT = object()
+_PLAIN = (int, float, bool, complex, str, tuple, type(None))
+
+
+def _stored(d: dict, name: str) -> Any:
+    """The value an attribute has now, wherever the module keeps it (``_ABSENT`` when it has none)."""
+    for store in ("_parameters", "_buffers", "_modules"):
+        found = d.get(store)
+        if found is not None and name in found:
+            return found[name]
+    return d.get(name, _ABSENT)
+
+
 class Module:
     """Base class for all neural-network modules; subclasses define ``forward``."""
 
@@ -168,6 +181,7 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_ready("parameters")
+            self._note_change(_stored(d, name), value)
             self._remove_from(name, d, "_buffers", "_modules")
             d.pop(name, None)
             self.register_parameter(name, value)
@@ -175,9 +189,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                                 "(ember.nn.Parameter or None expected)")
+            self._note_change(params[name], value)
             params[name] = None
         elif isinstance(value, Module):
             self._check_ready("modules")
+            self._note_change(_stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_buffers")
             d.pop(name, None)
             d["_modules"][name] = value
@@ -185,9 +201,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(ember.nn.Module or None expected)")
+            self._note_change(d["_modules"][name], value)
             d["_modules"][name] = None
         elif isinstance(value, Buffer):
             self._check_ready("buffers")
+            self._note_change(_stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_modules")
             d.pop(name, None)
             self.register_buffer(name, value)
@@ -195,9 +213,28 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 "(ember Tensor or None expected)")
+            self._note_change(d["_buffers"][name], value)
             d["_buffers"][name] = value
         else:
+            if name != "training" and name in d:
+                self._note_change(d[name], value)
             object.__setattr__(self, name, value)
+
+    def _note_change(self, old: Any, new: Any) -> None:
+        """Count a change of an attribute a compiled forward may have baked in (a number such as
+        ``negative_slope``/``eps``/``p``, or another parameter, buffer or submodule object): ``ember.compile``
+        keys its graphs on the count (``config_version``), so the next call retraces."""
+        if old is new or old is _ABSENT:
+            return
+        if type(old) is type(new) and type(new) in _PLAIN and old == new and repr(old) == repr(new):
+            return
+        d = self.__dict__
+        d["_config_version"] = d.get("_config_version", 0) + 1
+
+    @property
+    def config_version(self) -> int:
+        """How many times an existing attribute got another value (see :meth:`_note_change`)."""
+        return self.__dict__.get("_config_version", 0)
 
     @staticmethod
     def _remove_from(name: str, d: dict, *stores: str) -> None:

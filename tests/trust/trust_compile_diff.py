@@ -1,0 +1,257 @@
+"""Differential runner for the fifth wave: a program run eagerly and through ``ember.compile``, compared.
+
+A :class:`Program` is the body of a function ``f(x0, x1, ...)`` that leaves its result in ``out``, plus
+its inputs (NumPy arrays with a dtype name and a layout: contiguous, transposed, strided or offset). The
+runner builds fresh inputs for every call and runs
+
+* eager: ``f`` itself, ``calls`` times;
+* compiled: ``ember.compile(f, measure=False)`` (no speed trial, so the graph really runs), ``calls``
+  times: the first call warms up eagerly, the second traces and runs the graph, later ones reuse it.
+
+Each call is normalized (``trust_diff.normalize``) with everything a program can observe: the results
+(dtype, shape, values, signs of zeros), whether a result *is* one of the inputs, every input after the
+call (in-place side effects, also through non-contiguous inputs) and, with ``grad=True``, the inputs'
+gradients of a fixed weighting of the floating results. Errors: where eager raises, compiled must raise.
+
+Tolerance: ember promises a compiled graph equals eager bit for bit on the NumPy path
+(docs/architecture.md, "Fusion has no second copy of the math"); a fused Numba loop may differ by libm's
+last bits (``tanh``/``exp``), so floats compare within a few ulps (``RTOL``) and everything else exactly.
+
+Example:
+    >>> compare(Program("out = x0.exp() + 1", {"x0": (np.ones(3), "float32", "contiguous")}))  # None
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+import ember
+from trust_diff import Case, diff, normalize
+
+RTOL = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 4e-7, "float64": 1e-15, "complex64": 4e-7,
+        "complex128": 1e-15}
+LAYOUTS = ("contiguous", "transposed", "strided", "offset")
+
+
+@dataclasses.dataclass
+class Program:
+    """``body`` of ``f(*inputs)`` leaving ``out``; ``inputs``: name -> (array, dtype name, layout)."""
+
+    body: str
+    inputs: dict = dataclasses.field(default_factory=dict)
+    grad: bool = False      # inputs named ``*_g`` require grad; compare their gradients
+    no_grad: bool = False   # run every call under ``ember.no_grad()``
+    calls: int = 3
+
+    def source(self) -> str:
+        args = ", ".join(self.inputs)
+        body = "\n".join("    " + line for line in self.body.splitlines())
+        return f"def f({args}):\n{body}\n    return out\n"
+
+    def __str__(self) -> str:
+        shapes = ", ".join(f"{k}: {v[1]}{list(np.shape(v[0]))} {v[2]}" for k, v in self.inputs.items())
+        return f"\n{self.source()}with {shapes or 'no inputs'}"
+
+
+def make_input(array: np.ndarray, dtype: str, layout: str, requires_grad: bool = False) -> ember.Tensor:
+    """A tensor holding ``array``'s values in ``dtype`` with the given memory layout (values are the same)."""
+    array = np.asarray(array)
+    with np.errstate(over="ignore", invalid="ignore"):
+        plain = array.astype(np.float32) if dtype == "bfloat16" else array.astype(dtype)
+    edtype = getattr(ember, dtype)
+    if layout == "transposed" and plain.ndim >= 2:
+        t = ember.tensor(np.ascontiguousarray(np.swapaxes(plain, 0, -1))).to(edtype).transpose(0, -1)
+    elif layout == "strided" and plain.ndim >= 1:
+        wide = np.repeat(plain, 2, axis=-1)  # every second element is the value, the rest its copy
+        t = ember.tensor(wide).to(edtype)[..., ::2]
+    elif layout == "offset":
+        flat = np.concatenate([np.zeros(3, dtype=plain.dtype), plain.reshape(-1)])
+        t = ember.tensor(flat).to(edtype)[3:].view(plain.shape)
+    else:
+        t = ember.tensor(plain).to(edtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _inputs(prog: Program) -> dict:
+    return {k: make_input(a, d, lay, requires_grad=prog.grad and k.endswith("_g"))
+            for k, (a, d, lay) in prog.inputs.items()}
+
+
+def _floats(value: Any) -> list:
+    if isinstance(value, ember.Tensor):
+        return [value] if value.requires_grad and value.dtype.is_floating_point else []
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _floats(v)]
+    return []
+
+
+def _backward(out: Any, inputs: dict) -> dict:
+    total = None
+    for t in _floats(out):
+        w = 1.0 + 0.25 * (np.arange(t.numel(), dtype=np.float64).reshape(tuple(t.shape)) % 7)
+        term = (t * ember.tensor(w, dtype=t.dtype)).sum()
+        total = term if total is None else total + term
+    if total is not None:
+        total.backward()
+    return {k: (None if v.grad is None else normalize(ember, v.grad)) for k, v in inputs.items() if k.endswith("_g")}
+
+
+def _identity(out: Any, inputs: dict) -> Any:
+    """Which results are the input objects themselves (``return x`` after ``x.add_(1)``)."""
+    names = {id(v): k for k, v in inputs.items()}
+    if isinstance(out, ember.Tensor):
+        return names.get(id(out))
+    if isinstance(out, (tuple, list)):
+        return tuple(_identity(o, inputs) for o in out)
+    return None
+
+
+def run_calls(prog: Program, fn: Callable) -> list:
+    """One outcome per call: ("ok", out, inputs after, grads, identity) or ("raise", class, message)."""
+    results = []
+    for _ in range(prog.calls):
+        inputs = _inputs(prog)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if prog.no_grad:
+                    with ember.no_grad():
+                        out = fn(**inputs)
+                else:
+                    out = fn(**inputs)
+                grads = _backward(out, inputs) if prog.grad else None
+        except Exception as error:  # noqa: BLE001 - any error: the other run must raise too
+            results.append(("raise", type(error).__name__, str(error).split("\n")[0][:200]))
+            continue
+        results.append(("ok", normalize(ember, out), {k: normalize(ember, v) for k, v in inputs.items()}, grads,
+                        _identity(out, inputs)))
+    return results
+
+
+def _function(prog: Program) -> Callable:
+    env: dict = {"ember": ember, "L": ember, "np": np, "F": ember.nn.functional}
+    exec(compile(prog.source(), "<program>", "exec"), env)  # noqa: S102 - the fuzzer's own generated code
+    return env["f"]
+
+
+def compare_outcomes(got: tuple, want: tuple, grad: bool, where: str) -> str | None:
+    """The first difference of a compiled call's outcome from the eager one, or None."""
+    if want[0] == "raise" or got[0] == "raise":
+        if got[0] == want[0]:
+            return None
+        if want[0] == "raise":
+            return f"{where}: eager raises {want[1]}: {want[2]}; compiled returns"
+        return f"{where}: compiled raises {got[1]}: {got[2]}; eager returns"
+    case = Case("", rtol=None)
+    found = _diff(got[1], want[1], f"{where} out")
+    if found:
+        return found
+    if got[4] != want[4]:
+        return f"{where}: result identity: compiled {got[4]!r}, eager {want[4]!r} (a result that is an input)"
+    for name in want[2]:
+        found = _diff(got[2][name], want[2][name], f"{where} input {name} after the call")
+        if found:
+            return found
+    if grad:
+        for name, w in want[3].items():
+            g = got[3].get(name)
+            if (g is None) != (w is None):
+                return f"{where} grad of {name}: compiled {'None' if g is None else 'set'}, eager {'None' if w is None else 'set'}"
+            if w is not None:
+                found = _diff(g, w, f"{where} grad of {name}", zero_sign=False)
+                if found:
+                    return found
+    del case
+    return None
+
+
+def _diff(got: Any, want: Any, where: str, zero_sign: bool = True) -> str | None:
+    """trust_diff's comparison with this wave's tolerances (a few ulps, not torch-vs-ember ones)."""
+    if want[0] == "T" and got[0] == "T" and want[1] in RTOL:
+        case = Case("", rtol=RTOL[want[1]], zero_sign=zero_sign, floor=1.0)
+    else:
+        case = Case("", zero_sign=zero_sign)
+    return diff(got, want, case, where).replace("torch", "eager").replace("ember", "compiled") \
+        if diff(got, want, case, where) else None
+
+
+def compare(prog: Program, passes: Any = None) -> str | None:
+    """None when every compiled call agrees with eager on ``prog``, else the first difference."""
+    eager = run_calls(prog, _function(prog))
+    if eager and eager[0][0] == "raise" and eager[0][1] in ("NameError", "SyntaxError"):
+        raise AssertionError(f"the program itself is broken ({eager[0][1]}: {eager[0][2]}): {prog}")
+    compiled_fn = ember.compile(_function(prog), measure=False, passes=passes)
+    compiled = run_calls(prog, compiled_fn)
+    for k, (g, w) in enumerate(zip(compiled, eager)):
+        found = compare_outcomes(g, w, prog.grad, f"call {k + 1}")
+        if found:
+            return found
+    return None
+
+
+# ---- whole training steps ---------------------------------------------------------------------------------
+@dataclasses.dataclass
+class TrainProgram:
+    """``setup`` builds ``model``, ``opt`` (and anything else) from fixed formulas; ``step(x, y)`` is one
+    training step that returns the loss. ``batches``: the (x, y) arrays of each step, with dtype names."""
+
+    setup: str
+    step: str
+    batches: list
+    dtype: str = "float32"
+
+    def __str__(self) -> str:
+        return f"\n{self.setup}\n{self.step}\nwith {len(self.batches)} batches of x {np.shape(self.batches[0][0])}"
+
+
+def _train_env(prog: TrainProgram) -> dict:
+    env: dict = {"ember": ember, "L": ember, "np": np, "F": ember.nn.functional, "nn": ember.nn}
+    exec(compile(prog.setup + "\n" + prog.step, "<train program>", "exec"), env)  # noqa: S102 - generated code
+    return env
+
+
+def _train_state(env: dict) -> dict:
+    model, opt = env["model"], env["opt"]
+    state = {f"param {k}": normalize(ember, v) for k, v in model.state_dict().items()}
+    state.update({f"grad {k}": normalize(ember, p.grad) for k, p in model.named_parameters() if p.grad is not None})
+    for i, (p, st) in enumerate(opt.state.items()):
+        for name, value in st.items():
+            if isinstance(value, ember.Tensor):
+                state[f"opt state {i}.{name}"] = normalize(ember, value)
+    return state
+
+
+def compare_train(prog: TrainProgram) -> str | None:
+    """None when every compiled step gives eager's loss, parameters, buffers, gradients and optimizer state."""
+    eager_env, compiled_env = _train_env(prog), _train_env(prog)
+    step = ember.compile(compiled_env["step"], measure=False)
+    for k, (x, y, xd, yd) in enumerate(prog.batches):
+        outs = []
+        for env, fn in ((eager_env, eager_env["step"]), (compiled_env, step)):
+            xs, ys = make_input(x, xd, "contiguous"), make_input(y, yd, "contiguous")
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outs.append(("ok", normalize(ember, fn(xs, ys)), _train_state(env)))
+            except Exception as error:  # noqa: BLE001 - both must raise alike
+                outs.append(("raise", type(error).__name__, str(error)[:200]))
+        got, want = outs[1], outs[0]
+        if got[0] != want[0]:
+            return f"step {k + 1}: compiled {got[0]} {got[1:]!r:.200}, eager {want[0]} {want[1:]!r:.200}"
+        if want[0] == "raise":
+            return None
+        found = _diff(got[1], want[1], f"step {k + 1} loss")
+        if found:
+            return found
+        if set(got[2]) != set(want[2]):
+            return f"step {k + 1}: state entries differ: compiled {sorted(got[2])}, eager {sorted(want[2])}"
+        for name in want[2]:
+            found = _diff(got[2][name], want[2][name], f"step {k + 1} {name}", zero_sign=not name.startswith("grad"))
+            if found:
+                return found
+    return None
