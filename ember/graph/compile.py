@@ -507,6 +507,10 @@ class CompiledFunction:
 
         if self.last is None:
             raise RuntimeError(f"ember.compile({self.name}).save: nothing traced yet; call the function first")
+        if getattr(self.last, "mutated", ()):
+            raise RuntimeError(f"ember.compile({self.name}).save: the function writes into its arguments in place "
+                               f"(arguments {list(self.last.mutated)}), which a saved graph cannot do to its caller's "
+                               "tensors; return the new values instead")
         save(self.last.graph, path)
 
 

@@ -815,7 +815,7 @@ class _TorchNamedOp(OpDef):
 
 
 def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
-    out = base.copy()
+    out = xp.array(base, copy=True)  # an array even for a 0-d base that came back as a NumPy scalar
     _replay(xp, out, steps)[...] = value
     return out
 

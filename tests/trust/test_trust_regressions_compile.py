@@ -257,3 +257,72 @@ def test_round_of_bool_and_triu_of_a_vector_are_refused_as_in_torch():
             getattr(torch.arange(4), name)(1)
         with pytest.raises(RuntimeError, match="at least 2 dimensions"):
             getattr(ember.arange(4), name)(1)
+
+
+# ---- saved graphs and ONNX ------------------------------------------------------------------------------------
+def _saved_and_loaded(fn, make, tmp_path):
+    cf = _compiled(fn)
+    out, _ = _calls(cf, make)
+    cf.save(str(tmp_path / "g"))
+    return out, ember.graph.load(str(tmp_path / "g"))
+
+
+def test_saved_graph_with_advanced_indexing_and_view_writes_loads(tmp_path):
+    """Was: the loader refused what save wrote: getitem's index-tensor slots and copy_slices' view steps hold
+    strings (op names), and a one-element constant saved as (1,) for a 0-d value."""
+    def f(a):
+        b = a * 1
+        b[0:1].mul_(3)
+        return b[ember.tensor([0, -1, 0])] + a.argmax().cos()
+
+    out, loaded = _saved_and_loaded(f, lambda: (ember.arange(4.0),), tmp_path)
+    (got,) = loaded(ember.arange(4.0))
+    assert got.tolist() == out.tolist() == f(ember.arange(4.0)).tolist()
+
+
+def test_loaded_graph_refuses_another_dtype_instead_of_casting(tmp_path):
+    """Was: a float32 input given to a graph traced for int64 was cast silently (3.7 read as 3)."""
+    _, loaded = _saved_and_loaded(lambda a: a // 2, lambda: (ember.tensor([3, 7]),), tmp_path)
+    assert loaded(ember.tensor([3, 7]))[0].tolist() == [1, 3]
+    with pytest.raises(TypeError, match="expects dtype int64"):
+        loaded(ember.tensor([3.7, 7.0]))
+
+
+def test_saving_a_graph_that_writes_into_its_arguments_is_refused(tmp_path):
+    def f(a):
+        a.add_(1)
+        return a * 2
+
+    cf = _compiled(f)
+    _calls(cf, lambda: (ember.ones(2),))
+    with pytest.raises(RuntimeError, match="writes into its arguments"):
+        cf.save(str(tmp_path / "g"))
+
+
+def test_onnx_argmax_argmin_and_max_dim_pick_nan_as_eager_and_torch():
+    """Was: ONNX's ArgMax/ArgMin skip NaN; ember and torch return the first NaN's index (and NaN as the max)."""
+    pytest.importorskip("onnxruntime")
+    import ember.onnx as eonnx
+
+    x = ember.tensor([[1.0, float("nan"), 3.0, float("nan")], [2.0, 5.0, -1.0, 0.0], [float("nan"), 1.0, 9.0, 2.0]])
+
+    def f(a):
+        mx = a.max(-1)
+        return a.argmax(-1), a.argmin(-1), a.argmax(), mx.values, mx.indices, a.min(0).indices
+
+    got = eonnx.run(eonnx.export(f, (x,)), [x.numpy()])
+    want = f(x)
+    tw = f(torch.tensor(x.numpy()))
+    for g, w, t in zip(got, want, tw):
+        np.testing.assert_array_equal(g, w.numpy())
+        np.testing.assert_array_equal(w.numpy(), t.numpy())
+
+
+def test_a_leaf_that_is_a_view_refuses_in_place_writes_through_its_views_as_torch():
+    """Was: ``t = r.t().requires_grad_(); t[0].copy_(...)`` ran eagerly (the check looked at r, which needs no
+    grad) while a compiled call refused it; torch refuses."""
+    for lib in (torch, ember):
+        t = lib.ones(3, 3).t()
+        t.requires_grad_()
+        with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+            t[None, ..., 0].copy_(lib.zeros(1, 3))

@@ -102,15 +102,18 @@ def _try(code: str, env: dict) -> bool:
         return False
 
 
-def _program(rng: np.random.Generator, grad: bool) -> Program:
+def _program(rng: np.random.Generator, grad: bool, dtypes: tuple = DTYPES, layouts: tuple = LAYOUTS,
+             write_args: bool = True, empty: bool = False) -> Program:
     n_in = int(rng.integers(1, 4))
     base = _shape(rng)
+    if empty:  # a zero-size dim: reductions over empty dims, broadcasting against it
+        base = tuple(0 if k == int(rng.integers(len(base))) else s for k, s in enumerate(base))
     inputs: dict = {}
     names = []
     for k in range(n_in):
-        dtype = pick(rng, ("float32", "float64") if grad else DTYPES)
+        dtype = pick(rng, ("float32", "float64") if grad else dtypes)
         shape = base if rng.random() < 0.6 else tuple(s if rng.random() < 0.6 else 1 for s in base)
-        layout = pick(rng, LAYOUTS) if rng.random() < 0.5 else "contiguous"
+        layout = pick(rng, layouts) if rng.random() < 0.5 else "contiguous"
         name = f"x{k}_g" if grad and rng.random() < 0.8 else f"x{k}"
         inputs[name] = (values(rng, dtype, shape), dtype, layout)
         names.append(name)
@@ -119,7 +122,8 @@ def _program(rng: np.random.Generator, grad: bool) -> Program:
         env[name] = make_input(a, d, lay, requires_grad=grad and name.endswith("_g"))
     lines: list = []
     live = list(names)
-    inplace_ok = [n for n in names if not n.endswith("_g")]  # inputs that may be written (never leaves that need grad)
+    # inputs that may be written (never leaves that need grad; none for an exported graph)
+    inplace_ok = [n for n in names if not n.endswith("_g")] if write_args else []
     n_stmt = int(rng.integers(2, 8))
     tries = 0
     while len(lines) < n_stmt and tries < 60:
@@ -231,3 +235,18 @@ def compile_train(rng: np.random.Generator) -> Any:
 
 
 GENERATORS["compile_train"] = compile_train
+
+
+# ---- ONNX export ------------------------------------------------------------------------------------------
+ONNX_DTYPES = ("bool", "int32", "int64", "float32", "float64")
+
+
+def onnx_values(rng: np.random.Generator) -> Program:
+    """A program without writes into its arguments (an exported graph has none), float32/float64/int32/int64/bool
+    inputs, contiguous; compared by ``trust_onnx_diff.compare_onnx``."""
+    prog = _program(rng, grad=False, dtypes=ONNX_DTYPES, layouts=("contiguous",), write_args=False,
+                    empty=rng.random() < 0.15)
+    return prog
+
+
+GENERATORS["onnx_values"] = onnx_values

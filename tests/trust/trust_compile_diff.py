@@ -180,8 +180,9 @@ def _diff(got: Any, want: Any, where: str, zero_sign: bool = True) -> str | None
         if diff(got, want, case, where) else None
 
 
-def compare(prog: Program, passes: Any = None) -> str | None:
-    """None when every compiled call agrees with eager on ``prog``, else the first difference."""
+def compare(prog: Program, passes: Any = None, saved: bool = True) -> str | None:
+    """None when every compiled call agrees with eager on ``prog``, else the first difference. With ``saved``,
+    the traced graph is also saved (``CompiledFunction.save``), loaded (``ember.graph.load``) and run."""
     eager = run_calls(prog, _function(prog))
     if eager and eager[0][0] == "raise" and eager[0][1] in ("NameError", "SyntaxError"):
         raise AssertionError(f"the program itself is broken ({eager[0][1]}: {eager[0][2]}): {prog}")
@@ -189,6 +190,48 @@ def compare(prog: Program, passes: Any = None) -> str | None:
     compiled = run_calls(prog, compiled_fn)
     for k, (g, w) in enumerate(zip(compiled, eager)):
         found = compare_outcomes(g, w, prog.grad, f"call {k + 1}")
+        if found:
+            return found
+    if saved and not prog.grad and eager[-1][0] == "ok":
+        return _compare_saved(prog, compiled_fn, eager[-1])
+    return None
+
+
+def _flat(norm: Any) -> list:
+    """The tensors of a normalized result, in order."""
+    if norm[0] == "T":
+        return [norm]
+    if norm[0] == "seq":
+        return [t for item in norm[1] for t in _flat(item)]
+    return []
+
+
+def _compare_saved(prog: Program, compiled_fn: Any, want: tuple) -> str | None:
+    """The compiled function's graph saved and loaded again gives eager's results on fresh inputs."""
+    import tempfile
+
+    from ember.graph.compile import _Compiled
+
+    entry = compiled_fn.last
+    if type(entry) is not _Compiled:
+        return None  # ran eagerly (a fallback): nothing was traced
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            compiled_fn.save(f"{tmp}/g")
+        except RuntimeError as error:
+            if "in place" in str(error):
+                return None  # a graph that writes into its arguments is refused, by design
+            raise
+        loaded = ember.graph.load(f"{tmp}/g")
+        inputs = _inputs(prog)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = loaded(*inputs.values())
+    wants = _flat(want[1])
+    if len(got) != len(wants):
+        return f"loaded graph: {len(got)} outputs, eager {len(wants)} tensors"
+    for k, (g, w) in enumerate(zip(got, wants)):
+        found = _diff(normalize(ember, g), w, f"loaded graph output {k}")
         if found:
             return found
     return None

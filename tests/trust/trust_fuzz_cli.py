@@ -31,6 +31,10 @@ COMPILE_AREAS = trust_cases_compile.GENERATORS
 def _compare(area: str, case: object) -> str | None:
     if area == "compile_train":
         return trust_compile_diff.compare_train(case)
+    if area == "onnx_values":
+        import trust_onnx_diff  # onnx and onnxruntime are optional
+
+        return trust_onnx_diff.compare_onnx(case)
     return trust_compile_diff.compare(case) if area in COMPILE_AREAS else compare(case)
 
 
