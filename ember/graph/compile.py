@@ -345,7 +345,7 @@ class CompiledFunction:
         # C-contiguity too: reshape()/contiguous() of an argument is a view or a copy by its layout (ember/graph/layout.py)
         return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad,
                                   t._data.flags.c_contiguous) for t in leaves),
-                grad_mode.STATE.enabled, tuple((m.training, m.__dict__.get("_config_version", 0)) for m in self._modules),
+                grad_mode.STATE.enabled, tuple((m.training, m.__dict__.get("_config_key", ())) for m in self._modules),
                 _hyperparameter_guard(self._optimizers) if self._optimizers else (),
                 _AUTOCAST.key,  # the autocast casts are traced into the graph: another region, another graph
                 dtypes.get_default_dtype(),  # ``ember.ones(3)`` inside is traced with the default dtype

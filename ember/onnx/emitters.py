@@ -70,7 +70,13 @@ def reduction(onnx_op: str) -> Callable:
             if onnx_op not in ("ReduceSum", "ReduceMean"):
                 raise complex_dtype_error(n.op.name)
             dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
-        return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+        out = reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+        if onnx_op in ("ReduceMax", "ReduceMin") and out_dtype.is_floating_point:
+            # onnxruntime's ReduceMax/ReduceMin skip NaN; ember and PyTorch (amax, amin) return NaN
+            nan = _cast(b, b.node("IsNaN", [x]), out_dtype)
+            any_nan = _cast(b, reduce(b, "ReduceMax", nan, dims, n.attrs.get("keepdim", False)), dtypes.bool_)
+            out = b.node("Where", [any_nan, b.scalar(float("nan"), out_dtype), out])
+        return out
 
     return pairs(emit)
 

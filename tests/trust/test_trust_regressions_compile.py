@@ -300,7 +300,8 @@ def test_saving_a_graph_that_writes_into_its_arguments_is_refused(tmp_path):
 
 
 def test_onnx_argmax_argmin_and_max_dim_pick_nan_as_eager_and_torch():
-    """Was: ONNX's ArgMax/ArgMin skip NaN; ember and torch return the first NaN's index (and NaN as the max)."""
+    """Was: ONNX's ArgMax/ArgMin and onnxruntime's ReduceMax/ReduceMin skip NaN; ember and torch return the first
+    NaN's index and NaN as the max (argmax, max(dim), amax, amin)."""
     pytest.importorskip("onnxruntime")
     import ember.onnx as eonnx
 
@@ -308,7 +309,8 @@ def test_onnx_argmax_argmin_and_max_dim_pick_nan_as_eager_and_torch():
 
     def f(a):
         mx = a.max(-1)
-        return a.argmax(-1), a.argmin(-1), a.argmax(), mx.values, mx.indices, a.min(0).indices
+        return (a.argmax(-1), a.argmin(-1), a.argmax(), mx.values, mx.indices, a.min(0).indices, a.amax(-1),
+                a.amin(0), a.amax())
 
     got = eonnx.run(eonnx.export(f, (x,)), [x.numpy()])
     want = f(x)

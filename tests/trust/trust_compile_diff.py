@@ -298,3 +298,79 @@ def compare_train(prog: TrainProgram) -> str | None:
             if found:
                 return found
     return None
+
+
+# ---- gradcheck: eager gradients against central differences in float64 --------------------------------------
+def _weighted_total(out: Any, counted: list) -> float:
+    """_backward's weighting of the results that carried gradients (``counted``: their positions)."""
+    total = 0.0
+    for k, t in enumerate(out if isinstance(out, (tuple, list)) else (out,)):
+        if k in counted and isinstance(t, ember.Tensor) and t.dtype.is_floating_point:
+            w = 1.0 + 0.25 * (np.arange(t.numel(), dtype=np.float64).reshape(tuple(t.shape)) % 7)
+            total += float((t.detach().to(ember.float64).numpy() * w).sum())
+    return total
+
+
+def compare_gradcheck(prog: Program, h: float = 1e-6, max_elements: int = 48) -> str | None:
+    """None when the gradients of a float64 program (views, in-place writes and all) match central differences
+    of its own forward; programs whose value is not finite, or not smooth at the point, are skipped."""
+    if any(cast in prog.body for cast in (".float()", ".half()", "bfloat16", "float32", ".int()", ".long()", "uint8")):
+        return None  # a rounding cast's gradient is 1 by convention (straight through); differences see 0
+    fn = _function(prog)
+    grads_of = [k for k in prog.inputs if k.endswith("_g")]
+    base = {k: np.array(v[0], dtype=np.float64) for k, v in prog.inputs.items()}
+
+    def value(arrays: dict) -> float:
+        inputs = {k: make_input(arrays[k], prog.inputs[k][1], prog.inputs[k][2]) for k in arrays}
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            with ember.no_grad():
+                return _weighted_total(fn(**inputs), counted)
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            inputs = _inputs(prog)
+            out = fn(**inputs)
+            flat = out if isinstance(out, (tuple, list)) else (out,)
+            # float64 results that carry gradients (a float32 one rounds away what differences of 1e-6 see)
+            counted = [k for k, t in enumerate(flat)
+                       if isinstance(t, ember.Tensor) and t.requires_grad and t.dtype is ember.float64]
+            if not counted:
+                return None
+            total = None
+            for k in counted:
+                w = 1.0 + 0.25 * (np.arange(flat[k].numel(), dtype=np.float64).reshape(tuple(flat[k].shape)) % 7)
+                term = (flat[k] * ember.tensor(w)).sum()
+                total = term if total is None else total + term
+            total.backward()
+        grads = {k: inputs[k].grad for k in grads_of}
+        f0 = value(base)
+    except Exception:  # noqa: BLE001 - a program that does not run: nothing to check
+        return None
+    if not np.isfinite(f0) or abs(f0) > 1e8:  # huge values: differences lose every digit
+        return None
+    checked = 0
+    for name in grads_of:
+        g = grads[name]
+        analytic = np.zeros_like(base[name]) if g is None else g.numpy().astype(np.float64)
+        for idx in np.ndindex(base[name].shape):
+            if checked >= max_elements:
+                return None
+            checked += 1
+            plus, minus = dict(base), dict(base)
+            plus[name], minus[name] = base[name].copy(), base[name].copy()
+            plus[name][idx] += h
+            minus[name][idx] -= h
+            fp, fm = value(plus), value(minus)
+            if not (np.isfinite(fp) and np.isfinite(fm)):
+                continue
+            numeric = (fp - fm) / (2 * h)
+            # a kink or jump inside [x - h, x + h] (relu at 0, floor, sort order): one-sided slopes disagree
+            one_sided = (fp - f0) / h, (f0 - fm) / h
+            if abs(one_sided[0] - one_sided[1]) > 1e-3 * (1 + abs(numeric)):
+                continue
+            if not abs(analytic[idx] - numeric) <= 1e-5 * (1 + abs(numeric)):
+                return (f"grad of {name}{list(idx)}: autograd {analytic[idx]!r}, central difference {numeric!r} "
+                        f"(value {f0!r})")
+    return None

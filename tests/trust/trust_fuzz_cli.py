@@ -31,6 +31,8 @@ COMPILE_AREAS = trust_cases_compile.GENERATORS
 def _compare(area: str, case: object) -> str | None:
     if area == "compile_train":
         return trust_compile_diff.compare_train(case)
+    if area == "gradcheck_f64":
+        return trust_compile_diff.compare_gradcheck(case)
     if area == "onnx_values":
         import trust_onnx_diff  # onnx and onnxruntime are optional
 

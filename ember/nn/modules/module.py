@@ -181,7 +181,7 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_ready("parameters")
-            self._note_change(_stored(d, name), value)
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_buffers", "_modules")
             d.pop(name, None)
             self.register_parameter(name, value)
@@ -189,11 +189,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                                 "(ember.nn.Parameter or None expected)")
-            self._note_change(params[name], value)
+            self._note_change(name, params[name], value)
             params[name] = None
         elif isinstance(value, Module):
             self._check_ready("modules")
-            self._note_change(_stored(d, name), value)
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_buffers")
             d.pop(name, None)
             d["_modules"][name] = value
@@ -201,11 +201,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(ember.nn.Module or None expected)")
-            self._note_change(d["_modules"][name], value)
+            self._note_change(name, d["_modules"][name], value)
             d["_modules"][name] = None
         elif isinstance(value, Buffer):
             self._check_ready("buffers")
-            self._note_change(_stored(d, name), value)
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_modules")
             d.pop(name, None)
             self.register_buffer(name, value)
@@ -213,28 +213,32 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 "(ember Tensor or None expected)")
-            self._note_change(d["_buffers"][name], value)
+            self._note_change(name, d["_buffers"][name], value)
             d["_buffers"][name] = value
         else:
             if name != "training" and name in d:
-                self._note_change(d[name], value)
+                self._note_change(name, d[name], value)
             object.__setattr__(self, name, value)
 
-    def _note_change(self, old: Any, new: Any) -> None:
-        """Count a change of an attribute a compiled forward may have baked in (a number such as
-        ``negative_slope``/``eps``/``p``, or another parameter, buffer or submodule object): ``ember.compile``
-        keys its graphs on the count (``config_version``), so the next call retraces."""
-        if old is new or old is _ABSENT:
+    def _note_change(self, name: str, old: Any, new: Any) -> None:
+        """Remember a public attribute that got another value after it was first set (a number such as
+        ``negative_slope``/``eps``/``p``, or another parameter, buffer or submodule object): ``ember.compile`` keys
+        its graphs on these values (``config_key``), since a trace bakes them in. Private names (``_step``,
+        DistributedDataParallel's per-call flags) are bookkeeping, not configuration. Values, not a counter: a
+        flag switched back and forth maps to the graphs already traced."""
+        if old is new or old is _ABSENT or name.startswith("_"):
             return
         if type(old) is type(new) and type(new) in _PLAIN and old == new and repr(old) == repr(new):
             return
         d = self.__dict__
-        d["_config_version"] = d.get("_config_version", 0) + 1
+        changed = d.setdefault("_config_changes", {})
+        changed[name] = (type(new), repr(new)) if type(new) in _PLAIN else id(new)
+        d["_config_key"] = tuple(sorted(changed.items()))
 
     @property
-    def config_version(self) -> int:
-        """How many times an existing attribute got another value (see :meth:`_note_change`)."""
-        return self.__dict__.get("_config_version", 0)
+    def config_key(self) -> tuple:
+        """The public attributes changed since they were first set, with their values (see :meth:`_note_change`)."""
+        return self.__dict__.get("_config_key", ())
 
     @staticmethod
     def _remove_from(name: str, d: dict, *stores: str) -> None:
