@@ -19,8 +19,8 @@ import ember
 from trust_cases_compile import GENERATORS
 from trust_compile_diff import Program, compare, compare_gradcheck, compare_train
 
-DEFAULT = {"compile_values": 150, "compile_grad": 100, "compile_train": 30, "onnx_values": 100, "gradcheck_f64": 60}
-CHUNK = 50
+DEFAULT = {"compile_values": 100, "compile_grad": 60, "compile_train": 20, "onnx_values": 60, "gradcheck_f64": 40}
+CHUNK = 20
 SLOW_FACTOR = 12
 
 
