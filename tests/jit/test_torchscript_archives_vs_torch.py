@@ -381,3 +381,40 @@ def _scalar_type_code(dtype):
     def f(x: torch.Tensor) -> int:
         return x.dtype  # TorchScript's dtype is the ScalarType integer
     return int(f(torch.empty(0, dtype=dtype)))
+
+
+@pytest.mark.parametrize("kind", ["mlp_trace", "cnn_script", "rnn_script", "transformer_script"])
+def test_train_in_ember_then_save_for_torch(tmp_path, kind):
+    """.save writes a TorchScript archive: after SGD steps in ember, torch.jit.load of it computes what ember's
+    module computes (parameters, batch-norm buffers, shared LSTM weights all carried), and ember reads it back."""
+    torch.manual_seed(12)
+    models = {"mlp_trace": (MLP(), "trace", (5, 4)), "cnn_script": (_cnn(), "script", (3, 3, 12, 12)),
+              "rnn_script": (RNNs(), "script", (3, 7, 4)),
+              "transformer_script": (nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), "script",
+                                     (2, 5, 8))}
+    model, how, shape = models[kind]
+    x = torch.randn(*shape)
+    ours = ember.jit.load(_save(tmp_path, model, how, (x,)))
+    opt = ember.optim.SGD(ours.parameters(), lr=0.05, momentum=0.9)
+    for _ in range(3):
+        opt.zero_grad()
+        sum(o.float().pow(2).mean() for o in _flat(ours(_e(x))) if isinstance(o, ember.Tensor)).backward()
+        opt.step()
+    extra = {"note.txt": b"trained in ember"}
+    ours.save(tmp_path / "trained.pt", _extra_files=extra)
+    files = {"note.txt": ""}
+    theirs = torch.jit.load(str(tmp_path / "trained.pt"), _extra_files=files)
+    assert files["note.txt"] == b"trained in ember"
+    ours.eval(), theirs.eval()
+    probe = torch.randn(*shape)
+    _check_close(ours(_e(probe)), theirs(probe), torch.float32, "torch on ember's archive")
+    for name, value in theirs.state_dict().items():
+        _check_close(ours.state_dict()[name], value, torch.float32, name)
+    again = ember.jit.load(tmp_path / "trained.pt").eval()
+    _check_close(again(_e(probe)), theirs(probe), torch.float32, "ember on its own archive")
+    buffer = io.BytesIO()
+    again.save(buffer)
+    buffer.seek(0)
+    reloaded = torch.jit.load(buffer).eval()
+    for a, b in zip(_flat(reloaded(probe)), _flat(theirs(probe))):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)

@@ -51,6 +51,7 @@ class Archive:
     constants: tuple
     code: dict[str, str]           # qualified module name ('__torch__.torch.nn.modules.linear') -> source text
     extra: dict[str, bytes] = field(default_factory=dict)
+    verbatim: dict[str, bytes] = field(default_factory=dict)  # members ``save`` copies: code, constants, version
 
 
 def read(f: Any, extra_names: list[str] | None = None) -> Archive:
@@ -93,6 +94,7 @@ def read(f: Any, extra_names: list[str] | None = None) -> Archive:
     if order is not None and member("byteorder", 64).strip() != b"little":
         raise CheckpointError(where, "byteorder", "only little-endian archives are read")
     code: dict[str, str] = {}
+    verbatim: dict[str, bytes] = {"version" if prefix + "version" in infos else ".data/version": version_text + b"\n"}
     total = 0
     for name, info in infos.items():
         rel = name[len(prefix):] if name.startswith(prefix) else None
@@ -109,6 +111,7 @@ def read(f: Any, extra_names: list[str] | None = None) -> Archive:
         except UnicodeDecodeError:
             raise CheckpointError(where, f"member {name!r}", "is not UTF-8 text") from None
         code[rel[len("code/"):-len(".py")].replace("/", ".")] = text
+        verbatim[rel] = text.encode("utf-8")
     data_storage = storage_loader(buffer, infos, f"{prefix}data/", where, read_member)
     constant_storage = storage_loader(buffer, infos, f"{prefix}constants/", where, read_member)
     with _placed("cpu"):
@@ -116,6 +119,10 @@ def read(f: Any, extra_names: list[str] | None = None) -> Archive:
                                          storage=constant_storage).load()
         data = TorchScriptUnpickler(io.BytesIO(member("data.pkl", _PICKLE_LIMIT)), f"{where}: data.pkl",
                                     storage=data_storage).load()
+    for name, info in infos.items():
+        rel = name[len(prefix):] if name.startswith(prefix) else ""
+        if rel == "constants.pkl" or (rel.startswith("constants/") and rel[len("constants/"):].isdigit()):
+            verbatim[rel] = read_member(info)
     if not isinstance(constants, tuple):
         raise CheckpointError(where, "constants.pkl", f"holds a {type(constants).__name__}, expected a tuple")
     extra = {}
@@ -124,4 +131,4 @@ def read(f: Any, extra_names: list[str] | None = None) -> Archive:
             raise ValueError(f"torch.jit.load: extra file name {name!r} must be a plain file name")
         if prefix + "extra/" + name in infos:
             extra[name] = member("extra/" + name, _PICKLE_LIMIT)
-    return Archive(where, int(version_text), data, constants, code, extra)
+    return Archive(where, int(version_text), data, constants, code, extra, verbatim)

@@ -63,6 +63,7 @@ class ScriptObject(TSObject):
     def __init__(self, cls: ClassDef, attrs: dict | None = None) -> None:
         self.ts_class = cls
         self.attrs: dict[str, Any] = dict(attrs or {})
+        self.order: list[str] = list(self.attrs)
 
     def ts_getattr(self, name: str) -> Any:
         if name in self.attrs:

@@ -98,6 +98,11 @@ class _Builder:
         state = obj.state
         if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
             raise CheckpointError(self.where, "data.pkl", f"the state of a {obj.qualname} is not a dict of attributes")
+        order = list(state)  # the class's attribute slots, in order (save writes them back so)
+        if isinstance(made, TorchScriptModule):
+            made.__dict__["_ts_order"] = order
+        else:
+            made.order = order
         for name, raw in state.items():
             if name.startswith("__"):
                 raise CheckpointError(self.where, "data.pkl", f"{obj.qualname} has attribute {name!r}; names with "

@@ -44,6 +44,7 @@ class TorchScriptModule(TSObject, Module):
         d["_ts_interpreter"] = interpreter
         d["_ts_attrs"] = {}
         d["_ts_archive"] = None
+        d["_ts_order"] = []  # attribute names in the order of the class's slots (as data.pkl held them)
 
     # ---- the interpreter's view: TorchScript attributes ------------------------------------------------------
     def ts_getattr(self, name: str) -> Any:
