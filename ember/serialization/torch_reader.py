@@ -77,6 +77,8 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
             name = getattr(info, "filename", info)
             raise CheckpointError(where, f"zip member {name!r}", f"is damaged ({error})") from None
 
+    if any(n.endswith("/constants.pkl") for n in infos) and any("/code/" in n for n in infos):
+        raise TorchScriptArchive(where, None, "is a TorchScript archive (torch.jit.save)")
     pickles = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1] + \
         (["data.pkl"] if "data.pkl" in infos else [])
     if len(pickles) != 1:
@@ -89,6 +91,10 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
     data = member(pickles[0])
     with _placed(map_location):
         return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
+
+
+class TorchScriptArchive(CheckpointError):
+    """``ember.load`` met a ``torch.jit.save`` archive (it goes to ``ember.jit.load``, as torch.load's does)."""
 
 
 def storage_loader(buffer: Any, infos: dict, directory: str, where: Any, member: Any) -> Any:
