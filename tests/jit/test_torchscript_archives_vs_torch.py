@@ -418,3 +418,69 @@ def test_train_in_ember_then_save_for_torch(tmp_path, kind):
     reloaded = torch.jit.load(buffer).eval()
     for a, b in zip(_flat(reloaded(probe)), _flat(theirs(probe))):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+class _Accumulator:
+    """A TorchScript class: construction prints as ``__torch__.X.__new__(__torch__.X)`` then ``__init__``."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+        self.items: list[torch.Tensor] = []
+
+    def add(self, x: torch.Tensor):
+        self.items.append(x * self.scale)
+
+    def total(self) -> torch.Tensor:
+        return torch.stack(self.items).sum(0)
+
+
+class Many(nn.Module):
+    """Embedding, Conv1d, LayerNorm, GroupNorm, Optional arguments, a dict attribute iterated with string ops, a
+    TorchScript class instance, max with indices, where, cumsum, an ellipsis slice."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.conv = nn.Conv1d(4, 4, 3, padding=1)
+        self.norm = nn.LayerNorm(4)
+        self.names: dict[str, int] = {"a": 1, "b": 2}
+        self.gn = nn.GroupNorm(2, 4)
+
+    def helper(self, x: torch.Tensor, k: int | None = None) -> torch.Tensor:
+        if k is None:
+            return x
+        return x * k
+
+    def forward(self, idx: torch.Tensor, mask: torch.Tensor | None = None):
+        x = self.emb(idx)
+        y = self.norm(self.conv(x.transpose(1, 2)).transpose(1, 2) + x)
+        y = self.gn(y.transpose(1, 2)).transpose(1, 2)
+        if mask is not None:
+            y = y.masked_fill(mask.unsqueeze(-1), 0.0)
+        keys: list[str] = []
+        total = 0
+        for name, v in self.names.items():
+            keys.append(name.upper() + str(v))
+            total += v
+        acc = _Accumulator(0.5)
+        for i in range(y.size(1)):
+            acc.add(y[:, i])
+        out = self.helper(acc.total(), total)
+        out = torch.nn.functional.gelu(out) + torch.clamp(out, min=-1.0, max=1.0) ** 2
+        s = y.softmax(-1).max(dim=-1)[0]
+        z = torch.where(s > 0.3, s, torch.zeros_like(s)).cumsum(1)
+        return out, keys, z[..., :2].flatten()
+
+
+def test_classes_dicts_strings_optionals(tmp_path):
+    torch.jit.script(_Accumulator)
+    torch.manual_seed(13)
+    path = _save(tmp_path, Many(), "script")
+    idx = torch.randint(0, 10, (2, 5))
+    mask = torch.tensor([[False, True, False, False, True], [False] * 5])
+    theirs, ours = torch.jit.load(str(path)), ember.jit.load(path)
+    t_out = theirs(idx, mask)
+    e_out = ours(_e(idx), _e(mask))
+    _check_close(e_out, t_out, torch.float32, "many")
+    assert e_out[1] == ["A1", "B2"]
+    _compare(path, [idx])

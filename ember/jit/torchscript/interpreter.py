@@ -206,6 +206,10 @@ class Interpreter:
                     return self.call(self.program.functions[dotted], args, kwargs)
                 if dotted in self.program.classes:
                     return self._construct(self.program.classes[dotted], args, kwargs, node, frame)
+                owner = dotted[: -len(".__new__")] if dotted.endswith(".__new__") else None
+                if owner in self.program.classes and self.program.classes[owner].kind == "class" and len(args) == 1 \
+                        and isinstance(args[0], Namespace) and ".".join(args[0].path) == owner and not kwargs:
+                    return ScriptObject(self.program.classes[owner])  # TorchScript prints Cls(...) as __new__ + __init__
                 self._refuse(frame, node, f"call to {dotted}", "names no function or class of this archive's code")
             target = builtins.resolve(dotted)
             if target is None:
