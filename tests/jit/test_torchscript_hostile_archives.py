@@ -98,6 +98,9 @@ HOSTILE_BODIES = {
     "set_dunder": ('self.__class__ = 1\nreturn x', "assignment to .__class__"),
     "raise": ('raise RuntimeError("x")', "statement Raise"),
     "starred": ("return torch.add(*[x, x])", "*args"),
+    "object_to_builtin": ("return torch.to(self, 7)", "cannot be passed to a builtin"),
+    "namespace_to_builtin": ("return torch.copy(torch)", "cannot be passed to a builtin"),
+    "method_to_builtin": ("return torch.keys(self.forward)", "cannot be passed to a builtin"),
 }
 
 

@@ -164,7 +164,7 @@ PYTHON: dict[str, Callable] = {
     "any": any, "all": all, "sum": sum, "min": min, "max": max, "abs": abs,
     "floor": math.floor, "ceil": math.ceil, "sqrt": math.sqrt, "exp": math.exp, "log": math.log,
     "sin": math.sin, "cos": math.cos, "tanh": math.tanh, "fabs": math.fabs, "log10": math.log10,
-    "isnan": math.isnan, "isinf": math.isinf, "round": round,
+    "isnan": math.isnan, "isinf": math.isinf,
     "startswith": lambda s, p: s.startswith(p), "endswith": lambda s, p: s.endswith(p),
     "join": lambda sep, parts: sep.join(parts), "lower": lambda s: s.lower(), "upper": lambda s: s.upper(),
     "warn": _warn, "device": make_device,

@@ -123,6 +123,18 @@ class _Uninitialized:
 UNINITIALIZED = _Uninitialized()
 _DATA = (int, float, bool, str, type(None), Tensor, list, tuple, dict, dtypes.dtype, Device, complex)
 
+# builtins that compare identity or unwrap an Optional, so may see a loaded object (an Optional submodule)
+_ANY_ARGUMENT = frozenset({"torch.__is__", "torch.__isnot__", "ops.prim.unchecked_unwrap_optional"})
+
+
+def _is_data(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, (list, tuple)):
+        return depth < 8 and all(_is_data(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return depth < 8 and all(_is_data(k, depth + 1) and _is_data(v, depth + 1) for k, v in value.items())
+    return isinstance(value, _DATA)
+
+
 _BINOPS: dict[type, Callable] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
     ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.MatMult: operator.matmul,
@@ -215,6 +227,11 @@ class Interpreter:
             if target is None:
                 self._refuse(frame, node, f"call to {dotted}", "is not a TorchScript builtin ember knows (the "
                              "allow-list is ember.jit.torchscript.builtins.known_names())")
+            if dotted not in _ANY_ARGUMENT:  # builtins see only data, never a loaded object or a dotted name
+                for value in list(args) + list(kwargs.values()):
+                    if not _is_data(value):
+                        self._refuse(frame, node, f"call to {dotted}", f"a {type(value).__name__} cannot be passed "
+                                     "to a builtin")
             return target(*args, **kwargs)
         self._refuse(frame, node, "call", f"a {type(func).__name__} value is not callable here")
 
