@@ -27,6 +27,7 @@ TORCH_LAYOUT: dict[str, str] = {
     "ember.cuda.random": "ember.cuda",
     "ember.cuda.memory": "ember.cuda",
     "ember.cuda.streams": "ember.cuda",
+    "ember.cuda.graphs": "ember.cuda_graphs",
     "ember.utils.data.dataloader": "ember.data.dataloader",
     "ember.utils.data.dataset": "ember.data.dataset",
     "ember.utils.data.sampler": "ember.data.sampler",

@@ -381,9 +381,11 @@ def _random(sampler: str, size: Sequence[Any], dtype: Any, device: Any, generato
 def _random_complex(sampler: str, shape: tuple, dt: Any, dev: Any, generator: Any, requires_grad: bool) -> Tensor:
     """Complex randn/rand as PyTorch: real and imaginary parts drawn independently (normal ones with variance
     1/2 each, so E|z|^2 = 1; uniform ones on [0, 1) each), pairs of the real dtype viewed as complex."""
-    parts = _random(sampler, (tuple(shape) + (2,),), dt.to_real(), dev, generator, False)
-    if sampler == "normal":
-        parts = parts * math.sqrt(0.5)
+    if sampler == "normal":  # as PyTorch: the real view is filled with std 1/sqrt(2)
+        parts = _random(sampler, (tuple(shape) + (2,),), dt.to_real(), dev, generator, False, mean=0.0,
+                        std=1.0 / math.sqrt(2.0))
+    else:
+        parts = _random(sampler, (tuple(shape) + (2,),), dt.to_real(), dev, generator, False)
     with grad_mode.no_grad():
         out = complex_ops.view_as_complex(parts).clone()
     return out.requires_grad_(True) if requires_grad else out
@@ -526,10 +528,11 @@ def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
                                            like=input, p=float(p))
     if traced is not None:
         return traced
-    rng = ember_random._rng(generator)
-    probs = input.detach().cpu().numpy() if p is None else p
-    draws = rng.random(tuple(input.shape)) < probs
-    return _wrap_array(_to_device_array(draws.astype(input.dtype.np), input.device), input.device)
+    # PyTorch draws on the CPU stream: a double per element for a number p or float64 probabilities, a float
+    # for float32 ones
+    probs = input.detach().cpu().numpy() if p is None else float(p)
+    draws = ember_random.sample_bernoulli(tuple(input.shape), input.dtype, to_device("cpu"), generator, probs)
+    return _wrap_array(_to_device_array(np.asarray(draws).astype(input.dtype.np), input.device), input.device)
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
@@ -548,16 +551,17 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
                                        replacement=bool(replacement))
     if traced is not None:
         return traced
-    rng = ember_random._rng(generator)
-    probs = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)
+    host = np.asarray(input.detach().cpu().numpy())
+    probs = host.astype(np.float64 if host.dtype == np.float64 else np.float32)  # the dtype torch sums in
     rows = probs.reshape(-1, probs.shape[-1])
-    out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
-    for i, row in enumerate(rows):
-        total = row.sum()
-        if (row < 0).any() or not np.isfinite(row).all():
-            raise RuntimeError("multinomial: probability tensor contains either inf, nan or element < 0")
-        if total <= 0 or not np.isfinite(total):
-            raise RuntimeError("multinomial: probabilities must be finite, non-negative and not all zero")
-        out[i] = rng.choice(row.size, size=num_samples, replace=replacement, p=row / total)
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("multinomial: probability tensor contains either inf, nan or element < 0")
+    totals = rows.sum(axis=1)
+    if (totals <= 0).any() or not np.isfinite(totals).all():
+        raise RuntimeError("multinomial: probabilities must be finite, non-negative and not all zero")
+    if not replacement and ((rows > 0).sum(axis=1) < num_samples).any():
+        raise RuntimeError(f"multinomial: invalid distribution (with replacement=False, fewer than {num_samples} "
+                           "categories have a non-zero probability); draw fewer samples or pass replacement=True")
+    out = ember_random.sample_multinomial(rows, num_samples, replacement, input.device, generator)
     out = out.reshape(probs.shape[:-1] + (num_samples,))
     return _wrap_array(_to_device_array(out, input.device), input.device)

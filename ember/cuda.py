@@ -15,9 +15,8 @@ Example:
 """
 from __future__ import annotations
 
-import contextlib
 import warnings
-from typing import Any, Iterator
+from typing import Any
 
 from ember import random as ember_random
 from ember.backends import Backend, get_backend
@@ -272,14 +271,28 @@ def default_stream(device: Any = None) -> Stream:
     return Stream(_impl=_backend("default_stream").default_stream(_index(device, "default_stream")))
 
 
-@contextlib.contextmanager
-def stream(s: Stream | None) -> Iterator[None]:
+class StreamContext:
+    """The block's GPU work goes to stream ``stream`` (``None``: no change); what ``stream(s)`` returns, as PyTorch's."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+        self._context: Any = None
+
+    def __enter__(self) -> None:
+        if self.stream is None:
+            return
+        self._context = _backend("stream").use_stream(self.stream._impl)
+        self._context.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        context, self._context = self._context, None
+        if context is not None:
+            context.__exit__(*exc)
+
+
+def stream(s: Stream | None) -> StreamContext:
     """Queue the block's GPU work on stream ``s`` (``None``: no change)."""
-    if s is None:
-        yield
-        return
-    with _backend("stream").use_stream(s._impl):
-        yield
+    return StreamContext(s)
 
 
 def set_stream(s: Stream) -> None:
@@ -377,3 +390,6 @@ ByteTensor = _CUDA_TYPES["ByteTensor"]
 BoolTensor = _CUDA_TYPES["BoolTensor"]
 
 from ember.amp import cuda_amp as amp  # noqa: E402,F401  (torch.cuda.amp)
+from ember.cuda_graphs import (  # noqa: E402,F401  (torch.cuda.graphs: named, refused when used)
+    CUDAGraph, MemPool, graph, graph_pool_handle, is_current_stream_capturing, make_graphed_callables,
+)

@@ -51,7 +51,10 @@ class device:
 
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, str):
-            other = device(other)
+            try:
+                other = device(other)
+            except (RuntimeError, ValueError):  # "npu", "xpu", not a device string: unequal, never an error
+                return False
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and (self.index or 0) == (other.index or 0)

@@ -1,9 +1,12 @@
 """Random numbers: ``Generator``, ``manual_seed``, and the samplers behind rand/randn/dropout.
 
-CPU samples come from NumPy's PCG64. Samples for a CUDA tensor are drawn on its device by that
+CPU samples are PyTorch's: the generator is PyTorch's MT19937 stream and every sampler turns its words into
+numbers as PyTorch's CPU kernels do (:mod:`ember.mt_random`), so ``ember.manual_seed(s)`` followed by the same
+calls gives the same tensors as ``torch.manual_seed(s)`` (rand/randn/randint/randperm, the in-place samplers,
+``nn.init``, dropout masks, DataLoader shuffles). States are PyTorch's 5056-byte layout. Samples for a CUDA tensor are drawn on its device by that
 device's default generator (``cuda_generator``; on a GPU, Philox kernels in CuPy), seeded by
 ``manual_seed`` as PyTorch seeds its CUDA generators: the same seed gives the same numbers on each
-run, but CPU and GPU draw different numbers (as in PyTorch). States serialize to JSON (never pickle).
+run, but CPU and GPU draw different numbers (as in PyTorch). CUDA states serialize to JSON (never pickle).
 
 Example:
     >>> import ember
@@ -23,6 +26,8 @@ import numpy as np
 from ember import dtypes, interpreters
 from ember.backends import get_backend
 from ember.device import device as _make_device, to_device
+from ember.mt_random import MTStream, samplers as mt
+from ember.mt_random.stream import STATE_BYTES
 
 
 def _json_list(value: Any) -> Any:
@@ -32,18 +37,29 @@ def _json_list(value: Any) -> Any:
 
 
 class Generator:
-    """A random-number generator (PCG64). ``Generator().manual_seed(42)``."""
+    """A random-number generator: PyTorch's MT19937 stream on the CPU, the device's own elsewhere.
+
+    Example:
+        >>> g = Generator().manual_seed(42)
+        >>> g.initial_seed()
+        42
+    """
 
     def __init__(self, device: Any = "cpu") -> None:
         self.device = to_device(device)
-        self._seed = 67280421310721
+        self._seed = 67280421310721  # PyTorch's default seed: unseeded programs draw what torch draws
+        self._stream: MTStream | None = None
         self._rng = self._make(self._seed)
 
     def _make(self, seed: int) -> Any:
-        """The bit generator: NumPy's PCG64 on the CPU, the device backend's generator elsewhere
-        (drawing where the numbers are used: on a GPU, CuPy kernels)."""
+        """The bit generator: on the CPU a NumPy Generator over PyTorch's MT19937 stream (samplers without a
+        PyTorch counterpart draw from the same stream), elsewhere the device backend's generator."""
         if self.device.type == "cpu":
-            return np.random.Generator(np.random.PCG64(seed))
+            if self._stream is None:
+                self._stream = MTStream(seed)
+            else:
+                self._stream.seed(seed)
+            return np.random.Generator(self._stream.bit_generator)
         return self.device.backend.make_rng(seed)
 
     def manual_seed(self, seed: int) -> "Generator":
@@ -61,31 +77,45 @@ class Generator:
     def initial_seed(self) -> int:
         return self._seed
 
+    @property
+    def stream(self) -> MTStream | None:
+        """The CPU generator's MT19937 stream (None for a device generator)."""
+        return self._stream
+
     def get_state(self) -> Any:
-        """The state as a uint8 tensor (JSON bytes), as torch returns a ByteTensor."""
+        """The state as a uint8 tensor, as torch returns a ByteTensor: PyTorch's own 5056-byte layout on the CPU
+        (``torch.set_rng_state`` accepts it), JSON bytes of the device generator's state elsewhere."""
         from ember.creation import tensor
 
-        state = self._rng.bit_generator.state if self.device.type == "cpu" else self.device.backend.rng_state(self._rng)
-        # NumPy arrays in a bit generator state (Philox's counter and key) travel as lists.
-        payload = json.dumps({"seed": self._seed, "bit_generator": state}, default=_json_list).encode()
+        if self._stream is not None:
+            payload = self._stream.state_bytes()
+        else:
+            state = self.device.backend.rng_state(self._rng)
+            # NumPy arrays in a bit generator state (Philox's counter and key) travel as lists.
+            payload = json.dumps({"seed": self._seed, "bit_generator": state}, default=_json_list).encode()
         return tensor(np.frombuffer(payload, dtype=np.uint8).copy())
 
     def set_state(self, state: Any) -> "Generator":
         raw = bytes(np.asarray(state.numpy() if hasattr(state, "numpy") else state, dtype=np.uint8))
+        if self._stream is not None:
+            if len(raw) != STATE_BYTES and raw[:1] == b"{":
+                raise ValueError("Generator.set_state: this is a JSON state from an ember release before 0.2 (a PCG64 "
+                                 "generator); the CPU generator is now PyTorch's MT19937 and cannot continue it. "
+                                 "Re-seed with manual_seed, or load the checkpoint with restore_rng=False")
+            self._stream.load_state_bytes(raw)  # checks the size and the fields
+            self._seed = self._stream.initial_seed
+            return self
         try:
             payload = json.loads(raw.decode())
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             raise ValueError(f"Generator.set_state: not a state from Generator.get_state ({error})") from None
-        # The state may come from a file: check its shape before handing it to NumPy.
+        # The state may come from a file: check its shape before handing it to the backend.
         if not (isinstance(payload, dict) and isinstance(payload.get("seed"), int)
                 and isinstance(payload.get("bit_generator"), dict)):
             raise ValueError("Generator.set_state: not a state from Generator.get_state (expected an object with an "
                              "integer 'seed' and a 'bit_generator' object)")
         try:
-            if self.device.type == "cpu":
-                self._rng.bit_generator.state = payload["bit_generator"]
-            else:
-                self.device.backend.set_rng_state(self._rng, payload["bit_generator"])
+            self.device.backend.set_rng_state(self._rng, payload["bit_generator"])
         except (TypeError, ValueError, KeyError) as error:
             raise ValueError(f"Generator.set_state: the bit generator state is invalid ({error})") from None
         self._seed = payload["seed"]
@@ -185,6 +215,20 @@ def _to(array: Any, dtype: dtypes.dtype, device: Any) -> Any:
     return device.backend.asarray(array, index=device.index or 0)
 
 
+def _stream_for(generator: Generator | None, device: Any) -> MTStream | None:
+    """The MT19937 stream that draws for ``device`` when it is the CPU (PyTorch's samplers apply), else None.
+    Also the tracing guard (a trace refuses numbers drawn now)."""
+    _rng(generator)
+    if device.type != "cpu" and not (generator is not None and generator.device.type == "cpu"):
+        return None
+    return (generator or default_generator).stream
+
+
+def _name(dtype: dtypes.dtype) -> str:
+    """The float dtype PyTorch's kernel would sample in (integer targets sample as float32)."""
+    return dtype.name if dtype.name in ("float64", "float32", "float16", "bfloat16") else "float32"
+
+
 def _float_dtype(dtype: dtypes.dtype) -> Any:
     return dtype.np if dtype in (dtypes.float32, dtypes.float64) else np.float32
 
@@ -218,6 +262,9 @@ def check_args(op: str, **params: Any) -> None:
 
 def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                    low: float = 0.0, high: float = 1.0) -> Any:
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.uniform(stream, tuple(shape), _name(dtype), float(low), float(high)), dtype, device)
     rng = _rng_for(generator, device)
     values = rng.random(shape, dtype=_float_dtype(dtype))
     if low != 0.0 or high != 1.0:
@@ -227,6 +274,9 @@ def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Ge
 
 def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   mean: float = 0.0, std: float = 1.0) -> Any:
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.normal(stream, tuple(shape), _name(dtype), float(mean), float(std)), dtype, device)
     rng = _rng_for(generator, device)
     values = rng.standard_normal(shape, dtype=_float_dtype(dtype))
     if std != 1.0:
@@ -237,12 +287,24 @@ def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Gen
 
 
 def sample_bernoulli(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
-                     p: float = 0.5) -> Any:
+                     p: Any = 0.5) -> Any:
+    """Bernoulli draws: a number ``p`` (dropout's masks, ``bernoulli_(p)``) or an array of probabilities."""
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        if hasattr(p, "shape") and getattr(p, "ndim", 0):
+            probs = np.asarray(p.detach().cpu().numpy() if hasattr(p, "detach") else p)
+            draws = mt.bernoulli_tensor(stream, np.broadcast_to(probs, tuple(shape)).copy())
+        else:
+            draws = mt.bernoulli_scalar(stream, tuple(shape), float(p.item() if hasattr(p, "item") else p))
+        return _to(draws, dtype, device)
     return _to(_rng_for(generator, device).random(shape, dtype=np.float32) < p, dtype, device)
 
 
 def sample_exponential(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                        lambd: float = 1.0) -> Any:
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.exponential(stream, tuple(shape), float(lambd)), dtype, device)
     return _to(_rng_for(generator, device).exponential(1.0 / lambd, shape), dtype, device)
 
 
@@ -263,6 +325,9 @@ def sample_cauchy(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Gen
     so it works with every device generator (CuPy's has no Cauchy sampler)."""
     _check_float_fill("cauchy_", dtype, "Cauchy")
     _check_positive("cauchy_", "sigma", sigma)
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.cauchy(stream, tuple(shape), float(median), float(sigma)), dtype, device)
     u = _rng_for(generator, device).random(shape, dtype=np.float64)
     xp = device.xp
     return _to(median + sigma * xp.tan(np.pi * (u - 0.5)), dtype, device)
@@ -273,6 +338,9 @@ def sample_log_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator:
     """``exp(N(mean, std))`` (PyTorch's defaults: mean 1, std 2)."""
     _check_float_fill("log_normal_", dtype, "log-normal")
     _check_positive("log_normal_", "std", std)
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.log_normal(stream, tuple(shape), float(mean), float(std)), dtype, device)
     z = _rng_for(generator, device).standard_normal(shape, dtype=np.float64)
     return _to(device.xp.exp(mean + std * z), dtype, device)
 
@@ -285,6 +353,9 @@ def sample_geometric(shape: tuple, dtype: dtypes.dtype, device: Any, generator: 
         raise RuntimeError(f"geometric_: not implemented for {dtype}; fill an integer or float tensor")
     if not 0.0 < float(p) < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={float(p):g}")
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.geometric(stream, tuple(shape), float(p)), dtype, device)
     u = _rng_for(generator, device).random(shape, dtype=np.float64)
     xp = device.xp
     trials = xp.ceil(xp.log1p(-u) / np.log1p(-float(p)))
@@ -293,20 +364,58 @@ def sample_geometric(shape: tuple, dtype: dtypes.dtype, device: Any, generator: 
 
 def sample_random(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   low: int = 0, high: int | None = None) -> Any:
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        if high is None and not low:  # random_(): [0, 2**mantissa] for floats, [0, max] for integers
+            return _to(mt.random_bits(stream, tuple(shape), dtype.name), dtype, device)
+        if high is None:
+            low, high = 0, low
+        return _to(mt.random_from_to(stream, tuple(shape), int(low), int(high), _wide(dtype)), dtype, device)
     if high is None:
         low, high = 0, low if low else 2**24
     return _to(_rng_for(generator, device).integers(low, high, shape), dtype, device)
+
+
+def _wide(dtype: dtypes.dtype) -> bool:
+    """Whether PyTorch draws 64-bit words for ranges of 2**32 or more into this dtype."""
+    return dtype.name in ("int64", "float64", "float32", "bfloat16")
 
 
 def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None, low: int,
                     high: int) -> Any:
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return _to(mt.random_from_to(stream, tuple(shape), int(low), int(high), _wide(dtype)), dtype, device)
     return _to(_rng_for(generator, device).integers(low, high, shape), dtype, device)
 
 
 def sample_permutation(n: int, device: Any, generator: Generator | None = None) -> Any:
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return mt.permutation(stream, int(n))
     return _to(_rng_for(generator, device).permutation(n), dtypes.int64, device)
+
+
+def sample_multinomial(probs: np.ndarray, num_samples: int, replacement: bool, device: Any,
+                       generator: Generator | None = None) -> np.ndarray:
+    """Indices drawn from the rows of ``probs`` (2-D, checked by the caller) as ``torch.multinomial``."""
+    stream = _stream_for(generator, device)
+    if stream is not None:
+        return mt.multinomial(stream, probs, int(num_samples), bool(replacement))
+    rng = _rng(generator)  # a device tensor's weights are read on the host
+    rows = [rng.choice(row.size, size=num_samples, replace=replacement, p=row / row.sum()) for row in probs]
+    return np.asarray(rows, dtype=np.int64).reshape(probs.shape[0], num_samples)
+
+
+def draw_seed(generator: Generator | None = None) -> int:
+    """A 63-bit seed drawn as ``torch.empty((), dtype=torch.int64).random_(generator=...)``: how PyTorch's
+    samplers and DataLoader seed their own generators (two words of the CPU stream)."""
+    stream = _stream_for(generator, to_device("cpu"))
+    if stream is not None:
+        return mt.int64_seed(stream)
+    return int(_rng(generator).integers(0, 2 ** 63 - 1))
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ Example:
 """
 from __future__ import annotations
 
+import os
 import warnings
 import weakref
 from typing import Any, Iterable
@@ -65,6 +66,24 @@ class UntypedStorage:
         self._bytes = dev.backend.from_numpy(host) if xp is not np else host
         self._device = dev
         self._owner = self._bytes
+
+    @classmethod
+    def from_file(cls, filename: str, shared: bool = False, nbytes: int = 0) -> "UntypedStorage":
+        """The first ``nbytes`` bytes of a file, memory-mapped: ``shared=True`` writes reach the file,
+        ``shared=False`` keeps them private to this process (copy on write), as PyTorch's. ``safetensors``
+        loads every tensor of a file as a slice of this."""
+        if nbytes < 0:
+            raise RuntimeError(f"UntypedStorage.from_file: nbytes must be non-negative, got {nbytes}.")
+        size = os.path.getsize(filename)
+        if nbytes > size:
+            raise RuntimeError(f"UntypedStorage.from_file: {filename!r} holds {size} bytes, fewer than the {nbytes} "
+                               f"asked for.")
+        storage = cls.__new__(cls)
+        storage._device = to_device("cpu")
+        storage._bytes = (np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(nbytes,))
+                          if nbytes else np.zeros(0, np.uint8))
+        storage._owner = storage._bytes
+        return storage
 
     @classmethod
     def _of(cls, array: Any, dev: Any) -> "UntypedStorage":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._dynamo import config, utils  # noqa: F401
+from ember._dynamo import config, eval_frame, utils  # noqa: F401
 from ember.compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset  # noqa: F401
 
 __all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "is_compiling", "mark_dynamic",

@@ -42,22 +42,35 @@ class _GradModeContext:
     def __exit__(self, *exc: Any) -> None:
         STATE.enabled = self._previous.pop()
 
+    def _clone(self) -> "_GradModeContext":
+        """A fresh manager of the same mode (one per call of a decorated function: calls may nest or run in threads)."""
+        return self.__class__()
+
     def __call__(self, fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.__class__() if type(self) is not set_grad_enabled else set_grad_enabled(self._target):
+            with self._clone():
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
-class no_grad(_GradModeContext):
+class _NoParamDecoratorContext(_GradModeContext):
+    """A manager that is also a decorator without parentheses: ``@no_grad`` as well as ``@no_grad()`` (PyTorch's)."""
+
+    def __new__(cls, orig_func: Callable | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContext):
     """Do not record operations for autograd inside this block."""
 
     _target = False
 
 
-class enable_grad(_GradModeContext):
+class enable_grad(_NoParamDecoratorContext):
     """Record operations even inside a ``no_grad`` block."""
 
     _target = True
@@ -84,15 +97,27 @@ class set_grad_enabled(_GradModeContext):
     def __exit__(self, *exc: Any) -> None:
         STATE.enabled = self._previous.pop()
 
+    def _clone(self) -> "_GradModeContext":
+        return set_grad_enabled(self._target)
+
 
 class inference_mode(no_grad):
     """Alias of ``no_grad`` (ember has no separate inference tensors)."""
+
+    def __new__(cls, mode_or_orig_func: Any = True) -> Any:
+        # PyTorch's: ``@inference_mode`` (a function), ``inference_mode()``, ``inference_mode(False)``
+        if mode_or_orig_func is None or isinstance(mode_or_orig_func, bool):
+            return _GradModeContext.__new__(cls)
+        return cls()(mode_or_orig_func)
 
     def __init__(self, mode: bool = True) -> None:
         super().__init__()
         self._target = not mode
         self._mode = bool(mode)
         self._previous_inference: list[bool] = []
+
+    def _clone(self) -> "_GradModeContext":
+        return inference_mode(self._mode)
 
     def __enter__(self) -> None:
         super().__enter__()

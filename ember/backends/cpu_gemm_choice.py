@@ -2,7 +2,7 @@
 
 ember's kernel (``cpu_gemm_kernels``) exists because NumPy's OpenBLAS runs the kernels
 ``OPENBLAS_CORETYPE`` names, and where that names an AVX2 core (``Haswell``, set on this project's VM)
-an AVX-512 CPU multiplies at ~125 GFLOP/s per core where ember's kernel reaches ~200-215. Where
+an AVX-512 CPU multiplies at ~115 GFLOP/s per core where ember's kernel reaches ~200-250. Where
 OpenBLAS runs its own AVX-512 kernels (``SkylakeX`` and later: what it picks by itself on an AVX-512
 CPU), they beat ember's kernel on almost every shape (1.1-4.7x, one thread), so then BLAS takes every
 product. The rule, per product ``(M, K) @ (K, N)`` (docs/cpu-performance.md, "The GEMM chosen per
@@ -15,14 +15,16 @@ product", has the measured grid it comes from):
    one of ``AVX512_CORES``; a BLAS whose core cannot be read, MKL or Accelerate, counts as AVX-512:
    BLAS keeps the products). Then, per shape:
    - at least ``MIN_MACS`` multiply-adds (smaller calls cost about what the kernel saves),
-   - ``K >= 128``: each 12 x 32 tile of C is loaded and stored once per K block, so short sums run the
-     kernel at a fraction of its rate (K = 64: 0.9-1.3x BLAS's time; K = 16: 2-5x),
-   - ``N >= 32``: the kernel's column panels are 32 wide, so N = 10 wastes 22 of 32 lanes (1.1-5x BLAS's
-     time, where BLAS's 16 x 6 Haswell tiles waste little),
-   - ``M >= 256`` when B's rows are not contiguous (a transposed weight): B is copied into panels
-     first, a cost of ~0.5 ns per element of B that only enough rows of A repay (M = 64, K = 1024:
-     1.3-1.6x BLAS's time; M = 256: 0.8-0.9x).
-   Products it takes run at 0.52-0.8x BLAS's time (one thread), at least ``THREADED_MACS`` on
+   - ``K >= 8``: each 12 x 32 tile of C is loaded and stored once per K block, so very short sums run the
+     kernel at a fraction of its rate (a 10-class layer's input gradient, K = 10: 0.55-0.9x BLAS's time;
+     K = 8: 0.6-1.0x); ``K >= 16`` when C's rows are a multiple of 4 KB apart (``N % 1024 == 0``): a
+     tile's 12 rows then share one L1 cache set, which short sums feel most (K = 8, N = 1024: 1.5-2x),
+   - ``N >= 16``: the kernel's column panels are 32 wide, so N = 10 wastes 22 of 32 lanes (0.9-1.4x BLAS's
+     time, where BLAS's 16 x 6 Haswell tiles waste little; N = 16: 0.8-1.0x),
+   - ``M >= 32`` when B's rows are not contiguous (a transposed weight): B is copied into panels first
+     (``cpu_gemm_pack``, ~0.1 ns per element of B), a cost only enough rows of A repay (M = 32: 0.7-1.0x
+     BLAS's time, M = 64: 0.65-1.0x).
+   Products it takes run at 0.5-0.85x BLAS's time (one thread), at least ``THREADED_MACS`` on
    ember's threads; but a product it would split needs ``MIN_MACS_SPLIT`` (a split's hand-off costs more
    than BLAS's own threads lose below it).
 
@@ -34,6 +36,8 @@ Example:
     True
     >>> shape_prefers_ember(256, 512, 10, b_rows_contiguous=False)    # its 10-class output layer
     False
+    >>> shape_prefers_ember(256, 10, 512, b_rows_contiguous=True)     # that layer's input gradient
+    True
 """
 from __future__ import annotations
 
@@ -45,9 +49,14 @@ from ember.backends import cpu_blas
 
 # A product smaller than this (multiply-adds) stays with BLAS: its call costs about what the kernel saves.
 MIN_MACS = 1 << 20
-MIN_K = 128  # shorter sums: the C tile's loads and stores per K block dominate
-MIN_N = 32  # narrower products: most of a 32-column panel's lanes would be masked off
-MIN_M_PACKED = 256  # a B that must be copied into panels first needs this many rows of A to repay it
+# The three shape bounds below were read from one-thread grids (docs/cpu-performance.md, "The GEMM kernel's
+# driver, the transposing pack, and the rule", gemm14). They were 128, 32 and 256 while the kernel's driver
+# cost ~20% per tile and the pack of a transposed B ran at NumPy's strided-copy speed.
+MIN_K = 8  # shorter sums: the C tile's loads and stores per K block dominate
+MIN_K_ALIASED = 16  # ... when C's rows are a multiple of 4 KB apart (all rows of a tile in one L1 set)
+ALIASED_N = 1024  # floats in 4 KB
+MIN_N = 16  # narrower products: most of a 32-column panel's lanes would be masked off
+MIN_M_PACKED = 32  # a B that must be copied into panels first needs this many rows of A to repay it
 # A product the kernel would split over two or more of ember's threads needs this many multiply-adds, else BLAS's
 # own threads take it: ember's pool wakes a sleeping worker for each split (20-35 us a hand-off, measured) where
 # OpenBLAS's workers start at once, so below ~8M the split kernel is no faster than BLAS's two threads, and a
@@ -93,7 +102,7 @@ def blas_has_avx512() -> bool:
 
 def shape_prefers_ember(m: int, k: int, n: int, b_rows_contiguous: bool) -> bool:
     """Whether ember's kernel beats AVX2 OpenBLAS on ``(m, k) @ (k, n)`` by the measured rule above."""
-    return (m * k * n >= MIN_MACS and k >= MIN_K and n >= MIN_N
+    return (m * k * n >= MIN_MACS and k >= (MIN_K_ALIASED if n % ALIASED_N == 0 else MIN_K) and n >= MIN_N
             and (b_rows_contiguous or m >= MIN_M_PACKED))
 
 

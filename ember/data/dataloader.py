@@ -162,10 +162,9 @@ class DataLoader(Generic[T_co]):  # Generic as PyTorch's (DataLoader[Tensor] in 
         return len(self._index_sampler)
 
     def __iter__(self) -> Iterator[Any]:
-        # One draw per epoch, as torch draws _base_seed: seeds the per-batch streams of random transforms.
-        base_rng = self.generator.numpy_rng if self.generator is not None else \
-            ember_random.default_generator.numpy_rng
-        base_seed = int(base_rng.integers(0, 2**63 - 1))
+        # One draw per epoch, as torch draws _base_seed (before the sampler draws its own seed on the first
+        # batch): seeds the per-batch streams of random transforms and keeps the default stream in step with torch.
+        base_seed = ember_random.draw_seed(self.generator)
         batches = self._batches(base_seed)
 
         if _recorder.CURRENT is not None:  # inside a profile: each wait for a batch becomes an event
@@ -212,28 +211,13 @@ class DataLoader(Generic[T_co]):  # Generic as PyTorch's (DataLoader[Tensor] in 
         return self._fetcher().stream_batches()
 
     def _serial_iter(self, base_seed: int) -> Iterator[Any]:
-        try:
-            if self._iterable:
-                batches = self._stream_batches()
-                index = 0
-                while True:
-                    _set_batch_seed(base_seed, index)
-                    try:
-                        batch = next(batches)
-                    except StopIteration:
-                        return
-                    finally:
-                        _set_batch_seed(None, 0)
-                    index += 1
-                    yield self._finish(batch)
-            else:
-                for index, indices in enumerate(self._index_sampler):
-                    _set_batch_seed(base_seed, index)
-                    batch = self._fetch(indices)
-                    _set_batch_seed(None, 0)
-                    yield self._finish(batch)
-        finally:
-            _set_batch_seed(None, 0)
+        # Without workers, transforms draw from the default generator, as in PyTorch (``base_seed`` seeds
+        # only the workers' per-batch generators).
+        if self._iterable:
+            yield from (self._finish(batch) for batch in self._stream_batches())
+            return
+        for indices in self._index_sampler:
+            yield self._finish(self._fetch(indices))
 
     def __repr__(self) -> str:
         return (f"DataLoader(dataset={type(self.dataset).__name__}, batch_size={self.batch_size}, "

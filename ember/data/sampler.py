@@ -2,7 +2,8 @@
 
 Random samplers draw from the ``generator`` they are given; without one, each pass draws a fresh
 seed from ember's default generator (as torch does), so ``ember.manual_seed`` fixes the order and a
-checkpoint of the default generator's state fixes the order after a resume.
+checkpoint of the default generator's state fixes the order after a resume. The draws are PyTorch's
+(``randperm``/``randint``/``multinomial`` on its MT19937 stream): the same seed visits the same order as torch.
 
 Example:
     >>> import ember
@@ -18,12 +19,12 @@ import numpy as np
 from ember import random as ember_random
 
 
-def _numpy_rng(generator: Any) -> np.random.Generator:
-    """A NumPy RNG for one pass: the given generator's, or one seeded from the default generator."""
+def _pass_generator(generator: Any) -> Any:
+    """The generator for one pass: the given one, or (as PyTorch's RandomSampler) a fresh generator seeded by
+    a draw from the default generator."""
     if generator is not None:
-        return generator.numpy_rng
-    seed = int(ember_random.default_generator.numpy_rng.integers(0, 2**63 - 1))
-    return np.random.Generator(np.random.PCG64(seed))
+        return generator
+    return ember_random.Generator().manual_seed(ember_random.draw_seed(None))
 
 
 T_co = TypeVar("T_co", covariant=True)
@@ -73,14 +74,17 @@ class RandomSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         # Lazily, a chunk at a time (as PyTorch does): num_samples may be far larger than memory allows.
         n = len(self.data_source)
-        rng = _numpy_rng(self.generator)
+        generator = _pass_generator(self.generator)
+        cpu = ember_random.to_device("cpu")
         if self.replacement:
             for start in range(0, self.num_samples, self._CHUNK):
-                yield from rng.integers(0, n, min(self._CHUNK, self.num_samples - start)).tolist()
+                count = min(self._CHUNK, self.num_samples - start)
+                yield from ember_random.sample_integers((count,), ember_random.dtypes.int64, cpu, generator, 0,
+                                                        n).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[: self.num_samples % n].tolist()
+            yield from ember_random.sample_permutation(n, cpu, generator).tolist()
+        yield from ember_random.sample_permutation(n, cpu, generator)[: self.num_samples % n].tolist()
 
     def __len__(self) -> int:
         return self.num_samples
@@ -94,7 +98,7 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        order = _numpy_rng(self.generator).permutation(len(self.indices))
+        order = ember_random.sample_permutation(len(self.indices), ember_random.to_device("cpu"), self.generator)
         return (self.indices[i] for i in order.tolist())
 
     def __len__(self) -> int:
@@ -114,9 +118,8 @@ class WeightedRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        p = self.weights / self.weights.sum()
-        rng = _numpy_rng(self.generator)
-        return iter(rng.choice(len(p), self.num_samples, replace=self.replacement, p=p).tolist())
+        return iter(ember_random.sample_multinomial(self.weights[None, :], self.num_samples, self.replacement,
+                                                    ember_random.to_device("cpu"), self.generator)[0].tolist())
 
     def __len__(self) -> int:
         return self.num_samples

@@ -1,9 +1,11 @@
 """Per-thread loader state: ``get_worker_info`` and the per-batch random stream transforms draw from.
 
 Why a per-batch stream: loader threads finish batches in any order, so if random transforms drew
-from one shared generator the augmentations would depend on thread timing. Instead the loader gives
-batch ``i`` of an epoch its own PCG64 stream seeded from (the epoch's base seed, ``i``); random
-transforms called without a ``generator`` use it. The result is identical for any ``num_workers``.
+from one shared generator the augmentations would depend on thread timing. Instead a loader with workers
+gives batch ``i`` of an epoch its own generator seeded from (the epoch's base seed, ``i``); random
+transforms called without a ``generator`` use it, so the result is identical for any ``num_workers > 0``.
+Without workers (``num_workers=0``) transforms draw from the default generator, as in PyTorch, so a
+seeded serial pipeline augments exactly as torchvision's does.
 
 Example:
     >>> from ember.data import get_worker_info
@@ -48,19 +50,21 @@ def _set_batch_seed(base_seed: int | None, batch_index: int) -> None:
     _LOCAL.batch_rng = None
 
 
-def data_rng(generator: Any = None) -> np.random.Generator:
-    """The NumPy RNG a data transform should draw from.
-
-    An explicit ember ``Generator`` wins; inside a loader batch, that batch's own stream; otherwise
-    ember's default generator.
-    """
+def data_generator(generator: Any = None) -> ember_random.Generator:
+    """The ember ``Generator`` a data transform should draw from: an explicit one wins; inside a loader
+    worker's batch, that batch's own generator (made on first use); otherwise the default generator."""
     if generator is not None:
-        return generator.numpy_rng
+        return generator
     key = getattr(_LOCAL, "batch_seed", None)
-    if key is not None:
-        rng = _LOCAL.batch_rng
-        if rng is None:  # made on first use: batches without random transforms pay nothing
-            rng = _LOCAL.batch_rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(list(key))))
-        return rng
+    if key is None:
+        return ember_random.default_generator
+    batch = _LOCAL.batch_rng
+    if batch is None:  # made on first use: batches without random transforms pay nothing
+        seed = int(np.random.SeedSequence(list(key)).generate_state(1, np.uint64)[0])
+        batch = _LOCAL.batch_rng = ember_random.Generator().manual_seed(seed)
+    return batch
 
-    return ember_random.default_generator.numpy_rng
+
+def data_rng(generator: Any = None) -> np.random.Generator:
+    """The NumPy view of :func:`data_generator` (the same stream), for transforms without a torch counterpart."""
+    return data_generator(generator).numpy_rng

@@ -22,7 +22,8 @@ from ember.distributed.collectives import (
     reduce_scatter_tensor, recv_object_list, scatter, scatter_object_list, send, send_object_list,
 )
 from ember.distributed.process_group import (
-    GroupMember, ProcessGroup, destroy_process_group, get_backend, get_global_rank, get_rank, get_world_size,
+    GroupMember, ProcessGroup, destroy_process_group, get_backend, get_global_rank, get_process_group_ranks, get_rank,
+    get_world_size,
     init_process_group, is_available, is_initialized, is_mpi_available, new_group,
 )
 from ember.distributed.watchdog import DistBackendError, DistError
@@ -41,7 +42,7 @@ def is_gloo_available() -> bool:
 __all__ = [
     "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
-    "gather", "gather_object", "get_backend", "get_global_rank", "get_rank", "get_world_size", "init_process_group",
+    "gather", "gather_object", "get_backend", "get_global_rank", "get_process_group_ranks", "get_rank", "get_world_size", "init_process_group",
     "irecv", "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
     "isend", "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
     "scatter_object_list", "send", "send_object_list", "recv_object_list", "DistError", "DistBackendError",

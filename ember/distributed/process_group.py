@@ -170,6 +170,11 @@ def get_global_rank(group: ProcessGroup, group_rank: int) -> int:
     return default_group(group, "get_global_rank").world_ranks[group_rank]
 
 
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The world ranks of ``group``'s members, in group-rank order (None: the default group)."""
+    return list(default_group(group, "get_process_group_ranks").world_ranks)
+
+
 def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: str | None = None,
               pg_options: Any = None, use_local_synchronization: bool = False) -> Any:
     """A group of the given world ranks. Every process must call it (as in torch), members or not.

@@ -50,8 +50,8 @@ class Cauchy(_LocScale):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = _noise("uniform", shape, self.loc)
-        return self.loc + self.scale * tan(math.pi * (u - 0.5))
+        eps = _noise("cauchy", shape, self.loc, median=0.0, sigma=1.0)  # as torch: loc.new(shape).cauchy_()
+        return self.loc + eps * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -275,8 +275,9 @@ class Geometric(_ProbsLogits):
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        draws = _rng().geometric(np.broadcast_to(_host(self.probs), shape)) - 1  # numpy counts the success
-        return _to_tensor(draws.astype(np.float64), self.probs)
+        # as torch: failures before the first success by inversion of one uniform on [tiny, 1)
+        u = _noise("uniform", shape, self.probs, low=finfo_tiny(self.probs.dtype), high=1.0)
+        return (log(u) / log1p(-self.probs.detach())).floor()
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

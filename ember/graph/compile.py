@@ -369,6 +369,14 @@ class CompiledFunction:
                                 memory="memory" in self.passes)
         return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start)
 
+    @property
+    def _orig_mod(self) -> Any:
+        """The compiled module (torch.compile's ``OptimizedModule._orig_mod``); plain functions have none."""
+        if not (hasattr(self.fn, "training") and hasattr(self.fn, "modules")):  # a module, as _modules_of tells
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '_orig_mod' (it compiled a "
+                                 f"function, not a module)")
+        return self.fn
+
     def __getattr__(self, name: str) -> Any:
         # Like torch.compile's OptimizedModule: cm.parameters(), cm.train(), cm.state_dict() reach the module.
         fn = self.__dict__.get("fn")

@@ -15,9 +15,12 @@ import math
 import warnings
 from typing import Any, Sequence
 
-from ember import creation
+import numpy as np
+
+from ember import creation, random as ember_random
 from ember.creation import arange, full_like, linspace, ones_like, rand, rand_like, tensor, zeros, zeros_like
-from ember.dtypes import int64
+from ember.device import to_device
+from ember.dtypes import float64, int64
 from ember.ops import dispatch, pooling, reductions
 from ember.ops.elementwise import clamp, isfinite, isinf, log, minimum, relu, sign, where
 from ember.ops.extra_math import meshgrid
@@ -102,7 +105,15 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in training, their mean in eval."""
-    if training:
+    if training and not dispatch.is_symbolic(input):
+        # PyTorch draws one double uniform per non-positive element, in order (positives keep slope 1)
+        host = input.detach().cpu().numpy()
+        negative = ~(host > 0) & ~np.isnan(host)
+        noise = np.ones(host.shape, dtype=host.dtype)
+        noise[negative] = ember_random.sample_uniform((int(negative.sum()),), float64, to_device("cpu"), None,
+                                                      float(lower), float(upper)).astype(host.dtype)
+        slope = tensor(noise, device=input.device)
+    elif training:
         slope = rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
@@ -599,7 +610,10 @@ def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: boo
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10, dim: int = -1) -> Tensor:
-    gumbels = -log(-log(rand_like(logits)))  # Gumbel(0, 1) = -log(Exp(1))
+    if dispatch.is_symbolic(logits):  # inside a graph: a random node, drawn anew at each run
+        gumbels = -log(-log(rand_like(logits)))  # Gumbel(0, 1) = -log(Exp(1))
+    else:  # PyTorch's draw: -log of Exp(1) samples, so a seed gives torch's values
+        gumbels = -log(creation.empty_like(logits).exponential_())
     y_soft = _F().softmax((logits + gumbels) / tau, dim=dim)
     if not hard:
         return y_soft

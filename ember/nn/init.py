@@ -14,11 +14,13 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ember import random as ember_random
+from ember.device import to_device
 from ember.tensor import Tensor
 from ember.random import check_args
 
@@ -38,8 +40,7 @@ def _write(tensor: Tensor, values: np.ndarray, name: str) -> Tensor:
     return tensor
 
 
-def _rng(generator: Any) -> np.random.Generator:
-    return ember_random._rng(generator)
+_host = to_device("cpu")  # initializers draw on the host (PyTorch's CPU stream) and write into the tensor
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -84,40 +85,63 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
     return fan_in if mode == "fan_in" else fan_out
 
 
-def _sample_dtype(tensor: Tensor) -> Any:
-    return np.float64 if tensor.dtype.name == "float64" else np.float32
-
-
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
     check_args("uniform_", low=a, high=b)
-    values = _rng(generator).random(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * (b - a) + a
+    values = ember_random.sample_uniform(tuple(tensor.shape), tensor.dtype, _host, generator, float(a), float(b))
     return _write(tensor, values, "uniform_")
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2)."""
     check_args("normal_", std=std)
-    values = _rng(generator).standard_normal(tuple(tensor.shape), dtype=_sample_dtype(tensor)) * std + mean
+    values = ember_random.sample_normal(tuple(tensor.shape), tensor.dtype, _host, generator, float(mean), float(std))
     return _write(tensor, values, "normal_")
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Any = None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (redrawing values that fall outside)."""
+    """Fill with N(mean, std^2) truncated to [a, b], by PyTorch 2.13's rejection sampling (so a seed gives
+    torch's values): when [a, b] holds more than 30% of the mass, whole-tensor normals are redrawn where a
+    value falls outside; otherwise uniform proposals on [a, b] are accepted with the density's ratio to
+    its peak."""
     if not a < b:
         raise RuntimeError(f"trunc_normal_: expected a < b (the truncation interval [a, b]), got a={a}, b={b}")
-    rng = _rng(generator)
-    shape = tuple(tensor.shape)
-    values = rng.standard_normal(shape) * std + mean
-    outside = (values < a) | (values > b)
-    for _ in range(1000):  # rejection sampling: each round redraws only the rejected entries
-        count = int(outside.sum())
-        if count == 0:
-            break
-        values[outside] = rng.standard_normal(count) * std + mean
-        outside = (values < a) | (values > b)
-    return _write(tensor, np.clip(values, a, b), "trunc_normal_")
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+    shape, dtype = tuple(tensor.shape), tensor.dtype
+
+    def draw(kind: str, *args: float) -> np.ndarray:
+        return np.asarray(getattr(ember_random, "sample_" + kind)(shape, dtype, _host, generator, *args))
+
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        result = draw("normal", float(mean), float(std))
+        lo, hi = (result.dtype.type(v) for v in (a, b))
+        while True:
+            outside = (result < lo) | (result > hi)
+            if not outside.any():
+                break
+            result = np.where(outside, draw("normal", float(mean), float(std)), result)
+        return _write(tensor, result, "trunc_normal_")
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_density(x: np.ndarray) -> np.ndarray:  # in the tensor's dtype, step by step as torch's in-place ops
+        t = x.dtype.type
+        return ((x - t(mean)) / t(std)) ** 2 * t(-0.5) - t(log_peak)
+
+    result = draw("uniform", float(a), float(b))
+    pending = np.log(draw("uniform", 0.0, 1.0)) > log_density(result)
+    while pending.any():
+        candidates = draw("uniform", float(a), float(b))
+        result = np.where(pending, candidates, result)
+        pending = np.where(pending, np.log(draw("uniform", 0.0, 1.0)) > log_density(candidates), pending)
+    return _write(tensor, result, "trunc_normal_")
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -195,7 +219,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _rng(generator).standard_normal((rows, cols))
+    flat = np.asarray(ember_random.sample_normal((rows, cols), tensor.dtype, _host, generator), dtype=np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
@@ -210,11 +234,10 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
     if tensor.dim() != 2:
         raise ValueError("sparse_: only tensors with 2 dimensions are supported")
     rows, cols = tuple(tensor.shape)
-    rng = _rng(generator)
-    values = rng.standard_normal((rows, cols)) * std
+    values = np.array(ember_random.sample_normal((rows, cols), tensor.dtype, _host, generator, 0.0, float(std)))
     zeros = int(math.ceil(sparsity * rows))
-    for c in range(cols):
-        values[rng.permutation(rows)[:zeros], c] = 0
+    for c in range(cols):  # PyTorch: randperm(rows) from the default generator, per column
+        values[ember_random.sample_permutation(rows, _host, None)[:zeros], c] = 0
     return _write(tensor, values, "sparse_")
 
 

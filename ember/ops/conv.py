@@ -26,11 +26,13 @@ import numpy as np
 from ember import _config
 from ember.backends import cpu_blas, native_kernel
 from ember.backends.cpu_blas import blas_for
-from ember.backends.cpu_threads import num_threads
+from ember.backends.cpu_threads import num_threads, split_channels
 from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import conv_direct as direct
 from ember.ops import conv_indirect as indirect
+from ember.ops import conv_unrolled as unrolled
+from ember.ops import conv_tap_sum as tap_sum
 from ember.ops import cost, dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
@@ -177,6 +179,12 @@ def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tu
 
 
 INDIRECT_MIN_WIDTH = 12  # output columns: each row also computes (kw - 1) * dw // sw dropped ones
+# Stride-1 layers with this many output channels or more (and fewer than 16) run the indirect forward and input gradient;
+# fewer take ``conv_tap_sum`` with or without the kernels (one thread, 64 x 64 x 32x32 input: 1 output channel
+# forward 2.3 ms against the kernel's 5.1, input gradient 1.3 against 2.4; 8 channels on 32 x 28x28: the kernel's
+# 3.2 and 2.1 ms against 5.1 and 4.0; docs/cpu-performance.md, "conv14").
+INDIRECT_MIN_OUT_STRIDE1 = 8
+TAP_SUM_MAX_OUT = 16  # output channels below which stride-1 layers with as many inputs or more run conv_tap_sum
 INDIRECT_MIN_DEPTH = 16  # C*kh*kw: shorter sums store each output tile for too few multiply-adds
 INDIRECT_WEIGHT_MIN_OUT = 32  # output channels: the weight gradient's columns, 32 to a tile
 
@@ -204,7 +212,8 @@ def _indirect(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
     where the kernels measured 4-28x faster than the NumPy-only install's per-image im2col (a generator's 64 -> 1
     output layer forward 27 -> 4.0 ms, input gradient 73 -> 2.6): a cliff the NumPy path must close first
     (docs/cpu-performance.md, "conv13")."""
-    if w_shape[0] < 16 or w_shape[1] * w_shape[2] * w_shape[3] < INDIRECT_MIN_DEPTH:
+    few = tuple(stride) == (1, 1) and w_shape[0] >= INDIRECT_MIN_OUT_STRIDE1  # else tap_sum's NumPy (1.6x slower)
+    if (w_shape[0] < 16 and not few) or w_shape[1] * w_shape[2] * w_shape[3] < INDIRECT_MIN_DEPTH:
         return False
     return _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
 
@@ -215,7 +224,11 @@ def _indirect_input(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padd
     input a stride-1 indirect convolution of ``g``; also ``conv_transpose2d``'s forward): no dilation, 16+
     channels each way, input rows of 16+ pixels per phase, ``_indirect_base``. Measured (one thread): 4x4/2
     64 -> 128 on 32x32 78 -> 43 ms (torch 27); not on 16x16 with 128 channels (40 against 43) nor to 3
-    channels (8 against 23)."""
+    channels (8 against 23). Also stride-1 layers with ``INDIRECT_MIN_OUT_STRIDE1`` to 15 output channels (32 -> 8
+    on 28x28: 2.1 ms against ``conv_tap_sum``'s 4.0)."""
+    if (tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and x_shape[1] >= 16
+            and TAP_SUM_MAX_OUT > w_shape[0] >= INDIRECT_MIN_OUT_STRIDE1):  # few outputs: else conv_tap_sum's
+        return x_shape[3] >= 16 and _indirect_base(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
     if tuple(dilation) != (1, 1) or tuple(stride) == (1, 1) or x_shape[1] < 16 or w_shape[0] < 16:
         return False
     return x_shape[3] // stride[1] >= 16 and _indirect_base(xp, x_shape, w_shape, stride, padding, dilation,
@@ -238,13 +251,54 @@ def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, pad
     return True
 
 
+def _unrolled(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+              dtype: Any) -> bool:
+    """Whether all three passes run as one GEMM with the unrolled kernel (``conv_unrolled``): maps so small that
+    every output pixel's window covers the whole input (ResNet-18's layer3 on 32x32 images: 3x3, pad 1, 2x2 maps),
+    NumPy float32/float64, not ``EMBER_CONV_ALGORITHM=im2col``. Asked after the dense layer. Measured against
+    Winograd F(2x2) on that layer (one thread): forward 4.0 -> 2.2 ms, input gradient 3.2 -> 2.0, weight
+    gradient 3.9 -> 2.2 (docs/cpu-performance.md, "conv14")."""
+    if xp is not np or _config.CONV_ALGORITHM == "im2col" or np.dtype(dtype) not in (np.float32, np.float64):
+        return False
+    return unrolled.applicable(tuple(x_shape[2:]), tuple(w_shape), stride, padding, dilation, groups)
+
+
+def _tap_sum(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, groups: int, dtype: Any) -> bool:
+    """Whether a layer with few output channels runs column-free (``conv_tap_sum``: products per tap on the input as
+    it is, no im2col columns): NumPy float32/float64, one group, stride 1, a kernel of 2+ taps, fewer than
+    ``TAP_SUM_MAX_OUT`` output channels and no more than input channels; asked after the native kernels. Measured
+    against the per-image im2col it replaces (one thread): a GAN generator's 64 -> 1 output layer on 32x32 (batch 64)
+    forward 28.8 -> 2.3 ms, input gradient 74 -> 1.3, weight gradient 30 -> 2.6 (torch: 9.7, 7.4, 8.2); 64 -> 3 on
+    64x64 148 -> 17, 150 -> 16, 158 -> 20 (docs/cpu-performance.md, "conv14")."""
+    if xp is not np or groups != 1 or tuple(stride) != (1, 1) or np.dtype(dtype) not in (np.float32, np.float64):
+        return False
+    return w_shape[0] < TAP_SUM_MAX_OUT and w_shape[0] <= x_shape[1] and w_shape[2] * w_shape[3] >= 2
+
+
 def _finite(xp: Any, *arrays: Any) -> bool:
     """Whether every value is finite (a sum is, unless a value is inf/NaN or the sum overflows).
 
     Winograd mixes a whole tile before multiplying, so one inf turns its tile's outputs into NaN
     where a direct convolution gives inf in only the windows that read it; such inputs take
-    im2col, which matches PyTorch at inf and NaN. One reduction: ~5% of the convolution."""
-    return all(bool(xp.isfinite(a.sum())) for a in arrays)
+    im2col, which matches PyTorch at inf and NaN. One reduction: ~5% of the convolution, shared out over
+    ember's threads by blocks of the first axis (ResNet-18's 512 x 512 x 3x3 weights: ~0.4 ms on one thread,
+    three times a step on the calling thread before)."""
+    return all(_finite_one(xp, a) for a in arrays)
+
+
+def _finite_one(xp: Any, a: Any) -> bool:
+    if xp is not np or a.ndim == 0 or a.size < FINITE_SPLIT_ELEMENTS:
+        return bool(xp.isfinite(a.sum()))
+    sums: dict[int, Any] = {}
+
+    def block(start: int, stop: int) -> None:
+        sums[start] = a[start:stop].sum()
+
+    split_channels(xp, block, a.shape[0], a.size // a.shape[0])
+    return all(bool(np.isfinite(total)) for total in sums.values())
+
+
+FINITE_SPLIT_ELEMENTS = 1 << 18  # smaller arrays are summed on the calling thread
 
 
 def _winograd_key(x: Any, padding: tuple, m: int) -> tuple:
@@ -284,6 +338,21 @@ def _whole_window(x_hw: tuple, w_shape: tuple, stride: tuple, padding: tuple, di
 def _padded_shape(shape: tuple, padding: tuple) -> tuple:
     """An (N, C, H, W) shape with the padding added (what ``_direct`` measures the output width on)."""
     return (shape[0], shape[1], shape[2] + padding[0] + padding[1], shape[3] + padding[2] + padding[3])
+
+
+def _matrix(xp: Any, a: Any) -> Any:
+    """``a`` (N, ...) as an (N, -1) matrix: a view where the layout allows, else one copy shared out over ember's
+    threads by rows (the 2x2 live taps of ResNet-18's layer4.0 weights, 512 x 256 x 2x2, on the calling thread
+    took about as long as the whole dense product on two)."""
+    if xp is np:
+        try:
+            return np.reshape(a, (a.shape[0], -1), copy=False)
+        except ValueError:  # not expressible as a view
+            out = np.empty((a.shape[0], int(np.prod(a.shape[1:]))), dtype=a.dtype)
+            split_channels(xp, lambda r0, r1: out[r0:r1].__setitem__(..., a[r0:r1].reshape(r1 - r0, -1)),
+                           a.shape[0], out.shape[1])
+            return out
+    return xp.reshape(a, (a.shape[0], -1))
 
 
 DENSE_PANEL = 32  # output columns per unit of work when a dense layer's product is shared out over threads
@@ -338,10 +407,14 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
         padding, prefix = trim[2], "trim+"
     if _whole_window(tuple(x_shape[2:]), w_shape, stride, padding, dilation, groups):
         return prefix + "dense"
+    if _unrolled(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+        return prefix + "unrolled"
     if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
         return prefix + "direct"
     if _indirect(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         return prefix + "indirect"
+    if _tap_sum(xp, x_shape, w_shape, stride, groups, dtype):
+        return prefix + "tap-sum"
     m = winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
     if m:
         return f"{prefix}winograd F{m}"
@@ -406,7 +479,7 @@ def _dropped_finite(xp: Any, w: Any, trim: tuple) -> bool:
     ``w`` (finite only when every value is; gathering the dropped taps with a mask, or summing
     their strided blocks, cost more than the trimmed convolution itself on ResNet's 1x1 maps);
     when it is not finite (or overflowed), the exact check on the dropped taps decides."""
-    if bool(xp.isfinite(xp.sum(w))):
+    if _finite(xp, w):
         return True
     return bool(xp.isfinite(w[:, :, _dropped(xp, w.shape[2:], trim)]).all())
 
@@ -414,12 +487,17 @@ def _dropped_finite(xp: Any, w: Any, trim: tuple) -> bool:
 def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
     """The forward once every tap reads some input (``_conv_impl`` dropped the others)."""
     if _whole_window(x.shape[2:], w.shape, stride, padding, dilation, groups):
-        return _dense(xp, xp.reshape(x, (x.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)).T,
-                      (x.shape[0], w.shape[0], 1, 1))
+        return _dense(xp, xp.reshape(x, (x.shape[0], -1)), _matrix(xp, w).T, (x.shape[0], w.shape[0], 1, 1))
+    # an inf weight would miss the 0 * inf = NaN torch makes where its tap reads padding: such weights go on
+    if _unrolled(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype) and _finite(xp, w):
+        return unrolled.forward(xp, x, w, stride, padding)
     if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
         return direct.forward(xp, x, w, padding, dilation)
     if _indirect(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return indirect.forward(xp, x, w, stride, padding, dilation)
+    # an inf weight would miss the 0 * inf = NaN torch makes where its tap reads padding: such weights go on
+    if _tap_sum(xp, x.shape, w.shape, stride, groups, x.dtype) and _finite(xp, w):
+        return tap_sum.forward(xp, x, w, padding, dilation)
     m = winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
     if m and _finite(xp, w):  # x is checked by each thread on its images
         out = _winograd_forward(xp, x, w, padding, m)
@@ -447,13 +525,18 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
     if _whole_window(tuple(input_shape[2:]), w.shape, stride, padding, dilation, groups):
-        return _dense(xp, xp.reshape(g, (g.shape[0], -1)), xp.reshape(w, (w.shape[0], -1)), tuple(input_shape))
+        return _dense(xp, xp.reshape(g, (g.shape[0], -1)), _matrix(xp, w), tuple(input_shape))
+    if _unrolled(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
+        return unrolled.input_grad(xp, g, w, tuple(input_shape), stride, padding)
     if (_direct(xp, _padded_shape(input_shape, padding), w.shape, stride, dilation, groups, g.dtype)
             and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
         return direct.input_grad(xp, g, w, tuple(input_shape), padding, dilation)
     if (_indirect_input(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
             and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
         return indirect.input_grad(xp, g, w, tuple(input_shape), stride, padding)
+    # an inf weight would meet the zeros of g's columns (NaN) where torch adds nothing: such weights go on
+    if _tap_sum(xp, input_shape, w.shape, stride, groups, g.dtype) and _finite(xp, w):
+        return tap_sum.input_grad(xp, g, w, tuple(input_shape), padding, dilation)
     m = winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
     if m and _finite(xp, w):
         gx = winograd.input_grad(xp, g, w, padding, m, finite_only=True)
@@ -480,10 +563,16 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
                       dilation: tuple, groups: int) -> Any:
     trim = _trim(x.shape[2:], weight_shape[2:], stride, padding, dilation)
     if trim is not None:  # the dropped taps' gradient is zero: they only ever read padding
-        gw = xp.zeros(weight_shape, dtype=g.dtype)
         rows, cols, pads = trim
         part = weight_shape[:2] + (rows.stop - rows.start, cols.stop - cols.start)
-        gw[:, :, rows, cols] = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
+        live = _weight_grad_impl(xp, x, g, part, stride, pads, dilation, groups)
+        gw = xp.empty(weight_shape, dtype=g.dtype)
+
+        def fill(o0: int, o1: int) -> None:  # on ember's threads: 9.4 MB for ResNet-18's 512 x 512 x 3x3
+            gw[o0:o1] = 0
+            gw[o0:o1, :, rows, cols] = live[o0:o1]
+
+        split_channels(xp, fill, weight_shape[0], int(np.prod(weight_shape[1:])))
         if not bool(xp.isfinite(g.sum())):  # as torch: 0 * inf or 0 * NaN in g makes them NaN
             bad = ~xp.isfinite(g).all(axis=(0, 2, 3))
             gw[bad] = xp.where(_dropped(xp, weight_shape[2:], trim), xp.nan, gw[bad])
@@ -491,9 +580,18 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
     geometry = (x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
+    # an inf of g would miss the 0 * inf = NaN torch makes where a tap reads padding: such gradients go on
+    if _unrolled(xp, *geometry) and _finite(xp, g):
+        return unrolled.weight_grad(xp, x, g, tuple(weight_shape), stride, padding)
     # an inf of x would meet the zero columns of g past the output width (NaN): such inputs take the other paths
     if _indirect_weight(xp, *geometry) and _finite(xp, x):
         return indirect.weight_grad(xp, x, g, tuple(weight_shape), stride, padding, dilation)
+    if _tap_sum(xp, x.shape, weight_shape, stride, groups, x.dtype):
+        gw = tap_sum.weight_grad(xp, x, g, tuple(weight_shape), padding, dilation)
+        # an inf/NaN in x or g makes some of gw inf/NaN (every value of x meets every row of g's columns), not always
+        # where torch's does (its products with padding, and none with the columns' zeros): such inputs go on
+        if _finite(xp, gw):
+            return gw
     m = winograd_tile(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     v = _winograd_input(xp, x, padding, m) if m else None
     if v is not None:

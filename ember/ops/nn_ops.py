@@ -876,7 +876,7 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
         mask_array = input._device.xp.zeros(tuple(input.shape), dtype=input.dtype.np)
     else:
         mask_array = ember_random.sample_bernoulli(tuple(input.shape), input.dtype, input.device, None, 1.0 - p)
-        mask_array *= 1.0 / (1.0 - p)
+        mask_array /= mask_array.dtype.type(1.0 - p)  # torch: noise.div_(1 - p), the scalar in the noise's dtype
     mask = _wrap_array(mask_array, input._device)
     return _maybe_inplace(input, lambda t: t * mask, inplace, "dropout_")
 
@@ -954,7 +954,7 @@ def _channel_dropout(input: Any, p: float, training: bool, inplace: bool, op: st
             return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
     keep = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
     if p < 1.0:
-        keep *= 1.0 / (1.0 - p)
+        keep /= keep.dtype.type(1.0 - p)
     mask = _wrap_array(keep, input._device)
     return _maybe_inplace(input, lambda t: t * mask, inplace, op + "_")
 

@@ -31,7 +31,9 @@ __all__ = ["PyTree", "Context", "TreeSpec", "LeafSpec", "NodeDef", "SUPPORTED_NO
            "register_dataclass", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure", "tree_iter",
            "tree_map", "tree_map_", "tree_map_only", "tree_map_only_", "tree_all", "tree_any", "tree_all_only",
            "tree_any_only", "tree_is_leaf", "treespec_pprint", "is_namedtuple", "is_namedtuple_class",
-           "is_namedtuple_instance", "is_structseq", "is_structseq_class", "is_structseq_instance"]
+           "is_namedtuple_instance", "is_structseq", "is_structseq_class", "is_structseq_instance",
+           "SequenceKey", "MappingKey", "GetAttrKey", "KeyEntry", "KeyPath", "keystr", "tree_flatten_with_path",
+           "tree_leaves_with_path", "tree_map_with_path"]
 
 PyTree = Any
 Context = Any
@@ -81,7 +83,8 @@ def register_dataclass(cls: type, *, field_names: list[str] | None = None,
         f.name for f in dataclasses.fields(cls) if f.init and f.name not in (drop_field_names or [])]
     register_pytree_node(cls, lambda x: ([getattr(x, n) for n in names], list(names)),
                          lambda values, ctx: cls(**dict(zip(ctx, values))),
-                         serialized_type_name=serialized_type_name)
+                         serialized_type_name=serialized_type_name,
+                         flatten_with_keys_fn=lambda x: ([(GetAttrKey(n), getattr(x, n)) for n in names], list(names)))
 
 
 # ---- the built-in node types -----------------------------------------------------------------------
@@ -122,17 +125,112 @@ def _defaultdict_unflatten(values: Iterable, context: Context) -> defaultdict:
     return defaultdict(factory, zip(keys, values))
 
 
-register_pytree_node(tuple, lambda x: (list(x), None), lambda values, ctx: tuple(values))
-register_pytree_node(list, lambda x: (list(x), None), lambda values, ctx: list(values))
-register_pytree_node(dict, lambda d: (list(d.values()), list(d.keys())), lambda values, ctx: dict(zip(ctx, values)))
-register_pytree_node(OrderedDict, lambda d: (list(d.values()), list(d.keys())),
-                     lambda values, ctx: OrderedDict(zip(ctx, values)))
-register_pytree_node(defaultdict, _defaultdict_flatten, _defaultdict_unflatten)
-register_pytree_node(deque, lambda d: (list(d), d.maxlen), lambda values, ctx: deque(values, maxlen=ctx))
+# ---- key paths: where a leaf sits (``tree_flatten_with_path``, ``keystr``) ----------------------------------
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """The key of a list/tuple child: printed ``[0]``."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence: Any) -> Any:
+        return sequence[self.idx]
+
+
+@dataclasses.dataclass(frozen=True)
+class MappingKey:
+    """The key of a dict child: printed ``['name']``."""
+
+    key: Any
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+    def get(self, mapping: Any) -> Any:
+        return mapping[self.key]
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """The key of an attribute child (namedtuple fields, dataclasses): printed ``.name``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+    def get(self, obj: Any) -> Any:
+        return getattr(obj, self.name)
+
+
+KeyEntry = Any
+KeyPath = tuple
+
+
+def keystr(kp: KeyPath) -> str:
+    """A key path as text: ``keystr((MappingKey('a'), SequenceKey(0)))`` is ``"['a'][0]"``."""
+    return "".join(str(k) for k in kp)
+
+
+def _dict_flatten(d: dict) -> tuple[list, Context]:
+    return list(d.values()), list(d.keys())
+
+
+def _dict_unflatten(values: Iterable, context: Context) -> dict:
+    return dict(zip(context, values))
+
+
+def _dict_flatten_with_keys(d: dict) -> tuple[list, Context]:
+    values, context = _dict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(context, values)], context
+
+
+def _seq_flatten_with_keys(flatten_fn: FlattenFunc) -> Callable[[Any], tuple[list, Context]]:
+    def with_keys(x: Any) -> tuple[list, Context]:
+        values, context = flatten_fn(x)
+        return [(SequenceKey(i), v) for i, v in enumerate(values)], context
+    return with_keys
+
+
+def _list_flatten(x: list) -> tuple[list, Context]:
+    return list(x), None
+
+
+def _tuple_flatten(x: tuple) -> tuple[list, Context]:
+    return list(x), None
+
+
+def _deque_flatten(d: deque) -> tuple[list, Context]:
+    return list(d), d.maxlen
+
+
+def _defaultdict_flatten_with_keys(d: defaultdict) -> tuple[list, Context]:
+    values, context = _defaultdict_flatten(d)
+    return [(MappingKey(k), v) for k, v in zip(context[1], values)], context
+
+
+register_pytree_node(tuple, _tuple_flatten, lambda values, ctx: tuple(values),
+                     flatten_with_keys_fn=_seq_flatten_with_keys(_tuple_flatten))
+register_pytree_node(list, _list_flatten, lambda values, ctx: list(values),
+                     flatten_with_keys_fn=_seq_flatten_with_keys(_list_flatten))
+register_pytree_node(dict, _dict_flatten, _dict_unflatten, flatten_with_keys_fn=_dict_flatten_with_keys)
+register_pytree_node(OrderedDict, _dict_flatten, lambda values, ctx: OrderedDict(zip(ctx, values)),
+                     flatten_with_keys_fn=_dict_flatten_with_keys)
+register_pytree_node(defaultdict, _defaultdict_flatten, _defaultdict_unflatten,
+                     flatten_with_keys_fn=_defaultdict_flatten_with_keys)
+register_pytree_node(deque, _deque_flatten, lambda values, ctx: deque(values, maxlen=ctx),
+                     flatten_with_keys_fn=_seq_flatten_with_keys(_deque_flatten))
+
+
+def _namedtuple_flatten_with_keys(x: Any) -> tuple[list, Context]:
+    return [(GetAttrKey(f), v) for f, v in zip(type(x)._fields, x)], type(x)
 
 
 # namedtuples are nodes under the spec type ``namedtuple``, with their class as the context
-_NAMEDTUPLE = NodeDef(namedtuple, lambda x: (list(x), type(x)), lambda values, ctx: ctx(*values))  # type: ignore[arg-type]
+_NAMEDTUPLE = NodeDef(namedtuple, lambda x: (list(x), type(x)), lambda values, ctx: ctx(*values),  # type: ignore[arg-type]
+                      _namedtuple_flatten_with_keys)
 
 
 def _is_return_type(cls: type) -> bool:
@@ -300,6 +398,38 @@ def _flatten_up_to(spec: TreeSpec, tree: Any, out: list) -> None:
                          f"but got {context!r}.")
     for c, child_spec in zip(children, spec.children_specs):
         _flatten_up_to(child_spec, c, out)
+
+
+def _flatten_with_path(node: Any, path: tuple, out: list, is_leaf: Callable[[Any], bool] | None) -> TreeSpec:
+    if _is_leaf(node, is_leaf):
+        out.append((path, node))
+        return _LEAF_SPEC
+    node_def = _node_def(node)
+    if node_def.flatten_with_keys_fn is None:
+        raise ValueError(f"Did not find a flatten_with_keys_fn for type: {node_def.type}. Please pass a "
+                         f"flatten_with_keys_fn argument to register_pytree_node.")
+    keyed, context = node_def.flatten_with_keys_fn(node)
+    return TreeSpec(node_def.type, context,
+                    [_flatten_with_path(child, path + (key,), out, is_leaf) for key, child in keyed])
+
+
+def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None
+                           ) -> tuple[list[tuple[KeyPath, Any]], TreeSpec]:
+    """Like ``tree_flatten``, each leaf with its key path: ``[((MappingKey('a'), SequenceKey(0)), leaf), ...]``."""
+    out: list = []
+    return out, _flatten_with_path(tree, (), out, is_leaf)
+
+
+def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> list[tuple[KeyPath, Any]]:
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(func: Callable[..., Any], tree: PyTree, *rests: PyTree,
+                       is_leaf: Callable[[Any], bool] | None = None) -> PyTree:
+    """``func(key_path, leaf, *other_leaves)`` for each leaf; the results in ``tree``'s structure."""
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [spec.flatten_up_to(r) for r in rests]
+    return tree_unflatten([func(kp, x, *xs) for (kp, x), *xs in zip(pairs, *others)], spec)
 
 
 def tree_leaves(tree: PyTree, is_leaf: Callable[[Any], bool] | None = None) -> list:

@@ -20,14 +20,21 @@ from ember.ops import linalg
     (256, 784, 512, False, True),    # W2's first layer (weight transposed: packed B, M = 256)
     (512, 256, 784, True, True),     # its weight gradient
     (256, 512, 10, False, False),    # its 10-class layer: N = 10
-    (256, 10, 512, True, False),     # that layer's input gradient: K = 10
+    (256, 10, 512, True, True),      # that layer's input gradient: K = 10 (0.62x BLAS's time)
+    (256, 7, 1024, True, False),     # K = 7
+    (1024, 8, 1024, True, False),    # K = 8 with C's rows 4 KB apart
+    (1024, 8, 1040, True, True),
     (10, 256, 512, True, True),      # that layer's weight gradient (M = 10 is fine: 12-row tiles)
-    (1000, 64, 100, True, False),    # W1's weight gradient: K = 64
+    (1000, 64, 100, True, True),     # W1's weight gradient: K = 64 (0.64x BLAS's time)
     (64, 1000, 100, True, True),     # W1's forward
     (64, 3136, 10, False, False),    # the MNIST CNN's linear layer: N = 10
-    (64, 1024, 1024, False, False),  # a transposed B copied for 64 rows only
+    (64, 1024, 1024, False, True),   # a transposed B copied for 64 rows (0.98x)
+    (16, 1024, 1024, False, False),  # ... for 16 rows only
     (256, 1024, 1024, False, True),
-    (100, 100, 100, True, False),    # 1M multiply-adds, K < 128
+    (1024, 8, 256, True, True),      # K = 8 (0.57-0.62x)
+    (1024, 256, 10, True, False),    # N = 10
+    (1024, 256, 16, True, True),     # N = 16
+    (100, 100, 100, True, False),    # 1,000,000 multiply-adds: below MIN_MACS (2^20)
     (64, 128, 64, True, False),      # below MIN_MACS
     (4096, 384, 1152, False, True),  # GPT's qkv projection
 ])

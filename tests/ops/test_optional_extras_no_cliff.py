@@ -131,6 +131,23 @@ def _conv_indirect_train() -> Callable:
     return lambda: F.conv2d(x, w, stride=2, padding=3).sum().backward()
 
 
+def _conv_few_outputs_train() -> Callable:
+    """A stride-1 3x3 layer with 8 output channels (32 -> 8 on 28x28): the indirect kernels (forward, input
+    gradient) with numba on an AVX-512 CPU, column-free ``conv_tap_sum`` without (and its weight gradient both
+    ways)."""
+    x = ember.tensor(_data((64, 32, 28, 28)), requires_grad=True)
+    w = ember.tensor(_data((8, 32, 3, 3)) * 0.05, requires_grad=True)
+    return lambda: F.conv2d(x, w, padding=1).sum().backward()
+
+
+def _conv_gan_output_train() -> Callable:
+    """A GAN generator's one-channel output layer (3x3, 64 -> 1 on 32x32): ``conv_tap_sum`` in both installs (it
+    measured faster than the indirect kernels there), so no cliff by construction; timed to keep it so."""
+    x = ember.tensor(_data((64, 64, 32, 32)), requires_grad=True)
+    w = ember.tensor(_data((1, 64, 3, 3)) * 0.05, requires_grad=True)
+    return lambda: F.conv2d(x, w, padding=1).sum().backward()
+
+
 def _batch_norm_train() -> Callable:
     """Training batch norm forward + backward (the native per-channel kernels with numba, five NumPy sweeps
     each way without), at ResNet-18's layer1 shape times 2: 1M elements."""
@@ -197,6 +214,8 @@ CASES: dict[str, Callable[[], Callable]] = {
     "conv2d 3x3 (winograd transforms)": _conv_winograd_train,
     "conv2d 3x3 16x16 (conv_direct_forward)": _conv_direct_train,
     "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)": _conv_indirect_train,
+    "conv2d 3x3 32->8 (conv_indirect_forward at stride 1, conv_tap_sum)": _conv_few_outputs_train,
+    "conv2d 3x3 64->1 GAN output (conv_tap_sum both ways)": _conv_gan_output_train,
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,

@@ -15,9 +15,11 @@ def _state(payload: bytes):
 def test_generator_state_from_a_file_is_checked():
     g = ember.Generator()
     good = g.get_state()
-    for bad, words in [(b"{}", "integer 'seed'"), (b"[1, 2]", "integer 'seed'"), (b"\xff\xfe", "not a state"),
-                       (b'{"seed": "1", "bit_generator": {}}', "integer 'seed'"),
-                       (b'{"seed": 1, "bit_generator": {"bit_generator": "MT19937"}}', "invalid")]:
+    raw = bytes(good.numpy())
+    zero_left = raw[:8] + (0).to_bytes(4, "little") + raw[12:]
+    wide_word = raw[:24] + (2 ** 40).to_bytes(8, "little") + raw[32:]
+    for bad, words in [(b"{}", "before 0.2"), (b"\xff\xfe", "5056 bytes"), (raw[:-1], "5056 bytes"),
+                       (zero_left, "corrupt"), (wide_word, "corrupt")]:
         with pytest.raises(ValueError, match=words):
             g.set_state(_state(bad))
     g.set_state(good)

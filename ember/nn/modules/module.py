@@ -31,6 +31,7 @@ from ember.utils.swap import swap_tensors
 from ember.device import device as Device
 
 _HANDLE_IDS = itertools.count()
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the state_dict key of get_extra_state()'s value, as PyTorch
 
 
 class RemovableHandle:
@@ -464,6 +465,18 @@ class Module:
         return self
 
     # ---- state dict ----------------------------------------------------------------------------------
+    def get_extra_state(self) -> Any:
+        """Override to save extra (picklable) state under ``<prefix>_extra_state``; pair with ``set_extra_state``."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
+    def set_extra_state(self, state: Any) -> None:
+        """Override to restore what ``get_extra_state`` returned (``load_state_dict`` calls it)."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be called. Please file "
+                           "an issue at https://github.com/pytorch/pytorch/issues/new?template=bug-report.yml to "
+                           "report this bug.")
+
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
         for name, param in self._parameters.items():
             if param is not None:
@@ -471,6 +484,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
     def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
                    keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
@@ -524,9 +539,16 @@ class Module:
                         error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the '
                                           f"model are {target.shape} and whose dimensions in the checkpoint are "
                                           f"{value.shape}, an exception occurred : {error}.")
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        has_extra = type(self).set_extra_state is not Module.set_extra_state
+        if has_extra:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if not key.startswith(prefix):
+                if not key.startswith(prefix) or (has_extra and key == extra_key):
                     continue
                 head = key[len(prefix):].split(".", 1)[0]
                 if head not in self._modules and head not in local:

@@ -23,18 +23,13 @@ from typing import Any, Sequence
 import numpy as np
 
 import ember
-from ember.data.worker import data_rng
-from ember.vision.transforms import functional as F
+from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._image import is_tensor
 from ember.vision.transforms.functional import InterpolationMode
 
 __all__ = ["RandomRotation", "RandomAffine", "RandomPerspective", "RandomErasing", "GaussianBlur", "ElasticTransform",
            "FiveCrop", "TenCrop", "LinearTransformation", "RandomInvert", "RandomPosterize", "RandomSolarize",
            "RandomAdjustSharpness", "RandomAutocontrast", "RandomEqualize"]
-
-
-def _rng() -> np.random.Generator:
-    return data_rng(None)
 
 
 def _interpolation_mode(interpolation: Any) -> Any:
@@ -110,7 +105,7 @@ class RandomRotation(_Transform):
 
     @staticmethod
     def get_params(degrees: list[float]) -> float:
-        return float(_rng().uniform(float(degrees[0]), float(degrees[1])))
+        return draws.uniform(float(degrees[0]), float(degrees[1]))
 
     def __call__(self, img: Any) -> Any:
         angle = self.get_params(self.degrees)
@@ -148,19 +143,19 @@ class RandomAffine(_Transform):
                    shears: list[float] | None, img_size: list[int]) -> tuple[float, tuple[int, int], float,
                                                                             tuple[float, float]]:
         """(angle, (tx, ty) in pixels, scale, (shear_x, shear_y)); ``img_size`` is [width, height]."""
-        rng = _rng()
-        angle = float(rng.uniform(float(degrees[0]), float(degrees[1])))
+        angle = draws.uniform(float(degrees[0]), float(degrees[1]))
         if translate is not None:
             max_dx, max_dy = float(translate[0] * img_size[0]), float(translate[1] * img_size[1])
-            translations = (int(round(rng.uniform(-max_dx, max_dx))), int(round(rng.uniform(-max_dy, max_dy))))
+            tx = int(round(draws.uniform(-max_dx, max_dx)))
+            translations = (tx, int(round(draws.uniform(-max_dy, max_dy))))
         else:
             translations = (0, 0)
-        scale = float(rng.uniform(scale_ranges[0], scale_ranges[1])) if scale_ranges is not None else 1.0
+        scale = draws.uniform(scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
         shear_x = shear_y = 0.0
         if shears is not None:
-            shear_x = float(rng.uniform(shears[0], shears[1]))
+            shear_x = draws.uniform(shears[0], shears[1])
             if len(shears) == 4:
-                shear_y = float(rng.uniform(shears[2], shears[3]))
+                shear_y = draws.uniform(shears[2], shears[3])
         return angle, translations, scale, (shear_x, shear_y)
 
     def __call__(self, img: Any) -> Any:
@@ -184,12 +179,9 @@ class RandomPerspective(_Transform):
     @staticmethod
     def get_params(width: int, height: int, distortion_scale: float) -> tuple[list[list[int]], list[list[int]]]:
         """(startpoints, endpoints): the image corners and their randomly moved places (tl, tr, br, bl)."""
-        rng = _rng()
         half_height, half_width = height // 2, width // 2
         dx, dy = int(distortion_scale * half_width), int(distortion_scale * half_height)
-
-        def draw(low: int, high: int) -> int:
-            return int(rng.integers(low, high))
+        draw = draws.randint
 
         topleft = [draw(0, dx + 1), draw(0, dy + 1)]
         topright = [draw(width - dx - 1, width), draw(0, dy + 1)]
@@ -200,7 +192,7 @@ class RandomPerspective(_Transform):
 
     def __call__(self, img: Any) -> Any:
         _, height, width = F.get_dimensions(img)
-        if _rng().random() < self.p:
+        if draws.below(self.p):
             startpoints, endpoints = self.get_params(width, height, self.distortion_scale)
             return F.perspective(img, startpoints, endpoints, self.interpolation, _fill_for(img, self.fill))
         return img
@@ -238,26 +230,23 @@ class RandomErasing(_Transform):
         """(i, j, h, w, v): the rectangle and its contents; ten tries, else the whole image unchanged."""
         img_c, img_h, img_w = img.shape[-3], img.shape[-2], img.shape[-1]
         area = img_h * img_w
-        log_ratio = np.log(np.asarray(ratio, dtype=np.float32))
-        rng = _rng()
         for _ in range(10):
-            erase_area = area * float(rng.uniform(scale[0], scale[1]))
-            aspect_ratio = math.exp(float(rng.uniform(log_ratio[0], log_ratio[1])))
+            erase_area = area * draws.uniform(scale[0], scale[1])
+            aspect_ratio = draws.log_uniform(ratio)
             h = int(round(math.sqrt(erase_area * aspect_ratio)))
             w = int(round(math.sqrt(erase_area / aspect_ratio)))
             if not (h < img_h and w < img_w):
                 continue
             if value is None:
-                v = ember.from_numpy(rng.standard_normal((img_c, h, w)).astype(np.float32))
+                v = ember.from_numpy(draws.normal((img_c, h, w)))
             else:
                 v = ember.tensor(value)[:, None, None]
-            i = int(rng.integers(0, img_h - h + 1))
-            j = int(rng.integers(0, img_w - w + 1))
-            return i, j, h, w, v
+            i = draws.randint(0, img_h - h + 1)
+            return i, draws.randint(0, img_w - w + 1), h, w, v
         return 0, 0, img_h, img_w, img
 
     def __call__(self, img: Any) -> Any:
-        if _rng().random() >= self.p:
+        if not draws.below(self.p):
             return img
         if isinstance(self.value, (int, float)):
             value = [float(self.value)]
@@ -298,7 +287,7 @@ class GaussianBlur(_Transform):
 
     @staticmethod
     def get_params(sigma_min: float, sigma_max: float) -> float:
-        return float(_rng().uniform(sigma_min, sigma_max))
+        return draws.uniform(sigma_min, sigma_max)
 
     def __call__(self, img: Any) -> Any:
         sigma = self.get_params(self.sigma[0], self.sigma[1])
@@ -338,10 +327,9 @@ class ElasticTransform(_Transform):
     def get_params(alpha: list[float], sigma: list[float], size: list[int]) -> Any:
         """A ``[1, H, W, 2]`` displacement: per axis, uniform noise in [-1, 1], blurred with a ``8 sigma + 1`` kernel
         (odd), times ``alpha`` divided by the size along that axis."""
-        rng = _rng()
         fields = []
         for axis, divisor in ((0, size[1]), (1, size[0])):
-            field = rng.random([1, 1] + list(size), dtype=np.float32) * np.float32(2) - np.float32(1)
+            field = draws.uniform_array((1, 1) + tuple(size)) * np.float32(2) - np.float32(1)
             if sigma[axis] > 0.0:
                 k = int(8 * sigma[axis] + 1)
                 k += 1 - k % 2
@@ -419,7 +407,7 @@ class _RandomApplyOne(_Transform):
         raise NotImplementedError
 
     def __call__(self, img: Any) -> Any:
-        return self._apply(img) if _rng().random() < self.p else img
+        return self._apply(img) if draws.rand() < self.p else img  # torch.rand(1).item() < p
 
 
 class RandomInvert(_RandomApplyOne):

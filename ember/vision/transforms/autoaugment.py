@@ -23,17 +23,12 @@ from typing import Any
 import numpy as np
 
 import ember
-from ember.data.worker import data_rng
-from ember.vision.transforms import functional as F
+from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._grid import linspace_f32
 from ember.vision.transforms._image import from_chw, is_tensor, to_chw
 from ember.vision.transforms.functional import InterpolationMode
 
 __all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"]
-
-
-def _rng() -> np.random.Generator:
-    return data_rng(None)
 
 
 def _apply_op(img: Any, op_name: str, magnitude: float, interpolation: InterpolationMode, fill: Any) -> Any:
@@ -193,10 +188,9 @@ class AutoAugment(_AutoAugmentBase):
     @staticmethod
     def get_params(transform_num: int) -> tuple[int, Any, Any]:
         """(sub-policy index, two uniform draws deciding whether each step runs, two signs: 0 negates)."""
-        rng = _rng()
-        policy_id = int(rng.integers(transform_num))
-        probs = ember.from_numpy(rng.random(2, dtype=np.float32))
-        signs = ember.from_numpy(rng.integers(2, size=2))
+        policy_id = draws.randint(0, transform_num)  # torchvision: randint(n, (1,)), rand((2,)), randint(2, (2,))
+        probs = ember.from_numpy(draws.uniform_array((2,)))
+        signs = ember.from_numpy(draws.randint_array(0, 2, (2,)))
         return policy_id, probs, signs
 
     def __call__(self, img: Any) -> Any:
@@ -236,12 +230,11 @@ class RandAugment(_AutoAugmentBase):
         fill = _tensor_fill(img, self.fill)
         _, height, width = F.get_dimensions(img)
         op_meta = self._augmentation_space(self.num_magnitude_bins, (height, width))
-        rng = _rng()
         for _ in range(self.num_ops):
-            op_name = list(op_meta)[int(rng.integers(len(op_meta)))]
+            op_name = list(op_meta)[draws.randint(0, len(op_meta))]
             magnitudes, signed = op_meta[op_name]
             magnitude = _magnitude(magnitudes, self.magnitude)
-            if signed and rng.integers(2):
+            if signed and draws.randint(0, 2):
                 magnitude *= -1.0
             img = _apply_op(img, op_name, magnitude, interpolation=self.interpolation, fill=fill)
         return img
@@ -278,11 +271,10 @@ class TrivialAugmentWide(_AutoAugmentBase):
     def __call__(self, img: Any) -> Any:
         fill = _tensor_fill(img, self.fill)
         op_meta = self._augmentation_space(self.num_magnitude_bins)
-        rng = _rng()
-        op_name = list(op_meta)[int(rng.integers(len(op_meta)))]
+        op_name = list(op_meta)[draws.randint(0, len(op_meta))]
         magnitudes, signed = op_meta[op_name]
-        magnitude = _magnitude(magnitudes, rng.integers(len(magnitudes))) if magnitudes.ndim > 0 else 0.0
-        if signed and rng.integers(2):
+        magnitude = _magnitude(magnitudes, draws.randint(0, len(magnitudes))) if magnitudes.ndim > 0 else 0.0
+        if signed and draws.randint(0, 2):
             magnitude *= -1.0
         return _apply_op(img, op_name, magnitude, interpolation=self.interpolation, fill=fill)
 
@@ -329,7 +321,7 @@ class AugMix(_AutoAugmentBase):
     def _sample_dirichlet(self, params: Any) -> Any:
         """One Dirichlet draw per row of ``params`` (``[N, K]`` concentrations), as ``torch._sample_dirichlet``."""
         concentrations = np.asarray(params.tolist(), dtype=np.float64)
-        gammas = _rng().standard_gamma(concentrations)
+        gammas = draws.numpy_stream().standard_gamma(concentrations)  # not torch's gamma sampler
         return ember.from_numpy((gammas / gammas.sum(axis=-1, keepdims=True)).astype(np.float32))
 
     def __call__(self, orig_img: Any) -> Any:
@@ -345,15 +337,14 @@ class AugMix(_AutoAugmentBase):
         combined = np.asarray(self._sample_dirichlet(ember.tensor([[self.alpha] * self.mixture_width] * n)).tolist(),
                               np.float32) * m[:, 1].reshape(n, -1)
         mix = m[:, 0].reshape(weight_shape) * batch
-        rng = _rng()
         for i in range(self.mixture_width):
             aug = ember.from_numpy(np.ascontiguousarray(batch))  # the chain runs on the host copy
-            depth = self.chain_depth if self.chain_depth > 0 else int(rng.integers(1, 4))
+            depth = self.chain_depth if self.chain_depth > 0 else draws.randint(1, 4)
             for _ in range(depth):
-                op_name = list(op_meta)[int(rng.integers(len(op_meta)))]
+                op_name = list(op_meta)[draws.randint(0, len(op_meta))]
                 magnitudes, signed = op_meta[op_name]
-                magnitude = _magnitude(magnitudes, rng.integers(self.severity)) if magnitudes.ndim > 0 else 0.0
-                if signed and rng.integers(2):
+                magnitude = _magnitude(magnitudes, draws.randint(0, self.severity)) if magnitudes.ndim > 0 else 0.0
+                if signed and draws.randint(0, 2):
                     magnitude *= -1.0
                 aug = _apply_op(aug, op_name, magnitude, interpolation=self.interpolation, fill=fill)
             mix = mix + combined[:, i].reshape(weight_shape) * aug.numpy()

@@ -1,9 +1,10 @@
 """Transform classes with torchvision's names and arguments (``torchvision.transforms``).
 
 They take PIL images, NumPy ``HxW``/``HxWxC`` images and ember tensors ``[..., C, H, W]`` and return
-the kind they got (``ToTensor`` / ``PILToTensor`` convert to tensors). Random transforms draw from
-ember's random streams (the loader worker's stream inside a DataLoader, else ember's default
-generator), so ``ember.manual_seed`` makes them repeatable.
+the kind they got (``ToTensor`` / ``PILToTensor`` convert to tensors). Random transforms make
+torchvision's draws (``torch.rand(1)``, ``torch.randint``, ``uniform_``, ``randperm``, Python's ``random``
+for RandomOrder/RandomChoice) on ember's generator (a loader worker's per-batch generator, else the
+default one), so a seed augments as torchvision does.
 
 Example:
     >>> import numpy as np
@@ -16,13 +17,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import random
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ember.data.transforms import Compose, Lambda, Normalize  # noqa: F401  (same semantics as torchvision's)
-from ember.data.worker import data_rng
-from ember.vision.transforms import functional as F
+from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._image import image_size
 from ember.vision.transforms.functional import InterpolationMode
 
@@ -30,10 +31,6 @@ __all__ = ["Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtyp
            "CenterCrop", "RandomCrop", "RandomResizedCrop", "RandomHorizontalFlip", "RandomVerticalFlip", "Pad",
            "ColorJitter", "Grayscale", "RandomGrayscale", "RandomApply", "RandomChoice", "RandomOrder", "Lambda",
            "InterpolationMode", "RandomTransforms"]
-
-
-def _rng() -> np.random.Generator:
-    return data_rng(None)
 
 
 def _size_pair(size: Any, name: str) -> tuple[int, int]:
@@ -136,8 +133,8 @@ class RandomCrop(_Transform):
             raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
         if w == tw and h == th:
             return 0, 0, h, w
-        rng = _rng()
-        return int(rng.integers(0, h - th + 1)), int(rng.integers(0, w - tw + 1)), th, tw
+        top = draws.randint(0, h - th + 1)
+        return top, draws.randint(0, w - tw + 1), th, tw
 
     def __call__(self, img: Any) -> Any:
         if self.padding is not None:
@@ -171,15 +168,14 @@ class RandomResizedCrop(_Transform):
         to the ratio range."""
         height, width = image_size(img)
         area = height * width
-        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
-        rng = _rng()
         for _ in range(10):
-            target_area = area * rng.uniform(scale[0], scale[1])
-            aspect_ratio = math.exp(rng.uniform(log_ratio[0], log_ratio[1]))
+            target_area = area * draws.uniform(scale[0], scale[1])
+            aspect_ratio = draws.log_uniform(ratio)
             w = int(round(math.sqrt(target_area * aspect_ratio)))
             h = int(round(math.sqrt(target_area / aspect_ratio)))
             if 0 < w <= width and 0 < h <= height:
-                return int(rng.integers(0, height - h + 1)), int(rng.integers(0, width - w + 1)), h, w
+                top = draws.randint(0, height - h + 1)
+                return top, draws.randint(0, width - w + 1), h, w
         in_ratio = float(width) / float(height)
         if in_ratio < min(ratio):
             w, h = width, int(round(width / min(ratio)))
@@ -199,7 +195,7 @@ class RandomHorizontalFlip(_Transform):
         self.p = p
 
     def __call__(self, img: Any) -> Any:
-        return F.hflip(img) if _rng().random() < self.p else img
+        return F.hflip(img) if draws.below(self.p) else img
 
 
 class RandomVerticalFlip(_Transform):
@@ -207,7 +203,7 @@ class RandomVerticalFlip(_Transform):
         self.p = p
 
     def __call__(self, img: Any) -> Any:
-        return F.vflip(img) if _rng().random() < self.p else img
+        return F.vflip(img) if draws.below(self.p) else img
 
 
 class ColorJitter(_Transform):
@@ -239,10 +235,8 @@ class ColorJitter(_Transform):
 
     @staticmethod
     def get_params(brightness: Any, contrast: Any, saturation: Any, hue: Any) -> tuple:
-        rng = _rng()
-        order = rng.permutation(4)
-        factors = [None if r is None else float(rng.uniform(r[0], r[1])) for r in (brightness, contrast, saturation,
-                                                                                   hue)]
+        order = draws.randperm(4)
+        factors = [None if r is None else draws.uniform(r[0], r[1]) for r in (brightness, contrast, saturation, hue)]
         return (order, *factors)
 
     def __call__(self, img: Any) -> Any:
@@ -269,7 +263,7 @@ class RandomGrayscale(_Transform):
 
     def __call__(self, img: Any) -> Any:
         channels = F.get_dimensions(img)[0]
-        return F.rgb_to_grayscale(img, channels) if _rng().random() < self.p else img
+        return F.rgb_to_grayscale(img, channels) if draws.below(self.p) else img
 
 
 class RandomTransforms(_Transform):
@@ -290,7 +284,7 @@ class RandomApply(_Transform):
         self.p = p
 
     def __call__(self, img: Any) -> Any:
-        if _rng().random() >= self.p:
+        if np.float32(self.p) < np.float32(draws.rand()):  # torchvision: `if self.p < torch.rand(1)`
             return img
         for t in self.transforms:
             img = t(img)
@@ -300,10 +294,10 @@ class RandomApply(_Transform):
 class RandomChoice(RandomTransforms):
     def __init__(self, transforms: Sequence[Callable], p: Sequence[float] | None = None) -> None:
         super().__init__(list(transforms))
-        self.p = None if p is None else [x / sum(p) for x in p]
+        self.p = p  # weights as given: random.choices normalizes them (as torchvision passes them)
 
     def __call__(self, img: Any) -> Any:
-        return self.transforms[int(_rng().choice(len(self.transforms), p=self.p))](img)
+        return random.choices(self.transforms, weights=self.p)[0](img)  # Python's random, as torchvision
 
 
 class RandomOrder(RandomTransforms):
@@ -311,7 +305,9 @@ class RandomOrder(RandomTransforms):
         super().__init__(list(transforms))
 
     def __call__(self, img: Any) -> Any:
-        for i in _rng().permutation(len(self.transforms)):
+        order = list(range(len(self.transforms)))
+        random.shuffle(order)  # Python's random module, as torchvision
+        for i in order:
             img = self.transforms[i](img)
         return img
 

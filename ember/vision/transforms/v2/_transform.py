@@ -20,16 +20,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember import nn
-from ember.data.worker import data_rng
 from ember.func.pytree import tree_flatten, tree_unflatten
 from ember.tensor import Tensor
 from ember.vision import tv_tensors
+from ember.vision.transforms import _draws as draws
 from ember.vision.transforms._image import is_pil
 from ember.vision.transforms.v2 import functional as F
-
-
-def _rng() -> np.random.Generator:
-    return data_rng(None)
 
 
 def check_type(obj: Any, types_or_checks: Sequence[Any]) -> bool:
@@ -132,6 +128,6 @@ class _RandomApplyTransform(Transform):
         inputs = inputs if len(inputs) > 1 else inputs[0]
         flat_inputs, spec = tree_flatten(inputs)
         self.check_inputs(flat_inputs)
-        if _rng().random() >= self.p:
+        if not draws.below(self.p):  # torchvision: `if torch.rand(1) >= self.p`
             return inputs
         return tree_unflatten(self._apply(flat_inputs, self._needs_transform_list(flat_inputs)), spec)

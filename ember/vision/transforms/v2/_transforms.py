@@ -24,18 +24,23 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 import ember
+from ember import random as ember_random
+from ember.data.worker import data_generator
+from ember.device import to_device
 from ember.func.pytree import tree_flatten, tree_unflatten
 from ember.tensor import Tensor
 from ember.vision import tv_tensors
-from ember.vision.transforms import _augment as augment_v1
+from ember.vision.transforms import _augment as augment_v1, _draws as draws
 from ember.vision.transforms import autoaugment as autoaugment_v1
 from ember.vision.transforms import functional as F1
 from ember.vision.transforms import transforms as transforms_v1
 from ember.vision.transforms._image import is_pil
 from ember.vision.transforms.functional import InterpolationMode
 from ember.vision.transforms.v2 import functional as F
-from ember.vision.transforms.v2._transform import Transform, _RandomApplyTransform, _rng, get_bounding_boxes, \
+from ember.vision.transforms.v2._transform import Transform, _RandomApplyTransform, get_bounding_boxes, \
     has_any, query_chw, query_size
+
+_CPU = to_device("cpu")
 
 
 def _setup_size(size: Any, error_msg: str) -> tuple[int, int]:
@@ -93,7 +98,7 @@ class RandomApply(Transform):
 
     def forward(self, *inputs: Any) -> Any:
         needs_unpacking = len(inputs) > 1
-        if _rng().random() >= self.p:
+        if not draws.below(self.p):
             return inputs if needs_unpacking else inputs[0]
         outputs = inputs if needs_unpacking else inputs[0]
         for transform in self.transforms:
@@ -117,7 +122,10 @@ class RandomChoice(Transform):
         self.p = [probability / sum(p) for probability in p]
 
     def forward(self, *inputs: Any) -> Any:
-        return self.transforms[int(_rng().choice(len(self.transforms), p=self.p))](*inputs)
+        # torchvision: torch.multinomial(torch.tensor(self.p), 1)
+        index = int(ember_random.sample_multinomial(np.asarray([self.p], dtype=np.float32), 1, False, _CPU,
+                                                    data_generator())[0, 0])
+        return self.transforms[index](*inputs)
 
 
 class RandomOrder(Transform):
@@ -132,7 +140,7 @@ class RandomOrder(Transform):
     def forward(self, *inputs: Any) -> Any:
         needs_unpacking = len(inputs) > 1
         outputs = inputs if needs_unpacking else inputs[0]
-        for index in _rng().permutation(len(self.transforms)):
+        for index in draws.randperm(len(self.transforms)):
             outputs = self.transforms[int(index)](*inputs)
             inputs = outputs if needs_unpacking else (outputs,)
         return outputs
@@ -365,9 +373,8 @@ class RandomCrop(Transform):
             raise ValueError(f"Required crop size {(cropped_height, cropped_width)} is larger than "
                              f"{'padded ' if self.padding is not None else ''}input image size "
                              f"{(padded_height, padded_width)}.")
-        rng = _rng()
-        top = int(rng.integers(0, padded_height - cropped_height + 1)) if padded_height > cropped_height else 0
-        left = int(rng.integers(0, padded_width - cropped_width + 1)) if padded_width > cropped_width else 0
+        top = draws.randint(0, padded_height - cropped_height + 1) if padded_height > cropped_height else 0
+        left = draws.randint(0, padded_width - cropped_width + 1) if padded_width > cropped_width else 0
         padding = [pad_left, pad_top, pad_right, pad_bottom]
         return dict(needs_crop=padded_height > cropped_height or padded_width > cropped_width, top=top, left=left,
                     height=cropped_height, width=cropped_width, needs_pad=any(padding), padding=padding)
@@ -540,7 +547,7 @@ class _BaseMixUpCutMix(Transform):
             raise ValueError(f"labels_getter should either be 'default' or a callable, got {labels_getter}.")
 
     def _lam(self) -> float:
-        return float(np.float32(_rng().beta(self.alpha, self.alpha)))
+        return float(np.float32(draws.numpy_stream().beta(self.alpha, self.alpha)))  # not torch's Beta sampler
 
     def forward(self, *inputs: Any) -> Any:
         inputs = inputs if len(inputs) > 1 else inputs[0]
@@ -607,8 +614,8 @@ class CutMix(_BaseMixUpCutMix):
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
         lam = self._lam()
         height, width = query_size(flat_inputs)
-        rng = _rng()
-        r_x, r_y = int(rng.integers(width)), int(rng.integers(height))
+        r_x = draws.randint(0, width)
+        r_y = draws.randint(0, height)
         r = 0.5 * math.sqrt(1.0 - lam)
         r_w_half, r_h_half = int(r * width), int(r * height)
         x1, y1 = max(r_x - r_w_half, 0), max(r_y - r_h_half, 0)
@@ -642,7 +649,7 @@ class RandomRotation(Transform):
         self.center = center
 
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
-        return dict(angle=float(_rng().uniform(self.degrees[0], self.degrees[1])))
+        return dict(angle=draws.uniform(self.degrees[0], self.degrees[1]))
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         return F.rotate(inpt, params["angle"], self.interpolation, self.expand, self.center,
@@ -818,11 +825,11 @@ class RandomZoomOut(_RandomApplyTransform):
 
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
         orig_h, orig_w = query_size(flat_inputs)
-        rng = _rng()
-        r = float(np.float32(self.side_range[0] + rng.random(dtype=np.float32) *
-                             np.float32(self.side_range[1] - self.side_range[0])))
+        # torchvision: side_range[0] + torch.rand(1) * (side_range[1] - side_range[0]), in float32
+        r = float(np.float32(self.side_range[0]) + np.float32(draws.rand()) *
+                  np.float32(self.side_range[1] - self.side_range[0]))
         canvas_width, canvas_height = int(orig_w * r), int(orig_h * r)
-        rx, ry = rng.random(2, dtype=np.float32)
+        rx, ry = draws.uniform_array((2,))
         left, top = int((canvas_width - orig_w) * rx), int((canvas_height - orig_h) * ry)
         return dict(padding=[left, top, canvas_width - (left + orig_w), canvas_height - (top + orig_h)])
 
@@ -835,7 +842,7 @@ class RandomChannelPermutation(Transform):
 
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
         num_channels = query_chw(flat_inputs)[0]
-        return dict(permutation=[int(i) for i in _rng().permutation(num_channels)])
+        return dict(permutation=draws.randperm(num_channels))
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:
         return F.permute_channels(inpt, params["permutation"])
@@ -853,14 +860,12 @@ class RandomPhotometricDistort(Transform):
 
     def make_params(self, flat_inputs: list[Any]) -> dict[str, Any]:
         num_channels = query_chw(flat_inputs)[0]
-        rng = _rng()
         params: dict[str, Any] = {}
         for key, (low, high) in [("brightness_factor", self.brightness), ("contrast_factor", self.contrast),
                                  ("saturation_factor", self.saturation), ("hue_factor", self.hue)]:
-            params[key] = float(rng.uniform(low, high)) if rng.random() < self.p else None
-        params["contrast_before"] = bool(rng.random() < 0.5)
-        params["channel_permutation"] = [int(i) for i in rng.permutation(num_channels)] if rng.random() < self.p \
-            else None
+            params[key] = draws.uniform(low, high) if draws.below(self.p) else None
+        params["contrast_before"] = draws.below(0.5)
+        params["channel_permutation"] = draws.randperm(num_channels) if draws.below(self.p) else None
         return params
 
     def transform(self, inpt: Any, params: dict[str, Any]) -> Any:

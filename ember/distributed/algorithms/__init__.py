@@ -1,0 +1,1 @@
+"""``torch.distributed.algorithms``: ``join`` only (named, refused when used)."""
