@@ -42,7 +42,8 @@ def is_gloo_available() -> bool:
 __all__ = [
     "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
-    "gather", "gather_object", "get_backend", "get_global_rank", "get_process_group_ranks", "get_rank", "get_world_size", "init_process_group",
+    "gather", "gather_object", "get_backend", "get_global_rank", "get_process_group_ranks", "get_rank",
+    "get_world_size", "init_process_group",
     "irecv", "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
     "isend", "new_group", "recv", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
     "scatter_object_list", "send", "send_object_list", "recv_object_list", "DistError", "DistBackendError",

@@ -77,9 +77,8 @@ def _edge(t: Any) -> tuple:
     return (fn, t._output_nr) if fn is not None else (t, 0)
 
 
-def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
-    """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
-    nondiff = op.nondiff_inputs
+def _record_node(op: OpDef, args: tuple, attrs: dict, nondiff: tuple, save: str) -> tuple:
+    """``record``'s node for several inputs (or nondifferentiable ones): its edges, saved inputs and needs."""
     edges = []
     meta = []
     needs = []
@@ -95,10 +94,10 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
             meta.append(None)
         edges.append(None)
         needs.append(False)
-    node = OpNode(op, attrs, tuple(edges), tuple(meta), tuple(needs))
+    needs = tuple(needs)
+    node = OpNode(op, attrs, tuple(edges), tuple(meta), needs)
     if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
         _anomaly.record(node)
-    save = op.save
     if save == "inputs" or save == "both":
         node.saved = tuple([SavedTensor(a) if isinstance(a, Tensor) else a for a in args])
     elif save == "cross":  # each input only for the others' gradients: kept when another input needs one
@@ -112,6 +111,39 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         node.saved = (None,) + tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args[1:])
     else:
         node.saved = (None,) * len(args)
+    return node, needs
+
+
+_NEEDS_ONE, _NEEDS_NONE, _NO_EDGE, _NO_META, _SAVED_NONE = (True,), (False,), (None,), (None,), (None,)
+
+
+def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
+    """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
+    nondiff = op.nondiff_inputs
+    save = op.save
+    if len(args) == 1 and not nondiff:  # one input (views, reductions, unary ops): no per-input lists
+        a = args[0]
+        if isinstance(a, Tensor):
+            meta = (a._data.shape,)
+            if a._requires_grad:
+                fn = a.grad_fn
+                edges = ((fn, a._output_nr) if fn is not None else (a, 0),)
+                needs = _NEEDS_ONE
+            else:
+                edges, needs = _NO_EDGE, _NEEDS_NONE
+        else:
+            meta, edges, needs = _NO_META, _NO_EDGE, _NEEDS_NONE
+        node = OpNode(op, attrs, edges, meta, needs)
+        if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
+            _anomaly.record(node)
+        if save == "inputs" or save == "both" or save == "first":  # (cross: no other input needs a gradient)
+            node.saved = (SavedTensor(a) if isinstance(a, Tensor) else a,)
+        elif save == "cross":
+            node.saved = (None,) if isinstance(a, Tensor) else (a,)
+        else:
+            node.saved = _SAVED_NONE
+    else:
+        node, needs = _record_node(op, args, attrs, nondiff, save)
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
@@ -202,7 +234,8 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     device = None
     arrays = []
     needs_grad = False
-    half = False
+    half = False   # a float16/bfloat16 tensor input: the opmath wrapper runs (ember/ops/opmath.py)
+    other = False  # a non-tensor argument with a 2-byte dtype (a NumPy array or scalar): the result may be narrowed
     for a in args:
         if isinstance(a, Tensor):
             d = a._device
@@ -212,31 +245,49 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 return apply(op, _cpu_scalars_to_device(op, args), attrs)
             data = a._data
             arrays.append(data)
-            if data.dtype.itemsize == 2:
+            size = data.dtype.itemsize
+            if size == 2:
                 half = True
-            elif data.dtype.itemsize == 1 and data.dtype.kind in "fV":  # float8: torch's CPU op list
+            elif size == 1 and data.dtype.kind in "fV":  # float8: torch's CPU op list
                 return _apply_float8(op, args, attrs)
             if a._requires_grad:
                 needs_grad = True
         else:
             arrays.append(a)
+            if a.__class__ not in _PLAIN_ARGS and getattr(getattr(a, "dtype", None), "itemsize", 0) == 2:
+                other = True
     if device is None:
         device = attrs.pop("_device", None) or CPU
     impl = op.impl
     if not half and impl is op.impl_opmath:  # no half input: skip the opmath wrapper's check (ember/ops/opmath.py)
         impl = op.impl_no_half
-    out = impl(device.xp, *arrays, **attrs)
-    if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
+    xp = device.xp
+    out = impl(xp, *arrays, **attrs)
+    if (half or other) and op.category != "cast" and getattr(out, "dtype", None) is not None \
+            and out.dtype.kind == "f":  # (only a 2-byte input can narrow a result: _keep_half)
         for a in arrays:
             if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
                 out = _keep_half(out, a.dtype)
                 break
-    result = _wrap(op, out, device, args, attrs)
-    if needs_grad and op.vjp is not None and _STATE.enabled:
-        record(op, result if isinstance(result, tuple) else (result,), args, attrs)
+    if op.num_outputs == 1:  # _wrap, inlined for the common case
+        if type(out) is not xp.ndarray:
+            out = xp.asarray(out)
+        result = Tensor._make(out, device, False)
+        if op.view and out.base is not None:
+            _share_version(result, args[0], op, attrs)
+        if needs_grad and op.vjp is not None and _STATE.enabled:
+            record(op, (result,), args, attrs)
+    else:
+        result = _wrap(op, out, device, args, attrs)
+        if needs_grad and op.vjp is not None and _STATE.enabled:
+            record(op, result, args, attrs)
     if t0 and PROFILER is not None:
         PROFILER.op(op, t0, args, attrs, result)
     return result
+
+
+# Argument types that never carry a dtype (apply's check for 2-byte NumPy operands skips them)
+_PLAIN_ARGS = frozenset((int, float, bool, complex, str, tuple, list, type(None), slice, type(Ellipsis)))
 
 
 def _apply_float8(op: OpDef, args: tuple, attrs: dict) -> Any:
