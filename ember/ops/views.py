@@ -15,7 +15,7 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, unsigned_ops
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
@@ -667,6 +667,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
             raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
                                f"shape {tuple(input.shape)}")
+    unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
     return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
 
