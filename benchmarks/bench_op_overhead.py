@@ -1,16 +1,23 @@
 """The fixed cost of one small op, ember against PyTorch eager in one process (CPU time per call, medians of
 alternating rounds): the ops hand-written tiny-op programs call in loops (a BiLSTM-CRF's Viterbi and forward
-algorithm, a DQN's target computation), on a 5x5 float32 tensor that requires grad (each call records a node).
-Prints the CPU model, the load and ember / torch per op, worst first; points at where the per-op overhead is.
+algorithm, a DQN's target computation, a ViT's attention reshapes), on a 5x5 float32 tensor that requires grad
+(each call records a node). Prints the CPU model, the load and ember / torch per op, worst first.
 
     python benchmarks/bench_op_overhead.py              # with autograd recording
     python benchmarks/bench_op_overhead.py --no-grad    # plain calls
+    python benchmarks/bench_op_overhead.py --ab /work/main   # another checkout's ember (old) against this one (new)
+
+``--ab OLD_REPO`` starts process pairs (old, new, then new, old, ...; ``PYTHONPATH`` set to each tree), each
+timing every op for ember and torch in alternating rounds, and prints per op the best per-process median of old
+and new ember, both ratios to torch (measured in the same processes) and new/old.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +36,7 @@ def cases(lib: Any, grad: bool) -> dict[str, Callable[[], Any]]:
     x = lib.tensor(rng.random((5, 5), dtype=np.float32), requires_grad=grad)
     y = lib.tensor(rng.random((5, 5), dtype=np.float32))
     v = lib.tensor(rng.random(5, dtype=np.float32))
+    h = lib.tensor(rng.random((2, 4, 6), dtype=np.float32), requires_grad=grad)
     index = lib.zeros(5, 1, dtype=lib.long)
     return {
         "add": lambda: x + y, "mul_scalar": lambda: x * 2.0, "sum": lambda: x.sum(), "sum_dim": lambda: x.sum(1),
@@ -39,6 +47,9 @@ def cases(lib: Any, grad: bool) -> dict[str, Callable[[], Any]]:
         "max_dim": lambda: x.max(1), "logsumexp": lambda: lib.logsumexp(x, 1), "softmax": lambda: lib.softmax(x, 1),
         "argmax": lambda: x.argmax(1), "item": lambda: x[0, 0].item(), "expand_add": lambda: v.unsqueeze(1) + x,
         "gather": lambda: x.gather(1, index),
+        "reshape3": lambda: h.reshape(2, 4, 2, 3), "transpose": lambda: h.transpose(1, 2),
+        "permute": lambda: h.permute(0, 2, 1), "flatten": lambda: h.flatten(1), "chunk": lambda: h.chunk(2, -1),
+        "index_tuple": lambda: h[:, 0], "ellipsis": lambda: h[..., :3], "contiguous_t": lambda: x.t().contiguous(),
     }
 
 
@@ -49,25 +60,65 @@ def per_call(fn: Callable[[], Any], calls: int) -> float:
     return (time.process_time() - start) / calls * 1e6
 
 
+def measure(grad: bool, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
+    """{op: (ember us, torch us)}: medians of ``rounds`` alternating rounds, CPU time per call."""
+    torch.set_num_threads(1)
+    mine, theirs = cases(ember, grad), cases(torch, grad)
+    times: dict = {name: ([], []) for name in mine}
+    for _ in range(rounds):
+        for name in mine:
+            times[name][0].append(per_call(mine[name], calls))
+            times[name][1].append(per_call(theirs[name], calls))
+    return {name: (statistics.median(e), statistics.median(t)) for name, (e, t) in times.items()}
+
+
+def _child(repo: str, args: argparse.Namespace) -> dict:
+    env = dict(os.environ, PYTHONPATH=repo, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    flags = ["--no-grad"] if args.no_grad else []
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--json", "--rounds", str(args.rounds),
+                          "--calls", str(args.calls), *flags], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-grad", action="store_true")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--ab", metavar="OLD_REPO", help="compare OLD_REPO's ember (old) with this checkout's (new)")
+    parser.add_argument("--processes", type=int, default=3, help="--ab: process pairs (old, new) to alternate")
+    parser.add_argument("--json", action="store_true", help="print one JSON line of medians (used by --ab)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    mine, theirs = cases(ember, not args.no_grad), cases(torch, not args.no_grad)
-    times: dict = {name: ([], []) for name in mine}
-    for _ in range(args.rounds):
-        for name in mine:
-            times[name][0].append(per_call(mine[name], args.calls))
-            times[name][1].append(per_call(theirs[name], args.calls))
-    print(f"{cpu_model()}, load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}, one thread; "
-          f"{'no grad' if args.no_grad else 'input requires grad'}; CPU time per call, medians of {args.rounds} rounds")
-    rows = [(name, statistics.median(e), statistics.median(t)) for name, (e, t) in times.items()]
-    print(f"  {'op':12s} {'ember':>9s} {'torch':>9s} {'ratio':>7s}")
-    for name, e, t in sorted(rows, key=lambda r: -r[1] / r[2]):
-        print(f"  {name:12s} {e:7.2f}us {t:7.2f}us {e / t:6.2f}x")
+    if args.json:
+        print(json.dumps(measure(not args.no_grad, args.rounds, args.calls)))
+        return
+    header = (f"{cpu_model()}, load average {os.getloadavg()[0]:.1f}; torch {torch.__version__}, one thread; "
+              f"{'no grad' if args.no_grad else 'input requires grad'}; CPU time per call, medians of {args.rounds} "
+              "rounds")
+    if not args.ab:
+        rows = [(name, e, t) for name, (e, t) in measure(not args.no_grad, args.rounds, args.calls).items()]
+        print(header)
+        print(f"  {'op':12s} {'ember':>9s} {'torch':>9s} {'ratio':>7s}")
+        for name, e, t in sorted(rows, key=lambda r: -r[1] / r[2]):
+            print(f"  {name:12s} {e:7.2f}us {t:7.2f}us {e / t:6.2f}x")
+        return
+    new_repo = str(Path(__file__).resolve().parent.parent)
+    runs: dict = {"old": [], "new": []}
+    for k in range(args.processes):
+        for side in (("old", "new") if k % 2 == 0 else ("new", "old")):
+            runs[side].append(_child(args.ab if side == "old" else new_repo, args))
+    print(header + f"; {args.processes} process pairs, best of the per-process medians\n"
+          f"old: {args.ab}\nnew: {new_repo}")
+    print(f"  {'op':12s} {'old':>9s} {'new':>9s} {'torch':>9s} {'old/torch':>9s} {'new/torch':>9s} {'new/old':>8s}")
+    table = []
+    for name in runs["new"][0]:
+        old = min(r[name][0] for r in runs["old"])
+        new = min(r[name][0] for r in runs["new"])
+        ref = min(r[name][1] for r in runs["old"] + runs["new"])
+        table.append((name, old, new, ref))
+    for name, old, new, ref in sorted(table, key=lambda r: -r[1] / r[3]):
+        print(f"  {name:12s} {old:7.2f}us {new:7.2f}us {ref:7.2f}us {old / ref:8.2f}x {new / ref:8.2f}x "
+              f"{new / old:7.3f}")
 
 
 if __name__ == "__main__":

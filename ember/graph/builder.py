@@ -102,6 +102,7 @@ class Builder(interpreters.Interpreter):
         self.trace = trace
         graph.builder = self
         self.lifted: dict[int, tuple] = {}  # id(tensor) -> (tensor, original array, state value, original grad)
+        self.lift_versions: dict[int, int] = {}  # id(tensor) -> its version when lifted (see finish)
         self.storage: dict[int, Value] = {}  # value id -> the state whose buffer it is (or will be written to)
         self.latest: dict[int, Value] = {}  # state id -> its newest value
         self.created: list = []  # weakrefs to symbolic tensors made while tracing (escape detection)
@@ -143,6 +144,7 @@ class Builder(interpreters.Interpreter):
         if not data.flags.c_contiguous:
             self.layout[state.id] = layouts.of_array(data)
         self.lifted[id(t)] = (t, data, state, t.grad)
+        self.lift_versions[id(t)] = t._version
         self.storage[state.id] = state
         t._data = state
         return state
@@ -315,9 +317,12 @@ class Builder(interpreters.Interpreter):
     # ---- end of a trace -------------------------------------------------------------------------
     def restore(self) -> None:
         """Give every lifted tensor its array (and .grad) back; used when a trace is abandoned."""
-        for t, data, _, grad in self.lifted.values():
+        for key, (t, data, _, grad) in self.lifted.items():
             t._data = data
             t.grad = grad
+            start = self.lift_versions.get(key)
+            if start is not None and t._version > start:  # the trace's writes never happened
+                t._vc[0] = start
 
     def finish(self, outputs: list) -> None:
         """Record outputs and updates, restore lifted tensors, materialize escaped symbolic tensors."""
@@ -343,6 +348,12 @@ class Builder(interpreters.Interpreter):
             t._data = data
             if final is not state:
                 graph.updates.append((state, final))
+                # The trace's in-place ops bumped t's version; the runs bump it (as often) instead, so
+                # t._version counts like eager torch's (one per in-place op per call)
+                start = self.lift_versions.get(key, 0)
+                if t._version > start:
+                    graph.update_bumps[state.id] = t._version - start
+                    t._vc[0] = start
             else:
                 owned.append(key)
         del outputs
@@ -382,6 +393,7 @@ class Builder(interpreters.Interpreter):
                 graph.consts.append(state)
             del entry
         self.lifted.clear()
+        self.lift_versions.clear()
 
 
 _LAYOUT_MESSAGE = (

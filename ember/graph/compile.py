@@ -30,7 +30,8 @@ Decisions (and why):
   no autograd outputs) is timed against eager on real calls: pairs of compiled and eager calls,
   each on the wall and the CPU clock, decided by the median ratio over the pairs, re-checked after
   50 and 500 more calls (:mod:`ember.graph.speed_trial` says why each of these). When the graph is
-  slower on both clocks, that signature runs eagerly until a re-check says otherwise;
+  slower on both clocks, or does not beat eager by 2% on either (a tie: nothing to win), that signature
+  runs eagerly until a re-check says otherwise;
   ``eager_reason`` (also the first line of ``explain()``) says so with the figures, and the first
   such decision is logged once as a WARNING on the ``ember.compile`` logger. Why measure instead of
   predicting: whether a graph wins depends on the machine (cores, BLAS, numba present) and on how
@@ -261,7 +262,9 @@ class _Compiled:
         self.devices = [v.device for v in graph.outputs]
         # The speed trial (ember/graph/speed_trial.py): None when skipped.
         random = any(getattr(n.op, "random", False) for n in graph.nodes)
-        self.trial: SpeedTrial | None = None if random else SpeedTrial()
+        fused = sum(getattr(n.op, "category", None) == "fused" for n in graph.nodes)
+        hint = f"{len(graph.nodes)} graph nodes, {fused} fused elementwise kernel{'s' if fused != 1 else ''}"
+        self.trial: SpeedTrial | None = None if random else SpeedTrial(hint)
 
     @property
     def speed_note(self) -> str:

@@ -207,6 +207,9 @@ class Graph:
         # ids of states made for tensors the trace created and let escape (``p.grad`` set by backward):
         # nothing reads their old value, so a run may hand them its new array instead of copying it
         self.escaped: set[int] = set()
+        # state id -> how many in-place writes the traced code made to that tensor (torch bumps a tensor's
+        # version once per in-place op; a run bumps the state's tensor as often). Absent: once.
+        self.update_bumps: dict[int, int] = {}
         self.builder: Any = None  # the Builder adding nodes, while one is
 
     # ---- building --------------------------------------------------------------------------
@@ -276,6 +279,7 @@ class Graph:
         g.inputs, g.states, g.consts = list(self.inputs), list(self.states), list(self.consts)
         g.nodes, g.outputs, g.updates = list(self.nodes), list(self.outputs), list(self.updates)
         g.escaped = set(self.escaped)
+        g.update_bumps = dict(self.update_bumps)
         return g
 
     # ---- checking and printing -------------------------------------------------------------

@@ -329,6 +329,16 @@ def cat(b: GraphBuilder, n: Any) -> str:
     return b.node("Concat", n.inputs, axis=int(n.attrs["dim"]) % max(_rank(n), 1))
 
 
+def stack(b: GraphBuilder, n: Any) -> str:
+    """Unsqueeze each input at ``dim``, then one Concat (ONNX has no Stack)."""
+    if any(is_complex(s) for s in n.in_specs):
+        raise NotImplementedError("ember.onnx.export: stack of complex tensors is not exported")
+    dim = int(n.attrs["dim"])
+    parts = [b.node("Unsqueeze", [x, b.ints([dim])]) if b.opset >= 13 else b.node("Unsqueeze", [x], axes=[dim])
+             for x in n.inputs]
+    return b.node("Concat", parts, axis=dim)
+
+
 def pad(b: GraphBuilder, n: Any) -> str:
     rank = _rank(n)
     pad = list(n.attrs["pad"])

@@ -267,6 +267,12 @@ def cat(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
     return dispatch.apply(op, moved, {**attrs, "dim": _norm(attrs["dim"], rank) + 1}), 0
 
 
+def stack(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """stack(*xs, dim): every input batched at 0; the stacking dim (normalized by the op over rank + 1) moves by one."""
+    moved = tuple(with_batch(a, d, size) for a, d in zip(args, bdims))
+    return dispatch.apply(op, moved, {**attrs, "dim": attrs["dim"] + 1}), 0
+
+
 def gather(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
     """gather(x, index, dim) / scatter_add(x, index, src, dim): every tensor batched at 0 (unbatched ones
     broadcast, which gather/scatter need: they index element by element)."""

@@ -22,7 +22,7 @@ from ember.ops.registry import OPS, OpDef
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
-from ember.ops import float8_ops as _float8_ops
+from ember.ops import float8_ops as _float8_ops, unsigned_ops as _unsigned_ops
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool, complex)
@@ -77,9 +77,8 @@ def _edge(t: Any) -> tuple:
     return (fn, t._output_nr) if fn is not None else (t, 0)
 
 
-def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
-    """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
-    nondiff = op.nondiff_inputs
+def _record_node(op: OpDef, args: tuple, attrs: dict, nondiff: tuple, save: str) -> tuple:
+    """``record``'s node for several inputs (or nondifferentiable ones): its edges, saved inputs and needs."""
     edges = []
     meta = []
     needs = []
@@ -95,10 +94,10 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
             meta.append(None)
         edges.append(None)
         needs.append(False)
-    node = OpNode(op, attrs, tuple(edges), tuple(meta), tuple(needs))
+    needs = tuple(needs)
+    node = OpNode(op, attrs, tuple(edges), tuple(meta), needs)
     if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
         _anomaly.record(node)
-    save = op.save
     if save == "inputs" or save == "both":
         node.saved = tuple([SavedTensor(a) if isinstance(a, Tensor) else a for a in args])
     elif save == "cross":  # each input only for the others' gradients: kept when another input needs one
@@ -112,6 +111,39 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         node.saved = (None,) + tuple(SavedTensor(a) if isinstance(a, Tensor) else a for a in args[1:])
     else:
         node.saved = (None,) * len(args)
+    return node, needs
+
+
+_NEEDS_ONE, _NEEDS_NONE, _NO_EDGE, _NO_META, _SAVED_NONE = (True,), (False,), (None,), (None,), (None,)
+
+
+def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
+    """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
+    nondiff = op.nondiff_inputs
+    save = op.save
+    if len(args) == 1 and not nondiff:  # one input (views, reductions, unary ops): no per-input lists
+        a = args[0]
+        if isinstance(a, Tensor):
+            meta = (a._data.shape,)
+            if a._requires_grad:
+                fn = a.grad_fn
+                edges = ((fn, a._output_nr) if fn is not None else (a, 0),)
+                needs = _NEEDS_ONE
+            else:
+                edges, needs = _NO_EDGE, _NEEDS_NONE
+        else:
+            meta, edges, needs = _NO_META, _NO_EDGE, _NEEDS_NONE
+        node = OpNode(op, attrs, edges, meta, needs)
+        if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
+            _anomaly.record(node)
+        if save == "inputs" or save == "both" or save == "first":  # (cross: no other input needs a gradient)
+            node.saved = (SavedTensor(a) if isinstance(a, Tensor) else a,)
+        elif save == "cross":
+            node.saved = (None,) if isinstance(a, Tensor) else (a,)
+        else:
+            node.saved = _SAVED_NONE
+    else:
+        node, needs = _record_node(op, args, attrs, nondiff, save)
     if len(outputs) > 1:
         node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
@@ -204,7 +236,8 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     device = None
     arrays = []
     needs_grad = False
-    half = False
+    half = False   # a float16/bfloat16 tensor input: the opmath wrapper runs (ember/ops/opmath.py)
+    other = False  # a non-tensor argument with a 2-byte dtype (a NumPy array or scalar): the result may be narrowed
     for a in args:
         if isinstance(a, Tensor):
             d = a._device
@@ -214,30 +247,70 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 return apply(op, _cpu_scalars_to_device(op, args), attrs)
             data = a._data
             arrays.append(data)
-            if data.dtype.itemsize == 2:
+            dt = data.dtype
+            if dt in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+                return _apply_gated(op, args, attrs)
+            if dt.itemsize == 2:
                 half = True
-            elif data.dtype.itemsize == 1 and data.dtype.kind in "fV":  # float8: torch's CPU op list
-                return _apply_float8(op, args, attrs)
             if a._requires_grad:
                 needs_grad = True
         else:
             arrays.append(a)
+            if a.__class__ not in _PLAIN_ARGS and getattr(getattr(a, "dtype", None), "itemsize", 0) == 2:
+                other = True
     if device is None:
         device = attrs.pop("_device", None) or CPU
     impl = op.impl
     if not half and impl is op.impl_opmath:  # no half input: skip the opmath wrapper's check (ember/ops/opmath.py)
         impl = op.impl_no_half
-    out = impl(device.xp, *arrays, **attrs)
-    if op.category != "cast" and getattr(out, "dtype", None) is not None and out.dtype.kind == "f":
+    xp = device.xp
+    out = impl(xp, *arrays, **attrs)
+    if (half or other) and op.category != "cast" and getattr(out, "dtype", None) is not None \
+            and out.dtype.kind == "f":  # (only a 2-byte input can narrow a result: _keep_half)
         for a in arrays:
             if getattr(a, "dtype", None) is not None and a.dtype != out.dtype and a.dtype.itemsize == 2:
                 out = _keep_half(out, a.dtype)
                 break
-    result = _wrap(op, out, device, args, attrs)
-    if needs_grad and op.vjp is not None and _STATE.enabled:
-        record(op, result if isinstance(result, tuple) else (result,), args, attrs)
+    if op.num_outputs == 1:  # _wrap, inlined for the common case
+        if type(out) is not xp.ndarray:
+            out = xp.asarray(out)
+        result = Tensor._make(out, device, False)
+        if op.view and out.base is not None:
+            _share_version(result, args[0], op, attrs)
+        if needs_grad and op.vjp is not None and _STATE.enabled:
+            record(op, (result,), args, attrs)
+    else:
+        result = _wrap(op, out, device, args, attrs)
+        if needs_grad and op.vjp is not None and _STATE.enabled:
+            record(op, result, args, attrs)
     if t0 and PROFILER is not None:
         PROFILER.op(op, t0, args, attrs, result)
+    return result
+
+
+# Argument types that never carry a dtype (apply's check for 2-byte NumPy operands skips them)
+_PLAIN_ARGS = frozenset((int, float, bool, complex, str, tuple, list, type(None), slice, type(Ellipsis)))
+
+
+# dtypes torch runs only a short list of CPU ops on: float8 (ember/ops/float8_ops.py) and uint16/32/64
+# (ember/ops/unsigned_ops.py); one set test per operand sends them to _apply_gated
+_GATED = frozenset(dtypes.FLOAT8_NP | dtypes.WIDE_UNSIGNED_NP)
+
+
+def _apply_gated(op: OpDef, args: tuple, attrs: dict) -> Any:
+    """``apply`` for a float8 or uint16/32/64 operand: refused where torch has no kernel, else run as usual."""
+    arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    if _float8_ops.has_float8(arrays) is not None:
+        return _apply_float8(op, args, attrs)
+    _unsigned_ops.check(op, _unsigned_ops.first_unsigned(arrays))
+    device = next(a._device for a in args if isinstance(a, Tensor))
+    if any(a._device != device for a in args if isinstance(a, Tensor)):
+        args = _cpu_scalars_to_device(op, args)
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = (op.impl_no_half or op.impl)(device.xp, *arrays, **attrs)
+    result = _wrap(op, out, device, args, attrs)
+    if _STATE.enabled and op.vjp is not None and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        record(op, result if isinstance(result, tuple) else (result,), args, attrs)
     return result
 
 
@@ -266,8 +339,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
-    if x._data.dtype.itemsize == 1 and x._data.dtype.kind in "fV":  # float8: torch's CPU op list
-        return _apply_float8(op, (x,), attrs or {})
+    if x._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+        return _apply_gated(op, (x,), attrs or {})
     impl = op.impl
     if impl is op.impl_opmath and x._data.dtype.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
         impl = op.impl_no_half
@@ -355,8 +428,8 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     for v in (a, b):
-        if isinstance(v, Tensor) and v._data.dtype.itemsize == 1 and v._data.dtype.kind in "fV":  # float8
-            return _apply_float8(op, (a, b), {})
+        if isinstance(v, Tensor) and v._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+            return _apply_gated(op, (a, b), {})
     try:
         impl = op.impl
         if impl is op.impl_opmath and (a if a_tensor else b)._data.dtype.itemsize != 2:  # (opmath.py, as above)

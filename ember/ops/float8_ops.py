@@ -21,7 +21,7 @@ import numpy as np
 from ember import dtypes, float8
 
 # Ops that move or select bytes: the float8 arrays pass through unchanged.
-MOVES = frozenset("""as_strided cat clone contiguous copy_slices diagonal expand getitem index_put permute reshape
+MOVES = frozenset("""as_strided cat stack clone contiguous copy_slices diagonal expand getitem index_put permute reshape
     to_device unfold view_replay where to_dtype""".split())
 # Ops torch 2.13 computes for float8 on the CPU (all operands float8 of one dtype for mul).
 COMPUTES = frozenset("eq ne isnan abs mul isinf".split())  # (isinf only for e5m2, the format with infinities)

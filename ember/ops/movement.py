@@ -11,11 +11,12 @@ from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, layout
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
 from ember.ops.elementwise import sum_to
+from ember.ops.reductions import take_along
 
 
 def _prod(values: Sequence[int]) -> int:
@@ -81,7 +82,7 @@ CONTIGUOUS = register(OpDef(
 ))
 
 CLONE = register(OpDef(
-    name="clone", batch="elementwise", category="movement", impl=lambda xp, x: x.copy(), save="none",
+    name="clone", batch="elementwise", category="movement", impl=layout.clone_array, save="none",
     shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 
@@ -170,11 +171,13 @@ def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
 
 def _getitem_impl(xp: Any, x: Any, *index_arrays: Any, index: tuple) -> Any:
     try:
+        if not index_arrays:  # basic indexing: the structure is the index
+            out = x[index]
+            if not isinstance(out, xp.ndarray):  # x[1, 2]: a 0-d view, as in PyTorch
+                out = x[index + (Ellipsis,)]
+            return out
         full = _rebuild_index(index, index_arrays)
-        out = take_index(x, full) if index_arrays else x[full]  # (ints before arrays matter only with arrays)
-        if not index_arrays and not isinstance(out, xp.ndarray):  # x[1, 2]: a 0-d view, as in PyTorch
-            out = x[index + (Ellipsis,)]
-        return out
+        return take_index(x, full)  # (ints before arrays matter only with arrays)
     except IndexError as error:
         raise _index_error(x, index, error) from None
 
@@ -317,8 +320,28 @@ INDEX_PUT = register(OpDef(
 ))
 
 
+_BASIC_INDEX = frozenset((int, type(None), type(Ellipsis)))
+
+
+def _basic_index(key: Any) -> tuple | None:
+    """``key`` as split_index's structure when it is basic indexing only (ints, slices of step None or > 0, None,
+    ``...``): no index tensors, nothing to convert. None for anything else (split_index's full path decides)."""
+    if key.__class__ is not tuple:
+        key = (key,)
+    for item in key:
+        if item.__class__ in _BASIC_INDEX:
+            continue
+        if item.__class__ is slice and (item.step is None or (item.step.__class__ is int and item.step > 0)):
+            continue
+        return None
+    return key
+
+
 def split_index(key: Any, device: Any) -> tuple[tuple, list]:
     """Turn a Python index into (static structure, index tensors); lists/arrays become tensors."""
+    basic = _basic_index(key)
+    if basic is not None:
+        return basic, []
     from ember.creation import tensor as make_tensor
 
     if not isinstance(key, tuple):
@@ -414,6 +437,32 @@ def _cat_array_vjp(ctx: Any, g: Any) -> tuple:
 CAT.array_vjp = _cat_array_vjp
 
 
+# ---- stack: one op (it was unsqueeze of each input, then cat: 1 + n recorded ops) --------------------------
+def _stack_vjp(ctx: Any, g: Any) -> tuple:
+    dim = ctx.attrs["dim"]
+    return tuple(g.select(dim, i) if need else None for i, need in enumerate(ctx.needs))
+
+
+def _stack_array_vjp(ctx: Any, g: Any) -> tuple:
+    lead = (slice(None),) * ctx.attrs["dim"]
+    return tuple(g[lead + (i,)] if need else None for i, need in enumerate(ctx.needs))
+
+
+def _stack_rule(*specs: Spec, dim: int) -> Spec:
+    shape = list(specs[0].shape)
+    shape.insert(dim, len(specs))
+    return Spec(tuple(shape), specs[0].dtype, specs[0].device)
+
+
+# ``dim`` is normalized (0 <= dim <= rank of the inputs), the inputs have one shape and one dtype (views.stack
+# checks and promotes, as torch.stack).
+STACK = register(OpDef(
+    name="stack", batch=batching.stack, category="movement", impl=lambda xp, *xs, dim: xp.stack(xs, axis=dim),
+    vjp=_stack_vjp, save="none", shape_rule=_stack_rule, onnx=to_onnx.stack, autocast="promote",
+))
+STACK.array_vjp = _stack_array_vjp
+
+
 def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
@@ -450,7 +499,7 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
     if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
         bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
         raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
-    return xp.take_along_axis(x[slices], index, axis=dim)
+    return take_along(xp, x[slices], index, dim)
 
 
 def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:

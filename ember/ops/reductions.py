@@ -22,6 +22,10 @@ def normalize_dims(dim: Any, ndim: int, op: str) -> tuple | None:
     """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
     if dim is None:
         return None
+    if dim.__class__ is int:  # the common call, one plain int in range: no tuple/set/sort
+        size = ndim if ndim > 1 else 1
+        if -size <= dim < size:
+            return (dim % size if ndim else 0,)
     # NumPy integers count as ints (PyTorch takes anything with __index__): x.sum(np.int64(0))
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     if len(dims) == 0:
@@ -335,8 +339,7 @@ def _arg_impl(fn: str):
         if dim is None:
             out = getattr(xp, fn)(x.reshape(-1))
             return out.reshape((1,) * x.ndim) if keepdim else out
-        out = getattr(xp, fn)(x, axis=dim)
-        return xp.expand_dims(out, dim) if keepdim else out
+        return getattr(xp, fn)(x, axis=dim, keepdims=True) if keepdim else getattr(xp, fn)(x, axis=dim)
 
     return impl
 
@@ -351,12 +354,25 @@ ARGMIN = register(OpDef(name="argmin", batch="dim", category="reduction", impl=_
                         onnx=to_onnx.arg_reduce("ArgMin")))
 
 
+def take_along(xp: Any, x: Any, idx: Any, dim: int) -> Any:
+    """``xp.take_along_axis(x, idx, axis=dim)`` as one fancy index (``idx`` has ``x``'s rank; other dims broadcast):
+    the same grid NumPy's wrapper builds, without its Python checks (~10 us of a 5x5 ``max(dim)``)."""
+    nd = x.ndim
+    index = []
+    for d in range(nd):
+        if d == dim:
+            index.append(idx)
+        else:
+            index.append(xp.arange(x.shape[d]).reshape((1,) * d + (-1,) + (1,) * (nd - d - 1)))
+    return x[tuple(index)]
+
+
 def _max_dim_impl(fn: str):
     arg = _arg_impl("argmax" if fn == "max" else "argmin")
 
     def impl(xp: Any, x: Any, dim: int, keepdim: bool = False) -> tuple:
         idx = arg(xp, x, dim, True)
-        values = xp.take_along_axis(x, idx, axis=dim)
+        values = take_along(xp, x, idx, dim)
         if not keepdim:
             values, idx = xp.squeeze(values, dim), xp.squeeze(idx, dim)
         return values, idx
@@ -609,9 +625,24 @@ VAR = register(OpDef(
 ))
 
 
-def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
+def _bessel(dim: Any, unbiased: Any, correction: Any, op: str) -> tuple:
+    """PyTorch's three overloads of var/std(_mean) as ``(dim, correction)``: ``(dim, unbiased, keepdim)``
+    positionally, ``(dim, *, correction, keepdim)``, and ``(unbiased)`` -- a bool where ``dim`` stands."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments: unbiased given twice "
+                            f"({dim} in dim's place and unbiased={unbiased})")
+        dim, unbiased = None, bool(dim)
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: give unbiased= or correction=, "
+                        "not both")
     if unbiased is not None:
-        correction = 1 if unbiased else 0
+        return dim, (1 if unbiased else 0)
+    return dim, (1 if correction is None else correction)
+
+
+def _variance(input: Any, dim: Any, correction: Any, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
+    dim, correction = _bessel(dim, unbiased, correction, op)
     if input.dtype.is_complex:  # mean |x - mean|^2 = var(real) + var(imag): real, as PyTorch's
         parts = [_variance(part, dim, correction, keepdim, None, op, False)
                  for part in (elementwise.real_part(input), elementwise.imag_part(input))]
@@ -627,7 +658,7 @@ def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: 
                                           "root": root})
 
 
-def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+def var(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
     """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated as PyTorch's.
 
     Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
@@ -642,13 +673,16 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 @named_backward("StdBackward0")
-def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+def std(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
     std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
     return _variance(input, dim, correction, keepdim, unbiased, "std", True)
 
 
-def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
+def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(var, mean)`` over ``dim``, with PyTorch's overloads (see :func:`_bessel`)."""
+    dim, correction = _bessel(dim, unbiased, correction, "var_mean")
     return var(input, dim, correction=correction, keepdim=keepdim), mean(input, dim, keepdim=keepdim)
 
 

@@ -13,9 +13,9 @@ from ember import dtypes
 from ember.autograd.node import torch_named
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
-    SCATTER_ADD, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
+    SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, unsigned_ops
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
@@ -37,9 +37,49 @@ def _shape_arg(shape: Sequence[Any]) -> tuple:
     return tuple(int(s) for s in shape)
 
 
-def reshape(input: Any, *shape: Any) -> Any:
-    target = infer_shape(_shape_arg(shape), input.numel(), "reshape", tuple(input.shape))
-    if target == tuple(input.shape):
+def _sizes_or_keyword(sizes: tuple, named: Any, op: str, keyword: str) -> tuple:
+    """The sizes of ``x.reshape(2, 3)`` / ``x.reshape((2, 3))`` or of PyTorch's keyword form
+    ``x.reshape(shape=(2, 3))`` (DiT's unpatchify writes that); both at once is refused, as PyTorch does."""
+    if named is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() received an invalid combination of arguments: sizes given both positionally "
+                        f"{tuple(sizes)} and as {keyword}={named!r}; pass one of them")
+    return (named,)
+
+
+def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
+    """``shape`` resolved against ``numel`` elements when it is plain Python ints (at most one -1) that fit, else
+    None: the common call, checked without ``infer_shape``'s conversions (which also write the errors)."""
+    known = 1
+    infer = -1
+    for i, s in enumerate(shape):
+        if s.__class__ is not int:
+            return None
+        if s < 0:
+            if s != -1 or infer >= 0:
+                return None
+            infer = i
+        else:
+            known *= s
+    if infer < 0:
+        return tuple(shape) if known == numel else None
+    if known == 0 or numel % known:
+        return None
+    shape = list(shape)
+    shape[infer] = numel // known
+    return tuple(shape)
+
+
+def reshape(input: Any, *sizes: Any, shape: Any = None) -> Any:
+    shape = sizes if shape is None else _sizes_or_keyword(sizes, shape, "reshape", "shape")
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    data = input._data
+    target = _plain_target(shape, data.size)
+    if target is None:
+        target = infer_shape(_shape_arg(shape), input.numel(), "reshape", tuple(input.shape))
+    if target == data.shape:
         return dispatch.apply(RESHAPE, (input,), {"shape": target}) if input._requires_grad else _alias(input)
     return dispatch.apply(RESHAPE, (input,), {"shape": target})
 
@@ -49,7 +89,7 @@ def _alias(input: Any) -> Any:
     return dispatch.apply(RESHAPE, (input,), {"shape": tuple(input.shape)})
 
 
-def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
+def view(input: Any, *shape: Any, dtype: Any = None, size: Any = None) -> Any:
     """``reshape`` that never copies: where the strides cannot express the new shape it raises, as
     PyTorch's ``view`` does (a silent copy would cut in-place changes off from the original).
     ``view(dtype)`` reinterprets the bits instead (see ``view_dtype``).
@@ -58,6 +98,7 @@ def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
         >>> ember.zeros(2, 3).t().view(6)  # doctest: +SKIP
         RuntimeError: view size is not compatible with input tensor's size and stride ...
     """
+    shape = _sizes_or_keyword(shape, size, "view", "size")
     if dtype is not None and not shape:
         return view_dtype(input, dtype)
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
@@ -116,7 +157,13 @@ def reshape_as(input: Any, other: Any) -> Any:
     return reshape(input, tuple(other.shape))
 
 
-def permute(input: Any, *dims: Any) -> Any:
+def permute(input: Any, *order: Any, dims: Any = None) -> Any:
+    dims = order if dims is None else _sizes_or_keyword(order, dims, "permute", "dims")
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    n = input._data.ndim
+    if len(dims) == n and all(d.__class__ is int and 0 <= d < n for d in dims) and len(set(dims)) == n:
+        return dispatch.apply(PERMUTE, (input,), {"dims": tuple(dims)})  # plain ints already normalized
     dims = _shape_arg(dims)
     if len(dims) != input.ndim:
         raise RuntimeError(f"permute: number of dims {len(dims)} doesn't match the tensor's {input.ndim} dims "
@@ -128,9 +175,9 @@ def permute(input: Any, *dims: Any) -> Any:
 
 
 def transpose(input: Any, dim0: int, dim1: int) -> Any:
-    if input.ndim < 2 and input.ndim == 0:
+    n = input._data.ndim
+    if n == 0:
         return input
-    n = input.ndim
     dims = list(range(n))
     a, b = input._dim(dim0, "transpose"), input._dim(dim1, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
@@ -142,10 +189,11 @@ swapaxes = swapdims = transpose
 
 
 def t(input: Any) -> Any:
-    if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D; use .mT or "
+    n = input._data.ndim
+    if n > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D; use .mT or "
                            "transpose(-2, -1)")
-    if input.ndim < 2:
+    if n < 2:
         return input
     out = dispatch.apply(PERMUTE, (input,), {"dims": (1, 0)})  # transpose(0, 1) without its own name
     return out if out.grad_fn is None else torch_named(out, "TBackward0")
@@ -165,13 +213,13 @@ def squeeze(input: Any, dim: Any = None) -> Any:
 
 
 def unsqueeze(input: Any, dim: int) -> Any:
-    n = input.ndim + 1
+    shape = input._data.shape
+    n = len(shape) + 1
     if not -n <= dim < n:
         raise IndexError(f"unsqueeze: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     dim %= n
-    shape = list(input.shape)
-    shape.insert(dim, 1)
-    out = dispatch.apply(RESHAPE, (input,), {"shape": tuple(shape)})
+    shape = shape[:dim] + (1,) + shape[dim:]
+    out = dispatch.apply(RESHAPE, (input,), {"shape": shape})
     return out if out.grad_fn is None else torch_named(out, "UnsqueezeBackward0")
 
 
@@ -181,11 +229,14 @@ def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     if input.ndim == 0:
         return reshape(input, (1,))
     start, end = input._dim(start_dim, "flatten"), input._dim(end_dim, "flatten")
-    shape = tuple(input.shape)
+    shape = input._data.shape
     size = 1
     for s in shape[start:end + 1]:
         size *= s
-    return reshape(input, shape[:start] + (size,) + shape[end + 1:])
+    target = shape[:start] + (size,) + shape[end + 1:]
+    if start >= end:  # nothing merged (or start after end): reshape's own handling
+        return reshape(input, target)
+    return dispatch.apply(RESHAPE, (input,), {"shape": target})  # (its element count is the input's)
 
 
 def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Any:
@@ -195,8 +246,8 @@ def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Any:
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
 
-def expand(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def expand(input: Any, *sizes: Any, size: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, size, "expand", "size"))
     shape = tuple(input.shape)
     if len(sizes) < len(shape):
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
@@ -268,6 +319,16 @@ def is_contiguous(input: Any, memory_format: Any = None) -> bool:
     return True
 
 
+def suggest_memory_format(input: Any) -> str | None:
+    """``"channels_last"`` / ``"channels_last_3d"`` when ``input`` is laid out so (and not also row-major), else
+    None: the layout PyTorch's resampling kernels give their output (``F.interpolate`` of a permuted NHWC tensor
+    is channels-last, so ``.permute(0, 2, 3, 1).view(...)`` after it works, as DINO's pos-embed resize needs)."""
+    if input.ndim not in (4, 5) or dispatch.is_symbolic(input) or input._data.flags.c_contiguous:
+        return None
+    name = "channels_last" if input.ndim == 4 else "channels_last_3d"
+    return name if is_contiguous(input, name) else None
+
+
 def contiguous(input: Any, memory_format: Any = None) -> Any:
     """A tensor with the same values laid out in ``memory_format`` (the input itself when it already is):
     ``x.contiguous(memory_format=torch.channels_last)`` keeps the NCHW shape with NHWC memory, as PyTorch."""
@@ -319,7 +380,13 @@ def select(input: Any, dim: int, index: int) -> Any:
     return getitem(input, (slice(None),) * d + (index,))
 
 
-def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
+def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, split_size: Any = None) -> tuple:
+    """``torch.split(tensor, split_size_or_sections, dim)``; ``Tensor.split`` names its argument ``split_size``."""
+    if (split_size_or_sections is None) == (split_size is None):
+        raise TypeError("split() missing required argument 'split_size_or_sections' (or, as Tensor.split names it, "
+                        "'split_size'); give exactly one")
+    if split_size_or_sections is None:
+        split_size_or_sections = split_size
     d = tensor._dim(dim, "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -331,9 +398,12 @@ def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
         sections = list(split_size_or_sections)
         if sum(sections) != size:
             raise RuntimeError(f"split: sections {sections} don't add up to the size {size} of dimension {d}")
+    if any(length < 0 for length in sections):
+        raise RuntimeError(f"split: split sizes must be non-negative, got {sections}")
     out, start = [], 0
-    for length in sections:
-        out.append(narrow(tensor, d, start, length))
+    lead = (slice(None),) * d
+    for length in sections:  # narrow(tensor, d, start, length), whose checks the sections already pass
+        out.append(getitem_with(tensor, lead + (slice(start, start + length),), ()))
         start += length
     return _multi_output_views(out, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 
@@ -356,17 +426,19 @@ def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of tensors")
     # PyTorch skips legacy 1-D empty tensors; keep that for code written against it.
-    nonempty = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    nonempty = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
     ref = nonempty[0]
     d = ref._dim(dim, "cat")
     target = ref.dtype
+    ref_shape = ref._data.shape
     for t in nonempty[1:]:
-        if t.ndim != ref.ndim:
+        shape = t._data.shape
+        if len(shape) != len(ref_shape):
             raise RuntimeError(f"cat: tensors must have the same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for i in range(ref.ndim):
-            if i != d and t.shape[i] != ref.shape[i]:
+        for i in range(len(ref_shape)):
+            if i != d and shape[i] != ref_shape[i]:
                 raise RuntimeError(f"cat: sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ref.shape[i]} but got size {t.shape[i]} in dimension {i}")
+                                   f"{ref_shape[i]} but got size {shape[i]} in dimension {i}")
         if t.dtype is not target:
             target = promote_types(target, t.dtype)
     nonempty = [dispatch.cast(t, target) for t in nonempty]
@@ -382,16 +454,22 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack: expected a non-empty list of tensors")
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for t in tensors[1:]:
-        if tuple(t.shape) != shape:
+        if t._data.shape != shape:
             raise RuntimeError(f"stack: expects each tensor to be equal size, but got {list(shape)} and "
                                f"{list(t.shape)}")
     n = tensors[0].ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"stack: dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    out = cat([unsqueeze(t, dim) for t in tensors], dim % n)
-    return out if out.grad_fn is None else torch_named(out, "StackBackward0")
+    if len(tensors) == 1:  # (cat's copy of its one input)
+        out = cat([unsqueeze(tensors[0], dim)], dim % n)
+        return out if out.grad_fn is None else torch_named(out, "StackBackward0")
+    target = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype is not target:
+            target = promote_types(target, t.dtype)
+    return dispatch.apply(STACK, tuple([dispatch.cast(t, target) for t in tensors]), {"dim": dim % n})
 
 
 def hstack(tensors: Sequence[Any]) -> Any:
@@ -421,10 +499,15 @@ def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
     return dispatch.apply(FLIP, (input,), {"dims": tuple(input._dim(d, "flip") for d in dims)})
 
 
-def repeat(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < input.ndim:
         raise RuntimeError("repeat: number of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(r < 0 for r in sizes):  # checked before the reshapes below, where -1 would be inferred
+        lead = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
+                           f"{min(s * r for s, r in zip(lead, sizes))}: {[s * r for s, r in zip(lead, sizes)]}; "
+                           "every repeat count must be >= 0")
     shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
     x = reshape(input, shape)
     interleaved, expanded, final = [], [], []
@@ -593,6 +676,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
             raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
                                f"shape {tuple(input.shape)}")
+    unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
     return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
 

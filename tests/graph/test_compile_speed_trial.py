@@ -179,4 +179,52 @@ def test_trial_pairs_alternate_which_mode_goes_first(order) -> None:
     assert modes[0] == "warm"
     pairs = [tuple(modes[1 + 2 * k:3 + 2 * k]) for k in range(speed_trial.PAIRS)]
     assert pairs[order % speed_trial.PAIRS] == (("compiled", "eager") if order % 2 == 0 else ("eager", "compiled"))
-    assert trial.next_mode() == "run compiled"
+    assert trial.next_mode() == "run eager"  # equal times: a tie, nothing to win
+
+
+def test_a_tie_runs_eagerly_and_says_why(monkeypatch, caplog) -> None:
+    # Within noise of eager on both clocks (MNIST's CNN: convolutions the graph runs as eager does): the graph
+    # cannot win, so eager (the reference) runs, and the reason names the graph's size and fused kernels.
+    clocks = FakeClocks(monkeypatch, compiled=(0.99, 1.01), eager=(1.0, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    with caplog.at_level(logging.INFO, logger="ember.compile"):
+        losses = _losses(step, TRIAL_CALLS + 3)
+    assert losses == [round(3.0 - 0.3 * k, 4) for k in range(TRIAL_CALLS + 3)]
+    assert clocks.graph_runs == 1 + speed_trial.PAIRS
+    reason = step.eager_reason
+    assert reason is not None and "does not beat eager by 2% on either clock" in reason, reason
+    assert "0.990x wall, 1.010x CPU" in reason and "graph nodes" in reason and "fused elementwise kernel" in reason
+    assert step.explain().splitlines()[0].endswith(reason)
+    assert [r.levelno for r in caplog.records if reason in r.getMessage()] == [logging.WARNING]
+
+
+@pytest.mark.parametrize("compiled", [(0.97, 1.0), (1.0, 0.97), (0.9, 1.02)])
+def test_a_win_on_one_clock_keeps_the_graph(monkeypatch, compiled) -> None:
+    clocks = FakeClocks(monkeypatch, compiled=compiled, eager=(1.0, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    _losses(step, TRIAL_CALLS + 2)
+    assert step.eager_reason is None and "graph kept" in step.explain()
+    assert clocks.graph_runs == 1 + speed_trial.PAIRS + 2
+
+
+def test_a_graph_on_fewer_cores_that_loses_on_the_wall_runs_eagerly(monkeypatch) -> None:
+    # Eager spreads work over two cores (1.6 CPU seconds per second); the graph runs it on one (a fused loop ending in
+    # a reduction) and costs less CPU but more wall time: on a quiet machine that is a real loss, not descheduling.
+    clocks = FakeClocks(monkeypatch, compiled=(1.2, 1.1), eager=(1.0, 1.6))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    _losses(step, TRIAL_CALLS + 2)
+    reason = step.eager_reason
+    assert reason is not None and "keeps fewer cores busy" in reason and "0.92 against eager's 1.60" in reason, reason
+    assert clocks.graph_runs == 1 + speed_trial.PAIRS
+
+
+def test_a_descheduled_graph_is_not_taken_for_one_on_fewer_cores(monkeypatch) -> None:
+    # Both modes on one thread (eager at most one core): less CPU and more wall time means descheduled: kept.
+    clocks = FakeClocks(monkeypatch, compiled=(1.5, 0.9), eager=(1.05, 1.0))
+    w = ember.ones(3, requires_grad=True)
+    step = ember.compile(_sgd_step(w, clocks))
+    _losses(step, TRIAL_CALLS + 2)
+    assert step.eager_reason is None and "graph kept" in step.explain()

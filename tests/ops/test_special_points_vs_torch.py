@@ -485,6 +485,7 @@ NOT_IN_TABLE = {
     "bitwise_or": "integer-only op: no floating special points",
     "bitwise_xor": "integer-only op: no floating special points",
     "reshape": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
+    "stack": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "permute": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "expand": "pure data movement (no arithmetic): nan/inf pass through bit for bit",
     "contiguous": "pure data movement (no arithmetic): nan/inf pass through bit for bit",

@@ -49,6 +49,7 @@ CASES = {
     "reshape, permute": lambda: _leaf(2, 3, 4).reshape(6, 4).permute(1, 0).sum(),
     "getitem": lambda: _leaf(6, 5)[1:4, ::2].sum(),
     "cat": lambda: ember.cat([_leaf(2, 3), _leaf(4, 3)]).sum(),
+    "stack": lambda: ember.stack([_leaf(2, 3), _leaf(2, 3), _leaf(2, 3)], 1).sum(),
     "expand, contiguous, clone": lambda: _leaf(1, 4).expand(3, 4).contiguous().clone().sum(),
     "float64": lambda: (_leaf(4, 4, dtype=ember.float64).tanh() * 2.0).sum(),
     "cross_entropy": lambda: F.cross_entropy(_leaf(5, 4), ember.tensor([0, 3, 1, 1, 2]), ignore_index=1),
