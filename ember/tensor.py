@@ -259,7 +259,12 @@ class Tensor(TensorMethods):
     def data(self) -> "Tensor":
         """The same data outside autograd, with a version counter of its own: in-place changes through
         ``.data`` are not seen by autograd's saved-tensor check (the difference from ``detach()``, as in PyTorch)."""
-        return Tensor._make(self._data, self._device, False)
+        out = Tensor._make(self._data, self._device, False)
+        if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
+            mark_alias = getattr(self._data.interpreter, "mark_alias", None)
+            if mark_alias is not None:
+                mark_alias(out, self)
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:
