@@ -73,6 +73,13 @@ def init() -> None:
     _backend("init")
 
 
+def __getattr__(name: str) -> Any:
+    # ``torch.cuda._initialized``: reversible layers (reformer, performer) test it before saving device RNG states
+    if name == "_initialized":
+        return is_initialized()
+    raise AttributeError(f"module 'ember.cuda' has no attribute {name!r}")
+
+
 def current_device() -> int:
     return _backend("current_device").current_device()
 
@@ -148,20 +155,29 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 # ---- memory (CuPy's caching pool) -------------------------------------------------------------------
+# Without a device these answer as PyTorch's CPU build (and as torch.cuda before CUDA is initialized): zero
+# bytes and an empty stats dict, so training scripts that print `max_memory_allocated()` at the end run.
+def _stats(what: str, device: Any) -> dict | None:
+    backend = _backend_or_none()
+    return None if backend is None else backend.memory_stats(_index(device, what))
+
+
 def memory_allocated(device: Any = None) -> int:
-    """Bytes held by live tensors on the device."""
-    return _backend("memory_allocated").memory_stats(_index(device, "memory_allocated"))["allocated_bytes"]
+    """Bytes held by live tensors on the device (0 without one, as PyTorch's CPU build)."""
+    stats = _stats("memory_allocated", device)
+    return 0 if stats is None else stats["allocated_bytes"]
 
 
 def max_memory_allocated(device: Any = None) -> int:
-    """The peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats`."""
-    return _backend("max_memory_allocated").memory_stats(
-        _index(device, "max_memory_allocated"))["peak_allocated_bytes"]
+    """The peak of :func:`memory_allocated` since start or :func:`reset_peak_memory_stats` (0 without a device)."""
+    stats = _stats("max_memory_allocated", device)
+    return 0 if stats is None else stats["peak_allocated_bytes"]
 
 
 def memory_reserved(device: Any = None) -> int:
-    """Bytes the caching allocator holds (live tensors plus cached free blocks)."""
-    return _backend("memory_reserved").memory_stats(_index(device, "memory_reserved"))["reserved_bytes"]
+    """Bytes the caching allocator holds (live tensors plus cached free blocks; 0 without a device)."""
+    stats = _stats("memory_reserved", device)
+    return 0 if stats is None else stats["reserved_bytes"]
 
 
 def max_memory_reserved(device: Any = None) -> int:
@@ -169,7 +185,10 @@ def max_memory_reserved(device: Any = None) -> int:
 
 
 def memory_stats(device: Any = None) -> dict:
-    stats = _backend("memory_stats").memory_stats(_index(device, "memory_stats"))
+    """PyTorch's flat keys for the allocator's counters (``{}`` without a device, as PyTorch's CPU build)."""
+    stats = _stats("memory_stats", device)
+    if stats is None:
+        return {}
     return {"allocated_bytes.all.current": stats["allocated_bytes"],
             "allocated_bytes.all.peak": stats["peak_allocated_bytes"],
             "reserved_bytes.all.current": stats["reserved_bytes"]}

@@ -24,6 +24,7 @@ import numpy as np
 from ember.ops.opmath_composite import float32_composite
 from ember import dtypes
 from ember.creation import tensor
+from ember.ops import views
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
@@ -213,7 +214,14 @@ def interpolate(input: Any, size: int | Sequence[int] | None = None,
         tensor([[[0.0000, 0.2500, 0.7500, 1.0000]]])
     """
     low = input.dtype if input.dtype.is_floating_point and input.dtype.itemsize == 2 else None
-    return _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias, low)
+    out = _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias, low)
+    # PyTorch's upsampling kernels write a channels-last input's result channels-last (5-D 'area' excepted: it is
+    # adaptive_avg_pool3d there), every other result row-major; programs then permute to NHWC and .view(). The
+    # per-axis gathers above leave a permuted input's layout in between, so the result is laid out here.
+    layout = views.suggest_memory_format(input)
+    if layout is not None and not (mode == "area" and input.ndim == 5):
+        return views.contiguous(out, layout)
+    return views.contiguous(out)
 
 
 @float32_composite

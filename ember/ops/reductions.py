@@ -625,9 +625,24 @@ VAR = register(OpDef(
 ))
 
 
-def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
+def _bessel(dim: Any, unbiased: Any, correction: Any, op: str) -> tuple:
+    """PyTorch's three overloads of var/std(_mean) as ``(dim, correction)``: ``(dim, unbiased, keepdim)``
+    positionally, ``(dim, *, correction, keepdim)``, and ``(unbiased)`` -- a bool where ``dim`` stands."""
+    if isinstance(dim, (bool, np.bool_)):
+        if unbiased is not None:
+            raise TypeError(f"{op}() received an invalid combination of arguments: unbiased given twice "
+                            f"({dim} in dim's place and unbiased={unbiased})")
+        dim, unbiased = None, bool(dim)
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}() received an invalid combination of arguments: give unbiased= or correction=, "
+                        "not both")
     if unbiased is not None:
-        correction = 1 if unbiased else 0
+        return dim, (1 if unbiased else 0)
+    return dim, (1 if correction is None else correction)
+
+
+def _variance(input: Any, dim: Any, correction: Any, keepdim: bool, unbiased: Any, op: str, root: bool) -> Any:
+    dim, correction = _bessel(dim, unbiased, correction, op)
     if input.dtype.is_complex:  # mean |x - mean|^2 = var(real) + var(imag): real, as PyTorch's
         parts = [_variance(part, dim, correction, keepdim, None, op, False)
                  for part in (elementwise.real_part(input), elementwise.imag_part(input))]
@@ -643,7 +658,7 @@ def _variance(input: Any, dim: Any, correction: float, keepdim: bool, unbiased: 
                                           "root": root})
 
 
-def var(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+def var(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
     """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated as PyTorch's.
 
     Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
@@ -658,13 +673,16 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 @named_backward("StdBackward0")
-def std(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False, unbiased: Any = None) -> Any:
+def std(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
     std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
     return _variance(input, dim, correction, keepdim, unbiased, "std", True)
 
 
-def var_mean(input: Any, dim: Any = None, *, correction: float = 1, keepdim: bool = False) -> tuple:
+def var_mean(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(var, mean)`` over ``dim``, with PyTorch's overloads (see :func:`_bessel`)."""
+    dim, correction = _bessel(dim, unbiased, correction, "var_mean")
     return var(input, dim, correction=correction, keepdim=keepdim), mean(input, dim, keepdim=keepdim)
 
 

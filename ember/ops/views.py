@@ -15,7 +15,7 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, unsigned_ops
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
@@ -35,6 +35,17 @@ def _shape_arg(shape: Sequence[Any]) -> tuple:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     return tuple(int(s) for s in shape)
+
+
+def _sizes_or_keyword(sizes: tuple, named: Any, op: str, keyword: str) -> tuple:
+    """The sizes of ``x.reshape(2, 3)`` / ``x.reshape((2, 3))`` or of PyTorch's keyword form
+    ``x.reshape(shape=(2, 3))`` (DiT's unpatchify writes that); both at once is refused, as PyTorch does."""
+    if named is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{op}() received an invalid combination of arguments: sizes given both positionally "
+                        f"{tuple(sizes)} and as {keyword}={named!r}; pass one of them")
+    return (named,)
 
 
 def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
@@ -60,7 +71,8 @@ def _plain_target(shape: Sequence[Any], numel: int) -> tuple | None:
     return tuple(shape)
 
 
-def reshape(input: Any, *shape: Any) -> Any:
+def reshape(input: Any, *sizes: Any, shape: Any = None) -> Any:
+    shape = sizes if shape is None else _sizes_or_keyword(sizes, shape, "reshape", "shape")
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     data = input._data
@@ -77,7 +89,7 @@ def _alias(input: Any) -> Any:
     return dispatch.apply(RESHAPE, (input,), {"shape": tuple(input.shape)})
 
 
-def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
+def view(input: Any, *shape: Any, dtype: Any = None, size: Any = None) -> Any:
     """``reshape`` that never copies: where the strides cannot express the new shape it raises, as
     PyTorch's ``view`` does (a silent copy would cut in-place changes off from the original).
     ``view(dtype)`` reinterprets the bits instead (see ``view_dtype``).
@@ -86,6 +98,7 @@ def view(input: Any, *shape: Any, dtype: Any = None) -> Any:
         >>> ember.zeros(2, 3).t().view(6)  # doctest: +SKIP
         RuntimeError: view size is not compatible with input tensor's size and stride ...
     """
+    shape = _sizes_or_keyword(shape, size, "view", "size")
     if dtype is not None and not shape:
         return view_dtype(input, dtype)
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
@@ -144,7 +157,8 @@ def reshape_as(input: Any, other: Any) -> Any:
     return reshape(input, tuple(other.shape))
 
 
-def permute(input: Any, *dims: Any) -> Any:
+def permute(input: Any, *order: Any, dims: Any = None) -> Any:
+    dims = order if dims is None else _sizes_or_keyword(order, dims, "permute", "dims")
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     n = input._data.ndim
@@ -232,8 +246,8 @@ def unflatten(input: Any, dim: int, sizes: Sequence[int]) -> Any:
     return reshape(input, shape[:d] + inner + shape[d + 1:])
 
 
-def expand(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def expand(input: Any, *sizes: Any, size: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, size, "expand", "size"))
     shape = tuple(input.shape)
     if len(sizes) < len(shape):
         raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the "
@@ -305,6 +319,16 @@ def is_contiguous(input: Any, memory_format: Any = None) -> bool:
     return True
 
 
+def suggest_memory_format(input: Any) -> str | None:
+    """``"channels_last"`` / ``"channels_last_3d"`` when ``input`` is laid out so (and not also row-major), else
+    None: the layout PyTorch's resampling kernels give their output (``F.interpolate`` of a permuted NHWC tensor
+    is channels-last, so ``.permute(0, 2, 3, 1).view(...)`` after it works, as DINO's pos-embed resize needs)."""
+    if input.ndim not in (4, 5) or dispatch.is_symbolic(input) or input._data.flags.c_contiguous:
+        return None
+    name = "channels_last" if input.ndim == 4 else "channels_last_3d"
+    return name if is_contiguous(input, name) else None
+
+
 def contiguous(input: Any, memory_format: Any = None) -> Any:
     """A tensor with the same values laid out in ``memory_format`` (the input itself when it already is):
     ``x.contiguous(memory_format=torch.channels_last)`` keeps the NCHW shape with NHWC memory, as PyTorch."""
@@ -356,7 +380,13 @@ def select(input: Any, dim: int, index: int) -> Any:
     return getitem(input, (slice(None),) * d + (index,))
 
 
-def split(tensor: Any, split_size_or_sections: Any, dim: int = 0) -> tuple:
+def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, split_size: Any = None) -> tuple:
+    """``torch.split(tensor, split_size_or_sections, dim)``; ``Tensor.split`` names its argument ``split_size``."""
+    if (split_size_or_sections is None) == (split_size is None):
+        raise TypeError("split() missing required argument 'split_size_or_sections' (or, as Tensor.split names it, "
+                        "'split_size'); give exactly one")
+    if split_size_or_sections is None:
+        split_size_or_sections = split_size
     d = tensor._dim(dim, "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -469,10 +499,15 @@ def flip(input: Any, *dims: Any, **kwargs: Any) -> Any:
     return dispatch.apply(FLIP, (input,), {"dims": tuple(input._dim(d, "flip") for d in dims)})
 
 
-def repeat(input: Any, *sizes: Any) -> Any:
-    sizes = _shape_arg(sizes)
+def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
+    sizes = _shape_arg(_sizes_or_keyword(sizes, repeats, "repeat", "repeats"))
     if len(sizes) < input.ndim:
         raise RuntimeError("repeat: number of repeat dims can not be smaller than number of dimensions of tensor")
+    if any(r < 0 for r in sizes):  # checked before the reshapes below, where -1 would be inferred
+        lead = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
+        raise RuntimeError(f"repeat: Trying to create tensor with negative dimension "
+                           f"{min(s * r for s, r in zip(lead, sizes))}: {[s * r for s, r in zip(lead, sizes)]}; "
+                           "every repeat count must be >= 0")
     shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
     x = reshape(input, shape)
     interleaved, expanded, final = [], [], []
@@ -507,11 +542,20 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
 moveaxis = movedim
 
 
+def _check_matrix(op: str, input: Any) -> None:
+    # NumPy's tril/triu broadcast a vector to a square matrix; torch refuses (and a graph's shape rule kept
+    # the vector's shape, so compiled code reshaped a (4, 4) result as (4,)).
+    if input.dim() < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
+
+
 def tril(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("tril", input)
     return dispatch.apply(TRIL, (input,), {"diagonal": diagonal})
 
 
 def triu(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("triu", input)
     return dispatch.apply(TRIU, (input,), {"diagonal": diagonal})
 
 
@@ -632,6 +676,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
             raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
                                f"shape {tuple(input.shape)}")
+    unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
     return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
 
@@ -854,7 +899,7 @@ class _TorchNamedOp(OpDef):
 
 
 def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
-    out = base.copy()
+    out = xp.array(base, copy=True)  # an array even for a 0-d base that came back as a NumPy scalar
     _replay(xp, out, steps)[...] = value
     return out
 

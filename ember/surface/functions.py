@@ -19,7 +19,7 @@ from ember.creation import arange, empty, eye, full, full_like, ones_like, tenso
 from ember import dtypes, factory_options as _factory_options, return_types
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
-from ember.ops import complex_ops, elementwise, reductions, views
+from ember.ops import complex_ops, elementwise, reductions, unsigned_ops, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
 from ember.ops.elementwise import imag_part
@@ -262,8 +262,16 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return tuple(chunk(input, chunks, dim))
 
 
-def tile(input: Tensor, dims: Sequence[int]) -> Tensor:
-    dims = tuple(dims)
+def tile(input: Tensor, *sizes: Any, dims: Sequence[int] | int | None = None) -> Tensor:
+    """``torch.tile(x, dims)`` and ``x.tile(*dims)``: ``dims`` may be an int, a sequence or varargs, as PyTorch's."""
+    if dims is None:
+        if not sizes:
+            raise TypeError("tile() missing required argument 'dims'")
+        dims = sizes[0] if len(sizes) == 1 else sizes
+    elif sizes:
+        raise TypeError(f"tile() received an invalid combination of arguments: dims given both positionally "
+                        f"{tuple(sizes)} and as dims={dims!r}; pass one of them")
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return input.reshape((1,) * (len(dims) - input.ndim) + tuple(input.shape)).repeat(*dims)
@@ -510,10 +518,11 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     return out if dtype is None else out.to(dtype)
 
 
-def std_mean(input: Tensor, dim: Any = None, *, correction: float = 1, keepdim: bool = False,
-             unbiased: Any = None) -> tuple:
-    if unbiased is not None:
-        correction = 1 if unbiased else 0
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple:
+    """``(std, mean)`` over ``dim``, with PyTorch's overloads (``(dim, unbiased, keepdim)``, ``correction=``, a bool
+    ``unbiased`` in dim's place)."""
+    dim, correction = reductions._bessel(dim, unbiased, correction, "std_mean")
     std = reductions.std(input, dim, correction=correction, keepdim=keepdim)
     mean = reductions.mean(input, dim=dim, keepdim=keepdim) if dim is not None else reductions.mean(input)
     return (std, mean)  # a plain tuple, as PyTorch's (no return type)
@@ -1237,10 +1246,12 @@ def _shift(input: Any, other: Any, left: bool) -> Tensor:
 
 
 def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    unsigned_ops.refuse("lshift", input, other)
     return _shift(input, other, True)
 
 
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    unsigned_ops.refuse("rshift", input, other)
     return _shift(input, other, False)
 
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-__all__ = ["checkpoint", "checkpoint_sequential", "set_checkpoint_debug_enabled"]
+from ember import cuda
+from ember.tensor import Tensor
+from ember.utils._pytree import tree_leaves
+
+__all__ = ["checkpoint", "checkpoint_sequential", "set_checkpoint_debug_enabled", "get_device_states",
+           "set_device_states"]
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None, context_fn: Any = None,
@@ -40,3 +45,28 @@ class set_checkpoint_debug_enabled:
 
     def __exit__(self, *exc: Any) -> None:
         return None
+
+
+def get_device_states(*args: Any) -> tuple[list[int], list[Any]]:
+    """The device index of every accelerator tensor among ``args`` (nested lists/dicts too; one entry per tensor,
+    as PyTorch) and that device's RNG state: what reversible layers save to replay dropout in backward.
+    CPU and meta tensors are skipped, so on the CPU both lists are empty.
+
+    Example:
+        >>> get_device_states(ember.ones(2), [ember.zeros(1)])  # doctest: +SKIP
+        ([], [])
+    """
+    ids = [leaf.get_device() for leaf in tree_leaves(args)
+           if isinstance(leaf, Tensor) and leaf.device.type not in ("cpu", "meta")]
+    return ids, [cuda.get_rng_state(index) for index in ids]
+
+
+def set_device_states(devices: Sequence[int], states: Sequence[Any], *, device_type: str | None = None) -> None:
+    """Restore the RNG state of each device index in ``devices`` (the pairs :func:`get_device_states` returned)."""
+    if device_type == "meta":
+        return
+    if device_type not in (None, "cuda"):
+        raise RuntimeError(f"set_device_states: ember has no {device_type!r} devices with random generators; "
+                           "only 'cuda' (and the CPU, whose state torch.set_rng_state restores)")
+    for index, state in zip(devices, states):
+        cuda.set_rng_state(state, index)

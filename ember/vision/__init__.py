@@ -11,6 +11,10 @@ Example:
 """
 from ember.torch_version import EMBER_VERSION, TorchVersion
 from ember.vision import datasets, models, ops, transforms, utils  # noqa: F401
+from ember.vision._backends import (  # noqa: F401
+    _is_tracing, disable_beta_transforms_warning, get_image_backend, get_video_backend, set_image_backend,
+    set_video_backend,
+)
 
 # torchvision's API level with ember's version as the local part: programs parse and compare it
 # (``version.parse(torchvision.__version__) >= version.parse("0.13")``)
