@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, float8_ops, inplace, linalg,
-    movement, nn_ops, reductions as red, sorting as _sorting, views)
+    movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops.registry import OPS
-from ember import random as ember_random
+from ember import dtypes, random as ember_random
 
 if TYPE_CHECKING:
     from ember.tensor import Tensor
@@ -191,6 +191,8 @@ def _random_inplace(name: str) -> Any:
 def _nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
     from ember.creation import _wrap_array
 
+    if self._data.dtype in dtypes.WIDE_UNSIGNED_NP:
+        unsigned_ops.refuse("nonzero", self)
     found = self._device.xp.nonzero(self._data)
     if as_tuple:
         return tuple(_wrap_array(a.astype("int64"), self._device) for a in found)
@@ -372,13 +374,10 @@ class TensorMethods:
     roll = views.roll
 
     def clone(self, *, memory_format: Any = None) -> Any:
-        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default: keep the layout, as PyTorch)."""
+        """A copy; ``memory_format=torch.channels_last`` lays it out NHWC (default ``preserve_format``: a dense
+        input's strides, else its dimension order, as PyTorch; ember/ops/layout.py)."""
         out = dispatch.apply(OPS["clone"], (self,))
         if memory_format is None or views.format_name(memory_format) == "preserve_format":
-            # preserve_format: a channels-last input stays channels-last
-            if self.ndim in (4, 5) and not self.is_contiguous() and \
-                    views.is_contiguous(self, "channels_last" if self.ndim == 4 else "channels_last_3d"):
-                out = views.contiguous(out, "channels_last" if self.ndim == 4 else "channels_last_3d")
             return out
         return views.contiguous(out, memory_format)
 

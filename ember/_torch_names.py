@@ -26,6 +26,7 @@ from ember.surface.rnn_functional import *  # noqa: F401,F403  (torch.lstm, torc
 from ember.surface import rnn_functional as _rnn_functional
 from ember.surface.more_functions import *  # noqa: F401,F403
 from ember.surface import more_functions as _more_functions
+from ember.surface.hash_tensor import hash_tensor  # noqa: F401
 from ember.amp import GradScaler  # noqa: F401  (torch.GradScaler)
 from ember.ops.complex_ops import (  # noqa: F401  (complex numbers: docs/complex-fft.md)
     adjoint, angle, complex, conj, conj_physical, is_conj, is_neg, polar, resolve_conj, resolve_neg, view_as_complex,
@@ -54,6 +55,6 @@ _linalg_aliases.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "hash_tensor", "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
            "TypedStorage", "UntypedStorage", "Storage", *_LEGACY_STORAGES, "from_dlpack", "to_dlpack", "cond", "while_loop",
            *_native_norms.__all__]

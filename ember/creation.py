@@ -16,7 +16,7 @@ import numpy as np
 from ember import dtypes, factory_options as _opts, float8, random as ember_random
 from ember.autograd import grad_mode
 from ember.device import to_device
-from ember.ops import complex_ops, float8_ops
+from ember.ops import complex_ops, float8_ops, unsigned_ops
 from ember.tensor import Tensor
 
 
@@ -312,6 +312,8 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, out: Any = None, dtype
     if dtype is None:
         dtype = dtypes.get_default_dtype() if any(isinstance(v, float) for v in values) else dtypes.int64
     dt = dtypes.to_dtype(dtype)
+    if dt in dtypes.WIDE_UNSIGNED:
+        unsigned_ops.refuse("arange", np.zeros(0, dt.np))
     array = np.arange(*values, dtype=np.float64 if dt.is_floating_point else np.int64).astype(dt.np)
     dev = to_device(device)
     return _opts.finish("arange", _wrap_array(_to_device_array(array, dev), dev), layout=layout,

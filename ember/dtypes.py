@@ -36,7 +36,7 @@ class dtype:
         self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex: the promotion lattice's tiers
         self.is_floating_point = category == 2
         self.is_complex = category == 3
-        self.is_signed = name not in ("bool", "uint8")
+        self.is_signed = name not in ("bool", "uint8", "uint16", "uint32", "uint64")
         self.itemsize = self.np.itemsize if self.np is not None else 2
         self.onnx = onnx_type
 
@@ -96,12 +96,20 @@ for _f8 in (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz):
     _f8.itemsize = 1
 FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
 FLOAT8_NP = frozenset(d.np for d in FLOAT8_DTYPES if d.np is not None)
+# torch's "limited support" unsigned dtypes (torch 2.3+): storage, copies, casts and a short list of ops
+# (ember/ops/unsigned_ops.py); promotion with any other integer or bool dtype is refused, as torch refuses it.
+# Not in ALL_DTYPES (the op tables and promotion tests run over those), like the float8 dtypes.
+uint16 = dtype("uint16", np.uint16, 1, 4)
+uint32 = dtype("uint32", np.uint32, 1, 12)
+uint64 = dtype("uint64", np.uint64, 1, 13)
+WIDE_UNSIGNED = (uint16, uint32, uint64)
+WIDE_UNSIGNED_NP = frozenset(d.np for d in WIDE_UNSIGNED)
 _NO_FLOAT8 = ("ember's float8 dtypes hold their bytes in ml_dtypes' NumPy dtypes (a dependency of ember; it is "
               "missing here): pip install ml_dtypes")
-_BY_NAME = {d.name: d for d in ALL_DTYPES + FLOAT8_DTYPES}
+_BY_NAME = {d.name: d for d in ALL_DTYPES + FLOAT8_DTYPES + WIDE_UNSIGNED}
 _COMPLEX_TO_REAL = {"complex64": float32, "complex128": float64}
 _REAL_TO_COMPLEX = {"float32": complex64, "float64": complex128}
-_BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES + FLOAT8_DTYPES if d.np is not None}
+_BY_NP: dict[np.dtype, dtype] = {d.np: d for d in ALL_DTYPES + FLOAT8_DTYPES + WIDE_UNSIGNED if d.np is not None}
 
 
 class _Defaults:
@@ -187,6 +195,10 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
         raise RuntimeError(f"Promotion for Float8 Types is not supported, attempted to promote {_float8_name(a)} and "
                            f"{_float8_name(b)}; convert one operand with .to() first (as in PyTorch)")
+    if (a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and not (a.category == 2 or b.category == 2):
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{_float8_name(a)} and {_float8_name(b)}; convert one operand with .to() first (as in "
+                           "PyTorch)")
     if a.category == 3 or b.category == 3:  # complex: the wider of the two precisions (float64 + complex64 -> complex128)
         return complex128 if complex128 in (a, b) or float64 in (a, b) else complex64
     if a.category != b.category:
@@ -205,7 +217,8 @@ def _float8_name(d: dtype) -> str:
     """PyTorch's ScalarType name (Float8_e4m3fn, Float, ...) for messages."""
     names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
              "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-             "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+             "complex64": "ComplexFloat", "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
+             "uint64": "UInt64"}
     return names.get(d.name, "F" + d.name[1:])
 
 
@@ -230,7 +243,7 @@ def python_scalar(value: Any) -> Any:
 
 
 _INT_BOUNDS = {np.dtype(n): (np.iinfo(n).min, np.iinfo(n).max, 1 << (8 * np.dtype(n).itemsize))
-               for n in ("uint8", "int8", "int16", "int32", "int64")}
+               for n in ("uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64")}
 
 
 def wrap_int(value: builtins_int, np_dtype: Any) -> builtins_int:
@@ -324,7 +337,8 @@ def result_type(*operands: Any) -> dtype:
 LEGACY_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                      "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
                      "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
-                     "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+                     "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor", "uint16": "UInt16Tensor",
+                     "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}
 _BY_LEGACY_NAME = {name: _BY_NAME[key] for key, name in LEGACY_TYPE_NAMES.items()}
 
 

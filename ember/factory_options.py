@@ -9,8 +9,8 @@ what PyTorch does with them:
 - ``layout``: ``strided`` (the default) or a sparse layout (``sparse_coo``, ``sparse_csr``, ``sparse_csc``):
   the result is converted with ``to_sparse*``, as ``torch.zeros(2, 3, layout=torch.sparse_coo)`` is sparse;
 - ``pin_memory``: accepted; ember's host arrays are ordinary memory (copies to a device are synchronous);
-- ``memory_format``: ``*_like`` keep the input's channels-last layout under ``preserve_format`` (the
-  default), ``channels_last``/``contiguous_format`` lay the result out so;
+- ``memory_format``: ``*_like`` keep the input's strides under ``preserve_format`` (the default; a non-dense
+  input's dimension order, ember/ops/layout.py), ``channels_last``/``contiguous_format`` lay the result out so;
 - ``out``: the result is written into ``out`` (its dtype is the default dtype when none is given), which is
   returned, as PyTorch does (a size change must keep the element count: ember cannot resize storage);
 - ``requires_grad``: set on the result.
@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember.ops import views
+import numpy as np
+
+from ember.ops import layout, views
 from ember.tensor import Tensor
 
 _SPARSE = {"sparse_coo": "to_sparse", "sparse_csr": "to_sparse_csr", "sparse_csc": "to_sparse_csc"}
@@ -57,15 +59,22 @@ def out_dtype(dtype: Any, out: Any) -> Any:
     return out.dtype if dtype is None and isinstance(out, Tensor) else dtype
 
 
+def _preserve_layout(result: Tensor, like: Tensor) -> None:
+    """``preserve_format``: give a fresh CPU ``result`` the strides ``like`` would give a copy (ember/ops/layout.py)."""
+    data, source = result._data, like._data
+    if type(data) is np.ndarray and type(source) is np.ndarray and not layout.plainly_contiguous(source) \
+            and result._device.type == "cpu" and like._device.type == "cpu" and data.shape == source.shape:
+        result._data = layout.with_strides(np, data, layout.preserve_strides(source.shape,
+                                                                              layout.element_strides(source)))
+
+
 def finish(op: str, result: Tensor, *, layout: Any = None, memory_format: Any = None, like: Tensor | None = None,
            requires_grad: bool = False, out: Any = None) -> Tensor:
     """Apply the shared options to a freshly made (row-major, strided) ``result``."""
     to_sparse = check_layout(op, layout)
     name = views.format_name(memory_format)
-    if name in (None, "preserve_format") and like is not None and like.ndim in (4, 5) and not like.is_contiguous():
-        fmt = "channels_last" if like.ndim == 4 else "channels_last_3d"
-        if like.is_contiguous(memory_format=fmt):
-            result = views.contiguous(result, fmt)
+    if name in (None, "preserve_format") and like is not None:
+        _preserve_layout(result, like)
     elif name not in (None, "preserve_format", "contiguous_format"):
         result = views.contiguous(result, name)
     if to_sparse is not None:

@@ -23,7 +23,8 @@ from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
-from ember.ops import dispatch, elementwise as ew, inplace, linalg, views
+from ember.interpreters import SymbolicValue
+from ember.ops import dispatch, elementwise as ew, inplace, layout, linalg, views
 from ember.ops.registry import OPS
 from ember.ops.inplace import setitem
 from ember.ops.movement import getitem
@@ -164,7 +165,9 @@ class Tensor(TensorMethods):
         return views.is_contiguous(self, memory_format)
 
     def stride(self, dim: int | None = None) -> Any:
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        data = self._data
+        # a zero-size NumPy array keeps no strides (all 0): report PyTorch's row-major ones (ember/ops/layout.py)
+        strides = tuple(s // data.itemsize for s in data.strides) if data.size else layout.contiguous_strides(data.shape)
         return strides if dim is None else strides[self._dim(dim, "stride")]
 
     def data_ptr(self) -> int:
@@ -225,8 +228,13 @@ class Tensor(TensorMethods):
         return self._vc[0] if self._vc is not None else 0
 
     def _bump(self) -> None:
-        if self._vc is not None:
-            self._vc[0] += 1
+        # the counter is made lazily (most tensors are never written in place); a write makes it, as
+        # PyTorch counts every in-place change from 0 whether or not anything shares the storage yet
+        vc = self._vc
+        if vc is None:
+            self._vc = [1]
+        else:
+            vc[0] += 1
 
     def detach(self) -> "Tensor":
         """A new tensor sharing this one's data, cut from the graph."""
@@ -234,6 +242,10 @@ class Tensor(TensorMethods):
         if self._vc is None:
             self._vc = [0]
         out._vc = self._vc
+        if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
+            mark_alias = getattr(self._data.interpreter, "mark_alias", None)
+            if mark_alias is not None:
+                mark_alias(out, self)
         return out
 
     def detach_(self) -> "Tensor":
@@ -245,7 +257,14 @@ class Tensor(TensorMethods):
 
     @property
     def data(self) -> "Tensor":
-        return self.detach()
+        """The same data outside autograd, with a version counter of its own: in-place changes through
+        ``.data`` are not seen by autograd's saved-tensor check (the difference from ``detach()``, as in PyTorch)."""
+        out = Tensor._make(self._data, self._device, False)
+        if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
+            mark_alias = getattr(self._data.interpreter, "mark_alias", None)
+            if mark_alias is not None:
+                mark_alias(out, self)
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -438,8 +457,10 @@ class Tensor(TensorMethods):
             out = dispatch.cast(out, target_dtype)
         if memory_format is not None and views.format_name(memory_format) != "preserve_format":
             out = views.contiguous(out, memory_format)
-        if copy and out is self:
+        elif copy and out is self:
             out = self.clone()
+        if out is not self and (memory_format is None or views.format_name(memory_format) == "preserve_format"):
+            _to_layout(out, self)
         return out
 
     def cpu(self) -> "Tensor":
@@ -695,6 +716,15 @@ def _cuda_backend_or_none() -> Any:
         return get_backend("cuda")
     except RuntimeError:
         return None
+
+
+def _to_layout(out: Tensor, source: Tensor) -> None:
+    """``to()`` under ``preserve_format``: a dense source's strides, else its dimension order, dense (as torch 2.13;
+    ember/ops/layout.py). ``out`` is the fresh converted copy."""
+    data, src = out._data, source._data
+    if type(data) is np.ndarray and type(src) is np.ndarray and not layout.plainly_contiguous(src) \
+            and out._device.type == "cpu" and source._device.type == "cpu":
+        out._data = layout.with_strides(np, data, layout.preserve_strides(src.shape, layout.element_strides(src)))
 
 
 def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:

@@ -7,13 +7,16 @@ requires grad, or ``None`` for an input that takes no gradient.
 from __future__ import annotations
 
 import functools
+import re
 
 from typing import Any, Callable
 
 import numpy as np
 
-from ember.autograd import saved_hooks
+from ember import dtypes
+from ember.autograd import anomaly_mode, saved_hooks
 
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or to read saved tensors after they were "
     "freed). Saved values are freed after .backward() or autograd.grad(); pass retain_graph=True "
@@ -97,12 +100,7 @@ class SavedTensor:
 
     def unpack(self, node: "Node", op_name: str, position: str) -> Any:
         if self.vc[0] != self.version:  # a hooked value has a private counter: never fails
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: the {position} of {op_name} is at version {self.vc[0]}; "
-                f"expected version {self.version} instead. Use an out-of-place op (x = x * 2 "
-                f"instead of x *= 2) or .clone() the tensor before changing it."
-            )
+            raise RuntimeError(self._modified_message(node, op_name, position))
         tensor = self.tensor
         if tensor is not None:
             return tensor
@@ -115,6 +113,28 @@ class SavedTensor:
         t._output_nr = self.output_nr
         t._vc = self.vc
         return t
+
+    def _modified_message(self, node: "Node", op_name: str, position: str) -> str:
+        """PyTorch's message for a saved tensor changed in place since it was saved: its legacy type and
+        size, the node that made it (an output: the saving node; an input: its grad_fn now) and both versions;
+        then ember names the op that needed it (torch says so only under anomaly detection)."""
+        if self.is_output:
+            data, device, grad_fn, output_nr = self.data, self.device, node, self.output_nr
+        else:
+            t = self.tensor
+            data, device, grad_fn, output_nr = t._data, t._device, t.grad_fn, t._output_nr
+        kind = dtypes.legacy_type_name(dtypes.from_numpy_dtype(data.dtype), device.type)
+        made_by = ""
+        if grad_fn is not None:  # torch 2.13 names the node without its "Backward0" suffix ("output 0 of Exp")
+            made_by = f", which is output {output_nr} of {_BACKWARD_SUFFIX.sub('', grad_fn.name())},"
+        hint = ("Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+                "variable in question was changed in there or anywhere later. Good luck!"
+                if anomaly_mode.is_anomaly_enabled() else
+                "Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return (f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{kind} [{', '.join(str(n) for n in data.shape)}]]{made_by} is at version {self.vc[0]}; expected "
+                f"version {self.version} instead. {hint} (It was saved as the {position} of {op_name}.)")
 
     def _unpack_hooked(self, node: "Node", tensor_type: type) -> Any:
         value = self.unpack_hook(self.packed)
@@ -138,12 +158,12 @@ class SavedTensor:
         t._output_nr = self.output_nr if grad_fn is not None and not isinstance(grad_fn, _LeafAlias) else 0
         return t
 
-    def array(self, op_name: str, position: str) -> Any:
+    def array(self, op_name: str, position: str, node: Any = None) -> Any:
         """The saved value's array, version-checked like :meth:`unpack` (array gradient rules read this)."""
         if self.unpack_hook is not None:  # saved through hooks: only unpack() may rebuild it
             raise NotArrayable
         if self.vc[0] != self.version:
-            self.unpack(None, op_name, position)  # raises the in-place modification error
+            self.unpack(node, op_name, position)  # raises the in-place modification error
         return self.data if self.is_output else self.tensor._data
 
 
@@ -189,7 +209,7 @@ class ArrayCtx:
             values = []
             for i, s in enumerate(self.node.saved or ()):
                 if s.__class__ is SavedTensor:
-                    s = self._check(s.array(name, f"input {i}"))
+                    s = self._check(s.array(name, f"input {i}", self.node))
                 values.append(s)
             inputs = self._inputs = tuple(values)
         return inputs
@@ -200,10 +220,10 @@ class ArrayCtx:
         saved = self.node.saved_out
         if saved.__class__ is tuple:
             name = self.node.op.name
-            return tuple(None if s is None else self._check(s.array(name, f"output {i}")) for i, s in enumerate(saved))
+            return tuple(None if s is None else self._check(s.array(name, f"output {i}", self.node)) for i, s in enumerate(saved))
         if saved.__class__ is not SavedTensor:
             raise NotArrayable
-        return self._check(saved.array(self.node.op.name, "output"))
+        return self._check(saved.array(self.node.op.name, "output", self.node))
 
     def _check(self, array: Any) -> Any:
         if type(array) is not np.ndarray or (array.dtype != self.dtype and array.dtype.kind in "fcV"):

@@ -135,6 +135,8 @@ class Executable:
             self.template[s] = data
         self.fetch_slots = [slot(v) for v in fetches]
         self.writes = [(slot(new), state.tensor) for state, new in updates]
+        bumps = graph.update_bumps
+        self.write_bumps = [bumps.get(state.id, 1) for state, _ in updates]  # in-place ops per tensor per run
         # Escaped states nothing reads (``p.grad`` after ``zero_grad(); backward()``) may take the run's
         # new array instead of a copy into their old buffer: eager hands ``p.grad`` a new tensor each step
         # too, and the copy cost a ResNet-18 step 45 MB of memory traffic.
@@ -195,8 +197,10 @@ class Executable:
                 target[...] = value
         for k in handed:
             self.writes[k][1]._data = env[self.writes[k][0]]
-        for _, tensor in self.writes:
+        for (_, tensor), count in zip(self.writes, self.write_bumps):
             tensor._bump()
+            if count > 1:
+                tensor._vc[0] += count - 1
 
     def _handed_over(self, env: list, results: list, targets: list, backend: Any) -> set:
         """Writes (indices) whose tensor may take the run's array itself: an escaped state's new value

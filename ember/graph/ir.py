@@ -67,6 +67,13 @@ class _Flags:
 _FLAGS = _Flags()
 
 
+class _StridedFlags(_Flags):
+    c_contiguous = False  # a value whose memory layout is not known to be C-contiguous (ember/graph/layout.py)
+
+
+_STRIDED_FLAGS = _StridedFlags()
+
+
 class Value(SymbolicValue):
     """An SSA value. Also usable as the ``_data`` of a symbolic Tensor (it mimics an array's metadata)."""
 
@@ -96,7 +103,8 @@ class Value(SymbolicValue):
 
     @property
     def flags(self) -> _Flags:
-        return _FLAGS
+        layout = getattr(getattr(self.graph, "builder", None), "layout", None)  # ember/graph/layout.py
+        return _STRIDED_FLAGS if layout and self.id in layout else _FLAGS
 
     base = None
 
@@ -199,6 +207,9 @@ class Graph:
         # ids of states made for tensors the trace created and let escape (``p.grad`` set by backward):
         # nothing reads their old value, so a run may hand them its new array instead of copying it
         self.escaped: set[int] = set()
+        # state id -> how many in-place writes the traced code made to that tensor (torch bumps a tensor's
+        # version once per in-place op; a run bumps the state's tensor as often). Absent: once.
+        self.update_bumps: dict[int, int] = {}
         self.builder: Any = None  # the Builder adding nodes, while one is
 
     # ---- building --------------------------------------------------------------------------
@@ -268,6 +279,7 @@ class Graph:
         g.inputs, g.states, g.consts = list(self.inputs), list(self.states), list(self.consts)
         g.nodes, g.outputs, g.updates = list(self.nodes), list(self.outputs), list(self.updates)
         g.escaped = set(self.escaped)
+        g.update_bumps = dict(self.update_bumps)
         return g
 
     # ---- checking and printing -------------------------------------------------------------

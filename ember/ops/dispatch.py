@@ -22,7 +22,7 @@ from ember.ops.registry import OPS, OpDef
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
-from ember.ops import float8_ops as _float8_ops
+from ember.ops import float8_ops as _float8_ops, unsigned_ops as _unsigned_ops
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool, complex)
@@ -203,6 +203,8 @@ def _share_version(view: Any, source: Any, op: OpDef | None = None, attrs: dict 
         vc = source._vc = [0]
     view._vc = vc
     root = source._base
+    if root is not None and source._requires_grad and source.grad_fn is None:
+        root = None  # a leaf that is itself a view (``r.t().requires_grad_()``): autograd's base is the leaf
     view._base = source if root is None else root
     if not _STATE.enabled:
         view._view_fn = _NO_GRAD_VIEW
@@ -245,11 +247,11 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 return apply(op, _cpu_scalars_to_device(op, args), attrs)
             data = a._data
             arrays.append(data)
-            size = data.dtype.itemsize
-            if size == 2:
+            dt = data.dtype
+            if dt in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+                return _apply_gated(op, args, attrs)
+            if dt.itemsize == 2:
                 half = True
-            elif size == 1 and data.dtype.kind in "fV":  # float8: torch's CPU op list
-                return _apply_float8(op, args, attrs)
             if a._requires_grad:
                 needs_grad = True
         else:
@@ -290,6 +292,28 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
 _PLAIN_ARGS = frozenset((int, float, bool, complex, str, tuple, list, type(None), slice, type(Ellipsis)))
 
 
+# dtypes torch runs only a short list of CPU ops on: float8 (ember/ops/float8_ops.py) and uint16/32/64
+# (ember/ops/unsigned_ops.py); one set test per operand sends them to _apply_gated
+_GATED = frozenset(dtypes.FLOAT8_NP | dtypes.WIDE_UNSIGNED_NP)
+
+
+def _apply_gated(op: OpDef, args: tuple, attrs: dict) -> Any:
+    """``apply`` for a float8 or uint16/32/64 operand: refused where torch has no kernel, else run as usual."""
+    arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    if _float8_ops.has_float8(arrays) is not None:
+        return _apply_float8(op, args, attrs)
+    _unsigned_ops.check(op, _unsigned_ops.first_unsigned(arrays))
+    device = next(a._device for a in args if isinstance(a, Tensor))
+    if any(a._device != device for a in args if isinstance(a, Tensor)):
+        args = _cpu_scalars_to_device(op, args)
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    out = (op.impl_no_half or op.impl)(device.xp, *arrays, **attrs)
+    result = _wrap(op, out, device, args, attrs)
+    if _STATE.enabled and op.vjp is not None and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        record(op, result if isinstance(result, tuple) else (result,), args, attrs)
+    return result
+
+
 def _apply_float8(op: OpDef, args: tuple, attrs: dict) -> Any:
     """``apply`` for float8 operands (ember/ops/float8_ops.py): movement passes the bytes through, eq/ne/isnan/
     abs/mul compute on decoded float32, every other op is refused as torch refuses it. No autograd (torch's float8
@@ -315,8 +339,8 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
             return interpreter.process(op, (x,), attrs or {})
     t0 = PROFILER and PROFILER.clock()
     device = x._device
-    if x._data.dtype.itemsize == 1 and x._data.dtype.kind in "fV":  # float8: torch's CPU op list
-        return _apply_float8(op, (x,), attrs or {})
+    if x._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+        return _apply_gated(op, (x,), attrs or {})
     impl = op.impl
     if impl is op.impl_opmath and x._data.dtype.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
         impl = op.impl_no_half
@@ -404,8 +428,8 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
     t0 = PROFILER and PROFILER.clock()
     device = a._device if a_tensor else b._device
     for v in (a, b):
-        if isinstance(v, Tensor) and v._data.dtype.itemsize == 1 and v._data.dtype.kind in "fV":  # float8
-            return _apply_float8(op, (a, b), {})
+        if isinstance(v, Tensor) and v._data.dtype in _GATED:  # float8, uint16/32/64: torch's short CPU op lists
+            return _apply_gated(op, (a, b), {})
     try:
         impl = op.impl
         if impl is op.impl_opmath and (a if a_tensor else b)._data.dtype.itemsize != 2:  # (opmath.py, as above)

@@ -24,7 +24,7 @@ from ember import dtypes, interpreters
 from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
-from ember.ops import dispatch, float8_ops, movement
+from ember.ops import dispatch, float8_ops, movement, unsigned_ops
 from ember.ops.registry import OpDef
 from ember.dtypes import from_numpy_dtype
 from ember.ops.elementwise import where
@@ -365,6 +365,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         t._requires_grad or (isinstance(other, dispatch.Tensor) and other._requires_grad)
     )
     check_inplace(t, op_name, recording)
+    if t._data.dtype in dtypes.WIDE_UNSIGNED_NP:  # uint16/32/64: torch's short op list (ember/ops/unsigned_ops.py)
+        unsigned_ops.check(op, t._data.dtype)
     if not recording and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other)):  # the op may be symbolic
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)

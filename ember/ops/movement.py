@@ -11,7 +11,7 @@ from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import dispatch
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, layout
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
@@ -82,7 +82,7 @@ CONTIGUOUS = register(OpDef(
 ))
 
 CLONE = register(OpDef(
-    name="clone", batch="elementwise", category="movement", impl=lambda xp, x: x.copy(), save="none",
+    name="clone", batch="elementwise", category="movement", impl=layout.clone_array, save="none",
     shape_rule=lambda x: x, vjp=lambda ctx, g: (g,), onnx=to_onnx.identity, simplify=same_value,
 ))
 

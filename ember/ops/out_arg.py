@@ -51,7 +51,7 @@ OUT_FUNCTIONS: dict[str, tuple[str, ...]] = {
         clamp_max clamp_min clip column_stack complex concat concatenate conj_physical copysign cos cosh cross cummax
         cummin cumprod cumsum deg2rad diag diff digamma div divide dot dsmm dstack empty eq erf erfc erfinv exp exp2
         expm1 eye fix float_power floor floor_divide fmax fmin fmod frac frexp full gather gcd ge geqrf ger greater
-        greater_equal gt hamming_window hann_window hardshrink heaviside histc histogram hsmm hspmm hstack hypot i0
+        greater_equal gt hamming_window hann_window hardshrink hash_tensor heaviside histc histogram hsmm hspmm hstack hypot i0
         igamma igammac index_add index_copy index_select inner inverse isin isneginf isposinf kaiser_window kron
         kthvalue lcm ldexp le lerp less less_equal lgamma linspace log log10 log1p log2 log_softmax logaddexp
         logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit logspace logsumexp lt lu_solve
@@ -96,7 +96,7 @@ INPUT_TO_OUT_DTYPE = frozenset("std var".split())
 SAME_DTYPE = frozenset("""mm bmm matmul addmm baddbmm addbmm mv addmv dot vdot addr inner amax amin tensordot
     abs absolute neg negative sign sgn round trunc fix floor ceil frac conj_physical bitwise_not nan_to_num hardshrink
     heaviside lerp softmax log_softmax logcumsumexp msort quantile nanquantile histc norm nuclear_norm inverse cross diag
-    tril triu slice_scatter take spmm dsmm float_power argmax argmin nonzero bucketize searchsorted""".split())
+    tril triu slice_scatter take spmm dsmm float_power argmax argmin nonzero bucketize searchsorted hash_tensor""".split())
 # torch.linalg's functions need out's exact dtype too (``exact_dtype``), except these, which cast like add.
 LINALG_CAST = frozenset("cond matrix_power matrix_rank pinv".split())
 # clamp with number bounds checks out's dtype itself ("Found dtype Double but expected Float"); with tensor bounds

@@ -15,7 +15,7 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, unsigned_ops
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
@@ -542,11 +542,20 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
 moveaxis = movedim
 
 
+def _check_matrix(op: str, input: Any) -> None:
+    # NumPy's tril/triu broadcast a vector to a square matrix; torch refuses (and a graph's shape rule kept
+    # the vector's shape, so compiled code reshaped a (4, 4) result as (4,)).
+    if input.dim() < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
+
+
 def tril(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("tril", input)
     return dispatch.apply(TRIL, (input,), {"diagonal": diagonal})
 
 
 def triu(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("triu", input)
     return dispatch.apply(TRIU, (input,), {"diagonal": diagonal})
 
 
@@ -667,6 +676,7 @@ def masked_fill(input: Any, mask: Any, value: Any) -> Any:
         if mask.ndim > input.ndim or not all(m == s or m == 1 for m, s in pairs):
             raise RuntimeError(f"masked_fill: the mask of shape {tuple(mask.shape)} must broadcast to the input's "
                                f"shape {tuple(input.shape)}")
+    unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
     return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
 
@@ -889,7 +899,7 @@ class _TorchNamedOp(OpDef):
 
 
 def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
-    out = base.copy()
+    out = xp.array(base, copy=True)  # an array even for a 0-d base that came back as a NumPy scalar
     _replay(xp, out, steps)[...] = value
     return out
 

@@ -136,20 +136,8 @@ ByteTensor = _CPU_TYPES["ByteTensor"]
 BoolTensor = _CPU_TYPES["BoolTensor"]
 
 
-class _Unsupported:
-    """A dtype name PyTorch has and ember does not: a clear error where it is used, not at import."""
-
-    def __init__(self, name: str, why: str) -> None:
-        self.name, self.why = name, why
-
-    def __repr__(self) -> str:
-        return f"ember.{self.name} (unsupported: {self.why})"
-
-
 from ember.dtypes import cdouble, cfloat  # noqa: E402  (complex dtypes exist now: re-exported under their old names)
-uint16 = _Unsupported("uint16", "ember's unsigned dtype is uint8 only")
-uint32 = _Unsupported("uint32", "ember's unsigned dtype is uint8 only")
-uint64 = _Unsupported("uint64", "ember's unsigned dtype is uint8 only")
+from ember.dtypes import uint16, uint32, uint64  # noqa: E402  (torch's limited-support unsigned dtypes)
 
 _SETTINGS: dict[str, Any] = {"num_threads": None, "interop_threads": 1, "deterministic": False,
                              "deterministic_warn_only": False, "matmul_precision": "highest", "warn_always": False,

@@ -71,7 +71,7 @@ METHODS_FROM_FUNCTIONS = (
     "bitwise_left_shift", "bitwise_right_shift", "allclose", "equal", "bernoulli", "multinomial", "index_put",
     "put", "index_reduce", "real", "imag", "sgn", "nonzero_static", "is_distributed", "unsafe_split_with_sizes",
     "triangular_solve", "lgamma", "digamma", "mvlgamma", "i0", "igamma",
-    "igammac", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
+    "igammac", "hash_tensor", "inverse", "det", "slogdet", "logdet", "cholesky", "cholesky_solve", "cholesky_inverse",
     "matrix_exp", "stft", "istft",
 )
 

@@ -19,7 +19,7 @@ from ember.creation import arange, empty, eye, full, full_like, ones_like, tenso
 from ember import dtypes, factory_options as _factory_options, return_types
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
-from ember.ops import complex_ops, elementwise, reductions, views
+from ember.ops import complex_ops, elementwise, reductions, unsigned_ops, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
 from ember.ops.elementwise import imag_part
@@ -1246,10 +1246,12 @@ def _shift(input: Any, other: Any, left: bool) -> Tensor:
 
 
 def bitwise_left_shift(input: Any, other: Any) -> Tensor:
+    unsigned_ops.refuse("lshift", input, other)
     return _shift(input, other, True)
 
 
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
+    unsigned_ops.refuse("rshift", input, other)
     return _shift(input, other, False)
 
 

@@ -22,7 +22,7 @@ from ember.autograd.anomaly_mode import set_detect_anomaly
 from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
 from ember.dtypes import get_default_dtype, int64, to_dtype
 from ember.nn import functional
-from ember.ops import complex_ops, elementwise
+from ember.ops import complex_ops, elementwise, layout
 from ember.ops.elementwise import imag_part, isnan, real_part, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
@@ -189,13 +189,46 @@ def range(start: float, end: float | None = None, step: float = 1, *, dtype: Any
 
 def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False, **_: Any) -> Tensor:
-    """An uninitialized tensor of ``size``; ember stores it row-major whatever ``stride`` says."""
-    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    """An uninitialized tensor of ``size`` with exactly ``stride`` (over storage of the size those strides need, as
+    PyTorch; ember/ops/layout.py).
+
+    Example:
+        >>> ember.empty_strided((2, 3), (1, 2)).stride()
+        (1, 2)
+    """
+    size, stride = _int_tuple("empty_strided", "size", size), _int_tuple("empty_strided", "stride", stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"empty_strided: mismatch in length of strides and shape: size {list(size)} has {len(size)} "
+                           f"dims, stride {list(stride)} has {len(stride)}")
+    if any(n < 0 for n in size) or any(s < 0 for s in stride):
+        raise RuntimeError(f"empty_strided: sizes and strides must be non-negative, got size {list(size)} and stride "
+                           f"{list(stride)}")
+    out = empty(size, dtype=dtype, device=device)
+    if type(out._data) is np.ndarray and out._device.type == "cpu":
+        out._data = layout.empty_strided(np, size, stride, out._data.dtype)
+    return out.requires_grad_(True) if requires_grad else out
 
 
 def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False, **_: Any) -> Tensor:
-    return empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+    """An uninitialized tensor of ``size`` whose dimensions lie in memory in ``physical_layout``'s order (slowest
+    first): ``empty_permuted((2, 3, 4), (0, 2, 1)).stride() == (12, 1, 3)``."""
+    size = _int_tuple("empty_permuted", "size", size)
+    order = _int_tuple("empty_permuted", "physical_layout", physical_layout)
+    if sorted(order) != list(builtins.range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(order)} must be a permutation of the {len(size)} "
+                           f"dimensions of size {list(size)}")
+    return empty_strided(size, layout.strides_of_permuted(size, order), dtype=dtype, device=device,
+                         requires_grad=requires_grad)
+
+
+def _int_tuple(op: str, name: str, values: Any) -> tuple:
+    if isinstance(values, int):
+        values = (values,)
+    try:
+        return tuple(int(v) for v in values)
+    except TypeError as error:
+        raise TypeError(f"{op}(): argument '{name}' must be a sequence of ints, got {values!r}") from error
 
 
 def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0, requires_grad: bool = False) -> Tensor:

@@ -40,11 +40,12 @@ def test_reshape_invalid() -> None:
 
 
 def test_unsupported_numpy_dtype() -> None:
-    # complex64/complex128 are ember dtypes now; NumPy's extended-precision complex and uint16 are not
+    # complex64/complex128 and uint16/32/64 are ember dtypes now; NumPy's extended-precision types are not
     with pytest.raises(TypeError, match=r"complex256.*supported"):
         ember.tensor(np.ones(3, dtype=np.clongdouble))
-    with pytest.raises(TypeError, match=r"uint16"):
-        ember.from_numpy(np.ones(3, dtype=np.uint16))
+    with pytest.raises(TypeError, match=r"float128"):
+        ember.from_numpy(np.ones(3, dtype=np.longdouble))
+    assert ember.from_numpy(np.ones(3, dtype=np.uint16)).dtype is ember.uint16  # as torch.from_numpy
 
 
 def test_object_array_rejected() -> None:
