@@ -23,6 +23,7 @@ from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
+from ember.interpreters import SymbolicValue
 from ember.ops import dispatch, elementwise as ew, inplace, layout, linalg, views
 from ember.ops.registry import OPS
 from ember.ops.inplace import setitem
@@ -241,6 +242,10 @@ class Tensor(TensorMethods):
         if self._vc is None:
             self._vc = [0]
         out._vc = self._vc
+        if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
+            mark_alias = getattr(self._data.interpreter, "mark_alias", None)
+            if mark_alias is not None:
+                mark_alias(out, self)
         return out
 
     def detach_(self) -> "Tensor":
@@ -254,7 +259,12 @@ class Tensor(TensorMethods):
     def data(self) -> "Tensor":
         """The same data outside autograd, with a version counter of its own: in-place changes through
         ``.data`` are not seen by autograd's saved-tensor check (the difference from ``detach()``, as in PyTorch)."""
-        return Tensor._make(self._data, self._device, False)
+        out = Tensor._make(self._data, self._device, False)
+        if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
+            mark_alias = getattr(self._data.interpreter, "mark_alias", None)
+            if mark_alias is not None:
+                mark_alias(out, self)
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:

@@ -27,6 +27,7 @@ import zlib
 from typing import Any
 
 from ember import jit
+from ember.export import pt2
 
 _FORMAT = "ember.export/1"
 _GRAPH_FILES = ("graph.json", "weights.safetensors", "jit.json")  # what ember.jit.save writes
@@ -75,10 +76,13 @@ def load(f: Any, *, extra_files: dict | None = None, expected_opset_version: dic
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as error:
-        raise ValueError("export.load: not a program written by ember.export.save (not a zip archive); "
-                         "archives from torch.export.save hold PyTorch's own format and cannot be read") from error
+        raise ValueError("export.load: not a program written by ember.export.save or torch.export.save (not a zip "
+                         "archive)") from error
     with archive:
         names = set(archive.namelist())
+        if pt2.is_pt2_members(list(names)):
+            return _program_from_pt2(*pt2.load(archive, getattr(f, "name", None) or str(f)), ExportedProgram,
+                                     ExportGraphSignature, InputSpec, OutputSpec)
         if _META not in names or any(name not in names for name in _GRAPH_FILES):
             raise ValueError("export.load: the archive lacks ember's program files (export.json, graph.json, "
                              "weights.safetensors); was it written by ember.export.save?")
@@ -97,6 +101,27 @@ def load(f: Any, *, extra_files: dict | None = None, expected_opset_version: dic
     program = ExportedProgram(module, ((), {}), signature)
     program._archive = data
     return program
+
+
+def _program_from_pt2(module: Any, program: dict, ExportedProgram: type, ExportGraphSignature: type,  # noqa: N803
+                      InputSpec: type, OutputSpec: type) -> Any:
+    """An ExportedProgram around a ``.pt2`` file's graph (:mod:`ember.export.pt2`), its signature in ember's terms
+    (the classes come from the caller, which imports them from the package that imports this module)."""
+    names = {"parameter": ("PARAMETER", "parameter_name"), "buffer": ("BUFFER", "buffer_name"),
+             "tensor_constant": ("CONSTANT_TENSOR", "tensor_constant_name")}
+    signature = program["graph_module"]["signature"]
+    inputs, outputs = [], []
+    for spec in signature["input_specs"]:
+        (kind, body), = spec.items()
+        if kind in names:
+            inputs.append(InputSpec(names[kind][0], body["arg"]["name"], body.get(names[kind][1])))
+        elif kind == "user_input":
+            inputs.append(InputSpec("USER_INPUT", next(iter(body["arg"].values())).get("name", ""), None))
+    for spec in signature["output_specs"]:
+        (kind, body), = spec.items()
+        if kind == "user_output":
+            outputs.append(OutputSpec("USER_OUTPUT", next(iter(body["arg"].values())).get("name", "")))
+    return ExportedProgram(module, ((), {}), ExportGraphSignature(inputs, outputs))
 
 
 _JSON_LIMIT = 64 << 20  # bytes a JSON member may declare (a deflated member cannot inflate past it)

@@ -41,7 +41,7 @@ import numpy as np
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.graph import ops as graph_ops
-from ember.graph import rng
+from ember.graph import layout as layouts, rng
 from ember.graph.ir import Graph, TracingError, Value, data_dependent_error, on_device
 from ember.ops import dispatch
 from ember.tensor import Tensor
@@ -112,6 +112,13 @@ class Builder(interpreters.Interpreter):
         # write into a view is carried to its root (copy_slices) and from the root to its other views.
         self.views: dict[int, tuple] = {}  # id(view) -> (weakref view, weakref root, plain steps from the root)
         self.view_children: dict[int, list] = {}  # id(root) -> weakrefs of its views
+        # Memory layouts (ember/graph/layout.py): value id -> witness or layout.UNKNOWN; absent: C-contiguous.
+        # ``reshape``/``contiguous`` of an UNKNOWN layout is a view or a copy eagerly depending on the real
+        # strides, so its result is *ambiguous*: a write into it raises TracingError (compile runs that call
+        # eagerly), and a write into its root poisons it (reading it afterwards raises).
+        self.layout: dict[int, Any] = {}
+        self.ambiguous: dict[int, Any] = {}  # id(tensor) -> weakref
+        self.poisoned: dict[int, Any] = {}  # id(tensor) -> weakref
 
     # ---- values of arguments ------------------------------------------------------------------
     def value_of(self, a: Any) -> Any:
@@ -134,6 +141,8 @@ class Builder(interpreters.Interpreter):
         if type(data) is Value:
             return data
         state = self.graph.add_state(t)
+        if not data.flags.c_contiguous:
+            self.layout[state.id] = layouts.of_array(data)
         self.lifted[id(t)] = (t, data, state, t.grad)
         self.lift_versions[id(t)] = t._version
         self.storage[state.id] = state
@@ -150,12 +159,26 @@ class Builder(interpreters.Interpreter):
     def apply(self, op: Any, args: tuple, attrs: dict) -> Any:
         if self.trace and op is graph_ops.ASSIGN:  # eagerly assign writes nothing: trace that, not a write
             return graph_ops.traced_assign(*args, **attrs)
+        if self.poisoned:
+            self._check_poisoned(args)
         inputs = tuple(self.value_of(a) for a in args)
         attrs = {k: v for k, v in attrs.items() if k != "_device"}
         outs = self.graph.add_node(op, inputs, attrs)
         tensors = tuple(self.make(v) for v in outs)
         if op.view and len(args) == 1 and isinstance(args[0], Tensor):  # (getitem with index tensors copies)
-            self.mark_view(tensors[0], args[0], op.name, attrs)
+            is_view = self._view_layout(op, inputs[0], outs[0], attrs)
+            if is_view is not False:  # eagerly a view (or, None, maybe one)
+                self.mark_view(tensors[0], args[0], op.name, attrs)
+            if is_view is None:
+                self.ambiguous[id(tensors[0])] = weakref.ref(tensors[0])
+        elif self.layout:
+            if op.name == "contiguous" and self.layout.get(inputs[0].id) is layouts.UNKNOWN:
+                self.mark_alias(tensors[0], args[0])  # eagerly the tensor itself or a copy: ambiguous
+                self.ambiguous[id(tensors[0])] = weakref.ref(tensors[0])
+            for v in outs:
+                entry = layouts.computed_layout(inputs, self.layout, v.shape)
+                if entry is not None:
+                    self.layout[v.id] = entry
         if op.vjp is not None and grad_mode.STATE.enabled:
             nondiff = op.nondiff_inputs
             if any(isinstance(a, Tensor) and a._requires_grad and i not in nondiff for i, a in enumerate(args)):
@@ -172,8 +195,33 @@ class Builder(interpreters.Interpreter):
         if self.trace:
             _no_random()
 
+    def _view_layout(self, op: Any, source: Any, out: Value, attrs: dict) -> bool | None:
+        """Record the layout of view op ``op``'s result ``out``; whether eager makes it a view (False: a copy,
+        None: it depends on a layout that is not modelled)."""
+        entry = self.layout.get(source.id) if type(source) is Value else None
+        if op.name == "reshape":
+            result, is_view = layouts.reshape_layout(entry, out.shape, out.edtype.itemsize)
+        else:
+            result, is_view = layouts.view_layout(op, entry, source.shape, source.edtype.itemsize, attrs), True
+        if result is not None:
+            self.layout[out.id] = result
+        return is_view
+
+    def _is(self, table: dict, t: Any) -> bool:
+        ref = table.get(id(t))
+        return ref is not None and ref() is t
+
+    def _check_poisoned(self, args: Any) -> None:
+        for a in args:
+            if isinstance(a, Tensor) and self._is(self.poisoned, a):
+                raise TracingError(_LAYOUT_MESSAGE)
+            if isinstance(a, (list, tuple)):
+                self._check_poisoned(a)
+
     def write(self, t: Any, result: Any, op_name: str) -> None:
         """In-place write ``t[...] = result``: ``t`` now holds a new SSA value."""
+        if self.ambiguous and self.trace and (self._is(self.ambiguous, t) or self._is(self.poisoned, t)):
+            raise TracingError(_LAYOUT_MESSAGE)
         old = t._data
         if type(old) is not Value:
             raise RuntimeError(
@@ -212,6 +260,8 @@ class Builder(interpreters.Interpreter):
             root, steps = source, ()
         if root is None:
             return
+        if self.ambiguous and self._is(self.ambiguous, source):
+            self.ambiguous[id(view)] = weakref.ref(view)
         steps = steps + ((op_name, tuple(sorted(attrs.items()))),)
         self.views[id(view)] = (weakref.ref(view), weakref.ref(root), steps)
         self.view_children.setdefault(id(root), []).append(weakref.ref(view))
@@ -226,6 +276,21 @@ class Builder(interpreters.Interpreter):
         else:
             chain = source._view_fn[0] if source._base is not None else ()
             view._view_fn = (chain + ((OPS[op_name], dict(attrs)),), None)
+
+    def mark_alias(self, alias: Any, source: Any) -> None:
+        """``alias`` shares ``source``'s memory with no view step of its own (``detach()``, ``.data``): as for
+        a view (:meth:`mark_view`), an in-place write into either reaches the other; autograd sees no view."""
+        entry = self.views.get(id(source))
+        if entry is not None and entry[0]() is source:
+            root, steps = entry[1](), entry[2]
+        else:
+            root, steps = source, ()
+        if root is None:
+            return
+        if self.ambiguous and self._is(self.ambiguous, source):
+            self.ambiguous[id(alias)] = weakref.ref(alias)
+        self.views[id(alias)] = (weakref.ref(alias), weakref.ref(root), steps)
+        self.view_children.setdefault(id(root), []).append(weakref.ref(alias))
 
     def _propagate_write(self, t: Any, op_name: str) -> None:
         """After ``t`` got a new value: a view's root gets it written in (PyTorch's CopySlices); a root's
@@ -244,6 +309,9 @@ class Builder(interpreters.Interpreter):
             entry = self.views.get(id(view)) if view is not None else None
             if entry is None or entry[0]() is not view or type(view._data) is not Value:
                 continue
+            if self.ambiguous and self._is(self.ambiguous, view):  # eagerly a copy or a view: unknown here
+                self.poisoned[id(view)] = weakref.ref(view)
+                continue
             (view._data,) = self.graph.add_node(OPS["view_replay"], (t._data,), {"steps": entry[2]})
 
     # ---- end of a trace -------------------------------------------------------------------------
@@ -258,6 +326,10 @@ class Builder(interpreters.Interpreter):
 
     def finish(self, outputs: list) -> None:
         """Record outputs and updates, restore lifted tensors, materialize escaped symbolic tensors."""
+        if self.poisoned:
+            self._check_poisoned(outputs)
+        self.ambiguous.clear()
+        self.poisoned.clear()
         graph = self.graph
         graph.outputs = [self.value_of(o) for o in outputs]
         returned = {id(o) for o in outputs}
@@ -324,6 +396,12 @@ class Builder(interpreters.Interpreter):
         self.lift_versions.clear()
 
 
+_LAYOUT_MESSAGE = (
+    "an in-place write reaches a tensor made by reshape()/contiguous() of a non-contiguous tensor; eagerly such a "
+    "tensor is a view or a copy depending on the memory layout, which a graph does not model. Clone it first "
+    "(`.clone()`) to write a copy, or let ember.compile run this call eagerly (fallback='eager', the default).")
+
+
 def _measure_owned_refs() -> int:
     """References a tensor held only by the graph has inside ``finish`` (for the const test)."""
     probe = Tensor._make(np.zeros(()), None, False)
@@ -358,8 +436,14 @@ class Tracer:
         self.builder = Builder(self.graph, trace=True)
 
     def input(self, shape: tuple, dtype: dtypes.dtype, device: Any = None, requires_grad: bool = False,
-              name: str | None = None) -> Any:
-        return self.builder.make(self.graph.add_input(shape, dtype, device, name), requires_grad)
+              name: str | None = None, contiguous: Any = True) -> Any:
+        """A graph input; ``contiguous``: True, False (layout unknown) or the argument's array (its layout)."""
+        value = self.graph.add_input(shape, dtype, device, name)
+        if contiguous is not True:  # a concrete array (the argument's): its layout
+            entry = layouts.of_array(contiguous) if contiguous is not False else layouts.UNKNOWN
+            if entry is not None:
+                self.builder.layout[value.id] = entry
+        return self.builder.make(value, requires_grad)
 
     def __enter__(self) -> "Tracer":
         interpreters.push(self.builder)

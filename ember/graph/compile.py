@@ -74,12 +74,12 @@ import time
 import warnings
 from typing import Any, Callable, Sequence
 
-from ember import interpreters
+from ember import dtypes, interpreters
 from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import grad_mode
 from ember.graph.builder import Tracer
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
-from ember.graph.executor import Executable
+from ember.graph.executor import Executable, _Overlaps
 from ember.graph.ir import Graph, TracingError
 from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
 from ember.graph import speed_trial
@@ -109,9 +109,11 @@ def flatten(obj: Any, leaves: list) -> Any:
         return ("dict",) + tuple((k, flatten(v, leaves)) for k, v in obj.items())
     if hasattr(obj, "training") and hasattr(obj, "modules"):
         return ("M", id(obj), tuple(m.training for m in obj.modules()))
+    if type(obj) is float or type(obj) is complex:  # -0.0 == 0.0 and nan != nan: key them by their repr
+        return ("C", type(obj), repr(obj))
     try:
         hash(obj)
-        return ("C", obj)
+        return ("C", type(obj), obj)  # the type too: 1, 1.0 and True are equal and hash alike
     except TypeError:
         return ("O", id(obj))
 
@@ -134,10 +136,52 @@ def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
         if tag == "dict":
             return {k: build(c) for k, c in s[1:]}
         if tag == "C":
-            return s[1]
+            return float(s[2]) if s[1] is float else complex(s[2]) if s[1] is complex else s[2]
         return objects[s[1]] if objects else None
 
     return build(structure)
+
+
+def _watched_names(fn: Any) -> list:
+    """Where the function reads the globals and closure variables its code names: ``(dict, name)`` or
+    ``(cell,)``. Their values are part of the cache key (:func:`_watched_values`): a trace bakes a global
+    number in as a constant and reads a global tensor as that object, so rebinding either must retrace."""
+    f = getattr(fn, "__func__", fn)
+    if getattr(f, "__code__", None) is None and hasattr(fn, "forward"):  # a module: its forward method
+        f = getattr(fn.forward, "__func__", fn.forward)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return []
+    globs = getattr(f, "__globals__", {})
+    watched: list = [(globs, n) for n in code.co_names if n in globs]
+    watched += [(cell,) for cell in (f.__closure__ or ())]
+    return watched
+
+
+_MODULE_TYPE = type(dtypes)
+_SCALARS = (int, bool, str, type(None))
+
+
+def _watched_values(watched: list) -> tuple:
+    """The key part for the watched globals and closure cells: numbers and strings by type and value (a float
+    by its repr: -0.0 and nan), other objects by identity (a rebound tensor, model or function); modules skipped."""
+    out = []
+    for w in watched:
+        if len(w) == 2:
+            value = w[0].get(w[1], _EAGER)
+        else:
+            try:
+                value = w[0].cell_contents
+            except ValueError:  # an empty cell (assigned later in the enclosing function)
+                value = _EAGER
+        kind = type(value)
+        if kind in _SCALARS:
+            out.append((kind, value))
+        elif kind is float or kind is complex:
+            out.append((kind, repr(value)))
+        elif kind is not _MODULE_TYPE:
+            out.append(id(value))
+    return tuple(out)
 
 
 def _reachable(fn: Any) -> list:
@@ -199,12 +243,21 @@ class _Compiled:
     """One cache entry: the optimized graph, its executable and how to rebuild the result."""
 
     def __init__(self, graph: Graph, executable: Executable, out_structure: Any, history: list,
-                 trace_seconds: float) -> None:
+                 trace_seconds: float, mutated: Sequence[int] = (), identity: dict | None = None) -> None:
         self.graph = graph
         self.executable = executable
         self.out_structure = out_structure
         self.history = history
         self.trace_seconds = trace_seconds
+        # Arguments the function writes in place (``x.add_(1)``, ``x[0] = 5``, a write through a view of x):
+        # their final values are the graph's last outputs, written into the caller's tensors after each run.
+        self.mutated = tuple(mutated)
+        # Results that are argument objects themselves (``return x``): the caller's tensor is returned, as eagerly.
+        self.identity = identity or {}
+        self.n_results = len(graph.outputs) - len(self.mutated)
+        # A run is only right when no argument shares memory with what it writes (arguments or state):
+        # otherwise the graph would read a value eager code had already changed (checked per call).
+        self.check_aliases = bool(self.mutated or executable.writes)
         self.copy_outputs = [v.kind != "node" for v in graph.outputs]
         self.devices = [v.device for v in graph.outputs]
         # The speed trial (ember/graph/speed_trial.py): None when skipped.
@@ -217,12 +270,47 @@ class _Compiled:
     def speed_note(self) -> str:
         return "speed trial: skipped (random nodes)" if self.trial is None else self.trial.note
 
+    def aliased(self, leaves: list) -> bool:
+        """Whether an argument shares memory with another argument the graph writes, or with a state it
+        writes (``step(model.weight)`` for a step that updates the weight; ``f(x, x)`` writing one of them)."""
+        backend = leaves[0]._device.backend if leaves else None
+        if self.mutated:
+            for k in self.mutated:
+                target = leaves[k]._data
+                if any(j != k and backend.may_share_memory(target, t._data) for j, t in enumerate(leaves)):
+                    return True
+        writes = self.executable.writes
+        if writes and leaves:
+            overlaps = _Overlaps(backend, [tensor._data for _, tensor in writes])
+            return any(overlaps(t._data) for t in leaves)
+        return False
+
     def run(self, leaves: list) -> Any:
         results = self.executable.run([t._data for t in leaves])
+        if self.mutated:
+            results = self._write_arguments(leaves, results)
         tensors = []
         for r, copy, dev in zip(results, self.copy_outputs, self.devices):
             tensors.append(Tensor._make(r.copy() if copy else r, dev, False))
+        for i, k in self.identity.items():
+            tensors[i] = leaves[k]
         return unflatten(self.out_structure, tensors)
+
+    def _write_arguments(self, leaves: list, results: list) -> list:
+        """Write the mutated arguments' final values into the caller's tensors (any layout); results that
+        share memory with an argument keep the values they had when the graph returned them."""
+        n = self.n_results
+        results, news = list(results[:n]), list(results[n:])
+        targets = [leaves[k]._data for k in self.mutated]
+        overlaps = _Overlaps(leaves[0]._device.backend, targets)
+        for j, r in enumerate(results):
+            if overlaps(r):
+                results[j] = r.copy()
+        news = [v.copy() if overlaps(v) else v for v in news]
+        for k, target, value in zip(self.mutated, targets, news):
+            target[...] = value
+            leaves[k]._bump()
+        return results
 
 
 class CompiledFunction:
@@ -244,6 +332,7 @@ class CompiledFunction:
         self._seen: dict = {}
         self._modules: list | None = None
         self._optimizers: list | None = None
+        self._watched: list = []
         self._warned_cache_limit = False
         self.last: _Compiled | CompiledAutograd | None = None
         self.measure = measure
@@ -255,10 +344,15 @@ class CompiledFunction:
         if self._modules is None:
             self._modules = _modules_of(self.fn)
             self._optimizers = _optimizers_of(self.fn)
-        return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad) for t in leaves),
-                grad_mode.STATE.enabled, tuple(m.training for m in self._modules),
+            self._watched = _watched_names(self.fn)
+        # C-contiguity too: reshape()/contiguous() of an argument is a view or a copy by its layout (ember/graph/layout.py)
+        return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad,
+                                  t._data.flags.c_contiguous) for t in leaves),
+                grad_mode.STATE.enabled, tuple((m.training, m.__dict__.get("_config_key", ())) for m in self._modules),
                 _hyperparameter_guard(self._optimizers) if self._optimizers else (),
-                _AUTOCAST.key)  # the autocast casts are traced into the graph: another region, another graph
+                _AUTOCAST.key,  # the autocast casts are traced into the graph: another region, another graph
+                dtypes.get_default_dtype(),  # ``ember.ones(3)`` inside is traced with the default dtype
+                _watched_values(self._watched) if self._watched else ())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if interpreters.tracing():  # called while another function is traced: inline it into that trace
@@ -290,6 +384,11 @@ class CompiledFunction:
             entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
         if entry is _EAGER:
             self.eager_reason = self.eager_reasons.get(key)
+            return self.fn(*args, **kwargs)
+        if type(entry) is _Compiled and entry.check_aliases and entry.aliased(leaves):
+            # The graph reads its arguments as they were at the call; eager code sees a write to one argument
+            # (or to a state) through another that shares its memory. Such a call runs eagerly.
+            self.eager_reason = "arguments share memory with a tensor the function writes: this call ran eagerly"
             return self.fn(*args, **kwargs)
         self.last = entry
         self.eager_reason = None
@@ -333,15 +432,24 @@ class CompiledFunction:
         objects = {id(o): o for o in _objects(args, kwargs)}
         try:
             with Tracer(self.name) as tracer:
-                sym = [tracer.input(tuple(t.shape), t.dtype, t.device, t._requires_grad, name=f"arg{k}")
+                sym = [tracer.input(tuple(t.shape), t.dtype, t.device, t._requires_grad, name=f"arg{k}",
+                                    contiguous=True if t._data.flags.c_contiguous else t._data)
                        for k, t in enumerate(leaves)]
                 sym_args, sym_kwargs = unflatten(structure, sym, objects)
+                originals = [t._data for t in sym]
                 result = self.fn(*sym_args, **sym_kwargs)
                 out_leaves: list = []
                 out_structure = flatten(result, out_leaves)
                 del result, sym_args, sym_kwargs
+                identity = {i: k for i, o in enumerate(out_leaves) for k, t in enumerate(sym) if o is t}
+                mutated = _mutated_arguments(sym, originals)
+                del originals
                 # Results that need history get a backward graph built now, from the trace's own record.
                 plan = build_backward(tracer, out_leaves, sym) if grad_mode.STATE.enabled else None
+                if plan is not None and mutated:
+                    raise TracingError("the function writes into an argument in place and returns results that "
+                                       "need gradients; such calls run eagerly")
+                out_leaves.extend(sym[k] for k in mutated)
                 del sym
                 n_results = len(out_leaves)
                 if plan is not None:
@@ -364,13 +472,15 @@ class CompiledFunction:
             kept = ", ".join(v.label() if v.name else f"state #{forward.states.index(v)}" for v in saved) or "nothing"
             history += [(f"split: forward (saves {kept} for backward)", forward),
                         ("split: backward", backward)]
-            return CompiledAutograd(forward, saved, backward, plan, out_structure, history,
-                                    time.perf_counter() - start, self.passes)
+            entry = CompiledAutograd(forward, saved, backward, plan, out_structure, history,
+                                     time.perf_counter() - start, self.passes)
+            entry.identity = identity
+            return entry
         if "fuse" in self.passes:
             history.append(("fuse", fuse_pass(graph)))
         executable = Executable(graph, graph.outputs, include_updates=True, fuse="fuse" in self.passes,
                                 memory="memory" in self.passes)
-        return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start)
+        return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start, mutated, identity)
 
     @property
     def _orig_mod(self) -> Any:
@@ -408,7 +518,25 @@ class CompiledFunction:
 
         if self.last is None:
             raise RuntimeError(f"ember.compile({self.name}).save: nothing traced yet; call the function first")
+        if getattr(self.last, "mutated", ()):
+            raise RuntimeError(f"ember.compile({self.name}).save: the function writes into its arguments in place "
+                               f"(arguments {list(self.last.mutated)}), which a saved graph cannot do to its caller's "
+                               "tensors; return the new values instead")
         save(self.last.graph, path)
+
+
+def _mutated_arguments(sym: list, originals: list) -> list:
+    """Indices of the traced arguments whose value the function replaced (in-place writes, ``x.data = y``)."""
+    mutated = []
+    for k, (t, value) in enumerate(zip(sym, originals)):
+        if t._data is value:
+            continue
+        now = t._data
+        if getattr(now, "shape", None) != value.shape or getattr(now, "edtype", None) is not value.edtype:
+            raise TracingError(f"argument {k} was given a value of another shape or dtype (``x.data = y``); "
+                               "such calls run eagerly")
+        mutated.append(k)
+    return mutated
 
 
 def _objects(*trees: Any) -> list:

@@ -238,6 +238,7 @@ class CompiledAutograd:
         # requires_grad of every state as traced: a parameter frozen or unfrozen later means a retrace.
         self.watched = [v.tensor for v in forward.states]
         self.watched_flags = tuple(t._requires_grad for t in self.watched)
+        self.identity: dict = {}  # result index -> argument index: ``return x`` gives the caller's x, as eagerly
 
     def run(self, leaves: list) -> Any:
         from ember.graph.compile import unflatten
@@ -275,6 +276,8 @@ class CompiledAutograd:
             if not self.copy_outputs[k] and id(_root(r)) in roots:
                 guards.append(_guard(t, f"output {k}"))
             tensors.append(t)
+        for i, k in self.identity.items():
+            tensors[i] = leaves[k]  # its gradient reaches the argument directly; the node sees zeros there
         node.guards = guards
         return unflatten(self.out_structure, tensors)
 

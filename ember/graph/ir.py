@@ -67,6 +67,13 @@ class _Flags:
 _FLAGS = _Flags()
 
 
+class _StridedFlags(_Flags):
+    c_contiguous = False  # a value whose memory layout is not known to be C-contiguous (ember/graph/layout.py)
+
+
+_STRIDED_FLAGS = _StridedFlags()
+
+
 class Value(SymbolicValue):
     """An SSA value. Also usable as the ``_data`` of a symbolic Tensor (it mimics an array's metadata)."""
 
@@ -96,7 +103,8 @@ class Value(SymbolicValue):
 
     @property
     def flags(self) -> _Flags:
-        return _FLAGS
+        layout = getattr(getattr(self.graph, "builder", None), "layout", None)  # ember/graph/layout.py
+        return _STRIDED_FLAGS if layout and self.id in layout else _FLAGS
 
     base = None
 

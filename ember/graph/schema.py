@@ -25,6 +25,7 @@ from typing import Any
 
 from ember.serialization.errors import CheckpointError
 from ember.dtypes import _BY_NAME
+from ember.ops.movement import TENSOR_SLOT
 from ember.ops.registry import OPS
 
 MAX_NDIM = 32
@@ -124,15 +125,38 @@ def _attr_types(op: Any) -> dict[str, Any]:
 def _holds_str(value: Any) -> bool:
     if isinstance(value, str):
         return True
+    if type(value) is tuple and len(value) == 2 and value[0] == TENSOR_SLOT and type(value[1]) is int:
+        return False  # an index tensor's slot in getitem/index_put's index (``("__tensor__", k)``), not text
     if isinstance(value, (tuple, list)):
         return any(_holds_str(v) for v in value)
     return False
+
+
+_STEP_OPS = ("copy_slices", "view_replay")  # their ``steps``: a chain of view ops, each (name, attribute items)
+
+
+def _check_steps(steps: Any, where: Any, what: str) -> None:
+    """A view chain: each step names a view record (or contiguous) and carries that record's attributes."""
+    if not isinstance(steps, tuple):
+        raise CheckpointError(where, what, f"attribute 'steps' is {type(steps).__name__}, expected a tuple of view steps")
+    for step in steps:
+        ok = (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str) and isinstance(step[1], tuple)
+              and all(isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], str) for i in step[1]))
+        if not ok:
+            raise CheckpointError(where, what, f"view step {step!r:.80} is not (op name, ((attribute, value), ...))")
+        op = OPS.get(step[0])
+        if op is None or not (op.view or op.name == "contiguous"):
+            raise CheckpointError(where, what, f"view step names {step[0]!r:.40}, which is not a view op")
+        check_attrs(op, dict(step[1]), where, f"{what}, view step {step[0]}")
 
 
 def check_attrs(op: Any, attrs: dict, where: Any, what: str) -> None:
     """Decoded ``attrs`` of a node of ``op``: known names, annotated types."""
     allowed = _attr_types(op)
     for name, value in attrs.items():
+        if name == "steps" and op.name in _STEP_OPS:
+            _check_steps(value, where, what)
+            continue
         if name not in allowed:
             raise CheckpointError(where, what, f"op {op.name!r} has no attribute {name!r} (its attributes: "
                                   f"{sorted(allowed)})")

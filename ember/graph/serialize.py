@@ -117,8 +117,10 @@ def save(graph: Graph, path: str) -> None:
         if v.kind in ("const", "state") and not seed:
             weight = f"{v.kind}{len(weights)}"
             array = v.data if v.kind == "const" else v.tensor._data
-            array = np.asarray(array.get() if hasattr(array, "get") else array)
-            weights[weight] = np.ascontiguousarray(array)
+            array = np.ascontiguousarray(array.get() if hasattr(array, "get") else array)
+            if array.shape != v.shape and array.size == math.prod(v.shape):
+                array = array.reshape(v.shape)  # a one-element constant held as (1,) for a 0-d value: the value's shape
+            weights[weight] = array
         records.append({"id": ids[v.id], "kind": v.kind, "shape": list(v.shape), "dtype": v.edtype.name,
                         "device": str(v.device) if v.device is not None else "cpu", "name": v.name, "weight": weight})
         if seed:
@@ -175,7 +177,12 @@ class LoadedGraph:
                             f"({', '.join(v.type_str() for v in self.graph.inputs)}), got {len(inputs)}")
         arrays = []
         for v, x in zip(self.graph.inputs, inputs):
-            a = np.asarray(x.detach().cpu().numpy() if isinstance(x, Tensor) else x, dtype=v.dtype)
+            source = x.detach().cpu().numpy() if isinstance(x, Tensor) else x
+            if isinstance(source, np.ndarray) and source.dtype != v.dtype:
+                # the graph was traced for one dtype (its promotions and casts are baked in): never cast silently
+                raise TypeError(f"loaded graph input {v.label()} expects dtype {v.edtype.name}, got {source.dtype}; "
+                                "convert it first (or save a graph traced with this dtype)")
+            a = np.asarray(source, dtype=v.dtype)
             if a.shape != v.shape:
                 raise ValueError(f"loaded graph input {v.label()} expects shape {v.shape}, got {a.shape}")
             if v.device is not None and v.device.type != "cpu":

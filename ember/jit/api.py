@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import warnings
+import zipfile
 from typing import Any, Callable
 
 from ember.graph.compile import CompiledFunction, flatten
@@ -17,6 +18,7 @@ from ember.tensor import Tensor
 from ember.autograd import no_grad
 from ember.graph import serialize
 from ember.jit import archive
+from ember.jit import torchscript
 
 _STATE = {"tracing": 0}
 
@@ -277,15 +279,38 @@ class LoadedScriptModule(Module):
 
 
 def load(f: Any, map_location: Any = None, _extra_files: Any = None, **_: Any) -> LoadedScriptModule:
-    """Read what :func:`save` wrote (a directory, or an archive file/file object); runs without the original
+    """Read what :func:`save` wrote (a directory, or an archive file/file object), or a TorchScript archive written
+    by ``torch.jit.save`` (run by ember's interpreter, :mod:`ember.jit.torchscript`); runs without the original
     Python code."""
+    if _is_torchscript(f):
+        return torchscript.load(f, map_location, _extra_files)
     if archive.is_archive(f):
         return archive.read_archive(f, lambda folder: LoadedScriptModule(serialize.load(folder)))
     path = os.fspath(f)
     if not os.path.isdir(path):
-        raise ValueError(f"ember.jit.load: {path!r} is not a directory or archive saved by ember.jit.save "
-                         "(TorchScript archives from torch.jit.save cannot be read: they hold TorchScript code)")
+        raise ValueError(f"ember.jit.load: {path!r} is not a directory or archive saved by ember.jit.save, nor a "
+                         "TorchScript archive saved by torch.jit.save")
     return LoadedScriptModule(serialize.load(path))
+
+
+def _is_torchscript(f: Any) -> bool:
+    """A zip written by ``torch.jit.save`` (its members name constants.pkl and code/); a file object is put back
+    where it was."""
+    try:
+        if archive.is_file_like(f):
+            start = f.tell()
+            try:
+                with zipfile.ZipFile(f) as zf:
+                    return torchscript.is_torchscript_members(zf.namelist())
+            finally:
+                f.seek(start)
+        path = os.fspath(f)
+        if not os.path.isfile(path) or not zipfile.is_zipfile(path):
+            return False
+        with zipfile.ZipFile(path) as zf:
+            return torchscript.is_torchscript_members(zf.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
 
 
 def is_scripting() -> bool:

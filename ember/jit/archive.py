@@ -64,13 +64,12 @@ def read_archive(f: Any, load_directory: Callable[[str], Any]) -> Any:
     try:
         archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
-        raise ValueError("ember.jit.load: not an archive written by ember.jit.save (TorchScript archives from "
-                         "torch.jit.save cannot be read: they hold TorchScript code)") from None
+        raise ValueError("ember.jit.load: not a readable archive of ember.jit.save or torch.jit.save (not a zip "
+                         "file, or a truncated or damaged one)") from None
     with archive, tempfile.TemporaryDirectory(prefix="ember-jit-") as tmp:
         if any(name.endswith(("data.pkl", "constants.pkl")) or "/code/" in name for name in archive.namelist()):
-            raise ValueError("ember.jit.load: this is a TorchScript archive written by torch.jit.save; TorchScript "
-                             "archives cannot be read (they hold TorchScript code): save the model's state_dict "
-                             "with torch.save and load it into the same module in ember")
+            raise ValueError("ember.jit.load: this archive has a data.pkl or code/ but not the members of a "
+                             "torch.jit.save archive (<name>/constants.pkl and <name>/code/); it is damaged")
         total = 0
         for info in archive.infolist():
             name = info.filename

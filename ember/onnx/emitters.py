@@ -70,7 +70,13 @@ def reduction(onnx_op: str) -> Callable:
             if onnx_op not in ("ReduceSum", "ReduceMean"):
                 raise complex_dtype_error(n.op.name)
             dims = list(range(rank)) if dims is None else [int(d) % rank for d in dims]
-        return reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+        out = reduce(b, onnx_op, x, dims, n.attrs.get("keepdim", False))
+        if onnx_op in ("ReduceMax", "ReduceMin") and out_dtype.is_floating_point:
+            # onnxruntime's ReduceMax/ReduceMin skip NaN; ember and PyTorch (amax, amin) return NaN
+            nan = _cast(b, b.node("IsNaN", [x]), out_dtype)
+            any_nan = _cast(b, reduce(b, "ReduceMax", nan, dims, n.attrs.get("keepdim", False)), dtypes.bool_)
+            out = b.node("Where", [any_nan, b.scalar(float("nan"), out_dtype), out])
+        return out
 
     return pairs(emit)
 
@@ -102,16 +108,29 @@ def sum_to(b: GraphBuilder, n: Any) -> str:
     return b.node("Reshape", [x, b.ints(shape)])
 
 
+def _arg_nan_first(b: GraphBuilder, x: str, op_type: str, axis: int, keepdims: int, floating: bool) -> str:
+    """``op_type`` (ArgMax/ArgMin) of ``x`` along ``axis``, where a NaN wins (its first position), as in ember and
+    PyTorch: ONNX's ArgMax/ArgMin compare with NaN as false and skip it."""
+    idx = b.node(op_type, [x], axis=axis, keepdims=keepdims)
+    if not floating:
+        return idx
+    nan = _cast(b, b.node("IsNaN", [x]), dtypes.int32)
+    first_nan = b.node("ArgMax", [nan], axis=axis, keepdims=keepdims)
+    any_nan = _cast(b, reduce(b, "ReduceMax", nan, [axis], bool(keepdims)), dtypes.bool_)
+    return b.node("Where", [any_nan, first_nan, idx])
+
+
 def arg_reduce(op_type: str) -> Callable:
     """``argmax``/``argmin`` as ONNX ``op_type`` (ArgMax/ArgMin), over everything when dim is None."""
 
     def emit(b: GraphBuilder, n: Any) -> str:
         dim, keepdim = n.attrs.get("dim"), int(bool(n.attrs.get("keepdim", False)))
+        floating = n.in_specs[0].dtype.is_floating_point
         if dim is None:
             flat = b.node("Reshape", [n.inputs[0], b.ints([-1])])
-            out = b.node(op_type, [flat], axis=0, keepdims=0)
+            out = _arg_nan_first(b, flat, op_type, 0, 0, floating)
             return b.node("Reshape", [out, b.ints([1] * _rank(n))]) if keepdim else out
-        return b.node(op_type, [n.inputs[0]], axis=int(dim), keepdims=keepdim)
+        return _arg_nan_first(b, n.inputs[0], op_type, int(dim), keepdim, floating)
 
     return emit
 
@@ -121,7 +140,7 @@ def values_and_indices(arg_op: str) -> Callable:
 
     def emit(b: GraphBuilder, n: Any) -> list:
         dim, keepdim = int(n.attrs["dim"]), bool(n.attrs.get("keepdim", False))
-        idx = b.node(arg_op, [n.inputs[0]], axis=dim, keepdims=1)
+        idx = _arg_nan_first(b, n.inputs[0], arg_op, dim, 1, n.in_specs[0].dtype.is_floating_point)
         values = b.node("GatherElements", [n.inputs[0], idx], axis=dim)
         if not keepdim:
             axes = b.ints([dim])

@@ -203,6 +203,8 @@ def _share_version(view: Any, source: Any, op: OpDef | None = None, attrs: dict 
         vc = source._vc = [0]
     view._vc = vc
     root = source._base
+    if root is not None and source._requires_grad and source.grad_fn is None:
+        root = None  # a leaf that is itself a view (``r.t().requires_grad_()``): autograd's base is the leaf
     view._base = source if root is None else root
     if not _STATE.enabled:
         view._view_fn = _NO_GRAD_VIEW

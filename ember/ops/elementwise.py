@@ -680,6 +680,9 @@ def ceil(input: Any) -> Any:
 
 
 def round(input: Any, *, decimals: int = 0) -> Any:  # noqa: A001
+    if input.dtype is dtypes.bool_:  # NumPy rounds bools to float16 (a graph's shape rule said bool); torch refuses
+        raise RuntimeError('round: "round" is not implemented for Bool tensors (as in PyTorch); convert first: '
+                           'x.float().round()')
     return dispatch.unary(ROUND, input, {"decimals": decimals} if decimals else None)
 
 

@@ -185,7 +185,8 @@ def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
 
 HARDTANH = register(OpDef(
     name="hardtanh", category="unary",
-    impl=lambda xp, x, min_val=-1.0, max_val=1.0, nan_grad=True: xp.clip(x, min_val, max_val),
+    impl=lambda xp, x, min_val=-1.0, max_val=1.0, nan_grad=True: (
+        xp.clip(x, int(min_val), int(max_val)) if x.dtype.kind in "iu" else xp.clip(x, min_val, max_val)),
     vjp=_hardtanh_vjp, shape_rule=elementwise_rule(), onnx=to_onnx.hardtanh,
 ))
 
@@ -374,6 +375,13 @@ def _hardtanh(t: Any, min_val: float, max_val: float, nan_grad: bool = True) -> 
 
 
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Any:
+    # Integer inputs keep their dtype with the limits truncated, as torch (NumPy's clip with float limits
+    # made a float64 result eagerly while a graph's shape rule kept the integer dtype).
+    if input.dtype.np.kind == "b":
+        raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
+    if input.dtype.np.kind == "u" and min_val < 0:
+        raise RuntimeError(f"hardtanh: cannot do hardtanh on an unsigned type ({input.dtype}) with negative limits "
+                           f"(min_val={min_val})")
     return _maybe_inplace(input, lambda t: _hardtanh(t, min_val, max_val), inplace, "hardtanh_")
 
 

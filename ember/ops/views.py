@@ -542,11 +542,20 @@ def movedim(input: Any, source: Any, destination: Any) -> Any:
 moveaxis = movedim
 
 
+def _check_matrix(op: str, input: Any) -> None:
+    # NumPy's tril/triu broadcast a vector to a square matrix; torch refuses (and a graph's shape rule kept
+    # the vector's shape, so compiled code reshaped a (4, 4) result as (4,)).
+    if input.dim() < 2:
+        raise RuntimeError(f"{op}: input tensor must have at least 2 dimensions, got shape {list(input.shape)}")
+
+
 def tril(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("tril", input)
     return dispatch.apply(TRIL, (input,), {"diagonal": diagonal})
 
 
 def triu(input: Any, diagonal: int = 0) -> Any:
+    _check_matrix("triu", input)
     return dispatch.apply(TRIU, (input,), {"diagonal": diagonal})
 
 
@@ -890,7 +899,7 @@ class _TorchNamedOp(OpDef):
 
 
 def _copy_slices_impl(xp: Any, base: Any, value: Any, steps: tuple) -> Any:
-    out = base.copy()
+    out = xp.array(base, copy=True)  # an array even for a 0-d base that came back as a NumPy scalar
     _replay(xp, out, steps)[...] = value
     return out
 

@@ -27,7 +27,10 @@ Example:
 """
 from __future__ import annotations
 
+import io
 import os
+import sys
+import warnings
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -91,6 +94,19 @@ def _read(f: Any, mmap: bool) -> Any:
     return data
 
 
+def _torchscript(data: Any, where: Any, weights_only: bool, map_location: Any) -> Any:
+    """A TorchScript archive given to ``load``: as torch.load, refused with ``weights_only=True`` and handed to
+    ``jit.load`` (with a warning) otherwise. ember's ``jit.load`` runs no code from the file either way."""
+    if weights_only:
+        raise RuntimeError(f"ember.load: {where} is a TorchScript archive (torch.jit.save); it cannot be loaded with "
+                           "weights_only=True, as in torch. Load it with ember.jit.load (which runs its code in ember's "
+                           "allow-listed interpreter, never exec), or pass weights_only=False to be sent there.")
+    warnings.warn("'ember.load' received a zip file that looks like a TorchScript archive dispatching to "
+                  "'ember.jit.load' (call 'ember.jit.load' directly to silence this warning)", UserWarning,
+                  stacklevel=3)
+    return sys.modules["ember"].jit.load(io.BytesIO(bytes(data)), map_location)  # ember.jit imports this package
+
+
 def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_module: Any = None, *,
          weights_only: bool | None = None, mmap: bool | None = None, **kwargs: Any) -> Any:
     """Load a file written by :func:`save`, ``torch.save`` (zip or legacy) or any safetensors writer.
@@ -107,7 +123,10 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
     where = getattr(f, "name", "<file object>") if hasattr(f, "read") else os.fspath(f)
     head = bytes(data[:16])
     if torch_reader.is_zip(head):
-        return torch_reader.read_zip(data, where, weights_only, map_location)
+        try:
+            return torch_reader.read_zip(data, where, weights_only, map_location)
+        except torch_reader.TorchScriptArchive:
+            return _torchscript(data, where, weights_only, map_location)
     if torch_reader.is_legacy(head):
         return torch_reader.read_legacy(data, where, weights_only, map_location)
     if head[:1] == b"\x80" and head[8:9] != b"{":  # a safetensors header of length 128 + 256k also starts 0x80

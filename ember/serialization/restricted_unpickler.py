@@ -79,7 +79,9 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
             elif self.weights_only:
                 self.refuse(full)
             else:
-                obj = super().find_class(module, name)
+                obj = _ember_counterpart(module, name)
+                if obj is None:
+                    obj = super().find_class(module, name)
                 if isinstance(obj, type):
                     self._classes.add(id(obj))
         self._callables.add(id(obj))
@@ -94,6 +96,11 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
         return cls
 
     def persistent_load(self, pid: Any) -> Any:
+        if (not self.weights_only and isinstance(pid, tuple) and len(pid) == 4 and pid[0] == "module"
+                and isinstance(pid[1], type)):
+            # the legacy format names each pickled module's class with its source file and text (torch compares
+            # them to warn about changed code); the class itself came through find_class, so it is the answer
+            return pid[1]
         if not (isinstance(pid, tuple) and len(pid) in (5, 6) and pid[0] == "storage"):
             raise CheckpointError(self.where, "persistent id", f"{pid!r:.100} is not ('storage', type, key, "
                                   "location, numel)")
@@ -214,6 +221,19 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
                 raise  # the full unpickler: let the object's own errors through
             raise CheckpointError(self.where, "pickle", f"is malformed ({type(error).__name__}: {error!s:.200})") \
                 from None
+
+
+def _ember_counterpart(module: str, name: str) -> Any:
+    """For the full unpickler: ember's object for a ``torch.*``/``torchvision.*`` global (``torch.nn.modules.linear
+    Linear`` -> ``ember.nn.Linear``), so a whole model saved by torch loads as an ember module even where torch is
+    installed (a torch module holding ember tensors would not run); None when ember has no such name."""
+    if module.split(".")[0] not in ("torch", "torchvision"):
+        return None
+    from ember.run import alias  # ember.run.alias imports the ember package, which imports this module: a real cycle
+    try:
+        return getattr(alias.module_for(module), name, None)
+    except ImportError:
+        return None
 
 
 def restricted_loads(data: bytes, where: Any, weights_only: bool = True) -> Any:

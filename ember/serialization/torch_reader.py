@@ -77,6 +77,8 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
             name = getattr(info, "filename", info)
             raise CheckpointError(where, f"zip member {name!r}", f"is damaged ({error})") from None
 
+    if any(n.endswith("/constants.pkl") for n in infos) and any("/code/" in n for n in infos):
+        raise TorchScriptArchive(where, None, "is a TorchScript archive (torch.jit.save)")
     pickles = [n for n in infos if n.endswith("/data.pkl") and n.count("/") == 1] + \
         (["data.pkl"] if "data.pkl" in infos else [])
     if len(pickles) != 1:
@@ -85,6 +87,20 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
     order = infos.get(prefix + "byteorder")
     if order is not None and member(order).strip() not in (b"little",):
         raise CheckpointError(where, "byteorder", f"is {member(order)[:20]!r}; only little-endian files are read")
+    storage = storage_loader(buffer, infos, f"{prefix}data/", where, member)
+    data = member(pickles[0])
+    with _placed(map_location):
+        return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
+
+
+class TorchScriptArchive(CheckpointError):
+    """``ember.load`` met a ``torch.jit.save`` archive (it goes to ``ember.jit.load``, as torch.load's does)."""
+
+
+def storage_loader(buffer: Any, infos: dict, directory: str, where: Any, member: Any) -> Any:
+    """The persistent-id callback of a zip checkpoint: storage ``key`` is member ``<directory><key>``, viewed in
+    place when stored (checked to hold ``numel * itemsize`` bytes); one Storage per key, so shared storages stay
+    shared. TorchScript archives use it too (``data/`` and ``constants/``)."""
     storages: dict[str, Storage] = {}
 
     def storage(key: str, kind: StorageType, location: str, numel: int, view: Any) -> Storage:
@@ -94,9 +110,9 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
             if found.dtype != dtype:
                 raise CheckpointError(where, f"storage {key!r}", f"is used as {found.dtype} and as {dtype}")
             return found
-        info = infos.get(f"{prefix}data/{key}")
+        info = infos.get(f"{directory}{key}")
         if info is None:
-            raise CheckpointError(where, f"storage {key!r}", f"has no member {prefix}data/{key} in the archive")
+            raise CheckpointError(where, f"storage {key!r}", f"has no member {directory}{key} in the archive")
         nbytes = numel * dtype.itemsize
         if info.file_size != nbytes:
             raise CheckpointError(where, f"storage {key!r}", f"holds {info.file_size} bytes; {numel} elements of "
@@ -114,9 +130,7 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
         storages[key] = Storage(key, array, dtype, location)
         return storages[key]
 
-    data = member(pickles[0])
-    with _placed(map_location):
-        return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
+    return storage
 
 
 class _MemmapFile(io.RawIOBase):

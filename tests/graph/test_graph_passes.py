@@ -63,7 +63,7 @@ def test_simplify_identities_found_from_op_records():
     g = Graph()
     x = g.add_input((2, 3), ember.float64)
     (a,) = g.add_node(OPS["mul"], (x, 1.0), {})
-    (b,) = g.add_node(OPS["add"], (0.0, a), {})
+    (b,) = g.add_node(OPS["add"], (-0.0, a), {})  # -0.0 + x is x; 0.0 + x is not (0.0 + -0.0 is +0.0)
     (c,) = g.add_node(OPS["sub"], (b, 0), {})
     (d,) = g.add_node(OPS["div"], (c, 1.0), {})
     (e,) = g.add_node(OPS["reshape"], (d,), {"shape": (2, 3)})
@@ -73,6 +73,18 @@ def test_simplify_identities_found_from_op_records():
     assert _ops(out) == ["sub"]
     xv = np.arange(6.0).reshape(2, 3)
     np.testing.assert_allclose(_run(out, xv)[0], -xv)
+
+
+def test_adding_positive_zero_is_kept_for_negative_zero_inputs():
+    """``x + 0.0`` and ``x - (-0.0)`` turn -0.0 into +0.0: not identities (the probe holds signed zeros)."""
+    g = Graph()
+    x = g.add_input((3,), ember.float64)
+    (a,) = g.add_node(OPS["add"], (x, 0.0), {})
+    (b,) = g.add_node(OPS["sub"], (a, -0.0), {})
+    g.outputs = [b]
+    out = P.dce(P.simplify(g))
+    assert _ops(out) == ["add", "sub"]
+    assert np.signbit(_run(out, np.array([-0.0, 1.0, -0.0]))[0]).tolist() == [False, False, False]
 
 
 def test_broadcasting_identity_is_not_removed():

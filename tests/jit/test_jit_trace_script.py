@@ -96,11 +96,13 @@ def test_save_and_load_run_without_the_code(tmp_path) -> None:
     assert not any(name.endswith((".pkl", ".pt")) for name in os.listdir(path))
 
 
-def test_load_refuses_a_torchscript_archive(tmp_path) -> None:
+def test_load_runs_a_torchscript_archive(tmp_path) -> None:
+    """torch.jit.save's archives are read and interpreted (tests/jit/test_torchscript_archives_vs_torch.py has more)."""
     t = torch.jit.trace(torch.nn.Linear(2, 2), torch.zeros(1, 2))
     t.save(str(tmp_path / "m.pt"))
-    with pytest.raises(ValueError, match="TorchScript archives"):
-        ember.jit.load(str(tmp_path / "m.pt"))
+    x = torch.randn(3, 2)
+    np.testing.assert_allclose(ember.jit.load(str(tmp_path / "m.pt"))(ember.tensor(x.numpy())).detach().numpy(),
+                               t(x).detach().numpy(), rtol=1e-6, atol=1e-6)
 
 
 def test_script_compiles_static_code() -> None:

@@ -22,11 +22,27 @@ import trust_cases_more  # noqa: E402,F401 - registers reduce_args, index_ops an
 import trust_cases_layers  # noqa: E402,F401 - registers layers and spatial
 import trust_cases_autograd  # noqa: E402,F401 - registers autograd_views, ternary_out, reduce_edge, index_grad
 from trust_diff import compare  # noqa: E402
+import trust_cases_compile  # noqa: E402 - the fifth wave: compiled vs eager (its own comparison)
+import trust_compile_diff  # noqa: E402
+
+COMPILE_AREAS = trust_cases_compile.GENERATORS
+
+
+def _compare(area: str, case: object) -> str | None:
+    if area == "compile_train":
+        return trust_compile_diff.compare_train(case)
+    if area == "gradcheck_f64":
+        return trust_compile_diff.compare_gradcheck(case)
+    if area == "onnx_values":
+        import trust_onnx_diff  # onnx and onnxruntime are optional
+
+        return trust_onnx_diff.compare_onnx(case)
+    return trust_compile_diff.compare(case) if area in COMPILE_AREAS else compare(case)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("area", choices=sorted(GENERATORS))
+    parser.add_argument("area", choices=sorted(GENERATORS) + sorted(COMPILE_AREAS))
     parser.add_argument("count", type=int, nargs="?", default=500)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--start", type=int, default=0)
@@ -35,11 +51,11 @@ def main() -> None:
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.count)
     groups = collections.defaultdict(list)
     for seed in seeds:
-        case = GENERATORS[args.area](np.random.default_rng(seed))
-        problem = compare(case)
+        case = {**GENERATORS, **COMPILE_AREAS}[args.area](np.random.default_rng(seed))
+        problem = _compare(args.area, case)
         if problem is None:
             continue
-        reason = allowed(case, problem)
+        reason = None if args.area in COMPILE_AREAS else allowed(case, problem)
         if reason and not args.all:
             continue
         key = re.sub(r"-?\d[\d.e+-]*|\[.*", "#", problem.split("\n")[0])[:90]

@@ -78,6 +78,19 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+_ABSENT = object()
+_PLAIN = (int, float, bool, complex, str, tuple, type(None))
+
+
+def _stored(d: dict, name: str) -> Any:
+    """The value an attribute has now, wherever the module keeps it (``_ABSENT`` when it has none)."""
+    for store in ("_parameters", "_buffers", "_modules"):
+        found = d.get(store)
+        if found is not None and name in found:
+            return found[name]
+    return d.get(name, _ABSENT)
+
+
 class Module:
     """Base class for all neural-network modules; subclasses define ``forward``."""
 
@@ -169,6 +182,7 @@ class Module:
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             self._check_ready("parameters")
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_buffers", "_modules")
             d.pop(name, None)
             self.register_parameter(name, value)
@@ -176,9 +190,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                                 "(ember.nn.Parameter or None expected)")
+            self._note_change(name, params[name], value)
             params[name] = None
         elif isinstance(value, Module):
             self._check_ready("modules")
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_buffers")
             d.pop(name, None)
             d["_modules"][name] = value
@@ -186,9 +202,11 @@ class Module:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
                                 "(ember.nn.Module or None expected)")
+            self._note_change(name, d["_modules"][name], value)
             d["_modules"][name] = None
         elif isinstance(value, Buffer):
             self._check_ready("buffers")
+            self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_modules")
             d.pop(name, None)
             self.register_buffer(name, value)
@@ -196,9 +214,32 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                                 "(ember Tensor or None expected)")
+            self._note_change(name, d["_buffers"][name], value)
             d["_buffers"][name] = value
         else:
+            if name != "training" and name in d:
+                self._note_change(name, d[name], value)
             object.__setattr__(self, name, value)
+
+    def _note_change(self, name: str, old: Any, new: Any) -> None:
+        """Remember a public attribute that got another value after it was first set (a number such as
+        ``negative_slope``/``eps``/``p``, or another parameter, buffer or submodule object): ``ember.compile`` keys
+        its graphs on these values (``config_key``), since a trace bakes them in. Private names (``_step``,
+        DistributedDataParallel's per-call flags) are bookkeeping, not configuration. Values, not a counter: a
+        flag switched back and forth maps to the graphs already traced."""
+        if old is new or old is _ABSENT or name.startswith("_"):
+            return
+        if type(old) is type(new) and type(new) in _PLAIN and old == new and repr(old) == repr(new):
+            return
+        d = self.__dict__
+        changed = d.setdefault("_config_changes", {})
+        changed[name] = (type(new), repr(new)) if type(new) in _PLAIN else id(new)
+        d["_config_key"] = tuple(sorted(changed.items()))
+
+    @property
+    def config_key(self) -> tuple:
+        """The public attributes changed since they were first set, with their values (see :meth:`_note_change`)."""
+        return self.__dict__.get("_config_key", ())
 
     @staticmethod
     def _remove_from(name: str, d: dict, *stores: str) -> None:
