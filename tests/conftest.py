@@ -6,6 +6,8 @@ Example:
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,13 @@ def rng() -> np.random.Generator:
 def _restore_ember_defaults():
     """Tests that change the default dtype or grad mode cannot leak the change into others."""
     dtype, grad = ember.get_default_dtype(), ember.is_grad_enabled()
+    torch = sys.modules.get("torch")
+    validate = torch.distributions.Distribution._validate_args if torch is not None else None
     yield
     ember.set_default_dtype(dtype)
     ember.autograd.grad_mode.STATE.enabled = grad
+    # Anything that starts torch's dynamo (torch.compile, torch.cond, flex_attention's compiled path) switches
+    # off torch.distributions' argument validation for the whole process; tests comparing validation errors
+    # with torch's need it back.
+    if torch is not None and validate is not None:
+        torch.distributions.Distribution.set_default_validate_args(validate)
