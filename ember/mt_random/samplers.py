@@ -157,7 +157,8 @@ def random_from_to(stream: MTStream, shape: tuple, low: int, high: int, wide_dty
         raise RuntimeError(f"random_: expects 'from' to be less than 'to', got from={low}, to={high}")
     words = stream.words64(n) if span >= 2 ** 32 and wide_dtype else stream.words32(n)
     offsets = words % np.uint64(span)
-    return (offsets.astype(np.int64) + np.int64(low)).reshape(shape) if low >= -2 ** 63 else offsets.reshape(shape)
+    # PyTorch adds in 64-bit unsigned arithmetic and casts: the same wrap-around for ranges wider than int64's half
+    return (offsets + np.uint64(int(low) % 2 ** 64)).astype(np.int64).reshape(shape)
 
 
 def random_bits(stream: MTStream, shape: tuple, dtype: str) -> np.ndarray:

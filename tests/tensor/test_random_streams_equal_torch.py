@@ -54,6 +54,7 @@ CALLS = {
     "random_int64": lambda T: T.empty(20, dtype=T.int64).random_().numpy(),
     "random_uint8": lambda T: T.empty(20, dtype=T.uint8).random_().numpy(),
     "random_to": lambda T: T.empty(20).random_(10).numpy(),
+    "random_int64_extremes": lambda T: T.empty(20, dtype=T.int64).random_(-2 ** 63, 2 ** 63 - 1).numpy(),
     "randperm": lambda T: np.concatenate([T.randperm(n).numpy() for n in (0, 1, 2, 10, 1000)]),
     "bernoulli_p": lambda T: T.empty(500).bernoulli_(0.3).numpy(),
     "bernoulli_tensor": lambda T: T.bernoulli(T.linspace(0, 1, 300)).numpy(),
