@@ -43,16 +43,17 @@ def disabled_torch_function_impl(func: Any, types: Any, args: Any = (), kwargs: 
 class _Switch:
     """Process-wide: is any override possible at all? (One attribute read on every wrapped call.)"""
 
-    __slots__ = ("on", "modes", "subclasses")
+    __slots__ = ("on", "modes", "subclasses", "tracers")
 
     def __init__(self) -> None:
         self.on = False
         self.modes = 0  # modes entered and not exited, over all threads
         self.subclasses: weakref.WeakSet = weakref.WeakSet()  # live Tensor subclasses that override
+        self.tracers: weakref.WeakSet = weakref.WeakSet()  # live fx tracers (their Proxies override)
 
     def update(self) -> None:
         # iterate, not len(): inside a dying class's finalizer the set may still count its dead reference
-        self.on = self.modes > 0 or any(True for _ in self.subclasses)
+        self.on = self.modes > 0 or any(True for _ in self.subclasses) or any(True for _ in self.tracers)
 
 
 SWITCH = _Switch()
@@ -361,6 +362,18 @@ def subclass_defined(cls: type) -> None:
         SWITCH.subclasses.add(cls)
         SWITCH.update()
     weakref.finalize(cls, _subclass_gone)  # functions stop looking at arguments once no such class is alive
+
+
+def tracer_alive(tracer: Any) -> None:
+    """An fx tracer made a Proxy: while the tracer lives, public functions look at their arguments first, so a
+    Proxy reaching one records a node (torch.fx's ``Proxy.__torch_function__``) instead of running the function on
+    it. ember's tracers are short-lived (dropped when ``symbolic_trace`` returns), so plain programs pay nothing."""
+    if tracer in SWITCH.tracers:
+        return
+    with _LOCK:
+        SWITCH.tracers.add(tracer)
+        SWITCH.update()
+    weakref.finalize(tracer, _subclass_gone)
 
 
 def _subclass_gone() -> None:

@@ -51,6 +51,12 @@ class profile(_profile):
         if self.enabled:
             self.stop()
 
+    def __str__(self) -> str:
+        """As torch's legacy profiler: printing it prints its table."""
+        if self._events is None:
+            return "<unfinished torch.autograd.profile>"
+        return str(self.function_events)
+
     @property
     def function_events(self) -> EventList:
         """Every recorded event (torch's legacy name for ``events()``)."""

@@ -95,6 +95,29 @@ def _resolve_aten(name: str) -> Callable:
                          f"aten::{name} (call the ember/torch function directly)")
 
 
+def _record_function_enter(name: str, args: str | None = None) -> Any:
+    """``profiler::_record_function_enter``: open a profiler range; the handle closes it (what
+    ``record_function`` emits when traced by torch.fx)."""
+    from ember.profiler.profiler import record_function
+
+    handle = record_function(name, args)
+    handle.__enter__()
+    return handle
+
+
+def _record_function_exit(handle: Any) -> None:
+    """``profiler::_record_function_exit``: close the range ``_record_function_enter`` opened."""
+    handle.__exit__(None, None, None)
+
+
+# Operators of torch's own namespaces besides aten (torch registers them in C++).
+BUILTIN: dict[str, dict[str, Callable]] = {
+    "profiler": {"_record_function_enter": _record_function_enter,
+                 "_record_function_enter_new": _record_function_enter,
+                 "_record_function_exit": _record_function_exit},
+}
+
+
 class OpNamespace:
     """``torch.ops.<name>``: the operators registered under one namespace."""
 
@@ -107,6 +130,8 @@ class OpNamespace:
         if self.name == "aten":
             return OpOverloadPacket(f"aten::{op}", _resolve_aten(op))
         qualname = f"{self.name}::{op}"
+        if qualname not in OPS and op in BUILTIN.get(self.name, {}):
+            return OpOverloadPacket(qualname, BUILTIN[self.name][op])
         if qualname not in OPS:
             raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{op}' (no operator "
                                  f"{qualname} is registered; define it with ember.library.custom_op)")

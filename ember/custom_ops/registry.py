@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ember import _torch_function as _tf
 from ember.amp.autocast_mode import is_autocast_enabled
 from ember.autograd.function import Function
 from ember.custom_ops.schema import Schema, mutated_names, parse_schema
@@ -214,6 +215,8 @@ class OpOverload:
         return self._packet
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tf.SWITCH.on:  # a Proxy or overriding argument sees the operator (torch.fx records it)
+            return _tf.dispatch(self, self._packet._fn, args, kwargs)
         return self._packet._fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -240,6 +243,8 @@ class OpOverloadPacket:
         return list(self._overload_names)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _tf.SWITCH.on:
+            return _tf.dispatch(self, self._fn, args, kwargs)
         return self._fn(*args, **kwargs)
 
     def __repr__(self) -> str:

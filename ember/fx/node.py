@@ -12,7 +12,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from ember.fx._namespaces import public_namespaces
 
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from ember.fx.graph import Graph
 
 OPCODES = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
+
+# torch.fx.node's type aliases, which custom tracers use in their annotations (evaluated at definition time).
+Target = Union[Callable[..., Any], str]
+BaseArgumentTypes = Union[str, int, float, bool, complex, slice, type(Ellipsis), type(None)]
+Argument = Optional[Union[tuple, list, dict, slice, range, "Node", BaseArgumentTypes]]
 
 
 def map_aggregate(value: Any, fn: Callable[[Any], Any]) -> Any:

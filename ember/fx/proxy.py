@@ -14,7 +14,8 @@ import inspect
 import operator
 from typing import Any
 
-from ember.fx.node import Node
+from ember import _torch_function
+from ember.fx.node import Node, map_aggregate
 
 
 class TraceError(ValueError):
@@ -22,11 +23,36 @@ class TraceError(ValueError):
 
 
 class Proxy:
-    """A traced value: ``proxy.node`` is the Node that computes it."""
+    """A traced value: ``proxy.node`` is the Node that computes it. ``Proxy(node)`` without a tracer appends to
+    ``node.graph`` (a ``GraphAppendingTracer``), as torch.fx's: ember functions called on it record nodes there
+    through ``__torch_function__``."""
 
     def __init__(self, node: Node, tracer: Any = None) -> None:
+        if tracer is None:
+            from ember.fx.tracer import GraphAppendingTracer
+            tracer = GraphAppendingTracer(node.graph)
         self.node = node
         self.tracer = tracer
+        _torch_function.tracer_alive(tracer)
+
+    @classmethod
+    def __torch_function__(cls, orig_method: Any, types: Any, args: Any = (), kwargs: Any = None) -> "Proxy":
+        """An ember function or Tensor method given a Proxy records one node, as torch.fx's Proxy does."""
+        kwargs = kwargs or {}
+        tracers: dict[int, Any] = {}
+
+        def find(a: Any) -> None:
+            if isinstance(a, Proxy):
+                tracers.setdefault(id(a.tracer), a.tracer)
+        map_aggregate((args, kwargs), find)
+        if len(tracers) > 1:
+            raise RuntimeError(f"Found multiple different tracers {list(tracers.values())} while trying to trace "
+                               f"operations {orig_method}")
+        tracer = next(iter(tracers.values()))
+        from ember.overrides import is_tensor_method_or_property
+        if is_tensor_method_or_property(orig_method):
+            return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
+        return tracer.create_proxy("call_function", orig_method, args, kwargs)
 
     def __repr__(self) -> str:
         return f"Proxy({self.node.name})"

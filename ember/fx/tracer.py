@@ -290,7 +290,8 @@ class Tracer:
                             f"{fn.__qualname__} does not take")
         with self.recording(fn):
             result = fn(*call_args, **call_kwargs)
-        self.graph.output(self.create_arg(result))
+        # through create_node, as torch.fx: a Tracer subclass overriding it sees the output node too
+        self.create_node("output", "output", (self.create_arg(result),), {})
         return self.graph
 
     def _concrete_placeholder(self, param: inspect.Parameter, value: Any) -> Any:
@@ -326,6 +327,7 @@ class Tracer:
             stack.pop()
             self._patcher.restore()
             self._patcher = None
+            self._attr_proxies = {}  # its Proxies point back here: no cycle keeps the tracer (and SWITCH) alive
 
     def _patch(self, fn: Callable | None) -> None:
         patcher = self._patcher
@@ -359,6 +361,31 @@ class Tracer:
             patcher.patch_globals(getattr(fn, "__globals__", {}))
 
 
+class GraphAppendingTracer(Tracer):
+    """``torch.fx.proxy.GraphAppendingTracer``: records onto an existing ``graph`` (no root module), so code run
+    on ``Proxy(node, tracer)`` values (an inlined function, a traced module called on proxies) adds its nodes
+    there. Tensors that are not proxies cannot become nodes here (no module to hold them), as in torch.fx.
+
+    Example:
+        >>> import ember, ember.fx as fx
+        >>> g = fx.Graph()
+        >>> x = fx.Proxy(g.placeholder("x"), fx.proxy.GraphAppendingTracer(g))
+        >>> _ = g.output(ember.relu(x + 1).node)
+        >>> [n.op for n in g.nodes]
+        ['placeholder', 'call_function', 'call_function', 'output']
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self.graph = graph
+        self._tensor_paths = {}
+
+    def create_arg(self, a: Any) -> Any:
+        if isinstance(a, Tensor) and self.root is None:
+            raise NotImplementedError(f"argument of type: {type(a)}")
+        return super().create_arg(a)
+
+
 def _traced_by(tracer: Tracer, module: Module) -> bool:
     return id(module) in tracer._module_paths
 
@@ -380,3 +407,8 @@ def symbolic_trace(root: Module | Callable, concrete_args: dict | None = None) -
     graph = tracer.trace(root, concrete_args)
     name = type(root).__name__ if isinstance(root, Module) else getattr(root, "__name__", "function")
     return GraphModule(tracer.root, graph, name)
+
+
+from ember.fx import proxy as _proxy_module  # noqa: E402  (torch.fx.proxy.GraphAppendingTracer lives there)
+
+_proxy_module.GraphAppendingTracer = GraphAppendingTracer

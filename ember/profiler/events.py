@@ -354,6 +354,9 @@ class EventList(list):
         seconds = sum(k.duration_us for k in kernels) / 1e6
         return hardware.roofline(flops, nbytes, seconds, dtype, device=self.device_name())
 
+    def __str__(self) -> str:
+        return self.table()  # as torch's EventList
+
     def table(self, sort_by: str | None = None, row_limit: int = 100, max_src_column_width: int = 75,
               max_name_column_width: int = 55, max_shapes_column_width: int = 80, header: str | None = None,
               top_level_events_only: bool = False) -> str:

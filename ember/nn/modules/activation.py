@@ -24,72 +24,72 @@ from ember.tensor import Tensor
 class _Simple(Module):
     """An activation without arguments other than ``inplace``."""
 
-    _fn: Any = None
+    _fn: str = ""  # the name in ember.nn.functional, looked up per call (fx and __torch_function__ see it)
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input)
+        return getattr(F, self._fn)(input)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
 class ReLU(_Simple):
-    _fn = staticmethod(F.relu)
+    _fn = "relu"
 
 
 class ReLU6(_Simple):
-    _fn = staticmethod(F.relu6)
+    _fn = "relu6"
 
 
 class SELU(_Simple):
-    _fn = staticmethod(F.selu)
+    _fn = "selu"
 
 
 class SiLU(_Simple):
-    _fn = staticmethod(F.silu)
+    _fn = "silu"
 
 
 class Mish(_Simple):
-    _fn = staticmethod(F.mish)
+    _fn = "mish"
 
 
 class Hardswish(_Simple):
-    _fn = staticmethod(F.hardswish)
+    _fn = "hardswish"
 
 
 class Hardsigmoid(_Simple):
-    _fn = staticmethod(F.hardsigmoid)
+    _fn = "hardsigmoid"
 
 
 class _NoArgs(Module):
-    _fn: Any = None
+    _fn: str = ""
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input)
+        return getattr(F, self._fn)(input)
 
 
 class Sigmoid(_NoArgs):
-    _fn = staticmethod(F.sigmoid)
+    _fn = "sigmoid"
 
 
 class Tanh(_NoArgs):
-    _fn = staticmethod(F.tanh)
+    _fn = "tanh"
 
 
 class LogSigmoid(_NoArgs):
-    _fn = staticmethod(F.logsigmoid)
+    _fn = "logsigmoid"
 
 
 class Softsign(_NoArgs):
-    _fn = staticmethod(F.softsign)
+    _fn = "softsign"
 
 
 class Tanhshrink(_NoArgs):
-    _fn = staticmethod(F.tanhshrink)
+    _fn = "tanhshrink"
 
 
 class LeakyReLU(Module):
@@ -197,29 +197,29 @@ class PReLU(Module):
 
 
 class _DimActivation(Module):
-    _fn: Any = None
+    _fn: str = ""
 
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, self.dim)
+        return getattr(F, self._fn)(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
 class Softmax(_DimActivation):
-    _fn = staticmethod(F.softmax)
+    _fn = "softmax"
 
 
 class LogSoftmax(_DimActivation):
-    _fn = staticmethod(F.log_softmax)
+    _fn = "log_softmax"
 
 
 class Softmin(_DimActivation):
-    _fn = staticmethod(F.softmin)
+    _fn = "softmin"
 
 
 class GLU(Module):
