@@ -150,33 +150,32 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
         yield
 
 
-# A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this
-# runs on one thread when ember splits work: BLAS's threads would save it at most a few tens of
-# microseconds, then spin for tens of milliseconds against ember's threads (the MNIST CNN's linear
-# layer, 64 x 3136 x 10, did so every step). A stack of GEMMs counts as its total: attention's
-# per-head products (W4: 64 GEMMs of 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's
-# threads, as with the split off.
+# A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this runs on
+# one BLAS thread: BLAS's second thread would save it at most a few tens of microseconds (a 2M product takes
+# ~15-60 us on one core), then spin for milliseconds after the call (OpenBLAS's workers busy-wait before they
+# sleep), against ember's threads, the next op, or another program. A ViT step at 32x32 (products of
+# 520 x 64 x 64) cost 242 ms of CPU with BLAS's two threads against 18 ms on one (docs/cpu-performance.md,
+# "serial15"). A stack of GEMMs counts as its total: attention's per-head products (W4: 64 GEMMs of
+# 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's threads.
 SMALL_GEMM_MACS = 4e6
 OPENBLAS_ONE_THREAD_MACS = 4 * 65536  # OpenBLAS runs products up to this size on one thread by itself
 
 
-def small_gemm(xp: Any, a: Any, b: Any, beside_kernel: Callable[[], bool] | None = None) -> Any:
-    """``one_thread(xp)`` when ``a @ b`` is a small GEMM (or a small stack of them) that OpenBLAS
-    would still spread over its threads; otherwise a no-op context. ``beside_kernel()`` (asked only for
-    such a product) true: ember's own GEMM takes other products of this process on ember's threads
-    (``linalg.kernel_beside``), so the product holds BLAS to one thread even without the BLAS split:
-    OpenBLAS's woken workers would spin on the cores those threads need."""
+def small_gemm(xp: Any, a: Any, b: Any) -> Any:
+    """``single_threaded_blas()`` when ``a @ b`` is a medium GEMM (or a small stack of them) that OpenBLAS
+    would spread over its threads (more than ``OPENBLAS_ONE_THREAD_MACS``, fewer than ``SMALL_GEMM_MACS``
+    multiply-adds) and NumPy's OpenBLAS can be held to one thread; otherwise a no-op context. It holds with
+    or without the BLAS split and whatever ember's own thread count: the spinning it avoids is OpenBLAS's
+    (before serial15 it held only when ember split BLAS work or ran its own GEMM beside)."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
-    if not OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or num_threads() <= 1:
+    if not OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or xp is not numpy:
         return nullcontext()
     stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
-    if macs * stack >= SMALL_GEMM_MACS:
+    if macs * stack >= SMALL_GEMM_MACS or _controls() is None:
         return nullcontext()
-    if xp is numpy and beside_kernel is not None and _controls() is not None and beside_kernel():
-        return single_threaded_blas()
-    return one_thread(xp)
+    return single_threaded_blas()
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:

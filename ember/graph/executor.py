@@ -94,6 +94,10 @@ class Executable:
             from ember.graph.passes.fuse import fuse_nodes
 
             nodes = fuse_nodes(nodes, keep, xp)
+            from ember.graph.passes.share_scalar import share_scalar_kernels
+
+            # Adam's bias corrections: one scalar kernel per step, not one per parameter (equal step counts)
+            nodes = share_scalar_kernels(nodes)
         if memory:
             from ember.graph.passes.memory import plan_buffers
 

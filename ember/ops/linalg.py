@@ -80,16 +80,10 @@ def gemm_2d(xp: Any, a: Any, b: Any, bias: Any = None) -> Any:
     return None if gemm is None else gemm(a, b, bias)
 
 
-def kernel_beside(xp: Any = np) -> bool:
-    """Whether ember's GEMM takes some of this process's products (``cpu_gemm_choice.kernel_in_use``) on
-    ``xp``: then the small products left to BLAS run on one BLAS thread (``cpu_blas.small_gemm``)."""
-    return cpu_gemm_choice.kernel_in_use() and native_kernel(xp, "matmul_f32") is not None
-
-
 def blas_context(xp: Any, a: Any, b: Any) -> Any:
     """The context ``xp.matmul(a, b)`` runs in when BLAS takes it: one BLAS thread for a small product
     while BLAS's threads would only wake to spin (``cpu_blas.small_gemm``)."""
-    return cpu_blas.small_gemm(xp, a, b, kernel_beside if xp is np else None)
+    return cpu_blas.small_gemm(xp, a, b)
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:

@@ -81,7 +81,6 @@ def test_without_avx512_blas_takes_everything(monkeypatch) -> None:
     cpu_kernels.reset()
     try:
         assert cpu_kernels.get("matmul_f32") is None
-        assert not linalg.kernel_beside()
         rng = np.random.default_rng(0)
         a, b = (rng.standard_normal(s).astype(np.float32) for s in ((256, 784), (784, 512)))
         got = (ember.tensor(a) @ ember.tensor(b)).numpy()
@@ -106,27 +105,29 @@ def _blas_threads_seen(monkeypatch, product) -> list[int]:
     return seen
 
 
-def test_small_products_beside_the_kernel_run_on_one_blas_thread(monkeypatch) -> None:
-    """With ember's kernel taking products on 2 threads, the small ones BLAS keeps (W2's 10-class layer)
-    hold OpenBLAS to one thread, so its workers never wake to spin; without the kernel in use, BLAS keeps its
-    threads (unless the BLAS split is on)."""
+def test_medium_products_run_on_one_blas_thread_with_or_without_the_kernel(monkeypatch) -> None:
+    """The medium products BLAS takes (W2's 10-class layer, 1.3M multiply-adds) hold OpenBLAS to one thread
+    whether or not ember's kernel or the BLAS split is in use, so its workers never wake to spin; a large product
+    keeps BLAS's threads; the count is restored afterwards."""
     if cpu_blas._controls() is None:
         pytest.skip("no controllable OpenBLAS")
     get, put = cpu_blas._controls()
     saved = get()
     put(2)
     try:
-        monkeypatch.setattr(_config, "CPU_THREADS", 2)
-        monkeypatch.setattr(_config, "BLAS_SPLIT", False)
         rng = np.random.default_rng(1)
         x, w = ember.tensor(rng.standard_normal((256, 512)).astype(np.float32)), \
             ember.tensor(rng.standard_normal((10, 512)).astype(np.float32))
+        big = ember.tensor(rng.standard_normal((512, 512)).astype(np.float32))
         product = lambda: ember.nn.functional.linear(x, w) + (x @ w.T)
-        monkeypatch.setattr(linalg, "kernel_beside", lambda xp=np: True)
-        assert _blas_threads_seen(monkeypatch, product) == [1, 1]
-        assert get() == 2  # restored afterwards
-        monkeypatch.setattr(linalg, "kernel_beside", lambda xp=np: False)
-        assert _blas_threads_seen(monkeypatch, product) == [2, 2]
+        for split, gemm, threads in ((False, "blas", 2), (True, "auto", 2), (False, "auto", 1)):
+            monkeypatch.setattr(_config, "BLAS_SPLIT", split)
+            monkeypatch.setattr(_config, "GEMM", gemm)
+            monkeypatch.setattr(_config, "CPU_THREADS", threads)
+            assert _blas_threads_seen(monkeypatch, product) == [1, 1]
+            assert get() == 2  # restored afterwards
+        monkeypatch.setattr(_config, "GEMM", "blas")
+        assert _blas_threads_seen(monkeypatch, lambda: x @ big) == [2]  # 67M multiply-adds: BLAS's threads
     finally:
         put(saved)
 

@@ -9,7 +9,9 @@ so a user can print the graph after each and see what it did:
   random nodes, which must sample anew each run);
 * ``dce`` - dead-code elimination (nodes no output or state update needs);
 * ``fuse`` and ``memory`` are lowering passes applied when an executor is built
-  (:func:`ember.graph.passes.fuse.fuse_nodes`, :func:`ember.graph.passes.memory.plan_buffers`);
+  (:func:`ember.graph.passes.fuse.fuse_nodes`, :func:`ember.graph.passes.memory.plan_buffers`; between
+  them, with fusion, :func:`ember.graph.passes.share_scalar.share_scalar_kernels` runs identical scalar
+  kernels over equal states once: Adam's bias corrections once per step, not per parameter);
   :func:`fuse` here shows fusion's effect as a graph.
 
 Example:
