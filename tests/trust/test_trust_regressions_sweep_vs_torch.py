@@ -81,12 +81,13 @@ def test_max_pool_gradient_of_window_in_padding_goes_nowhere(dims: int) -> None:
 
 
 def test_gelu_at_infinity_is_the_limit_in_every_dtype() -> None:
-    """gelu(+inf) = inf, gelu(-inf) = NaN (-inf * 0) in every dtype; torch's float64 and float16 kernels agree (its
-    float32/bfloat16 vectorized erf gives NaN at +inf: allow-listed in trust_allow.py)."""
+    """gelu(+inf) = inf, gelu(-inf) = NaN (-inf * 0) in every dtype; torch's float64 kernel agrees (its vectorized
+    erf gives NaN at +inf for float32/bfloat16 everywhere and for float16 on CPUs with AVX-512 FP16, as this
+    project's Intel machines: allow-listed in trust_allow.py)."""
     values = [float("-inf"), float("inf"), 1.0]
     for name in ("float64", "float32", "float16", "bfloat16"):
         got = ember.nn.functional.gelu(ember.tensor(values).to(getattr(ember, name))).float().numpy()
         assert np.isnan(got[0]) and got[1] == np.inf and abs(got[2] - 0.8413) < 2e-2, (name, got)
-    for name in ("float64", "float16"):
+    for name in ("float64",):
         ref = torch.nn.functional.gelu(torch.tensor(values).to(getattr(torch, name))).float().numpy()
         assert np.isnan(ref[0]) and ref[1] == np.inf, (name, ref)

@@ -16,6 +16,7 @@ from ember.vision.transforms.v2 import functional as F
 
 torch = pytest.importorskip("torch")
 from torchvision_ref import import_torchvision  # noqa: E402
+from cpu_rounding import assert_same_up_to_cpu_rounding  # noqa: E402
 
 try:
     tv = import_torchvision()
@@ -48,13 +49,17 @@ def _sample(fmt: str, dtype: str, seed: int = 0):
     return mine, theirs
 
 
-def _same_sample(got, expected, what="") -> None:
+def _same_sample(got, expected, what="", grid: bool = False) -> None:
+    """Each item bit-equal to torchvision's (floats to 1e-5); `grid`: images and masks sampled through torchvision's
+    float32 grid, whose rounding depends on the CPU's BLAS (tests/vision/cpu_rounding.py)."""
     assert len(got) == len(expected)
     for g, e, kind in zip(got, expected, ("image", "mask", "boxes", "extra")):
         assert type(g).__name__ == type(e).__name__, (what, kind, type(g), type(e))
         g_np, e_np = g.numpy(), e.numpy()
         assert g_np.dtype == e_np.dtype and g_np.shape == e_np.shape, (what, kind, g_np.shape, e_np.shape)
-        if g_np.dtype.kind == "f":
+        if grid and kind in ("image", "mask"):
+            assert_same_up_to_cpu_rounding(g_np, e_np, f"{what} {kind}")
+        elif g_np.dtype.kind == "f":
             np.testing.assert_allclose(g_np, e_np, atol=1e-5, rtol=0, err_msg=f"{what} {kind}")
         else:
             np.testing.assert_array_equal(g_np, e_np, err_msg=f"{what} {kind}")
@@ -353,8 +358,9 @@ def test_v2_rotate_of_images_and_masks_matches_torchvision(kwargs) -> None:
     for got_in, exp_in in [(mine[0], theirs[0]), square,
                            (F.to_dtype(mine[0], ember.float32, scale=True),
                             TF2.to_dtype(theirs[0], torch.float32, scale=True))]:
-        _same_sample([F.rotate(got_in, **kwargs)], [TF2.rotate(exp_in, **tv_kwargs)], f"image {kwargs}")
-    _same_sample([F.rotate(mine[1], **mask_kwargs)], [TF2.rotate(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+        _same_sample([F.rotate(got_in, **kwargs)], [TF2.rotate(exp_in, **tv_kwargs)], f"image {kwargs}", grid=True)
+    _same_sample([F.rotate(mine[1], **mask_kwargs)], [TF2.rotate(theirs[1], **mask_kwargs)], f"mask {kwargs}",
+                 grid=True)
     box_kwargs = {k: v for k, v in mask_kwargs.items() if k != "fill"}
     for fmt, dtype in CASES:
         boxes_mine, boxes_theirs = (side[2] for side in _sample(fmt, dtype))
@@ -370,11 +376,12 @@ def test_v2_rotate_of_images_and_masks_matches_torchvision(kwargs) -> None:
 def test_v2_affine_of_images_and_masks_matches_torchvision(kwargs) -> None:
     mine, theirs = _sample("XYXY", "float32", seed=7)
     tv_kwargs = {k: (TV2.InterpolationMode(v.value) if k == "interpolation" else v) for k, v in kwargs.items()}
-    _same_sample([F.affine(mine[0], **kwargs)], [TF2.affine(theirs[0], **tv_kwargs)], f"image {kwargs}")
+    _same_sample([F.affine(mine[0], **kwargs)], [TF2.affine(theirs[0], **tv_kwargs)], f"image {kwargs}", grid=True)
     floats = (F.to_dtype(mine[0], ember.float32, scale=True), TF2.to_dtype(theirs[0], torch.float32, scale=True))
-    _same_sample([F.affine(floats[0], **kwargs)], [TF2.affine(floats[1], **tv_kwargs)], f"float {kwargs}")
+    _same_sample([F.affine(floats[0], **kwargs)], [TF2.affine(floats[1], **tv_kwargs)], f"float {kwargs}", grid=True)
     mask_kwargs = _mask_kwargs(kwargs)
-    _same_sample([F.affine(mine[1], **mask_kwargs)], [TF2.affine(theirs[1], **mask_kwargs)], f"mask {kwargs}")
+    _same_sample([F.affine(mine[1], **mask_kwargs)], [TF2.affine(theirs[1], **mask_kwargs)], f"mask {kwargs}",
+                 grid=True)
     box_kwargs = _mask_kwargs(kwargs)
     box_kwargs.pop("fill", None)
     for fmt, dtype in CASES:
