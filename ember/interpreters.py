@@ -33,6 +33,9 @@ class Interpreter:
     # True for interpreters that record ops into a graph (values unknown now); vmap's batching interpreter
     # (ember/func/batched.py) computes at once and sets it False.
     traces = True
+    # True for levels that must see every op of a backward too (dispatch modes): the engine then runs the
+    # ember-op gradient rules instead of its plain-array ones.
+    watches = False
 
     def process(self, op: Any, args: tuple, attrs: dict) -> Any:
         """Run (or record) ``op`` on ``args``: the interpreter's answer to ``bind``."""
@@ -119,19 +122,40 @@ class _Stack(threading.local):
 
 
 class _GraphCount:
-    """Graphs under construction on any thread (pushed tracers and open define-then-run graphs)."""
+    """Graphs under construction on any thread (pushed tracers and open define-then-run graphs), pushed levels
+    (vmap, dispatch modes) and live ``__torch_dispatch__`` subclasses: while zero, dispatch asks nothing."""
 
     count = 0
 
 
+class _SubclassCount:
+    """Live tensor classes with ``__torch_dispatch__`` (ember/_dispatch_levels.py sets ``types`` and ``level``)."""
+
+    count = 0
+    types: Any = ()
+    level: Any = None
+
+
 _STACK = _Stack()
 GRAPHS = _GraphCount()
+SUBCLASSES = _SubclassCount()
 _LOCK = threading.Lock()
 
 
 def current() -> Interpreter:
     """The top of this thread's stack (:data:`EAGER` unless a trace is running in this thread)."""
     return _STACK.interpreters[-1]
+
+
+def stack() -> list:
+    """This thread's interpreters, bottom (:data:`EAGER`) first (a copy)."""
+    return list(_STACK.interpreters)
+
+
+def watching() -> bool:
+    """True while this thread's backward ops must be dispatched one by one: a trace, a dispatch mode on the stack,
+    or a live ``__torch_dispatch__`` subclass class (call only when ``GRAPHS.count``)."""
+    return SUBCLASSES.count > 0 or any(i.traces or i.watches for i in _STACK.interpreters[1:])
 
 
 def tracing() -> bool:
@@ -195,4 +219,12 @@ def find(values: tuple) -> Interpreter:
             if isinstance(data, SymbolicValue):
                 return data.interpreter
             tensor_seen = True
-    return _STACK.interpreters[-1] if tensor_seen else EAGER
+    if not tensor_seen:
+        return EAGER
+    top = _STACK.interpreters[-1]
+    if top is EAGER and SUBCLASSES.count:  # a __torch_dispatch__ subclass's object takes part: its level
+        types = SUBCLASSES.types
+        for value in values:
+            if type(value) in types:
+                return SUBCLASSES.level
+    return top

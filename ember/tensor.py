@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ember import _torch_function, dtypes
+from ember import _dispatch_levels, _torch_function, dtypes
 from ember._tensor_methods import TensorMethods
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
@@ -101,7 +101,12 @@ class Tensor(TensorMethods):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _dispatch_levels.subclass_defined(cls)  # (first: a wrapper's item/stride are its own, not overridable)
         _torch_function.subclass_defined(cls)
+
+    # ---- __torch_dispatch__ (ember/_dispatch_levels.py; public names in ember.utils._python_dispatch) ----
+    __torch_dispatch__ = classmethod(_dispatch_levels._disabled)
+    _make_wrapper_subclass = staticmethod(_dispatch_levels.make_wrapper_subclass)
 
     # ---- metadata -----------------------------------------------------------------------------
     @property
@@ -746,3 +751,4 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
 # real class through dispatch's TYPE_CHECKING import.
 dispatch.Tensor = Tensor
 _torch_function.bind(Tensor)
+_dispatch_levels.Tensor = Tensor

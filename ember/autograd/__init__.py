@@ -14,6 +14,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember import interpreters
+
 from ember.autograd.anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                          set_detect_anomaly)
 from ember.autograd.engine import _tensor_class, accumulate_captured, run_backward
@@ -54,7 +56,9 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs; this output is "
                                    f"{out.dtype}: take a real loss first (z.abs(), z.real) or pass gradient=")
             data = out._data
-            if data.__class__ is np.ndarray:  # a CPU tensor (the common case): the seed without the factory
+            if interpreters.GRAPHS.count and interpreters.SUBCLASSES.level.owns(out):
+                g = interpreters.SUBCLASSES.level.seed(out)  # aten.ones_like, seen by a dispatch mode or subclass
+            elif data.__class__ is np.ndarray:  # a CPU tensor (the common case): the seed without the factory
                 g = _tensor_class()._make(np.ones(data.shape, data.dtype), out._device, False)
             else:  # devices, graphs under construction: the factory knows their arrays
                 g = creation.ones_like(out)

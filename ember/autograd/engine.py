@@ -209,7 +209,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     # counter (``backward_ops``) counts the backward's ops one by one, so it needs the ember-op rules. vmap's level
     # (an interpreter that does not trace) keeps them too; its batched array rules run only outside a profile.
     arrays = ARRAY_RULES and not (create_graph or anomaly or _AUTOCAST.active
-                                  or (interpreters.GRAPHS.count and interpreters.tracing())
+                                  or (interpreters.GRAPHS.count and interpreters.watching())
                                   or PROFILER is not None and getattr(PROFILER, "backward_ops", True))
     batched = PROFILER is None
     previous_mode = grad_mode.STATE.enabled
@@ -385,6 +385,8 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
         )
     if grad_mode.STATE.enabled:  # create_graph: keep the gradient's own history
         leaf.grad = grad if leaf.grad is None else leaf.grad + grad
+    elif interpreters.GRAPHS.count and interpreters.SUBCLASSES.level.owns(grad):
+        interpreters.SUBCLASSES.level.accumulate(leaf, grad)  # a dispatch mode or subclass sees detach / add
     elif leaf.grad is None:
         data = grad._data
         if not _owned(data):

@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from ember import _aten_impls, _aten_overloads, _aten_present  # noqa: F401  (binds the record -> ATen table)
 from ember.custom_ops.registry import OPS, OpOverloadPacket, packet
 from ember.nn import functional as F
 from ember.tensor import Tensor
@@ -76,6 +77,7 @@ SPECIAL: dict[str, Callable] = {
     "zeros": _factory("zeros"), "ones": _factory("ones"), "empty": _factory("empty"), "full": _factory("full"),
     "arange": _factory("arange"), "randn": _factory("randn"), "rand": _factory("rand"),
     "lift_fresh": lambda x: x, "alias": lambda x: x.view(x.shape),
+    **_aten_impls.IMPLS,  # torch's internal operators that __torch_dispatch__ shows (nll_loss_forward, ...)
 }
 
 
@@ -118,20 +120,26 @@ BUILTIN: dict[str, dict[str, Callable]] = {
 }
 
 
+_aten_overloads.RESOLVE["aten"] = _resolve_aten
+_aten_overloads.RESOLVE["ember"] = _aten_impls.ember_record  # records without an ATen twin (docs/pytorch-compat.md)
+
+
 class OpNamespace:
     """``torch.ops.<name>``: the operators registered under one namespace."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def __getattr__(self, op: str) -> OpOverloadPacket:
+    def __getattr__(self, op: str) -> Any:
         if op.startswith("__"):
             raise AttributeError(op)
         if self.name == "aten":
-            return OpOverloadPacket(f"aten::{op}", _resolve_aten(op))
+            return _aten_overloads.packet("aten", op)  # one object per name (and per overload)
         qualname = f"{self.name}::{op}"
         if qualname not in OPS and op in BUILTIN.get(self.name, {}):
             return OpOverloadPacket(qualname, BUILTIN[self.name][op])
+        if self.name == "ember" and qualname not in OPS:
+            return _aten_overloads.packet("ember", op)
         if qualname not in OPS:
             raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute '{op}' (no operator "
                                  f"{qualname} is registered; define it with ember.library.custom_op)")

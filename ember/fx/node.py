@@ -157,7 +157,18 @@ class Node:
 
 
 def public_name(fn: Any) -> str | None:
-    """``ember.cat`` / ``ember.nn.functional.relu`` when ``fn`` is that public function, else None."""
+    """``ember.cat`` / ``ember.nn.functional.relu`` when ``fn`` is that public function (``ember.ops.aten.mm.default``
+    for an ATen overload, make_fx's targets), else None."""
+    path = getattr(type(fn), "_public_path", None)
+    if path is not None:
+        path = fn._public_path
+        if isinstance(path, str) and path.startswith("ember.ops.") and all(p.isidentifier() for p in path.split(".")):
+            obj = public_namespaces()[0][1]
+            for part in path.split(".")[1:]:
+                obj = getattr(obj, part, None)
+            if obj is fn:  # the path resolves to this very object: safe to paste into generated code
+                return path
+        return None
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or not name.isidentifier():
         return None
