@@ -26,7 +26,8 @@ SPECIAL_FUNCTIONS: str = os.environ.get("EMBER_SPECIAL_FUNCTIONS", "scipy")
 
 # Convolution algorithm on CPU (ember/ops/conv.py, winograd_tile): "auto" picks Winograd F(4x4) or
 # F(2x2) or im2col per layer; "winograd2" caps Winograd at F(2x2) (rounding close to im2col's);
-# "im2col" never uses Winograd.
+# "im2col" never uses Winograd; "winograd4" lets the fused Winograd kernels (AVX-512 with numba, which run
+# F(2x2) by default: float32 error of torch's order) take F(4x4) (faster, ~10-25x torch's error).
 CONV_ALGORITHM: str = os.environ.get("EMBER_CONV_ALGORITHM", "auto")
 
 # Threads for ember's own memory-bound CPU work (ember/backends/cpu_threads.py); 0: all CPUs this

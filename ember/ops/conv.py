@@ -154,6 +154,32 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
     return 2
 
 
+FUSED_WINOGRAD_MIN_CHANNELS = 32
+
+
+def fused_winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,
+                        groups: int, dtype: Any) -> int:
+    """The tile (2, or 4 with ``EMBER_CONV_ALGORITHM=winograd4``) the fused Winograd kernels run this layer with,
+    or 0: float32, 3x3, stride 1, no dilation, one group, padding 0-2, ``FUSED_WINOGRAD_MIN_CHANNELS``+ channels each way
+    (16-channel layers keep the indirect/direct kernels: K = 16 products ran the forward 1.3x slower), on CPUs with
+    the kernels (``conv_winograd.fused_available``: numba, AVX-512F). Asked after the dense and unrolled layers,
+    before the direct and indirect kernels, for all three passes.
+
+    Why F(2x2) by default: its float32 error against a float64 reference is torch's (oneDNN's direct
+    convolution's) order, 1.0-1.6x it on the forward and input gradient and below it on the weight gradient,
+    where F(4x4)'s is 10-25x (ResNet-18's layer1, MNIST's conv2, layer2: docs/cpu-performance.md, "conv15").
+    Measured per pass on one thread (Intel Xeon, AVX-512), against what ran before: ResNet-18's layer1 (64 -> 64 on
+    8x8, batch 128), MNIST's conv2 (32 -> 64 on 14x14, batch 64), where the direct kernel ran at ~110 GFLOP/s
+    against oneDNN's ~160 and the unfused Winograd's transforms took as long as its GEMMs."""
+    choice = _config.CONV_ALGORITHM
+    if (xp is not np or choice == "im2col" or np.dtype(dtype) != np.float32
+            or min(x_shape[1], w_shape[0]) < FUSED_WINOGRAD_MIN_CHANNELS):
+        return 0
+    if not winograd.applicable(w_shape, stride, padding, dilation, groups, dtype) or not winograd.fused_available(xp):
+        return 0
+    return 4 if choice == "winograd4" else 2
+
+
 DIRECT_MIN_WIDTH = 10  # output columns: each row also computes kw - 1 dropped ones (2 of 16 at 14 wide)
 # Where the direct forward applies (stride 1, 16+ channels each way), the weight gradient runs indirect
 # (``conv_indirect.weight_grad``, the sums blocked over 256 pixels) up to this many (input, output) channel pairs:
@@ -409,6 +435,9 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
         return prefix + "dense"
     if _unrolled(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         return prefix + "unrolled"
+    m = fused_winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
+    if m:
+        return f"{prefix}winograd F{m} fused"
     if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
         return prefix + "direct"
     if _indirect(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
@@ -491,6 +520,11 @@ def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
     # an inf weight would miss the 0 * inf = NaN torch makes where its tap reads padding: such weights go on
     if _unrolled(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype) and _finite(xp, w):
         return unrolled.forward(xp, x, w, stride, padding)
+    m = fused_winograd_tile(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype)
+    if m and _finite(xp, w):  # x is checked by each thread on its images
+        out = winograd.fused_forward(x, w, padding, m, finite_only=True)
+        if out is not None:
+            return out
     if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
         return direct.forward(xp, x, w, padding, dilation)
     if _indirect(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
@@ -528,6 +562,11 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)), _matrix(xp, w), tuple(input_shape))
     if _unrolled(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype):
         return unrolled.input_grad(xp, g, w, tuple(input_shape), stride, padding)
+    m = fused_winograd_tile(xp, input_shape, w.shape, stride, padding, dilation, groups, g.dtype)
+    if m and _finite(xp, w):  # g is checked by each thread on its images
+        gx = winograd.fused_input_grad(g, w, padding, m, finite_only=True)
+        if gx is not None:
+            return gx
     if (_direct(xp, _padded_shape(input_shape, padding), w.shape, stride, dilation, groups, g.dtype)
             and _finite(xp, w)):  # an inf weight would meet the zero padding of g (NaN) where torch adds nothing
         return direct.input_grad(xp, g, w, tuple(input_shape), padding, dilation)
@@ -583,6 +622,11 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
     # an inf of g would miss the 0 * inf = NaN torch makes where a tap reads padding: such gradients go on
     if _unrolled(xp, *geometry) and _finite(xp, g):
         return unrolled.weight_grad(xp, x, g, tuple(weight_shape), stride, padding)
+    m = fused_winograd_tile(xp, *geometry)
+    if m:  # x and g are checked by each thread on its images
+        gw = winograd.fused_weight_grad(x, g, padding, m, finite_only=True)
+        if gw is not None:
+            return gw
     # an inf of x would meet the zero columns of g past the output width (NaN): such inputs take the other paths
     if _indirect_weight(xp, *geometry) and _finite(xp, x):
         return indirect.weight_grad(xp, x, g, tuple(weight_shape), stride, padding, dilation)

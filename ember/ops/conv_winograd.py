@@ -360,3 +360,99 @@ def _grad_output_transform(xp: Any, g: Any, at: Any, m: int, th: int, tw: int) -
         for q in range(a):
             _combine(xp, at[:, k], [half[i, q] for i in range(m)], dm[k, q], scratch)
     return dm.reshape(a * a, n * th * tw, o)
+
+
+# ---- fused passes (ember/backends/cpu_winograd_kernels.py): transforms and GEMMs block by block, in cache -------
+FUSED_BLOCK_BYTES = 512 * 1024  # a block's transformed tiles and products together (L2 holds them between steps)
+_MIN_IMAGE_FLOPS = 4e6  # GEMM flops per thread below which the images run on one thread
+
+
+def fused_available(xp: Any) -> bool:
+    """Whether the fused kernels run here (NumPy on an AVX-512 CPU with numba)."""
+    return xp is np and native_kernel(xp, "winograd_fused_forward") is not None
+
+
+def _block_tiles(a: int, c: int, o: int) -> int:
+    """Tiles per block: a multiple of the micro-kernel's 12 rows whose transforms and products fit
+    ``FUSED_BLOCK_BYTES``."""
+    return max(12, FUSED_BLOCK_BYTES // (4 * a * a * (c + o)) // 12 * 12)
+
+
+def _padded_nhwc(x: Any, padding: tuple, m: int, th: int, tw: int) -> Any:
+    """``x`` (n, C, H, W) zero-padded to the tile grid's input (n, th*m + 2, tw*m + 2, C), channels-last."""
+    n, c, h, w = x.shape
+    out = np.empty((n, m * th + 2, m * tw + 2, c), np.float32)
+    top, left = padding[0], padding[2]
+    out[:, :top] = 0
+    out[:, top + h:] = 0
+    out[:, top:top + h, :left] = 0
+    out[:, top:top + h, left + w:] = 0
+    out[:, top:top + h, left:left + w] = x.transpose(0, 2, 3, 1)
+    return out
+
+
+def _min_images(tiles_per_image: int, a: int, c: int, o: int) -> int:
+    return int(_MIN_IMAGE_FLOPS // (2 * a * a * c * o * tiles_per_image) + 1)
+
+
+def fused_forward(x: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
+    """The forward ``conv2d(x, w)`` (float32, stride 1, 3x3, ``padding`` each 0-2) by the fused kernels: images
+    shared out over ember's threads, each thread padding its images channels-last, running their tiles block by
+    block, and writing its NCHW outputs. None when ``finite_only`` and ``x`` holds inf/NaN (each thread checks its
+    images)."""
+    n, c, h, width = x.shape
+    o = w.shape[0]
+    oh, ow, th, tw = _tiles(h, width, padding, m)
+    a = m + 2
+    u = np.ascontiguousarray(weight_transform(np, w, m))
+    kernel = native_kernel(np, "winograd_fused_forward")
+    tb = _block_tiles(a, c, o)
+    y = np.empty((n, o, oh, ow), np.float32)
+    bad: list = []
+
+    def run(i0: int, i1: int) -> None:
+        if finite_only and not np.isfinite(x[i0:i1].sum()):
+            bad.append(i0)
+            return
+        local = np.empty((i1 - i0, th * m, tw * m, o), np.float32)
+        kernel(_padded_nhwc(x[i0:i1], padding, m, th, tw), u, m, th, tw, 0, (i1 - i0) * th * tw, tb, local)
+        y[i0:i1] = local[:, :oh, :ow].transpose(0, 3, 1, 2)
+
+    parallel_for(run, n, _min_images(th * tw, a, c, o))
+    return None if bad else y
+
+
+def fused_input_grad(g: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
+    """The gradient in ``x``: the fused forward of ``g`` with the flipped, transposed kernel and padding ``2 - p``."""
+    flipped = w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1]
+    return fused_forward(g, flipped, tuple(2 - p for p in padding), m, finite_only)
+
+
+def fused_weight_grad(x: Any, g: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
+    """The gradient in ``w`` (O, C, 3, 3) by the fused kernels: each thread sums ``V^T dM`` over its images' tiles,
+    the per-thread sums are added in image order and transformed back (``dg = G^T dU G``). None when
+    ``finite_only`` and ``x`` or ``g`` holds inf/NaN."""
+    n, c, h, width = x.shape
+    o = g.shape[1]
+    oh, ow, th, tw = _tiles(h, width, padding, m)
+    a = m + 2
+    gm = np.asarray(_MATRICES[m][1], dtype=np.float32)
+    kernel = native_kernel(np, "winograd_fused_weight")
+    tb = _block_tiles(a, c, o)
+    parts: dict[int, Any] = {}
+    bad: list = []
+
+    def run(i0: int, i1: int) -> None:
+        if finite_only and not (np.isfinite(x[i0:i1].sum()) and np.isfinite(g[i0:i1].sum())):
+            bad.append(i0)
+            return
+        gp = np.zeros((i1 - i0, th * m, tw * m, o), np.float32)  # zero past the output: those tiles add nothing
+        gp[:, :oh, :ow] = g[i0:i1].transpose(0, 2, 3, 1)
+        du = np.zeros((a * a, c, o), np.float32)
+        kernel(_padded_nhwc(x[i0:i1], padding, m, th, tw), gp, m, th, tw, 0, (i1 - i0) * th * tw, tb, du)
+        parts[i0] = du
+
+    parallel_for(run, n, _min_images(th * tw, a, c, o))
+    if bad:
+        return None
+    return _kernel_gradient(np, [parts[k] for k in sorted(parts)], gm, a, c, o)

@@ -11,6 +11,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember import _config
+from ember.ops import conv_winograd
 from ember.ops import conv, conv_direct, conv_indirect
 
 torch = pytest.importorskip("torch")
@@ -58,7 +59,7 @@ def test_direct_kernels_match_torch(xs: tuple, ws: tuple, padding: tuple, dilati
     _close(conv_indirect.weight_grad(np, x, g, ws, (1, 1), padding, dilation), gw_ref)
 
 
-@pytest.mark.parametrize("xs, ws, padding", [((3, 32, 14, 14), (64, 32, 3, 3), 1), ((2, 16, 11, 13), (20, 16, 3, 3), 2),
+@pytest.mark.parametrize("xs, ws, padding", [((3, 16, 14, 14), (64, 16, 3, 3), 1), ((2, 16, 11, 13), (20, 16, 3, 3), 2),
                                              ((2, 24, 12, 10), (16, 24, 1, 3), (0, 1))])
 def test_conv2d_takes_the_direct_path_and_matches_torch(xs: tuple, ws: tuple, padding) -> None:
     """Through F.conv2d (bias included): conv.py picks ``direct`` and every gradient agrees with torch."""
@@ -81,7 +82,11 @@ def test_conv2d_takes_the_direct_path_and_matches_torch(xs: tuple, ws: tuple, pa
 
 def test_the_choice_rule() -> None:
     f32 = np.float32
-    assert conv.algorithm(np, (64, 32, 14, 14), (64, 32, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32) == "direct"
+    assert conv.algorithm(np, (64, 16, 14, 14), (64, 16, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32) == "direct"
+    # 3x3 layers with 32+ channels each way run the fused Winograd kernels (MNIST's conv2: conv15)
+    if conv_winograd.fused_available(np):
+        choice = conv.algorithm(np, (64, 32, 14, 14), (64, 32, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32)
+        assert choice == "winograd F2 fused"
     # ResNet's 8x8 and smaller maps keep Winograd (measured faster there); strides, groups, float64, few
     # channels and 1x1 kernels keep their paths
     assert conv.algorithm(np, (128, 64, 8, 8), (64, 64, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32).startswith("winograd")

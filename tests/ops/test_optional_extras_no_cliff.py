@@ -108,18 +108,20 @@ def _max_pool_3x3_train() -> Callable:
 
 
 def _conv_winograd_train() -> Callable:
-    """A 3x3 layer that runs Winograd: F(4x4) with the numba transforms, F(2x2) in NumPy without (an 8x8
-    map: wider ones run the direct kernels with numba, the case below)."""
+    """A 3x3 layer that runs Winograd F(2x2): fused with the kernels (``winograd_fused_forward``,
+    ``winograd_fused_weight``) on an AVX-512 CPU with numba, the numba transforms elsewhere with numba, NumPy's
+    transforms without."""
     x = ember.tensor(_data((256, 64, 8, 8)), requires_grad=True)
     w = ember.tensor(_data((64, 64, 3, 3)) * 0.05, requires_grad=True)
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
 def _conv_direct_train() -> Callable:
-    """A 3x3 layer on 16x16 maps: the direct kernels (forward, input gradient) with numba on an AVX-512
-    CPU, Winograd F(2x2) in NumPy without."""
-    x = ember.tensor(_data((64, 64, 16, 16)), requires_grad=True)
-    w = ember.tensor(_data((64, 64, 3, 3)) * 0.05, requires_grad=True)
+    """A 3x3 layer with 16 input channels on 16x16 maps: the direct kernels (forward, input gradient) with numba
+    on an AVX-512 CPU (32+ channels each way run the fused Winograd kernels, the case above), Winograd F(2x2) in
+    NumPy without."""
+    x = ember.tensor(_data((64, 16, 16, 16)), requires_grad=True)
+    w = ember.tensor(_data((64, 16, 3, 3)) * 0.05, requires_grad=True)
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
@@ -259,7 +261,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "unpool_scatter_add": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 "max_pool2d_3x3_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
                 **{k: "conv2d 3x3 (winograd transforms)"
-                   for k in ("winograd_input", "winograd_output", "winograd_grad_output")},
+                   for k in ("winograd_input", "winograd_output", "winograd_grad_output", "winograd_fused_forward",
+                             "winograd_fused_weight")},
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")},
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
