@@ -31,7 +31,7 @@ class DistributedSampler(Sampler[T_co]):
         if num_replicas is None or rank is None:
             if not dist.is_initialized():
                 raise RuntimeError("DistributedSampler: pass num_replicas= and rank=, or call "
-                                   "ember.distributed.init_process_group('mpi') first")
+                                   "ember.distributed.init_process_group('gloo') (or 'mpi') first")
             num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
             rank = dist.get_rank() if rank is None else rank
         if num_replicas < 1 or not 0 <= rank < num_replicas:
@@ -54,7 +54,12 @@ class DistributedSampler(Sampler[T_co]):
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
-            indices = np.random.default_rng(self.seed + self.epoch).permutation(n)
+            # torch's shuffle exactly (a generator seeded seed + epoch, randperm), so a job gets torch's batches
+            import ember
+
+            generator = ember.Generator()
+            generator.manual_seed(self.seed + self.epoch)
+            indices = ember.randperm(n, generator=generator).numpy()
         else:
             indices = np.arange(n)
         if not self.drop_last:

@@ -1,4 +1,4 @@
-"""Distributed training on MPI, with ``torch.distributed``'s names and semantics.
+"""Distributed training on MPI or on ember's own sockets ("gloo"), with ``torch.distributed``'s names and semantics.
 
 * Process groups, collectives (all_reduce, broadcast, all_gather, reduce_scatter, ...), point to
   point (send/recv/isend/irecv) and object collectives: :mod:`ember.distributed.collectives`.
@@ -6,8 +6,10 @@
   :class:`ember.data.DistributedSampler`.
 * Model parallel: autograd-aware send/recv (:mod:`ember.distributed.nn.functional`) and a GPipe-style
   pipeline over ranks (:class:`ember.distributed.pipeline.Pipeline`).
-* Launch: ``python -m ember.distributed.run -n 2 train.py`` (calls ``mpiexec``; ``--hosts a,b`` for
-  several machines).
+* Launch: ``python -m ember.distributed.run -n 2 train.py`` (calls ``mpiexec`` when there is one, else
+  starts the processes itself as torchrun does; ``--hosts a,b`` for several machines), or
+  ``ember.multiprocessing.spawn`` / torchrun-style environments with ``init_process_group("gloo")``.
+* Rendezvous stores: :class:`TCPStore`, :class:`FileStore`, :class:`HashStore`, :class:`PrefixStore`.
 
 Example (``python -m ember.distributed.run -n 2 script.py``):
     >>> import ember, ember.distributed as dist          # doctest: +SKIP
@@ -17,8 +19,9 @@ Example (``python -m ember.distributed.run -n 2 script.py``):
     tensor([3.])
 """
 from ember.distributed.collectives import (
-    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all_single, barrier,
-    broadcast, broadcast_object_list, gather, gather_object, irecv, isend, recv, reduce, reduce_scatter,
+    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all, all_to_all_single,
+    barrier, broadcast, broadcast_object_list, gather, gather_object, irecv, isend, monitored_barrier, recv, reduce,
+    reduce_scatter,
     reduce_scatter_tensor, recv_object_list, scatter, scatter_object_list, send, send_object_list,
 )
 from ember.distributed.process_group import (
@@ -26,7 +29,21 @@ from ember.distributed.process_group import (
     get_world_size,
     init_process_group, is_available, is_initialized, is_mpi_available, new_group,
 )
+from ember.distributed.store import DistStoreError, FileStore, HashStore, PrefixStore, Store
+from ember.distributed.tcp_store import TCPStore
 from ember.distributed.watchdog import DistBackendError, DistError
+
+
+class Backend(str):
+    """Backend names, as ``torch.distributed.Backend`` (``Backend("GLOO") == "gloo"``)."""
+
+    GLOO = "gloo"
+    MPI = "mpi"
+    NCCL = "nccl"
+    UNDEFINED = "undefined"
+
+    def __new__(cls, name: str) -> "Backend":
+        return str.__new__(cls, str(name).lower())
 
 
 def is_nccl_available() -> bool:
@@ -35,11 +52,20 @@ def is_nccl_available() -> bool:
 
 
 def is_gloo_available() -> bool:
-    """False: ember's collectives run on MPI (backend='mpi')."""
-    return False
+    """True: backend='gloo' is ember's own TCP engine (ember.distributed.gloo), which needs nothing installed."""
+    return True
+
+
+def is_torchelastic_launched() -> bool:
+    """True when a torchrun-style launcher started this process (it set TORCHELASTIC_RUN_ID)."""
+    import os
+
+    return os.environ.get("TORCHELASTIC_RUN_ID") is not None
 
 
 __all__ = [
+    "Backend", "FileStore", "HashStore", "PrefixStore", "Store", "TCPStore", "DistStoreError", "all_to_all",
+    "monitored_barrier", "is_torchelastic_launched",
     "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
     "gather", "gather_object", "get_backend", "get_global_rank", "get_process_group_ranks", "get_rank",

@@ -28,8 +28,8 @@ ERROR_DIR_ENV = "EMBER_ERROR_DIR"  # set by the launcher: where a failing rank r
 
 
 def launcher_rank() -> int:
-    """This process's rank as the MPI launcher told it (MPICH/Hydra, Open MPI), before MPI is initialized."""
-    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK"):
+    """This process's rank as the launcher told it (MPICH/Hydra, Open MPI, or torchrun's RANK), before MPI starts."""
+    for name in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "RANK"):
         if os.environ.get(name, "").isdigit():
             return int(os.environ[name])
     return 0
@@ -69,8 +69,32 @@ def _hook(previous: Any) -> Any:
     return hook
 
 
+_FROM_MPI = {"RANK": ("PMI_RANK", "OMPI_COMM_WORLD_RANK"), "WORLD_SIZE": ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"),
+             "LOCAL_RANK": ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"),
+             "LOCAL_WORLD_SIZE": ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")}
+
+
+def torchrun_environment(environ: dict) -> dict:
+    """torchrun's RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE from an MPI launcher's variables, where
+    missing, so a torchrun script (``init_process_group("gloo")``, ``int(os.environ["LOCAL_RANK"])``) runs under
+    mpiexec unchanged.
+
+    Example:
+        >>> torchrun_environment({"PMI_RANK": "1", "PMI_SIZE": "2"})
+        {'RANK': '1', 'WORLD_SIZE': '2'}
+    """
+    found = {}
+    for name, sources in _FROM_MPI.items():
+        if name not in environ:
+            value = next((environ[s] for s in sources if environ.get(s, "").isdigit()), None)
+            if value is not None:
+                found[name] = value
+    return found
+
+
 def main(argv: list[str]) -> None:
     target, is_module, sys.argv = script_argv(argv)
+    os.environ.update(torchrun_environment(dict(os.environ)))
     sys.excepthook = _hook(sys.excepthook)
     try:
         if is_module:

@@ -92,6 +92,18 @@ class Work:
         return f"Work(completed={self._done})"
 
 
+def _gloo_ops(group: Any) -> Any:
+    """The socket engine's operations when ``group`` (None: the default group) is a 'gloo' group, else None."""
+    from ember.distributed.process_group import _WORLD
+
+    g = _WORLD[0] if group is None else group
+    if getattr(g, "backend", None) == "gloo":
+        from ember.distributed.gloo import ops
+
+        return ops
+    return None
+
+
 # ---- buffers ------------------------------------------------------------------------------------------
 def _check(tensor: Any, op: str) -> None:
     if not isinstance(tensor, Tensor):
@@ -238,6 +250,8 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
                async_op: bool = False) -> Work | None:
     """Combine ``tensor`` across the group with ``op``; every rank ends with the result.
     A GPU tensor travels through host memory (DistributedDataParallel uses NCCL where it can)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_reduce(tensor, op, group, async_op)
     if _on_device(tensor):
         return _staged(tensor, lambda host: all_reduce(host, op, group, async_op), async_op)
     _check(tensor, "all_reduce")
@@ -258,6 +272,8 @@ def all_reduce(tensor: Any, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | N
 def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
            async_op: bool = False) -> Work | None:
     """Combine ``tensor`` across the group into rank ``dst``'s tensor (others keep theirs)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.reduce(tensor, dst, op, group, async_op)
     _check(tensor, "reduce")
     g = default_group(group, "reduce")
     root = _group_rank(g, dst, "dst", "reduce")
@@ -279,6 +295,8 @@ def reduce(tensor: Any, dst: int, op: ReduceOp = ReduceOp.SUM, group: ProcessGro
 
 def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Copy rank ``src``'s tensor into every rank's tensor (shapes and dtypes must agree)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.broadcast(tensor, src, group, async_op)
     if _on_device(tensor):
         return _staged(tensor, lambda host: broadcast(host, src, group, async_op), async_op)
     _check(tensor, "broadcast")
@@ -300,6 +318,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
                            async_op: bool = False) -> Work | None:
     """Gather every rank's ``input_tensor`` into ``output_tensor``: stacked (world, *shape) or
     concatenated along dim 0 (world * n, ...)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
     _check(output_tensor, "all_gather_into_tensor")
     _check(input_tensor, "all_gather_into_tensor")
     g = default_group(group, "all_gather_into_tensor")
@@ -324,6 +344,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
 def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None,
                async_op: bool = False) -> Work | None:
     """Fill ``tensor_list[i]`` with rank i's ``tensor`` on every rank."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_gather(tensor_list, tensor, group, async_op)
     _check(tensor, "all_gather")
     g = default_group(group, "all_gather")
     _check_list(tensor_list, tensor, g.size(), "all_gather", "tensor_list")
@@ -343,6 +365,8 @@ def all_gather(tensor_list: list, tensor: Any, group: ProcessGroup | None = None
 def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: ProcessGroup | None = None,
            async_op: bool = False) -> Work | None:
     """Collect every rank's ``tensor`` into ``gather_list`` on rank ``dst``."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.gather(tensor, gather_list, dst, group, async_op)
     _check(tensor, "gather")
     g = default_group(group, "gather")
     root = _group_rank(g, dst, "dst", "gather")
@@ -365,6 +389,8 @@ def gather(tensor: Any, gather_list: list | None = None, dst: int = 0, group: Pr
 def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: ProcessGroup | None = None,
             async_op: bool = False) -> Work | None:
     """Rank ``src`` sends ``scatter_list[i]`` to rank i, which receives it into ``tensor``."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.scatter(tensor, scatter_list, src, group, async_op)
     _check(tensor, "scatter")
     g = default_group(group, "scatter")
     root = _group_rank(g, src, "src", "scatter")
@@ -386,6 +412,8 @@ def scatter(tensor: Any, scatter_list: list | None = None, src: int = 0, group: 
 def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM,  # noqa: A002 - torch's name
                           group: ProcessGroup | None = None, async_op: bool = False) -> Work | None:
     """Reduce ``input`` (world * n along dim 0) across ranks; rank i keeps block i in ``output``."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.reduce_scatter_tensor(output, input, op, group, async_op)
     _check(output, "reduce_scatter_tensor")
     _check(input, "reduce_scatter_tensor")
     g = default_group(group, "reduce_scatter_tensor")
@@ -411,6 +439,8 @@ def reduce_scatter_tensor(output: Any, input: Any, op: ReduceOp = ReduceOp.SUM, 
 def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, group: ProcessGroup | None = None,
                    async_op: bool = False) -> Work | None:
     """Reduce ``input_list[i]`` across ranks into rank i's ``output``."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.reduce_scatter(output, input_list, op, group, async_op)
     g = default_group(group, "reduce_scatter")
     _check_list(input_list, output, g.size(), "reduce_scatter", "input_list")
 
@@ -418,14 +448,22 @@ def reduce_scatter(output: Any, input_list: list, op: ReduceOp = ReduceOp.SUM, g
     return reduce_scatter_tensor(output, stacked, op, group, async_op)
 
 
-def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None,  # noqa: A002
+def all_to_all_single(output: Any, input: Any, output_split_sizes: list | None = None,  # noqa: A002
+                      input_split_sizes: list | None = None, group: ProcessGroup | None = None,
                       async_op: bool = False) -> Work | None:
     """Split ``input`` into world-size equal blocks along dim 0; block i goes to rank i, and block j of
     ``output`` comes from rank j."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_to_all_single(output, input, output_split_sizes, input_split_sizes, group, async_op)
     _check(output, "all_to_all_single")
     _check(input, "all_to_all_single")
     g = default_group(group, "all_to_all_single")
     n = g.size()
+    if output_split_sizes is not None or input_split_sizes is not None:
+        even = [input.shape[0] // n] * n if input.shape else None
+        if list(output_split_sizes or even) != even or list(input_split_sizes or even) != even:
+            raise NotImplementedError("all_to_all_single: uneven split sizes run on the 'gloo' backend only; on "
+                                      "'mpi' split dim 0 evenly")
     if tuple(output.shape) != tuple(input.shape) or not input.shape or input.shape[0] % n:
         raise ValueError(f"all_to_all_single: input and output must have the same shape with dim 0 divisible by "
                          f"the world size {n}; got {tuple(input.shape)} and {tuple(output.shape)}")
@@ -443,9 +481,46 @@ def all_to_all_single(output: Any, input: Any, group: ProcessGroup | None = None
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
     """Block until every rank of the group has reached the barrier."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.barrier(group, async_op, device_ids)
     g = default_group(group, "barrier")
     pending = _start(g, "barrier")
     return _run([g.comm.Ibarrier()], None, async_op, name="barrier", pending=pending)
+
+
+def all_to_all(output_tensor_list: list, input_tensor_list: list, group: ProcessGroup | None = None,
+               async_op: bool = False) -> Work | None:
+    """Send ``input_tensor_list[i]`` to rank i; ``output_tensor_list[j]`` receives rank j's tensor (shapes may
+    differ between pairs)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_to_all(output_tensor_list, input_tensor_list, group, async_op)
+    g = default_group(group, "all_to_all")
+    n, me = g.size(), g.rank()
+    if len(output_tensor_list) != n or len(input_tensor_list) != n:
+        raise ValueError(f"all_to_all: both lists must hold one tensor per rank ({n})")
+    works = []
+    for r in range(n):  # pairwise non-blocking messages: every receive is posted before any wait
+        if r == me:
+            _store(output_tensor_list[r], np.array(input_tensor_list[r]._data))
+        else:
+            works.append(irecv(output_tensor_list[r], g.world_ranks[r], g, tag=_ALL_TO_ALL_TAG))
+    works += [isend(input_tensor_list[r], g.world_ranks[r], g, tag=_ALL_TO_ALL_TAG) for r in range(n) if r != me]
+    if async_op:
+        return Work([], lambda: [w.wait() for w in works] and None)
+    for w in works:
+        w.wait()
+    return None
+
+
+def monitored_barrier(group: ProcessGroup | None = None, timeout: Any = None, wait_all_ranks: bool = False) -> None:
+    """A barrier whose rank 0 names the ranks that did not arrive within ``timeout`` ('gloo' only, as in torch)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.monitored_barrier(group, timeout, wait_all_ranks)
+    raise RuntimeError("monitored_barrier: only the 'gloo' backend has it (as in torch); on 'mpi' use barrier(), whose "
+                       "timeout already names the ranks that did not arrive")
+
+
+_ALL_TO_ALL_TAG = 32001
 
 
 def _check_list(tensors: list | None, like: Any, size: int, name: str, what: str) -> None:
@@ -462,6 +537,8 @@ def _check_list(tensors: list | None, like: Any, size: int, name: str, what: str
 # ---- point to point -----------------------------------------------------------------------------------
 def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> Work:
     """Start sending ``tensor`` to world rank ``dst``; the tensor must not change until ``wait()``."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.isend(tensor, dst, group, tag)
     _check(tensor, "isend")
     g = default_group(group, "isend")
     touched = _guard("isend", reads=[tensor])
@@ -475,6 +552,8 @@ def isend(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0
 
 def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> Work:
     """Start receiving into ``tensor`` from world rank ``src`` (any rank when None)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.irecv(tensor, src, group, tag)
     _check(tensor, "irecv")
     g = default_group(group, "irecv")
     touched = _guard("irecv", writes=[tensor])
@@ -489,6 +568,8 @@ def irecv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None
 
 def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0) -> None:
     """Send ``tensor`` to world rank ``dst`` (blocks until the buffer may be reused)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.send(tensor, dst, group, tag)
     _check(tensor, "send")
     g = default_group(group, "send")
     _guard("send", reads=[tensor])
@@ -500,6 +581,8 @@ def send(tensor: Any, dst: int, group: ProcessGroup | None = None, tag: int = 0)
 
 def recv(tensor: Any, src: int | None = None, group: ProcessGroup | None = None, tag: int = 0) -> int:
     """Receive into ``tensor`` from world rank ``src`` (any when None); returns the sender's world rank."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.recv(tensor, src, group, tag)
     _check(tensor, "recv")
     g = default_group(group, "recv")
     _guard("recv", writes=[tensor])
@@ -554,6 +637,8 @@ def _gather_bytes(g: ProcessGroup, payload: np.ndarray, name: str, root: int | N
 
 def broadcast_object_list(object_list: list, src: int = 0, group: ProcessGroup | None = None,
                           device: Any = None) -> None:
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.broadcast_object_list(object_list, src, group, device)
     g = default_group(group, "broadcast_object_list")
     root = _group_rank(g, src, "src", "broadcast_object_list")
     payload = _dumps(list(object_list)) if g.rank() == root else None
@@ -565,6 +650,8 @@ def broadcast_object_list(object_list: list, src: int = 0, group: ProcessGroup |
 
 
 def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = None) -> None:
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.all_gather_object(object_list, obj, group)
     g = default_group(group, "all_gather_object")
     if len(object_list) != g.size():
         raise ValueError(f"all_gather_object: object_list must have one slot per rank ({g.size()}), "
@@ -574,6 +661,8 @@ def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = 
 
 def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0,
                   group: ProcessGroup | None = None) -> None:
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.gather_object(obj, object_gather_list, dst, group)
     g = default_group(group, "gather_object")
     root = _group_rank(g, dst, "dst", "gather_object")
     values = _gather_bytes(g, _dumps(obj), "gather_object", root)
@@ -583,6 +672,8 @@ def gather_object(obj: Any, object_gather_list: list | None = None, dst: int = 0
 
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
                         src: int = 0, group: ProcessGroup | None = None) -> None:
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.scatter_object_list(scatter_object_output_list, scatter_object_input_list, src, group)
     g = default_group(group, "scatter_object_list")
     root = _group_rank(g, src, "src", "scatter_object_list")
     n, me = g.size(), g.rank()
@@ -604,6 +695,8 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
 
 def send_object_list(object_list: list, dst: int, group: ProcessGroup | None = None, device: Any = None) -> None:
     """Send the (picklable) objects of ``object_list`` to world rank ``dst`` (torch's name)."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.send_object_list(object_list, dst, group, device)
     g = default_group(group, "send_object_list")
     payload = _dumps(list(object_list))
     dest = _group_rank(g, dst, "dst", "send_object_list")
@@ -617,6 +710,8 @@ def recv_object_list(object_list: list, src: int | None = None, group: ProcessGr
                      device: Any = None) -> int:
     """Receive ``len(object_list)`` objects from world rank ``src`` (any when None) into ``object_list``;
     returns the sender's world rank."""
+    if (gloo := _gloo_ops(group)) is not None:
+        return gloo.recv_object_list(object_list, src, group, device)
     g = default_group(group, "recv_object_list")
     MPI = _mpi()
     source = MPI.ANY_SOURCE if src is None else _group_rank(g, src, "src", "recv_object_list")

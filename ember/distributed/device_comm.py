@@ -38,7 +38,13 @@ def choose(device: Any, group: ProcessGroup) -> str:
     nccl = _nccl_module(device) if device.type != "cpu" else None
     where = (socket.gethostname(), _gpu_id(device)) if nccl is not None else None
     # A collective on every rank (CPU ones too), so that all get the same answer or the same error.
-    everyone = group.comm.allgather((device.type, where))
+    if group.backend == "gloo":
+        from ember.distributed.collectives import all_gather_object
+
+        everyone = [None] * group.size()
+        all_gather_object(everyone, (device.type, where), group=group)
+    else:
+        everyone = group.comm.allgather((device.type, where))
     types = sorted({t for t, _ in everyone})
     if len(types) > 1:
         raise RuntimeError(f"DistributedDataParallel: the ranks' models are on different device types {types} "

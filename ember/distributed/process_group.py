@@ -1,8 +1,11 @@
-"""Process groups on MPI: who takes part in a collective, and the default (world) group.
+"""Process groups: who takes part in a collective, and the default (world) group.
 
-ember's distributed engine is MPI (through mpi4py), so processes are started by ``mpiexec`` (or
-``python -m ember.distributed.run``, which calls it) rather than by a rendezvous store: MPI already
-knows every process's rank, the world size and how to reach the others, on one machine or many.
+Two engines. ``"mpi"`` (through mpi4py): processes are started by ``mpiexec`` (or
+``python -m ember.distributed.run``, which calls it), and MPI already knows every process's rank, the
+world size and how to reach the others. ``"gloo"`` (ember's own TCP sockets, no MPI): processes are
+started by anything (``ember.multiprocessing.spawn``, torchrun-style launchers, by hand) and find each
+other through a rendezvous store (``env://``, ``tcp://``, ``file://``; see
+:mod:`ember.distributed.gloo.rendezvous`).
 
 Example (run under ``mpiexec -n 2 python script.py``):
     >>> import ember.distributed as dist
@@ -12,12 +15,13 @@ Example (run under ``mpiexec -n 2 python script.py``):
 """
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any, Sequence
 
 from ember.distributed import watchdog
 
-BACKENDS = ("mpi",)
+BACKENDS = ("mpi", "gloo")
 
 
 def _mpi() -> Any:
@@ -92,10 +96,14 @@ _WORLD: list[ProcessGroup | None] = [None]
 def init_process_group(backend: str | None = None, init_method: str | None = None, timeout: Any = None,
                        world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
                        pg_options: Any = None, device_id: Any = None) -> None:
-    """Join the default process group (all processes ``mpiexec`` started).
+    """Join the default process group.
 
-    ``world_size`` and ``rank``, when given, are checked against what MPI reports. ``init_method``
-    and ``store`` are accepted for torch compatibility and ignored: MPI does its own rendezvous.
+    ``backend="gloo"``: rendezvous through ``store`` or ``init_method`` (``env://`` by default: MASTER_ADDR,
+    MASTER_PORT, RANK, WORLD_SIZE), then a TCP connection to every other rank (no MPI needed).
+    ``backend="mpi"``: all processes ``mpiexec`` started; ``world_size`` and ``rank``, when given, are
+    checked against what MPI reports, and ``init_method``/``store`` are ignored (MPI does its own
+    rendezvous). ``backend=None`` is ``"mpi"`` under an MPI launcher with mpi4py installed, else ``"gloo"``
+    (torch's default for CPU tensors).
     ``timeout`` (a ``timedelta``, default 30 minutes as torch.distributed's) bounds every wait on the
     group: a collective waiting longer raises ``DistBackendError`` naming the ranks that did not arrive.
     From here on, an uncaught exception on any rank aborts the whole job (see
@@ -104,13 +112,15 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if _WORLD[0] is not None:
         raise RuntimeError("init_process_group: the default process group is already initialized; call "
                            "destroy_process_group() first to start a new one")
-    backend = (backend or "mpi").lower()
-    if backend not in BACKENDS:
-        hint = ("NCCL needs the CUDA backend, which this build cannot run" if backend == "nccl" else
-                "ember runs collectives on MPI")
-        raise ValueError(f"init_process_group: backend {backend!r} is not available ({hint}); use backend='mpi' "
-                         "and launch with `python -m ember.distributed.run -n N script.py` (or mpiexec -n N)")
+    backend = _choose_backend(backend)
     limit = _check_timeout(timeout, "init_process_group")
+    if backend == "gloo":
+        from ember.distributed.gloo import rendezvous
+
+        group = rendezvous.init(init_method, rank, world_size, store, limit)
+        _WORLD[0] = group
+        GroupMember.WORLD = group
+        return
     MPI = _mpi()
     watchdog.setup(MPI, limit)
     comm, request = MPI.COMM_WORLD.Idup()  # a private communicator: user MPI traffic cannot match ours
@@ -125,6 +135,23 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     group = ProcessGroup(comm, backend, timeout=limit)
     _WORLD[0] = group
     GroupMember.WORLD = group
+
+
+def _choose_backend(backend: str | None) -> str:
+    if backend is None:
+        under_mpi = any(os.environ.get(v) for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK"))
+        return "mpi" if under_mpi and is_mpi_available() else "gloo"
+    name = str(backend).lower()
+    if ":" in name:  # torch's "cpu:gloo,cuda:nccl": the CPU engine is what runs here
+        parts = dict(p.split(":", 1) for p in name.split(",") if ":" in p)
+        name = parts.get("cpu", name)
+    if name not in BACKENDS:
+        hint = ("NCCL needs the CUDA backend, which this build cannot run" if name == "nccl" else
+                "ember runs collectives on MPI or on its own sockets ('gloo')")
+        raise ValueError(f"init_process_group: backend {name!r} is not available ({hint}); use backend='gloo' "
+                         "(any launcher: torchrun-style env://, tcp://, file://) or backend='mpi' "
+                         "(`python -m ember.distributed.run -n N script.py` or mpiexec -n N)")
+    return name
 
 
 def is_initialized() -> bool:
@@ -144,7 +171,7 @@ def default_group(group: ProcessGroup | None = None, op: str = "this call") -> P
     world = _WORLD[0]
     if world is None:
         raise RuntimeError(f"{op}: the default process group has not been initialized; call "
-                           "ember.distributed.init_process_group('mpi') first")
+                           "ember.distributed.init_process_group('gloo') (or 'mpi') first")
     return world
 
 
@@ -187,6 +214,12 @@ def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: 
     bad = [r for r in members if not 0 <= r < size]
     if bad:
         raise ValueError(f"new_group: ranks {bad} are outside the world of {size} process(es)")
+    if world.backend == "gloo":
+        from ember.distributed.gloo import rendezvous
+
+        made = rendezvous.new_group(world, members, _check_timeout(timeout, "new_group") if timeout is not None
+                                    else world.timeout)
+        return GroupMember.NON_GROUP_MEMBER if made is None else made
     MPI = _mpi()
     me = world.rank()
     limit = _check_timeout(timeout, "new_group") if timeout is not None else world.timeout
@@ -206,7 +239,13 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
     target = group if group is not None else _WORLD[0]
     if target is None or target is GroupMember.NON_GROUP_MEMBER:
         return
-    target.comm.Free()
+    if target.backend == "gloo":
+        if target is _WORLD[0]:
+            from ember.distributed.gloo import rendezvous
+
+            rendezvous.shutdown(target)
+    else:
+        target.comm.Free()
     if target is _WORLD[0]:
         _WORLD[0] = None
         GroupMember.WORLD = None

@@ -1,6 +1,6 @@
 """``DistributedDataParallel``: one model replica per process, gradients averaged by all-reduce.
 
-How it works (the same plan as torch's reducer, on MPI):
+How it works (the same plan as torch's reducer, on MPI or ember's socket engine, "gloo"):
 
 * At construction, rank 0's parameters and buffers are broadcast so every replica starts equal,
   and the ranks check that they wrap the same architecture (a clear error instead of a hang).
@@ -73,8 +73,9 @@ class DistributedDataParallel(Module):
     """Data parallel training across processes (torch's ``nn.parallel.DistributedDataParallel``).
 
     ``device_ids``/``output_device``/``dim``/``gradient_as_bucket_view``/``static_graph`` are accepted
-    for compatibility. Host (CPU) tensors are reduced over MPI; GPU tensors with NCCL when every rank
-    has its own GPU, else through host memory and MPI (:mod:`ember.distributed.device_comm`;
+    for compatibility. Host (CPU) tensors are reduced over the group's engine (MPI, or ember's sockets for
+    'gloo'); GPU tensors with NCCL when every rank has its own GPU, else through host memory
+    (:mod:`ember.distributed.device_comm`;
     ``self.comm_kind`` says which).
     """
 
@@ -243,10 +244,8 @@ class DistributedDataParallel(Module):
                 bucket.ticket = None
                 return
             self._comm.to_host(flat, buffer)
-            MPI = _mpi()
-            bucket.ticket = watchdog.begin_collective(self.process_group, "all_reduce of a DistributedDataParallel "
-                                                      "gradient bucket (staged through host memory)")
-            bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+            self._start_host_all_reduce(bucket, "all_reduce of a DistributedDataParallel gradient bucket (staged "
+                                        "through host memory)")
             return
         for i, p in enumerate(bucket.params):
             region = buffer[offsets[i]:offsets[i + 1]]
@@ -255,10 +254,19 @@ class DistributedDataParallel(Module):
             else:
                 np.multiply(p.grad._data.reshape(-1), 1.0 / self.process_group.size(), out=region,
                             casting="unsafe")
+        self._start_host_all_reduce(bucket, "all_reduce of a DistributedDataParallel gradient bucket")
+
+    def _start_host_all_reduce(self, bucket: _Bucket, what: str) -> None:
+        """Start summing ``bucket.buffer`` across the group without waiting (DDP's overlap with backward)."""
+        if self.process_group.backend == "gloo":  # ember's socket engine: queued on the group's worker thread
+            from ember.distributed.gloo.ops import all_reduce_array
+
+            bucket.ticket = None
+            bucket.work = all_reduce_array(self.process_group, bucket.buffer, what)
+            return
         MPI = _mpi()
-        bucket.ticket = watchdog.begin_collective(self.process_group, "all_reduce of a DistributedDataParallel "
-                                                  "gradient bucket")
-        bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
+        bucket.ticket = watchdog.begin_collective(self.process_group, what)
+        bucket.work = self.process_group.comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, op=MPI.SUM)
 
     def _finish_reduction(self) -> None:
 
@@ -282,15 +290,25 @@ class DistributedDataParallel(Module):
         globally_used = None
         if self.find_unused_parameters:
             usage = np.concatenate([bucket.used for bucket in self._buckets])
-            ticket = watchdog.begin_collective(self.process_group, "all_reduce of DistributedDataParallel's "
-                                               "used-parameter flags")
-            request = self.process_group.comm.Iallreduce(_mpi().IN_PLACE, usage, op=_mpi().MAX)
-            watchdog.wait_requests(_mpi(), [request], ticket)
+            if self.process_group.backend == "gloo":
+                from ember.distributed.collectives import ReduceOp, all_reduce
+
+                flags = Tensor._make(usage, _CPU, False)
+                all_reduce(flags, op=ReduceOp.MAX, group=self.process_group)
+                usage = flags._data
+            else:
+                ticket = watchdog.begin_collective(self.process_group, "all_reduce of DistributedDataParallel's "
+                                                   "used-parameter flags")
+                request = self.process_group.comm.Iallreduce(_mpi().IN_PLACE, usage, op=_mpi().MAX)
+                watchdog.wait_requests(_mpi(), [request], ticket)
             globally_used = usage
         # polled under the watchdog: a rank that failed or left makes this an error, not a hang
         if self._buckets and self.comm_kind == "nccl":
             for bucket in self._buckets:
                 bucket.work.synchronize()  # the NCCL all-reduce's event on the stream
+        elif self._buckets and self.process_group.backend == "gloo":
+            for bucket in self._buckets:
+                bucket.work.wait()
         elif self._buckets:
             watchdog.wait_requests(_mpi(), [bucket.work for bucket in self._buckets], self._buckets[-1].ticket)
         k = 0
