@@ -10,8 +10,8 @@ answers the others' "where are you?" queries.
 A frame is a fixed header (kind, group id, two integers that name the message, payload length) and
 the payload bytes. Collective messages are named (group, collective number, step) and so can never
 match another collective's; point-to-point messages are (group, tag), matched in order as torch does.
-Nothing received is executed: payloads are bytes (tensors are ``np.frombuffer`` views, control
-messages JSON).
+Nothing received is executed: payloads are bytes (uint8 arrays that tensors view, control messages
+JSON). Large receive buffers are recycled (:meth:`Mesh.recycle`): the same messages recur every step.
 
 Example (two ranks in one process, through a HashStore):
     >>> import threading
@@ -21,7 +21,7 @@ Example (two ranks in one process, through a HashStore):
     >>> store, meshes = HashStore(), [None, None]
     >>> def join(r): meshes[r] = Mesh(r, 2, store, timedelta(seconds=10))
     >>> ts = [threading.Thread(target=join, args=(r,)) for r in (0, 1)]; _ = [t.start() for t in ts]; _ = [t.join() for t in ts]
-    >>> meshes[0].send(1, COLLECTIVE, 0, 1, 0, b"hi"); bytes(meshes[1].receive(0, COLLECTIVE, 0, 1, 0, None))
+    >>> meshes[0].send(1, COLLECTIVE, 0, 1, 0, b"hi"); meshes[1].receive(0, COLLECTIVE, 0, 1, 0, None).tobytes()
     b'hi'
     >>> for m in meshes: m.close()
 """
@@ -39,16 +39,20 @@ from collections import deque
 from datetime import timedelta
 from typing import Any, Callable
 
+import numpy as np
+
 from ember.distributed.watchdog import DistBackendError
 
 COLLECTIVE, P2P, QUERY, ANSWER, LEAVE, HELLO = range(1, 7)
 _HEADER = struct.Struct("<BIqqQ")  # kind, group id, a (collective number / tag), b (step), payload bytes
 _SMALL = 1 << 16  # payloads below this go out in one sendall with their header
+_RECYCLE_BYTES = 1 << 20  # received buffers from this size up are reused for the next message of their size
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytearray:
-    buf = bytearray(n)
-    view = memoryview(buf)
+def _read_exact(sock: socket.socket, n: int, buf: Any = None) -> Any:
+    """``n`` bytes from ``sock`` into ``buf`` (a new bytearray when None)."""
+    buf = bytearray(n) if buf is None else buf
+    view = memoryview(buf).cast("B")
     got = 0
     while got < n:
         k = sock.recv_into(view[got:], n - got)
@@ -77,6 +81,7 @@ class Mesh:
         self.peers: list[_Peer | None] = [None] * size
         self.changed = threading.Condition()
         self.mail: dict[tuple, deque] = {}
+        self.pool: dict[int, list] = {}  # message size -> spare receive buffers
         self.answers: dict[str, dict] = {}
         self.state: Callable[[], dict] = lambda: {}
         self.pid = os.getpid()
@@ -137,7 +142,9 @@ class Mesh:
         try:
             while True:
                 kind, gid, a, b, n = _HEADER.unpack(_read_exact(peer.sock, _HEADER.size))
-                payload = _read_exact(peer.sock, n) if n else bytearray()
+                payload = _read_exact(peer.sock, n, self._buffer(n)) if n else np.empty(0, np.uint8)
+                if kind in (QUERY, ANSWER, LEAVE):
+                    payload = payload.tobytes()
                 if kind == QUERY:
                     answer = dict(self.state(), nonce=json.loads(payload)["nonce"])
                     self._send_frame(peer, ANSWER, 0, 0, 0, json.dumps(answer).encode())
@@ -156,6 +163,25 @@ class Mesh:
                 peer.closed = True
                 peer.error = str(error)
                 self.changed.notify_all()
+
+    def _buffer(self, n: int) -> np.ndarray:
+        """A buffer for an ``n``-byte message: a recycled one of that size when there is one (the same large
+        messages recur every step, e.g. DDP's buckets, and fresh memory costs a page fault per 4 KiB)."""
+        if n >= _RECYCLE_BYTES:
+            with self.changed:
+                spare = self.pool.get(n)
+                if spare:
+                    return spare.pop()
+        return np.empty(n, np.uint8)
+
+    def recycle(self, *payloads: Any) -> None:
+        """Give received buffers back once their bytes have been used (copied out or reduced)."""
+        with self.changed:
+            for p in payloads:
+                if isinstance(p, np.ndarray) and p.nbytes >= _RECYCLE_BYTES and p.base is None:
+                    spare = self.pool.setdefault(p.nbytes, [])
+                    if len(spare) < 4:
+                        spare.append(p)
 
     def receive(self, src: int, kind: int, gid: int, a: int, b: int, deadline: float | None,
                 on_timeout: Callable[[], None] | None = None, what: str = "a message") -> bytearray:

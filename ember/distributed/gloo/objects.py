@@ -27,6 +27,7 @@ _ALLOWED: set[tuple[str, str]] = {
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("numpy", "ndarray"), ("numpy", "dtype"),
+    ("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),  # pickle protocol 5 arrays
     ("ember.serialization.pickling", "rebuild_tensor"), ("ember.dtypes", "_lookup_by_name"),
 }
 

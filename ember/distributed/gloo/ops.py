@@ -66,7 +66,8 @@ def _raw(array: np.ndarray) -> np.ndarray:
 
 
 def _as(payload: Any, dtype: np.dtype) -> np.ndarray:
-    return np.frombuffer(payload, dtype=dtype)
+    """A received payload (uint8 array) seen as ``dtype`` (a view: no copy)."""
+    return payload.view(dtype) if isinstance(payload, np.ndarray) else np.frombuffer(payload, dtype=dtype)
 
 
 def _in_rank_order(parts: list[np.ndarray], fn: Callable) -> np.ndarray:
@@ -106,19 +107,37 @@ def reduce_array(call: Call, flat: np.ndarray, fn: Callable) -> None:
     if n < 3 or flat.nbytes < SPLIT_BYTES:
         for r in others:
             call.send(r, 0, _raw(flat))
-        parts = [flat if r == me else _as(call.receive(r, 0, flat.nbytes), flat.dtype) for r in range(n)]
-        flat[...] = _in_rank_order(parts, fn)
+        got = {r: call.receive(r, 0, flat.nbytes) for r in others}
+        _reduce_into(flat, me, {r: _as(p, flat.dtype) for r, p in got.items()}, fn)
+        g.mesh.recycle(*got.values())
         return
     bounds = np.linspace(0, flat.size, n + 1).astype(np.int64)
     block = [flat[bounds[r]:bounds[r + 1]] for r in range(n)]
     for r in others:
         call.send(r, 0, _raw(block[r]))
-    parts = [block[me] if r == me else _as(call.receive(r, 0, block[me].nbytes), flat.dtype) for r in range(n)]
-    block[me][...] = _in_rank_order(parts, fn)
+    got = {r: call.receive(r, 0, block[me].nbytes) for r in others}
+    _reduce_into(block[me], me, {r: _as(p, flat.dtype) for r, p in got.items()}, fn)
+    g.mesh.recycle(*got.values())
     for r in others:
         call.send(r, 1, _raw(block[me]))
     for r in others:
-        block[r][...] = _as(call.receive(r, 1, block[r].nbytes), flat.dtype)
+        payload = call.receive(r, 1, block[r].nbytes)
+        block[r][...] = _as(payload, flat.dtype)
+        g.mesh.recycle(payload)
+
+
+def _reduce_into(mine: np.ndarray, me: int, got: dict, fn: Callable) -> None:
+    """``mine`` = part 0 (op) part 1 (op) ... in rank order, where part ``me`` is ``mine`` and the others are
+    the received (writable) arrays in ``got``; no new memory (fresh pages cost more than the arithmetic)."""
+    n = len(got) + 1
+    if me == 0:
+        for r in range(1, n):
+            fn(mine, got[r], out=mine)
+        return
+    acc = got[0]
+    for r in range(1, n):
+        fn(acc, mine if r == me else got[r], out=acc)
+    mine[...] = acc
 
 
 def all_reduce_array(group: GlooGroup, flat: np.ndarray, name: str, async_op: bool = True) -> Any:
