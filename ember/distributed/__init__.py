@@ -19,7 +19,8 @@ Example (``python -m ember.distributed.run -n 2 script.py``):
     tensor([3.])
 """
 from ember.distributed.collectives import (
-    ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_object, all_reduce, all_to_all, all_to_all_single,
+    P2POp, ReduceOp, Work, all_gather, all_gather_into_tensor, all_gather_single, batch_isend_irecv,
+    reduce_scatter_single, all_gather_object, all_reduce, all_to_all, all_to_all_single,
     barrier, broadcast, broadcast_object_list, gather, gather_object, irecv, isend, monitored_barrier, recv, reduce,
     reduce_scatter,
     reduce_scatter_tensor, recv_object_list, scatter, scatter_object_list, send, send_object_list,
@@ -56,6 +57,30 @@ def is_gloo_available() -> bool:
     return True
 
 
+def is_backend_available(backend: str) -> bool:
+    """True for 'gloo' (always) and 'mpi' (with mpi4py); 'nccl' needs the CUDA backend."""
+    name = str(backend).lower()
+    return name == "gloo" or (name == "mpi" and is_mpi_available())
+
+
+def get_default_backend_for_device(device: object) -> str:
+    """'gloo' for the CPU (torch's answer), 'nccl' for CUDA devices."""
+    kind = getattr(device, "type", str(device)).split(":")[0]
+    return "nccl" if kind == "cuda" else "gloo"
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """LOCAL_RANK from the launcher's environment (``fallback_rank`` when it is not set)."""
+    import os
+
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is None:
+        raise RuntimeError("get_node_local_rank: LOCAL_RANK is not set (start the job with a launcher) and no "
+                           "fallback_rank was given")
+    return fallback_rank
+
+
 def is_torchelastic_launched() -> bool:
     """True when a torchrun-style launcher started this process (it set TORCHELASTIC_RUN_ID)."""
     import os
@@ -65,7 +90,8 @@ def is_torchelastic_launched() -> bool:
 
 __all__ = [
     "Backend", "FileStore", "HashStore", "PrefixStore", "Store", "TCPStore", "DistStoreError", "all_to_all",
-    "monitored_barrier", "is_torchelastic_launched",
+    "monitored_barrier", "is_torchelastic_launched", "P2POp", "batch_isend_irecv", "all_gather_single",
+    "reduce_scatter_single", "is_backend_available", "get_default_backend_for_device", "get_node_local_rank",
     "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
     "gather", "gather_object", "get_backend", "get_global_rank", "get_process_group_ranks", "get_rank",

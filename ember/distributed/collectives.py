@@ -109,7 +109,7 @@ def _check(tensor: Any, op: str) -> None:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{op}: expected an ember.Tensor, got {type(tensor).__name__}")
     if tensor.device.type != "cpu":
-        raise RuntimeError(f"{op}: the 'mpi' backend communicates host memory, but the tensor is on "
+        raise RuntimeError(f"{op}: ember's 'mpi' and 'gloo' backends communicate host memory, but the tensor is on "
                            f"{tensor.device}; move it with .cpu() first (NCCL for GPU tensors needs the CUDA backend)")
 
 
@@ -730,3 +730,32 @@ def recv_object_list(object_list: list, src: int | None = None, group: ProcessGr
 
 
 _OBJECT_TAG = 32000  # object messages never match tensor messages of user tags
+
+
+class P2POp:
+    """One send or receive for :func:`batch_isend_irecv`: ``P2POp(dist.isend, tensor, peer, group=None, tag=0)``."""
+
+    def __init__(self, op: Callable, tensor: Any, peer: int | None = None, group: ProcessGroup | None = None,
+                 tag: int = 0, group_peer: int | None = None) -> None:
+        if op not in (isend, irecv):
+            raise ValueError("P2POp: op must be ember.distributed.isend or ember.distributed.irecv, got "
+                             f"{getattr(op, '__name__', op)!r}")
+        g = default_group(group, "P2POp")
+        if peer is None and group_peer is None:
+            raise ValueError("P2POp: give peer (a world rank) or group_peer (a rank in group)")
+        self.op, self.tensor, self.group, self.tag = op, tensor, group, tag
+        self.peer = peer if peer is not None else g.world_ranks[group_peer]
+
+
+def batch_isend_irecv(p2p_op_list: list) -> list:
+    """Start every send and receive of ``p2p_op_list``; returns their Works (wait on each), as torch."""
+    if not p2p_op_list or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("batch_isend_irecv: expected a non-empty list of P2POp")
+    # receives first: on MPI a posted receive lets the matching send complete whatever the order
+    ordered = sorted(p2p_op_list, key=lambda p: p.op is not irecv)
+    works = {id(p): p.op(p.tensor, p.peer, p.group, p.tag) for p in ordered}
+    return [works[id(p)] for p in p2p_op_list]
+
+
+all_gather_single = all_gather_into_tensor  # torch 2.13's names for the single-tensor forms
+reduce_scatter_single = reduce_scatter_tensor

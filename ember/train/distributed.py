@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
@@ -92,14 +93,18 @@ class DataParallelStrategy:
     abort the whole job, and a rank that ends early an error on the others (ember.distributed.watchdog). ``bucket_cap_mb`` and
     ``find_unused_parameters`` go to ``DistributedDataParallel``.
 
-    The process group is joined (``init_process_group('mpi')``) if it is not already.
+    The process group is joined if it is not already: ``'gloo'`` by env:// under a torchrun-style launcher
+    (RANK and MASTER_ADDR set, no MPI launcher), else ``'mpi'``.
     """
 
     def __init__(self, seed: int = 0, silence_workers: bool = True, abort_on_error: bool = True,
                  bucket_cap_mb: float = 25.0, find_unused_parameters: bool = False) -> None:
 
         if not dist.is_initialized():
-            dist.init_process_group("mpi")
+            # a torchrun-style launch (RANK and MASTER_ADDR, no MPI launcher) joins by env://, else MPI
+            env = os.environ
+            torchrun = "RANK" in env and "MASTER_ADDR" in env and not env.get("PMI_RANK")
+            dist.init_process_group("gloo" if torchrun else "mpi")
         self.group = default_group(None, "DataParallelStrategy")
         self.seed = int(seed)
         self.silence_workers = silence_workers

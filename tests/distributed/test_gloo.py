@@ -271,7 +271,18 @@ def test_point_to_point_matches_in_posting_order_and_any_source():
             ops.isend(ember.tensor([2.0, 2.0]), 1, g).wait()
             ops.send(ember.tensor([7.0]), 1, g, tag=5)
             ops.send_object_list([{"a": 1}, (2, 3)], 1, g)
-            return None
+            works = dist.batch_isend_irecv([dist.P2POp(dist.isend, ember.tensor([3.0]), 2, g),
+                                            dist.P2POp(dist.irecv, back := ember.zeros(1), 2, g)])
+            for w in works:
+                w.wait()
+            return back.tolist()
+        if r == 2:
+            got = ember.zeros(1)
+            works = dist.batch_isend_irecv([dist.P2POp(dist.irecv, got, 0, g),
+                                            dist.P2POp(dist.isend, ember.tensor([4.0]), 0, g)])
+            for w in works:
+                w.wait()
+            return got.tolist()
         if r == 1:
             first, second = ember.zeros(2), ember.zeros(2)
             w1, w2 = ops.irecv(first, 0, g), ops.irecv(second, 0, g)
@@ -286,6 +297,7 @@ def test_point_to_point_matches_in_posting_order_and_any_source():
 
     res = _ok(_ranks(3, body))
     assert res[1] == ([1.0, 1.0], [2.0, 2.0], [7.0], 0, [{"a": 1}, (2, 3)])
+    assert res[0] == [4.0] and res[2] == [3.0]
 
 
 def test_subgroups_number_their_own_collectives():
@@ -307,6 +319,29 @@ def test_subgroups_number_their_own_collectives():
         return s.item(), t.item()
 
     assert _ok(_ranks(3, body)) == [(2.0, 15.0), 15.0, (2.0, 15.0)]
+
+
+def test_rendezvous_errors_say_what_is_missing(monkeypatch):
+    from ember.distributed.bootstrap import torchrun_environment
+    from ember.distributed.gloo.rendezvous import make_store
+    from ember.distributed.run import _parser, rank_environments
+
+    for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="RANK environment variable"):
+        dist.init_process_group("gloo")
+    with pytest.raises(ValueError, match="MASTER_ADDR and MASTER_PORT"):
+        dist.init_process_group("gloo", rank=0, world_size=1)
+    with pytest.raises(ValueError, match="not understood"):
+        make_store("udp://x:1", 0, 1, timedelta(seconds=1))
+    assert not dist.is_initialized()
+    opts = _parser().parse_args(["--nproc_per_node", "2", "--nnodes", "2", "--node_rank", "1", "t.py"])
+    envs = rank_environments(opts, 29500)
+    assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"], e["MASTER_PORT"]) for e in envs] == \
+        [("2", "0", "4", "29500"), ("3", "1", "4", "29500")]
+    assert torchrun_environment({"PMI_RANK": "3", "PMI_SIZE": "4", "MPI_LOCALRANKID": "1", "RANK": "9"}) == \
+        {"WORLD_SIZE": "4", "LOCAL_RANK": "1"}  # what the launcher already set wins
+    assert dist.get_default_backend_for_device("cpu") == "gloo" and dist.is_gloo_available()
 
 
 # ---- failures: errors that name the rank, never a hang -----------------------------------------------------
@@ -460,3 +495,4 @@ def test_launcher_starts_ranks_itself_and_reports_the_failing_one(tmp_path):
                          timeout=180)
     assert bad.returncode == 1
     assert "Root cause (first observed failure):" in bad.stderr and "ValueError: boom on rank 1" in bad.stderr
+    assert "rank 1 raised ValueError: boom on rank 1" in bad.stderr  # the others' errors name the cause

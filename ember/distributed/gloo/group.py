@@ -201,8 +201,9 @@ class World:
         self.mesh = mesh
         self.store = store
         self.groups: dict[int, GlooGroup] = {}
-        self.p2p_sent: dict = {}
+        self.failure = ""  # the uncaught exception that ends this rank, for its leave notice
         mesh.state = self.state
 
     def state(self) -> dict:
-        return {"groups": {str(k): g.state() for k, g in self.groups.items()}, "pid": os.getpid()}
+        return {"groups": {str(k): g.state() for k, g in self.groups.items()}, "pid": os.getpid(),
+                "failure": self.failure}

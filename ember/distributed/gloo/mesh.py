@@ -232,7 +232,9 @@ class Mesh:
 
     def departed(self, src: int, what: str) -> DistBackendError:
         peer = self.peers[src]
-        how = ("ended its script or destroyed its process group (it sent its leave notice)"
+        failure = (peer.left or {}).get("failure") if peer is not None else None
+        how = (f"raised {failure} (its script ended)" if failure else
+               "ended its script or destroyed its process group (it sent its leave notice)"
                if peer is not None and peer.left is not None else
                f"closed its connection without a leave notice (its process crashed or was killed: {peer.error})"
                if peer is not None else "is not connected")

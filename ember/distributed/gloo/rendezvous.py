@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -94,7 +95,26 @@ def init(init_method: str | None, rank: int, world_size: int, store: Any, timeou
     group = GlooGroup(mesh, range(world_size), timeout, 0, store, is_world=True)
     world.groups[0] = group
     CURRENT[0] = world
+    _install_failure_note()
     return group
+
+
+def _install_failure_note() -> None:
+    """On an uncaught exception, tell the peers at once, with the cause: their waits on this rank then fail
+    with "rank 1 raised ValueError: ..." instead of a bare "ended"."""
+    if getattr(sys.excepthook, "_ember_gloo", False):
+        return
+    previous = sys.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        world = CURRENT[0]
+        if world is not None and os.getpid() == world.mesh.pid:
+            world.failure = f"{kind.__name__}: {value}"[:500]
+            world.mesh.close(world.state())
+        previous(kind, value, tb)
+
+    hook._ember_gloo = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 def new_group(world_group: GlooGroup, members: list[int], timeout: timedelta) -> Any:
