@@ -496,3 +496,15 @@ def test_launcher_starts_ranks_itself_and_reports_the_failing_one(tmp_path):
     assert bad.returncode == 1
     assert "Root cause (first observed failure):" in bad.stderr and "ValueError: boom on rank 1" in bad.stderr
     assert "rank 1 raised ValueError: boom on rank 1" in bad.stderr  # the others' errors name the cause
+
+
+@pytest.mark.slow
+def test_a_torch_ddp_script_runs_unchanged_under_ember_run():
+    script = str(HERE / "worker_torch_ddp_tutorial.py")
+    theirs = subprocess.run([sys.executable, script, str(_free_port())], capture_output=True, text=True, timeout=180)
+    ours = subprocess.run([sys.executable, "-m", "ember.cli", "run", script, str(_free_port())], capture_output=True,
+                          text=True, timeout=180)
+    assert theirs.returncode == 0 and ours.returncode == 0, ours.stderr[-3000:]
+    loss_t, weights_t = [float(v) for v in theirs.stdout.split()[3::3]]
+    loss_e, weights_e = [float(v) for v in ours.stdout.split()[3::3]]
+    assert abs(loss_e - loss_t) < 1e-5 and abs(weights_e - weights_t) < 1e-5, (theirs.stdout, ours.stdout)
