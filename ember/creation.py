@@ -128,8 +128,13 @@ def _infer_dtype(data: Any) -> dtypes.dtype:
 
 
 def _unwrap_nested(data: Any) -> Any:
+    """Tensors inside nested sequences become the numbers they hold, as PyTorch reads them (``item()``):
+    ``tensor([[t1], [t1]])`` of one-element tensors is (2, 1) whatever their shape, and a tensor of several elements
+    inside a list raises PyTorch's error (NumPy arrays inside lists stay sequences, as in PyTorch)."""
     if isinstance(data, Tensor):
-        return data.detach().cpu().numpy()
+        if data.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data.detach().cpu().numpy().reshape(())
     if isinstance(data, (list, tuple)):
         return [_unwrap_nested(d) for d in data]
     return data
