@@ -173,48 +173,91 @@ def _grad_tiles(gp, m, th, tw, t0, nt, dm):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def winograd_fused_forward(xp, u, m, th, tw, start, stop, tb, y):  # pragma: no cover - compiled
-    """Tiles ``[start, stop)`` of the forward: ``y`` (N, th*m, tw*m, O) channels-last ``= A^T [V . U] A`` with
-    ``V`` the transform of ``xp`` (N, th*m + 2, tw*m + 2, C, zero-padded, channels-last) and ``u`` (a*a, C, O)
-    the kernel's, contiguous; blocks of ``tb`` tiles."""
-    a = m + 2
-    c, o = xp.shape[3], u.shape[2]
-    v = np.empty((a * a, tb + 1, c), np.float32)  # tb + 1 rows: planes not a multiple of 4 KB apart
-    mt = np.empty((a * a, tb + 1, o), np.float32)
-    v_addr, mt_addr, u_addr = v.ctypes.data, mt.ctypes.data, u.ctypes.data
-    for t0 in range(start, stop, tb):
-        nt = min(tb, stop - t0)
-        _input_tiles(xp, m, th, tw, t0, nt, v)
-        for p in range(a * a):  # M[p] (nt, O) = V[p] (nt, C) @ U[p] (C, O)
-            sgemm(nt, o, c, v_addr + 4 * p * (tb + 1) * c, c, 1, u_addr + 4 * p * c * o, o, COLUMNS,
-                  mt_addr + 4 * p * (tb + 1) * o, o, 0)
-        _output_tiles(mt, m, th, tw, t0, nt, y)
+def _to_channels_last(x, b0, k, top, left, xb):  # pragma: no cover - compiled
+    """Images ``[b0, b0 + k)`` of NCHW ``x`` into the interior of ``xb`` (>= k, Hp, Wp, C) at (top, left); the rest
+    of ``xb`` is left as it is (zero: the padding)."""
+    c, h, w = x.shape[1], x.shape[2], x.shape[3]
+    for bi in range(k):
+        for r in range(h):
+            for s in range(w):
+                dst = xb[bi, top + r, left + s]
+                for ch in range(c):
+                    dst[ch] = x[b0 + bi, ch, r, s]
 
 
 @numba.njit(cache=True, nogil=True)
-def winograd_fused_weight(xp, gp, m, th, tw, start, stop, tb, du):  # pragma: no cover - compiled
-    """Tiles ``[start, stop)`` of the weight gradient in the Winograd domain: ``du[p] += V[p]^T dM[p]`` (a*a, C, O)
-    with ``V`` the input transform of ``xp`` (as in the forward) and ``dM = A dY A^T`` of the channels-last output
-    gradient ``gp`` (N, th*m, tw*m, O, zero past the output); blocks of ``tb`` tiles, summed in tile order."""
+def _image_groups(tiles_per_image, tb):  # pragma: no cover - compiled
+    """Images per group: the whole images whose tiles fill about one block (at least one image)."""
+    return max(1, (tb + tiles_per_image // 2) // tiles_per_image)
+
+
+@numba.njit(cache=True, nogil=True)
+def winograd_fused_forward(x, u, m, top, left, th, tw, i0, i1, tb, y):  # pragma: no cover - compiled
+    """Images ``[i0, i1)`` of the forward ``y = A^T [V . U] A`` (NCHW ``y`` (N, O, OH, OW)) with ``V`` the
+    transform of NCHW ``x`` zero-padded by ``top``/``left`` (and past its end up to the tile grid) and ``u``
+    (a*a, C, O) the kernel's, contiguous. A few whole images at a time are copied channels-last into a padded
+    buffer, their tiles run in blocks of at most ``tb`` (transform, ``a*a`` GEMMs, transform back into a
+    channels-last buffer), and the outputs are copied back to NCHW, all while in cache."""
     a = m + 2
-    c, o = xp.shape[3], gp.shape[3]
+    c, o = x.shape[1], u.shape[2]
+    oh, ow = y.shape[2], y.shape[3]
+    per_image = th * tw
+    group = _image_groups(per_image, tb)
+    xb = np.zeros((group, th * m + 2, tw * m + 2, c), np.float32)  # the padding stays zero
+    yb = np.empty((group, th * m, tw * m, o), np.float32)
+    v = np.empty((a * a, tb + 1, c), np.float32)  # tb + 1 rows: planes not a multiple of 4 KB apart
+    mt = np.empty((a * a, tb + 1, o), np.float32)
+    v_addr, mt_addr, u_addr = v.ctypes.data, mt.ctypes.data, u.ctypes.data
+    for b0 in range(i0, i1, group):
+        k = min(group, i1 - b0)
+        _to_channels_last(x, b0, k, top, left, xb)
+        for t0 in range(0, k * per_image, tb):
+            nt = min(tb, k * per_image - t0)
+            _input_tiles(xb, m, th, tw, t0, nt, v)
+            for p in range(a * a):  # M[p] (nt, O) = V[p] (nt, C) @ U[p] (C, O)
+                sgemm(nt, o, c, v_addr + 4 * p * (tb + 1) * c, c, 1, u_addr + 4 * p * c * o, o, COLUMNS,
+                      mt_addr + 4 * p * (tb + 1) * o, o, 0)
+            _output_tiles(mt, m, th, tw, t0, nt, yb)
+        for bi in range(k):  # back to NCHW, cropped to the output
+            for ch in range(o):
+                for r in range(oh):
+                    for s in range(ow):
+                        y[b0 + bi, ch, r, s] = yb[bi, r, s, ch]
+
+
+@numba.njit(cache=True, nogil=True)
+def winograd_fused_weight(x, g, m, top, left, th, tw, i0, i1, tb, du):  # pragma: no cover - compiled
+    """Images ``[i0, i1)`` of the weight gradient in the Winograd domain: ``du[p] += V[p]^T dM[p]`` (a*a, C, O)
+    with ``V`` the input transform of NCHW ``x`` (as in the forward) and ``dM = A dY A^T`` of the NCHW output
+    gradient ``g`` (zero past its end up to the tile grid); image groups and blocks as in the forward, summed in
+    tile order."""
+    a = m + 2
+    c, o = x.shape[1], g.shape[1]
+    per_image = th * tw
+    group = _image_groups(per_image, tb)
+    xb = np.zeros((group, th * m + 2, tw * m + 2, c), np.float32)
+    gb = np.zeros((group, th * m, tw * m, o), np.float32)  # zero past the output: those tiles add nothing
     v = np.empty((a * a, tb + 1, c), np.float32)
     dm = np.empty((a * a, tb + 1, o), np.float32)
     v_addr, dm_addr, du_addr = v.ctypes.data, dm.ctypes.data, du.ctypes.data
-    for t0 in range(start, stop, tb):
-        nt = min(tb, stop - t0)
-        _input_tiles(xp, m, th, tw, t0, nt, v)
-        _grad_tiles(gp, m, th, tw, t0, nt, dm)
-        for p in range(a * a):  # dU[p] (C, O) += V[p]^T (C, nt) @ dM[p] (nt, O)
-            vp = v_addr + 4 * p * (tb + 1) * c
-            dp = dm_addr + 4 * p * (tb + 1) * o
-            up = du_addr + 4 * p * c * o
-            for j0 in range(0, o, COLUMNS):
-                width = min(COLUMNS, o - j0)
-                mask = _FULL if width == COLUMNS else (1 << width) - 1
-                for i0 in range(0, c, ROWS):
-                    _tile(min(ROWS, c - i0), nt, vp + 4 * i0, 1, c, dp + 4 * j0, o, up + 4 * (i0 * o + j0), o, 1,
-                          mask, 0)
+    for b0 in range(i0, i1, group):
+        k = min(group, i1 - b0)
+        _to_channels_last(x, b0, k, top, left, xb)
+        _to_channels_last(g, b0, k, 0, 0, gb)
+        for t0 in range(0, k * per_image, tb):
+            nt = min(tb, k * per_image - t0)
+            _input_tiles(xb, m, th, tw, t0, nt, v)
+            _grad_tiles(gb, m, th, tw, t0, nt, dm)
+            for p in range(a * a):  # dU[p] (C, O) += V[p]^T (C, nt) @ dM[p] (nt, O)
+                vp = v_addr + 4 * p * (tb + 1) * c
+                dp = dm_addr + 4 * p * (tb + 1) * o
+                up = du_addr + 4 * p * c * o
+                for j0 in range(0, o, COLUMNS):
+                    width = min(COLUMNS, o - j0)
+                    mask = _FULL if width == COLUMNS else (1 << width) - 1
+                    for r0 in range(0, c, ROWS):
+                        _tile(min(ROWS, c - r0), nt, vp + 4 * r0, 1, c, dp + 4 * j0, o, up + 4 * (r0 * o + j0), o, 1,
+                              mask, 0)
 
 
 def build() -> dict[str, Callable[..., Any]]:

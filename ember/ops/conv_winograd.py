@@ -378,28 +378,16 @@ def _block_tiles(a: int, c: int, o: int) -> int:
     return max(12, FUSED_BLOCK_BYTES // (4 * a * a * (c + o)) // 12 * 12)
 
 
-def _padded_nhwc(x: Any, padding: tuple, m: int, th: int, tw: int) -> Any:
-    """``x`` (n, C, H, W) zero-padded to the tile grid's input (n, th*m + 2, tw*m + 2, C), channels-last."""
-    n, c, h, w = x.shape
-    out = np.empty((n, m * th + 2, m * tw + 2, c), np.float32)
-    top, left = padding[0], padding[2]
-    out[:, :top] = 0
-    out[:, top + h:] = 0
-    out[:, top:top + h, :left] = 0
-    out[:, top:top + h, left + w:] = 0
-    out[:, top:top + h, left:left + w] = x.transpose(0, 2, 3, 1)
-    return out
-
-
 def _min_images(tiles_per_image: int, a: int, c: int, o: int) -> int:
     return int(_MIN_IMAGE_FLOPS // (2 * a * a * c * o * tiles_per_image) + 1)
 
 
 def fused_forward(x: Any, w: Any, padding: tuple, m: int, finite_only: bool = False) -> Any:
     """The forward ``conv2d(x, w)`` (float32, stride 1, 3x3, ``padding`` each 0-2) by the fused kernels: images
-    shared out over ember's threads, each thread padding its images channels-last, running their tiles block by
-    block, and writing its NCHW outputs. None when ``finite_only`` and ``x`` holds inf/NaN (each thread checks its
-    images)."""
+    shared out over ember's threads, each kernel call taking its images from NCHW ``x`` to NCHW outputs (the
+    channels-last copies, transforms and GEMMs in cache). None when ``finite_only`` and ``x`` holds inf/NaN (each
+    thread checks its images)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
     n, c, h, width = x.shape
     o = w.shape[0]
     oh, ow, th, tw = _tiles(h, width, padding, m)
@@ -414,9 +402,7 @@ def fused_forward(x: Any, w: Any, padding: tuple, m: int, finite_only: bool = Fa
         if finite_only and not np.isfinite(x[i0:i1].sum()):
             bad.append(i0)
             return
-        local = np.empty((i1 - i0, th * m, tw * m, o), np.float32)
-        kernel(_padded_nhwc(x[i0:i1], padding, m, th, tw), u, m, th, tw, 0, (i1 - i0) * th * tw, tb, local)
-        y[i0:i1] = local[:, :oh, :ow].transpose(0, 3, 1, 2)
+        kernel(x, u, m, padding[0], padding[2], th, tw, i0, i1, tb, y)
 
     parallel_for(run, n, _min_images(th * tw, a, c, o))
     return None if bad else y
@@ -432,6 +418,7 @@ def fused_weight_grad(x: Any, g: Any, padding: tuple, m: int, finite_only: bool 
     """The gradient in ``w`` (O, C, 3, 3) by the fused kernels: each thread sums ``V^T dM`` over its images' tiles,
     the per-thread sums are added in image order and transformed back (``dg = G^T dU G``). None when
     ``finite_only`` and ``x`` or ``g`` holds inf/NaN."""
+    x, g = (np.ascontiguousarray(a, dtype=np.float32) for a in (x, g))
     n, c, h, width = x.shape
     o = g.shape[1]
     oh, ow, th, tw = _tiles(h, width, padding, m)
@@ -446,10 +433,8 @@ def fused_weight_grad(x: Any, g: Any, padding: tuple, m: int, finite_only: bool 
         if finite_only and not (np.isfinite(x[i0:i1].sum()) and np.isfinite(g[i0:i1].sum())):
             bad.append(i0)
             return
-        gp = np.zeros((i1 - i0, th * m, tw * m, o), np.float32)  # zero past the output: those tiles add nothing
-        gp[:, :oh, :ow] = g[i0:i1].transpose(0, 2, 3, 1)
         du = np.zeros((a * a, c, o), np.float32)
-        kernel(_padded_nhwc(x[i0:i1], padding, m, th, tw), gp, m, th, tw, 0, (i1 - i0) * th * tw, tb, du)
+        kernel(x, g, m, padding[0], padding[2], th, tw, i0, i1, tb, du)
         parts[i0] = du
 
     parallel_for(run, n, _min_images(th * tw, a, c, o))
