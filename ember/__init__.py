@@ -128,6 +128,7 @@ globals().update({k: v for k, v in _families.top_level_names().items() if k not 
 
 from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
+from ember import nested  # noqa: E402,F401  (torch.nested: nested tensors, strided and jagged)
 from ember.surface import copy_variants as _copy_variants  # noqa: E402
 _copy_variants.install(globals())  # torch.transpose_copy, torch.view_copy, ... and torch.alias
 from ember.surface import tensor_extras as _tensor_extras  # noqa: E402

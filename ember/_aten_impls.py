@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from ember.nn import functional as F
-from ember.ops import dispatch, views
+from ember.ops import conv, dispatch, views
 from ember.ops.registry import OPS
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -86,6 +86,20 @@ def native_layer_norm(x: Any, normalized_shape: Any, weight: Any, bias: Any, eps
     return F.layer_norm(x, tuple(normalized_shape), weight, bias, eps), mean, rstd
 
 
+def convolution_backward(grad: Any, input: Any, weight: Any, bias_sizes: Any, stride: Any, padding: Any,
+                         dilation: Any, transposed: bool, output_padding: Any, groups: int, output_mask: Any) -> tuple:
+    """``(grad_input, grad_weight, grad_bias)``, each only where ``output_mask`` asks (2-D, not transposed)."""
+    if transposed or weight.ndim != 4:
+        raise NotImplementedError("convolution_backward: ember computes it for 2-D, non-transposed convolutions; "
+                                  "differentiate F.conv2d/conv_transpose2d with autograd instead")
+    ph, pw = padding
+    geometry = {"stride": tuple(stride), "padding": (ph, ph, pw, pw), "dilation": tuple(dilation), "groups": groups}
+    gi = conv.conv2d_input_grad(grad, weight, tuple(input.shape), **geometry) if output_mask[0] else None
+    gw = conv.conv2d_weight_grad(input, grad, tuple(weight.shape), **geometry) if output_mask[1] else None
+    gb = grad.sum((0, 2, 3)) if output_mask[2] else None
+    return gi, gw, gb
+
+
 def select_int(x: Any, dim: int, index: int) -> Any:
     return views.select(x, dim, index)
 
@@ -111,7 +125,7 @@ IMPLS = {
     "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
     "_log_softmax_backward_data": _log_softmax_backward_data, "_softmax_backward_data": _softmax_backward_data,
     "sigmoid_backward": sigmoid_backward, "tanh_backward": tanh_backward, "gelu_backward": gelu_backward,
-    "native_layer_norm": native_layer_norm, "select": select_int, "slice": slice_tensor, "index": index_tensor,
+    "native_layer_norm": native_layer_norm, "convolution_backward": convolution_backward, "select": select_int, "slice": slice_tensor, "index": index_tensor,
     "detach": lambda x: x.detach(), "t": views.t, "_local_scalar_dense": lambda x: x.item(),
     "ones_like": lambda x, **kw: _ember().ones_like(x, dtype=kw.get("dtype")),
     "zeros_like": lambda x, **kw: _ember().zeros_like(x, dtype=kw.get("dtype")),

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from ember import _dispatch_levels as levels, dtypes
 from ember._aten_overloads import aten, packet
 from ember.surface.constants import contiguous_format
+from ember.tensor import Tensor
 
 PRESENT: dict[str, Callable] = {}  # record name -> fn(call, args, attrs) -> the record's outputs
 
@@ -325,12 +326,54 @@ def _cross_entropy_backward(call: Callable, args: tuple, attrs: dict) -> Any:
     return call(aten("_log_softmax_backward_data"), (grad_logp, logp, logp.ndim - 1, logp.dtype))
 
 
+def _symmetric_padding(attrs: dict) -> list | None:
+    """ember's (top, bottom, left, right) padding as torch's [h, w], or None when it is asymmetric ('same' with an
+    even kernel: torch pads the input first, ember's record keeps it; presented as the record itself)."""
+    top, bottom, left, right = attrs["padding"]
+    return [top, left] if top == bottom and left == right else None
+
+
 @presents("conv2d")
 def _conv2d(call: Callable, args: tuple, attrs: dict) -> Any:
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
-    return call(aten("convolution"), (x, w, bias, list(attrs["stride"]), list(attrs["padding"]),
-                                      list(attrs["dilation"]), False, [0, 0], attrs["groups"]))
+    padding = _symmetric_padding(attrs)
+    if padding is None:
+        return call(packet("ember", "conv2d").default, args, dict(attrs))
+    return call(aten("convolution"), (x, w, bias, list(attrs["stride"]), padding, list(attrs["dilation"]), False,
+                                      [0, 0], attrs["groups"]))
+
+
+# ---- convolution's backward: torch's one convolution_backward, called once per gradient ember computes -------------
+def _stand_in(shape: tuple, like: Any) -> Any:
+    """A tensor of ``shape`` with no memory (a broadcast zero) where torch's call takes a tensor only for its shape
+    (the input of an input gradient, the weight of a weight gradient)."""
+    xp = like._device.xp
+    return Tensor._make(xp.broadcast_to(xp.zeros((), dtype=like._data.dtype), tuple(shape)), like._device, False)
+
+
+def _conv_backward_args(attrs: dict) -> tuple:
+    return (list(attrs["stride"]), _symmetric_padding(attrs), list(attrs["dilation"]), False, [0, 0], attrs["groups"])
+
+
+@presents("conv2d_input_grad")
+def _conv2d_input_grad(call: Callable, args: tuple, attrs: dict) -> Any:
+    g, w = args
+    if _symmetric_padding(attrs) is None:
+        return call(packet("ember", "conv2d_input_grad").default, args, dict(attrs))
+    grads = call(aten("convolution_backward"), (g, _stand_in(attrs["input_shape"], g), w, None)
+                 + _conv_backward_args(attrs) + ([True, False, False],))
+    return grads[0]
+
+
+@presents("conv2d_weight_grad")
+def _conv2d_weight_grad(call: Callable, args: tuple, attrs: dict) -> Any:
+    x, g = args
+    if _symmetric_padding(attrs) is None:
+        return call(packet("ember", "conv2d_weight_grad").default, args, dict(attrs))
+    grads = call(aten("convolution_backward"), (g, x, _stand_in(attrs["weight_shape"], g), None)
+                 + _conv_backward_args(attrs) + ([False, True, False],))
+    return grads[1]
 
 
 levels.TABLE["presentation"] = presentation

@@ -26,7 +26,7 @@ from ember.surface.functions import is_nonzero as _is_nonzero
 from ember.storage import TypedStorage, UntypedStorage
 
 __all__ = [
-    "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "memory_format",
+    "pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "layout", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "jagged", "memory_format",
     "contiguous_format", "channels_last", "channels_last_3d", "preserve_format", "FloatTensor", "DoubleTensor",
     "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
     "BoolTensor", "set_num_threads", "get_num_threads", "get_num_interop_threads", "set_num_interop_threads", "set_printoptions",
@@ -105,6 +105,7 @@ strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
 sparse_csc = layout("sparse_csc")
+jagged = layout("jagged")  # torch.nested's jagged layout (ember/nested)
 
 
 class memory_format:

@@ -383,3 +383,85 @@ def test_wrapper_item_goes_through_dispatch_and_data_reads_refuse() -> None:
     w = _logging_tensor(ember, ember_tree_map, [])(ember.ones(2))
     with pytest.raises(RuntimeError, match="wrapper subclass"):
         w.tolist()
+
+
+class _TorchFormulas(TorchDispatchMode):
+    """torch's own FlopCounterMode formulas (torch.utils.flop_counter.flop_registry), fed with the calls an ember mode
+    sees (ember tensors turned into torch meta tensors of the same shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from torch.utils.flop_counter import flop_registry
+
+        self.registry = flop_registry
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        packet = getattr(torch.ops.aten, func.overloadpacket.__name__, None) if func.namespace == "aten" else None
+        rule = self.registry.get(packet)
+        if rule is not None:
+            meta = lambda v: torch.empty(tuple(v.shape), device="meta") if isinstance(v, ember.Tensor) else v  # noqa: E731
+            self.total += rule(*torch_tree_map(meta, list(args)), **torch_tree_map(meta, dict(kwargs or {})),
+                               out_val=torch_tree_map(meta, out if not isinstance(out, list) else tuple(out)))
+        return out
+
+
+def _cnn(lib: object) -> tuple:
+    rng = np.random.default_rng(4)
+    x = lib.tensor(rng.standard_normal((2, 3, 10, 10)).astype(np.float32), requires_grad=True)
+    w1 = lib.tensor(rng.standard_normal((6, 3, 3, 3)).astype(np.float32), requires_grad=True)
+    w2 = lib.tensor(rng.standard_normal((4, 6, 3, 3)).astype(np.float32), requires_grad=True)
+    lin = lib.tensor(rng.standard_normal((5, 64)).astype(np.float32), requires_grad=True)
+    F = TF if lib is torch else EF
+
+    def run() -> object:
+        h = F.relu(F.conv2d(x, w1, stride=1, padding=1))
+        h = F.conv2d(h, w2, stride=2, padding=1)
+        return F.linear(h.flatten(1)[:, :64], lin).pow(2).sum()
+
+    return run, (x, w1, w2, lin)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_torch_flop_formulas_over_ember_calls_match_torch_flop_counter(model: str) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if model == "mlp":
+        m, x, y = _mlp(torch, torch.nn)
+        torch_run = lambda: TF.cross_entropy(m(x), y).backward()  # noqa: E731
+        em, ex, ey = _mlp(ember, enn)
+        ember_run = lambda: EF.cross_entropy(em(ex), ey).backward()  # noqa: E731
+    else:
+        run, _ = _cnn(torch)
+        torch_run = lambda: run().backward()  # noqa: E731
+        erun, _ = _cnn(ember)
+        ember_run = lambda: erun().backward()  # noqa: E731
+    with FlopCounterMode(display=False) as counter:
+        torch_run()
+    with _TorchFormulas() as formulas:
+        ember_run()
+    assert formulas.total == counter.get_total_flops() > 0
+
+
+def test_conv_forward_backward_calls_as_torch() -> None:
+    """convolution's arguments are torch's; torch's one convolution_backward per layer (mask [True, True, False]) is
+    two calls in ember, one per gradient (masks [True, False, False] and [False, True, False])."""
+    calls = {}
+    for lib, Log in ((torch, TorchLog), (ember, EmberLog)):
+        run, (x, w1, w2, lin) = _cnn(lib)
+        with Log() as log:
+            run().backward()
+        calls[lib.__name__] = [c for c in log.calls if "convolution" in c[0]]
+        calls[lib.__name__ + "grads"] = [t.grad.numpy().copy() for t in (x, w1, w2, lin)]
+    t_calls, e_calls = calls["torch"], calls["ember"]
+    assert [c for c in e_calls if c[0] == "aten.convolution.default"] == \
+        [c for c in t_calls if c[0] == "aten.convolution.default"]
+    t_back = [c[1] for c in t_calls if c[0] == "aten.convolution_backward.default"]
+    e_back = [c[1] for c in e_calls if c[0] == "aten.convolution_backward.default"]
+    assert [b[-1] for b in t_back] == [[True, True, False]] * 2
+    assert [b[-1] for b in e_back] == [[True, False, False], [False, True, False]] * 2
+    assert [b[:3] for b in e_back] == [b[:3] for b in t_back for _ in (0, 1)]  # grad, input, weight shapes
+    assert [b[4:10] for b in e_back] == [b[4:10] for b in t_back for _ in (0, 1)]  # stride ... groups
+    for e, t in zip(calls["embergrads"], calls["torchgrads"]):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)
