@@ -21,6 +21,7 @@ from typing import Any, Callable
 from ember import _aten_impls, _aten_overloads, _aten_present  # noqa: F401  (binds the record -> ATen table)
 from ember.custom_ops.registry import OPS, OpOverloadPacket, packet
 from ember.nn import functional as F
+from ember.profiler.profiler import record_function
 from ember.tensor import Tensor
 
 
@@ -100,8 +101,6 @@ def _resolve_aten(name: str) -> Callable:
 def _record_function_enter(name: str, args: str | None = None) -> Any:
     """``profiler::_record_function_enter``: open a profiler range; the handle closes it (what
     ``record_function`` emits when traced by torch.fx)."""
-    from ember.profiler.profiler import record_function
-
     handle = record_function(name, args)
     handle.__enter__()
     return handle

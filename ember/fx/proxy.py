@@ -16,6 +16,7 @@ from typing import Any
 
 from ember import _torch_function
 from ember.fx.node import Node, map_aggregate
+from ember.overrides import is_tensor_method_or_property
 
 
 class TraceError(ValueError):
@@ -49,7 +50,6 @@ class Proxy:
             raise RuntimeError(f"Found multiple different tracers {list(tracers.values())} while trying to trace "
                                f"operations {orig_method}")
         tracer = next(iter(tracers.values()))
-        from ember.overrides import is_tensor_method_or_property
         if is_tensor_method_or_property(orig_method):
             return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs)

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.graph.ir import Graph, Node, Value, device_xp
+from ember.graph.passes import share_scalar  # module attribute: tests switch the pass off by patching it
 from ember.graph.rng import is_seed
 
 
@@ -94,10 +95,8 @@ class Executable:
             from ember.graph.passes.fuse import fuse_nodes
 
             nodes = fuse_nodes(nodes, keep, xp)
-            from ember.graph.passes.share_scalar import share_scalar_kernels
-
             # Adam's bias corrections: one scalar kernel per step, not one per parameter (equal step counts)
-            nodes = share_scalar_kernels(nodes)
+            nodes = share_scalar.share_scalar_kernels(nodes)
         if memory:
             from ember.graph.passes.memory import plan_buffers
 
