@@ -125,6 +125,8 @@ from ember._torch_names import *  # noqa: E402,F401,F403  (more of PyTorch's top
 from ember.surface import families as _families  # noqa: E402
 _families.install_methods(globals())  # Tensor methods generated from top-level functions (x.bitwise_and, ...)
 globals().update({k: v for k, v in _families.top_level_names().items() if k not in globals()})  # ember.relu_, ...
+from ember.surface import aten_forms as _aten_forms  # noqa: E402
+globals().update(_aten_forms.NAMES)  # torch.embedding(weight, indices), torch.kl_div(x, t, 2): ATen's signatures
 
 from ember import fx  # noqa: E402,F401  (torch.fx: symbolic_trace, GraphModule, Interpreter)
 from ember import export  # noqa: E402,F401  (torch.export.export: an ExportedProgram built on ember.fx)
