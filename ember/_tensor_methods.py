@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, float8_ops, inplace, linalg,
+from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, float8_ops, inplace, linalg, overlap,
+    value_check,
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops.registry import OPS
 from ember import dtypes, random as ember_random
@@ -25,6 +26,8 @@ ADD, SUB, MUL, DIV, POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["p
 def _alpha_scaled(self: Tensor, other: Any, alpha: Any) -> Any:
     """``alpha * other`` for add_/sub_: the common case (a tensor of self's non-bool dtype) directly, else
     with PyTorch's rules (:func:`ember.ops.elementwise.scaled`)."""
+    if isinstance(other, dispatch.Tensor) and other is not self:  # the overlap check sees the operand, not the product
+        overlap.check_partial("add_/sub_", self, (other,))
     if (isinstance(other, dispatch.Tensor) and other._data.dtype == self._data.dtype
             and other._data.dtype in (np.float32, np.float64) and type(alpha) in (int, float)):
         return other * alpha  # nothing to check: an int or float alpha fits float32/float64
@@ -61,6 +64,7 @@ def zero_(self: Tensor) -> Tensor:
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
+    value_check.require_number(value, "fill_")
     if isinstance(value, dispatch.Tensor):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
@@ -72,13 +76,17 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         value = value.item()
         if isinstance(value, complex) and not self.is_complex():  # torch warns and keeps the real part
             value = value.real
-    else:
+    elif self.dtype in dtypes.FLOAT8_DTYPES:
         float8_ops.check_fill_value(value, self.dtype, "fill_")
+    else:  # torch's checked conversion: fill_(1e10) of int8 raises, fill_(-1) of uint8 is 255
+        from ember.creation import checked_fill_value
+
+        value = checked_fill_value(value, self.dtype, "fill_", self.numel())
     return inplace.fill(self, value, "fill_")
 
 
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-    return inplace.inplace_call(self, "clamp_", lambda t: ew.clamp(t, min, max))
+    return inplace.inplace_call(self, "clamp_", lambda t: ew.clamp(t, min, max), reads=(min, max))
 
 
 def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
@@ -91,6 +99,8 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"copy_: output with shape {list(self.shape)} doesn't match the broadcast shape "
                            f"{list(np.broadcast_shapes(tuple(self.shape), tuple(src.shape)))} (the source of shape "
                            f"{list(src.shape)} must broadcast to the destination's shape)")
+    if src is not self:  # x[1:].copy_(x[:-1]) raises, as PyTorch (ember/ops/overlap.py)
+        overlap.check_partial("copy_", self, (src,))
     source = src.to(self.device) if src.device != self.device else src
     source = source.to(self.dtype)
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
@@ -109,7 +119,7 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 def _unary_inplace(name: str, fn: Any) -> Any:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return inplace.inplace_call(self, name, lambda t: fn(t, *args, **kwargs))
+        return inplace.inplace_call(self, name, lambda t: fn(t, *args, **kwargs), reads=(*args, *kwargs.values()))
 
     method.__name__ = name
     return method
@@ -128,18 +138,19 @@ def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = Fal
     try:
         return inplace.inplace_call(self, "index_put_",
                                     lambda t: movement.index_put(t, index, tensors, values, accumulate), needs_copy=False,
-                                    others=(values,))  # values that require grad make the write recorded
+                                    others=(values,), gathers=(values,))  # values that require grad make the write recorded
     except IndexError as error:  # name the call the user made, not the internal indexing op
         raise IndexError(f"index_put_: {error}") from None
 
 
 def scatter_add_(self: Tensor, dim: int, index: Any, src: Any) -> Tensor:
-    return inplace.inplace_call(self, "scatter_add_", lambda t: views.scatter_add(t, dim, index, src), needs_copy=False)
+    return inplace.inplace_call(self, "scatter_add_", lambda t: views.scatter_add(t, dim, index, src), needs_copy=False,
+                                gathers=(src,))
 
 
 def scatter_(self: Tensor, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: str | None = None) -> Tensor:
     return inplace.inplace_call(self, "scatter_", lambda t: views.scatter(t, dim, index, src, value, reduce=reduce),
-                                needs_copy=False)
+                                gathers=(src,), needs_copy=False)
 
 
 # Positional parameters of the in-place samplers, by the graph sampler's names (uniform_(a, b), ...).
@@ -243,17 +254,17 @@ def _softmax_method(name: str) -> Any:
 
 def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     return inplace.inplace_call(self, "addcmul_", lambda t: _xm.addcmul(t, tensor1, tensor2, value=value),
-                                needs_copy=False, others=(tensor1, tensor2))
+                                needs_copy=False, others=(tensor1, tensor2), reads=(tensor1, tensor2))
 
 
 def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
     return inplace.inplace_call(self, "addcdiv_", lambda t: _xm.addcdiv(t, tensor1, tensor2, value=value),
-                                needs_copy=False, others=(tensor1, tensor2))
+                                needs_copy=False, others=(tensor1, tensor2), reads=(tensor1, tensor2))
 
 
 def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
     return inplace.inplace_call(self, "lerp_", lambda t: _xm.lerp(t, end, weight), needs_copy=False,
-                                others=(end, weight))
+                                others=(end, weight), reads=(end, weight))
 
 
 class TensorMethods:

@@ -16,7 +16,7 @@ import numpy as np
 from ember import dtypes, factory_options as _opts, float8, random as ember_random
 from ember.autograd import grad_mode
 from ember.device import to_device
-from ember.ops import complex_ops, float8_ops, unsigned_ops
+from ember.ops import complex_ops, float8_ops, unsigned_ops, value_check
 from ember.tensor import Tensor
 
 
@@ -140,6 +140,53 @@ def _unwrap_nested(data: Any) -> Any:
     return data
 
 
+def _flat_numbers(data: Any) -> Any:
+    if isinstance(data, (list, tuple)):
+        for item in data:
+            yield from _flat_numbers(item)
+    else:
+        yield data
+
+
+def _python_numbers(data: Any, dt: Any) -> Any:
+    """Python numbers (nested lists, a scalar) as an array of the integer or float dtype ``dt``, converted as
+    PyTorch's ``torch.tensor`` converts them: integers wrap into an integer dtype when PyTorch's overflow check lets
+    them (``tensor([-1], dtype=uint8)`` is 255, an unsigned dtype takes -max..max), floats must lie in its range
+    (``tensor([255.9], dtype=uint8)``, NaN and inf raise, as ``-0.9`` does for uint8); past-int64 integers reach a
+    float dtype through float64 (``tensor([2**63], dtype=bfloat16)``). NumPy alone raised on -1 and truncated 255.9."""
+    try:
+        source = np.array(data, copy=True)
+    except (ValueError, OverflowError):
+        return np.array(data, dtype=dt.np, copy=True)  # the same error NumPy gives with the dtype
+    kind = source.dtype.kind
+    if kind == "c" and dt.category < 3:
+        raise TypeError(f"tensor(): must be real number, not complex (converting to {dt}; take .real first)")
+    if dt.category == 1 and kind in "fO" and any(type(v) is int and not -(1 << 63) <= v < (1 << 63)
+                                                 for v in _flat_numbers(data)):
+        raise OverflowError("tensor(): Overflow when unpacking long long (an integer past the int64 range)")
+    if dt.category == 2:
+        if kind == "O" or (kind in "iu" and dt.np not in (np.float64, np.float32, np.float16)):
+            try:
+                source = np.array(data, dtype=np.float64, copy=True)  # ml_dtypes' bfloat16 refuses ints past int64
+            except (TypeError, ValueError, OverflowError):
+                return np.array(data, dtype=dt.np, copy=True)
+        return source.astype(dt.np) if source.dtype != dt.np else source
+    if kind not in "iuf" or source.size == 0:
+        return np.array(data, dtype=dt.np, copy=True)
+    info = np.iinfo(dt.np)
+    high = int(info.max)
+    low = -high if info.min == 0 and kind in "iu" else int(info.min)
+    if kind == "u" and source.dtype.itemsize == 8 and int(source.max()) > (1 << 63) - 1:
+        raise OverflowError("tensor(): Overflow when unpacking long long (an integer past the int64 range)")
+    with np.errstate(invalid="ignore"):
+        fits = (source >= low) & (source <= high)
+    if not bool(fits.all()):
+        bad = source[~fits].reshape(-1)[0]
+        raise RuntimeError(f"tensor(): value {bad.item()!r} cannot be converted to type {dt} without overflow")
+    with np.errstate(invalid="ignore", over="ignore"):
+        return source.astype(dt.np)
+
+
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """Copy ``data`` (nested lists, scalars, arrays, tensors) into a new tensor."""
@@ -160,6 +207,12 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool
         if dt in dtypes.FLOAT8_DTYPES:  # through float32 with torch's rounding (ember/float8.py)
             source = np.array(data, copy=True)
             array = source.copy() if source.dtype == dt.np else float8_ops.to_float8(source, dt)
+        elif isinstance(data, (list, tuple)) and dt.category in (1, 2) and dt not in dtypes.WIDE_UNSIGNED:
+            array = _python_numbers(data, dt)
+        elif type(data) is int and dt.category in (1, 2) and dt not in dtypes.WIDE_UNSIGNED:  # a bare number (ember's own code casts NaN this way)
+            array = np.array(dtypes.wrap_int(data, dt.np) if dt.category == 1 and -int(np.iinfo(dt.np).max) <= data
+                             <= int(np.iinfo(dt.np).max) else float(data) if dt.category == 2 else data,
+                             dtype=dt.np, copy=True)
         else:
             array = np.array(data, dtype=dt.np, copy=True)
         out = _wrap_array(_to_device_array(array, target_device), target_device)
@@ -220,8 +273,32 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
         float8_ops.check_fill_value(value, dt, "full")
         array = xp.asarray(float8_ops.holding(float8.encode(np.full(shape, value, dtype=np.float32), dt.name), dt.np))
     else:
-        array = xp.full(shape, value, dtype=dt.np)
+        array = xp.full(shape, checked_fill_value(value, dt, "full", math.prod(shape)), dtype=dt.np)
     return _wrap_array(array, dev, requires_grad)
+
+
+def checked_fill_value(value: Any, dt: Any, op: str, numel: int = 2) -> Any:
+    """A Python/NumPy number as PyTorch's fill converts it into ``dt``: checked against the dtype's range
+    (``full((2,), 1e10, dtype=int8)``, NaN into an integer dtype raise; -1 into uint8 is 255), a complex number with
+    no imaginary part taken as real, past-int64 integers into half dtypes through float."""
+    if not isinstance(value, (bool, int, float, complex, np.generic)):
+        return value
+    value = dtypes.python_scalar(value) if isinstance(value, np.generic) else value
+    if type(value) is int and not -(1 << 63) <= value < (1 << (63 if op.startswith("index_put_") else 64)):
+        raise OverflowError(f"{op}: int too big to convert: {value} does not fit a 64-bit integer")
+    if isinstance(value, complex) and dt.category < 3:
+        if value.imag != 0:
+            raise RuntimeError(f"{op}: value {value!r} cannot be converted to type {dt} without overflow")
+        value = value.real
+    if dt.category == 1:
+        value = dtypes.checked_scalar(value, dt, op)
+    elif dt.category == 0 and not isinstance(value, complex):
+        value = bool(value)
+    elif dt.category == 2 and type(value) is int:
+        value = float(value)  # ml_dtypes' bfloat16 refuses Python ints past int64
+    if dt.category == 2 and dt.itemsize == 2 and numel > 1:  # torch's one-element fill skips its half range check
+        value = dtypes.checked_scalar(value, dt, op)
+    return value
 
 
 # Every factory takes PyTorch's shared keywords (layout, pin_memory, out, memory_format, requires_grad) and
@@ -244,6 +321,7 @@ def ones(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, dev
 
 def full(size: Sequence[int], fill_value: Any, *, out: Any = None, dtype: Any = None, layout: Any = None,
          device: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
+    value_check.require_number(fill_value, "full", "fill_value")
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     dtype = _opts.out_dtype(dtype, out)
@@ -319,7 +397,20 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, out: Any = None, dtype
     dt = dtypes.to_dtype(dtype)
     if dt in dtypes.WIDE_UNSIGNED:
         unsigned_ops.refuse("arange", np.zeros(0, dt.np))
-    array = np.arange(*values, dtype=np.float64 if dt.is_floating_point else np.int64).astype(dt.np)
+    if dt.category <= 1 and any(isinstance(v, float) for v in values):
+        # torch's integer arange: int64 truncates the bounds and the step first (arange(0, 5, 1.5, dtype=int64) is
+        # [0, 1, 2, 3, 4]; a step that truncates to 0 raises); the other integer dtypes take the length from the
+        # float bounds and the values from the truncated start and step (int32 with step 0.3: zeros)
+        first, stride = int(values[0]), int(values[2])
+        if dt is dtypes.int64:
+            if stride == 0:
+                raise RuntimeError(f"arange: step must be nonzero (the step {values[2]} truncates to 0 for int64)")
+            count = max(-((first - int(values[1])) // stride), 0)
+        else:
+            count = max(int(math.ceil((values[1] - values[0]) / values[2])), 0)
+        array = (first + stride * np.arange(count, dtype=np.int64)).astype(dt.np)
+    else:
+        array = np.arange(*values, dtype=np.float64 if dt.is_floating_point else np.int64).astype(dt.np)
     dev = to_device(device)
     return _opts.finish("arange", _wrap_array(_to_device_array(array, dev), dev), layout=layout,
                         requires_grad=requires_grad, out=out)

@@ -14,7 +14,7 @@ import numpy as np
 from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
-from ember.ops import dispatch, float8_ops, layout
+from ember.ops import dispatch, float8_ops, layout, value_check
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
@@ -876,6 +876,8 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     """``where(cond, x, y)``: x where cond holds, else y. Scalars take the tensor's dtype."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    value_check.require_number(input, "where", "input")
+    value_check.require_number(other, "where", "other")
     cond = _t(condition)
     if cond.dtype is not dtypes.bool_:
         if cond.dtype is not dtypes.uint8:

@@ -24,7 +24,7 @@ from ember import dtypes, interpreters
 from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
-from ember.ops import dispatch, float8_ops, movement, unsigned_ops
+from ember.ops import dispatch, float8_ops, movement, overlap, unsigned_ops, value_check
 from ember.ops.registry import OpDef
 from ember.dtypes import from_numpy_dtype
 from ember.ops.elementwise import where
@@ -357,6 +357,8 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     _lift(t)
+    if isinstance(other, dispatch.Tensor) and other is not t:  # x[1:].add_(x[:-1]) raises, as PyTorch
+        overlap.check_partial(op_name, t, (other,))
     if isinstance(other, dispatch.Tensor) and op.name in FLOAT32_SCALAR_OPS:  # half *= 0-d: a number (opmath.py)
         pair = dispatch._zero_dim_as_number(t, other)
         if pair is not None:
@@ -395,11 +397,15 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
 
 
 def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy: bool = True,
-                 others: tuple = ()) -> Any:
+                 others: tuple = (), reads: tuple = (), gathers: tuple = ()) -> Any:
     """Generic in-place: ``compute(tensor) -> tensor`` out of place, then write back into ``t``.
 
     ``others``: the other tensor operands; any of them requiring grad makes the write recorded too.
+    ``reads``: operands read elementwise, which may not partially overlap ``t``; ``gathers``: operands read at
+    indices, which may not share any memory with ``t`` (PyTorch's checks, ``ember/ops/overlap.py``).
     """
+    overlap.check_partial(op_name, t, reads)
+    overlap.check_none(op_name, t, gathers)
     _lift(t)
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or any(isinstance(o, dispatch.Tensor) and o._requires_grad for o in others))
@@ -428,6 +434,20 @@ def setitem(t: Any, key: Any, value: Any) -> None:
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
+    value_check.require_assignable(value, t.dtype)
+    if isinstance(value, (bool, int, float, complex, np.generic)) and t._data.dtype not in dtypes.FLOAT8_NP:
+        from ember.creation import checked_fill_value  # x[0] = -1 of uint8 is 255, x[0] = 1e10 of int8 raises
+
+        numel = 1  # torch checks a half dtype's range only when more than one element is filled
+        if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV" and isinstance(value, float):
+            try:
+                dummy = np.broadcast_to(np.zeros((), np.int8), t._data.shape)
+                numel = dummy[movement._rebuild_index(index, [i._data for i in index_tensors])].size
+            except (IndexError, TypeError, ValueError):
+                numel = 1
+        value = checked_fill_value(value, t.dtype, "index_put_ (setitem)", numel)
+    if isinstance(value, dispatch.Tensor) and isinstance(t._data, np.ndarray):
+        _check_setitem_overlap(t, index, index_tensors, value)
     if not recording and not any(dispatch.is_symbolic(v) for v in (t, value, *index_tensors)):
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
@@ -450,3 +470,40 @@ def setitem(t: Any, key: Any, value: Any) -> None:
         if recording:
             _rebase(t, result)
     t._bump()
+
+
+def _check_setitem_overlap(t: Any, index: tuple, index_tensors: list, value: Any) -> None:
+    """PyTorch's ``t[key] = value``: the basic part of ``key`` (ints, slices, None, Ellipsis) takes a view, then
+    ``copy_`` (no partial overlap with ``value``) or, with index tensors, ``index_put_`` (no overlap at all); a 0-d
+    value under a bool mask is a fill. ``x[:2] = x[1:]`` and ``x[[1, 0]] = x`` raise, ``x[...] = x`` does not."""
+    if not isinstance(value._data, np.ndarray) or value._data.size == 0:
+        return
+    if not np.may_share_memory(t._data, value._data):
+        return
+    basic: list = []
+    for item in index:
+        if isinstance(item, tuple) and item and item[0] == movement.TENSOR_SLOT:
+            mask = index_tensors[item[1]]
+            basic.extend([slice(None)] * (mask.dim() if mask.dtype is dtypes.bool_ else 1))
+        else:
+            basic.append(item)
+    if Ellipsis not in basic:
+        basic.append(Ellipsis)  # a view even where every dim gets an int (NumPy would give a scalar)
+    try:
+        view = t._data[tuple(basic)]
+    except (IndexError, TypeError, ValueError):
+        return  # the write itself reports a bad index
+    if not index_tensors:
+        src = value._data
+        while src.ndim > view.ndim and src.shape[0] == 1:  # leading 1s are dropped, as PyTorch's copy_to does
+            src = src[0]
+        if src.shape != view.shape:  # PyTorch expands the value first: an expanded tensor is not checked
+            return
+        found = overlap.status_arrays(view, src)
+        if found == "partial":
+            raise RuntimeError(f"index_put_ (setitem): {overlap.MESSAGE}")
+        return
+    if value.dim() == 0 and len(index_tensors) == 1 and index_tensors[0].dtype is dtypes.bool_:
+        return  # PyTorch's masked_fill_ with a 0-d value: read once
+    if overlap.status_arrays(view, value._data) in ("full", "partial"):
+        raise RuntimeError(f"index_put_ (setitem): {overlap.MESSAGE}")

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from ember import dtypes, return_types
 from ember.autograd import grad_mode
-from ember.ops import dispatch
+from ember.ops import dispatch, overlap
 
 OUT_FUNCTIONS: dict[str, tuple[str, ...]] = {
     "torch": tuple("""
@@ -117,6 +117,57 @@ _CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "b
              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
              "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
+# PyTorch's overlap checks between ``out`` and the inputs (ember/ops/overlap.py), read from torch 2.13 function by
+# function: TensorIterator's ops refuse an out that partially overlaps an input (``exp(x, out=x)`` is fine,
+# ``exp(x, out=x.t())`` raises); gathers, scatters and concatenations refuse any shared memory (``max``/``min``/
+# ``median`` in their dim forms only); matrix products, reductions, softmax, triangles and torch.linalg do not check.
+OVERLAP_PARTIAL = frozenset("""
+    abs absolute acos acosh add addbmm addcdiv addcmul addmm angle arccos arccosh arcsin arcsinh arctan arctan2
+    arctanh asin asinh atan atan2 atanh baddbmm bitwise_and bitwise_left_shift bitwise_not bitwise_or
+    bitwise_right_shift bitwise_xor ceil chain_matmul clamp clamp_max clamp_min clip conj_physical copysign cos cosh
+    cumprod cumsum deg2rad digamma div divide eq erf erfc erfcx erfinv exp exp2 expit expm1 entr fix float_power floor
+    floor_divide fmax fmin fmod frac frexp gammainc gammaincc gammaln gcd ge greater greater_equal gt hardshrink
+    heaviside hypot i0 i0e i1 i1e igamma igammac isneginf isposinf lcm ldexp le lerp less less_equal lgamma log log10
+    log1p log2 log_ndtr logaddexp logaddexp2 logcumsumexp logical_and logical_not logical_or logical_xor logit lt
+    maximum minimum msort mul multiply nan_to_num ndtri ne neg negative nextafter not_equal polygamma pow psi
+    rad2deg reciprocal remainder renorm round rsqrt sgn sigmoid sign signbit sin sinc sinh sort sqrt square sub
+    subtract tan tanh true_divide trunc where xlog1py xlogy zeta airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1
+    chebyshev_polynomial_t chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w hermite_polynomial_h
+    hermite_polynomial_he laguerre_polynomial_l legendre_polynomial_p modified_bessel_i0 modified_bessel_i1
+    modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1
+    shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v
+    shifted_chebyshev_polynomial_w spherical_bessel_j0""".split())
+OVERLAP_PARTIAL_AFTER = frozenset("mode topk".split())
+OVERLAP_NONE = frozenset("""cat concat concatenate column_stack hstack vstack row_stack dstack stack cross ger outer
+    addr index_add index_copy index_select gather take take_along_dim scatter scatter_add scatter_reduce
+    masked_select kthvalue kron""".split())
+OVERLAP_PARTIAL_WITH_DIM = frozenset("max min median nanmedian".split())  # their (values, indices) forms
+# LAPACK wrappers write straight into a column-major out after copying an input into it: copy_'s check fires for an
+# out that is the transpose of an input's memory, not for other overlaps (their result is then copied in).
+OVERLAP_COLUMN_MAJOR = frozenset("cholesky_inverse geqrf qr lu_factor lu_factor_ex solve solve_ex".split())
+
+
+# These resize ``out`` first and check after (``cumsum(x, 0, out=w)`` with a w that shrinks off x is fine).
+OVERLAP_AFTER_RESIZE = frozenset("""cumsum cumprod logcumsumexp sort msort topk mode gather max min median nanmedian
+    cat concat concatenate column_stack hstack vstack row_stack dstack stack take_along_dim cross index_add index_copy
+    renorm""".split())
+
+
+def _check_overlap(name: str, outs: tuple, multi: bool, args: tuple, kwargs: dict) -> None:
+    if name in OVERLAP_PARTIAL or name in OVERLAP_PARTIAL_AFTER or (multi and name in OVERLAP_PARTIAL_WITH_DIM):
+        check = overlap.check_partial
+    elif name in OVERLAP_NONE:
+        check = overlap.check_none
+    elif name in OVERLAP_COLUMN_MAJOR:
+        outs = tuple(o for o in outs if o.ndim >= 2 and o.shape[-2] > 1 and o.stride()[-2] == 1
+                     and o.stride()[-1] == o.shape[-2])
+        check = overlap.check_partial
+    else:
+        return
+    for o in outs:
+        check(name, o, (*args, *kwargs.values()))
+
+
 def _torch_name(dtype: Any) -> str:
     """PyTorch's ScalarType name of ``dtype`` (``Float``, ``Long``, ...), as its messages print it."""
     name = str(dtype).split(".")[-1]
@@ -148,7 +199,7 @@ def _check_out_type(name: str, out: Any, multi: bool) -> tuple:
     return outs
 
 
-def _write(name: str, out: Any, value: Any, exact: bool) -> None:
+def _write(name: str, out: Any, value: Any, exact: bool, after_resize: Callable[[], None] | None = None) -> None:
     """Cast-check, resize and copy ``value`` into ``out`` (no autograd recording)."""
     if out.device != value.device:
         raise RuntimeError(f"{name}(): Expected out tensor to have device {value.device}, but got {out.device} "
@@ -163,6 +214,8 @@ def _write(name: str, out: Any, value: Any, exact: bool) -> None:
         if out.numel() != 0:
             warnings.warn(_RESIZED.format(old=list(out.shape), new=list(value.shape)), UserWarning, stacklevel=4)
         out.resize_(tuple(value.shape))
+    if after_resize is not None:
+        after_resize()
     with grad_mode.no_grad():
         out.copy_(value)
 
@@ -221,6 +274,9 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                                f"differentiation, but one of the arguments requires grad.")
         _refuse_before_computing(name, args, kwargs, outs[0])
+        late = name in OVERLAP_AFTER_RESIZE
+        if not late:
+            _check_overlap(name, outs, multi, args, kwargs)
         if factory:
             if kwargs.get("dtype") is not None and kwargs["dtype"] != outs[0].dtype:
                 raise RuntimeError(f"dtype {_torch_name(kwargs['dtype'])} does not match dtype of out parameter "
@@ -243,7 +299,8 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
             isinstance(v, dispatch.Tensor) for v in tuple(args[1:]) + tuple(kwargs.values())))
         for o, r in zip(outs, results):
             _dtype_rule(name, o, r)
-            _write(name, o, r, multi or (same and not (real_only and args and getattr(args[0], "is_complex", bool)())))
+            _write(name, o, r, multi or (same and not (real_only and args and getattr(args[0], "is_complex", bool)())),
+                   (lambda o=o: _check_overlap(name, (o,), multi, args, kwargs)) if late else None)
         if not multi:
             return outs[0]
         return return_types.with_outs(result, outs)  # ``max_out(values=..., indices=...)`` holding the outs

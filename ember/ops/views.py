@@ -15,7 +15,7 @@ from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching, unsigned_ops
+from ember.ops import batching, unsigned_ops, value_check
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
@@ -654,6 +654,7 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
 
 
 def masked_fill(input: Any, mask: Any, value: Any) -> Any:
+    value_check.require_number(value, "masked_fill")
     if input.dtype in dtypes.FLOAT8_DTYPES:  # torch 2.13 has no CPU kernel for it
         raise NotImplementedError(f'"masked_fill" not implemented for \'F{input.dtype.name[1:]}\' (as in PyTorch); '
                                   "use torch.where(mask, value, x) or fill in float32 and convert")

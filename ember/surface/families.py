@@ -97,10 +97,43 @@ FALSE_PROPERTIES = ("is_xpu", "is_mps", "is_mkldnn", "is_ipu", "is_hpu", "is_mti
                     "is_vulkan", "is_xla", "is_quantized", "is_sparse_csr", "is_nested")
 
 
+# PyTorch's overlap checks between self and the tensor arguments (ember/ops/overlap.py): gathers and scatters refuse
+# any shared memory, matrix products and these composites do not check, everything else refuses a partial overlap.
+_GATHER_INPLACE = frozenset("index_add index_copy index_reduce scatter_reduce put".split())
+_UNCHECKED_INPLACE = frozenset("addbmm addmm addmv addr baddbmm index_fill masked_scatter ldexp".split())
+
+
+# In-place matrix products write a product of exactly self's shape: PyTorch refuses one that self would broadcast
+# against (``x.addmm_(a, b[:, :1])`` of a (3, 3) x), which the out-of-place form accepts.
+_PRODUCT_SHAPE = {
+    "addmm": lambda m1, m2, *_: (m1.shape[0], m2.shape[-1]) if m1.ndim == 2 and m2.ndim == 2 else None,
+    "addmv": lambda mat, vec, *_: (mat.shape[0],) if mat.ndim == 2 else None,
+    "addr": lambda v1, v2, *_: (v1.shape[0], v2.shape[0]) if v1.ndim == 1 and v2.ndim == 1 else None,
+    "baddbmm": lambda b1, b2, *_: (b1.shape[0], b1.shape[1], b2.shape[2]) if b1.ndim == 3 and b2.ndim == 3 else None,
+    "addbmm": lambda b1, b2, *_: (b1.shape[1], b2.shape[2]) if b1.ndim == 3 and b2.ndim == 3 else None,
+}
+
+
+def _check_product_shape(name: str, self: Tensor, args: tuple) -> None:
+    if len(args) < 2 or not all(isinstance(a, Tensor) for a in args[:2]):
+        return
+    shape = _PRODUCT_SHAPE[name](*args)
+    if shape is not None and tuple(shape) != tuple(self.shape):
+        raise RuntimeError(f"{name}_: Bad in-place call: input tensor size {list(self.shape)} and output tensor size "
+                           f"{list(shape)} should match (an in-place product cannot broadcast self); use the "
+                           f"out-of-place {name}")
+
+
 def _inplace_method(name: str) -> Callable:
+    reads_kind = "gathers" if name in _GATHER_INPLACE else None if name in _UNCHECKED_INPLACE else "reads"
+
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         others = tuple(a for a in args if isinstance(a, Tensor))
-        return inplace.inplace_call(self, name + "_", lambda t: getattr(t, name)(*args, **kwargs), others=others)
+        if name in _PRODUCT_SHAPE:
+            _check_product_shape(name, self, args)
+        checks = {} if reads_kind is None else {reads_kind: (*args, *kwargs.values())}
+        return inplace.inplace_call(self, name + "_", lambda t: getattr(t, name)(*args, **kwargs), others=others,
+                                    **checks)
 
     method.__name__ = name + "_"
     method.__doc__ = f"In-place ``{name}``: ``x.{name}_(...)`` writes ``x.{name}(...)`` into ``x``."
@@ -223,6 +256,25 @@ def _new(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     return empty(*args, dtype=self.dtype, device=self.device)
 
 
+def _restride_view(view: Tensor, shape: tuple) -> Any:
+    """PyTorch's resize_ of a view: contiguous strides from the view's storage offset, over the memory of the tensor
+    it views (``torch.exp(x, out=b[27:36].view(3, 3))`` with a 3-element x writes ``b[27:30]``); None when the
+    elements would run past that memory (PyTorch grows the shared storage, which NumPy memory cannot do)."""
+    import numpy as _np
+
+    root, data = view._base._data, view._data
+    if not (isinstance(root, _np.ndarray) and isinstance(data, _np.ndarray)) or not root.flags.c_contiguous:
+        return None
+    start = data.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    count = 1
+    for n in shape:
+        count *= n
+    if start < 0 or start + count * data.itemsize > root.nbytes or start % data.itemsize:
+        return None
+    raw = root.reshape(-1).view(_np.uint8)  # a view: root is C-contiguous
+    return raw[start:start + count * data.itemsize].view(data.dtype).reshape(shape)
+
+
 def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     """PyTorch's ``resize_``: the same elements in row-major order under a new shape; a tensor that owns its
     memory may grow (the new elements are uninitialized: zeros here) or shrink (``t.resize_(0)``)."""
@@ -234,10 +286,14 @@ def _resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     if self.requires_grad and grad_mode.STATE.enabled:
         raise RuntimeError("cannot resize variables that require grad")
     count = _math.prod(shape)
-    if count != self.numel():
-        if self._base is not None:
-            raise RuntimeError(f"resize_: cannot grow or shrink a view in place ({self.numel()} elements to "
-                               f"{count}); resize the tensor it views, or build a new tensor")
+    if self._base is not None and tuple(shape) != tuple(self.shape):
+        restrided = _restride_view(self, shape)
+        if restrided is None:
+            raise RuntimeError(f"resize_: cannot grow a view past the memory of the tensor it views ({self.numel()} "
+                               f"elements to {count} from storage offset {strided.storage_offset(self)}); resize the "
+                               f"tensor it views, or build a new tensor")
+        self._data = restrided
+    elif count != self.numel():
         xp = self._device.xp
         flat = xp.zeros(count, dtype=self._data.dtype)
         keep = min(count, self.numel())
@@ -263,10 +319,10 @@ def _extra_methods() -> None:
         "is_complex": lambda self: self.dtype.is_complex, "is_pinned": lambda self, device=None: False,
         "pin_memory": lambda self, device=None: self,
         "put_": lambda self, index, source, accumulate=False: inplace.inplace_call(
-            self, "put_", lambda t: put(t, index, source, accumulate)),
+            self, "put_", lambda t: put(t, index, source, accumulate), gathers=(index, source)),
         "index_reduce_": lambda self, dim, index, source, reduce, include_self=True: inplace.inplace_call(
             self, "index_reduce_", lambda t: index_reduce(t, dim, index, source, reduce,
-                                                                include_self=include_self)),
+                                                                include_self=include_self), gathers=(index, source)),
     }
     for name, fn in extras.items():
         if not hasattr(Tensor, name):

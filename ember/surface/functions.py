@@ -19,7 +19,7 @@ from ember.creation import arange, empty, eye, full, full_like, ones_like, tenso
 from ember import dtypes, factory_options as _factory_options, return_types
 from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
-from ember.ops import complex_ops, elementwise, reductions, unsigned_ops, views
+from ember.ops import complex_ops, elementwise, reductions, unsigned_ops, value_check, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
     minimum, mul, neg, sin, sub, where)
 from ember.ops.elementwise import imag_part
@@ -545,6 +545,10 @@ def take(input: Tensor, index: Tensor) -> Tensor:
 
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    if dim is not None and input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, but "
+                           f"got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices; "
+                           f"unsqueeze the indices to the input's rank")
     size = input.numel() if dim is None else input.shape[dim % input.ndim]
     if indices.numel() and (int(indices.max()) >= size or int(indices.min()) < -size):
         bad = int(indices.max()) if int(indices.max()) >= size else int(indices.min())
@@ -827,8 +831,51 @@ def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = Ind
                              f"size {size} (input shape {list(input.shape)})")
 
 
+def check_index_source(op: str, input: Tensor, dim: int, index: Tensor, source: Any) -> None:
+    """PyTorch's shape rules for index_add/index_reduce (``index_func_meta_impl``) and index_copy: a vector index,
+    one index per slice of ``source`` along ``dim``, and ``source`` shaped as ``input`` elsewhere. Without them
+    index_put's broadcasting accepted ``x.index_add_(0, i, row)`` (a (3,) source for a (3, 3) input) and wrote the
+    row into every selected slice."""
+    if not isinstance(source, Tensor) or not isinstance(index, Tensor):
+        return
+    if index.ndim > 1:
+        raise IndexError(f"{op}_(): Index is supposed to be a vector, but got dim: {index.ndim} with size "
+                         f"{list(index.shape)}; pass index.flatten()")
+    wrapped = dim % input.ndim if input.ndim else 0
+    numel = index.numel()
+    if op == "index_copy":
+        if source.ndim == 0 and numel != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {numel})")
+        if source.ndim != input.ndim and source.ndim != 0 and input.ndim != 0:
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality must "
+                             f"match. Source dimensionality ({source.ndim}), destination dimensionality ({input.ndim})")
+    else:
+        if wrapped != 0 and wrapped >= source.ndim:
+            raise RuntimeError(f"{op}_(): Indexing dim {wrapped} is out of bounds of the source tensor with dim "
+                               f"{source.ndim}")
+        along = 1 if source.ndim == 0 else source.shape[wrapped]
+        if numel != along:
+            raise RuntimeError(f"{op}_(): Number of indices ({numel}) should be equal to source.size(dim): ({along}), "
+                               f"for dim: {wrapped}")
+    self_rest = [n for d, n in enumerate(input.shape) if d != wrapped]
+    source_rest = [n for d, n in enumerate(source.shape) if d != wrapped]
+    if source.ndim and self_rest != source_rest:
+        raise RuntimeError(f"{op}_(): source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
+    if op != "index_copy" and source.ndim == 0 and input.ndim > 1:
+        raise RuntimeError(f"{op}_(): source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = {list(input.shape)} source.shape = []")
+    if op == "index_copy" and source.ndim == 0 and input.ndim > 1:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes (source is a "
+                           f"scalar, destination shape {list(input.shape)})")
+    if op == "index_copy" and source.ndim and numel != source.shape[wrapped]:
+        raise IndexError(f"index_copy_(): Number of indices ({numel}) should be equal to source.size(dim) "
+                         f"({source.shape[wrapped]})")
+
+
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     _check_index("index_add", input, dim, index)
+    check_index_source("index_add", input, dim, index, source)
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
         raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same scalar "
                            "type")
@@ -839,15 +886,14 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     _check_index("index_copy", input, dim, index)
-    if isinstance(source, Tensor) and source.ndim and index.numel() != source.shape[dim % source.ndim]:
-        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
-                         f"({source.shape[dim % source.ndim]})")
+    check_index_source("index_copy", input, dim, index, source)
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = source
     return out
 
 
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    value_check.require_number(value, "index_fill")
     if input.ndim == 0:  # a 0-d tensor is filled as one element of a vector, as PyTorch
         return index_fill(input.reshape(1), 0, index.reshape(-1), value).reshape(())
     _check_index("index_fill", input, dim, index, negative=True)  # PyTorch's index_fill counts from the end

@@ -138,6 +138,9 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """Write ``source`` into the flattened ``input`` at ``index`` (summed when ``accumulate``)."""
     n = input.numel()
+    if isinstance(source, Tensor) and source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     if index.numel() and (int(index.max()) >= n or int(index.min()) < -n):
         raise IndexError(f"put_(): index {int(index.max()) if int(index.max()) >= n else int(index.min())} out of "
                          f"range for tensor of {n} elements (shape {list(input.shape)})")
@@ -151,6 +154,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce rows of ``source`` into ``input[index]`` along ``dim`` (prod, mean, amax, amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    from ember.surface.functions import check_index_source
+
+    check_index_source("index_reduce", input, dim, index, source)
     dim = dim % input.ndim
     shape = [1] * source.ndim
     shape[dim] = -1
