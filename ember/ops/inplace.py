@@ -357,8 +357,8 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     _lift(t)
-    if isinstance(other, dispatch.Tensor) and other is not t:  # x[1:].add_(x[:-1]) raises, as PyTorch
-        overlap.check_partial(op_name, t, (other,))
+    if isinstance(other, dispatch.Tensor) and other is not t and overlap.status(t, other) == "partial":
+        raise RuntimeError(f"{op_name}: {overlap.MESSAGE}")  # x[1:].add_(x[:-1]) raises, as PyTorch
     if isinstance(other, dispatch.Tensor) and op.name in FLOAT32_SCALAR_OPS:  # half *= 0-d: a number (opmath.py)
         pair = dispatch._zero_dim_as_number(t, other)
         if pair is not None:
@@ -404,8 +404,10 @@ def inplace_call(t: Any, op_name: str, compute: Callable[[Any], Any], needs_copy
     ``reads``: operands read elementwise, which may not partially overlap ``t``; ``gathers``: operands read at
     indices, which may not share any memory with ``t`` (PyTorch's checks, ``ember/ops/overlap.py``).
     """
-    overlap.check_partial(op_name, t, reads)
-    overlap.check_none(op_name, t, gathers)
+    if reads:
+        overlap.check_partial(op_name, t, reads)
+    if gathers:
+        overlap.check_none(op_name, t, gathers)
     _lift(t)
     recording = grad_mode.STATE.enabled and (
         t._requires_grad or any(isinstance(o, dispatch.Tensor) and o._requires_grad for o in others))
@@ -434,20 +436,14 @@ def setitem(t: Any, key: Any, value: Any) -> None:
     value_requires_grad = isinstance(value, dispatch.Tensor) and value._requires_grad
     recording = grad_mode.STATE.enabled and (t._requires_grad or value_requires_grad)
     check_inplace(t, "index_put_ (setitem)", recording)
-    value_check.require_assignable(value, t.dtype)
-    if isinstance(value, (bool, int, float, complex, np.generic)) and t._data.dtype not in dtypes.FLOAT8_NP:
-        from ember.creation import checked_fill_value  # x[0] = -1 of uint8 is 255, x[0] = 1e10 of int8 raises
+    if type(value) is float and t._data.dtype.kind == "f" and t._data.dtype.itemsize >= 4:
+        pass  # the common case (x[i] = 0.5 into float32/float64): nothing to check
+    elif isinstance(value, dispatch.Tensor):
+        if isinstance(t._data, np.ndarray):
+            _check_setitem_overlap(t, index, index_tensors, value)
+    else:
+        value = _setitem_number(t, index, index_tensors, value)
 
-        numel = 1  # torch checks a half dtype's range only when more than one element is filled
-        if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV" and isinstance(value, float):
-            try:
-                dummy = np.broadcast_to(np.zeros((), np.int8), t._data.shape)
-                numel = dummy[movement._rebuild_index(index, [i._data for i in index_tensors])].size
-            except (IndexError, TypeError, ValueError):
-                numel = 1
-        value = checked_fill_value(value, t.dtype, "index_put_ (setitem)", numel)
-    if isinstance(value, dispatch.Tensor) and isinstance(t._data, np.ndarray):
-        _check_setitem_overlap(t, index, index_tensors, value)
     if not recording and not any(dispatch.is_symbolic(v) for v in (t, value, *index_tensors)):
         arrays = [i._data for i in index_tensors]
         full = movement._rebuild_index(index, arrays)
@@ -507,3 +503,22 @@ def _check_setitem_overlap(t: Any, index: tuple, index_tensors: list, value: Any
         return  # PyTorch's masked_fill_ with a 0-d value: read once
     if overlap.status_arrays(view, value._data) in ("full", "partial"):
         raise RuntimeError(f"index_put_ (setitem): {overlap.MESSAGE}")
+
+
+def _setitem_number(t: Any, index: tuple, index_tensors: list, value: Any) -> Any:
+    """``t[key] = value`` for a value that is not a tensor: refused unless numeric (``None`` reads as NaN in NumPy);
+    a number goes through PyTorch's checked conversion (``x[0] = -1`` of uint8 is 255, ``x[0] = 1e10`` of int8
+    raises; a half dtype's range is checked only when more than one element is written, as PyTorch's fill)."""
+    value_check.require_assignable(value, t.dtype)
+    if not isinstance(value, (bool, int, float, complex, np.generic)) or t._data.dtype in dtypes.FLOAT8_NP:
+        return value
+    from ember.creation import checked_fill_value
+
+    numel = 1
+    if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV" and isinstance(value, float):
+        try:
+            dummy = np.broadcast_to(np.zeros((), np.int8), t._data.shape)
+            numel = dummy[movement._rebuild_index(index, [i._data for i in index_tensors])].size
+        except (IndexError, TypeError, ValueError):
+            numel = 1
+    return checked_fill_value(value, t.dtype, "index_put_ (setitem)", numel)

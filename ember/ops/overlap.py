@@ -62,11 +62,24 @@ def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
     return all(sa == sb or n == 1 for sa, sb, n in zip(a.strides, b.strides, a.shape))
 
 
+def _owner(a: np.ndarray) -> Any:
+    """The object whose memory ``a`` views (the last ndarray of its ``base`` chain, or the buffer under it)."""
+    b = a.base
+    while b is not None:
+        if not isinstance(b, np.ndarray):
+            return b
+        a, b = b, b.base
+    return a
+
+
 def status_arrays(a: Any, b: Any) -> str:
     """:func:`status` of two raw arrays (``"no"`` for anything that is not a NumPy array)."""
-    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.size == 0 or b.size == 0:
-        return "no"
-    if not np.may_share_memory(a, b):  # the bounds alone: cheap, and the common answer
+    if type(a) is not np.ndarray or type(b) is not np.ndarray:
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return "no"
+    if (a.base is None and b.base is None and a is not b) or _owner(a) is not _owner(b):
+        return "no"  # different memory: the common answer, two attribute reads for fresh tensors
+    if a.size == 0 or b.size == 0 or not np.may_share_memory(a, b):
         return "no"
     if not (_dense(a) and _dense(b)):
         return "too_hard"
@@ -97,6 +110,8 @@ def _tensors(values: Iterable[Any]) -> Iterable[Any]:
 
 def check_partial(op_name: str, written: Any, reads: Iterable[Any]) -> None:
     """Raise PyTorch's error when ``written`` partially overlaps one of ``reads`` (elementwise ops, ``copy_``)."""
+    if hasattr(reads, "_data"):  # one tensor
+        reads = (reads,)
     for r in _tensors(reads):
         if status(written, r) == "partial":
             raise RuntimeError(f"{op_name}: {MESSAGE}")

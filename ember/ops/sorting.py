@@ -242,8 +242,44 @@ def unique(input: Any, sorted: bool = True, return_inverse: bool = False, return
 
 
 # ---- searchsorted ----------------------------------------------------------------------------------
+def _torch_bounds(xp: Any, seqs: Any, vals: Any, right: bool) -> Any:
+    """PyTorch's binary search, step for step (``seqs``: (rows, n) or (n,), ``vals``: (rows, m) or (m,)): the left
+    bound moves right while ``!(seq[mid] >= v)``, the right bound while ``!(seq[mid] > v)``. On a sorted sequence
+    without NaN this is NumPy's searchsorted; where a NaN sits in the sequence or the values, or the sequence is
+    not sorted, the answer is the order of PyTorch's probes (a NaN value lands at n, a NaN in the sequence sends
+    the probe right), which NumPy's NaN-aware search does not reproduce."""
+    n = seqs.shape[-1]
+    rows = seqs.reshape(-1, n)  # a 1-d sequence is one row for every value
+    v = vals.reshape(rows.shape[0], -1)
+    row_of = xp.broadcast_to(xp.arange(rows.shape[0]).reshape(-1, 1), v.shape)
+    start = xp.zeros(v.shape, dtype=xp.int64)
+    end = xp.full(v.shape, n, dtype=xp.int64)
+    with np.errstate(invalid="ignore"):
+        while True:
+            active = start < end
+            if not bool(active.any()):
+                break
+            mid = (start + end) // 2
+            probe = rows[row_of, xp.minimum(mid, n - 1)]
+            go_right = ~(probe > v) if right else ~(probe >= v)
+            start = xp.where(active & go_right, mid + 1, start)
+            end = xp.where(active & ~go_right, mid, end)
+    return start.reshape(vals.shape)
+
+
+def _needs_torch_bounds(xp: Any, seq: Any, values: Any) -> bool:
+    if seq.dtype.kind not in "fcV" and values.dtype.kind not in "fcV":
+        return seq.shape[-1] > 1 and bool(xp.any(seq[..., 1:] < seq[..., :-1]))
+    with np.errstate(invalid="ignore"):
+        return bool(xp.isnan(seq).any() or xp.isnan(values).any()) or (
+            seq.shape[-1] > 1 and bool(xp.any(seq[..., 1:] < seq[..., :-1])))
+
+
 def _searchsorted_impl(xp: Any, sorted_sequence: Any, values: Any, right: bool = False) -> Any:
     side = "right" if right else "left"
+    if sorted_sequence.shape[-1] and values.size and sorted_sequence.dtype.kind != "c" and _needs_torch_bounds(
+            xp, sorted_sequence, values):
+        return _torch_bounds(xp, sorted_sequence, values, right).astype(xp.int64)
     if sorted_sequence.ndim == 1:
         return xp.searchsorted(sorted_sequence, values, side=side).astype(xp.int64)
     # N-D: one search per leading index (rows are independent sorted sequences).

@@ -113,6 +113,21 @@ CASES = {
     # 10. tensors inside a list are read as single numbers
     "tensor of vectors": ("out = L.tensor([L.tensor([1, 2]), L.tensor([3, 4])])", {}),
     "tensor of one-element tensors": ("out = L.tensor([L.tensor([1.5]), L.tensor(2.0, dtype=L.float64)])", {}),
+    # 11. searchsorted/bucketize follow torch's probes where NaN is involved or the sequence is unsorted
+    "searchsorted NaN value": ("out = L.searchsorted(s, v)", {"s": (np.array([0.0, 1.0, 2.0]), "float32"),
+                                                           "v": (np.array([np.nan, 1.0]), "float32")}),
+    "searchsorted NaN in the sequence": ("out = L.searchsorted(s, v, right=True)",
+                                         {"s": (np.array([[0.0, np.nan], [1.0, 2.0]]), "float64"),
+                                          "v": (np.array([[0.0, 5.0], [np.nan, 1.5]]), "float64")}),
+    "searchsorted unsorted": ("out = L.searchsorted(s, v)", {"s": (np.array([3, 1, 2, 0]), "int64"),
+                                                              "v": (np.array([0, 1, 2, 3, 4]), "int64")}),
+    "bucketize NaN boundary": ("out = L.bucketize(v, s)", {"s": (np.array([-1.0, np.nan, 1.0]), "float32"),
+                                                            "v": (np.array([-2.0, 0.0, 2.0, np.nan]), "float32")}),
+    # 12. integer arange with float arguments
+    "arange int64 fractional step": ("out = L.arange(0, 5, 1.5, dtype=L.int64)", {}),
+    "arange int64 step truncating to 0": ("out = L.arange(0, 1, 0.3, dtype=L.int64)", {}),
+    "arange int32 fractional step": ("out = L.arange(0, 5, 0.3, dtype=L.int32)", {}),
+    "arange int8 fractional start": ("out = L.arange(-3.5, 3, 1.5, dtype=L.int8)", {}),
 }
 
 
