@@ -79,9 +79,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     elif self.dtype in dtypes.FLOAT8_DTYPES:
         float8_ops.check_fill_value(value, self.dtype, "fill_")
     else:  # torch's checked conversion: fill_(1e10) of int8 raises, fill_(-1) of uint8 is 255
-        from ember.creation import checked_fill_value
-
-        value = checked_fill_value(value, self.dtype, "fill_", self.numel())
+        value = value_check.checked_fill_value(value, self.dtype, "fill_", self.numel())
     return inplace.fill(self, value, "fill_")
 
 

@@ -273,32 +273,8 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
         float8_ops.check_fill_value(value, dt, "full")
         array = xp.asarray(float8_ops.holding(float8.encode(np.full(shape, value, dtype=np.float32), dt.name), dt.np))
     else:
-        array = xp.full(shape, checked_fill_value(value, dt, "full", math.prod(shape)), dtype=dt.np)
+        array = xp.full(shape, value_check.checked_fill_value(value, dt, "full", math.prod(shape)), dtype=dt.np)
     return _wrap_array(array, dev, requires_grad)
-
-
-def checked_fill_value(value: Any, dt: Any, op: str, numel: int = 2) -> Any:
-    """A Python/NumPy number as PyTorch's fill converts it into ``dt``: checked against the dtype's range
-    (``full((2,), 1e10, dtype=int8)``, NaN into an integer dtype raise; -1 into uint8 is 255), a complex number with
-    no imaginary part taken as real, past-int64 integers into half dtypes through float."""
-    if not isinstance(value, (bool, int, float, complex, np.generic)):
-        return value
-    value = dtypes.python_scalar(value) if isinstance(value, np.generic) else value
-    if type(value) is int and not -(1 << 63) <= value < (1 << (63 if op.startswith("index_put_") else 64)):
-        raise OverflowError(f"{op}: int too big to convert: {value} does not fit a 64-bit integer")
-    if isinstance(value, complex) and dt.category < 3:
-        if value.imag != 0:
-            raise RuntimeError(f"{op}: value {value!r} cannot be converted to type {dt} without overflow")
-        value = value.real
-    if dt.category == 1:
-        value = dtypes.checked_scalar(value, dt, op)
-    elif dt.category == 0 and not isinstance(value, complex):
-        value = bool(value)
-    elif dt.category == 2 and type(value) is int:
-        value = float(value)  # ml_dtypes' bfloat16 refuses Python ints past int64
-    if dt.category == 2 and dt.itemsize == 2 and numel > 1:  # torch's one-element fill skips its half range check
-        value = dtypes.checked_scalar(value, dt, op)
-    return value
 
 
 # Every factory takes PyTorch's shared keywords (layout, pin_memory, out, memory_format, requires_grad) and

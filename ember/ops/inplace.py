@@ -512,8 +512,6 @@ def _setitem_number(t: Any, index: tuple, index_tensors: list, value: Any) -> An
     value_check.require_assignable(value, t.dtype)
     if not isinstance(value, (bool, int, float, complex, np.generic)) or t._data.dtype in dtypes.FLOAT8_NP:
         return value
-    from ember.creation import checked_fill_value
-
     numel = 1
     if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV" and isinstance(value, float):
         try:
@@ -521,4 +519,4 @@ def _setitem_number(t: Any, index: tuple, index_tensors: list, value: Any) -> An
             numel = dummy[movement._rebuild_index(index, [i._data for i in index_tensors])].size
         except (IndexError, TypeError, ValueError):
             numel = 1
-    return checked_fill_value(value, t.dtype, "index_put_ (setitem)", numel)
+    return value_check.checked_fill_value(value, t.dtype, "index_put_ (setitem)", numel)

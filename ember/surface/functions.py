@@ -831,51 +831,9 @@ def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = Ind
                              f"size {size} (input shape {list(input.shape)})")
 
 
-def check_index_source(op: str, input: Tensor, dim: int, index: Tensor, source: Any) -> None:
-    """PyTorch's shape rules for index_add/index_reduce (``index_func_meta_impl``) and index_copy: a vector index,
-    one index per slice of ``source`` along ``dim``, and ``source`` shaped as ``input`` elsewhere. Without them
-    index_put's broadcasting accepted ``x.index_add_(0, i, row)`` (a (3,) source for a (3, 3) input) and wrote the
-    row into every selected slice."""
-    if not isinstance(source, Tensor) or not isinstance(index, Tensor):
-        return
-    if index.ndim > 1:
-        raise IndexError(f"{op}_(): Index is supposed to be a vector, but got dim: {index.ndim} with size "
-                         f"{list(index.shape)}; pass index.flatten()")
-    wrapped = dim % input.ndim if input.ndim else 0
-    numel = index.numel()
-    if op == "index_copy":
-        if source.ndim == 0 and numel != 1:
-            raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {numel})")
-        if source.ndim != input.ndim and source.ndim != 0 and input.ndim != 0:
-            raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality must "
-                             f"match. Source dimensionality ({source.ndim}), destination dimensionality ({input.ndim})")
-    else:
-        if wrapped != 0 and wrapped >= source.ndim:
-            raise RuntimeError(f"{op}_(): Indexing dim {wrapped} is out of bounds of the source tensor with dim "
-                               f"{source.ndim}")
-        along = 1 if source.ndim == 0 else source.shape[wrapped]
-        if numel != along:
-            raise RuntimeError(f"{op}_(): Number of indices ({numel}) should be equal to source.size(dim): ({along}), "
-                               f"for dim: {wrapped}")
-    self_rest = [n for d, n in enumerate(input.shape) if d != wrapped]
-    source_rest = [n for d, n in enumerate(source.shape) if d != wrapped]
-    if source.ndim and self_rest != source_rest:
-        raise RuntimeError(f"{op}_(): source tensor shape must match self tensor shape, excluding the specified "
-                           f"dimension. Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
-    if op != "index_copy" and source.ndim == 0 and input.ndim > 1:
-        raise RuntimeError(f"{op}_(): source tensor shape must match self tensor shape, excluding the specified "
-                           f"dimension. Got self.shape = {list(input.shape)} source.shape = []")
-    if op == "index_copy" and source.ndim == 0 and input.ndim > 1:
-        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes (source is a "
-                           f"scalar, destination shape {list(input.shape)})")
-    if op == "index_copy" and source.ndim and numel != source.shape[wrapped]:
-        raise IndexError(f"index_copy_(): Number of indices ({numel}) should be equal to source.size(dim) "
-                         f"({source.shape[wrapped]})")
-
-
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
     _check_index("index_add", input, dim, index)
-    check_index_source("index_add", input, dim, index, source)
+    value_check.check_index_source("index_add", input, dim, index, source)
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
         raise RuntimeError(f"index_add_(): self ({input.dtype}) and source ({source.dtype}) must have the same scalar "
                            "type")
@@ -886,7 +844,7 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     _check_index("index_copy", input, dim, index)
-    check_index_source("index_copy", input, dim, index, source)
+    value_check.check_index_source("index_copy", input, dim, index, source)
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = source
     return out

@@ -22,7 +22,7 @@ from ember.autograd.anomaly_mode import set_detect_anomaly
 from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
 from ember.dtypes import get_default_dtype, int64, to_dtype
 from ember.nn import functional
-from ember.ops import complex_ops, elementwise, layout
+from ember.ops import complex_ops, elementwise, layout, value_check
 from ember.ops.elementwise import imag_part, isnan, real_part, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
@@ -154,9 +154,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce rows of ``source`` into ``input[index]`` along ``dim`` (prod, mean, amax, amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
-    from ember.surface.functions import check_index_source
-
-    check_index_source("index_reduce", input, dim, index, source)
+    value_check.check_index_source("index_reduce", input, dim, index, source)
     dim = dim % input.ndim
     shape = [1] * source.ndim
     shape[dim] = -1
