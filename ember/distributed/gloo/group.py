@@ -171,14 +171,14 @@ class GlooGroup(ProcessGroup):
     def report_timeout(self, call: Call) -> None:
         """Raise the timeout error for ``call``, naming the ranks that have not issued it and what they do."""
         others = [r for r in self.world_ranks if r != self.mesh.rank]
-        answers = self.mesh.ask(others)
+        answers = self.mesh.ask(others, wait_s=3.0)  # returns as soon as all answered; a loaded machine is slow
         missing, notes = [], []
         for r in others:
-            answer = answers.get(r)
+            peer = self.mesh.peers[r]
+            answer = answers.get(r) or (peer.left if peer is not None else None)  # a leave notice has its counts
             mine = (answer or {}).get("groups", {}).get(str(self.wire_id))
             if answer is None:
                 missing.append(r)
-                peer = self.mesh.peers[r]
                 gone = peer is None or peer.closed or peer.left is not None
                 notes.append(f"rank {r} {'has ended' if gone else 'did not answer (stuck outside Python?)'}")
             elif mine is None or mine["started"] < call.seq:

@@ -278,8 +278,12 @@ class Mesh:
                 except OSError:
                     pass
         deadline = time.monotonic() + wait_s
+        def settled(r: int) -> bool:  # answered, or left since it was asked (its leave notice will do)
+            peer = self.peers[r]
+            return f"{nonce}/{r}" in self.answers or peer is None or peer.closed or peer.left is not None
+
         with self.changed:
-            while time.monotonic() < deadline and not all(f"{nonce}/{r}" in self.answers for r in asked):
+            while time.monotonic() < deadline and not all(settled(r) for r in asked):
                 self.changed.wait(deadline - time.monotonic())
             return {r: self.answers.pop(f"{nonce}/{r}") for r in asked if f"{nonce}/{r}" in self.answers}
 
