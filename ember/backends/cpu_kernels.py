@@ -84,6 +84,26 @@ def _build() -> dict[str, Callable]:
         for k in range(g.size):
             result[k] = 0 if out[k] <= 0 else g[k]
 
+    @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads (by columns)
+    def relu_grad_sum_rows(g: Any, out: Any, zero: Any, result: Any, total: Any, c0: int,
+                           c1: int) -> None:  # pragma: no cover - compiled
+        """Columns ``c0:c1`` of ``result = where(out <= 0, 0, g)`` and ``total = result.sum(0)`` in one pass over
+        (R, C) contiguous arrays: relu's gradient and the layer's bias gradient, fused in a compiled step. Rows
+        are added in order, in ``total``'s dtype, which is NumPy's order for a sum over the leading axis of a
+        contiguous array (the same bits: tested); ``zero`` is 0 in that dtype, so no step widens."""
+        # Row slices and a compare against ``zero`` (not the literal 0, which widens each compare) let LLVM
+        # vectorize the row loop: 31 us for 256 x 512 float32, against 670 us written with 2-D indexing.
+        width = c1 - c0
+        sums = total[c0:c1]
+        for c in range(width):
+            sums[c] = zero
+        for r in range(g.shape[0]):
+            gr, yr, rr = g[r, c0:c1], out[r, c0:c1], result[r, c0:c1]
+            for c in range(width):
+                v = zero if yr[c] <= zero else gr[c]
+                rr[c] = v
+                sums[c] += v
+
     @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads
     def outer_rows(a: Any, b: Any, out: Any) -> None:  # pragma: no cover - compiled
         """``out[k, i, j] = a[k, i] * b[k, j]`` (contiguous (N, I), (N, J), (N, I, J) arrays of one dtype): the
@@ -128,7 +148,7 @@ def _build() -> dict[str, Callable]:
                                 cpu_math_kernels, cpu_norm_kernels, cpu_pool_kernels, cpu_sparse_kernels,
                                 cpu_winograd_kernels)
 
-    return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad,
+    return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad, "relu_grad_sum_rows": relu_grad_sum_rows,
             "relu": relu, "outer_rows": outer_rows, "where_scalar": where_scalar, "where_arrays": where_arrays,
             **cpu_conv_kernels.build(numba), **cpu_pool_kernels.build(numba),
             **cpu_sparse_kernels.build(numba), **cpu_math_kernels.build(numba), **cpu_gemm_kernels.build(),

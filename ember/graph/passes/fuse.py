@@ -31,8 +31,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.backends import backend_for, native_kernel, special_function
+from ember.backends.cpu_threads import parallel_for
 from ember.graph.ir import Node, Value, device_xp
 from ember.graph.passes import kernel_text
+from ember.graph.passes.fuse_numba import PARALLEL_MIN_CHUNK
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.registry import OpDef
 
@@ -350,6 +352,50 @@ def _native_where(xp: Any, cond: Any, x: Any, y: Any) -> Any:
     return out
 
 
+def _is_zero(o: Any) -> bool:
+    return isinstance(o, (int, float)) and not isinstance(o, bool) and o == 0
+
+
+def _relu_grad_sum_rows_plan(steps: list, outputs: list) -> tuple[int, int] | None:
+    """(g's input index, relu output's input index) when a kernel is exactly relu's gradient followed by the
+    sum of its rows (``where(~(y <= 0), g, 0)`` then ``sum(axis=0)``: a dense layer's bias gradient under its
+    relu, W2's ``relu_grad+sum``), else None. Four NumPy sweeps over the batch become one native pass."""
+    if len(steps) != 4 or not set(outputs) <= {steps[2][0], steps[3][0]} or steps[3][0] not in outputs:
+        return None
+    (n1, f1, o1, k1), (n2, f2, o2, k2), (n3, f3, o3, k3), (_, f4, o4, k4) = steps
+    if (f1, f2, f3, f4) != ("less_equal", "invert", "where", "sum") or k1 or k2 or k3:
+        return None
+    if not (len(o1) == 2 and _is_zero(o1[1]) and o2 == [n1] and len(o3) == 3 and o3[0] == n2 and _is_zero(o3[2])
+            and o4 == [n3] and k4 == {"axis": 0, "keepdims": False}):
+        return None
+    y, g = o1[0], o3[1]
+    if not (isinstance(y, str) and isinstance(g, str) and y.startswith("in") and g.startswith("in")):
+        return None
+    return int(g[2:]), int(y[2:])
+
+
+def _relu_grad_sum_rows(xp: Any, g: Any, y: Any) -> tuple | None:
+    """(relu's gradient, its row sum) by the backend's native kernel, or None when it has none or the operands
+    are not two C-contiguous float32/float64 matrices of one shape and dtype. Split over ember's threads by
+    columns (each column's sum keeps its order, so the bits do not depend on the threads)."""
+    array = xp.ndarray
+    if not (isinstance(g, array) and isinstance(y, array) and g.ndim == 2 and g.shape == y.shape
+            and g.dtype == y.dtype and g.dtype in (np.float32, np.float64) and g.flags.c_contiguous
+            and y.flags.c_contiguous):
+        return None
+    kernel = native_kernel(xp, "relu_grad_sum_rows")
+    if kernel is None:
+        return None
+    rows, cols = g.shape
+    result, total, zero = xp.empty_like(g), xp.empty(cols, g.dtype), g.dtype.type(0)
+    if g.size < 2 * PARALLEL_MIN_CHUNK:  # a hand-off to a sleeping worker costs more than half of this saves
+        kernel(g, y, zero, result, total, 0, cols)
+    else:
+        parallel_for(lambda c0, c1: kernel(g, y, zero, result, total, c0, c1), cols,
+                     min_chunk=max(1, PARALLEL_MIN_CHUNK // max(rows, 1)))
+    return result, total
+
+
 class FusedKernel:
     """Steps over inputs ``in0..``; scratch buffers are made on the first call and reused."""
 
@@ -364,6 +410,7 @@ class FusedKernel:
         self.single = len(outputs) == 1
         self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
         self.input_dtypes: tuple = ()  # NumPy dtypes of in0.., set by make_fused_node
+        self.relu_grad_sum_rows = _relu_grad_sum_rows_plan(steps, outputs)  # (g, y) input indices, or None
 
     def writes_in_place(self, index: int) -> bool:
         """Whether step ``index`` can write its result over an input of its own shape and dtype
@@ -412,6 +459,12 @@ class FusedKernel:
         return outs[0] if self.single else outs
 
     def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> tuple:
+        if self.relu_grad_sum_rows is not None and not self.out_into:
+            gi, yi = self.relu_grad_sum_rows
+            done = _relu_grad_sum_rows(xp, arrays[gi], arrays[yi])
+            if done is not None:
+                named = dict(zip((self.steps[2][0], self.steps[3][0]), done))
+                return named[self.outputs[0]] if self.single else tuple(named[o] for o in self.outputs)
         if self.plan is None:
             return self._first(arrays)
         env = {f"in{k}": a for k, a in enumerate(arrays)}
