@@ -1,0 +1,77 @@
+"""One vs two OpenBLAS threads per product size: where a second BLAS thread pays (the threshold of
+``cpu_blas.SMALL_GEMM_MACS``, below which ember holds NumPy's OpenBLAS to one thread).
+
+Each product runs as in a training step: the GEMM, then a short NumPy op on the calling thread, repeated; one and
+two BLAS threads alternate round by round in one process. Prints medians of wall time and process CPU time (which
+charges OpenBLAS's worker for spinning after each call) per call, their ratios two/one, and the best-round wall
+ratio. Meaningful on an idle machine only: under load a two-thread GEMM waits at its barrier for a descheduled
+worker, and both clocks say so (docs/cpu-performance.md, "serial15").
+
+    python benchmarks/bench_blas_threads.py                 # the default sizes, 2.1M to 268M multiply-adds
+    python benchmarks/bench_blas_threads.py --rounds 15
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from ember.backends import cpu_blas
+
+SHAPES = [(520, 64, 64), (256, 512, 10), (64, 3136, 10), (520, 64, 128), (520, 64, 192), (64, 1000, 100),
+          (520, 256, 64), (256, 256, 256), (520, 256, 256), (512, 512, 256), (512, 512, 512), (1024, 512, 512)]
+
+
+def per_call(a: np.ndarray, b: np.ndarray, side: np.ndarray, reps: int) -> tuple[float, float]:
+    """Wall and process-CPU seconds per (GEMM + one small NumPy op)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(reps):
+        np.matmul(a, b)
+        np.add(side, 1.0)  # the step's next op, on the calling thread
+    return (time.perf_counter() - wall) / reps, (time.process_time() - cpu) / reps
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    args = parser.parse_args()
+    controls = cpu_blas._controls()
+    if controls is None:
+        print("NumPy's BLAS thread count cannot be set here (not OpenBLAS): nothing to compare")
+        return 0
+    get, put = controls
+    saved = get()
+    rng = np.random.default_rng(0)
+    side = rng.standard_normal(16384).astype(np.float32)
+    print(f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}; SMALL_GEMM_MACS = "
+          f"{cpu_blas.SMALL_GEMM_MACS:.0f}; medians of {args.rounds} alternating rounds, us per call")
+    print(f"{'M x K x N':>18} {'MACs':>7}  {'wall 1':>8} {'wall 2':>8} {'2/1':>5} {'best':>5}  {'CPU 1':>8} {'CPU 2':>8} "
+          f"{'2/1':>5}")
+    try:
+        for m, k, n in SHAPES:
+            a = rng.standard_normal((m, k)).astype(np.float32)
+            b = rng.standard_normal((k, n)).astype(np.float32)
+            reps = max(20, int(0.02 / max(m * k * n / 50e9, 5e-6)))  # ~20 ms a sample
+            samples: dict[int, list] = {1: [], 2: []}
+            for _ in range(args.rounds):
+                for threads in (1, 2):
+                    put(threads)
+                    per_call(a, b, side, 3)
+                    time.sleep(0.02)
+                    samples[threads].append(per_call(a, b, side, reps))
+            wall = {t: statistics.median(s[0] for s in samples[t]) * 1e6 for t in (1, 2)}
+            cpu = {t: statistics.median(s[1] for s in samples[t]) * 1e6 for t in (1, 2)}
+            best = min(s[0] for s in samples[2]) / min(s[0] for s in samples[1])
+            print(f"{f'{m} x {k} x {n}':>18} {m * k * n / 1e6:6.1f}M  {wall[1]:8.1f} {wall[2]:8.1f} {wall[2] / wall[1]:5.2f} "
+                  f"{best:5.2f}  {cpu[1]:8.1f} {cpu[2]:8.1f} {cpu[2] / cpu[1]:5.2f}", flush=True)
+    finally:
+        put(saved)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
