@@ -130,6 +130,7 @@ IMPLS = {
     "ones_like": lambda x, **kw: _ember().ones_like(x, dtype=kw.get("dtype")),
     "zeros_like": lambda x, **kw: _ember().zeros_like(x, dtype=kw.get("dtype")),
     "clone": lambda x, memory_format=None: x.clone(),
+    "copy_": lambda x, src, non_blocking=False: x.copy_(src),
     "transpose": lambda x, dim0, dim1: x.transpose(dim0, dim1),
     "permute": lambda x, dims: x.permute(*dims),
     "mean": lambda x, dim=None, keepdim=False, dtype=None: x.mean() if dim is None else x.mean(dim, keepdim=keepdim),

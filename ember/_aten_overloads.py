@@ -156,6 +156,7 @@ class AtenOverload:
                                       f"{packet._qualified_op_name}{'' if overload == 'default' else '.' + overload}"
                                       + SCHEMAS[self.__name__] if self.__name__ in SCHEMAS else "")
         self.tags: list = []
+        self._fx_side_effect = self._opname.endswith("_")  # an in-place op: fx's dead-code pass keeps it
 
     @property
     def overloadpacket(self) -> "AtenPacket":

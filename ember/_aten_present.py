@@ -61,6 +61,8 @@ def presentation(op: Any, args: tuple, attrs: dict) -> Callable:
             return lambda call: call(aten(name), args)
         if len(args) == 2:
             if name in _ARITH:
+                if name in ("add", "mul") and not _is_tensor(args[0]) and _is_tensor(args[1]):
+                    return lambda call: call(aten(name, "Tensor"), (args[1], args[0]))  # 2 * x: torch's mul(x, 2)
                 return lambda call: call(aten(name, "Tensor"), args)
             if name in _COMPARE:
                 return lambda call: call(aten(name, "Tensor" if _is_tensor(args[1]) else "Scalar"), args)

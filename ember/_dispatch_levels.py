@@ -77,6 +77,14 @@ class _SubclassLevel(Interpreter):
         with grad_mode.no_grad():
             return present(_aten("ones_like"), (out,), {"pin_memory": False, "memory_format": sys.modules["ember"].preserve_format})
 
+    def write(self, t: Any, result: Any) -> bool:
+        """An in-place op's write of array ``result`` into ``t``: ``aten.copy_(t, result)``, seen by the mode or
+        subclass (torch's functionalized form: ``sub_`` is ``sub`` then ``copy_``). True: the write is done."""
+        source = Tensor._make(result, t._device, False)
+        with grad_mode.no_grad():
+            present(_aten("copy_"), (t, source), {})
+        return True
+
     def accumulate(self, leaf: Any, grad: Any) -> None:
         """``leaf.grad``: ``aten.detach(grad)`` the first time, then ``aten.add_``-like accumulation (a new sum)."""
         with grad_mode.no_grad():

@@ -153,8 +153,15 @@ def _write_symbolic(t: Any, result: Any, op_name: str) -> bool:
     return False
 
 
+def _watched(t: Any) -> bool:
+    """A dispatch mode or a ``__torch_dispatch__`` subclass sees ``t``'s ops (ember/_dispatch_levels.py): in-place
+    ops take the dispatched path and the write is an ``aten.copy_`` call it sees. Call only when ``GRAPHS.count``."""
+    return interpreters.SUBCLASSES.level.owns(t)
+
+
 def _write(t: Any, result: Any, op_name: str) -> None:
-    if GRAPHS.count and _write_symbolic(t, result, op_name):
+    if GRAPHS.count and (_write_symbolic(t, result, op_name) or (
+            _watched(t) and interpreters.SUBCLASSES.level.write(t, result))):
         return
     data = t._data
     if tuple(result.shape) != tuple(data.shape):
@@ -259,6 +266,8 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
     if not recording and GRAPHS.count:  # graph building: a constant fill of the (lifted) tensor
+        if _watched(t):  # a dispatch mode watches: the fill is a dispatched op and a copy_ it sees
+            return inplace_call(t, op_name, lambda x: replaced(x, value), needs_copy=False)
         _lift(t)
         if dispatch.is_symbolic(t):
             _write(t, np.full((), value, dtype=t._data.dtype), op_name)
@@ -369,7 +378,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     check_inplace(t, op_name, recording)
     if t._data.dtype in dtypes.WIDE_UNSIGNED_NP:  # uint16/32/64: torch's short op list (ember/ops/unsigned_ops.py)
         unsigned_ops.check(op, t._data.dtype)
-    if not recording and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other)):  # the op may be symbolic
+    if not recording and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other) or (GRAPHS.count and _watched(t))):
+        # the op may be symbolic, or a dispatch mode watches: dispatched, then written
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)
     elif not recording:

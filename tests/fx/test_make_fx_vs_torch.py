@@ -108,3 +108,28 @@ def test_placeholder_names_as_torch() -> None:
 def test_bad_tracing_mode_is_refused() -> None:
     with pytest.raises(AssertionError, match="tracing_mode"):
         make_fx(lambda x: x, tracing_mode="meta")
+
+
+def test_in_place_ops_and_a_parameter_update_replay() -> None:
+    """In-place ops are dispatched and written through ``aten.copy_`` (torch's functionalized form), so the graph
+    replays them: values after the write, and an SGD-style update of an input tensor."""
+    def f(x, g):
+        y = x.clone()
+        y.sub_(0.1 * g)
+        y.mul_(2)
+        return y * 3
+
+    x, g = ember.randn(3), ember.randn(3)
+    gm = make_fx(f)(x, g)
+    names = _targets(gm)
+    assert names.count("aten.copy_.default") == 2 and "aten.sub.Tensor" in names
+    x2, g2 = ember.randn(3), ember.randn(3)
+    np.testing.assert_allclose(gm(x2, g2).numpy(), f(x2, g2).numpy())
+
+    def update(p, grad):
+        p.sub_(grad * 0.5)
+
+    gm = make_fx(update)(ember.ones(3), ember.ones(3))
+    p = ember.tensor([1.0, 2.0, 3.0])
+    gm(p, ember.tensor([2.0, 2.0, 4.0]))
+    np.testing.assert_array_equal(p.numpy(), [0.0, 1.0, 1.0])

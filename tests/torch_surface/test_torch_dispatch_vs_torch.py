@@ -465,3 +465,20 @@ def test_conv_forward_backward_calls_as_torch() -> None:
     assert [b[4:10] for b in e_back] == [b[4:10] for b in t_back for _ in (0, 1)]  # stride ... groups
     for e, t in zip(calls["embergrads"], calls["torchgrads"]):
         np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-4)
+
+
+def test_in_place_op_under_a_mode_is_op_then_copy() -> None:
+    """``y.sub_(z)``: torch's mode sees ``sub_.Tensor``; ember's sees ``sub.Tensor`` and the write as ``copy_``
+    (torch's functionalized form); the tensor holds the same values after both."""
+    with EmberLog() as log:
+        y = ember.tensor([1.0, 2.0])
+        y.sub_(ember.tensor([0.5, 0.5]))
+        y.mul_(3.0)
+    assert [n for n, _ in log.calls] == ["aten.sub.Tensor", "aten.copy_.default", "aten.mul.Tensor",
+                                         "aten.copy_.default"]
+    with TorchLog() as t_log:
+        t = torch.tensor([1.0, 2.0])
+        t.sub_(torch.tensor([0.5, 0.5]))
+        t.mul_(3.0)
+    assert [n for n, _ in t_log.calls if "_." in n] == ["aten.sub_.Tensor", "aten.mul_.Tensor"]
+    np.testing.assert_array_equal(y.numpy(), t.numpy())
