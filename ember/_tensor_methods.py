@@ -14,6 +14,7 @@ import numpy as np
 from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _xm, float8_ops, inplace, linalg, overlap,
     value_check,
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
+from ember.ops import fma
 from ember.ops.registry import OPS
 from ember import dtypes, random as ember_random
 
@@ -34,7 +35,22 @@ def _alpha_scaled(self: Tensor, other: Any, alpha: Any) -> Any:
     return ew.scaled(self, other, alpha)
 
 
+def _fused_alpha_(self: Tensor, other: Any, alpha: Any, op: str) -> Tensor | None:
+    """``self += alpha * other`` (or ``-=``) rounded once, as PyTorch's fused CPU kernel; None where it does
+    not apply (see :func:`ember.ops.elementwise._fused_alpha`)."""
+    if type(alpha) not in (int, float) or alpha == 1 or not isinstance(other, dispatch.Tensor):
+        return None
+    if not fma.fusable_floats(self, other):
+        return None
+    factor = ew.scalar_factor(alpha, self.dtype, "alpha", op[:-1])
+    factor = float(factor if op == "add_" else -factor)
+    return inplace.inplace_call(self, op, lambda t: fma.fma(factor, other, t), needs_copy=False, others=(other,))
+
+
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    fused = _fused_alpha_(self, other, alpha, "add_")
+    if fused is not None:
+        return fused
     return inplace.inplace_binary(ADD, self, other if alpha == 1 and type(alpha) is not bool else
                                   _alpha_scaled(self, other, alpha), "add_")
 
@@ -43,6 +59,9 @@ def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     if alpha != 1 and (self._data.dtype.kind == "b" or type(other) is bool or (
             isinstance(other, dispatch.Tensor) and other._data.dtype.kind == "b")):
         raise dispatch._bool_sub_error()
+    fused = _fused_alpha_(self, other, alpha, "sub_")
+    if fused is not None:
+        return fused
     return inplace.inplace_binary(SUB, self, other if alpha == 1 and type(alpha) is not bool else
                                   _alpha_scaled(self, other, alpha), "sub_")
 

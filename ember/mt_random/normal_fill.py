@@ -2,11 +2,14 @@
 give the radii, the last 8 the angles). For float32 its x86 kernel evaluates log, sin and cos with Cephes
 polynomials in float32 (``avx_mathfun.h``) and the compiler fuses multiply-adds; this module evaluates the
 same polynomials in the same order with the same fusions, so ``randn`` agrees bit for bit (checked on
-millions of values). Float64 uses NumPy's log/sin/cos, which can differ from the C library's in the last bit.
+millions of values). Float64 calls the C library's log/sin/cos as PyTorch's scalar loop does.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ember.mt_random import libm
+from ember.ops.fma import fma_arrays
 
 F32 = np.float32
 
@@ -73,8 +76,14 @@ def fill16_float32(data: np.ndarray, mean: float, std: float) -> None:
 
 
 def fill16_float64(data: np.ndarray, mean: float, std: float) -> None:
+    """Whole blocks of 16 doubles: PyTorch's scalar loop with the C library's log/cos/sin (ember/mt_random/libm.py)
+    and ``value * std + mean`` as one fused multiply-add (the kernel is compiled with contraction)."""
     blocks = data[: data.size // 16 * 16].reshape(-1, 2, 8)
-    radius = np.sqrt(-2.0 * np.log(1.0 - blocks[:, 0]))
+    radius = np.sqrt(-2.0 * libm.log(1.0 - blocks[:, 0]))
     theta = 2.0 * np.pi * blocks[:, 1]
-    blocks[:, 0] = radius * np.cos(theta) * std + mean
-    blocks[:, 1] = radius * np.sin(theta) * std + mean
+    if std == 1.0 and mean == 0.0:  # fma(x, 1, 0) is x
+        blocks[:, 0] = radius * libm.cos(theta)
+        blocks[:, 1] = radius * libm.sin(theta)
+        return
+    blocks[:, 0] = fma_arrays(np, radius * libm.cos(theta), float(std), float(mean))
+    blocks[:, 1] = fma_arrays(np, radius * libm.sin(theta), float(std), float(mean))

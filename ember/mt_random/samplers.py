@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ember.mt_random import normal_fill
+from ember.mt_random import libm, normal_fill
 from ember.mt_random.permutation import fisher_yates
 from ember.mt_random.stream import MTStream
+from ember.ops.fma import fma_arrays
 
 _DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
 _CHUNK = 1 << 16  # elements per piece of a block fill: the temporaries stay in cache (a multiple of 16)
@@ -62,23 +63,10 @@ def uniform(stream: MTStream, shape: tuple, dtype: str, low: float = 0.0, high: 
 
 
 def _fma64(x: np.ndarray, scale: float, offset: float) -> np.ndarray:
-    """x * scale + offset with a single rounding, for doubles: Dekker's exact product split into head and
-    tail, then the tail added back after the offset."""
+    """x * scale + offset with a single rounding, for doubles (ember/ops/fma.py's exact emulation)."""
     if scale == 1.0 and offset == 0.0:
         return x
-    product = x * scale
-    split = 134217729.0  # 2**27 + 1
-    xh = x * split
-    xh = xh - (xh - x)
-    xl = x - xh
-    sh = scale * split
-    sh = sh - (sh - scale)
-    sl = scale - sh
-    error = ((xh * sh - product) + xh * sl + xl * sh) + xl * sl  # product + error == x * scale exactly
-    total = product + offset
-    virtual = total - product
-    rounding = (product - (total - virtual)) + (offset - virtual)  # total + rounding == product + offset
-    return total + (rounding + error)
+    return fma_arrays(np, x, float(scale), float(offset))
 
 
 def normal(stream: MTStream, shape: tuple, dtype: str, mean: float = 0.0, std: float = 1.0,
@@ -137,11 +125,11 @@ def standard_normal_pairs(stream: MTStream, n: int) -> np.ndarray:
     pairs = (rest + 1) // 2
     if pairs:
         u = stream.unit_float64(2 * pairs)
-        radius = np.sqrt(-2.0 * np.log1p(-u[1::2]))
+        radius = np.sqrt(-2.0 * libm.log1p(-u[1::2]))  # the C library's log1p/cos/sin, as PyTorch calls them
         theta = 2.0 * math.pi * u[0::2]
         values = np.empty(2 * pairs, dtype=np.float64)
-        values[0::2] = radius * np.cos(theta)
-        values[1::2] = radius * np.sin(theta)
+        values[0::2] = radius * libm.cos(theta)
+        values[1::2] = radius * libm.sin(theta)
         out[start:] = values[:rest]
         if rest % 2:
             stream.next_double_normal = float(values[-1])
@@ -193,24 +181,24 @@ def bernoulli_tensor(stream: MTStream, probs: np.ndarray) -> np.ndarray:
 
 
 def exponential(stream: MTStream, shape: tuple, lambd: float) -> np.ndarray:
-    """``exponential_(lambd)``: ``-1/lambd * log(1 - u)`` with a double ``u`` per element."""
+    """``exponential_(lambd)``: ``-1/lambd * log1p(-u)`` with a double ``u`` per element (the C library's log1p)."""
     u = stream.unit_float64(_count(shape))
-    return (-1.0 / float(lambd) * np.log(1.0 - u)).reshape(shape)
+    return (-1.0 / float(lambd) * libm.log1p(-u)).reshape(shape)
 
 
 def cauchy(stream: MTStream, shape: tuple, median: float, sigma: float) -> np.ndarray:
     u = stream.unit_float64(_count(shape))
-    return (median + sigma * np.tan(math.pi * (u - 0.5))).reshape(shape)
+    return (median + sigma * libm.tan(math.pi * (u - 0.5))).reshape(shape)
 
 
 def log_normal(stream: MTStream, shape: tuple, mean: float, std: float) -> np.ndarray:
     """``log_normal_``: ``exp`` of ``normal_distribution<double>`` draws (pairs with the generator's cache)."""
-    return np.exp(standard_normal_pairs(stream, _count(shape)) * std + mean).reshape(shape)
+    return libm.exp(_fma64(standard_normal_pairs(stream, _count(shape)), float(std), float(mean))).reshape(shape)
 
 
 def geometric(stream: MTStream, shape: tuple, p: float) -> np.ndarray:
     u = stream.unit_float64(_count(shape))
-    return np.ceil(np.log(u) / np.log(1.0 - float(p))).reshape(shape)
+    return np.ceil(libm.log(u) / math.log1p(-float(p))).reshape(shape)
 
 
 def permutation(stream: MTStream, n: int) -> np.ndarray:

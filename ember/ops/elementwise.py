@@ -756,13 +756,33 @@ def scalar_factor(value: Any, common: Any, name: str, op: str) -> Any:
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Any:
+    if alpha != 1 and type(alpha) in (int, float):
+        fused = _fused_alpha(input, other, alpha, "add")
+        if fused is not None:
+            return fused
     return dispatch.binary(ADD, input, other if alpha == 1 and type(alpha) is not bool else scaled(input, other, alpha))
+
+
+def _fused_alpha(input: Any, other: Any, alpha: Any, op: str) -> Any:
+    """``input + alpha * other`` of two floating tensors of one dtype, rounded once as PyTorch's CPU kernel
+    (a fused multiply-add: ember/ops/fma.py); None where that kernel does not apply."""
+    from ember.ops import fma
+
+    if not (isinstance(input, dispatch.Tensor) and isinstance(other, dispatch.Tensor)
+            and fma.fusable_floats(input, other)):
+        return None
+    alpha = scalar_factor(alpha, input.dtype, "alpha", op)  # the same checks (a float alpha overflowing float16)
+    return fma.fma(float(alpha if op == "add" else -alpha), other, input)
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Any:
     if alpha != 1 and any(type(v) is bool or (isinstance(v, dispatch.Tensor) and v._data.dtype.kind == "b")
                           for v in (input, other)):
         raise dispatch._bool_sub_error()  # before scaling: True * -1 is no longer a bool
+    if alpha != 1 and type(alpha) in (int, float):
+        fused = _fused_alpha(input, other, alpha, "sub")
+        if fused is not None:
+            return fused
     return dispatch.binary(SUB, input, other if alpha == 1 and type(alpha) is not bool else scaled(input, other, alpha))
 
 

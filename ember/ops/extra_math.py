@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, return_types
 from ember.backends import special_function
-from ember.ops import dispatch, elementwise as ew, linalg, movement, reductions as red, views
+from ember.ops import dispatch, elementwise as ew, fma as _fma, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.opmath_composite import float32_composite
@@ -449,6 +449,8 @@ def _lerp(input: Any, end: Any, weight: Any) -> Any:
     if isinstance(weight, dispatch.Tensor) and weight.ndim == 0 and isinstance(input, dispatch.Tensor):
         # a 0-d weight takes part in promotion like a number: cast first, so 1 - weight rounds as torch's does
         weight = dispatch.cast(weight, dtypes.result_type(input, weight))
+    if _fma.fusable_floats(input, end, weight) and isinstance(input, dispatch.Tensor):
+        return _lerp_fused(input, end, weight)
     diff = end - input
     if isinstance(weight, dispatch.Tensor):
         return ew.where(ew.abs(weight) < 0.5, input + weight * diff, end - diff * (1 - weight))
@@ -462,6 +464,20 @@ def _lerp(input: Any, end: Any, weight: Any) -> Any:
     if abs(weight) < 0.5:
         return input + diff * weight
     return end - diff * (1 - weight)
+
+
+def _lerp_fused(input: Any, end: Any, weight: Any) -> Any:
+    """PyTorch's CPU lerp for floating tensors: one fused multiply-add from the nearer end,
+    ``fma(w, end - input, input)`` for ``|w| < 0.5``, else ``fma(w - 1, end - input, end)`` (w - 1 in the dtype)."""
+    diff = end - input
+    if isinstance(weight, dispatch.Tensor):
+        small = ew.abs(weight) < 0.5
+        # (1.0, not 1: a fused Numba kernel computes float32 - int in float64)
+        return _fma.fma(ew.where(small, weight, weight - 1.0), diff, ew.where(small, input, end))
+    weight = input.dtype.np.type(weight)  # a number weight is rounded to input's dtype first
+    if abs(weight) < 0.5:
+        return _fma.fma(weight.item(), diff, input)
+    return _fma.fma((weight - input.dtype.np.type(1)).item(), diff, end)
 
 
 def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -> tuple:
@@ -487,6 +503,10 @@ def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 * tensor2, computed in the common dtype of the three tensors."""
     input, tensor1, tensor2, value = _pointwise3("addcmul", input, tensor1, tensor2, value)
+    if _fma.fusable_floats(input, tensor1, tensor2) and isinstance(value, (int, float)):
+        # PyTorch's CPU kernel: fma(value * tensor1, tensor2, input), one rounding for the add
+        # (a float factor: an integer literal would widen a fused Numba loop's float32 math to float64)
+        return _fma.fma(tensor1 if value == 1 else tensor1 * float(value), tensor2, input)
     product = tensor1 * tensor2
     return input + (product if value == 1 else product * value)
 
@@ -495,6 +515,8 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 / tensor2, computed in the common dtype of the three tensors."""
     input, tensor1, tensor2, value = _pointwise3("addcdiv", input, tensor1, tensor2, value)
+    if _fma.fusable_floats(input, tensor1, tensor2):  # PyTorch's order: input + (value * tensor1) / tensor2
+        return input + (tensor1 if value == 1 else tensor1 * float(value)) / tensor2
     quotient = tensor1 / tensor2
     return input + (quotient if value == 1 else quotient * value)
 

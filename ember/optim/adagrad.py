@@ -9,6 +9,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.creation import full_like
+from ember.optim import fused_ops as F
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -56,9 +57,9 @@ class Adagrad(Optimizer):
             clr = clr.to(p.device)
         g = with_weight_decay(grad, p, hp)
         total = state["sum"]
-        total.add_(g * g)
-        std = total.sqrt() + hp["eps"]
-        p.add_(g / std * -clr)
+        total.addcmul_(g, g)  # torch's addcmul_(g, g, value=1): one fused multiply-add
+        std = total.sqrt() + F.like(hp["eps"], total)
+        F.addcdiv_(p, g, std, -clr)
 
 
 __all__ = ["Adagrad"]

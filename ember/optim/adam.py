@@ -10,7 +10,8 @@ from typing import Any
 
 from ember import dtypes
 from ember.creation import zeros_like
-from ember.ops.elementwise import maximum
+from ember.ops.host_pow import host_pow
+from ember.optim import fused_ops as F
 from ember.optim.optimizer import (
     Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay,
 )
@@ -65,24 +66,24 @@ class Adam(Optimizer):
         # The step-dependent scalars first (they read nothing the moments write): compiled, the scalar chain
         # then precedes the whole elementwise chain, which fuses into one loop per parameter.
         step = hp.next_step(state).to(dtypes.float64)
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+        # torch computes these in Python floats: the C library's pow, not NumPy's (ember/ops/host_pow.py)
+        bias_correction1 = 1 - host_pow(beta1, step)
+        bias_correction2_sqrt = host_pow(1 - host_pow(beta2, step), 0.5)
         step_size = lr / bias_correction1
         if decoupled and hp.nonzero("weight_decay"):
-            p.mul_(1 - lr * hp["weight_decay"])
+            F.mul_(p, 1 - lr * hp["weight_decay"])
         g = grad if decoupled else with_weight_decay(grad, p, hp)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.add_((g - exp_avg) * (1 - beta1))
-        exp_avg_sq.mul_(beta2).add_(g * (1 - beta2) * g)
+        # torch's ops, each rounded as its CPU kernel: lerp_ and addcmul_ are fused multiply-adds
+        F.lerp_(exp_avg, g, 1 - beta1)
+        F.addcmul_(F.mul_(exp_avg_sq, beta2), g, g, 1 - beta2)
         second = exp_avg_sq
         if hp["amsgrad"]:
-            second = state["max_exp_avg_sq"]
-            second.copy_(maximum(second, exp_avg_sq))
+            second = F.maximum_(state["max_exp_avg_sq"], exp_avg_sq)
         if p.device != step.device:
             bias_correction2_sqrt, step_size = bias_correction2_sqrt.to(p.device), step_size.to(p.device)
-        denom = second.sqrt() / bias_correction2_sqrt + eps
-        p.add_(exp_avg / denom * -step_size)
-
+        denom = F.div(second.sqrt(), bias_correction2_sqrt) + F.like(eps, p)
+        F.addcdiv_(p, exp_avg, denom, -step_size)
 
 class AdamW(Adam):
     """``torch.optim.AdamW``: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` each step)."""

@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
 from ember.optim.compiled_update import CompiledUpdates
+from ember.optim.fused_ops import add_scaled
 from ember.optim.hyper import Hyper, apply_updates, to_scalar  # noqa: F401 (to_scalar: re-exported)
 from ember.tensor import Tensor
 from ember.creation import tensor
@@ -359,7 +360,9 @@ def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
 
 def with_weight_decay(grad: Tensor, param: Tensor, hp: Hyper) -> Tensor:
     """``grad + weight_decay * param`` (the L2 penalty, torch's order) when ``weight_decay`` is nonzero."""
-    return grad + param * hp["weight_decay"] if hp.nonzero("weight_decay") else grad
+    if not hp.nonzero("weight_decay"):
+        return grad
+    return add_scaled(grad, param, hp["weight_decay"])  # grad.add(param, alpha=weight_decay): one rounding
 
 
 def unsupported(name: str, **flags: Any) -> None:

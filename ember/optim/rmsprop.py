@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.creation import zeros_like
+from ember.optim import fused_ops as F
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -53,20 +54,20 @@ class RMSprop(Optimizer):
         hp.next_step(state)
         g = with_weight_decay(grad, p, hp)
         square_avg = state["square_avg"]
-        square_avg.mul_(alpha).add_(g * (1 - alpha) * g)
+        # torch's ops, each rounded as its CPU kernel (addcmul_/lerp_/add_(alpha=) are fused multiply-adds)
+        F.addcmul_(F.mul_(square_avg, alpha), g, g, 1 - alpha)
         if hp["centered"]:
             grad_avg = state["grad_avg"]
-            grad_avg.add_((g - grad_avg) * (1 - alpha))
-            avg = (square_avg - grad_avg * grad_avg).sqrt()
+            F.lerp_(grad_avg, g, 1 - alpha)
+            avg = F.addcmul(square_avg, grad_avg, grad_avg, -1).sqrt()
         else:
             avg = square_avg.sqrt()
-        avg = avg + hp["eps"]
+        avg = avg + F.like(hp["eps"], avg)
         if hp.nonzero("momentum"):
             buf = state["momentum_buffer"]
-            buf.mul_(hp["momentum"]).add_(g / avg)
-            p.add_(buf * -hp["lr"])
+            F.mul_(buf, hp["momentum"]).addcdiv_(g, avg)
+            F.add_scaled_(p, buf, -hp["lr"])
         else:
-            p.add_(g / avg * -hp["lr"])
-
+            F.addcdiv_(p, g, avg, -hp["lr"])
 
 __all__ = ["RMSprop"]

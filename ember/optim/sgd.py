@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.optim import fused_ops as F
 from ember.optim.optimizer import Hyper, Optimizer, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -39,16 +40,17 @@ class SGD(Optimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor SGD, op for op (its default on the CPU), each op rounded as torch's kernel."""
         g = with_weight_decay(grad, p, hp)
         if hp.nonzero("momentum"):
             buf = state.get("momentum_buffer")
             if buf is None:
                 state["momentum_buffer"] = buf = g.detach().clone()
             else:
-                buf.mul_(hp["momentum"])
-                buf.add_(g * (1 - hp["dampening"]) if hp.nonzero("dampening") else g)
-            g = g + buf * hp["momentum"] if hp["nesterov"] else buf
-        p.add_(g * -hp["lr"])
+                F.mul_(buf, hp["momentum"])
+                F.add_scaled_(buf, g, 1 - hp["dampening"])
+            g = F.add_scaled(g, buf, hp["momentum"]) if hp["nesterov"] else buf
+        F.add_scaled_(p, g, -hp["lr"])
 
 
 __all__ = ["SGD"]

@@ -24,6 +24,8 @@ from op_specs import SPECS, sample
 ELEMENTWISE = ("unary", "binary", "ternary", "cast")
 # Records whose impl the symbolic namespace cannot replay, with the reason; they run as their own node.
 NOT_TRACEABLE = {"erfinv": "SciPy's erfinv has no NumPy-only counterpart a fused call could rely on",
+                 "host_pow": "the C library's pow through Python floats, element by element (optimizers' 0-d "
+                             "factors, ember/ops/host_pow.py): nothing to fuse",
                  "erfcx": "no erfcx in the host C library the CUDA generator's kernels are checked against; runs "
                           "unfused",
                  "binary_cross_entropy": "refuses probabilities outside [0, 1] by reading the values (as PyTorch), "

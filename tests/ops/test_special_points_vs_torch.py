@@ -292,6 +292,7 @@ ENTRIES: list[Entry] = [
     Entry("where", lambda lib, x, y: lib.where(x > y, x, y), binary, ops=("where",), diff=(0, 1)),
     Entry("lerp", lambda lib, x, y: lib.lerp(x, y, 0.25), binary, diff=(0, 1)),
     Entry("addcmul", lambda lib, x, y: lib.addcmul(x, x, y, value=0.5), binary, diff=(0, 1)),
+    Entry("add_alpha", lambda lib, x, y: lib.add(x, y, alpha=0.3), binary, ops=("fma",), diff=(0, 1)),
     # torch's addcdiv gradient divides by b * b (which underflows / overflows): compared where it does not.
     Entry("addcdiv", lambda lib, x, y: lib.addcdiv(x, x, y, value=0.5), binary_moderate, diff=(0, 1)),
     Entry("clamp_tensor", lambda lib, x, y: lib.clamp(x, min=y), binary, diff=(0, 1)),
@@ -454,6 +455,8 @@ ENTRIES: list[Entry] = [
 NOT_IN_TABLE = {
     # Ops with no PyTorch counterpart to compare against, or whose values carry no special points.
     "grad_mask": "internal backward helper of relu/clamp (masked multiply); checked through their gradients",
+    "host_pow": "optimizers' 0-d factors with the C library's pow (ember/ops/host_pow.py); torch computes them in "
+                "Python floats, compared in tests/optim/test_optimizer_trajectories_bitwise.py",
     "relu_grad": "internal backward helper of relu; checked through relu's gradient",
     "sum_to": "internal unbroadcast of gradients; checked through every broadcasting binary op's gradient",
     "matmul_t": "internal transposed matmul for backward; checked through matmul/linear gradients",

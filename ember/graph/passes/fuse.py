@@ -36,6 +36,7 @@ from ember.graph.ir import Node, Value, device_xp
 from ember.graph.passes import kernel_text
 from ember.graph.passes.fuse_numba import PARALLEL_MIN_CHUNK
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
+from ember.ops.fma import fma_arrays
 from ember.ops.registry import OpDef
 
 _ELEMENTWISE = ("unary", "binary", "ternary", "cast")
@@ -289,6 +290,8 @@ def _resolve(xp: Any, fn: str) -> tuple[Any, str]:
     ``"out"`` (a function taking ``out=``), ``"plain"`` (allocates), or a special handling name."""
     if fn in ("cast", "where", "copy"):
         return None, fn
+    if fn == "fma":  # a * b + c rounded once (ember/ops/fma.py), on any array namespace
+        return (lambda a, b, c: fma_arrays(xp, a, b, c)), "plain"
     if fn in SPECIAL:
         return special_function(xp, fn), "plain"
     f = getattr(xp, fn)

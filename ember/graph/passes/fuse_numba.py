@@ -24,6 +24,7 @@ import numpy as np
 
 from ember.backends.cpu_threads import parallel_for
 from ember.graph.passes import kernel_text
+from ember.ops.fma import numba_fma
 
 MIN_STEPS = 24
 # A big group (256k+ elements) is bound by memory sweeps instead (Adam over a 400k-element weight makes
@@ -40,6 +41,7 @@ _SCALAR = {
     "exp": "np.exp({0})", "log": "np.log({0})", "log1p": "np.log1p({0})", "sqrt": "np.sqrt({0})",
     "sin": "np.sin({0})", "cos": "np.cos({0})", "tanh": "np.tanh({0})", "abs": "np.abs({0})",
     "sign": "np.sign({0})", "floor": "np.floor({0})", "ceil": "np.ceil({0})",
+    "fma": "_fma({0}, {1}, {2})",  # one rounding: LLVM's fma (ember/ops/fma.py)
     "where": "({1} if {0} else {2})", "logical_not": "(not {0})", "copy": "{0}",
     "logical_and": "({0} and {1})", "logical_or": "({0} or {1})",
 }
@@ -224,6 +226,8 @@ class NumbaKernel:
         fn = _CACHE.get(key)
         if fn is None:
             namespace: dict = {"np": np, **{f"K{k}": c for k, c in enumerate(constants)}}
+            if "_fma(" in code:
+                namespace["_fma"] = numba_fma()
             exec(compile(code, "<ember fused kernel>", "exec"), namespace)  # noqa: S102 - our own generated code
             # nogil: big loops run as chunks on threads (see _run_chunked)
             fn = _CACHE[key] = numba.njit(cache=False, nogil=True, error_model="numpy")(namespace["kernel"])

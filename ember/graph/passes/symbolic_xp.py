@@ -31,7 +31,8 @@ import numpy as np
 # step of a group over its whole loop shape (the fuser checks shapes).
 _FUNCTIONS = ("where", "clip", "round", "sum", "mean", "asarray")
 # Special functions the backends provide (``ember.backends.special_function``).
-SPECIAL = ("erf", "erfc")  # erfinv: SciPy only today, so a fused call could find none
+SPECIAL = ("erf", "erfc", "fma")  # erfinv: SciPy only today, so a fused call could find none
+# (fma: ember/ops/fma.py's a * b + c rounded once; one step, Numba's llvm.fma in compiled loops)
 
 
 class Untraceable(Exception):
@@ -120,6 +121,8 @@ class SymbolicNamespace:
         with np.errstate(all="ignore"):
             if fn == "cast":
                 witness = witnesses[0].astype(kwargs["dtype"])
+            elif fn == "fma":
+                witness = np.asarray(witnesses[0] * witnesses[1] + witnesses[2])  # the operands' dtype (NEP 50)
             elif fn in SPECIAL:
                 witness = np.asarray(witnesses[0] * 1.0)  # erf/erfinv keep a float input's dtype
             else:
@@ -132,7 +135,7 @@ class SymbolicNamespace:
         """What ``ember.backends.special_function`` answers for this namespace."""
         if name not in SPECIAL:
             raise Untraceable(f"special function {name!r}")
-        return lambda x: self.record(name, (x,), {})
+        return lambda *args: self.record(name, args, {})
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(np, name, None)
