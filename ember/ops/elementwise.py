@@ -766,8 +766,6 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Any:
 def _fused_alpha(input: Any, other: Any, alpha: Any, op: str) -> Any:
     """``input + alpha * other`` of two floating tensors of one dtype, rounded once as PyTorch's CPU kernel
     (a fused multiply-add: ember/ops/fma.py); None where that kernel does not apply."""
-    from ember.ops import fma
-
     if not (isinstance(input, dispatch.Tensor) and isinstance(other, dispatch.Tensor)
             and fma.fusable_floats(input, other)):
         return None
@@ -975,3 +973,7 @@ def to_dtype(input: Any, dtype: Any) -> Any:
     if input.dtype is target:
         return input
     return dispatch.cast(input, target)
+
+
+# Last: ember/ops/fma.py builds on this module's shape rule and sum_to (add/sub with alpha call it at run time).
+from ember.ops import fma  # noqa: E402
