@@ -100,6 +100,41 @@ def convolution_backward(grad: Any, input: Any, weight: Any, bias_sizes: Any, st
     return gi, gw, gb
 
 
+def attention_scores(q: Any, k: Any, is_causal: bool, scale: float) -> Any:
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if is_causal:  # torch's top-left alignment: query i sees keys j <= i
+        rows, cols = q.shape[-2], k.shape[-2]
+        hide = _ember().ones(rows, cols, dtype=_ember().bool).triu(1)
+        scores = scores.masked_fill(hide, float("-inf"))
+    return scores
+
+
+def _scale(q: Any, scale: Any) -> float:
+    return float(scale) if scale is not None else 1.0 / float(q.shape[-1]) ** 0.5
+
+
+def flash_attention_for_cpu(query: Any, key: Any, value: Any, dropout_p: float = 0.0, is_causal: bool = False, *,
+                            attn_mask: Any = None, scale: Any = None) -> tuple:
+    """``(output, logsumexp)`` of torch's CPU flash attention (no mask, no dropout, as torch's kernel takes them)."""
+    if attn_mask is not None or dropout_p:
+        raise NotImplementedError("_scaled_dot_product_flash_attention_for_cpu: ember computes it without "
+                                  "attn_mask and dropout; call F.scaled_dot_product_attention")
+    s = _scale(query, scale)
+    out, _weights = dispatch.apply(OPS["scaled_dot_product_attention"], (query, key, value),
+                                   {"is_causal": bool(is_causal), "scale": s})
+    return out, attention_scores(query, key, is_causal, s).logsumexp(-1)
+
+
+def flash_attention_for_cpu_backward(grad_out: Any, query: Any, key: Any, value: Any, out: Any, logsumexp: Any,
+                                     dropout_p: float, is_causal: bool, *, attn_mask: Any = None,
+                                     scale: Any = None) -> tuple:
+    """``(grad_query, grad_key, grad_value)``: ember's attention backward on the weights the logsumexp rebuilds."""
+    s = _scale(query, scale)
+    weights = (attention_scores(query, key, is_causal, s) - logsumexp.unsqueeze(-1)).exp()
+    return dispatch.apply(OPS["scaled_dot_product_attention_backward"], (grad_out, query, key, value, out, weights),
+                          {"is_causal": bool(is_causal), "scale": s})
+
+
 def select_int(x: Any, dim: int, index: int) -> Any:
     return views.select(x, dim, index)
 
@@ -125,7 +160,9 @@ IMPLS = {
     "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
     "_log_softmax_backward_data": _log_softmax_backward_data, "_softmax_backward_data": _softmax_backward_data,
     "sigmoid_backward": sigmoid_backward, "tanh_backward": tanh_backward, "gelu_backward": gelu_backward,
-    "native_layer_norm": native_layer_norm, "convolution_backward": convolution_backward, "select": select_int, "slice": slice_tensor, "index": index_tensor,
+    "native_layer_norm": native_layer_norm, "convolution_backward": convolution_backward,
+    "_scaled_dot_product_flash_attention_for_cpu": flash_attention_for_cpu,
+    "_scaled_dot_product_flash_attention_for_cpu_backward": flash_attention_for_cpu_backward, "select": select_int, "slice": slice_tensor, "index": index_tensor,
     "detach": lambda x: x.detach(), "t": views.t, "_local_scalar_dense": lambda x: x.item(),
     "ones_like": lambda x, **kw: _ember().ones_like(x, dtype=kw.get("dtype")),
     "zeros_like": lambda x, **kw: _ember().zeros_like(x, dtype=kw.get("dtype")),

@@ -23,6 +23,7 @@ import weakref
 from typing import Any, Callable
 
 from ember import _dispatch_levels as levels, dtypes
+from ember import _aten_impls as _impls
 from ember._aten_overloads import aten, packet
 from ember.surface.constants import contiguous_format
 from ember.tensor import Tensor
@@ -377,6 +378,49 @@ def _conv2d_weight_grad(call: Callable, args: tuple, attrs: dict) -> Any:
                  + _conv_backward_args(attrs) + ([False, True, False],))
     return grads[1]
 
+
+
+# ---- attention: torch's CPU flash kernel and its backward ---------------------------------------------------------
+_LSE: dict[int, tuple] = {}  # id(output array) -> (weak ref to it, the forward's logsumexp), as _TOTALS
+
+
+def _attention_kwargs(q: Any, attrs: dict) -> dict:
+    default = 1.0 / float(q.shape[-1]) ** 0.5
+    return {} if abs(attrs["scale"] - default) <= 1e-12 * default else {"scale": attrs["scale"]}
+
+
+@presents("scaled_dot_product_attention")
+def _attention(call: Callable, args: tuple, attrs: dict) -> Any:
+    """``(out, weights)``: torch's ``_scaled_dot_product_flash_attention_for_cpu`` gives (out, logsumexp); ember's
+    record keeps the weights for its backward, rebuilt from the logsumexp below the levels."""
+    q, k, v = args
+    flags = (0.0, True) if attrs["is_causal"] else ()
+    out, lse = call(aten("_scaled_dot_product_flash_attention_for_cpu"), (q, k, v) + flags,
+                    _attention_kwargs(q, attrs))
+    with levels.hidden():
+        scores = _impls.attention_scores(q, k, attrs["is_causal"], attrs["scale"])
+        weights = (scores - lse.unsqueeze(-1)).exp()
+    data = getattr(out, "_data", None)
+    if data is not None:
+        key = id(data)
+        try:
+            _LSE[key] = (weakref.ref(data, lambda _ref, key=key: _LSE.pop(key, None)), lse)
+        except TypeError:
+            pass
+    return out, weights
+
+
+@presents("scaled_dot_product_attention_backward")
+def _attention_backward(call: Callable, args: tuple, attrs: dict) -> Any:
+    g, q, k, v, out, weights = args
+    entry = _LSE.get(id(getattr(out, "_data", None)))
+    lse = entry[1] if entry is not None and entry[0]() is out._data else None
+    if lse is None:  # a forward run without a level: rebuild the logsumexp, below the levels
+        with levels.hidden():
+            lse = _impls.attention_scores(q, k, attrs["is_causal"], attrs["scale"]).logsumexp(-1)
+    grads = call(aten("_scaled_dot_product_flash_attention_for_cpu_backward"),
+                 (g, q, k, v, out, lse, 0.0, attrs["is_causal"]), dict(_attention_kwargs(q, attrs), attn_mask=None))
+    return tuple(grads)
 
 levels.TABLE["presentation"] = presentation
 levels.TABLE["aten"] = aten

@@ -423,7 +423,15 @@ def _cnn(lib: object) -> tuple:
     return run, (x, w1, w2, lin)
 
 
-@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def _attention(lib: object, causal: bool) -> tuple:
+    rng = np.random.default_rng(5)
+    q = lib.tensor(rng.standard_normal((2, 2, 5, 4)).astype(np.float32), requires_grad=True)
+    k = lib.tensor(rng.standard_normal((2, 2, 6, 4)).astype(np.float32), requires_grad=True)
+    F = TF if lib is torch else EF
+    return (lambda: F.scaled_dot_product_attention(q, k, k * 0.5, is_causal=causal).pow(2).sum()), (q, k)
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])  # (torch 2.13 counts no FLOPs for its CPU flash attention)
 def test_torch_flop_formulas_over_ember_calls_match_torch_flop_counter(model: str) -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -482,3 +490,21 @@ def test_in_place_op_under_a_mode_is_op_then_copy() -> None:
         t.mul_(3.0)
     assert [n for n, _ in t_log.calls if "_." in n] == ["aten.sub_.Tensor", "aten.mul_.Tensor"]
     np.testing.assert_array_equal(y.numpy(), t.numpy())
+
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_calls_as_torch(causal: bool) -> None:
+    """scaled_dot_product_attention is torch's CPU flash kernel and its backward, with torch's arguments and shapes
+    (the logsumexp included); the gradients agree."""
+    seen = {}
+    for lib, Log in ((torch, TorchLog), (ember, EmberLog)):
+        run, (q, k) = _attention(lib, causal)
+        with Log() as log:
+            run().backward()
+        seen[lib.__name__] = ([c for c in log.calls if "scaled_dot_product" in c[0]], q.grad.numpy().copy(),
+                              k.grad.numpy().copy())
+    assert seen["ember"][0] == seen["torch"][0]
+    assert "aten._scaled_dot_product_flash_attention_for_cpu_backward.default" in [c[0] for c in seen["ember"][0]]
+    for e, t in zip(seen["ember"][1:], seen["torch"][1:]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
