@@ -79,11 +79,18 @@ def gelu_backward(grad: Any, x: Any, approximate: str = "none") -> Any:
 
 
 def native_layer_norm(x: Any, normalized_shape: Any, weight: Any, bias: Any, eps: float) -> tuple:
-    """``(out, mean, rstd)``, mean and rstd of shape ``x.shape[:-k] + (1,) * k`` as torch's."""
-    dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    mean = x.mean(dims, keepdim=True)
-    rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
-    return F.layer_norm(x, tuple(normalized_shape), weight, bias, eps), mean, rstd
+    """``(out, mean, rstd)``, mean and rstd of shape ``x.shape[:-k] + (1,) * k`` (ember's layer_norm record)."""
+    args = (x,) + tuple(t for t in (weight, bias) if t is not None)
+    return dispatch.apply(OPS["layer_norm"], args, {"count": len(normalized_shape), "eps": float(eps),
+                                                     "has_weight": weight is not None})
+
+
+def native_layer_norm_backward(grad_out: Any, x: Any, normalized_shape: Any, mean: Any, rstd: Any, weight: Any,
+                               bias: Any, output_mask: Any) -> tuple:
+    """``(grad_input, grad_weight, grad_bias)`` (ember's layer_norm_backward record; None where the mask says)."""
+    args = (grad_out, x, mean, rstd) + ((weight,) if weight is not None else ())
+    grads = dispatch.apply(OPS["layer_norm_backward"], args, {"count": len(normalized_shape)})
+    return tuple(g if keep else None for g, keep in zip(grads, output_mask))
 
 
 def convolution_backward(grad: Any, input: Any, weight: Any, bias_sizes: Any, stride: Any, padding: Any,
@@ -160,7 +167,8 @@ IMPLS = {
     "nll_loss_forward": nll_loss_forward, "nll_loss_backward": nll_loss_backward,
     "_log_softmax_backward_data": _log_softmax_backward_data, "_softmax_backward_data": _softmax_backward_data,
     "sigmoid_backward": sigmoid_backward, "tanh_backward": tanh_backward, "gelu_backward": gelu_backward,
-    "native_layer_norm": native_layer_norm, "convolution_backward": convolution_backward,
+    "native_layer_norm": native_layer_norm, "native_layer_norm_backward": native_layer_norm_backward,
+    "convolution_backward": convolution_backward,
     "_scaled_dot_product_flash_attention_for_cpu": flash_attention_for_cpu,
     "_scaled_dot_product_flash_attention_for_cpu_backward": flash_attention_for_cpu_backward, "select": select_int, "slice": slice_tensor, "index": index_tensor,
     "detach": lambda x: x.detach(), "t": views.t, "_local_scalar_dense": lambda x: x.item(),

@@ -422,5 +422,30 @@ def _attention_backward(call: Callable, args: tuple, attrs: dict) -> Any:
                  (g, q, k, v, out, lse, 0.0, attrs["is_causal"]), dict(_attention_kwargs(q, attrs), attn_mask=None))
     return tuple(grads)
 
+
+# ---- layer norm ---------------------------------------------------------------------------------------------------
+@presents("layer_norm")
+def _layer_norm(call: Callable, args: tuple, attrs: dict) -> Any:
+    """torch's ``native_layer_norm(x, normalized_shape, weight, bias, eps) -> (out, mean, rstd)``, the record's
+    own three outputs (mean and rstd keep the normalized dims as 1s in both)."""
+    x, affine = args[0], args[1:]
+    weight = affine[0] if attrs["has_weight"] else None
+    bias = affine[-1] if len(affine) > (1 if attrs["has_weight"] else 0) else None
+    shape = list(x.shape[x.ndim - attrs["count"]:])
+    return tuple(call(aten("native_layer_norm"), (x, shape, weight, bias, attrs["eps"])))
+
+
+@presents("layer_norm_backward")
+def _layer_norm_backward(call: Callable, args: tuple, attrs: dict) -> Any:
+    """torch's ``native_layer_norm_backward``; the record does not know whether a bias exists, so its gradient is
+    always asked for (torch's mask is ``[True, False, False]`` without weight and bias, ember's
+    ``[True, False, True]``)."""
+    g, x, mean, rstd = args[:4]
+    weight = args[4] if len(args) > 4 else None
+    shape = list(x.shape[x.ndim - attrs["count"]:])
+    grads = call(aten("native_layer_norm_backward"), (g, x, shape, mean, rstd, weight, None,
+                                                      [True, weight is not None, True]))
+    return tuple(grads)
+
 levels.TABLE["presentation"] = presentation
 levels.TABLE["aten"] = aten

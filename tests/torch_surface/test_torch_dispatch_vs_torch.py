@@ -508,3 +508,22 @@ def test_attention_calls_as_torch(causal: bool) -> None:
     assert "aten._scaled_dot_product_flash_attention_for_cpu_backward.default" in [c[0] for c in seen["ember"][0]]
     for e, t in zip(seen["ember"][1:], seen["torch"][1:]):
         np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_calls_as_torch() -> None:
+    """layer_norm is torch's native_layer_norm and native_layer_norm_backward (mean/rstd shaped (..., 1) in both);
+    ember's backward record does not hold the bias, so it passes None where torch passes the bias (for its mask)."""
+    seen = {}
+    rng = np.random.default_rng(6)
+    data = [rng.standard_normal(s).astype(np.float32) for s in ((2, 5, 4), (4,), (4,))]
+    for lib, F, Log in ((torch, TF, TorchLog), (ember, EF, EmberLog)):
+        x, w, b = (lib.tensor(d, requires_grad=True) for d in data)
+        with Log() as log:
+            y = F.layer_norm(x, (4,), w, b)
+            (y * y).sum().backward()
+        seen[lib.__name__] = ([c for c in log.calls if "layer_norm" in c[0]], [t.grad.numpy().copy() for t in (x, w, b)])
+    (e_fwd, e_bwd), (t_fwd, t_bwd) = seen["ember"][0], seen["torch"][0]
+    assert e_fwd == t_fwd and e_bwd[0] == t_bwd[0] == "aten.native_layer_norm_backward.default"
+    assert e_bwd[1][:6] == t_bwd[1][:6] and e_bwd[1][6] is None and e_bwd[1][7] == t_bwd[1][7] == [True] * 3
+    for e, t in zip(seen["ember"][1], seen["torch"][1]):
+        np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-5)
