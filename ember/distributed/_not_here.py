@@ -1,6 +1,6 @@
 """Names of ``torch.distributed``'s sharded-tensor stack that ember does not implement, refused when used.
 
-ember's distributed layer is MPI collectives, DDP and a GPipe pipeline (:mod:`ember.distributed`). PyTorch's
+ember's distributed layer is collectives (on MPI or ember's own sockets, "gloo"), DDP and a GPipe pipeline (:mod:`ember.distributed`). PyTorch's
 DTensor, device meshes, FSDP, ``Join`` and distributed checkpoints are not here. Libraries import these names at
 module level whenever ``torch.distributed.is_available()`` (Hugging Face ``transformers`` does, for tensor
 parallelism it only uses when asked), so the names exist: a class can appear in annotations and ``isinstance``
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_WHY = ("ember's torch.distributed has MPI collectives, DistributedDataParallel and a pipeline, not PyTorch's "
-        "sharded-tensor stack (DTensor, device meshes, FSDP, Join, distributed checkpoints)")
+_WHY = ("ember's torch.distributed has collectives (MPI and gloo), DistributedDataParallel and a pipeline, not "
+        "PyTorch's sharded-tensor stack (DTensor, device meshes, FSDP, Join, distributed checkpoints)")
 
 
 def refusal(torch_name: str) -> NotImplementedError:

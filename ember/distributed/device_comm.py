@@ -52,8 +52,8 @@ def choose(device: Any, group: ProcessGroup) -> str:
     if device.type == "cpu":
         return "cpu"
     everyone = [w for _, w in everyone]
-    if os.environ.get("EMBER_DDP_COMM", "") == "host":
-        return "host"
+    if os.environ.get("EMBER_DDP_COMM", "") == "host" or group.backend == "gloo":
+        return "host"  # gloo stages device tensors through host memory, as torch's gloo does
     if any(w is None or w[1] is None for w in everyone) or len(set(everyone)) != len(everyone):
         return "host"  # a rank without NCCL, or two ranks on one GPU: NCCL would refuse (duplicate GPU)
     return "nccl"
