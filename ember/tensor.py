@@ -247,6 +247,9 @@ class Tensor(TensorMethods):
         if self._vc is None:
             self._vc = [0]
         out._vc = self._vc
+        root = _storage_root_of(self)
+        if root is not None:  # storage_offset()/as_strided see the same storage
+            out._storage_root = root
         if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
             mark_alias = getattr(self._data.interpreter, "mark_alias", None)
             if mark_alias is not None:
@@ -265,6 +268,9 @@ class Tensor(TensorMethods):
         """The same data outside autograd, with a version counter of its own: in-place changes through
         ``.data`` are not seen by autograd's saved-tensor check (the difference from ``detach()``, as in PyTorch)."""
         out = Tensor._make(self._data, self._device, False)
+        root = _storage_root_of(self)
+        if root is not None:
+            out._storage_root = root
         if isinstance(self._data, SymbolicValue):  # in a graph: a write into either must reach the other
             mark_alias = getattr(self._data.interpreter, "mark_alias", None)
             if mark_alias is not None:
@@ -752,3 +758,14 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
 dispatch.Tensor = Tensor
 _torch_function.bind(Tensor)
 _dispatch_levels.Tensor = Tensor
+
+
+def _storage_root_of(t: Any) -> Any:
+    """A stand-in for the tensor holding ``t``'s storage (its base, or what it was detached from), read by
+    ember/ops/strided.py: a bare tensor over the root's memory, so a detached value never keeps the root's autograd
+    graph alive; None when ``t`` is its own storage."""
+    if t._base is None:
+        return t.__dict__.get("_storage_root")
+    root = t._base
+    known = root.__dict__.get("_storage_root")
+    return known if known is not None else Tensor._make(root._data, root._device, False)

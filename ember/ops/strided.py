@@ -147,7 +147,12 @@ AS_STRIDED = register(OpDef(
 
 
 def _root(x: Any) -> Any:
-    return x if x._base is None else x._base
+    """The tensor whose memory is ``x``'s storage: its autograd base, or what a ``detach()``/``.data``/``view(dtype)``
+    alias was taken from (those are not views for autograd, but share the storage: ``x[1].detach()`` starts 4
+    elements into a (3, 4) ``x``'s storage, and ``as_strided`` on it reads from there)."""
+    root = x if x._base is None else x._base
+    known = root.__dict__.get("_storage_root")
+    return root if known is None else known
 
 
 def storage_offset(x: Any) -> int:
@@ -199,10 +204,11 @@ def as_strided(input: Any, size: Sequence[int], stride: Sequence[int], storage_o
         raise RuntimeError(f"as_strided: storage offset must be non-negative, got {offset}")
     root = input if symbolic else _root(input)
     needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 if all(size) else 0
-    if needed > root.numel():
+    capacity = root.numel() * root.element_size() // input.element_size()  # view(dtype) counts in its own units
+    if needed > capacity:
         raise RuntimeError(f"as_strided: sizes {list(size)}, strides {list(stride)}, storage offset {offset} and "
                            f"itemsize {input.element_size()} require a storage of {needed} elements, but the tensor's "
-                           f"storage has {root.numel()}; choose sizes/strides inside it")
+                           f"storage has {capacity}; choose sizes/strides inside it")
     return dispatch.apply(AS_STRIDED, (input,), {"size": size, "stride": stride, "offset": offset - base,
                                                  "in_stride": _c_strides(input.shape) if symbolic else
                                                  tuple(input.stride())})

@@ -144,7 +144,22 @@ def view_dtype(input: Any, dtype: Any) -> Any:
         if (data.shape[-1] * old_size) % new_size:
             raise RuntimeError(f"view(dtype): self.size(-1) must be divisible by {new_size // old_size} to view {names} "
                                f"(different element sizes), but got {data.shape[-1]}")
-    out = input.detach()  # shares the version counter: in-place writes through either are seen on the other
+        if new_size > old_size:  # the view must start and step on whole elements of the new size
+            ratio = new_size // old_size
+            root = input if input._base is None else input._base
+            known = root.__dict__.get("_storage_root")  # as ember/ops/strided.py's storage_offset
+            root = root if known is None else known
+            offset = 0
+            if isinstance(data, np.ndarray) and isinstance(root._data, np.ndarray):
+                offset = (data.__array_interface__["data"][0] - root._data.__array_interface__["data"][0]) // old_size
+            if offset % ratio:
+                raise RuntimeError(f"view(dtype): self.storage_offset() must be divisible by {ratio} to view {names} "
+                                   f"(different element sizes), but got {offset}")
+            for k in range(data.ndim - 1):
+                if data.shape[k] > 1 and (data.strides[k] // old_size) % ratio:
+                    raise RuntimeError(f"view(dtype): self.stride({k}) must be divisible by {ratio} to view {names} "
+                                       f"(different element sizes), but got {data.strides[k] // old_size}")
+    out = input.detach()  # shares the version counter (and the storage): writes through either show in the other
     out._data = data.view(target.np)
     return out
 

@@ -128,6 +128,16 @@ CASES = {
     "arange int64 step truncating to 0": ("out = L.arange(0, 1, 0.3, dtype=L.int64)", {}),
     "arange int32 fractional step": ("out = L.arange(0, 5, 0.3, dtype=L.int32)", {}),
     "arange int8 fractional start": ("out = L.arange(-3.5, 3, 1.5, dtype=L.int8)", {}),
+    # 13. detach()/.data/view(dtype) of a view share its storage: storage_offset and as_strided see it
+    "detach of a row: storage_offset, as_strided": (
+        "v = x[1].detach(); out = (v.storage_offset(), v.as_strided((2,), (1,), 0))", X),
+    "as_strided fill through a detached row": ("v = x[1].detach(); v.as_strided((2,), (1,), 0).fill_(7); out = x", X),
+    ".data of a row": ("v = x[1].data; out = (v.storage_offset(), v.as_strided((2,), (1,), 1))", X),
+    "view of a detached view": ("v = x[1:].detach()[1]; out = (v.storage_offset(), v.as_strided((2,), (1,), 0))", X),
+    "view(dtype) of an offset view": ("v = x[:, 1:].view(L.int32); out = (v.storage_offset(), v.stride())", X),
+    "view(dtype) to a wider dtype at an odd offset": ("v = x[:, 1:3].view(L.float64); out = v", X),
+    "view(dtype) to a wider dtype with an odd row stride": ("v = x[:, :2].view(L.complex64); out = v",
+                                                             {"x": (np.arange(6.0).reshape(2, 3), "float32")}),
 }
 
 
