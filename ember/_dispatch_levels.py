@@ -262,7 +262,21 @@ def run(op: Any, args: tuple, attrs: dict, body: Callable[[Callable], Any]) -> A
         dispatch._share_version(first, args[0], op, attrs)
     if needs and len(outs) == op.num_outputs and all(isinstance(o, Tensor) for o in outs):
         dispatch.record(op, outs, args, attrs)
+        if any(type(o) is not Tensor for o in outs):
+            _keep_saved_outputs(outs)
     return out
+
+
+def _keep_saved_outputs(outs: tuple) -> None:
+    """Autograd keeps a saved output as its array and rebuilds a plain Tensor on unpack; a subclass's output (a
+    wrapper, whose array is a broadcast zero) must come back as itself, so its saved slot holds the object."""
+    node = outs[0].grad_fn
+    saved = getattr(node, "saved_out", None)
+    if saved is None:
+        return
+    for slot, o in zip(saved if isinstance(saved, tuple) else (saved,), outs):
+        if slot is not None and type(o) is not Tensor:
+            slot.tensor = o
 
 
 def _alias(t: Any) -> Any:

@@ -527,3 +527,24 @@ def test_layer_norm_calls_as_torch() -> None:
     assert e_bwd[1][:6] == t_bwd[1][:6] and e_bwd[1][6] is None and e_bwd[1][7] == t_bwd[1][7] == [True] * 3
     for e, t in zip(seen["ember"][1], seen["torch"][1]):
         np.testing.assert_allclose(e, t, rtol=1e-4, atol=1e-5)
+
+
+def test_logging_tensor_through_linear_relu_cross_entropy() -> None:
+    """Wrapper parameters through linear, relu and cross entropy: the same loss, gradients (relu's backward reads its
+    saved output, which must come back as the wrapper, not its broadcast-zero array) and compute calls as torch."""
+    runs = {}
+    rng = np.random.default_rng(7)
+    w, b, x = (rng.standard_normal(s).astype(np.float32) for s in ((8, 4), (8,), (5, 4)))
+    for lib, F, tree_map in ((torch, TF, torch_tree_map), (ember, EF, ember_tree_map)):
+        log: list = []
+        LoggingTensor = _logging_tensor(lib, tree_map, log)
+        w1 = LoggingTensor(lib.tensor(w, requires_grad=True))
+        b1 = LoggingTensor(lib.tensor(b, requires_grad=True))
+        loss = F.cross_entropy(F.relu(F.linear(LoggingTensor(lib.tensor(x)), w1, b1)), lib.tensor([0, 1, 2, 3, 4]))
+        loss.backward()
+        runs[lib.__name__] = ([n for n, _ in log if n not in _TORCH_ONLY], float(loss.elem), w1.grad.elem.numpy().copy(),
+                              b1.grad.elem.numpy().copy())
+    assert runs["ember"][0] == runs["torch"][0]
+    assert abs(runs["ember"][1] - runs["torch"][1]) < 1e-5
+    for e, t in zip(runs["ember"][2:], runs["torch"][2:]):
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
