@@ -61,9 +61,25 @@ def _rows_of(xp: Any, a: Any, safe: Any) -> tuple:
     return rows, xp.arange(rows.shape[0]), safe.reshape(-1)
 
 
+def _all_valid_2d(xp: Any, x: Any, t: Any, ignore_index: int) -> bool:
+    """The common call: 2-D logits, every target a class index in range (none ignored). Then the where-selects
+    and the count of valid rows are identities (the same bits without them: ``where(True, v, 0)`` is ``v`` and
+    a sum of N float ones is exactly N), which the fast paths below skip: ~10 NumPy calls of a 256 x 10 loss."""
+    if x.ndim != 2 or t.ndim != 1 or not t.size:
+        return False
+    low, high = int(t.min()), int(t.max())
+    return 0 <= low and high < x.shape[1] and not (low <= ignore_index <= high)
+
+
 def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) -> tuple:
     """Logits (..., N, C), targets (..., N): each leading index is its own loss (vmap folds its batch there)."""
     logp = _log_softmax_impl(xp, x, -1)
+    if reduction != "none" and _all_valid_2d(xp, logp, t, ignore_index):
+        losses = -logp[xp.arange(t.shape[0]), t]
+        total = losses.sum(axis=-1)
+        if reduction == "mean":
+            total = total / x.dtype.type(t.shape[0])
+        return xp.asarray(total, dtype=x.dtype), logp
     valid, safe = _targets(xp, t, ignore_index, x.shape, check=True)
     w = valid.astype(x.dtype)
     rows, index, picks = _rows_of(xp, logp, safe)
@@ -82,6 +98,13 @@ def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) ->
 
 def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduction: str) -> Any:
     """``g`` has the loss's shape or broadcasts to it (an unbatched cotangent under vmap)."""
+    if reduction != "none" and _all_valid_2d(xp, logp, t, ignore_index) and getattr(g, "ndim", 0) == 0:
+        grad = xp.exp(logp)
+        grad[xp.arange(t.shape[0]), t] -= 1
+        if reduction == "mean":
+            g = g / logp.dtype.type(t.shape[0])
+        grad *= xp.asarray(g, dtype=logp.dtype)
+        return grad
     valid, safe = _targets(xp, t, ignore_index, logp.shape, check=False)
     grad = xp.exp(logp)
     rows, index, picks = _rows_of(xp, grad, safe)
