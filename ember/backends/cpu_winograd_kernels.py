@@ -218,9 +218,9 @@ def winograd_fused_forward(x, u, m, top, left, th, tw, i0, i1, tb, y):  # pragma
                 sgemm(nt, o, c, v_addr + 4 * p * (tb + 1) * c, c, 1, u_addr + 4 * p * c * o, o, COLUMNS,
                       mt_addr + 4 * p * (tb + 1) * o, o, 0)
             _output_tiles(mt, m, th, tw, t0, nt, yb)
-        for bi in range(k):  # back to NCHW, cropped to the output
-            for ch in range(o):
-                for r in range(oh):
+        for bi in range(k):  # back to NCHW, cropped to the output; row by row (one row's values stay in L1)
+            for r in range(oh):
+                for ch in range(o):
                     for s in range(ow):
                         y[b0 + bi, ch, r, s] = yb[bi, r, s, ch]
 
