@@ -358,7 +358,16 @@ def _no_data(name: str) -> Any:
     return refuse
 
 
+def _wrapper_repr(self: Any) -> str:
+    if not _is_wrapper(self):
+        return Tensor.__repr__(self)
+    return (f"{type(self).__name__}(size={tuple(self._data.shape)}, dtype={self.dtype}"
+            f"{', requires_grad=True' if self._requires_grad else ''}) (a wrapper subclass: its values live in the "
+            "tensors it wraps)")
+
+
 _WRAPPER_METHODS = {
+    "__repr__": _wrapper_repr, "__str__": _wrapper_repr,
     "stride": _wrapper_stride, "item": _wrapper_item,
     "__float__": lambda self: float(_wrapper_item(self)), "__int__": lambda self: int(_wrapper_item(self)),
     "__bool__": lambda self: bool(_wrapper_item(self)) if _is_wrapper(self) else Tensor.__bool__(self),

@@ -383,6 +383,7 @@ def test_wrapper_item_goes_through_dispatch_and_data_reads_refuse() -> None:
     w = _logging_tensor(ember, ember_tree_map, [])(ember.ones(2))
     with pytest.raises(RuntimeError, match="wrapper subclass"):
         w.tolist()
+    assert "0." not in repr(w) and "size=(2,)" in repr(w)  # never the broadcast zeros as values
 
 
 class _TorchFormulas(TorchDispatchMode):
