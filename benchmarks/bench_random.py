@@ -41,6 +41,8 @@ def main() -> None:
         "rand(4M)": (lambda: torch.rand(n), lambda: ember.rand(n)),
         "randn(4M)": (lambda: torch.randn(n), lambda: ember.randn(n)),
         "randn(4M, float64)": (lambda: torch.randn(n, dtype=torch.float64), lambda: ember.randn(n, dtype=ember.float64)),
+        "exponential_(4M, f64)": (lambda: torch.empty(n, dtype=torch.float64).exponential_(),
+                                  lambda: ember.empty(n, dtype=ember.float64).exponential_()),
         "randint(4M)": (lambda: torch.randint(0, 1000, (n,)), lambda: ember.randint(0, 1000, (n,))),
         "randperm(1M)": (lambda: torch.randperm(1_000_000), lambda: ember.randperm(1_000_000)),
         "dropout(4M)": (lambda: torch.nn.functional.dropout(torch.ones(n), 0.1),

@@ -44,7 +44,8 @@ def _fused_alpha_(self: Tensor, other: Any, alpha: Any, op: str) -> Tensor | Non
         return None
     factor = ew.scalar_factor(alpha, self.dtype, "alpha", op[:-1])
     factor = float(factor if op == "add_" else -factor)
-    return inplace.inplace_call(self, op, lambda t: fma.fma(factor, other, t), needs_copy=False, others=(other,))
+    return inplace.inplace_call(self, op, lambda t: fma.fma(factor, other, t), needs_copy=False, others=(other,),
+                                reads=(other,))
 
 
 def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:

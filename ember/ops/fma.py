@@ -17,7 +17,7 @@ computes the single rounding exactly with NumPy:
 
 Fused kernels (ember/graph/passes/fuse.py) take the op as one ``fma`` step: their NumPy replay calls
 :func:`fma_arrays`, their Numba loops LLVM's ``llvm.fma`` (the hardware's single rounding, or the C library's
-exact ``fma``). The ufunc-only form below (``_fma32_ufuncs``/``_fma64_ufuncs``) serves CuPy.
+exact ``fma``). On a CUDA device (CuPy) the same array steps run there.
 
 Example:
     >>> import numpy as np
@@ -121,38 +121,6 @@ def _fma32(xp: Any, a: Any, b: Any, c: Any) -> Any:
     return s.astype(xp.float32)
 
 
-# ---- the same arithmetic in ufuncs only (CuPy). Round-to-odd tests the last bit as the parity of |s| / ulp(|s|) (an exact integer) and
-# steps with nextafter. Correct rounding is unique, so both forms give the same bits (tests check it).
-def _round_to_odd_ufuncs(xp: Any, s: Any, e: Any) -> Any:
-    magnitude = xp.abs(s)
-    even = xp.equal(xp.fmod(xp.true_divide(magnitude, xp.spacing(magnitude)), 2.0), 0.0)
-    move = xp.logical_and(xp.logical_and(xp.not_equal(e, 0.0), xp.isfinite(e)), even)
-    return xp.where(move, xp.nextafter(s, xp.where(xp.greater(e, 0.0), _INF, -_INF)), s)
-
-
-_INF = float("inf")
-
-
-def _fma32_ufuncs(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    wide = [v.astype(np.float64) if hasattr(v, "astype") else float(np.float32(v)) for v in (a, b, c)]
-    p = wide[0] * wide[1]
-    s, e = _two_sum(xp, p, wide[2])
-    return _round_to_odd_ufuncs(xp, s, e).astype(np.float32)
-
-
-def _fma64_ufuncs(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    uh = a * b
-    ah, al = _split(xp, a)
-    bh, bl = _split(xp, b)
-    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
-    th, tl = _two_sum(xp, c, uh)
-    out = th + _round_to_odd_ufuncs(xp, *_two_sum(xp, tl, ul))
-    safe = xp.logical_and(xp.logical_and(xp.less(xp.abs(a), _SAFE_PRODUCT), xp.less(xp.abs(b), _SAFE_PRODUCT)),
-                          xp.logical_and(xp.logical_or(xp.greater(xp.abs(uh), _TINY_PRODUCT), xp.equal(uh, 0.0)),
-                                         xp.isfinite(out)))
-    return xp.where(safe, out, a * b + c)
-
-
 def fma_arrays(xp: Any, a: Any, b: Any, c: Any) -> Any:
     """``a * b + c`` with one rounding for float32/float64 arrays (scalars take the arrays' dtype); other
     dtypes (integers, complex) compute ``a * b + c`` as written."""
@@ -161,26 +129,18 @@ def fma_arrays(xp: Any, a: Any, b: Any, c: Any) -> Any:
     if dt is None or dt not in (np.float32, np.float64):
         return a * b + c
     a, b, c = (v if isinstance(v, xp.ndarray) and v.dtype == dt else xp.asarray(v, dtype=dt) for v in (a, b, c))
-    a, b, c = xp.broadcast_arrays(a, b, c)
+    if xp is not np:  # a device namespace (CuPy): the elementwise steps broadcast by themselves
+        return (_fma64 if dt == np.float64 else _fma32)(xp, a, b, c)
+    a, b, c = np.broadcast_arrays(a, b, c)
     if a.size == 0:
-        return xp.empty(a.shape, dtype=dt)
-    if dt == np.float32 and xp is np:
-        return _fma32_numpy(a, b, c)
-    return (_fma64 if dt == np.float64 else _fma32)(xp, a, b, c)
+        return np.empty(a.shape, dtype=dt)
+    return _fma32_numpy(a, b, c) if dt == np.float32 else _fma64(np, a, b, c)
 
 
 def _fma_impl(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    if xp is np:
-        return fma_arrays(xp, a, b, c)
     if getattr(xp, "records_steps", False):  # the fuser's symbolic namespace: one "fma" step
         return special_function(xp, "fma")(a, b, c)
-    # CuPy: the ufunc-only form
-    dt = next((v.dtype for v in (a, b, c) if hasattr(v, "dtype")), None)
-    if dt == np.float32:
-        return _fma32_ufuncs(xp, a, b, c)
-    if dt == np.float64:
-        return _fma64_ufuncs(xp, a, b, c)
-    return a * b + c
+    return fma_arrays(xp, a, b, c)  # NumPy, or a device namespace (CuPy: the same bit-level steps)
 
 
 _NUMBA_FMA: list = []
