@@ -151,7 +151,6 @@ class AtenOverload:
         self.__qualname__ = self.__name__
         self.namespace = packet.namespace
         self._impl: Callable = IMPLS.get(self.__name__) or packet._impl
-        self._to_record: Callable | None = RECORDS.get(self.__name__)
         self._schema = FunctionSchema(packet._qualified_op_name, "" if overload == "default" else overload,
                                       f"{packet._qualified_op_name}{'' if overload == 'default' else '.' + overload}"
                                       + SCHEMAS[self.__name__] if self.__name__ in SCHEMAS else "")
@@ -181,7 +180,8 @@ class AtenOverload:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not levels.active(args, kwargs):
             return self._impl(*args, **kwargs)
-        record = self._to_record(*args, **kwargs) if self._to_record is not None else None
+        to_record = RECORDS.get(self.__name__)
+        record = to_record(*args, **kwargs) if to_record is not None else None
         if record is not None:
             op, eargs, attrs = record
             return levels.run(op, eargs, attrs, lambda call: call(self, args, kwargs))

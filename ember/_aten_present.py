@@ -24,7 +24,8 @@ from typing import Any, Callable
 
 from ember import _dispatch_levels as levels, dtypes
 from ember import _aten_impls as _impls
-from ember._aten_overloads import aten, packet
+from ember._aten_overloads import RECORDS, aten, packet
+from ember.ops.registry import OPS
 from ember.surface.constants import contiguous_format
 from ember.tensor import Tensor
 
@@ -446,6 +447,26 @@ def _layer_norm_backward(call: Callable, args: tuple, attrs: dict) -> Any:
     grads = call(aten("native_layer_norm_backward"), (g, x, shape, mean, rstd, weight, None,
                                                       [True, weight is not None, True]))
     return tuple(grads)
+
+
+# ---- ATen overloads that are one record: called directly under a level, autograd records that record --------------
+def _unary_record(name: str) -> Callable:
+    return lambda x: (OPS[name], (x,), {}) if _is_tensor(x) else None
+
+
+def _binary_record(name: str) -> Callable:
+    def to_record(a: Any, b: Any, alpha: Any = 1) -> Any:
+        return (OPS[name], (a, b), {}) if alpha == 1 and (_is_tensor(a) or _is_tensor(b)) else None
+    return to_record
+
+
+for _name in _SAME_UNARY:
+    if _name in OPS:
+        RECORDS[f"{_name}.default"] = _unary_record(_name)
+for _name in _ARITH:
+    RECORDS[f"{_name}.Tensor"] = _binary_record(_name)
+RECORDS["mm.default"] = lambda a, b: (OPS["matmul"], (a, b), {}) if a.ndim == b.ndim == 2 else None
+RECORDS["bmm.default"] = lambda a, b: (OPS["matmul"], (a, b), {}) if a.ndim == b.ndim == 3 else None
 
 levels.TABLE["presentation"] = presentation
 levels.TABLE["aten"] = aten

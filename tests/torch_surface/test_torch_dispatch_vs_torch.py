@@ -549,3 +549,18 @@ def test_logging_tensor_through_linear_relu_cross_entropy() -> None:
     assert abs(runs["ember"][1] - runs["torch"][1]) < 1e-5
     for e, t in zip(runs["ember"][2:], runs["torch"][2:]):
         np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-6)
+
+
+def test_direct_aten_calls_under_a_mode_keep_their_name_and_autograd() -> None:
+    runs = {}
+    for lib, Log in ((torch, TorchLog), (ember, EmberLog)):
+        a = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = lib.tensor([[0.5, -1.0], [2.0, 1.0]], requires_grad=True)
+        with Log() as log:
+            out = lib.ops.aten.mm.default(lib.ops.aten.mul.Tensor(a, b), b).exp()
+        out.sum().backward()
+        runs[lib.__name__] = ([n for n, _ in log.calls if n != "aten.detach.default"], a.grad.numpy().copy(),
+                              b.grad.numpy().copy())
+    assert runs["ember"][0] == runs["torch"][0] == ["aten.mul.Tensor", "aten.mm.default", "aten.exp.default"]
+    for e, t in zip(runs["ember"][1:], runs["torch"][1:]):
+        np.testing.assert_allclose(e, t, rtol=1e-5)
