@@ -141,7 +141,7 @@ def _inputs(r, n, size, dtype=np.float32):
 def test_all_reduce_every_op_matches_numpy_in_rank_order(n):
     cases = [(ReduceOp.SUM, np.add), (ReduceOp.PRODUCT, np.multiply), (ReduceOp.MIN, np.minimum),
              (ReduceOp.MAX, np.maximum)]
-    sizes = (5, 40_000)  # 160 KB: the reduce-scatter + all-gather path with 3 ranks
+    sizes = (5, 40_000, 300_000)  # 160 KB: split with 3 ranks; 1.2 MB: split with 2 ranks too
 
     def body(r, g):
         got = {}
