@@ -449,6 +449,10 @@ def _clamp_impl(xp: Any, x: Any, min: Any = None, max: Any = None) -> Any:  # no
     _no_complex("clamp", x)
     if min is not None and max is not None:
         return xp.clip(x, min, max)
+    if xp is np and x.dtype.kind == "f":
+        # PyTorch keeps x where it equals the bound (clamp(-0.0, min=0) is -0.0); NumPy's two-sided clip does,
+        # maximum/minimum return the bound's zero. (The Numba fuser still emits maximum/minimum.)
+        return np.clip(x, min, np.inf) if min is not None else np.clip(x, -np.inf, max)
     if min is not None:
         return xp.maximum(x, min)
     return xp.minimum(x, max)
@@ -937,14 +941,16 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):
         # where(), not maximum/minimum: at x == bound the whole gradient goes to x (PyTorch's clamp), where
-        # maximum would split it; a NaN bound makes the result NaN, as in PyTorch.
-        out = input
+        # maximum would split it; a NaN bound makes the result NaN, as in PyTorch. The operands promote first (a uint8
+        # x with a float tensor bound clamps in float32, so an int bound of -1 is -1, not 255).
+        target = dtypes.result_type(input, *(b for b in (min, max) if b is not None))
+        out = input if target is input.dtype else dispatch.cast(input, target)
         if min is not None:
             out = where(isnan(min), min, where(out < min, min, out)) if isinstance(min, dispatch.Tensor) \
-                else maximum(out, min)
+                else clamp(out, min, None)
         if max is not None:
             out = where(isnan(max), max, where(out > max, max, out)) if isinstance(max, dispatch.Tensor) \
-                else minimum(out, max)
+                else clamp(out, None, max)
         return out
     min, max = dtypes.python_scalar(min), dtypes.python_scalar(max)  # noqa: A001
     if isinstance(min, complex) or isinstance(max, complex):

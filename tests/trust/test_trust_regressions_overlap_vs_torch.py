@@ -138,6 +138,13 @@ CASES = {
     "view(dtype) to a wider dtype at an odd offset": ("v = x[:, 1:3].view(L.float64); out = v", X),
     "view(dtype) to a wider dtype with an odd row stride": ("v = x[:, :2].view(L.complex64); out = v",
                                                              {"x": (np.arange(6.0).reshape(2, 3), "float32")}),
+    # 14. clamp keeps x where it equals the bound (signed zeros), and promotes before clamping with tensor bounds
+    "clamp min 0 keeps -0": ("out = L.clamp(x, 0)", {"x": (np.array([-0.0, 0.0, -1.0, 1.0]), "float32")}),
+    "clamp max 0 keeps -0": ("out = x.clamp_(max=0.0)", {"x": (np.array([-0.0, 0.0, -1.0, 1.0]), "float64")}),
+    "clamp scalar and tensor bounds keep -0": ("out = L.clamp(x, 0, L.tensor(1.0))",
+                                               {"x": (np.array([-0.0, 0.0, -1.0, 2.0]), "float32")}),
+    "clamp uint8 with an int and a float tensor bound": ("out = L.clamp(x, -1, L.tensor(1.0))",
+                                                         {"x": (np.array([253, 0, 1, 7]), "uint8")}),
 }
 
 
