@@ -18,15 +18,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
 from ember.ops import elementwise as ew
 from ember.ops.fma import fma
 from ember.tensor import Tensor
 
 
 def like(value: Any, t: Tensor) -> Any:
-    """A number as it is; a 0-d tensor option cast to ``t``'s dtype (what torch does to a number argument)."""
+    """A number as it is; a 0-d tensor option cast to ``t``'s dtype, what torch does to a number argument
+    (float32 for float16/bfloat16 tensors: torch's kernels take the number in their float32 math)."""
     if isinstance(value, Tensor):
-        return value if value.dtype is t.dtype else value.to(t.dtype)
+        target = dtypes.float32 if t.dtype in (dtypes.float16, dtypes.bfloat16) else t.dtype
+        return value if value.dtype is target else value.to(target)
     return value
 
 

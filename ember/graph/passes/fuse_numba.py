@@ -107,7 +107,8 @@ def worth_compiling(steps: list, outputs: list) -> bool:
 def native_dtypes(dtypes: Any) -> bool:
     """Whether Numba takes arrays of every one of these NumPy dtypes: NumPy's own bool, integer and float
     types (not bfloat16, an ml_dtypes extension type Numba cannot compile)."""
-    return all(d is not None and np.dtype(d).isbuiltin == 1 and np.dtype(d).kind in "biuf" for d in dtypes)
+    return all(d is not None and np.dtype(d).isbuiltin == 1 and np.dtype(d).kind in "biuf"
+               and np.dtype(d) != np.float16 for d in dtypes)  # (nor float16: Numba has no float16 arrays)
 
 
 def supported(steps: list, n_outputs: int) -> bool:
