@@ -337,7 +337,8 @@ def _winograd_forward(xp: Any, x: Any, w: Any, padding: tuple, m: int) -> Any:
     out = winograd.forward(xp, x, w, padding, m, finite_only=True)
     if out is None:
         return None
-    _remember_cols(x, _winograd_key(x, padding, m), out[1])
+    if out[1] is not None:  # the NumPy-only passes keep none (their weight gradient remakes V chunk by chunk)
+        _remember_cols(x, _winograd_key(x, padding, m), out[1])
     return out[0]
 
 
@@ -347,7 +348,10 @@ def _winograd_input(xp: Any, x: Any, padding: tuple, m: int) -> Any:
     v = _recall_cols(x, _winograd_key(x, padding, m))
     if v is not None:
         return v
-    return winograd.input_transform(xp, x, padding, m) if _finite(xp, x) else None
+    if not _finite(xp, x):
+        return None
+    # the NumPy-only weight gradient makes V chunk by chunk itself: an empty marker, not the whole batch's V
+    return xp.empty((0, 0, 0), x.dtype) if winograd._numpy_only(xp) else winograd.input_transform(xp, x, padding, m)
 
 
 def _whole_window(x_hw: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple,

@@ -66,8 +66,21 @@ def applicable(w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, g
 
 def _combine(xp: Any, coeffs: Any, terms: list, out: Any, scratch: Any) -> Any:
     """``out = sum(c * t)`` over the nonzero ``coeffs``: adds and subtracts for +-1, one multiply
-    into ``scratch`` otherwise, no temporaries."""
-    first = True
+    into ``scratch`` otherwise, no temporaries; the first two +-1 terms in one pass (every F(2x2)
+    transform row has two: half the sweeps of copying the first term, then adding the second)."""
+    pairs = [(c, term) for c, term in zip(coeffs, terms) if c != 0]
+    signs = tuple(c for c, _ in pairs[:2])
+    if len(signs) == 2 and all(c in (1, -1) for c in signs) and signs != (-1, -1):
+        # the first two terms in one pass (a - b, a + b or b - a: the same bits as copying, then adding)
+        (c1, t1), (c2, t2) = pairs[0], pairs[1]
+        if c1 == 1:
+            (xp.add if c2 == 1 else xp.subtract)(t1, t2, out=out)
+        else:
+            xp.subtract(t2, t1, out=out)
+        coeffs, terms = [c for c, _ in pairs[2:]], [t for _, t in pairs[2:]]
+        first = False
+    else:
+        first = True
     for c, term in zip(coeffs, terms):
         if c == 0:
             continue
@@ -106,6 +119,28 @@ def input_transform(xp: Any, x: Any, padding: tuple, m: int) -> Any:
         parallel_for(lambda start, stop: kernel(x, bt, m, padding[0], padding[2], th, tw, v, start, stop),
                      n * th * tw, _MIN_TILES)
         return v
+    v = xp.empty((a, a, n, th, tw, c), dtype=x.dtype)
+    _by_images(xp, lambda i0, i1: _input_transform_into(xp, x[i0:i1], padding, m, th, tw, bt, v[:, :, i0:i1]), n,
+               a * a * th * tw * c)
+    return v.reshape(a * a, n * th * tw, c)
+
+
+_MIN_ELEMENTS_PER_THREAD = 1 << 18  # NumPy transform work below which the images stay on one thread
+
+
+def _by_images(xp: Any, fn: Any, n: int, per_image: int) -> None:
+    """``fn(i0, i1)`` over chunks of the ``n`` images on ember's threads (NumPy's ufuncs release the GIL), or at
+    once for other namespaces: the NumPy-only install's transforms use both cores, as the kernels do."""
+    if xp is not np:
+        fn(0, n)
+        return
+    parallel_for(fn, n, max(1, _MIN_ELEMENTS_PER_THREAD // max(1, per_image)))
+
+
+def _input_transform_into(xp: Any, x: Any, padding: tuple, m: int, th: int, tw: int, bt: Any, v: Any) -> None:
+    """The NumPy input transform of images ``x`` (n, C, H, W) into ``v`` (a, a, n, th, tw, C)."""
+    a = m + 2
+    n, c, h, w = x.shape
     hp, wp = m * th + 2, m * tw + 2
     padded = xp.empty((n, hp, wp, c), dtype=x.dtype)  # channels last; only the borders are zeroed
     top, left = padding[0], padding[2]
@@ -119,13 +154,11 @@ def input_transform(xp: Any, x: Any, padding: tuple, m: int) -> Any:
     scratch = xp.empty((n, th, wp, c), dtype=x.dtype)
     for i in range(a):
         _combine(xp, bt[i], rows_in, rows[i], scratch)
-    v = xp.empty((a, a, n, th, tw, c), dtype=x.dtype)
     scratch = scratch[:, :, :tw]
     for i in range(a):
         cols_in = [rows[i][:, :, j:j + m * tw:m] for j in range(a)]
         for j in range(a):
             _combine(xp, bt[j], cols_in, v[i, j], scratch)
-    return v.reshape(a * a, n * th * tw, c)
 
 
 def weight_transform(xp: Any, g: Any, m: int) -> Any:
@@ -183,17 +216,23 @@ def output_transform(xp: Any, mt: Any, n: int, oh: int, ow: int, m: int) -> Any:
         parallel_for(lambda start, stop: kernel(mt, at, th, tw, y, start, stop), n * th * tw, _MIN_TILES)
         return y
     mm = mt.reshape(a, a, n, th, tw, o)
-    half = xp.empty((m, a, n, th, tw, o), dtype=mt.dtype)
-    scratch = xp.empty((n, th, tw, o), dtype=mt.dtype)
-    for i in range(m):
-        for j in range(a):
-            _combine(xp, at[i], [mm[k, j] for k in range(a)], half[i, j], scratch)
-    y = xp.empty((n, th, m, tw, m, o), dtype=mt.dtype)
-    for i in range(m):
-        for j in range(m):
-            _combine(xp, at[j], [half[i, k] for k in range(a)], y[:, :, i, :, j], scratch)
-    y = y.reshape(n, th * m, tw * m, o)[:, :oh, :ow]
-    return xp.ascontiguousarray(y.transpose(0, 3, 1, 2))
+    out = xp.empty((n, o, oh, ow), dtype=mt.dtype)
+
+    def run(i0: int, i1: int) -> None:  # images [i0, i1)
+        k = i1 - i0
+        half = xp.empty((m, a, k, th, tw, o), dtype=mt.dtype)
+        scratch = xp.empty((k, th, tw, o), dtype=mt.dtype)
+        for i in range(m):
+            for j in range(a):
+                _combine(xp, at[i], [mm[q, j, i0:i1] for q in range(a)], half[i, j], scratch)
+        y = xp.empty((k, th, m, tw, m, o), dtype=mt.dtype)
+        for i in range(m):
+            for j in range(m):
+                _combine(xp, at[j], [half[i, q] for q in range(a)], y[:, :, i, :, j], scratch)
+        out[i0:i1] = y.reshape(k, th * m, tw * m, o)[:, :oh, :ow].transpose(0, 3, 1, 2)
+
+    _by_images(xp, run, n, a * a * th * tw * o)
+    return out
 
 
 def _products(xp: Any, v: Any, u: Any) -> Any:
@@ -248,6 +287,15 @@ def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int, finite_only: bool =
     if kernels is None:
         if finite_only and not bool(xp.isfinite(x.sum())):
             return None
+        if _numpy_only(xp):  # image chunks whose transforms stay in cache; no V kept (the weight gradient's chunks
+            y = xp.empty((n, o, oh, ow), dtype=x.dtype)  # remake theirs, in cache too)
+
+            def chunk(i0: int, i1: int) -> None:
+                v = input_transform(xp, x[i0:i1], padding, m)
+                y[i0:i1] = output_transform(xp, _products(xp, v, u), i1 - i0, oh, ow, m)
+
+            _by_chunks(chunk, n, th * tw * (m + 2) ** 2 * max(c, o))
+            return y, None
         v = input_transform(xp, x, padding, m)
         return output_transform(xp, _products(xp, v, u), n, oh, ow, m), v
     k_in, k_out = kernels
@@ -298,9 +346,11 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
     a = m + 2
     n, o, oh, ow = g.shape
     th, tw = -(-oh // m), -(-ow // m)
-    if v is None:
+    if _numpy_only(xp):
+        v = None  # made chunk by chunk below (conv.py passes an empty marker)
+    elif v is None:
         v = input_transform(xp, x, padding, m)
-    c, tiles = v.shape[2], v.shape[1]
+    c, tiles = x.shape[1], n * th * tw
     kernels = _fused(xp, "winograd_grad_output")
     if kernels is not None:
         dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
@@ -325,6 +375,8 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
     else:
         if finite_only and not bool(xp.isfinite(g.sum())):
             return None
+        if _numpy_only(xp):
+            return _weight_grad_by_chunks(x, g, padding, m, th, tw, at, gm)
         kernel = native_kernel(xp, "winograd_grad_output")
         if kernel is not None:
             dm = xp.empty((a * a, tiles, o), dtype=g.dtype)
@@ -345,20 +397,25 @@ def _grad_output_transform(xp: Any, g: Any, at: Any, m: int, th: int, tw: int) -
     """``dM = A dY A^T`` for every m x m block of the NCHW output gradient, as (a*a, T, O)."""
     a = m + 2
     n, o, oh, ow = g.shape
-    gy = xp.zeros((n, th * m, tw * m, o), dtype=g.dtype)  # tiles past the output's edge: zero
-    gy[:, :oh, :ow] = g.transpose(0, 2, 3, 1)
-    gy = gy.reshape(n, th, m, tw, m, o)
-    # dM = A dY A^T, A = (A^T)^T: first along tile columns, then rows.
-    half = xp.empty((m, a, n, th, tw, o), dtype=g.dtype)
-    scratch = xp.empty((n, th, tw, o), dtype=g.dtype)
-    for i in range(m):
-        terms = [gy[:, :, i, :, j] for j in range(m)]
-        for k in range(a):
-            _combine(xp, at[:, k], terms, half[i, k], scratch)
     dm = xp.empty((a, a, n, th, tw, o), dtype=g.dtype)
-    for k in range(a):
-        for q in range(a):
-            _combine(xp, at[:, k], [half[i, q] for i in range(m)], dm[k, q], scratch)
+
+    def run(i0: int, i1: int) -> None:  # images [i0, i1)
+        n_ = i1 - i0
+        gy = xp.zeros((n_, th * m, tw * m, o), dtype=g.dtype)  # tiles past the output's edge: zero
+        gy[:, :oh, :ow] = g[i0:i1].transpose(0, 2, 3, 1)
+        gy = gy.reshape(n_, th, m, tw, m, o)
+        # dM = A dY A^T, A = (A^T)^T: first along tile columns, then rows.
+        half = xp.empty((m, a, n_, th, tw, o), dtype=g.dtype)
+        scratch = xp.empty((n_, th, tw, o), dtype=g.dtype)
+        for i in range(m):
+            terms = [gy[:, :, i, :, j] for j in range(m)]
+            for k in range(a):
+                _combine(xp, at[:, k], terms, half[i, k], scratch)
+        for k in range(a):
+            for q in range(a):
+                _combine(xp, at[:, k], [half[i, q] for i in range(m)], dm[k, q, i0:i1], scratch)
+
+    _by_images(xp, run, n, a * a * th * tw * o)
     return dm.reshape(a * a, n * th * tw, o)
 
 
@@ -440,4 +497,50 @@ def fused_weight_grad(x: Any, g: Any, padding: tuple, m: int, finite_only: bool 
     parallel_for(run, n, _min_images(th * tw, a, c, o))
     if bad:
         return None
+    return _kernel_gradient(np, [parts[k] for k in sorted(parts)], gm, a, c, o)
+
+
+# ---- the NumPy-only install: image chunks whose transforms and products stay in L2 ------------------------------
+CHUNK_BYTES = 1 << 20  # a chunk's transformed tiles (the largest of V, M, dM)
+
+
+def _numpy_only(xp: Any) -> bool:
+    """Whether the NumPy transforms run (no numba kernels): then the passes go by image chunks."""
+    return xp is np and native_kernel(xp, "winograd_input") is None
+
+
+def _by_chunks(fn: Any, n: int, per_image_elements: int) -> None:
+    """``fn(i0, i1)`` over chunks of images of about ``CHUNK_BYTES`` of transformed tiles each, the chunks shared
+    out over ember's threads with BLAS on one thread (whole-batch transforms wrote and read back arrays 8-16x L2:
+    256 x 64 x 8x8 at F(2x2), one thread, forward 30 -> 21 ms; 256 KB chunks measured slower, the Python calls per
+    chunk; docs/cpu-performance.md, "conv15")."""
+    size = max(1, CHUNK_BYTES // (4 * max(1, per_image_elements)))
+
+    def run(start: int, stop: int) -> None:
+        for i0 in range(start, stop, size):
+            fn(i0, min(stop, i0 + size))
+
+    blas_for(run, n, size, np)
+
+
+def _weight_grad_by_chunks(x: Any, g: Any, padding: tuple, m: int, th: int, tw: int, at: Any, gm: Any) -> Any:
+    """The NumPy-only weight gradient: per image chunk, ``V`` and ``dM`` made and ``V^T dM`` added into the
+    thread's sum (chunks in image order within a thread; the threads' sums added in order)."""
+    a = m + 2
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    parts: dict[int, Any] = {}
+
+    def run(start: int, stop: int) -> None:
+        mine = np.zeros((a * a, c, o), dtype=g.dtype)
+        size = max(1, CHUNK_BYTES // (4 * th * tw * a * a * max(c, o)))
+        for i0 in range(start, stop, size):
+            i1 = min(stop, i0 + size)
+            v = input_transform(np, x[i0:i1], padding, m)
+            dm = _grad_output_transform(np, g[i0:i1], at, m, th, tw)
+            for p in range(a * a):
+                mine[p] += v[p].T @ dm[p]
+        parts[start] = mine
+
+    blas_for(run, n, 1, np)
     return _kernel_gradient(np, [parts[k] for k in sorted(parts)], gm, a, c, o)

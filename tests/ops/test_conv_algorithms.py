@@ -152,3 +152,21 @@ def test_nonfinite_inputs_take_the_direct_path() -> None:
         np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
         finite = np.isfinite(b)
         np.testing.assert_allclose(a[finite], b[finite], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_numpy_only_winograd_by_image_chunks(threads, monkeypatch) -> None:
+    """Without the numba kernels the Winograd passes run by image chunks (one image each here, over 1 or 3 of
+    ember's threads) and keep no V for the weight gradient: every pass against torch in float64, float32 bounds."""
+    monkeypatch.setattr(conv_winograd, "native_kernel", lambda xp, name: None)
+    monkeypatch.setattr(conv, "native_kernel", lambda xp, name: None)
+    monkeypatch.setattr(conv_winograd, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(_config, "CPU_THREADS", threads)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((5, 16, 7, 9)).astype(np.float32)
+    w = (rng.standard_normal((20, 16, 3, 3)) / 12).astype(np.float32)
+    g = rng.standard_normal((5, 20, 7, 9)).astype(np.float32)
+    assert conv.winograd_tile(np, x.shape, w.shape, (1, 1), (1,) * 4, (1, 1), 1, np.float32) == 2
+    for got, want in zip(_ember_all(x, w, g, padding=1), _torch_all(x, w, g, padding=1)):
+        assert got.dtype == np.float32
+        assert np.abs(got - want).max() <= 2e-6 * np.abs(want).max()
