@@ -96,7 +96,7 @@ class Executable:
 
             nodes = fuse_nodes(nodes, keep, xp)
             # Adam's bias corrections: one scalar kernel per step, not one per parameter (equal step counts)
-            nodes = share_scalar.share_scalar_kernels(nodes)
+            nodes = share_scalar.share_scalar_kernels(nodes, lambda n: _node_callable(n, device_xp(n, xp))[0])
         if memory:
             from ember.graph.passes.memory import plan_buffers
 

@@ -21,7 +21,7 @@ def _train(share: bool, monkeypatch, dtype=ember.float32, warm_only_first: int =
     """Parameters after compiled Adam steps of a 3-parameter model (``warm_only_first`` eager steps first in
     which only the first weight gets a gradient, so the step counts differ when the graph is traced)."""
     if not share:
-        monkeypatch.setattr(share_scalar, "share_scalar_kernels", lambda nodes: list(nodes))
+        monkeypatch.setattr(share_scalar, "share_scalar_kernels", lambda nodes, callable_of=None: list(nodes))
     rng = np.random.default_rng(0)
     w1 = ember.tensor(rng.standard_normal((6, 5)), dtype=dtype, requires_grad=True)
     w2 = ember.tensor(rng.standard_normal((5,)), dtype=dtype, requires_grad=True)
@@ -50,7 +50,12 @@ def _train(share: bool, monkeypatch, dtype=ember.float32, warm_only_first: int =
 def test_compiled_adam_bias_corrections_run_once_with_the_same_bits(dtype, monkeypatch):
     params, losses, counts, fn = _train(True, monkeypatch, dtype)
     shared = _shared_nodes(fn)
-    assert len(shared) == 1 and shared[0].attrs["ops"].endswith(" x3"), [n.attrs for n in fn.last.executable.nodes]
+    assert shared and all(n.attrs["ops"].endswith(" x3") for n in shared), [n.attrs for n in shared]
+    # no scalar computation over the step counts is left per parameter (the fused kernels and, since torch's
+    # one-rounding arithmetic, the host pow of each count)
+    scalar_only = [n for n in fn.last.executable.nodes if n not in shared and n.outputs
+                   and all(o.shape == () for o in n.outputs) and all(getattr(v, "shape", ()) == () for v in n.inputs)]
+    assert not scalar_only, scalar_only
     assert counts == [6.0, 6.0, 6.0]
     monkeypatch.undo()
     with pytest.MonkeyPatch.context() as mp:
@@ -111,3 +116,25 @@ def test_only_kernels_over_graph_states_and_scalars_are_grouped():
     outs = [g.add_node(OPS["exp"], (g.add_node(OPS["add"], (s, 1.0), {})[0],), {})[0] for s in (a, b)]
     nodes = share_scalar.share_scalar_kernels(fuse_nodes(g.nodes, {o.id for o in outs}, np))
     assert [n.attrs["ops"] for n in nodes] == ["add+exp", "add+exp"]  # not 0-d: left alone
+
+
+def test_any_pure_scalar_op_is_grouped_by_its_literals_and_chains() -> None:
+    """With the executor's node callables, plain ops group too (a host pow of each step count), keyed by their
+    literal inputs (0.9 ** s and 0.999 ** s never share), and a group may read an earlier group's outputs."""
+    from ember.graph.executor import Executable, _node_callable
+
+    g = Graph()
+    s1, s2 = g.add_input((), ember.float64), g.add_input((), ember.float64)
+    outs = []
+    for s in (s1, s2):
+        (p1,) = g.add_node(OPS["pow"], (0.9, s), {})
+        (p2,) = g.add_node(OPS["pow"], (0.999, s), {})
+        (d,) = g.add_node(OPS["sub"], (p1, p2), {})  # reads the pow groups' outputs
+        outs += [p1, p2, d]
+    nodes = share_scalar.share_scalar_kernels(g.nodes, lambda n: _node_callable(n, np)[0])
+    assert sorted(n.attrs.get("ops", "") for n in nodes) == ["shared(pow) x2", "shared(pow) x2", "shared(sub) x2"]
+    g.outputs = outs
+    for a, b in ((3.0, 3.0), (3.0, 5.0)):
+        got = Executable(g, outs, fuse=True).run([np.asarray(a), np.asarray(b)])
+        want = [0.9 ** a, 0.999 ** a, 0.9 ** a - 0.999 ** a, 0.9 ** b, 0.999 ** b, 0.9 ** b - 0.999 ** b]
+        np.testing.assert_allclose([float(v) for v in got], want, rtol=1e-15)

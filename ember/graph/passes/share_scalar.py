@@ -27,37 +27,57 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ember.graph.ir import Node
+from ember.graph.ir import Node, Value
 from ember.ops.registry import OpDef
 
 
-def _key(node: Node) -> tuple | None:
-    """What makes two fused nodes the same computation (their kernel's source and the dtypes it runs on),
-    or None when the node cannot join a group."""
-    if node.op.category != "fused" or not node.inputs:
+def _key(node: Node, general: bool) -> tuple | None:
+    """What makes two nodes the same computation, or None when the node cannot join a group: a fused kernel
+    (its source and dtypes), or with ``general`` any pure op (the record, its attributes and literal inputs);
+    every input and output 0-d."""
+    op = node.op
+    if op.random or op.side_effect or op.category in ("control", "state") or not node.inputs:
         return None
-    for v in node.inputs:
-        # a Value made by no node: a graph input, state or constant (available before any node runs)
-        if getattr(v, "node", 0) is not None or v.shape != ():
-            return None
+    if isinstance(op.impl, SharedScalarKernel):  # a group is never a member: its doc names only its lead's kernel
+        return None
     if any(o.shape != () for o in node.outputs):
         return None
-    return (node.op.doc, tuple(v.dtype for v in node.inputs), tuple(o.dtype for o in node.outputs))
+    literals = []
+    for k, v in enumerate(node.inputs):
+        if isinstance(v, Value):
+            if v.shape != ():
+                return None
+        elif isinstance(v, (int, float, bool)) or v is None:
+            literals.append((k, type(v).__name__, repr(v)))
+        else:
+            return None
+    if op.category == "fused":
+        what: tuple = ("fused", op.doc)
+    elif general:
+        try:
+            attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
+        except TypeError:
+            return None
+        what = ("op", id(op), attrs)
+    else:
+        return None
+    dtypes = tuple(v.dtype for v in node.inputs if isinstance(v, Value))
+    return what + (tuple(literals), dtypes, tuple(o.dtype for o in node.outputs))
 
 
 class SharedScalarKernel:
     """``kernel(xp, *inputs_of_member_0, *inputs_of_member_1, ...)``: every member's outputs, in order; the
-    kernel runs once per distinct set of input bytes."""
+    computation runs once per distinct set of input bytes. ``run(xp, *inputs)`` computes one member."""
 
-    def __init__(self, kernel: Any, n_inputs: int, n_outputs: int, members: int) -> None:
-        self.kernel, self.n_inputs, self.n_outputs, self.members = kernel, n_inputs, n_outputs, members
+    def __init__(self, run: Any, n_inputs: int, n_outputs: int, members: int) -> None:
+        self.run, self.n_inputs, self.n_outputs, self.members = run, n_inputs, n_outputs, members
 
     def __call__(self, xp: Any, *arrays: Any) -> tuple:
-        k, kernel = self.n_inputs, self.kernel
+        k, run = self.n_inputs, self.run
         results: list = []
         seen: dict = {}  # input bytes -> that member's results
         for j in range(self.members):
@@ -67,7 +87,7 @@ class SharedScalarKernel:
             if done is not None:  # copies: a later node may write into its input's buffer
                 results.extend(r.copy() for r in done)
                 continue
-            out = kernel(xp, *ins)
+            out = run(xp, *ins)
             out = (out,) if self.n_outputs == 1 else tuple(out)
             if key is not None:
                 seen[key] = out
@@ -75,27 +95,53 @@ class SharedScalarKernel:
         return tuple(results)
 
 
-def share_scalar_kernels(nodes: Sequence[Node]) -> list[Node]:
-    """``nodes`` with each set of two or more identical scalar kernels over graph states (see the module
-    docstring) replaced by one shared node at the place of the group's first member."""
+def _group_once(nodes: list[Node], callable_of: Callable[[Node], Any] | None) -> list[Node] | None:
+    """One round of grouping (None: nothing grouped). A member joins its group's first member when every input
+    it reads exists at that place (made by an earlier node, or by none)."""
+    made_at = {o.id: k for k, n in enumerate(nodes) for o in n.outputs}
+    position = {id(n): k for k, n in enumerate(nodes)}
     groups: dict[tuple, list[Node]] = {}
     for node in nodes:
-        key = _key(node)
+        key = _key(node, callable_of is not None)
         if key is not None:
             groups.setdefault(key, []).append(node)
     first: dict[int, Node] = {}
     grouped: set[int] = set()
     for members in groups.values():
+        lead = members[0]
+        at = position[id(lead)]
+        members = [m for m in members if all(made_at.get(v.id, -1) < at for v in m.inputs if isinstance(v, Value))]
         if len(members) < 2:
             continue
-        lead = members[0]
-        kernel = SharedScalarKernel(lead.op.impl, len(lead.inputs), len(lead.outputs), len(members))
-        label = f"shared({lead.attrs.get('ops', 'fused')}) x{len(members)}"
-        op = OpDef(name="fused", category="fused", impl=kernel, doc=f"{label}\n{lead.op.doc}")
-        shared = Node(op, tuple(v for m in members for v in m.inputs), {"ops": label},
+        values = [v for v in lead.inputs if isinstance(v, Value)]
+        if lead.op.category == "fused":
+            kernel = lead.op.impl
+            run: Any = kernel
+        else:
+            call = callable_of(lead)  # type: ignore[misc]  # takes the Value inputs' arrays (literals bound)
+            run = lambda xp, *ins, _call=call: _call(*ins)  # noqa: E731
+        shared_kernel = SharedScalarKernel(run, len(values), len(lead.outputs), len(members))
+        name = lead.attrs.get("ops", lead.op.name) if lead.op.category == "fused" else lead.op.name
+        label = f"shared({name}) x{len(members)}"
+        op = OpDef(name="fused", category="fused", impl=shared_kernel, doc=f"{label}\n{lead.op.doc}")
+        shared = Node(op, tuple(v for m in members for v in m.inputs if isinstance(v, Value)), {"ops": label},
                       tuple(o for m in members for o in m.outputs))
         first[id(lead)] = shared
         grouped.update(id(m) for m in members)
     if not grouped:
-        return list(nodes)
+        return None
     return [first[id(n)] if id(n) in first else n for n in nodes if id(n) not in grouped or id(n) in first]
+
+
+def share_scalar_kernels(nodes: Sequence[Node], callable_of: Callable[[Node], Any] | None = None) -> list[Node]:
+    """``nodes`` with each set of two or more identical scalar computations (see the module docstring) replaced
+    by one shared node at the place of the group's first member. Fused kernels are grouped; with
+    ``callable_of`` (the executor's node-to-callable), any pure op with 0-d inputs and outputs too (a host
+    ``pow`` of each parameter's step count), and groups chain: a member may read an earlier group's outputs."""
+    current = list(nodes)
+    for _ in range(8):  # each round can only group nodes whose inputs an earlier round grouped
+        grouped = _group_once(current, callable_of)
+        if grouped is None:
+            break
+        current = grouped
+    return current
