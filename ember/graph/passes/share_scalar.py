@@ -9,10 +9,13 @@ states' bytes each run and runs the kernel once per distinct input, copying the 
 (``-0.0`` and ``0.0``, or two NaN payloads, count as different: each such input runs its own kernel). The
 eager optimizer does the same per parameter group (``ember/optim/compiled_update.py``).
 
-Only kernels whose inputs are all 0-d states or graph inputs (no node makes them, so the group can run where
-its first member ran) and whose outputs are all 0-d are grouped; each group's members keep their own output
-values, so the rest of the graph is unchanged. Runs before memory planning: a grouped step count is written
-back by the executor's copy rather than in place (one 0-d copy).
+Grouped: fused kernels of one source, and (given the executor's node callables) any pure op of one record,
+attributes and literal inputs, whose inputs and outputs are all 0-d: since torch's one-rounding Adam, the step
+count's ``add+to_dtype``, a host ``pow`` per correction and the ``sub+div`` reading it. A member joins its group's
+first member when every input it reads exists there (a graph state, or the output of an earlier node or group), so
+groups chain over rounds; a group never joins another. Each member keeps its own output values, so the rest of
+the graph is unchanged. Runs before memory planning: a grouped step count is written back by the executor's copy
+rather than in place (one 0-d copy).
 
 Example:
     >>> import numpy as np, ember
