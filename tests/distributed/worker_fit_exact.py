@@ -93,7 +93,9 @@ class Permutation(Sampler):
     epoch = 0
 
     def __iter__(self):
-        return iter(np.random.default_rng(7 + Permutation.epoch).permutation(N).tolist())
+        generator = ember.Generator()  # DistributedSampler's shuffle: torch's randperm seeded seed + epoch
+        generator.manual_seed(7 + Permutation.epoch)
+        return iter(ember.randperm(N, generator=generator).tolist())
 
     def __len__(self):
         return N
