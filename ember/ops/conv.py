@@ -190,7 +190,8 @@ INDIRECT_WEIGHT_MAX_PAIRS = 8192
 
 
 def _direct(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tuple, groups: int, dtype: Any) -> bool:
-    """Whether the forward and input gradient run as direct convolutions (``conv_direct``: ember's AVX-512
+    """Whether the input gradient (and the forward, where ``_indirect`` does not take it: output rows under
+    ``INDIRECT_MIN_WIDTH``) run as direct convolutions (``conv_direct``: ember's AVX-512
     micro-kernel on the padded input, no columns): float32, one group, stride 1, a kernel of 2+ taps, 16+
     channels each way, output rows of ``DIRECT_MIN_WIDTH``+ pixels, on CPUs with the kernel; not with
     ``EMBER_CONV_ALGORITHM=im2col``. Measured faster than Winograd F(4x4) and im2col on such layers (MNIST's
@@ -442,10 +443,10 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
     m = fused_winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
     if m:
         return f"{prefix}winograd F{m} fused"
-    if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
-        return prefix + "direct"
     if _indirect(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         return prefix + "indirect"
+    if _direct(xp, _padded_shape(x_shape, padding), w_shape, stride, dilation, groups, dtype):
+        return prefix + "direct"
     if _tap_sum(xp, x_shape, w_shape, stride, groups, dtype):
         return prefix + "tap-sum"
     m = winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
@@ -529,10 +530,13 @@ def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
         out = winograd.fused_forward(x, w, padding, m, finite_only=True)
         if out is not None:
             return out
-    if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
-        return direct.forward(xp, x, w, padding, dilation)
+    # the indirect forward before the direct one: one K loop of C*kh*kw in registers per tile instead of a tile load
+    # and store per tap (one thread, Intel Xeon: 64 x 16 x 16x16 -> 64 3.4 ms against 4.6, 32 x 16 x 56x56 -> 16
+    # 6.0 against 7.5, 64 x 24 x 14x14 -> 48 3.0 against 3.7; on the Zen 5 3-15%: docs/cpu-performance.md, "conv15")
     if _indirect(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return indirect.forward(xp, x, w, stride, padding, dilation)
+    if _direct(xp, _padded_shape(x.shape, padding), w.shape, stride, dilation, groups, x.dtype):
+        return direct.forward(xp, x, w, padding, dilation)
     # an inf weight would miss the 0 * inf = NaN torch makes where its tap reads padding: such weights go on
     if _tap_sum(xp, x.shape, w.shape, stride, groups, x.dtype) and _finite(xp, w):
         return tap_sum.forward(xp, x, w, padding, dilation)

@@ -62,9 +62,12 @@ def test_direct_kernels_match_torch(xs: tuple, ws: tuple, padding: tuple, dilati
 @pytest.mark.parametrize("xs, ws, padding", [((3, 16, 14, 14), (64, 16, 3, 3), 1), ((2, 16, 11, 13), (20, 16, 3, 3), 2),
                                              ((2, 24, 12, 10), (16, 24, 1, 3), (0, 1))])
 def test_conv2d_takes_the_direct_path_and_matches_torch(xs: tuple, ws: tuple, padding) -> None:
-    """Through F.conv2d (bias included): conv.py picks ``direct`` and every gradient agrees with torch."""
+    """Through F.conv2d (bias included): conv.py runs the input gradient ``direct`` (the forward ``indirect`` where
+    the output rows are 12+ wide, conv15) and every gradient agrees with torch."""
     pad = (padding, padding) if isinstance(padding, int) else padding
-    assert conv.algorithm(np, xs, ws, (1, 1), (pad[0], pad[0], pad[1], pad[1]), (1, 1), 1, np.float32) == "direct"
+    padding4 = (pad[0], pad[0], pad[1], pad[1])
+    assert conv.algorithm(np, xs, ws, (1, 1), padding4, (1, 1), 1, np.float32) in ("direct", "indirect")
+    assert conv._direct(np, conv._padded_shape(xs, padding4), ws, (1, 1), (1, 1), 1, np.float32)
     rng = np.random.default_rng(1)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in (xs, ws, ws[:1]))
     ex, ew, eb = (ember.tensor(a, requires_grad=True) for a in (x, w, b))
@@ -82,7 +85,9 @@ def test_conv2d_takes_the_direct_path_and_matches_torch(xs: tuple, ws: tuple, pa
 
 def test_the_choice_rule() -> None:
     f32 = np.float32
-    assert conv.algorithm(np, (64, 16, 14, 14), (64, 16, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32) == "direct"
+    assert conv.algorithm(np, (64, 16, 10, 10), (64, 16, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32) == "direct"
+    # output rows of 12+ run the indirect forward (faster: conv15), the direct input gradient
+    assert conv.algorithm(np, (64, 16, 14, 14), (64, 16, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32) == "indirect"
     # 3x3 layers with 32+ channels each way run the fused Winograd kernels (MNIST's conv2: conv15)
     if conv_winograd.fused_available(np):
         choice = conv.algorithm(np, (64, 32, 14, 14), (64, 32, 3, 3), (1, 1), (1,) * 4, (1, 1), 1, f32)
@@ -130,7 +135,7 @@ def test_inf_nan(where: str, value: float, monkeypatch) -> None:
     target = {"x": x, "w": w, "g": g}[where]
     for position in ([(3, 5, 0, 2), (7, 2, 1, 1)] if where == "w" else [(0, 0, 0, 11), (1, 3, 5, 6)]):
         target[position] = value  # x, g: one on the last column (next to the dropped ones), one inside
-    assert conv.algorithm(np, x.shape, w.shape, (1, 1), (1,) * 4, (1, 1), 1, np.float32) == "direct"
+    assert conv._direct(np, conv._padded_shape(x.shape, (1,) * 4), w.shape, (1, 1), (1, 1), 1, np.float32)
     mine = _conv_and_grads(x, w, g)
     monkeypatch.setattr(_config, "CONV_ALGORITHM", "im2col")
     reference = _conv_and_grads(x, w, g)

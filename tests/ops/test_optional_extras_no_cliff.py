@@ -117,9 +117,9 @@ def _conv_winograd_train() -> Callable:
 
 
 def _conv_direct_train() -> Callable:
-    """A 3x3 layer with 16 input channels on 16x16 maps: the direct kernels (forward, input gradient) with numba
-    on an AVX-512 CPU (32+ channels each way run the fused Winograd kernels, the case above), Winograd F(2x2) in
-    NumPy without."""
+    """A 3x3 layer with 16 input channels on 16x16 maps: the direct kernel's input gradient (the forward runs
+    indirect) with numba on an AVX-512 CPU (32+ channels each way run the fused Winograd kernels, the case above),
+    Winograd F(2x2) in NumPy without."""
     x = ember.tensor(_data((64, 16, 16, 16)), requires_grad=True)
     w = ember.tensor(_data((64, 16, 3, 3)) * 0.05, requires_grad=True)
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
