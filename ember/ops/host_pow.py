@@ -25,8 +25,15 @@ from ember.ops.registry import OpDef, register
 _POW = np.frompyfunc(lambda a, b: float(a) ** float(b), 2, 1)
 
 
+def _host(value: Any) -> np.ndarray:
+    """A device array copied to the host explicitly (``.get()``, as CuPy), numbers and NumPy arrays as they are."""
+    if not isinstance(value, np.ndarray) and hasattr(value, "get"):
+        value = value.get()
+    return np.asarray(value, dtype=np.float64)
+
+
 def _impl(xp: Any, x: Any, y: Any) -> Any:
-    out = _POW(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    out = _POW(_host(x), _host(y))
     return xp.asarray(np.asarray(out, dtype=np.float64))
 
 
