@@ -1,7 +1,8 @@
 """Activation modules: ReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax, LeakyReLU, ELU, PReLU, ...
 
-Each forwards to the function of the same name in ``ember.nn.functional``; ``inplace=`` is accepted
-for PyTorch compatibility and computed out of place.
+Each forwards to the function of the same name in ``ember.nn.functional`` (looked up per call, so fx and
+``__torch_function__`` see it); ``inplace=True`` writes the result into the input, as PyTorch's modules do
+(``x + block(x)`` with a leading ``ReLU(inplace=True)`` in ``block`` adds ``relu(x)``).
 
 Example:
     >>> import ember
@@ -31,7 +32,7 @@ class _Simple(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return getattr(F, self._fn)(input)
+        return getattr(F, self._fn)(input, inplace=self.inplace)  # inplace=True writes into input, as torch
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
@@ -98,7 +99,7 @@ class LeakyReLU(Module):
         self.negative_slope, self.inplace = negative_slope, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.leaky_relu(input, self.negative_slope)
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
@@ -110,7 +111,7 @@ class ELU(Module):
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.elu(input, self.alpha)
+        return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
@@ -118,7 +119,7 @@ class ELU(Module):
 
 class CELU(ELU):
     def forward(self, input: Tensor) -> Tensor:
-        return F.celu(input, self.alpha)
+        return F.celu(input, self.alpha, self.inplace)
 
 
 class GELU(Module):
@@ -163,7 +164,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
@@ -175,7 +176,7 @@ class Threshold(Module):
         self.threshold, self.value, self.inplace = threshold, value, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.threshold(input, self.threshold, self.value)
+        return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")

@@ -21,7 +21,7 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training)
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -31,14 +31,14 @@ class Dropout1d(Dropout):
     """Zero whole channels of (N, C, L) or (C, L) input."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout1d(input, self.p, self.training)
+        return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(Dropout):
     """Zero whole channels of (N, C, H, W) or (C, H, W) input."""
 
     def forward(self, input: Tensor) -> Tensor:
-        return F.dropout2d(input, self.p, self.training)
+        return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(Dropout):

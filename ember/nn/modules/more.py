@@ -376,7 +376,7 @@ class Dropout3d(Module):
 
 class FeatureAlphaDropout(Dropout3d):
     def forward(self, input: Tensor) -> Tensor:
-        return F.feature_alpha_dropout(input, self.p, self.training)
+        return F.feature_alpha_dropout(input, self.p, self.training, self.inplace)
 
 
 # ---- distances and losses -----------------------------------------------------------------------------------------
