@@ -40,12 +40,17 @@ def _as_list(value: Any) -> list:
 
 
 def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
-    from ember import creation
-
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
         if g is None:
+            data = out._data
+            if data.__class__ is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
+                # a CPU float scalar (loss.backward()): the seed without the checks below (none can fail)
+                grads.append(_tensor_class()._make(np.ones((), data.dtype), out._device, False))
+                continue
+            from ember import creation  # noqa: PLC0415 - creation imports the Tensor, which imports autograd
+
             if out.numel() != 1:
                 raise RuntimeError(
                     f"grad can be implicitly created only for scalar outputs; got an output of shape "
@@ -63,6 +68,8 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
             else:  # devices, graphs under construction: the factory knows their arrays
                 g = creation.ones_like(out)
         else:
+            from ember import creation  # noqa: PLC0415 - (as above)
+
             if not hasattr(g, "_data"):
                 g = creation.tensor(g, dtype=out.dtype, device=out.device)
             if tuple(g.shape) != tuple(out.shape):

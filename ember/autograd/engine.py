@@ -65,10 +65,14 @@ def _accumulate(buffers: dict, key: int, index: int, size: int, grad: Any) -> No
     slot[index] = grad if current is None else current + grad
 
 
+_NO_IDS: frozenset = frozenset()
+
+
 class GraphTask:
     """One backward pass in progress on this thread: what ``register_multi_grad_hook`` asks about.
 
-    ``reachable`` holds the ids of the nodes (and leaves) reachable from the roots; with captures
+    ``reachable`` holds the ids of the nodes (and leaves) reachable from the roots (a set or the engine's dict of
+    dependency counts keyed by them); with captures
     (``autograd.grad``, ``backward(inputs=...)``) only the nodes on a path to a captured gradient run
     (``needed``) and only captured leaves get their hooks, as in PyTorch.
     """
@@ -165,12 +169,20 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             node, index = _edge_of(t)
             capture_keys.setdefault((id(node), index), []).append(i)
 
-    # 1. Count, for every node reachable from the roots, how many edges point at it.
-    dependencies: dict[int, int] = {}
-    root_edges = [_edge_of(t) for t in roots]
-    root_nodes = list({id(e[0]): e[0] for e in root_edges}.values())  # a root given twice is walked once
+    # 1. Count, for every node reachable from the roots, how many edges point at it. The roots enter with 0
+    # (one of them may be reached from another); the dict's keys are then the ids of every reachable node.
+    if len(roots) == 1:  # (loss.backward(): one root, no comprehensions)
+        root = roots[0]
+        fn = root.grad_fn
+        root_edges = [(fn, root._output_nr) if fn is not None else (root, 0)]
+        root_nodes = [root_edges[0][0]]
+        dependencies: dict[int, int] = {id(root_nodes[0]): 0}
+    else:
+        root_edges = [_edge_of(t) for t in roots]
+        root_nodes = list({id(e[0]): e[0] for e in root_edges}.values())  # a root given twice is walked once
+        dependencies = {id(n): 0 for n in root_nodes}
     stack = list(root_nodes)
-    seen = {id(n) for n in stack}
+    get = dependencies.get
     while stack:
         node = stack.pop()
         if isinstance(node, Tensor):
@@ -180,24 +192,30 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 continue
             child = edge[0]
             key = id(child)
-            if key in dependencies:
-                dependencies[key] += 1
-            else:
+            count = get(key)
+            if count is None:
                 dependencies[key] = 1
-            if key not in seen:
-                seen.add(key)
                 stack.append(child)
+            else:
+                dependencies[key] = count + 1
     # With captures, only what leads to a captured gradient runs (PyTorch's exec_info).
-    captured_ids = {key for key, _ in capture_keys}
+    captured_ids = {key for key, _ in capture_keys} if capture_keys else _NO_IDS
     needed = _needed_nodes(root_nodes, captured_ids, Tensor) if capture is not None else None
-    _LOCAL.task = GraphTask(seen, needed, captured_ids)
+    _LOCAL.task = GraphTask(dependencies, needed, captured_ids)
 
     # 2. Seed the buffers with the root gradients.
     buffers: dict[int, list] = {}
-    for (node, index), grad in zip(root_edges, root_grads):
+    if len(root_edges) == 1:
+        node, index = root_edges[0]
         size = 1 if isinstance(node, Tensor) else node.num_outputs
-        _accumulate(buffers, id(node), index, size, grad)
-    ready = [n for n in root_nodes if dependencies.get(id(n), 0) == 0]
+        slot = buffers[id(node)] = [None] * size
+        slot[index] = root_grads[0]
+        ready = [node]  # (a single root has no edge into it)
+    else:
+        for (node, index), grad in zip(root_edges, root_grads):
+            size = 1 if isinstance(node, Tensor) else node.num_outputs
+            _accumulate(buffers, id(node), index, size, grad)
+        ready = [n for n in root_nodes if dependencies[id(n)] == 0]
 
     accumulate = accumulate_into_grad and capture is None
     anomaly = anomaly_mode.STATE.enabled
@@ -309,8 +327,8 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                         # A leaf finishes at once, in edge order (PyTorch runs AccumulateGrad first).
                         leaf_grads = buffers.pop(key, None)
                         if needed is None or key in captured_ids:
-                            _finish_leaf(child, _tensor(leaf_grads[0]) if leaf_grads else None, capture_keys,
-                                         captured, accumulate)
+                            _finish_leaf(child, leaf_grads[0] if leaf_grads else None, capture_keys, captured,
+                                         accumulate)
                     else:
                         ready.append(child)
     finally:
@@ -351,8 +369,18 @@ def _materialize(node: Any, grads: list) -> list:
 
 
 def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None, accumulate: bool) -> None:
+    """The gradient (a tensor, or an array rule's NumPy array) arriving at a leaf: its hooks, a capture, ``.grad``."""
     if grad is None:
         return
+    if grad.__class__ is np.ndarray:
+        if accumulate and not leaf._hooks and not grad_mode.STATE.enabled:  # (no hook needs a tensor)
+            _accumulate_array(leaf, grad)
+            post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
+            if post_hooks:
+                for hook in tuple(post_hooks):
+                    hook(leaf)
+            return
+        grad = _tensor(grad)
     for hook in leaf._hooks or ():
         replaced = hook(grad)
         if replaced is not None:
@@ -401,6 +429,29 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
                 return
         leaf.grad._data += grad._data
         leaf.grad._bump()
+
+
+def _accumulate_array(leaf: Any, data: Any) -> None:
+    """``_accumulate_into_grad`` for a NumPy gradient outside ``create_graph`` (no Tensor around it first)."""
+    shape, leaf_shape = data.shape, leaf._data.shape
+    if shape != leaf_shape and tuple(shape) != tuple(leaf_shape):
+        raise RuntimeError(
+            f"backward: gradient of shape {tuple(shape)} does not match leaf of shape {tuple(leaf_shape)}"
+        )
+    current = leaf.grad
+    if current is None:
+        if not _owned(data):
+            data = data.copy()  # never alias a buffer that something else may still hold
+        leaf.grad = Tensor._make(data, leaf._device, False)
+        return
+    if interpreters.GRAPHS.count:  # graph building: the gradients may be graph values
+        from ember.ops.dispatch import is_symbolic  # noqa: PLC0415 - dispatch imports this package
+
+        if is_symbolic(current):
+            current.add_(_tensor(data))
+            return
+    current._data += data
+    current._bump()
 
 
 def _tensor_class() -> type:

@@ -205,11 +205,20 @@ class ArrayCtx:
     def inputs(self) -> tuple:
         inputs = self._inputs
         if inputs is None:
-            name = self.node.op.name
+            node = self.node
             values = []
-            for i, s in enumerate(self.node.saved or ()):
+            dtype = self.dtype
+            for i, s in enumerate(node.saved or ()):
                 if s.__class__ is SavedTensor:
-                    s = self._check(s.array(name, f"input {i}", self.node))
+                    if s.unpack_hook is None and s.vc[0] == s.version:  # (s.array's checks, inlined: they pass)
+                        s = s.data if s.is_output else s.tensor._data
+                    else:
+                        s = s.array(node.op.name, f"input {i}", node)
+                    if type(s) is not np.ndarray:
+                        raise NotArrayable
+                    d = s.dtype
+                    if d is not dtype and d != dtype and d.kind in "fcV":
+                        raise NotArrayable
                 values.append(s)
             inputs = self._inputs = tuple(values)
         return inputs
@@ -226,12 +235,16 @@ class ArrayCtx:
         return self._check(saved.array(self.node.op.name, "output", self.node))
 
     def _check(self, array: Any) -> Any:
-        if type(array) is not np.ndarray or (array.dtype != self.dtype and array.dtype.kind in "fcV"):
+        if type(array) is not np.ndarray:
+            raise NotArrayable
+        d = array.dtype
+        if d is not self.dtype and d != self.dtype and d.kind in "fcV":
             raise NotArrayable
         return array
 
 
 _ARRAY_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOAT32, _FLOAT64 = _ARRAY_DTYPES  # (NumPy's own arrays carry these very objects: an identity test first)
 
 
 class Node:
@@ -478,16 +491,21 @@ class OpNode(Node):
             if type(g) is not np.ndarray:  # vmap's batched values run the batched array rules (their level's)
                 rules = getattr(type(g), "array_input_grads", None) if batched else None
                 return None if rules is None else g.array_input_grads(self, grads)
-        if g is None or (self.saved is None and self.op.save != "none") or g.dtype not in _ARRAY_DTYPES:
+        op = self.op
+        if g is None or (self.saved is None and op.save != "none"):
             return None  # freed: apply() raises the error
+        dtype = g.dtype
+        if dtype is not _FLOAT32 and dtype is not _FLOAT64 and dtype not in _ARRAY_DTYPES:
+            return None
         # a multi-output op's array rule takes the first output's gradient: the others must have none (a
         # non-differentiable second output, as cross entropy's log-softmax)
-        if self.op.array_vjp is not None and (self.num_outputs == 1 or all(x is None for x in grads[1:])):
+        single = self.num_outputs == 1
+        if op.array_vjp is not None and (single or all(x is None for x in grads[1:])):
             # a multi-output node recorded under vmap (cross entropy as the loss of vmap(grad(...))) takes its
             # level's batched rules below: its plain array rule would not see the batch and fall back to dispatch
-            if self.num_outputs == 1 or not batched or self._batched_saved() is None:
+            if single or not batched or self._batched_saved() is None:
                 try:
-                    return self.op.array_input_grads(ArrayCtx(self, g.dtype), g)
+                    return op.array_input_grads(ArrayCtx(self, dtype), g)
                 except NotArrayable:
                     pass
         if not batched:

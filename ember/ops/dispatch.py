@@ -115,6 +115,9 @@ def _record_node(op: OpDef, args: tuple, attrs: dict, nondiff: tuple, save: str)
 
 
 _NEEDS_ONE, _NEEDS_NONE, _NO_EDGE, _NO_META, _SAVED_NONE = (True,), (False,), (None,), (None,), (None,)
+_NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))  # [a needs][b needs]
+_SAVED_NONE_TWO = (None, None)
+_NONDIFF_TWO: dict = {}  # id(op.nondiff_inputs) -> (that tuple, input 0 in it, input 1 in it)
 
 
 def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
@@ -142,6 +145,51 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
             node.saved = (None,) if isinstance(a, Tensor) else (a,)
         else:
             node.saved = _SAVED_NONE
+    elif len(args) == 2:  # two inputs (binary ops, matmul, gather, getitem by a tensor): _record_node unrolled
+        a, b = args
+        a_off = b_off = False
+        if nondiff:  # which of the two take no gradient (looked up once per record)
+            entry = _NONDIFF_TWO.get(id(nondiff))
+            if entry is None or entry[0] is not nondiff:
+                entry = _NONDIFF_TWO[id(nondiff)] = (nondiff, 0 in nondiff, 1 in nondiff)
+            a_off, b_off = entry[1], entry[2]
+        a_tensor = isinstance(a, Tensor)
+        if a_tensor:
+            a_meta = a._data.shape
+            if a._requires_grad and not a_off:
+                fn = a.grad_fn
+                a_edge = (fn, a._output_nr) if fn is not None else (a, 0)
+            else:
+                a_edge = None
+        else:
+            a_meta = a_edge = None
+        b_tensor = isinstance(b, Tensor)
+        if b_tensor:
+            b_meta = b._data.shape
+            if b._requires_grad and not b_off:
+                fn = b.grad_fn
+                b_edge = (fn, b._output_nr) if fn is not None else (b, 0)
+            else:
+                b_edge = None
+        else:
+            b_meta = b_edge = None
+        a_needs, b_needs = a_edge is not None, b_edge is not None
+        node = OpNode(op, attrs, (a_edge, b_edge), (a_meta, b_meta), _NEEDS_TWO[a_needs][b_needs])
+        if _anomaly.STATE.enabled:  # detect_anomaly: keep where this op was called from
+            _anomaly.record(node)
+        if save == "none":
+            node.saved = _SAVED_NONE_TWO
+        elif save == "cross":  # each input only for the other's gradient
+            node.saved = ((SavedTensor(a) if b_needs else None) if a_tensor else a,
+                          (SavedTensor(b) if a_needs else None) if b_tensor else b)
+        elif save == "inputs" or save == "both":
+            node.saved = (SavedTensor(a) if a_tensor else a, SavedTensor(b) if b_tensor else b)
+        elif save == "first":
+            node.saved = (SavedTensor(a) if a_tensor else a, None if b_tensor else b)
+        elif save == "after_first":
+            node.saved = (None, SavedTensor(b) if b_tensor else b)
+        else:
+            node.saved = _SAVED_NONE_TWO
     else:
         node, needs = _record_node(op, args, attrs, nondiff, save)
     if len(outputs) > 1:

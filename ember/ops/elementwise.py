@@ -937,6 +937,13 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
+    lo, hi = min.__class__, max.__class__
+    if (lo is float or lo is int or min is None) and (hi is float or hi is int or max is None) and \
+            (min is not None or max is not None) and input._data.dtype.kind == "f":
+        # a float tensor with Python number bounds (x.clamp(min=0)): the result keeps the tensor's dtype, nothing
+        # to promote or range-check (float16 included; bfloat16's kind is "V" and takes the path below)
+        return dispatch.unary(CLAMP, input, {"min": min} if max is None else (
+            {"max": max} if min is None else {"min": min, "max": max}))
     if min is None and max is None:
         raise RuntimeError("clamp: at least one of 'min' or 'max' must not be None")
     if isinstance(min, dispatch.Tensor) or isinstance(max, dispatch.Tensor):

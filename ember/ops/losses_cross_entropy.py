@@ -197,9 +197,14 @@ CROSS_ENTROPY_BACKWARD = register(OpDef(
 def fusable(input: Any, target: Any, weight: Any, label_smoothing: float) -> bool:
     """Whether ``cross_entropy`` can take the fused op: (N, C) float32/float64 logits, (N,) int64
     class indices, no class weights, no label smoothing."""
-    return (weight is None and label_smoothing <= 0 and input.ndim == 2 and target.ndim == 1
-            and input.dtype in (dtypes.float32, dtypes.float64) and target.dtype is dtypes.int64
-            and target.shape[0] == input.shape[0] and input.shape[1] > 0)
+    if weight is not None or label_smoothing > 0:
+        return False
+    x, t = input._data, target._data  # (arrays, or a graph's symbolic values: NumPy dtypes either way)
+    return (x.ndim == 2 and t.ndim == 1 and (x.dtype == _FLOAT32 or x.dtype == _FLOAT64) and t.dtype == _INT64
+            and t.shape[0] == x.shape[0] and x.shape[1] > 0)
+
+
+_FLOAT32, _FLOAT64, _INT64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
 
 
 def cross_entropy_fused(input: Any, target: Any, ignore_index: int, reduction: str) -> tuple:

@@ -32,7 +32,7 @@ from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable, named_backward, torch_named
-from ember.ops.movement import PAD
+from ember.ops.movement import PAD, index_range, take_by_index
 from ember.ops.linalg import _matmul_impl
 from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
 
@@ -201,10 +201,24 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         return x.copy()
     if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16/bfloat16: float32 math, rounded once (PyTorch's)
         return _softmax_impl(xp, x.astype(xp.float32), dim).astype(x.dtype)
-    shifted = x - x.max(axis=dim, keepdims=True)
-    e = xp.exp(shifted)
-    e /= e.sum(axis=dim, keepdims=True)
+    shifted = x - _max_kept(x, dim)
+    e = xp.exp(shifted, out=shifted)
+    e /= _sum_kept(e, dim)
     return e
+
+
+def _max_kept(x: Any, dim: int) -> Any:
+    """``x.max(axis=dim, keepdims=True)``: NumPy's own reduction called directly on a NumPy array (the method's
+    Python wrapper costs ~1 us of a small softmax; same function, same bits)."""
+    return _MAX_REDUCE(x, axis=dim, keepdims=True) if x.__class__ is np.ndarray else x.max(axis=dim, keepdims=True)
+
+
+def _sum_kept(x: Any, dim: int) -> Any:
+    """``x.sum(axis=dim, keepdims=True)``, as :func:`_max_kept`."""
+    return _ADD_REDUCE(x, axis=dim, keepdims=True) if x.__class__ is np.ndarray else x.sum(axis=dim, keepdims=True)
+
+
+_MAX_REDUCE, _ADD_REDUCE = np.maximum.reduce, np.add.reduce
 
 
 def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
@@ -222,8 +236,8 @@ def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         else:
             shifted -= xp.log(total)
         return shifted.astype(low)
-    shifted = x - x.max(axis=dim, keepdims=True)
-    shifted -= xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+    shifted = x - _max_kept(x, dim)
+    shifted -= xp.log(_sum_kept(xp.exp(shifted), dim))
     return shifted
 
 
@@ -982,8 +996,9 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm:
         if not -num <= padding_idx < num:
             raise ValueError(f"embedding: padding_idx {padding_idx} must be within num_embeddings ({num})")
         padding_idx %= num
-    if input.numel() and not dispatch.is_symbolic(input):  # traced indices have no values to check
-        lo, hi = int(input.min()), int(input.max())
+    bounds = index_range(input)  # (None for traced indices: no values to check)
+    if bounds is not None:
+        lo, hi = bounds
         if lo < 0 or hi >= num:
             raise IndexError(f"embedding: index {hi if hi >= num else lo} is out of range for a weight with "
                              f"{num} rows (valid: 0..{num - 1})")
@@ -991,7 +1006,7 @@ def embedding(input: Any, weight: Any, padding_idx: int | None = None, max_norm:
         _embedding_renorm(weight, input, max_norm, norm_type)
     if scale_grad_by_freq and weight.requires_grad and grad_mode.STATE.enabled:
         weight = _scale_rows_grad(weight, input)
-    out = weight[input]
+    out = take_by_index(weight, 0, input)  # weight[input]
     if padding_idx is not None and weight.requires_grad:
         keep = (input != padding_idx).unsqueeze(-1).to(weight.dtype)
         # Same values, but the padding rows' contribution reaches weight only through a detached copy.

@@ -13,6 +13,7 @@ from ember import dtypes, return_types
 from ember.ops import dispatch, elementwise
 from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.registry import OPS, OpDef, Spec, register
+from ember.ops.array_views import broadcast_view
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
@@ -120,11 +121,12 @@ MEAN = register(OpDef(
 
 def _expand_reduced_array(g: Any, in_shape: tuple, dims: tuple | None, keepdim: bool) -> Any:
     """``expand_reduced`` on a NumPy array (the array gradient rules of sum and mean)."""
-    if not keepdim:
+    if not keepdim and g.ndim:  # (a 0-d gradient, of a full reduction, broadcasts as it is: the same view)
         shape = _reduced_shape(in_shape, dims, True)
         if g.shape != shape:
             g = g.reshape(shape)
-    return g if g.shape == tuple(in_shape) else np.broadcast_to(g, in_shape)
+    in_shape = tuple(in_shape)
+    return g if g.shape == in_shape else broadcast_view(g, in_shape)
 
 
 def _mean_array_vjp(ctx: Any, g: Any) -> Any:

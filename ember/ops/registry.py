@@ -154,7 +154,20 @@ class OpDef:
         needs, shapes = ctx.needs, ctx.input_meta
         vjp = self.array_vjp
         if vjp.__class__ is tuple:
-            result = [rule(ctx, grad) if need and rule is not None else None for rule, need in zip(vjp, needs)]
+            if len(vjp) == 1 and len(needs) == 1:  # one input (unary ops, reductions, views): no lists
+                rule = vjp[0]
+                if rule is None or not needs[0]:
+                    return (None,)
+                g = rule(ctx, grad)
+                if g is None:
+                    return (None,)
+                shape = shapes[0]
+                if g.shape != shape:
+                    g = OPS["sum_to"].impl(np, g, tuple(shape))
+                return (g if type(g) is np.ndarray else np.asarray(g),)  # NumPy gives scalars for 0-d results
+            result = []
+            for rule, need in zip(vjp, needs):
+                result.append(rule(ctx, grad) if need and rule is not None else None)
         else:
             result = list(vjp(ctx, grad))
         for i, g in enumerate(result):

@@ -13,7 +13,8 @@ from ember import dtypes
 from ember.autograd.node import torch_named
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
-    SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, infer_shape)
+    SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, index_range, infer_shape,
+    take_by_index)
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching, unsigned_ops, value_check
 from ember.onnx import emitters as to_onnx
@@ -403,7 +404,7 @@ def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, spli
     if split_size_or_sections is None:
         split_size_or_sections = split_size
     d = tensor._dim(dim, "split")
-    size = tensor.shape[d]
+    size = tensor._data.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0:
@@ -426,7 +427,7 @@ def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, spli
 def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
     if chunks <= 0:
         raise RuntimeError(f"chunk: expects `chunks` to be greater than 0, got: {chunks}")
-    size = input.shape[input._dim(dim, "chunk")]
+    size = input._data.shape[input._dim(dim, "chunk")]
     step = -(-size // chunks) if chunks > 0 else size
     return split(input, max(step, 1), dim)
 
@@ -586,13 +587,14 @@ def index_select(input: Any, dim: int, index: Any) -> Any:
     _integer_index("index_select", index)
     if index.ndim > 1:
         raise IndexError(f"index_select: index must be 0-D or 1-D, got shape {tuple(index.shape)}")
-    size = input.shape[d]
-    if index.numel() and not dispatch.is_symbolic(index):
-        lo, hi = int(index.min()), int(index.max())
+    size = input._data.shape[d]
+    bounds = index_range(index)
+    if bounds is not None:
+        lo, hi = bounds
         if hi >= size or lo < 0:  # PyTorch refuses negative indices here (unlike x[index])
             raise IndexError(f"index_select: index {hi if hi >= size else lo} is out of range for dimension {d} "
                              f"with size {size} (input shape {tuple(input.shape)})")
-    out = getitem(input, (slice(None),) * d + (index.reshape(-1),))
+    out = take_by_index(input, d, index if index._data.ndim == 1 else index.reshape(-1))
     return out if out.grad_fn is None else torch_named(out, "IndexSelectBackward0")
 
 
@@ -719,11 +721,12 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
 def _multi_output_views(outs: list, name: str) -> tuple:
     """Mark the views of a multi-view function: PyTorch forbids in-place changes of them (with grad)."""
     if dispatch.grad_mode.STATE.enabled:
+        node_name = name + "Backward0"  # torch's one node of all the pieces: SplitBackward0, ...
         for i, out in enumerate(outs):
             if out._base is not None and out._view_fn[1] is None:
                 out._view_fn = (out._view_fn[0], ("multi", name, i))
             if out.grad_fn is not None:
-                torch_named(out, f"{name}Backward0")  # torch's one node of all the pieces: SplitBackward0, ...
+                torch_named(out, node_name)
     return tuple(outs)
 
 
