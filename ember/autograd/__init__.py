@@ -43,42 +43,44 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
-        if g is None:
+        if g is None and not interpreters.GRAPHS.count:
             data = out._data
             if data.__class__ is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
                 # a CPU float scalar (loss.backward()): the seed without the checks below (none can fail)
                 grads.append(_tensor_class()._make(np.ones((), data.dtype), out._device, False))
                 continue
-            from ember import creation  # noqa: PLC0415 - creation imports the Tensor, which imports autograd
-
-            if out.numel() != 1:
-                raise RuntimeError(
-                    f"grad can be implicitly created only for scalar outputs; got an output of shape "
-                    f"{tuple(out.shape)}. Pass gradient= (backward) or grad_outputs= (autograd.grad) with a tensor "
-                    "of that shape, or reduce it first, e.g. loss.sum().backward()."
-                )
-            if out.dtype.is_complex:
-                raise RuntimeError("grad can be implicitly created only for real scalar outputs; this output is "
-                                   f"{out.dtype}: take a real loss first (z.abs(), z.real) or pass gradient=")
-            data = out._data
-            if interpreters.GRAPHS.count and interpreters.SUBCLASSES.level.owns(out):
-                g = interpreters.SUBCLASSES.level.seed(out)  # aten.ones_like, seen by a dispatch mode or subclass
-            elif data.__class__ is np.ndarray:  # a CPU tensor (the common case): the seed without the factory
-                g = _tensor_class()._make(np.ones(data.shape, data.dtype), out._device, False)
-            else:  # devices, graphs under construction: the factory knows their arrays
-                g = creation.ones_like(out)
-        else:
-            from ember import creation  # noqa: PLC0415 - (as above)
-
-            if not hasattr(g, "_data"):
-                g = creation.tensor(g, dtype=out.dtype, device=out.device)
-            if tuple(g.shape) != tuple(out.shape):
-                raise RuntimeError(f"backward: mismatch in shape: gradient has shape {tuple(g.shape)} but the output "
-                                   f"has shape {tuple(out.shape)}")
-            if not create_graph:
-                g = g.detach().clone()  # the engine may take ownership of root buffers
-        grads.append(g)
+        grads.append(_root_grad(out, g, create_graph))
     return grads
+
+
+def _root_grad(out: Any, g: Any, create_graph: bool) -> Any:
+    """The seed of one root: ones for a scalar output (checked), or the given gradient (checked, copied)."""
+    from ember import creation  # noqa: PLC0415 - creation imports the Tensor, which imports autograd
+
+    if g is None:
+        if out.numel() != 1:
+            raise RuntimeError(
+                f"grad can be implicitly created only for scalar outputs; got an output of shape "
+                f"{tuple(out.shape)}. Pass gradient= (backward) or grad_outputs= (autograd.grad) with a tensor "
+                "of that shape, or reduce it first, e.g. loss.sum().backward()."
+            )
+        if out.dtype.is_complex:
+            raise RuntimeError("grad can be implicitly created only for real scalar outputs; this output is "
+                               f"{out.dtype}: take a real loss first (z.abs(), z.real) or pass gradient=")
+        data = out._data
+        if interpreters.GRAPHS.count and interpreters.SUBCLASSES.level.owns(out):
+            return interpreters.SUBCLASSES.level.seed(out)  # aten.ones_like, seen by a dispatch mode or subclass
+        if data.__class__ is np.ndarray:  # a CPU tensor (the common case): the seed without the factory
+            return _tensor_class()._make(np.ones(data.shape, data.dtype), out._device, False)
+        return creation.ones_like(out)  # devices, graphs under construction: the factory knows their arrays
+    if not hasattr(g, "_data"):
+        g = creation.tensor(g, dtype=out.dtype, device=out.device)
+    if tuple(g.shape) != tuple(out.shape):
+        raise RuntimeError(f"backward: mismatch in shape: gradient has shape {tuple(g.shape)} but the output "
+                           f"has shape {tuple(out.shape)}")
+    if not create_graph:
+        g = g.detach().clone()  # the engine may take ownership of root buffers
+    return g
 
 
 def _check_roots(outputs: list) -> None:

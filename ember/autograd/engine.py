@@ -433,6 +433,9 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
 
 def _accumulate_array(leaf: Any, data: Any) -> None:
     """``_accumulate_into_grad`` for a NumPy gradient outside ``create_graph`` (no Tensor around it first)."""
+    if interpreters.GRAPHS.count:  # graph building: .grad may be a graph value (the tensor path handles it)
+        _accumulate_into_grad(leaf, _tensor(data))
+        return
     shape, leaf_shape = data.shape, leaf._data.shape
     if shape != leaf_shape and tuple(shape) != tuple(leaf_shape):
         raise RuntimeError(
@@ -444,12 +447,6 @@ def _accumulate_array(leaf: Any, data: Any) -> None:
             data = data.copy()  # never alias a buffer that something else may still hold
         leaf.grad = Tensor._make(data, leaf._device, False)
         return
-    if interpreters.GRAPHS.count:  # graph building: the gradients may be graph values
-        from ember.ops.dispatch import is_symbolic  # noqa: PLC0415 - dispatch imports this package
-
-        if is_symbolic(current):
-            current.add_(_tensor(data))
-            return
     current._data += data
     current._bump()
 
