@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np  # np.errstate: a mean over only ignored targets is 0/0 (NaN, as PyTorch)
 
 from ember.autograd import grad_mode
-from ember import dtypes
 from ember.ops import batching, dispatch, elementwise as ew
 from ember.ops.nn_ops import _log_softmax_impl, log_softmax
 from ember.ops.registry import OpDef, Spec, register
