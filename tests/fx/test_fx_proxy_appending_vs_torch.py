@@ -110,7 +110,7 @@ def test_multiple_tracers_refused():
 def _through_models(lib):
     nn = lib.nn
     return {
-        "relu": nn.ReLU(), "sigmoid": nn.Sigmoid(), "tanh": nn.Tanh(), "silu": nn.SiLU(), "gelu": nn.GELU(),
+        "relu": nn.ReLU(), "relu6": nn.ReLU6(), "sigmoid": nn.Sigmoid(), "tanh": nn.Tanh(), "silu": nn.SiLU(), "gelu": nn.GELU(),
         "hardswish": nn.Hardswish(), "mish": nn.Mish(), "leaky": nn.LeakyReLU(0.2), "elu": nn.ELU(),
         "softmax": nn.Softmax(dim=1), "log_softmax": nn.LogSoftmax(dim=1), "softplus": nn.Softplus(),
         "linear": nn.Linear(4, 3), "conv": nn.Conv2d(2, 3, 3), "layer_norm": nn.LayerNorm(4),

@@ -78,3 +78,11 @@ def test_out_of_place_default_keeps_input():
     x = ember.tensor([-1.0, 2.0])
     y = ember.nn.ReLU()(x)
     assert y is not x and x.tolist() == [-1.0, 2.0]
+
+
+def test_relu6_is_a_hardtanh_as_torch():
+    for lib in LIBS.values():
+        m = lib.nn.ReLU6(inplace=True)
+        assert isinstance(m, lib.nn.Hardtanh) and (m.min_val, m.max_val) == (0.0, 6.0)
+        assert repr(m) == "ReLU6(inplace=True)" and repr(lib.nn.ReLU6()) == "ReLU6()"
+        np.testing.assert_array_equal(lib.nn.ReLU6()(lib.tensor([-1.0, 3.0, 7.0])).numpy(), [0.0, 3.0, 6.0])

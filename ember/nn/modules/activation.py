@@ -42,10 +42,6 @@ class ReLU(_Simple):
     _fn = "relu"
 
 
-class ReLU6(_Simple):
-    _fn = "relu6"
-
-
 class SELU(_Simple):
     _fn = "selu"
 
@@ -168,6 +164,16 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    """``Hardtanh(0, 6)``, as PyTorch defines it (``isinstance(m, nn.Hardtanh)`` holds; fx records ``hardtanh``)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
 class Threshold(Module):
