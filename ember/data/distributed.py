@@ -21,6 +21,8 @@ import numpy as np
 
 from ember.data.sampler import Sampler, T_co
 from ember import distributed as dist
+from ember.creation import randperm
+from ember.random import Generator
 
 
 class DistributedSampler(Sampler[T_co]):
@@ -55,11 +57,9 @@ class DistributedSampler(Sampler[T_co]):
         n = len(self.dataset)
         if self.shuffle:
             # torch's shuffle exactly (a generator seeded seed + epoch, randperm), so a job gets torch's batches
-            import ember
-
-            generator = ember.Generator()
+            generator = Generator()
             generator.manual_seed(self.seed + self.epoch)
-            indices = ember.randperm(n, generator=generator).numpy()
+            indices = randperm(n, generator=generator).numpy()
         else:
             indices = np.arange(n)
         if not self.drop_last:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.distributed import watchdog
-from ember.distributed.process_group import ProcessGroup, _mpi, default_group
+from ember.distributed.process_group import _WORLD, ProcessGroup, _mpi, default_group
 from ember.device import CPU
 from ember.tensor import Tensor
 
@@ -94,8 +94,6 @@ class Work:
 
 def _gloo_ops(group: Any) -> Any:
     """The socket engine's operations when ``group`` (None: the default group) is a 'gloo' group, else None."""
-    from ember.distributed.process_group import _WORLD
-
     g = _WORLD[0] if group is None else group
     if getattr(g, "backend", None) == "gloo":
         from ember.distributed.gloo import ops

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.distributed.collectives import all_gather_object
 from ember.distributed.process_group import ProcessGroup
 
 
@@ -39,8 +40,6 @@ def choose(device: Any, group: ProcessGroup) -> str:
     where = (socket.gethostname(), _gpu_id(device)) if nccl is not None else None
     # A collective on every rank (CPU ones too), so that all get the same answer or the same error.
     if group.backend == "gloo":
-        from ember.distributed.collectives import all_gather_object
-
         everyone = [None] * group.size()
         all_gather_object(everyone, (device.type, where), group=group)
     else:

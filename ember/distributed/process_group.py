@@ -93,6 +93,13 @@ GroupMember = _GroupMember
 _WORLD: list[ProcessGroup | None] = [None]
 
 
+def _gloo_rendezvous() -> Any:
+    """The socket engine's rendezvous module, imported on first use: its groups import this module (a cycle)."""
+    from ember.distributed.gloo import rendezvous
+
+    return rendezvous
+
+
 def init_process_group(backend: str | None = None, init_method: str | None = None, timeout: Any = None,
                        world_size: int = -1, rank: int = -1, store: Any = None, group_name: str = "",
                        pg_options: Any = None, device_id: Any = None) -> None:
@@ -115,9 +122,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     backend = _choose_backend(backend)
     limit = _check_timeout(timeout, "init_process_group")
     if backend == "gloo":
-        from ember.distributed.gloo import rendezvous
-
-        group = rendezvous.init(init_method, rank, world_size, store, limit)
+        group = _gloo_rendezvous().init(init_method, rank, world_size, store, limit)
         _WORLD[0] = group
         GroupMember.WORLD = group
         return
@@ -215,9 +220,7 @@ def new_group(ranks: Sequence[int] | None = None, timeout: Any = None, backend: 
     if bad:
         raise ValueError(f"new_group: ranks {bad} are outside the world of {size} process(es)")
     if world.backend == "gloo":
-        from ember.distributed.gloo import rendezvous
-
-        made = rendezvous.new_group(world, members, _check_timeout(timeout, "new_group") if timeout is not None
+        made = _gloo_rendezvous().new_group(world, members, _check_timeout(timeout, "new_group") if timeout is not None
                                     else world.timeout)
         return GroupMember.NON_GROUP_MEMBER if made is None else made
     MPI = _mpi()
@@ -241,9 +244,7 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         return
     if target.backend == "gloo":
         if target is _WORLD[0]:
-            from ember.distributed.gloo import rendezvous
-
-            rendezvous.shutdown(target)
+            _gloo_rendezvous().shutdown(target)
     else:
         target.comm.Free()
     if target is _WORLD[0]:

@@ -89,12 +89,15 @@ _LOW29 = np.uint64((1 << 29) - 1)
 _MID29 = np.uint64(1 << 28)  # a float64 whose 29 dropped bits are 1000...0 lies on a float32 rounding midpoint
 
 
-def _fma32_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+def _fma32_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The float32 path on NumPy arrays, fast: the float64 sum rounded to float32 is already right unless it
     landed exactly on a float32 midpoint (or in float32's subnormal range), which only those elements
-    recompute with the round-to-odd method. In cache-sized pieces."""
-    out = np.empty(a.shape, dtype=np.float32)
-    fa, fb, fc, fo = a.reshape(-1), b.reshape(-1), c.reshape(-1), out.reshape(-1)
+    recompute with the round-to-odd method. In cache-sized pieces; each piece reads all its inputs before it
+    writes, so ``out`` may be one of the inputs (a compiled optimizer's update in place)."""
+    if out is None:
+        out = np.empty(a.shape, dtype=np.float32)
+    fa, fb, fc = a.reshape(-1), b.reshape(-1), c.reshape(-1)
+    fo = out.reshape(-1)  # a view: `out` is contiguous (fresh, or a planner-chosen state of this shape)
     n = fo.size
     s = np.empty(min(n, _CHUNK), dtype=np.float64)
     low = np.empty(s.size, dtype=np.uint64)
@@ -103,15 +106,17 @@ def _fma32_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         piece = s[:stop - start]
         np.multiply(fa[start:stop], fb[start:stop], out=piece, dtype=np.float64)  # exact
         np.add(piece, fc[start:stop], out=piece, dtype=np.float64)
-        fo[start:stop] = piece
         bits = np.bitwise_and(piece.view(np.uint64), _LOW29, out=low[:stop - start])
         suspect = np.equal(bits, _MID29)
-        tiny = np.abs(fo[start:stop]).min() < 2.0 ** -125 if stop > start else False
-        if tiny:
-            suspect |= np.abs(fo[start:stop]) < 2.0 ** -125
-        if suspect.any():
-            k = np.flatnonzero(suspect) + start
-            fo[k] = _fma32(np, fa[k], fb[k], fc[k])
+        # float32's subnormal range (below 2^-126) with a margin; judged on the float64 sum, before writing
+        magnitude = np.abs(piece)
+        if magnitude.min() < 2.0 ** -124:
+            suspect |= magnitude < 2.0 ** -124
+        k = np.flatnonzero(suspect) + start if suspect.any() else None
+        fixed = _fma32(np, fa[k], fb[k], fc[k]) if k is not None else None  # read before `out` is written
+        fo[start:stop] = piece
+        if k is not None:
+            fo[k] = fixed
     return out
 
 
@@ -121,9 +126,22 @@ def _fma32(xp: Any, a: Any, b: Any, c: Any) -> Any:
     return s.astype(xp.float32)
 
 
-def fma_arrays(xp: Any, a: Any, b: Any, c: Any) -> Any:
+def fma_arrays(xp: Any, a: Any, b: Any, c: Any, out: Any = None) -> Any:
     """``a * b + c`` with one rounding for float32/float64 arrays (scalars take the arrays' dtype); other
-    dtypes (integers, complex) compute ``a * b + c`` as written."""
+    dtypes (integers, complex) compute ``a * b + c`` as written. ``out``: an array of the result's shape and
+    dtype to write into; it may be one of the inputs.
+
+    Example: fma_arrays(np, np.float32([0.1]), np.float32([3]), np.float32([1]))  # 1.3 rounded once
+    """
+    if out is not None:
+        if isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous and xp is np:
+            a, b, c = (v if isinstance(v, np.ndarray) and v.dtype == np.float32 else np.asarray(v, np.float32)
+                       for v in (a, b, c))
+            a, b, c = np.broadcast_arrays(a, b, c)
+            if a.shape == out.shape:
+                return _fma32_numpy(a, b, c, out) if out.size else out
+        xp.copyto(out, fma_arrays(xp, a, b, c), casting="unsafe")  # the whole result exists before the write
+        return out
     dt = next((v.dtype for v in (a, b, c) if hasattr(v, "dtype") and getattr(v, "ndim", 0) >= 0
                and isinstance(v, xp.ndarray)), None)
     if dt is None or dt not in (np.float32, np.float64):

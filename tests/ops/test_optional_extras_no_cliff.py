@@ -208,6 +208,28 @@ def _per_sample_grads() -> Callable:
     return lambda: step(params, x, y)
 
 
+def _relu_bias_grad_compiled() -> Callable:
+    """A compiled two-layer classifier's step (W2's shape of work): relu's gradient and the first bias's gradient
+    (its row sum) are one native pass with numba (``relu_grad_sum_rows``), four NumPy sweeps without."""
+    x = ember.tensor(_data((512, 256)).astype(np.float32))
+    w1 = ember.tensor((_data((512, 256), 1) * 0.05).astype(np.float32), requires_grad=True)
+    b1 = ember.tensor(np.zeros(512, np.float32), requires_grad=True)
+    w2 = ember.tensor((_data((10, 512), 2) * 0.05).astype(np.float32), requires_grad=True)
+    target = ember.tensor(np.arange(512) % 10)
+
+    def step():
+        for p in (w1, b1, w2):
+            p.grad = None
+        loss = F.cross_entropy(F.linear(F.linear(x, w1, b1).relu(), w2), target)
+        loss.backward()
+        return loss
+
+    compiled = ember.compile(step)
+    for _ in range(3):  # eager first call, then trace and compile (the kernels are chosen in this mode)
+        compiled()
+    return compiled
+
+
 CASES: dict[str, Callable[[], Callable]] = {
     "erf": _erf, "erfinv": _erfinv, "gelu": _gelu_train, "relu (relu_grad)": _relu_train,
     "max_pool2d 2x2 (+unpool_scatter)": _max_pool_train, "Adam step (compiled update)": _adam_step,
@@ -222,6 +244,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
     "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
+    "compiled relu + bias gradient (relu_grad_sum_rows)": _relu_bias_grad_compiled,
 }
 
 
@@ -270,7 +293,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 **{k: "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)"
                    for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
-                   for k in ("batch_norm_train", "batch_norm_backward")}}
+                   for k in ("batch_norm_train", "batch_norm_backward")},
+                "relu_grad_sum_rows": "compiled relu + bias gradient (relu_grad_sum_rows)"}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

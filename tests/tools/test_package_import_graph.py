@@ -12,8 +12,9 @@ spec = importlib.util.spec_from_file_location("import_graph", os.path.join(_ROOT
 import_graph = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(import_graph)
 
-#: ember imports inside functions (tools/import_graph.py's "ember" kind): 436 at c7efc16, 145 at a1168dc, 144 at 01330ee, 145 with vmap (aeba197, +2) and this change (-1: diagonal).
-EMBER_IMPORTS_INSIDE_FUNCTIONS = 145
+#: ember imports inside functions (tools/import_graph.py's "ember" kind): 436 at c7efc16, 145 at a1168dc, 144 at 01330ee, 145 with vmap (aeba197, +2) and this change (-1: diagonal);
+#: 147 with the gloo engine and fx.Proxy(node) (two real cycles, docs/architecture.md).
+EMBER_IMPORTS_INSIDE_FUNCTIONS = 147
 
 
 def test_no_import_cycle_spans_more_than_two_files():

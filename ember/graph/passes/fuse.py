@@ -161,7 +161,9 @@ def _fuse_nodes(nodes: Sequence[Node], keep: set, xp: Any) -> list[Node]:
             if any(i.id in reduced for i in ins):
                 ins_groups = []  # a reduced value is complete only after its kernel: start a new group
             else:
-                ins_groups = ins
+                # A group with a reduction takes in no other group (see the merge below), so a node joins a group
+                # without one first: fma(a*b from the loss's group, g, beta2*v) must not strand beta2*v alone.
+                ins_groups = sorted(ins, key=lambda v: group(v) is not None and has_reducer[group(v)])
             for i in ins_groups:
                 g = group(i)
                 if g is None:
@@ -291,7 +293,8 @@ def _resolve(xp: Any, fn: str) -> tuple[Any, str]:
     if fn in ("cast", "where", "copy"):
         return None, fn
     if fn == "fma":  # a * b + c rounded once (ember/ops/fma.py), on any array namespace
-        return (lambda a, b, c: fma_arrays(xp, a, b, c)), "plain"
+        # "out": writes into a scratch buffer or, in place, over an input (fma_arrays reads before it writes)
+        return (lambda a, b, c, out=None: fma_arrays(xp, a, b, c, out=out)), "out"
     if fn in SPECIAL:
         return special_function(xp, fn), "plain"
     f = getattr(xp, fn)
@@ -417,8 +420,8 @@ class FusedKernel:
 
     def writes_in_place(self, index: int) -> bool:
         """Whether step ``index`` can write its result over an input of its own shape and dtype
-        (NumPy ufuncs handle exact aliasing of an input and the output)."""
-        return self.calls[index][1] == "ufunc"
+        (NumPy ufuncs handle exact aliasing of an input and the output; so does ember's fma)."""
+        return self.calls[index][1] == "ufunc" or self.steps[index][1] == "fma"
 
     def _first(self, arrays: tuple) -> tuple:
         xp = self.xp

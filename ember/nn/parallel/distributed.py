@@ -36,7 +36,8 @@ from ember.ops import dispatch
 from ember.nn.modules.module import Module
 from ember.autograd import grad_mode
 from ember.autograd.engine import queue_callback
-from ember.distributed.collectives import all_gather_object, broadcast
+from ember.distributed.collectives import ReduceOp, all_gather_object, all_reduce, broadcast
+from ember.distributed.gloo.ops import all_reduce_array
 from ember.distributed.process_group import _mpi, default_group
 from ember.graph.ir import TracingError
 from ember.tensor import Tensor
@@ -259,8 +260,6 @@ class DistributedDataParallel(Module):
     def _start_host_all_reduce(self, bucket: _Bucket, what: str) -> None:
         """Start summing ``bucket.buffer`` across the group without waiting (DDP's overlap with backward)."""
         if self.process_group.backend == "gloo":  # ember's socket engine: queued on the group's worker thread
-            from ember.distributed.gloo.ops import all_reduce_array
-
             bucket.ticket = None
             bucket.work = all_reduce_array(self.process_group, bucket.buffer, what)
             return
@@ -291,8 +290,6 @@ class DistributedDataParallel(Module):
         if self.find_unused_parameters:
             usage = np.concatenate([bucket.used for bucket in self._buckets])
             if self.process_group.backend == "gloo":
-                from ember.distributed.collectives import ReduceOp, all_reduce
-
                 flags = Tensor._make(usage, _CPU, False)
                 all_reduce(flags, op=ReduceOp.MAX, group=self.process_group)
                 usage = flags._data
