@@ -76,7 +76,7 @@ _HELPERS = {"maximum": "ember_maximum", "minimum": "ember_minimum", "fmax": "emb
             "remainder": "ember_remainder", "floor_divide": "ember_floor_divide"}
 _OTHER = ("round", "negative", "positive", "abs", "absolute", "sign", "square", "reciprocal", "invert", "logical_not",
           "isnan", "isinf", "isfinite", "cast", "copy", "where", "clip")
-FUNCTIONS = frozenset((*_UNARY_MATH, *_BINARY_MATH, *_INFIX, *_HELPERS, *_OTHER))
+FUNCTIONS = frozenset((*_UNARY_MATH, *_BINARY_MATH, *_INFIX, *_HELPERS, *_OTHER, "fma"))
 
 # Device helpers shared by every generated kernel (the ``preamble``). NaN rules are NumPy's:
 # maximum/minimum propagate NaN, fmax/fmin ignore it; remainder/floor_divide are Python's (sign of
@@ -381,6 +381,13 @@ def _expression(step: Step, types: dict) -> tuple[str, np.dtype]:
         if hi is not None:
             expr = f"ember_minimum<{ct}>({expr}, {_operand(hi, types, out)})"
         return expr, out
+    if fn == "fma":  # a * b + c rounded once (ember/ops/fma.py): C's fmaf/fma, one rounding on any IEEE device
+        arrays = [t for t in in_types if isinstance(t, np.dtype)]
+        out = np.result_type(*arrays) if arrays else np.dtype("float64")  # numbers take the arrays' dtype
+        if out not in (np.dtype("float32"), np.dtype("float64")):
+            raise UnsupportedKernel(f"fma on {out} (ember's fma rounds once in float32/float64 only)")
+        name = "fmaf" if out == np.dtype("float32") else "fma"
+        return f"{name}({', '.join(_operand(o, types, out) for o in ops)})", out
     if fn in ("sum", "mean"):
         raise UnsupportedKernel("a reduction ends this group (ElementwiseKernel has no reductions)")
     if fn not in FUNCTIONS:

@@ -14,6 +14,7 @@ Example:
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,17 @@ from ember.ops import dispatch
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OpDef, register
 
-_POW = np.frompyfunc(lambda a, b: float(a) ** float(b), 2, 1)
+def _c_pow(a: float, b: float) -> float:
+    """The C library's ``pow``: ``math.pow`` calls it, but raises where C returns an IEEE special value
+    (``0 ** -1`` is inf, ``(-8) ** 0.5`` is NaN, overflow is inf); those come from NumPy, which follows C there."""
+    try:
+        return math.pow(a, b)
+    except (ValueError, OverflowError, ZeroDivisionError):
+        with np.errstate(all="ignore"):
+            return float(np.power(np.float64(a), np.float64(b)))
+
+
+_POW = np.frompyfunc(_c_pow, 2, 1)
 
 
 def _host(value: Any) -> np.ndarray:
@@ -46,5 +57,5 @@ HOST_POW = register(OpDef(
 def host_pow(x: Any, y: Any) -> Any:
     """``x ** y`` in float64 with the C library's ``pow``: a number for two numbers, else a float64 tensor."""
     if not isinstance(x, dispatch.Tensor) and not isinstance(y, dispatch.Tensor):
-        return float(x) ** float(y)
+        return _c_pow(float(x), float(y))
     return dispatch.apply(HOST_POW, (x, y))

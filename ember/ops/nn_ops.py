@@ -199,6 +199,8 @@ def _expm1(x: Any) -> Any:
 def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
     if x.size == 0:  # nothing to normalize (max() of an empty axis has no identity)
         return x.copy()
+    if x.ndim == 0:  # a 0-d array's arithmetic gives NumPy scalars, which the in-place steps below cannot write
+        return _softmax_impl(xp, x.reshape(1), 0).reshape(())
     if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16/bfloat16: float32 math, rounded once (PyTorch's)
         return _softmax_impl(xp, x.astype(xp.float32), dim).astype(x.dtype)
     shifted = x - _max_kept(x, dim)
@@ -224,6 +226,8 @@ _MAX_REDUCE, _ADD_REDUCE = np.maximum.reduce, np.add.reduce
 def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
     if x.size == 0:
         return x.copy()
+    if x.ndim == 0:  # as softmax: the in-place steps need an array
+        return _log_softmax_impl(xp, x.reshape(1), 0).reshape(())
     if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float32 math (the record is not opmath-wrapped: see below)
         low = x.dtype
         shifted = x.astype(xp.float32)
