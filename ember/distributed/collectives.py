@@ -312,6 +312,20 @@ def broadcast(tensor: Any, src: int, group: ProcessGroup | None = None, async_op
     return _run([request], finish, async_op, [tensor], touched, "broadcast", pending)
 
 
+def check_gather_into(output_tensor: Any, input_tensor: Any, n: int) -> None:
+    """``all_gather_into_tensor``'s output rule (MPI and gloo engines): stacked (n, *shape) or concatenated
+    along dim 0 (n * shape[0], ...), the input's dtype.
+
+    Example: check_gather_into(ember.empty(4, 3), ember.empty(2, 3), 2)  # passes (concatenated)
+    """
+    shape = tuple(input_tensor.shape)
+    stacked = (n,) + shape
+    concatenated = (n * shape[0],) + shape[1:] if shape else None
+    if tuple(output_tensor.shape) not in (stacked, concatenated) or output_tensor.dtype != input_tensor.dtype:
+        raise ValueError(f"all_gather_into_tensor: output must have shape {stacked} or {concatenated} and dtype "
+                         f"{input_tensor.dtype}; got {tuple(output_tensor.shape)} {output_tensor.dtype}")
+
+
 def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: ProcessGroup | None = None,
                            async_op: bool = False) -> Work | None:
     """Gather every rank's ``input_tensor`` into ``output_tensor``: stacked (world, *shape) or
@@ -321,12 +335,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Process
     _check(output_tensor, "all_gather_into_tensor")
     _check(input_tensor, "all_gather_into_tensor")
     g = default_group(group, "all_gather_into_tensor")
-    n, shape = g.size(), tuple(input_tensor.shape)
-    stacked = (n,) + shape
-    concatenated = (n * shape[0],) + shape[1:] if shape else None
-    if tuple(output_tensor.shape) not in (stacked, concatenated) or output_tensor.dtype != input_tensor.dtype:
-        raise ValueError(f"all_gather_into_tensor: output must have shape {stacked} or {concatenated} and dtype "
-                         f"{input_tensor.dtype}; got {tuple(output_tensor.shape)} {output_tensor.dtype}")
+    n = g.size()
+    check_gather_into(output_tensor, input_tensor, n)
     touched = _guard("all_gather_into_tensor", reads=[input_tensor], writes=[output_tensor])
     send = _send_view(input_tensor)
     recv = np.empty((n,) + send.shape, send.dtype)

@@ -508,3 +508,15 @@ def test_a_torch_ddp_script_runs_unchanged_under_ember_run():
     loss_t, weights_t = [float(v) for v in theirs.stdout.split()[3::3]]
     loss_e, weights_e = [float(v) for v in ours.stdout.split()[3::3]]
     assert abs(loss_e - loss_t) < 1e-5 and abs(weights_e - weights_t) < 1e-5, (theirs.stdout, ours.stdout)
+
+
+def test_all_gather_into_tensor_output_rule_is_shared_by_both_engines() -> None:
+    """One rule (collectives.check_gather_into) for MPI and gloo: stacked or dim-0 concatenated, same dtype."""
+    from ember.distributed.collectives import check_gather_into
+
+    x = ember.zeros(2, 3)
+    check_gather_into(ember.zeros(3, 2, 3), x, 3)  # stacked
+    check_gather_into(ember.zeros(6, 3), x, 3)  # concatenated
+    for bad in (ember.zeros(5, 3), ember.zeros(3, 3, 2), ember.zeros(6, 3, dtype=ember.float64)):
+        with pytest.raises(ValueError, match=r"all_gather_into_tensor: output must have shape \(3, 2, 3\) or \(6, 3\)"):
+            check_gather_into(bad, x, 3)

@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember.distributed.collectives import (
-    ReduceOp, _check, _check_list, _group_rank, _reduce_buffer, _store,
+    ReduceOp, _check, _check_list, _group_rank, _reduce_buffer, _store, check_gather_into,
 )
 from ember.distributed.gloo import objects
 from ember.distributed.gloo.group import Call, GlooGroup, GlooWork
@@ -212,12 +212,8 @@ def all_gather_into_tensor(output_tensor: Any, input_tensor: Any, group: Any = N
     _check(output_tensor, "all_gather_into_tensor")
     _check(input_tensor, "all_gather_into_tensor")
     g = _group(group, "all_gather_into_tensor")
-    n, shape = g.size(), tuple(input_tensor.shape)
-    stacked = (n,) + shape
-    concatenated = (n * shape[0],) + shape[1:] if shape else None
-    if tuple(output_tensor.shape) not in (stacked, concatenated) or output_tensor.dtype != input_tensor.dtype:
-        raise ValueError(f"all_gather_into_tensor: output must have shape {stacked} or {concatenated} and dtype "
-                         f"{input_tensor.dtype}; got {tuple(output_tensor.shape)} {output_tensor.dtype}")
+    n = g.size()
+    check_gather_into(output_tensor, input_tensor, n)
     data = _raw(input_tensor._data)
     dtype = input_tensor._data.dtype
 
