@@ -518,5 +518,6 @@ def test_all_gather_into_tensor_output_rule_is_shared_by_both_engines() -> None:
     check_gather_into(ember.zeros(3, 2, 3), x, 3)  # stacked
     check_gather_into(ember.zeros(6, 3), x, 3)  # concatenated
     for bad in (ember.zeros(5, 3), ember.zeros(3, 3, 2), ember.zeros(6, 3, dtype=ember.float64)):
-        with pytest.raises(ValueError, match=r"all_gather_into_tensor: output must have shape \(3, 2, 3\) or \(6, 3\)"):
+        rule = r"all_gather_into_tensor: output must have shape \(3, 2, 3\) or \(6, 3\)"
+        with pytest.raises(ValueError, match=rule):
             check_gather_into(bad, x, 3)
