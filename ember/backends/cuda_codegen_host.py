@@ -103,15 +103,21 @@ class HostKernels:
         self.kernels = list(kernels)
         self.source = "\n".join([HOST_PRELUDE, PREAMBLE] + [_wrapper(k, kern) for k, kern in enumerate(self.kernels)])
         self._dir = directory or tempfile.mkdtemp(prefix="ember-cuda-host-")
-        src, lib = os.path.join(self._dir, "kernels.cpp"), os.path.join(self._dir, "kernels.so")
-        with open(src, "w") as f:
-            f.write(self.source)
-        # -ffp-contract=off: no fused multiply-add, as NumPy (the backend passes --fmad=false to NVRTC)
-        result = subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
-                                 "-o", lib, src], capture_output=True, text=True)
-        if result.returncode != 0:
-            raise RuntimeError(f"HostKernels: the generated C++ does not compile:\n{result.stderr[:4000]}")
-        self._lib = ctypes.CDLL(lib)
+        try:
+            src, lib = os.path.join(self._dir, "kernels.cpp"), os.path.join(self._dir, "kernels.so")
+            with open(src, "w") as f:
+                f.write(self.source)
+            # -ffp-contract=off: no fused multiply-add, as NumPy (the backend passes --fmad=false to NVRTC)
+            result = subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
+                                     "-fno-fast-math", "-o", lib, src], capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"HostKernels: the generated C++ does not compile:\n{result.stderr[:4000]}")
+            self._lib = ctypes.CDLL(lib)
+        finally:
+            # A directory we made is ours to remove: the loaded library stays mapped after its file is
+            # unlinked, and every compile otherwise leaves a folder in the temp dir (tests make dozens).
+            if directory is None:
+                shutil.rmtree(self._dir, ignore_errors=True)
 
     def run(self, index: int, *arrays: Any) -> tuple:
         """Run kernel ``index`` on ``arrays`` (broadcast to one shape); returns its outputs."""
