@@ -1,4 +1,4 @@
-"""Training batch norm, forward and backward, as native loops over blocks of channels (numba).
+"""Training batch norm and layer norm, forward and backward, as native loops over blocks of channels or rows (numba).
 
 Why: the NumPy path (``ember/ops/normalization.py``) makes 5 sweeps each way with broadcast ufuncs and
 ``einsum``; split over ember's threads by channel blocks it gained nothing (the calling thread's CPU time on
@@ -19,7 +19,10 @@ Example:
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
+
+import numpy as np
 
 # Only reassociation (and fused multiply-adds): lets LLVM vectorize the float64 sums with several partial sums
 # (a serial chain of float64 adds ran the forward at half NumPy's speed); NaN and inf keep their meaning.
@@ -81,4 +84,112 @@ def build(numba: Any) -> dict[str, Callable]:
                 for i in range(length):  # centered first: precise when the mean is large against the spread
                     gx[b, c, i] = g[b, c, i] * a + (x[b, c, i] - m) * k_x + k_0
 
-    return {"batch_norm_train": batch_norm_train, "batch_norm_backward": batch_norm_backward}
+    @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
+    def layer_norm_rows(x, weight, bias, eps, one_pass, r0, r1, y, mean, rstd):  # pragma: no cover - compiled
+        """Rows ``[r0, r1)`` of a (rows, n) ``x``: ``mean``, ``rstd = 1 / sqrt(var + eps)`` (sums in float64, the
+        variance from the centered values), ``y = (x - mean) * rstd * weight + bias``. Returns the number of rows
+        whose variance is not finite (inf/NaN inputs, float64 squares that overflow): the caller redoes those
+        calls with the NumPy code, which gives them PyTorch's values. The variance is ``E[x^2] - mean^2`` from one
+        pass where that keeps its digits (``var > one_pass * mean^2``; float32 inputs, whose squares are exact in
+        float64: ``one_pass`` 1e-6), else the mean of centered squares (float64 inputs: ``one_pass`` inf)."""
+        n = x.shape[1]
+        bad = 0
+        for r in range(r0, r1):
+            xr, yr = x[r], y[r]
+            total = 0.0
+            total_sq = 0.0
+            for i in range(n):  # one pass: float32 squares are exact in float64
+                xv = np.float64(xr[i])
+                total += xv
+                total_sq += xv * xv
+            m = total / n
+            v = total_sq / n - m * m
+            if not v > one_pass * m * m:  # cancellation (a mean far above the spread), inf/NaN: centered squares
+                squares = 0.0
+                for i in range(n):
+                    d = xr[i] - m
+                    squares += d * d
+                v = squares / n
+            if not abs(v) < math.inf:
+                bad += 1
+            s = 1.0 / math.sqrt(v + eps)
+            mean[r] = m
+            rstd[r] = s
+            # The output pass in x's dtype (twice the vector lanes of float64 for float32): x - mean is exact for x
+            # near the mean, and the stored mean's rounding error is taken off after, so a mean far above the
+            # spread keeps the spread's digits.
+            m_low = mean[r]
+            rest = m - m_low
+            m_rest = x.dtype.type(rest)
+            s_low = rstd[r]
+            for i in range(n):
+                yr[i] = ((xr[i] - m_low) - m_rest) * s_low * weight[i] + bias[i]
+        return bad
+
+    @numba.njit(inline="always", fastmath=_REASSOCIATE)
+    def _row_terms(xr, gr, weight, m, s):  # pragma: no cover - compiled
+        """(shift, mean(gy), mean(gy * (xhat - shift))) of one row, ``shift`` the mean of ``xhat``."""
+        n = xr.shape[0]
+        sum_gy = 0.0
+        sum_gy_xhat = 0.0
+        sum_xhat = 0.0
+        for i in range(n):
+            xh = (xr[i] - m) * s
+            gy = gr[i] * np.float64(weight[i])
+            sum_gy += gy
+            sum_gy_xhat += gy * xh
+            sum_xhat += xh
+        shift = sum_xhat / n
+        a = sum_gy / n
+        return shift, a, sum_gy_xhat / n - shift * a
+
+    @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
+    def layer_norm_backward_rows(g, x, mean, rstd, weight, r0, r1, gx, gw, gb):  # pragma: no cover - compiled
+        """Rows ``[r0, r1)``: ``gx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))`` with ``gy = g * weight``,
+        ``xhat = (x - mean) * rstd``; adds ``g * xhat`` and ``g`` into the float64 row sums ``gw`` and ``gb``.
+        ``xhat`` is re-centered by its own mean (zero but for the stored mean's rounding: a mean far above the
+        spread), as the NumPy code's correction pass does, here inside the same two passes. Rows go in fours, so
+        the column sums are read and written once per four rows."""
+        n = x.shape[1]
+        r = r0
+        while r + 4 <= r1:
+            m0, m1, m2, m3 = (np.float64(mean[r]), np.float64(mean[r + 1]), np.float64(mean[r + 2]),
+                              np.float64(mean[r + 3]))
+            s0, s1, s2, s3 = (np.float64(rstd[r]), np.float64(rstd[r + 1]), np.float64(rstd[r + 2]),
+                              np.float64(rstd[r + 3]))
+            x0, x1, x2, x3 = x[r], x[r + 1], x[r + 2], x[r + 3]
+            g0, g1, g2, g3 = g[r], g[r + 1], g[r + 2], g[r + 3]
+            o0, o1, o2, o3 = gx[r], gx[r + 1], gx[r + 2], gx[r + 3]
+            h0, a0, c0 = _row_terms(x0, g0, weight, m0, s0)
+            h1, a1, c1 = _row_terms(x1, g1, weight, m1, s1)
+            h2, a2, c2 = _row_terms(x2, g2, weight, m2, s2)
+            h3, a3, c3 = _row_terms(x3, g3, weight, m3, s3)
+            for i in range(n):
+                wi = np.float64(weight[i])
+                e0 = (x0[i] - m0) * s0 - h0
+                e1 = (x1[i] - m1) * s1 - h1
+                e2 = (x2[i] - m2) * s2 - h2
+                e3 = (x3[i] - m3) * s3 - h3
+                v0, v1, v2, v3 = np.float64(g0[i]), np.float64(g1[i]), np.float64(g2[i]), np.float64(g3[i])
+                o0[i] = s0 * (v0 * wi - a0 - e0 * c0)
+                o1[i] = s1 * (v1 * wi - a1 - e1 * c1)
+                o2[i] = s2 * (v2 * wi - a2 - e2 * c2)
+                o3[i] = s3 * (v3 * wi - a3 - e3 * c3)
+                gw[i] += (v0 * e0 + v1 * e1) + (v2 * e2 + v3 * e3)
+                gb[i] += (v0 + v1) + (v2 + v3)
+            r += 4
+        while r < r1:
+            m0 = np.float64(mean[r])
+            s0 = np.float64(rstd[r])
+            x0, g0, o0 = x[r], g[r], gx[r]
+            h0, a0, c0 = _row_terms(x0, g0, weight, m0, s0)
+            for i in range(n):
+                e0 = (x0[i] - m0) * s0 - h0
+                v0 = np.float64(g0[i])
+                o0[i] = s0 * (v0 * weight[i] - a0 - e0 * c0)
+                gw[i] += v0 * e0
+                gb[i] += v0
+            r += 1
+
+    return {"batch_norm_train": batch_norm_train, "batch_norm_backward": batch_norm_backward,
+            "layer_norm_rows": layer_norm_rows, "layer_norm_backward_rows": layer_norm_backward_rows}

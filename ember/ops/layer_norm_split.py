@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.backends import native_kernel
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 # Elements per thread below which a thread hand-off (~20-50 us) costs more than the passes it shares.
@@ -107,3 +108,95 @@ def _run(block: Any, x: Any, threads: int | None) -> None:
         block(0, x.shape[0])
     else:
         parallel_for(block, x.shape[0], _chunk(x.shape[0], x.size))
+
+
+# ---- native kernels (numba): one pass for the statistics and one for the output, per row, on both cores ------
+def _native_kernel(xp: Any, name: str, x: Any, count: int, others: tuple) -> Any:
+    """The kernel ``name`` of ``cpu_norm_kernels`` when it takes these arrays: NumPy float32/float64, every array
+    of ``x``'s dtype, at least one normalized element; else None (the NumPy code)."""
+    if xp is not np or x.dtype not in (np.float32, np.float64) or x.ndim < count or x.size == 0:
+        return None
+    if any(a.dtype != x.dtype for a in others):
+        return None
+    return native_kernel(xp, name)
+
+
+def _rows_view(x: Any, count: int) -> Any:
+    """``x`` as a C-contiguous (rows, normalized elements) array (a view when ``x`` is contiguous)."""
+    width = int(np.prod(x.shape[x.ndim - count:], dtype=np.int64))
+    return np.ascontiguousarray(x).reshape(-1, width)
+
+
+def _flat_param(p: Any, width: int, fill: float, dtype: Any) -> Any:
+    return np.full(width, fill, dtype) if p is None else np.ascontiguousarray(p, dtype).reshape(width)
+
+
+def _row_chunk(width: int) -> int:
+    """Rows per thread so that each has at least ``NATIVE_SPLIT_ELEMENTS`` elements."""
+    return max(1, -(-NATIVE_SPLIT_ELEMENTS // max(1, width)))
+
+
+# Rows per partial sum of the weight and bias gradients: about this many elements.
+SUM_BLOCK_ELEMENTS = 1 << 15
+# Elements per thread below which the native kernels run on the calling thread (a hand-off costs ~20-50 us,
+# a native pass ~0.3-0.5 ns per element).
+NATIVE_SPLIT_ELEMENTS = 1 << 16
+
+
+def layer_norm_native(xp: Any, x: Any, affine: tuple, *, count: int, eps: float, has_weight: bool) -> tuple | None:
+    """``(y, mean, rstd)`` by the native kernel (statistics summed in float64), rows split over ember's threads;
+    None when the kernel is absent or does not take the arrays, or when a row's variance is not finite (inf/NaN,
+    overflowing squares: the caller's NumPy code gives those PyTorch's values)."""
+    kernel = _native_kernel(xp, "layer_norm_rows", x, count, affine)
+    if kernel is None:
+        return None
+    rows = _rows_view(x, count)
+    width = rows.shape[1]
+    weight = affine[0] if has_weight else None
+    bias = affine[-1] if len(affine) > int(has_weight) else None
+    w = _flat_param(weight, width, 1.0, x.dtype)
+    b = _flat_param(bias, width, 0.0, x.dtype)
+    y = np.empty_like(rows)
+    mean = np.empty(rows.shape[0], x.dtype)
+    rstd = np.empty(rows.shape[0], x.dtype)
+    bad: list = []
+    one_pass = 1e-6 if x.dtype == np.float32 else np.inf  # float32 squares are exact in float64
+
+    def block(r0: int, r1: int) -> None:
+        bad.append(kernel(rows, w, b, float(eps), one_pass, r0, r1, y, mean, rstd))
+
+    parallel_for(block, rows.shape[0], _row_chunk(width))
+    if any(bad):
+        return None
+    stat_shape = x.shape[:x.ndim - count] + (1,) * count
+    return y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
+
+
+def layer_norm_backward_native(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, weight: tuple, *,
+                               count: int) -> tuple | None:
+    """``(gx, gweight, gbias)`` by the native kernel: two passes per row, the weight and bias gradients summed in
+    float64 per block of rows, then over blocks; None when the kernel is absent or does not take the arrays."""
+    kernel = _native_kernel(xp, "layer_norm_backward_rows", x, count, (g, mean, rstd) + tuple(weight))
+    if kernel is None or g.shape != x.shape:
+        return None
+    rows, grows = _rows_view(x, count), _rows_view(g, count)
+    width = rows.shape[1]
+    w = _flat_param(weight[0] if weight else None, width, 1.0, x.dtype)
+    m = np.ascontiguousarray(mean).reshape(-1)
+    s = np.ascontiguousarray(rstd).reshape(-1)
+    gx = np.empty_like(rows)
+    # The weight and bias gradients sum over rows in float64, per fixed block of rows, then the blocks in order:
+    # the same bits whatever the number of threads.
+    total = rows.shape[0]
+    per_block = max(4, min(total, -(-SUM_BLOCK_ELEMENTS // width)))
+    blocks = -(-total // per_block)
+    gw_parts, gb_parts = np.zeros((blocks, width)), np.zeros((blocks, width))
+
+    def run(k0: int, k1: int) -> None:
+        for k in range(k0, k1):
+            kernel(grows, rows, m, s, w, k * per_block, min(total, (k + 1) * per_block), gx, gw_parts[k], gb_parts[k])
+
+    parallel_for(run, blocks, max(1, -(-NATIVE_SPLIT_ELEMENTS // (per_block * width))))
+    gw, gb = gw_parts.sum(axis=0), gb_parts.sum(axis=0)
+    norm_shape = x.shape[x.ndim - count:]
+    return gx.reshape(x.shape), gw.astype(x.dtype).reshape(norm_shape), gb.astype(x.dtype).reshape(norm_shape)

@@ -555,6 +555,9 @@ def _ln_axes(ndim: int, count: int) -> tuple:
 
 
 def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
+    native = layer_norm_split.layer_norm_native(xp, x, affine, count=count, eps=eps, has_weight=has_weight)
+    if native is not None:  # numba: two passes per row, both cores (None: no kernel, or inf/NaN rows)
+        return native
     if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in affine):
         split = layer_norm_split.layer_norm_rows(xp, x, affine, count=count, eps=eps, has_weight=has_weight)
         if split is not None:  # (None: a block met a rare correction, applied below to the whole input)
@@ -658,6 +661,9 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
     axes = _ln_axes(x.ndim, count)
     lead = tuple(range(x.ndim - count))
     out_dtype, param_dtype = x.dtype, (weight[0].dtype if weight else x.dtype)
+    native = layer_norm_split.layer_norm_backward_native(xp, g, x, mean, rstd, weight, count=count)
+    if native is not None:  # numba: two passes per row, both cores
+        return native
     if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in (g, mean, rstd) + weight):
         split = layer_norm_split.layer_norm_backward_rows(xp, g, x, mean, rstd, weight, count=count)
         if split is not None:  # the row passes on ember's threads; the sums over rows here, as below

@@ -1,4 +1,5 @@
-"""layer_norm and its backward split over row blocks on ember's threads (ember/ops/layer_norm_split.py): the
+"""layer_norm and its backward split over row blocks on ember's threads (ember/ops/layer_norm_split.py) by the
+NumPy code (without numba's kernels): the
 same bits as the one-call impls (also where a rare correction sends the call back to them), the split really
 taken, and values and gradients against PyTorch."""
 from __future__ import annotations
@@ -13,8 +14,10 @@ torch = pytest.importorskip("torch")
 
 
 def _threads(monkeypatch: pytest.MonkeyPatch, n: int) -> list:
-    """``n`` ember threads for the split module; returns a list that records each row-block run."""
+    """``n`` ember threads for the split module, without its native kernels (the NumPy-only install's path;
+    tests/nn/test_layer_norm_native.py tests the kernels); returns a list that records each row-block run."""
     runs: list = []
+    monkeypatch.setattr(layer_norm_split, "native_kernel", lambda xp, name: None)
     real = layer_norm_split.parallel_for
 
     def spy(fn, total, min_chunk=1):

@@ -158,6 +158,14 @@ def _batch_norm_train() -> Callable:
     return lambda: bn(x).sum().backward()
 
 
+def _layer_norm_train() -> Callable:
+    """layer_norm forward + backward with weight and bias over rows of 512 (a Transformer's), 1M elements: the
+    native row kernels with numba, the NumPy passes without."""
+    x = ember.tensor(_data((2048, 512)), requires_grad=True)
+    norm = ember.nn.LayerNorm(512)
+    return lambda: norm(x).sum().backward()
+
+
 def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
@@ -241,6 +249,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "conv2d 3x3 32->8 (conv_indirect_forward at stride 1, conv_tap_sum)": _conv_few_outputs_train,
     "conv2d 3x3 64->1 GAN output (conv_tap_sum both ways)": _conv_gan_output_train,
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
+    "layer_norm train (layer_norm_rows, layer_norm_backward_rows)": _layer_norm_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
     "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
@@ -294,7 +303,9 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                    for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
                    for k in ("batch_norm_train", "batch_norm_backward")},
-                "relu_grad_sum_rows": "compiled relu + bias gradient (relu_grad_sum_rows)"}
+                "relu_grad_sum_rows": "compiled relu + bias gradient (relu_grad_sum_rows)",
+                **{k: "layer_norm train (layer_norm_rows, layer_norm_backward_rows)"
+                   for k in ("layer_norm_rows", "layer_norm_backward_rows")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:
