@@ -57,19 +57,38 @@ def _on(mask: np.ndarray, x: np.ndarray, out: np.ndarray, fn: Callable[..., np.n
         out[where] = fn(x[where], *(m[where] for m in more))
 
 
+BLOCK = 1 << 14  # elements per piece: a core's float64 temporaries (128 KiB each) stay in the L2 cache
+
+
 def _wrap(core: Callable[[np.ndarray, bool], np.ndarray]) -> Callable:
     """Give a float64 core (flat array in, flat array out; its flag says "float32 accuracy is
-    enough") the public signature: any float dtype in, the same dtype out, optional ``out=``."""
+    enough") the public signature: any float dtype in, the same dtype out, optional ``out=``.
+
+    Large inputs run piece by piece (``BLOCK`` elements): a core makes 20-40 sweeps (Horner steps, masks),
+    which from memory cost 3-4x what they cost in cache (ndtri of 1M float32: 33 -> 9 ms)."""
 
     def fn(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         x = np.asarray(x)
         floating = x.dtype.kind == "f" or x.dtype.name == "bfloat16"  # bfloat16 (ml_dtypes) has kind "V"
         dtype = x.dtype if floating else np.dtype(np.float64)
-        flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+        low = dtype.itemsize < 8
+        if x.size <= 2 * BLOCK:
+            flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
+            with np.errstate(all="ignore"):
+                result = core(flat, low).reshape(x.shape)
+            if out is None:
+                return result.astype(dtype, copy=False) if result.ndim else dtype.type(result)
+            out[...] = result
+            return out
+        source = x.reshape(-1)  # a view when x is contiguous, else one copy
+        result = np.empty(x.size, dtype=dtype)
         with np.errstate(all="ignore"):
-            result = core(flat, dtype.itemsize < 8).reshape(x.shape)
+            for start in range(0, x.size, BLOCK):
+                piece = source[start:start + BLOCK]
+                result[start:start + BLOCK] = core(piece.astype(np.float64), low)  # one copy: cores may write
+        result = result.reshape(x.shape)
         if out is None:
-            return result.astype(dtype, copy=False) if result.ndim else dtype.type(result)
+            return result
         out[...] = result
         return out
 

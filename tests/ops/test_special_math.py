@@ -123,3 +123,28 @@ def test_dtypes_shapes_and_out() -> None:
     np.testing.assert_allclose(out, sp.erf(x), rtol=1e-15)
     np.testing.assert_allclose(sm.erf(x[:, ::2].T), sp.erf(x[:, ::2].T), rtol=1e-15)  # non-contiguous
     assert np.isscalar(sm.erf(np.float64(0.5))) or sm.erf(np.float64(0.5)).shape == ()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_large_inputs_run_in_blocks_with_the_same_values(dtype, monkeypatch) -> None:
+    """Inputs over 2 * BLOCK elements are evaluated piece by piece (cache-sized): the same values as one
+    whole-array call, for every function of the table (domains mixed within each piece, specials, a
+    non-contiguous 2-D input, ``out=``)."""
+    from ember.ops.special_table import FUNCTIONS
+
+    unary = ("erf", "erfc", "erfcx", "erfinv", "erfcinv", "ndtri", "lgamma", "digamma", "ndtr", "log_ndtr", "i0",
+             "i0e", "i1", "i1e")
+    x = np.concatenate([_DOMAINS["lgamma"][::3], _DOMAINS["erf"][::3], _DOMAINS["ndtri"][::3], _SPECIAL])
+    with np.errstate(all="ignore"):
+        x = _RNG.permutation(x).astype(dtype)
+        whole = {name: FUNCTIONS[name](x) for name in unary}
+        monkeypatch.setattr(sm, "BLOCK", 777)  # ~20 pieces, the last one partial
+        for name in unary:
+            got = FUNCTIONS[name](x)
+            assert got.dtype == x.dtype and got.shape == x.shape
+            np.testing.assert_array_equal(got, whole[name], err_msg=name)
+        grid = x[: 2 * (x.size // 2)].reshape(2, -1)[:, ::3]  # non-contiguous
+        np.testing.assert_array_equal(FUNCTIONS["ndtri"](grid), FUNCTIONS["ndtri"](grid.copy()))
+        out = np.empty_like(x)
+        assert FUNCTIONS["erfinv"](x, out=out) is out
+        np.testing.assert_array_equal(out, whole["erfinv"])
