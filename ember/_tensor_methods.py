@@ -16,7 +16,7 @@ from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops import fma
 from ember.ops.registry import OPS
-from ember import dtypes, random as ember_random
+from ember import _numpy_names, dtypes, random as ember_random
 
 if TYPE_CHECKING:
     from ember.tensor import Tensor
@@ -263,7 +263,9 @@ def new_tensor(self: Tensor, data: Any, *, dtype: Any = None, device: Any = None
 
 
 def _softmax_method(name: str) -> Any:
-    def method(self: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
+    def method(self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
+        if axis is not None:  # NumPy's name, as torch's argument parser
+            dim = _numpy_names.dim_only(name, dim, axis)
         return getattr(nn_ops, name)(self, dim, dtype=dtype)
 
     method.__name__ = name

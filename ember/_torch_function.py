@@ -29,7 +29,7 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable
 
-from ember import dtypes
+from ember import _numpy_names, dtypes
 from ember.autograd import grad_mode
 from ember.ops import views
 
@@ -209,9 +209,13 @@ def wrap_function(fn: Callable[..., Any], with_tensor: bool = False, args_too: b
             return dispatch(public, fn, args, kwargs, with_tensor, args_too)
         try:
             return fn(*args, **kwargs)
-        except Exception:
+        except Exception as error:
             if _foreign_override(args, kwargs):
                 return handle(public, overloaded_args(_relevant(args, kwargs), with_tensor), args, kwargs, with_tensor)
+            if kwargs and type(error) is TypeError:  # NumPy's names (axis=, keepdims=), as torch's parser takes
+                torch_names = _numpy_names.renamed(fn, kwargs)
+                if torch_names is not None:
+                    return public(*args, **torch_names)
             raise
 
     public.__torch_function_wrapped__ = fn  # type: ignore[attr-defined]

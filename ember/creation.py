@@ -551,10 +551,12 @@ def _randperm(n: int, generator: Any, dtype: Any, device: Any) -> Tensor:
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None, dtype: Any = None,
-           device: Any = None) -> Tensor:
+           device: Any = None, layout: Any = None, requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """PyTorch's ``normal``: tensor ``mean`` and/or ``std`` (broadcast together; ``std`` defaults to 1), or two
     numbers and a ``size``. As in PyTorch the draw is not reparameterized: ``mean`` and ``std`` get zero
-    gradients (use ``mean + std * randn_like(std)`` for a differentiable sample).
+    gradients (use ``mean + std * randn_like(std)`` for a differentiable sample). Two numbers and a ``size``
+    make a factory: ``layout``, ``requires_grad`` and ``pin_memory`` as ``randn``'s (d2l's
+    ``torch.normal(0, 0.01, (n, 1), requires_grad=True)``).
 
     Example:
         >>> normal(zeros(2, 3)).shape
@@ -580,7 +582,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
             if isinstance(v, Tensor) and v.requires_grad:
                 out = out + v.sign() * 0
         return out
-    return _random("normal", (size,), dtype, device, generator, False, mean=mean, std=std)
+    result = _random("normal", (size,), dtype, device, generator, False, mean=mean, std=std)
+    return _opts.finish("normal", result, layout=layout, requires_grad=requires_grad)
 
 
 def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:

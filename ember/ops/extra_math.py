@@ -28,6 +28,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx, special_emitters
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad_mode
 from ember.autograd.node import named_backward
+from ember import _numpy_names
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -683,8 +684,10 @@ def trace(input: Any) -> Any:
     return red.sum(diagonal(input))
 
 
-def cumprod(input: Any, dim: int, *, dtype: Any = None) -> Any:
+def cumprod(input: Any, dim: int = _numpy_names.REQUIRED, *, dtype: Any = None, axis: Any = None) -> Any:
     """Cumulative product along ``dim`` (integers accumulate in int64)."""
+    if axis is not None or dim is _numpy_names.REQUIRED:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("cumprod", dim, axis, _numpy_names.REQUIRED)
     if dtype is not None:
         input = red.to_reduction_dtype(input, dtype)
     (d,) = red.normalize_dims(dim, input.ndim, "cumprod")
@@ -697,13 +700,17 @@ def _cum_extreme(op: OpDef, input: Any, dim: int) -> Any:
     return return_types.make(getattr(return_types, op.name), values, indices)
 
 
-def cummax(input: Any, dim: int) -> Any:
+def cummax(input: Any, dim: int = _numpy_names.REQUIRED, *, axis: Any = None) -> Any:
     """Running maximum along ``dim`` and the index where it was reached (the latest on ties)."""
+    if axis is not None or dim is _numpy_names.REQUIRED:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("cummax", dim, axis, _numpy_names.REQUIRED)
     return _cum_extreme(CUMMAX, input, dim)
 
 
-def cummin(input: Any, dim: int) -> Any:
+def cummin(input: Any, dim: int = _numpy_names.REQUIRED, *, axis: Any = None) -> Any:
     """Running minimum along ``dim`` and the index where it was reached (the latest on ties)."""
+    if axis is not None or dim is _numpy_names.REQUIRED:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("cummin", dim, axis, _numpy_names.REQUIRED)
     return _cum_extreme(CUMMIN, input, dim)
 
 
@@ -730,8 +737,10 @@ def isclose(input: Any, other: Any, rtol: float = 1e-05, atol: float = 1e-08, eq
     return close
 
 
-def count_nonzero(input: Any, dim: Any = None) -> Any:
+def count_nonzero(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
     """Number of nonzero elements (over ``dim``), as int64."""
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("count_nonzero", dim, axis, None)
     return red.sum(input != 0, dim)
 
 

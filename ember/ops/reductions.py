@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path; np.integer
 
-from ember import dtypes, return_types
+from ember import _numpy_names, dtypes, return_types
 from ember.ops import dispatch, elementwise
 from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -479,13 +479,19 @@ def _in_dtype(result: Any, dtype: Any) -> Any:
     return result if result.dtype is target else result.to(target)
 
 
-def sum(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:  # noqa: A001
+def sum(input: Any, dim: Any = None, keepdim: bool = False,
+        *, dtype: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("sum", dim, keepdim, axis, keepdims, None)
     if dtype is not None:
         input = to_reduction_dtype(input, dtype)
     return _in_dtype(_reduce(SUM, input, dim, keepdim), dtype)
 
 
-def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+def mean(input: Any, dim: Any = None, keepdim: bool = False,
+         *, dtype: Any = None, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("mean", dim, keepdim, axis, keepdims, None)
     if dtype is not None:
         input = input.to(dtype)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
@@ -496,17 +502,24 @@ def mean(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = Non
     return _reduce(MEAN, input, dim, keepdim)
 
 
-def prod(input: Any, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Any:
+def prod(input: Any, dim: Any = None, keepdim: bool = False,
+         *, dtype: Any = None, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("prod", dim, keepdim, axis, keepdims, None)
     if dtype is not None:
         input = to_reduction_dtype(input, dtype)
     return _in_dtype(_reduce(PROD, input, dim, keepdim), dtype)
 
 
-def amax(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
+def amax(input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("amax", dim, keepdim, axis, keepdims, ())
     return _reduce(AMAX, input, dim, keepdim)
 
 
-def amin(input: Any, dim: Any = (), keepdim: bool = False) -> Any:
+def amin(input: Any, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("amin", dim, keepdim, axis, keepdims, ())
     return _reduce(AMIN, input, dim, keepdim)
 
 
@@ -526,41 +539,59 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
     return return_types.make(kind, values, indices)
 
 
-def max(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
+def max(input: Any, dim: Any = None, keepdim: bool = False,
+        *, other: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("max", dim, keepdim, axis, keepdims, None)
     return _max_min(AMAX, MAX_DIM, input, dim, keepdim, other)
 
 
-def min(input: Any, dim: Any = None, keepdim: bool = False, *, other: Any = None) -> Any:  # noqa: A001
+def min(input: Any, dim: Any = None, keepdim: bool = False,
+        *, other: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("min", dim, keepdim, axis, keepdims, None)
     return _max_min(AMIN, MIN_DIM, input, dim, keepdim, other)
 
 
-def argmax(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+def argmax(input: Any, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("argmax", dim, keepdim, axis, keepdims, None)
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmax")[0]
     if input.ndim == 0:  # keepdim of a 0-d tensor stays 0-d
         d, keepdim = None, False
     return dispatch.apply(ARGMAX, (input,), {"dim": d, "keepdim": keepdim})
 
 
-def argmin(input: Any, dim: int | None = None, keepdim: bool = False) -> Any:
+def argmin(input: Any, dim: int | None = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Any:
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("argmin", dim, keepdim, axis, keepdims, None)
     d = None if dim is None else normalize_dims(dim, input.ndim, "argmin")[0]
     if input.ndim == 0:
         d, keepdim = None, False
     return dispatch.apply(ARGMIN, (input,), {"dim": d, "keepdim": keepdim})
 
 
-def all(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def all(input: Any, dim: Any = None, keepdim: bool = False,
+        *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("all", dim, keepdim, axis, keepdims, None)
     if isinstance(dim, (tuple, list)) and len(dim) == 0:  # PyTorch: all over no dims is each element's truth
         return _reduce(ALL, input.unsqueeze(-1), -1, False)
     return _reduce(ALL, input, dim, keepdim)
 
 
-def any(input: Any, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+def any(input: Any, dim: Any = None, keepdim: bool = False,
+        *, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("any", dim, keepdim, axis, keepdims, None)
     if isinstance(dim, (tuple, list)) and len(dim) == 0:  # (sum, amax, mean over () reduce every dim instead)
         return _reduce(ANY, input.unsqueeze(-1), -1, False)
     return _reduce(ANY, input, dim, keepdim)
 
 
-def cumsum(input: Any, dim: int, *, dtype: Any = None) -> Any:
+def cumsum(input: Any, dim: int = _numpy_names.REQUIRED, *, dtype: Any = None, axis: Any = None) -> Any:
+    if axis is not None or dim is _numpy_names.REQUIRED:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("cumsum", dim, axis, _numpy_names.REQUIRED)
     if dtype is not None:
         if dtypes.to_dtype(dtype) is dtypes.bool_:
             raise RuntimeError("cumsum: dtype=bool is not supported (as in PyTorch); use cumsum(dtype=torch.int64) "
@@ -660,10 +691,13 @@ def _variance(input: Any, dim: Any, correction: Any, keepdim: bool, unbiased: An
                                           "root": root})
 
 
-def var(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
+def var(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
+        *, correction: Any = None, axis: Any = None, keepdims: Any = None) -> Any:
     """Variance with Bessel's ``correction`` (1 by default, as in PyTorch), accumulated as PyTorch's.
 
     Example: ``ember.tensor([1.0, 2.0, 3.0]).var()`` is ``tensor(1.)``."""
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("var", dim, keepdim, axis, keepdims, None)
     return _variance(input, dim, correction, keepdim, unbiased, "var", False)
 
 
@@ -675,9 +709,12 @@ def _sqrt_zero_grad(s: Any) -> Any:
 
 
 @named_backward("StdBackward0")
-def std(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None) -> Any:
+def std(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
+        *, correction: Any = None, axis: Any = None, keepdims: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
     std of 1e20-scale float32 values is finite though their variance is not); gradient 0 where it is 0."""
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("std", dim, keepdim, axis, keepdims, None)
     return _variance(input, dim, correction, keepdim, unbiased, "std", True)
 
 
@@ -736,11 +773,14 @@ LOGSUMEXP = register(OpDef(
 LOGSUMEXP.array_vjp = (_logsumexp_array_vjp,)
 
 
-def logsumexp(input: Any, dim: Any, keepdim: bool = False) -> Any:
+def logsumexp(input: Any, dim: Any = _numpy_names.REQUIRED, keepdim: bool = False,
+              *, axis: Any = None, keepdims: Any = None) -> Any:
     """log(sum(exp(x))) computed stably by shifting by the maximum: one op whose backward is ``g`` times the
     softmax of x (the composite of ~10 ops it replaces cost 44 us a call on a 5x5 tensor, torch 9).
 
     Example: ``ember.logsumexp(ember.zeros(2, 4), 1)`` is ``tensor([1.3863, 1.3863])`` (log 4)."""
+    if axis is not None or keepdims is not None or dim is _numpy_names.REQUIRED:  # NumPy's names, as torch's
+        dim, keepdim = _numpy_names.dim_keepdim("logsumexp", dim, keepdim, axis, keepdims, _numpy_names.REQUIRED)
     dims = normalize_dims(dim, input.ndim, "logsumexp")
     if input.dtype.category < 2:  # integers and bools: in the default float dtype, as PyTorch
         input = dispatch.cast(input, dtypes.get_default_dtype())

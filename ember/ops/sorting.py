@@ -27,6 +27,7 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
 from ember.autograd.node import torch_named
+from ember import _numpy_names
 
 
 # ---- sort ------------------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ def _dim(input: Any, dim: int, op: str) -> int:
     return d
 
 
-def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: Any = None) -> Any:
     """Sort along ``dim``; returns ``(values, indices)``. Always stable (``stable`` is accepted for
     PyTorch compatibility), so equal elements keep their order.
 
@@ -92,23 +93,30 @@ def sort(input: Any, dim: int = -1, descending: bool = False, stable: bool = Fal
         values=tensor([1, 2, 2]),
         indices=tensor([1, 0, 2]))
     """
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("sort", dim, axis, -1)
     values, indices = dispatch.apply(SORT, (input,), {"dim": _dim(input, dim, "sort"), "descending": bool(descending)})
     return rt.make(rt.sort, values, indices)
 
 
-def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+def argsort(input: Any, dim: int = -1, descending: bool = False, stable: bool = False, *, axis: Any = None) -> Any:
     """Indices that sort ``input`` along ``dim`` (stable)."""
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("argsort", dim, axis, -1)
     with grad_mode.no_grad():
         return sort(input, dim, descending, stable).indices
 
 
-def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool = True,
+         *, axis: Any = None) -> Any:  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, largest first.
 
     Example:
         >>> ember.topk(ember.tensor([1.0, 5.0, 3.0]), 2).indices
         tensor([1, 2])
     """
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("topk", dim, axis, -1)
     d = _dim(input, dim, "topk")
     size = input.shape[d] if input.ndim else 1
     k = int(k) if isinstance(k, np.integer) else k  # NumPy integers count as ints, as in PyTorch
@@ -124,8 +132,11 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
     return rt.make(rt.topk, values, indices.narrow(d, 0, k))
 
 
-def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
+def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False,
+             *, axis: Any = None, keepdims: Any = None) -> Any:
     """The ``k``-th smallest element (1-based) along ``dim`` and its index."""
+    if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
+        dim, keepdim = _numpy_names.dim_keepdim("kthvalue", dim, keepdim, axis, keepdims, -1)
     d = _dim(input, dim, "kthvalue")
     size = input.shape[d] if input.ndim else 1
     k = int(k) if isinstance(k, np.integer) else k

@@ -21,6 +21,7 @@ from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims
 from ember.dtypes import promote_types
 from ember.ops.elementwise import sum_to, where
+from ember import _numpy_names
 
 register(OpDef(
     name="to_device", batch="elementwise", category="movement", save="none",
@@ -215,7 +216,9 @@ def t(input: Any) -> Any:
     return out if out.grad_fn is None else torch_named(out, "TBackward0")
 
 
-def squeeze(input: Any, dim: Any = None) -> Any:
+def squeeze(input: Any, dim: Any = None, *, axis: Any = None) -> Any:
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("squeeze", dim, axis, None)
     shape = tuple(input.shape)
     if dim is None:
         target = tuple(s for s in shape if s != 1)
@@ -228,7 +231,9 @@ def squeeze(input: Any, dim: Any = None) -> Any:
     return torch_named(out, "SqueezeBackward0" if dim is None else "SqueezeBackward1")
 
 
-def unsqueeze(input: Any, dim: int) -> Any:
+def unsqueeze(input: Any, dim: int = _numpy_names.REQUIRED, *, axis: Any = None) -> Any:
+    if axis is not None or dim is _numpy_names.REQUIRED:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("unsqueeze", dim, axis, _numpy_names.REQUIRED)
     shape = input._data.shape
     n = len(shape) + 1
     if not -n <= dim < n:
@@ -424,7 +429,9 @@ def split(tensor: Any, split_size_or_sections: Any = None, dim: int = 0, *, spli
     return _multi_output_views(out, "Split" if isinstance(split_size_or_sections, int) else "SplitWithSizes")
 
 
-def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
+def chunk(input: Any, chunks: int, dim: int = 0, *, axis: Any = None) -> tuple:
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("chunk", dim, axis, 0)
     if chunks <= 0:
         raise RuntimeError(f"chunk: expects `chunks` to be greater than 0, got: {chunks}")
     size = input._data.shape[input._dim(dim, "chunk")]
@@ -432,7 +439,9 @@ def chunk(input: Any, chunks: int, dim: int = 0) -> tuple:
     return split(input, max(step, 1), dim)
 
 
-def unbind(input: Any, dim: int = 0) -> tuple:
+def unbind(input: Any, dim: int = 0, *, axis: Any = None) -> tuple:
+    if axis is not None:  # NumPy's name, as torch's argument parser
+        dim = _numpy_names.dim_only("unbind", dim, axis, 0)
     d = input._dim(dim, "unbind")
     return _multi_output_views([select(input, d, i) for i in range(input.shape[d])], "Unbind")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember import _numpy_names
 from ember.autograd.grad_mode import no_grad
 from ember.creation import arange, empty, tensor
 from ember.nn import functional
@@ -157,7 +158,13 @@ def _view_inplace(name: str, view: str) -> Callable:
 
 def _function_as_method(fn: Callable, name: str) -> Callable:
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        return fn(self, *args, **kwargs)
+        try:
+            return fn(self, *args, **kwargs)
+        except TypeError:
+            torch_names = _numpy_names.renamed(fn, kwargs) if kwargs else None  # axis=, keepdims= as torch's parser
+            if torch_names is None:
+                raise
+        return fn(self, *args, **torch_names)
 
     method.__name__ = name
     method.__doc__ = f"``x.{name}(...)`` is ``ember.{name}(x, ...)``."

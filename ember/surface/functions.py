@@ -1153,52 +1153,61 @@ def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any 
 
 
 # ---- windows (signal processing) ---------------------------------------------------------------------------
-def _window(name: str, length: int, periodic: bool, dtype: Any, device: Any, fn: Any) -> Tensor:
+def _window(name: str, length: int, periodic: bool, dtype: Any, device: Any, fn: Any,
+            options: dict | None = None) -> Tensor:
+    """A window of ``length`` samples; ``options``: the factory keywords (``layout``, ``requires_grad``,
+    ``pin_memory``), which PyTorch's windows take like every factory."""
     import numpy as np
 
+    options = options or {}
+    unknown = set(options) - {"layout", "requires_grad", "pin_memory"}
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument '{sorted(unknown)[0]}'")
     if length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={length}")
     if length <= 1:
-        return creation.ones(length, dtype=dtype, device=device)
-    values = fn(length + 1)[:-1] if periodic else fn(length)
-    return tensor(np.asarray(values, dtype=np.float64), dtype=dtype or get_default_dtype(),
-                        device=device)
+        result = creation.ones(length, dtype=dtype, device=device)
+    else:
+        values = fn(length + 1)[:-1] if periodic else fn(length)
+        result = tensor(np.asarray(values, dtype=np.float64), dtype=dtype or get_default_dtype(), device=device)
+    return _factory_options.finish(name, result, layout=options.get("layout"),
+                                   requires_grad=bool(options.get("requires_grad", False)))
 
 
 def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
-                **_: Any) -> Tensor:
+                **options: Any) -> Tensor:
     import numpy as np
 
-    return _window("hann_window", window_length, periodic, dtype, device, np.hanning)
+    return _window("hann_window", window_length, periodic, dtype, device, np.hanning, options)
 
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54, beta: float = 0.46, *,
-                   dtype: Any = None, device: Any = None, **_: Any) -> Tensor:
+                   dtype: Any = None, device: Any = None, **options: Any) -> Tensor:
     import numpy as np
 
     return _window("hamming_window", window_length, periodic, dtype, device,
-                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)))
+                   lambda n: alpha - beta * np.cos(2 * np.pi * np.arange(n) / (n - 1)), options)
 
 
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
-                    **_: Any) -> Tensor:
+                    **options: Any) -> Tensor:
     import numpy as np
 
-    return _window("blackman_window", window_length, periodic, dtype, device, np.blackman)
+    return _window("blackman_window", window_length, periodic, dtype, device, np.blackman, options)
 
 
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None, device: Any = None,
-                    **_: Any) -> Tensor:
+                    **options: Any) -> Tensor:
     import numpy as np
 
-    return _window("bartlett_window", window_length, periodic, dtype, device, np.bartlett)
+    return _window("bartlett_window", window_length, periodic, dtype, device, np.bartlett, options)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *, dtype: Any = None,
-                  device: Any = None, **_: Any) -> Tensor:
+                  device: Any = None, **options: Any) -> Tensor:
     import numpy as np
 
-    return _window("kaiser_window", window_length, periodic, dtype, device, lambda n: np.kaiser(n, beta))
+    return _window("kaiser_window", window_length, periodic, dtype, device, lambda n: np.kaiser(n, beta), options)
 
 
 # ---- predicates and in-place helpers ------------------------------------------------------------------------
