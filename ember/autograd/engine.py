@@ -16,6 +16,7 @@ from ember import interpreters
 from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd.node import OP_NODE_CLASSES, OpNode
+from ember.autograd.index_grad import IndexGrad, accumulate as _accumulate_lazy
 from ember.device import CPU
 
 Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
@@ -238,9 +239,14 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
             if node.__class__ is Tensor or isinstance(node, Tensor):
                 grads = buffers.pop(id(node), None)
                 if needed is None or id(node) in captured_ids:
-                    _finish_leaf(node, _tensor(grads[0]) if grads else None, capture_keys, captured, accumulate)
+                    _finish_leaf(node, _tensor(_full(grads[0])) if grads else None, capture_keys, captured,
+                                 accumulate)
                 continue
             grads = buffers.pop(id(node), None) or [None] * node.num_outputs
+            if grads[0].__class__ is IndexGrad:  # a view's gradient kept as (index, values): index_grad.py
+                grads[0] = grads[0].materialize()
+            if len(grads) > 1:
+                grads = [_full(g) for g in grads]
             skip = False
             if needed is not None and id(node) not in needed:  # nothing captured lies below it
                 if id(node) not in captured_ids:
@@ -318,6 +324,9 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     elif current.__class__ is g.__class__ is np.ndarray:
                         total = current + g
                         slot[index] = total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
+                    elif current.__class__ is IndexGrad or g.__class__ is IndexGrad:  # views' gradients: one buffer
+                        total = _accumulate_lazy(current, g)
+                        slot[index] = total if total is not None else _tensor(_full(current)) + _tensor(_full(g))
                     else:
                         slot[index] = _tensor(current) + _tensor(g)
                 remaining = dependencies[key] - 1
@@ -327,13 +336,18 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                         # A leaf finishes at once, in edge order (PyTorch runs AccumulateGrad first).
                         leaf_grads = buffers.pop(key, None)
                         if needed is None or key in captured_ids:
-                            _finish_leaf(child, leaf_grads[0] if leaf_grads else None, capture_keys, captured,
-                                         accumulate)
+                            _finish_leaf(child, _full(leaf_grads[0]) if leaf_grads else None, capture_keys,
+                                         captured, accumulate)
                     else:
                         ready.append(child)
     finally:
         grad_mode.STATE.enabled = previous_mode
     return captured
+
+
+def _full(g: Any) -> Any:
+    """A gradient as an array or tensor: a view's (index, values) gradient materialized (index_grad.py)."""
+    return g.materialize() if g.__class__ is IndexGrad else g
 
 
 def _release_children(node: Any, dependencies: dict, ready: list) -> None:

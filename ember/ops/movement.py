@@ -15,6 +15,8 @@ from ember.ops import batching, layout
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
+from ember.autograd.index_grad import IndexGrad
+from ember.backends.cpu_scatter import scatter_add_rows
 from ember.ops.elementwise import sum_to
 from ember.ops.reductions import take_along
 
@@ -149,7 +151,9 @@ def assign_index(xp: Any, target: Any, full: tuple, value: Any, accumulate: bool
     if parts is not None:
         target, full = target[parts[0]], parts[1]  # a view: writes land in the original
     if accumulate:
-        xp.add.at(target, _spread_bool(xp, full), value)
+        full = _spread_bool(xp, full)
+        if not scatter_add_rows(xp, target, full, value):  # (rows added in exact rounds: embeddings' gradients)
+            xp.add.at(target, full, value)
         return
     try:
         target[full] = value
@@ -250,7 +254,15 @@ INDEX_BACKWARD = register(OpDef(
 def _getitem_array_vjp(ctx: Any, g: Any) -> tuple:
     if len(ctx.input_meta) > 1:  # index tensors: the ember-op rule (it checks their versions)
         raise NotArrayable
-    return (_index_backward_impl(np, g, index=ctx.attrs["index"], shape=ctx.input_meta[0]),)
+    shape = ctx.input_meta[0]
+    if g.size >= _LAZY_INDEX_GRAD:  # kept as (index, values): sibling views' gradients fill one buffer
+        return (IndexGrad(g, ctx.attrs["index"], shape),)
+    return (_index_backward_impl(np, g, index=ctx.attrs["index"], shape=shape),)
+
+
+# Basic-index gradients of this many elements or more stay (index, values) until the engine needs the full
+# array (ember/autograd/index_grad.py); below it the zeros and the copy cost less than the bookkeeping.
+_LAZY_INDEX_GRAD = 1 << 14
 
 
 def _sum_to_array(g: Any, shape: tuple) -> Any:

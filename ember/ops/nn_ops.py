@@ -20,6 +20,8 @@ import numpy as np
 
 from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
+from ember.backends import cpu_blas_gemm
+from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.backends.cpu_math_kernels import run_elementwise
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
                        reductions as red)
@@ -469,10 +471,19 @@ def _linear_gemm(xp: Any, rows: Any, w: Any, bias: tuple) -> Any:
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
         with blas_context(xp, rows, w.T):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
+            if bias and rows.shape[0] * w.shape[0] >= _BIAS_IN_GEMM:  # BLAS adds into the bias rows (beta = 1)
+                out = cpu_blas_gemm.addmm(rows, w.T, bias[0])
+                if out is not None:
+                    return out
             out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
         if bias:
             out += bias[0]
     return out
+
+
+# Outputs of this many elements or more get the bias from BLAS's beta = 1 (cpu_blas_gemm.addmm): the pass it saves
+# costs more than the ctypes call (~3 us) from here on.
+_BIAS_IN_GEMM = 1 << 16
 
 
 def _rows(t: Any) -> Any:
@@ -516,8 +527,25 @@ LINEAR.array_vjp = (
     lambda ctx, g: _matmul_impl(np, g, ctx.inputs[1]) if g.ndim == 2 else
     _matmul_impl(np, _rows_array(g), ctx.inputs[1]).reshape(ctx.input_meta[0]),
     lambda ctx, g: OPS["matmul_t"].impl(np, _rows_array(g), _rows_array(ctx.inputs[0]), transpose_a=True),
-    lambda ctx, g: OPS["sum"].impl(np, g, dims=tuple(range(g.ndim - 1)), keepdim=False) if g.ndim > 1 else g,
+    lambda ctx, g: _bias_grad_array(g) if g.ndim > 1 else g,
 )
+
+
+def _bias_grad_array(g: Any) -> Any:
+    """The bias gradient ``g`` summed over all leading dims (the ``sum`` op's impl); a large contiguous ``g`` as
+    column blocks on ember's threads: NumPy adds rows in order for each column either way, so the bits are
+    the same (tested), and the pass no longer runs on one core while the GEMMs around it use two."""
+    if g.size >= _SPLIT_BIAS_GRAD and g.flags.c_contiguous and g.dtype.kind == "f" and g.dtype.itemsize >= 4 \
+            and num_threads() > 1:
+        rows = g.reshape(-1, g.shape[-1])
+        out = np.empty(g.shape[-1], g.dtype)
+        parallel_for(lambda start, stop: np.add.reduce(rows[:, start:stop], axis=0, out=out[start:stop]),
+                     g.shape[-1], 64)
+        return out
+    return OPS["sum"].impl(np, g, dims=tuple(range(g.ndim - 1)), keepdim=False)
+
+
+_SPLIT_BIAS_GRAD = 1 << 20  # elements: below it a thread hand-off (~20-30 us) costs what the split saves
 
 
 def _linear_batch_array_vjp(ctx: Any, g: Any, gdim: int | None) -> list:

@@ -179,8 +179,8 @@ class OpDef:
             shape = shapes[i]
             if g.shape != shape:
                 result[i] = g = OPS["sum_to"].impl(np, g, tuple(shape))
-            if type(g) is not np.ndarray:  # NumPy gives scalars for 0-d results
-                result[i] = np.asarray(g)
+            if type(g) is not np.ndarray and not getattr(g, "lazy_grad", False):  # NumPy gives scalars for 0-d
+                result[i] = np.asarray(g)  # results (autograd.index_grad's lazy gradients pass as they are)
         return tuple(result)
 
     @property

@@ -1,0 +1,86 @@
+"""``linear``'s bias added by BLAS (beta = 1 into the bias rows, ember/backends/cpu_blas_gemm.py) and its bias
+gradient summed in column blocks on ember's threads (nn_ops._bias_grad_array): values against a float64
+reference and torch, every operand layout BLAS reads in place, the fallbacks, and the same bits as one sum."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.backends import cpu_blas_gemm, cpu_threads
+from ember.ops import nn_ops
+
+pytestmark = pytest.mark.skipif(cpu_blas_gemm._cblas("s") is None, reason="NumPy's BLAS is not an OpenBLAS")
+
+
+def _layout(a: np.ndarray, how: str) -> np.ndarray:
+    if how == "T":  # a transposed view of a row-major array
+        return np.ascontiguousarray(a.T).T
+    if how == "pad":  # rows with a gap after them
+        wide = np.zeros((a.shape[0], a.shape[1] + 5), a.dtype)
+        wide[:, :a.shape[1]] = a
+        return wide[:, :a.shape[1]]
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("la,lb", [("N", "N"), ("N", "T"), ("T", "N"), ("T", "T"), ("pad", "T"), ("N", "pad")])
+def test_addmm_matches_a_float64_product(dtype, la, lb):
+    rng = np.random.default_rng(0)
+    a64, b64, c64 = rng.standard_normal((70, 33)), rng.standard_normal((33, 41)), rng.standard_normal(41)
+    a, b = _layout(a64.astype(dtype), la), _layout(b64.astype(dtype), lb)
+    out = cpu_blas_gemm.addmm(a, b, c64.astype(dtype))
+    assert out is not None and out.dtype == dtype and out.flags.c_contiguous
+    exact = a.astype(np.float64) @ b.astype(np.float64) + c64.astype(dtype)
+    bound = (np.abs(a).astype(np.float64) @ np.abs(b) + np.abs(c64)) * np.finfo(dtype).eps * 40
+    assert np.all(np.abs(out - exact) <= bound)
+
+
+def test_addmm_special_values_propagate():
+    a = np.ones((8, 4), np.float32)
+    b = np.ones((4, 3), np.float32)
+    a[1, 2], a[2, 0], b[3, 2] = np.nan, np.inf, -np.inf
+    bias = np.array([0.0, np.inf, -1.0], np.float32)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(cpu_blas_gemm.addmm(a, b, bias), a @ b + bias)
+
+
+def test_addmm_declines():
+    a, b, bias = np.ones((4, 3), np.float32), np.ones((3, 2), np.float32), np.ones(2, np.float32)
+    assert cpu_blas_gemm.addmm(a, b.astype(np.float64), bias) is None  # mixed dtypes
+    assert cpu_blas_gemm.addmm(a.astype(np.float16), b.astype(np.float16), bias.astype(np.float16)) is None
+    assert cpu_blas_gemm.addmm(np.ones((4, 6), np.float32)[:, ::2], b, bias) is None  # strided both ways
+    assert cpu_blas_gemm.addmm(a, b, np.ones((1, 2), np.float32)) is None  # a 2-D bias
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_linear_with_the_bias_in_blas_matches_torch(threads, monkeypatch):
+    monkeypatch.setattr(nn_ops, "_BIAS_IN_GEMM", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_FILL", 1 if threads > 1 else 1 << 60)
+    monkeypatch.setattr(nn_ops, "_SPLIT_BIAS_GRAD", 1 if threads > 1 else 1 << 60)
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 50, 24), (40, 24), (40,)))
+    g = rng.standard_normal((3, 50, 40)).astype(np.float32)
+    ex, ew, eb = (ember.tensor(v, requires_grad=True) for v in (x, w, b))
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    ember.nn.functional.linear(ex, ew, eb).backward(ember.tensor(g))
+    ty = torch.nn.functional.linear(tx, tw, tb)
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(ember.nn.functional.linear(ex, ew, eb).detach().numpy(), ty.detach().numpy(),
+                               rtol=1e-5, atol=1e-5)
+    for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_split_bias_gradient_is_one_sum_bit_for_bit(monkeypatch):
+    monkeypatch.setattr(nn_ops, "_SPLIT_BIAS_GRAD", 1)
+    monkeypatch.setattr(nn_ops, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu_threads, "num_threads", lambda: 3)
+    rng = np.random.default_rng(2)
+    for shape in ((16, 64, 200), (333, 129), (5, 7, 1000)):
+        g = (rng.standard_normal(shape) * rng.standard_normal(shape) * 1e3).astype(np.float32)
+        g.reshape(-1)[::53] = -0.0
+        expected = np.add.reduce(g, axis=tuple(range(g.ndim - 1)))
+        got = nn_ops._bias_grad_array(g)
+        np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
