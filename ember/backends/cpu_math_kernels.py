@@ -103,7 +103,155 @@ def build(numba: Any) -> dict[str, Callable]:
             tail = v * (exp_neg_half_square(v) * _INV_SQRT_2PI)  # inf * 0 = NaN at +-inf, as PyTorch
             out[i] = np.float32(np.float64(g[i]) * (cdf + tail))
 
-    return {"erf_f32": erf_f32, "gelu_f32": gelu_f32, "gelu_backward_f32": gelu_backward_f32}
+    kernels = {"erf_f32": erf_f32, "gelu_f32": gelu_f32, "gelu_backward_f32": gelu_backward_f32}
+    for suffix, degree in (("f32", 7), ("f64", 13)):
+        kernels.update({f"{name}_{suffix}": kernel for name, kernel in _softmax_kernels(numba, degree).items()})
+    return kernels
+
+
+def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
+    """softmax / log_softmax over the last dim of (rows, n) arrays and their backward, with ``exp`` by a Taylor
+    polynomial of ``degree`` (7 for float32 results: 5e-9 relative; 13 for float64: an ulp or two)."""
+    njit = numba.njit
+    exp64 = _exp64(numba, degree)
+    row_max = _row_max(numba)
+    low = np.float32 if degree < 13 else np.float64  # the arrays' dtype: the output passes run in it
+
+    @njit(cache=True, nogil=True, fastmath=_ROWS)
+    def softmax_rows(x: Any, out: Any, r0: int, r1: int) -> None:  # pragma: no cover - compiled
+        """Rows ``[r0, r1)``: ``exp(x - max) / sum``, the sum in float64."""
+        n = x.shape[1]
+        for r in range(r0, r1):
+            xr, yr = x[r], out[r]
+            top = np.float64(row_max(xr))
+            total = 0.0
+            for i in range(n):
+                e = exp64(np.float64(xr[i]) - top)
+                yr[i] = e
+                total += e
+            inv = low(1.0 / total)  # in the array's dtype: a float64 factor made this pass 3x slower
+            for i in range(n):
+                yr[i] *= inv
+
+    @njit(cache=True, nogil=True, fastmath=_ROWS)
+    def log_softmax_rows(x: Any, out: Any, r0: int, r1: int) -> None:  # pragma: no cover - compiled
+        """``x - max - log(sum(exp(x - max)))`` per row, the sum and its log in float64."""
+        n = x.shape[1]
+        for r in range(r0, r1):
+            xr, yr = x[r], out[r]
+            top = row_max(xr)
+            top64 = np.float64(top)
+            total = 0.0
+            for i in range(n):
+                total += exp64(np.float64(xr[i]) - top64)
+            log_total = low(math.log(total))
+            for i in range(n):  # (x - max) is exact near the max; then one rounding, as NumPy's and torch's
+                yr[i] = (xr[i] - top) - log_total
+
+    @njit(cache=True, nogil=True, fastmath=_ROWS)
+    def softmax_backward_rows(g: Any, y: Any, out: Any, r0: int, r1: int) -> None:  # pragma: no cover - compiled
+        """``y * (g - sum(g * y))`` per row, the sum in float64."""
+        n = y.shape[1]
+        for r in range(r0, r1):
+            gr, yr, o = g[r], y[r], out[r]
+            dot = 0.0
+            for i in range(n):
+                dot += np.float64(gr[i]) * np.float64(yr[i])
+            dot_low = low(dot)
+            for i in range(n):
+                o[i] = yr[i] * (gr[i] - dot_low)
+
+    @njit(cache=True, nogil=True, fastmath=_ROWS)
+    def log_softmax_backward_rows(g: Any, y: Any, out: Any, r0: int, r1: int) -> None:  # pragma: no cover
+        """``g - exp(y) * sum(g)`` per row, the sum in float64."""
+        n = y.shape[1]
+        for r in range(r0, r1):
+            gr, yr, o = g[r], y[r], out[r]
+            total = 0.0
+            for i in range(n):
+                total += gr[i]
+            total_low = low(total)
+            for i in range(n):
+                o[i] = gr[i] - low(exp64(np.float64(yr[i]))) * total_low
+
+    return {"softmax_rows": softmax_rows, "log_softmax_rows": log_softmax_rows,
+            "softmax_backward_rows": softmax_backward_rows, "log_softmax_backward_rows": log_softmax_backward_rows}
+
+
+def _row_max(numba: Any) -> Callable:
+    """The largest element of a 1-D array with 16 running maxima (a single one is a serial chain LLVM does not
+    vectorize: 3.5x slower). A NaN may be skipped: softmax's NaN still reaches the whole row through its exp."""
+    @numba.njit(nogil=True)
+    def row_max(xr: Any) -> Any:  # pragma: no cover - compiled
+        n = xr.shape[0]
+        t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = xr[0]
+        t8 = t9 = t10 = t11 = t12 = t13 = t14 = t15 = xr[0]
+        i = 0
+        while i + 16 <= n:
+            t0, t1, t2, t3 = max(t0, xr[i]), max(t1, xr[i + 1]), max(t2, xr[i + 2]), max(t3, xr[i + 3])
+            t4, t5, t6, t7 = max(t4, xr[i + 4]), max(t5, xr[i + 5]), max(t6, xr[i + 6]), max(t7, xr[i + 7])
+            t8, t9, t10, t11 = max(t8, xr[i + 8]), max(t9, xr[i + 9]), max(t10, xr[i + 10]), max(t11, xr[i + 11])
+            t12, t13 = max(t12, xr[i + 12]), max(t13, xr[i + 13])
+            t14, t15 = max(t14, xr[i + 14]), max(t15, xr[i + 15])
+            i += 16
+        top = max(max(max(max(t0, t1), max(t2, t3)), max(max(t4, t5), max(t6, t7))),
+                  max(max(max(t8, t9), max(t10, t11)), max(max(t12, t13), max(t14, t15))))
+        while i < n:
+            top = max(top, xr[i])
+            i += 1
+        return top
+
+    return row_max
+
+
+# Row kernels: reassociation lets LLVM keep several partial sums (and max) in vector registers; FMAs inside exp.
+_ROWS = {"contract", "reassoc"}
+_LOG2E = 1.0 / math.log(2.0)
+_LN2_HI = 0.6931471803691238  # ln 2 split so k * _LN2_HI is exact for |k| < 2**11
+_LN2_LO = 1.9082149292705877e-10
+
+
+def _exp64(numba: Any, degree: int = 13) -> Callable:
+    """A float64 ``exp`` LLVM vectorizes (numba's calls libm once per element: 4x slower than NumPy's): ``2**k *
+    exp(r)``, ``r = x - k ln 2`` in [-ln2/2, ln2/2], exp(r) by its Taylor polynomial (degree 13: within an ulp
+    or two of float64; 7: 5e-9 relative, for float32 results), ``2**k`` built from its bits in two factors (no overflow of the exponent field for
+    results down to the smallest subnormal). x > 709.78 gives inf, x < -745.2 gives 0, NaN stays NaN."""
+    import llvmlite.ir as llvm_ir  # noqa: PLC0415 - numba's own dependency, only with numba
+    from numba.core import types  # noqa: PLC0415
+    from numba.extending import intrinsic  # noqa: PLC0415
+
+    @intrinsic
+    def bits_to_float64(typingctx: Any, bits: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], llvm_ir.DoubleType())
+        return types.float64(types.int64), codegen
+
+    @intrinsic
+    def float64_bits(typingctx: Any, value: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], llvm_ir.IntType(64))
+        return types.int64(types.float64), codegen
+
+    taylor = tuple(1.0 / math.factorial(k) for k in range(degree, -1, -1))
+    poly = numba.njit(inline="always", fastmath={"contract"})(_polynomial(taylor))
+    magic = 6755399441055744.0  # 1.5 * 2**52: adding it rounds to an integer, which its low bits then hold
+    magic_bits = 0x4338000000000000
+
+    @numba.njit(inline="always", fastmath={"contract"})
+    def exp64(x: float) -> float:  # pragma: no cover - compiled
+        clamped = x if x > -746.0 else -746.0  # selects, not min/max: numba's NaN-aware min/max do not vectorize
+        clamped = clamped if clamped < 710.0 else 710.0
+        shifted = clamped * _LOG2E + magic
+        k = shifted - magic
+        r = (clamped - k * _LN2_HI) - k * _LN2_LO
+        ki = float64_bits(shifted) - magic_bits
+        half = ki >> 1
+        e = (poly(r) * bits_to_float64((half + 1023) << 52)) * bits_to_float64((ki - half + 1023) << 52)
+        e = math.inf if x > 709.782712893384 else e
+        e = 0.0 if x < -745.2 else e
+        return e if x == x else x
+
+    return exp64
 
 
 # Elements per thread below which a kernel runs on the calling thread alone (a hand-off costs ~20-50 us).
@@ -135,3 +283,24 @@ def erf_float32_first(fallback: Callable, x: Any, out: Any = None) -> Any:
     kernel = cpu_kernels.get("erf_f32")
     result = run_elementwise(kernel, target, array) if kernel is not None else cpu_erf_table.erf(array, target)
     return result if array.ndim or out is not None else result[()]
+
+
+def run_rows(name: str, out: np.ndarray, *arrays: np.ndarray) -> np.ndarray | None:
+    """The row kernel ``name`` (``softmax_rows``, ``log_softmax_backward_rows``, ...; the ``_f32``/``_f64`` one
+    for the arrays' dtype) over the last dim of ``arrays`` into ``out`` (all of one float32/float64 dtype and
+    shape), rows split over ember's CPU threads (MIN_CHUNK elements or more each); None without the kernel (no
+    numba) or for other dtypes."""
+    dtype = out.dtype
+    if dtype not in (np.float32, np.float64) or any(a.dtype != dtype for a in arrays) or out.ndim == 0:
+        return None
+    kernel = cpu_kernels.get(f"{name}_{'f32' if dtype == np.float32 else 'f64'}")
+    if kernel is None:
+        return None
+    width = out.shape[-1]
+    rows = [np.ascontiguousarray(a).reshape(-1, width) for a in arrays]
+    target = out if out.flags.c_contiguous else np.empty(out.shape, dtype)
+    flat_out = target.reshape(-1, width)
+    parallel_for(lambda r0, r1: kernel(*rows, flat_out, r0, r1), flat_out.shape[0], max(1, MIN_CHUNK // width))
+    if target is not out:
+        out[...] = target
+    return out

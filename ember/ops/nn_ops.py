@@ -22,7 +22,7 @@ from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
 from ember.backends import cpu_blas_gemm
 from ember.backends.cpu_threads import num_threads, parallel_for
-from ember.backends.cpu_math_kernels import run_elementwise
+from ember.backends.cpu_math_kernels import run_elementwise, run_rows
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
                        reductions as red)
 from ember.ops.elementwise import elementwise_rule
@@ -205,10 +205,21 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         return _softmax_impl(xp, x.reshape(1), 0).reshape(())
     if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # float16/bfloat16: float32 math, rounded once (PyTorch's)
         return _softmax_impl(xp, x.astype(xp.float32), dim).astype(x.dtype)
+    native = _rows_native(xp, "softmax_rows", x, dim, x)
+    if native is not None:  # numba: max, exp-and-sum, scale per row in cache, on both cores
+        return native
     shifted = x - _max_kept(x, dim)
     e = xp.exp(shifted, out=shifted)
     e /= _sum_kept(e, dim)
     return e
+
+
+def _rows_native(xp: Any, name: str, x: Any, dim: int, *arrays: Any) -> Any:
+    """The CPU row kernel ``name`` (ember/backends/cpu_math_kernels.py) along the last dim, or None (another dim,
+    another device or dtype, no numba: the NumPy code)."""
+    if xp is not np or dim not in (-1, x.ndim - 1) or x.size == 0 or x.__class__ is not np.ndarray:
+        return None
+    return run_rows(name, np.empty(x.shape, x.dtype), *arrays)
 
 
 def _max_kept(x: Any, dim: int) -> Any:
@@ -242,6 +253,9 @@ def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         else:
             shifted -= xp.log(total)
         return shifted.astype(low)
+    native = _rows_native(xp, "log_softmax_rows", x, dim, x)
+    if native is not None:
+        return native
     shifted = x - _max_kept(x, dim)
     shifted -= xp.log(_sum_kept(xp.exp(shifted), dim))
     return shifted
@@ -249,13 +263,69 @@ def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
 
 def _softmax_vjp(ctx: Any, g: Any) -> tuple:
     y = ctx.out
+    if not grad_mode.STATE.enabled and g.shape == y.shape and g.dtype is y.dtype:
+        return (dispatch.apply(SOFTMAX_BACKWARD, (g, y), {"dim": ctx.attrs["dim"]}),)  # plain backward: one op
     gy = g * y
     return (gy - y * red.sum(gy, ctx.attrs["dim"], keepdim=True),)
 
 
 def _log_softmax_vjp(ctx: Any, g: Any) -> tuple:
     y = ctx.out
+    if not grad_mode.STATE.enabled and g.shape == y.shape and g.dtype is y.dtype:
+        return (dispatch.apply(LOG_SOFTMAX_BACKWARD, (g, y), {"dim": ctx.attrs["dim"]}),)
     return (g - ew.exp(y) * red.sum(g, ctx.attrs["dim"], keepdim=True),)
+
+
+def _softmax_backward_impl(xp: Any, g: Any, y: Any, dim: int) -> Any:
+    """``y * (g - sum(g * y))`` along ``dim``: softmax's gradient from its output."""
+    native = _rows_native(xp, "softmax_backward_rows", y, dim, g, y)
+    if native is not None:
+        return native
+    gy = g * y
+    gy -= y * _sum_kept(gy, dim)
+    return gy
+
+
+def _log_softmax_backward_impl(xp: Any, g: Any, y: Any, dim: int) -> Any:
+    """``g - exp(y) * sum(g)`` along ``dim``: log_softmax's gradient from its output."""
+    native = _rows_native(xp, "log_softmax_backward_rows", y, dim, g, y)
+    if native is not None:
+        return native
+    e = xp.exp(y)
+    e *= _sum_kept(g, dim)
+    return g - e
+
+
+def _batch_rows_backward(op: OpDef, args: tuple, bdims: tuple, attrs: dict, size: int) -> tuple:
+    """vmap of a (g, y, dim) backward record: both batched at the front, ``dim`` one further."""
+    moved = tuple(batching.with_batch(a, d, size) for a, d in zip(args, bdims))
+    dim = attrs["dim"] if attrs["dim"] < 0 else attrs["dim"] + 1
+    return dispatch.apply(op, moved, {**attrs, "dim": dim}), 0
+
+
+# The plain backward of softmax / log_softmax as one op each (one pass per row with numba; create_graph=True
+# differentiates the composite rules above). Their own vjps: the composite rules' derivatives.
+SOFTMAX_BACKWARD = register(OpDef(
+    name="softmax_backward", batch=_batch_rows_backward, category="nn", impl=_softmax_backward_impl,
+    shape_rule=lambda g, y, dim: y, float_only=True,
+    vjp=(lambda ctx, gg: _softmax_backward_gg(ctx, gg)[0], lambda ctx, gg: _softmax_backward_gg(ctx, gg)[1]),
+))
+LOG_SOFTMAX_BACKWARD = register(OpDef(
+    name="log_softmax_backward", batch=_batch_rows_backward, category="nn", impl=_log_softmax_backward_impl,
+    shape_rule=lambda g, y, dim: y, float_only=True,
+    vjp=(lambda ctx, gg: gg - red.sum(gg * ew.exp(ctx.inputs[1]), ctx.attrs["dim"], keepdim=True),
+         lambda ctx, gg: -gg * ew.exp(ctx.inputs[1]) * red.sum(ctx.inputs[0], ctx.attrs["dim"], keepdim=True)),
+))
+
+
+def _softmax_backward_gg(ctx: Any, gg: Any) -> tuple:
+    """Gradients of ``out = y * (g - s)``, ``s = sum(g * y)``: d/dg = gg * y - y * sum(gg * y);
+    d/dy = gg * (g - s) - g * sum(gg * y)."""
+    g, y = ctx.inputs
+    dim = ctx.attrs["dim"]
+    s = red.sum(g * y, dim, keepdim=True)
+    t = red.sum(gg * y, dim, keepdim=True)
+    return gg * y - y * t, gg * (g - s) - g * t
 
 
 SOFTMAX = register(OpDef(

@@ -166,6 +166,19 @@ def _layer_norm_train() -> Callable:
     return lambda: norm(x).sum().backward()
 
 
+def _softmax_train() -> Callable:
+    """softmax and log_softmax over the last dim, forward + backward, rows of 512, 1M elements: the native row
+    kernels with numba, the NumPy passes without."""
+    x = ember.tensor(_data((2048, 512)), requires_grad=True)
+    g = ember.tensor(_data((2048, 512), 1))
+
+    def run() -> None:
+        F.softmax(x, dim=-1).backward(g)
+        F.log_softmax(x, dim=-1).backward(g)
+
+    return run
+
+
 def _adam_step() -> Callable:
     p = ember.nn.Parameter(ember.tensor(_data((N,))))
     p.grad = ember.tensor(_data((N,), 1))
@@ -250,6 +263,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "conv2d 3x3 64->1 GAN output (conv_tap_sum both ways)": _conv_gan_output_train,
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "layer_norm train (layer_norm_rows, layer_norm_backward_rows)": _layer_norm_train,
+    "softmax, log_softmax train (softmax_rows, log_softmax_rows and backward)": _softmax_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
     "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
@@ -305,7 +319,10 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                    for k in ("batch_norm_train", "batch_norm_backward")},
                 "relu_grad_sum_rows": "compiled relu + bias gradient (relu_grad_sum_rows)",
                 **{k: "layer_norm train (layer_norm_rows, layer_norm_backward_rows)"
-                   for k in ("layer_norm_rows", "layer_norm_backward_rows")}}
+                   for k in ("layer_norm_rows", "layer_norm_backward_rows")},
+                **{f"{k}_{suffix}": "softmax, log_softmax train (softmax_rows, log_softmax_rows and backward)"
+                   for k in ("softmax_rows", "log_softmax_rows", "softmax_backward_rows", "log_softmax_backward_rows")
+                   for suffix in ("f32", "f64")}}
 
 
 def test_every_native_kernel_has_a_cliff_case(restore_extras) -> None:

@@ -465,6 +465,9 @@ NOT_IN_TABLE = {
     "conv2d_weight_grad": "backward of conv2d; checked through conv2d's gradient",
     "layer_norm_backward": "backward of layer_norm; checked through layer_norm's gradient",
     "gelu_backward": "backward of gelu; checked through gelu's gradient",
+    "softmax_backward": "backward of softmax; checked through softmax's gradient and tests/nn/test_softmax_native.py",
+    "log_softmax_backward": "backward of log_softmax; checked through log_softmax's gradient and "
+                            "tests/nn/test_softmax_native.py",
     "scaled_dot_product_attention": "special points (inf/NaN inputs, saturated softmax) in tests/nn/test_attention_record.py",
     "scaled_dot_product_attention_backward": "backward of attention; checked through its gradient there",
     "batch_norm_backward": "backward of batch_norm; checked through batch_norm's gradient",
