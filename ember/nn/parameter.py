@@ -63,5 +63,41 @@ class Buffer(Tensor):
         pass
 
 
+class UninitializedParameter(Parameter):
+    """A parameter of a ``Lazy*`` module before its first forward (no shape yet); prints as PyTorch's
+    ``<UninitializedParameter>`` and becomes a plain :class:`Parameter` when materialized, keeping its identity.
+
+    Example:
+        >>> ember.nn.LazyLinear(3).weight
+        <UninitializedParameter>
+    """
+
+    cls_to_become = Parameter
+
+    def materialize(self, shape: tuple, device: Any = None, dtype: Any = None) -> None:
+        self._data = empty(shape, device=device, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo: dict) -> "UninitializedParameter":
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(requires_grad=self._requires_grad)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(Tensor):
+    """A buffer of a ``Lazy*`` module before its first forward."""
+
+    def __repr__(self) -> str:
+        return "<UninitializedBuffer>"
+
+    __str__ = __repr__
+
+
 def is_lazy(param: Any) -> bool:
-    return False
+    """True for a lazy module's parameter or buffer not yet materialized (``torch.nn.parameter.is_lazy``)."""
+    return isinstance(param, (UninitializedParameter, UninitializedBuffer))

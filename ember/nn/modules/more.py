@@ -23,7 +23,7 @@ from ember.nn.modules.conv import ConvTranspose1d, ConvTranspose3d  # noqa: F401
 from ember.nn.modules.loss import _Loss, _WeightedLoss
 from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import _BatchNorm
-from ember.nn.parameter import Parameter
+from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from ember.tensor import Tensor
 
 
@@ -487,18 +487,6 @@ class EmbeddingBag(Module):
 
 
 # ---- lazy modules ----------------------------------------------------------------------------------------------
-class UninitializedParameter(Parameter):
-    """A parameter of a ``Lazy*`` module before its first forward (no shape yet)."""
-
-    def materialize(self, shape: tuple, device: Any = None, dtype: Any = None) -> None:
-        self._data = creation.empty(shape, device=device, dtype=dtype)._data
-        self.__class__ = Parameter
-
-
-class UninitializedBuffer(Tensor):
-    """A buffer of a ``Lazy*`` module before its first forward."""
-
-
 class LazyModuleMixin:
     """Infers the input size on the first call, builds ``cls_to_become`` and becomes it (PyTorch's mechanism).
 
@@ -514,20 +502,34 @@ class LazyModuleMixin:
         real = self._build(args[0])
         for name, p in list(self._parameters.items()):
             new = real._parameters.get(name)
-            if isinstance(p, UninitializedParameter) and new is not None:
+            if new is None or p is None:
+                continue
+            if isinstance(p, UninitializedParameter):
                 p.materialize(tuple(new.shape), dtype=new.dtype)
                 with no_grad():
                     p.copy_(new)
-                real._parameters[name] = p
+            elif tuple(p.shape) != tuple(new.shape):  # loaded from a checkpoint that does not fit this input
+                raise RuntimeError(f"{type(self).__name__}: the parameter '{name}' loaded with shape {tuple(p.shape)} "
+                                   f"does not fit the first input, which needs {tuple(new.shape)}")
+            real._parameters[name] = p  # the loaded (or materialized) parameter keeps its identity
         training = self.training
         self.__dict__.update(real.__dict__)
         self.__class__ = type(real)
         self.train(training)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.has_uninitialized_params():
-            self.initialize_parameters(*args, **kwargs)
+        # still lazy (a loaded checkpoint may have filled every parameter): become the real module now
+        self.initialize_parameters(*args, **kwargs)
         return Module.__call__(self, *args, **kwargs)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any) -> None:
+        """PyTorch's lazy load hook: an uninitialized parameter found in ``state_dict`` takes its shape (d2l loads
+        ``MLP`` weights into a fresh ``LazyLinear`` model before any forward)."""
+        for name, p in self._parameters.items():
+            value = state_dict.get(prefix + name)
+            if isinstance(p, UninitializedParameter) and value is not None and hasattr(value, "shape"):
+                p.materialize(tuple(value.shape), dtype=getattr(value, "dtype", None))
+        Module._load_from_state_dict(self, state_dict, prefix, *args)
 
 
 class LazyLinear(LazyModuleMixin, Module):
