@@ -26,7 +26,7 @@ import numpy as np
 from ember import _config
 from ember.backends import cpu_blas, native_kernel
 from ember.backends.cpu_blas import blas_for
-from ember.backends.cpu_threads import num_threads, split_channels
+from ember.backends.cpu_threads import num_threads, parallel_for, split_channels
 from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
 from ember.ops import conv_direct as direct
@@ -278,6 +278,20 @@ def _indirect_weight(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, pad
     return True
 
 
+def _shallow(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int,
+             dtype: Any) -> bool:
+    """Whether the forward and the weight gradient run ``conv_direct.shallow_forward`` / ``shallow_weight_grad`` (one
+    input channel, 3x3, stride 1: MNIST's conv1; the nine taps as shifted views of the padded plane, the bias added in
+    the kernel), not with ``EMBER_CONV_ALGORITHM=im2col``. Like im2col the forward multiplies the padding (an inf
+    weight gives NaN there, as im2col's and torch's float64 do). Measured against per-image im2col (forward) and the
+    indirect weight gradient: docs/cpu-performance.md, "conv17"."""
+    if _config.CONV_ALGORITHM == "im2col" or min(padding) < 0:
+        return False
+    oh = out_size(x_shape[2], w_shape[2], stride[0], padding[0], padding[1], dilation[0])
+    ow = out_size(x_shape[3], w_shape[3], stride[1], padding[2], padding[3], dilation[1])
+    return oh > 0 and ow > 0 and direct.shallow_applicable(xp, x_shape, w_shape, stride, dilation, groups, dtype)
+
+
 def _unrolled(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: tuple, dilation: tuple, groups: int,
               dtype: Any) -> bool:
     """Whether all three passes run as one GEMM with the unrolled kernel (``conv_unrolled``): maps so small that
@@ -438,6 +452,8 @@ def algorithm(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, padding: t
         padding, prefix = trim[2], "trim+"
     if _whole_window(tuple(x_shape[2:]), w_shape, stride, padding, dilation, groups):
         return prefix + "dense"
+    if not prefix and _shallow(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
+        return "shallow 3x3"
     if _unrolled(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype):
         return prefix + "unrolled"
     m = fused_winograd_tile(xp, x_shape, w_shape, stride, padding, dilation, groups, dtype)
@@ -496,6 +512,8 @@ def _conv_impl(xp: Any, x: Any, w: Any, *bias: Any, stride: tuple, padding: tupl
     """The forward; an optional bias (O,) is added in place into the convolution's fresh output: one
     pass less than ``out + bias`` and no second (N, O, H, W) array (MNIST's first layer: 0.32 -> 0.11 ms)."""
     trim = _trim(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    if trim is None and _shallow(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
+        return direct.shallow_forward(x, w, bias[0] if bias else None, padding)  # the bias added in the kernel
     if trim is None:
         out = _conv_live(xp, x, w, stride, padding, dilation, groups)
     else:
@@ -504,8 +522,28 @@ def _conv_impl(xp: Any, x: Any, w: Any, *bias: Any, stride: tuple, padding: tupl
             dropped = w[:, :, _dropped(xp, w.shape[2:], trim)]  # (O, C, taps): each multiplies only padding
             out[:, ~xp.isfinite(dropped).all(axis=(1, 2))] = xp.nan
     if bias:
-        out += bias[0].reshape(1, -1, 1, 1)
+        _add_bias(xp, out, bias[0])
     return out
+
+
+BIAS_SPLIT_ELEMENTS = 1 << 17  # output elements per thread below which the bias add stays on the calling thread
+
+
+def _add_bias(xp: Any, out: Any, bias: Any) -> None:
+    """``out += bias`` per output channel, in place, images shared out over ember's threads for large NumPy
+    outputs (the add is a memory pass the calling thread otherwise makes alone while the other core waits: MNIST's
+    64 x 32 x 28x28 conv1 output, 0.3 ms a step). The same bits as one broadcast add."""
+    b = bias.reshape(1, -1, 1, 1)
+    per_image = out[0].size if out.ndim == 4 and out.shape[0] else 0
+    if xp is not np or not per_image or out.size < 2 * BIAS_SPLIT_ELEMENTS or num_threads() < 2:
+        out += b
+        return
+
+    def add(i0: int, i1: int) -> None:
+        part = out[i0:i1]
+        part += b
+
+    parallel_for(add, out.shape[0], max(1, -(-BIAS_SPLIT_ELEMENTS // per_image)))
 
 
 def _dropped_finite(xp: Any, w: Any, trim: tuple) -> bool:
@@ -626,6 +664,9 @@ def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tupl
         return gw
     if _whole_window(x.shape[2:], weight_shape, stride, padding, dilation, groups):
         return _dense(xp, xp.reshape(g, (g.shape[0], -1)).T, xp.reshape(x, (x.shape[0], -1)), tuple(weight_shape))
+    # x finite: the kernel's zero columns past the output width meet real pixels (0 * inf = NaN)
+    if _shallow(xp, x.shape, weight_shape, stride, padding, dilation, groups, x.dtype) and _finite(xp, x):
+        return direct.shallow_weight_grad(x, g, tuple(weight_shape), padding)
     geometry = (x.shape, weight_shape, stride, padding, dilation, groups, x.dtype)
     # an inf of g would miss the 0 * inf = NaN torch makes where a tap reads padding: such gradients go on
     if _unrolled(xp, *geometry) and _finite(xp, g):

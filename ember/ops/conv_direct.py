@@ -104,3 +104,51 @@ def input_grad(xp: Any, g: Any, w: Any, input_shape: tuple, padding: tuple, dila
     assert gx.shape == tuple(input_shape), (gx.shape, input_shape)
     return gx
 
+
+
+def shallow_applicable(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, dilation: tuple, groups: int,
+                       dtype: Any) -> bool:
+    """Whether the forward runs ``conv3x3_shallow_forward``: NumPy float32 with the kernel (numba), one group, one
+    input channel, a 3x3 kernel at stride 1 without dilation (MNIST's conv1), where im2col's GEMMs have K = 9."""
+    return (xp is np and groups == 1 and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1)
+            and tuple(w_shape[2:]) == (3, 3) and w_shape[1] == 1 and x_shape[1] == 1
+            and np.dtype(dtype) == np.float32 and native_kernel(xp, "conv3x3_shallow_weight") is not None)
+
+
+def shallow_forward(x: Any, w: Any, bias: Any, padding: tuple) -> Any:
+    """The 3x3 stride-1 forward of a shallow layer (``shallow_applicable``), the bias (or None) added in the kernel:
+    images shared out over ember's threads, each thread padding its images and writing its outputs."""
+    n, c, h, width = x.shape
+    o = w.shape[0]
+    oh, ow = h + padding[0] + padding[1] - 2, width + padding[2] + padding[3] - 2
+    y = np.empty((n, o, oh, ow), np.float32)
+    w32 = np.ascontiguousarray(w, dtype=np.float32)
+    b32 = np.zeros(o, np.float32) if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+    kernel = native_kernel(np, "conv3x3_shallow_forward")
+
+    def run(start: int, stop: int) -> None:
+        kernel(_padded(x, start, stop, padding, (1, 1), 3, 3), w32, b32, bias is not None, y[start:stop])
+
+    _split(run, n, 2.0 * n * o * c * 9 * oh * ow)
+    return y
+
+
+def shallow_weight_grad(x: Any, g: Any, weight_shape: tuple, padding: tuple) -> Any:
+    """The weight gradient of ``shallow_forward``'s layers (``x`` finite): each thread sums its images into its own
+    float64 (O, 9) total, the totals added in image order and rounded once."""
+    n = x.shape[0]
+    _, o, oh, ow = g.shape
+    g32 = np.ascontiguousarray(g, dtype=np.float32)
+    kernel = native_kernel(np, "conv3x3_shallow_weight")
+    parts: dict[int, Any] = {}
+
+    def run(start: int, stop: int) -> None:
+        total = np.zeros((o, 9))
+        kernel(_padded(x, start, stop, padding, (1, 1), 3, 3), g32[start:stop], total)
+        parts[start] = total
+
+    _split(run, n, 2.0 * n * o * 9 * oh * ow)
+    total = parts[0]
+    for key in sorted(parts)[1:]:
+        total += parts[key]
+    return total.astype(np.float32).reshape(weight_shape)

@@ -13,7 +13,8 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.skipif(cpu_kernels.get("batch_norm_train") is None, reason="needs numba")
 
-SHAPES = [(128, 64, 8, 8), (128, 512, 1, 1), (3, 5, 7), (4, 3), (2, 6, 3, 3), (3, 4, 1, 1)]
+# (2, 3, 40, 15): rows of 600 values, summed as runs of 256, 256 and 88 (cpu_norm_kernels._BN_RUN)
+SHAPES = [(128, 64, 8, 8), (128, 512, 1, 1), (3, 5, 7), (4, 3), (2, 6, 3, 3), (3, 4, 1, 1), (2, 3, 40, 15)]
 
 
 def _torch_reference(x, w, b, g, eps):

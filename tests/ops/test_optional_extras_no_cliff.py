@@ -150,6 +150,15 @@ def _conv_gan_output_train() -> Callable:
     return lambda: F.conv2d(x, w, padding=1).sum().backward()
 
 
+def _conv_one_channel_train() -> Callable:
+    """MNIST's conv1 (3x3, 1 -> 32 on 28x28, batch 64, bias), forward and weight gradient: the one-channel kernels
+    (``conv3x3_shallow_forward``, ``conv3x3_shallow_weight``) with numba, per-image im2col without."""
+    x = ember.tensor(_data((64, 1, 28, 28)))
+    w = ember.tensor(_data((32, 1, 3, 3)) * 0.3, requires_grad=True)
+    b = ember.tensor(_data((32,)), requires_grad=True)
+    return lambda: F.conv2d(x, w, b, padding=1).sum().backward()
+
+
 def _batch_norm_train() -> Callable:
     """Training batch norm forward + backward (the native per-channel kernels with numba, five NumPy sweeps
     each way without), at ResNet-18's layer1 shape times 2: 1M elements."""
@@ -261,6 +270,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)": _conv_indirect_train,
     "conv2d 3x3 32->8 (conv_indirect_forward at stride 1, conv_tap_sum)": _conv_few_outputs_train,
     "conv2d 3x3 64->1 GAN output (conv_tap_sum both ways)": _conv_gan_output_train,
+    "conv2d 3x3 1->32 MNIST conv1 (conv3x3_shallow_forward)": _conv_one_channel_train,
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "layer_norm train (layer_norm_rows, layer_norm_backward_rows)": _layer_norm_train,
     "softmax, log_softmax train (softmax_rows, log_softmax_rows and backward)": _softmax_train,
@@ -313,6 +323,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
+                **{k: "conv2d 3x3 1->32 MNIST conv1 (conv3x3_shallow_forward)"
+                   for k in ("conv3x3_shallow_forward", "conv3x3_shallow_weight")},
                 **{k: "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)"
                    for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
