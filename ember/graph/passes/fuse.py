@@ -33,7 +33,7 @@ import numpy as np
 from ember.backends import backend_for, native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.graph.ir import Node, Value, device_xp
-from ember.graph.passes import kernel_text
+from ember.graph.passes import fuse_later, kernel_text
 from ember.graph.passes.fuse_numba import PARALLEL_MIN_CHUNK
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.fma import fma_arrays
@@ -417,6 +417,11 @@ class FusedKernel:
         self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
         self.input_dtypes: tuple = ()  # NumPy dtypes of in0.., set by make_fused_node
         self.relu_grad_sum_rows = _relu_grad_sum_rows_plan(steps, outputs)  # (g, y) input indices, or None
+        # Promotion to a compiled loop after fuse_later.RUNS runs (set by make_fused_node where allowed)
+        self.later = False
+        self.runs = 0
+        self.loop: Any = None
+        self.out_values: list = []  # the graph Values computed (shapes, dtypes), for the compiled loop
 
     def writes_in_place(self, index: int) -> bool:
         """Whether step ``index`` can write its result over an input of its own shape and dtype
@@ -465,6 +470,13 @@ class FusedKernel:
         return outs[0] if self.single else outs
 
     def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> tuple:
+        if self.later:
+            if self.loop is not None:
+                return self.loop(xp, *arrays)
+            self.runs += 1
+            if self.runs > fuse_later.RUNS:
+                self.loop = fuse_later.compiled(self)
+                return self.loop(xp, *arrays)
         if self.relu_grad_sum_rows is not None and not self.out_into:
             gi, yi = self.relu_grad_sum_rows
             done = _relu_grad_sum_rows(xp, arrays[gi], arrays[yi])
@@ -529,6 +541,8 @@ def make_fused_node(members: list[Node], used_outside: set, xp: Any) -> Node:
     compiled = backend_for(xp).fuse(kernel, outputs, _single_loop(members))
     if compiled is not None:  # the backend's own kernel (Numba on CPU): called as kernel(xp, *inputs)
         kernel = compiled
+    elif backend_for(xp).name == "cpu" and fuse_later.eligible(kernel, outputs, _single_loop(members)):
+        kernel.later, kernel.out_values = True, list(outputs)  # a compiled loop once it has run a few times
     label = "+".join(n.op.name for n in members)
     op = OpDef(name="fused", category="fused", impl=kernel, doc=f"{label}\n{source}")
     node = Node(op, tuple(inputs), {"ops": label}, tuple(outputs))
