@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ember.graph.passes import fuse_numba
+
 # Runs of a kernel before it is compiled: past a trace, a test's few calls and the speed trial's first pair,
 # so one-off graphs never pay a compile and a training loop pays it once, early.
 RUNS = 3
@@ -77,8 +79,6 @@ def promotable(steps: list, outputs: list[str]) -> bool:
 def eligible(kernel: Any, outputs: list, single_loop: bool) -> bool:
     """Whether ``kernel`` (a :class:`~ember.graph.passes.fuse.FusedKernel` on NumPy) may be promoted: one loop
     shape, exact steps, float/bool arrays only, Numba installed and able to run every step."""
-    from ember.graph.passes import fuse_numba
-
     dtypes = [*kernel.input_dtypes, *(v.dtype for v in outputs)]
     if not single_loop or not dtypes or any(d is None or np.dtype(d).kind not in "fb" for d in dtypes):
         return False
@@ -88,8 +88,6 @@ def eligible(kernel: Any, outputs: list, single_loop: bool) -> bool:
 
 def compiled(kernel: Any) -> Any:
     """The Numba loop for ``kernel``'s steps, writing in place where the memory plan said (``out_into``)."""
-    from ember.graph.passes.fuse_numba import NumbaKernel
-
-    loop = NumbaKernel(kernel.steps, kernel.n_inputs, kernel.outputs, kernel.source, kernel.out_values)
+    loop = fuse_numba.NumbaKernel(kernel.steps, kernel.n_inputs, kernel.outputs, kernel.source, kernel.out_values)
     loop.out_into = dict(kernel.out_into)
     return loop
