@@ -144,7 +144,7 @@ def _build() -> dict[str, Callable]:
         for k in range(x.size):
             out[k] = x[k] if cond[k] else y[k]
 
-    from ember.backends import (cpu_conv_kernels, cpu_direct_conv_kernels, cpu_gemm_kernels, cpu_indirect_conv_kernels,
+    from ember.backends import (cpu_attention_kernels, cpu_conv_kernels, cpu_direct_conv_kernels, cpu_gemm_kernels, cpu_indirect_conv_kernels,
                                 cpu_math_kernels, cpu_norm_kernels, cpu_pool_kernels, cpu_sparse_kernels,
                                 cpu_winograd_kernels)
 
@@ -153,7 +153,7 @@ def _build() -> dict[str, Callable]:
             **cpu_conv_kernels.build(numba), **cpu_pool_kernels.build(numba),
             **cpu_sparse_kernels.build(numba), **cpu_math_kernels.build(numba), **cpu_gemm_kernels.build(),
             **cpu_direct_conv_kernels.build(), **cpu_indirect_conv_kernels.build(), **cpu_norm_kernels.build(numba),
-            **cpu_winograd_kernels.build()}
+            **cpu_winograd_kernels.build(), **cpu_attention_kernels.build()}
 
 
 def get(name: str) -> Callable | None:

@@ -101,7 +101,8 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         out = _sdpa_math(*wide, mask, dropout_p, is_causal, scale).to(low)
     else:
         out = _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale)
-    return _like_query_layout(out, query) if flash else out
+    # the attention record lays its output out like the query (the flash kernel's layout); the math path's is dense
+    return _like_query_layout(out, query) if flash else out.contiguous()
 
 
 def _cpu_backend(query: Any, key: Any, value: Any, dropout_p: float) -> str | None:

@@ -26,7 +26,7 @@ import numpy as np
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.backends import cpu_blas
 from ember.backends.cpu_threads import num_threads, parallel_for
-from ember.ops import dispatch, nn_ops
+from ember.ops import attention_kernels, dispatch, nn_ops
 from ember.ops.registry import OpDef, Spec, register
 from ember.onnx import emitters as to_onnx
 
@@ -48,6 +48,8 @@ def _blocks(length: int, source: int, is_causal: bool) -> list:
 
 
 def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: float) -> tuple:
+    if attention_kernels.takes(xp, q, k, v):
+        return attention_kernels.forward(q, k, v, is_causal, scale)
     blocks = _blocks(q.shape[-2], k.shape[-2], is_causal)
     weights = xp.empty(q.shape[:-1] + (k.shape[-2],), q.dtype) if len(blocks) == 1 else \
         xp.zeros(q.shape[:-1] + (k.shape[-2],), q.dtype)  # keys a block never sees keep weight 0
@@ -141,6 +143,8 @@ ATTENTION = register(OpDef(
 
 def _attention_backward_impl(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, *,
                              is_causal: bool, scale: float) -> tuple:
+    if attention_kernels.takes(xp, q, k, v, g, out, weights):
+        return attention_kernels.backward(g, q, k, v, out, weights, is_causal, scale)
     blocks = _blocks(q.shape[-2], k.shape[-2], is_causal)
     dq, dk, dv = xp.empty_like(q), xp.zeros_like(k), xp.zeros_like(v)
     _by_batch(xp, weights.size, (g, q, k, v, out, weights), (dq, dk, dv),

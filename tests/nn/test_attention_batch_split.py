@@ -1,4 +1,5 @@
-"""The attention record split over the batch on ember's threads (ember/ops/attention.py, ``_by_batch``):
+"""The attention record's NumPy path split over the batch on ember's threads (ember/ops/attention.py, ``_by_batch``;
+the native kernels' split over heads: tests/nn/test_attention_kernels.py):
 values and gradients against PyTorch (float64 reference), the split really taken, and the same bits as the
 unsplit call (each slice is computed as it would be alone; BLAS on one thread in both)."""
 from __future__ import annotations
@@ -30,6 +31,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list:
 
     monkeypatch.setattr(attention, "num_threads", lambda: 2)
     monkeypatch.setattr(attention, "parallel_for", spy)
+    monkeypatch.setattr(attention.attention_kernels, "takes", lambda *arrays: False)  # the NumPy path's split
     return calls
 
 
@@ -67,6 +69,7 @@ def test_split_gives_the_bits_of_one_call(monkeypatch, causal):
                                                                    scale=0.25)
 
     monkeypatch.setattr(attention, "num_threads", lambda: 1)
+    monkeypatch.setattr(attention.attention_kernels, "takes", lambda *arrays: False)
     with cpu_blas.single_threaded_blas():  # the unsplit call with BLAS on one thread, as each split block has
         whole = run()
     calls = _spy(monkeypatch)

@@ -223,6 +223,19 @@ def _linear_train() -> Callable:
     return lambda: F.linear(x, w).sum().backward()
 
 
+def _attention_train() -> Callable:
+    """Causal attention forward and backward at a GPT block's shape (4 x 6 heads x 256 x 64, head-split views):
+    the blocked native kernels with numba on an AVX-512 CPU, BLAS products around NumPy softmax passes without."""
+    packed = ember.tensor(_data((4, 256, 3, 6, 64)), requires_grad=True)
+    grad_out = ember.tensor(_data((4, 6, 256, 64), 1))
+
+    def step():
+        q, k, v = packed.permute(2, 0, 3, 1, 4).unbind(0)
+        F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(grad_out)
+
+    return step
+
+
 def _per_sample_grads() -> Callable:
     """vmap(grad) of a small MLP over 256 samples (bench_vmap.py's step): the per-sample weight gradients are
     the ``outer_rows`` kernel with numba, one einsum each without."""
@@ -276,6 +289,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "softmax, log_softmax train (softmax_rows, log_softmax_rows and backward)": _softmax_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
+    "attention causal train (attention_forward_f32, attention_backward_f32)": _attention_train,
     "per-sample gradients vmap(grad) (outer_rows)": _per_sample_grads,
     "compiled relu + bias gradient (relu_grad_sum_rows)": _relu_bias_grad_compiled,
 }
@@ -321,6 +335,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                              "winograd_fused_weight")},
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")},
                 "matmul_f32": "linear float32 train (matmul_f32)",
+                **{k: "attention causal train (attention_forward_f32, attention_backward_f32)"
+                   for k in ("attention_forward_f32", "attention_backward_f32")},
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
                 **{k: "conv2d 3x3 1->32 MNIST conv1 (conv3x3_shallow_forward)"
