@@ -99,7 +99,8 @@ def _gelu(call: Callable, args: tuple, attrs: dict) -> Any:
 
 @presents("gelu_backward")
 def _gelu_backward(call: Callable, args: tuple, attrs: dict) -> Any:
-    return call(aten("gelu_backward"), args)
+    approximate = attrs.get("approximate", "none")
+    return call(aten("gelu_backward"), args, {} if approximate == "none" else {"approximate": approximate})
 
 
 @presents("to_dtype")

@@ -74,7 +74,10 @@ def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
 
 def _gelu_vjp(ctx: Any, g: Any) -> tuple:
     (x,) = ctx.inputs
-    if ctx.attrs.get("approximate", "none") == "tanh":
+    approximate = ctx.attrs.get("approximate", "none")
+    if approximate == "tanh" and not grad_mode.STATE.enabled and g.shape == x.shape and g.dtype is x.dtype:
+        return (dispatch.apply(GELU_BACKWARD, (g, x), {"approximate": "tanh"}),)  # plain backward: one op
+    if approximate == "tanh":
         x2 = x * x
         t = ew.tanh((x + x2 * x * 0.044715) * _SQRT_2_OVER_PI)
         d_inner = (x2 * (3 * 0.044715) + 1.0) * _SQRT_2_OVER_PI
@@ -91,7 +94,9 @@ def _gelu_derivative(x: Any) -> Any:
     return cdf + x * pdf
 
 
-def _gelu_backward_impl(xp: Any, g: Any, x: Any) -> Any:
+def _gelu_backward_impl(xp: Any, g: Any, x: Any, approximate: str = "none") -> Any:
+    if approximate == "tanh":
+        return _gelu_tanh_backward(xp, g, x)
     kernel = _native_float32(xp, "gelu_backward_f32", g, x)
     if kernel is not None:  # computed in float64, rounded once
         return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
@@ -100,15 +105,69 @@ def _gelu_backward_impl(xp: Any, g: Any, x: Any) -> Any:
     return g * (cdf + x * pdf)
 
 
-# d/dx (cdf(x) + x pdf(x)) = pdf(x) (2 - x^2)
-_GELU_BACKWARD_VJP = (lambda ctx, gg: gg * _gelu_derivative(ctx.inputs[1]),
-                      lambda ctx, gg: gg * ctx.inputs[0] * ew.exp(ctx.inputs[1] * ctx.inputs[1] * -0.5)
-                      * _INV_SQRT_2PI * (2.0 - ctx.inputs[1] * ctx.inputs[1]))
+_TANH_A = 0.044715
 
-# The exact gelu's gradient g * (cdf(x) + x pdf(x)): what gelu's plain backward runs.
+
+def _gelu_tanh_backward(xp: Any, g: Any, x: Any) -> Any:
+    """``g * d/dx [0.5 x (1 + tanh(u))]``, ``u = sqrt(2/pi) (x + 0.044715 x^3)``: the native float32 kernel (in
+    float64, rounded once), else NumPy in place: ``0.5 ((1 + t) + x (1 - t) (1 + t) u')``, ``t = tanh(u)``."""
+    if x.dtype.itemsize == 2:  # float16/bfloat16: float32 math, rounded once
+        return _gelu_tanh_backward(xp, g.astype(xp.float32), x.astype(xp.float32)).astype(x.dtype)
+    kernel = _native_float32(xp, "gelu_tanh_backward_f32", g, x)
+    if kernel is not None:
+        return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
+    # x^2 capped: past |x| = 1e4, tanh(u) is 1 and (1 - t) zero, and an overflowing x^2 would make 0 * inf a NaN
+    # (an infinite x still gives NaN through x (1 - t), as PyTorch)
+    x2 = xp.minimum(x * x, 1e8)
+    u = x2 * (_SQRT_2_OVER_PI * _TANH_A)
+    u += _SQRT_2_OVER_PI
+    u *= x
+    t = xp.tanh(u, out=u)
+    out = 1.0 - t
+    t += 1.0
+    out *= t  # (1 - t)(1 + t) first: zero at both ends (|x| past ~10) before a huge x multiplies it
+    out *= x
+    x2 *= 3.0 * _SQRT_2_OVER_PI * _TANH_A
+    x2 += _SQRT_2_OVER_PI  # u'
+    out *= x2
+    out += t
+    out *= g
+    out *= 0.5
+    return out
+
+
+def _gelu_tanh_second(x: Any) -> tuple:
+    """(f'(x), f''(x)) of the tanh gelu in ember ops: f' = 0.5 (1 + t) + 0.5 x (1 - t^2) u',
+    f'' = (1 - t^2) (u' - x t u'^2 + 0.5 x u''), u' = k (1 + 3 a x^2), u'' = 6 k a x."""
+    x2 = x * x
+    t = ew.tanh((x + x2 * x * _TANH_A) * _SQRT_2_OVER_PI)
+    du = (x2 * (3 * _TANH_A) + 1.0) * _SQRT_2_OVER_PI
+    sech2 = 1.0 - t * t
+    first = (t + 1.0) * 0.5 + x * 0.5 * sech2 * du
+    second = sech2 * (du - x * t * du * du + x * x * (3.0 * _SQRT_2_OVER_PI * _TANH_A))
+    return first, second
+
+
+def _gelu_backward_grad_g(ctx: Any, gg: Any) -> Any:
+    x = ctx.inputs[1]
+    if ctx.attrs.get("approximate", "none") == "tanh":
+        return gg * _gelu_tanh_second(x)[0]
+    return gg * _gelu_derivative(x)
+
+
+def _gelu_backward_grad_x(ctx: Any, gg: Any) -> Any:
+    g, x = ctx.inputs
+    if ctx.attrs.get("approximate", "none") == "tanh":
+        return gg * g * _gelu_tanh_second(x)[1]
+    # d/dx (cdf(x) + x pdf(x)) = pdf(x) (2 - x^2)
+    return gg * g * ew.exp(x * x * -0.5) * _INV_SQRT_2PI * (2.0 - x * x)
+
+
+# gelu's gradient g * gelu'(x) (either form): what gelu's plain backward runs.
 GELU_BACKWARD = register(OpDef(
-    name="gelu_backward", batch="elementwise", category="nn", impl=_gelu_backward_impl, shape_rule=lambda g, x: x,
-    vjp=_GELU_BACKWARD_VJP, float_only=True,
+    name="gelu_backward", batch="elementwise", category="nn", impl=_gelu_backward_impl,
+    shape_rule=lambda g, x, approximate="none": x, vjp=(_gelu_backward_grad_g, _gelu_backward_grad_x),
+    float_only=True,
 ))
 
 

@@ -156,3 +156,44 @@ def test_gelu_second_derivative_vs_torch():
     (t2,) = torch.autograd.grad(t1.sum(), xt)
     np.testing.assert_allclose(d1.detach().numpy(), t1.detach().numpy(), atol=2e-7)
     np.testing.assert_allclose(d2.numpy(), t2.numpy(), atol=2e-6)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["kernel", "numpy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tanh_gelu_backward_vs_torch(monkeypatch, native, dtype):
+    """gelu(approximate="tanh")'s plain backward is one op: the native float32 kernel (float64 inside, one rounding)
+    or the NumPy code in place; against torch in float64 on random values and special points (inf: NaN, as torch)."""
+    if not native:
+        monkeypatch.setattr(cpu_kernels, "_KERNELS", {})
+    elif dtype == np.float32:
+        pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    special = np.array([0.0, -0.0, 1e-30, -1e-30, 0.5, -0.75, 5.0, -5.0, 10.0, -10.0, 30.0, -30.0, 1e4, -1e4,
+                        3e38, -3e38, np.inf, -np.inf, np.nan])
+    x = np.concatenate([rng.standard_normal(3000) * 3, special]).astype(dtype)
+    g = rng.standard_normal(x.shape).astype(dtype)
+    xe = ember.tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        F.gelu(xe, approximate="tanh").backward(ember.tensor(g))
+    xt = torch.tensor(x.astype(np.float64), requires_grad=True)
+    torch.nn.functional.gelu(xt, approximate="tanh").backward(torch.tensor(g.astype(np.float64)))
+    got, want = xe.grad.numpy(), xt.grad.numpy()
+    assert got.dtype == dtype
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    keep = ~np.isnan(want)
+    tol = 3e-7 if dtype == np.float32 else 1e-12
+    # float32 NumPy: 1 + tanh(u) near x = -5 is ~1e-6, where float32's 1 + t keeps one or two digits (torch's
+    # float32 kernel computes it so too); the kernel works in float64
+    atol = 3e-6 if dtype == np.float32 and not native else tol
+    np.testing.assert_allclose(got[keep], want[keep], rtol=tol, atol=atol * np.abs(g).max())
+
+
+def test_tanh_gelu_second_derivatives():
+    """create_graph=True differentiates the composite; the backward record's own rules (d/dg, d/dx) by finite
+    differences in float64."""
+    rng = np.random.default_rng(6)
+    x = ember.tensor(rng.standard_normal((4, 5)) * 2, requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda x: F.gelu(x, approximate="tanh"), (x,))
+    g = ember.tensor(rng.standard_normal((4, 5)), requires_grad=True)
+    assert ember.autograd.gradcheck(
+        lambda g, x: dispatch.apply(GELU_BACKWARD, (g, x), {"approximate": "tanh"}), (g, x))

@@ -175,6 +175,13 @@ def _layer_norm_train() -> Callable:
     return lambda: norm(x).sum().backward()
 
 
+def _gelu_tanh_train() -> Callable:
+    """gelu(approximate="tanh") forward (NumPy in both installs) + backward (one native pass with numba, ~12
+    NumPy passes in place without), 1M elements."""
+    x = ember.tensor(_data((N,)), requires_grad=True)
+    return lambda: F.gelu(x, approximate="tanh").sum().backward()
+
+
 def _softmax_train() -> Callable:
     """softmax and log_softmax over the last dim, forward + backward, rows of 512, 1M elements: the native row
     kernels with numba, the NumPy passes without."""
@@ -287,6 +294,7 @@ CASES: dict[str, Callable[[], Callable]] = {
     "batch_norm train (batch_norm_train, batch_norm_backward)": _batch_norm_train,
     "layer_norm train (layer_norm_rows, layer_norm_backward_rows)": _layer_norm_train,
     "softmax, log_softmax train (softmax_rows, log_softmax_rows and backward)": _softmax_train,
+    "gelu tanh train (gelu_tanh_backward_f32)": _gelu_tanh_train,
     "sparse.mm train (coo_spmm, coo_sddmm)": _sparse_mm_train,
     "linear float32 train (matmul_f32)": _linear_train,
     "attention causal train (attention_forward_f32, attention_backward_f32)": _attention_train,
@@ -325,6 +333,7 @@ SPECIAL_FUNCTION_CASES = {"erf": "erf", "erfinv": "erfinv", "gammaln": "lgamma",
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
                 "relu_grad": "relu (relu_grad)", "relu": "relu (relu_grad)",
                 "erf_f32": "gelu", "gelu_f32": "gelu", "gelu_backward_f32": "gelu",
+                "gelu_tanh_backward_f32": "gelu tanh train (gelu_tanh_backward_f32)",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
                 "where_arrays": "fused where (where_scalar/where_arrays)",
                 "max_pool2d_planes": "max_pool2d 3x3/2 (max_pool2d_planes, unpool_scatter_add)",
