@@ -29,7 +29,9 @@ NAMESPACE = {"ember.cuda.amp": "ember.amp", "ember.nn.utils.stateless": "ember.f
              # PyTorch's older quantization paths are the torch.ao modules themselves
              "ember.quantization": "ember.ao.quantization", "ember.nn.quantized": "ember.ao.nn.quantized",
              "ember.nn.quantized.dynamic": "ember.ao.nn.quantized.dynamic", "ember.nn.intrinsic": "ember.ao.nn.intrinsic",
-             "ember.nn.qat": "ember.ao.nn.qat"}
+             "ember.nn.qat": "ember.ao.nn.qat",
+             # torch.distributions.normal.Normal, ...: one family per module in PyTorch (d2l, RL programs)
+             "ember.distributions": "ember.distributions"}
 
 
 # torch.nn.modules.adaptive holds only AdaptiveLogSoftmaxWithLoss, which ember lacks (docs/pytorch-compat.md);
