@@ -1,7 +1,9 @@
 """The per-element ops of a Transformer training step, ember against PyTorch, per call, side by side:
 layer_norm, rms_norm, gelu (erf and tanh forms), softmax and log_softmax (last dim), forward alone and
 forward + backward, on the GPT (16 x 256 x 384, MLP 16 x 256 x 1536) and W4 (16 x 128 x 256, MLP 16 x 128 x 1024)
-shapes of ``bench_workloads.py``; ``--compiled`` adds forward + backward through ``ember.compile``
+shapes of ``bench_workloads.py``; "bwd" times the backward kernels alone (ember's backward records, torch's aten
+backward ops: what a training step pays), "fwd+bwd" ``y = op(x); y.backward(g)`` (in ember that also copies the root
+gradient and hands ``x.grad`` a copy, which a real step does not do for an intermediate); ``--compiled`` adds forward + backward through ``ember.compile``
 (``measure=False``: the graph always runs, so its own speed is what is timed).
 
     python benchmarks/bench_transformer_ops.py                       # both shapes, float32
@@ -30,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ember  # noqa: E402
 from ember.nn import functional as F  # noqa: E402
+from ember.ops import nn_ops  # noqa: E402
 from _timing import environment_line  # noqa: E402
 from bench_workloads import cpu_model  # noqa: E402
 
@@ -57,7 +60,37 @@ def op_pairs(model: str) -> dict[str, tuple[tuple, Callable, Callable, bool]]:
     }
 
 
-def contenders(shape: tuple, ember_fn: Callable, torch_fn: Callable, affine: bool, dtype: str,
+def backward_only(name: str, x: np.ndarray, g: np.ndarray, w: np.ndarray) -> tuple | None:
+    """(ember, torch) calls of the op's backward kernel alone (ember's backward record, torch's aten backward op):
+    what a training step's backward pays for the op, without the root-gradient copy and the leaf's ``.grad``
+    that ``y.backward(g)`` on a lone op adds in ember. None for composites (rms_norm in both libraries)."""
+    ex, eg, ew = ember.tensor(x), ember.tensor(g), ember.tensor(w)
+    tx, tg, tw = torch.tensor(x), torch.tensor(g), torch.tensor(w)
+    apply = ember.ops.dispatch.apply
+    d = x.shape[-1]
+    if name == "layer_norm":
+        with ember.no_grad():
+            _, mean, rstd = apply(nn_ops.LAYER_NORM, (ex, ew, ew), {"count": 1, "eps": 1e-5, "has_weight": True})
+        _, tmean, trstd = torch.ops.aten.native_layer_norm(tx, [d], tw, tw, 1e-5)
+        return (lambda: apply(nn_ops.LAYER_NORM_BACKWARD, (eg, ex, mean, rstd, ew), {"count": 1}),
+                lambda: torch.ops.aten.native_layer_norm_backward(tg, tx, [d], tmean, trstd, tw, tw,
+                                                                  [True, True, True]))
+    if name in ("gelu", "gelu_tanh"):
+        form = "tanh" if name == "gelu_tanh" else "none"
+        return (lambda: apply(nn_ops.GELU_BACKWARD, (eg, ex), {"approximate": form}),
+                lambda: torch.ops.aten.gelu_backward(tg, tx, approximate=form))
+    if name in ("softmax", "log_softmax"):
+        soft = name == "softmax"
+        with ember.no_grad():
+            ey = (F.softmax if soft else F.log_softmax)(ex, dim=-1)
+        ty = (torch.softmax if soft else torch.log_softmax)(tx, -1)
+        record = nn_ops.SOFTMAX_BACKWARD if soft else nn_ops.LOG_SOFTMAX_BACKWARD
+        aten = torch.ops.aten._softmax_backward_data if soft else torch.ops.aten._log_softmax_backward_data
+        return (lambda: apply(record, (eg, ey), {"dim": x.ndim - 1}), lambda: aten(tg, ty, -1, tx.dtype))
+    return None
+
+
+def contenders(name: str, shape: tuple, ember_fn: Callable, torch_fn: Callable, affine: bool, dtype: str,
                compiled: bool) -> dict[str, Callable]:
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape).astype(dtype)
@@ -86,8 +119,11 @@ def contenders(shape: tuple, ember_fn: Callable, torch_fn: Callable, affine: boo
         tx.grad = tw.grad = tb.grad = None
         torch_fn(tx, tw, tb).backward(tg)
 
-    fns = {"ember fwd": ember_fwd, "torch fwd": torch_fwd, "ember fwd+bwd": ember_fwd_bwd,
-           "torch fwd+bwd": torch_fwd_bwd}
+    fns = {"ember fwd": ember_fwd, "torch fwd": torch_fwd}
+    backward_ops = backward_only(name, x, g, w)
+    if backward_ops is not None:
+        fns["ember bwd"], fns["torch bwd"] = backward_ops
+    fns.update({"ember fwd+bwd": ember_fwd_bwd, "torch fwd+bwd": torch_fwd_bwd})
     if compiled:
         graph = ember.compile(ember_fn, measure=False)
 
@@ -150,18 +186,21 @@ def main(argv: list[str] | None = None) -> int:
           f"{'yes' if ember.backends.native_kernel(np, 'gelu_f32') is not None else 'no'}; {args.dtype}; "
           f"clock: {args.clock}")
     wanted = args.ops.split(",") if args.ops else None
-    parts = ["fwd", "fwd+bwd"] + (["compiled fwd+bwd"] if args.compiled else [])
+    parts = ["fwd", "bwd", "fwd+bwd"] + (["compiled fwd+bwd"] if args.compiled else [])
     for model in ([args.only] if args.only else list(SHAPES)):
         print(f"\n{model}: ms per call, ember / torch (ratio)")
         print(f"  {'op':<13}{'shape':<16}" + "".join(f"{p:>26}" for p in parts))
         for name, (shape, ember_fn, torch_fn, affine) in op_pairs(model).items():
             if wanted and name not in wanted:
                 continue
-            fns = contenders(shape, ember_fn, torch_fn, affine, args.dtype, args.compiled)
+            fns = contenders(name, shape, ember_fn, torch_fn, affine, args.dtype, args.compiled)
             check(fns, ())
             t = interleaved(fns, args.rounds, args.min_time, clock)
             cells = []
             for part in parts:
+                if f"ember {part}" not in t:
+                    cells.append("-")
+                    continue
                 e, p = t[f"ember {part}"], t[f"torch {part.replace('compiled ', '')}"]
                 cells.append(f"{e * 1e3:8.3f} / {p * 1e3:7.3f} {e / p:5.2f}x")
             print(f"  {name:<13}{'x'.join(map(str, shape)):<16}" + "".join(f"{c:>26}" for c in cells), flush=True)
