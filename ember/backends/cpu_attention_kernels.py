@@ -207,8 +207,9 @@ def attention_forward(q, k, v, out, weights, keep, scale, causal, block, start, 
                 visible = min(lo + r + 1, source) if causal else source
                 row = rows[r]
                 total = _softmax_row(row[:visible], visible, s)
-                if keep:  # hidden keys: weight 0, or NaN in a NaN row (0 / NaN), as softmax after masked_fill
-                    row[visible:] = _ZERO / total
+                # hidden keys: weight 0, or NaN in a NaN row (0 / NaN), as softmax after masked_fill; the product
+                # with V reads keys up to ``seen``, the kept probabilities have every key
+                row[visible:source if keep else seen] = _ZERO / total
             _gemm(hi - lo, width, seen, rows.ctypes.data, source, 1, vc.ctypes.data, width, o_addr + 4 * lo * o_rs,
                   o_rs, 0)
 

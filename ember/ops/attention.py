@@ -47,9 +47,10 @@ def _blocks(length: int, source: int, is_causal: bool) -> list:
     return [(lo, hi, min(hi, source)) for lo, hi in zip(bounds, bounds[1:])]
 
 
-def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: float) -> tuple:
+def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: float,
+                    keep_weights: bool = True) -> tuple:
     if attention_kernels.takes(xp, q, k, v):
-        return attention_kernels.forward(q, k, v, is_causal, scale)
+        return attention_kernels.forward(q, k, v, is_causal, scale, keep_weights)
     blocks = _blocks(q.shape[-2], k.shape[-2], is_causal)
     weights = xp.empty(q.shape[:-1] + (k.shape[-2],), q.dtype) if len(blocks) == 1 else \
         xp.zeros(q.shape[:-1] + (k.shape[-2],), q.dtype)  # keys a block never sees keep weight 0
@@ -120,7 +121,7 @@ def _attention_vjp(ctx: Any, grads: Any) -> tuple:
     return tuple(next(found) if need else None for need in ctx.needs)
 
 
-def _attention_rule(q: Spec, k: Spec, v: Spec, *, is_causal: bool, scale: float) -> tuple:
+def _attention_rule(q: Spec, k: Spec, v: Spec, *, is_causal: bool, scale: float, keep_weights: bool = True) -> tuple:
     return (Spec(tuple(q.shape[:-1]) + (v.shape[-1],), q.dtype, q.device),
             Spec(tuple(q.shape[:-1]) + (k.shape[-2],), q.dtype, q.device))
 
@@ -176,8 +177,14 @@ ATTENTION_BACKWARD = register(OpDef(
 
 
 def attention(query: Any, key: Any, value: Any, is_causal: bool, scale: float) -> Any:
-    """softmax(Q K^T scale (+ causal mask)) V as one op (see the module docstring for when it applies)."""
-    out, _ = dispatch.apply(ATTENTION, (query, key, value), {"is_causal": bool(is_causal), "scale": float(scale)})
+    """softmax(Q K^T scale (+ causal mask)) V as one op (see the module docstring for when it applies). Where no
+    gradient can be asked for, the native kernels skip writing the probabilities (``keep_weights=False``: the
+    record's second output is then a broadcast zero, which nothing reads)."""
+    keep = grad_mode.STATE.enabled and any(getattr(t, "requires_grad", False) for t in (query, key, value))
+    attrs = {"is_causal": bool(is_causal), "scale": float(scale)}
+    if not keep:
+        attrs["keep_weights"] = False
+    out, _ = dispatch.apply(ATTENTION, (query, key, value), attrs)
     return out
 
 

@@ -77,19 +77,24 @@ def _heads(total: int, scores_per_head: int, body: Any) -> None:
     parallel_for(body, total, max(1, -(-SPLIT_SCORES // max(1, scores_per_head))))
 
 
-def forward(q: Any, k: Any, v: Any, is_causal: bool, scale: float) -> tuple:
-    """``(out, weights)`` of the attention record for float32 arrays (``takes`` said yes)."""
+def forward(q: Any, k: Any, v: Any, is_causal: bool, scale: float, keep: bool = True) -> tuple:
+    """``(out, weights)`` of the attention record for float32 arrays (``takes`` said yes); ``keep=False``: the
+    probabilities are not written (inference: ~25 MB a GPT layer), ``weights`` is a read-only broadcast zero."""
     kernel = cpu_kernels.get("attention_forward_f32")
     lead = q.shape[:-2]
     length, source = q.shape[-2], k.shape[-2]
     shape = lead + (length, v.shape[-1])
     out = _like(q, shape) if q.ndim == 4 else np.empty(shape, np.float32)  # o4 below: a view of out
-    weights = np.empty(lead + (length, source), np.float32)
     q4, k4, v4, o4 = _four_d(q), _four_d(k), _four_d(v), _four_d(out)
-    w4 = weights.reshape((-1,) + q4.shape[1:3] + (source,)) if weights.ndim != 4 else weights
+    if keep:
+        weights = np.empty(lead + (length, source), np.float32)
+        w4 = weights.reshape((-1,) + q4.shape[1:3] + (source,)) if weights.ndim != 4 else weights
+    else:
+        weights = np.broadcast_to(np.float32(0.0), lead + (length, source))
+        w4 = np.empty((1, 1, 1, 1), np.float32)  # not read
     heads = q4.shape[0] * q4.shape[1]
     _heads(heads, length * source,
-           lambda start, stop: kernel(q4, k4, v4, o4, w4, True, scale, bool(is_causal), BLOCK, start, stop))
+           lambda start, stop: kernel(q4, k4, v4, o4, w4, keep, scale, bool(is_causal), BLOCK, start, stop))
     return out, weights
 
 

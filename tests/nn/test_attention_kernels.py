@@ -129,3 +129,18 @@ def test_vectorized_exp_within_2_ulp():
     assert ulps.max() <= 2.0
     assert np.all(out[~normal & ~np.isnan(x)] == 0.0) and np.isnan(out[np.isnan(x)]).all()
     assert out[-3] == 1.0 and out[-2] == 1.0 and out[-1] == 1.0
+
+
+def test_without_gradients_the_probabilities_are_not_kept():
+    """Under no_grad (or inputs that need no gradient) the kernels skip writing the probabilities: the same
+    output bits, eager and compiled."""
+    q, k, v = _head_split(2, 60, 3, 16, seed=5)
+    with_grad = F.scaled_dot_product_attention(*(ember.tensor(a, requires_grad=True) for a in (q, k, v)),
+                                               is_causal=True)
+    with ember.no_grad():
+        plain = F.scaled_dot_product_attention(*(ember.tensor(a) for a in (q, k, v)), is_causal=True)
+    compiled = ember.compile(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True))
+    for _ in range(3):
+        graph = compiled(*(ember.tensor(a) for a in (q, k, v)))
+    assert np.array_equal(plain.numpy(), with_grad.detach().numpy())
+    assert np.array_equal(graph.numpy(), with_grad.detach().numpy())

@@ -107,10 +107,14 @@ class MultiheadAttention(Module):
         if self.bias_v is not None:
             init.xavier_normal_(self.bias_v)
 
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def _project(self, query: Tensor, key: Tensor, value: Tensor, same: bool = False) -> tuple[Tensor, Tensor, Tensor]:
         e = self.embed_dim
         b = self.in_proj_bias
         biases = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
+        if self._qkv_same_embed_dim and same:
+            # self-attention: one product with the packed weight (one GEMM each way instead of three, one weight
+            # gradient), then q, k, v as column views of its output (reshaped to heads without copies)
+            return F.linear(query, self.in_proj_weight, b).chunk(3, -1)
         if self._qkv_same_embed_dim:
             w = self.in_proj_weight
             weights = (w[:e], w[e:2 * e], w[2 * e:])
@@ -122,6 +126,7 @@ class MultiheadAttention(Module):
                 need_weights: bool = True, attn_mask: Tensor | None = None, average_attn_weights: bool = True,
                 is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
         batched = query.dim() == 3
+        same = query is key and key is value  # self-attention: one packed input projection
         if not batched:
             if query.dim() != 2:
                 raise ValueError(f"MultiheadAttention: query should be 2-D (unbatched) or 3-D, got shape "
@@ -140,7 +145,7 @@ class MultiheadAttention(Module):
             raise RuntimeError(f"MultiheadAttention: key shape {tuple(key.shape)} does not match value shape "
                                f"{tuple(value.shape)}")
         h, d = self.num_heads, self.head_dim
-        q, k, v = self._project(query, key, value)
+        q, k, v = self._project(query, key, value, same)
         extra = 0  # key positions appended after the real ones; masks get zero (= attend) columns for them
         if self.bias_k is not None and self.bias_v is not None:
             k = cat([k, self.bias_k.expand(n, 1, e)], 1)
