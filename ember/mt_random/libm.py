@@ -7,7 +7,9 @@ C library's. NumPy's float64 ``log``/``log1p``/``exp``/``tan`` are its own SIMD 
 Numba (when installed: ``math.log`` in a compiled loop is the C library's ``log``; one compile per function
 per process, used from ``NUMBA_MIN`` elements) and otherwise ``np.frompyfunc`` over Python's ``math``
 functions (a C loop calling the C function through Python's call protocol, ~0.1 us per element; no Python
-bytecode per element).
+bytecode per element, but 16x Numba's time: float64 ``randn`` without Numba is the one cliff left that
+``tests/ops/test_optional_extras_no_cliff.py`` knows of). ``sin``/``cos`` take NumPy's own where a one-time
+check finds them equal to the C library's.
 
 Example:
     >>> import math
@@ -21,14 +23,33 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ember import _config
+
 NUMBA_MIN = 1 << 15  # below this, frompyfunc's per-call cost is less than a first compile would take
 _NAMES = ("log", "log1p", "sin", "cos", "tan", "exp")
 _UFUNCS = {name: np.frompyfunc(getattr(math, name), 1, 1) for name in _NAMES}
 _COMPILED: dict[str, Any] = {}
 
 
+def _numpy_is_libm(name: str) -> bool:
+    """Whether NumPy's float64 ``name`` gives the C library's bits here (its ``sin``/``cos`` call the C
+    library in common builds; an SIMD build would not): checked once against ``math`` on 4096 values over
+    a wide range, and used then without Numba (a C loop instead of a Python call per element)."""
+    if name not in _NUMPY_IS_LIBM:
+        x = np.random.default_rng(7).standard_normal(4096) * np.exp2(np.random.default_rng(8).integers(-30, 30, 4096))
+        with np.errstate(all="ignore"):
+            mine = getattr(np, name)(x)
+        _NUMPY_IS_LIBM[name] = bool(np.array_equal(mine, _UFUNCS[name](x).astype(np.float64)))
+    return _NUMPY_IS_LIBM[name]
+
+
+_NUMPY_IS_LIBM: dict[str, bool] = {}
+
+
 def _compiled(name: str) -> Callable | None:
-    """A Numba loop calling the C function (None without Numba)."""
+    """A Numba loop calling the C function (None without Numba, or with ``EMBER_CPU_KERNELS=numpy``)."""
+    if _config.CPU_KERNELS != "numba":
+        return None
     if name in _COMPILED:
         return _COMPILED[name]
     try:
@@ -49,6 +70,8 @@ def _compiled(name: str) -> Callable | None:
 def _apply(name: str, x: Any) -> np.ndarray:
     x = np.ascontiguousarray(x, dtype=np.float64)
     if x.size >= NUMBA_MIN:
+        if name in ("sin", "cos") and _numpy_is_libm(name):
+            return getattr(np, name)(x)
         loop = _compiled(name)
         if loop is not None:
             out = np.empty_like(x)

@@ -33,97 +33,34 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import special_function
-from ember.ops import dispatch
+from ember.ops import dispatch, fma_fast
+from ember.ops.fma_exact import _fma32, _fma32_numpy, _fma64, _round_to_odd, _two_sum  # noqa: F401 (re-exported)
 from ember.ops.elementwise import sum_to, elementwise_rule
 from ember.ops.registry import OpDef, register
 
-_SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's split of a double into two 26-bit halves
-_SAFE_PRODUCT = 2.0 ** 995  # |a|, |b| below this: the split cannot overflow
-_TINY_PRODUCT = 2.0 ** -969  # |a * b| above this: the product's error is representable (no underflow)
+_PIECE = 1 << 14  # elements per piece of the one-pass routes: their complex scratch (256 KiB) stays in cache
 
 
-def _two_sum(xp: Any, x: Any, y: Any) -> tuple:
-    """s, e with s = fl(x + y) and s + e == x + y exactly (Knuth's TwoSum, no ordering needed)."""
-    s = x + y
-    bv = s - x
-    e = (x - (s - bv)) + (y - bv)
-    return s, e
-
-
-def _round_to_odd(xp: Any, s: Any, e: Any) -> Any:
-    """The round-to-odd value of s + e (s = fl(s + e)): an inexact s with an even last bit becomes its
-    neighbour on e's side (the two neighbours of an exact value differ in the last bit, so that one is odd)."""
-    bits = s.view(xp.int64)
-    move = (e != 0) & xp.isfinite(e) & ((bits & 1) == 0)  # (e is NaN when s is infinite: leave s)
-    if not bool(move.any()):
-        return s
-    # a step toward e: +1 on the bit pattern when e has s's sign (away from zero), else -1
-    step = xp.where((e > 0) == (s > 0), 1, -1).astype(xp.int64)
-    return xp.where(move, (bits + step).view(xp.float64), s)
-
-
-def _split(xp: Any, x: Any) -> tuple:
-    t = x * _SPLIT
-    hi = t - (t - x)
-    return hi, x - hi
-
-
-def _fma64(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    uh = a * b
-    ah, al = _split(xp, a)
-    bh, bl = _split(xp, b)
-    ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl  # uh + ul == a * b exactly (Dekker)
-    th, tl = _two_sum(xp, c, uh)
-    v = _round_to_odd(xp, *_two_sum(xp, tl, ul))
-    out = th + v
-    # out of the proof's range (overflowing split, underflowing product error, inf/nan): the plain formula
-    risky = ~((xp.abs(a) < _SAFE_PRODUCT) & (xp.abs(b) < _SAFE_PRODUCT)
-              & ((xp.abs(uh) > _TINY_PRODUCT) | (uh == 0)) & xp.isfinite(out))
-    if bool(risky.any()):
-        out = xp.where(risky, a * b + c, out)
-    return out
-
-
-_CHUNK = 1 << 15  # elements per piece: float64 temporaries of 256 KiB stay in cache
-_LOW29 = np.uint64((1 << 29) - 1)
-_MID29 = np.uint64(1 << 28)  # a float64 whose 29 dropped bits are 1000...0 lies on a float32 rounding midpoint
-
-
-def _fma32_numpy(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """The float32 path on NumPy arrays, fast: the float64 sum rounded to float32 is already right unless it
-    landed exactly on a float32 midpoint (or in float32's subnormal range), which only those elements
-    recompute with the round-to-odd method. In cache-sized pieces; each piece reads all its inputs before it
-    writes, so ``out`` may be one of the inputs (a compiled optimizer's update in place)."""
-    if out is None:
-        out = np.empty(a.shape, dtype=np.float32)
-    fa, fb, fc = a.reshape(-1), b.reshape(-1), c.reshape(-1)
-    fo = out.reshape(-1)  # a view: `out` is contiguous (fresh, or a planner-chosen state of this shape)
-    n = fo.size
-    s = np.empty(min(n, _CHUNK), dtype=np.float64)
-    low = np.empty(s.size, dtype=np.uint64)
-    for start in range(0, n, _CHUNK):
-        stop = min(n, start + _CHUNK)
-        piece = s[:stop - start]
-        np.multiply(fa[start:stop], fb[start:stop], out=piece, dtype=np.float64)  # exact
-        np.add(piece, fc[start:stop], out=piece, dtype=np.float64)
-        bits = np.bitwise_and(piece.view(np.uint64), _LOW29, out=low[:stop - start])
-        suspect = np.equal(bits, _MID29)
-        # float32's subnormal range (below 2^-126) with a margin; judged on the float64 sum, before writing
-        magnitude = np.abs(piece)
-        if magnitude.min() < 2.0 ** -124:
-            suspect |= magnitude < 2.0 ** -124
-        k = np.flatnonzero(suspect) + start if suspect.any() else None
-        fixed = _fma32(np, fa[k], fb[k], fc[k]) if k is not None else None  # read before `out` is written
-        fo[start:stop] = piece
-        if k is not None:
-            fo[k] = fixed
-    return out
-
-
-def _fma32(xp: Any, a: Any, b: Any, c: Any) -> Any:
-    p = a.astype(xp.float64) * b.astype(xp.float64)  # exact: 24 + 24 bits
-    s = _round_to_odd(xp, *_two_sum(xp, p, c.astype(xp.float64)))
-    return s.astype(xp.float32)
+def _fma_routes(a: np.ndarray, b: np.ndarray, c: np.ndarray, out: np.ndarray) -> bool:
+    """``out = fma(a, b, c)`` by :mod:`ember.ops.fma_fast`'s one-pass routes, piece by piece (each piece read
+    before it is written: ``out`` may be an operand); False (nothing written) where no route is verified.
+    Operands broadcast to ``out`` (C-contiguous): size-1 ones act as numbers, others are made contiguous."""
+    n = out.size
+    flat = []
+    for v in (a, b, c):
+        if v.size == 1:
+            flat.append(v.reshape(()))
+        elif v.shape == out.shape:
+            flat.append(np.ascontiguousarray(v).reshape(-1))
+        else:
+            flat.append(np.ascontiguousarray(np.broadcast_to(v, out.shape)).reshape(-1))
+    target = out.reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # the complex route's imaginary part
+        for start in range(0, n, _PIECE):
+            piece = [v if v.ndim == 0 else v[start:start + _PIECE] for v in flat]
+            if not fma_fast.fma_into(*piece, target[start:start + _PIECE]):
+                return False  # decided on the first piece (a route's verdict holds for the process)
+    return True
 
 
 def fma_arrays(xp: Any, a: Any, b: Any, c: Any, out: Any = None) -> Any:
@@ -131,28 +68,43 @@ def fma_arrays(xp: Any, a: Any, b: Any, c: Any, out: Any = None) -> Any:
     dtypes (integers, complex) compute ``a * b + c`` as written. ``out``: an array of the result's shape and
     dtype to write into; it may be one of the inputs.
 
+    NumPy arrays take a one-pass route of :mod:`ember.ops.fma_fast` where this machine passed its self-test
+    (BLAS axpy for a number times an array, NumPy's fused complex multiply otherwise), else the float64
+    methods below.
+
     Example: fma_arrays(np, np.float32([0.1]), np.float32([3]), np.float32([1]))  # 1.3 rounded once
     """
-    if out is not None:
-        if isinstance(out, np.ndarray) and out.dtype == np.float32 and out.flags.c_contiguous and xp is np:
-            a, b, c = (v if isinstance(v, np.ndarray) and v.dtype == np.float32 else np.asarray(v, np.float32)
-                       for v in (a, b, c))
-            a, b, c = np.broadcast_arrays(a, b, c)
-            if a.shape == out.shape:
-                return _fma32_numpy(a, b, c, out) if out.size else out
-        xp.copyto(out, fma_arrays(xp, a, b, c), casting="unsafe")  # the whole result exists before the write
-        return out
-    dt = next((v.dtype for v in (a, b, c) if hasattr(v, "dtype") and getattr(v, "ndim", 0) >= 0
-               and isinstance(v, xp.ndarray)), None)
+    dt = next((v.dtype for v in (a, b, c) if isinstance(v, xp.ndarray)), None)
+    if out is not None and dt is None:
+        dt = out.dtype
     if dt is None or dt not in (np.float32, np.float64):
+        if out is not None:
+            xp.copyto(out, a * b + c, casting="unsafe")
+            return out
         return a * b + c
     a, b, c = (v if isinstance(v, xp.ndarray) and v.dtype == dt else xp.asarray(v, dtype=dt) for v in (a, b, c))
     if xp is not np:  # a device namespace (CuPy): the elementwise steps broadcast by themselves
-        return (_fma64 if dt == np.float64 else _fma32)(xp, a, b, c)
-    a, b, c = np.broadcast_arrays(a, b, c)
-    if a.size == 0:
-        return np.empty(a.shape, dtype=dt)
-    return _fma32_numpy(a, b, c) if dt == np.float32 else _fma64(np, a, b, c)
+        result = (_fma64 if dt == np.float64 else _fma32)(xp, a, b, c)
+        if out is None:
+            return result
+        xp.copyto(out, result, casting="unsafe")
+        return out
+    shape = np.broadcast_shapes(a.shape, b.shape, c.shape)
+    direct = (out is not None and isinstance(out, np.ndarray) and out.dtype == dt and out.shape == shape
+              and out.flags.c_contiguous)
+    result = out if direct else np.empty(shape, dtype=dt)
+    if result.size == 0:
+        return out if out is not None else result
+    if not _fma_routes(a, b, c, result):
+        if dt == np.float32:
+            a, b, c = np.broadcast_arrays(a, b, c)
+            _fma32_numpy(a, b, c, result)
+        else:
+            result[...] = _fma64(np, *np.broadcast_arrays(a, b, c))
+    if out is not None and not direct:
+        np.copyto(out, result, casting="unsafe")
+        return out
+    return result
 
 
 def _fma_impl(xp: Any, a: Any, b: Any, c: Any) -> Any:

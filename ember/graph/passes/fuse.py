@@ -33,7 +33,7 @@ import numpy as np
 from ember.backends import backend_for, native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.graph.ir import Node, Value, device_xp
-from ember.graph.passes import fuse_later, kernel_text
+from ember.graph.passes import fuse_blocks, fuse_later, kernel_text
 from ember.graph.passes.fuse_numba import PARALLEL_MIN_CHUNK
 from ember.graph.passes.symbolic_xp import SPECIAL, Untraceable, trace_impl
 from ember.ops.fma import fma_arrays
@@ -422,6 +422,7 @@ class FusedKernel:
         self.runs = 0
         self.loop: Any = None
         self.out_values: list = []  # the graph Values computed (shapes, dtypes), for the compiled loop
+        self.blocks: Any = None  # the cache-blocked form on NumPy (fuse_blocks), set by the first run
 
     def writes_in_place(self, index: int) -> bool:
         """Whether step ``index`` can write its result over an input of its own shape and dtype
@@ -466,6 +467,7 @@ class FusedKernel:
             plan.append((name, f, mode, operands, kwargs, buf))
             release(k)
         self.plan = plan
+        self.blocks = fuse_blocks.plan_blocks(self, arrays, env, _run)
         outs = tuple(env[o] for o in self.outputs)
         return outs[0] if self.single else outs
 
@@ -485,6 +487,10 @@ class FusedKernel:
                 return named[self.outputs[0]] if self.single else tuple(named[o] for o in self.outputs)
         if self.plan is None:
             return self._first(arrays)
+        if self.blocks is not None:
+            done = fuse_blocks.run_blocked(self.blocks, arrays)
+            if done is not None:
+                return done[self.outputs[0]] if self.single else tuple(done[o] for o in self.outputs)
         env = {f"in{k}": a for k, a in enumerate(arrays)}
         for name, f, mode, operands, kwargs, buf in self.plan:
             if buf is not None and buf.__class__ is str:
