@@ -49,6 +49,12 @@ def build(numba: Any) -> dict[str, Callable]:
         for c in range(c0, c1):
             total = 0.0
             for b in range(n):
+                if length <= _BN_RUN:  # a row is one run (no views: a view per row cost 1x1 maps 1.4x)
+                    part = zero
+                    for i in range(length):
+                        part += x[b, c, i]
+                    total += part
+                    continue
                 row = x[b, c]
                 for i0 in range(0, length, _BN_RUN):
                     run = row[i0:i0 + _BN_RUN]  # a slice: a min() bound here kept LLVM from vectorizing (2x slower)
@@ -61,6 +67,13 @@ def build(numba: Any) -> dict[str, Callable]:
             mc = mean[c]  # the stored (rounded) mean: the squares are taken about it, the output subtracts it
             squares = 0.0
             for b in range(n):
+                if length <= _BN_RUN:
+                    part = zero
+                    for i in range(length):
+                        d = x[b, c, i] - mc
+                        part += d * d
+                    squares += part
+                    continue
                 row = x[b, c]
                 for i0 in range(0, length, _BN_RUN):
                     run = row[i0:i0 + _BN_RUN]
@@ -78,9 +91,8 @@ def build(numba: Any) -> dict[str, Callable]:
             cast[1] = bias[c]
             scale, shift = cast[0], cast[1]
             for b in range(n):
-                row, out = x[b, c], y[b, c]
                 for i in range(length):
-                    out[i] = (row[i] - mc) * scale + shift
+                    y[b, c, i] = (x[b, c, i] - mc) * scale + shift
 
     @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
     def batch_norm_backward(g, x, mean, invstd, weight, c0, c1, gx, gw, gb):  # pragma: no cover - compiled
@@ -96,6 +108,16 @@ def build(numba: Any) -> dict[str, Callable]:
             sum_g = 0.0
             sum_gx = 0.0
             for b in range(n):
+                if length <= _BN_RUN:
+                    part_g = zero
+                    part_gx = zero
+                    for i in range(length):
+                        gv = g[b, c, i]
+                        part_g += gv
+                        part_gx += gv * (x[b, c, i] - m)
+                    sum_g += part_g
+                    sum_gx += part_gx
+                    continue
                 gr, xr = g[b, c], x[b, c]
                 for i0 in range(0, length, _BN_RUN):
                     run_g, run_x = gr[i0:i0 + _BN_RUN], xr[i0:i0 + _BN_RUN]
@@ -116,9 +138,8 @@ def build(numba: Any) -> dict[str, Callable]:
             cast[2] = -(a * sum_g / count)
             a_d, k_x, k_0 = cast[0], cast[1], cast[2]
             for b in range(n):
-                gr, xr, out = g[b, c], x[b, c], gx[b, c]
                 for i in range(length):  # centered first: precise when the mean is large against the spread
-                    out[i] = gr[i] * a_d + (xr[i] - m) * k_x + k_0
+                    gx[b, c, i] = g[b, c, i] * a_d + (x[b, c, i] - m) * k_x + k_0
 
     @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
     def layer_norm_rows(x, weight, bias, eps, one_pass, r0, r1, y, mean, rstd):  # pragma: no cover - compiled
