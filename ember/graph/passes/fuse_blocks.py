@@ -177,7 +177,7 @@ def _complex_fma(vals: list, scratch: dict, target: np.ndarray) -> None:
     m = max(n, 2)  # NumPy multiplies a single element outside its vector loop
     x = scratch["x"][:m]
     np.multiply(x, scratch["y"][:m], out=x)
-    np.copyto(target, slots[0][:n])
+    fma_fast.real_parts(x[:n], target)
 
 
 def _step(f: Any, mode: str, vals: list, kwargs: dict, target: np.ndarray) -> np.ndarray:
