@@ -60,6 +60,10 @@ def build(numba: Any) -> dict[str, Callable]:
     small, mid, far, unit = (njit(inline="always", fastmath=fast)(_polynomial(c)) for c in
                              (C.ERF_SMALL, C.ERF_MID, C.ERF_FAR, C.EXP_UNIT))
 
+    # The helpers the cached kernels call are module globals, not closure cells: numba keys its disk cache on the
+    # pickled closure, and a dispatcher pickles differently in every process (every run recompiled: 2-8 s).
+    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX
+
     @njit(inline="always", fastmath=fast)
     def erf64(x: float) -> float:  # pragma: no cover - compiled
         """erf(x) good to ~1e-9 absolute (float32 accuracy), every piece computed, then selected."""
@@ -85,7 +89,7 @@ def build(numba: Any) -> dict[str, Callable]:
         # Slices, then a loop from 0: a loop over range(start, stop) does not vectorize (8x slower).
         x, out = x[start:stop], out[start:stop]
         for i in range(x.size):
-            out[i] = np.float32(erf64(np.float64(x[i])))
+            out[i] = np.float32(_ERF64(np.float64(x[i])))
 
     @njit(cache=True, nogil=True, fastmath=fast)
     def gelu_f32(x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
@@ -93,7 +97,7 @@ def build(numba: Any) -> dict[str, Callable]:
         x, out = x[start:stop], out[start:stop]
         for i in range(x.size):
             v = x[i]
-            e = np.float32(erf64(np.float64(v * c)))
+            e = np.float32(_ERF64(np.float64(v * c)))
             out[i] = (half * v) * (one + e)
 
     @njit(cache=True, nogil=True, fastmath=fast)
@@ -101,11 +105,12 @@ def build(numba: Any) -> dict[str, Callable]:
         g, x, out = g[start:stop], x[start:stop], out[start:stop]
         for i in range(x.size):
             v = np.float64(x[i])
-            cdf = 0.5 * (1.0 + erf64(v * _INV_SQRT_2))
-            tail = v * (exp_neg_half_square(v) * _INV_SQRT_2PI)  # inf * 0 = NaN at +-inf, as PyTorch
+            cdf = 0.5 * (1.0 + _ERF64(v * _INV_SQRT_2))
+            tail = v * (_EXP_NEG_HALF_SQUARE(v) * _INV_SQRT_2PI)  # inf * 0 = NaN at +-inf, as PyTorch
             out[i] = np.float32(np.float64(g[i]) * (cdf + tail))
 
-    exp7 = _exp64(numba, 7)  # 5e-9 relative: float32 results
+    _ERF64, _EXP_NEG_HALF_SQUARE = erf64, exp_neg_half_square
+    _EXP64, _ROW_MAX = _exp64(numba), _row_max(numba)
 
     # error_model="numpy": numba's default checks every float division for zero, which keeps the loop scalar (4x)
     @njit(cache=True, nogil=True, fastmath=fast, error_model="numpy")
@@ -116,24 +121,22 @@ def build(numba: Any) -> dict[str, Callable]:
             v = np.float64(x[i])
             v2 = v * v
             u = v * (_SQRT_2_OVER_PI + (_SQRT_2_OVER_PI * _TANH_A) * v2)
-            t = 1.0 - 2.0 / (exp7(2.0 * u) + 1.0)
+            t = 1.0 - 2.0 / (_EXP64(2.0 * u) + 1.0)
             du = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _TANH_A) * v2
             out[i] = np.float32(np.float64(g[i]) * (0.5 * (1.0 + t) * (1.0 + v * (1.0 - t) * du)))
 
     kernels = {"erf_f32": erf_f32, "gelu_f32": gelu_f32, "gelu_backward_f32": gelu_backward_f32,
                "gelu_tanh_backward_f32": gelu_tanh_backward_f32}
-    for suffix, degree in (("f32", 7), ("f64", 13)):
-        kernels.update({f"{name}_{suffix}": kernel for name, kernel in _softmax_kernels(numba, degree).items()})
+    for name, kernel in _softmax_kernels(numba).items():  # one kernel for both dtypes (numba compiles each)
+        kernels[f"{name}_f32"] = kernels[f"{name}_f64"] = kernel
     return kernels
 
 
-def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
-    """softmax / log_softmax over the last dim of (rows, n) arrays and their backward, with ``exp`` by a Taylor
-    polynomial of ``degree`` (7 for float32 results: 5e-9 relative; 13 for float64: an ulp or two)."""
+def _softmax_kernels(numba: Any) -> dict[str, Callable]:
+    """softmax / log_softmax over the last dim of (rows, n) arrays and their backward, with ``exp`` by
+    ``_exp64`` (float64 throughout, an ulp or two: float32 and float64 results alike). Scalars that a pass applies
+    are cast to the array's dtype first (``out.dtype.type``): the output passes then run in it."""
     njit = numba.njit
-    exp64 = _exp64(numba, degree)
-    row_max = _row_max(numba)
-    low = np.float32 if degree < 13 else np.float64  # the arrays' dtype: the output passes run in it
 
     @njit(cache=True, nogil=True, fastmath=_ROWS)
     def softmax_rows(x: Any, out: Any, r0: int, r1: int) -> None:  # pragma: no cover - compiled
@@ -141,13 +144,13 @@ def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
         n = x.shape[1]
         for r in range(r0, r1):
             xr, yr = x[r], out[r]
-            top = np.float64(row_max(xr))
+            top = np.float64(_ROW_MAX(xr))
             total = 0.0
             for i in range(n):
-                e = exp64(np.float64(xr[i]) - top)
+                e = _EXP64(np.float64(xr[i]) - top)
                 yr[i] = e
                 total += e
-            inv = low(1.0 / total)  # in the array's dtype: a float64 factor made this pass 3x slower
+            inv = out.dtype.type(1.0 / total)  # in the array's dtype: a float64 factor made this pass 3x slower
             for i in range(n):
                 yr[i] *= inv
 
@@ -157,12 +160,12 @@ def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
         n = x.shape[1]
         for r in range(r0, r1):
             xr, yr = x[r], out[r]
-            top = row_max(xr)
+            top = _ROW_MAX(xr)
             top64 = np.float64(top)
             total = 0.0
             for i in range(n):
-                total += exp64(np.float64(xr[i]) - top64)
-            log_total = low(math.log(total))
+                total += _EXP64(np.float64(xr[i]) - top64)
+            log_total = out.dtype.type(math.log(total))
             for i in range(n):  # (x - max) is exact near the max; then one rounding, as NumPy's and torch's
                 yr[i] = (xr[i] - top) - log_total
 
@@ -175,7 +178,7 @@ def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
             dot = 0.0
             for i in range(n):
                 dot += np.float64(gr[i]) * np.float64(yr[i])
-            dot_low = low(dot)
+            dot_low = out.dtype.type(dot)
             for i in range(n):
                 o[i] = yr[i] * (gr[i] - dot_low)
 
@@ -188,9 +191,9 @@ def _softmax_kernels(numba: Any, degree: int) -> dict[str, Callable]:
             total = 0.0
             for i in range(n):
                 total += gr[i]
-            total_low = low(total)
+            total_low = out.dtype.type(total)
             for i in range(n):
-                o[i] = gr[i] - low(exp64(np.float64(yr[i]))) * total_low
+                o[i] = gr[i] - out.dtype.type(_EXP64(np.float64(yr[i]))) * total_low
 
     return {"softmax_rows": softmax_rows, "log_softmax_rows": log_softmax_rows,
             "softmax_backward_rows": softmax_backward_rows, "log_softmax_backward_rows": log_softmax_backward_rows}
@@ -222,6 +225,8 @@ def _row_max(numba: Any) -> Callable:
     return row_max
 
 
+# Set by build(): the helpers the cached kernels call (module globals: see build).
+_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = None
 # Row kernels: reassociation lets LLVM keep several partial sums (and max) in vector registers; FMAs inside exp.
 _ROWS = {"contract", "reassoc"}
 _LOG2E = 1.0 / math.log(2.0)

@@ -27,6 +27,7 @@ import numpy as np
 # Only reassociation (and fused multiply-adds): lets LLVM vectorize the float64 sums with several partial sums
 # (a serial chain of float64 adds ran the forward at half NumPy's speed); NaN and inf keep their meaning.
 _REASSOCIATE = {"reassoc", "contract"}
+_LN_ROW_TERMS = None  # set by build()
 _BN_RUN = 256  # batch norm: values summed in the data's dtype before the run's sum joins the float64 total
 
 
@@ -183,6 +184,8 @@ def build(numba: Any) -> dict[str, Callable]:
                 yr[i] = ((xr[i] - m_low) - m_rest) * s_low * weight[i] + bias[i]
         return bad
 
+    global _LN_ROW_TERMS  # a module global, not a closure cell: numba's disk cache keys on the pickled closure
+
     @numba.njit(inline="always", fastmath=_REASSOCIATE)
     def _row_terms(xr, gr, weight, m, s):  # pragma: no cover - compiled
         """(shift, mean(gy), mean(gy * (xhat - shift))) of one row, ``shift`` the mean of ``xhat``."""
@@ -199,6 +202,8 @@ def build(numba: Any) -> dict[str, Callable]:
         shift = sum_xhat / n
         a = sum_gy / n
         return shift, a, sum_gy_xhat / n - shift * a
+
+    _LN_ROW_TERMS = _row_terms
 
     @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
     def layer_norm_backward_rows(g, x, mean, rstd, weight, r0, r1, gx, gw, gb):  # pragma: no cover - compiled
@@ -217,10 +222,10 @@ def build(numba: Any) -> dict[str, Callable]:
             x0, x1, x2, x3 = x[r], x[r + 1], x[r + 2], x[r + 3]
             g0, g1, g2, g3 = g[r], g[r + 1], g[r + 2], g[r + 3]
             o0, o1, o2, o3 = gx[r], gx[r + 1], gx[r + 2], gx[r + 3]
-            h0, a0, c0 = _row_terms(x0, g0, weight, m0, s0)
-            h1, a1, c1 = _row_terms(x1, g1, weight, m1, s1)
-            h2, a2, c2 = _row_terms(x2, g2, weight, m2, s2)
-            h3, a3, c3 = _row_terms(x3, g3, weight, m3, s3)
+            h0, a0, c0 = _LN_ROW_TERMS(x0, g0, weight, m0, s0)
+            h1, a1, c1 = _LN_ROW_TERMS(x1, g1, weight, m1, s1)
+            h2, a2, c2 = _LN_ROW_TERMS(x2, g2, weight, m2, s2)
+            h3, a3, c3 = _LN_ROW_TERMS(x3, g3, weight, m3, s3)
             for i in range(n):
                 wi = np.float64(weight[i])
                 e0 = (x0[i] - m0) * s0 - h0
@@ -239,7 +244,7 @@ def build(numba: Any) -> dict[str, Callable]:
             m0 = np.float64(mean[r])
             s0 = np.float64(rstd[r])
             x0, g0, o0 = x[r], g[r], gx[r]
-            h0, a0, c0 = _row_terms(x0, g0, weight, m0, s0)
+            h0, a0, c0 = _LN_ROW_TERMS(x0, g0, weight, m0, s0)
             for i in range(n):
                 e0 = (x0[i] - m0) * s0 - h0
                 v0 = np.float64(g0[i])

@@ -197,3 +197,17 @@ def test_tanh_gelu_second_derivatives():
     g = ember.tensor(rng.standard_normal((4, 5)), requires_grad=True)
     assert ember.autograd.gradcheck(
         lambda g, x: dispatch.apply(GELU_BACKWARD, (g, x), {"approximate": "tanh"}), (g, x))
+
+
+def test_cached_kernels_close_over_no_dispatchers():
+    """numba keys a kernel's disk cache on its pickled closure, and a dispatcher pickles differently in every
+    process: a kernel closing over one (erf64, exp64 helpers) recompiled in every process (2-8 s each)."""
+    numba = pytest.importorskip("numba")
+    names = ["erf_f32", "gelu_f32", "gelu_backward_f32", "gelu_tanh_backward_f32", "layer_norm_rows",
+             "layer_norm_backward_rows"] + [f"{k}_{s}" for k in ("softmax_rows", "log_softmax_rows",
+                                                                 "softmax_backward_rows", "log_softmax_backward_rows")
+                                            for s in ("f32", "f64")]
+    for name in names:
+        kernel = cpu_kernels.get(name)
+        cells = [c.cell_contents for c in (kernel.py_func.__closure__ or ())]
+        assert not [c for c in cells if isinstance(c, numba.core.dispatcher.Dispatcher)], name
