@@ -117,14 +117,24 @@ def _record_node(op: OpDef, args: tuple, attrs: dict, nondiff: tuple, save: str)
 _NEEDS_ONE, _NEEDS_NONE, _NO_EDGE, _NO_META, _SAVED_NONE = (True,), (False,), (None,), (None,), (None,)
 _NEEDS_TWO = (((False, False), (False, True)), ((True, False), (True, True)))  # [a needs][b needs]
 _SAVED_NONE_TWO = (None, None)
-_NONDIFF_TWO: dict = {}  # id(op.nondiff_inputs) -> (that tuple, input 0 in it, input 1 in it)
+_NONDIFF_TWO: dict = {}  # id(op.nondiff_inputs) -> (that tuple, (input 0 in it, input 1 in it))
+
+
+def _nondiff_pair(nondiff: tuple) -> tuple:
+    """(input 0 takes no gradient, input 1 takes none) for a record's ``nondiff_inputs``, looked up once per tuple
+    (getitem's is ``range(1, 64)``: a membership test walks it)."""
+    entry = _NONDIFF_TWO.get(id(nondiff))
+    if entry is None or entry[0] is not nondiff:
+        entry = _NONDIFF_TWO[id(nondiff)] = (nondiff, (0 in nondiff, 1 in nondiff))
+    return entry[1]
 
 
 def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
     """Attach an autograd node for ``op`` to ``outputs`` (which already hold their data)."""
     nondiff = op.nondiff_inputs
     save = op.save
-    if len(args) == 1 and not nondiff:  # one input (views, reductions, unary ops): no per-input lists
+    if len(args) == 1 and (not nondiff or not _nondiff_pair(nondiff)[0]):
+        # one input (views, reductions, unary ops, basic indexing, whose later inputs take no gradient): no lists
         a = args[0]
         if isinstance(a, Tensor):
             meta = (a._data.shape,)
@@ -149,10 +159,7 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
         a, b = args
         a_off = b_off = False
         if nondiff:  # which of the two take no gradient (looked up once per record)
-            entry = _NONDIFF_TWO.get(id(nondiff))
-            if entry is None or entry[0] is not nondiff:
-                entry = _NONDIFF_TWO[id(nondiff)] = (nondiff, 0 in nondiff, 1 in nondiff)
-            a_off, b_off = entry[1], entry[2]
+            a_off, b_off = _nondiff_pair(nondiff)
         a_tensor = isinstance(a, Tensor)
         if a_tensor:
             a_meta = a._data.shape

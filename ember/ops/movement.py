@@ -535,11 +535,14 @@ def _gather_impl(xp: Any, x: Any, index: Any, dim: int) -> Any:
     if index.ndim != x.ndim:
         raise RuntimeError(f"gather: index tensor must have the same number of dimensions as input "
                            f"({index.ndim} vs {x.ndim})")
-    slices = tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))
-    if index.size and (index.max() >= x.shape[dim] or index.min() < 0):  # torch refuses negative indices
-        bad = int(index.max()) if index.max() >= x.shape[dim] else int(index.min())
-        raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
-    return take_along(xp, x[slices], index, dim)
+    if index.size:
+        hi, lo = index.max(), index.min()
+        if hi >= x.shape[dim] or lo < 0:  # torch refuses negative indices
+            bad = int(hi) if hi >= x.shape[dim] else int(lo)
+            raise RuntimeError(f"gather: index {bad} is out of bounds for dimension {dim} with size {x.shape[dim]}")
+    if any(i != s for d, (i, s) in enumerate(zip(index.shape, x.shape)) if d != dim):  # index smaller: crop x
+        x = x[tuple(slice(None) if d == dim else slice(0, index.shape[d]) for d in range(x.ndim))]
+    return take_along(xp, x, index, dim)
 
 
 def _scatter_add_impl(xp: Any, x: Any, index: Any, src: Any, dim: int) -> Any:
