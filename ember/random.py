@@ -208,6 +208,11 @@ def _rng_for(generator: Generator | None, device: Any) -> Any:
     return cuda_generator(device.index)._rng if device.type == "cuda" else host
 
 
+def _meta_shell(shape: tuple, dtype: dtypes.dtype, device: Any) -> Any:
+    """A meta array (one element seen through zero strides): the draw of a meta tensor of any size."""
+    return device.backend.asarray(np.broadcast_to(np.zeros((), dtype=dtype.np), tuple(shape)))
+
+
 def _to(array: Any, dtype: dtypes.dtype, device: Any) -> Any:
     array = array.astype(dtype.np, copy=False)
     if device.type == "cpu" or not isinstance(array, np.ndarray):
@@ -262,6 +267,8 @@ def check_args(op: str, **params: Any) -> None:
 
 def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                    low: float = 0.0, high: float = 1.0) -> Any:
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.uniform(stream, tuple(shape), _name(dtype), float(low), float(high)), dtype, device)
@@ -274,6 +281,8 @@ def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Ge
 
 def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   mean: float = 0.0, std: float = 1.0) -> Any:
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.normal(stream, tuple(shape), _name(dtype), float(mean), float(std)), dtype, device)
@@ -289,6 +298,8 @@ def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Gen
 def sample_bernoulli(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                      p: Any = 0.5) -> Any:
     """Bernoulli draws: a number ``p`` (dropout's masks, ``bernoulli_(p)``) or an array of probabilities."""
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         if hasattr(p, "shape") and getattr(p, "ndim", 0):
@@ -302,6 +313,8 @@ def sample_bernoulli(shape: tuple, dtype: dtypes.dtype, device: Any, generator: 
 
 def sample_exponential(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                        lambd: float = 1.0) -> Any:
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.exponential(stream, tuple(shape), float(lambd)), dtype, device)
@@ -325,6 +338,8 @@ def sample_cauchy(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Gen
     so it works with every device generator (CuPy's has no Cauchy sampler)."""
     _check_float_fill("cauchy_", dtype, "Cauchy")
     _check_positive("cauchy_", "sigma", sigma)
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.cauchy(stream, tuple(shape), float(median), float(sigma)), dtype, device)
@@ -338,6 +353,8 @@ def sample_log_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator:
     """``exp(N(mean, std))`` (PyTorch's defaults: mean 1, std 2)."""
     _check_float_fill("log_normal_", dtype, "log-normal")
     _check_positive("log_normal_", "std", std)
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.log_normal(stream, tuple(shape), float(mean), float(std)), dtype, device)
@@ -353,6 +370,8 @@ def sample_geometric(shape: tuple, dtype: dtypes.dtype, device: Any, generator: 
         raise RuntimeError(f"geometric_: not implemented for {dtype}; fill an integer or float tensor")
     if not 0.0 < float(p) < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={float(p):g}")
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.geometric(stream, tuple(shape), float(p)), dtype, device)
@@ -364,6 +383,8 @@ def sample_geometric(shape: tuple, dtype: dtypes.dtype, device: Any, generator: 
 
 def sample_random(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
                   low: int = 0, high: int | None = None) -> Any:
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         if high is None and not low:  # random_(): [0, 2**mantissa] for floats, [0, max] for integers
@@ -385,6 +406,8 @@ def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: G
                     high: int) -> Any:
     if high <= low:
         raise RuntimeError(f"randint: expected low < high, got low={low}, high={high}")
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return _to(mt.random_from_to(stream, tuple(shape), int(low), int(high), _wide(dtype)), dtype, device)
@@ -392,6 +415,8 @@ def sample_integers(shape: tuple, dtype: dtypes.dtype, device: Any, generator: G
 
 
 def sample_permutation(n: int, device: Any, generator: Generator | None = None) -> Any:
+    if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
+        return _meta_shell((int(n),), dtypes.int64, device)
     stream = _stream_for(generator, device)
     if stream is not None:
         return mt.permutation(stream, int(n))

@@ -34,6 +34,9 @@ def _write(tensor: Tensor, values: np.ndarray, name: str) -> Tensor:
     """Store host ``values`` into ``tensor`` in place (no autograd record), bumping its version."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"nn.init.{name}: expected an ember Tensor, got {type(tensor).__name__}")
+    if tensor.device.type == "meta":  # no data to write
+        tensor._bump()
+        return tensor
     values = np.broadcast_to(np.asarray(values), tuple(tensor.shape))
     tensor._data[...] = ember_random._to(np.ascontiguousarray(values), tensor.dtype, tensor.device)
     tensor._bump()
@@ -41,6 +44,12 @@ def _write(tensor: Tensor, values: np.ndarray, name: str) -> Tensor:
 
 
 _host = to_device("cpu")  # initializers draw on the host (PyTorch's CPU stream) and write into the tensor
+
+
+def _draws_for(tensor: Tensor) -> Any:
+    """Where ``tensor``'s initial values are drawn: the host, but nothing at all for a meta tensor (a model built
+    under ``torch.device("meta")`` costs no memory or time, as in PyTorch)."""
+    return tensor.device if tensor.device.type == "meta" else _host
 
 
 def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
@@ -88,14 +97,16 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with U(a, b)."""
     check_args("uniform_", low=a, high=b)
-    values = ember_random.sample_uniform(tuple(tensor.shape), tensor.dtype, _host, generator, float(a), float(b))
+    values = ember_random.sample_uniform(tuple(tensor.shape), tensor.dtype, _draws_for(tensor), generator, float(a),
+                                         float(b))
     return _write(tensor, values, "uniform_")
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
     """Fill with N(mean, std^2)."""
     check_args("normal_", std=std)
-    values = ember_random.sample_normal(tuple(tensor.shape), tensor.dtype, _host, generator, float(mean), float(std))
+    values = ember_random.sample_normal(tuple(tensor.shape), tensor.dtype, _draws_for(tensor), generator, float(mean),
+                                        float(std))
     return _write(tensor, values, "normal_")
 
 
@@ -115,6 +126,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
     shape, dtype = tuple(tensor.shape), tensor.dtype
+    if tensor.device.type == "meta":
+        return tensor
 
     def draw(kind: str, *args: float) -> np.ndarray:
         return np.asarray(getattr(ember_random, "sample_" + kind)(shape, dtype, _host, generator, *args))
@@ -215,7 +228,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
     """A (semi-)orthogonal matrix from the QR decomposition of a Gaussian one, times ``gain``."""
     if tensor.dim() < 2:
         raise ValueError("orthogonal_: only tensors with 2 or more dimensions are supported")
-    if tensor.numel() == 0:
+    if tensor.numel() == 0 or tensor.device.type == "meta":
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -233,6 +246,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
     """2-D only: N(0, std^2) with a fraction ``sparsity`` of each column set to zero."""
     if tensor.dim() != 2:
         raise ValueError("sparse_: only tensors with 2 dimensions are supported")
+    if tensor.device.type == "meta":
+        return tensor
     rows, cols = tuple(tensor.shape)
     values = np.array(ember_random.sample_normal((rows, cols), tensor.dtype, _host, generator, 0.0, float(std)))
     zeros = int(math.ceil(sparsity * rows))
