@@ -29,6 +29,10 @@ import numpy
 from ember.backends import cpu_blas
 from ember.backends.cpu_threads import num_threads, parallel_for
 
+# A product of this many multiply-adds or more is split over ember's threads by ``split_gemm`` (each part one
+# BLAS call on one BLAS thread); below it BLAS's own threads take it (cpu_gemm_choice.MIN_MACS_SPLIT's reasoning).
+SPLIT_MACS = 1 << 23
+
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _FUNCS: dict[str, Any] = {}
 # Output elements from which the bias fill is split over ember's threads (a hand-off costs ~20-30 us).
@@ -95,4 +99,55 @@ def addmm(a: Any, b: Any, bias: Any) -> Any:
     else:
         numpy.copyto(out, bias)
     gemm(_ROW_MAJOR, fa[0], fb[0], m, n, k, 1.0, a.ctypes.data, fa[1], b.ctypes.data, fb[1], 1.0, out.ctypes.data, n)
+    return out
+
+
+def _kind(a: Any, b: Any, bias: Any) -> str | None:
+    dtype = a.dtype
+    if a.__class__ is not numpy.ndarray or b.__class__ is not numpy.ndarray or a.ndim != 2 or b.ndim != 2 \
+            or b.dtype != dtype or (bias is not None and (bias.dtype != dtype or bias.ndim != 1)):
+        return None
+    return "s" if dtype == numpy.float32 else "d" if dtype == numpy.float64 else None
+
+
+def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias``, added as in :func:`addmm`) as one BLAS call per ember thread, each on its own block
+    of rows of ``a`` (or of columns of ``b`` when ``b`` is the wider), with NumPy's BLAS held to one thread
+    (``cpu_blas.blas_for``): OpenBLAS's own workers are never woken, so none spins afterwards on the core ember's
+    threads need for the elementwise passes between the GEMMs (a GPT step at two threads burned ~45% more CPU
+    than on one). None when ember does not split BLAS work here (``cpu_blas.available()``: OpenBLAS found and
+    ``EMBER_BLAS_SPLIT`` on), with one thread, for products below ``SPLIT_MACS``, or for operands ``addmm``
+    declines; the caller then multiplies as before. Every element is one BLAS call's sum over all of K."""
+    kind = _kind(a, b, bias)
+    if kind is None:
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    if m * k * n < SPLIT_MACS or num_threads() <= 1 or not cpu_blas.available():
+        return None
+    fa, fb = _operand(a), _operand(b)
+    gemm = _cblas(kind) if fa is not None and fb is not None else None
+    if gemm is None or (bias is not None and bias.shape[0] != n):
+        return None
+    out = numpy.empty((m, n), a.dtype)
+    item = a.itemsize
+    beta = 0.0 if bias is None else 1.0
+    if m >= n:  # blocks of rows: A's rows and C's rows move together
+        row_step = a.strides[0] // item
+
+        def rows(start: int, stop: int) -> None:
+            if bias is not None:
+                numpy.copyto(out[start:stop], bias)
+            gemm(_ROW_MAJOR, fa[0], fb[0], stop - start, n, k, 1.0, a.ctypes.data + start * row_step * item, fa[1],
+                 b.ctypes.data, fb[1], beta, out.ctypes.data + start * n * item, n)
+        cpu_blas.blas_for(rows, m, 16)
+    else:  # blocks of columns: B's columns and C's columns move together
+        col_step = b.strides[1] // item
+
+        def cols(start: int, stop: int) -> None:
+            if bias is not None:
+                numpy.copyto(out[:, start:stop], bias[start:stop])
+            gemm(_ROW_MAJOR, fa[0], fb[0], m, stop - start, k, 1.0, a.ctypes.data, fa[1],
+                 b.ctypes.data + start * col_step * item, fb[1], beta, out.ctypes.data + start * item, n)
+        cpu_blas.blas_for(cols, n, 16)
     return out

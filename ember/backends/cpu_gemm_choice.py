@@ -30,6 +30,12 @@ product", has the measured grid it comes from):
 
 Without AVX-512 (an AVX2-only CPU), or without numba, there is no kernel and BLAS takes everything.
 
+Threads of a product BLAS takes: below ``cpu_blas.SMALL_GEMM_MACS`` one BLAS thread; from
+``cpu_blas_gemm.SPLIT_MACS`` (8M) on, where ember splits BLAS work (``cpu_blas.available()``: an OpenBLAS
+whose thread count ember can hold, numba's AVX-512 kernels present or ``EMBER_BLAS_SPLIT=1``), one BLAS call
+per ember thread on its block of rows or columns (``cpu_blas_gemm.split_gemm``), so OpenBLAS's own workers
+never wake and spin; otherwise BLAS's own threads.
+
 Example:
     >>> from ember.backends.cpu_gemm_choice import shape_prefers_ember
     >>> shape_prefers_ember(256, 784, 512, b_rows_contiguous=False)   # W2's first layer

@@ -15,7 +15,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
-from ember.backends import cpu_blas, cpu_gemm_choice, native_kernel
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice, native_kernel
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -104,6 +104,8 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         b = xp.ascontiguousarray(b)
     if a.ndim == 2 and b.ndim == 2:
         out = gemm_2d(xp, a, b)
+        if out is None:
+            out = cpu_blas_gemm.split_gemm(a, b)  # large: one BLAS call per ember thread
         if out is not None:
             return out
     with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)

@@ -597,6 +597,9 @@ def _linear_gemm(xp: Any, rows: Any, w: Any, bias: tuple) -> Any:
     """``rows @ w.T (+ bias)`` by ember's GEMM or BLAS (``linalg.gemm_2d``'s choice)."""
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
+        out = cpu_blas_gemm.split_gemm(rows, w.T, bias[0] if bias else None)  # large: a BLAS call per ember thread
+        if out is not None:
+            return out
         with blas_context(xp, rows, w.T):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
             if bias and rows.shape[0] * w.shape[0] >= _BIAS_IN_GEMM:  # BLAS adds into the bias rows (beta = 1)
                 out = cpu_blas_gemm.addmm(rows, w.T, bias[0])

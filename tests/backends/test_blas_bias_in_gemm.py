@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ember
-from ember.backends import cpu_blas_gemm, cpu_threads
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_threads
 from ember.ops import nn_ops
 
 pytestmark = pytest.mark.skipif(cpu_blas_gemm._cblas("s") is None, reason="NumPy's BLAS is not an OpenBLAS")
@@ -84,3 +84,63 @@ def test_split_bias_gradient_is_one_sum_bit_for_bit(monkeypatch):
         expected = np.add.reduce(g, axis=tuple(range(g.ndim - 1)))
         got = nn_ops._bias_grad_array(g)
         np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
+
+
+@pytest.mark.parametrize("m,k,n", [(301, 70, 45), (40, 90, 333)])  # blocks of rows; blocks of columns
+@pytest.mark.parametrize("la,lb", [("N", "N"), ("N", "T"), ("T", "N"), ("pad", "T")])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_split_gemm_over_ember_threads(m, k, n, la, lb, with_bias, monkeypatch):
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu_threads, "num_threads", lambda: 3)
+    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    rng = np.random.default_rng(m + k)
+    a = _layout(rng.standard_normal((m, k)).astype(np.float32), la)
+    b = _layout(rng.standard_normal((k, n)).astype(np.float32), lb)
+    bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
+    got = cpu_blas_gemm.split_gemm(a, b, bias)
+    assert got is not None and got.shape == (m, n)
+    exact = a.astype(np.float64) @ b.astype(np.float64) + (0 if bias is None else bias)
+    bound = (np.abs(a).astype(np.float64) @ np.abs(b) + (0 if bias is None else np.abs(bias))) * 2e-7 * (k + 2)
+    assert np.all(np.abs(got - exact) <= bound)
+    np.testing.assert_array_equal(cpu_blas_gemm.split_gemm(a, b, bias), got)  # deterministic
+    with np.errstate(invalid="ignore"):
+        a[3, 1] = np.nan
+        assert np.isnan(cpu_blas_gemm.split_gemm(a, b, bias)[3]).all()
+
+
+def test_split_gemm_declines(monkeypatch):
+    a, b = np.ones((64, 64), np.float32), np.ones((64, 64), np.float32)
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 1)
+    assert cpu_blas_gemm.split_gemm(a, b) is None  # one thread: BLAS as before
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_blas, "available", lambda: False)
+    assert cpu_blas_gemm.split_gemm(a, b) is None  # EMBER_BLAS_SPLIT=0, or no OpenBLAS to hold to one thread
+    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    assert cpu_blas_gemm.split_gemm(a.astype(np.float16), b.astype(np.float16)) is None
+
+
+def test_linear_and_matmul_split_match_torch(monkeypatch):
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_threads, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    calls = []
+    real = cpu_blas_gemm.split_gemm
+    monkeypatch.setattr(cpu_blas_gemm, "split_gemm", lambda *a: calls.append(a[0].shape) or real(*a))
+    rng = np.random.default_rng(5)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((4, 64, 96), (120, 96), (120,)))
+    g = rng.standard_normal((4, 64, 120)).astype(np.float32)
+    ex, ew, eb = (ember.tensor(v, requires_grad=True) for v in (x, w, b))
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    ey = ember.nn.functional.linear(ex, ew, eb)
+    ty = torch.nn.functional.linear(tx, tw, tb)
+    ey.backward(ember.tensor(g))
+    ty.backward(torch.tensor(g))
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    for e, t in ((ex, tx), (ew, tw), (eb, tb)):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-5)
+    m1, m2 = rng.standard_normal((80, 60)).astype(np.float32), rng.standard_normal((60, 90)).astype(np.float32)
+    np.testing.assert_allclose((ember.tensor(m1) @ ember.tensor(m2)).numpy(), m1 @ m2, rtol=1e-5, atol=1e-5)
+    assert calls == [(256, 96), (256, 120), (120, 256), (80, 60)]  # forward, input and weight gradients, matmul
