@@ -43,7 +43,7 @@ from ember.ops.reductions import (  # noqa: F401
 )
 from ember.ops.linalg import bmm, dot, einsum, matmul, mm, mv  # noqa: F401
 from ember.ops.views import (  # noqa: F401
-    broadcast_to, cat, chunk, concat, concatenate, expand_as, flatten, flip, gather, hstack, index_select,
+    broadcast_to_public as broadcast_to, cat, chunk, concat, concatenate, expand_as_public as expand_as, flatten, flip, gather, hstack, index_select,
     masked_fill, movedim, moveaxis, narrow, permute, repeat as _repeat, reshape, roll, scatter, scatter_add, select,
     split, squeeze, stack, swapaxes, swapdims, t, transpose, tril, triu, unbind, unflatten, unsqueeze, vstack,
 )

@@ -91,7 +91,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
                                f"dimensions (shape {list(value.shape)}); pass value.squeeze() or value[0]")
         if dispatch.grad_mode.STATE.enabled and value._requires_grad:  # the value's gradient is the sum of self's
             source = value.to(self.device).to(self.dtype)
-            return inplace.inplace_call(self, "fill_", lambda t: inplace.replaced(t, source.expand_as(t)),
+            return inplace.inplace_call(self, "fill_", lambda t: inplace.replaced(t, views.expand_as(source, t)),
                                         needs_copy=False, others=(source,))
         value = value.item()
         if isinstance(value, complex) and not self.is_complex():  # torch warns and keeps the real part
@@ -124,14 +124,15 @@ def copy_(self: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     recording = dispatch.grad_mode.STATE.enabled and (self._requires_grad or source._requires_grad)
     inplace.check_inplace(self, "copy_", recording)
     if not recording and (dispatch.is_symbolic(self) or dispatch.is_symbolic(source)):  # building a graph
-        return inplace.inplace_call(self, "copy_", lambda t: source.expand_as(t).clone(), needs_copy=False)
+        return inplace.inplace_call(self, "copy_", lambda t: views.expand_as(source, t).clone(), needs_copy=False)
     if not recording:
         if not inplace._writeable(self):
             raise RuntimeError(f"copy_: {inplace._OVERLAP_MESSAGE}")
         self._data[...] = source._data
         self._bump()
         return self
-    return inplace.inplace_call(self, "copy_", lambda t: inplace.replaced(t, source.expand_as(t)), needs_copy=False,
+    return inplace.inplace_call(self, "copy_", lambda t: inplace.replaced(t, views.expand_as(source, t)),
+                                needs_copy=False,
                                 others=(source,))
 
 
@@ -144,7 +145,8 @@ def _unary_inplace(name: str, fn: Any) -> Any:
 
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
-    return inplace.inplace_call(self, "masked_fill_", lambda t: views.masked_fill(t, mask, value), needs_copy=False)
+    return inplace.inplace_call(self, "masked_fill_", lambda t: views.masked_fill(t, mask, value, _inplace=True),
+                                needs_copy=False)
 
 
 def index_put_(self: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
@@ -382,9 +384,9 @@ class TensorMethods:
     unsqueeze = views.unsqueeze
     flatten = views.flatten
     unflatten = views.unflatten
-    expand = views.expand
-    expand_as = views.expand_as
-    broadcast_to = views.broadcast_to
+    expand = views.expand_public
+    expand_as = views.expand_as_public
+    broadcast_to = views.broadcast_to_public
     sum_to_size = views.sum_to_size
     contiguous = views.contiguous
     narrow = views.narrow
@@ -540,8 +542,12 @@ class TensorMethods:
     angle = complex_ops.angle
     sgn = complex_ops.sgn
     adjoint = complex_ops.adjoint
-    cfloat = lambda self: self.to(complex_ops.dtypes.complex64)  # noqa: E731
-    cdouble = lambda self: self.to(complex_ops.dtypes.complex128)  # noqa: E731
+
+    def cfloat(self, memory_format: Any = None) -> Any:
+        return self.to(complex_ops.dtypes.complex64, memory_format=memory_format)
+
+    def cdouble(self, memory_format: Any = None) -> Any:
+        return self.to(complex_ops.dtypes.complex128, memory_format=memory_format)
 
     def __complex__(self) -> complex:
         if self.numel() != 1:

@@ -444,15 +444,22 @@ class Tensor(TensorMethods):
         memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to(): unexpected keyword arguments {sorted(kwargs)}")
+        flags = 0  # positional non_blocking, then copy: to(dtype, non_blocking, copy), to(device, dtype, nb, copy)
         for arg in args:
-            if isinstance(arg, Tensor):
+            if isinstance(arg, bool):
+                if flags >= 2 or not (target_device is not None or target_dtype is not None):
+                    raise TypeError(f"to(): unexpected argument {arg!r}")
+                if flags == 0:
+                    non_blocking = arg
+                else:
+                    copy = arg
+                flags += 1
+            elif isinstance(arg, Tensor):
                 target_device, target_dtype = arg.device, arg.dtype
             elif isinstance(arg, dtypes.dtype) or arg in (float, int, bool):
                 target_dtype = dtypes.to_dtype(arg)
             elif isinstance(arg, (str, Device)):
                 target_device = arg
-            elif isinstance(arg, bool) and target_device is not None:
-                non_blocking = arg  # to(device, dtype, non_blocking) positional form
             elif arg is not None:
                 raise TypeError(f"to(): unexpected argument {arg!r}")
         out = self
@@ -526,35 +533,35 @@ class Tensor(TensorMethods):
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
 
-    def float(self) -> "Tensor":
-        return self.to(dtypes.float32)
+    def float(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.float32, memory_format=memory_format)
 
-    def double(self) -> "Tensor":
-        return self.to(dtypes.float64)
+    def double(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.float64, memory_format=memory_format)
 
-    def half(self) -> "Tensor":
-        return self.to(dtypes.float16)
+    def half(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.float16, memory_format=memory_format)
 
-    def bfloat16(self) -> "Tensor":
-        return self.to(dtypes.bfloat16)
+    def bfloat16(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.bfloat16, memory_format=memory_format)
 
-    def long(self) -> "Tensor":
-        return self.to(dtypes.int64)
+    def long(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.int64, memory_format=memory_format)
 
-    def int(self) -> "Tensor":
-        return self.to(dtypes.int32)
+    def int(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.int32, memory_format=memory_format)
 
-    def short(self) -> "Tensor":
-        return self.to(dtypes.int16)
+    def short(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.int16, memory_format=memory_format)
 
-    def char(self) -> "Tensor":
-        return self.to(dtypes.int8)
+    def char(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.int8, memory_format=memory_format)
 
-    def byte(self) -> "Tensor":
-        return self.to(dtypes.uint8)
+    def byte(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.uint8, memory_format=memory_format)
 
-    def bool(self) -> "Tensor":
-        return self.to(dtypes.bool_)
+    def bool(self, memory_format: Any = None) -> "Tensor":
+        return self.to(dtypes.bool_, memory_format=memory_format)
 
     # ---- operators (small direct functions: this is the eager hot path) -------------------------
     def __add__(self, other: Any) -> "Tensor":

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
+from ember.creation import full_like, ones_like
+
 from ember.ops.conv import _check_inputs, conv2d_raw, out_size, pair
 from ember.ops.nn_ops import pad as _pad
 from ember.ops.pooling import avg_pool2d, max_pool2d
@@ -149,6 +152,8 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
         raise RuntimeError("avg_pool3d: divisor must be not zero")
     if any(s < k for s, k in zip(input.shape[-3:], kernel)):  # PyTorch checks the unpadded size in 3-D only
         raise RuntimeError(f"avg_pool3d: input image {tuple(input.shape[-3:])} smaller than kernel size {kernel}")
+    if not (input.is_floating_point() or input.dtype.is_complex):
+        return _int_avg_pool3d(input, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)
     unbatched = input.ndim == 4
     x = input.unsqueeze(0) if unbatched else input
     n, c, depth, h, w = x.shape
@@ -160,3 +165,21 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
                      count_include_pad, divisor_override)
     out = out.reshape(n, c, od, out.shape[2], out.shape[3])
     return out.squeeze(0) if unbatched else out
+
+
+def _int_avg_pool3d(input: Any, kernel: tuple, stride: tuple, padding: tuple, ceil_mode: bool,
+                    count_include_pad: bool, divisor_override: int | None) -> Any:
+    """torch's integer average: the window's exact sum divided once, truncated toward zero (the two 2-d stages
+    of avg_pool3d would truncate twice, one off for windows such as a depth-2 pair of sums -1 and 3)."""
+    args = (kernel, stride, padding, ceil_mode, count_include_pad)
+    # the sums in float64 (exact below 2**53), then integers
+    total = avg_pool3d(input.to(dtypes.float64), *args, divisor_override=1).round().to(dtypes.int64)
+    if divisor_override is not None:
+        divisor = full_like(total, int(divisor_override))
+    else:  # each window's divisor: its count of ones over the average of ones (torch's padding rules included)
+        ones = ones_like(input, dtype=dtypes.float64)
+        counted = avg_pool3d(ones, *args, divisor_override=1)
+        mean = avg_pool3d(ones, *args)
+        divisor = (counted / mean.clamp(min=1e-300)).round().to(dtypes.int64).clamp(min=1)
+    quotient = total.abs() // divisor.abs()
+    return (quotient * total.sign() * divisor.sign()).to(input.dtype)

@@ -21,7 +21,7 @@ from ember import creation, random as ember_random
 from ember.creation import arange, full_like, linspace, ones_like, rand, rand_like, tensor, zeros, zeros_like
 from ember.device import to_device
 from ember.dtypes import float64, int64
-from ember.ops import dispatch, pooling, reductions
+from ember.ops import dispatch, overlap, pooling, reductions
 from ember.ops.elementwise import clamp, isfinite, isinf, log, minimum, relu, sign, where
 from ember.ops.extra_math import meshgrid
 from ember.ops.reductions import logsumexp, norm
@@ -62,7 +62,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     x = input.reshape(*batch, c // (r * r), r, r, h, w)
     n = len(batch)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*batch, c // (r * r), h * r, w * r)
+    return _fresh(x.reshape(*batch, c // (r * r), h * r, w * r), input)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -75,7 +75,14 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     n = len(batch)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*batch, c * r * r, h // r, w // r)
+    return _fresh(x.reshape(*batch, c * r * r, h // r, w // r), input)
+
+
+def _fresh(out: Tensor, input: Tensor) -> Tensor:
+    """``out`` in memory of its own: torch's pixel_(un)shuffle always copies, while the reshapes above are views
+    when the permutation moves only size-1 dims (a factor of 1, 1x1 planes); a write into the result must not
+    reach ``input``."""
+    return out.clone() if overlap.status(out, input) != "no" else out
 
 
 def channel_shuffle(input: Tensor, groups: int) -> Tensor:

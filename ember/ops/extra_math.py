@@ -524,7 +524,19 @@ def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
 
 def _scaled_sum(input: Any, product: Any, beta: Any, alpha: Any) -> Any:
     """beta * input + alpha * product; with beta == 0 input is ignored (its NaNs too), as in PyTorch,
-    whose gradient for input is still beta * grad = 0 * grad (NaN where grad is NaN or inf)."""
+    whose gradient for input is still beta * grad = 0 * grad (NaN where grad is NaN or inf).
+
+    Integer products keep their dtype, as torch's: a float beta/alpha is truncated to an integer first
+    (``addmv(int8, .., beta=0.2, alpha=0.6)`` is 0, not a float32 result); bool products are logical
+    (``(beta and input) or (alpha and product)``)."""
+    if isinstance(product, dispatch.Tensor) and not (product.dtype.is_floating_point or product.dtype.is_complex):
+        if product.dtype is dtypes.bool_:
+            kept = input.to(dtypes.bool_) if bool(beta) else ew.logical_and(input, False)
+            return ew.logical_or(kept, product) if bool(alpha) else kept.expand(tuple(product.shape)).clone()
+        if isinstance(beta, float):
+            beta = math.trunc(beta)
+        if isinstance(alpha, float):
+            alpha = math.trunc(alpha)
     out = product if alpha == 1 else product * alpha
     if beta == 0:
         if not (grad_mode.STATE.enabled and isinstance(input, dispatch.Tensor) and input.requires_grad):
@@ -577,7 +589,9 @@ def baddbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any =
 @float32_composite
 def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * sum_b (batch1[b] @ batch2[b])."""
-    return _scaled_sum(input, red.sum(linalg.bmm(batch1, batch2), 0), beta, alpha)
+    product = linalg.bmm(batch1, batch2)
+    # the sum over batches in the product's dtype (an int8 sum would widen to int64: torch's result is int8)
+    return _scaled_sum(input, red.sum(product, 0, dtype=product.dtype), beta, alpha)
 
 
 def outer(input: Any, vec2: Any) -> Any:
@@ -646,8 +660,8 @@ def diag(input: Any, diagonal: int = 0) -> Any:
     """1-D input: a square matrix with ``input`` on the given diagonal; 2-D: that diagonal."""
     from ember.creation import zeros
 
-    if input.ndim == 2:
-        return _diagonal(input, diagonal)
+    if input.ndim == 2:  # a copy, as torch's diag (torch.diagonal is the view): writes must not reach input
+        return _diagonal(input, diagonal).clone()
     if input.ndim != 1:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got shape {tuple(input.shape)}")
     n = input.shape[0] + abs(diagonal)

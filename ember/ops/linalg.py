@@ -95,7 +95,8 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
     if a.ndim > 2 and b.ndim == 2 and a.dtype == b.dtype and a.flags.c_contiguous:
         # a stack against one matrix: all rows in one GEMM (NumPy's stacked matmul calls one GEMM per matrix,
         # 256 GEMVs for vmap's (256, 1, k) rows of a per-sample matrix-vector product)
-        return _matmul_impl(xp, a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
+        rows = int(np.prod(a.shape[:-1]))  # not -1: an empty inner dim (k = 0) leaves -1 undefined
+        return _matmul_impl(xp, a.reshape(rows, a.shape[-1]), b).reshape(a.shape[:-1] + (b.shape[-1],))
     # NumPy's stacked (ndim > 2) matmul drops to a slow non-BLAS loop for matrices whose rows and columns
     # are both strided: 100x slower than one contiguous copy. Any other layout goes to BLAS as it is.
     if a.ndim > 2 and not a.flags.c_contiguous and not _blas_ready(a):
@@ -426,9 +427,16 @@ def einsum(*args: Any) -> Any:
                            f"and operand {k} is {operands[k].dtype}; convert with .to(...)")
     for o in operands[1:]:
         target = dtypes.promote_types(target, o.dtype)
-    operands = tuple(dispatch.cast(o, target) for o in operands)
     shapes = [tuple(o.shape) for o in operands]
     subs, rhs = _parse_einsum(equation, shapes)
+    if not (target.is_floating_point or target.is_complex):
+        # torch sums a letter found in one operand only (and not in the output) with ``sum`` first, which widens
+        # bool and integers to int64: einsum('i->', uint8) is 300, not 300 wrapped to 44
+        for k, sub in enumerate(subs):
+            others = "".join(s for j, s in enumerate(subs) if j != k) + rhs
+            if any(c not in others for c in sub):
+                target = dtypes.int64
+    operands = tuple(dispatch.cast(o, target) for o in operands)
     sizes = _letter_sizes(subs, shapes, equation)
     # One explicit equation per call: the record (and a saved graph or ONNX file) never sees '...',
     # and size-1 dims are expanded first so the backward of that expand sums them back.

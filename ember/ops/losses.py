@@ -51,6 +51,14 @@ def _check_same_shape(op: str, input: Any, target: Any) -> None:
                          f"{tuple(input.shape)}")
 
 
+def _promoting_target(target: Any, input: Any) -> Any:
+    """The target of l1/mse/smooth_l1 losses: a floating tensor promotes with input (torch's ``input - target``:
+    float32 with float64 gives float64), anything else is cast to input's dtype."""
+    if isinstance(target, dispatch.Tensor) and (target.dtype.is_floating_point or target.dtype.is_complex):
+        return target
+    return _as_float_target(target, input)
+
+
 def _as_float_target(target: Any, input: Any) -> Any:
     if not isinstance(target, dispatch.Tensor):
         return tensor(target, dtype=input.dtype, device=input.device)
@@ -64,7 +72,7 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
              weight: Any = None) -> Any:
     """Mean squared error: (input - target)^2 (broadcast), reduced."""
     reduction = _reduction("mse_loss", reduction, size_average, reduce)
-    diff = input - _as_float_target(target, input)
+    diff = input - _promoting_target(target, input)
     loss = diff * diff
     if weight is not None:
         loss = loss * weight
@@ -77,7 +85,7 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
     """Mean absolute error |input - target|, reduced; with ``weight`` (input's shape) the errors are weighted
     and 'mean' divides by the weights' sum (PyTorch 2.13's rule)."""
     reduction = _reduction("l1_loss", reduction, size_average, reduce)
-    errors = ew.abs(input - _as_float_target(target, input))
+    errors = ew.abs(input - _promoting_target(target, input))
     if weight is None:
         return _reduce(errors, reduction)
     if tuple(weight.shape) != tuple(input.shape):
@@ -92,7 +100,7 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                    beta: float = 1.0) -> Any:
     reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
-    diff = ew.abs(input - _as_float_target(target, input))
+    diff = ew.abs(input - _promoting_target(target, input))
     if beta == 0:
         return _reduce(diff, reduction)
     # The quadratic side sees |d| clamped to beta, so an infinite difference (whose branch where() drops)
@@ -354,6 +362,7 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
 def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Any:
     reduction = _reduction("soft_margin_loss", reduction, size_average, reduce)
+    target = _as_float_target(target, input)  # torch's result has input's dtype (a float64 target included)
     return _reduce(-logsigmoid(target * input), reduction)  # log(1 + exp(-y x)), PyTorch's gradient at 0
 
 
@@ -361,7 +370,8 @@ def soft_margin_loss(input: Any, target: Any, size_average: Any = None, reduce: 
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0, size_average: Any = None,
                          reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("hinge_embedding_loss", reduction, size_average, reduce)
-    loss = ew.where(target == 1, input, 0.0) + ew.where(target == -1, ew.clamp(margin - input, min=0.0), 0.0)
+    # torch's masks: a target that is neither 1 nor -1 takes both terms (not neither)
+    loss = ew.where(target != 1, ew.clamp(margin - input, min=0.0), 0.0) + ew.where(target != -1, input, 0.0)
     return _reduce(loss, reduction)
 
 

@@ -563,7 +563,10 @@ def threshold(input: Any, threshold: float, value: float, inplace: bool = False)
 
 @autocast_policy("lower")
 def prelu(input: Any, weight: Any) -> Any:
-    w = weight.reshape((1, -1) + (1,) * (input.ndim - 2)) if input.ndim >= 2 and weight.numel() > 1 else weight
+    if weight.numel() == 1:  # one slope for every element: the result has input's shape (0-d stays 0-d)
+        w = weight.reshape(())
+    else:
+        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2)) if input.ndim >= 2 else weight
     return ew.where(input > 0, input, input * w)
 
 
@@ -1036,6 +1039,10 @@ def normalize(input: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out:
 
 def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Any:
     """sum(x1*x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim`` (broadcasting)."""
+    shape = ew._broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    # broadcast first, as torch: a size-1 ``dim`` that broadcasts must count once per element in the norms
+    # (x1 of shape (1, 2, 3) against (2, 1, 3) along dim -2 gave cosines above 1)
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     n1 = ew.clamp(red.norm(x1, 2, dim, keepdim=True), min=eps)
     n2 = ew.clamp(red.norm(x2, 2, dim, keepdim=True), min=eps)
     return red.sum((x1 / n1) * (x2 / n2), dim)

@@ -311,7 +311,8 @@ def _avg_pool_impl(xp: Any, x: Any, kernel: tuple, stride: tuple, padding: tuple
              "divisor_override": divisor_override}
     if x.dtype.kind in "iu":  # PyTorch's integer average: the sum divided in C++ (truncated toward zero)
         divisor = _divisor(xp, x.shape, oh, ow, attrs, x.dtype)
-        return (xp.sign(total) * (xp.abs(total) // divisor)).astype(x.dtype)
+        # C++'s division truncates toward zero for either sign (a negative divisor_override included)
+        return (xp.sign(total) * xp.sign(divisor) * (xp.abs(total) // xp.abs(divisor))).astype(x.dtype)
     total /= _divisor(xp, x.shape, oh, ow, attrs, x.dtype)
     return total
 

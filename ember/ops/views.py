@@ -18,9 +18,9 @@ from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, IN
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching, unsigned_ops, value_check
 from ember.onnx import emitters as to_onnx
-from ember.ops.reductions import normalize_dims
+from ember.ops.reductions import normalize_dims, sum as _sum_all
 from ember.dtypes import promote_types
-from ember.ops.elementwise import sum_to, where
+from ember.ops.elementwise import _broadcast_shapes, sum_to, where
 from ember import _numpy_names
 
 register(OpDef(
@@ -194,7 +194,8 @@ def permute(input: Any, *order: Any, dims: Any = None) -> Any:
 def transpose(input: Any, dim0: int, dim1: int) -> Any:
     n = input._data.ndim
     if n == 0:
-        return input
+        input._dim(dim0, "transpose"), input._dim(dim1, "transpose")
+        return _new_view(input, "TransposeBackward0")
     dims = list(range(n))
     a, b = input._dim(dim0, "transpose"), input._dim(dim1, "transpose")
     dims[a], dims[b] = dims[b], dims[a]
@@ -211,7 +212,7 @@ def t(input: Any) -> Any:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {n}D; use .mT or "
                            "transpose(-2, -1)")
     if n < 2:
-        return input
+        return _new_view(input, "TBackward0")
     out = dispatch.apply(PERMUTE, (input,), {"dims": (1, 0)})  # transpose(0, 1) without its own name
     return out if out.grad_fn is None else torch_named(out, "TBackward0")
 
@@ -300,8 +301,38 @@ def broadcast_to(input: Any, shape: Sequence[int]) -> Any:
     return expand(input, tuple(shape))
 
 
+def _new_view(input: Any, node_name: str) -> Any:
+    """A new view of all of ``input`` (torch's no-op views: ``x.t()`` of a vector, ``x.expand(x.shape)``): a
+    different object whose in-place metadata changes, ``requires_grad_`` and hooks stay its own, with a grad_fn."""
+    out = dispatch.apply(PERMUTE, (input,), {"dims": tuple(range(input._data.ndim))})
+    return out if out.grad_fn is None else torch_named(out, node_name)
+
+
+# The public forms (Tensor.expand, torch.broadcast_to, ...) never return ``input`` itself; ember's own code calls the
+# ones above, whose same-shape fast path returns ``input`` (no node, no view to make).
+def expand_public(input: Any, *sizes: Any, size: Any = None) -> Any:
+    out = expand(input, *sizes, size=size)
+    return _new_view(input, "ExpandBackward0") if out is input else out
+
+
+def expand_as_public(input: Any, other: Any) -> Any:
+    out = expand(input, tuple(other.shape))
+    return _new_view(input, "ExpandBackward0") if out is input else out
+
+
+def broadcast_to_public(input: Any, shape: Sequence[int]) -> Any:
+    out = expand(input, tuple(shape))
+    return _new_view(input, "ExpandBackward0") if out is input else out
+
+
 def sum_to_size(input: Any, *size: Any) -> Any:
-    return sum_to(input, _shape_arg(size))
+    size = _shape_arg(size)
+    if size == () and input.ndim == 0:  # torch's sum_to: an empty size is a full sum (int8 -> int64, a new tensor)
+        return _sum_all(input)
+    out = sum_to(input, size)
+    if out is not input and not (out.dtype.is_floating_point or out.dtype.is_complex) and out.dtype is not dtypes.int64:
+        out = out.to(dtypes.int64)  # torch's sum: bool and integers widen to int64 (NumPy's uint8 sum is uint64)
+    return out
 
 
 # ---- memory formats: the order of a tensor's dimensions in memory, fastest first --------------------------------
@@ -679,8 +710,13 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
     return where(hit > 0, average, input)
 
 
-def masked_fill(input: Any, mask: Any, value: Any) -> Any:
+def masked_fill(input: Any, mask: Any, value: Any, *, _inplace: bool = False) -> Any:
     value_check.require_number(value, "masked_fill")
+    if not _inplace and isinstance(mask, dispatch.Tensor) and isinstance(input, dispatch.Tensor):
+        # out of place, torch broadcasts input against a larger mask (masked_fill_ must keep input's shape)
+        shape = _broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+        if shape != tuple(input.shape):
+            input = expand(input, shape)
     if input.dtype in dtypes.FLOAT8_DTYPES:  # torch 2.13 has no CPU kernel for it
         raise NotImplementedError(f'"masked_fill" not implemented for \'F{input.dtype.name[1:]}\' (as in PyTorch); '
                                   "use torch.where(mask, value, x) or fill in float32 and convert")
@@ -724,7 +760,9 @@ def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
         s %= size
         if s:
             out = cat([narrow(out, d, size - s, s), narrow(out, d, 0, size - s)], d)
-    return out if out.grad_fn is None or out is input else torch_named(out, "RollBackward0")
+    if out is input:  # every shift a multiple of its size: still a new tensor, as torch (never input itself)
+        out = input.clone()
+    return out if out.grad_fn is None else torch_named(out, "RollBackward0")
 
 
 def _multi_output_views(outs: list, name: str) -> tuple:

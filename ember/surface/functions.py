@@ -31,6 +31,7 @@ from ember.ops.views import (cat, chunk, flip, gather, hstack, index_select, nar
     stack, unbind, vstack)
 from ember.tensor import Size
 from ember.ops import dispatch as _dispatch, extra_math as _extra_math
+from ember.surface.scatter_reduce_grad import ScatterReduceExtreme
 from ember.tensor import Tensor
 
 __all__ = [
@@ -87,7 +88,9 @@ less = lt
 
 
 def ravel(input: Tensor) -> Tensor:
-    return input.reshape(-1)
+    """torch's ``contiguous().view(-1)``: a view of a contiguous tensor, else a copy (never a strided view that
+    would carry writes back into ``input``, which reshape gives for ``x[:, ::2]``)."""
+    return input.contiguous().reshape(-1)
 
 
 def fliplr(input: Tensor) -> Tensor:
@@ -348,6 +351,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
+    if n == 0:  # torch: a copy of input, prepend/append ignored (not input itself: writes must not reach it)
+        return input.clone()
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, dim=dim) if len(parts) > 1 else input
     for _ in range(n):
@@ -524,7 +529,12 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
     ``unbiased`` in dim's place)."""
     dim, correction = reductions._bessel(dim, unbiased, correction, "std_mean")
     std = reductions.std(input, dim, correction=correction, keepdim=keepdim)
-    mean = reductions.mean(input, dim=dim, keepdim=keepdim) if dim is not None else reductions.mean(input)
+    if dim is not None:
+        mean = reductions.mean(input, dim=dim, keepdim=keepdim)
+    elif keepdim and input.ndim:  # every dim reduced and kept: (1, 1), as the std beside it
+        mean = reductions.mean(input, dim=tuple(range(input.ndim)), keepdim=True)
+    else:
+        mean = reductions.mean(input)
     return (std, mean)  # a plain tuple, as PyTorch's (no return type)
 
 
@@ -619,11 +629,11 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if not x.is_floating_point() and not x.dtype.is_complex:
         x = x.to(get_default_dtype())
     n = x.shape[1]
-    w = None
+    w = None  # the weights keep their dtypes, as torch's (float32 aweights make a float16 input's cov float32)
     if fweights is not None:
-        w = fweights.to(x.dtype)
+        w = fweights
     if aweights is not None:
-        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+        w = aweights if w is None else w * aweights
     if w is None:
         mean = x.mean(dim=1, keepdim=True)
         norm = n - correction
@@ -637,10 +647,10 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         elif aweights is None:
             norm = w_sum - correction
         else:
-            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
         centred = x - mean
         out = (centred * w) @ elementwise.conj_if_complex(centred.transpose(0, 1)) / clamp(norm, min=0)
-    return out.squeeze() if input.ndim < 2 else out
+    return out.squeeze()  # as torch: one variable (a vector or a (1, N) matrix) gives a 0-d result
 
 
 def corrcoef(input: Tensor) -> Tensor:
@@ -740,6 +750,9 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False) -> tuple:
         indices[row] = int(xp.nonzero(same)[0][-1])
     shape = data.shape[:-1]
     v, i = _wrap(values.reshape(shape), input), _wrap(indices.reshape(shape), input)
+    if _dispatch.grad_mode.STATE.enabled and input.requires_grad:
+        # the value read back at its index: the gradient reaches that element, as torch's (was detached)
+        v = input.gather(dim, i.unsqueeze(dim)).squeeze(dim)
     if keepdim:
         v, i = v.unsqueeze(dim), i.unsqueeze(dim)
     return return_types.make(return_types.mode, v, i)
@@ -796,6 +809,8 @@ def _quantile(input: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str
             out = out.squeeze(d) if dim is not None else out.reshape(())
         if keepdim and dim is None:
             out = out.reshape((1,) * input.ndim)
+        if input.ndim == 0:  # a 0-d input's dim 0 kept is still 0-d, as torch
+            out = out.reshape(())
         outs.append(out)
     return stack(outs) if q_t.ndim == 1 else outs[0]
 
@@ -832,6 +847,8 @@ def _check_index(op: str, input: Tensor, dim: int, index: Any, error: type = Ind
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    if input.ndim == 0 and isinstance(source, Tensor) and source.ndim == 0:  # one element of a vector, as torch
+        return index_add(input.reshape(1), 0, index.reshape(-1), source.reshape(1), alpha=alpha).reshape(())
     _check_index("index_add", input, dim, index)
     value_check.check_index_source("index_add", input, dim, index, source)
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
@@ -843,6 +860,8 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    if input.ndim == 0 and isinstance(source, Tensor) and source.ndim == 0:  # one element of a vector, as torch
+        return index_copy(input.reshape(1), 0, index.reshape(-1), source.reshape(1)).reshape(())
     _check_index("index_copy", input, dim, index)
     value_check.check_index_source("index_copy", input, dim, index, source)
     out = input.clone()
@@ -855,6 +874,10 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     if input.ndim == 0:  # a 0-d tensor is filled as one element of a vector, as PyTorch
         return index_fill(input.reshape(1), 0, index.reshape(-1), value).reshape(())
     _check_index("index_fill", input, dim, index, negative=True)  # PyTorch's index_fill counts from the end
+    if isinstance(value, Tensor) and value.requires_grad and isinstance(index, Tensor):
+        # a position filled twice is filled once: value's gradient sums each filled position once (torch's unique
+        # index), not once per duplicate
+        index = index.remainder(input.shape[dim]).unique() if input.ndim else index.unique()
     out = input.clone()
     out[_dim_key(input.ndim, dim, index)] = value
     return out
@@ -883,6 +906,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got {input.dtype} and "
                            f"{source.dtype}; convert source with .to({input.dtype})")
+    shape = elementwise._broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    if shape != tuple(input.shape):  # out of place, torch broadcasts input against a larger mask
+        input = input.expand(shape)
     mask_b = mask.expand(input.shape) if tuple(mask.shape) != tuple(input.shape) else mask
     count = int(mask_b.sum())
     if source.numel() < count:
@@ -895,7 +921,7 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
-    """``reduce`` in sum, prod, mean, amax, amin; no gradient for prod/amax/amin (computed on the arrays)."""
+    """``reduce`` in sum, prod, mean, amax, amin (prod/amax/amin computed on the arrays, with torch's gradient)."""
     _check_index("scatter_reduce", input, dim, index, RuntimeError)  # torch's class here (index_* raise IndexError)
     views._scatter_shapes("scatter_reduce", input, dim, index, src)
     if src.dtype is not input.dtype:
@@ -914,6 +940,14 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         return out if input.is_floating_point() else floor_divide(total, counts).to(input.dtype)
     if reduce not in ("prod", "amax", "amin"):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if _dispatch.grad_mode.STATE.enabled and (input.requires_grad or src.requires_grad):
+        return ScatterReduceExtreme.apply(input, src, dim, index, reduce, include_self, _scatter_reduce_arrays)
+    return _scatter_reduce_arrays(input, dim, index, src, reduce, include_self)
+
+
+def _scatter_reduce_arrays(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                           include_self: bool) -> Tensor:
+    """scatter_reduce prod/amax/amin on the arrays (no autograd: see ember/surface/scatter_reduce_grad.py)."""
     xp = _xp(input)
     data = input._data.copy()
     idx = index._data
