@@ -71,8 +71,12 @@ def mul_(self: Tensor, other: Any) -> Tensor:
     return inplace.inplace_binary(MUL, self, other, "mul_")
 
 
-def div_(self: Tensor, other: Any) -> Tensor:
-    return inplace.inplace_binary(DIV, self, other, "div_")
+def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is None:
+        return inplace.inplace_binary(DIV, self, other, "div_")
+    tensors = (other,) if isinstance(other, dispatch.Tensor) else ()
+    return inplace.inplace_call(self, "div_", lambda t: ew.div(t, other, rounding_mode=rounding_mode), others=tensors,
+                                reads=tensors)
 
 
 def pow_(self: Tensor, other: Any) -> Tensor:

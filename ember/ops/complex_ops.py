@@ -71,6 +71,9 @@ def view_as_complex(input: Any) -> Any:
     if input.ndim == 0 or input.shape[-1] != 2:
         raise RuntimeError(f"view_as_complex: Tensor must have a last dimension of size 2, got shape "
                            f"{tuple(input.shape)}")
+    if input.stride(-1) != 1:  # torch's view needs (real, imag) pairs adjacent in memory
+        raise RuntimeError(f"view_as_complex: Tensor must have a last dimension with stride 1, got strides "
+                           f"{tuple(input.stride())}; call .contiguous() first")
     return dispatch.apply(VIEW_AS_COMPLEX, (input,))
 
 

@@ -622,7 +622,18 @@ def _integer_index(op: str, index: Any) -> None:
                            "(index.long())")
 
 
+def on_one_element(fn: Any, op: str, input: Any, dim: int, index: Any, *rest: Any, **kwargs: Any) -> Any:
+    """``fn`` on a 0-d ``input`` read as a one-element vector (torch's rule for index_select, scatter, index_reduce,
+    ...: dim 0 or -1, index and tensor operands of one element), the result back as 0-d."""
+    if dim not in (0, -1):
+        raise IndexError(f"{op}: dimension out of range (expected to be in range of [-1, 0], but got {dim})")
+    one = [r.reshape(1) if isinstance(r, dispatch.Tensor) else r for r in rest]
+    return fn(input.reshape(1), 0, index.reshape(-1), *one, **kwargs).reshape(())
+
+
 def index_select(input: Any, dim: int, index: Any) -> Any:
+    if input._data.ndim == 0 and isinstance(index, dispatch.Tensor) and index.numel() == 1:
+        return on_one_element(index_select, "index_select", input, dim, index)
     d = input._dim(dim, "index_select")
     _integer_index("index_select", index)
     if index.ndim > 1:
@@ -658,6 +669,8 @@ def _scatter_shapes(op: str, input: Any, dim: int, index: Any, src: Any) -> None
 
 
 def scatter_add(input: Any, dim: int, index: Any, src: Any) -> Any:
+    if input._data.ndim == 0 and isinstance(index, dispatch.Tensor) and index.numel() == 1:
+        return on_one_element(scatter_add, "scatter_add", input, dim, index, src)
     _integer_index("scatter_add", index)
     _scatter_shapes("scatter_add", input, dim, index, src)
     if src.dtype is not input.dtype:
@@ -672,6 +685,8 @@ def scatter(input: Any, dim: int, index: Any, src: Any = None, value: Any = None
     multiply). The result keeps input's dtype."""
     from ember import creation
 
+    if input._data.ndim == 0 and isinstance(index, dispatch.Tensor) and index.numel() == 1:
+        return on_one_element(scatter, "scatter", input, dim, index, src, value=value, reduce=reduce)
     d = input._dim(dim, "scatter")
     _integer_index("scatter", index)
     _scatter_shapes("scatter", input, dim, index, src)

@@ -17,7 +17,7 @@ import numpy as np
 from ember import creation
 from ember.creation import arange, empty, eye, full, full_like, ones_like, tensor, zeros, zeros_like
 from ember import dtypes, factory_options as _factory_options, return_types
-from ember.dtypes import bool_, float64, get_default_dtype, int64, result_type, to_dtype
+from ember.dtypes import bfloat16, bool_, float64, get_default_dtype, int64, result_type, to_dtype
 from ember.ops.opmath_composite import float32_composite
 from ember.ops import complex_ops, elementwise, reductions, unsigned_ops, value_check, views
 from ember.ops.elementwise import (ceil, clamp, erf, floor, floor_divide, gt, isnan, logical_xor, lt, maximum,
@@ -922,6 +922,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """``reduce`` in sum, prod, mean, amax, amin (prod/amax/amin computed on the arrays, with torch's gradient)."""
+    if input.ndim == 0 and isinstance(index, Tensor) and index.numel() == 1:
+        return views.on_one_element(scatter_reduce, "scatter_reduce", input, dim, index, src, reduce,
+                                    include_self=include_self)
     _check_index("scatter_reduce", input, dim, index, RuntimeError)  # torch's class here (index_* raise IndexError)
     views._scatter_shapes("scatter_reduce", input, dim, index, src)
     if src.dtype is not input.dtype:
@@ -948,6 +951,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 def _scatter_reduce_arrays(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                            include_self: bool) -> Tensor:
     """scatter_reduce prod/amax/amin on the arrays (no autograd: see ember/surface/scatter_reduce_grad.py)."""
+    if input.dtype is bfloat16:  # NumPy's ufunc.at has no loop for ml_dtypes' bfloat16: float32, rounded back
+        return _scatter_reduce_arrays(input.float(), dim, index, src.float(), reduce, include_self).to(bfloat16)
     xp = _xp(input)
     data = input._data.copy()
     idx = index._data

@@ -22,7 +22,7 @@ from ember.autograd.anomaly_mode import set_detect_anomaly
 from ember.creation import empty, from_numpy, full, rand, tensor, zeros_like
 from ember.dtypes import get_default_dtype, int64, to_dtype
 from ember.nn import functional
-from ember.ops import complex_ops, elementwise, layout, value_check
+from ember.ops import complex_ops, elementwise, layout, value_check, views
 from ember.ops.elementwise import imag_part, isnan, real_part, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
@@ -96,12 +96,14 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: in
     if edge_order not in (1, 2):
         raise ValueError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
     dims = list(builtins.range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    spacing = 1 if spacing is None else spacing
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(spacings) != len(dims):
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
                            f"arguments to have the same length, but got a spacing argument of length "
                            f"{len(spacings)} and a dim argument of length {len(dims)}.")
-    x = input if input.is_floating_point() else input.to(get_default_dtype())
+    # complex inputs stay complex (a cast to the default float dtype dropped the imaginary part)
+    x = input if input.is_floating_point() or input.dtype.is_complex else input.to(get_default_dtype())
     out = []
     for d, h in zip(dims, spacings):
         if isinstance(h, Tensor):
@@ -154,6 +156,9 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     """Reduce rows of ``source`` into ``input[index]`` along ``dim`` (prod, mean, amax, amin)."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if input.ndim == 0 and isinstance(index, Tensor) and index.numel() == 1:
+        return views.on_one_element(index_reduce, "index_reduce", input, dim, index, source, reduce,
+                                    include_self=include_self)
     value_check.check_index_source("index_reduce", input, dim, index, source)
     dim = dim % input.ndim
     shape = [1] * source.ndim

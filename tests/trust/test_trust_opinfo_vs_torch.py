@@ -62,7 +62,7 @@ def _report(failures: list) -> str:
 
 @pytest.mark.parametrize("indices", _blocks())
 def test_opinfo_samples_agree_with_torch(indices: range) -> None:
-    failures = _check(indices, "rotate", "sample", 4, grad=False)
+    failures = _check(indices, "rotate", "sample", 3, grad=False)
     assert not failures, _report(failures)
 
 

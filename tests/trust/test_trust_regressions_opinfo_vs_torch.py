@@ -124,6 +124,19 @@ CASES = {
                                              ".stride(), y.double(memory_format=L.preserve_format).stride(), "
                                              "y.half().stride(), y.cdouble(memory_format=L.contiguous_format).stride())",
                                              {"x": (np.ones((4, 3, 2)), "float32")}),
+    "gradient_of_complex_stays_complex": Case("out = L.gradient(x, spacing=2.0)",
+                                              {"x": (np.array([1 + 2j, 3 - 1j, 0.5j, 2.0]), "complex128")}),
+    "div_inplace_rounding_mode": Case("x.div_(2, rounding_mode='floor'); y.div_(-2, rounding_mode='trunc'); out = (x, y)",
+                                      {"x": (np.array([-7.0, 7.0, 5.0]), "float32"), "y": (np.array([-7, 7, 5]), "int64")}),
+    "scatter_family_of_0d": Case("out = (x.index_select(0, i), x.scatter(0, j, s), x.scatter_add(-1, j, s), "
+                                 "x.scatter_reduce(0, j, s, 'amax', include_self=False), "
+                                 "x.index_reduce(0, i, s, 'mean'))",
+                                 {"x": (np.array(2.0), "float64"), "i": (np.array([0]), "int64"),
+                                  "j": (np.array(0), "int64"), "s": (np.array(5.0), "float64")}),
+    "scatter_reduce_bfloat16_prod": Case("out = x.scatter_reduce(0, i, s, 'prod')",
+                                         {"x": (np.array([1.0, 2.0, 3.0]), "bfloat16"), "i": (np.array([0, 0, 2]), "int64"),
+                                          "s": (np.array([2.0, 3.0, 4.0]), "bfloat16")}),
+    "view_as_complex_needs_unit_last_stride": Case("out = L.view_as_complex(x.t())", {"x": (np.ones((2, 3)), "float32")}),
     "index_add_and_copy_of_0d": Case("out = (L.index_add(x, 0, i, s, alpha=-1), L.index_copy(x, 0, i, s))",
                                      {"x": (np.array(2.0), "float64"), "i": (np.array([0]), "int64"),
                                       "s": (np.array(5.0), "float64")}),
