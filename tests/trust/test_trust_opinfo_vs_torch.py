@@ -62,13 +62,13 @@ def _report(failures: list) -> str:
 
 @pytest.mark.parametrize("indices", _blocks())
 def test_opinfo_samples_agree_with_torch(indices: range) -> None:
-    failures = _check(indices, "rotate", "sample", 3, grad=False)
+    failures = _check(indices, "rotate", "sample", 2, grad=False)
     assert not failures, _report(failures)
 
 
 @pytest.mark.parametrize("indices", _blocks())
 def test_opinfo_float64_gradients_agree_with_torch(indices: range) -> None:
-    failures = _check(indices, "grad", "sample", 2, grad=True)
+    failures = _check(indices, "grad", "sample", 1, grad=True)
     assert not failures, _report(failures)
 
 
