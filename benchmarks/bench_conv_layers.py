@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__" and "--threads" in sys.argv:  # before NumPy and torch load their thread pools
     os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1]
@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ember  # noqa: E402
 from ember.ops import conv as ember_conv  # noqa: E402
-from _timing import environment_line  # noqa: E402
+from _timing import environment_line, interleaved_medians  # noqa: E402
 from bench_workloads import cpu_model  # noqa: E402
 
 import torch  # noqa: E402
@@ -131,23 +131,9 @@ def check(fns: dict) -> None:
             raise AssertionError(f"{part}: ember and torch differ by {err:.2e} (relative to the largest value)")
 
 
-def interleaved(fns: dict, rounds: int, min_time: float, clock) -> dict:
-    """Median seconds per call of each contender over alternating rounds (A, B, A, B, ...)."""
-    calls = {}
-    for name, fn in fns.items():
-        fn()
-        start = time.perf_counter()
-        fn()
-        calls[name] = max(1, int(min_time / rounds / max(time.perf_counter() - start, 1e-7)))
-    samples: dict = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            fn()
-            start = clock()
-            for _ in range(calls[name]):
-                fn()
-            samples[name].append((clock() - start) / calls[name])
-    return {name: statistics.median(values) for name, values in samples.items()}
+def _interleaved(fns: dict, rounds: int, min_time: float, clock: Any) -> dict:
+    """The shared interleaved timer (benchmarks/_timing.py) with this benchmark's warm-up."""
+    return interleaved_medians(fns, rounds, min_time, warmup=1, clock=clock)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             with ember.no_grad():
                 fns = layer_fns(*shape, first=index == 0 and model not in NEEDS_INPUT_GRAD)
                 check(fns)
-                t = interleaved(fns, args.rounds, args.min_time, clock)
+                t = _interleaved(fns, args.rounds, args.min_time, clock)
             cells, layer = [], {"ember": 0.0, "torch": 0.0}
             for part in ("fwd", "bwd-in", "bwd-w"):
                 if f"ember {part}" not in t:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ if __name__ == "__main__" and "--threads" in sys.argv:  # before NumPy and torch
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _timing import interleaved_medians  # noqa: E402
 import ember  # noqa: E402
 from ember.nn import functional as F  # noqa: E402
 from ember.ops import nn_ops  # noqa: E402
@@ -144,24 +144,9 @@ def check(fns: dict, tensors: tuple) -> None:
         raise AssertionError(f"ember and torch differ by {err:.2e}")
 
 
-def interleaved(fns: dict, rounds: int, min_time: float, clock: Callable) -> dict:
-    """Median seconds per call of each contender over alternating rounds."""
-    calls = {}
-    for name, fn in fns.items():
-        fn()
-        fn()
-        start = time.perf_counter()
-        fn()
-        calls[name] = max(1, int(min_time / rounds / max(time.perf_counter() - start, 1e-7)))
-    samples: dict = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            fn()
-            start = clock()
-            for _ in range(calls[name]):
-                fn()
-            samples[name].append((clock() - start) / calls[name])
-    return {name: statistics.median(values) for name, values in samples.items()}
+def _interleaved(fns: dict, rounds: int, min_time: float, clock: Callable) -> dict:
+    """The shared interleaved timer (benchmarks/_timing.py) with this benchmark's warm-up."""
+    return interleaved_medians(fns, rounds, min_time, warmup=2, clock=clock)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             fns = contenders(name, shape, ember_fn, torch_fn, affine, args.dtype, args.compiled)
             check(fns, ())
-            t = interleaved(fns, args.rounds, args.min_time, clock)
+            t = _interleaved(fns, args.rounds, args.min_time, clock)
             cells = []
             for part in parts:
                 if f"ember {part}" not in t:
