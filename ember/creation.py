@@ -17,6 +17,7 @@ from ember import dtypes, factory_options as _opts, float8, random as ember_rand
 from ember.autograd import grad_mode
 from ember.device import to_device
 from ember.ops import complex_ops, float8_ops, unsigned_ops, value_check
+from ember.ops.linspace_values import linspace_values, scalar_ends
 from ember.tensor import Tensor
 
 
@@ -409,26 +410,9 @@ def linspace(start: float, end: float, steps: int, *, out: Any = None, dtype: An
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
-    if dt.is_floating_point or dt.is_complex or dt is dtypes.bool_:
-        array = np.linspace(start, end, int(steps), dtype=np.float64).astype(dt.np)
-    else:
-        array = _int_linspace(start, end, int(steps), dt.np)
+    array = linspace_values(*scalar_ends("linspace", start, end), int(steps), dt)
     return _opts.finish("linspace", _wrap_array(_to_device_array(array, dev), dev), layout=layout,
                         requires_grad=requires_grad, out=out)
-
-
-def _int_linspace(start: Any, end: Any, steps: int, np_dtype: Any) -> np.ndarray:
-    """torch's integer linspace: the ends converted to the dtype first (4.3 -> 4), a float64 step, the first half
-    counted from start and the second from end, each value truncated. ``linspace(4.3, 0, 50, dtype=uint8)[1]`` is 3.
-    """
-    lo = int(np.array(math.trunc(float(start))).astype(np_dtype))
-    hi = int(np.array(math.trunc(float(end))).astype(np_dtype))
-    if steps <= 1:
-        return np.full((steps,), lo, dtype=np_dtype)
-    step = (float(hi) - float(lo)) / (steps - 1)
-    idx = np.arange(steps, dtype=np.float64)
-    values = np.where(idx < steps // 2, lo + step * idx, hi - step * (steps - idx - 1))
-    return np.trunc(values).astype(np_dtype)
 
 
 def logspace(start: float, end: float, steps: int, base: float = 10.0, *, out: Any = None, dtype: Any = None,
@@ -439,6 +423,7 @@ def logspace(start: float, end: float, steps: int, base: float = 10.0, *, out: A
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
     dev = to_device(device)
+    start, end = scalar_ends("logspace", start, end)
     result = _wrap_array(_to_device_array(np.logspace(start, end, int(steps), base=base).astype(dt.np), dev), dev)
     return _opts.finish("logspace", result, layout=layout, requires_grad=requires_grad, out=out)
 

@@ -52,10 +52,6 @@ ALLOW = [
           "gradients: ember False, torch True",
           "ops whose gradient is zero (or empty) everywhere: torch's result requires grad and backward gives zeros; "
           "ember's result is detached, so backward through it alone raises (left: a non-silent difference)"),
-    Allow(("linspace", "linspace.tensor_overload"), "values differ",
-          "integer linspace: torch's vectorized kernel accumulates by its vector width (AVX-512 vs AVX2 give "
-          "different values at exact integers); ember truncates the ends first and counts from both ends as its "
-          "scalar loop (tests/trust/test_trust_regressions_opinfo_vs_torch.py)", INTS),
     Allow(("nn.functional.soft_margin_loss", "nn.functional.binary_cross_entropy_with_logits", "sinc",
            "nn.functional.softplus", "nn.functional.mish", "logaddexp", "logaddexp2"), "infinities differ",
           "torch computes half precision in half (exp overflows to inf), ember in float32 rounded once", HALF),
