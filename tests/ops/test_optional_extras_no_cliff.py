@@ -285,14 +285,16 @@ def _relu_bias_grad_compiled() -> Callable:
 
 def _randn_float64() -> Callable:
     """float64 randn (PyTorch's normal_fill_16: the C library's log, cos and sin, ember/mt_random/libm.py): a
-    Numba loop over ``math.log`` with numba, ``np.frompyfunc`` without; cos/sin are NumPy's own where they
-    match the C library's (checked once)."""
+    Numba loop over ``math.log`` with numba, the vectorized correctly rounded ``log`` with the C function near
+    rounding midpoints without (ember/mt_random/libm_dd.py); cos/sin are NumPy's own where they match the C
+    library's (checked once)."""
     return lambda: ember.randn(N, dtype=ember.float64)
 
 
 def _float64_samplers() -> Callable:
     """exponential_, cauchy_, log_normal_ and geometric_ of float64 (the C library's log1p, tan, exp, log per
-    element: Numba loops with numba, ``np.frompyfunc`` without)."""
+    element: Numba loops with numba; without, ember/mt_random/libm_vector.py: glibc's log1p arithmetic in NumPy,
+    the correctly rounded exp/log/tan with the C function where the exact value is near a rounding midpoint)."""
     x = ember.empty(N // 4, dtype=ember.float64)
     return lambda: (x.exponential_(), x.cauchy_(), x.log_normal_(), x.geometric_(0.3))
 
@@ -326,9 +328,7 @@ CASES: dict[str, Callable[[], Callable]] = {
 # under load; every sweep is in the L2 cache, and the Python dispatch of ~400 block steps is ~1/5 of it.
 LIMITS = {"Adam step (compiled update)": 5.0}
 # Known cliffs: the case runs and prints, and is expected to fail (an xfail); fix it, then delete the entry.
-KNOWN_CLIFFS = {"float64 samplers (libm log1p, tan, exp, log)":
-                "3.2-5.1x: the C library's log1p/tan/exp/log through np.frompyfunc (no vectorized bit-exact "
-                "version of glibc's functions in NumPy yet)"}
+KNOWN_CLIFFS: dict[str, str] = {}
 
 
 def _special(fn: Callable, make: Callable[[np.ndarray], np.ndarray]) -> Callable[[], Callable]:
@@ -410,8 +410,6 @@ PER_ELEMENT_ALLOWED = {
     ("surface/families.py", "_apply_"): "the user's Python function per element, as PyTorch's apply_",
     ("surface/families.py", "_map_"): "the user's Python function per element, as PyTorch's map_",
     ("ops/host_pow.py", "<module>"): "the C library's pow on 0-d optimizer factors, never on data",
-    ("mt_random/libm.py", "<module>"): "the C library's functions without numba: timed cases 'randn float64' and "
-                                       "'float64 samplers' (a known cliff)",
 }
 # math.<fn> called inside a Python loop outside compiled (njit) code, by (module, function): scalar loops only.
 MATH_IN_LOOP_ALLOWED = {
