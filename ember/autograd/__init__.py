@@ -47,7 +47,7 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
             data = out._data
             if data.__class__ is np.ndarray and data.ndim == 0 and data.dtype.kind == "f":
                 # a CPU float scalar (loss.backward()): the seed without the checks below (none can fail)
-                grads.append(_tensor_class()._make(np.ones((), data.dtype), out._device, False))
+                grads.append(_tensor_class()._make(np.array(1, data.dtype), out._device, False))  # (not np.ones: its Python wrapper)
                 continue
         grads.append(_root_grad(out, g, create_graph))
     return grads

@@ -308,22 +308,42 @@ def erf_float32_first(fallback: Callable, x: Any, out: Any = None) -> Any:
     return result if array.ndim or out is not None else result[()]
 
 
+_ROW_DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+_ROW_KERNEL_NAMES: dict = {}  # (name, "f32"/"f64") -> the kernel's name (no string built per call)
+
+
 def run_rows(name: str, out: np.ndarray, *arrays: np.ndarray) -> np.ndarray | None:
     """The row kernel ``name`` (``softmax_rows``, ``log_softmax_backward_rows``, ...; the ``_f32``/``_f64`` one
     for the arrays' dtype) over the last dim of ``arrays`` into ``out`` (all of one float32/float64 dtype and
     shape), rows split over ember's CPU threads (MIN_CHUNK elements or more each); None without the kernel (no
     numba) or for other dtypes."""
     dtype = out.dtype
-    if dtype not in (np.float32, np.float64) or any(a.dtype != dtype for a in arrays) or out.ndim == 0:
+    suffix = _ROW_DTYPES.get(dtype)
+    if suffix is None or out.ndim == 0:
         return None
-    kernel = cpu_kernels.get(f"{name}_{'f32' if dtype == np.float32 else 'f64'}")
+    for a in arrays:
+        if a.dtype is not dtype and a.dtype != dtype:
+            return None
+    key = (name, suffix)
+    full_name = _ROW_KERNEL_NAMES.get(key)
+    if full_name is None:
+        full_name = _ROW_KERNEL_NAMES[key] = f"{name}_{suffix}"
+    kernel = cpu_kernels.get(full_name)
     if kernel is None:
         return None
     width = out.shape[-1]
+    chunk = max(1, MIN_CHUNK // width)
+    if out.size < chunk * width * 2 and out.flags.c_contiguous:
+        # fewer rows than two chunks: parallel_for would run the kernel on all rows inline; call it so (its
+        # closure, thread count and the checks above cost ~2 us of a 5x5 softmax's 3.5)
+        flat_out = out.reshape(-1, width)
+        kernel(*[a.reshape(-1, width) if a.flags.c_contiguous else np.ascontiguousarray(a).reshape(-1, width)
+                 for a in arrays], flat_out, 0, flat_out.shape[0])
+        return out
     rows = [np.ascontiguousarray(a).reshape(-1, width) for a in arrays]
     target = out if out.flags.c_contiguous else np.empty(out.shape, dtype)
     flat_out = target.reshape(-1, width)
-    parallel_for(lambda r0, r1: kernel(*rows, flat_out, r0, r1), flat_out.shape[0], max(1, MIN_CHUNK // width))
+    parallel_for(lambda r0, r1: kernel(*rows, flat_out, r0, r1), flat_out.shape[0], chunk)
     if target is not out:
         out[...] = target
     return out

@@ -199,15 +199,21 @@ def record(op: OpDef, outputs: tuple, args: tuple, attrs: dict) -> None:
             node.saved = _SAVED_NONE_TWO
     else:
         node, needs = _record_node(op, args, attrs, nondiff, save)
-    if len(outputs) > 1:
-        node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
     nondiff_out = op.nondiff_outputs
-    for i, out in enumerate(outputs):
-        if i in nondiff_out:
-            continue
+    if len(outputs) == 1 and not nondiff_out:  # one output (most ops): no loop, no membership test
+        out = outputs[0]
         out.grad_fn = node
-        out._output_nr = i
+        out._output_nr = 0
         out._requires_grad = True
+    else:
+        if len(outputs) > 1:
+            node.output_meta = [(o._data.shape, o.dtype, o._device) for o in outputs]
+        for i, out in enumerate(outputs):
+            if i in nondiff_out:
+                continue
+            out.grad_fn = node
+            out._output_nr = i
+            out._requires_grad = True
     if save == "output" or save == "both":  # after the outputs got their grad_fn: a pack hook sees it
         if len(outputs) == 1:
             node.saved_out = SavedTensor(outputs[0], is_output=True)

@@ -165,6 +165,21 @@ class OpDef:
                 if g.shape != shape:
                     g = OPS["sum_to"].impl(np, g, tuple(shape))
                 return (g if type(g) is np.ndarray else np.asarray(g),)  # NumPy gives scalars for 0-d results
+            if len(vjp) == 2 and len(needs) == 2:  # two inputs (binary ops, matmul): unrolled, no lists
+                rule0, rule1 = vjp
+                g0 = rule0(ctx, grad) if needs[0] and rule0 is not None else None
+                g1 = rule1(ctx, grad) if needs[1] and rule1 is not None else None
+                if g0 is not None:
+                    if g0.shape != shapes[0]:
+                        g0 = OPS["sum_to"].impl(np, g0, tuple(shapes[0]))
+                    if type(g0) is not np.ndarray and not getattr(g0, "lazy_grad", False):
+                        g0 = np.asarray(g0)
+                if g1 is not None:
+                    if g1.shape != shapes[1]:
+                        g1 = OPS["sum_to"].impl(np, g1, tuple(shapes[1]))
+                    if type(g1) is not np.ndarray and not getattr(g1, "lazy_grad", False):
+                        g1 = np.asarray(g1)
+                return (g0, g1)
             result = []
             for rule, need in zip(vjp, needs):
                 result.append(rule(ctx, grad) if need and rule is not None else None)
