@@ -170,13 +170,32 @@ def _scan_taps_fast(xpad: np.ndarray, which: np.ndarray, lowest: Any, kernel: tu
     """The tap scan of the NumPy path for NaN-free input, in place and in NumPy's buffers: one
     compare into a reused bool buffer, the tap code update in ``which``'s narrow integer type, an
     in-place maximum (4 passes a tap instead of 8; 3.9 -> 2.3 ms for 16x16x64x64, 3x3/2). A NaN
-    anywhere reaches ``best`` through ``maximum``; the caller then rescans with PyTorch's NaN rule."""
+    anywhere reaches ``best`` through ``maximum``; the caller then rescans with PyTorch's NaN rule.
+    Planes run in groups of ~``_SCAN_BYTES`` of padded input, so a group's taps and buffers stay in the L2
+    cache across its passes (5.4 -> 3.3 ms for the shape above)."""
     best = np.full(which.shape, lowest, dtype=xpad.dtype)
+    planes = xpad.reshape(-1, *xpad.shape[2:]) if xpad.flags.c_contiguous else None
+    if planes is None:
+        _scan_group(xpad, which, best, kernel, stride, dilation, oh, ow)
+        return best
+    flat_which, flat_best = which.reshape(-1, oh, ow), best.reshape(-1, oh, ow)
+    group = max(1, _SCAN_BYTES // max(1, planes[0].nbytes))
+    for start in range(0, planes.shape[0], group):
+        stop = start + group
+        _scan_group(planes[start:stop], flat_which[start:stop], flat_best[start:stop], kernel, stride, dilation, oh, ow)
+    return best
+
+
+_SCAN_BYTES = 1 << 19  # padded input per group of planes (with its outputs and buffers, well inside a 2 MiB L2)
+
+
+def _scan_group(xpad: np.ndarray, which: np.ndarray, best: np.ndarray, kernel: tuple, stride: tuple,
+                dilation: tuple, oh: int, ow: int) -> None:
     better = np.empty(which.shape, dtype=np.bool_)
     step = np.empty(which.shape, dtype=which.dtype)
     flags = better.view(np.int8) if which.dtype == np.int8 else None
     for tap, _, _, rows, cols in _taps(kernel, stride, dilation, oh, ow):
-        v = xpad[:, :, rows, cols]
+        v = xpad[..., rows, cols]
         np.greater(v, best, out=better)  # strictly: the first maximum keeps its tap
         np.subtract(which.dtype.type(tap), which, out=step)  # which += better * (tap - which)
         if flags is not None:
@@ -185,7 +204,6 @@ def _scan_taps_fast(xpad: np.ndarray, which: np.ndarray, lowest: Any, kernel: tu
             step *= better
         which += step
         np.maximum(best, v, out=best)
-    return best
 
 
 def _max_pool_vjp(ctx: Any, grads: Any) -> tuple:
