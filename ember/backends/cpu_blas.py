@@ -114,28 +114,40 @@ def native_split() -> bool:
 # "The BLAS split is safe").
 
 
-@contextmanager
-def single_threaded_blas() -> Iterator[bool]:
-    """Limit NumPy's BLAS to one thread inside the block (the outermost block restores the count).
-    Yields whether the limit is in force (False: no controllable BLAS found)."""
-    controls = _controls()
-    if controls is None:
-        yield False
-        return
-    get, put = controls
-    with _LOCK:
-        if _STATE["depth"] == 0:
-            _STATE["saved"] = get()
-            if _STATE["saved"] != 1:
-                put(1)
-        _STATE["depth"] += 1
-    try:
-        yield True
-    finally:
+class _SingleThreadedBlas:
+    """The context ``single_threaded_blas()`` returns: a class, not a generator, because every BLAS product
+    ember makes above OpenBLAS's own one-thread size enters it (0.8 us a call against 2.2 us)."""
+
+    __slots__ = ("held",)
+
+    def __enter__(self) -> bool:
+        controls = _controls()
+        if controls is None:
+            self.held = False
+            return False
+        get, put = controls
+        with _LOCK:
+            if _STATE["depth"] == 0:
+                _STATE["saved"] = get()
+                if _STATE["saved"] != 1:
+                    put(1)
+            _STATE["depth"] += 1
+        self.held = True
+        return True
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.held:
+            return
         with _LOCK:
             _STATE["depth"] -= 1
             if _STATE["depth"] == 0 and _STATE["saved"] != 1:
-                put(_STATE["saved"])
+                _STATE["found"][1](_STATE["saved"])
+
+
+def single_threaded_blas() -> _SingleThreadedBlas:
+    """Limit NumPy's BLAS to one thread inside the block (the outermost block restores the count).
+    Yields whether the limit is in force (False: no controllable BLAS found)."""
+    return _SingleThreadedBlas()
 
 
 @contextmanager
@@ -150,32 +162,42 @@ def one_thread(xp: Any = numpy) -> Iterator[None]:
         yield
 
 
-# A GEMM of more multiply-adds than OpenBLAS's own one-thread limit (4 * 65536) but fewer than this runs on
-# one BLAS thread: BLAS's second thread would save it at most a few tens of microseconds (a 2M product takes
-# ~15-60 us on one core), then spin for milliseconds after the call (OpenBLAS's workers busy-wait before they
-# sleep), against ember's threads, the next op, or another program. A ViT step at 32x32 (products of
-# 520 x 64 x 64) cost 242 ms of CPU with BLAS's two threads against 18 ms on one (docs/cpu-performance.md,
-# "serial15"). A stack of GEMMs counts as its total: attention's per-head products (W4: 64 GEMMs of
-# 128 x 64 x 128, 1M multiply-adds each, 67M in all) keep BLAS's threads.
+# ember's products and OpenBLAS's threads (blas18, issue 11). OpenBLAS's workers busy-wait (``sched_yield``) for
+# ~0.1 s after each threaded call, and the calling thread busy-waits for them at the end of every call; on a loaded
+# machine (a DataLoader's workers, another program, other jobs) a descheduled worker stalls the whole product for
+# a time slice. W1's step (two 64 x 1000 x 100 products) took 20-42 ms of wall time per step with OpenBLAS's two
+# threads under load 8 on 2 cores, against 1.7-1.8 ms with every product on one BLAS thread (torch: 10 ms at two
+# threads, 1.3 ms at one; docs/cpu-performance.md, "blas18"). So every product ember hands to NumPy's OpenBLAS
+# above OpenBLAS's own one-thread size runs with OpenBLAS held to one thread, and products of
+# ``cpu_blas_gemm.SPLIT_MACS``+ multiply-adds use the second core through ember's pool (one one-thread BLAS call
+# per ember thread, ``cpu_blas_gemm.split_gemm``; its workers sleep on a lock instead of spinning). The count is
+# held for the call only: a program's own NumPy products keep OpenBLAS's threads. ``EMBER_BLAS_SPLIT=0`` restores
+# the old rule (below ``SMALL_GEMM_MACS`` one thread, above it BLAS's own threads, no split).
 SMALL_GEMM_MACS = 4e6
 OPENBLAS_ONE_THREAD_MACS = 4 * 65536  # OpenBLAS runs products up to this size on one thread by itself
 
 
+def owns_gemm_threads() -> bool:
+    """Whether ember runs its BLAS products on one OpenBLAS thread each (splitting large ones over its own
+    threads): NumPy's OpenBLAS thread count can be set and ``EMBER_BLAS_SPLIT`` is not ``0``."""
+    return _config.BLAS_SPLIT is not False and _controls() is not None
+
+
 def small_gemm(xp: Any, a: Any, b: Any) -> Any:
-    """``single_threaded_blas()`` when ``a @ b`` is a medium GEMM (or a small stack of them) that OpenBLAS
-    would spread over its threads (more than ``OPENBLAS_ONE_THREAD_MACS``, fewer than ``SMALL_GEMM_MACS``
-    multiply-adds) and NumPy's OpenBLAS can be held to one thread; otherwise a no-op context. It holds with
-    or without the BLAS split and whatever ember's own thread count: the spinning it avoids is OpenBLAS's
-    (before serial15 it held only when ember split BLAS work or ran its own GEMM beside)."""
+    """``single_threaded_blas()`` for ``a @ b`` (a matrix or a stack of them) when OpenBLAS would spread each
+    product over its threads (more than ``OPENBLAS_ONE_THREAD_MACS`` multiply-adds) and ember holds them
+    (``owns_gemm_threads``); otherwise a no-op context. With ``EMBER_BLAS_SPLIT=0`` only medium products
+    (fewer than ``SMALL_GEMM_MACS``, stacks counted whole) are held, as before blas18."""
     m = a.shape[-2] if a.ndim >= 2 else 1
     n = b.shape[-1] if b.ndim >= 2 else 1
     macs = m * n * a.shape[-1]
-    if not OPENBLAS_ONE_THREAD_MACS < macs < SMALL_GEMM_MACS or xp is not numpy:
+    if macs <= OPENBLAS_ONE_THREAD_MACS or xp is not numpy or _controls() is None:
         return nullcontext()
-    stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
-    if macs * stack >= SMALL_GEMM_MACS or _controls() is None:
-        return nullcontext()
-    return single_threaded_blas()
+    if _config.BLAS_SPLIT is False:
+        stack = max(math.prod(a.shape[:-2]), math.prod(b.shape[:-2]))  # broadcast batch dims: the larger
+        if macs * stack >= SMALL_GEMM_MACS:
+            return nullcontext()
+    return _SingleThreadedBlas()
 
 
 def blas_for(fn: Callable[[int, int], object], total: int, min_chunk: int = 1, xp: Any = numpy) -> None:

@@ -112,18 +112,19 @@ def _kind(a: Any, b: Any, bias: Any) -> str | None:
 
 def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
     """``a @ b`` (``+ bias``, added as in :func:`addmm`) as one BLAS call per ember thread, each on its own block
-    of rows of ``a`` (or of columns of ``b`` when ``b`` is the wider), with NumPy's BLAS held to one thread
-    (``cpu_blas.blas_for``): OpenBLAS's own workers are never woken, so none spins afterwards on the core ember's
-    threads need for the elementwise passes between the GEMMs (a GPT step at two threads burned ~45% more CPU
-    than on one). None when ember does not split BLAS work here (``cpu_blas.available()``: OpenBLAS found and
-    ``EMBER_BLAS_SPLIT`` on), with one thread, for products below ``SPLIT_MACS``, or for operands ``addmm``
-    declines; the caller then multiplies as before. Every element is one BLAS call's sum over all of K."""
+    of rows of ``a`` (or of columns of ``b`` when ``b`` is the wider), with NumPy's BLAS held to one thread:
+    OpenBLAS's own workers are never woken, so none spins afterwards on the core ember's threads need for the
+    elementwise passes between the GEMMs (a GPT step at two threads burned ~45% more CPU than on one). None when
+    ember does not hold BLAS's threads here (``cpu_blas.owns_gemm_threads()``: OpenBLAS found and
+    ``EMBER_BLAS_SPLIT`` not ``0``), with one thread, for products below ``SPLIT_MACS``, or for operands ``addmm``
+    declines; the caller then multiplies on one BLAS thread (``cpu_blas.small_gemm``). Every element is one BLAS
+    call's sum over all of K."""
     kind = _kind(a, b, bias)
     if kind is None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    if m * k * n < SPLIT_MACS or num_threads() <= 1 or not cpu_blas.available():
+    if m * k * n < SPLIT_MACS or num_threads() <= 1 or not cpu_blas.owns_gemm_threads():
         return None
     fa, fb = _operand(a), _operand(b)
     gemm = _cblas(kind) if fa is not None and fb is not None else None
@@ -140,7 +141,7 @@ def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
                 numpy.copyto(out[start:stop], bias)
             gemm(_ROW_MAJOR, fa[0], fb[0], stop - start, n, k, 1.0, a.ctypes.data + start * row_step * item, fa[1],
                  b.ctypes.data, fb[1], beta, out.ctypes.data + start * n * item, n)
-        cpu_blas.blas_for(rows, m, 16)
+        _split(rows, m)
     else:  # blocks of columns: B's columns and C's columns move together
         col_step = b.strides[1] // item
 
@@ -149,5 +150,41 @@ def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
                 numpy.copyto(out[:, start:stop], bias[start:stop])
             gemm(_ROW_MAJOR, fa[0], fb[0], m, stop - start, k, 1.0, a.ctypes.data, fa[1],
                  b.ctypes.data + start * col_step * item, fb[1], beta, out.ctypes.data + start * item, n)
-        cpu_blas.blas_for(cols, n, 16)
+        _split(cols, n)
+    return out
+
+
+def _split(fn: Any, total: int) -> None:
+    """``fn`` over ``range(total)`` in one block per ember thread, NumPy's BLAS held to one thread."""
+    with cpu_blas.single_threaded_blas():
+        parallel_for(fn, total, 16)
+
+
+def split_stack(a: Any, b: Any) -> Any:
+    """``numpy.matmul(a, b)`` of two stacks with the same batch shape (attention's per-head products in the NumPy
+    composite) split over ember's threads along the first batch axis, each block one ``matmul`` on one BLAS
+    thread; None below ``SPLIT_MACS`` multiply-adds in all, with one thread, a first batch axis of 1, broadcast
+    batch dims, or where ember does not hold BLAS's threads (then ``matmul`` runs on one BLAS thread).
+
+    Example:
+        >>> a = numpy.ones((4, 8, 8), numpy.float32)
+        >>> out = split_stack(a, a)
+        >>> out is None or out.shape == (4, 8, 8)
+        True
+    """
+    if a.ndim < 3 or a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2] or a.shape[0] < 2 or a.dtype != b.dtype \
+            or a.__class__ is not numpy.ndarray or b.__class__ is not numpy.ndarray or a.dtype.kind not in "fc":
+        return None
+    macs = a.shape[-2] * a.shape[-1] * b.shape[-1]
+    for size in a.shape[:-2]:
+        macs *= size
+    if macs < SPLIT_MACS or num_threads() <= 1 or not cpu_blas.owns_gemm_threads():
+        return None
+    out = numpy.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
+
+    def block(start: int, stop: int) -> None:
+        numpy.matmul(a[start:stop], b[start:stop], out=out[start:stop])
+
+    with cpu_blas.single_threaded_blas():
+        parallel_for(block, a.shape[0], 1)
     return out

@@ -109,6 +109,10 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
             out = cpu_blas_gemm.split_gemm(a, b)  # large: one BLAS call per ember thread
         if out is not None:
             return out
+    elif a.ndim > 2 and xp is np:
+        out = cpu_blas_gemm.split_stack(a, b)  # a large stack: blocks of it on ember's threads
+        if out is not None:
+            return out
     with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
         out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.

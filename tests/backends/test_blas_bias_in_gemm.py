@@ -93,7 +93,7 @@ def test_split_gemm_over_ember_threads(m, k, n, la, lb, with_bias, monkeypatch):
     monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
     monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 3)
     monkeypatch.setattr(cpu_threads, "num_threads", lambda: 3)
-    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: True)
     rng = np.random.default_rng(m + k)
     a = _layout(rng.standard_normal((m, k)).astype(np.float32), la)
     b = _layout(rng.standard_normal((k, n)).astype(np.float32), lb)
@@ -115,9 +115,9 @@ def test_split_gemm_declines(monkeypatch):
     monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 1)
     assert cpu_blas_gemm.split_gemm(a, b) is None  # one thread: BLAS as before
     monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
-    monkeypatch.setattr(cpu_blas, "available", lambda: False)
+    monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: False)
     assert cpu_blas_gemm.split_gemm(a, b) is None  # EMBER_BLAS_SPLIT=0, or no OpenBLAS to hold to one thread
-    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: True)
     assert cpu_blas_gemm.split_gemm(a.astype(np.float16), b.astype(np.float16)) is None
 
 
@@ -125,7 +125,7 @@ def test_linear_and_matmul_split_match_torch(monkeypatch):
     monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
     monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
     monkeypatch.setattr(cpu_threads, "num_threads", lambda: 2)
-    monkeypatch.setattr(cpu_blas, "available", lambda: True)
+    monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: True)
     calls = []
     real = cpu_blas_gemm.split_gemm
     monkeypatch.setattr(cpu_blas_gemm, "split_gemm", lambda *a: calls.append(a[0].shape) or real(*a))

@@ -12,7 +12,7 @@ import pytest
 
 import ember
 from ember import _config
-from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice as choice, cpu_kernels
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice as choice, cpu_kernels, cpu_threads
 from ember.ops import linalg
 
 
@@ -88,7 +88,9 @@ def test_without_avx512_blas_takes_everything(monkeypatch) -> None:
         split = cpu_blas_gemm.split_gemm(a, b)
         assert np.array_equal(got, a @ b if split is None else split)
         monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1 << 62)
-        assert np.array_equal((ember.tensor(a) @ ember.tensor(b)).numpy(), a @ b)
+        with cpu_blas.single_threaded_blas():  # ember's products run on one BLAS thread (OpenBLAS's bits differ
+            expected = a @ b                   # between one and two threads)
+        assert np.array_equal((ember.tensor(a) @ ember.tensor(b)).numpy(), expected)
     finally:
         cpu_kernels.reset()
 
@@ -109,10 +111,12 @@ def _blas_threads_seen(monkeypatch, product) -> list[int]:
     return seen
 
 
-def test_medium_products_run_on_one_blas_thread_with_or_without_the_kernel(monkeypatch) -> None:
-    """The medium products BLAS takes (W2's 10-class layer, 1.3M multiply-adds) hold OpenBLAS to one thread
-    whether or not ember's kernel or the BLAS split is in use, so its workers never wake to spin; a large product
-    keeps BLAS's threads; the count is restored afterwards."""
+def test_products_run_on_one_blas_thread_unless_the_split_is_off(monkeypatch) -> None:
+    """Every product ember hands to OpenBLAS above its own one-thread size holds it to one thread (blas18): W2's
+    10-class layer (1.3M multiply-adds), W1's 6.4M forward and a 67M product alike, with or without ember's kernel,
+    at one or two of ember's threads, so OpenBLAS's workers never wake to spin; the count is restored afterwards
+    (a program's own NumPy products keep BLAS's threads). ``EMBER_BLAS_SPLIT=0`` keeps the old rule: medium
+    products on one thread, large ones on BLAS's threads."""
     if cpu_blas._controls() is None:
         pytest.skip("no controllable OpenBLAS")
     get, put = cpu_blas._controls()
@@ -123,17 +127,60 @@ def test_medium_products_run_on_one_blas_thread_with_or_without_the_kernel(monke
         x, w = ember.tensor(rng.standard_normal((256, 512)).astype(np.float32)), \
             ember.tensor(rng.standard_normal((10, 512)).astype(np.float32))
         big = ember.tensor(rng.standard_normal((512, 512)).astype(np.float32))
+        w1x, w1w = ember.tensor(rng.standard_normal((64, 1000)).astype(np.float32)), \
+            ember.tensor(rng.standard_normal((1000, 100)).astype(np.float32))
         product = lambda: ember.nn.functional.linear(x, w) + (x @ w.T)
-        for split, gemm, threads in ((False, "blas", 2), (True, "auto", 2), (False, "auto", 1)):
+        monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1 << 62)  # every product through BLAS's own call
+        for split, gemm, threads in ((None, "blas", 2), (True, "auto", 2), (None, "auto", 1)):
             monkeypatch.setattr(_config, "BLAS_SPLIT", split)
             monkeypatch.setattr(_config, "GEMM", gemm)
             monkeypatch.setattr(_config, "CPU_THREADS", threads)
             assert _blas_threads_seen(monkeypatch, product) == [1, 1]
             assert get() == 2  # restored afterwards
-        monkeypatch.setattr(_config, "GEMM", "blas")
+            monkeypatch.setattr(_config, "GEMM", "blas")
+            assert _blas_threads_seen(monkeypatch, lambda: x @ big) == [1]
+            assert _blas_threads_seen(monkeypatch, lambda: w1x @ w1w) == [1]
+            assert get() == 2
+        monkeypatch.setattr(_config, "BLAS_SPLIT", False)
+        assert _blas_threads_seen(monkeypatch, product) == [1, 1]
         assert _blas_threads_seen(monkeypatch, lambda: x @ big) == [2]  # 67M multiply-adds: BLAS's threads
+        assert _blas_threads_seen(monkeypatch, lambda: w1x @ w1w) == [2]
     finally:
         put(saved)
+
+
+def test_large_stacks_split_over_ember_threads(monkeypatch) -> None:
+    """A stack of products (attention's heads in the NumPy composite) of SPLIT_MACS+ multiply-adds in all runs
+    in blocks on ember's threads, each on one BLAS thread, with matmul's values bit for bit; broadcast stacks,
+    one thread, or the split off leave it to matmul."""
+    if cpu_blas._controls() is None:
+        pytest.skip("no controllable OpenBLAS")
+    get = cpu_blas._controls()[0]
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_threads, "num_threads", lambda: 2)
+    monkeypatch.setattr(_config, "BLAS_SPLIT", None)
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4, 70, 33)).astype(np.float32)
+    b = rng.standard_normal((3, 4, 33, 41)).astype(np.float32)
+    seen: list[int] = []
+    real = np.matmul
+    monkeypatch.setattr(np, "matmul", lambda *args, **kw: seen.append(get()) or real(*args, **kw))
+    got = cpu_blas_gemm.split_stack(a, b)
+    monkeypatch.setattr(np, "matmul", real)
+    assert seen == [1, 1]  # one block per thread, one BLAS thread each
+    np.testing.assert_array_equal(got, a @ b)
+    np.testing.assert_array_equal((ember.tensor(a) @ ember.tensor(b)).numpy(), a @ b)
+    at = np.swapaxes(rng.standard_normal((3, 4, 33, 70)).astype(np.float64), -1, -2)  # strided, float64
+    np.testing.assert_array_equal(cpu_blas_gemm.split_stack(at, b.astype(np.float64)), at @ b.astype(np.float64))
+    assert cpu_blas_gemm.split_stack(a[:1], b[:1]) is None  # a first batch axis of 1
+    assert cpu_blas_gemm.split_stack(a, b[:1]) is None  # broadcast batch dims
+    assert cpu_blas_gemm.split_stack(a.astype(np.int32), b.astype(np.int32)) is None
+    monkeypatch.setattr(_config, "BLAS_SPLIT", False)
+    assert cpu_blas_gemm.split_stack(a, b) is None
+    monkeypatch.setattr(_config, "BLAS_SPLIT", None)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 1)
+    assert cpu_blas_gemm.split_stack(a, b) is None
 
 
 def test_a_split_needs_min_macs_split(monkeypatch) -> None:
