@@ -12,7 +12,16 @@ Workloads (run all, or pick with --only):
   w1..w4    the issue workloads: two-layer net, MLP (Adam), small CNN (SGD), Transformer block (Adam)
 
 Prints per workload: median per unit, ratio to the best peer (the fastest of torch eager,
-torch.compile, JAX jit) and to torch eager; then a summary. Run alone on a quiet machine:
+torch.compile, JAX jit) and to torch eager; then a summary.
+
+Each library runs in a process of its own (torch eager + torch.compile, ember eager + compiled, JAX jit),
+driven round by round through pipes (benchmarks/_isolated_rounds.py): rounds still alternate A, B, C, ...
+in one run, but no library's threads, allocator settings or BLAS state live in another's process, and before
+each round the driver waits until the other processes' threads have stopped using the CPU. Each report says
+how much CPU the idle processes took during the rounds ("other processes"). ``--same-process`` times all modes
+in one process as before (in that mode torch's W1 measured 0.6-1.2 ms against 0.47-0.5 ms alone). Each
+library builds its model from seed 0 (ember's initializers draw torch's numbers: the same weights).
+Run alone on a quiet machine:
     python benchmarks/bench_workloads.py                    # everything (about 10 minutes)
     python benchmarks/bench_workloads.py --only mnist,w4 --rounds 5
 On a shared (loaded) machine compare the computation itself: every library on one thread, process CPU
@@ -38,15 +47,30 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import ember  # noqa: E402
 import workload_models as models  # noqa: E402
+import _isolated_rounds  # noqa: E402
 
-CompiledFunction = importlib.import_module("ember.graph.compile").CompiledFunction  # the module, not ember.compile
+# The libraries, imported by load_libraries: a child process of the isolated rounds imports only its own.
+ember: Any = None
+torch: Any = None
+CompiledFunction: Any = None
 
-try:
-    import torch
-except ImportError:
-    torch = None
+
+def load_libraries(group: str) -> None:
+    """Import the libraries of ``group``: "ember", "torch", "jax" (neither of the others) or "all"."""
+    global ember, torch, CompiledFunction
+    if group in ("ember", "all"):
+        ember = importlib.import_module("ember")
+        CompiledFunction = importlib.import_module("ember.graph.compile").CompiledFunction  # not ember.compile
+    if group in ("torch", "all"):
+        try:
+            torch = importlib.import_module("torch")
+        except ImportError:
+            torch = None
+
+
+def installed(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
 
 PEERS = ("torch eager", "torch.compile", "jax jit")
 MNIST_EPOCH_STEPS = 60000 // 64 + 1
@@ -70,15 +94,15 @@ def cpu_model() -> str:
 def versions() -> str:
     # OPENBLAS_CORETYPE picks NumPy's GEMM kernels (Haswell = AVX2 even on an AVX-512 CPU): it moves
     # every ember figure, so it is printed with them.
-    parts = [f"ember (numpy {np.__version__}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')})"]
-    if torch is not None:
-        parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
-    try:
-        import jax
+    from importlib import metadata
 
-        parts.append(f"jax {jax.__version__}")
-    except ImportError:
-        parts.append("jax not installed")
+    parts = [f"ember (numpy {np.__version__}, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')})"]
+    loaded = sys.modules.get("torch")
+    if loaded is not None:
+        parts.append(f"torch {loaded.__version__} ({loaded.get_num_threads()} threads)")
+    elif installed("torch"):
+        parts.append(f"torch {metadata.version('torch')} (threads: see each workload)")
+    parts.append(f"jax {metadata.version('jax')}" if installed("jax") else "jax not installed")
     return ", ".join(parts)
 
 
@@ -161,7 +185,7 @@ def runs_eagerly(fn: Any) -> bool:
 
 def tagged(run: Callable[[], Any], step: Any) -> Callable[[], Any]:
     """``run`` carrying the ember.compile object it calls (for warm() and compile_note())."""
-    if isinstance(step, CompiledFunction):
+    if CompiledFunction is not None and isinstance(step, CompiledFunction):
         run.ember_compiled = step
     return run
 
@@ -195,7 +219,7 @@ def build_modes(build: Callable[[Any], Any], make_opt: Callable[[Any, Any], Any]
         torch.manual_seed(0)
         reference = build(torch)
         steps["torch eager"] = train_step(torch, reference, make_opt(torch, reference), loss_fn)
-    for mode in ("ember eager", "ember compiled"):
+    for mode in ("ember eager", "ember compiled") if ember is not None else ():
         ember.manual_seed(0)
         model = build(ember)
         if reference is not None:
@@ -210,7 +234,9 @@ def build_modes(build: Callable[[Any], Any], make_opt: Callable[[Any, Any], Any]
 
 
 def converters() -> dict[str, Callable[[np.ndarray], Any]]:
-    out: dict[str, Callable] = {"ember": ember.from_numpy}
+    out: dict[str, Callable] = {}
+    if ember is not None:
+        out["ember"] = ember.from_numpy
     if torch is not None:
         out["torch"] = torch.from_numpy
     return out
@@ -230,9 +256,16 @@ def find_mnist() -> Path | None:
     return None
 
 
-def mnist_arrays() -> tuple[np.ndarray, np.ndarray, str]:
-    from ember.data.datasets.mnist import read_idx
+def read_idx(data: bytes) -> np.ndarray:
+    """An IDX file's array (MNIST's format: zero bytes, a type code, the rank, big-endian sizes, the values)."""
+    if data[:2] != b"\x00\x00" or data[2] not in (0x08, 0x09, 0x0B, 0x0C, 0x0D, 0x0E):
+        raise ValueError("not an IDX file")
+    dtype = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}[data[2]]
+    shape = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(data[3]))
+    return np.frombuffer(data, dtype, int(np.prod(shape)), 4 + 4 * data[3]).reshape(shape).astype(dtype[1:])
 
+
+def mnist_arrays() -> tuple[np.ndarray, np.ndarray, str]:
     folder = find_mnist()
     if folder is not None:
         images = read_idx(gzip.decompress((folder / "train-images-idx3-ubyte.gz").read_bytes()))
@@ -312,13 +345,11 @@ def gpt_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
 
 
 def w1_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
-    from ember.graph.showcase import two_layer_step
-
     rng = np.random.RandomState(0)
     arrays = [rng.randn(64, 1000), rng.randn(64, 10), rng.randn(1000, 100), rng.randn(100, 10)]
     arrays = [a.astype(np.float32) for a in arrays]
     fns: dict = {}
-    libs = [("ember eager", ember, None), ("ember compiled", ember, ember.compile)]
+    libs = [("ember eager", ember, None), ("ember compiled", ember, ember.compile)] if ember is not None else []
     if torch is not None:
         libs.insert(0, ("torch eager", torch, None))
         if not args.no_torch_compile:
@@ -327,7 +358,7 @@ def w1_workload(args: argparse.Namespace) -> tuple[dict, str, float]:
         x, y, w1, w2 = (lib.tensor(a) for a in arrays)
         w1.requires_grad_(True)
         w2.requires_grad_(True)
-        step = two_layer_step(lib, w1, w2, 1e-6)
+        step = models.two_layer_step(lib, w1, w2, 1e-6)
         step = wrap(step) if wrap else step
         fns[mode] = tagged(lambda s=step, a=x, b=y: s(a, b), step)
     jax_fn = jax_step("w1", arrays, None, args)
@@ -433,6 +464,9 @@ def report(title: str, rows: dict[str, float]) -> dict[str, float]:
     peers = {k: v for k, v in rows.items() if k in PEERS}
     best_peer = min(peers, key=peers.get) if peers else None
     print(f"\n{title}")
+    if not rows:
+        print("  (no mode could run)")
+        return rows
     width = max(16, *(len(mode) + 1 for mode in rows))
     print(f"  {'mode':<{width}}{'median':>13}  {'/ best peer':>12}  {'/ torch eager':>13}")
     for mode, value in rows.items():
@@ -442,6 +476,62 @@ def report(title: str, rows: dict[str, float]) -> dict[str, float]:
     if best_peer:
         print(f"  best peer: {best_peer}")
     return rows
+
+
+ORDER = ("torch eager", "ember eager", "ember compiled", "torch.compile", "jax jit")
+
+
+def child_main(args: argparse.Namespace) -> int:
+    """One library's process of the isolated rounds (``--child ember|torch|jax``): builds and warms its modes of
+    the one workload ``--only`` names, then runs rounds as the parent asks (benchmarks/_isolated_rounds.py)."""
+    proto = _isolated_rounds.protocol_stream()
+    load_libraries(args.child)
+    if args.child != "jax":
+        args.no_jax = True
+    if args.threads and torch is not None:
+        torch.set_num_threads(args.threads)
+    fns, title, scale = WORKLOADS[args.only](args)
+    if args.child == "ember":
+        fns = with_gemm_settings(fns, args.only, args)
+    ready = {name: f for name, f in ((n, warm(n, f)) for n, f in fns.items()) if f is not None}
+    singles = {}
+    for name, fn in ready.items():
+        start = time.perf_counter()
+        fn()
+        singles[name] = time.perf_counter() - start
+    info = {"modes": singles, "title": title, "scale": scale,
+            "torch_threads": torch.get_num_threads() if torch is not None else None}
+
+    def notes() -> dict:
+        compiled = fns.get("ember compiled")
+        return {"compile_note": compile_note(compiled), "runs_eagerly": runs_eagerly(compiled)} if compiled else {}
+
+    _isolated_rounds.serve(proto, ready, info, CLOCK, notes)
+    return 0
+
+
+def isolated_workload(key: str, args: argparse.Namespace, argv: list[str]) -> tuple[str, dict, dict]:
+    """(title, medians per unit, notes) of workload ``key``, each library in its own process."""
+    groups = [g for g, ok in (("torch", installed("torch")), ("ember", True),
+                              ("jax", installed("jax") and not args.no_jax)) if ok]
+    print(f"\n[{key}] starting one process per library ({', '.join(groups)}) and warming up", flush=True)
+    rounds = _isolated_rounds.IsolatedRounds(groups, [*argv, "--only", key])
+    try:
+        samples = rounds.interleaved(ORDER, args.rounds, args.budget, args.pause)
+        notes = rounds.notes()
+    finally:
+        rounds.close()
+    LAST_SAMPLES.clear()
+    LAST_SAMPLES.update(samples)
+    scale = rounds.first("scale", 1.0)
+    rows = {mode: statistics.median(values) * scale for mode, values in samples.items()}
+    threads = rounds.first("torch_threads")
+    worst = max(rounds.spill.items(), key=lambda kv: kv[1], default=("", 0.0))
+    notes["isolation"] = (f"  processes: one per library{f' (torch {threads} threads)' if threads else ''}; the "
+                          f"other processes used at most {worst[1] * 100:.1f}% of a core during a round"
+                          f"{f' ({worst[0]})' if worst[0] else ''}; waited {sum(rounds.waits):.1f} s in all for "
+                          "them to go quiet before rounds")
+    return rounds.first("title", key), rows, notes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -459,21 +549,41 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated EMBER_GEMM settings (auto, blas, ember) to time side by side: the first "
                              "runs as 'ember eager'/'ember compiled', each other one as extra ember modes "
                              "('ember eager gemm=blas'), all in the same interleaved rounds")
+    parser.add_argument("--same-process", action="store_true",
+                        help="time every library in this one process (before blas18's isolated rounds)")
+    parser.add_argument("--pause", type=float, default=0.05,
+                        help="seconds of pause before each round (then, with processes, until the others are quiet)")
+    parser.add_argument("--child", choices=("ember", "torch", "jax"), help=argparse.SUPPRESS)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.child:
+        return child_main(args)
+    if args.same_process:
+        load_libraries("all")
     if args.threads and torch is not None:
         torch.set_num_threads(args.threads)
     print(f"CPU: {cpu_model()}\n{versions()}\nclock: {args.clock}; OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}, EMBER_CPU_THREADS="
           f"{os.environ.get('EMBER_CPU_THREADS', '(unset)')}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '(unset)')}")
-    print(f"medians of {args.rounds} interleaved rounds; peers = {', '.join(PEERS)}")
+    print(f"medians of {args.rounds} interleaved rounds ({'one process' if args.same_process else 'one process per library'}); "
+          f"peers = {', '.join(PEERS)}")
     summary = {}
     paired: dict[str, float] = {}  # ember compiled / ember eager, median of within-round ratios
     eager_steps = set()  # workloads whose ember.compile step runs eagerly (the speed trial's decision)
     for key in args.only.split(","):
         start = time.perf_counter()
+        if not args.same_process:
+            title, rows, notes = isolated_workload(key, args, argv)
+            summary[key] = report(title + notes.get("compile_note", ""), rows)
+            print(notes["isolation"])
+            if notes.get("runs_eagerly"):
+                eager_steps.add(key)
+            paired[key] = paired_ratio("ember compiled", "ember eager")
+            print(f"  ({time.perf_counter() - start:.0f} s for this workload)", flush=True)
+            continue
         fns, title, scale = WORKLOADS[key](args)
         fns = with_gemm_settings(fns, key, args)
         print(f"\n[{key}] warming up", flush=True)

@@ -101,6 +101,25 @@ def gpt(lib: Any, layers: int = 6, d: int = 384, heads: int = 6, context: int = 
     return GPT()
 
 
+def two_layer_step(lib: Any, w1: Any, w2: Any, lr: float = 1e-6) -> Any:
+    """W1: the lectures' two-layer-net step (autograd + manual SGD), the same code as
+    ``ember.graph.showcase.two_layer_step``, kept here so the torch process of bench_workloads.py need not
+    import ember (tests/benchmarks/test_bench_workloads_rounds.py checks the two stay the same)."""
+
+    def step(x: Any, y: Any) -> Any:
+        y_pred = x.mm(w1).clamp(min=0).mm(w2)
+        loss = (y_pred - y).pow(2).sum()
+        loss.backward()
+        with lib.no_grad():
+            w1.sub_(lr * w1.grad)  # the lectures' `w1 -= ...`, spelled for a closure
+            w2.sub_(lr * w2.grad)
+            w1.grad.zero_()
+            w2.grad.zero_()
+        return loss
+
+    return step
+
+
 def copy_weights(source: Any, target: Any) -> None:
     """Load ``source``'s (a torch module) weights and buffers into ``target`` (an ember module)."""
     import ember
