@@ -32,10 +32,10 @@ def _float_style(values: np.ndarray) -> Any:
     p, sci = OPTIONS["precision"], OPTIONS["sci_mode"]
     finite = np.abs(values[np.isfinite(values)])
     nonzero = finite[finite != 0]
+    if nonzero.size == 0:  # (before sci_mode=True: PyTorch prints zeros as '0.' even then)
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
     if sci is True:
         return lambda v: f"{v:.{p}e}" if np.isfinite(v) else str(v)
-    if nonzero.size == 0:
-        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
     low, high = nonzero.min(), nonzero.max()
     wide = sci is None and (high / low > 1000.0 or high > 1e8)
     if np.all(nonzero == np.ceil(nonzero)):
@@ -48,15 +48,22 @@ def _float_style(values: np.ndarray) -> Any:
 
 
 def _format_array(array: np.ndarray, prefix: str) -> str:
+    shown = None
     if array.dtype.kind == "f" or array.dtype.name == "bfloat16" or array.dtype.name.startswith("float8"):
         array = array.astype(np.float64)  # (ml_dtypes' float8 -> float64 is exact, as bfloat16's)
-        style = _float_style(_edges(array))
+        edges = _edges(array)
+        style = _float_style(edges)
+        # PyTorch measures a float tensor's width on its nonzero finite elements only (at least 1): zeros, inf
+        # and nan are not counted, so an all-zero row holds (80 - indent) // 3 elements and `[1., -inf]` has no
+        # padding before `1.`.
+        shown = edges[np.isfinite(edges) & (edges != 0)]
+        width = max((len(style(v)) for v in shown.reshape(-1)), default=1)
     elif array.dtype.kind == "b":
         style = lambda v: "True" if v else "False"  # noqa: E731
     else:
         style = str
-    # Every element is right-aligned to the widest one, as PyTorch prints.
-    width = max((len(style(v)) for v in _edges(array).reshape(-1)), default=0)
+    if shown is None:  # every element is right-aligned to the widest one, as PyTorch prints
+        width = max((len(style(v)) for v in _edges(array).reshape(-1)), default=0)
     summarize = array.size > OPTIONS["threshold"]
     return _layout(array, len(prefix), summarize, lambda v: style(v).rjust(width), width)
 
