@@ -361,6 +361,16 @@ class Tensor(TensorMethods):
         array = self._data
         return array if dtype is None else array.astype(dtype)
 
+    def __array_wrap__(self, array: Any, context: Any = None, return_scalar: bool = False) -> "Tensor":
+        """A NumPy function or ufunc called on a tensor gives a tensor, as PyTorch's wrap: ``np.clip(t, 0, 1)``,
+        ``np.sqrt(t)``, ``np.transpose(t, (1, 2, 0))``; a bool result becomes uint8 and a scalar a 0-d tensor
+        (PyTorch's quirks, kept). Example: ``np.exp(ember.zeros(2))`` is ``tensor([1., 1.])``."""
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        from ember.creation import from_numpy  # (import here: creation imports this module)
+        return from_numpy(array)
+
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"item(): a Tensor with {self._data.size} elements cannot be converted to Scalar")
