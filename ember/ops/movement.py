@@ -169,6 +169,13 @@ def _has_advanced(index: tuple) -> bool:
 
 
 def _index_error(x: Any, index: tuple, error: Exception) -> IndexError:
+    if len(x.shape) == 0 and len(index) == 1:  # PyTorch's words for `loss.data[0]` (code from before 0.4)
+        item = index[0]
+        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            return IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                              "in C++ to convert a 0-dim tensor to a number")
+        if isinstance(item, slice):
+            return IndexError("slice() cannot be applied to a 0-dim tensor.")
     return IndexError(f"index: {error} (indexing a tensor of shape {tuple(x.shape)}). Check the index against "
                       "the tensor's size in that dimension.")
 
