@@ -136,7 +136,8 @@ def _class_layout(op: str, input: Any, target: Any) -> tuple:
     if input.ndim < 1 or target.ndim != input.ndim - 1 or tuple(target.shape) != (input.shape[0],) + tuple(
             input.shape[2:]):
         # PyTorch's classes: a batch size mismatch is a ValueError, any other target shape a RuntimeError
-        batch = target.ndim >= 1 and target.shape[0] != input.shape[0]
+        # (a 0-d target counts as batch size 0 there: `cross_entropy(out[None], y_scalar)` is a ValueError)
+        batch = target.ndim == 0 or target.shape[0] != input.shape[0]
         raise (ValueError if batch else RuntimeError)(f"{op}: expected target of shape {(input.shape[0],) + tuple(input.shape[2:])} for input of "
                          f"shape {tuple(input.shape)} (N, C, d1, ...), got target of shape {tuple(target.shape)}")
     return input, target, False
