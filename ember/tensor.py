@@ -368,8 +368,8 @@ class Tensor(TensorMethods):
         array = np.asarray(array)
         if array.dtype == np.bool_:
             array = array.astype(np.uint8)
-        from ember.creation import from_numpy  # (import here: creation imports this module)
-        return from_numpy(array)
+        dtypes.from_numpy_dtype(array.dtype)  # (refuses dtypes a tensor cannot hold, as from_numpy)
+        return Tensor._make(array, CPU, False)
 
     def item(self) -> Any:
         if self._data.size != 1:
