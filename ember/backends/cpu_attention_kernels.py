@@ -4,8 +4,8 @@ Why: as NumPy calls, attention was two batched BLAS products around ~8 passes ov
 (scale, mask, max, subtract, exp, sum, divide, copy), each a trip through memory: 40 ms for GPT's shape (16 x 6
 heads x 256 x 64, causal) on one Xeon core where PyTorch's flash kernel takes 18. Here one call takes a head at a
 time and, per block of ``block`` queries, multiplies ``Q_blk K^T`` on the micro-kernel straight into the
-probabilities' rows (in L2), runs the softmax over those rows (a max pass, one exp pass by a vectorized
-polynomial, a sum pass, a divide pass: all in cache), and multiplies ``P_blk V`` into the output. Causal
+probabilities' rows (in L2), runs the softmax over those rows (a max pass, an exp-and-sum pass, a divide pass,
+in 16-lane vectors: all in cache), and multiplies ``P_blk V`` into the output. Causal
 attention computes only the keys each block's last query sees (about half of the products and of the exp work
 for square scores). The backward (dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)) scale, dQ = dS K,
 dK += dS^T Q) runs the same way, block by block, reading the saved probabilities. Heads are independent: a
@@ -13,9 +13,9 @@ call takes heads ``[start, stop)`` and ``ember/ops/attention.py`` splits them ov
 dK and dV belong to one thread), with no BLAS call and so no BLAS thread anywhere.
 
 Numerics: the products are float32 sums in k order (the micro-kernel, as ``matmul_f32``); the scores are
-scaled (one rounding), the row maximum subtracted, ``exp`` evaluated by :func:`_exp` (within 2 ulp of the
-correctly rounded value on the softmax's range, -inf -> 0, NaN -> NaN), the row summed (in vector lanes) and
-divided, as the NumPy path does; hidden keys get weight 0 and gradient 0, also where a score is NaN or inf
+scaled (one rounding) and the row maximum subtracted, ``exp`` evaluated by ``cpu_vector_rows`` (16
+lanes; within 2 ulp of the correctly rounded value on the softmax's range, -inf -> 0, NaN -> NaN), the row summed
+(in vector lanes) and divided, as the NumPy path does; hidden keys get weight 0 and gradient 0, also where a score is NaN or inf
 (as torch's ``masked_fill``). A NaN score in a row makes the row NaN, as in NumPy and torch.
 
 Example:
@@ -26,98 +26,25 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-import llvmlite.ir as ir
 import numba
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
 from ember.backends.cpu_gemm_kernels import COLUMNS, K_BLOCK, ROWS, _tile, host_has_avx512
+from ember.backends.cpu_gemm_pack import LANES, _transpose16
+from ember.backends.cpu_vector_rows import exp_sum, multiply, row_max
 
 _FULL = (1 << COLUMNS) - 1
-_F = np.float32
-# exp(x) = 2^n exp(r), n = round(x / ln 2), r = x - n ln 2 (ln 2 in two parts: r exact to float32), exp(r) by its
-# Taylor polynomial of degree 7 on |r| <= ln(2)/2 (truncation error 5e-9 relative, below float32's rounding)
-_LOG2E, _LN2_HI, _LN2_LO = _F(1.4426950408889634), _F(0.693359375), _F(-2.12194440e-4)
-_ROUND = _F(12582912.0)  # 1.5 * 2^23: adding it rounds a float32 below 2^22 to an integer, kept in the low bits
-_LOWEST = _F(-87.33654)  # exp below this is below float32's smallest normal (flushed to 0 here)
-_HIGHEST = _F(88.0)
-_C2, _C3, _C4, _C5, _C6, _C7 = (_F(1 / 2), _F(1 / 6), _F(1 / 24), _F(1 / 120), _F(1 / 720), _F(1 / 5040))
-_ONE, _ZERO, _INF = _F(1.0), _F(0.0), _F(np.inf)
+_ZERO, _ONE = np.float32(0.0), np.float32(1.0)
 
 
-@intrinsic
-def _bits(typingctx: Any, x: Any) -> Any:
-    """A float32's bits as an int32 (a register move that LLVM vectorizes)."""
-    if x != types.float32:
-        return None
-    return types.int32(types.float32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.IntType(32))
-
-
-@intrinsic
-def _float(typingctx: Any, x: Any) -> Any:
-    """The float32 with an int32's bits."""
-    if x != types.int32:
-        return None
-    return types.float32(types.int32), lambda context, builder, sig, args: builder.bitcast(args[0], ir.FloatType())
-
-
-@numba.njit(inline="always", fastmath={"contract"})
-def _exp(x):  # pragma: no cover - compiled
-    """exp of a float32 at or below 88 (the softmax's arguments are <= 0): branch-free, so loops vectorize."""
-    xc = x if x > _LOWEST else _LOWEST  # NaN too: fixed at the end
-    xc = xc if xc < _HIGHEST else _HIGHEST
-    t = xc * _LOG2E + _ROUND
-    n = t - _ROUND
-    r = (xc - n * _LN2_HI) - n * _LN2_LO
-    p = _ONE + r * (_ONE + r * (_C2 + r * (_C3 + r * (_C4 + r * (_C5 + r * (_C6 + r * _C7))))))
-    power = _float(np.int32((_bits(t) - np.int32(0x4B400000) + np.int32(127)) << np.int32(23)))
-    y = p * power
-    y = y if x >= _LOWEST else _ZERO
-    return y if x == x else x
-
-
-# The reductions keep 8 running values (8 independent dependency chains: a single running max or sum waits ~4
-# cycles per element, 5x slower at a GPT row of 256; LLVM vectorizes neither form by itself), combined in a fixed
-# order, so results do not depend on the compiler.
-@numba.njit
-def _row_max(row, n):  # pragma: no cover - compiled
-    """max(row[:n]) for n >= 1, NaN elements skipped (the exp pass turns a row with a NaN into NaN anyway)."""
-    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = row[0]
-    j = 0
-    while j + 8 <= n:
-        x0, x1, x2, x3 = row[j], row[j + 1], row[j + 2], row[j + 3]
-        x4, x5, x6, x7 = row[j + 4], row[j + 5], row[j + 6], row[j + 7]
-        m0, m1, m2, m3 = (x0 if x0 > m0 else m0), (x1 if x1 > m1 else m1), (x2 if x2 > m2 else m2), (x3 if x3 > m3 else m3)
-        m4, m5, m6, m7 = (x4 if x4 > m4 else m4), (x5 if x5 > m5 else m5), (x6 if x6 > m6 else m6), (x7 if x7 > m7 else m7)
-        j += 8
-    m0, m2, m4, m6 = (m1 if m1 > m0 else m0), (m3 if m3 > m2 else m2), (m5 if m5 > m4 else m4), (m7 if m7 > m6 else m6)
-    m0, m4 = (m2 if m2 > m0 else m0), (m6 if m6 > m4 else m4)
-    m0 = m4 if m4 > m0 else m0
-    for i in range(j, n):
-        m0 = row[i] if row[i] > m0 else m0
-    return m0
-
-
-@numba.njit
-def _row_sum(row, n):  # pragma: no cover - compiled
-    """sum(row[:n]) in 8 lanes, lanes added pairwise."""
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = _ZERO
-    j = 0
-    while j + 8 <= n:
-        s0, s1, s2, s3 = s0 + row[j], s1 + row[j + 1], s2 + row[j + 2], s3 + row[j + 3]
-        s4, s5, s6, s7 = s4 + row[j + 4], s5 + row[j + 5], s6 + row[j + 6], s7 + row[j + 7]
-        j += 8
-    for i in range(j, n):
-        s0 += row[i]
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-
-
+# The dot product keeps 8 running sums (8 independent dependency chains: a single running sum waits ~4 cycles per
+# element; LLVM does not vectorize the reduction by itself), combined in a fixed order, so results do not depend on
+# the compiler.
 @numba.njit
 def _dot(a, b, n):  # pragma: no cover - compiled
-    """sum(a[:n] * b[:n]) in 8 lanes (products rounded, then summed as :func:`_row_sum`)."""
+    """sum(a[:n] * b[:n]) in 8 lanes (products rounded), lanes added pairwise."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = _ZERO
     j = 0
     while j + 8 <= n:
@@ -129,28 +56,28 @@ def _dot(a, b, n):  # pragma: no cover - compiled
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
 
 
-@numba.njit(fastmath={"contract"})
-def _exp_shifted(row, n, s, m):  # pragma: no cover - compiled
-    """row[:n] = exp(row[:n] * s - m) (its own function: inlined into the kernels, this loop did not vectorize)."""
-    for j in range(n):
-        row[j] = _exp(row[j] * s - m)
-
-
-@numba.njit(error_model="numpy")
-def _divide(row, n, total):  # pragma: no cover - compiled
-    for j in range(n):
-        row[j] = row[j] / total
-
-
 @numba.njit(error_model="numpy")
 def _softmax_row(row, n, s):  # pragma: no cover - compiled
-    """row[:n] = softmax(row[:n] * s) in place (n >= 1): the scaled scores' maximum subtracted, exp, divided by
-    the sum. The maximum of the scaled scores is the scaled maximum (rounding is monotonic) for s >= 0."""
-    m = _row_max(row, n) * s if s >= 0 else _row_min_scaled(row, n, s)
-    _exp_shifted(row, n, s, m)
-    total = _row_sum(row, n)
-    _divide(row, n, total)
+    """row[:n] = softmax(row[:n] * s) in place (n >= 1): the scaled scores' maximum subtracted, exp, multiplied
+    by the sum's reciprocal (as PyTorch's flash kernel; a division per score took 40% of the softmax), each pass in
+    16-lane vectors (``cpu_vector_rows``). The maximum of the scaled scores is the scaled maximum (rounding is
+    monotonic) for s >= 0. Returns the sum (NaN for a NaN row)."""
+    address = row.ctypes.data
+    m = row_max(address, n) * s if s >= 0 else _row_min_scaled(row, n, s)
+    total = exp_sum(address, n, s, m)
+    multiply(address, n, _ONE / total)
     return total
+
+
+@numba.njit(inline="always")
+def _transpose(src, ld, rows, cols, dst, ldd):  # pragma: no cover - compiled
+    """``dst[c * ldd + r] = src[r * ld + c]`` for r < rows, c < cols (float32 at addresses, strides in elements)
+    by 16 x 16 blocks transposed in registers (``cpu_gemm_pack``); each block row of ``dst`` is written 16 wide,
+    so ``ldd`` must leave room for ``rows`` rounded up to 16 (the extra columns get zeros)."""
+    for c0 in range(0, cols, LANES):
+        for r0 in range(0, rows, LANES):
+            _transpose16(src + 4 * (r0 * ld + c0), ld, min(LANES, rows - r0), min(LANES, cols - c0),
+                         dst + 4 * (c0 * ldd + r0), ldd)
 
 
 @numba.njit(inline="always")
@@ -183,25 +110,25 @@ def attention_forward(q, k, v, out, weights, keep, scale, causal, block, start, 
     source = k.shape[2]
     width = v.shape[3]
     s = np.float32(scale)
-    # per head, K^T and V copied to contiguous buffers (the micro-kernel's B operands): read in place, a head-split
-    # view's rows are several KB apart and every k step of the product would touch another page (TLB misses)
-    kt = np.empty((depth, source), np.float32)
-    vc = np.empty((source, width), np.float32)
+    # per head, K^T copied to a contiguous buffer (the micro-kernel's B operand) by 16 x 16 in-register transposes
+    # (a strided scalar copy took ~15% of W4's forward). V, the B operand of P V, is read in place: its rows are
+    # contiguous (copying them measured 0.2 ms slower on W4's 64 heads, and no faster on GPT's shape)
+    padded = (source + LANES - 1) // LANES * LANES
+    kt = np.empty((depth, padded), np.float32)
     scratch = np.empty((block, source), np.float32)
     for bh in range(start, stop):
         b, h = bh // heads, bh % heads
-        kh = k[b, h]
-        for j in range(source):
-            kt[:, j] = kh[j]
-        vc[:] = v[b, h]
+        _transpose(k.ctypes.data + b * k.strides[0] + h * k.strides[1], k.strides[2] // 4, source, depth,
+                   kt.ctypes.data, padded)
         q_addr = q.ctypes.data + b * q.strides[0] + h * q.strides[1]
+        v_addr = v.ctypes.data + b * v.strides[0] + h * v.strides[1]
         o_addr = out.ctypes.data + b * out.strides[0] + h * out.strides[1]
-        q_rs, o_rs = q.strides[2] // 4, out.strides[2] // 4
+        q_rs, v_rs, o_rs = q.strides[2] // 4, v.strides[2] // 4, out.strides[2] // 4
         for lo in range(0, length, block):
             hi = min(length, lo + block)
             seen = min(hi, source) if causal else source
             rows = weights[b, h, lo:hi] if keep else scratch[:hi - lo]
-            _gemm(hi - lo, seen, depth, q_addr + 4 * lo * q_rs, q_rs, 1, kt.ctypes.data, source, rows.ctypes.data,
+            _gemm(hi - lo, seen, depth, q_addr + 4 * lo * q_rs, q_rs, 1, kt.ctypes.data, padded, rows.ctypes.data,
                   source, 0)
             for r in range(hi - lo):
                 visible = min(lo + r + 1, source) if causal else source
@@ -210,7 +137,7 @@ def attention_forward(q, k, v, out, weights, keep, scale, causal, block, start, 
                 # hidden keys: weight 0, or NaN in a NaN row (0 / NaN), as softmax after masked_fill; the product
                 # with V reads keys up to ``seen``, the kept probabilities have every key
                 row[visible:source if keep else seen] = _ZERO / total
-            _gemm(hi - lo, width, seen, rows.ctypes.data, source, 1, vc.ctypes.data, width, o_addr + 4 * lo * o_rs,
+            _gemm(hi - lo, width, seen, rows.ctypes.data, source, 1, v_addr, v_rs, o_addr + 4 * lo * o_rs,
                   o_rs, 0)
 
 
@@ -235,14 +162,14 @@ def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, bloc
     source = k.shape[2]
     width = v.shape[3]
     s = np.float32(scale)
-    vt = np.empty((width, source), np.float32)  # V^T, rows contiguous
+    padded = (source + LANES - 1) // LANES * LANES
+    vt = np.empty((width, padded), np.float32)  # V^T, rows contiguous
     ds = np.empty((block, source), np.float32)
     delta = np.empty(block, np.float32)
     for bh in range(start, stop):
         b, h = bh // heads, bh % heads
-        vh = v[b, h]
-        for j in range(source):
-            vt[:, j] = vh[j]
+        _transpose(v.ctypes.data + b * v.strides[0] + h * v.strides[1], v.strides[2] // 4, source, width,
+                   vt.ctypes.data, padded)
         w = weights[b, h]
         gh, oh = g[b, h], out[b, h]
         g_addr = g.ctypes.data + b * g.strides[0] + h * g.strides[1]
@@ -264,7 +191,7 @@ def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, bloc
             _gemm(seen, width, rows, w_addr + 4 * lo * source, 1, source, g_addr + 4 * lo * g_rs, g_rs, dv_addr,
                   width, 1)
             # dP = dO_blk V^T, then dS = P (dP - delta) scale, hidden keys 0
-            _gemm(rows, seen, width, g_addr + 4 * lo * g_rs, g_rs, 1, vt.ctypes.data, source, ds.ctypes.data,
+            _gemm(rows, seen, width, g_addr + 4 * lo * g_rs, g_rs, 1, vt.ctypes.data, padded, ds.ctypes.data,
                   source, 0)
             for r in range(rows):
                 visible = min(lo + r + 1, source) if causal else source

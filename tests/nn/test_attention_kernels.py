@@ -110,25 +110,35 @@ def test_split_over_heads_gives_the_bits_of_one_thread(monkeypatch):
 
 
 def test_vectorized_exp_within_2_ulp():
+    """The softmax's 16-lane exp (``cpu_vector_rows.exp_sum`` with scale 1, shift 0) against float64 exp, on the
+    softmax's range and its edges, with every tail length of the masked last vector; and the sum it returns."""
     import numba
 
-    from ember.backends.cpu_attention_kernels import _exp
+    from ember.backends.cpu_vector_rows import exp_sum
 
     @numba.njit
-    def run(x, out):
-        for i in range(x.size):
-            out[i] = _exp(x[i])
+    def run(x):
+        return exp_sum(x.ctypes.data, x.size, np.float32(1.0), np.float32(0.0))
 
     x = np.concatenate([np.linspace(-87.3, 0.0, 400_001, dtype=np.float32),
-                        np.array([-np.inf, np.nan, -1e30, -88.0, -87.34, 0.0, -0.0, -1e-30], np.float32)])
-    out = np.empty_like(x)
-    run(x, out)
+                        np.array([-np.inf, -1e30, -88.0, -87.34, 0.0, -0.0, -1e-30], np.float32)])
     want = np.exp(x.astype(np.float64))
+    out = x.copy()
+    total = run(out)
     normal = want >= np.finfo(np.float32).tiny
     ulps = np.abs(out[normal] - want[normal]) / np.spacing(want[normal].astype(np.float32))
     assert ulps.max() <= 2.0
-    assert np.all(out[~normal & ~np.isnan(x)] == 0.0) and np.isnan(out[np.isnan(x)]).all()
+    assert np.all(out[~normal] == 0.0)
     assert out[-3] == 1.0 and out[-2] == 1.0 and out[-1] == 1.0
+    assert abs(total - want.sum()) <= 1e-5 * want.sum()
+    for n in range(1, 34):  # tails: nothing past n written
+        row = np.full(40, 7.0, np.float32)
+        row[:n] = np.linspace(-3, 0, n, dtype=np.float32)
+        total = run(row[:n])
+        assert np.allclose(row[:n], np.exp(np.linspace(-3, 0, n)), rtol=3e-7, atol=0)
+        assert np.all(row[n:] == 7.0) and abs(total - np.exp(np.linspace(-3, 0, n)).sum()) <= 1e-6 * n
+    nan = np.array([0.0, np.nan, -1.0], np.float32)
+    assert np.isnan(run(nan)) and np.isnan(nan[1]) and nan[0] == 1.0
 
 
 def test_without_gradients_the_probabilities_are_not_kept():

@@ -1,0 +1,247 @@
+"""Row passes of a float32 softmax in explicit 16-lane (AVX-512) vectors: maximum, exp-and-sum, divide (numba).
+
+Why: numba's loops are vectorized by LLVM, which on AVX-512 CPUs prefers 256-bit vectors (8 lanes) and does not
+vectorize a reduction at all without reassociation, so a softmax over one attention row (128-256 floats) ran its
+maximum and sum one float at a time and its exp 8 lanes at a time: ~130 ns a row of 128 in
+``cpu_attention_kernels``, about as long as that row's share of both products. Here each pass is one numba
+``intrinsic`` emitting LLVM IR over ``<16 x float>`` values (as ``cpu_gemm_kernels``' micro-kernel does), with a
+masked load and store for the row's tail, so any length works without padding.
+
+Numerics: ``row_max`` skips NaN elements (``x > m`` selects; a row with a NaN becomes NaN in the exp pass anyway);
+``exp_sum`` writes ``exp(x * s - m)`` (``x * s`` rounded, then ``- m``) by the branch-free float32 exp of
+``cpu_attention_kernels`` (Cody-Waite reduction, degree-7 Taylor polynomial, within 2 ulp on the softmax's range;
+-inf -> 0, NaN -> NaN, results below float32's smallest normal flushed to 0) and returns the sum, summed in 16
+lanes then halved pairwise (a fixed order: the same bits every call); ``divide`` divides (one rounding, as NumPy's
+``p /= p.sum()``), ``multiply`` multiplies (by a reciprocal: PyTorch's CPU softmax and attention kernels normalize
+so).
+
+Example:
+    >>> import numba, numpy as np
+    >>> from ember.backends.cpu_vector_rows import row_max, exp_sum, divide
+    >>> @numba.njit
+    ... def softmax(row):
+    ...     m = row_max(row.ctypes.data, row.size)
+    ...     divide(row.ctypes.data, row.size, exp_sum(row.ctypes.data, row.size, np.float32(1.0), m))
+    >>> row = np.array([0.0, 1.0, 2.0], np.float32)
+    >>> softmax(row)
+    >>> bool(abs(row.sum() - 1) < 1e-6)
+    True
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import llvmlite.ir as ir
+import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+LANES = 16
+_F32, _I32, _I64, _I1 = ir.FloatType(), ir.IntType(32), ir.IntType(64), ir.IntType(1)
+_VEC, _IVEC, _BITS = ir.VectorType(_F32, LANES), ir.VectorType(_I32, LANES), ir.VectorType(_I1, LANES)
+
+# exp(x) = 2^n exp(r): the constants of cpu_attention_kernels._exp (ln 2 in two parts, 1.5 * 2^23 rounding trick)
+_LOG2E, _LN2_HI, _LN2_LO = 1.4426950408889634, 0.693359375, -2.12194440e-4
+_ROUND, _LOWEST, _HIGHEST = 12582912.0, -87.33654, 88.0
+_TAYLOR = [1.0 / f for f in (5040, 720, 120, 24, 6, 2, 1, 1)]  # degree 7 down to 0
+
+
+def _splat(value: float) -> Any:
+    return ir.Constant(_VEC, [ir.Constant(_F32, float(np.float32(value)))] * LANES)
+
+
+def _broadcast(builder: Any, scalar: Any) -> Any:
+    one = builder.insert_element(ir.Constant(_VEC, ir.Undefined), scalar, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(one, ir.Constant(_VEC, ir.Undefined), ir.Constant(_IVEC, None))
+
+
+class _Ops:
+    """The LLVM functions one intrinsic calls (fma, masked load/store), declared in the builder's module."""
+
+    def __init__(self, builder: Any) -> None:
+        module, vptr = builder.module, _VEC.as_pointer()
+        self.builder = builder
+        self.fma_ = cgutils.get_or_insert_function(module, ir.FunctionType(_VEC, [_VEC, _VEC, _VEC]), "llvm.fma.v16f32")
+        self.load_ = cgutils.get_or_insert_function(module, ir.FunctionType(_VEC, [vptr, _I32, _BITS, _VEC]),
+                                                    "llvm.masked.load.v16f32.p0")
+        self.store_ = cgutils.get_or_insert_function(module, ir.FunctionType(ir.VoidType(), [_VEC, vptr, _I32, _BITS]),
+                                                     "llvm.masked.store.v16f32.p0")
+
+    def fma(self, a: Any, b: Any, c: Any) -> Any:
+        return self.builder.call(self.fma_, [a, b, c])
+
+    def load(self, pointer: Any, mask: Any, fill: Any) -> Any:
+        return self.builder.call(self.load_, [self.builder.bitcast(pointer, _VEC.as_pointer()), ir.Constant(_I32, 4),
+                                              mask, fill])
+
+    def store(self, value: Any, pointer: Any, mask: Any) -> None:
+        self.builder.call(self.store_, [value, self.builder.bitcast(pointer, _VEC.as_pointer()), ir.Constant(_I32, 4),
+                                        mask])
+
+    def exp(self, x: Any) -> Any:
+        """exp of 16 float32 values at or below 88 (cpu_attention_kernels._exp, lane by lane)."""
+        b = self.builder
+        lowest, highest = _splat(_LOWEST), _splat(_HIGHEST)
+        xc = b.select(b.fcmp_ordered(">", x, lowest), x, lowest)  # NaN too: fixed at the end
+        xc = b.select(b.fcmp_ordered("<", xc, highest), xc, highest)
+        t = self.fma(xc, _splat(_LOG2E), _splat(_ROUND))
+        n = b.fsub(t, _splat(_ROUND))
+        r = self.fma(b.fneg(n), _splat(_LN2_HI), xc)
+        r = self.fma(b.fneg(n), _splat(_LN2_LO), r)
+        p = _splat(_TAYLOR[0])
+        for c in _TAYLOR[1:]:
+            p = self.fma(p, r, _splat(c))
+        bits = b.bitcast(t, _IVEC)
+        exponent = b.shl(b.add(b.sub(bits, ir.Constant(_IVEC, [ir.Constant(_I32, 0x4B400000)] * LANES)),
+                               ir.Constant(_IVEC, [ir.Constant(_I32, 127)] * LANES)),
+                         ir.Constant(_IVEC, [ir.Constant(_I32, 23)] * LANES))
+        y = b.fmul(p, b.bitcast(exponent, _VEC))
+        y = b.select(b.fcmp_ordered(">=", x, lowest), y, _splat(0.0))
+        return b.select(b.fcmp_ordered("==", x, x), y, x)
+
+
+def _tail_mask(builder: Any, remaining: Any) -> Any:
+    """Lanes ``i < remaining`` (remaining in 1..16) as a 16-bit mask vector."""
+    bits = builder.sub(builder.shl(ir.Constant(_I64, 1), remaining), ir.Constant(_I64, 1))
+    return builder.bitcast(builder.trunc(bits, ir.IntType(LANES)), _BITS)
+
+
+def _row_loop(builder: Any, n: Any, state: list, body: Callable) -> list:
+    """``for j in range(0, n, 16): state = body(j, mask, state)`` in IR, the last vector masked; returns the final
+    state (a list of IR values, threaded through phi nodes)."""
+    entry = builder.block
+    loop = builder.append_basic_block("row_loop")
+    done = builder.append_basic_block("row_done")
+    builder.cbranch(builder.icmp_signed(">", n, ir.Constant(_I64, 0)), loop, done)
+    builder.position_at_end(loop)
+    j = builder.phi(_I64)
+    j.add_incoming(ir.Constant(_I64, 0), entry)
+    phis = []
+    for value in state:
+        phi = builder.phi(value.type)
+        phi.add_incoming(value, entry)
+        phis.append(phi)
+    left = builder.sub(n, j)
+    full = builder.icmp_signed(">=", left, ir.Constant(_I64, LANES))
+    every = ir.Constant(_BITS, [ir.Constant(_I1, 1)] * LANES)
+    mask = builder.select(full, every, _tail_mask(builder, builder.select(full, ir.Constant(_I64, LANES), left)))
+    new = body(j, mask, phis)
+    j_next = builder.add(j, ir.Constant(_I64, LANES))
+    last = builder.block
+    j.add_incoming(j_next, last)
+    for phi, value in zip(phis, new):
+        phi.add_incoming(value, last)
+    builder.cbranch(builder.icmp_signed("<", j_next, n), loop, done)
+    builder.position_at_end(done)
+    results = []
+    for value, phi_value in zip(state, new):
+        merged = builder.phi(value.type)
+        merged.add_incoming(value, entry)
+        merged.add_incoming(phi_value, last)
+        results.append(merged)
+    return results
+
+
+def _reduce(builder: Any, vector: Any, combine: Callable) -> Any:
+    """The 16 lanes combined pairwise (lanes i and i + half, halving): a fixed order."""
+    width = LANES
+    while width > 1:
+        half = width // 2
+        low = builder.shuffle_vector(vector, vector, ir.Constant(_IVEC, [ir.Constant(_I32, i) for i in range(half)]
+                                                                  + [ir.Constant(_I32, 0)] * (LANES - half)))
+        high = builder.shuffle_vector(vector, vector, ir.Constant(_IVEC, [ir.Constant(_I32, half + i) for i in range(half)]
+                                                                   + [ir.Constant(_I32, 0)] * (LANES - half)))
+        vector = combine(low, high)
+        width = half
+    return builder.extract_element(vector, ir.Constant(_I32, 0))
+
+
+def _pointer(builder: Any, address: Any, j: Any) -> Any:
+    return builder.gep(builder.inttoptr(address, _F32.as_pointer()), [j])
+
+
+@intrinsic
+def row_max(typingctx: Any, address: Any, n: Any) -> Any:
+    """``max(row[:n])`` of the float32 row at ``address`` (int64 address and length), NaN elements skipped;
+    -inf for an empty row or one of NaN only."""
+    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ops = _Ops(builder)
+        address_, n_ = (context.cast(builder, a, t, types.int64) for a, t in zip(args, signature.args))
+        lowest = _splat(-np.inf)
+
+        def body(j: Any, mask: Any, state: list) -> list:
+            x = ops.load(_pointer(builder, address_, j), mask, lowest)
+            return [builder.select(builder.fcmp_ordered(">", x, state[0]), x, state[0])]
+
+        (best,) = _row_loop(builder, n_, [lowest], body)
+        return _reduce(builder, best, lambda a, b: builder.select(builder.fcmp_ordered(">", b, a), b, a))
+
+    return types.float32(address, n), codegen
+
+
+@intrinsic
+def exp_sum(typingctx: Any, address: Any, n: Any, scale: Any, shift: Any) -> Any:
+    """``row[:n] = exp(row[:n] * scale - shift)`` in place (float32; the product rounded before the subtraction,
+    as NumPy's ``scores *= scale; scores -= max``: with ``shift`` the rounded scaled maximum, the maximum's exp is
+    exactly 1, so a saturated row is exactly one-hot) and the sum of the new values (float32, 16 lanes combined
+    pairwise)."""
+    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and scale == types.float32
+            and shift == types.float32):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ops = _Ops(builder)
+        address_ = context.cast(builder, args[0], signature.args[0], types.int64)
+        n_ = context.cast(builder, args[1], signature.args[1], types.int64)
+        s, m = _broadcast(builder, args[2]), builder.fneg(_broadcast(builder, args[3]))
+        zero = _splat(0.0)
+
+        def body(j: Any, mask: Any, state: list) -> list:
+            pointer = _pointer(builder, address_, j)
+            y = ops.exp(builder.fadd(builder.fmul(ops.load(pointer, mask, zero), s), m))
+            ops.store(y, pointer, mask)
+            return [builder.fadd(state[0], builder.select(mask, y, zero))]
+
+        (total,) = _row_loop(builder, n_, [zero], body)
+        return _reduce(builder, total, builder.fadd)
+
+    return types.float32(address, n, scale, shift), codegen
+
+
+def _scaling(divides: bool) -> Any:
+    """The intrinsic ``row[:n] /= total`` (``divides``) or ``row[:n] *= total`` in place (float32)."""
+
+    def scaling(typingctx: Any, address: Any, n: Any, total: Any) -> Any:
+        if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and total == types.float32):
+            return None
+
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            ops = _Ops(builder)
+            address_ = context.cast(builder, args[0], signature.args[0], types.int64)
+            n_ = context.cast(builder, args[1], signature.args[1], types.int64)
+            by = _broadcast(builder, args[2])
+            apply = builder.fdiv if divides else builder.fmul
+
+            def body(j: Any, mask: Any, state: list) -> list:
+                pointer = _pointer(builder, address_, j)
+                ops.store(apply(ops.load(pointer, mask, _splat(1.0)), by), pointer, mask)
+                return state
+
+            _row_loop(builder, n_, [], body)
+            return context.get_dummy_value()
+
+        return types.void(address, n, total), codegen
+
+    scaling.__name__ = "divide" if divides else "multiply"
+    return intrinsic(scaling)
+
+
+# row[:n] /= total (one rounding per element, as NumPy's ``p /= p.sum()``; a vector division takes ~7 cycles here)
+divide = _scaling(True)
+# row[:n] *= factor: with factor = 1 / total, softmax's normalization as PyTorch's CPU kernels do it (two roundings,
+# within 1 ulp more than dividing; ~10x faster than the division)
+multiply = _scaling(False)
