@@ -52,6 +52,8 @@ def _polynomial(coeffs: tuple) -> Callable[[float], float]:
 
 def build(numba: Any) -> dict[str, Callable]:
     """The kernels, compiled with ``numba`` (cached on disk)."""
+    from ember.backends.cpu_vector_rows import erf_map, gelu_map  # noqa: PLC0415 - needs numba
+
     njit = numba.njit
     # contract: multiply-adds become FMAs inside the polynomials (2x fewer vector operations). The
     # float32 steps of gelu around erf have no multiply-add pattern, so they round as NumPy's do.
@@ -62,7 +64,7 @@ def build(numba: Any) -> dict[str, Callable]:
 
     # The helpers the cached kernels call are module globals, not closure cells: numba keys its disk cache on the
     # pickled closure, and a dispatcher pickles differently in every process (every run recompiled: 2-8 s).
-    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX
+    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX, _MAP_CONTIGUOUS
 
     @njit(inline="always", fastmath=fast)
     def erf64(x: float) -> float:  # pragma: no cover - compiled
@@ -84,21 +86,15 @@ def build(numba: Any) -> dict[str, Callable]:
             e = e * e
         return e if abs(x) < _EXP_CUTOFF else 0.0
 
-    @njit(cache=True, nogil=True, fastmath=fast)
+    # erf and gelu in explicit 16-lane float32 vectors (cpu_vector_rows.erf_vector: within 1 ulp, as the float64
+    # pieces were; LLVM vectorized the float64 loop 8 lanes wide and a float32 loop with selects and copysign poorly)
+    @njit(cache=True, nogil=True)
     def erf_f32(x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        # Slices, then a loop from 0: a loop over range(start, stop) does not vectorize (8x slower).
-        x, out = x[start:stop], out[start:stop]
-        for i in range(x.size):
-            out[i] = np.float32(_ERF64(np.float64(x[i])))
+        _MAP_CONTIGUOUS(0, x, out, start, stop)
 
-    @njit(cache=True, nogil=True, fastmath=fast)
+    @njit(cache=True, nogil=True)
     def gelu_f32(x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        c, half, one = np.float32(_INV_SQRT_2), np.float32(0.5), np.float32(1.0)
-        x, out = x[start:stop], out[start:stop]
-        for i in range(x.size):
-            v = x[i]
-            e = np.float32(_ERF64(np.float64(v * c)))
-            out[i] = (half * v) * (one + e)
+        _MAP_CONTIGUOUS(1, x, out, start, stop)
 
     @njit(cache=True, nogil=True, fastmath=fast)
     def gelu_backward_f32(g: Any, x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
@@ -110,6 +106,27 @@ def build(numba: Any) -> dict[str, Callable]:
             out[i] = np.float32(np.float64(g[i]) * (cdf + tail))
 
     _ERF64, _EXP_NEG_HALF_SQUARE = erf64, exp_neg_half_square
+
+    @njit(inline="always")
+    def map_contiguous(which: int, x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
+        """erf (``which`` 0) or gelu (1) of ``x[start:stop]`` into ``out[start:stop]``: the vector passes read and
+        write contiguous memory, so strided views go through contiguous copies."""
+        if x.strides[0] == 4 and out.strides[0] == 4:  # the flat arrays of run_elementwise
+            _map_addresses(which, x[start:stop].ctypes.data, out[start:stop].ctypes.data, stop - start)
+            return
+        src = np.ascontiguousarray(x[start:stop])
+        dst = np.empty(stop - start, np.float32)
+        _map_addresses(which, src.ctypes.data, dst.ctypes.data, stop - start)
+        out[start:stop] = dst
+
+    @njit(inline="always")
+    def _map_addresses(which: int, src: Any, dst: Any, n: int) -> None:  # pragma: no cover - compiled
+        if which == 0:
+            erf_map(src, dst, n)
+        else:
+            gelu_map(src, dst, n)
+
+    _MAP_CONTIGUOUS = map_contiguous
     _EXP64, _ROW_MAX = _exp64(numba), _row_max(numba)
 
     # error_model="numpy": numba's default checks every float division for zero, which keeps the loop scalar (4x)
@@ -226,7 +243,7 @@ def _row_max(numba: Any) -> Callable:
 
 
 # Set by build(): the helpers the cached kernels call (module globals: see build).
-_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = None
+_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = _MAP_CONTIGUOUS = None
 # Row kernels: reassociation lets LLVM keep several partial sums (and max) in vector registers; FMAs inside exp.
 _ROWS = {"contract", "reassoc"}
 _LOG2E = 1.0 / math.log(2.0)

@@ -28,7 +28,7 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.opmath_composite import float32_composite
-from ember.ops import batching, layer_norm_split
+from ember.ops import batching, gelu_blocks, layer_norm_split
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
@@ -69,6 +69,8 @@ def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
     kernel = _native_float32(xp, "gelu_f32", x)
     if kernel is not None:  # the formula below in one pass, bit for bit (cpu_math_kernels.py)
         return run_elementwise(kernel, xp.empty(x.shape, x.dtype), x)
+    if xp is np and gelu_blocks.takes(x):  # the same formula in cache-sized blocks (no numba)
+        return gelu_blocks.gelu(x, special_function(xp, "erf"))
     return 0.5 * x * (1.0 + special_function(xp, "erf")(x * _INV_SQRT_2))
 
 
@@ -100,6 +102,8 @@ def _gelu_backward_impl(xp: Any, g: Any, x: Any, approximate: str = "none") -> A
     kernel = _native_float32(xp, "gelu_backward_f32", g, x)
     if kernel is not None:  # computed in float64, rounded once
         return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
+    if xp is np and gelu_blocks.takes(g, x):
+        return gelu_blocks.gelu_backward(g, x, special_function(xp, "erf"))
     cdf = (special_function(xp, "erf")(x * _INV_SQRT_2) + 1.0) * 0.5
     pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
     return g * (cdf + x * pdf)

@@ -211,3 +211,20 @@ def test_cached_kernels_close_over_no_dispatchers():
         kernel = cpu_kernels.get(name)
         cells = [c.cell_contents for c in (kernel.py_func.__closure__ or ())]
         assert not [c for c in cells if isinstance(c, numba.core.dispatcher.Dispatcher)], name
+
+
+def test_blocked_numpy_gelu_is_the_whole_array_formula_bit_for_bit():
+    """Without numba, gelu and its backward run by cache-sized blocks (ember/ops/gelu_blocks.py): the same bits as
+    the whole-array formulas (which a fused graph replays), partial last block and special points included."""
+    from ember.ops import gelu_blocks
+
+    table = lambda t, out=None: cpu_erf_table.erf(t, out)  # noqa: E731 - the NumPy-only erf
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.standard_normal(2 * gelu_blocks.BLOCK + 1234).astype(np.float32) * 4, SPECIAL])
+    g = rng.standard_normal(x.size).astype(np.float32)
+    assert gelu_blocks.takes(g, x) and not gelu_blocks.takes(x[:100])
+    c = 1.0 / math.sqrt(2.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.testing.assert_array_equal(gelu_blocks.gelu(x, table), 0.5 * x * (1.0 + table(x * c)))
+        want = g * ((table(x * c) + 1.0) * 0.5 + x * (np.exp(x * x * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))))
+        np.testing.assert_array_equal(gelu_blocks.gelu_backward(g, x, table), want)
