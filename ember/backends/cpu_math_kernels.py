@@ -1,17 +1,17 @@
-"""Native (numba) float32 kernels for erf, gelu and gelu's backward: one vectorized pass each.
+"""Native (numba) kernels for gelu's backward (erf and tanh forms) and the softmax rows, and the glue of erf/gelu.
 
 SciPy's float32 ``erf`` and libm's scalar ``erf``/``exp`` cost ~12 ns per element (80 ms for one
 GPT MLP activation of 6.3M elements, where PyTorch's gelu takes 3 ms), and the NumPy formula of gelu
-is five more passes over memory. These loops evaluate fitted polynomials (``_fast_math_coeffs.py``,
-made by ``tools/fit_fast_math.py``) in float64 for every piece and select, so LLVM vectorizes them
-(AVX-512/AVX2); each result is rounded once to float32. Accuracy: erf within 1 ulp of the correctly
-rounded value for every float32 (checked exhaustively on a grid in the tests); NaN, +-inf, -0.0 and
-subnormals as SciPy.
+is five more passes over memory. ``erf_f32`` and ``gelu_f32`` are 16-lane float32 vector passes in
+``cpu_vector_rows`` (the pieces of ``_fast_math_coeffs.py``, made by ``tools/fit_fast_math.py``, evaluated in
+float32: erf within 1 ulp of the correctly rounded value for every float32, checked on a grid in the tests; NaN,
++-inf, -0.0 and subnormals as SciPy). The loops here evaluate the same fits in float64 for every piece and
+select, so LLVM vectorizes them; each result is rounded once to float32.
 
 Every kernel works on elements ``[start, stop)`` of flat contiguous arrays and releases the GIL, so
 ``ember.backends.cpu_threads.parallel_for`` runs it on all cores.
 
-``gelu_f32`` computes exactly the NumPy formula of ``ember/ops/nn_ops.py``'s gelu with this erf
+``gelu_f32`` computes exactly the NumPy formula of ``ember/ops/nn_ops.py``'s gelu with that erf
 (``0.5 * x * (1 + erf(x * 0.70710677))``, each operation rounded to float32 in the same order), so
 eager results equal those of a fused graph, which replays that formula. ``gelu_backward_f32`` computes
 ``g * (cdf(x) + x * pdf(x))`` in float64 and rounds once.
@@ -52,8 +52,6 @@ def _polynomial(coeffs: tuple) -> Callable[[float], float]:
 
 def build(numba: Any) -> dict[str, Callable]:
     """The kernels, compiled with ``numba`` (cached on disk)."""
-    from ember.backends.cpu_vector_rows import erf_map, gelu_map  # noqa: PLC0415 - needs numba
-
     njit = numba.njit
     # contract: multiply-adds become FMAs inside the polynomials (2x fewer vector operations). The
     # float32 steps of gelu around erf have no multiply-add pattern, so they round as NumPy's do.
@@ -64,7 +62,7 @@ def build(numba: Any) -> dict[str, Callable]:
 
     # The helpers the cached kernels call are module globals, not closure cells: numba keys its disk cache on the
     # pickled closure, and a dispatcher pickles differently in every process (every run recompiled: 2-8 s).
-    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX, _MAP_CONTIGUOUS
+    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX
 
     @njit(inline="always", fastmath=fast)
     def erf64(x: float) -> float:  # pragma: no cover - compiled
@@ -86,16 +84,6 @@ def build(numba: Any) -> dict[str, Callable]:
             e = e * e
         return e if abs(x) < _EXP_CUTOFF else 0.0
 
-    # erf and gelu in explicit 16-lane float32 vectors (cpu_vector_rows.erf_vector: within 1 ulp, as the float64
-    # pieces were; LLVM vectorized the float64 loop 8 lanes wide and a float32 loop with selects and copysign poorly)
-    @njit(cache=True, nogil=True)
-    def erf_f32(x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        _MAP_CONTIGUOUS(0, x, out, start, stop)
-
-    @njit(cache=True, nogil=True)
-    def gelu_f32(x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        _MAP_CONTIGUOUS(1, x, out, start, stop)
-
     @njit(cache=True, nogil=True, fastmath=fast)
     def gelu_backward_f32(g: Any, x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
         g, x, out = g[start:stop], x[start:stop], out[start:stop]
@@ -107,26 +95,6 @@ def build(numba: Any) -> dict[str, Callable]:
 
     _ERF64, _EXP_NEG_HALF_SQUARE = erf64, exp_neg_half_square
 
-    @njit(inline="always")
-    def map_contiguous(which: int, x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        """erf (``which`` 0) or gelu (1) of ``x[start:stop]`` into ``out[start:stop]``: the vector passes read and
-        write contiguous memory, so strided views go through contiguous copies."""
-        if x.strides[0] == 4 and out.strides[0] == 4:  # the flat arrays of run_elementwise
-            _map_addresses(which, x[start:stop].ctypes.data, out[start:stop].ctypes.data, stop - start)
-            return
-        src = np.ascontiguousarray(x[start:stop])
-        dst = np.empty(stop - start, np.float32)
-        _map_addresses(which, src.ctypes.data, dst.ctypes.data, stop - start)
-        out[start:stop] = dst
-
-    @njit(inline="always")
-    def _map_addresses(which: int, src: Any, dst: Any, n: int) -> None:  # pragma: no cover - compiled
-        if which == 0:
-            erf_map(src, dst, n)
-        else:
-            gelu_map(src, dst, n)
-
-    _MAP_CONTIGUOUS = map_contiguous
     _EXP64, _ROW_MAX = _exp64(numba), _row_max(numba)
 
     # error_model="numpy": numba's default checks every float division for zero, which keeps the loop scalar (4x)
@@ -142,7 +110,8 @@ def build(numba: Any) -> dict[str, Callable]:
             du = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _TANH_A) * v2
             out[i] = np.float32(np.float64(g[i]) * (0.5 * (1.0 + t) * (1.0 + v * (1.0 - t) * du)))
 
-    kernels = {"erf_f32": erf_f32, "gelu_f32": gelu_f32, "gelu_backward_f32": gelu_backward_f32,
+    # erf_f32 and gelu_f32: cpu_vector_rows (16-lane float32 vector passes)
+    kernels = {"gelu_backward_f32": gelu_backward_f32,
                "gelu_tanh_backward_f32": gelu_tanh_backward_f32}
     for name, kernel in _softmax_kernels(numba).items():  # one kernel for both dtypes (numba compiles each)
         kernels[f"{name}_f32"] = kernels[f"{name}_f64"] = kernel
@@ -243,7 +212,7 @@ def _row_max(numba: Any) -> Callable:
 
 
 # Set by build(): the helpers the cached kernels call (module globals: see build).
-_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = _MAP_CONTIGUOUS = None
+_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = None
 # Row kernels: reassociation lets LLVM keep several partial sums (and max) in vector registers; FMAs inside exp.
 _ROWS = {"contract", "reassoc"}
 _LOG2E = 1.0 / math.log(2.0)

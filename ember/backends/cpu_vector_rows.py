@@ -32,10 +32,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import llvmlite.ir as ir
+import numba
 import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ember.backends import _fast_math_coeffs as C
 
 LANES = 16
 _F32, _I32, _I64, _I1 = ir.FloatType(), ir.IntType(32), ir.IntType(64), ir.IntType(1)
@@ -114,8 +117,6 @@ def erf_vector(ops: _Ops, x: Any) -> Any:
     kernels) evaluated in float32, the small one as ``x + x (p(x^2) - 1)`` so the polynomial's rounding is scaled
     by ``erf(x) / x - 1`` (at most 0.13); every piece computed, then selected. Within 0.8 ulp of the exact value
     (so within 1 ulp of the correctly rounded one); erf(-0.0) = -0.0, NaN -> NaN, +-inf -> +-1."""
-    from ember.backends import _fast_math_coeffs as C
-
     b = ops.builder
     sign_bit = ir.Constant(_IVEC, [ir.Constant(_I32, -0x80000000)] * LANES)
     bits = b.bitcast(x, _IVEC)
@@ -318,3 +319,42 @@ def _gelu(ops: _Ops, x: Any) -> Any:
 # dst[:n] = erf(src[:n]) and gelu(src[:n]) (float32, 16 lanes)
 erf_map = _mapping("erf_map", erf_vector)
 gelu_map = _mapping("gelu_map", _gelu)
+
+
+@numba.njit(inline="always")
+def _map_addresses(which, src, dst, n):  # pragma: no cover - compiled
+    if which == 0:
+        erf_map(src, dst, n)
+    else:
+        gelu_map(src, dst, n)
+
+
+@numba.njit(inline="always")
+def _map(which, x, out, start, stop):  # pragma: no cover - compiled
+    """erf (``which`` 0) or gelu (1) of ``x[start:stop]`` into ``out[start:stop]`` (1-D float32): the vector
+    passes read and write contiguous memory, so strided views go through contiguous copies."""
+    if x.strides[0] == 4 and out.strides[0] == 4:  # the flat arrays of run_elementwise
+        _map_addresses(which, x[start:stop].ctypes.data, out[start:stop].ctypes.data, stop - start)
+        return
+    src = np.ascontiguousarray(x[start:stop])
+    dst = np.empty(stop - start, np.float32)
+    _map_addresses(which, src.ctypes.data, dst.ctypes.data, stop - start)
+    out[start:stop] = dst
+
+
+@numba.njit(cache=True, nogil=True)
+def erf_f32(x, out, start, stop):  # pragma: no cover - compiled
+    """``out[start:stop] = erf(x[start:stop])`` (float32, 1-D): ``cpu_math_kernels.erf_float32_first``'s kernel."""
+    _map(0, x, out, start, stop)
+
+
+@numba.njit(cache=True, nogil=True)
+def gelu_f32(x, out, start, stop):  # pragma: no cover - compiled
+    """``out[start:stop] = gelu(x[start:stop])``, bit for bit ``0.5 * x * (1 + erf_f32(x * 0.70710677))``."""
+    _map(1, x, out, start, stop)
+
+
+def build() -> dict[str, Callable]:
+    """``{"erf_f32": ..., "gelu_f32": ...}``: eager gelu and a fused graph's erf (``special_function("erf")`` on
+    float32) run these, so they agree bit for bit. The 16-lane vectors are split in two on AVX2-only CPUs."""
+    return {"erf_f32": erf_f32, "gelu_f32": gelu_f32}
