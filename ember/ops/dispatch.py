@@ -459,7 +459,8 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
             if isinstance(scalar, Tensor):
                 return binary(op, a if a_tensor else scalar, scalar if a_tensor else b)
         kind = tensor._data.dtype.kind
-        if kind != "f" or type(scalar) is not float:  # (a float tensor with a float: nothing to check)
+        if kind != "f" or (type(scalar) is not float and type(scalar) is not int):
+            # (a float tensor with a float or an int, x * 0.5, x ** 2: nothing to check, nothing promotes)
             if kind == "b" or type(scalar) is bool:
                 if op.name == "sub":
                     raise _bool_sub_error()
@@ -473,16 +474,16 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
                         b = scalar
                     else:
                         a = scalar
-        category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
-        if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
-            target = dtypes.result_type(tensor, scalar)
-            if op.float_only and not (target.is_floating_point or target.is_complex):
-                target = dtypes.get_default_dtype()
-            tensor = cast(tensor, target)
-            if a_tensor:
-                a = tensor
-            else:
-                b = tensor
+            category = 0 if kind == "b" else (1 if kind in "iu" else (3 if kind == "c" else 2))
+            if dtypes.scalar_category(scalar) > category or (op.float_only and category < 2):
+                target = dtypes.result_type(tensor, scalar)
+                if op.float_only and not (target.is_floating_point or target.is_complex):
+                    target = dtypes.get_default_dtype()
+                tensor = cast(tensor, target)
+                if a_tensor:
+                    a = tensor
+                else:
+                    b = tensor
     else:
         raise TypeError(f"{op.name}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
     if _GRAPHS.count:
