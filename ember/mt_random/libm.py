@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import _config
-from ember.mt_random import libm_vector
+from ember.mt_random import libm_vector  # (its tables are built at first use)
 
 VECTOR_MIN = 256  # below this, a Python call per element costs less than the vectorized route's setup
 _VECTOR_NAMES = ("log1p", "log", "exp", "tan")

@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import functools
 from decimal import Decimal, localcontext
 from typing import Callable
 
@@ -28,8 +29,9 @@ def _split(value: Decimal) -> tuple[float, float]:
     return hi, float(value - Decimal(hi))
 
 
+@functools.lru_cache(maxsize=1)
 def _tables() -> dict:
-    """exp: 2^(j/256) as two doubles. log, by the top 9 bits of m in [sqrt(2)/2, sqrt(2)) (its lowest exponent
+    """Built at first use (~100 ms of decimal arithmetic, kept out of ``import ember``). exp: 2^(j/256) as two doubles. log, by the top 9 bits of m in [sqrt(2)/2, sqrt(2)) (its lowest exponent
     bit and top 8 mantissa bits): 1/c with 8 significant bits (so that m/c - 1 is exact in a double) and
     -log(1/c) as two doubles. ln 2 and ln2/256 split so that their first part times an integer is exact."""
     with localcontext() as ctx:
@@ -50,7 +52,6 @@ def _tables() -> dict:
                 "ln2_hi": ln2_hi, "ln2_lo": float(ln2 - Decimal(ln2_hi))}
 
 
-_T = _tables()
 _EXP_POLY = (1 / 120, 1 / 24, 1 / 6, 0.5)  # (exp(r) - 1 - r) / r^2, |r| <= 2^-9.5: error < 2^-67
 _LOG_POLY = tuple((-1.0) ** (n + 1) / n for n in range(10, 1, -1))  # (log1p(r) - r) / r^2, |r| <= 2^-7.4
 _POWER = np.int64(0x7FF0000000000000)
@@ -101,6 +102,7 @@ def exp_near(x: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _exp_block(x: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    _T = _tables()
     outside = ~(np.abs(x) <= 708.0)
     x = np.clip(x, -708.0, 708.0)
     k = np.rint(x * (_N / 0.6931471805599453))
@@ -145,6 +147,7 @@ def log_near(x: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _log_block(x: np.ndarray, margin: float) -> tuple[np.ndarray, np.ndarray]:
+    _T = _tables()
     outside = ~(x >= 2.2250738585072014e-308) | np.isinf(x)
     bits = np.where(outside, 1.0, x).view(np.int64)
     # x = 2^e m, sqrt(2)/2 <= m < sqrt(2)
