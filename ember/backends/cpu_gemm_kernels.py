@@ -21,6 +21,11 @@ blocks of ``A`` (96 rows, in L2) and column panels are a numba driver that takes
 integers (one compiled signature for every layout; compiled once, then cached on disk). Edges use masked loads and
 stores, so any shape works without padding copies.
 
+Products of ``PACKED_MIN_ROWS``+ rows run on ``cpu_gemm_blocked.sgemm_packed`` instead, which also copies A
+block by block into a buffer of constant strides and always reads B from panels (why: that module's
+docstring; 10-40% faster on GPT's products); a product whose B is at least twice as wide as A is tall runs as
+``(B^T A^T)^T``, fewer elements to copy. Both drivers give the same bits.
+
 Results: each element of ``C`` is summed in ``k`` order within the k blocks and the blocks added in
 order, so a result does not depend on how the columns were split over threads; the rounding differs
 from OpenBLAS's (both are float32 sums of the same products, ~1e-7 relative).
@@ -42,24 +47,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import llvmlite.binding as llvm
-import llvmlite.ir as ir
 import numba
 import numpy as np
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from ember.backends import cpu_blas, cpu_gemm_choice
+from ember.backends.cpu_gemm_blocked import sgemm_packed
+from ember.backends.cpu_gemm_microkernel import COLUMNS, K_BLOCK, ROWS, VECTORS, _microkernel  # noqa: F401 (re-exported)
 from ember.backends.cpu_gemm_pack import pack_transposed
 from ember.backends.cpu_threads import num_threads, parallel_for
 
-ROWS = 12  # micro-tile rows (broadcast values of A per k)
-VECTORS = 2  # micro-tile columns in 16-wide vectors (32 columns)
-COLUMNS = 16 * VECTORS
-# k values per pass over C, at most (K is cut into equal blocks): fewer passes over C and longer runs of the
-# micro-kernel's loop; 384 measured ~10% faster than 256 on GPT's products (4096 x 384 x 1152: 247 vs 206
-# GFLOP/s, one thread) and the same on W2's
-K_BLOCK = 384
 ROW_BLOCK = 96  # rows of A per block: 96 x 384 floats (144 KB) stay in L2
 
 
@@ -73,98 +69,6 @@ def host_has_avx512() -> bool:
     return bool(features.get("avx512f", False)) and bool(features.get("fma", False))
 
 
-def _microkernel(rows: int, indirect: bool = False) -> Any:
-    """A numba intrinsic ``tile(kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)`` (all 64-bit ints;
-    a, b, c, bias are addresses of float32 data): ``C[:rows, cols] (+)= A[:rows, :kc] @ B[:kc, cols]``, plus
-    ``bias[cols]`` after the sum when ``bias`` is not 0 (the same rounding as adding it afterwards), for the
-    columns whose bits are set in ``mask`` (bit j: column j of the 32), A's element (i, k) at
-    ``a + 4 * (i * sai + k * sak)``, B's row k at ``b + 4 * k * ldb``, C's row i at ``c + 4 * i * ldc``.
-    ``kc`` must be at least 1.
-
-    ``indirect``: ``sai`` and ``ldb`` are addresses of int64 tables instead, A's row i at ``a + 4 * sai[i]``
-    and B's row k at ``b + 4 * ldb[k]`` (offsets in elements): the indirect convolution of
-    ``cpu_indirect_conv_kernels``, whose rows of B are shifted windows of an input plane."""
-    i64, i32, f32 = ir.IntType(64), ir.IntType(32), ir.FloatType()
-    vec, bits = ir.VectorType(f32, 16), ir.VectorType(ir.IntType(1), 16)
-    fptr, vptr = f32.as_pointer(), vec.as_pointer()
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> None:
-        kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias = args
-        module = builder.module
-        fma = cgutils.get_or_insert_function(module, ir.FunctionType(vec, [vec, vec, vec]), "llvm.fma.v16f32")
-        load = cgutils.get_or_insert_function(module, ir.FunctionType(vec, [vptr, i32, bits, vec]),
-                                              "llvm.masked.load.v16f32.p0")
-        store = cgutils.get_or_insert_function(module, ir.FunctionType(ir.VoidType(), [vec, vptr, i32, bits]),
-                                               "llvm.masked.store.v16f32.p0")
-        zero = ir.Constant(vec, None)
-        align = ir.Constant(i32, 4)
-        a_ptr, b_ptr, c_ptr = (builder.inttoptr(x, fptr) for x in (a, b, c))
-        masks = [builder.bitcast(builder.trunc(builder.lshr(mask, ir.Constant(i64, 16 * j)), ir.IntType(16)), bits)
-                 for j in range(VECTORS)]
-        if indirect:  # the rows' offsets are read once, before the loop
-            a_rows, b_rows = builder.inttoptr(sai, i64.as_pointer()), builder.inttoptr(ldb, i64.as_pointer())
-            row_offsets = [builder.load(builder.gep(a_rows, [ir.Constant(i64, i)])) for i in range(rows)]
-        else:
-            row_offsets = [builder.mul(sai, ir.Constant(i64, i)) for i in range(rows)]
-
-        entry = builder.block
-        loop = builder.append_basic_block("gemm_k")
-        done = builder.append_basic_block("gemm_store")
-        builder.branch(loop)
-        builder.position_at_end(loop)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        acc = [[builder.phi(vec) for _ in range(VECTORS)] for _ in range(rows)]
-        for row in acc:
-            for phi in row:
-                phi.add_incoming(zero, entry)
-        b_row = builder.load(builder.gep(b_rows, [k])) if indirect else builder.mul(k, ldb)
-        b_vectors = []
-        for j in range(VECTORS):
-            p = builder.gep(b_ptr, [builder.add(b_row, ir.Constant(i64, 16 * j))])
-            b_vectors.append(builder.call(load, [builder.bitcast(p, vptr), align, masks[j], zero]))
-        a_col = builder.mul(k, sak)
-        new = []
-        for i in range(rows):
-            value = builder.load(builder.gep(a_ptr, [builder.add(a_col, row_offsets[i])]))
-            splat = builder.shuffle_vector(builder.insert_element(ir.Constant(vec, ir.Undefined), value, ir.Constant(i32, 0)),
-                                           ir.Constant(vec, ir.Undefined), ir.Constant(ir.VectorType(i32, 16), None))
-            new.append([builder.call(fma, [splat, b_vectors[j], acc[i][j]]) for j in range(VECTORS)])
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, loop)
-        for i in range(rows):
-            for j in range(VECTORS):
-                acc[i][j].add_incoming(new[i][j], loop)
-        builder.cbranch(builder.icmp_signed("<", k_next, kc), loop, done)
-
-        builder.position_at_end(done)
-        add_old = builder.icmp_signed("!=", accumulate, ir.Constant(i64, 0))
-        has_bias = builder.icmp_signed("!=", bias, ir.Constant(i64, 0))
-        bias_ptr = builder.inttoptr(bias, fptr)
-        no_lanes = ir.Constant(bits, None)
-        bias_vectors = []  # masked-off lanes are not read: no access at all without a bias
-        for j in range(VECTORS):
-            p = builder.bitcast(builder.gep(bias_ptr, [ir.Constant(i64, 16 * j)]), vptr)
-            lanes = builder.select(has_bias, masks[j], no_lanes)
-            bias_vectors.append(builder.call(load, [p, align, lanes, zero]))
-        for i in range(rows):
-            c_row = builder.mul(ldc, ir.Constant(i64, i))
-            for j in range(VECTORS):
-                p = builder.bitcast(builder.gep(c_ptr, [builder.add(c_row, ir.Constant(i64, 16 * j))]), vptr)
-                old = builder.call(load, [p, align, masks[j], zero])
-                value = builder.select(add_old, builder.fadd(old, new[i][j]), new[i][j])
-                value = builder.select(has_bias, builder.fadd(value, bias_vectors[j]), value)
-                builder.call(store, [value, p, align, masks[j]])
-
-    @intrinsic
-    def tile(typingctx: Any, kc: Any, a: Any, sai: Any, sak: Any, b: Any, ldb: Any, c: Any, ldc: Any,
-             accumulate: Any, mask: Any, bias: Any) -> Any:
-        operands = (kc, a, sai, sak, b, ldb, c, ldc, accumulate, mask, bias)
-        if not all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in operands):
-            return None
-        return types.void(*operands), codegen
-
-    return tile
 
 
 t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12 = (_microkernel(r) for r in range(1, ROWS + 1))
@@ -277,6 +181,10 @@ def build() -> dict[str, Callable]:
 # BLAS thread (cpu_blas.SMALL_GEMM_MACS): below it every product runs on one thread, whichever library
 # multiplies, so neither wakes threads that then spin; from it on, every product uses all threads.
 THREADED_MACS = int(cpu_blas.SMALL_GEMM_MACS)
+# Products with this many rows or more run on the driver that packs A as well as B (cpu_gemm_blocked: 10-40%
+# faster on GPT's products, one thread, Intel Xeon); fewer rows do not repay copying a large B into panels (a
+# 65 x 4096 @ 4096 x 384 weight gradient: 0.5-0.8x).
+PACKED_MIN_ROWS = 384
 
 
 def matmul(a: Any, b: Any, bias: Any = None, out: Any = None, local: bool = False) -> Any:
@@ -308,6 +216,11 @@ def _run(a: Any, b: Any, bias: Any, out: Any, threads: int) -> Any:
     questions asked about whether it should (float32 matrices; ``out`` None or usable, else None)."""
     m, k = a.shape
     n = b.shape[1]
+    if bias is None and out is None and m >= PACKED_MIN_ROWS and n >= 2 * m:
+        # C = (B^T A^T)^T: panels of A^T (K x M) instead of B (K x N) and one transpose of C, far less copying
+        # when B is the wider (GPT's 384 x 4096 @ 4096 x 1536 weight gradient: 96 -> 119 GFLOP/s); each element
+        # is the same sum of the same products in the same order: the same bits.
+        return np.ascontiguousarray(_run(b.T, a.T, None, None, threads).T)
     item = 4
     if out is None:
         out = np.empty((m, n), np.float32)
@@ -318,8 +231,15 @@ def _run(a: Any, b: Any, bias: Any, out: Any, threads: int) -> Any:
     a_addr, c_addr = a.ctypes.data, out.ctypes.data
     inside = bias is not None and _usable_bias(bias, n)
     bias_addr = bias.ctypes.data if inside else 0
-    in_place = b.strides[1] == item and b.strides[0] % item == 0
+    both_packed = m >= PACKED_MIN_ROWS  # the driver that packs A too (cpu_gemm_blocked): B always in panels
+    in_place = b.strides[1] == item and b.strides[0] % item == 0 and not both_packed
     packed = None if in_place else np.empty((-(-n // COLUMNS), k, COLUMNS), np.float32)
+
+    def multiply(rows: int, cols: int, a0: int, b_addr: int, ldb: int, panel_stride: int, c0: int, bias0: int) -> None:
+        if both_packed:  # the same sums in the same order as sgemm's: the same bits
+            sgemm_packed(rows, cols, k, a0, sai, sak, b_addr, panel_stride, c0, ldc, bias0)
+        else:
+            sgemm(rows, cols, k, a0, sai, sak, b_addr, ldb, panel_stride, c0, ldc, bias0)
 
     def columns(j0: int, j1: int) -> None:  # out[:, j0:j1], j0 a multiple of 32
         if in_place:
@@ -328,16 +248,14 @@ def _run(a: Any, b: Any, bias: Any, out: Any, threads: int) -> Any:
             p0, p1 = j0 // COLUMNS, -(-j1 // COLUMNS)
             _pack(b, packed, p0, p1)
             b_addr, ldb, panel_stride = packed.ctypes.data + item * p0 * k * COLUMNS, COLUMNS, k * COLUMNS
-        sgemm(m, j1 - j0, k, a_addr, sai, sak, b_addr, ldb, panel_stride, c_addr + item * j0, ldc,
-              bias_addr + item * j0 if bias_addr else 0)
+        multiply(m, j1 - j0, a_addr, b_addr, ldb, panel_stride, c_addr + item * j0, bias_addr + item * j0 if bias_addr else 0)
 
     def rows(i0: int, i1: int) -> None:  # out[i0:i1, :]
         if in_place:
             b_addr, ldb, panel_stride = b.ctypes.data, b.strides[0] // item, COLUMNS
         else:
             b_addr, ldb, panel_stride = packed.ctypes.data, COLUMNS, k * COLUMNS
-        sgemm(i1 - i0, n, k, a_addr + item * i0 * sai, sai, sak, b_addr, ldb, panel_stride, c_addr + item * i0 * ldc, ldc,
-              bias_addr)
+        multiply(i1 - i0, n, a_addr + item * i0 * sai, b_addr, ldb, panel_stride, c_addr + item * i0 * ldc, bias_addr)
 
     panels = -(-n // COLUMNS)
     if threads <= 1:
