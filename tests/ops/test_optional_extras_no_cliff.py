@@ -399,8 +399,9 @@ _EMBER = pathlib.Path(ember.__file__).parent
 OPTIONAL_IMPORTS = {
     "backends/cpu_kernels.py": "every kernel it builds needs a case: test_every_native_kernel_has_a_cliff_case",
     **{f"backends/{name}.py": "kernels built by cpu_kernels (the same guard)" for name in (
-        "cpu_gemm_kernels", "cpu_gemm_pack", "cpu_winograd_kernels", "cpu_direct_conv_kernels",
-        "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels", "cpu_vector_rows")},
+        "cpu_gemm_kernels", "cpu_gemm_blocked", "cpu_gemm_microkernel", "cpu_gemm_pack", "cpu_winograd_kernels",
+        "cpu_direct_conv_kernels", "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels",
+        "cpu_vector_rows")},
     "graph/passes/fuse_numba.py": "compiled elementwise chains: the 'fused where' and 'Adam step' cases",
     "ops/fma.py": "numba_fma inside fused loops: the 'Adam step' case",
     "backends/cpu.py": "SciPy's special functions (SCIPY_FASTER): test_every_scipy_backed_special_function_has_a_cliff_case",
