@@ -186,6 +186,7 @@ def _scan_taps_fast(xpad: np.ndarray, which: np.ndarray, lowest: Any, kernel: tu
     return best
 
 
+_UNPOOL_BYTES = 1 << 18  # float64 sums per group of planes of the NumPy overlapping-window backward
 _SCAN_BYTES = 1 << 19  # padded input per group of planes (with its outputs and buffers, well inside a 2 MiB L2)
 
 
@@ -268,6 +269,16 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
                      max(1, 16384 // max(1, flat_g.shape[1])))
         if any(bad):
             raise IndexError(f"max_pool2d_backward: an index is out of range for a plane of {h}x{w}")
+        return out.reshape(input_shape)
+    if xp is np:  # planes in groups whose float64 sums stay in cache (the same sums: a bin is one plane's pixel)
+        out = np.empty((rows, h * w), dtype=g.dtype)
+        group = max(1, _UNPOOL_BYTES // (8 * h * w))
+        offsets = np.arange(min(group, rows), dtype=flat_idx.dtype)[:, None] * (h * w)
+        for r0 in range(0, rows, group):
+            r1 = min(rows, r0 + group)
+            summed = np.bincount((flat_idx[r0:r1] + offsets[:r1 - r0]).reshape(-1),
+                                 weights=flat_g[r0:r1].reshape(-1), minlength=(r1 - r0) * h * w)
+            out[r0:r1] = summed.reshape(r1 - r0, h * w)
         return out.reshape(input_shape)
     offsets = (xp.arange(rows) * (h * w))[:, None]
     summed = xp.bincount((flat_idx + offsets).reshape(-1), weights=flat_g.reshape(-1), minlength=rows * h * w)
