@@ -64,7 +64,7 @@ def _softmax_row(row, n, s):  # pragma: no cover - compiled
     monotonic) for s >= 0. Returns the sum (NaN for a NaN row)."""
     address = row.ctypes.data
     m = row_max(address, n) * s if s >= 0 else _row_min_scaled(row, n, s)
-    total = exp_sum(address, n, s, m)
+    total = exp_sum(address, address, n, s, m)
     multiply(address, n, _ONE / total)
     return total
 

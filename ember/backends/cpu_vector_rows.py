@@ -1,4 +1,5 @@
-"""Row passes of a float32 softmax in explicit 16-lane (AVX-512) vectors: maximum, exp-and-sum, divide (numba).
+"""Float32 passes in explicit 16-lane (AVX-512) vectors (numba): softmax rows (maximum, exp-and-sum, normalize),
+log_softmax rows, erf and gelu.
 
 Why: numba's loops are vectorized by LLVM, which on AVX-512 CPUs prefers 256-bit vectors (8 lanes) and does not
 vectorize a reduction at all without reassociation, so a softmax over one attention row (128-256 floats) ran its
@@ -8,12 +9,13 @@ maximum and sum one float at a time and its exp 8 lanes at a time: ~130 ns a row
 masked load and store for the row's tail, so any length works without padding.
 
 Numerics: ``row_max`` skips NaN elements (``x > m`` selects; a row with a NaN becomes NaN in the exp pass anyway);
-``exp_sum`` writes ``exp(x * s - m)`` (``x * s`` rounded, then ``- m``) by the branch-free float32 exp of
-``cpu_attention_kernels`` (Cody-Waite reduction, degree-7 Taylor polynomial, within 2 ulp on the softmax's range;
--inf -> 0, NaN -> NaN, results below float32's smallest normal flushed to 0) and returns the sum, summed in 16
-lanes then halved pairwise (a fixed order: the same bits every call); ``divide`` divides (one rounding, as NumPy's
-``p /= p.sum()``), ``multiply`` multiplies (by a reciprocal: PyTorch's CPU softmax and attention kernels normalize
-so).
+``exp_sum`` writes ``exp(x * s - m)`` (``x * s`` rounded, then ``- m``) by a branch-free float32 exp (Cody-Waite
+reduction, degree-7 Taylor polynomial, within 2 ulp on the softmax's range; -inf -> 0, NaN -> NaN, results below
+float32's smallest normal flushed to 0) and returns the sum, summed in 16 lanes then halved pairwise (a fixed order:
+the same bits every call); ``divide`` divides (one rounding, as NumPy's ``p /= p.sum()``), ``multiply`` multiplies
+(by a reciprocal: PyTorch's CPU softmax and attention kernels normalize so). ``erf_vector`` evaluates the float64
+kernels' fitted pieces in float32 (within 0.8 ulp of the exact erf); ``gelu_map`` is gelu's NumPy formula around it,
+operation by operation, so eager gelu equals a fused graph's replay of the formula bit for bit.
 
 Example:
     >>> import numba, numpy as np
@@ -21,7 +23,8 @@ Example:
     >>> @numba.njit
     ... def softmax(row):
     ...     m = row_max(row.ctypes.data, row.size)
-    ...     divide(row.ctypes.data, row.size, exp_sum(row.ctypes.data, row.size, np.float32(1.0), m))
+    ...     total = exp_sum(row.ctypes.data, row.ctypes.data, row.size, np.float32(1.0), m)
+    ...     divide(row.ctypes.data, row.size, total)
     >>> row = np.array([0.0, 1.0, 2.0], np.float32)
     >>> softmax(row)
     >>> bool(abs(row.sum() - 1) < 1e-6)
@@ -219,32 +222,98 @@ def row_max(typingctx: Any, address: Any, n: Any) -> Any:
 
 
 @intrinsic
-def exp_sum(typingctx: Any, address: Any, n: Any, scale: Any, shift: Any) -> Any:
-    """``row[:n] = exp(row[:n] * scale - shift)`` in place (float32; the product rounded before the subtraction,
-    as NumPy's ``scores *= scale; scores -= max``: with ``shift`` the rounded scaled maximum, the maximum's exp is
-    exactly 1, so a saturated row is exactly one-hot) and the sum of the new values (float32, 16 lanes combined
-    pairwise)."""
-    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer) and scale == types.float32
+def exp_sum(typingctx: Any, src: Any, dst: Any, n: Any, scale: Any, shift: Any) -> Any:
+    """``dst[:n] = exp(src[:n] * scale - shift)`` (float32 rows at addresses; ``dst`` may be ``src``: in place),
+    the product rounded before the subtraction, as NumPy's ``scores *= scale; scores -= max``: with ``shift`` the
+    rounded scaled maximum, the maximum's exp is exactly 1, so a saturated row is exactly one-hot. Returns the
+    sum of the new values (float32, 16 lanes combined pairwise)."""
+    if not (all(isinstance(t, types.Integer) for t in (src, dst, n)) and scale == types.float32
             and shift == types.float32):
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         ops = _Ops(builder)
-        address_ = context.cast(builder, args[0], signature.args[0], types.int64)
-        n_ = context.cast(builder, args[1], signature.args[1], types.int64)
-        s, m = _broadcast(builder, args[2]), builder.fneg(_broadcast(builder, args[3]))
+        src_, dst_, n_ = (context.cast(builder, x, t, types.int64) for x, t in zip(args[:3], signature.args[:3]))
+        s, m = _broadcast(builder, args[3]), builder.fneg(_broadcast(builder, args[4]))
         zero = _splat(0.0)
 
         def body(j: Any, mask: Any, state: list) -> list:
-            pointer = _pointer(builder, address_, j)
-            y = ops.exp(builder.fadd(builder.fmul(ops.load(pointer, mask, zero), s), m))
-            ops.store(y, pointer, mask)
+            x = ops.load(_pointer(builder, src_, j), mask, zero)
+            y = ops.exp(builder.fadd(builder.fmul(x, s), m))
+            ops.store(y, _pointer(builder, dst_, j), mask)
             return [builder.fadd(state[0], builder.select(mask, y, zero))]
 
         (total,) = _row_loop(builder, n_, [zero], body)
         return _reduce(builder, total, builder.fadd)
 
-    return types.float32(address, n, scale, shift), codegen
+    return types.float32(src, dst, n, scale, shift), codegen
+
+
+@intrinsic
+def subtract_twice(typingctx: Any, src: Any, dst: Any, n: Any, first: Any, second: Any) -> Any:
+    """``dst[:n] = (src[:n] - first) - second`` (float32 rows at addresses, two roundings in that order: log_softmax's
+    ``(x - max) - log(sum)``, where ``x - max`` is exact near the maximum)."""
+    if not (all(isinstance(t, types.Integer) for t in (src, dst, n)) and first == types.float32
+            and second == types.float32):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ops = _Ops(builder)
+        src_, dst_, n_ = (context.cast(builder, x, t, types.int64) for x, t in zip(args[:3], signature.args[:3]))
+        a, b = _broadcast(builder, args[3]), _broadcast(builder, args[4])
+
+        def body(j: Any, mask: Any, state: list) -> list:
+            x = ops.load(_pointer(builder, src_, j), mask, _splat(0.0))
+            ops.store(builder.fsub(builder.fsub(x, a), b), _pointer(builder, dst_, j), mask)
+            return state
+
+        _row_loop(builder, n_, [], body)
+        return context.get_dummy_value()
+
+    return types.void(src, dst, n, first, second), codegen
+
+
+@intrinsic
+def row_sum(typingctx: Any, address: Any, n: Any) -> Any:
+    """``sum(row[:n])`` of a float32 row at ``address``: 16 lanes, combined pairwise."""
+    if not (isinstance(address, types.Integer) and isinstance(n, types.Integer)):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ops = _Ops(builder)
+        address_, n_ = (context.cast(builder, a, t, types.int64) for a, t in zip(args, signature.args))
+        zero = _splat(0.0)
+
+        def body(j: Any, mask: Any, state: list) -> list:
+            return [builder.fadd(state[0], ops.load(_pointer(builder, address_, j), mask, zero))]
+
+        (total,) = _row_loop(builder, n_, [zero], body)
+        return _reduce(builder, total, builder.fadd)
+
+    return types.float32(address, n), codegen
+
+
+@intrinsic
+def minus_exp_times(typingctx: Any, g: Any, y: Any, dst: Any, n: Any, factor: Any) -> Any:
+    """``dst[:n] = g[:n] - exp(y[:n]) * factor`` (float32 rows at addresses): log_softmax's backward."""
+    if not (all(isinstance(t, types.Integer) for t in (g, y, dst, n)) and factor == types.float32):
+        return None
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        ops = _Ops(builder)
+        g_, y_, dst_, n_ = (context.cast(builder, x, t, types.int64) for x, t in zip(args[:4], signature.args[:4]))
+        f = _broadcast(builder, args[4])
+
+        def body(j: Any, mask: Any, state: list) -> list:
+            gv = ops.load(_pointer(builder, g_, j), mask, _splat(0.0))
+            e = ops.exp(ops.load(_pointer(builder, y_, j), mask, _splat(0.0)))
+            ops.store(builder.fsub(gv, builder.fmul(e, f)), _pointer(builder, dst_, j), mask)
+            return state
+
+        _row_loop(builder, n_, [], body)
+        return context.get_dummy_value()
+
+    return types.void(g, y, dst, n, factor), codegen
 
 
 def _scaling(divides: bool) -> Any:
@@ -354,7 +423,41 @@ def gelu_f32(x, out, start, stop):  # pragma: no cover - compiled
     _map(1, x, out, start, stop)
 
 
+@numba.njit(cache=True, nogil=True)
+def softmax_rows_f32(x, out, r0, r1):  # pragma: no cover - compiled
+    """Rows ``[r0, r1)`` of ``out = softmax(x)`` over the last dim of (rows, n) C-contiguous float32 arrays: the
+    row maximum subtracted, exp and sum in 16 lanes, times the sum's reciprocal (as PyTorch's CPU kernel)."""
+    n = x.shape[1]
+    one = np.float32(1.0)
+    for r in range(r0, r1):
+        src, dst = x[r].ctypes.data, out[r].ctypes.data
+        total = exp_sum(src, dst, n, one, row_max(src, n))
+        multiply(dst, n, one / total)
+
+
+@numba.njit(cache=True, nogil=True)
+def log_softmax_rows_f32(x, out, r0, r1):  # pragma: no cover - compiled
+    """Rows ``[r0, r1)`` of ``out = (x - max) - log(sum(exp(x - max)))`` (float32 (rows, n), C-contiguous): the exps
+    written to ``out`` as scratch and summed in 16 lanes, the log of the sum in float64, rounded once."""
+    n = x.shape[1]
+    one = np.float32(1.0)
+    for r in range(r0, r1):
+        src, dst = x[r].ctypes.data, out[r].ctypes.data
+        top = row_max(src, n)
+        total = exp_sum(src, dst, n, one, top)
+        subtract_twice(src, dst, n, top, np.float32(np.log(np.float64(total))))
+
+
+@numba.njit(cache=True, nogil=True)
+def log_softmax_backward_rows_f32(g, y, out, r0, r1):  # pragma: no cover - compiled
+    """Rows ``[r0, r1)`` of ``out = g - exp(y) * sum(g)`` (float32 (rows, n), C-contiguous), 16 lanes."""
+    n = y.shape[1]
+    for r in range(r0, r1):
+        minus_exp_times(g[r].ctypes.data, y[r].ctypes.data, out[r].ctypes.data, n, row_sum(g[r].ctypes.data, n))
+
+
 def build() -> dict[str, Callable]:
-    """``{"erf_f32": ..., "gelu_f32": ...}``: eager gelu and a fused graph's erf (``special_function("erf")`` on
-    float32) run these, so they agree bit for bit. The 16-lane vectors are split in two on AVX2-only CPUs."""
-    return {"erf_f32": erf_f32, "gelu_f32": gelu_f32}
+    """erf, gelu, softmax and log_softmax rows, log_softmax's backward rows (float32): eager gelu and a fused graph's erf (``special_function("erf")``
+    on float32) run these, so they agree bit for bit. The 16-lane vectors are split in two on AVX2-only CPUs."""
+    return {"erf_f32": erf_f32, "gelu_f32": gelu_f32, "softmax_rows_f32": softmax_rows_f32,
+            "log_softmax_rows_f32": log_softmax_rows_f32, "log_softmax_backward_rows_f32": log_softmax_backward_rows_f32}

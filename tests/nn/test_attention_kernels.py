@@ -118,7 +118,7 @@ def test_vectorized_exp_within_2_ulp():
 
     @numba.njit
     def run(x):
-        return exp_sum(x.ctypes.data, x.size, np.float32(1.0), np.float32(0.0))
+        return exp_sum(x.ctypes.data, x.ctypes.data, x.size, np.float32(1.0), np.float32(0.0))
 
     x = np.concatenate([np.linspace(-87.3, 0.0, 400_001, dtype=np.float32),
                         np.array([-np.inf, -1e30, -88.0, -87.34, 0.0, -0.0, -1e-30], np.float32)])
