@@ -378,7 +378,7 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     check_inplace(t, op_name, recording)
     if t._data.dtype in dtypes.WIDE_UNSIGNED_NP:  # uint16/32/64: torch's short op list (ember/ops/unsigned_ops.py)
         unsigned_ops.check(op, t._data.dtype)
-    if not recording and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other) or (GRAPHS.count and _watched(t))):
+    if not recording and GRAPHS.count and (dispatch.is_symbolic(t) or dispatch.is_symbolic(other) or _watched(t)):
         # the op may be symbolic, or a dispatch mode watches: dispatched, then written
         with grad_mode.no_grad():
             _write(t, dispatch.binary(op, t, other)._data, op_name)

@@ -481,6 +481,8 @@ def _in_dtype(result: Any, dtype: Any) -> Any:
 
 def sum(input: Any, dim: Any = None, keepdim: bool = False,
         *, dtype: Any = None, axis: Any = None, keepdims: Any = None) -> Any:  # noqa: A001
+    if dim is None and keepdim is False and dtype is None and axis is None and keepdims is None:
+        return dispatch.apply(SUM, (input,), {})  # x.sum() (every loss): what _reduce makes of it, directly
     if axis is not None or keepdims is not None:  # NumPy's names, as torch's argument parser
         dim, keepdim = _numpy_names.dim_keepdim("sum", dim, keepdim, axis, keepdims, None)
     if dtype is not None:
