@@ -9,6 +9,11 @@ import torch
 
 import ember
 from ember.backends import cpu_blas, cpu_blas_gemm, cpu_threads
+
+try:  # imported now: first imported inside a test below that patches cpu_threads.num_threads, it would bind the
+    import ember.backends.cpu_gemm_kernels  # noqa: F401  patch for good (``from cpu_threads import num_threads``)
+except ImportError:  # no numba
+    pass
 from ember.ops import nn_ops
 
 pytestmark = pytest.mark.skipif(cpu_blas_gemm._cblas("s") is None, reason="NumPy's BLAS is not an OpenBLAS")
