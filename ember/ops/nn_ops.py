@@ -1076,10 +1076,36 @@ def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = F
     if p == 1.0:
         mask_array = input._device.xp.zeros(tuple(input.shape), dtype=input.dtype.np)
     else:
-        mask_array = ember_random.sample_bernoulli(tuple(input.shape), input.dtype, input.device, None, 1.0 - p)
+        # torch draws `empty_like(input).bernoulli_(1 - p)`: a dense permuted input (the batch_first output of an
+        # LSTM) keeps its layout, and the draws fill memory in order; draw the permuted shape and permute back.
+        perm = _dense_memory_order(input)
+        shape = tuple(input.shape) if perm is None else tuple(input.shape[d] for d in perm)
+        mask_array = ember_random.sample_bernoulli(shape, input.dtype, input.device, None, 1.0 - p)
+        if perm is not None:
+            mask_array = mask_array.transpose(tuple(int(i) for i in np.argsort(perm)))
         mask_array /= mask_array.dtype.type(1.0 - p)  # torch: noise.div_(1 - p), the scalar in the noise's dtype
     mask = _wrap_array(mask_array, input._device)
     return _maybe_inplace(input, lambda t: t * mask, inplace, "dropout_")
+
+
+def _dense_memory_order(t: Any) -> tuple | None:
+    """The dims of a dense, non-overlapping permuted tensor from outermost to innermost in memory (what torch's
+    ``empty_like`` keeps), or None for row-major tensors and layouts torch's ``empty_like`` makes row-major."""
+    try:
+        strides, shape = t.stride(), tuple(t.shape)
+    except Exception:  # noqa: BLE001 (symbolic values and device arrays without strides: row-major draws)
+        return None
+    dims = [d for d in range(len(shape)) if shape[d] != 1]
+    order = sorted(dims, key=lambda d: -strides[d])
+    if order == dims:
+        return None
+    expected = 1
+    for d in reversed(order):  # dense: each stride is the product of the sizes inside it
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    ones = [d for d in range(len(shape)) if shape[d] == 1]
+    return tuple(ones + order)
 
 
 def alpha_dropout(input: Any, p: float = 0.5, training: bool = False, inplace: bool = False) -> Any:
