@@ -398,7 +398,7 @@ class AccumulateGradView:
         return self.variable.register_hook(hook)
 
     def __repr__(self) -> str:
-        return "<AccumulateGrad>"
+        return f"<AccumulateGrad object at {id(self):#x}>"  # as PyTorch's (other nodes print so too)
 
 
 class OpNode(Node):
