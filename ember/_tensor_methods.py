@@ -228,7 +228,13 @@ def _nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
 
     if self._data.dtype in dtypes.WIDE_UNSIGNED_NP:
         unsigned_ops.refuse("nonzero", self)
-    found = self._device.xp.nonzero(self._data)
+    xp = self._device.xp
+    if self._data.ndim == 0:  # torch: a 0-d tensor has 0 or 1 nonzero "rows" of no coordinates
+        count = int(bool(self._data))
+        if as_tuple:
+            return (_wrap_array(xp.zeros((count,), dtype="int64"), self._device),)
+        return _wrap_array(xp.zeros((count, 0), dtype="int64"), self._device)
+    found = xp.nonzero(self._data)
     if as_tuple:
         return tuple(_wrap_array(a.astype("int64"), self._device) for a in found)
     return _wrap_array(self._device.xp.stack(found, axis=1).astype("int64"), self._device)

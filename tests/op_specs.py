@@ -269,6 +269,14 @@ SPECS += [
     OpSpec("grad_mask", ("grad_mask",), lambda g, m: ember.ops.elementwise.grad_mask(g, m),
            lambda g, m: g * m, [((3, 4), (3, 4)), ((2, 3), (3,)), ((), ())], diff=(0,),
            fixed={1: lambda rng, shapes: rng.random(shapes[1]) < 0.5}),
+    # internal joins (ember/ops/grad_join.py): the value unchanged; d/dx is 0 (zero join) or a scale no finite
+    # difference sees (the scaled join's own check: tests/trust/test_trust_zero_gradients_vs_torch.py)
+    OpSpec("zero_grad_join", ("zero_grad_join",), lambda v, x: ember.ops.grad_join.dispatch.apply(
+        ember.ops.grad_join.ZERO_GRAD_JOIN, (v, x)), lambda v, x: v, [((3, 4), (3, 4)), ((2, 3), (3,)), ((), ())],
+        low_precision=False),
+    OpSpec("scaled_grad_join", ("scaled_grad_join",), lambda v, x, s: ember.ops.grad_join.dispatch.apply(
+        ember.ops.grad_join.SCALED_GRAD_JOIN, (v, x, s)), lambda v, x, s: v, [((3, 4), (3, 4), (3, 4)), ((), (), ())],
+        diff=(0,), low_precision=False),
     OpSpec("relu_grad", ("relu_grad",), lambda g, o: ember.ops.elementwise.relu_grad(g, o),
            lambda g, o: np.where(o > 0, g, 0), [((3, 4), (3, 4)), ((), ()), ((0, 2), (0, 2))], diff=(0,)),
     OpSpec("where_scalar", ("where",), lambda c, x: ember.where(c, x, 0.5), lambda c, x: np.where(c, x, 0.5),

@@ -27,6 +27,7 @@ from ember.ops.nn_ops import pad as _pad
 from ember.ops.pooling import avg_pool2d, max_pool2d
 from ember.ops.views import stack
 from ember.amp.policy import autocast_policy
+from ember.ops.conv_dtypes import conv_other_dtypes
 
 
 def _check_conv3d(x: Any, w: Any, bias: Any, groups: int, input_shape: tuple) -> None:
@@ -53,6 +54,10 @@ def _pads3(padding: Any, kernel: tuple, stride: tuple, dilation: tuple) -> tuple
 def conv3d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """3-D convolution (cross-correlation) over (N, C, D, H, W) or (C, D, H, W), as ``torch.nn.functional``."""
+    if not input.dtype.is_floating_point:  # integer/complex: torch computes them (ember/ops/conv_dtypes.py)
+        other = conv_other_dtypes(conv3d, input, weight, bias, (stride, padding, dilation, groups))
+        if other is not None:
+            return other
     unbatched = input.ndim == 4
     x = input.unsqueeze(0) if unbatched else input
     _check_conv3d(x, weight, bias, groups, tuple(input.shape))

@@ -34,7 +34,7 @@ def make_complex(xp: Any, re: Any, im: Any) -> Any:
     return pairs.view(target)[..., 0]
 
 
-# ---- view_as_real / view_as_complex (copies in ember; PyTorch's share memory: docs/complex-fft.md) ----------
+# ---- view_as_real / view_as_complex: views of the same memory, as torch's (a write through one reaches the other) --
 def _view_as_real_rule(x: Spec) -> Spec:
     return Spec(tuple(x.shape) + (2,), x.dtype.to_real(), x.device)
 
@@ -43,16 +43,34 @@ def _view_as_complex_rule(x: Spec) -> Spec:
     return Spec(tuple(x.shape[:-1]), x.dtype.to_complex(), x.device)
 
 
+def _as_real(xp: Any, x: Any) -> Any:
+    """The (real, imag) pairs of ``x``'s memory: a trailing axis of size 1 reinterpreted as two reals (any strides)."""
+    return xp.asarray(x)[..., None].view(xp.real(xp.zeros((), dtype=x.dtype)).dtype)
+
+
+def _as_complex(xp: Any, x: Any) -> Any:
+    """Adjacent (real, imag) pairs as complex numbers (the last axis has stride 1: checked by the caller)."""
+    return x.view(xp.complex128 if x.dtype == xp.float64 else xp.complex64)[..., 0]
+
+
+def _pairs_grad(g: Any) -> Any:
+    """view_as_real's gradient: the pairs of ``g`` as complex numbers (a new tensor: ``g`` may have any strides)."""
+    return complex(views.select(g, -1, 0), views.select(g, -1, 1))
+
+
 VIEW_AS_REAL = register(OpDef(
     name="view_as_real", batch="leading", category="movement", save="none", shape_rule=_view_as_real_rule,
-    impl=lambda xp, x: xp.stack((xp.real(x), xp.imag(x)), axis=-1), onnx=to_onnx.same_pairs,
-    vjp=(lambda ctx, g: view_as_complex(g),),
+    impl=_as_real, onnx=to_onnx.same_pairs, view=True,
+    vjp=(lambda ctx, g: _pairs_grad(g),),
 ))
 VIEW_AS_COMPLEX = register(OpDef(
     name="view_as_complex", batch="leading", category="movement", save="none", shape_rule=_view_as_complex_rule,
-    impl=lambda xp, x: make_complex(xp, x[..., 0], x[..., 1]), onnx=to_onnx.same_pairs,
-    vjp=(lambda ctx, g: view_as_real(g),),
+    impl=_as_complex, onnx=to_onnx.same_pairs, view=True,
+    vjp=(lambda ctx, g: views.stack([real_part(g), imag_part(g)], -1),),
 ))
+# In-place writes through these views of a tensor that requires grad are refused (ember/ops/inplace.py): the
+# CopySlices record replays views on element positions, which a dtype-changing view has no counterpart for.
+DTYPE_VIEWS = frozenset(("view_as_real", "view_as_complex"))
 
 
 def view_as_real(input: Any) -> Any:
@@ -74,6 +92,12 @@ def view_as_complex(input: Any) -> Any:
     if input.stride(-1) != 1:  # torch's view needs (real, imag) pairs adjacent in memory
         raise RuntimeError(f"view_as_complex: Tensor must have a last dimension with stride 1, got strides "
                            f"{tuple(input.stride())}; call .contiguous() first")
+    if any(st % 2 for st in input.stride()[:-1]):
+        raise RuntimeError(f"view_as_complex: Tensor must have a stride divisible by 2 for all but last dimension, "
+                           f"got strides {tuple(input.stride())}; call .contiguous() first")
+    if input.storage_offset() % 2:
+        raise RuntimeError(f"view_as_complex: Tensor must have a storage_offset divisible by 2, got "
+                           f"{input.storage_offset()}; call .contiguous() first")
     return dispatch.apply(VIEW_AS_COMPLEX, (input,))
 
 

@@ -38,6 +38,7 @@ from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
+from ember.ops.conv_dtypes import conv_other_dtypes
 from ember.autograd.node import named_backward
 
 
@@ -843,6 +844,10 @@ def _resolve_padding(op: str, padding: Any, kernel: tuple, stride: tuple, dilati
 def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """2-D convolution (cross-correlation) over an (N, C, H, W) or (C, H, W) input, as ``torch.nn.functional``."""
+    if not input.dtype.is_floating_point:  # integer/complex: torch computes them (ember/ops/conv_dtypes.py)
+        other = conv_other_dtypes(conv2d, input, weight, bias, (stride, padding, dilation, groups))
+        if other is not None:
+            return other
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
     _check_inputs("conv2d", x, weight, bias, groups, 2)
@@ -863,6 +868,10 @@ def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
     """1-D convolution over (N, C, L) or (C, L), run as a 2-D convolution of height 1."""
+    if not input.dtype.is_floating_point:  # integer/complex: torch computes them (ember/ops/conv_dtypes.py)
+        other = conv_other_dtypes(conv1d, input, weight, bias, (stride, padding, dilation, groups))
+        if other is not None:
+            return other
     unbatched = input.ndim == 2
     x = input.unsqueeze(0) if unbatched else input
     _check_inputs("conv1d", x, weight, bias, groups, 1)

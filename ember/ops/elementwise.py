@@ -15,6 +15,7 @@ from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch, float8_ops, layout, value_check
+from ember.autograd import grad_mode
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
@@ -239,7 +240,37 @@ ERF = _unary("erf", lambda xp, x: real_only("erf", x) or special_function(xp, "e
 def _zero_grad(ctx: Any, g: Any) -> tuple:
     """PyTorch's zeros_like(grad) for piecewise-constant ops: 0 also where the upstream is inf or NaN (g * 0 is
     NaN there, which reached lp_pool's input through sign(0) * relu(0) ** 0.5)."""
-    return (grad_mask(g * 0, isfinite(g)),)
+    return (grad_mask(abs(g) * 0, isfinite(g)),)  # abs: +0 as torch's zeros, not -0 where g < 0
+
+
+def _zero_grads(ctx: Any, g: Any) -> tuple:
+    """Zeros of each tensor input's shape (torch's gradient of ``div(rounding_mode='floor')``, ``x // y``)."""
+    zero = _zero_grad(ctx, g)[0]
+    return tuple(None if shape is None else sum_to(zero, tuple(shape)) for shape in ctx.input_meta)
+
+
+def _join_value(xp: Any, value: Any, *rest: Any, **attrs: Any) -> Any:
+    return value.copy()  # new memory: the graph planner may reuse a record's output buffer
+
+
+def _join_onnx(b: Any, n: Any) -> str:
+    return b.node("Identity", [n.inputs[0]])
+
+
+# Values computed outside autograd, joined to the inputs torch differentiates (ember/ops/grad_join.py's helpers):
+# ``g`` passes on to the value's own history, zeros (or ``g * scale``, ``g / scale``) to ``x``.
+ZERO_GRAD_JOIN = register(OpDef(
+    name="zero_grad_join", category="binary", impl=_join_value, save="none", onnx=_join_onnx,
+    vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(_zero_grad(ctx, g)[0], tuple(ctx.input_meta[1]))),
+    shape_rule=elementwise_rule(),
+    doc="value, with a zero gradient to x (ops whose derivative is 0 everywhere, as torch's).",
+))
+SCALED_GRAD_JOIN = register(OpDef(
+    name="scaled_grad_join", category="ternary", impl=_join_value, save="inputs", nondiff_inputs=(2,), onnx=_join_onnx,
+    vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(g / ctx.inputs[2] if ctx.attrs.get("divide") else g * ctx.inputs[2],
+                                                 tuple(ctx.input_meta[1])), lambda ctx, g: None),
+    shape_rule=elementwise_rule(), doc="value, with the gradient g * scale (or g / scale) to x.",
+))
 
 
 SIGN = _unary("sign", lambda xp, x: _no_complex("sign (use sgn for complex tensors)", x) or (
@@ -370,8 +401,8 @@ def _checked_int_division(op: str, fn: str) -> Any:
     return impl
 
 
-FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), None,
-                       onnx=to_onnx.floor_divide)
+FLOOR_DIVIDE = _binary("floor_divide", _checked_int_division("floor_divide", "floor_divide"), _zero_grads,
+                       save="none", onnx=to_onnx.floor_divide)
 _remainder_core = _checked_int_division("remainder", "remainder")
 
 
@@ -828,8 +859,13 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
             r = dispatch.binary(REMAINDER, input, other)
             inexact = logical_and(r != 0, q < 0)  # a negative quotient with a fraction: trunc = floor + 1
             return q + inexact.to(q.dtype)
-        q = dispatch.binary(DIV, input, other)
-        return where(q < 0, ceil(q), floor(q))
+        with grad_mode.no_grad():
+            q = dispatch.binary(DIV, input, other)
+            q = where(q < 0, ceil(q), floor(q))
+        for v in (input, other):  # torch's zero gradient (+0: not g * 0 through div)
+            if isinstance(v, dispatch.Tensor) and v.requires_grad and grad_mode.is_grad_enabled():
+                q = dispatch.apply(ZERO_GRAD_JOIN, (q, v))
+        return q
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 
 

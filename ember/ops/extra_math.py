@@ -314,6 +314,8 @@ def frac(input: Any) -> Any:
 def logit(input: Any, eps: float | None = None) -> Any:
     """log(p / (1 - p)), with p clamped to [eps, 1 - eps] when eps is given."""
     ew.real_only("logit", input)
+    if isinstance(input, dispatch.Tensor) and not input.dtype.is_floating_point:  # bool/int: torch's float result
+        input = input.to(dtypes.get_default_dtype())
     p = input if eps is None else ew.clamp(input, eps, 1 - eps)
     # log p - log1p(-p): the gradient 1/p + 1/(1 - p) is inf at 0 and 1 (PyTorch's), not 0 * inf = NaN.
     return ew.log(p) - ew.log1p(-p)
@@ -622,7 +624,14 @@ def tensordot(a: Any, b: Any, dims: Any = 2) -> Any:
         dims_a, dims_b = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in dims)
     dims_a = [d % a.ndim for d in dims_a] if a.ndim else []
     dims_b = [d % b.ndim for d in dims_b] if b.ndim else []
-    if len(dims_a) != len(dims_b) or any(a.shape[i] != b.shape[j] for i, j in zip(dims_a, dims_b)):
+    pairs = list(zip(dims_a, dims_b))
+    if len(dims_a) == len(dims_b) and any(a.shape[i] != b.shape[j] for i, j in pairs):
+        # torch broadcasts a size-1 dim against its partner (its sum then counts the one slice n times)
+        a = a.expand(tuple(b.shape[dict(pairs)[d]] if d in dims_a and a.shape[d] == 1 else n
+                           for d, n in enumerate(a.shape)))
+        b = b.expand(tuple(a.shape[dict((j, i) for i, j in pairs)[d]] if d in dims_b and n == 1 else n
+                           for d, n in enumerate(b.shape)))
+    if len(dims_a) != len(dims_b) or any(a.shape[i] != b.shape[j] for i, j in pairs):
         raise RuntimeError(f"tensordot: contracted dims {dims_a} of {tuple(a.shape)} and {dims_b} of "
                            f"{tuple(b.shape)} must pair up with equal sizes")
     free_a = [d for d in range(a.ndim) if d not in dims_a]

@@ -29,6 +29,7 @@ from ember.ops.registry import OpDef
 from ember.dtypes import from_numpy_dtype
 from ember.ops.elementwise import where
 from ember.ops.views import COPY_SLICES, VIEW_REPLAY, plain_steps
+from ember.ops.complex_ops import DTYPE_VIEWS
 
 _OVERLAP_MESSAGE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single memory "
@@ -76,6 +77,11 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
             "of a function that returns multiple views. Such functions do not allow the output views to be modified "
             "inplace. You should replace the inplace operation by an out-of-place one."
         )
+    if _through_dtype_view(t):
+        raise RuntimeError(
+            f"{op_name}: in-place change through view_as_real/view_as_complex of a tensor that requires grad: ember "
+            "cannot record it (its CopySlices replays views element by element); write into the base tensor, or "
+            "change a .clone() of the view and rebuild the base with ember.complex / ember.view_as_complex.")
     if _graph_value(t) or _graph_value(base):  # a TracingError: ember.compile runs it eagerly
         raise interpreters.TracingError(
             f"{op_name}: in-place changes of a view of a tensor that requires grad are not supported while a graph "
@@ -84,6 +90,12 @@ def check_inplace(t: Any, op_name: str, recording: bool) -> None:
         )
     if not _writeable(t):
         raise RuntimeError(f"{op_name}: {_OVERLAP_MESSAGE}")
+
+
+def _through_dtype_view(t: Any) -> bool:
+    """Whether ``t`` is (a view of) a view_as_real/view_as_complex of its base."""
+    steps = t._view_fn[0] if t._view_fn else None
+    return bool(steps) and any(op.name in DTYPE_VIEWS for op, _ in steps)
 
 
 def _graph_value(t: Any) -> bool:
@@ -340,6 +352,8 @@ def _refresh_views(base: Any, written: Any) -> None:
         kept.append(ref)
         if other is written or other._base is not base or other._view_fn[1] == "no_grad":
             continue
+        if _through_dtype_view(other):
+            continue  # not re-derivable (see check_inplace): it keeps the history it was made with
         if written is not None and not overlap(other._data, written._data):
             continue  # untouched elements: the old history is still exact
         _replay_into(other, base, plain_steps(other._view_fn[0]))

@@ -42,7 +42,8 @@ def _stacked_outer(xp: Any, a: Any, b: Any) -> Any:
     gradients under vmap): the backend's ``outer_rows`` kernel (numba: one pass, 4-5x einsum at 256 x 64 x 32)
     or one einsum (NumPy's stacked matmul calls one tiny GEMM per matrix, 10x slower than einsum)."""
     lead, rows, cols = a.shape[:-2], a.shape[-2], b.shape[-1]
-    return outer_rows(xp, a.reshape(-1, rows), b.reshape(-1, cols)).reshape(lead + (rows, cols))
+    count = int(np.prod(lead, dtype=np.int64))  # not -1: rows or cols may be 0
+    return outer_rows(xp, a.reshape(count, rows), b.reshape(count, cols)).reshape(lead + (rows, cols))
 
 
 def outer_rows(xp: Any, a: Any, b: Any) -> Any:

@@ -13,6 +13,8 @@ Example:
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -67,9 +69,9 @@ def lu_xp(xp: Any, a: Any) -> tuple:
     k = min(m, n)
     batch = lu.shape[:-2]
     piv = xp.zeros(batch + (k,), dtype=xp.int32)
-    flat = lu.reshape((-1, m, n))
+    flat = lu.reshape((math.prod(lu.shape[:-2]), m, n))
     rows = xp.arange(flat.shape[0])
-    flat_piv = piv.reshape((-1, k))
+    flat_piv = piv.reshape((math.prod(piv.shape[:-1]), k))
     complex_ = lu.dtype.kind == "c"
     for j in range(k):
         column = flat[:, j:, j]
@@ -90,7 +92,7 @@ def lu_xp(xp: Any, a: Any) -> tuple:
 def first_zero_pivot(xp: Any, a: Any) -> list:
     """For each matrix of the batch, the 1-based index of the first zero diagonal element of U (0 if none)."""
     lu, _ = lu_xp(xp, a)
-    diag = xp.diagonal(lu, 0, -2, -1).reshape((-1, min(lu.shape[-2:])))
+    diag = xp.diagonal(lu, 0, -2, -1).reshape((math.prod(lu.shape[:-2]), min(lu.shape[-2:])))
     out = []
     for row in (diag == 0).tolist():
         out.append(row.index(True) + 1 if True in row else 0)

@@ -21,6 +21,8 @@ Example:
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -388,7 +390,7 @@ LU_FACTOR = register(OpDef(
 def _lu_perm_impl(xp: Any, pivots: Any, m: int, dtype: str) -> Any:
     k = pivots.shape[-1]
     batch = pivots.shape[:-1]
-    flat = pivots.reshape((-1, k)).astype(xp.int64) - 1
+    flat = pivots.reshape((math.prod(pivots.shape[:-1]), k)).astype(xp.int64) - 1
     perm = xp.broadcast_to(xp.arange(m), (flat.shape[0], m)).copy()
     rows = xp.arange(flat.shape[0])
     for j in range(k):

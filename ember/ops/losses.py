@@ -336,9 +336,9 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
     reduction = _reduction("multi_margin_loss", reduction, size_average, reduce)
     if p not in (1, 2):
         raise ValueError(f"multi_margin_loss: only p == 1 and p == 2 supported, got {p}")
-    scalar = input.ndim == 1
-    x = input.unsqueeze(0) if scalar else input
-    t = target.reshape(1) if scalar else target
+    scalar = input.ndim <= 1  # (C,) or a 0-d input (one class, as torch)
+    x = input.reshape(1, -1) if scalar else input
+    t = target.reshape(1) if scalar and target.ndim <= 1 else target
     if x.ndim != 2 or t.ndim != 1 or t.shape[0] != x.shape[0]:
         raise ValueError(f"multi_margin_loss: expected input (N, C) and target (N,), got {tuple(input.shape)} and "
                          f"{tuple(target.shape)}")

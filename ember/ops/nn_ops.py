@@ -1025,7 +1025,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if n * c // num_groups * math.prod(input.shape[2:]) == 1:  # PyTorch's _verify_batch_size on (N*C/G, G, ...)
         raise ValueError(f"group_norm: Expected more than 1 value per channel when training, got input size "
                          f"{[n * c // num_groups, num_groups] + list(input.shape[2:])}")
-    grouped = input.reshape(n, num_groups, -1)  # the layer_norm primitive over each group (as instance_norm)
+    grouped = input.reshape(n, num_groups, c // num_groups * math.prod(input.shape[2:]))  # (no -1: n may be 0)
     out = layer_norm(grouped, (grouped.shape[-1],), eps=eps).reshape(tuple(input.shape))
     view = (1, c) + (1,) * (input.ndim - 2)
     if weight is not None:

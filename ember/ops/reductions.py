@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np  # np.errstate (the float32 pass may overflow before its float64 redo); the CPU fast path; np.integer
 
 from ember import _numpy_names, dtypes, return_types
-from ember.ops import dispatch, elementwise
+from ember.ops import dispatch, elementwise, grad_join
 from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.array_views import broadcast_view
@@ -826,8 +826,8 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         return amin(absolute(input), dims if dims is not None else (), keepdim=keepdim)
     if p == 1:
         return sum(absolute(input), dims, keepdim=keepdim)
-    if p == 0:
-        return sum((input != 0).to(input.dtype), dims, keepdim=keepdim)
+    if p == 0:  # a zero gradient, as torch's (its result requires grad)
+        return sum(grad_join.zero_grad_join((input != 0).to(input.dtype), input), dims, keepdim=keepdim)
 
     if p < 0 and input.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm (norm): cannot compute the {p} norm on an empty tensor because the "

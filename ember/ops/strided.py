@@ -68,8 +68,15 @@ def _as_strided_impl(xp: Any, x: Any, size: tuple, stride: tuple, offset: int, i
         while isinstance(owner.base, np.ndarray):
             owner = owner.base
         start = x.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
-        out = np.ndarray(size, x.dtype, buffer=owner, offset=start + offset * itemsize,
-                         strides=tuple(s * itemsize for s in stride))
+        byte_strides = tuple(s * itemsize for s in stride)
+        try:
+            out = np.ndarray(size, x.dtype, buffer=owner, offset=start + offset * itemsize, strides=byte_strides)
+        except (TypeError, ValueError):  # an owner that is not one contiguous buffer (NumPy's own strided views)
+            if offset < 0:
+                raise
+            tricks = np.lib.stride_tricks
+            first = tricks.as_strided(x, shape=(offset + 1,), strides=(itemsize,))[offset:]  # x's memory + offset
+            out = tricks.as_strided(first, shape=size, strides=byte_strides)
         if (_overlaps(size, stride) or not x.flags.writeable) and out.flags.writeable:
             out.flags.writeable = False
         return out

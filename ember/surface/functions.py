@@ -30,7 +30,7 @@ from ember.ops.sorting import sort
 from ember.ops.views import (cat, chunk, flip, gather, hstack, index_select, narrow, scatter, scatter_add, split,
     stack, unbind, vstack)
 from ember.tensor import Size
-from ember.ops import dispatch as _dispatch, extra_math as _extra_math
+from ember.ops import dispatch as _dispatch, extra_math as _extra_math, grad_join as _grad_join
 from ember.surface.scatter_reduce_grad import ScatterReduceExtreme
 from ember.tensor import Tensor
 
@@ -192,8 +192,9 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
     n = input.shape[0]
     chooser = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     rows = list(chooser(range(n), r))
-    if not rows:
-        return empty(0, r, dtype=input.dtype) if r > 0 else empty(0, dtype=input.dtype)
+    if not rows:  # an empty result that requires grad when the input does (torch's)
+        result = empty(0, r, dtype=input.dtype) if r > 0 else empty(0, dtype=input.dtype)
+        return _grad_join.zero_grad_join(result, input)
     index = tensor(rows, dtype=int64, device=input.device)
     return input[index]
 
@@ -470,7 +471,7 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
         n >>= 1
         if n:
             base = base @ base
-    return out
+    return _grad_join.zero_grad_join(out, input) if out is not input else out  # A**0: torch's zero gradient
 
 
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
@@ -560,12 +561,15 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Te
                            f"got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices; "
                            f"unsqueeze the indices to the input's rank")
     size = input.numel() if dim is None else input.shape[dim % input.ndim]
-    if indices.numel() and (int(indices.max()) >= size or int(indices.min()) < -size):
+    lowest = 0 if dim is None else -size  # torch wraps negative indices along a dim; the flat gather refuses them
+    if indices.numel() and (int(indices.max()) >= size or int(indices.min()) < lowest):
         bad = int(indices.max()) if int(indices.max()) >= size else int(indices.min())
-        raise RuntimeError(f"take_along_dim: index {bad} is out of bounds for dimension {dim} with size {size}")
+        raise RuntimeError(f"take_along_dim: index {bad} is out of bounds for dimension {dim or 0} with size {size}")
     if dim is None:
         return input.reshape(-1)[indices.reshape(-1)]
     dim = dim % input.ndim
+    if indices.numel() and int(indices.min()) < 0:
+        indices = indices + (indices < 0).to(indices.dtype) * size
     shape = list(broadcast_shapes(input.shape[:dim] + (1,) + input.shape[dim + 1:],
                                   indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
     src_shape, idx_shape = list(shape), list(shape)
@@ -1114,10 +1118,13 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
+    """torch's gradient: ``g`` to ``input``, zeros to ``other``."""
     other = _t(other, input)
     target = result_type(input, other).np  # torch's promotion: a 0-d operand does not widen the result
-    return _wrap(_xp(input).nextafter(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
-                 input)
+    out = _wrap(_xp(input).nextafter(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
+                input)
+    out = _grad_join.scaled_grad_join(out, input, _wrap(_xp(input).ones((), dtype=target), input))
+    return _grad_join.zero_grad_join(out, other)
 
 
 
@@ -1125,8 +1132,14 @@ def nextafter(input: Tensor, other: Tensor) -> Tensor:
 def frexp(input: Tensor) -> tuple:
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    mantissa, exponent = _xp(input).frexp(input._data)
-    return return_types.make(return_types.frexp, _wrap(mantissa, input), _wrap(exponent.astype(_xp(input).int32), input))
+    xp = _xp(input)
+    mantissa, exponent = xp.frexp(input._data)
+    # torch's gradient of the mantissa: g / exp2(exponent), its int32 exponent's exp2 taken in float32 (so float64
+    # inputs beyond float32's range get 0 above 2**128 and inf below 2**-149, as in torch)
+    with np.errstate(over="ignore", under="ignore"):
+        scale = _wrap(xp.ldexp(xp.ones((), dtype=xp.float32), exponent), input)
+    mantissa = _grad_join.scaled_grad_join(_wrap(mantissa, input), input, scale, divide=True)
+    return return_types.make(return_types.frexp, mantissa, _wrap(exponent.astype(xp.int32), input))
 
 
 def _tri_indices(row: int, col: int, offset: int, upper: bool, dtype: Any, device: Any) -> Tensor:
@@ -1266,7 +1279,11 @@ def is_signed(input: Tensor) -> bool:
 
 
 def fill(input: Tensor, value: Any) -> Tensor:
-    return full_like(input, value.item() if isinstance(value, Tensor) else value)
+    """torch's gradient: zeros to ``input``, the sum of ``g`` to a tensor ``value``."""
+    out = _grad_join.zero_grad_join(full_like(input, value.item() if isinstance(value, Tensor) else value), input)
+    if isinstance(value, Tensor):
+        out = _grad_join.scaled_grad_join(out, value, ones_like(out, requires_grad=False))
+    return out
 
 
 def zero_(input: Tensor) -> Tensor:

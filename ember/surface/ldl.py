@@ -119,7 +119,7 @@ def ldl_factor_xp(xp: Any, A: Any, hermitian: bool = False) -> tuple:
     """(LD, int32 pivots, int32 info) for a batch of symmetric (or, complex and ``hermitian``, Hermitian) matrices
     (the lower triangles are read)."""
     n = A.shape[-1]
-    flat = A.reshape((-1, n, n))
+    flat = A.reshape((math.prod(A.shape[:-2]), n, n))
     results = [_factor_one(xp, flat[b], hermitian) for b in range(flat.shape[0])]
     LD = xp.stack([r[0] for r in results]).reshape(A.shape) if results else A.copy()
     piv = xp.asarray([r[1] for r in results], dtype=xp.int32).reshape(A.shape[:-1])
@@ -174,9 +174,9 @@ def ldl_solve_xp(xp: Any, LD: Any, pivots: Any, B: Any, hermitian: bool = False)
     """X with A X = B from :func:`ldl_factor_xp`'s output; batch dimensions broadcast."""
     batch = np.broadcast_shapes(LD.shape[:-2], B.shape[:-2])
     n, k = LD.shape[-1], B.shape[-1]
-    LDb = xp.broadcast_to(LD, batch + (n, n)).reshape((-1, n, n))
-    Pb = xp.broadcast_to(pivots, batch + (n,)).reshape((-1, n))
-    Bb = xp.broadcast_to(B, batch + (n, k)).reshape((-1, n, k))
+    LDb = xp.broadcast_to(LD, batch + (n, n)).reshape((math.prod(batch), n, n))
+    Pb = xp.broadcast_to(pivots, batch + (n,)).reshape((math.prod(batch), n))
+    Bb = xp.broadcast_to(B, batch + (n, k)).reshape((math.prod(batch), n, k))
     dtype = xp.result_type(LD.dtype, B.dtype)
     out = [_solve_one(xp, LDb[i], [int(p) for p in Pb[i].tolist()], Bb[i].astype(dtype), hermitian)
            for i in range(LDb.shape[0])]

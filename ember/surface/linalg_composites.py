@@ -19,7 +19,7 @@ from ember import dtypes, return_types
 from ember.amp.policy import autocast_policy
 from ember.creation import eye, ones, tensor as _tensor, zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
-from ember.ops import reductions as _red
+from ember.ops import reductions as _red, grad_join as _grad_join
 from ember.ops.views import cat
 from ember.surface import functions as _functions
 from ember.surface.ldl import ldl_factor_xp, ldl_solve_xp
@@ -71,7 +71,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     if ord == -_INF:
         return a.amin(dim=dims, keepdim=keepdim)
     if ord == 0:
-        return (x != 0).to(a.dtype).sum(dim=dims, keepdim=keepdim)
+        return _grad_join.zero_grad_join((x != 0).to(a.dtype), x).sum(dim=dims, keepdim=keepdim)  # torch: 0 grad
     if ord == 1:
         return a.sum(dim=dims, keepdim=keepdim)
     return _red.norm(x, float(ord), dim=dims, keepdim=keepdim)
@@ -214,7 +214,7 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> T
         dims = [d % A.ndim for d in dims]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
     rest = tuple(A.shape[B.ndim:])
-    if math.prod(A.shape[:B.ndim]) != math.prod(rest) or tuple(A.shape[:B.ndim]) != tuple(B.shape):
+    if math.prod(A.shape[:B.ndim]) != math.prod(rest):  # torch checks sizes only: B is reshaped to a vector
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {math.prod(rest)} != "
                            f"{math.prod(A.shape[:B.ndim])}")
@@ -311,7 +311,7 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True, adjoin
 # ---- *_ex variants ---------------------------------------------------------------------------------------
 def _per_matrix_info(A: Tensor, fails: Any) -> tuple:
     """Run ``fails(matrix) -> info`` per matrix of the batch; returns (info tensor, ok mask as a list)."""
-    flat = A.detach().reshape(-1, A.shape[-2], A.shape[-1])
+    flat = A.detach().reshape(math.prod(A.shape[:-2]), A.shape[-2], A.shape[-1])
     info = [fails(flat[i]) for i in range(flat.shape[0])]
     return _batch_int(tuple(A.shape[:-2]), info, A.device), info
 
@@ -376,7 +376,8 @@ def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
     Q0 = eye(m, n, dtype=A.dtype, device=A.device).expand(*A.shape[:-2], m, n)
-    return _apply_reflectors(A, tau, Q0, left=True, transpose=False)
+    Q = _apply_reflectors(A, tau, Q0, left=True, transpose=False)
+    return _grad_join.zero_grad_join(Q, A, tau) if Q.numel() == 0 else Q  # empty: requires grad, as torch's
 
 
 def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False, *,

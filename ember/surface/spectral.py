@@ -132,12 +132,12 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None, win_length: int
     w = _window(window, win, n_fft, spec, op)
     norm = "ortho" if normalized else "backward"
     frames = spec.transpose(1, 2)  # (B, frames, freq)
-    if onesided:
-        frames = _fft.irfft(frames, n=n_fft, dim=-1, norm=norm)
-    else:
+    if return_complex:
         frames = _fft.ifft(frames, n=n_fft, dim=-1, norm=norm)
-        if not return_complex:
-            frames = frames.real
+    else:  # torch's: a two-sided input's first n_fft // 2 + 1 bins through the C2R transform (the others unread)
+        if not onesided:
+            frames = views.narrow(frames, -1, 0, n_fft // 2 + 1)
+        frames = _fft.irfft(frames, n=n_fft, dim=-1, norm=norm)
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
     positions = (arange(n_frames, device=spec.device).unsqueeze(1) * hop
@@ -146,7 +146,7 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None, win_length: int
     index = positions.unsqueeze(0).expand(batch, positions.shape[0])
     signal = zeros(batch, total, dtype=frames.dtype, device=spec.device).scatter_add(
         1, index, frames.reshape(batch, -1))
-    w2 = (w * ew.conj(w)).real if w.dtype.is_complex else w * w
+    w2 = w * w  # torch: window.pow(2), also for a complex window (not |w|**2)
     envelope = zeros(total, dtype=w2.dtype, device=spec.device).scatter_add(
         0, positions, w2.unsqueeze(0).expand(n_frames, n_fft).reshape(-1))
     start = n_fft // 2 if center else 0

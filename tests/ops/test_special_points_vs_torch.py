@@ -458,6 +458,10 @@ NOT_IN_TABLE = {
     "host_pow": "optimizers' 0-d factors with the C library's pow (ember/ops/host_pow.py); torch computes them in "
                 "Python floats, compared in tests/optim/test_optimizer_trajectories_bitwise.py",
     "relu_grad": "internal backward helper of relu; checked through relu's gradient",
+    "zero_grad_join": "internal: a value with torch's zero gradient (frexp, nextafter, fill, norm p=0, trunc division); "
+                      "special points in tests/trust/test_trust_zero_gradients_vs_torch.py",
+    "scaled_grad_join": "internal: a value with torch's scaled gradient (frexp's mantissa, nextafter); special points in "
+                        "tests/trust/test_trust_zero_gradients_vs_torch.py",
     "sum_to": "internal unbroadcast of gradients; checked through every broadcasting binary op's gradient",
     "matmul_t": "internal transposed matmul for backward; checked through matmul/linear gradients",
     "index_backward": "internal backward of indexing; checked through gather/getitem gradients",

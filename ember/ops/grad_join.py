@@ -1,0 +1,44 @@
+"""Gradients for values computed outside autograd: PyTorch's results of ``frexp``, ``nextafter``, ``fill``,
+``norm(p=0)``, ... require grad and pass torch's gradient back (zeros, or a scale), where ember's were detached
+(backward through them alone raised, and ``x * frexp(x).mantissa`` silently lost the mantissa's term).
+
+``zero_grad_join(value, x)`` returns ``value`` unchanged whose gradient to ``x`` is zeros (``x``'s shape; a
+``value`` with history of its own passes ``g`` on, so joins chain);
+``scaled_grad_join(value, x, scale)`` passes ``g * scale`` to ``x`` (summed over broadcast dims). Both record
+a node only when ``x`` requires grad under grad mode; otherwise they return ``value`` itself.
+
+Example:
+    >>> m = scaled_grad_join(mantissa, x, two_to_minus_e)   # d mantissa / dx = 2**-e, as torch's frexp
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember.autograd import grad_mode
+from ember.ops import dispatch
+from ember.ops import elementwise as ew
+
+
+ZERO_GRAD_JOIN, SCALED_GRAD_JOIN = ew.ZERO_GRAD_JOIN, ew.SCALED_GRAD_JOIN  # the records live with elementwise's
+
+
+def _wants_grad(x: Any) -> bool:
+    return isinstance(x, dispatch.Tensor) and x.requires_grad and grad_mode.is_grad_enabled()
+
+
+def zero_grad_join(value: Any, *inputs: Any) -> Any:
+    """``value`` (a floating tensor) with a zero gradient to each of ``inputs`` that requires grad."""
+    if not value.dtype.is_floating_point and not value.dtype.is_complex:
+        return value
+    for x in inputs:
+        if _wants_grad(x):
+            value = dispatch.apply(ZERO_GRAD_JOIN, (value, x))
+    return value
+
+
+def scaled_grad_join(value: Any, x: Any, scale: Any, divide: bool = False) -> Any:
+    """``value`` with the gradient ``g * scale`` (``g / scale`` with ``divide``) to ``x`` (``scale``: a tensor
+    without grad)."""
+    if not _wants_grad(x):
+        return value
+    return dispatch.apply(SCALED_GRAD_JOIN, (value, x, scale), {"divide": True} if divide else None)
