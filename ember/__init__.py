@@ -68,8 +68,8 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
-def clone(input: Tensor) -> Tensor:
-    return input.clone()
+def clone(input: Tensor, *, memory_format: object = None) -> Tensor:
+    return input.clone(memory_format=memory_format)
 
 
 def detach(input: Tensor) -> Tensor:

@@ -250,7 +250,7 @@ def _zero_grads(ctx: Any, g: Any) -> tuple:
 
 
 def _join_value(xp: Any, value: Any, *rest: Any, **attrs: Any) -> Any:
-    return value.copy()  # new memory: the graph planner may reuse a record's output buffer
+    return value * 1  # new memory (the graph planner may reuse an output buffer); exact: keeps -0 and NaN, traces
 
 
 def _join_onnx(b: Any, n: Any) -> str:
