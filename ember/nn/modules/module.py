@@ -114,6 +114,10 @@ class Module:
         d["_forward_hooks_always_called"] = set()
         d["_backward_hooks"] = OrderedDict()
         d["_backward_pre_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
 
     forward: Callable[..., Any]
 
@@ -540,17 +544,29 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # per-module versions, read back by _load_from_state_dict
+        local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = {"version": self._version}
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            result = hook(self, destination, prefix, local_metadata)
+            if getattr(hook, "_from_public_api", False):
+                if result is not None:
+                    raise RuntimeError("state_dict post-hook must return None")
+            elif result is not None:  # the private form may hand back a new dict, as PyTorch's
+                destination = result
         return destination
 
     def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
                               missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
         """Copy this module's own entries from ``state_dict`` (children are handled by the caller)."""
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         persistent = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
         local = {**{k: v for k, v in self._parameters.items() if v is not None},
                  **{k: v for k, v in persistent.items() if v is not None}}
@@ -621,6 +637,12 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     load(child, prefix + name + ".")
+            incompatible = _IncompatibleKeys(missing, unexpected)  # (hooks may edit the lists)
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                if hook(module, incompatible) is not None:
+                    raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                                         "expected to return new values, if incompatible_keys need to be modified,"
+                                         "it should be done inplace.")
 
         load(self, "")
         if strict:
@@ -633,6 +655,46 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
                                + "\n\t".join(errors))
         return _IncompatibleKeys(missing, unexpected)
+
+    # ---- state-dict hooks (PyTorch's four public forms and the two private ones libraries use) ----------
+    def _hook_store(self, name: str) -> OrderedDict:
+        return self.__dict__.setdefault(name, OrderedDict())  # (modules unpickled from older checkpoints)
+
+    def register_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, prefix, keep_vars)`` runs before ``state_dict`` saves this module."""
+        return _add_hook(self._hook_store("_state_dict_pre_hooks"), hook, False)
+
+    def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata)`` runs after it; it edits the dict in place."""
+        hook._from_public_api = True
+        return _add_hook(self._hook_store("_state_dict_hooks"), hook, False)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """The private form: the hook may return a new dict, which replaces the one being built."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook that was "
+                               "previously registered via register_state_dict_post_hook")
+        return _add_hook(self._hook_store("_state_dict_hooks"), hook, False)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable, with_module: bool = False) -> RemovableHandle:
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`` (the
+        module first with ``with_module``) runs before this module loads; it may rename keys in place."""
+        if with_module:
+            inner = hook
+
+            def hook(*args: Any) -> Any:
+                return inner(self, *args)
+        return _add_hook(self._hook_store("_load_state_dict_pre_hooks"), hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs)`` runs before this module loads."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def register_load_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, incompatible_keys)`` runs after this module and its children loaded (it may clear the
+        missing/unexpected lists in place, e.g. for keys it filled itself)."""
+        return _add_hook(self._hook_store("_load_state_dict_post_hooks"), hook, False)
 
     # ---- hooks and calling ---------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
