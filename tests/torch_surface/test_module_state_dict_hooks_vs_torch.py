@@ -84,3 +84,24 @@ def test_load_hooks_rename_keys_and_forgive_missing_ones():
     assert ours[:2] == theirs[:2]
     np.testing.assert_array_equal(ours[2], values["0.w"])
     np.testing.assert_array_equal(ours[3], theirs[3])
+
+
+def _after_set_submodule(lib, target, strict):
+    net = _net(lib)
+    try:
+        net.set_submodule(target, lib.nn.Identity(), strict=strict)
+    except Exception as error:  # noqa: BLE001 (the class is compared)
+        return type(error).__name__
+    return [name for name, _ in net.named_modules()]
+
+
+@pytest.mark.parametrize("target, strict", [("1.0", False), ("1.0", True), ("1.extra", False), ("1.extra", True),
+                                            ("2.x", False), ("", False), ("0.weight", False)])
+def test_set_submodule_like_torch(target, strict):
+    assert _after_set_submodule(ember, target, strict) == _after_set_submodule(torch, target, strict)
+
+
+def test_class_attributes_torch_code_reads():
+    for name in ("T_destination", "call_super_init", "dump_patches"):
+        assert hasattr(ember.nn.Linear(1, 1), name) and hasattr(torch.nn.Linear(1, 1), name)
+    assert ember.nn.Module.call_super_init is torch.nn.Module.call_super_init is False

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
 from ember import __future__ as _future
 from ember import dtypes
@@ -96,6 +96,10 @@ class Module:
 
     training: bool
     _version: int = 1
+
+    T_destination = TypeVar("T_destination", bound=dict)  # (PyTorch's class attributes, read by some libraries)
+    call_super_init: bool = False
+    dump_patches: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
@@ -347,6 +351,21 @@ class Module:
                 raise AttributeError(f"{type(module).__name__} has no submodule `{part}` (looking up {target!r})")
             module = module._modules[part]
         return module
+
+    def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
+        """Replace (or, unless ``strict``, add) the submodule at dotted ``target``; the parent must exist.
+        Example: ``net.set_submodule("block.conv", nn.Identity())``."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        atoms = target.split(".")
+        parent = self if len(atoms) == 1 else self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(parent._get_name() + " has no attribute `" + atoms[-1] + "`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError("`" + atoms[-1] + "` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
 
     def get_parameter(self, target: str) -> Parameter:
         module_path, _, name = target.rpartition(".")
