@@ -14,7 +14,7 @@ from typing import Any
 
 from ember import dtypes
 from ember.creation import empty, tensor
-from ember.tensor import Tensor
+from ember.tensor import Size, Tensor
 
 
 class _LegacyTensorType(type):
@@ -26,12 +26,12 @@ class _LegacyTensorType(type):
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:
         device = cls._device_type if device is None else device
-        if len(args) == 1 and not isinstance(args[0], int):
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):  # (a torch.Size is a shape: `FloatTensor(x.size())`)
             data = args[0]
             if isinstance(data, Tensor):
                 return data.to(device, cls._dtype)
             return tensor(data, dtype=cls._dtype, device=device)
-        return empty(*args, dtype=cls._dtype, device=device)
+        return empty(*(args or (0,)), dtype=cls._dtype, device=device)  # FloatTensor() has shape (0,), as PyTorch
 
     def __repr__(cls) -> str:
         return f"<class '{dtypes.legacy_type_name(cls._dtype, cls._device_type)}'>"

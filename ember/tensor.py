@@ -86,10 +86,10 @@ class Tensor(TensorMethods):
         if type(self) is not Tensor and hasattr(self, "_data"):
             return  # a subclass's __new__ built it already (``Tensor._make_subclass``), as torch's __init__ ignores
 
-        if len(args) == 1 and not isinstance(args[0], int):
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):  # (a torch.Size is a shape, as PyTorch)
             made = creation.tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)
-        else:
-            made = creation.empty(*args, dtype=dtype, device=device)
+        else:  # ``Tensor()`` is empty of shape (0,), as PyTorch's legacy constructor
+            made = creation.empty(*(args or (0,)), dtype=dtype, device=device)
         for slot in ("_data", "_device", "grad", "grad_fn", "_output_nr", "_vc", "_base", "_hooks", "_retains_grad"):
             object.__setattr__(self, slot, getattr(made, slot))
         self._requires_grad = requires_grad
