@@ -417,6 +417,10 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0, size_average: Any = None,
                           reduce: Any = None, reduction: str = "mean") -> Any:
     reduction = _reduction("cosine_embedding_loss", reduction, size_average, reduce)
+    if not (input1.dtype.is_floating_point and input2.dtype.is_floating_point):  # bool/int: torch's float result
+        common = dtypes.result_type(input1, input2)
+        common = common if common.is_floating_point else dtypes.get_default_dtype()
+        input1, input2 = input1.to(common), input2.to(common)
     cos = cosine_similarity(input1, input2, dim=-1, eps=1e-12)
     loss = ew.where(target == 1, 1.0 - cos, ew.relu(cos - margin))
     return _reduce(loss, reduction)

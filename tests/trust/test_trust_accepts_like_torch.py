@@ -32,6 +32,10 @@ PROGRAMS = {
     "lu_factor_empty_batch": "L.linalg.lu_factor(L.ones(0, 3, 3))",
     "ldl_factor_empty": "L.linalg.ldl_factor(L.ones(0, 0))",
     "group_norm_empty_batch": f"{F}.group_norm(L.ones(0, 4, 3), 2)",
+    "cosine_embedding_loss_bool": f"{F}.cosine_embedding_loss(L.tensor([[True, False], [True, True]]), "
+                                  "L.tensor([[True, True], [False, True]]), L.tensor([1, -1]))",
+    "cosine_embedding_loss_int_double": f"{F}.cosine_embedding_loss(L.tensor([[1., 0.]]).double(), L.tensor([[1, 1]]), "
+                                        "L.tensor([1]))",
     "conv2d_int64": f"{F}.conv2d(L.arange(50).reshape(1, 2, 5, 5) - 20, L.arange(-9, 9).reshape(1, 2, 3, 3), "
                     "L.tensor([7]), padding=1)",
     "conv1d_int32_groups": f"{F}.conv1d(L.arange(20, dtype=L.int32).reshape(1, 4, 5), "

@@ -74,7 +74,6 @@ ALLOW = [
     Allow(("gradient",), "unsupported operand", "torch.gradient(spacing=None): left (spacing omitted works)"),
     Allow(("histogramdd",), "monotonically", "histogramdd with equal bin edges (torch accepts): left"),
     Allow(("linalg.vander",), "at least one dimension", "vander of a 0-d tensor: left"),
-    Allow(("nn.functional.cosine_embedding_loss",), "ember raises", "bool inputs: left"),
     Allow(("native_group_norm",), "torch raises", "torch refuses a non-contiguous input; ember computes"),
     Allow(("native_batch_norm", "native_layer_norm", "native_group_norm"), "gradient 0",
           "the saved mean/rstd outputs of the native_* forms are detached in ember (their gradients do not flow)"),
