@@ -795,11 +795,23 @@ def logsumexp(input: Any, dim: Any = _numpy_names.REQUIRED, keepdim: bool = Fals
     return dispatch.apply(LOGSUMEXP, (input,), {"dims": dims, "keepdim": keepdim})
 
 
+# torch.norm(A, 'nuc', dim): the nuclear norm of matrices, bound by ember/surface/linalg_composites.py at import
+# (the singular values live above this module)
+NUCLEAR_NORM: Any = None
+
+
 @named_backward("LinalgVectorNormBackward0")
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
-    """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
+    """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm, 'nuc' the nuclear norm of the
+    matrices over ``dim`` (two dims; a 2-D input by default), as torch.norm."""
     if dtype is not None:
         input = input.to(dtype)
+    if isinstance(p, str) and p == "nuc":
+        dims = (0, 1) if dim is None and input.ndim == 2 else tuple(dim) if dim is not None else None
+        if dims is None or len(dims) != 2:
+            raise RuntimeError(f"norm: p='nuc' takes a 2-D input or a dim of two dims, got shape {tuple(input.shape)} "
+                               f"and dim={dim}")
+        return NUCLEAR_NORM(input, dims, keepdim)
     if input.dtype.is_complex:  # the norm of the magnitudes (PyTorch's), real of the same precision
         input = absolute(input)
     if not input.dtype.is_floating_point:

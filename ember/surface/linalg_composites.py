@@ -156,6 +156,9 @@ def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
     return _functions.matrix_power(_solve.inv(A), -n) if n < 0 else _functions.matrix_power(A, n)
 
 
+_red.NUCLEAR_NORM = lambda A, dims, keepdim: matrix_norm(A, "nuc", dims, keepdim)  # torch.norm(A, 'nuc')
+
+
 def multi_dot(tensors: Sequence[Tensor], *, out: Any = None) -> Tensor:
     tensors = list(tensors)
     if len(tensors) < 2:

@@ -36,6 +36,8 @@ PROGRAMS = {
                                   "L.tensor([[True, True], [False, True]]), L.tensor([1, -1]))",
     "cosine_embedding_loss_int_double": f"{F}.cosine_embedding_loss(L.tensor([[1., 0.]]).double(), L.tensor([[1, 1]]), "
                                         "L.tensor([1]))",
+    "norm_nuc_positional": "L.norm(L.arange(9.).reshape(3, 3), 'nuc')",
+    "norm_nuc_batched_dim": "L.norm(L.arange(18.).reshape(2, 3, 3), 'nuc', dim=(1, 2), keepdim=True)",
     "conv2d_int64": f"{F}.conv2d(L.arange(50).reshape(1, 2, 5, 5) - 20, L.arange(-9, 9).reshape(1, 2, 3, 3), "
                     "L.tensor([7]), padding=1)",
     "conv1d_int32_groups": f"{F}.conv1d(L.arange(20, dtype=L.int32).reshape(1, 4, 5), "

@@ -85,8 +85,6 @@ ALLOW = [
     Allow(("nn.functional.multi_head_attention_forward",), "ember raises",
           "the functional form refers to nn.MultiheadAttention"),
     Allow(("nn.functional.batch_norm", "native_group_norm"), "ember raises", "empty batches (0, C): left"),
-    Allow(("norm",), "not supported between instances of 'str'", "torch.norm(x, 'nuc') positional: left "
-          "(p='nuc' as keyword and linalg.matrix_norm work)"),
     Allow(("unravel_index",), "out of bounds", "unravel_index with shapes beyond the index dtype: left"),
     Allow(("scalar_tensor",), "out of bounds", "scalar_tensor(-5, dtype=uint8): left"),
     Allow(("constant_pad_nd", "nn.functional.pad"), "complex", "a complex fill value: left"),
