@@ -236,9 +236,8 @@ CASES = [
     Case("vdot mixed", "", lambda L: L.vdot(L.ones(2), L.ones(2, dtype=L.float64))),
     Case("baddbmm mixed", "", lambda L: L.baddbmm(L.ones(1, 2, 2), L.ones(1, 2, 2), L.ones(1, 2, 2, dtype=L.float64))),
     Case("bmm int float", "", lambda L: L.bmm(L.ones(1, 2, 2, dtype=L.int64), L.ones(1, 2, 2))),
-    Case("conv2d int input", "conv2d", lambda L: _f(L).conv2d(L.ones(1, 1, 3, 3, dtype=L.int64),
-                                                            L.ones(1, 1, 2, 2, dtype=L.int64)), RuntimeError,
-         "ember's convolutions are float-only (im2col + BLAS GEMM): it refuses with the fix, .float()"),
+    Case("conv2d int input", "", lambda L: _f(L).conv2d(L.ones(1, 1, 3, 3, dtype=L.int64),  # computed, as torch
+                                                        L.ones(1, 1, 2, 2, dtype=L.int64))),
     Case("linear bias dtype", "", lambda L: _f(L).linear(L.ones(2, 2), L.ones(2, 2), L.ones(2, dtype=L.float64))),
     Case("gather int32 index", "gather", lambda L: L.ones(3).gather(0, L.tensor([0], dtype=L.int32))),
     Case("gather float index", "gather", lambda L: L.ones(3).gather(0, L.tensor([0.0]))),
