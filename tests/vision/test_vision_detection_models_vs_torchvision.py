@@ -54,7 +54,11 @@ BUILDERS = ["ssd300_vgg16", "ssdlite320_mobilenet_v3_large", "fcos_resnet50_fpn"
             "keypointrcnn_resnet50_fpn"]
 
 
-@pytest.mark.parametrize("name", BUILDERS)
+# ssd300_vgg16's builder runs a 300x300 VGG-16 forward to size its heads (as torchvision's does) and compiles the
+# Winograd/pool kernels for it: ~40 s of the default run under load. Its keys and strict loading both ways are
+# checked by test_builders_match_torchvision (slow) too.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "ssd300_vgg16" else n
+                                  for n in BUILDERS])
 def test_builder_has_torchvisions_modules_and_keys(name):
     reference, model = _pair(name)  # the default classes: the published checkpoints' shapes
     theirs = reference.state_dict()

@@ -100,7 +100,9 @@ def _compare(reference, model, shape, small_pool=False):
         _close(ours[key].grad.numpy(), p.grad.numpy(), f"grad of {key}", 1e-7)
 
 
-@pytest.mark.parametrize("name", ["r3d_18", "mc3_18", "r2plus1d_18"])
+# r3d_18 is in the slow set: mc3_18 runs the same stem and Conv3DSimple blocks (its layer1) beside its
+# Conv3DNoTemporal ones, and r2plus1d_18 the (2+1)D ones, so the default run keeps every block kind.
+@pytest.mark.parametrize("name", [pytest.param("r3d_18", marks=pytest.mark.slow), "mc3_18", "r2plus1d_18"])
 def test_video_resnets_match_torchvision(name):
     torch.manual_seed(0)
     reference = getattr(tv.models.video, name)(num_classes=7)
@@ -144,5 +146,6 @@ def test_video_weights_match_torchvision():
             floats = clip.astype(np.float32) / 255
             np.testing.assert_allclose(mine.transforms()(ember.from_numpy(floats)).numpy(),
                                        member.transforms()(torch.from_numpy(floats)).numpy(), atol=2e-5)
-        model = getattr(ev.models.video, name)()
+        with ember.device("meta"):  # the count needs shapes only: no 33M-parameter random init per model
+            model = getattr(ev.models.video, name)()
         assert sum(p.numel() for p in model.parameters()) == ours.DEFAULT.meta["num_params"]
