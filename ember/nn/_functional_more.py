@@ -400,7 +400,7 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
 
 
 def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
+    if reduction == "mean":  # (not the old 'elementwise_mean': torch's Python-level losses refuse it too)
         return loss.mean()
     if reduction == "sum":
         return loss.sum()

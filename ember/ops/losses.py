@@ -11,6 +11,8 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
+
 from typing import Any
 
 from ember import dtypes
@@ -32,13 +34,17 @@ def _reduction(op: str, reduction: str, size_average: Any = None, reduce: Any = 
         if reduce is False:
             return "none"
         return "sum" if size_average is False else "mean"
+    if reduction == "elementwise_mean":  # PyTorch 0.4's name, still accepted by torch 2.x with this warning
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
+                      UserWarning, stacklevel=3)
+        return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{op}: {reduction!r} is not a valid value for reduction; use 'mean', 'sum' or 'none'")
     return reduction
 
 
 def _reduce(loss: Any, reduction: str) -> Any:
-    if reduction == "mean":
+    if reduction in ("mean", "elementwise_mean"):
         return loss.mean()
     if reduction == "sum":
         return loss.sum()
@@ -402,6 +408,8 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
 @autocast_policy("fp32")
 def poisson_nll_loss(input: Any, target: Any, log_input: bool = True, full: bool = False, size_average: Any = None,
                      eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> Any:
+    if reduction == "elementwise_mean" and size_average is None and reduce is None:  # torch's Python check refuses it
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     reduction = _reduction("poisson_nll_loss", reduction, size_average, reduce)
     loss = ew.exp(input) - target * input if log_input else input - target * ew.log(input + eps)
     if full:

@@ -27,7 +27,7 @@ class _Loss(Module):
             size_average = True if size_average is None else size_average
             reduce = True if reduce is None else reduce
             reduction = "none" if not reduce else ("mean" if size_average else "sum")
-        if reduction not in self._reductions:
+        if reduction not in self._reductions and reduction != "elementwise_mean":  # (old name of mean, kept as torch)
             raise ValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction; "
                              f"use one of {self._reductions}")
         self.reduction = reduction
