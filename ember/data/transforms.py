@@ -139,8 +139,9 @@ class Normalize(Transform):
             raise TypeError(f"Normalize: input should be a float tensor, got {array.dtype}; apply ToTensor first")
         channels = array.shape[-3]
         if self.mean.size not in (1, channels) or self.std.size not in (1, channels):
-            raise ValueError(f"Normalize: mean/std of length {self.mean.size}/{self.std.size} do not match "
-                             f"{channels} channels")
+            # RuntimeError, as torchvision's (its in-place broadcast fails); MNIST with 3-channel statistics is common
+            raise RuntimeError(f"Normalize: mean/std of length {self.mean.size}/{self.std.size} do not match "
+                               f"{channels} channels (use one value per channel, e.g. (0.5,) for a 1-channel image)")
         shape = (-1, 1, 1)
         mean = self.mean.astype(array.dtype).reshape(shape)
         std = self.std.astype(array.dtype).reshape(shape)
