@@ -49,7 +49,10 @@ def _as_real(xp: Any, x: Any) -> Any:
 
 
 def _as_complex(xp: Any, x: Any) -> Any:
-    """Adjacent (real, imag) pairs as complex numbers (the last axis has stride 1: checked by the caller)."""
+    """Adjacent (real, imag) pairs as complex numbers. The public function refuses a last axis without stride 1
+    (as torch); vmap's rules reach here with the batch moved to the front, so such an array is copied first."""
+    if x.ndim and x.strides[-1] != x.itemsize:
+        x = xp.ascontiguousarray(x)
     return x.view(xp.complex128 if x.dtype == xp.float64 else xp.complex64)[..., 0]
 
 
