@@ -310,8 +310,9 @@ def test_loader_options():
 
 
 def test_pin_memory_hook_called_only_when_requested():
-    from ember.data import set_pin_memory_hook
+    from ember.data import dataloader, set_pin_memory_hook
 
+    previous = dataloader._PIN_MEMORY_HOOK  # ember.cuda installs its own at import: put it back afterwards
     calls = []
     set_pin_memory_hook(lambda batch, device: calls.append(device) or batch)
     try:
@@ -321,7 +322,10 @@ def test_pin_memory_hook_called_only_when_requested():
         assert len(calls) == 2
     finally:
         set_pin_memory_hook(None)
-    assert len(list(DataLoader(Squares(4), batch_size=2, pin_memory=True))) == 2  # no hook: a no-op
+    try:
+        assert len(list(DataLoader(Squares(4), batch_size=2, pin_memory=True))) == 2  # no hook: a no-op
+    finally:
+        set_pin_memory_hook(previous)
 
 
 def test_utils_data_alias():

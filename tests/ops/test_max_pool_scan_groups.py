@@ -8,14 +8,25 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember import _config
+from ember.backends import cpu_kernels
 from ember.ops import pooling
+
+
+@pytest.fixture
+def numpy_kernels(monkeypatch):
+    """NumPy's paths only: the kernel table is built once per process, so it is rebuilt after the switch (and
+    again after the test, under the restored setting), whatever ran before in this process."""
+    monkeypatch.setattr(_config, "CPU_KERNELS", "numpy")
+    cpu_kernels.reset()
+    yield
+    monkeypatch.undo()
+    cpu_kernels.reset()
 
 
 @pytest.mark.parametrize("scan_bytes", [1, 3000, 1 << 19])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_grouped_scan_equals_torch(scan_bytes: int, dtype: str, monkeypatch) -> None:
+def test_grouped_scan_equals_torch(scan_bytes: int, dtype: str, monkeypatch, numpy_kernels) -> None:
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(_config, "CPU_KERNELS", "numpy")
     monkeypatch.setattr(pooling, "_SCAN_BYTES", scan_bytes)
     rng = np.random.default_rng(4)
     x = rng.integers(-3, 4, (3, 7, 13, 11)).astype(dtype)  # small integers: many ties
@@ -33,12 +44,12 @@ def test_grouped_scan_equals_torch(scan_bytes: int, dtype: str, monkeypatch) -> 
 
 
 @pytest.mark.parametrize("unpool_bytes", [1, 5000, 1 << 18])
-def test_grouped_overlapping_backward_equals_one_bincount_and_torch(unpool_bytes: int, monkeypatch) -> None:
+def test_grouped_overlapping_backward_equals_one_bincount_and_torch(unpool_bytes: int, monkeypatch,
+                                                                    numpy_kernels) -> None:
     """The NumPy backward of overlapping windows sums each pixel's gradients in float64 by plane groups: the same
     bits as one bincount over all planes (independent reference here), and torch's gradient within float32
     rounding (torch adds in float32)."""
     torch = pytest.importorskip("torch")
-    monkeypatch.setattr(_config, "CPU_KERNELS", "numpy")
     monkeypatch.setattr(pooling, "_UNPOOL_BYTES", unpool_bytes)
     rng = np.random.default_rng(5)
     x = rng.integers(-2, 3, (3, 5, 12, 9)).astype(np.float32)  # ties: pixels win several windows
