@@ -8,36 +8,12 @@ import numpy as np
 import pytest
 
 from ember import _config
-from ember.backends import cpu_gemm_choice as gemm_choice, cpu_kernels
 
 numba = pytest.importorskip("numba")
 gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
 if not gemm_kernels.host_has_avx512():
     pytest.skip("ember's GEMM needs an AVX-512 CPU", allow_module_level=True)
-
-
-@pytest.fixture
-def kernel(monkeypatch):
-    monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
-    monkeypatch.setattr(_config, "GEMM", "ember")
-    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
-    monkeypatch.setattr(_config, "CPU_THREADS", 1)
-    cpu_kernels.reset()
-    yield cpu_kernels.get("matmul_f32")
-    cpu_kernels.reset()
-
-
-def _operand(rng, rows: int, cols: int, layout: str) -> np.ndarray:
-    """c row-major, t transposed view, s every other column, n rows reversed, z one broadcast row."""
-    if layout == "c":
-        return rng.standard_normal((rows, cols)).astype(np.float32)
-    if layout == "t":
-        return rng.standard_normal((cols, rows)).astype(np.float32).T
-    if layout == "s":
-        return rng.standard_normal((rows, 2 * cols)).astype(np.float32)[:, ::2]
-    if layout == "n":
-        return rng.standard_normal((rows, cols)).astype(np.float32)[::-1]
-    return np.broadcast_to(rng.standard_normal((1, cols)).astype(np.float32), (rows, cols))
+from gemm_test_support import kernel, operand as _operand  # noqa: E402,F401  (kernel: a fixture)
 
 
 def _both(kernel, monkeypatch, a, b, bias=None, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:

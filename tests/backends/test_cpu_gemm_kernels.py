@@ -18,35 +18,10 @@ torch = pytest.importorskip("torch")
 gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
 if not gemm_kernels.host_has_avx512():
     pytest.skip("ember's GEMM needs an AVX-512 CPU", allow_module_level=True)
+from gemm_test_support import kernel, operand as _operand  # noqa: E402,F401  (kernel: a fixture)
 
 
 _real_get = cpu_kernels.get
-
-
-@pytest.fixture
-def kernel(monkeypatch):
-    """``matmul_f32`` taking every size (no BLAS fallback for small products) on one thread."""
-    monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
-    monkeypatch.setattr(_config, "GEMM", "ember")
-    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
-    monkeypatch.setattr(_config, "CPU_THREADS", 1)
-    cpu_kernels.reset()
-    yield cpu_kernels.get("matmul_f32")
-    cpu_kernels.reset()
-
-
-def _operand(rng, rows: int, cols: int, layout: str) -> np.ndarray:
-    """A (rows, cols) float32 matrix laid out as ``layout``: c (row-major), t (a transposed view),
-    s (every other column of a wider array), n (rows reversed: negative stride), z (a broadcast row)."""
-    if layout == "c":
-        return rng.standard_normal((rows, cols)).astype(np.float32)
-    if layout == "t":
-        return rng.standard_normal((cols, rows)).astype(np.float32).T
-    if layout == "s":
-        return rng.standard_normal((rows, 2 * cols)).astype(np.float32)[:, ::2]
-    if layout == "n":
-        return rng.standard_normal((rows, cols)).astype(np.float32)[::-1]
-    return np.broadcast_to(rng.standard_normal((1, cols)).astype(np.float32), (rows, cols))
 
 
 def _check(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:

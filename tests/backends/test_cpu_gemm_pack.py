@@ -7,14 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ember import _config
-from ember.backends import cpu_gemm_choice as gemm_choice, cpu_kernels
-
 pytest.importorskip("numba")
 gemm_kernels = pytest.importorskip("ember.backends.cpu_gemm_kernels")
 if not gemm_kernels.host_has_avx512():
     pytest.skip("ember's GEMM needs an AVX-512 CPU", allow_module_level=True)
 from ember.backends.cpu_gemm_pack import pack_transposed  # noqa: E402
+from gemm_test_support import kernel  # noqa: E402,F401  (a fixture)
 
 
 def _numpy_panels(b: np.ndarray) -> np.ndarray:
@@ -60,18 +58,6 @@ def test_the_gemm_packs_the_same_panels_as_numpy_would() -> None:
         packed = np.zeros((3, 45, 32), np.float32)
         gemm_kernels._pack(b, packed, 0, 3)
         assert np.array_equal(packed, _numpy_panels(b))
-
-
-@pytest.fixture
-def kernel(monkeypatch):
-    """``matmul_f32`` taking every size on one thread."""
-    monkeypatch.setattr(_config, "CPU_KERNELS", "numba")
-    monkeypatch.setattr(_config, "GEMM", "ember")
-    monkeypatch.setattr(gemm_choice, "MIN_MACS", 0)
-    monkeypatch.setattr(_config, "CPU_THREADS", 1)
-    cpu_kernels.reset()
-    yield cpu_kernels.get("matmul_f32")
-    cpu_kernels.reset()
 
 
 @pytest.mark.parametrize("m, k, n", [(1, 1, 1), (7, 63, 65), (65, 257, 7), (257, 65, 63), (13, 784, 40)])
