@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import ember
+from ember import _config, backends
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -29,15 +30,39 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
 
 
+def _process_state() -> tuple:
+    """Process-wide settings a test may change only if it puts them back: the ``ember._config`` switches and
+    which backend serves NumPy's arrays (``backend_for(numpy)``: the CPU's fuse hook and kernels)."""
+    settings = {k: v for k, v in vars(_config).items() if k.isupper()}
+    return settings, backends._BY_NAMESPACE.get(id(np))
+
+
+def _check_process_state(before: tuple) -> None:
+    """Put back what a test left changed and fail it: under two workers (``TEST_WORKERS=2``) the files after
+    it differ from run to run, and a leak shows up as a failure of some other file's test (docs/testing.md)."""
+    settings, numpy_backend = before
+    changed = [k for k, v in settings.items() if getattr(_config, k, None) != v]
+    for k in changed:
+        setattr(_config, k, settings[k])
+    if backends._BY_NAMESPACE.get(id(np)) is not numpy_backend:
+        backends._BY_NAMESPACE[id(np)] = numpy_backend
+        changed.append("backend_for(numpy)")
+    if changed:
+        pytest.fail(f"the test left process-wide state changed: {', '.join(changed)} (restored now; use monkeypatch "
+                    "or put it back in a finally)", pytrace=False)
+
+
 @pytest.fixture(autouse=True)
 def _restore_ember_defaults():
     """Tests that change the default dtype or grad mode cannot leak the change into others."""
     dtype, grad = ember.get_default_dtype(), ember.is_grad_enabled()
     torch = sys.modules.get("torch")
     validate = torch.distributions.Distribution._validate_args if torch is not None else None
+    process = _process_state()
     yield
     ember.set_default_dtype(dtype)
     ember.autograd.grad_mode.STATE.enabled = grad
+    _check_process_state(process)
     # Anything that starts torch's dynamo (torch.compile, torch.cond, flex_attention's compiled path) switches
     # off torch.distributions' argument validation for the whole process; tests comparing validation errors
     # with torch's need it back.

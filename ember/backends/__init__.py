@@ -253,9 +253,27 @@ _LOADERS: dict[str, str] = {"cpu": "ember.backends.cpu", "cuda": "ember.backends
 
 
 def register_backend(device_type: str, backend: Backend) -> None:
-    """Serve ``device_type`` with ``backend`` (replacing an earlier one: the stand-in takes "cuda")."""
+    """Serve ``device_type`` with ``backend`` (replacing an earlier one: the stand-in takes "cuda").
+
+    An array namespace keeps the backend of the device type that registered it first: a second device type
+    on the same namespace (a custom device on NumPy, ``type("MyDev", (CPUBackend,), {"name": "mydev"})()``)
+    serves its own tensors but does not take NumPy's arrays over from the CPU. Before, it did, for the whole
+    process: ``backend_for(numpy)`` answered with it, so every compiled CPU graph asked its fuse hook and
+    skipped the promotion of short fused kernels to Numba loops (``fuse_later``: only for the "cpu" backend),
+    with no error, only a slower step.
+
+    Example:
+        >>> import numpy as np
+        >>> from ember.backends.cpu import CPUBackend
+        >>> register_backend("mydev", type("MyDev", (CPUBackend,), {"name": "mydev"})())
+        >>> backend_for(np).name, get_backend("mydev").name
+        ('cpu', 'mydev')
+    """
+    previous = _BACKENDS.get(device_type)
     _BACKENDS[device_type] = backend
-    _BY_NAMESPACE[id(backend.xp)] = backend
+    owner = _BY_NAMESPACE.get(id(backend.xp))
+    if owner is None or owner is previous or owner.name == device_type:
+        _BY_NAMESPACE[id(backend.xp)] = backend
 
 
 def backend_for(xp: Any) -> Backend:
