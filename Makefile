@@ -22,11 +22,12 @@ $(STAMP_TEST): pyproject.toml $(STAMP_BASE)
 demo: $(STAMP_BASE)
 	$(PY) -m ember.cli demo
 
-# One process by default. TEST_WORKERS=2 runs two pytest workers (pytest-xdist, a test extra; ~6 instead of ~11
-# minutes on 2 cores) but is not yet the default: see docs/testing.md, "Two workers".
+# One process by default. TEST_WORKERS=2 runs two pytest workers (pytest-xdist, a test extra; ~6 instead of ~10
+# minutes on 2 cores; whole files per worker, the costliest first: tests/worker_schedule.py) but is not yet the
+# default: see docs/testing.md, "Two workers".
 TEST_WORKERS ?= 0
 test: $(STAMP_TEST)
-	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile,)
+	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder,)
 
 test-slow: $(STAMP_TEST)
 	$(PY) -m pytest -m slow

@@ -13,7 +13,15 @@ import numpy as np
 import pytest
 
 import ember
+import worker_schedule
 from ember import _config, backends
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Under pytest-xdist (``make test``'s two workers) the costliest files go first (tests/worker_schedule.py);
+    one process keeps the collection order."""
+    if hasattr(config, "workerinput"):
+        worker_schedule.reorder(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

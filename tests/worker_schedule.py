@@ -1,0 +1,53 @@
+"""The order in which two pytest workers take test files (``make test``: ``-n 2 --dist loadfile``).
+
+pytest-xdist hands whole files to workers in collection order (with ``--no-loadscope-reorder``); a worker that
+takes a 40-second file last keeps the run going while the other one idles. So the files are sorted by their
+expected cost, largest first (the longest-processing-time rule): a few files whose tests are few but slow carry a
+measured figure here, every other file is costed by its number of tests. A stale figure only costs balance,
+never a test: every collected test still runs, once, and a file's tests keep their order.
+
+Example:
+    >>> order_files({"tests/a.py": 10, "tests/vision/test_vision_examples.py": 2})
+    ['tests/vision/test_vision_examples.py', 'tests/a.py']
+"""
+from __future__ import annotations
+
+# Seconds on one idle core, roughly (the twelfth session's --durations list, scaled from its load, after the cuts
+# listed in docs/testing.md); only files whose cost the per-test figure would underestimate by far.
+HEAVY_FILES: dict[str, float] = {
+    "tests/trust/test_trust_opinfo_vs_torch.py": 80.0,
+    "tests/vision/test_vision_detection_models_vs_torchvision.py": 35.0,
+    "tests/vision/test_vision_examples.py": 20.0,
+    "tests/vision/test_vision_video_models_vs_torchvision.py": 15.0,
+    "tests/train/test_fit_data_parallel.py": 15.0,
+    "tests/vision/test_vision_models_zoo2_vs_torchvision.py": 13.0,
+    "tests/nn/test_sdpa_layout_backends_bias_like_torch.py": 12.0,
+    "tests/vision/test_vision_feature_extraction_vs_torchvision.py": 10.0,
+    "tests/trust/test_trust_fuzz_vs_torch.py": 10.0,
+    "tests/amp/test_autocast_vs_torch.py": 8.0,
+    "tests/tools/test_package_import_graph.py": 6.0,
+    "tests/ops/test_special_functions_vs_scipy.py": 6.0,
+}
+PER_TEST = 0.02  # seconds: ~570 s over ~30,300 tests
+
+
+def cost(path: str, n_tests: int) -> float:
+    """Expected seconds of one file's collected tests."""
+    return HEAVY_FILES.get(path, 0.0) + PER_TEST * n_tests
+
+
+def order_files(counts: dict[str, int]) -> list[str]:
+    """Files by expected cost, largest first; ties keep collection order."""
+    seen = {f: k for k, f in enumerate(counts)}
+    return sorted(counts, key=lambda f: (-cost(f, counts[f]), seen[f]))
+
+
+def reorder(items: list) -> None:
+    """Sort collected pytest items in place: files by :func:`order_files`, each file's tests in their order."""
+    counts: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        counts[path] = counts.get(path, 0) + 1
+    rank = {f: k for k, f in enumerate(order_files(counts))}
+    position = {id(item): k for k, item in enumerate(items)}
+    items.sort(key=lambda item: (rank[item.nodeid.split("::", 1)[0]], position[id(item)]))
