@@ -16,7 +16,7 @@ from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops import fma
 from ember.ops.registry import OPS
-from ember import _numpy_names, dtypes, random as ember_random
+from ember import _numpy_names, dtypes, random as ember_random, random_order
 
 if TYPE_CHECKING:
     from ember.tensor import Tensor
@@ -204,8 +204,7 @@ def _random_inplace(name: str) -> Any:
                                                like=self, **params)
             if traced is not None:
                 return self.copy_(traced)
-        sample = getattr(ember_random, "sample_" + name)(tuple(self.shape), self.dtype, self.device, generator,
-                                                         *args, **kwargs)
+        sample = _draw_like_torch(self, name, generator, args, kwargs)
         if dispatch.grad_mode.STATE.enabled and self._requires_grad:  # recorded: the old values get zero grad
             from ember.creation import _wrap_array
 
@@ -221,6 +220,23 @@ def _random_inplace(name: str) -> Any:
 
     method.__name__ = name + "_"
     return method
+
+
+def _draw_like_torch(self: Tensor, name: str, generator: Any, args: tuple, kwargs: dict) -> Any:
+    """``self``'s new values from the sampler ``name``, drawn in the order torch's TensorIterator writes ``self``
+    (memory order: ember/random_order.py); ``normal_`` of a non-contiguous tensor takes torch's one-at-a-time
+    draws (its 16-value Box-Muller blocks run on contiguous tensors only)."""
+    sampler = getattr(ember_random, "sample_" + name)
+    order = random_order.tensor_fill_order(self) if self._data.ndim > 1 else None
+    if name == "normal":
+        kwargs = dict(kwargs, contiguous=bool(self.is_contiguous()))
+    if order is not None and name == "bernoulli":  # tensor probabilities go through the same permutation
+        p = kwargs.get("p", args[0] if args else None)
+        if getattr(p, "ndim", 0):
+            p = p.expand(tuple(self.shape)).permute(order)
+            args, kwargs = (), dict(kwargs, p=p)
+    return random_order.draw_in_order(lambda shape: sampler(shape, self.dtype, self.device, generator, *args,
+                                                            **kwargs), tuple(self.shape), order)
 
 
 def _nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:

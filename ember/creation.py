@@ -483,9 +483,27 @@ def randn(*size: Any, generator: Any = None, out: Any = None, dtype: Any = None,
     return _opts.finish("randn", result, layout=layout, requires_grad=requires_grad, out=out)
 
 
+def _filled_like_in_place(input: Tensor, dtype: Any, device: Any, layout: Any, memory_format: Any,
+                          requires_grad: bool, fill: Any) -> Tensor | None:
+    """torch's ``empty_like(input, ...)`` filled in place by ``fill`` when that result is not row-major (a permuted
+    input keeps its layout, and the in-place samplers draw in memory order: ember/random_order.py), else None
+    (the caller's plain row-major draw gives the same numbers)."""
+    if _opts.check_layout("rand_like", layout) is not None or ember_random.is_tracing() or input.ndim < 2:
+        return None
+    result = empty_like(input, dtype=dtype, device=device, memory_format=memory_format)
+    if result.is_contiguous():
+        return None
+    fill(result)
+    return result.requires_grad_(True) if requires_grad else result
+
+
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
               requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
+    permuted = _filled_like_in_place(input, dt, dev, layout, memory_format, requires_grad,
+                                     lambda t: t.uniform_(generator=generator))
+    if permuted is not None:
+        return permuted
     return _opts.finish("rand_like", rand(shape, generator=generator, dtype=dt, device=dev), layout=layout,
                         like=input, memory_format=memory_format, requires_grad=requires_grad)
 
@@ -493,6 +511,10 @@ def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
                requires_grad: bool = False, pin_memory: bool = False, memory_format: Any = None) -> Tensor:
     shape, dt, dev = _like(input, dtype, device)
+    permuted = _filled_like_in_place(input, dt, dev, layout, memory_format, requires_grad,
+                                     lambda t: t.normal_(generator=generator))
+    if permuted is not None:
+        return permuted
     return _opts.finish("randn_like", randn(shape, generator=generator, dtype=dt, device=dev), layout=layout,
                         like=input, memory_format=memory_format, requires_grad=requires_grad)
 
@@ -527,6 +549,13 @@ def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = 
                  memory_format: Any = None) -> Tensor:
     if high is None:
         low, high = 0, low
+    if high <= low:
+        raise RuntimeError(f"randint_like: expected low < high, got low={low}, high={high}")
+    permuted = _filled_like_in_place(input, dtype or input.dtype, device if device is not None else input.device,
+                                     layout, memory_format, requires_grad,
+                                     lambda t: t.random_(low, high, generator=generator))
+    if permuted is not None:
+        return permuted
     result = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
                      device=device if device is not None else input.device)
     return _opts.finish("randint_like", result, layout=layout, like=input, memory_format=memory_format,

@@ -280,12 +280,15 @@ def sample_uniform(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Ge
 
 
 def sample_normal(shape: tuple, dtype: dtypes.dtype, device: Any, generator: Generator | None = None,
-                  mean: float = 0.0, std: float = 1.0) -> Any:
+                  mean: float = 0.0, std: float = 1.0, contiguous: bool = True) -> Any:
+    """Normal draws; ``contiguous=False`` (``normal_`` of a non-contiguous tensor) takes torch's one-at-a-time
+    draws instead of its 16-value blocks."""
     if device.type == "meta":  # no data: nothing is drawn, as PyTorch (a model built on meta costs nothing)
         return _meta_shell(shape, dtype, device)
     stream = _stream_for(generator, device)
     if stream is not None:
-        return _to(mt.normal(stream, tuple(shape), _name(dtype), float(mean), float(std)), dtype, device)
+        return _to(mt.normal(stream, tuple(shape), _name(dtype), float(mean), float(std), contiguous), dtype,
+                   device)
     rng = _rng_for(generator, device)
     values = rng.standard_normal(shape, dtype=_float_dtype(dtype))
     if std != 1.0:

@@ -120,11 +120,11 @@ def _build() -> dict[str, Callable]:
     @njit(cache=True, nogil=True)  # nogil: callers split it over ember's threads
     def relu(x: Any, result: Any) -> None:  # pragma: no cover - compiled
         """``result = max(x, 0)`` in one vectorized pass (flat, same-size contiguous arrays): NaN stays
-        NaN and -0.0 becomes 0.0, as NumPy's ``maximum(x, 0)``. NumPy's ``maximum`` checks for NaN per
+        NaN and -0.0 stays -0.0, as PyTorch's ``x < 0 ? 0 : x``. NumPy's ``maximum`` checks for NaN per
         element and runs ~4x slower (0.46 vs 0.10 ms on 1.6M float32 values, one core)."""
         for k in range(x.size):
             v = x[k]
-            result[k] = 0 if v <= 0 else v
+            result[k] = 0 if v < 0 else v
 
     @njit(cache=True)
     def where_scalar(cond: Any, x: Any, y: Any, flip: bool, out: Any) -> None:  # pragma: no cover - compiled

@@ -253,6 +253,8 @@ def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str, align_corn
         recompute_scale_factor = True
     if recompute_scale_factor:
         factors = None  # the kernels then use in/out, as PyTorch does
+    if mode in ("bilinear", "bicubic") and input.dtype == dtypes.uint8:  # torch's fixed-point image resampler
+        return _uint8_image(input, sizes, mode, align_corners, factors, antialias)
     if mode != "nearest" and mode != "nearest-exact" and not input.dtype.is_floating_point:
         raise RuntimeError(f"interpolate: mode {mode!r} needs a floating-point input, got {input.dtype}")
     out = input
@@ -279,3 +281,13 @@ def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str, align_corn
             continue  # identity along this axis
         out = _resample_axis(out, 2 + axis, index, weights)
     return input.clone() if out is input else out  # a new tensor even when no axis changes, as PyTorch
+
+
+def _uint8_image(input: Any, sizes: list, mode: str, align_corners: bool, factors: list | None,
+                 antialias: bool) -> Any:
+    """uint8 bilinear/bicubic: ember/nn/_interpolate_uint8.py (integers carry no gradient)."""
+    from ember.nn._interpolate_uint8 import resize_uint8
+
+    scales = (None, None) if factors is None else tuple(factors)
+    out = resize_uint8(input.detach().cpu().numpy(), tuple(sizes), mode, bool(align_corners), scales, antialias)
+    return tensor(out, device=input.device)

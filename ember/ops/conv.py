@@ -896,6 +896,11 @@ def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
 def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:
     """Transposed 2-D convolution: the adjoint of ``conv2d`` in its input. Weight is (C_in, C_out/groups, kH, kW)."""
+    if not input.dtype.is_floating_point:  # integer/complex: torch's three real convolutions (ember/ops/conv_dtypes.py)
+        other = conv_other_dtypes(conv_transpose2d, input, weight, bias,
+                                  (stride, padding, output_padding, groups, dilation))
+        if other is not None:  # (complex ran the float kernels on complex data: its gradients missed a conjugate)
+            return other
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
     if weight.ndim != 4 or x.ndim != 4 or x.shape[1] != weight.shape[0]:

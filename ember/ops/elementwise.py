@@ -196,11 +196,12 @@ def _sigmoid_impl(xp: Any, x: Any) -> Any:
 SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * _cj(ctx.out * (1 - ctx.out)),), save="output",
                  onnx=to_onnx.sigmoid, float_only=True)
 def _relu_impl(xp: Any, x: Any) -> Any:
-    """``max(x, 0)`` (NaN stays NaN, as in PyTorch); large contiguous CPU arrays are split over
-    ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
+    """``max(x, 0)`` (NaN stays NaN, -0.0 stays -0.0: PyTorch's ``x < 0 ? 0 : x``; NumPy's ``maximum(0, x)``
+    keeps its second operand on ties, ``maximum(x, 0)`` would turn -0.0 into 0.0); large contiguous CPU arrays
+    are split over ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
     _no_complex("relu", x)
     if x.__class__ is np.ndarray and x.size < _NATIVE_ELEMENTS:  # small: the last line, without the look-ups
-        return xp.maximum(x, 0)
+        return xp.maximum(0, x)
     kernel = native_kernel(xp, "relu")  # None for the fuser's symbolic namespace (which has no .size)
     if (kernel is not None and x.size >= _NATIVE_ELEMENTS and x.dtype.kind == "f" and x.dtype.itemsize >= 4
             and x.flags.c_contiguous):
@@ -211,10 +212,10 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     if xp is np and x.flags.c_contiguous and x.size >= 2 * _SPLIT_ELEMENTS:
         out = xp.empty_like(x)
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-        parallel_for(lambda start, stop: xp.maximum(flat_x[start:stop], 0, out=flat_out[start:stop]), x.size,
+        parallel_for(lambda start, stop: xp.maximum(0, flat_x[start:stop], out=flat_out[start:stop]), x.size,
                      _SPLIT_ELEMENTS)
         return out
-    return xp.maximum(x, 0)
+    return xp.maximum(0, x)
 
 
 _SPLIT_ELEMENTS = 1 << 16  # elements per thread below which a thread hand-off costs more than it saves

@@ -124,7 +124,7 @@ def _rnn_impl(xp: Any, gx: Any, h: Any, w_hh: Any, *b_hh: Any, nonlinearity: str
         if b_hh:
             gates_h = gates_h + b_hh[0]
         pre = gx[t] + gates_h
-        h = xp.tanh(pre) if nonlinearity == "tanh" else xp.maximum(pre, 0)
+        h = xp.tanh(pre) if nonlinearity == "tanh" else xp.maximum(0, pre)  # (-0.0 kept, as torch's relu)
         out[t] = h
     return out, h.copy()
 

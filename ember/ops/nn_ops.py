@@ -915,6 +915,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     """
     _float_input(input, "batch_norm")
     if input.ndim < 2:
+        if input.ndim == 1 and input.numel() == 0:  # torch returns an empty 1-d input as it is (a fresh tensor)
+            return input.clone()
         raise ValueError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {tuple(input.shape)}")
     channels = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
@@ -925,8 +927,11 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     dims = (0,) + tuple(range(2, input.ndim))
     view = (1, channels) + (1,) * (input.ndim - 2)
     if training:
-        count = input.numel() // channels
-        if count <= 1:
+        count = input.numel() // channels if channels else 0
+        if count == 0:  # torch: an empty batch gives an empty result and leaves the running statistics alone
+            out = input if weight is None else input * weight.reshape(view)  # (weight/bias get zero gradients)
+            return out if bias is None else out + bias.reshape(view)
+        if count == 1:
             raise ValueError(f"batch_norm: expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
         stats = [t for t in (running_mean, running_var) if t is not None]

@@ -27,6 +27,7 @@ from ember.ops.elementwise import imag_part, isnan, real_part, sign, sqrt, where
 from ember.ops.reductions import norm
 from ember.ops.views import cat, narrow, split
 from ember.surface.functions import scatter_reduce
+from ember.surface.numeric_gradient import gradient  # noqa: F401  (torch.gradient, re-exported)
 from ember.tensor import Tensor
 
 __all__ = [
@@ -89,39 +90,6 @@ def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequ
         return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(output_padding), groups, tuple(dilation))
     fn = {1: _F().conv1d, 2: _F().conv2d, 3: _F().conv3d}[dims]
     return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
-
-
-def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None, edge_order: int = 1) -> tuple:
-    """Central differences inside, one-sided at the edges (``numpy.gradient`` with uniform spacing)."""
-    if edge_order not in (1, 2):
-        raise ValueError(f"torch.gradient only supports edge_order=1 and edge_order=2, got {edge_order}")
-    dims = list(builtins.range(input.ndim)) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
-    spacing = 1 if spacing is None else spacing
-    spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
-    if len(spacings) != len(dims):
-        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
-                           f"arguments to have the same length, but got a spacing argument of length "
-                           f"{len(spacings)} and a dim argument of length {len(dims)}.")
-    # complex inputs stay complex (a cast to the default float dtype dropped the imaginary part)
-    x = input if input.is_floating_point() or input.dtype.is_complex else input.to(get_default_dtype())
-    out = []
-    for d, h in zip(dims, spacings):
-        if isinstance(h, Tensor):
-            raise NotImplementedError("gradient: coordinate tensors as spacing are not supported by ember; pass "
-                                      "a scalar spacing per dim")
-        n = x.shape[d]
-        if n < edge_order + 1:
-            raise RuntimeError(f"torch.gradient expected each dimension size to be at least edge_order+1")
-        nar = lambda start, length: narrow(x, d, start, length)  # noqa: E731
-        inner = (nar(2, n - 2) - nar(0, n - 2)) / (2 * h)
-        if edge_order == 1:
-            first = (nar(1, 1) - nar(0, 1)) / h
-            last = (nar(n - 1, 1) - nar(n - 2, 1)) / h
-        else:
-            first = (-1.5 * nar(0, 1) + 2 * nar(1, 1) - 0.5 * nar(2, 1)) / h
-            last = (0.5 * nar(n - 3, 1) - 2 * nar(n - 2, 1) + 1.5 * nar(n - 1, 1)) / h
-        out.append(cat([first, inner, last], dim=d))
-    return tuple(out)
 
 
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1) -> Tensor:
