@@ -25,6 +25,7 @@ from ember.ops.opmath_composite import float32_composite
 from ember import dtypes
 from ember.creation import tensor
 from ember.ops import views
+from ember.nn._interpolate_uint8 import resize_uint8
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 _MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
@@ -286,8 +287,6 @@ def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str, align_corn
 def _uint8_image(input: Any, sizes: list, mode: str, align_corners: bool, factors: list | None,
                  antialias: bool) -> Any:
     """uint8 bilinear/bicubic: ember/nn/_interpolate_uint8.py (integers carry no gradient)."""
-    from ember.nn._interpolate_uint8 import resize_uint8
-
     scales = (None, None) if factors is None else tuple(factors)
     out = resize_uint8(input.detach().cpu().numpy(), tuple(sizes), mode, bool(align_corners), scales, antialias)
     return tensor(out, device=input.device)
