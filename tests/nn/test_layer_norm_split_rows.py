@@ -30,8 +30,16 @@ def _threads(monkeypatch: pytest.MonkeyPatch, n: int) -> list:
 
 
 def _both_ways(monkeypatch, fn):
+    """(the one-call impl's result, the split's on 2 threads, the split's row-block runs); the split on one
+    thread (cache-sized pieces, no hand-off) must give the same bits too."""
     _threads(monkeypatch, 1)
-    whole = fn()
+    with monkeypatch.context() as one_call:
+        one_call.setattr(layer_norm_split, "worth_splitting", lambda *a, **k: False)
+        whole = fn()
+    one_thread = fn()
+    for a, b in zip(whole if isinstance(whole, tuple) else (whole,),
+                    one_thread if isinstance(one_thread, tuple) else (one_thread,)):
+        assert np.array_equal(a, b, equal_nan=True)
     runs = _threads(monkeypatch, 2)
     return whole, fn(), runs
 
