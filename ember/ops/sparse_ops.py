@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends import native_kernel
+from ember.backends.cpu_blas import one_thread
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch
 from ember.ops.elementwise import conj
@@ -94,7 +95,11 @@ def _segment_product(xp: Any, row: Any, col: Any, values: Any, dense: Any, out: 
     order = _sort_entries(xp, row, rows)
     counts = xp.bincount(row, minlength=rows)
     starts = xp.cumsum(counts) - counts  # each row's first entry in sorted order
-    by_count = xp.argsort(-counts, kind="stable")
+    # most entries first; the keys as uint16 when they fit (NumPy's stable sort of 16-bit keys is a radix sort:
+    # 0.03 ms for 8192 rows where the int64 merge sort takes 0.28), the same order as argsort(-counts)
+    top = int(counts.max())
+    keys = top - counts
+    by_count = xp.argsort(keys.astype(xp.uint16) if top < 65536 else keys, kind="stable")
     lengths = counts[by_count]
     filled = int(xp.count_nonzero(lengths))
     by_count, lengths, first = by_count[:filled], lengths[:filled], starts[by_count[:filled]]
@@ -152,11 +157,18 @@ def _sddmm_impl(xp: Any, row: Any, col: Any, a: Any, b: Any) -> Any:
     chunk = max(1, _CHUNK_ELEMENTS // max(k, 1))
     left = xp.empty((min(chunk, nnz), k), dtype=dtype)
     right = xp.empty_like(left)
-    for start in range(0, nnz, chunk):  # chunks for the reason given at _CHUNK_ELEMENTS
-        stop = min(start + chunk, nnz)
-        x = xp.take(a, row[start:stop], axis=0, out=left[:stop - start])
-        y = xp.take(b, col[start:stop], axis=0, out=right[:stop - start])
-        xp.einsum("ij,ij->i", x, y, out=out[start:stop])
+    ones = xp.ones(k, dtype=dtype)
+    # each entry's k products summed by a matrix-vector product with ones: one BLAS call per chunk (at most
+    # _CHUNK_ELEMENTS multiply-adds, held to one BLAS thread: OpenBLAS would wake its spinning workers for a
+    # gemv this size), where einsum's "ij,ij->i" restarts its loop per entry (0.30 vs 0.12 ms per 4096 entries
+    # of 16 columns)
+    with one_thread(xp):
+        for start in range(0, nnz, chunk):  # chunks for the reason given at _CHUNK_ELEMENTS
+            stop = min(start + chunk, nnz)
+            x = xp.take(a, row[start:stop], axis=0, out=left[:stop - start])
+            y = xp.take(b, col[start:stop], axis=0, out=right[:stop - start])
+            x *= y
+            xp.matmul(x, ones, out=out[start:stop])
     return out
 
 
