@@ -326,10 +326,12 @@ CASES: dict[str, Callable[[], Callable]] = {
 # Cases measured against another limit than LIMIT, with the reason. The compiled Adam update is one native
 # loop with numba against ~14 NumPy sweeps in cache-sized blocks (ember/graph/passes/fuse_blocks.py; its two
 # fmas by BLAS axpy and NumPy's fused complex multiply, ember/ops/fma_fast.py): 7.1x -> 3.5-4.8x on the Xeon
-# under load; 3.6-4.0x in the twelfth session. Per 1M float32 (CPU time): the complex-route fma (three strided
-# copies, the multiply, the real parts) ~2.0 ms, the four first-touch sweeps of grad/exp_avg/exp_avg_sq/param
-# from memory ~2.3 ms (numba's whole loop moves the same bytes in ~1.4 ms), ~400 Python step calls ~0.6 ms, the
-# other in-cache sweeps ~1.2 ms: no NumPy formulation found reaches 3x (docs/cpu-performance.md "third pass").
+# under load; 3.6-4.0x in the twelfth session, 3.96-4.9x in the thirteenth. Per 1M float32 (CPU time): the
+# complex-route fma (three strided copies, the multiply, the real parts) ~2.0 ms, the four first-touch sweeps of
+# grad/exp_avg/exp_avg_sq/param from memory ~2.3 ms (numba's whole loop moves the same bytes in ~1.4 ms), ~400
+# Python step calls ~0.6 ms, the other in-cache sweeps ~1.2 ms: no NumPy formulation found reaches 3x
+# (docs/cpu-performance.md "third pass"; the fourth pass measured a hand-written blocked NumPy Adam, the fewest
+# sweeps torch's roundings allow, at 3.5-3.7 ms against numba's 0.84: ~4.2x, so the limit stays).
 LIMITS = {"Adam step (compiled update)": 5.0}
 # Known cliffs: the case runs and prints, and is expected to fail (an xfail); fix it, then delete the entry.
 KNOWN_CLIFFS: dict[str, str] = {}
