@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.graph.ir import Graph, Node, Value, device_xp
-from ember.graph.passes import share_scalar  # module attribute: tests switch the pass off by patching it
+from ember.graph.passes import index_grads, share_scalar  # module attributes: tests switch passes off by patching
 from ember.graph.rng import is_seed
 
 
@@ -94,9 +94,12 @@ class Executable:
         if fuse:
             from ember.graph.passes.fuse import fuse_nodes
 
+            nodes = index_grads.merge_index_grads(nodes, keep)  # q/k/v slices' gradients into one buffer
+
             nodes = fuse_nodes(nodes, keep, xp)
             # Adam's bias corrections: one scalar kernel per step, not one per parameter (equal step counts)
-            nodes = share_scalar.share_scalar_kernels(nodes, lambda n: _node_callable(n, device_xp(n, xp))[0])
+            # (whole chains of them as one node: ember/graph/passes/scalar_chains.py)
+            nodes = share_scalar.share_scalar_kernels(nodes, lambda n: _node_callable(n, device_xp(n, xp))[0], keep=keep)
         if memory:
             from ember.graph.passes.memory import plan_buffers
 

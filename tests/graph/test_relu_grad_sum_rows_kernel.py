@@ -41,13 +41,32 @@ def test_kernel_equals_the_numpy_steps_bit_for_bit(dtype, shape, monkeypatch) ->
         assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(4, 32, 96), (2, 3, 5, 7), (1, 1, 9)])
+def test_leading_axes_of_a_batch_equal_numpys_sum_bit_for_bit(dtype, shape) -> None:
+    # a Transformer MLP's (batch, seq, hidden): NumPy sums axes (0, 1) of a contiguous array as one axis of rows
+    rng = np.random.default_rng(len(shape))
+    g = (rng.standard_normal(shape) * np.exp(3 * rng.standard_normal(shape))).astype(dtype)
+    y = rng.standard_normal(shape).astype(dtype)
+    y.reshape(-1)[:: 5] = -0.0
+    axes = tuple(range(len(shape) - 1))
+    got = fuse._relu_grad_sum_rows(np, g, y, axes)
+    r = np.where(np.invert(np.less_equal(y, 0)), g, 0).astype(dtype)
+    assert got[0].shape == shape and got[0].tobytes() == r.tobytes()
+    assert got[1].tobytes() == np.add.reduce(r, axes).tobytes()
+    assert fuse._relu_grad_sum_rows_plan(  # the fused group of a 3-D batch is recognized
+        [("t1", "less_equal", ["in1", 0], {}), ("t2", "invert", ["t1"], {}), ("t3", "where", ["t2", "in0", 0], {}),
+         ("t4", "sum", ["t3"], {"axis": axes, "keepdims": False})], ["t3", "t4"]) == (0, 1)
+
+
 def test_other_operands_fall_back() -> None:
     g = np.ones((4, 3), np.float32)
     assert fuse._relu_grad_sum_rows(np, g, np.ones((4, 3), np.float64)) is None  # mixed dtypes
     assert fuse._relu_grad_sum_rows(np, g, np.ones((4, 3), np.float32)) is not None
     assert fuse._relu_grad_sum_rows(np, g, np.ones((4, 3), np.float32).T.copy().T) is None  # column-major
     assert fuse._relu_grad_sum_rows(np, np.ones((3, 4), np.float32).T, np.ones((4, 3), np.float32)) is None
-    assert fuse._relu_grad_sum_rows(np, g.reshape(2, 2, 3), g.reshape(2, 2, 3)) is None  # not a matrix
+    assert fuse._relu_grad_sum_rows(np, g.reshape(2, 2, 3), g.reshape(2, 2, 3)) is None  # not a matrix (axis 0)
+    assert fuse._relu_grad_sum_rows(np, g.reshape(2, 2, 3), g.reshape(2, 2, 3), (0, 2)) is None  # not leading axes
     assert fuse._relu_grad_sum_rows(np, g.astype(np.float16), g.astype(np.float16)) is None
 
 

@@ -21,7 +21,7 @@ def _train(share: bool, monkeypatch, dtype=ember.float32, warm_only_first: int =
     """Parameters after compiled Adam steps of a 3-parameter model (``warm_only_first`` eager steps first in
     which only the first weight gets a gradient, so the step counts differ when the graph is traced)."""
     if not share:
-        monkeypatch.setattr(share_scalar, "share_scalar_kernels", lambda nodes, callable_of=None: list(nodes))
+        monkeypatch.setattr(share_scalar, "share_scalar_kernels", lambda nodes, callable_of=None, keep=None: list(nodes))
     rng = np.random.default_rng(0)
     w1 = ember.tensor(rng.standard_normal((6, 5)), dtype=dtype, requires_grad=True)
     w2 = ember.tensor(rng.standard_normal((5,)), dtype=dtype, requires_grad=True)

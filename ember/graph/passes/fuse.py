@@ -372,7 +372,7 @@ def _relu_grad_sum_rows_plan(steps: list, outputs: list) -> tuple[int, int] | No
     if (f1, f2, f3, f4) != ("less_equal", "invert", "where", "sum") or k1 or k2 or k3:
         return None
     if not (len(o1) == 2 and _is_zero(o1[1]) and o2 == [n1] and len(o3) == 3 and o3[0] == n2 and _is_zero(o3[2])
-            and o4 == [n3] and k4 == {"axis": 0, "keepdims": False}):
+            and o4 == [n3] and k4.get("keepdims") is False and _leading_axes(k4.get("axis"))):
         return None
     y, g = o1[0], o3[1]
     if not (isinstance(y, str) and isinstance(g, str) and y.startswith("in") and g.startswith("in")):
@@ -380,11 +380,26 @@ def _relu_grad_sum_rows_plan(steps: list, outputs: list) -> tuple[int, int] | No
     return int(g[2:]), int(y[2:])
 
 
-def _relu_grad_sum_rows(xp: Any, g: Any, y: Any) -> tuple | None:
+def _leading_axes(axis: Any) -> bool:
+    """Whether a sum's ``axis`` is 0 or the leading axes ``(0, 1, ...)`` (a 3-D batch of rows: a Transformer's MLP)."""
+    if axis == 0 and not isinstance(axis, bool):
+        return True
+    return isinstance(axis, tuple) and len(axis) >= 1 and axis == tuple(range(len(axis)))
+
+
+def _relu_grad_sum_rows(xp: Any, g: Any, y: Any, axis: Any = 0) -> tuple | None:
     """(relu's gradient, its row sum) by the backend's native kernel, or None when it has none or the operands
-    are not two C-contiguous float32/float64 matrices of one shape and dtype. Split over ember's threads by
+    are not two C-contiguous float32/float64 matrices of one shape and dtype (``axis`` the leading axes of a
+    contiguous N-D batch: its rows, reshaped to a matrix; NumPy sums them in the same order). Split over ember's threads by
     columns (each column's sum keeps its order, so the bits do not depend on the threads)."""
     array = xp.ndarray
+    if isinstance(axis, tuple) and isinstance(g, array) and g.ndim >= 2 and axis == tuple(range(g.ndim - 1)) \
+            and g.flags.c_contiguous \
+            and isinstance(y, array) and y.shape == g.shape and y.flags.c_contiguous:
+        # leading axes of contiguous arrays: NumPy sums them as one axis of rows, in order (the same bits)
+        shape = g.shape
+        done = _relu_grad_sum_rows(xp, g.reshape(-1, shape[-1]), y.reshape(-1, shape[-1]))
+        return None if done is None else (done[0].reshape(shape), done[1])
     if not (isinstance(g, array) and isinstance(y, array) and g.ndim == 2 and g.shape == y.shape
             and g.dtype == y.dtype and g.dtype in (np.float32, np.float64) and g.flags.c_contiguous
             and y.flags.c_contiguous):
@@ -481,7 +496,9 @@ class FusedKernel:
                 return self.loop(xp, *arrays)
         if self.relu_grad_sum_rows is not None and not self.out_into:
             gi, yi = self.relu_grad_sum_rows
-            done = _relu_grad_sum_rows(xp, arrays[gi], arrays[yi])
+            axis = self.steps[3][3]["axis"]
+            done = _relu_grad_sum_rows(xp, arrays[gi], arrays[yi], axis) if axis != 0 else \
+                _relu_grad_sum_rows(xp, arrays[gi], arrays[yi])
             if done is not None:
                 named = dict(zip((self.steps[2][0], self.steps[3][0]), done))
                 return named[self.outputs[0]] if self.single else tuple(named[o] for o in self.outputs)

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.graph.ir import Node, Value
+from ember.graph.passes.scalar_chains import ScalarChainKernel, merge_scalar_chains
 from ember.ops.registry import OpDef
 
 
@@ -45,8 +46,8 @@ def _key(node: Node, general: bool) -> tuple | None:
     op = node.op
     if op.random or op.side_effect or op.category in ("control", "state") or not node.inputs:
         return None
-    if isinstance(op.impl, SharedScalarKernel):  # a group is never a member: its doc names only its lead's kernel
-        return None
+    if isinstance(op.impl, (SharedScalarKernel, ScalarChainKernel)):  # a group is never a member: its doc names
+        return None  # only its lead's kernels
     if any(o.shape != () for o in node.outputs):
         return None
     literals = []
@@ -70,6 +71,11 @@ def _key(node: Node, general: bool) -> tuple | None:
         return None
     dtypes = tuple(v.dtype for v in node.inputs if isinstance(v, Value))
     return what + (tuple(literals), dtypes, tuple(o.dtype for o in node.outputs))
+
+
+def node_key(node: Node) -> tuple | None:
+    """What makes two nodes the same scalar computation (any pure op or fused kernel), or None."""
+    return _key(node, True)
 
 
 class SharedScalarKernel:
@@ -136,12 +142,15 @@ def _group_once(nodes: list[Node], callable_of: Callable[[Node], Any] | None) ->
     return [first[id(n)] if id(n) in first else n for n in nodes if id(n) not in grouped or id(n) in first]
 
 
-def share_scalar_kernels(nodes: Sequence[Node], callable_of: Callable[[Node], Any] | None = None) -> list[Node]:
+def share_scalar_kernels(nodes: Sequence[Node], callable_of: Callable[[Node], Any] | None = None,
+                         keep: set | None = None) -> list[Node]:
     """``nodes`` with each set of two or more identical scalar computations (see the module docstring) replaced
     by one shared node at the place of the group's first member. Fused kernels are grouped; with
     ``callable_of`` (the executor's node-to-callable), any pure op with 0-d inputs and outputs too (a host
     ``pow`` of each parameter's step count), and groups chain: a member may read an earlier group's outputs."""
     current = list(nodes)
+    if callable_of is not None and keep is not None:  # whole chains first (ember/graph/passes/scalar_chains.py)
+        current = merge_scalar_chains(current, callable_of, keep, node_key)
     for _ in range(8):  # each round can only group nodes whose inputs an earlier round grouped
         grouped = _group_once(current, callable_of)
         if grouped is None:
