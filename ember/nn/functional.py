@@ -38,6 +38,15 @@ from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
     max_unpool2d,
 )
+from ember.nn._layout_follow import follow_input_layout as _follow_layout
+
+# PyTorch's CPU kernels keep a channels-last input's (or conv weight's) layout in these results (ember/nn/_layout_follow.py)
+conv2d = _follow_layout(conv2d, weight_arg=1)
+conv_transpose2d = _follow_layout(conv_transpose2d, weight_arg=1)
+batch_norm = _follow_layout(batch_norm)
+group_norm = _follow_layout(group_norm)
+max_pool2d = _follow_layout(max_pool2d)
+avg_pool2d = _follow_layout(avg_pool2d)
 
 
 @autocast_policy("lower")

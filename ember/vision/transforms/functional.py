@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ember.vision.transforms import _resample
+from ember.vision.transforms import _resample, _tensor_geometry
 from ember.vision.transforms._image import from_chw, image_size, is_pil, is_tensor, max_value, require_pillow, to_chw
 from ember.data.transforms import Normalize
 import ember
@@ -181,6 +181,8 @@ def crop(img: Any, top: int, left: int, height: int, width: int) -> Any:
     """Crop ``[top:top+height, left:left+width]``; parts outside the image are zero (torchvision pads)."""
     if is_pil(img):
         return img.crop((left, top, left + width, top + height))
+    if is_tensor(img):  # a view, differentiable, as torchvision's slice
+        return _tensor_geometry.crop(img, top, left, height, width)
     array, kind = to_chw(img, "crop")
     h, w = array.shape[-2:]
     bottom, right = top + height, left + width
@@ -254,6 +256,8 @@ def pad(img: Any, padding: Any, fill: Any = 0, padding_mode: str = "constant") -
         array, _ = to_chw(img, "pad")
         return from_chw(_pad_array(array, pads, fill, padding_mode), "pil", img) if img.mode != "P" else \
             Image.fromarray(np.pad(np.asarray(img), [(pads[1], pads[3]), (pads[0], pads[2])]), mode="P")
+    if is_tensor(img) and isinstance(fill, numbers.Number):  # F.pad on the tensor, as torchvision's tensor path
+        return _tensor_geometry.pad(img, pads, fill, padding_mode)
     array, kind = to_chw(img, "pad")
     return from_chw(_pad_array(array, pads, fill, padding_mode), kind, img)
 
@@ -261,6 +265,8 @@ def pad(img: Any, padding: Any, fill: Any = 0, padding_mode: str = "constant") -
 def hflip(img: Any) -> Any:
     if is_pil(img):
         return img.transpose(0)  # FLIP_LEFT_RIGHT
+    if is_tensor(img):
+        return _tensor_geometry.hflip(img)
     array, kind = to_chw(img, "hflip")
     return from_chw(array[..., ::-1], kind, img)
 
@@ -268,6 +274,8 @@ def hflip(img: Any) -> Any:
 def vflip(img: Any) -> Any:
     if is_pil(img):
         return img.transpose(1)  # FLIP_TOP_BOTTOM
+    if is_tensor(img):
+        return _tensor_geometry.vflip(img)
     array, kind = to_chw(img, "vflip")
     return from_chw(array[..., ::-1, :], kind, img)
 
