@@ -69,8 +69,8 @@ def _gelu_impl(xp: Any, x: Any, approximate: str = "none") -> Any:
     kernel = _native_float32(xp, "gelu_f32", x)
     if kernel is not None:  # the formula below in one pass, bit for bit (cpu_math_kernels.py)
         return run_elementwise(kernel, xp.empty(x.shape, x.dtype), x)
-    if xp is np and gelu_blocks.takes(x):  # the same formula in cache-sized blocks (no numba)
-        return gelu_blocks.gelu(x, special_function(xp, "erf"))
+    if xp is np and gelu_blocks.takes(x):  # the same formula in cache-sized blocks (no numba); 1 + erf kept
+        return gelu_blocks.gelu(x, special_function(xp, "erf"), keep=grad_mode.STATE.enabled)  # for a backward
     return 0.5 * x * (1.0 + special_function(xp, "erf")(x * _INV_SQRT_2))
 
 
