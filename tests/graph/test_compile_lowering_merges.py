@@ -110,3 +110,38 @@ def test_adam_bias_corrections_are_one_shared_chain(monkeypatch) -> None:
     assert losses == ref_losses
     for p, q in zip(params, ref_params):
         assert p.tobytes() == q.tobytes()
+
+
+def test_gpt_style_head_split_writes_the_packed_layout(monkeypatch) -> None:
+    # qkv.reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4); q, k, v = t[0], t[1], t[2]: the buffer is made in qkv's
+    # layout and the reshape back from the permuted sum (a copy) disappears
+    def run(merge: bool) -> tuple:
+        if not merge:
+            monkeypatch.setattr(index_grads, "merge_index_grads", lambda nodes, keep: list(nodes))
+        rng = np.random.default_rng(1)
+        w = ember.tensor(rng.standard_normal((6, 12)).astype(np.float32), requires_grad=True)
+        x = ember.tensor(rng.standard_normal((2, 5, 6)).astype(np.float32))
+        z = rng.standard_normal((2, 2, 5, 2)).astype(np.float32)
+        z[1] = -0.0
+        zt = ember.tensor(z)
+
+        def step(x):
+            t = (x @ w).reshape(2, 5, 3, 2, 2).permute(2, 0, 3, 1, 4)
+            q, k, v = t[0], t[1], t[2]
+            loss = (q * zt).sum() + (k * (zt + 1)).sum() + (v * v).sum()
+            w.grad = None
+            loss.backward()
+            return w.grad.clone()
+
+        fn = ember.compile(step, fallback="raise", measure=False)
+        out = [fn(x).numpy().copy() for _ in range(3)]
+        monkeypatch.undo()
+        return out, fn, step(x).numpy()
+
+    got, fn, eager = run(True)
+    merged = _nodes(fn, "index_grad_sum")
+    assert len(merged) == 1 and merged[0].op.impl.layout is not None
+    want, _, _ = run(False)
+    for a, b in zip(got, want):
+        assert a.tobytes() == b.tobytes()
+    np.testing.assert_allclose(got[-1], eager, rtol=1e-6, atol=1e-6)

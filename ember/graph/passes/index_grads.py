@@ -44,15 +44,21 @@ _CHUNK_BYTES = 1 << 18
 class IndexGradSum:
     """``kernel(xp, *values)``: the sum of ``values[k]`` placed at ``indices[k]`` into zeros of ``shape`` (the
     slices pairwise disjoint). ``sources[k]``: the shape the k-th value arrives in when it is a reshape's input
-    read in place of the reshape (None: the value has its slice's shape, up to leading size-1 dims)."""
+    read in place of the reshape (None: the value has its slice's shape, up to leading size-1 dims). ``layout``:
+    ``(result shape, permuted shape, inverse permutation)`` when the sum is returned as ``reshape(permute(sum))``
+    (GPT's ``qkv.reshape(B, T, 3, H, D).permute(2, 0, 3, 1, 4)``): the buffer is then made in the result's layout
+    and the slices are written through the permuted view, so the reshape's copy disappears."""
 
-    def __init__(self, indices: list, shape: tuple, covered: bool, sources: list) -> None:
+    def __init__(self, indices: list, shape: tuple, covered: bool, sources: list, layout: tuple | None = None) -> None:
         self.indices, self.shape, self.covered, self.sources = indices, tuple(shape), covered, sources
+        self.layout = layout
         self.as_view: list = [None] * len(indices)  # per slice: whether the buffer's slice takes the source shape
 
     def __call__(self, xp: Any, *values: Any) -> Any:
         dtype = values[0].dtype
-        out = xp.empty(self.shape, dtype) if self.covered else xp.zeros(self.shape, dtype)
+        shape = self.shape if self.layout is None else self.layout[0]
+        full = xp.empty(shape, dtype) if self.covered else xp.zeros(shape, dtype)
+        out = full if self.layout is None else xp.transpose(full.reshape(self.layout[1]), self.layout[2])
         zero = dtype.type(0)
         pairs = []
         for k, (index, value) in enumerate(zip(self.indices, values)):
@@ -69,9 +75,9 @@ class IndexGradSum:
         if not self.covered:
             for view, value in pairs:
                 xp.add(view, value, out=view)  # 0 + g into the zeros, as the old sum
-            return out
+            return full
         rows = out.shape[0] if out.ndim else 0
-        if xp is np and rows > 1 and all(v.ndim and v.shape[0] == rows == g.shape[0] for v, g in pairs):
+        if xp is np and out is full and rows > 1 and all(v.ndim and v.shape[0] == rows == g.shape[0] for v, g in pairs):
             # Copy each slice's rows, then add 0 to those rows of the buffer while they are in cache (-0.0 ->
             # 0.0, the old sum's bits): a strided copy is ~2x faster than np.add(g, 0, out=strided slice).
             step = max(1, _CHUNK_BYTES // max(1, out[0].nbytes))
@@ -80,10 +86,11 @@ class IndexGradSum:
                     np.copyto(view[r:r + step], value[r:r + step])
                 block = out[r:r + step]
                 np.add(block, zero, out=block)
-            return out
+            return full
         for view, value in pairs:
-            xp.add(value, zero, out=view)  # 0 + g, as the old sum: -0.0 becomes 0.0
-        return out
+            view[...] = value  # each element once (the slices cover the buffer, disjoint)
+        xp.add(full, zero, out=full)  # 0 + g, as the old sum: -0.0 becomes 0.0
+        return full
 
     def _source_view(self, k: int, view: Any) -> Any:
         """``view`` with the k-th source's shape, sharing its memory, or None when that needs a copy."""
@@ -177,11 +184,34 @@ def merge_index_grads(nodes: Sequence[Node], keep: set) -> list[Node]:
             else:
                 values.append(g)
                 sources.append(None)
-        kernel = IndexGradSum(indices, shape, checked[1], sources)
+        layout, outputs = None, node.outputs
+        permute = _only_reader(nodes, out, private)
+        if permute is not None and permute.op.name == "permute" and private(permute.outputs[0]):
+            reshape = _only_reader(nodes, permute.outputs[0], private)
+            if reshape is not None and reshape.op.name == "reshape":
+                dims = tuple(permute.attrs["dims"])
+                inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+                layout = (tuple(reshape.outputs[0].shape), tuple(permute.outputs[0].shape), inverse)
+                outputs = reshape.outputs
+                dropped.update((id(permute), id(reshape)))
+                replace[id(reshape)] = None  # the merged node takes the reshape's place (after its other inputs)
+        kernel = IndexGradSum(indices, shape, checked[1], sources, layout)
         op = OpDef(name="index_grad_sum", category="nn", impl=kernel,
                    doc=f"{len(found)} disjoint slices' gradients into one {'empty' if checked[1] else 'zeroed'} buffer")
-        replace[id(node)] = Node(op, tuple(values), {"_slices": len(found)}, node.outputs)
+        merged = Node(op, tuple(values), {"_slices": len(found)}, outputs)
+        if layout is None:
+            replace[id(node)] = merged
+        else:
+            dropped.add(id(node))
+            replace[id(reshape)] = merged
         dropped.update(id(n) for n in inner)
     if not replace:
         return list(nodes)
-    return [replace.get(id(n), n) for n in nodes if id(n) not in dropped]
+    return [replace[id(n)] if id(n) in replace else n for n in nodes if id(n) not in dropped or id(n) in replace]
+
+
+def _only_reader(nodes: Sequence[Node], value: Value, private: Any) -> Node | None:
+    """The one node reading ``value`` (None when it is read more than once, fetched or written back)."""
+    if not private(value):
+        return None
+    return next((n for n in nodes if any(i is value for i in n.inputs)), None)
