@@ -67,11 +67,14 @@ class finfo:
         self.max = float(info.max)
         self.min = float(info.min)
         self.tiny = self.smallest_normal = float(info.tiny if hasattr(info, "tiny") else info.smallest_normal)
-        self.resolution = float(info.resolution)
+        # PyTorch: 10 ** -digits10 as a Python float (exactly 1e-06 for float32; NumPy's is a float32 1e-06)
+        self.resolution = 10.0 ** -int(info.precision)
 
-    def __repr__(self) -> str:
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
-                f"smallest_normal={self.smallest_normal}, tiny={self.tiny}, dtype={self.dtype})")
+    def __repr__(self) -> str:  # PyTorch prints the values as C++ streams do: 6 significant digits
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+    __str__ = __repr__
 
 
 class iinfo:
@@ -87,8 +90,10 @@ class iinfo:
         self.max = int(info.max) if info is not None else 1
         self.min = int(info.min) if info is not None else 0
 
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+    def __repr__(self) -> str:  # as PyTorch: the limits printed as doubles with 6 significant digits
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+    __str__ = __repr__
 
 
 class layout:
