@@ -5,16 +5,16 @@ GPT MLP activation of 6.3M elements, where PyTorch's gelu takes 3 ms), and the N
 is five more passes over memory. ``erf_f32`` and ``gelu_f32`` are 16-lane float32 vector passes in
 ``cpu_vector_rows`` (the pieces of ``_fast_math_coeffs.py``, made by ``tools/fit_fast_math.py``, evaluated in
 float32: erf within 1 ulp of the correctly rounded value for every float32, checked on a grid in the tests; NaN,
-+-inf, -0.0 and subnormals as SciPy). The loops here evaluate the same fits in float64 for every piece and
-select, so LLVM vectorizes them; each result is rounded once to float32.
++-inf, -0.0 and subnormals as SciPy). The loops here run in float64 and round each result once to float32.
 
 Every kernel works on elements ``[start, stop)`` of flat contiguous arrays and releases the GIL, so
 ``ember.backends.cpu_threads.parallel_for`` runs it on all cores.
 
 ``gelu_f32`` computes exactly the NumPy formula of ``ember/ops/nn_ops.py``'s gelu with that erf
 (``0.5 * x * (1 + erf(x * 0.70710677))``, each operation rounded to float32 in the same order), so
-eager results equal those of a fused graph, which replays that formula. ``gelu_backward_f32`` computes
-``g * (cdf(x) + x * pdf(x))`` in float64 and rounds once.
+eager results equal those of a fused graph, which replays that formula. ``gelu_backward_f32`` (also
+``cpu_vector_rows``) computes ``g * (cdf(x) + x * pdf(x))`` in float32 with cdf from the scaled erfc for negative x
+(no ``1 + erf`` cancellation); the tanh form's backward here runs in float64 and rounds once.
 
 Example:
     >>> from ember.backends.cpu_kernels import get
@@ -28,13 +28,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ember.backends import _fast_math_coeffs as C, cpu_erf_table, cpu_kernels
+from ember.backends import cpu_erf_table, cpu_kernels
 from ember.backends.cpu_threads import parallel_for
 
-_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_ERF_ONE = 3.925  # erf(x) rounds to 1.0 in float32 from 3.9192 on
-_EXP_CUTOFF = 14.5  # x * exp(-x**2 / 2) underflows float32 beyond
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_A = 0.044715
 
@@ -57,43 +53,9 @@ def build(numba: Any) -> dict[str, Callable]:
     # float32 steps of gelu around erf have no multiply-add pattern, so they round as NumPy's do.
     fast = {"contract"}
 
-    small, mid, far, unit = (njit(inline="always", fastmath=fast)(_polynomial(c)) for c in
-                             (C.ERF_SMALL, C.ERF_MID, C.ERF_FAR, C.EXP_UNIT))
-
     # The helpers the cached kernels call are module globals, not closure cells: numba keys its disk cache on the
     # pickled closure, and a dispatcher pickles differently in every process (every run recompiled: 2-8 s).
-    global _ERF64, _EXP_NEG_HALF_SQUARE, _EXP64, _ROW_MAX
-
-    @njit(inline="always", fastmath=fast)
-    def erf64(x: float) -> float:  # pragma: no cover - compiled
-        """erf(x) good to ~1e-9 absolute (float32 accuracy), every piece computed, then selected."""
-        a = abs(x)
-        p0 = x * small((x * x - C.ERF_SMALL_MID) * C.ERF_SMALL_INV_HALF)
-        p1 = mid((min(a, 2.5) - C.ERF_MID_MID) * C.ERF_MID_INV_HALF)
-        p2 = far((min(a, _ERF_ONE) - C.ERF_FAR_MID) * C.ERF_FAR_INV_HALF)
-        r = math.copysign(p1 if a < 2.5 else (p2 if a < _ERF_ONE else 1.0), x)
-        return p0 if a < 1.0 else (r if a == a else x)  # NaN stays NaN
-
-    @njit(inline="always", fastmath=fast)
-    def exp_neg_half_square(x: float) -> float:  # pragma: no cover - compiled
-        """exp(-x**2 / 2) as exp(-x**2 / 128) ** 64 (a polynomial on [-1.65, 0], six squarings);
-        0 beyond |x| = 14.5, where x * exp(-x**2 / 2) is below float32's smallest subnormal."""
-        a = min(abs(x), _EXP_CUTOFF)
-        e = unit((a * a * (-1.0 / 128.0) - C.EXP_UNIT_MID) * C.EXP_UNIT_INV_HALF)
-        for _ in range(6):
-            e = e * e
-        return e if abs(x) < _EXP_CUTOFF else 0.0
-
-    @njit(cache=True, nogil=True, fastmath=fast)
-    def gelu_backward_f32(g: Any, x: Any, out: Any, start: int, stop: int) -> None:  # pragma: no cover - compiled
-        g, x, out = g[start:stop], x[start:stop], out[start:stop]
-        for i in range(x.size):
-            v = np.float64(x[i])
-            cdf = 0.5 * (1.0 + _ERF64(v * _INV_SQRT_2))
-            tail = v * (_EXP_NEG_HALF_SQUARE(v) * _INV_SQRT_2PI)  # inf * 0 = NaN at +-inf, as PyTorch
-            out[i] = np.float32(np.float64(g[i]) * (cdf + tail))
-
-    _ERF64, _EXP_NEG_HALF_SQUARE = erf64, exp_neg_half_square
+    global _EXP64, _ROW_MAX
 
     _EXP64, _ROW_MAX = _exp64(numba), _row_max(numba)
 
@@ -110,9 +72,8 @@ def build(numba: Any) -> dict[str, Callable]:
             du = _SQRT_2_OVER_PI + (3.0 * _SQRT_2_OVER_PI * _TANH_A) * v2
             out[i] = np.float32(np.float64(g[i]) * (0.5 * (1.0 + t) * (1.0 + v * (1.0 - t) * du)))
 
-    # erf_f32 and gelu_f32: cpu_vector_rows (16-lane float32 vector passes)
-    kernels = {"gelu_backward_f32": gelu_backward_f32,
-               "gelu_tanh_backward_f32": gelu_tanh_backward_f32}
+    # erf_f32, gelu_f32 and gelu_backward_f32: cpu_vector_rows (16-lane float32 vector passes)
+    kernels = {"gelu_tanh_backward_f32": gelu_tanh_backward_f32}
     for name, kernel in _softmax_kernels(numba).items():  # one kernel for both dtypes (numba compiles each)
         kernels[f"{name}_f32"] = kernels[f"{name}_f64"] = kernel
     return kernels
@@ -212,7 +173,7 @@ def _row_max(numba: Any) -> Callable:
 
 
 # Set by build(): the helpers the cached kernels call (module globals: see build).
-_ERF64 = _EXP_NEG_HALF_SQUARE = _EXP64 = _ROW_MAX = None
+_EXP64 = _ROW_MAX = None
 # Row kernels: reassociation lets LLVM keep several partial sums (and max) in vector registers; FMAs inside exp.
 _ROWS = {"contract", "reassoc"}
 _LOG2E = 1.0 / math.log(2.0)

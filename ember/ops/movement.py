@@ -263,8 +263,21 @@ def _getitem_array_vjp(ctx: Any, g: Any) -> tuple:
         raise NotArrayable
     shape = ctx.input_meta[0]
     if g.size >= _LAZY_INDEX_GRAD:  # kept as (index, values): sibling views' gradients fill one buffer
-        return (IndexGrad(g, ctx.attrs["index"], shape),)
+        return (IndexGrad(g, ctx.attrs["index"], shape, dims=_permuted_from(ctx)),)
     return (_index_backward_impl(np, g, index=ctx.attrs["index"], shape=shape),)
+
+
+def _permuted_from(ctx: Any) -> tuple | None:
+    """The dims of the ``permute`` that made the indexed tensor, if one did: its gradient buffer is then laid out
+    so that the permute's backward gives a C-contiguous array (index_grad.py), which a ``view`` before the permute
+    (the q/k/v unpack's ``view(b, t, 3, h, d)``) reshapes without a copy."""
+    edges = getattr(getattr(ctx, "node", None), "next_edges", None)
+    edge = edges[0] if edges else None
+    child = edge[0] if edge is not None else None
+    op = getattr(child, "op", None)
+    if op is PERMUTE:
+        return child.attrs["dims"]
+    return None
 
 
 # Basic-index gradients of this many elements or more stay (index, values) until the engine needs the full

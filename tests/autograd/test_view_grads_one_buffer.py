@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ember
-from ember.autograd.index_grad import IndexGrad, accumulate
+from ember.autograd.index_grad import IndexGrad, _region, accumulate
 from ember.backends.cpu_scatter import scatter_add_rows
 
 
@@ -113,6 +113,96 @@ def test_accumulate_matches_the_full_array_sums():
         np.testing.assert_array_equal(accumulate(dense, IndexGrad(values[0], indices[0], shape)).materialize(),
                                       dense + full[0])
     assert accumulate(np.zeros(shape, np.float64), IndexGrad(values[0], indices[0], shape)) is None  # dtypes differ
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, np.float32).view(np.int32)  # -0.0 and +0.0 differ, NaNs compared by payload
+
+
+@pytest.mark.parametrize("how", ["unpack", "unbind", "chunk", "split_sizes"])
+def test_views_covering_the_tensor_give_torch_bits_and_base_layout(how):
+    """Every piece of one tensor gets a gradient: the buffer is filled by copies (no zero fill under them), so each
+    element is its piece's value bit for bit (a -0.0 stays -0.0, as torch's stack/cat backward keeps it); the q/k/v
+    unpack's buffer is laid out so that the view before the permute takes its gradient without a copy."""
+    rng = np.random.default_rng(5)
+    b, t, h, d = 2, 64, 3, 48
+    x = rng.standard_normal((b, t, 3 * h * d)).astype(np.float32)
+    ex, tx = _pair(x)
+    layouts = {}
+    for lib, xx in ((ember, ex), (torch, tx)):
+        y = xx * 1
+        y.register_hook(lambda g, lib=lib: layouts.__setitem__(lib.__name__, g.is_contiguous()) and None)
+        if how == "unpack":
+            pieces = list(y.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4))
+        elif how == "unbind":
+            pieces = list(y.view(b, t, 3, h * d).unbind(2))
+        elif how == "chunk":
+            pieces = list(y.chunk(3, dim=-1))
+        else:
+            pieces = list(y.split([130, 150, 3 * h * d - 280], dim=-1))  # each above the lazy size (16K)
+        grads = [_specials(np.random.default_rng(i), tuple(p.shape)) for i, p in enumerate(pieces)]
+        lib.autograd.backward(pieces, [lib.tensor(g) for g in grads])
+    np.testing.assert_array_equal(_bits(ex.grad.numpy()), _bits(tx.grad.numpy()))
+    assert layouts["ember"] and layouts["torch"]
+
+
+def test_pieces_partly_covering_zero_only_the_rest():
+    """Pieces that do not cover the tensor: the gaps read +0.0 (not uninitialized memory), whatever the order; an
+    overlapping piece after them adds."""
+    shape = (5, 40, 30)
+    rng = np.random.default_rng(6)
+    for order in ([(0,), (3,)], [(3,), (0,)], [(slice(1, 3),), (4,)], [(slice(None), slice(30, 40)), (slice(None), 2)]):
+        for trial in range(3):  # fresh buffers from the allocator: garbage would show
+            values = [_specials(rng, np.zeros(shape)[i].shape) for i in order]
+            want = np.zeros(shape, np.float32)
+            for i, v in zip(order, values):
+                want[i] = v
+            total = IndexGrad(values[0], order[0], shape)
+            for i, v in zip(order[1:], values[1:]):
+                total = accumulate(total, IndexGrad(v, i, shape))
+            np.testing.assert_array_equal(_bits(total.materialize()), _bits(want))
+            single = IndexGrad(values[0], order[0], shape, dims=(2, 0, 1)).materialize()  # one piece, other layout
+            alone = np.zeros(shape, np.float32)
+            alone[order[0]] = values[0]
+            np.testing.assert_array_equal(_bits(single), _bits(alone))
+    a, b, c = (rng.standard_normal((2, 40, 30)).astype(np.float32) for _ in range(3))
+    total = accumulate(accumulate(IndexGrad(a, (slice(0, 2),), shape), IndexGrad(b, (slice(3, 5),), shape)),
+                       IndexGrad(c, (slice(1, 3),), shape))
+    want = np.zeros(shape, np.float32)
+    want[0:2] += a
+    want[3:5] += b
+    want[1:3] += c
+    np.testing.assert_array_equal(total.materialize(), want)
+
+
+def test_copies_and_fills_split_over_threads_give_the_same_bits(monkeypatch):
+    """Large copies and gap fills run in blocks on ember's threads: the same bits as one call."""
+    from ember import _config
+    from ember.autograd import index_grad
+
+    shape = (4, 48, 64, 36)
+    rng = np.random.default_rng(9)
+    values = [_specials(rng, shape[1:]) for _ in range(3)]
+    results = []
+    for threads, split in ((1, 1 << 20), (2, 1000)):
+        monkeypatch.setattr(_config, "CPU_THREADS", threads)
+        monkeypatch.setattr(index_grad, "_SPLIT", split)
+        total = IndexGrad(values[0], (0,), shape, dims=(1, 0, 2, 3))
+        total = accumulate(accumulate(total, IndexGrad(values[1], (3,), shape)), IndexGrad(values[2], (1,), shape))
+        results.append(_bits(total.materialize()))
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not results[0][2].any()  # the gap: +0.0
+
+
+def test_regions_the_buffer_tracks():
+    shape = (3, 4, 5)
+    assert _region((1,), shape) == (0, 1, 2) and _region((-1,), shape) == (0, 2, 3)
+    assert _region((slice(None), slice(1, 3)), shape) == (1, 1, 3)
+    assert _region((slice(None), slice(None), np.int64(4)), shape) == (2, 4, 5)
+    assert _region((), shape) == (0, 0, 3)
+    for index in [(1, 2), (slice(0, 3, 2),), (Ellipsis, 1), (None, 1), (slice(None), slice(3, 1)), (True,)]:
+        assert _region(index, shape) is None or index == (slice(None), slice(3, 1))
+    assert _region((slice(None), slice(3, 1)), shape) == (1, 3, 3)  # empty: meets nothing
 
 
 @pytest.mark.parametrize("rows,n,negative", [(65, 4096, False), (7, 300, True), (5000, 4096, False), (3, 640, False)])
