@@ -156,7 +156,7 @@ def _row_min_scaled(row, n, s):  # pragma: no cover - compiled
 def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, block, start, stop):  # pragma: no cover
     """Heads ``[start, stop)`` of attention's backward from the saved probabilities ``weights``: ``dq`` written,
     ``dk`` and ``dv`` (zeroed by the caller) accumulated. g, out (N, H, L, E); dq like q; dk like k; dv like v;
-    all float32 with unit last strides and positive strides; weights, dq, dk, dv contiguous."""
+    all float32 with unit last strides and positive strides; weights contiguous."""
     heads = q.shape[1]
     length, depth = q.shape[2], q.shape[3]
     source = k.shape[2]
@@ -177,6 +177,7 @@ def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, bloc
         k_addr = k.ctypes.data + b * k.strides[0] + h * k.strides[1]
         g_rs, q_rs, k_rs = g.strides[2] // 4, q.strides[2] // 4, k.strides[2] // 4
         dq_addr, dk_addr, dv_addr = dq[b, h].ctypes.data, dk[b, h].ctypes.data, dv[b, h].ctypes.data
+        dq_rs, dk_rs, dv_rs = dq.strides[2] // 4, dk.strides[2] // 4, dv.strides[2] // 4
         w_addr = w.ctypes.data
         for lo in range(0, length, block):
             hi = min(length, lo + block)
@@ -189,7 +190,7 @@ def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, bloc
                 delta[r] = _dot(gh[lo + r], oh[lo + r], width)
             # dV[:seen] += P_blk^T dO_blk
             _gemm(seen, width, rows, w_addr + 4 * lo * source, 1, source, g_addr + 4 * lo * g_rs, g_rs, dv_addr,
-                  width, 1)
+                  dv_rs, 1)
             # dP = dO_blk V^T, then dS = P (dP - delta) scale, hidden keys 0
             _gemm(rows, seen, width, g_addr + 4 * lo * g_rs, g_rs, 1, vt.ctypes.data, padded, ds.ctypes.data,
                   source, 0)
@@ -201,8 +202,8 @@ def attention_backward(g, q, k, v, out, weights, dq, dk, dv, scale, causal, bloc
                     d[j] = ((d[j] - c) * p[j]) * s
                 ds[r, visible:seen] = 0.0
             # dQ_blk = dS K[:seen]; dK[:seen] += dS^T Q_blk
-            _gemm(rows, depth, seen, ds.ctypes.data, source, 1, k_addr, k_rs, dq_addr + 4 * lo * depth, depth, 0)
-            _gemm(seen, depth, rows, ds.ctypes.data, 1, source, q_addr + 4 * lo * q_rs, q_rs, dk_addr, depth, 1)
+            _gemm(rows, depth, seen, ds.ctypes.data, source, 1, k_addr, k_rs, dq_addr + 4 * lo * dq_rs, dq_rs, 0)
+            _gemm(seen, depth, rows, ds.ctypes.data, 1, source, q_addr + 4 * lo * q_rs, q_rs, dk_addr, dk_rs, 1)
 
 
 def build() -> dict[str, Callable]:

@@ -111,8 +111,13 @@ def backward(g: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, is_causal: 
     kernel = cpu_kernels.get("attention_backward_f32")
     g4, q4, k4, v4, o4 = _four_d(g), _four_d(q), _four_d(k), _four_d(v), _four_d(out)
     w4 = np.ascontiguousarray(weights).reshape(q4.shape[:3] + (k4.shape[2],))
-    dq = np.empty(q4.shape, np.float32)
-    dk, dv = np.zeros(k4.shape, np.float32), np.zeros(v4.shape, np.float32)
+    if q.ndim == 4:  # each gradient in its input's order of axes: the head-split view's transpose and reshape
+        dq, dk, dv = _like(q, q.shape), _like(k, k.shape), _like(v, v.shape)  # back to (N, L, E) are then views
+        dk.fill(0.0)
+        dv.fill(0.0)
+    else:
+        dq = np.empty(q4.shape, np.float32)
+        dk, dv = np.zeros(k4.shape, np.float32), np.zeros(v4.shape, np.float32)
     length, source = q4.shape[2], k4.shape[2]
     _heads(q4.shape[0] * q4.shape[1], length * source,
            lambda start, stop: kernel(g4, q4, k4, v4, o4, w4, dq, dk, dv, scale, bool(is_causal), _block(is_causal),

@@ -89,6 +89,21 @@ def test_the_kernel_runs_and_lays_out_like_the_query(monkeypatch):
     assert out.transpose(1, 2).is_contiguous()
 
 
+def test_gradients_lay_out_like_their_inputs():
+    """dq, dk, dv in q's, k's, v's order of axes (head-split views: (B, T, H, D) in memory), so the transposes and
+    reshapes back to (B, T, E) are views; the same bits as from contiguous copies of the inputs."""
+    q, k, v = _head_split(2, 40, 3, 16, seed=5)
+    g = np.random.default_rng(6).standard_normal((2, 3, 40, 16)).astype(np.float32)
+    out, weights = attention_kernels.forward(q, k, v, False, 0.25)
+    grads = attention_kernels.backward(g, q, k, v, out, weights, False, 0.25)
+    for grad in grads:
+        assert grad.strides == (40 * 3 * 16 * 4, 16 * 4, 3 * 16 * 4, 4) and grad.transpose(0, 2, 1, 3).flags.c_contiguous
+    copies = [np.ascontiguousarray(a) for a in (q, k, v)]
+    out_c, weights_c = attention_kernels.forward(*copies, False, 0.25)
+    for a, b in zip(grads, attention_kernels.backward(g, *copies, out_c, weights_c, False, 0.25)):
+        assert b.flags.c_contiguous and np.array_equal(a, b)
+
+
 def test_split_over_heads_gives_the_bits_of_one_thread(monkeypatch):
     q, k, v = _head_split(4, 256, 3, 16, seed=3)
     g = np.random.default_rng(4).standard_normal((4, 3, 256, 16)).astype(np.float32)
