@@ -103,7 +103,7 @@ def _gelu_backward_impl(xp: Any, g: Any, x: Any, approximate: str = "none") -> A
     if kernel is not None:  # 16 float32 lanes, cdf from the scaled erfc for negative x (cpu_vector_rows)
         return run_elementwise(kernel, xp.empty(x.shape, x.dtype), g, x)
     if xp is np and gelu_blocks.takes(g, x):
-        return gelu_blocks.gelu_backward(g, x)
+        return gelu_blocks.gelu_backward(g, x, special_function(xp, "erf"))
     cdf = (special_function(xp, "erf")(x * _INV_SQRT_2) + 1.0) * 0.5
     pdf = xp.exp(x * x * -0.5) * _INV_SQRT_2PI
     return g * (cdf + x * pdf)
