@@ -46,7 +46,25 @@ def _data(name: str) -> tuple:
     raise SystemExit(f"unknown workload {name!r}")
 
 
+def _w1_steps() -> dict:
+    """W1 (two-layer net, manual SGD: no module or optimizer), the arrays of bench_workloads.py's W1."""
+    rng = np.random.RandomState(0)
+    arrays = [rng.randn(64, 1000), rng.randn(64, 10), rng.randn(1000, 100), rng.randn(100, 10)]
+    out = {}
+    for mode in ("eager", "compiled", "compiled (trial on)"):
+        x, y, w1, w2 = (ember.tensor(a.astype(np.float32)) for a in arrays)
+        w1.requires_grad_(True)
+        w2.requires_grad_(True)
+        step = models.two_layer_step(ember, w1, w2, 1e-6)
+        if mode != "eager":
+            step = ember.compile(step, measure=mode == "compiled (trial on)")
+        out[mode] = (step, x, y)
+    return out
+
+
 def steps(name: str) -> dict:
+    if name == "w1":
+        return _w1_steps()
     build, make_opt, loss_fn, x, y = _data(name)
     out = {}
     for mode in ("eager", "compiled", "compiled (trial on)"):
@@ -61,7 +79,7 @@ def steps(name: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="w2,w3,w4,resnet18,gpt")
+    parser.add_argument("--only", default="w1,w2,w3,w4,resnet18,gpt")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     print(f"CPU: {bw.cpu_model()}\n{bw.versions()}")
