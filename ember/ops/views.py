@@ -477,7 +477,20 @@ def unbind(input: Any, dim: int = 0, *, axis: Any = None) -> tuple:
     return _multi_output_views([select(input, d, i) for i in range(input.shape[d])], "Unbind")
 
 
+def not_a_tensor_sequence(tensors: Any, op: str) -> None:
+    """PyTorch's refusal of one tensor where a sequence of tensors belongs (``torch.stack(t)``): iterating it
+    would silently stack or concatenate its rows."""
+    if type(tensors) in (list, tuple):  # the common case: one check
+        return
+    from ember.tensor import Tensor  # (views.py is imported by ember.tensor)
+
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+
+
 def cat(tensors: Sequence[Any], dim: int = 0) -> Any:
+    not_a_tensor_sequence(tensors, "cat")
     tensors = [t for t in tensors]
     if not tensors:
         raise RuntimeError("cat: expected a non-empty list of tensors")
@@ -507,6 +520,7 @@ concat = concatenate = cat
 
 
 def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
+    not_a_tensor_sequence(tensors, "stack")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack: expected a non-empty list of tensors")
@@ -529,11 +543,13 @@ def stack(tensors: Sequence[Any], dim: int = 0) -> Any:
 
 
 def hstack(tensors: Sequence[Any]) -> Any:
+    not_a_tensor_sequence(tensors, "hstack")
     tensors = list(tensors)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors: Sequence[Any]) -> Any:
+    not_a_tensor_sequence(tensors, "vstack")
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 

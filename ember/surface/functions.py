@@ -200,14 +200,17 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False) -> T
 
 
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    views.not_a_tensor_sequence(tensors, "column_stack")
     return hstack([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors])
 
 
 def row_stack(tensors: Sequence[Tensor]) -> Tensor:
+    views.not_a_tensor_sequence(tensors, "row_stack")
     return vstack(list(tensors))
 
 
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    views.not_a_tensor_sequence(tensors, "dstack")
     return cat(list(atleast_3d(list(tensors))), dim=2)
 
 
