@@ -482,9 +482,8 @@ def not_a_tensor_sequence(tensors: Any, op: str) -> None:
     would silently stack or concatenate its rows."""
     if type(tensors) in (list, tuple):  # the common case: one check
         return
-    from ember.tensor import Tensor  # (views.py is imported by ember.tensor)
-
-    if isinstance(tensors, Tensor):
+    # an ember Tensor (or subclass), told by its class chain: ember.tensor imports this module
+    if any(c.__name__ == "Tensor" and c.__module__ == "ember.tensor" for c in type(tensors).__mro__):
         raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         f"{type(tensors).__name__}")
 
