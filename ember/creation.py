@@ -15,6 +15,7 @@ import numpy as np
 
 from ember import dtypes, factory_options as _opts, float8, random as ember_random
 from ember.autograd import grad_mode
+from ember.backends import cpu_parallel_ufunc
 from ember.device import to_device
 from ember.ops import complex_ops, float8_ops, unsigned_ops, value_check
 from ember.ops.linspace_values import linspace_values, scalar_ends
@@ -267,7 +268,8 @@ def _filled(shape: tuple, value: Any, dtype: Any, device: Any, requires_grad: bo
         dtypes.result_type(value) if not isinstance(value, float) else dtypes.get_default_dtype())
     xp = dev.xp
     if value == 0 and not (isinstance(value, float) and math.copysign(1.0, value) < 0):  # full(s, -0.0) keeps -0
-        array = xp.zeros(shape, dtype=dt.np)
+        # (a large NumPy fill on ember's threads: the heap's memset, one core otherwise)
+        array = cpu_parallel_ufunc.zeros(shape, dt.np) if xp is np else xp.zeros(shape, dtype=dt.np)
     elif value == 1:
         array = xp.ones(shape, dtype=dt.np)
     elif dt in dtypes.FLOAT8_DTYPES:  # torch's rounding and saturation (ember/float8.py), not NumPy's cast

@@ -17,6 +17,7 @@ from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import anomaly_mode, grad_mode
 from ember.autograd.node import OP_NODE_CLASSES, OpNode
 from ember.autograd.index_grad import IndexGrad, accumulate as _accumulate_lazy
+from ember.backends import cpu_parallel_ufunc
 from ember.device import CPU
 
 Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
@@ -432,7 +433,7 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
     elif leaf.grad is None:
         data = grad._data
         if not _owned(data):
-            data = data.copy()  # never alias a buffer that something else may still hold
+            data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
         leaf.grad = _tensor_class()._make(data, leaf._device, False)
     else:
         if interpreters.GRAPHS.count:  # graph building: the gradients may be graph values
@@ -458,10 +459,11 @@ def _accumulate_array(leaf: Any, data: Any) -> None:
     current = leaf.grad
     if current is None:
         if not _owned(data):
-            data = data.copy()  # never alias a buffer that something else may still hold
+            data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
         leaf.grad = Tensor._make(data, leaf._device, False)
         return
-    current._data += data
+    if not cpu_parallel_ufunc.add_into(current._data, data):  # large: on ember's threads
+        current._data += data
     current._bump()
 
 

@@ -110,15 +110,39 @@ def _kind(a: Any, b: Any, bias: Any) -> str | None:
     return "s" if dtype == numpy.float32 else "d" if dtype == numpy.float64 else None
 
 
-def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
+# ``split_gemm``'s axis, per product (threads19, docs/cpu-performance.md, "threads19"): rows when M >= N, else
+# columns (the operand both threads read whole is then the smaller one). Cutting the sum K instead (each thread's
+# part of the sum into its own output, the parts added after) was measured for the weight gradients whose K is
+# 2-10x max(M, N): CPU under load 5-15% below the M/N splits in one run and within 3% in others, wall under
+# SCHED_FIFO within 4% either way (W4's 256 x 2048 x 256: K 1.52, M 1.55, N 1.51 ms; GPT's head 65 x 4096 x 384:
+# K 1.57, N 1.50), a W4 step with it 0.984x (noise-level). Not worth results that depend on the thread count (a K
+# split's rounding differs from one thread's; M/N splits give the same bits), so it is off: ``SPLIT_K_RATIO`` = r
+# turns it on for sums of r x max(M, N) or longer (``split_gemm(..., axis=2)`` forces it).
+SPLIT_K_RATIO = 0
+
+
+def split_axis(m: int, k: int, n: int) -> int:
+    """The axis ``split_gemm`` cuts an ``(m, k) @ (k, n)`` product along: 0 rows (M), 1 columns (N), 2 the sum (K).
+
+    Example:
+        >>> split_axis(4096, 384, 1152), split_axis(64, 100, 1000), split_axis(256, 2048, 256)
+        (0, 1, 0)
+    """
+    if SPLIT_K_RATIO and k >= SPLIT_K_RATIO * max(m, n):
+        return 2
+    return 0 if m >= n else 1
+
+
+def split_gemm(a: Any, b: Any, bias: Any = None, axis: int | None = None) -> Any:
     """``a @ b`` (``+ bias``, added as in :func:`addmm`) as one BLAS call per ember thread, each on its own block
-    of rows of ``a`` (or of columns of ``b`` when ``b`` is the wider), with NumPy's BLAS held to one thread:
-    OpenBLAS's own workers are never woken, so none spins afterwards on the core ember's threads need for the
-    elementwise passes between the GEMMs (a GPT step at two threads burned ~45% more CPU than on one). None when
-    ember does not hold BLAS's threads here (``cpu_blas.owns_gemm_threads()``: OpenBLAS found and
-    ``EMBER_BLAS_SPLIT`` not ``0``), with one thread, for products below ``SPLIT_MACS``, or for operands ``addmm``
-    declines; the caller then multiplies on one BLAS thread (``cpu_blas.small_gemm``). Every element is one BLAS
-    call's sum over all of K."""
+    of rows of ``a``, of columns of ``b``, or of the sum's ``k`` (``split_axis``; ``axis`` forces one), with NumPy's
+    BLAS held to one thread: OpenBLAS's own workers are never woken, so none spins afterwards on the core ember's
+    threads need for the elementwise passes between the GEMMs (a GPT step at two threads burned ~45% more CPU than
+    on one). None when ember does not hold BLAS's threads here (``cpu_blas.owns_gemm_threads()``: OpenBLAS found
+    and ``EMBER_BLAS_SPLIT`` not ``0``), with one thread, for products below ``SPLIT_MACS``, or for operands
+    ``addmm`` declines; the caller then multiplies on one BLAS thread (``cpu_blas.small_gemm``). Split by rows or
+    columns, every element is one BLAS call's sum over all of K; split along K, the sum of the threads' partial
+    sums in thread order (a different rounding, within float32 GEMM error, and the same bits every call)."""
     kind = _kind(a, b, bias)
     if kind is None:
         return None
@@ -133,7 +157,8 @@ def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
     out = numpy.empty((m, n), a.dtype)
     item = a.itemsize
     beta = 0.0 if bias is None else 1.0
-    if m >= n:  # blocks of rows: A's rows and C's rows move together
+    axis = split_axis(m, k, n) if axis is None else axis
+    if axis == 0:  # blocks of rows: A's rows and C's rows move together
         row_step = a.strides[0] // item
 
         def rows(start: int, stop: int) -> None:
@@ -142,7 +167,7 @@ def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
             gemm(_ROW_MAJOR, fa[0], fb[0], stop - start, n, k, 1.0, a.ctypes.data + start * row_step * item, fa[1],
                  b.ctypes.data, fb[1], beta, out.ctypes.data + start * n * item, n)
         _split(rows, m)
-    else:  # blocks of columns: B's columns and C's columns move together
+    elif axis == 1:  # blocks of columns: B's columns and C's columns move together
         col_step = b.strides[1] // item
 
         def cols(start: int, stop: int) -> None:
@@ -151,7 +176,40 @@ def split_gemm(a: Any, b: Any, bias: Any = None) -> Any:
             gemm(_ROW_MAJOR, fa[0], fb[0], m, stop - start, k, 1.0, a.ctypes.data, fa[1],
                  b.ctypes.data + start * col_step * item, fb[1], beta, out.ctypes.data + start * item, n)
         _split(cols, n)
+    else:
+        _split_k(gemm, a, b, fa, fb, bias, out)
     return out
+
+
+def _split_k(gemm: Any, a: Any, b: Any, fa: tuple, fb: tuple, bias: Any, out: Any) -> None:
+    """``out = a @ b (+ bias)`` with the sum cut into one block of ``k`` per thread: the first block's products
+    go into ``out`` (after the bias, ``beta = 1``), each other block's into its own buffer, added to ``out`` in
+    block order afterwards (by blocks of rows on ember's threads when ``out`` is large)."""
+    m, k = a.shape
+    n = b.shape[1]
+    item = a.itemsize
+    a_step, b_step = a.strides[1] // item, b.strides[0] // item  # elements from one k to the next
+    partials: dict[int, Any] = {}
+
+    def block(start: int, stop: int) -> None:
+        if start == 0:
+            target, beta = out, 0.0 if bias is None else 1.0
+            if bias is not None:
+                numpy.copyto(out, bias)
+        else:
+            target, beta = numpy.empty((m, n), a.dtype), 0.0
+            partials[start] = target
+        gemm(_ROW_MAJOR, fa[0], fb[0], m, n, stop - start, 1.0, a.ctypes.data + start * a_step * item, fa[1],
+             b.ctypes.data + start * b_step * item, fb[1], beta, target.ctypes.data, n)
+    _split(block, k)
+    if not partials:
+        return
+    ordered = [partials[start] for start in sorted(partials)]
+
+    def add(start: int, stop: int) -> None:
+        for part in ordered:
+            numpy.add(out[start:stop], part[start:stop], out=out[start:stop])
+    parallel_for(add, m, max(1, SPLIT_FILL // (2 * n)))
 
 
 def _split(fn: Any, total: int) -> None:

@@ -52,11 +52,15 @@ def num_threads() -> int:
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
+    """The pool, with at least ``workers`` threads (``set_num_threads`` may raise the count after the first call:
+    a pool too small would run the chunks one after another; the old one's idle threads exit)."""
     global _POOL
-    if _POOL is None:
+    if _POOL is None or _POOL._max_workers < workers:
         with _LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ember-cpu")
+            if _POOL is None or _POOL._max_workers < workers:
+                old, _POOL = _POOL, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ember-cpu")
+                if old is not None:
+                    old.shutdown(wait=False)
     return _POOL
 
 

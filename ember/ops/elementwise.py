@@ -13,6 +13,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import native_kernel, special_function
+from ember.backends import cpu_parallel_ufunc
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch, float8_ops, layout, value_check
 from ember.autograd import grad_mode
@@ -341,11 +342,25 @@ def _minmax_vjp(pick_first: Any) -> Any:
     return vjp
 
 
-ADD = _binary("add", lambda xp, x, y: xp.add(x, y), _ADD_VJP, save="none", onnx="Add",
-             ufunc="add")
-SUB = _binary("sub", lambda xp, x, y: xp.subtract(x, y), _SUB_VJP, save="none", onnx="Sub",
-             ufunc="subtract")
-MUL = _binary("mul", lambda xp, x, y: xp.multiply(x, y), _MUL_VJP, save="cross", onnx=complex_emitters.multiply,
+def _threaded(name: str) -> Any:
+    """The impl ``xp.<name>(x, y)``, a large NumPy pass split over ember's threads (``cpu_parallel_ufunc``: the
+    same bits; NumPy's ufunc runs one core, PyTorch's add uses all)."""
+    ufunc = getattr(np, name)
+
+    def impl(xp: Any, x: Any, y: Any) -> Any:
+        least = 2 * cpu_parallel_ufunc.MIN_PER_THREAD
+        if xp is np and (getattr(x, "size", 0) >= least or getattr(y, "size", 0) >= least):
+            out = cpu_parallel_ufunc.binary(ufunc, x, y)
+            if out is not None:
+                return out
+        return getattr(xp, name)(x, y)
+
+    return impl
+
+
+ADD = _binary("add", _threaded("add"), _ADD_VJP, save="none", onnx="Add", ufunc="add")
+SUB = _binary("sub", _threaded("subtract"), _SUB_VJP, save="none", onnx="Sub", ufunc="subtract")
+MUL = _binary("mul", _threaded("multiply"), _MUL_VJP, save="cross", onnx=complex_emitters.multiply,
               ufunc="multiply")
 DIV = _binary("div", lambda xp, x, y: xp.true_divide(x, y), _DIV_VJP, onnx=complex_emitters.divide, float_only=True,
              ufunc="true_divide")

@@ -16,6 +16,7 @@ from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import permute_rule, same_value
 from ember.autograd.node import _FREED_MESSAGE, NotArrayable, SavedTensor
 from ember.autograd.index_grad import IndexGrad
+from ember.backends import cpu_parallel_ufunc
 from ember.backends.cpu_scatter import scatter_add_rows
 from ember.ops.elementwise import sum_to
 from ember.ops.reductions import take_along
@@ -289,7 +290,7 @@ def _sum_to_array(g: Any, shape: tuple) -> Any:
     return g if g.shape == tuple(shape) else OPS["sum_to"].impl(np, g, tuple(shape))
 
 
-RESHAPE.array_vjp = (lambda ctx, g: g.reshape(ctx.input_meta[0]),)
+RESHAPE.array_vjp = (lambda ctx, g: cpu_parallel_ufunc.reshape(g, ctx.input_meta[0]),)  # a large copy on all cores
 PERMUTE.array_vjp = (lambda ctx, g: np.transpose(g, _inverse_permutation(ctx.attrs["dims"])),)
 EXPAND.array_vjp = (lambda ctx, g: _sum_to_array(g, ctx.input_meta[0]),)
 CONTIGUOUS.array_vjp = CLONE.array_vjp = (lambda ctx, g: g,)

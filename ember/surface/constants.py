@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ember.dtypes import set_default_dtype
-from ember import dtypes, float8
+from ember import _config, dtypes, float8
 from ember.device import device as _device, get_default as _get_default, set_default as _set_default
 from ember.legacy_types import legacy_types
 from ember.tensor import Tensor
@@ -151,19 +151,24 @@ _SETTINGS: dict[str, Any] = {"num_threads": None, "interop_threads": 1, "determi
 
 
 def get_num_threads() -> int:
-    """Threads for ember's native kernels: what ``set_num_threads`` set, else ``OMP_NUM_THREADS`` (as PyTorch
-    reads it at start), else the machine's CPU count."""
+    """Threads for ember's native kernels: what ``set_num_threads`` set, else ``EMBER_CPU_THREADS``, else
+    ``OMP_NUM_THREADS`` (as PyTorch reads it at start), else the machine's CPU count."""
     if _SETTINGS["num_threads"]:
         return _SETTINGS["num_threads"]
+    if _config.CPU_THREADS > 0:
+        return _config.CPU_THREADS
     env = os.environ.get("OMP_NUM_THREADS", "")
     return int(env) if env.isdigit() and int(env) > 0 else os.cpu_count() or 1
 
 
 def set_num_threads(num: int) -> None:
-    """Threads for ember's native kernels and, where threadpoolctl is installed, BLAS."""
+    """Threads for ember's thread pool (``cpu_threads.parallel_for``: its split GEMMs, elementwise passes and
+    native kernels; ``set_num_threads(1)`` runs everything on the calling thread, as in PyTorch) and, where
+    threadpoolctl is installed, BLAS. ember's own products run on one BLAS thread each either way."""
     if int(num) < 1:
         raise RuntimeError(f"set_num_threads: number of threads must be positive, got {num}")
     _SETTINGS["num_threads"] = int(num)
+    _config.CPU_THREADS = int(num)
     os.environ["NUMBA_NUM_THREADS"] = str(int(num))
     try:
         from threadpoolctl import threadpool_limits

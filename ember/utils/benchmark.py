@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 import ember
+from ember import _config
 
 __all__ = ["Timer", "Measurement", "TaskSpec", "Compare", "Language", "select_unit", "timer"]
 
@@ -179,11 +180,14 @@ def _threads(n: int) -> Iterator[None]:
     if n == before:  # nothing to change (and nothing to restore: BLAS keeps the pool it has)
         yield
         return
+    settings = ember.surface.constants._SETTINGS
+    saved = settings["num_threads"], _config.CPU_THREADS  # "unset" included (set_num_threads sets both)
     ember.set_num_threads(n)
     try:
         yield
     finally:
         ember.set_num_threads(before)
+        settings["num_threads"], _config.CPU_THREADS = saved
 
 
 class Timer:

@@ -91,7 +91,7 @@ def test_split_bias_gradient_is_one_sum_bit_for_bit(monkeypatch):
         np.testing.assert_array_equal(got.view(np.int32), expected.view(np.int32))
 
 
-@pytest.mark.parametrize("m,k,n", [(301, 70, 45), (40, 90, 333)])  # blocks of rows; blocks of columns
+@pytest.mark.parametrize("m,k,n", [(301, 70, 45), (40, 90, 333), (45, 700, 61)])  # blocks of rows, columns, k
 @pytest.mark.parametrize("la,lb", [("N", "N"), ("N", "T"), ("T", "N"), ("pad", "T")])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_split_gemm_over_ember_threads(m, k, n, la, lb, with_bias, monkeypatch):
@@ -99,6 +99,7 @@ def test_split_gemm_over_ember_threads(m, k, n, la, lb, with_bias, monkeypatch):
     monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 3)
     monkeypatch.setattr(cpu_threads, "num_threads", lambda: 3)
     monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: True)
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_K_RATIO", 4)  # (45, 700, 61): along K
     rng = np.random.default_rng(m + k)
     a = _layout(rng.standard_normal((m, k)).astype(np.float32), la)
     b = _layout(rng.standard_normal((k, n)).astype(np.float32), lb)
@@ -112,6 +113,33 @@ def test_split_gemm_over_ember_threads(m, k, n, la, lb, with_bias, monkeypatch):
     with np.errstate(invalid="ignore"):
         a[3, 1] = np.nan
         assert np.isnan(cpu_blas_gemm.split_gemm(a, b, bias)[3]).all()
+
+
+def test_split_gemm_each_axis_against_float64(monkeypatch):
+    """Every axis forced on one product (K changes the order of the sum: bounded against float64, not the bits),
+    and the rule's pick per workload shape (cpu_blas_gemm.split_axis)."""
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1)
+    monkeypatch.setattr(cpu_blas_gemm, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_threads, "num_threads", lambda: 2)
+    monkeypatch.setattr(cpu_blas, "owns_gemm_threads", lambda: True)
+    rng = np.random.default_rng(9)
+    a = _layout(rng.standard_normal((33, 517)).astype(np.float32) * 1e3, "T")  # a weight gradient's g^T
+    b = rng.standard_normal((517, 47)).astype(np.float32)
+    bias = rng.standard_normal(47).astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64) + bias
+    bound = (np.abs(a).astype(np.float64) @ np.abs(b) + np.abs(bias)) * 2e-7 * (517 + 2)
+    for axis in (0, 1, 2):
+        got = cpu_blas_gemm.split_gemm(a, b, bias, axis=axis)
+        assert np.all(np.abs(got - exact) <= bound), axis
+    inf_b = b.copy()
+    inf_b[500, 3] = np.inf  # in the second thread's block of k: reaches the output through the partial sums
+    with np.errstate(invalid="ignore"):
+        got = cpu_blas_gemm.split_gemm(a, inf_b, None, axis=2)
+    assert np.isinf(got[:, 3]).all() and np.isfinite(np.delete(got, 3, axis=1)).all()
+    shapes = ((4096, 384, 1152), (64, 100, 1000), (256, 2048, 256), (384, 4096, 1536), (65, 4096, 384), (256, 784, 512))
+    assert [cpu_blas_gemm.split_axis(*s) for s in shapes] == [0, 1, 0, 1, 1, 1]  # K off by default: the same bits
+    monkeypatch.setattr(cpu_blas_gemm, "SPLIT_K_RATIO", 4)
+    assert [cpu_blas_gemm.split_axis(*s) for s in shapes] == [0, 1, 2, 1, 2, 1]
 
 
 def test_split_gemm_declines(monkeypatch):

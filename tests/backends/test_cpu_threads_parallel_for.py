@@ -64,3 +64,23 @@ def _sum_in_child() -> int:
     out = np.zeros(100)
     cpu_threads.parallel_for(lambda a, b: out.__setitem__(slice(a, b), np.arange(a, b)), 100, 1)
     return int(out.sum())
+
+
+def test_set_num_threads_one_runs_every_chunk_on_the_calling_thread(monkeypatch) -> None:
+    """``ember.set_num_threads(1)`` is torch's one-thread setting: no pool thread (and, with it, no split GEMM);
+    raising it again after the pool exists grows the pool."""
+    import ember
+    from ember.surface import constants
+
+    monkeypatch.setattr(_config, "CPU_THREADS", _config.CPU_THREADS)
+    monkeypatch.setitem(constants._SETTINGS, "num_threads", constants._SETTINGS["num_threads"])
+    seen, before = [], ember.get_num_threads()
+    ember.set_num_threads(1)
+    cpu_threads.parallel_for(lambda a, b: seen.append(threading.get_ident()), 1 << 20, 1)
+    assert seen == [threading.get_ident()]
+    ember.set_num_threads(3)
+    seen.clear()
+    cpu_threads.parallel_for(lambda a, b: seen.append((a, b)), 300, 1)
+    assert sorted(seen) == [(0, 100), (100, 200), (200, 300)]
+    assert cpu_threads._pool(2)._max_workers >= 2
+    ember.set_num_threads(before)  # (BLAS's count too, where threadpoolctl set it)

@@ -126,11 +126,14 @@ def test_import_paths_like_torch():
     assert as_module is benchmark and np.isfinite(benchmark.timer())
 
 
-def test_get_num_threads_reflects_set_num_threads_like_torch():
+def test_get_num_threads_reflects_set_num_threads_like_torch(monkeypatch):
+    from ember import _config
+
+    monkeypatch.setattr(_config, "CPU_THREADS", _config.CPU_THREADS)  # set_num_threads sets ember's pool's count
     before = ember.get_num_threads()
     try:
         ember.set_num_threads(1)
-        assert ember.get_num_threads() == 1
+        assert ember.get_num_threads() == 1 and _config.CPU_THREADS == 1
     finally:
         ember.set_num_threads(before)
     assert ember.get_num_threads() == before
