@@ -331,7 +331,10 @@ CASES: dict[str, Callable[[], Callable]] = {
 # grad/exp_avg/exp_avg_sq/param from memory ~2.3 ms (numba's whole loop moves the same bytes in ~1.4 ms), ~400
 # Python step calls ~0.6 ms, the other in-cache sweeps ~1.2 ms: no NumPy formulation found reaches 3x
 # (docs/cpu-performance.md "third pass"; the fourth pass measured a hand-written blocked NumPy Adam, the fewest
-# sweeps torch's roundings allow, at 3.5-3.7 ms against numba's 0.84: ~4.2x, so the limit stays).
+# sweeps torch's roundings allow, at 3.5-3.7 ms against numba's 0.84: ~4.2x, so the limit stays). Threads do not
+# change it: this test clocks CPU time (a second thread's time counts), and numba's compiled update itself runs on
+# ember's pool for 1M elements (fuse_numba._run_chunked), so equal thread allowances keep the per-thread ratio
+# (fifth pass, 4.00-4.74x at load 11-14).
 LIMITS = {"Adam step (compiled update)": 5.0}
 # Known cliffs: the case runs and prints, and is expected to fail (an xfail); fix it, then delete the entry.
 KNOWN_CLIFFS: dict[str, str] = {}
