@@ -334,7 +334,7 @@ CASES: dict[str, Callable[[], Callable]] = {
 # sweeps torch's roundings allow, at 3.5-3.7 ms against numba's 0.84: ~4.2x, so the limit stays). Threads do not
 # change it: this test clocks CPU time (a second thread's time counts), and numba's compiled update itself runs on
 # ember's pool for 1M elements (fuse_numba._run_chunked), so equal thread allowances keep the per-thread ratio
-# (fifth pass, 4.00-4.74x at load 11-14).
+# (fifth pass, 3.92-4.74x at load 11-14).
 LIMITS = {"Adam step (compiled update)": 5.0}
 # Known cliffs: the case runs and prints, and is expected to fail (an xfail); fix it, then delete the entry.
 KNOWN_CLIFFS: dict[str, str] = {}
