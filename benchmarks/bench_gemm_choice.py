@@ -77,6 +77,8 @@ def measure(m: int, k: int, n: int, layout: str, threads: int, rounds: int, rng:
     for r in range(rounds):
         order = (("blas", blas), ("ember", ember)) if r % 2 else (("ember", ember), ("blas", blas))
         for name, fn in order:
+            if threads > 1:  # OpenBLAS's workers spin ~0.1 s after its threaded calls, on the core ember's pool needs
+                time.sleep(0.15)
             samples[name].append(per_call(fn, reps, clock))
     return statistics.median(samples["blas"]), statistics.median(samples["ember"])
 
