@@ -432,8 +432,8 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
         interpreters.SUBCLASSES.level.accumulate(leaf, grad)  # a dispatch mode or subclass sees detach / add
     elif leaf.grad is None:
         data = grad._data
-        if not _owned(data):
-            data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
+        if not _owned(data):  # never alias a buffer that something else may still hold (a meta one: a new shell)
+            data = cpu_parallel_ufunc.copy(data) if leaf._device.type != "meta" else leaf._device.xp.copy(data)
         leaf.grad = _tensor_class()._make(data, leaf._device, False)
     else:
         if interpreters.GRAPHS.count:  # graph building: the gradients may be graph values
@@ -442,7 +442,8 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
             if is_symbolic(leaf.grad) or is_symbolic(grad):
                 leaf.grad.add_(grad)
                 return
-        leaf.grad._data += grad._data
+        if leaf._device.type != "meta":  # (a meta gradient has no values to add)
+            leaf.grad._data += grad._data
         leaf.grad._bump()
 
 

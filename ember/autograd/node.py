@@ -487,6 +487,8 @@ class OpNode(Node):
         (half precision, complex, devices, mixed dtypes) takes :meth:`apply`, whose ops promote."""
         g = grads[0]
         if g.__class__ is not np.ndarray and g is not None:  # a tensor (the engine passes array rules' results on)
+            if g._device.type == "meta":  # no data: the ops' rules answer with shapes (ember/ops/meta_dispatch.py)
+                return None
             g = g._data
             if type(g) is not np.ndarray:  # vmap's batched values run the batched array rules (their level's)
                 rules = getattr(type(g), "array_input_grads", None) if batched else None

@@ -23,6 +23,9 @@ from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.interpreters import EAGER, GRAPHS as _GRAPHS, SymbolicValue
 from ember.device import CPU
 from ember.ops import float8_ops as _float8_ops, layout as _layout, unsigned_ops as _unsigned_ops
+from ember.ops import meta_dispatch as _meta_dispatch
+
+_META_XP = _meta_dispatch.META_XP  # the meta device's namespace (ember/ops/meta_dispatch.py)
 
 _STATE = grad_mode.STATE
 _NUMBER_TYPES = (int, float, bool, complex)
@@ -325,7 +328,12 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     if not half and impl is op.impl_opmath:  # no half input: skip the opmath wrapper's check (ember/ops/opmath.py)
         impl = op.impl_no_half
     xp = device.xp
-    out = impl(xp, *arrays, **attrs)
+    if xp is _META_XP and _meta_dispatch.by_rule(op):  # meta tensors: shapes from the record's rule, no compute
+        out = _meta_dispatch.outputs(op, args, attrs, Tensor)
+        if out is None:
+            out = impl(xp, *arrays, **attrs)
+    else:
+        out = impl(xp, *arrays, **attrs)
     if (half or other) and op.category != "cast" and getattr(out, "dtype", None) is not None \
             and out.dtype.kind == "f":  # (only a 2-byte input can narrow a result: _keep_half)
         for a in arrays:
@@ -408,7 +416,12 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     if impl is op.impl_opmath and dt.itemsize != 2:  # no half input: skip the wrapper's check (opmath.py)
         impl = op.impl_no_half
     xp = device.xp
-    out = impl(xp, data, **attrs) if attrs else impl(xp, data)
+    if xp is _META_XP:  # meta tensors: shapes from the record's rule, no compute (ember/ops/meta_dispatch.py)
+        out = _meta_dispatch.outputs(op, (x,), attrs or {}, Tensor)
+        if out is None:
+            out = impl(xp, data, **attrs) if attrs else impl(xp, data)
+    else:
+        out = impl(xp, data, **attrs) if attrs else impl(xp, data)
     if type(out) is not xp.ndarray:
         out = xp.asarray(out)
     if out.dtype != dt:  # (NumPy lays a one-input result out in its input's order, as torch: no layout step)
@@ -501,7 +514,12 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         impl = op.impl
         if impl is op.impl_opmath and first.dtype.itemsize != 2:  # (opmath.py, as above)
             impl = op.impl_no_half
-        out = impl(device.xp, a_data, b_data)
+        if device.xp is _META_XP:  # meta tensors: shapes from the record's rule (ember/ops/meta_dispatch.py)
+            out = _meta_dispatch.outputs(op, (a, b), {}, Tensor)
+            if out is None:
+                out = impl(device.xp, a_data, b_data)
+        else:
+            out = impl(device.xp, a_data, b_data)
     except ValueError as error:
         raise _shape_error(op, a, b, error) from None
     except TypeError:

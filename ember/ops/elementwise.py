@@ -200,7 +200,11 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     """``max(x, 0)`` (NaN stays NaN, -0.0 stays -0.0: PyTorch's ``x < 0 ? 0 : x``; NumPy's ``maximum(0, x)``
     keeps its second operand on ties, ``maximum(x, 0)`` would turn -0.0 into 0.0); large contiguous CPU arrays
     are split over ember's threads (NumPy's ufunc runs one core; PyTorch's relu uses all)."""
-    _no_complex("relu", x)
+    if getattr(getattr(x, "dtype", None), "kind", None) in ("b", "c"):  # (one test for both refusals)
+        if x.dtype.kind == "b":
+            raise RuntimeError("relu: Boolean inputs not supported for relu (as in PyTorch); convert with .float() "
+                               "or .int() first")
+        _no_complex("relu", x)
     if x.__class__ is np.ndarray and x.size < _NATIVE_ELEMENTS:  # small: the last line, without the look-ups
         return xp.maximum(0, x)
     kernel = native_kernel(xp, "relu")  # None for the fuser's symbolic namespace (which has no .size)

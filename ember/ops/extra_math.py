@@ -322,10 +322,14 @@ def logit(input: Any, eps: float | None = None) -> Any:
 
 
 def deg2rad(input: Any) -> Any:
+    if input.dtype.is_complex:  # torch's refusal (angles are real)
+        raise RuntimeError(f"deg2rad is not supported for complex tensors (got {input.dtype}); convert .real")
     return input * (math.pi / 180.0)
 
 
 def rad2deg(input: Any) -> Any:
+    if input.dtype.is_complex:  # torch's refusal (angles are real)
+        raise RuntimeError(f"rad2deg is not supported for complex tensors (got {input.dtype}); convert .real")
     return input * (180.0 / math.pi)
 
 

@@ -991,10 +991,14 @@ def signbit(input: Any) -> Tensor:
 
 
 def isneginf(input: Tensor) -> Tensor:
+    if input.dtype.is_complex:  # torch's refusal: -inf is not a point of the complex plane's order
+        raise RuntimeError(f"isneginf does not support complex inputs (got {input.dtype}); test .real or .imag")
     return input == -math.inf if input.is_floating_point() else zeros_like(input, dtype=bool_)
 
 
 def isposinf(input: Tensor) -> Tensor:
+    if input.dtype.is_complex:  # torch's refusal
+        raise RuntimeError(f"isposinf does not support complex inputs (got {input.dtype}); test .real or .imag")
     return input == math.inf if input.is_floating_point() else zeros_like(input, dtype=bool_)
 
 
