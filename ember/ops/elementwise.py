@@ -600,9 +600,10 @@ _SMALL_MASK = 2048  # elements: below, where() is faster than the masked multipl
 def _masked_grad(xp: Any, g: Any, mask: Any) -> Any:
     """``g`` where ``mask``, else 0 (PyTorch's relu/clamp backward), in the fastest NumPy form.
 
-    A masked multiply is ~15x faster than ``where`` over random masks (no per-element branch),
-    but gives NaN where ``g`` is inf/NaN and the mask is off (torch gives 0). One reduction of
-    the product detects any non-finite value; only then is ``where`` needed.
+    A masked multiply is ~15x faster than ``where`` over random masks (no per-element branch), but gives
+    NaN where ``g`` is inf/NaN and the mask is off (torch gives 0) and -0 where ``g`` is negative. Large float
+    arrays AND their bits with 0 or all ones instead (~3x faster than ``where``, torch's bits everywhere); other
+    namespaces multiply, and one reduction of the product detects a non-finite value (then ``where``).
 
     Example:
         >>> import numpy as np
@@ -616,11 +617,22 @@ def _masked_grad(xp: Any, g: Any, mask: Any) -> Any:
             return np.where(mask, g, 0)
     elif getattr(xp, "records_steps", False):  # the fuser's symbolic namespace: the where form fuses
         return xp.where(mask, g, 0)  # (asked only off NumPy: a missing attribute of the numpy module costs ~4 us)
+    ints = _SAME_SIZE_INT.get(g.dtype.itemsize) if g.dtype.kind in "fV" else None
+    if ints is not None and xp is np and getattr(mask, "dtype", None) == np.bool_:
+        # the bits of g ANDed with 0 or all ones: torch's where() bits (+0 where masked off, also for a negative,
+        # infinite or NaN g; a masked multiply gave -0 for a negative g), in two passes without a branch
+        keep = mask.astype(ints)
+        np.negative(keep, out=keep)  # 0 or -1 (all ones): 0.93-0.98 ms per 1M float32, the multiply 1.15-1.19
+        out = keep if keep.shape == g.shape else None  # (a broadcast mask: a new array of g's shape)
+        return np.bitwise_and(g.view(ints), keep, out=out).view(g.dtype)
     with np.errstate(invalid="ignore"):  # inf * 0: the NaN is detected and replaced just below
         product = g * mask
     if product.size and not bool(xp.isfinite(product.sum())):  # rare: inf/NaN (or overflow) present
         return xp.where(mask, g, 0).astype(g.dtype, copy=False)
     return product.astype(g.dtype, copy=False)
+
+
+_SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}  # float16/bfloat16, float32, float64 bits
 
 
 # relu's backward: ``g`` where relu's output is positive. One op (and, with a native kernel, one

@@ -235,3 +235,24 @@ def test_complex_transposed_convolution_values_and_gradients_as_torch(dims, dtyp
     tol = 1e-5 if dtype == "complex64" else 1e-12
     for want, got in zip(*seen):
         assert np.allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("n", [10, 300000])  # where() below 2048 elements, the large masked path above
+@pytest.mark.parametrize("op", ["clamp", "clamp_max", "hardtanh", "relu_transposed"])
+def test_masked_gradients_are_positive_zero_as_torch(n, op):
+    """A large masked-off gradient was ``g * mask``: -0.0 for a negative upstream, torch's where() gives +0.0."""
+    rng = np.random.default_rng(n)
+    x = np.concatenate([np.full(n // 2, 2.0), rng.standard_normal(n - n // 2)]).astype(np.float32)
+    up = -np.abs(rng.standard_normal(n)).astype(np.float32)
+    up[:4] = [-np.inf, np.nan, -0.0, -1.0]
+    grads = []
+    for lib in (torch, ember):
+        fns = {"clamp": lambda t: lib.clamp(t, -0.5, 0.5), "clamp_max": lambda t: lib.clamp(t, max=0.5),
+               "hardtanh": lambda t: lib.nn.functional.hardtanh(t, -0.5, 0.5),
+               "relu_transposed": lambda t: lib.relu(t.reshape(2, -1).t())}
+        t = lib.tensor(-x if op == "relu_transposed" else x, requires_grad=True)
+        y = fns[op](t)
+        y.backward(lib.tensor(up.reshape(2, -1).T.copy() if op == "relu_transposed" else up))
+        grads.append(_np(t.grad))
+    assert np.array_equal(grads[0], grads[1], equal_nan=True)
+    assert np.array_equal(np.signbit(grads[0]), np.signbit(grads[1]))
