@@ -256,3 +256,16 @@ def test_masked_gradients_are_positive_zero_as_torch(n, op):
         grads.append(_np(t.grad))
     assert np.array_equal(grads[0], grads[1], equal_nan=True)
     assert np.array_equal(np.signbit(grads[0]), np.signbit(grads[1]))
+
+
+def test_compiled_relu_keeps_negative_zero_in_numba_fused_loops():
+    """A big elementwise group runs as one numba loop; numba's np.maximum keeps its first operand on ties, so
+    relu's maximum(0, x) gave +0.0 for -0.0 there (eager: -0.0, as torch). The fuser now spells NumPy's rule."""
+    pytest.importorskip("numba")
+    a = np.resize(np.array([-0.0, 0.0, -1.0, np.nan, 2.0, -3.0], np.float32), 600000)  # past the big-group size
+    want = (torch.relu(torch.from_numpy(a) * 2) * 3).numpy()
+    f = ember.compile(lambda x: ember.relu(x * 2) * 3)
+    for _ in range(2):
+        got = _np(f(ember.tensor(a)))
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))

@@ -37,7 +37,9 @@ _SCALAR = {
     "power": "({0} ** {1})", "negative": "(-{0})", "positive": "(+{0})",
     "equal": "({0} == {1})", "not_equal": "({0} != {1})", "less": "({0} < {1})", "less_equal": "({0} <= {1})",
     "greater": "({0} > {1})", "greater_equal": "({0} >= {1})",
-    "maximum": "np.maximum({0}, {1})", "minimum": "np.minimum({0}, {1})",
+    # NumPy's rule (NaN from either side, the second operand on ties: relu's maximum(0, x) keeps -0.0 as torch);
+    # numba's np.maximum keeps the first operand on ties, so compiled relu turned -0.0 into +0.0
+    "maximum": "({0} if ({0} > {1} or {0} != {0}) else {1})", "minimum": "({0} if ({0} < {1} or {0} != {0}) else {1})",
     "exp": "np.exp({0})", "log": "np.log({0})", "log1p": "np.log1p({0})", "sqrt": "np.sqrt({0})",
     "sin": "np.sin({0})", "cos": "np.cos({0})", "tanh": "np.tanh({0})", "abs": "np.abs({0})",
     "sign": "np.sign({0})", "floor": "np.floor({0})", "ceil": "np.ceil({0})",
