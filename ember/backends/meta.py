@@ -74,10 +74,23 @@ def _elementwise(ufunc: np.ufunc, args: tuple, kwargs: dict) -> Any:
 _COPIES = ("ascontiguousarray", "copy", "array", "asarray", "asfortranarray")
 
 
+# NumPy functions whose result's shape depends on the values: torch's meta device raises NotImplementedError
+_DATA_DEPENDENT = frozenset(("nonzero", "flatnonzero", "argwhere", "unique", "unique_values", "unique_counts",
+                             "unique_inverse", "unique_all", "extract", "compress", "bincount"))
+
+
+def data_dependent_error(op: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"{op}: the result's shape depends on the tensor's values, and a meta tensor has none (torch's meta device "
+        "raises too); run it on a real device, or use an op whose shape follows from the input's (where, masked_fill)")
+
+
 class _MetaNamespace(types.ModuleType):
     """NumPy's namespace, answering with one-element views: ops on meta tensors keep no data."""
 
     def __getattr__(self, name: str) -> Any:
+        if name in _DATA_DEPENDENT:
+            raise data_dependent_error(name)
         value = getattr(np, name)
         if name in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like"):
             return _creator(name)

@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends.meta import BACKEND as _META, shell
+from ember.backends.meta import BACKEND as _META, data_dependent_error, shell
 from ember.ops.registry import OPS, OpDef, Spec
 
 META_XP = _META.xp
 
-# Results whose shapes need the values: left to the kernels (which refuse to read a meta tensor's data).
-_DATA_DEPENDENT = ("unique", "view_replay", "assign", "group", "send", "recv")
+# Records with no shape rule meaning for eager meta tensors (graph-only, view replay): their kernels run as they are.
+_DATA_DEPENDENT = ("view_replay", "assign", "group", "send", "recv")
 
 
 _ELEMENTWISE = ("unary", "binary", "ternary", "cast")
@@ -39,7 +39,7 @@ def by_rule(op: OpDef) -> bool:
     and keep their strides) and data-dependent ops; ``getitem`` by index tensors is not a view (:func:`outputs`)."""
     known = op.__dict__.get("_meta_by_rule")
     if known is None:
-        known = op.category in _ELEMENTWISE or (op.shape_rule is not None and (not op.view or op.name == "getitem")
+        known = op.category in _ELEMENTWISE or op.name == "unique" or (op.shape_rule is not None and (not op.view or op.name == "getitem")
                                                 and op.name not in _DATA_DEPENDENT)
         op.__dict__["_meta_by_rule"] = known
     return known
@@ -67,6 +67,8 @@ def _one(a: np.ndarray) -> np.ndarray:
 def outputs(op: OpDef, args: tuple, attrs: dict, tensor_type: type) -> Any:
     """The op's outputs as shells of the shapes and dtypes its shape rule gives, or None when the rule cannot
     answer (the caller then runs the kernel on the shells)."""
+    if op.name == "unique":
+        raise data_dependent_error("unique")
     if op.category in _ELEMENTWISE:
         arrays = tuple(a._data if isinstance(a, tensor_type) else a for a in args)
         return elementwise(op, getattr(op, "impl_no_half", None) or op.impl, arrays, attrs)
@@ -92,8 +94,9 @@ def _advanced_index(op: OpDef, args: tuple, attrs: dict, tensor_type: type) -> A
     broadcast check is NumPy's and the result costs no memory), then a shell of ``x``'s dtype takes its shape.
     Basic indexing (a NumPy view of the shell) and boolean masks (a shape from the values) return None."""
     indices = args[1:]
-    if not any(isinstance(a, tensor_type) for a in indices) or any(
-            isinstance(a, tensor_type) and a._data.dtype == np.bool_ for a in indices):
+    if any(isinstance(a, tensor_type) and a._data.dtype == np.bool_ for a in indices):
+        raise data_dependent_error("index by a boolean mask")  # (masked_select too: its size is the mask's count)
+    if not any(isinstance(a, tensor_type) for a in indices):
         return None
     x = args[0]
     stand_ins = [np.broadcast_to(np.zeros((), dtype=a._data.dtype), a._data.shape) if isinstance(a, tensor_type)

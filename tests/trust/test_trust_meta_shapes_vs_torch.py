@@ -178,3 +178,29 @@ def test_meta_conv_of_a_huge_input_is_instant():
     x = ember.empty(1024, 3, 65536, 65536, device="meta")
     y = ember.nn.functional.conv2d(x, ember.empty(16, 3, 3, 3, device="meta"), stride=2)
     assert tuple(y.shape) == (1024, 16, 32767, 32767) and y.device.type == "meta"
+
+
+_DATA_DEPENDENT = {
+    "nonzero": lambda lib, x: x.nonzero(), "argwhere": lambda lib, x: x.argwhere(),
+    "unique": lambda lib, x: lib.unique(x), "mask_index": lambda lib, x: x[x > 0],
+    "masked_select": lambda lib, x: lib.masked_select(x, x > 0),
+}
+_SHAPE_ONLY = {
+    "index_tensor": lambda lib, x: x[lib.tensor([1, 0])], "where": lambda lib, x: lib.where(x > 0, x, 0.0),
+    "masked_fill": lambda lib, x: x.masked_fill(x > 0, 1.0), "count_nonzero": lambda lib, x: lib.count_nonzero(x, 1),
+}
+
+
+@pytest.mark.parametrize("name", list(_DATA_DEPENDENT) + list(_SHAPE_ONLY))
+def test_meta_data_dependent_shapes_raise_as_torch(name):
+    """A result whose shape needs the values raises NotImplementedError on meta, as torch's (ember answered a
+    shape computed from the one-element shell's zeros: silently wrong); shape-only ops still answer."""
+    fn = {**_DATA_DEPENDENT, **_SHAPE_ONLY}[name]
+    seen = []
+    for lib in (torch, ember):
+        x = lib.empty(2, 3, device="meta")
+        try:
+            seen.append(_describe(fn(lib, x)))
+        except NotImplementedError:
+            seen.append("raises NotImplementedError")
+    assert seen[0] == seen[1]
