@@ -115,10 +115,33 @@ OPS.update({
     "diff": lambda lib, x: lib.diff(x),
     "unique": lambda lib, x: lib.unique(x),
 })
+
+
+def _other(lib: Any, x: Any, layout: str) -> Any:
+    """A second operand of ``x``'s dtype in another layout (reversed values), broadcastable to ``x``."""
+    dtype = str(x.dtype).split(".")[-1]
+    block = values(dtype)[::-1, ::-1]
+    if tuple(x.shape) != (3, 4):
+        return make(lib, dtype, "0-d", block)
+    return make(lib, dtype, layout, block)
+
+
+OPS.update({  # two operands in different layouts (torch's TensorIterator and NumPy's broadcasting)
+    "add_transposed": lambda lib, x: x + _other(lib, x, "transposed"),
+    "mul_stepped": lambda lib, x: x * _other(lib, x, "stepped"),
+    "sub_expanded": lambda lib, x: x - _other(lib, x, "expanded") if x.dtype != lib.bool else x ^ _other(lib, x, "expanded"),
+    "maximum_transposed": lambda lib, x: lib.maximum(x, _other(lib, x, "transposed")),
+    "where_stepped": lambda lib, x: lib.where(_other(lib, x, "stepped") != 0, x, _other(lib, x, "transposed")),
+    "eq_transposed": lambda lib, x: x == _other(lib, x, "transposed"),
+    "atan2_stepped": lambda lib, x: lib.atan2(x, _other(lib, x, "stepped")),
+    "add_inplace_transposed": lambda lib, x: x.clone().add_(_other(lib, x, "transposed")),
+    "copy_into_transposed": lambda lib, x: _other(lib, x, "transposed").clone().copy_(x) if x.ndim else x.clone(),
+})
 # float32 results of these go through transcendental kernels (SLEEF in torch, NumPy's in ember): a few ulp apart
 _INEXACT = {"exp", "log", "sin", "tanh", "sigmoid", "sqrt", "rsqrt", "exp2", "expm1", "log1p", "erf", "sinc",
             "atan", "asinh", "cosh", "angle", "atan2", "pow_half", "logsumexp", "std", "var0", "norm", "mean",
-            "nanmean", "deg2rad", "reciprocal", "sum", "sum0", "nansum", "cumsum", "prod", "cumprod", "div_self"}
+            "nanmean", "deg2rad", "reciprocal", "sum", "sum0", "nansum", "cumsum", "prod", "cumprod", "div_self",
+            "atan2_stepped"}
 
 
 def cases() -> Iterator[tuple]:
@@ -188,11 +211,14 @@ ALLOW = [
      lambda name, dtype, layout, problem: bool(_NO_TORCH_KERNEL.match(problem))),
     ("which zero wins a tie of +0 and -0 in maximum/minimum (torch's own answer depends on the size: its scalar loop "
      "keeps the first operand, its vector loop the second; no value differs)",
-     lambda name, dtype, layout, problem: name in ("maximum", "minimum") and "signs of zeros differ" in problem),
+     lambda name, dtype, layout, problem: name in ("maximum", "minimum", "maximum_transposed")
+     and "signs of zeros differ" in problem),
     ("sign(nan) is NaN in ember, 0 in torch: a documented decision (docs/special-points.md)",
      lambda name, dtype, layout, problem: name in ("sign", "sgn") and "NaN positions differ" in problem),
     ("complex arithmetic with infinite parts has no single convention (trust_allow.py 'complex infinities')",
-     lambda name, dtype, layout, problem: dtype == "complex64" and name in ("add", "pow_half", "cumprod", "diff")
+     lambda name, dtype, layout, problem: dtype == "complex64" and name in ("add", "pow_half", "cumprod", "diff",
+                                                                            "add_transposed", "mul_stepped",
+                                                                            "sub_expanded", "add_inplace_transposed")
      and ("NaN positions differ" in problem or "values differ" in problem)),
     ("ember refuses to order complex numbers even in an empty amax, and complex logsumexp (trust_allow.py)",
      lambda name, dtype, layout, problem: dtype == "complex64" and name in ("amax", "logsumexp")
