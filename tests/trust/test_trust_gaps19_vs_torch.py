@@ -269,3 +269,35 @@ def test_compiled_relu_keeps_negative_zero_in_numba_fused_loops():
         got = _np(f(ember.tensor(a)))
     assert np.array_equal(got, want, equal_nan=True)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_complex_conv_transpose2d_gradient_by_float64_finite_differences():
+    """Independent of torch: for L = Re(sum(conj(G) * y)), torch's convention (the one ember follows) makes
+    x.grad = dL/dRe(x) + i dL/dIm(x); central differences in complex128 give both parts."""
+    rng = np.random.default_rng(3)
+
+    def c(shape):
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+    x, w = c((1, 2, 3, 3)), c((2, 2, 2, 2))
+    X, W = ember.tensor(x, requires_grad=True), ember.tensor(w, requires_grad=True)
+    y = ember.nn.functional.conv_transpose2d(X, W, stride=2, padding=1)
+    g = c(tuple(y.shape))
+    y.backward(ember.tensor(g))
+
+    def loss(xv, wv):
+        out = _np(ember.nn.functional.conv_transpose2d(ember.tensor(xv), ember.tensor(wv), stride=2, padding=1))
+        return float(np.real(np.sum(np.conj(g) * out)))
+
+    h = 1e-6
+    for value, grad, which in ((x, _np(X.grad), 0), (w, _np(W.grad), 1)):
+        fd = np.zeros_like(value)
+        for idx in np.ndindex(value.shape):
+            for unit in (1.0, 1j):
+                plus, minus = value.copy(), value.copy()
+                plus[idx] += h * unit
+                minus[idx] -= h * unit
+                args_p = (plus, w) if which == 0 else (x, plus)
+                args_m = (minus, w) if which == 0 else (x, minus)
+                fd[idx] += unit * (loss(*args_p) - loss(*args_m)) / (2 * h)
+        assert np.allclose(grad, fd, rtol=1e-6, atol=1e-6)
