@@ -25,6 +25,7 @@ import numpy as np
 import ember
 from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._image import is_tensor
+from ember.data._transform_module import TransformModule
 from ember.vision.transforms.functional import InterpolationMode
 
 __all__ = ["RandomRotation", "RandomAffine", "RandomPerspective", "RandomErasing", "GaussianBlur", "ElasticTransform",
@@ -84,9 +85,9 @@ def _setup_size(size: Any, error_msg: str) -> tuple[int, int]:
     return tuple(size)
 
 
-class _Transform:
+class _Transform(TransformModule):  # torchvision's are nn.Modules (ember/data/_transform_module.py)
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and k != "training")
         return f"{type(self).__name__}({args})"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import ember
+from ember.data._transform_module import TransformModule
 from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._grid import linspace_f32
 from ember.vision.transforms._image import from_chw, is_tensor, to_chw
@@ -146,9 +147,10 @@ def _magnitude(magnitudes: np.ndarray, index: Any) -> float:
     return float(magnitudes[int(index)]) if magnitudes.ndim > 0 else 0.0
 
 
-class _AutoAugmentBase:
+class _AutoAugmentBase(TransformModule):  # torchvision's policies are nn.Modules
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and k != "policies")
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                         if not k.startswith("_") and k not in ("policies", "training"))
         return f"{type(self).__name__}({args})"
 
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.data.transforms import Compose, Lambda, Normalize  # noqa: F401  (same semantics as torchvision's)
+from ember.data._transform_module import TransformModule
 from ember.vision.transforms import _draws as draws, functional as F
 from ember.vision.transforms._image import image_size
 from ember.vision.transforms.functional import InterpolationMode
@@ -46,8 +47,16 @@ def _size_pair(size: Any, name: str) -> tuple[int, int]:
 
 class _Transform:
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_") and k != "training")
         return f"{type(self).__name__}({args})"
+
+
+class Normalize(Normalize, TransformModule):  # noqa: F811  (ember.data's Normalize, an nn.Module as torchvision's)
+    __doc__ = Normalize.__doc__
+
+
+class _ModuleTransform(_Transform, TransformModule):
+    """The transforms torchvision writes as ``nn.Module`` subclasses (ember/data/_transform_module.py)."""
 
 
 class ToTensor(_Transform):
@@ -72,7 +81,7 @@ class ToPILImage(_Transform):
         return F.to_pil_image(pic, self.mode)
 
 
-class ConvertImageDtype(_Transform):
+class ConvertImageDtype(_ModuleTransform):
     def __init__(self, dtype: Any) -> None:
         self.dtype = dtype
 
@@ -80,7 +89,7 @@ class ConvertImageDtype(_Transform):
         return F.convert_image_dtype(image, self.dtype)
 
 
-class Resize(_Transform):
+class Resize(_ModuleTransform):
     """Resize to ``size`` ((h, w), or an int: the shorter edge, keeping the aspect ratio)."""
 
     def __init__(self, size: Any, interpolation: Any = InterpolationMode.BILINEAR, max_size: int | None = None,
@@ -96,7 +105,7 @@ class Resize(_Transform):
         return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
 
 
-class CenterCrop(_Transform):
+class CenterCrop(_ModuleTransform):
     def __init__(self, size: Any) -> None:
         self.size = _size_pair(size, "CenterCrop")
 
@@ -104,7 +113,7 @@ class CenterCrop(_Transform):
         return F.center_crop(img, self.size)
 
 
-class Pad(_Transform):
+class Pad(_ModuleTransform):
     def __init__(self, padding: Any, fill: Any = 0, padding_mode: str = "constant") -> None:
         self.padding = padding
         self.fill = fill
@@ -114,7 +123,7 @@ class Pad(_Transform):
         return F.pad(img, self.padding, self.fill, self.padding_mode)
 
 
-class RandomCrop(_Transform):
+class RandomCrop(_ModuleTransform):
     """Pad (``padding``, and up to ``size`` if ``pad_if_needed``), then crop ``size`` at a random place."""
 
     def __init__(self, size: Any, padding: Any = None, pad_if_needed: bool = False, fill: Any = 0,
@@ -148,7 +157,7 @@ class RandomCrop(_Transform):
         return F.crop(img, top, left, th, tw)
 
 
-class RandomResizedCrop(_Transform):
+class RandomResizedCrop(_ModuleTransform):
     """Crop a random area (``scale`` of the image, aspect ratio in ``ratio``, log-uniform) and resize it."""
 
     def __init__(self, size: Any, scale: tuple[float, float] = (0.08, 1.0),
@@ -190,7 +199,7 @@ class RandomResizedCrop(_Transform):
         return F.resized_crop(img, top, left, h, w, list(self.size), self.interpolation, antialias=self.antialias)
 
 
-class RandomHorizontalFlip(_Transform):
+class RandomHorizontalFlip(_ModuleTransform):
     def __init__(self, p: float = 0.5) -> None:
         self.p = p
 
@@ -198,7 +207,7 @@ class RandomHorizontalFlip(_Transform):
         return F.hflip(img) if draws.below(self.p) else img
 
 
-class RandomVerticalFlip(_Transform):
+class RandomVerticalFlip(_ModuleTransform):
     def __init__(self, p: float = 0.5) -> None:
         self.p = p
 
@@ -206,7 +215,7 @@ class RandomVerticalFlip(_Transform):
         return F.vflip(img) if draws.below(self.p) else img
 
 
-class ColorJitter(_Transform):
+class ColorJitter(_ModuleTransform):
     """Random brightness, contrast, saturation and hue, applied in a random order (torchvision's ranges:
     a number ``b`` means ``[max(0, 1 - b), 1 + b]``, hue ``h`` means ``[-h, h]``)."""
 
@@ -249,7 +258,7 @@ class ColorJitter(_Transform):
         return img
 
 
-class Grayscale(_Transform):
+class Grayscale(_ModuleTransform):
     def __init__(self, num_output_channels: int = 1) -> None:
         self.num_output_channels = num_output_channels
 
@@ -257,7 +266,7 @@ class Grayscale(_Transform):
         return F.rgb_to_grayscale(img, self.num_output_channels)
 
 
-class RandomGrayscale(_Transform):
+class RandomGrayscale(_ModuleTransform):
     def __init__(self, p: float = 0.1) -> None:
         self.p = p
 
@@ -278,7 +287,7 @@ class RandomTransforms(_Transform):
         raise NotImplementedError
 
 
-class RandomApply(_Transform):
+class RandomApply(_ModuleTransform):
     def __init__(self, transforms: Sequence[Callable], p: float = 0.5) -> None:
         self.transforms = list(transforms)
         self.p = p
