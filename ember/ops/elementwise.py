@@ -15,7 +15,7 @@ from ember import dtypes
 from ember.backends import native_kernel, special_function
 from ember.backends import cpu_parallel_ufunc
 from ember.backends.cpu_threads import parallel_for
-from ember.ops import dispatch, float8_ops, layout, value_check
+from ember.ops import dispatch, float8_ops, fp_quiet, layout, value_check
 from ember.autograd import grad_mode
 from ember.autograd.node import NotArrayable
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -190,8 +190,11 @@ def _sigmoid_impl(xp: Any, x: Any) -> Any:
     # (tanh(x / 2) + 1) / 2 rounds to 0. Below -88 (float32) exp(-x) overflows to inf and the result is the
     # limit 0: not worth a warning. (A where() on the sign would be exact there too, but a where() over
     # random signs is ~10x slower than the whole formula in NumPy.)
-    with np.errstate(over="ignore"):
+    token = fp_quiet.enter(fp_quiet.OVER)  # np.errstate(over="ignore") at a third of its cost
+    try:
         return 1 / (1 + xp.exp(-x))
+    finally:
+        fp_quiet.leave(token)
 
 
 SIGMOID = _unary("sigmoid", _sigmoid_impl, lambda ctx, g: (g * _cj(ctx.out * (1 - ctx.out)),), save="output",

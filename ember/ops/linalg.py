@@ -88,9 +88,12 @@ def blas_context(xp: Any, a: Any, b: Any) -> Any:
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
-    if a.ndim == 2 and b.ndim == 2 and is_tiny(a.shape[0], a.shape[1], b.shape[1]):
-        out = xp.matmul(a, b)
-        return out if out.dtype == a.dtype or a.dtype != b.dtype else out.astype(a.dtype)
+    if a.ndim == 2 and b.ndim == 2:
+        macs = a.shape[0] * a.shape[1] * b.shape[1]
+        if macs < cpu_gemm_choice.MIN_MACS and macs <= cpu_blas.OPENBLAS_ONE_THREAD_MACS:  # is_tiny, inlined
+            out = xp.matmul(a, b)
+            dtype = a.dtype
+            return out if out.dtype is dtype or out.dtype == dtype or dtype != b.dtype else out.astype(dtype)
     if a.ndim > 2 and a.shape[-1] == 1 and b.ndim == a.ndim and b.shape[-2] == 1 and a.shape[:-2] == b.shape[:-2]:
         return _stacked_outer(xp, a, b)
     if a.ndim > 2 and b.ndim == 2 and a.dtype == b.dtype and a.flags.c_contiguous:
@@ -189,7 +192,7 @@ def matmul(input: Any, other: Any) -> Any:
 
 
 def mm(input: Any, mat2: Any) -> Any:
-    if input.ndim != 2 or mat2.ndim != 2:
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
         raise RuntimeError(f"mm: expected 2-D tensors, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}")
     return matmul(input, mat2)
 
