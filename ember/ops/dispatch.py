@@ -321,6 +321,30 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 if t0 and PROFILER is not None:
                     PROFILER.op(op, t0, args, attrs, result)
                 return result
+    elif len(args) == 2 and op.num_outputs == 1:
+        # Two tensors on one device, one output (matmul, gather, indexing by a tensor): as above.
+        a, b = args
+        if isinstance(a, Tensor) and isinstance(b, Tensor):
+            a_data, b_data = a._data, b._data
+            a_dt, b_dt = a_data.dtype, b_data.dtype
+            device = a._device
+            if b._device is device and a_dt.itemsize != 2 and b_dt.itemsize != 2 and a_dt not in _GATED \
+                    and b_dt not in _GATED:
+                impl = op.impl
+                if impl is op.impl_opmath:
+                    impl = op.impl_no_half
+                xp = device.xp
+                out = impl(xp, a_data, b_data, **attrs) if attrs else impl(xp, a_data, b_data)
+                if type(out) is not xp.ndarray:
+                    out = xp.asarray(out)
+                result = Tensor._make(out, device, False)
+                if op.view and out.base is not None:
+                    _share_version(result, a, op, attrs)
+                if (a._requires_grad or b._requires_grad) and op.vjp is not None and _STATE.enabled:
+                    record(op, (result,), args, attrs)
+                if t0 and PROFILER is not None:
+                    PROFILER.op(op, t0, args, attrs, result)
+                return result
     device = None
     arrays = []
     needs_grad = False
