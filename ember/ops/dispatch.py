@@ -299,17 +299,18 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     t0 = PROFILER and PROFILER.clock()
     if len(args) == 1 and op.num_outputs == 1:
         # One tensor, one output (views, reductions, softmax, ...): the loop below without its list and flags. Only
-        # for a 4/8-byte dtype: half precision takes the opmath wrapper and the gated dtypes their checks below.
+        # for a 4/8-byte dtype (half precision takes the opmath wrapper and the gated dtypes their checks below) off
+        # the meta device (its shapes come from the records' rules below).
         x = args[0]
         if isinstance(x, Tensor):
             data = x._data
             dt = data.dtype
-            if dt.itemsize != 2 and dt not in _GATED:
-                device = x._device
+            device = x._device
+            xp = device.xp
+            if dt.itemsize != 2 and dt not in _GATED and xp is not _META_XP:
                 impl = op.impl
                 if impl is op.impl_opmath:
                     impl = op.impl_no_half
-                xp = device.xp
                 out = impl(xp, data, **attrs) if attrs else impl(xp, data)
                 if type(out) is not xp.ndarray:
                     out = xp.asarray(out)
@@ -328,12 +329,12 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
             a_data, b_data = a._data, b._data
             a_dt, b_dt = a_data.dtype, b_data.dtype
             device = a._device
+            xp = device.xp
             if b._device is device and a_dt.itemsize != 2 and b_dt.itemsize != 2 and a_dt not in _GATED \
-                    and b_dt not in _GATED:
+                    and b_dt not in _GATED and xp is not _META_XP:
                 impl = op.impl
                 if impl is op.impl_opmath:
                     impl = op.impl_no_half
-                xp = device.xp
                 out = impl(xp, a_data, b_data, **attrs) if attrs else impl(xp, a_data, b_data)
                 if type(out) is not xp.ndarray:
                     out = xp.asarray(out)
