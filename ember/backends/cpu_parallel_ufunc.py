@@ -108,6 +108,8 @@ def zeros(shape: tuple, dtype: Any) -> Any:
 def contiguous(x: Any) -> Any:
     """``np.ascontiguousarray(x)`` with a large copy of a strided ``x`` (a permuted gradient before a reshape)
     split over ember's threads by blocks of its first axis; ``x`` itself when already C-contiguous."""
+    if x.__class__ is not np.ndarray:  # CuPy / stand-in device arrays: their own library copies
+        return x if x.flags.c_contiguous else x.copy()
     if x.flags.c_contiguous:
         return x
     if x.size < 2 * MIN_PER_THREAD or x.ndim == 0 or x.shape[0] < 2 or num_threads() <= 1:
@@ -121,7 +123,7 @@ def contiguous(x: Any) -> Any:
 def reshape(x: Any, shape: tuple) -> Any:
     """``x.reshape(shape)``: a view when NumPy can make one, else the copy ``contiguous`` makes (split over
     ember's threads when large: a permuted gradient reshaped back, one core's strided copy before)."""
-    if x.flags.c_contiguous or x.size < 2 * MIN_PER_THREAD:
+    if x.__class__ is not np.ndarray or x.flags.c_contiguous or x.size < 2 * MIN_PER_THREAD:
         return x.reshape(shape)
     try:
         return x.reshape(shape, copy=False)
@@ -130,8 +132,9 @@ def reshape(x: Any, shape: tuple) -> Any:
 
 
 def copy(x: Any) -> Any:
-    """``x.copy()`` (C order), split over ember's threads when large."""
-    if x.size < 2 * MIN_PER_THREAD or x.ndim == 0 or x.shape[0] < 2 or num_threads() <= 1:
+    """``x.copy()`` (C order), split over ember's threads when large; other arrays (CuPy, the stand-in device)
+    copy through their own library."""
+    if x.__class__ is not np.ndarray or x.size < 2 * MIN_PER_THREAD or x.ndim == 0 or x.shape[0] < 2 or num_threads() <= 1:
         return x.copy()
     out = np.empty(x.shape, x.dtype)
     parallel_for(lambda start, stop: np.copyto(out[start:stop], x[start:stop]), x.shape[0],

@@ -107,3 +107,23 @@ def test_ember_ops_and_gradient_sums_split(three_threads, monkeypatch):
     np.testing.assert_array_equal(ta.grad.numpy(), b + 1 + 2 + b)
     assert ember.zeros(64, 48).numpy().tolist() == np.zeros((64, 48)).tolist()
     assert len(splits) >= 8
+
+
+def test_device_arrays_are_left_to_their_library(three_threads):
+    """The stand-in CUDA device's arrays (as CuPy's) refuse NumPy's host calls: copy, contiguous and reshape hand
+    them to their own methods instead of splitting them with np.copyto (a Mask R-CNN backward on the stand-in
+    device failed there)."""
+    from ember.backends import standin
+
+    host = _special(np.random.default_rng(5), (40, 6, 5), np.float32)
+    device = standin._from_host(host)
+    duplicate = pu.copy(device)
+    assert type(duplicate) is standin.StandinArray
+    np.testing.assert_array_equal(duplicate._a.view(np.int32), host.view(np.int32))
+    permuted = standin._from_host(np.ascontiguousarray(host.transpose(1, 0, 2))).transpose(1, 0, 2)
+    made = pu.contiguous(permuted)
+    assert type(made) is standin.StandinArray and made.flags.c_contiguous
+    np.testing.assert_array_equal(made._a, host)
+    reshaped = pu.reshape(permuted, (40, 30))
+    assert type(reshaped) is standin.StandinArray
+    np.testing.assert_array_equal(reshaped._a, host.reshape(40, 30))
