@@ -192,7 +192,7 @@ def matmul(input: Any, other: Any) -> Any:
 
 
 def mm(input: Any, mat2: Any) -> Any:
-    if input._data.ndim != 2 or mat2._data.ndim != 2:
+    if input.ndim != 2 or mat2.ndim != 2:  # .ndim: sparse layouts have no _data
         raise RuntimeError(f"mm: expected 2-D tensors, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}")
     return matmul(input, mat2)
 
