@@ -22,10 +22,9 @@ $(STAMP_TEST): pyproject.toml $(STAMP_BASE)
 demo: $(STAMP_BASE)
 	$(PY) -m ember.cli demo
 
-# One process by default. TEST_WORKERS=2 runs two pytest workers (pytest-xdist, a test extra; ~6 instead of ~10
-# minutes on 2 cores; whole files per worker, the costliest first: tests/worker_schedule.py) but is not yet the
-# default: see docs/testing.md, "Two workers".
-TEST_WORKERS ?= 0
+# Two pytest workers by default (pytest-xdist, a test extra; ~6 instead of ~9-10 minutes on 2 cores; whole files per
+# worker, the costliest first: tests/worker_schedule.py). TEST_WORKERS=0 runs one process: docs/testing.md, "Two workers".
+TEST_WORKERS ?= 2
 test: $(STAMP_TEST)
 	$(PY) -m pytest $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder,)
 
