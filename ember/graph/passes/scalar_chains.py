@@ -58,21 +58,28 @@ class ScalarChainKernel:
         return [env[s] for s in self.wanted]
 
     def __call__(self, xp: Any, *arrays: Any) -> tuple:
-        k = self.n_inputs
-        results: list = []
-        seen: dict = {}  # input bytes -> that member's values
-        for j in range(self.members):
-            ins = arrays[j * k:(j + 1) * k]
-            key = tuple(a.tobytes() for a in ins) if all(type(a) is np.ndarray for a in ins) else None
-            done = seen.get(key) if key is not None else None
-            if done is not None:
-                results.extend(r.copy() if type(r) is np.ndarray else r for r in done)
-                continue
-            out = self.run(ins)
-            if key is not None:
-                seen[key] = out
-            results.extend(out)
-        return tuple(results)
+        return run_per_distinct_inputs(arrays, self.n_inputs, self.members, self.run)
+
+
+def run_per_distinct_inputs(arrays: Sequence[Any], n_inputs: int, members: int,
+                            compute: Callable[[Sequence[Any]], Sequence[Any]]) -> tuple:
+    """Every member's outputs, in order, from ``arrays`` (``n_inputs`` per member): ``compute(ins)`` runs once per
+    distinct set of input bytes, and members with the same bytes get copies (a later kernel may write into a
+    value it reads). Shared by this pass's chains and ``share_scalar``'s single nodes."""
+    results: list = []
+    seen: dict = {}  # input bytes -> that member's outputs
+    for j in range(members):
+        ins = arrays[j * n_inputs:(j + 1) * n_inputs]
+        key = tuple(a.tobytes() for a in ins) if all(type(a) is np.ndarray for a in ins) else None
+        done = seen.get(key) if key is not None else None
+        if done is not None:
+            results.extend(r.copy() if isinstance(r, (np.ndarray, np.generic)) else r for r in done)
+            continue
+        out = compute(ins)
+        if key is not None:
+            seen[key] = out
+        results.extend(out)
+    return tuple(results)
 
 
 def _units(nodes: Sequence[Node], scalar: list[int]) -> list[list[int]]:

@@ -32,10 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-
 from ember.graph.ir import Node, Value
-from ember.graph.passes.scalar_chains import ScalarChainKernel, merge_scalar_chains
+from ember.graph.passes.scalar_chains import ScalarChainKernel, merge_scalar_chains, run_per_distinct_inputs
 from ember.ops.registry import OpDef
 
 
@@ -86,22 +84,13 @@ class SharedScalarKernel:
         self.run, self.n_inputs, self.n_outputs, self.members = run, n_inputs, n_outputs, members
 
     def __call__(self, xp: Any, *arrays: Any) -> tuple:
-        k, run = self.n_inputs, self.run
-        results: list = []
-        seen: dict = {}  # input bytes -> that member's results
-        for j in range(self.members):
-            ins = arrays[j * k:(j + 1) * k]
-            key = tuple(a.tobytes() for a in ins) if all(type(a) is np.ndarray for a in ins) else None
-            done = seen.get(key) if key is not None else None
-            if done is not None:  # copies: a later node may write into its input's buffer
-                results.extend(r.copy() for r in done)
-                continue
+        run, single = self.run, self.n_outputs == 1
+
+        def one(ins: Sequence[Any]) -> tuple:
             out = run(xp, *ins)
-            out = (out,) if self.n_outputs == 1 else tuple(out)
-            if key is not None:
-                seen[key] = out
-            results.extend(out)
-        return tuple(results)
+            return (out,) if single else tuple(out)
+
+        return run_per_distinct_inputs(arrays, self.n_inputs, self.members, one)
 
 
 def _group_once(nodes: list[Node], callable_of: Callable[[Node], Any] | None) -> list[Node] | None:
