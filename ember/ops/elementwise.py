@@ -226,7 +226,10 @@ def _relu_impl(xp: Any, x: Any) -> Any:
     return xp.maximum(0, x)
 
 
-_SPLIT_ELEMENTS = 1 << 16  # elements per thread below which a thread hand-off costs more than it saves
+# Elements per thread below which a thread hand-off costs more than it saves: waking the pool's sleeping worker and
+# being woken back cost ~50 us each way on a VM (W2's 131K-element relu: 78 us split, 12.6 on one thread; 512K
+# 170 vs 145; 1M 295 vs 310, under SCHED_FIFO: docs/cpu-performance.md "w2jax20").
+_SPLIT_ELEMENTS = 1 << 19
 _NATIVE_ELEMENTS = 4096  # below this a numba call's dispatch (~1-2 us) costs what NumPy's maximum does
 RELU = _unary("relu", _relu_impl, lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
 def _abs_vjp(ctx: Any, g: Any) -> tuple:

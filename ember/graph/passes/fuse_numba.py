@@ -51,7 +51,9 @@ _CACHE: dict[str, Any] = {}
 # Inside every_group, a loop over this many elements or more per thread runs on several threads (Numba
 # releases the GIL): memory-bound updates (Adam over a 400k-element weight) gain from a second core, as
 # torch's intra-op threads do; below it the hand-off costs more than it saves.
-PARALLEL_MIN_CHUNK = 1 << 17
+# 2^19: a hand-off to the pool's sleeping worker and back costs ~100 us on a VM, and W2's 401K-element Adam loop
+# ran 256-276 us split against 243-256 on one thread (docs/cpu-performance.md, "w2jax20").
+PARALLEL_MIN_CHUNK = 1 << 19
 
 
 def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ember.graph.ir import Node, Value
+from ember.graph.passes.scalar_eval import node_steps, scalar_program
 from ember.ops.registry import OpDef
 
 
@@ -43,9 +44,13 @@ class ScalarChainKernel:
     write into a value it reads). ``program``: ``(callable, input slots, first output slot, outputs)`` per node,
     slots ``0..n_inputs-1`` being one member's inputs."""
 
-    def __init__(self, program: list, n_inputs: int, wanted: list[int], members: int) -> None:
+    def __init__(self, program: list, n_inputs: int, wanted: list[int], members: int,
+                 fast: Callable[[Sequence[Any]], list] | None = None) -> None:
         self.program, self.n_inputs, self.wanted, self.members = program, n_inputs, wanted, members
         self.n_slots = n_inputs + sum(p[3] for p in program)
+        # The chain on NumPy scalars (ember/graph/passes/scalar_eval.py), trusted after its first run matched the
+        # kernels bit for bit; None: the kernels only.
+        self.fast, self.checked, self.as_array = fast, False, []
 
     def run(self, ins: Sequence[Any]) -> list:
         env = list(ins) + [None] * (self.n_slots - self.n_inputs)
@@ -58,7 +63,39 @@ class ScalarChainKernel:
         return [env[s] for s in self.wanted]
 
     def __call__(self, xp: Any, *arrays: Any) -> tuple:
+        if self.fast is not None and all(a.__class__ is np.ndarray and a.dtype in _FLOATS for a in arrays):
+            if self.checked:
+                return self._run_fast(arrays)
+            slow = run_per_distinct_inputs(arrays, self.n_inputs, self.members, self.run)
+            # The kernels give some results as NumPy scalars (a ufunc on 0-d arrays), others as 0-d arrays: so will
+            # the scalar form, so that later nodes see the same types (a Numba kernel is compiled per type).
+            self.as_array = [r.__class__ is np.ndarray for r in slow[:len(self.wanted)]]
+            try:
+                fast = self._run_fast(arrays)
+            except Exception:  # noqa: BLE001  (a scalar form that cannot run: the kernels, for good)
+                fast = None
+            self.checked = fast is not None and all(
+                a.__class__ is b.__class__ and a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+                for a, b in zip(slow, fast))
+            if not self.checked:
+                self.fast = None
+            return slow
         return run_per_distinct_inputs(arrays, self.n_inputs, self.members, self.run)
+
+    def _run_fast(self, arrays: Sequence[Any]) -> tuple:
+        """Every member's outputs as new 0-d arrays, the scalar chain run once per distinct input bytes."""
+        results: list = []
+        seen: dict = {}
+        n, fast, asarray, as_array = self.n_inputs, self.fast, np.asarray, self.as_array
+        for j in range(self.members):
+            ins = arrays[j * n:(j + 1) * n]
+            key = tuple(a.tobytes() for a in ins)
+            values = seen.get(key)
+            if values is None:
+                values = seen[key] = fast(ins)
+            # a new 0-d array each where the kernels made arrays (a later kernel may write into one)
+            results.extend(asarray(v) if a else v for v, a in zip(values, as_array))
+        return tuple(results)
 
 
 def run_per_distinct_inputs(arrays: Sequence[Any], n_inputs: int, members: int,
@@ -80,6 +117,20 @@ def run_per_distinct_inputs(arrays: Sequence[Any], n_inputs: int, members: int,
             seen[key] = out
         results.extend(out)
     return tuple(results)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _fast_form(unit_nodes: list[Node], program: list, n_in: int, wanted: list[int]) -> Callable | None:
+    """The chain on NumPy scalars (``scalar_eval``), or None when some node is not translatable."""
+    parts = []
+    for node, (_, slots, first, n_out) in zip(unit_nodes, program):
+        steps = node_steps(node)
+        if steps is None:
+            return None
+        parts.append((steps, slots, first, n_out))
+    return scalar_program(parts, n_in, wanted)
 
 
 def _units(nodes: Sequence[Node], scalar: list[int]) -> list[list[int]]:
@@ -174,7 +225,9 @@ def merge_scalar_chains(nodes: Sequence[Node], callable_of: Callable[[Node], Any
             for j in range(n_out):
                 slot_of[(i, j)] = first_slot + j
             first_slot += n_out
-        kernel = ScalarChainKernel(program, n_in, [slot_of[w] for w in wanted], len(members))
+        wanted_slots = [slot_of[w] for w in wanted]
+        kernel = ScalarChainKernel(program, n_in, wanted_slots, len(members),
+                                   _fast_form([nodes[k] for k in lead_unit], program, n_in, wanted_slots))
         names = ", ".join(str(nodes[k].attrs.get("ops", nodes[k].op.name)) for k in lead_unit)
         label = f"shared(chain {names}) x{len(members)}"
         doc = "\n".join([label] + [nodes[k].op.doc or nodes[k].op.name for k in lead_unit])
