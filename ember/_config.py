@@ -34,6 +34,11 @@ CONV_ALGORITHM: str = os.environ.get("EMBER_CONV_ALGORITHM", "auto")
 # process may use. BLAS keeps its own setting (OPENBLAS_NUM_THREADS).
 CPU_THREADS: int = int(os.environ.get("EMBER_CPU_THREADS", "0") or 0)
 
+# Medium and large BLAS products split in two with a worker thread that spins (without the GIL, yielding its core
+# on every turn) for ~1 ms after each job instead of sleeping on a lock (ember/backends/cpu_hot_worker.py). "0": off
+# (products below the pool's split size on one thread, larger ones over ember's pool).
+HOT_WORKER: bool = os.environ.get("EMBER_HOT_WORKER", "1") not in ("", "0")
+
 # Convolutions (and other BLAS-heavy ops) split their work, GEMMs included, over ember's threads with
 # NumPy's OpenBLAS held to one thread meanwhile (ember/backends/cpu_blas.py). "0": leave BLAS
 # threading to BLAS (each GEMM on BLAS's threads, the work around it on ember's); "1": always split.

@@ -26,12 +26,15 @@ from typing import Any
 
 import numpy
 
-from ember.backends import cpu_blas
+from ember.backends import cpu_blas, cpu_hot_worker
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 # A product of this many multiply-adds or more is split over ember's threads by ``split_gemm`` (each part one
 # BLAS call on one BLAS thread); below it BLAS's own threads take it (cpu_gemm_choice.MIN_MACS_SPLIT's reasoning).
 SPLIT_MACS = 1 << 23
+# Products from ``cpu_hot_worker.MIN_MACS`` (2M) multiply-adds, where ``cpu_hot_worker.worth_it`` says the shape
+# gains, are split in two with the hot worker (no sleeping thread to wake); with two threads it takes the large
+# products too (the pool's hand-off costs 40-80 us on this project's VM, the hot worker's a few).
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
 _FUNCS: dict[str, Any] = {}
@@ -142,13 +145,25 @@ def split_gemm(a: Any, b: Any, bias: Any = None, axis: int | None = None) -> Any
     and ``EMBER_BLAS_SPLIT`` not ``0``), with one thread, for products below ``SPLIT_MACS``, or for operands
     ``addmm`` declines; the caller then multiplies on one BLAS thread (``cpu_blas.small_gemm``). Split by rows or
     columns, every element is one BLAS call's sum over all of K; split along K, the sum of the threads' partial
-    sums in thread order (a different rounding, within float32 GEMM error, and the same bits every call)."""
+    sums in thread order (a different rounding, within float32 GEMM error, and the same bits every call).
+
+    Two parts on the hot worker instead (``cpu_hot_worker``, a thread that spins briefly for the next job instead
+    of sleeping) for products from 2M multiply-adds that ``cpu_hot_worker.worth_it`` accepts: all such products
+    below ``SPLIT_MACS``, and the large ones too with two threads; the pool takes them when the worker is busy."""
     kind = _kind(a, b, bias)
     if kind is None:
         return None
     m, k = a.shape
     n = b.shape[1]
-    if m * k * n < SPLIT_MACS or num_threads() <= 1 or not cpu_blas.owns_gemm_threads():
+    macs = m * k * n
+    threads = num_threads()
+    if threads <= 1 or not cpu_blas.owns_gemm_threads():
+        return None
+    if (macs < SPLIT_MACS or threads == 2) and axis != 2 and cpu_hot_worker.worth_it(m, k, n, axis):
+        out = _hot_split(a, b, bias, axis)  # None: the worker is off or busy (another thread's product)
+        if out is not None:
+            return out
+    if macs < SPLIT_MACS:
         return None
     fa, fb = _operand(a), _operand(b)
     gemm = _cblas(kind) if fa is not None and fb is not None else None
@@ -179,6 +194,17 @@ def split_gemm(a: Any, b: Any, bias: Any = None, axis: int | None = None) -> Any
     else:
         _split_k(gemm, a, b, fa, fb, bias, out)
     return out
+
+
+def _hot_split(a: Any, b: Any, bias: Any, axis: int | None) -> Any:
+    """``a @ b (+ bias)`` in two parts, one on the hot worker (``cpu_hot_worker``), or None (worker off or busy)."""
+    n = b.shape[1]
+    if bias is not None and bias.shape[0] != n:
+        return None
+    out = numpy.empty((a.shape[0], n), a.dtype)
+    if bias is not None:
+        numpy.copyto(out, bias)
+    return out if cpu_hot_worker.split_gemm_into(a, b, out, 0 if bias is None else 1, axis) else None
 
 
 def _split_k(gemm: Any, a: Any, b: Any, fa: tuple, fb: tuple, bias: Any, out: Any) -> None:

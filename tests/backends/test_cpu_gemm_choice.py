@@ -131,6 +131,7 @@ def test_products_run_on_one_blas_thread_unless_the_split_is_off(monkeypatch) ->
             ember.tensor(rng.standard_normal((1000, 100)).astype(np.float32))
         product = lambda: ember.nn.functional.linear(x, w) + (x @ w.T)
         monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1 << 62)  # every product through BLAS's own call
+        monkeypatch.setattr(_config, "HOT_WORKER", False)  # (the hot worker calls cblas itself: test_cpu_hot_worker)
         for split, gemm, threads in ((None, "blas", 2), (True, "auto", 2), (None, "auto", 1)):
             monkeypatch.setattr(_config, "BLAS_SPLIT", split)
             monkeypatch.setattr(_config, "GEMM", gemm)

@@ -1,0 +1,244 @@
+"""A hot hand-off for medium GEMMs: one worker thread that spins briefly (without the GIL) for the next half-product.
+
+Why: ember holds OpenBLAS to one thread per product (its own workers spin on ``sched_yield`` for ~0.1 s and wreck
+loaded machines, docs/cpu-performance.md "blas18") and splits large products over its pool, whose workers sleep on
+a lock: waking one costs 40-80 us on this project's VM, more than half of W1's 64 x 1000 x 100 product (~100 us),
+so W1's products ran on one core while torch's threads, which never sleep between ops, used two. Here one worker
+(``ember-hot``) waits for a job in native code (numba, ``nogil``) for at most ``SPIN_SECONDS`` after its last job,
+calling ``sched_yield`` on every turn (a loaded machine gets the core back at once), then sleeps on an event.
+
+A product (``split``): the caller writes the worker's part (the second block of rows or columns; K is never cut,
+so every element is one BLAS call's full sum, bit for bit the one-thread product's) and its own part into the job
+slot, publishes it with one compare-and-swap, runs its part on one BLAS thread, and waits, spinning natively, for
+the worker's. A worker that has not taken the job by then (asleep, or descheduled on a loaded machine) does not
+hold the caller up: the caller takes the job back with the same compare-and-swap and runs it itself, so a split is
+never much slower than one thread. A sleeping worker is woken by the caller (an event), in parallel with the
+caller's own part, and spins again for the next product.
+
+One job at a time: a second Python thread calling while a job is in flight (or a call from inside another
+split) gets False and multiplies on one thread. Off (``available()`` False) with ``EMBER_HOT_WORKER=0``, one
+ember thread (``EMBER_CPU_THREADS=1``), no numba, no OpenBLAS whose ``cblas_?gemm`` and thread count ember can
+reach, or a CPU without a cycle counter numba knows (not x86-64); callers then use ``cpu_threads``' pool or one
+thread as before. After ``fork`` the child starts its own worker on first use; at exit the worker is stopped.
+
+Example:
+    >>> import numpy as np
+    >>> a, b = np.ones((64, 300), np.float32), np.ones((300, 100), np.float32)
+    >>> out = np.empty((64, 100), np.float32)
+    >>> done = split_gemm_into(a, b, out)   # False where the hot worker is off
+    >>> not done or float(out[0, 0]) == 300.0
+    True
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import platform
+import threading
+import time
+from typing import Any
+
+from ember import _config
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_kernels, cpu_threads
+from ember.backends.cpu_blas import single_threaded_blas
+
+# The worker spins this long after its last job before it sleeps (W1's step issues a product every ~0.1-0.3 ms).
+SPIN_SECONDS = 1e-3
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+_STATE: dict[str, Any] = {"worker": None, "failed": False}
+_START = threading.Lock()
+
+
+class _Worker:
+    """The slot, the thread serving it, the event it sleeps on, and the lock that admits one caller at a time."""
+
+    def __init__(self, kernels: Any, s_gemm: int, d_gemm: int, wide: bool, yield_address: int) -> None:
+        self.kernels = kernels
+        self.slot = slot = kernels.new_slot()
+        slot[kernels.S_GEMM], slot[kernels.D_GEMM], slot[kernels.WIDE] = s_gemm, d_gemm, int(wide)
+        slot[kernels.YIELD] = yield_address
+        slot[kernels.ASLEEP] = 1  # until the thread has calibrated its budget and spins
+        self.busy = threading.Lock()
+        self.wake = threading.Event()
+        self.thread = threading.Thread(target=_serve, args=(kernels, slot, self.wake), name="ember-hot", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.slot[self.kernels.STOP] = 1
+        self.wake.set()
+
+
+def _serve(kernels: Any, slot: Any, wake: threading.Event) -> None:
+    """The worker thread: calibrate the cycle counter, then spin (natively) and sleep in turn until stopped."""
+    kernels.now()  # compiled (or loaded from the cache) before it is timed
+    start, ticks = time.perf_counter(), kernels.now()
+    time.sleep(0.002)
+    rate = (kernels.now() - ticks) / max(time.perf_counter() - start, 1e-6)
+    slot[kernels.BUDGET] = max(int(rate * SPIN_SECONDS), 1)
+    while not kernels.serve(slot):
+        wake.wait()
+        wake.clear()
+
+
+def _cblas_addresses() -> tuple[int, int, bool] | None:
+    """Addresses of NumPy's OpenBLAS ``cblas_sgemm``/``cblas_dgemm`` and whether their sizes are 64-bit."""
+    s, d = cpu_blas_gemm._cblas("s"), cpu_blas_gemm._cblas("d")
+    if s is None or d is None:
+        return None
+    wide = s.argtypes[3] is ctypes.c_int64
+    return ctypes.cast(s, ctypes.c_void_p).value, ctypes.cast(d, ctypes.c_void_p).value, wide
+
+
+def _worker() -> _Worker | None:
+    """The running worker, started on first use; None where the hot hand-off is off here."""
+    worker = _STATE["worker"]
+    if worker is not None or _STATE["failed"]:
+        return worker
+    with _START:
+        if _STATE["worker"] is None and not _STATE["failed"]:
+            _STATE["worker"] = _start()
+            _STATE["failed"] = _STATE["worker"] is None
+    return _STATE["worker"]
+
+
+def _start() -> _Worker | None:
+    if platform.machine().lower() not in ("x86_64", "amd64") or cpu_blas._controls() is None:
+        return None
+    addresses = _cblas_addresses()
+    if addresses is None:
+        return None
+    kernels = cpu_kernels.get("hot_worker")  # None without numba or with EMBER_CPU_KERNELS=numpy
+    if kernels is None:
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        yield_address = ctypes.cast(libc.sched_yield, ctypes.c_void_p).value
+        kernels.split(kernels.new_slot()), kernels.now()  # compile (or load from numba's cache) before any thread uses it
+    except (OSError, AttributeError):
+        return None
+    worker = _Worker(kernels, *addresses, yield_address)
+    atexit.register(worker.stop)
+    return worker
+
+
+def available() -> bool:
+    """Whether products may be split with the hot worker: ``EMBER_HOT_WORKER`` not ``0``, more than one ember
+    thread, NumPy's OpenBLAS reachable and its thread count held by ember (``cpu_blas.owns_gemm_threads``)."""
+    if not _config.HOT_WORKER or cpu_threads.num_threads() <= 1 or not cpu_blas.owns_gemm_threads():
+        return False
+    return _worker() is not None
+
+
+def _forget() -> None:
+    """After fork: the child has the worker object but not its thread; start a new one there on first use."""
+    global _START
+    _STATE["worker"], _STATE["failed"], _START = None, False, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget)
+
+
+def _operand(m: Any) -> tuple[int, int] | None:
+    """(transpose flag, leading dimension) of a matrix BLAS reads in place, or None (``cpu_blas_gemm._operand``)."""
+    item = m.itemsize
+    rows, cols = m.shape
+    s_row, s_col = m.strides
+    if (s_col == item or cols == 1) and s_row % item == 0 and s_row // item >= max(cols, 1):
+        return _NO_TRANS, s_row // item
+    if (s_row == item or rows == 1) and s_col % item == 0 and s_col // item >= max(rows, 1):
+        return _TRANS, s_col // item
+    return None
+
+
+# Products below this many multiply-adds stay on one thread: the hand-off (~5-8 us from Python) costs what the
+# second core saves. Measured per shape (docs/cpu-performance.md, "hot20").
+MIN_MACS = 1 << 21
+# OpenBLAS multiplies products of at most 100^3 multiply-adds with its "small matrix" kernels, which sum in another
+# order than its blocked kernels: a part at or below this size would round differently from the whole product
+# (measured: 211 of 2607 splits of 0.2-2.7M-MAC products differed in some bits, none with both parts above it).
+SMALL_KERNEL_MACS = 100 ** 3
+MIN_SPLIT = 16  # rows (or columns) the split axis needs (16 x 1000 x 100: 36 -> 22 us split 8 + 8)
+
+
+def worth_it(m: int, k: int, n: int, axis: int | None = None) -> bool:
+    """Whether an ``(m, k) @ (k, n)`` product gains from ``split_gemm_into`` (split along ``axis``, default rows
+    when M >= N): enough multiply-adds and a split axis long enough for two parts; never with
+    ``EMBER_HOT_WORKER=0`` or inside a chunk of ``cpu_threads.parallel_for`` (both cores are busy there).
+
+    Example:
+        >>> worth_it(64, 1000, 100), worth_it(256, 784, 512), worth_it(256, 512, 10), worth_it(64, 64, 64)
+        (True, True, False, False)
+    """
+    if not _config.HOT_WORKER or getattr(cpu_threads._LOCAL, "inside", False):  # off, or inside a pool chunk
+        return False
+    axis = (0 if m >= n else 1) if axis is None else axis
+    total = m if axis == 0 else n
+    part = min(cut(total), total - cut(total)) * k * (n if axis == 0 else m)
+    return m * k * n >= MIN_MACS and total >= MIN_SPLIT and part > SMALL_KERNEL_MACS
+
+
+def cut(total: int) -> int:
+    """Where a block of ``total`` rows or columns is cut in two: near the middle, on a multiple of 16 (OpenBLAS's
+    AVX-512 tiles are 16 rows of float32) when that leaves both parts at least 16.
+
+    Example:
+        >>> cut(64), cut(100), cut(53), cut(7)
+        (32, 48, 26, 3)
+    """
+    half = total // 2
+    aligned = (total + 16) // 32 * 16  # the multiple of 16 nearest the middle
+    return aligned if aligned >= 16 and 0.4 * total <= aligned <= 0.6 * total else half
+
+
+def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = None) -> bool:
+    """``out = a @ b`` (``+ out`` when ``beta`` is 1), ``a`` (M, K) and ``b`` (K, N) float32 or float64 matrices BLAS
+    reads in place, ``out`` a C-contiguous (M, N) array of their dtype, split in two: one part on the calling
+    thread, the other on the hot worker, along rows (``axis`` 0) or columns (1; default: rows when M >= N). Each
+    part is one BLAS call with the whole sum K. The caller holds NumPy's BLAS to one thread meanwhile
+    (``cpu_blas.single_threaded_blas``). False, with nothing computed, where the worker is off or busy
+    (another thread's product in flight), the operands do not fit, or a part would have at most
+    ``SMALL_KERNEL_MACS`` multiply-adds (its bits could differ from the whole product's): then multiply another way."""
+    dtype = a.dtype
+    if dtype != b.dtype or dtype != out.dtype or dtype.char not in "fd" or not out.flags.c_contiguous:
+        return False
+    m, k = a.shape
+    n = b.shape[1]
+    axis = (0 if m >= n else 1) if axis is None else axis
+    total = m if axis == 0 else n
+    c0 = cut(total)
+    if min(c0, total - c0) * k * (n if axis == 0 else m) <= SMALL_KERNEL_MACS:  # a part would round differently
+        return False
+    fa, fb = _operand(a), _operand(b)
+    if fa is None or fb is None:
+        return False
+    worker = _STATE["worker"] or _worker()
+    if worker is None or not _config.HOT_WORKER or not worker.busy.acquire(blocking=False):
+        return False
+    try:
+        kernels, slot = worker.kernels, worker.slot
+        kind, item = (0, 4) if dtype.char == "f" else (1, 8)
+        pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
+        if axis == 0:  # rows: A's rows and C's rows move together
+            step = fa[1] if fa[0] == _NO_TRANS else 1
+            own = (kind, fa[0], fb[0], c0, n, k, pa, fa[1], pb, fb[1], beta, pc, n)
+            job = (kind, fa[0], fb[0], m - c0, n, k, pa + c0 * step * item, fa[1], pb, fb[1], beta,
+                   pc + c0 * n * item, n)
+        else:  # columns: B's columns and C's columns move together
+            step = 1 if fb[0] == _NO_TRANS else fb[1]
+            own = (kind, fa[0], fb[0], m, c0, k, pa, fa[1], pb, fb[1], beta, pc, n)
+            job = (kind, fa[0], fb[0], m, n - c0, k, pa, fa[1], pb + c0 * step * item, fb[1], beta,
+                   pc + c0 * item, n)
+        slot[kernels.JOB:kernels.OWN + kernels.JOB_WORDS] = job + own
+        with single_threaded_blas():  # both parts on one OpenBLAS thread each (its own workers never wake)
+            code = kernels.split(slot)
+            if code == 1:  # the worker sleeps: wake it, then run our part (it takes the job, or we take it back)
+                try:
+                    worker.wake.set()
+                finally:
+                    kernels.own_and_finish(slot)  # never leave with the job posted: a, b and out must outlive it
+        return code >= 0
+    finally:
+        worker.busy.release()
