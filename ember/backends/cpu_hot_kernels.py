@@ -32,6 +32,7 @@ STATE, ASLEEP, STOP, S_GEMM, D_GEMM, WIDE, YIELD, BUDGET, JOBS, TAKEN_BACK = ran
 JOB, OWN, JOB_WORDS = 16, 29, 13  # OWN = JOB + JOB_WORDS: one slice assignment writes both
 SLOT_WORDS = 48
 IDLE, POSTED, RUNNING, DONE = 0, 1, 2, 3
+MAX_TURNS = 200_000  # spin turns without a job before sleeping whatever the clock says (~20-200 ms)
 ROW_MAJOR = 101
 
 
@@ -150,7 +151,9 @@ def serve(slot):
     store(slot, ASLEEP, 0)
     budget = slot[BUDGET]
     since = cycles()
+    turns = 0
     while True:
+        turns += 1
         if load(slot, STOP) != 0:
             store(slot, ASLEEP, 1)
             return 1
@@ -159,8 +162,11 @@ def serve(slot):
             slot[JOBS] += 1
             store(slot, STATE, DONE)
             since = cycles()
+            turns = 0
             continue
-        if cycles() - since > budget:
+        # The cycle counter bounds the spin in time; the turn count bounds it even if the counter misbehaves
+        # (a VM migrating the thread between unsynchronized counters): each turn is a system call, >= ~0.1 us.
+        if abs(cycles() - since) > budget or turns > MAX_TURNS:
             store(slot, ASLEEP, 1)
             # A caller that posted before it could see ASLEEP will not wake us: look once more (Dekker's order:
             # both sides write their flag, then read the other's, all sequentially consistent).

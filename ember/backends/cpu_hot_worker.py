@@ -115,8 +115,11 @@ def _start() -> _Worker | None:
     try:
         libc = ctypes.CDLL(None)
         yield_address = ctypes.cast(libc.sched_yield, ctypes.c_void_p).value
-        kernels.split(kernels.new_slot()), kernels.now()  # compile (or load from numba's cache) before any thread uses it
-    except (OSError, AttributeError):
+        idle, stopped = kernels.new_slot(), kernels.new_slot()
+        stopped[kernels.STOP] = 1
+        # compile (or load from numba's cache) here, once, before any thread relies on them
+        kernels.split(idle), kernels.own_and_finish(idle), kernels.serve(stopped), kernels.now()
+    except Exception:  # noqa: BLE001 - no libc symbol, or numba cannot compile these here: today's path
         return None
     worker = _Worker(kernels, *addresses, yield_address)
     atexit.register(worker.stop)
