@@ -175,7 +175,7 @@ def worth_it(m: int, k: int, n: int, axis: int | None = None) -> bool:
         >>> worth_it(64, 1000, 100), worth_it(256, 784, 512), worth_it(256, 512, 10), worth_it(64, 64, 64)
         (True, True, False, False)
     """
-    if not _config.HOT_WORKER or getattr(cpu_threads._LOCAL, "inside", False):  # off, or inside a pool chunk
+    if not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" or getattr(cpu_threads._LOCAL, "inside", False):
         return False
     axis = (0 if m >= n else 1) if axis is None else axis
     total = m if axis == 0 else n
@@ -218,7 +218,8 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     if fa is None or fb is None:
         return False
     worker = _STATE["worker"] or _worker()
-    if worker is None or not _config.HOT_WORKER or not worker.busy.acquire(blocking=False):
+    if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" \
+            or not worker.busy.acquire(blocking=False):
         return False
     try:
         kernels, slot = worker.kernels, worker.slot
