@@ -323,8 +323,10 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     if current is None:
                         slot[index] = g
                     elif current.__class__ is g.__class__ is np.ndarray:
-                        total = current + g
-                        slot[index] = total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
+                        slot[index] = _sum_arrays(current, g)
+                    elif current.__class__ is np.ndarray and g.__class__ is Tensor and g._data.__class__ is np.ndarray \
+                            and not grad_mode.STATE.enabled:  # an array rule's gradient + an ember-op rule's
+                        slot[index] = _sum_arrays(current, g._data)
                     elif current.__class__ is IndexGrad or g.__class__ is IndexGrad:  # views' gradients: one buffer
                         total = _accumulate_lazy(current, g)
                         slot[index] = total if total is not None else _tensor(_full(current)) + _tensor(_full(g))
@@ -344,6 +346,29 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
     finally:
         grad_mode.STATE.enabled = previous_mode
     return captured
+
+
+# Gradients of at least this many elements are summed into the slot's own buffer when it may be (_sum_arrays).
+SUM_IN_PLACE_MIN = 1 << 14
+# sys.getrefcount of an array only the gradient slot holds, seen from _sum_arrays: the slot, the engine's local
+# ``current``, the argument and getrefcount's own.
+_SLOT_ONLY_REFS = 4
+
+
+def _sum_arrays(current: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``current + g`` for a gradient slot: into ``current`` itself when only the slot holds it (a vjp's fresh
+    result that no other slot, saved value or view shares: it owns its memory and nothing else references it)
+    and the sum keeps its shape and dtype, as PyTorch's InputBuffer adds in place; large sums split over ember's
+    threads. Same bits as ``current + g`` either way (one IEEE addition per element). GPT's residual stream gets
+    12 such sums of 6 MB a step: 1.66 -> 0.78 ms each on one core (no new buffer to fault in and write)."""
+    if (current.size >= SUM_IN_PLACE_MIN and current.base is None and current.flags.writeable
+            and g.shape == current.shape and g.dtype == current.dtype and sys.getrefcount(current) <= _SLOT_ONLY_REFS):
+        if not cpu_parallel_ufunc.add_into(current, g):
+            np.add(current, g, out=current)
+        return current
+    split = cpu_parallel_ufunc.binary(np.add, current, g) if current.size >= SUM_IN_PLACE_MIN else None
+    total = current + g if split is None else split
+    return total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
 
 
 def _full(g: Any) -> Any:
@@ -369,18 +394,27 @@ def _tensor(g: Any) -> Any:
 
 
 def _materialize(node: Any, grads: list) -> list:
-    """Multi-output nodes get zeros for outputs that received no gradient, as in PyTorch."""
+    """Multi-output nodes get zeros for outputs that received no gradient, as in PyTorch. An op's
+    non-differentiable outputs (``nondiff_outputs``: attention's probabilities, layer norm's mean and rstd)
+    never receive one and its rule never reads theirs, so they stay None: GPT's attention probabilities
+    were 6 x 25 MB of zeros a step (~16 ms on one core)."""
     if len(grads) == 1 or all(g is not None for g in grads):
         return grads
     op = getattr(node, "op", None)
-    if op is not None and not getattr(op, "materialize_grads", True):
-        return grads
+    nondiff = ()
+    if op is not None:
+        if not getattr(op, "materialize_grads", True):
+            return grads
+        nondiff = getattr(op, "nondiff_outputs", ())
+        if all(g is not None or i in nondiff for i, g in enumerate(grads)):
+            return grads
     metas = getattr(node, "output_meta", None)
     if metas is None:
         return grads
     from ember import creation
 
-    return [g if g is not None else creation.zeros(m[0], dtype=m[1], device=m[2]) for g, m in zip(grads, metas)]
+    return [g if g is not None or i in nondiff else creation.zeros(m[0], dtype=m[1], device=m[2])
+            for i, (g, m) in enumerate(zip(grads, metas))]
 
 
 def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None, accumulate: bool) -> None:
