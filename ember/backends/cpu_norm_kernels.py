@@ -28,6 +28,7 @@ import numpy as np
 # (a serial chain of float64 adds ran the forward at half NumPy's speed); NaN and inf keep their meaning.
 _REASSOCIATE = {"reassoc", "contract"}
 _LN_ROW_TERMS = None  # set by build()
+_LN_BACKWARD_ROWS = None  # set by build()
 _BN_RUN = 256  # batch norm: values summed in the data's dtype before the run's sum joins the float64 total
 
 
@@ -205,8 +206,8 @@ def build(numba: Any) -> dict[str, Callable]:
 
     _LN_ROW_TERMS = _row_terms
 
-    @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
-    def layer_norm_backward_rows(g, x, mean, rstd, weight, r0, r1, gx, gw, gb):  # pragma: no cover - compiled
+    @numba.njit(fastmath=_REASSOCIATE)
+    def _backward_rows(g, x, mean, rstd, weight, r0, r1, gx, gw, gb):  # pragma: no cover - compiled
         """Rows ``[r0, r1)``: ``gx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat))`` with ``gy = g * weight``,
         ``xhat = (x - mean) * rstd``; adds ``g * xhat`` and ``g`` into the float64 row sums ``gw`` and ``gb``.
         ``xhat`` is re-centered by its own mean (zero but for the stored mean's rounding: a mean far above the
@@ -252,6 +253,21 @@ def build(numba: Any) -> dict[str, Callable]:
                 gw[i] += v0 * e0
                 gb[i] += v0
             r += 1
+
+    global _LN_BACKWARD_ROWS
+    _LN_BACKWARD_ROWS = _backward_rows
+
+    @numba.njit(cache=True, nogil=True, fastmath=_REASSOCIATE)
+    def layer_norm_backward_rows(g, x, mean, rstd, weight, per_block, k0, k1, gx, gw_parts,
+                                 gb_parts):  # pragma: no cover - compiled
+        """Blocks ``[k0, k1)`` of ``per_block`` rows (the last one shorter): each block's rows as
+        ``_backward_rows``, its weight and bias gradient sums into ``gw_parts[k]`` and ``gb_parts[k]``. One call
+        per thread, not one per block: numba's call of ~5 us with eleven arguments, 48 times for GPT's 4096 rows,
+        was a fifth of the backward's time in cache (0.25 of 1.2 ms)."""
+        total = x.shape[0]
+        for k in range(k0, k1):
+            _LN_BACKWARD_ROWS(g, x, mean, rstd, weight, k * per_block, min(total, (k + 1) * per_block), gx,
+                              gw_parts[k], gb_parts[k])
 
     return {"batch_norm_train": batch_norm_train, "batch_norm_backward": batch_norm_backward,
             "layer_norm_rows": layer_norm_rows, "layer_norm_backward_rows": layer_norm_backward_rows}

@@ -218,8 +218,7 @@ def layer_norm_backward_native(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, we
     gw_parts, gb_parts = np.zeros((blocks, width)), np.zeros((blocks, width))
 
     def run(k0: int, k1: int) -> None:
-        for k in range(k0, k1):
-            kernel(grows, rows, m, s, w, k * per_block, min(total, (k + 1) * per_block), gx, gw_parts[k], gb_parts[k])
+        kernel(grows, rows, m, s, w, per_block, k0, k1, gx, gw_parts, gb_parts)
 
     parallel_for(run, blocks, max(1, -(-NATIVE_SPLIT_ELEMENTS // (per_block * width))))
     gw, gb = gw_parts.sum(axis=0), gb_parts.sum(axis=0)
