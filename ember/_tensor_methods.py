@@ -438,7 +438,7 @@ class TensorMethods:
         out = dispatch.apply(OPS["clone"], (self,))
         if memory_format is None or views.format_name(memory_format) == "preserve_format":
             return out
-        return views.contiguous(out, memory_format)
+        return views.to_format(out, memory_format, owned=True)  # the format's own strides, as torch's empty_like
 
     nonzero = _nonzero
     # in place

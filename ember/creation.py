@@ -317,6 +317,9 @@ def empty(*size: Any, out: Any = None, dtype: Any = None, layout: Any = None, de
     dev = to_device(device)
     dtype = _opts.out_dtype(dtype, out)
     dt = dtypes.to_dtype(dtype) if dtype is not None else dtypes.get_default_dtype()
+    if getattr(memory_format, "name", None) == "preserve_format":  # nothing to preserve (torch's error)
+        raise RuntimeError("empty: unsupported memory format Preserve (torch.preserve_format needs an input, as in "
+                           "empty_like; use torch.contiguous_format or torch.channels_last)")
     result = _wrap_array(dev.xp.empty(_shape_args(size, keywords, "empty"), dtype=dt.np), dev)
     return _opts.finish("empty", result, layout=layout, memory_format=memory_format, requires_grad=requires_grad,
                         out=out)

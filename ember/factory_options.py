@@ -76,7 +76,7 @@ def finish(op: str, result: Tensor, *, layout: Any = None, memory_format: Any = 
     if name in (None, "preserve_format") and like is not None:
         _preserve_layout(result, like)
     elif name not in (None, "preserve_format", "contiguous_format"):
-        result = views.contiguous(result, name)
+        result = views.to_format(result, name, owned=True)
     if to_sparse is not None:
         result = getattr(result, to_sparse)()
     if requires_grad:

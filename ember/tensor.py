@@ -484,7 +484,8 @@ class Tensor(TensorMethods):
                               ".real or .abs() explicitly to keep this quiet", UserWarning, stacklevel=2)
             out = dispatch.cast(out, target_dtype)
         if memory_format is not None and views.format_name(memory_format) != "preserve_format":
-            out = views.contiguous(out, memory_format)
+            if out is not self or copy or not views.to_alias_ok(self, memory_format):
+                out = views.to_format(out, memory_format, owned=out is not self)  # torch's strides for the format
         elif copy and out is self:
             out = self.clone()
         return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+import weakref
 
 from typing import Any, Callable
 
@@ -15,6 +16,8 @@ import numpy as np
 
 from ember import dtypes
 from ember.autograd import anomaly_mode, saved_hooks
+from ember.autograd import torch_edges as _torch_edges
+from ember.autograd.torch_edges import record_inputs, torch_edges
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 _FREED_MESSAGE = (
@@ -317,17 +320,13 @@ class Node:
 
     @property
     def next_functions(self) -> tuple:
-        """PyTorch-style view of the edges: ``((node_or_None, index), ...)``."""
+        """PyTorch-style view of the edges: ``((node_or_None, index), ...)``, in PyTorch's shape
+        (ember/autograd/torch_edges.py: which inputs torch lists, and in which order)."""
         Tensor = _tensor_type()
-        out = []
-        for edge in self.next_edges:
-            if edge is None:
-                out.append((None, 0))
-            elif isinstance(edge[0], Tensor):
-                out.append((AccumulateGradView(edge[0]), 0))
-            else:
-                out.append(edge)
-        return tuple(out)
+        extra = self.extra
+        recorded = extra.edges if extra is not None else None
+        out = [_torch_pair(edge, Tensor) for edge in (self.next_edges if recorded is None else recorded)]
+        return tuple(out) if recorded is not None else torch_edges(self, tuple(out))
 
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
@@ -336,12 +335,13 @@ class Node:
 class NodeExtra:
     """What a node holds once the user touches its hooks or metadata."""
 
-    __slots__ = ("pre", "post", "metadata")
+    __slots__ = ("pre", "post", "metadata", "edges")
 
     def __init__(self) -> None:
         self.pre: list[Callable] = []
         self.post: list[Callable] = []
         self.metadata: dict = {}
+        self.edges: tuple | None = None  # PyTorch's edges where a composite recorded them (torch_edges.record_inputs)
 
 
 class RemovableHandle:
@@ -378,11 +378,22 @@ class _LeafAlias(Node):
         return (grads[0],)
 
 
-class AccumulateGradView:
-    """What ``next_functions`` shows for a leaf: PyTorch's AccumulateGrad, with ``.variable``."""
+class AccumulateGrad:
+    """What ``next_functions`` shows for a leaf: PyTorch's AccumulateGrad, with ``.variable``; one object per
+    leaf while any is held (torchviz tells nodes apart by identity)."""
+
+    _live: "weakref.WeakValueDictionary[int, AccumulateGrad]" = weakref.WeakValueDictionary()
 
     def __init__(self, variable: Any) -> None:
         self.variable = variable
+
+    @classmethod
+    def of(cls, variable: Any) -> "AccumulateGrad":
+        """The leaf's AccumulateGrad (the same object while one is alive; it holds the leaf, so ids stay unique)."""
+        node = cls._live.get(id(variable))
+        if node is None or node.variable is not variable:
+            node = cls._live[id(variable)] = cls(variable)
+        return node
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"  # PyTorch's own spelling
@@ -399,6 +410,21 @@ class AccumulateGradView:
 
     def __repr__(self) -> str:
         return f"<AccumulateGrad object at {id(self):#x}>"  # as PyTorch's (other nodes print so too)
+
+
+AccumulateGradView = AccumulateGrad  # the earlier name
+
+
+def _torch_pair(edge: Any, tensor_type: Any = None) -> tuple:
+    """An edge as ``next_functions`` shows it: ``(None, 0)``, ``(AccumulateGrad, 0)`` for a leaf, else itself."""
+    if edge is None:
+        return (None, 0)
+    if isinstance(edge[0], tensor_type or _tensor_type()):
+        return (AccumulateGrad.of(edge[0]), 0)
+    return edge
+
+
+_torch_edges.CONVERT = _torch_pair
 
 
 class OpNode(Node):
@@ -425,6 +451,12 @@ class OpNode(Node):
         # input, and each read would unpack (and version-check) every saved tensor again.
         self.unpacked = None
         self.unpacked_out = None
+        # The class carries torch's name (``type(grad_fn).__name__``, as torchviz reads it): fixed per op, or from
+        # the op's rule (shapes, attrs; ember/ops/torch_node_names.py); torch_named may rename it later.
+        cls = op.__dict__.get("_node_class")
+        if cls is None:
+            cls = op._node_class = _class_named(op.backward_name) if op.torch_backward_name is None else OpNode
+        self.__class__ = cls if cls is not OpNode else _class_named(op.torch_backward_name(self))
 
     def name(self) -> str:
         rule = self.op.torch_backward_name
@@ -616,9 +648,16 @@ def _named_class(name: str) -> type:
     return cls
 
 
-def named_backward(name: str, when: Callable[..., bool] | None = None) -> Callable:
+def _class_named(name: str) -> type:
+    return _NAMED_NODES.get(name) or _named_class(name)
+
+
+def named_backward(name: str, when: Callable[..., bool] | None = None, inputs: tuple = ()) -> Callable:
     """Decorator: the composite's result prints PyTorch's node ``name`` (not in place: an input returned as the
-    result keeps its node); ``when(*args, **kwargs)``: only for the calls torch names so."""
+    result keeps its node); ``when(*args, **kwargs)``: only for the calls torch names so. ``inputs``: the
+    arguments whose edges torch's node lists, in its order, as ``(position, keyword)`` pairs (a third item
+    names a node torch puts between, as ``LogSoftmaxBackward0`` under cross entropy's ``NllLossBackward0``):
+    ``next_functions`` then shows those (ember/autograd/torch_edges.py)."""
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -626,9 +665,16 @@ def named_backward(name: str, when: Callable[..., bool] | None = None) -> Callab
             if getattr(out, "grad_fn", None) is not None and not (args and out is args[0]) and \
                     (when is None or when(*args, **kwargs)):
                 torch_named(out, name)
+                if inputs:
+                    record_inputs(out, tuple(_argument(args, kwargs, spec) for spec in inputs))
             return out
         return run
     return decorate
+
+
+def _argument(args: tuple, kwargs: dict, spec: tuple) -> Any:
+    value = args[spec[0]] if len(args) > spec[0] else kwargs.get(spec[1])
+    return value if len(spec) < 3 else (spec[2], value)
 
 
 OP_NODE_CLASSES: set = {OpNode}  # OpNode and its renamed forms: the engine's array fast path takes all of them

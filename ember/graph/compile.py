@@ -80,6 +80,7 @@ from ember.autograd import grad_mode
 from ember.graph.builder import Tracer
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
 from ember.graph.executor import Executable, _Overlaps
+from ember.graph import grad_binding
 from ember.graph.ir import Graph, TracingError
 from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
 from ember.graph import speed_trial
@@ -236,6 +237,7 @@ def _cell_ok(cell: Any) -> bool:
 
 
 CACHE_LIMIT = 16
+_STALE_LIMIT = 8  # retraces of one signature for stale state before it runs eagerly
 _LOG = logging.getLogger("ember.compile")
 
 
@@ -265,6 +267,7 @@ class _Compiled:
         fused = sum(getattr(n.op, "category", None) == "fused" for n in graph.nodes)
         hint = f"{len(graph.nodes)} graph nodes, {fused} fused elementwise kernel{'s' if fused != 1 else ''}"
         self.trial: SpeedTrial | None = None if random else SpeedTrial(hint)
+        self.grads: list = []  # grad_binding.GradBinding per parameter the step's backward writes
 
     @property
     def speed_note(self) -> str:
@@ -286,7 +289,12 @@ class _Compiled:
         return False
 
     def run(self, leaves: list) -> Any:
+        grads = self.grads
+        if grads and not all(b.holds() for b in grads):
+            return STALE  # p.grad is not what the traced call started from (ember/graph/grad_binding.py)
         results = self.executable.run([t._data for t in leaves])
+        for b in grads:
+            b.bind()
         if self.mutated:
             results = self._write_arguments(leaves, results)
         tensors = []
@@ -339,6 +347,7 @@ class CompiledFunction:
         self.eager_reasons: dict = {}  # signature -> why it runs eagerly after the speed trial
         self.eager_reason: str | None = None  # the most recent call's reason, None when it ran compiled
         self._announced_eager = False  # the first speed-trial switch to eager is logged as a WARNING
+        self._stale: dict = {}  # signature -> how often its graph went stale
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
@@ -395,11 +404,20 @@ class CompiledFunction:
         if self.measure and type(entry) is _Compiled and entry.trial is not None:
             return self._trial_call(key, entry, args, kwargs, leaves)
         out = entry.run(leaves)
-        if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
-            del self._cache[key]
-            self.last = None
+        if out is STALE:  # a parameter was frozen or unfrozen, or p.grad differs from the trace's: trace again
+            self._restale(key)
             return self(*args, **kwargs)
         return out
+
+    def _restale(self, key: tuple) -> None:
+        """Drop a stale entry; a signature that went stale too often runs eagerly (no retrace per call)."""
+        del self._cache[key]
+        self.last = None
+        count = self._stale[key] = self._stale.get(key, 0) + 1
+        if count > _STALE_LIMIT:
+            self._cache[key] = _EAGER
+            self.eager_reasons[key] = (f"p.grad or requires_grad changed between calls {count} times (e.g. "
+                                       "zero_grad every few steps): this signature runs eagerly")
 
     def _trial_call(self, key: tuple, entry: "_Compiled", args: tuple, kwargs: dict, leaves: list) -> Any:
         """A call of a signature under the speed trial: the mode the trial asks for, timed on both clocks
@@ -411,9 +429,8 @@ class CompiledFunction:
         wall, cpu = wall_clock(), cpu_clock()
         out = self.fn(*args, **kwargs) if eager else entry.run(leaves)
         wall, cpu = wall_clock() - wall, cpu_clock() - cpu
-        if out is STALE:  # a parameter was frozen or unfrozen since the trace: trace again
-            del self._cache[key]
-            self.last = None
+        if out is STALE:  # a parameter was frozen or unfrozen, or p.grad differs from the trace's: trace again
+            self._restale(key)
             return self(*args, **kwargs)
         if trial.record(mode, wall, cpu):
             if trial.eager:
@@ -430,6 +447,7 @@ class CompiledFunction:
     def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:
         start = time.perf_counter()
         objects = {id(o): o for o in _objects(args, kwargs)}
+        grads_before = grad_binding.snapshot(_reachable(self.fn))
         try:
             with Tracer(self.name) as tracer:
                 sym = [tracer.input(tuple(t.shape), t.dtype, t.device, t._requires_grad, name=f"arg{k}",
@@ -444,6 +462,10 @@ class CompiledFunction:
                 identity = {i: k for i, o in enumerate(out_leaves) for k, t in enumerate(sym) if o is t}
                 mutated = _mutated_arguments(sym, originals)
                 del originals
+                if any(t.grad is not None for t in sym):  # (the caller's tensor would never see it)
+                    raise TracingError("backward() inside the function writes .grad of an argument; such calls run "
+                                       "eagerly (make it a parameter or a global the function reaches)")
+                grad_starts = grad_binding.starts(tracer.builder.lifted, grads_before)
                 # Results that need history get a backward graph built now, from the trace's own record.
                 plan = build_backward(tracer, out_leaves, sym) if grad_mode.STATE.enabled else None
                 if plan is not None and mutated:
@@ -480,7 +502,9 @@ class CompiledFunction:
             history.append(("fuse", fuse_pass(graph)))
         executable = Executable(graph, graph.outputs, include_updates=True, fuse="fuse" in self.passes,
                                 memory="memory" in self.passes)
-        return _Compiled(graph, executable, out_structure, history, time.perf_counter() - start, mutated, identity)
+        entry = _Compiled(graph, executable, out_structure, history, time.perf_counter() - start, mutated, identity)
+        entry.grads = grad_binding.bindings(grad_starts)
+        return entry
 
     @property
     def _orig_mod(self) -> Any:

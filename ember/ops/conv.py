@@ -839,7 +839,7 @@ def _resolve_padding(op: str, padding: Any, kernel: tuple, stride: tuple, dilati
     return (ph, ph, pw, pw)
 
 
-@named_backward("ConvolutionBackward0")  # torch's one convolution node
+@named_backward("ConvolutionBackward0", inputs=((0, "input"), (1, "weight"), (2, "bias")))  # torch's one node
 @autocast_policy("lower")
 def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
@@ -863,7 +863,7 @@ def conv2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
-@named_backward("ConvolutionBackward0")  # torch's one convolution node
+@named_backward("ConvolutionBackward0", inputs=((0, "input"), (1, "weight"), (2, "bias")))  # torch's one node
 @autocast_policy("lower")
 def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0, dilation: Any = 1,
            groups: int = 1) -> Any:
@@ -891,7 +891,7 @@ def conv1d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: 
     return out.squeeze(0) if unbatched else out
 
 
-@named_backward("ConvolutionBackward0")  # torch's one convolution node
+@named_backward("ConvolutionBackward0", inputs=((0, "input"), (1, "weight"), (2, "bias")))  # torch's one node
 @autocast_policy("lower")
 def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Any:

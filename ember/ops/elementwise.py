@@ -17,7 +17,8 @@ from ember.backends import cpu_parallel_ufunc
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch, float8_ops, fp_quiet, layout, value_check
 from ember.autograd import grad_mode
-from ember.autograd.node import NotArrayable
+from ember.autograd.node import NotArrayable, torch_named
+from ember.autograd.torch_edges import record_inputs
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import same_value
@@ -866,7 +867,10 @@ def _fused_alpha(input: Any, other: Any, alpha: Any, op: str) -> Any:
             and fma.fusable_floats(input, other)):
         return None
     alpha = scalar_factor(alpha, input.dtype, "alpha", op)  # the same checks (a float alpha overflowing float16)
-    return fma.fma(float(alpha if op == "add" else -alpha), other, input)
+    out = fma.fma(float(alpha if op == "add" else -alpha), other, input)
+    if out.grad_fn is not None:  # torch's one node: AddBackward0 / SubBackward0 of (input, other)
+        record_inputs(torch_named(out, "AddBackward0" if op == "add" else "SubBackward0"), (input, other))
+    return out
 
 
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Any:

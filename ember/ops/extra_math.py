@@ -428,7 +428,7 @@ def xlogy(input: Any, other: Any) -> Any:
     return ew.where(x == 0, out + 0.0, out)
 
 
-@named_backward("LerpBackward0")
+@named_backward("LerpBackward0", inputs=((0, "input"), (1, "end")))
 def lerp(input: Any, end: Any, weight: Any) -> Any:
     """input + weight * (end - input), in PyTorch's two-sided form (exact at weight 0 and 1). ``end`` and a
     weight tensor of rank >= 1 must have input's dtype (checked before half inputs are widened to float32).
@@ -506,6 +506,7 @@ def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -
     return a, b, c, value
 
 
+@named_backward("AddcmulBackward0", inputs=((0, "input"), (1, "tensor1"), (2, "tensor2")))
 @float32_composite
 def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 * tensor2, computed in the common dtype of the three tensors."""
@@ -518,6 +519,7 @@ def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     return input + (product if value == 1 else product * value)
 
 
+@named_backward("AddcdivBackward0", inputs=((0, "input"), (1, "tensor1"), (2, "tensor2")))
 @float32_composite
 def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
     """input + value * tensor1 / tensor2, computed in the common dtype of the three tensors."""
@@ -561,7 +563,7 @@ def _check_ndim(op: str, **tensors: Any) -> None:
 
 
 @autocast_policy("lower")
-@named_backward("AddmmBackward0")
+@named_backward("AddmmBackward0", inputs=((0, "input"), (1, "mat1"), (2, "mat2")))
 @float32_composite
 def addmm(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
     """beta * input + alpha * (mat1 @ mat2)."""

@@ -7,6 +7,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.autograd.node import torch_named
+from ember.autograd.torch_edges import record_inputs
 from ember.ops import cost, dispatch
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex, sum_to
 from ember.ops.registry import OPS, OpDef, Spec, register
@@ -188,6 +189,8 @@ def matmul(input: Any, other: Any) -> Any:
     if out.grad_fn is not None and input.ndim <= 2 and other.ndim <= 2:  # torch's dot / mv / vector @ matrix
         torch_named(out, "DotBackward0" if squeeze_front and squeeze_back else
                     "MvBackward0" if squeeze_back else "SqueezeBackward4")
+        if squeeze_back:  # torch's dot / mv node: the two operands' edges
+            record_inputs(out, (input, other))
     return out
 
 

@@ -72,7 +72,7 @@ def _as_float_target(target: Any, input: Any) -> Any:
 
 
 # ---- regression -----------------------------------------------------------------------------------
-@named_backward("MseLossBackward0")
+@named_backward("MseLossBackward0", inputs=((0, "input"), (1, "target")))
 @autocast_policy("fp32")
 def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
              weight: Any = None) -> Any:
@@ -101,7 +101,7 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
     return weighted.sum() / weight.sum() if reduction == "mean" else _reduce(weighted, reduction)
 
 
-@named_backward("SmoothL1LossBackward0")
+@named_backward("SmoothL1LossBackward0", inputs=((0, "input"), (1, "target")))
 @autocast_policy("fp32")
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                    beta: float = 1.0) -> Any:
@@ -115,7 +115,7 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     return _reduce(ew.where(diff < beta, small * small * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
-@named_backward("HuberLossBackward0")
+@named_backward("HuberLossBackward0", inputs=((0, "input"), (1, "target")))
 @autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
@@ -154,7 +154,7 @@ def _pick(input: Any, target: Any) -> Any:
     return input.gather(1, target.unsqueeze(1)).squeeze(1)
 
 
-@named_backward("NllLossBackward0")
+@named_backward("NllLossBackward0", inputs=((0, "input"),))
 @autocast_policy("fp32")
 def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
              reduce: Any = None, reduction: str = "mean") -> Any:
@@ -193,7 +193,7 @@ def _class_index_target(input: Any, target: Any, *args: Any, label_smoothing: fl
     return not getattr(target, "is_floating_point", lambda: True)() and not smoothing
 
 
-@named_backward("NllLossBackward0", when=_class_index_target)
+@named_backward("NllLossBackward0", when=_class_index_target, inputs=((0, "input", "LogSoftmaxBackward0"),))
 @autocast_policy("fp32")
 def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                   reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
@@ -303,7 +303,7 @@ BINARY_CROSS_ENTROPY = register(OpDef(
 ))
 
 
-@named_backward("BinaryCrossEntropyBackward0")
+@named_backward("BinaryCrossEntropyBackward0", inputs=((0, "input"), (1, "target"), (2, "weight")))
 @autocast_policy("fp32")
 def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Any:
@@ -317,7 +317,7 @@ def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_avera
     return _reduce(loss, reduction)
 
 
-@named_backward("BinaryCrossEntropyWithLogitsBackward0")
+@named_backward("BinaryCrossEntropyWithLogitsBackward0", inputs=((0, "input"), (1, "target")))
 @autocast_policy("fp32")
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean", pos_weight: Any = None) -> Any:

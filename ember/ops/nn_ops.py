@@ -467,12 +467,12 @@ def tanh(input: Any) -> Any:
     return ew.tanh(input)
 
 
-@named_backward("LeakyReluBackward0")
+@named_backward("LeakyReluBackward0", inputs=((0, "input"),))
 def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
     return _maybe_inplace(input, lambda t: ew.where(t > 0, t, t * negative_slope), inplace, "leaky_relu_")
 
 
-@named_backward("EluBackward0")
+@named_backward("EluBackward0", inputs=((0, "input"),))
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
         # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
@@ -497,7 +497,7 @@ def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     return _maybe_inplace(input, compute, inplace, "celu_")
 
 
-@named_backward("SoftplusBackward0")
+@named_backward("SoftplusBackward0", inputs=((0, "input"),))
 @float32_composite
 def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
     """log(1 + exp(beta*x)) / beta; linear where beta*x > threshold, as PyTorch."""
@@ -859,7 +859,7 @@ LAYER_NORM_BACKWARD = register(OpDef(
 
 
 # ---- normalization -------------------------------------------------------------------------------
-@named_backward("NativeLayerNormBackward0")
+@named_backward("NativeLayerNormBackward0", inputs=((0, "input"), (2, "weight"), (3, "bias")))
 def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """Normalize over the trailing ``normalized_shape`` dims, then scale and shift."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -905,6 +905,7 @@ _VMAP_RUNNING_STATS = (  # PyTorch's words: per-sample statistics cannot update 
     "resources on how to patch your module to work with vmap")
 
 
+@named_backward("NativeBatchNormBackward0", inputs=((0, "input"), (3, "weight"), (4, "bias")))
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None, bias: Any = None,
                training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Any:
     """Batch normalization over every dim but the channel dim (1).

@@ -710,7 +710,7 @@ def _sqrt_zero_grad(s: Any) -> Any:
     return where(zero, 0.0, sqrt(where(zero, 1.0, s)))
 
 
-@named_backward("StdBackward0")
+@named_backward("StdBackward0", inputs=((0, "input"),))
 def std(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
         *, correction: Any = None, axis: Any = None, keepdims: Any = None) -> Any:
     """Standard deviation: the square root of the variance, taken before rounding to the input's dtype (the
@@ -800,7 +800,7 @@ def logsumexp(input: Any, dim: Any = _numpy_names.REQUIRED, keepdim: bool = Fals
 NUCLEAR_NORM: Any = None
 
 
-@named_backward("LinalgVectorNormBackward0")
+@named_backward("LinalgVectorNormBackward0", inputs=((0, "input"),))
 def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Any:
     """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm, 'nuc' the nuclear norm of the
     matrices over ``dim`` (two dims; a 2-D input by default), as torch.norm."""

@@ -200,7 +200,10 @@ class OpDef:
 
     @property
     def backward_name(self) -> str:
-        return "".join(part.capitalize() for part in self.name.split("_")) + "Backward0"
+        # PyTorch's generated names: each part capitalized, and a letter after a digit too (Log1PBackward0,
+        # MaxPool2DWithIndicesBackward0, UpsampleNearest1DBackward0)
+        name = "".join(part.capitalize() for part in self.name.split("_"))
+        return "".join(c.upper() if k and name[k - 1].isdigit() else c for k, c in enumerate(name)) + "Backward0"
 
 
 OPS: dict[str, OpDef] = {}

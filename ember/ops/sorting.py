@@ -27,6 +27,7 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
 from ember.autograd.node import torch_named
+from ember.autograd.torch_edges import record_inputs
 from ember import _numpy_names
 
 
@@ -128,7 +129,7 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
         return rt.make(rt.topk, values, indices)
     values = values.narrow(d, 0, k)
     if values.grad_fn is not None:
-        torch_named(values, "TopkBackward0")
+        record_inputs(torch_named(values, "TopkBackward0"), (input,))
     return rt.make(rt.topk, values, indices.narrow(d, 0, k))
 
 

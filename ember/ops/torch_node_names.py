@@ -23,35 +23,38 @@ from ember.ops.registry import OPS
 def _getitem(node: Any) -> str:
     """torch applies an index left to right; the node is the last op applied (full slices apply nothing)."""
     index = node.attrs.get("index", ())
-    if any(isinstance(i, tuple) and i[:1] == ("__tensor__",) or isinstance(i, list) for i in index):
-        return "IndexBackward0"
-    for item in reversed(index):
-        if item is None:
-            return "UnsqueezeBackward0"
-        if isinstance(item, int):
-            return "SelectBackward0"
-        if isinstance(item, slice) and item != slice(None):
-            return "SliceBackward0"
-    return "SliceBackward0"  # x[:] and x[...]: torch's alias-like slice
+    last = "SliceBackward0"  # x[:] and x[...]: torch's alias-like slice
+    for item in index:  # (one pass: this runs for every recorded getitem)
+        kind = item.__class__
+        if kind is slice:
+            if item != _FULL:
+                last = "SliceBackward0"
+        elif item is None:
+            last = "UnsqueezeBackward0"
+        elif kind is list or kind is tuple and item[:1] == ("__tensor__",):
+            return "IndexBackward0"
+        elif kind is int or isinstance(item, int):
+            last = "SelectBackward0"
+    return last
+
+
+_FULL = slice(None)
+_MATMUL = {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0", (1, 2): "SqueezeBackward4"}
 
 
 def _matmul(node: Any) -> str:
-    shapes = [meta for meta in node.input_meta]
-    if len(shapes) != 2 or any(s is None for s in shapes):
+    shapes = node.input_meta
+    if len(shapes) != 2 or shapes[0] is None or shapes[1] is None:
         return "MatmulBackward0"
-    a, b = len(shapes[0]), len(shapes[1])
-    return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0",
-            (1, 2): "SqueezeBackward4"}.get((a, b), "UnsafeViewBackward0")
+    return _MATMUL.get((len(shapes[0]), len(shapes[1])), "UnsafeViewBackward0")
 
 
 def _linear(node: Any) -> str:
     shapes = node.input_meta
     rank = len(shapes[0]) if shapes and shapes[0] is not None else 2
-    if rank == 1:
-        return "SqueezeBackward4"
-    if rank > 2:
-        return "ViewBackward0"
-    return "AddmmBackward0" if len(shapes) > 2 and shapes[2] is not None else "MmBackward0"
+    if rank == 2:
+        return "AddmmBackward0" if len(shapes) > 2 and shapes[2] is not None else "MmBackward0"
+    return "SqueezeBackward4" if rank == 1 else "ViewBackward0"
 
 
 def _with_dims(base: str) -> Any:
@@ -78,6 +81,8 @@ RULES = {
     "pow": _pow,
     "contiguous": lambda node: "CloneBackward0",  # torch's contiguous() copies by clone
     "to_dtype": lambda node: "ToCopyBackward0",
+    "sub": lambda node: "RsubBackward1" if node.input_meta[0] is None else "SubBackward0",  # 1 - x
+    "max_pool2d": lambda node: "MaxPool2DWithIndicesBackward0",
 }
 
 for _name, _rule in RULES.items():

@@ -11,12 +11,13 @@ import numpy as np
 
 from ember import dtypes
 from ember.autograd.node import torch_named
+from ember.autograd.torch_edges import record_inputs
 from ember.ops import dispatch
 from ember.ops.movement import (CAT, CLONE, CONTIGUOUS, EXPAND, FLIP, GATHER, INDEX_BACKWARD, PERMUTE, RESHAPE,
     SCATTER_ADD, STACK, TENSOR_SLOT, TRIL, TRIU, getitem, getitem_with, index_put, index_range, infer_shape,
     take_by_index)
 from ember.ops.registry import OPS, OpDef, Spec, register
-from ember.ops import batching, unsigned_ops, value_check
+from ember.ops import batching, layout, unsigned_ops, value_check
 from ember.onnx import emitters as to_onnx
 from ember.ops.reductions import normalize_dims, sum as _sum_all
 from ember.dtypes import promote_types
@@ -399,7 +400,68 @@ def contiguous(input: Any, memory_format: Any = None) -> Any:
         raise RuntimeError(f"contiguous: unknown memory format {memory_format!r}")
     if input._data.flags.c_contiguous:
         return input
+    if name == "preserve_format":  # torch's error, raised only where a copy is needed
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator; use "
+                           "torch.contiguous_format or torch.channels_last")
     return dispatch.apply(CONTIGUOUS, (input,))
+
+
+def format_strides(shape: Sequence[int], name: str | None) -> tuple:
+    """PyTorch's strides for a fresh tensor of ``shape`` in memory format ``name`` (``empty(..., memory_format=)``):
+    row-major ones, or c10's ``get_channels_last_strides_2d/3d``, which give a size-1 channel dim stride 1 (an
+    ``N1HW`` tensor: ``(H*W, 1, W, 1)``) and do not treat zero sizes as one."""
+    if name not in _CHANNELS_LAST:
+        return layout.contiguous_strides(shape)
+    out = [0] * len(shape)
+    step = 1
+    for d in _CHANNELS_LAST[name][1]:
+        out[d] = step
+        step *= int(shape[d])
+    return tuple(out)
+
+
+def strides_like(input: Any, name: str) -> bool:
+    """c10's ``is_channels_last_strides_2d/3d``: whether the strides look channels-last (ambiguous size-1 cases
+    count as row-major); what ``Tensor.to(memory_format=)`` asks before it returns the tensor itself."""
+    rank, order = _CHANNELS_LAST[name]
+    shape, data = tuple(input.shape), input._data
+    if len(shape) != rank or type(data) is not np.ndarray:
+        return False
+    strides = tuple(st // data.itemsize for st in data.strides)
+    if strides[1] == 0:
+        return False
+    low = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return True
+
+
+def to_format(input: Any, memory_format: Any, owned: bool = False) -> Any:
+    """PyTorch's ``empty_like(input, memory_format=...).copy_(input)``: the values in a tensor with the format's
+    own strides (:func:`format_strides`, size-1 dims included). ``owned``: ``input`` is a fresh result no one
+    else holds, which may be returned restrided instead of copied."""
+    name = format_name(memory_format)
+    out = contiguous(input, name)
+    if out is input and not owned:
+        out = dispatch.apply(CLONE, (input,))
+    data = out._data
+    if type(data) is np.ndarray and data.size:
+        wanted = format_strides(data.shape, name)
+        if layout.element_strides(data) != wanted:
+            out._data = layout.with_strides(np, data, wanted)  # (only size-1 dims differ: a view of the same memory)
+    return out
+
+
+def to_alias_ok(input: Any, memory_format: Any) -> bool:
+    """Whether ``input.to(memory_format=...)`` returns ``input`` itself (aten's ``to_will_alias``: the format is
+    preserve, or the one ``suggest_memory_format`` reads from the strides)."""
+    name = format_name(memory_format)
+    if name in (None, "preserve_format"):
+        return True
+    suggested = next((n for n in _CHANNELS_LAST if strides_like(input, n)), "contiguous_format")
+    return suggested == name
 
 
 def narrow(input: Any, dim: int, start: int, length: int) -> Any:
@@ -589,7 +651,7 @@ def repeat(input: Any, *sizes: Any, repeats: Any = None) -> Any:
     out = reshape(expand(reshape(x, interleaved), expanded), final)
     # PyTorch's repeat always returns new memory; the reshape above may still be a (stride-0) view of input
     out = dispatch.apply(CLONE if all(r == 1 for r in sizes) else CONTIGUOUS, (out,), {})
-    return out if out.grad_fn is None else torch_named(out, "RepeatBackward0")
+    return out if out.grad_fn is None else record_inputs(torch_named(out, "RepeatBackward0"), (input,))
 
 
 def movedim(input: Any, source: Any, destination: Any) -> Any:
@@ -771,7 +833,7 @@ def masked_fill(input: Any, mask: Any, value: Any, *, _inplace: bool = False) ->
                                f"shape {tuple(input.shape)}")
     unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
-    return out if out.grad_fn is None else torch_named(out, "MaskedFillBackward0")
+    return out if out.grad_fn is None else record_inputs(torch_named(out, "MaskedFillBackward0"), (input,))
 
 
 def roll(input: Any, shifts: Any, dims: Any = None) -> Any:
