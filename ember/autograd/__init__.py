@@ -95,6 +95,15 @@ def _check_roots(outputs: list) -> None:
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
              create_graph: bool = False, inputs: Sequence[Any] | None = None) -> None:
     """Accumulate gradients of ``tensors`` into the ``.grad`` of the leaves that need them."""
+    if grad_tensors is None and inputs is None and not create_graph and tensors.__class__ is list \
+            and len(tensors) == 1 and not interpreters.GRAPHS.count:
+        # ``loss.backward()`` of a CPU float scalar: its seed as _root_grads makes it, none of the checks can fail
+        out = tensors[0]
+        data = getattr(out, "_data", None)
+        if data.__class__ is np.ndarray and data.ndim == 0 and data.dtype.kind == "f" and out._requires_grad:
+            run_backward(tensors, [_tensor_class()._make(np.array(1, data.dtype), out._device, False)],
+                         bool(retain_graph), False)
+            return
     outputs = _as_list(tensors)
     _check_roots(outputs)
     if retain_graph is None:

@@ -278,6 +278,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 _release_children(node, dependencies, ready)
                 continue
             edges = node.next_edges
+            leaves = None
             empty = grads[0] is None if len(grads) == 1 else all(g is None for g in grads)
             if empty:
                 input_grads = (None,) * len(edges)
@@ -336,13 +337,28 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 dependencies[key] = remaining
                 if remaining == 0:
                     if isinstance(child, Tensor):
-                        # A leaf finishes at once, in edge order (PyTorch runs AccumulateGrad first).
-                        leaf_grads = buffers.pop(key, None)
-                        if needed is None or key in captured_ids:
-                            _finish_leaf(child, _full(leaf_grads[0]) if leaf_grads else None, capture_keys,
-                                         captured, accumulate)
+                        if leaves is None:
+                            leaves = [child]
+                        else:
+                            leaves.append(child)
                     else:
                         ready.append(child)
+            if leaves is not None:
+                # The leaves this node completed finish now, in edge order and before any other node runs (PyTorch
+                # runs AccumulateGrad first), after the engine dropped its own references to their gradients: an
+                # array rule's result that nothing else holds becomes ``.grad`` itself instead of a copy of it.
+                g = slot = current = total = input_grads = grads = None
+                for child in leaves:
+                    key = id(child)
+                    leaf_grads = buffers.pop(key, None)
+                    if needed is None or key in captured_ids:
+                        grad = _full(leaf_grads[0]) if leaf_grads else None
+                        leaf_grads = None
+                        # (asked before the call: its argument list would add a reference)
+                        handed_over = arrays and grad.__class__ is np.ndarray and sys.getrefcount(grad) <= _LOCAL_REFS
+                        _finish_leaf(child, grad, capture_keys, captured, accumulate, handed_over)
+                grad = None
+                leaves = None
     finally:
         grad_mode.STATE.enabled = previous_mode
     return captured
@@ -417,13 +433,15 @@ def _materialize(node: Any, grads: list) -> list:
             for i, (g, m) in enumerate(zip(grads, metas))]
 
 
-def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None, accumulate: bool) -> None:
-    """The gradient (a tensor, or an array rule's NumPy array) arriving at a leaf: its hooks, a capture, ``.grad``."""
+def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None, accumulate: bool,
+                 handed_over: bool = False) -> None:
+    """The gradient (a tensor, or an array rule's NumPy array) arriving at a leaf: its hooks, a capture, ``.grad``.
+    ``handed_over``: the engine held the array's last reference (see ``_LOCAL_REFS``), so ``.grad`` may take it."""
     if grad is None:
         return
     if grad.__class__ is np.ndarray:
         if accumulate and not leaf._hooks and not grad_mode.STATE.enabled:  # (no hook needs a tensor)
-            _accumulate_array(leaf, grad)
+            _accumulate_array(leaf, grad, handed_over)
             post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
             if post_hooks:
                 for hook in tuple(post_hooks):
@@ -481,8 +499,10 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
         leaf.grad._bump()
 
 
-def _accumulate_array(leaf: Any, data: Any) -> None:
-    """``_accumulate_into_grad`` for a NumPy gradient outside ``create_graph`` (no Tensor around it first)."""
+def _accumulate_array(leaf: Any, data: Any, handed_over: bool = False) -> None:
+    """``_accumulate_into_grad`` for a NumPy gradient outside ``create_graph`` (no Tensor around it first).
+    ``handed_over``: nothing but the engine held ``data``, so a first gradient becomes ``.grad`` without a copy when
+    it owns its memory in C order (what the copy would make; PyTorch's AccumulateGrad steals such a gradient too)."""
     if interpreters.GRAPHS.count:  # graph building: .grad may be a graph value (the tensor path handles it)
         _accumulate_into_grad(leaf, _tensor(data))
         return
@@ -493,7 +513,7 @@ def _accumulate_array(leaf: Any, data: Any) -> None:
         )
     current = leaf.grad
     if current is None:
-        if not _owned(data):
+        if not (handed_over and data.base is None and data.flags.c_contiguous and data.flags.writeable):
             data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
         leaf.grad = Tensor._make(data, leaf._device, False)
         return
@@ -508,6 +528,19 @@ def _tensor_class() -> type:
     if Tensor is None:
         from ember.tensor import Tensor  # noqa: PLC0415 - the engine is imported before the Tensor class exists
     return Tensor
+
+
+def _refs_of_a_local() -> int:
+    """What ``sys.getrefcount`` says of an array held by one local variable only (2 on CPython 3.11-3.13: the
+    local and the call's argument), measured on this interpreter, as ``_propagate`` asks it of a leaf's gradient."""
+    probe = np.empty(0)
+    return sys.getrefcount(probe)
+
+
+# A leaf's gradient held by nothing but ``_propagate``'s local (the buffers, the node's result tuple and the loop
+# variables released first) has this count; any other holder (another leaf's buffer, a hook's tensor, a saved
+# tensor, the caller's seed) adds a reference and the gradient is copied as before.
+_LOCAL_REFS = _refs_of_a_local()
 
 
 def _owned(array: Any) -> bool:

@@ -26,6 +26,7 @@ from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
 from ember.ops import dispatch, float8_ops, movement, overlap, unsigned_ops, value_check
 from ember.ops.registry import OpDef
+from ember.device import CPU
 from ember.dtypes import from_numpy_dtype
 from ember.ops.elementwise import where
 from ember.ops.views import COPY_SLICES, VIEW_REPLAY, plain_steps
@@ -275,6 +276,10 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
         t._data[...] = _as_float8(value, t)._data
         t._bump()
         return t
+    if value.__class__ in (int, float) and _plain_update(t, 0.0) is not None:  # (zero_(): nothing to check)
+        t._data.fill(value)
+        t._bump()
+        return t
     recording = grad_mode.STATE.enabled and t._requires_grad
     check_inplace(t, op_name, recording)
     if not recording and GRAPHS.count:  # graph building: a constant fill of the (lifted) tensor
@@ -378,7 +383,41 @@ def _snapshot(t: Any, keep_copy: bool) -> Any:
     return old
 
 
+_PLAIN_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _plain_update(t: Any, other: Any) -> Any:
+    """``other`` as the ufunc takes it when ``t op= other`` needs none of :func:`inplace_binary`'s checks, else None:
+    an unrecorded write (no_grad, or nothing requires grad) into a CPU float32/float64 tensor that is no view and
+    whose buffer is writable, of a Python float/int or of another CPU tensor of the same dtype whose memory is its
+    own (no base: it cannot overlap ``t``), with no graph being built and no ``allow_mutation_on_saved_tensors``.
+    The manual SGD step (``w -= lr * w.grad``) and ``zero_grad(set_to_none=False)`` (docs/cpu-performance.md,
+    "eager20")."""
+    data = t._data
+    if (data.__class__ is not np.ndarray or t._device is not CPU or t._base is not None or GRAPHS.count
+            or saved_hooks.BEFORE_INPLACE
+            or data.dtype not in _PLAIN_FLOATS or (t._requires_grad and grad_mode.STATE.enabled)
+            or not data.flags.writeable):
+        return None
+    if other.__class__ is float or other.__class__ is int:
+        return other
+    if other.__class__ is not dispatch.Tensor or other._device is not CPU or other is t or (
+            other._requires_grad and grad_mode.STATE.enabled):
+        return None
+    od = other._data
+    if od.__class__ is not np.ndarray or od.dtype is not data.dtype or od.base is not None or data.base is not None:
+        return None
+    return od
+
+
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
+    ufunc = op.ufunc
+    if ufunc is not None:
+        plain = _plain_update(t, other)
+        if plain is not None:  # nothing to check, promote or record (see _plain_update)
+            _ufunc_into(t, getattr(np, ufunc), plain, op_name)
+            t._bump()
+            return t
     _lift(t)
     if isinstance(other, dispatch.Tensor) and other is not t and overlap.status(t, other) == "partial":
         raise RuntimeError(f"{op_name}: {overlap.MESSAGE}")  # x[1:].add_(x[:-1]) raises, as PyTorch
