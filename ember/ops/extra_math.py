@@ -142,6 +142,11 @@ def _flip_cumsum(t: Any, dim: int) -> Any:
 
 
 def _cumprod_impl(xp: Any, x: Any, dim: int) -> Any:
+    if x.dtype.kind in "fc" and x.dtype.itemsize == 4 * (1 + (x.dtype.kind == "c")):
+        # float32 / complex64 multiply in double and round each output, as PyTorch's CPU kernel (its acc_type):
+        # cumprod([1e30, -1e30, 1e-40]) is [1e30, -inf, -1e20]
+        wide = xp.cumprod(x.astype(xp.float64 if x.dtype.kind == "f" else xp.complex128), axis=dim)
+        return wide.astype(x.dtype).reshape(x.shape)
     out = xp.cumprod(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
     return out.reshape(x.shape) if x.ndim == 0 else out
 

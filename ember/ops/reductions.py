@@ -430,11 +430,20 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
         # 16-bit floats accumulate in float32 and round each output, as PyTorch: a float16 running sum
         # stops growing once the step is below half an ulp (20,000 x 0.1 would end at 256, not 2000).
         out = (xp.cumsum(x.astype(xp.float32), axis=dim) + (0.0 if x.ndim else -0.0)).astype(x.dtype)
+    elif x.dtype.kind in "fc" and x.dtype.itemsize == 4 * (1 + (x.dtype.kind == "c")):
+        # float32 / complex64 accumulate in double and round each output, as PyTorch's CPU kernel (its acc_type):
+        # cumsum([2**24, 1, 1]) is [2**24, 2**24, 2**24 + 2], and a 100,000-term running sum keeps its digits
+        out = xp.cumsum(x.astype(_WIDER[x.dtype.kind]), axis=dim).astype(x.dtype)
+        if x.ndim:
+            out += 0.0  # (see below)
     else:
         out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
         if out.dtype.kind in "fc" and x.ndim:
             out += 0.0  # PyTorch's running sum starts at +0: a leading -0 comes out +0 (-0 + 0 is +0)
     return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
+
+
+_WIDER = {"f": np.float64, "c": np.complex128}
 
 
 CUMSUM = register(OpDef(
