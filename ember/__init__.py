@@ -103,6 +103,8 @@ from ember import multiprocessing  # noqa: E402,F401  (torch.multiprocessing; re
 from ember import hardware, profiler, viz  # noqa: E402,F401  (torch.profiler; this machine's peak; graph pictures)
 from ember import distributions  # noqa: E402,F401  (torch.distributions.Normal, kl_divergence, constraints)
 from ember import hub  # noqa: E402,F401  (torch.hub.load_state_dict_from_url: the checkpoint cache)
+from ember import futures  # noqa: E402,F401  (torch.futures: Future, collect_all, wait_all)
+from ember.futures import Future  # noqa: E402,F401  (torch.Future)
 from ember import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, jacfwd, hessian, functional_call)
 from ember.func import vmap  # noqa: E402,F401  (torch.vmap)
 from ember.amp.autocast_mode import (  # noqa: E402,F401

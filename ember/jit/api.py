@@ -19,6 +19,7 @@ from ember.autograd import no_grad
 from ember.graph import serialize
 from ember.jit import archive
 from ember.jit import torchscript
+from ember import futures as _futures
 
 _STATE = {"tracing": 0}
 
@@ -365,17 +366,13 @@ class _FinalType:
 Final = _FinalType()
 
 
-class Future:
-    """What ``ember.jit.fork`` returns: the call already ran (ember has no TorchScript thread pool)."""
+class Future(_futures.Future):
+    """What ``ember.jit.fork`` returns (a ``torch.futures.Future``): the call already ran, as ember has no
+    TorchScript thread pool."""
 
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def wait(self) -> Any:
-        return self._value
-
-    def done(self) -> bool:
-        return True
+    def __init__(self, value: Any = None) -> None:
+        super().__init__()
+        self.set_result(value)
 
 
 def fork(func: Callable, *args: Any, **kwargs: Any) -> Future:

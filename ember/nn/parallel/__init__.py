@@ -6,5 +6,6 @@ Example:
     'DistributedDataParallel'
 """
 from ember.nn.parallel.distributed import DataParallel, DistributedDataParallel
+from ember.nn.parallel.scatter_gather import gather, scatter
 
-__all__ = ["DataParallel", "DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "gather", "scatter"]
