@@ -144,18 +144,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget)
 
 
-def _operand(m: Any) -> tuple[int, int] | None:
-    """(transpose flag, leading dimension) of a matrix BLAS reads in place, or None (``cpu_blas_gemm._operand``)."""
-    item = m.itemsize
-    rows, cols = m.shape
-    s_row, s_col = m.strides
-    if (s_col == item or cols == 1) and s_row % item == 0 and s_row // item >= max(cols, 1):
-        return _NO_TRANS, s_row // item
-    if (s_row == item or rows == 1) and s_col % item == 0 and s_col // item >= max(rows, 1):
-        return _TRANS, s_col // item
-    return None
-
-
 # Products below this many multiply-adds stay on one thread: the hand-off (~5-8 us from Python) costs what the
 # second core saves. Measured per shape (docs/cpu-performance.md, "hot20").
 MIN_MACS = 1 << 21
@@ -214,7 +202,7 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     c0 = cut(total)
     if min(c0, total - c0) * k * (n if axis == 0 else m) <= SMALL_KERNEL_MACS:  # a part would round differently
         return False
-    fa, fb = _operand(a), _operand(b)
+    fa, fb = cpu_blas_gemm._operand(a), cpu_blas_gemm._operand(b)
     if fa is None or fb is None:
         return False
     worker = _STATE["worker"] or _worker()
