@@ -199,12 +199,12 @@ def split_gemm(a: Any, b: Any, bias: Any = None, axis: int | None = None) -> Any
 def _hot_split(a: Any, b: Any, bias: Any, axis: int | None) -> Any:
     """``a @ b (+ bias)`` in two parts, one on the hot worker (``cpu_hot_worker``), or None (worker off or busy)."""
     n = b.shape[1]
-    if bias is not None and bias.shape[0] != n:
+    if (bias is not None and bias.shape[0] != n) or not cpu_hot_worker.ready():
         return None
     out = numpy.empty((a.shape[0], n), a.dtype)
     if bias is not None:
         numpy.copyto(out, bias)
-    return out if cpu_hot_worker.split_gemm_into(a, b, out, 0 if bias is None else 1, axis) else None
+    return out if cpu_hot_worker.split_gemm_into(a, b, out, 0 if bias is None else 1, axis, force=True) else None
 
 
 def _split_k(gemm: Any, a: Any, b: Any, fa: tuple, fb: tuple, bias: Any, out: Any) -> None:

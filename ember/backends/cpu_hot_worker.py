@@ -62,6 +62,8 @@ class _Worker:
         slot[kernels.ASLEEP] = 1  # until the thread has calibrated its budget and spins
         self.busy = threading.Lock()
         self.wake = threading.Event()
+        # jobs taken back in a row; no splits before this perf_counter; the next pause's length
+        self.misses, self.paused_until, self.pause = 0, 0.0, PAUSE_SECONDS
         self.thread = threading.Thread(target=_serve, args=(kernels, slot, self.wake), name="ember-hot", daemon=True)
         self.thread.start()
 
@@ -144,6 +146,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget)
 
 
+# After two splits in a row whose second part the caller had to take back, products run whole on the calling thread
+# for this long (two halves in a row on one thread cost ~20% more than the whole product).
+PAUSE_SECONDS, MAX_PAUSE_SECONDS = 0.02, 1.0
+
 # Products below this many multiply-adds stay on one thread: the hand-off (~5-8 us from Python) costs what the
 # second core saves. Measured per shape (docs/cpu-performance.md, "hot20").
 MIN_MACS = 1 << 21
@@ -184,14 +190,41 @@ def cut(total: int) -> int:
     return aligned if aligned >= 16 and 0.4 * total <= aligned <= 0.6 * total else half
 
 
-def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = None) -> bool:
+def _ready(worker: _Worker) -> bool:
+    """Whether the worker spins (not asleep, not paused). Paused (``split_gemm_into``): not woken, the product runs
+    whole on the caller. Asleep: woken for the next product, this one runs whole on the caller (two halves in a row
+    on one thread cost ~20% more than the whole: OpenBLAS is less efficient on half the rows, and the wake-up takes
+    longer than the caller's half)."""
+    if not worker.slot[worker.kernels.ASLEEP] and worker.paused_until == 0.0:
+        return True
+    now = time.perf_counter()
+    if worker.paused_until > now:
+        return False
+    worker.paused_until = 0.0
+    if worker.slot[worker.kernels.ASLEEP]:
+        worker.wake.set()
+        return False
+    return True
+
+
+def ready() -> bool:
+    """``_ready`` for callers that allocate before splitting (``cpu_blas_gemm.split_gemm``): False when the hot
+    worker is off, asleep (then woken) or paused, so nothing is allocated for a split that will not happen."""
+    worker = _STATE["worker"] or _worker()
+    return worker is not None and _ready(worker)
+
+
+def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = None, force: bool = False) -> bool:
     """``out = a @ b`` (``+ out`` when ``beta`` is 1), ``a`` (M, K) and ``b`` (K, N) float32 or float64 matrices BLAS
     reads in place, ``out`` a C-contiguous (M, N) array of their dtype, split in two: one part on the calling
     thread, the other on the hot worker, along rows (``axis`` 0) or columns (1; default: rows when M >= N). Each
     part is one BLAS call with the whole sum K. The caller holds NumPy's BLAS to one thread meanwhile
     (``cpu_blas.single_threaded_blas``). False, with nothing computed, where the worker is off or busy
     (another thread's product in flight), the operands do not fit, or a part would have at most
-    ``SMALL_KERNEL_MACS`` multiply-adds (its bits could differ from the whole product's): then multiply another way."""
+    ``SMALL_KERNEL_MACS`` multiply-adds (its bits could differ from the whole product's): then multiply another way.
+    Also False while the worker sleeps (it is woken for the next product) and for ``PAUSE_SECONDS`` after two jobs
+    in a row that the worker did not start before the caller finished its part (it is not getting a core: a
+    loaded machine), unless ``force`` (tests)."""
     dtype = a.dtype
     if dtype != b.dtype or dtype != out.dtype or dtype.char not in "fd" or not out.flags.c_contiguous:
         return False
@@ -206,11 +239,15 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     if fa is None or fb is None:
         return False
     worker = _STATE["worker"] or _worker()
-    if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" \
-            or not worker.busy.acquire(blocking=False):
+    if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba":
+        return False
+    kernels, slot = worker.kernels, worker.slot
+    if not force and not _ready(worker):
+        return False
+    if not worker.busy.acquire(blocking=False):
         return False
     try:
-        kernels, slot = worker.kernels, worker.slot
+        taken_back = slot[kernels.TAKEN_BACK]
         kind, item = (0, 4) if dtype.char == "f" else (1, 8)
         pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
         if axis == 0:  # rows: A's rows and C's rows move together
@@ -231,6 +268,13 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
                     worker.wake.set()
                 finally:
                     kernels.own_and_finish(slot)  # never leave with the job posted: a, b and out must outlive it
+        if slot[kernels.TAKEN_BACK] == taken_back:
+            worker.misses, worker.pause = 0, PAUSE_SECONDS
+        else:  # the worker did not start in time (a loaded machine): after two in a row, one thread for a while,
+            worker.misses += 1  # twice as long after each pause that ends the same way (up to MAX_PAUSE_SECONDS)
+            if worker.misses >= 2:
+                worker.paused_until, worker.misses = time.perf_counter() + worker.pause, 0
+                worker.pause = min(2 * worker.pause, MAX_PAUSE_SECONDS)
         return code >= 0
     finally:
         worker.busy.release()

@@ -46,7 +46,7 @@ def test_split_is_bitwise_the_one_thread_product(dtype, layout, axis):
     for m, k, n in [(64, 1000, 100), (37, 1003, 131), (100, 64, 1000), (257, 1001, 53)]:
         a, b = _operands(m, k, n, dtype, layout)
         out = np.empty((m, n), dtype)
-        assert cpu_hot_worker.split_gemm_into(a, b, out, axis=axis)
+        assert cpu_hot_worker.split_gemm_into(a, b, out, axis=axis, force=True)
         np.testing.assert_array_equal(out, _one_thread(a, b), err_msg=f"{(m, k, n)} {layout} axis {axis}")
         exact = a.astype(np.float64) @ b.astype(np.float64)
         tol = 1e-4 if dtype == np.float32 else 1e-12
@@ -58,7 +58,7 @@ def test_split_adds_into_the_output_with_beta_one():
     bias = np.linspace(-2, 2, 96, dtype=np.float32)
     out = np.empty((64, 96), np.float32)
     out[:] = bias
-    assert cpu_hot_worker.split_gemm_into(a, b, out, beta=1, axis=1)
+    assert cpu_hot_worker.split_gemm_into(a, b, out, beta=1, axis=1, force=True)
     expected = np.empty_like(out)
     expected[:] = bias
     with cpu_blas.single_threaded_blas():  # the same BLAS call whole: bias first, then the product added in
@@ -72,7 +72,7 @@ def test_special_values_propagate_as_in_the_one_thread_product():
     a[3, 7], a[40, 0], b[5, 70], b[499, 2] = np.inf, np.nan, -np.inf, np.inf
     for axis in (0, 1):
         out = np.empty((64, 80), np.float32)
-        assert cpu_hot_worker.split_gemm_into(a, b, out, axis=axis)
+        assert cpu_hot_worker.split_gemm_into(a, b, out, axis=axis, force=True)
         np.testing.assert_array_equal(out, _one_thread(a, b))  # NaN where NaN, same infinities
         exact = a.astype(np.float64) @ b.astype(np.float64)  # where float64 NumPy has NaN or inf, so do we
         np.testing.assert_array_equal(np.isnan(out), np.isnan(exact))
@@ -80,11 +80,11 @@ def test_special_values_propagate_as_in_the_one_thread_product():
         assert np.isnan(out[40]).all()
 
 
-def test_split_gemm_matches_torch():
+def test_split_matches_torch():
     torch = pytest.importorskip("torch")
     a, b = _operands(64, 1000, 100, np.float32, "")
-    out = cpu_blas_gemm.split_gemm(a, b)
-    assert out is not None
+    out = np.empty((64, 100), np.float32)
+    assert cpu_hot_worker.split_gemm_into(a, b, out, force=True)
     expected = torch.from_numpy(a) @ torch.from_numpy(b)
     np.testing.assert_allclose(out, expected.numpy(), rtol=1e-5, atol=2e-4)
 
@@ -173,7 +173,18 @@ def test_both_parts_run_with_openblas_held_to_one_thread(monkeypatch):
     monkeypatch.setattr(cpu_hot_worker, "single_threaded_blas", Spy)
     try:
         a, b = _operands(64, 1000, 100, np.float32, "")
-        assert cpu_blas_gemm.split_gemm(a, b) is not None
+        assert cpu_hot_worker.split_gemm_into(a, b, np.empty((64, 100), np.float32), force=True)
         assert seen == [1] and get() == 2
     finally:
         put(saved)
+
+
+def test_a_paused_or_sleeping_worker_is_not_waited_for(monkeypatch):
+    """After jobs the worker did not start in time (a loaded machine) the caller multiplies whole for a while;
+    ``split_gemm`` then returns None below the pool's size (the caller's one-thread product)."""
+    worker = cpu_hot_worker._STATE["worker"]
+    a, b = _operands(64, 1000, 100, np.float32, "")
+    monkeypatch.setattr(worker, "paused_until", float("inf"))
+    assert not cpu_hot_worker.split_gemm_into(a, b, np.empty((64, 100), np.float32))
+    assert cpu_blas_gemm.split_gemm(a, b) is None
+    assert cpu_hot_worker.split_gemm_into(a, b, np.empty((64, 100), np.float32), force=True)
