@@ -10,6 +10,7 @@ from typing import Any
 from ember import dtypes
 from ember.creation import full_like
 from ember.optim import fused_ops as F
+from ember.optim import numpy_kernels
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -20,6 +21,8 @@ class Adagrad(Optimizer):
     State (``step``, ``sum`` = ``initial_accumulator_value``) is created for every parameter up front,
     as PyTorch does.
     """
+
+    numpy_kernel = numpy_kernels.ADAGRAD  # the NumPy-only step (no numba)
 
     def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
@@ -60,6 +63,9 @@ class Adagrad(Optimizer):
         total.addcmul_(g, g)  # torch's addcmul_(g, g, value=1): one fused multiply-add
         std = total.sqrt() + F.like(hp["eps"], total)
         F.addcdiv_(p, g, std, -clr)
+
+
+numpy_kernels.ADAGRAD.update = Adagrad.update
 
 
 __all__ = ["Adagrad"]

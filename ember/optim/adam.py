@@ -12,6 +12,7 @@ from ember import dtypes
 from ember.creation import zeros_like
 from ember.ops.host_pow import host_pow
 from ember.optim import fused_ops as F
+from ember.optim import numpy_kernels
 from ember.optim.optimizer import (
     Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay,
 )
@@ -26,6 +27,8 @@ class Adam(Optimizer):
     State per parameter: ``step`` (0-d CPU tensor), ``exp_avg``, ``exp_avg_sq`` and, with
     ``amsgrad``, ``max_exp_avg_sq``.
     """
+
+    numpy_kernel = numpy_kernels.ADAM  # the NumPy-only step (no numba)
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
@@ -100,6 +103,9 @@ class AdamW(Adam):
         super().load_state_dict(state_dict)
         for group in self.param_groups:  # an AdamW always decays decoupled, whatever the file says
             group["decoupled_weight_decay"] = True
+
+
+numpy_kernels.ADAM.update = Adam.update
 
 
 __all__ = ["Adam", "AdamW"]

@@ -43,6 +43,7 @@ from ember.creation import tensor
 from ember.graph.compile import CompiledFunction
 from ember.graph.ir import TracingError
 from ember.graph.passes import fuse_numba
+from ember.optim import numpy_step
 from ember.optim.hyper import Hyper, apply_updates, to_scalar
 from ember.tensor import Tensor
 
@@ -94,6 +95,7 @@ class _Entry:
             self.inputs.append(self.step_input)
         self.arrays = [t._data for t in self.inputs]
         self.ran_eagerly = False
+        self.kernel: Any = None  # the NumPy-only step that runs instead of the graph (set by CompiledUpdates.run)
         layout, n_inputs, entry = self.layout, len(self.inputs), self
 
         def compiled_update(*args: Tensor) -> None:
@@ -174,11 +176,14 @@ class CompiledUpdates:
     def __init__(self) -> None:
         self.cache: OrderedDict = OrderedDict()
 
-    def run(self, update: Callable, group: dict, params: list, states: list, static: tuple = ()) -> bool:
+    def run(self, update: Callable, group: dict, params: list, states: list, static: tuple = (),
+            kernel: Any = None) -> bool:
         """Run the group's update compiled; False when it must run op by op instead (then nothing ran).
 
         ``static``: options whose values the update uses as Python values (``Muon``'s ``ns_steps``, a loop
-        count): they are baked into the graph and are part of the key, not inputs."""
+        count): they are baked into the graph and are part of the key, not inputs. ``kernel``: the update's
+        NumPy-only step (:mod:`ember.optim.numpy_kernels`), which runs instead of the graph when numba is not
+        installed (decided when the key's entry is made, as the graph's kernels are chosen at trace time)."""
         key = [update, id(group)]
         steps = []
         for p, state in zip(params, states):
@@ -212,6 +217,10 @@ class CompiledUpdates:
         entry = self.cache.get(key)
         if entry is None:
             entry = self.cache[key] = _Entry(update, group, params, states, static, shared_step)
+            if kernel is not None and numpy_step.ENABLED and not fuse_numba.available():
+                entry.kernel = kernel
             if len(self.cache) > CACHE_LIMIT:
                 self.cache.popitem(last=False)
+        if entry.kernel is not None and numpy_step.run(entry.kernel, params, states, group):
+            return True
         return entry.fn is not None and entry.run(group, params, steps)

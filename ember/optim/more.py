@@ -20,6 +20,7 @@ from typing import Any
 from ember import dtypes
 from ember.creation import full_like, tensor, zeros_like
 from ember.ops.elementwise import maximum, where
+from ember.optim import numpy_kernels
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
 from ember.tensor import Tensor
 
@@ -48,6 +49,8 @@ def _l2(grad: Tensor, p: Tensor, hp: Hyper) -> Tensor:
 class Adadelta(_ElementwiseOptimizer):
     """``torch.optim.Adadelta``: step sizes from running averages of squared gradients and updates."""
 
+    numpy_kernel = numpy_kernels.ADADELTA  # the NumPy-only step (no numba)
+
     def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0,
                  foreach: bool | None = None, *, capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
@@ -74,6 +77,9 @@ class Adadelta(_ElementwiseOptimizer):
         delta = (acc_delta + eps).sqrt() / std * grad
         acc_delta.mul_(rho).add_(delta * delta * (1 - rho))
         p.add_(delta * -lr)
+
+
+numpy_kernels.ADADELTA.update = Adadelta.update
 
 
 class Adamax(_ElementwiseOptimizer):

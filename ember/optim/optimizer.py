@@ -125,6 +125,9 @@ class Optimizer:
     #: Options ``update`` reads as Python values even when compiled (a loop count): baked into the compiled
     #: update and part of its key, instead of being 0-d tensor inputs like ``lr``.
     static_options: tuple[str, ...] = ()
+    #: The update as a few NumPy passes (:mod:`ember.optim.numpy_kernels`), run instead of the compiled graph
+    #: when numba is not installed; used only while ``update`` is the one it stands for (``kernel.update``).
+    numpy_kernel: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -254,8 +257,11 @@ class Optimizer:
                     if not state:
                         state.update(self.init_state(p, group))
                     states.append(state)
+                kernel = self.numpy_kernel
+                if kernel is not None and kernel.update is not self.update:
+                    kernel = None  # a subclass with its own update: the kernel is not its math
                 if not (self.compile_update and use_fast_path()
-                        and self._compiled.run(self.update, group, params, states, self.static_options)):
+                        and self._compiled.run(self.update, group, params, states, self.static_options, kernel)):
                     apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
         return loss
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ember.creation import zeros_like
 from ember.optim import fused_ops as F
+from ember.optim import numpy_kernels
 from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -19,6 +20,8 @@ class RMSprop(Optimizer):
     State per parameter: ``step``, ``square_avg``, ``momentum_buffer`` (if ``momentum > 0``) and
     ``grad_avg`` (if ``centered``).
     """
+
+    numpy_kernel = numpy_kernels.RMSPROP  # the NumPy-only step (no numba)
 
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
@@ -69,5 +72,8 @@ class RMSprop(Optimizer):
             F.add_scaled_(p, buf, -hp["lr"])
         else:
             F.addcdiv_(p, g, avg, -hp["lr"])
+
+numpy_kernels.RMSPROP.update = RMSprop.update
+
 
 __all__ = ["RMSprop"]

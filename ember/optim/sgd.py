@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.optim import fused_ops as F
+from ember.optim import numpy_kernels
 from ember.optim.optimizer import Hyper, Optimizer, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
@@ -19,6 +20,8 @@ class SGD(Optimizer):
     The momentum buffer starts as a copy of the first gradient, as in PyTorch; with ``momentum=0``
     a parameter has no state.
     """
+
+    numpy_kernel = numpy_kernels.SGD  # the NumPy-only step (no numba)
 
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -51,6 +54,9 @@ class SGD(Optimizer):
                 F.add_scaled_(buf, g, 1 - hp["dampening"])
             g = F.add_scaled(g, buf, hp["momentum"]) if hp["nesterov"] else buf
         F.add_scaled_(p, g, -hp["lr"])
+
+
+numpy_kernels.SGD.update = SGD.update
 
 
 __all__ = ["SGD"]

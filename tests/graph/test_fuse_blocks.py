@@ -9,7 +9,7 @@ import pytest
 
 import ember
 from ember.graph.passes import fuse_blocks, fuse_later, fuse_numba
-from ember.optim import Optimizer
+from ember.optim import Optimizer, numpy_step
 
 torch = pytest.importorskip("torch")
 
@@ -22,6 +22,7 @@ def blocked(monkeypatch):
     monkeypatch.setattr(fuse_numba, "available", lambda: False)
     monkeypatch.setattr(fuse_later, "numba_installed", lambda: False)  # no promotion to a Numba loop either
     monkeypatch.setattr(fuse_blocks, "BLOCK", BLOCK)
+    monkeypatch.setattr(numpy_step, "ENABLED", False)  # optimizers' own NumPy steps would run instead of the graph
     return monkeypatch
 
 

@@ -16,7 +16,7 @@ import ember
 from ember import _config
 from ember.backends import cpu_threads
 from ember.graph.passes import fuse_numba
-from ember.optim import Optimizer
+from ember.optim import Optimizer, numpy_step
 
 torch = pytest.importorskip("torch")
 
@@ -85,7 +85,9 @@ def test_updates_with_norms_numpy_only_equal_op_path_bitwise(case, monkeypatch):
 
 @pytest.mark.parametrize("case", CASES[:4], ids=[n for n, _ in CASES[:4]])
 def test_numpy_only_kernels_and_threaded_loops_equal_op_path(case, monkeypatch):
-    """Without Numba the fused kernels are NumPy calls; with Numba, big loops split across threads."""
+    """Without Numba the fused kernels are NumPy calls; with Numba, big loops split across threads. (Without
+    Numba these optimizers run their own NumPy steps, not the graph: tests/optim/test_numpy_step.py; here the
+    graph's NumPy kernels are checked, as a traced training step runs them.)"""
     name, kwargs = case
     shapes = [(40_000,), (5, 3)]
     ops = _run(name, kwargs, np.float32, compiled=False, shapes=shapes)
@@ -96,6 +98,7 @@ def test_numpy_only_kernels_and_threaded_loops_equal_op_path(case, monkeypatch):
     if fuse_numba.available():
         assert cpu_threads._POOL is not None  # the 40k loop was split (into 3 chunks)
     monkeypatch.setattr(fuse_numba, "available", lambda: False)
+    monkeypatch.setattr(numpy_step, "ENABLED", False)
     numpy_only = _run(name, kwargs, np.float32, compiled=True, shapes=shapes)
     for a, b, c in zip(ops, threaded, numpy_only):
         np.testing.assert_array_equal(b, a)

@@ -1,0 +1,260 @@
+"""The NumPy-only steps of Adam/AdamW, SGD, RMSprop, Adagrad and Adadelta: the fewest in-place passes per block.
+
+Each kernel is torch's single-tensor update with the same options (``weight_decay`` as L2 or decoupled,
+``maximize``, ``amsgrad``, ``momentum``/``dampening``/``nesterov``, ``centered``, ``lr_decay``), rearranged so
+that every pass writes in place and scalar factors fold together: ``maximize`` flips the sign of the scalar
+that first multiplies the gradient, Adam's bias corrections move onto ``eps`` and the step size
+(``-lr / bc1 * m / (sqrt(v) / bc2 + eps) = (-lr * bc2 / bc1) * m / (sqrt(v) + eps * bc2)``), AdamW's decay
+joins the final scaled add. Squares are taken of ``g * sqrt(1 - beta)`` so they overflow where torch's
+``(1 - beta) * g * g`` does. Adam is 7 passes per block (``m``: one axpby; ``v``: scale, square, axpby;
+``sqrt``, ``+ eps``, divide; the parameter: one axpby), against ~14 to reproduce torch's fused multiply-adds.
+The numbers of a step are computed in Python floats, as torch computes them (``beta ** step`` is the C
+library's ``pow``), and the step counters count as torch's (``state['step'] += 1`` in their dtype).
+
+Driver and scratch: :mod:`ember.optim.numpy_step`. Example (Adam's factors at step 1: ``alpha = -lr * sqrt(1 -
+beta2) / (1 - beta1)``):
+
+    >>> import ember
+    >>> state = {"step": ember.tensor(0.0)}
+    >>> group = dict(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, maximize=False)
+    >>> round(ADAM.factors(group, state, None).alpha, 6)
+    -0.031623
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ember.optim.hyper import to_scalar
+from ember.optim.numpy_blas import axpby
+
+
+def _count(state: dict) -> float:
+    """``state['step'] += 1`` as torch counts (in the counter's dtype); the new count as a Python float."""
+    step = state["step"]
+    new = step._data + 1
+    step._data[()] = new
+    step._bump()
+    return float(new)
+
+
+def _gradient(f: Any, p: np.ndarray, g: np.ndarray, t: list, ta: list) -> tuple:
+    """(gradient array, its address, sign still to apply): ``maximize`` and the L2 term ``sign * g + wd * p``
+    written into the second scratch array when ``f.l2`` is set (torch's ``grad.add(param, alpha=wd)``)."""
+    if not f.l2:
+        return g, None, f.sign
+    np.multiply(p, f.l2, out=t[1])
+    (np.add if f.sign > 0 else np.subtract)(t[1], g, out=t[1])
+    return t[1], ta[1], 1.0
+
+
+def _scaled_square_into(x: np.ndarray, root: float, out: np.ndarray) -> None:
+    """``out = (x * root) ** 2``: ``(1 - beta) * x * x`` with torch's overflow threshold."""
+    np.multiply(x, root, out=out)
+    np.multiply(out, out, out=out)
+
+
+def _address(a: list, xa: int | None, i: int = 1) -> int:
+    return a[i] if xa is None else xa
+
+
+class Factors:
+    """A parameter's numbers for one step (attributes set by each kernel's ``factors``)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+
+def _options(group: dict) -> tuple:
+    """(sign, weight decay) common to the kernels: ``maximize`` as -1/+1."""
+    return (-1.0 if group.get("maximize") else 1.0), float(to_scalar(group.get("weight_decay", 0)))
+
+
+class _Adam:
+    """``torch.optim.Adam``/``AdamW`` (``decoupled_weight_decay``), with ``amsgrad`` and ``maximize``."""
+
+    update: Any = None  # the Optimizer.update this kernel stands for (set by the class that uses it)
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        step = _count(state)
+        lr, eps = float(to_scalar(group["lr"])), float(to_scalar(group["eps"]))
+        beta1, beta2 = (float(to_scalar(b)) for b in group["betas"])
+        sign, wd = _options(group)
+        decoupled = group.get("decoupled_weight_decay", False)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        return Factors(sign=sign, l2=0.0 if decoupled else wd, decay=1 - lr * wd if decoupled else 1.0,
+                       beta1=beta1, c1=1 - beta1, beta2=beta2, root2=(1 - beta2) ** 0.5,
+                       eps=eps * bias_correction2_sqrt, alpha=-(lr / bias_correction1) * bias_correction2_sqrt,
+                       amsgrad=bool(group["amsgrad"]))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        p, m, q = v[0], v[2], v[3]
+        x, xa, sign = _gradient(f, p, v[1], t, ta)
+        axpby(sign * f.c1, x, f.beta1, m, t[0], (_address(a, xa), a[2]))      # m = b1 m + (1 - b1) g
+        _scaled_square_into(x, f.root2, t[0])
+        axpby(1.0, t[0], f.beta2, q, t[0], (ta[0], a[3]))                    # v = b2 v + (1 - b2) g^2
+        second = q
+        if f.amsgrad:
+            second = np.maximum(v[4], q, out=v[4])
+        np.sqrt(second, out=t[0])
+        np.add(t[0], f.eps, out=t[0])
+        np.divide(m, t[0], out=t[0])
+        axpby(f.alpha, t[0], f.decay, p, t[0], (ta[0], a[0]))                # p = decay p + alpha m / denom
+
+
+class _SGD:
+    """``torch.optim.SGD`` with momentum, dampening, nesterov, weight decay and maximize. The momentum buffer
+    is made by the first step (a copy of the gradient), which runs on the compiled graph."""
+
+    update: Any = None
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        return ("momentum_buffer",) if to_scalar(group["momentum"]) != 0 else ()
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        sign, wd = _options(group)
+        return Factors(sign=sign, l2=wd, lr=float(to_scalar(group["lr"])),
+                       momentum=float(to_scalar(group["momentum"])),
+                       damped=1 - float(to_scalar(group["dampening"])), nesterov=bool(group["nesterov"]))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        p = v[0]
+        x, xa, sign = _gradient(f, p, v[1], t, ta)
+        if not f.momentum:
+            axpby(-f.lr * sign, x, 1.0, p, t[0], (_address(a, xa), a[0]))
+            return
+        buf = v[2]
+        axpby(sign * f.damped, x, f.momentum, buf, t[0], (_address(a, xa), a[2]))   # buf = mu buf + (1 - d) g
+        if f.nesterov:  # p -= lr * (g + mu * buf)
+            axpby(-f.lr * sign, x, 1.0, p, t[0], (_address(a, xa), a[0]))
+            axpby(-f.lr * f.momentum, buf, 1.0, p, t[0], (a[2], a[0]))
+        else:
+            axpby(-f.lr, buf, 1.0, p, t[0], (a[2], a[0]))
+
+
+class _RMSprop:
+    """``torch.optim.RMSprop`` with ``centered``, ``momentum``, weight decay and maximize."""
+
+    update: Any = None
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        names = ("square_avg",)
+        if to_scalar(group["momentum"]) > 0:
+            names += ("momentum_buffer",)
+        return names + (("grad_avg",) if group["centered"] else ())
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        _count(state)
+        sign, wd = _options(group)
+        alpha = float(to_scalar(group["alpha"]))
+        momentum = float(to_scalar(group["momentum"]))
+        return Factors(sign=sign, l2=wd, alpha=alpha, root=(1 - alpha) ** 0.5 if alpha <= 1 else float("nan"),
+                       c=1 - alpha, eps=float(to_scalar(group["eps"])), lr=float(to_scalar(group["lr"])),
+                       momentum=momentum if momentum > 0 else 0.0, centered=bool(group["centered"]))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        p, sq = v[0], v[2]
+        x, xa, sign = _gradient(f, p, v[1], t, ta)
+        if f.c >= 0:
+            _scaled_square_into(x, f.root, t[0])
+            axpby(1.0, t[0], f.alpha, sq, t[0], (ta[0], a[2]))                # sq = a sq + (1 - a) g^2
+        else:  # alpha > 1 (torch allows it): no real root
+            np.multiply(x, x, out=t[0])
+            axpby(f.c, t[0], f.alpha, sq, t[0], (ta[0], a[2]))
+        if f.centered:
+            ga, gaa = v[-1], a[-1]
+            axpby(sign * f.c, x, f.alpha, ga, t[0], (_address(a, xa), gaa))  # lerp(ga, g, 1 - a)
+            np.multiply(ga, ga, out=t[0])
+            np.subtract(sq, t[0], out=t[0])
+            np.sqrt(t[0], out=t[0])
+        else:
+            np.sqrt(sq, out=t[0])
+        np.add(t[0], f.eps, out=t[0])
+        np.divide(x, t[0], out=t[0])
+        if f.momentum:  # buf = mu buf + g / avg; p -= lr * buf
+            axpby(sign, t[0], f.momentum, v[3], t[0], (ta[0], a[3]))
+            axpby(-f.lr, v[3], 1.0, p, t[0], (a[3], a[0]))
+        else:
+            axpby(-f.lr * sign, t[0], 1.0, p, t[0], (ta[0], a[0]))
+
+
+class _Adagrad:
+    """``torch.optim.Adagrad`` with ``lr_decay``, weight decay and maximize."""
+
+    update: Any = None
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        return ("sum",)
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        step = _count(state)
+        sign, wd = _options(group)
+        lr, lr_decay = float(to_scalar(group["lr"])), float(to_scalar(group["lr_decay"]))
+        return Factors(sign=sign, l2=wd, clr=lr / (1 + (step - 1) * lr_decay), eps=float(to_scalar(group["eps"])))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        p, total = v[0], v[2]
+        x, _, sign = _gradient(f, p, v[1], t, ta)
+        np.multiply(x, x, out=t[0])
+        np.add(total, t[0], out=total)                                       # sum += g^2
+        np.sqrt(total, out=t[0])
+        np.add(t[0], f.eps, out=t[0])
+        np.divide(x, t[0], out=t[0])
+        axpby(-f.clr * sign, t[0], 1.0, p, t[0], (ta[0], a[0]))
+
+
+class _Adadelta:
+    """``torch.optim.Adadelta`` with weight decay and maximize."""
+
+    update: Any = None
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        return ("square_avg", "acc_delta")
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        _count(state)
+        sign, wd = _options(group)
+        rho = float(to_scalar(group["rho"]))
+        return Factors(sign=sign, l2=wd, rho=rho, root=(1 - rho) ** 0.5, eps=float(to_scalar(group["eps"])),
+                       lr=float(to_scalar(group["lr"])))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        """13 passes, torch's order (the root of the ratio ``(acc + eps) / (sq + eps)`` would save one, but loses
+        precision where the ratio falls below float32's normal range: gradients above ~1e16)."""
+        p, sq, acc = v[0], v[2], v[3]
+        x, _, sign = _gradient(f, p, v[1], t, ta)
+        square, delta, std = t[0], t[2], t[3]
+        _scaled_square_into(x, f.root, square)                               # (1 - rho) g^2
+        axpby(1.0, square, f.rho, sq, delta, (ta[0], a[2]))                  # sq = rho sq + (1 - rho) g^2
+        np.add(sq, f.eps, out=std)
+        np.sqrt(std, out=std)
+        np.add(acc, f.eps, out=delta)
+        np.sqrt(delta, out=delta)
+        np.divide(delta, std, out=delta)
+        np.multiply(delta, x, out=delta)                                     # delta = sqrt(acc + eps) / std * g
+        _scaled_square_into(delta, f.root, square)
+        axpby(1.0, square, f.rho, acc, square, (ta[0], a[3]))               # acc = rho acc + (1 - rho) delta^2
+        axpby(-f.lr * sign, delta, 1.0, p, square, (ta[2], a[0]))
+
+
+ADAM, SGD, RMSPROP, ADAGRAD, ADADELTA = _Adam(), _SGD(), _RMSprop(), _Adagrad(), _Adadelta()
