@@ -85,6 +85,8 @@ numpy_kernels.ADADELTA.update = Adadelta.update
 class Adamax(_ElementwiseOptimizer):
     """``torch.optim.Adamax``: Adam with the infinity norm of past gradients as the denominator."""
 
+    numpy_kernel = numpy_kernels.ADAMAX  # the NumPy-only step (no numba)
+
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
@@ -111,6 +113,9 @@ class Adamax(_ElementwiseOptimizer):
         exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
         clr = lr / (1 - beta1 ** step.to(dtypes.float64))  # a tensor op: traced steps keep counting
         p.add_(exp_avg / exp_inf * -clr)
+
+
+numpy_kernels.ADAMAX.update = Adamax.update
 
 
 def _decay(p: Tensor, grad: Tensor, hp: Hyper) -> Tensor:

@@ -1,4 +1,4 @@
-"""The NumPy-only steps of Adam/AdamW, SGD, RMSprop, Adagrad and Adadelta: the fewest in-place passes per block.
+"""The NumPy-only steps of Adam/AdamW, SGD, RMSprop, Adagrad, Adadelta and Adamax: the fewest in-place passes per block.
 
 Each kernel is torch's single-tensor update with the same options (``weight_decay`` as L2 or decoupled,
 ``maximize``, ``amsgrad``, ``momentum``/``dampening``/``nesterov``, ``centered``, ``lr_decay``), rearranged so
@@ -75,6 +75,7 @@ class _Adam:
     """``torch.optim.Adam``/``AdamW`` (``decoupled_weight_decay``), with ``amsgrad`` and ``maximize``."""
 
     update: Any = None  # the Optimizer.update this kernel stands for (set by the class that uses it)
+    block_divisor = 1  # blocks of numpy_step.BLOCK_BYTES per array
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -115,6 +116,7 @@ class _SGD:
     is made by the first step (a copy of the gradient), which runs on the compiled graph."""
 
     update: Any = None
+    block_divisor = 1
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -147,6 +149,7 @@ class _RMSprop:
     """``torch.optim.RMSprop`` with ``centered``, ``momentum``, weight decay and maximize."""
 
     update: Any = None
+    block_divisor = 1
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -196,6 +199,7 @@ class _Adagrad:
     """``torch.optim.Adagrad`` with ``lr_decay``, weight decay and maximize."""
 
     update: Any = None
+    block_divisor = 1
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -224,6 +228,7 @@ class _Adadelta:
     """``torch.optim.Adadelta`` with weight decay and maximize."""
 
     update: Any = None
+    block_divisor = 2  # seven arrays (parameter, gradient, two buffers, three scratch)
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -234,27 +239,60 @@ class _Adadelta:
         _count(state)
         sign, wd = _options(group)
         rho = float(to_scalar(group["rho"]))
-        return Factors(sign=sign, l2=wd, rho=rho, root=(1 - rho) ** 0.5, eps=float(to_scalar(group["eps"])),
+        return Factors(sign=sign, l2=wd, rho=rho, c=1 - rho, eps=float(to_scalar(group["eps"])),
                        lr=float(to_scalar(group["lr"])))
 
     @staticmethod
     def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
-        """13 passes, torch's order (the root of the ratio ``(acc + eps) / (sq + eps)`` would save one, but loses
-        precision where the ratio falls below float32's normal range: gradients above ~1e16)."""
+        """11 passes: ember's Adadelta squares first (``grad * grad * (1 - rho)``, as its op path and the numba
+        loop do), then torch's order: two roots and a division (the root of the ratio ``(acc + eps) / (sq + eps)``
+        would save a pass, but loses precision where the ratio falls below float32's normal range)."""
         p, sq, acc = v[0], v[2], v[3]
         x, _, sign = _gradient(f, p, v[1], t, ta)
         square, delta, std = t[0], t[2], t[3]
-        _scaled_square_into(x, f.root, square)                               # (1 - rho) g^2
-        axpby(1.0, square, f.rho, sq, delta, (ta[0], a[2]))                  # sq = rho sq + (1 - rho) g^2
+        np.multiply(x, x, out=square)
+        axpby(f.c, square, f.rho, sq, square, (ta[0], a[2]))                 # sq = rho sq + (1 - rho) g^2
         np.add(sq, f.eps, out=std)
         np.sqrt(std, out=std)
         np.add(acc, f.eps, out=delta)
         np.sqrt(delta, out=delta)
         np.divide(delta, std, out=delta)
         np.multiply(delta, x, out=delta)                                     # delta = sqrt(acc + eps) / std * g
-        _scaled_square_into(delta, f.root, square)
-        axpby(1.0, square, f.rho, acc, square, (ta[0], a[3]))               # acc = rho acc + (1 - rho) delta^2
+        np.multiply(delta, delta, out=square)
+        axpby(f.c, square, f.rho, acc, square, (ta[0], a[3]))               # acc = rho acc + (1 - rho) delta^2
         axpby(-f.lr * sign, delta, 1.0, p, square, (ta[2], a[0]))
 
 
-ADAM, SGD, RMSPROP, ADAGRAD, ADADELTA = _Adam(), _SGD(), _RMSprop(), _Adagrad(), _Adadelta()
+class _Adamax:
+    """``torch.optim.Adamax`` with weight decay and maximize: 7 passes."""
+
+    update: Any = None
+    block_divisor = 1
+
+    @staticmethod
+    def buffers(group: dict) -> tuple:
+        return ("exp_avg", "exp_inf")
+
+    @staticmethod
+    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+        step = _count(state)
+        sign, wd = _options(group)
+        beta1, beta2 = (float(to_scalar(b)) for b in group["betas"])
+        lr = float(to_scalar(group["lr"]))
+        return Factors(sign=sign, l2=wd, beta1=beta1, c1=1 - beta1, beta2=beta2, eps=float(to_scalar(group["eps"])),
+                       clr=lr / (1 - beta1 ** step))
+
+    @staticmethod
+    def block(f: Factors, v: list, a: list, t: list, ta: list) -> None:
+        p, m, norm = v[0], v[2], v[3]
+        x, xa, sign = _gradient(f, p, v[1], t, ta)
+        axpby(sign * f.c1, x, f.beta1, m, t[0], (_address(a, xa), a[2]))      # m = b1 m + (1 - b1) g
+        np.multiply(norm, f.beta2, out=norm)
+        np.absolute(x, out=t[0])
+        np.add(t[0], f.eps, out=t[0])
+        np.maximum(norm, t[0], out=norm)                                     # u = max(b2 u, |g| + eps)
+        np.divide(m, norm, out=t[0])
+        axpby(-f.clr, t[0], 1.0, p, t[0], (ta[0], a[0]))
+
+
+ADAM, SGD, RMSPROP, ADAGRAD, ADADELTA, ADAMAX = _Adam(), _SGD(), _RMSprop(), _Adagrad(), _Adadelta(), _Adamax()

@@ -11,7 +11,8 @@ many steps against torch and a float64 reference: tests/optim/test_numpy_step.py
 foreach and fused Adam differ from each other.
 
 A kernel (:mod:`ember.optim.numpy_kernels`) says which state buffers it reads (``buffers``), computes a
-parameter's numbers for this step (``factors``: counts ``state['step']``) and runs one block (``block``).
+parameter's numbers for this step (``factors``: counts ``state['step']``) and runs one block (``block``, on
+blocks of ``BLOCK_BYTES // block_divisor`` bytes per array).
 :func:`run` checks that every parameter fits (CPU, float32/float64, C-contiguous, dense, its buffers
 present with its dtype and shape) before touching anything; when one does not, it returns False and the
 compiled graph runs the group instead. ``ENABLED = False`` turns the path off (tests of the graph's own
@@ -39,7 +40,8 @@ from ember.tensor import Tensor
 
 ENABLED = True
 #: Bytes per array per block: a block's four to six arrays (parameter, gradient, state, scratch) stay in
-#: L2 between passes (the Xeon's 2 MiB; blocks of 32K-128K float32 measured alike, 16K slower).
+#: L2 between passes (the Xeon's 2 MiB; blocks of 32K-128K float32 measured alike, 16K slower). A kernel
+#: with more arrays divides it (``block_divisor``: Adadelta's seven arrays ran 8-15% faster in half-size blocks).
 BLOCK_BYTES = 1 << 18
 #: Elements per thread before a parameter's blocks are split over ember's threads (as the numba loops'
 #: ``fuse_numba.PARALLEL_MIN_CHUNK``: below it a hand-off costs more than it saves on this VM).
@@ -58,13 +60,14 @@ class Scratch:
         self.addresses = [a.ctypes.data for a in self.arrays]
 
 
-def _scratch(dtype: np.dtype) -> Scratch:
+def _scratch(dtype: np.dtype, n: int) -> Scratch:
+    """This thread's scratch of ``dtype`` with at least ``n`` elements per array."""
     table = getattr(_LOCAL, "scratch", None)
     if table is None:
         table = _LOCAL.scratch = {}
     found = table.get(dtype)
-    if found is None:
-        found = table[dtype] = Scratch(dtype, BLOCK_BYTES // dtype.itemsize)
+    if found is None or found.arrays[0].size < n:
+        found = table[dtype] = Scratch(dtype, n)
     return found
 
 
@@ -118,13 +121,13 @@ def run(kernel: Any, params: list, states: list, group: dict) -> bool:
 
 def _run_blocks(kernel: Any, factors: Any, arrays: list, n: int) -> None:
     dtype = arrays[0].dtype
-    size = BLOCK_BYTES // dtype.itemsize
+    size = max(1, BLOCK_BYTES // kernel.block_divisor // dtype.itemsize)
     blocks = -(-n // size)
     bases = [a.ctypes.data for a in arrays]
     item = dtype.itemsize
 
     def chunk(first: int, last: int) -> None:
-        scratch = _scratch(dtype)
+        scratch = _scratch(dtype, size)
         with np.errstate(all="ignore"):  # NumPy's error state is per thread
             for k in range(first, last):
                 start = k * size
