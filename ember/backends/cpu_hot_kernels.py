@@ -32,6 +32,9 @@ STATE, ASLEEP, STOP, S_GEMM, D_GEMM, WIDE, YIELD, BUDGET, JOBS, TAKEN_BACK = ran
 JOB, OWN, JOB_WORDS = 16, 29, 13  # OWN = JOB + JOB_WORDS: one slice assignment writes both
 SLOT_WORDS = 48
 IDLE, POSTED, RUNNING, DONE = 0, 1, 2, 3
+# w2jax20: a job's kind word CALL runs ``void f(int64 start, int64 stop, int64 args)`` at the address in the next word
+# with the three words after it (a fused Numba loop's range, ember/graph/passes/fuse_numba_chunks.py)
+CALL = 2
 MAX_TURNS = 200_000  # spin turns without a job before sleeping whatever the clock says (~20-200 ms)
 ROW_MAJOR = 101
 
@@ -112,6 +115,17 @@ def call_gemm(typingctx, address, order, ta, tb, m, n, k, alpha, a, lda, b, ldb,
     return types.none(address, *arguments), codegen
 
 
+@intrinsic
+def call_range(typingctx, address, start, stop, args):
+    """Call the C function ``void f(int64 start, int64 stop, int64 args)`` at ``address`` (a fused loop's range)."""
+    def codegen(context, builder, sig, values):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(ir.VoidType(), [i64, i64, i64])
+        builder.call(builder.inttoptr(values[0], fnty.as_pointer()), list(values[1:]))
+        return context.get_dummy_value()
+    return types.none(address, start, stop, args), codegen
+
+
 @numba.njit(nogil=True, cache=True)
 def now():
     """``cycles()`` for Python (the budget's calibration)."""
@@ -120,7 +134,10 @@ def now():
 
 @numba.njit(nogil=True, cache=True)
 def run_gemm(slot, base):
-    """The GEMM described at ``slot[base:base + JOB_WORDS]`` by one call to BLAS."""
+    """The GEMM described at ``slot[base:base + JOB_WORDS]`` by one call to BLAS (or, kind ``CALL``, a loop's range)."""
+    if slot[base] == CALL:
+        call_range(slot[base + 1], slot[base + 2], slot[base + 3], slot[base + 4])
+        return
     kind, ta, tb = slot[base], np.int32(slot[base + 1]), np.int32(slot[base + 2])
     m, n, k = slot[base + 3], slot[base + 4], slot[base + 5]
     a, lda, b, ldb = slot[base + 6], slot[base + 7], slot[base + 8], slot[base + 9]

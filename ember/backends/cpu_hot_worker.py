@@ -278,3 +278,31 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
         return code >= 0
     finally:
         worker.busy.release()
+
+
+def split_call_into(address: int, own: tuple, other: tuple) -> bool:
+    """(w2jax20) Run the C function ``void f(int64 start, int64 stop, int64 args)`` at ``address`` twice at once:
+    ``own`` = (start, stop, args) on the calling thread, ``other`` on the worker (taken back and run here if the
+    worker has not started it), as ``split_gemm_into`` runs a product's two parts. False, nothing run, where the
+    worker is off or busy. What ``args`` points to must outlive the call (the caller holds it)."""
+    if not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" or getattr(cpu_threads._LOCAL, "inside", False):
+        return False
+    worker = _STATE["worker"] or _worker()
+    if worker is None or not _ready(worker):  # asleep (then woken for the next caller) or paused: run it whole
+        return False
+    if not worker.busy.acquire(blocking=False):
+        return False
+    try:
+        kernels, slot = worker.kernels, worker.slot
+        pad = (0,) * (kernels.JOB_WORDS - 5)
+        slot[kernels.JOB:kernels.OWN + kernels.JOB_WORDS] = (kernels.CALL, address, *other) + pad + \
+            (kernels.CALL, address, *own) + pad
+        code = kernels.split(slot)
+        if code == 1:  # the worker sleeps: wake it, then run our part (it takes the job, or we take it back)
+            try:
+                worker.wake.set()
+            finally:
+                kernels.own_and_finish(slot)  # never leave with the job posted: args must outlive it
+        return code >= 0
+    finally:
+        worker.busy.release()

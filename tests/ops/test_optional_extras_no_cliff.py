@@ -425,6 +425,7 @@ OPTIONAL_IMPORTS = {
         "cpu_direct_conv_kernels", "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels",
         "cpu_vector_rows", "cpu_hot_kernels")},
     "graph/passes/fuse_numba.py": "compiled elementwise chains: the 'fused where' and 'Adam step' cases",
+    "graph/passes/fuse_numba_chunks.py": "a fused loop's range for the hot worker (the same loop): the 'Adam step' case",
     "ops/fma.py": "numba_fma inside fused loops: the 'Adam step' case",
     "backends/cpu.py": "SciPy's special functions (SCIPY_FASTER): test_every_scipy_backed_special_function_has_a_cliff_case",
     "mt_random/libm.py": "the C library's log/cos/sin...: the 'randn float64' and 'float64 samplers' cases",

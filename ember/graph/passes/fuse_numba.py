@@ -18,12 +18,14 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from ember.backends import cpu_hot_worker
 from ember.backends.cpu_threads import parallel_for
 from ember.graph.passes import kernel_text
+from ember.graph.passes.fuse_numba_chunks import chunk_function
 from ember.ops.fma import numba_fma
 
 MIN_STEPS = 24
@@ -54,6 +56,37 @@ _CACHE: dict[str, Any] = {}
 # 2^19: a hand-off to the pool's sleeping worker and back costs ~100 us on a VM, and W2's 401K-element Adam loop
 # ran 256-276 us split against 243-256 on one thread (docs/cpu-performance.md, "w2jax20").
 PARALLEL_MIN_CHUNK = 1 << 19
+
+
+# Loops of this many elements or more (and below the pool's 2 * PARALLEL_MIN_CHUNK) hand half of their elements to
+# the hot worker when it runs (ember/backends/cpu_hot_worker.py: a native hand-off of a few microseconds).
+HOT_MIN_ELEMENTS = 1 << 16
+
+
+def _hot_halves(kernel: "NumbaKernel", flat: Sequence[Any], outs: list) -> bool:
+    """Run ``kernel``'s loop in two halves, the second on the hot worker (``split_call_into``), through the loop's
+    C form (``fuse_numba_chunks``): every element by the same loop body, the same bits. False, nothing computed,
+    where the worker is off or busy, or an array is not a plain contiguous NumPy array."""
+    split = getattr(cpu_hot_worker, "split_call_into", None)
+    if split is None or not cpu_hot_worker.available():
+        return False
+    arrays = []
+    for a, one in zip(flat, kernel.scalar_in):
+        if a.__class__ is not np.ndarray:
+            if not one:
+                return False
+            a = np.asarray(a)  # a one-element input given as a NumPy scalar
+        elif not a.flags.c_contiguous:
+            return False
+        arrays.append(a)
+    arrays += outs
+    chunk = kernel.chunk
+    if chunk is None:
+        chunk = kernel.chunk = chunk_function(kernel.fn, [a.dtype for a in arrays], list(kernel.scalar_in) +
+                                              [False] * len(outs))
+    words = np.array([a.ctypes.data for a in arrays], np.int64)  # (arrays, words: alive until the call returns)
+    half = kernel.n // 2
+    return bool(split(chunk.address, (0, half, words.ctypes.data), (half, kernel.n, words.ctypes.data)))
 
 
 def _run_chunked(fn: Any, n: int, flat: list, outs: list, scalar_in: list) -> None:
@@ -154,6 +187,7 @@ class NumbaKernel:
         # core was slower than eager on an idle machine while its CPU time was lower, which the speed trial
         # (both clocks must say slower) could not see. Chunks of an elementwise loop give the same bits.
         self.threaded = True
+        self.chunk: Any = None  # the loop's C form for the hot worker (fuse_numba_chunks), made on first use
 
     def _build(self, arrays: tuple) -> None:
         import numba
@@ -266,7 +300,8 @@ class NumbaKernel:
             # views (a copy only of a strided n-d input, which is only read)
             flat = arrays if self.pass_as_is else [a if keep else a.reshape(-1) for a, keep in zip(arrays, self.as_is)]
             outs = [np.empty(size, dtype=dtype) for size, dtype, _ in self.fresh_specs]
-            self.fn(self.n, *flat, *outs)
+            if self.n < HOT_MIN_ELEMENTS or self.reductions or not self.threaded or not _hot_halves(self, flat, outs):
+                self.fn(self.n, *flat, *outs)
             results = [outs[k].reshape(shape) if k >= 0 else arrays[q] for k, q, shape in self.plan]
             return results[0] if self.single else tuple(results)
         flat = []
