@@ -199,7 +199,7 @@ def split_gemm(a: Any, b: Any, bias: Any = None, axis: int | None = None) -> Any
 def _hot_split(a: Any, b: Any, bias: Any, axis: int | None) -> Any:
     """``a @ b (+ bias)`` in two parts, one on the hot worker (``cpu_hot_worker``), or None (worker off or busy)."""
     n = b.shape[1]
-    if (bias is not None and bias.shape[0] != n) or not cpu_hot_worker.ready():
+    if (bias is not None and bias.shape[0] != n) or not cpu_hot_worker.ready(a.shape[0] * a.shape[1] * n):
         return None
     out = numpy.empty((a.shape[0], n), a.dtype)
     if bias is not None:

@@ -149,6 +149,9 @@ if hasattr(os, "register_at_fork"):
 # After two splits in a row whose second part the caller had to take back, products run whole on the calling thread
 # for this long (two halves in a row on one thread cost ~20% more than the whole product).
 PAUSE_SECONDS, MAX_PAUSE_SECONDS = 0.02, 1.0
+# A product this large is split even when the worker sleeps: the caller's half (~120 us and up at one thread's ~67G
+# multiply-adds a second) outlasts the worker's wake-up (40-80 us on this project's VM).
+WAKE_MACS = 1 << 24
 
 # Products below this many multiply-adds stay on one thread: the hand-off (~5-8 us from Python) costs what the
 # second core saves. Measured per shape (docs/cpu-performance.md, "hot20").
@@ -190,28 +193,28 @@ def cut(total: int) -> int:
     return aligned if aligned >= 16 and 0.4 * total <= aligned <= 0.6 * total else half
 
 
-def _ready(worker: _Worker) -> bool:
-    """Whether the worker spins (not asleep, not paused). Paused (``split_gemm_into``): not woken, the product runs
-    whole on the caller. Asleep: woken for the next product, this one runs whole on the caller (two halves in a row
-    on one thread cost ~20% more than the whole: OpenBLAS is less efficient on half the rows, and the wake-up takes
-    longer than the caller's half)."""
+def _ready(worker: _Worker, macs: int) -> bool:
+    """Whether to split a product of ``macs`` multiply-adds now. Paused (``split_gemm_into``): no, and the worker is
+    not woken. Asleep: woken; a product of ``WAKE_MACS`` or more is split anyway (the caller's half outlasts the
+    wake-up, so the worker still takes its part), a smaller one runs whole on the caller (two halves in a row on
+    one thread cost ~20% more than the whole: OpenBLAS is less efficient on half the rows)."""
     if not worker.slot[worker.kernels.ASLEEP] and worker.paused_until == 0.0:
         return True
-    now = time.perf_counter()
-    if worker.paused_until > now:
+    if worker.paused_until > time.perf_counter():
         return False
     worker.paused_until = 0.0
     if worker.slot[worker.kernels.ASLEEP]:
         worker.wake.set()
-        return False
+        return macs >= WAKE_MACS
     return True
 
 
-def ready() -> bool:
+def ready(macs: int) -> bool:
     """``_ready`` for callers that allocate before splitting (``cpu_blas_gemm.split_gemm``): False when the hot
-    worker is off, asleep (then woken) or paused, so nothing is allocated for a split that will not happen."""
+    worker is off, paused, or asleep (then woken) for a product under ``WAKE_MACS``, so nothing is allocated for a
+    split that will not happen."""
     worker = _STATE["worker"] or _worker()
-    return worker is not None and _ready(worker)
+    return worker is not None and _ready(worker, macs)
 
 
 def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = None, force: bool = False) -> bool:
@@ -222,7 +225,8 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     (``cpu_blas.single_threaded_blas``). False, with nothing computed, where the worker is off or busy
     (another thread's product in flight), the operands do not fit, or a part would have at most
     ``SMALL_KERNEL_MACS`` multiply-adds (its bits could differ from the whole product's): then multiply another way.
-    Also False while the worker sleeps (it is woken for the next product) and for ``PAUSE_SECONDS`` after two jobs
+    Also False while the worker sleeps (it is woken for the next product; products of ``WAKE_MACS`` or more are split
+    anyway) and for ``PAUSE_SECONDS`` after two jobs
     in a row that the worker did not start before the caller finished its part (it is not getting a core: a
     loaded machine), unless ``force`` (tests)."""
     dtype = a.dtype
@@ -242,7 +246,7 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba":
         return False
     kernels, slot = worker.kernels, worker.slot
-    if not force and not _ready(worker):
+    if not force and not _ready(worker, m * k * n):
         return False
     if not worker.busy.acquire(blocking=False):
         return False
