@@ -292,7 +292,7 @@ def split_call_into(address: int, own: tuple, other: tuple) -> bool:
     if not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" or getattr(cpu_threads._LOCAL, "inside", False):
         return False
     worker = _STATE["worker"] or _worker()
-    if worker is None or not _ready(worker):  # asleep (then woken for the next caller) or paused: run it whole
+    if worker is None or not _ready(worker, 0):  # asleep (then woken for the next caller) or paused: run it whole
         return False
     if not worker.busy.acquire(blocking=False):
         return False
