@@ -193,11 +193,12 @@ def cut(total: int) -> int:
     return aligned if aligned >= 16 and 0.4 * total <= aligned <= 0.6 * total else half
 
 
-def _ready(worker: _Worker, macs: int) -> bool:
+def _ready(worker: _Worker, macs: int = 0) -> bool:
     """Whether to split a product of ``macs`` multiply-adds now. Paused (``split_gemm_into``): no, and the worker is
     not woken. Asleep: woken; a product of ``WAKE_MACS`` or more is split anyway (the caller's half outlasts the
     wake-up, so the worker still takes its part), a smaller one runs whole on the caller (two halves in a row on
-    one thread cost ~20% more than the whole: OpenBLAS is less efficient on half the rows)."""
+    one thread cost ~20% more than the whole: OpenBLAS is less efficient on half the rows). ``macs`` 0 (a job of
+    unknown size, ``split_call_into``): never split while the worker sleeps."""
     if not worker.slot[worker.kernels.ASLEEP] and worker.paused_until == 0.0:
         return True
     if worker.paused_until > time.perf_counter():
