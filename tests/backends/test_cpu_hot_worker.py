@@ -21,8 +21,15 @@ pytestmark = pytest.mark.skipif(not cpu_hot_worker.available(), reason="hot work
 
 
 def _one_thread(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The whole product as one call of the same BLAS the split calls (``cpu_blas_gemm._cblas``: NumPy's OpenBLAS,
+    whose one-thread ``matmul`` is this call, or another provider ember hands it), on one thread."""
+    out = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    (ta, lda), (tb, ldb) = cpu_blas_gemm._operand(a), cpu_blas_gemm._operand(b)
     with cpu_blas.single_threaded_blas():
-        return np.matmul(a, b)
+        cpu_blas_gemm._cblas("s" if a.dtype == np.float32 else "d")(
+            101, ta, tb, a.shape[0], b.shape[1], a.shape[1], 1.0, a.ctypes.data, lda, b.ctypes.data, ldb, 0.0,
+            out.ctypes.data, b.shape[1])
+    return out
 
 
 def _operands(m: int, k: int, n: int, dtype: type, layout: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
