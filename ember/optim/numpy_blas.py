@@ -13,7 +13,7 @@ bits (docs/cpu-performance.md, "adam20").
 Example:
     >>> import numpy as np
     >>> x, y = np.ones(4, np.float32), np.full(4, 2.0, np.float32)
-    >>> axpby(0.5, x, 0.25, y, np.empty(4, np.float32)); y.tolist()
+    >>> axpby(0.5, x, 0.25, y, np.empty(4, np.float32)); y.tolist()   # no addresses: NumPy's three passes
     [1.0, 1.0, 1.0, 1.0]
 """
 from __future__ import annotations
@@ -99,8 +99,9 @@ def blas_ok() -> dict:
 def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray, scratch: np.ndarray,
           addresses: tuple[int, int] | None = None) -> None:
     """``y = alpha * x + beta * y`` in place on 1-D contiguous pieces of one dtype and length; ``scratch`` (same
-    length, may be ``x`` itself) is used by the NumPy route. ``addresses``: ``(x, y)`` data addresses when the
-    caller knows them (``ndarray.ctypes.data`` costs ~1-5 us).
+    length, may be ``x`` itself) is used by the NumPy route. ``addresses``: ``(x, y)`` data addresses, which the
+    BLAS route needs (``ndarray.ctypes.data`` costs ~1-5 us, so callers compute them once per parameter); without
+    them (or with a None in them: small arrays, where a ctypes call costs more than two passes) NumPy's passes run.
 
     BLAS skips work for a zero ``alpha`` or ``beta`` (``0 * nan`` would not be nan), so zeros take the NumPy route.
     """
@@ -108,8 +109,8 @@ def axpby(alpha: float, x: np.ndarray, beta: float, y: np.ndarray, scratch: np.n
     if functions is None:
         functions = blas_ok()
     pair = functions.get(y.dtype)
-    if pair is not None and alpha != 0 and beta != 0 and y.size:
-        xa, ya = addresses if addresses is not None else (x.ctypes.data, y.ctypes.data)
+    if pair is not None and alpha != 0 and beta != 0 and addresses is not None and None not in addresses:
+        xa, ya = addresses
         if beta == 1:
             pair[1](y.size, alpha, xa, 1, ya, 1)
         else:

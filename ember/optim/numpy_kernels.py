@@ -14,10 +14,8 @@ library's ``pow``), and the step counters count as torch's (``state['step'] += 1
 Driver and scratch: :mod:`ember.optim.numpy_step`. Example (Adam's factors at step 1: ``alpha = -lr * sqrt(1 -
 beta2) / (1 - beta1)``):
 
-    >>> import ember
-    >>> state = {"step": ember.tensor(0.0)}
     >>> group = dict(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, maximize=False)
-    >>> round(ADAM.factors(group, state, None).alpha, 6)
+    >>> round(ADAM.factors(group, 1.0).alpha, 6)
     -0.031623
 """
 from __future__ import annotations
@@ -28,15 +26,6 @@ import numpy as np
 
 from ember.optim.hyper import to_scalar
 from ember.optim.numpy_blas import axpby
-
-
-def _count(state: dict) -> float:
-    """``state['step'] += 1`` as torch counts (in the counter's dtype); the new count as a Python float."""
-    step = state["step"]
-    new = step._data + 1
-    step._data[()] = new
-    step._bump()
-    return float(new)
 
 
 def _gradient(f: Any, p: np.ndarray, g: np.ndarray, t: list, ta: list) -> tuple:
@@ -76,14 +65,14 @@ class _Adam:
 
     update: Any = None  # the Optimizer.update this kernel stands for (set by the class that uses it)
     block_divisor = 1  # blocks of numpy_step.BLOCK_BYTES per array
+    counts = True  # counts state['step'] (numpy_step.count_step) and reads the new count
 
     @staticmethod
     def buffers(group: dict) -> tuple:
         return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
-        step = _count(state)
+    def factors(group: dict, step: float | None) -> Factors:
         lr, eps = float(to_scalar(group["lr"])), float(to_scalar(group["eps"]))
         beta1, beta2 = (float(to_scalar(b)) for b in group["betas"])
         sign, wd = _options(group)
@@ -117,13 +106,14 @@ class _SGD:
 
     update: Any = None
     block_divisor = 1
+    counts = False
 
     @staticmethod
     def buffers(group: dict) -> tuple:
         return ("momentum_buffer",) if to_scalar(group["momentum"]) != 0 else ()
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
+    def factors(group: dict, step: float | None) -> Factors:
         sign, wd = _options(group)
         return Factors(sign=sign, l2=wd, lr=float(to_scalar(group["lr"])),
                        momentum=float(to_scalar(group["momentum"])),
@@ -150,6 +140,7 @@ class _RMSprop:
 
     update: Any = None
     block_divisor = 1
+    counts = True
 
     @staticmethod
     def buffers(group: dict) -> tuple:
@@ -159,8 +150,7 @@ class _RMSprop:
         return names + (("grad_avg",) if group["centered"] else ())
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
-        _count(state)
+    def factors(group: dict, step: float | None) -> Factors:
         sign, wd = _options(group)
         alpha = float(to_scalar(group["alpha"]))
         momentum = float(to_scalar(group["momentum"]))
@@ -200,14 +190,14 @@ class _Adagrad:
 
     update: Any = None
     block_divisor = 1
+    counts = True
 
     @staticmethod
     def buffers(group: dict) -> tuple:
         return ("sum",)
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
-        step = _count(state)
+    def factors(group: dict, step: float | None) -> Factors:
         sign, wd = _options(group)
         lr, lr_decay = float(to_scalar(group["lr"])), float(to_scalar(group["lr_decay"]))
         return Factors(sign=sign, l2=wd, clr=lr / (1 + (step - 1) * lr_decay), eps=float(to_scalar(group["eps"])))
@@ -228,6 +218,7 @@ class _Adadelta:
     """``torch.optim.Adadelta`` with weight decay and maximize."""
 
     update: Any = None
+    counts = True
     block_divisor = 2  # seven arrays (parameter, gradient, two buffers, three scratch)
 
     @staticmethod
@@ -235,8 +226,7 @@ class _Adadelta:
         return ("square_avg", "acc_delta")
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
-        _count(state)
+    def factors(group: dict, step: float | None) -> Factors:
         sign, wd = _options(group)
         rho = float(to_scalar(group["rho"]))
         return Factors(sign=sign, l2=wd, rho=rho, c=1 - rho, eps=float(to_scalar(group["eps"])),
@@ -268,14 +258,14 @@ class _Adamax:
 
     update: Any = None
     block_divisor = 1
+    counts = True
 
     @staticmethod
     def buffers(group: dict) -> tuple:
         return ("exp_avg", "exp_inf")
 
     @staticmethod
-    def factors(group: dict, state: dict, dtype: Any) -> Factors:
-        step = _count(state)
+    def factors(group: dict, step: float | None) -> Factors:
         sign, wd = _options(group)
         beta1, beta2 = (float(to_scalar(b)) for b in group["betas"])
         lr = float(to_scalar(group["lr"]))

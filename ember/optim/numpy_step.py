@@ -11,7 +11,8 @@ many steps against torch and a float64 reference: tests/optim/test_numpy_step.py
 foreach and fused Adam differ from each other.
 
 A kernel (:mod:`ember.optim.numpy_kernels`) says which state buffers it reads (``buffers``), computes a
-parameter's numbers for this step (``factors``: counts ``state['step']``) and runs one block (``block``, on
+parameter's numbers for a step count (``factors``, once per distinct count in the group; ``counts``: whether the
+kernel counts ``state['step']``) and runs one block (``block``, on
 blocks of ``BLOCK_BYTES // block_divisor`` bytes per array).
 :func:`run` checks that every parameter fits (CPU, float32/float64, C-contiguous, dense, its buffers
 present with its dtype and shape) before touching anything; when one does not, it returns False and the
@@ -46,6 +47,10 @@ BLOCK_BYTES = 1 << 18
 #: Elements per thread before a parameter's blocks are split over ember's threads (as the numba loops'
 #: ``fuse_numba.PARALLEL_MIN_CHUNK``: below it a hand-off costs more than it saves on this VM).
 PARALLEL_MIN = 1 << 19
+#: Parameters of at most this many elements run NumPy's passes whole, without BLAS: looking up four arrays'
+#: addresses (~2-5 us each) and the ctypes calls cost more than the extra passes save.
+SMALL = 4096
+_NO_ADDRESSES = [None] * 8
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _LOCAL = threading.local()
 
@@ -90,11 +95,21 @@ def _fits(p: Tensor, state: dict, names: tuple) -> list | None:
                 or not (b.flags.c_contiguous and b.flags.writeable)):
             return None
         arrays.append(b.reshape(-1))
-    for i in range(len(arrays)):  # every array but the gradient is written: no two may overlap
-        for j in range(i + 1, len(arrays)):
-            if np.may_share_memory(arrays[i], arrays[j]):
-                return None  # (a gradient that is the parameter itself, say): the graph's op order decides
+    for i in range(2, len(arrays)):  # what is read must not overlap what is written, nor the parameter a buffer
+        if np.may_share_memory(arrays[1], arrays[i]) or np.may_share_memory(arrays[0], arrays[i]):
+            return None  # (a gradient that is the parameter itself, say): the graph's op order decides
+    if np.may_share_memory(arrays[0], arrays[1]):
+        return None
     return arrays
+
+
+def count_step(state: dict) -> float:
+    """``state['step'] += 1`` as torch counts (in the counter's dtype); the new count as a Python float."""
+    step = state["step"]
+    new = step._data + 1
+    step._data[()] = new
+    step._bump()
+    return float(new)
 
 
 def run(kernel: Any, params: list, states: list, group: dict) -> bool:
@@ -107,9 +122,13 @@ def run(kernel: Any, params: list, states: list, group: dict) -> bool:
         if arrays is None:
             return False
         plans.append((p, state, arrays))
+    memo: dict = {}  # the parameters of a group usually count the same step: their numbers are computed once
     with cpu_blas.single_threaded_blas(), np.errstate(all="ignore"):
         for p, state, arrays in plans:
-            factors = kernel.factors(group, state, arrays[0].dtype)
+            step = count_step(state) if kernel.counts else None
+            factors = memo.get(step)
+            if factors is None:
+                factors = memo[step] = kernel.factors(group, step)
             n = arrays[0].size
             if n:
                 _run_blocks(kernel, factors, arrays, n)
@@ -122,6 +141,10 @@ def run(kernel: Any, params: list, states: list, group: dict) -> bool:
 def _run_blocks(kernel: Any, factors: Any, arrays: list, n: int) -> None:
     dtype = arrays[0].dtype
     size = max(1, BLOCK_BYTES // kernel.block_divisor // dtype.itemsize)
+    if n <= SMALL:  # one block, NumPy's passes: no addresses to look up, no ctypes calls
+        scratch = _scratch(dtype, n)
+        kernel.block(factors, arrays, _NO_ADDRESSES, [s[:n] for s in scratch.arrays], _NO_ADDRESSES)
+        return
     blocks = -(-n // size)
     bases = [a.ctypes.data for a in arrays]
     item = dtype.itemsize

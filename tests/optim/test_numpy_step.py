@@ -61,6 +61,7 @@ def numpy_only(monkeypatch):
     of the groups the NumPy steps ran."""
     monkeypatch.setattr(fuse_numba, "available", lambda: False)
     monkeypatch.setattr(numpy_step, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(numpy_step, "SMALL", 100)  # 3000 elements: blocks and BLAS; 35 and 1: NumPy's passes whole
     ran = []
     original = numpy_step.run
 
