@@ -166,10 +166,12 @@ def to_dtype(value: Any) -> dtype:
         return bool_
     if value is builtins_int:
         return int64
+    # PyTorch reads the Python types as C types: float is a double, complex a complex double, whatever the default
+    # dtype (torch.tensor(3, dtype=float) and x.to(float) are float64).
     if value is builtins_float:
-        return get_default_dtype()
+        return float64
     if value is builtins_complex:
-        return get_default_complex_dtype()
+        return complex128
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if isinstance(value, str) and value == "bfloat16" and bfloat16.np is None:

@@ -466,7 +466,7 @@ class Tensor(TensorMethods):
                 flags += 1
             elif isinstance(arg, Tensor):
                 target_device, target_dtype = arg.device, arg.dtype
-            elif isinstance(arg, dtypes.dtype) or arg in (float, int, bool):
+            elif isinstance(arg, dtypes.dtype) or arg in (float, int, bool, complex):
                 target_dtype = dtypes.to_dtype(arg)
             elif isinstance(arg, (str, Device)):
                 target_device = arg

@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import collections.abc
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from ember.creation import _wrap_array, as_tensor, tensor
@@ -31,10 +31,12 @@ def _stack_tensors(batch: list) -> Any:
     return stack([t.detach() for t in batch])
 
 
-def default_collate(batch: list) -> Any:
+def default_collate(batch: Sequence) -> Any:
     """Stack tensors/arrays, tensorize numbers, and recurse into tuples, lists, dicts and namedtuples.
 
-    Tuples come back as lists (as in torch); floats become float64 and ints int64 tensors.
+    As torch's: tuple samples come back as lists, other sequences keep their type (when it can be built from a
+    list); strings are returned as given (a tuple inside a tuple/list sample, the list at the top); floats become
+    float64 and ints int64 tensors.
     """
 
     if not batch:
@@ -55,7 +57,7 @@ def default_collate(batch: list) -> Any:
     if isinstance(elem, int):
         return tensor(batch, dtype="int64")
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch
     if isinstance(elem, collections.abc.Mapping):
         collated = {key: default_collate([d[key] for d in batch]) for key in elem}
         try:
@@ -63,12 +65,18 @@ def default_collate(batch: list) -> Any:
         except TypeError:
             return collated
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
         if any(len(e) != size for e in batch):
             raise RuntimeError("default_collate: each element in list of batch should be of equal size")
-        return [default_collate(list(samples)) for samples in zip(*batch)]
+        collated = [default_collate(samples) for samples in zip(*batch)]
+        if isinstance(elem, tuple):
+            return collated
+        try:
+            return type(elem)(collated)  # torch keeps the sequence type (a list stays a list)
+        except TypeError:
+            return collated
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found "
                     f"{type(elem).__name__}. Pass a collate_fn to the DataLoader for other types.")
 

@@ -89,8 +89,9 @@ class TensorDataset(Dataset):
     def __len__(self) -> int:
         return self.tensors[0].shape[0]
 
-    def get_batch(self, indices: np.ndarray) -> tuple:
-        """All tensors indexed by ``indices`` at once (a contiguous run becomes a cheap slice)."""
+    def get_batch(self, indices: np.ndarray) -> list:
+        """All tensors indexed by ``indices`` at once (a contiguous run becomes a cheap slice); a list, as
+        ``default_collate`` makes of tuple samples."""
         n = len(indices)
         if n and indices[-1] - indices[0] == n - 1 and (n < 3 or bool(np.all(np.diff(indices) == 1))):
             key: Any = slice(int(indices[0]), int(indices[0]) + n)
@@ -102,7 +103,7 @@ class TensorDataset(Dataset):
                 out.append(_wrap_array(t.detach()._data[key], t.device))
             else:
                 out.append(t.detach()[key if isinstance(key, slice) else _as_tensor(key)])
-        return tuple(out)
+        return out
 
 
 class Subset(Dataset):

@@ -550,6 +550,8 @@ STACK.array_vjp = _stack_array_vjp
 
 
 def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:
+    if x.ndim == 0:  # only an empty pad reaches here (pad checks its length); NumPy refuses empty widths
+        return x.copy()
     widths = [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
         widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])

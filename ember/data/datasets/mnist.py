@@ -219,7 +219,7 @@ class MNIST(Dataset):
             target = self.target_transform(target)
         return image, target
 
-    def get_batch(self, indices: np.ndarray) -> tuple[Any, Any]:
+    def get_batch(self, indices: np.ndarray) -> list[Any]:
         """The collated batch at ``indices``: one gather plus one batched transform when possible."""
         from ember.data.collate import default_collate
 
@@ -236,7 +236,7 @@ class MNIST(Dataset):
             y = self.target_transform.apply_batch(labels)
         else:
             y = default_collate([self.target_transform(int(t)) for t in labels])
-        return x, y
+        return [x, y]  # a list, as default_collate makes of (image, label) samples
 
     @property
     def data(self) -> Any:
