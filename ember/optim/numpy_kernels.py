@@ -6,7 +6,7 @@ that every pass writes in place and scalar factors fold together: ``maximize`` f
 that first multiplies the gradient, Adam's bias corrections move onto ``eps`` and the step size
 (``-lr / bc1 * m / (sqrt(v) / bc2 + eps) = (-lr * bc2 / bc1) * m / (sqrt(v) + eps * bc2)``), AdamW's decay
 joins the final scaled add. Squares are taken of ``g * sqrt(1 - beta)`` so they overflow where torch's
-``(1 - beta) * g * g`` does. Adam is 7 passes per block (``m``: one axpby; ``v``: scale, square, axpby;
+``(1 - beta) * g * g`` does. Adam is 8 passes per block (``m``: one axpby; ``v``: scale, square, axpby;
 ``sqrt``, ``+ eps``, divide; the parameter: one axpby), against ~14 to reproduce torch's fused multiply-adds.
 The numbers of a step are computed in Python floats, as torch computes them (``beta ** step`` is the C
 library's ``pow``), and the step counters count as torch's (``state['step'] += 1`` in their dtype).
