@@ -355,7 +355,14 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                         grad = _full(leaf_grads[0]) if leaf_grads else None
                         leaf_grads = None
                         # (asked before the call: its argument list would add a reference)
-                        handed_over = arrays and grad.__class__ is np.ndarray and sys.getrefcount(grad) <= _LOCAL_REFS
+                        if grad.__class__ is np.ndarray:
+                            handed_over = arrays and sys.getrefcount(grad) <= _LOCAL_REFS
+                        else:  # an ember-op rule's tensor (convolution, norms, embedding): it and its array alone
+                            handed_over = (grad.__class__ is Tensor and accumulate and not child._hooks
+                                           and not grad_mode.STATE.enabled and not interpreters.GRAPHS.count
+                                           and grad._data.__class__ is np.ndarray
+                                           and sys.getrefcount(grad) <= _LOCAL_REFS
+                                           and sys.getrefcount(grad._data) <= _SLOT_REFS)
                         _finish_leaf(child, grad, capture_keys, captured, accumulate, handed_over)
                 grad = None
                 leaves = None
@@ -456,7 +463,7 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
         for slot in capture_keys.get((id(leaf), 0), ()):
             captured[slot] = grad
     if accumulate:
-        _accumulate_into_grad(leaf, grad)
+        _accumulate_into_grad(leaf, grad, handed_over)
         post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
         if post_hooks:
             for hook in tuple(post_hooks):
@@ -472,7 +479,7 @@ def accumulate_captured(leaf: Any, grad: Any) -> None:
             hook(leaf)
 
 
-def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
+def _accumulate_into_grad(leaf: Any, grad: Any, handed_over: bool = False) -> None:
     shape, leaf_shape = grad._data.shape, leaf._data.shape
     if shape != leaf_shape and tuple(shape) != tuple(leaf_shape):
         raise RuntimeError(
@@ -484,7 +491,8 @@ def _accumulate_into_grad(leaf: Any, grad: Any) -> None:
         interpreters.SUBCLASSES.level.accumulate(leaf, grad)  # a dispatch mode or subclass sees detach / add
     elif leaf.grad is None:
         data = grad._data
-        if not _owned(data):  # never alias a buffer that something else may still hold (a meta one: a new shell)
+        if not (handed_over and data.base is None and data.flags.c_contiguous and data.flags.writeable):
+            # never alias a buffer that something else may still hold (a meta one: a new shell)
             data = cpu_parallel_ufunc.copy(data) if leaf._device.type != "meta" else leaf._device.xp.copy(data)
         leaf.grad = _tensor_class()._make(data, leaf._device, False)
     else:
@@ -543,9 +551,17 @@ def _refs_of_a_local() -> int:
 _LOCAL_REFS = _refs_of_a_local()
 
 
-def _owned(array: Any) -> bool:
-    """True when only the delivering tensor holds ``array`` (so the leaf may take it over).
+class _Slot:
+    __slots__ = ("_data",)
 
-    The references counted: the tensor's slot, this function's argument and getrefcount's own.
-    """
-    return type(array) is np.ndarray and array.base is None and sys.getrefcount(array) <= 3
+
+def _refs_of_a_slot() -> int:
+    """What ``sys.getrefcount(t._data)`` says of an array only one object's slot holds (2 on CPython 3.11-3.13)."""
+    probe = _Slot()
+    probe._data = np.empty(0)
+    return sys.getrefcount(probe._data)
+
+
+# A gradient tensor's array held by that tensor alone (no other tensor shares it: a detach(), a view's base, a
+# hook's copy would add a reference); asked with the tensor itself held by the engine's local only.
+_SLOT_REFS = _refs_of_a_slot()

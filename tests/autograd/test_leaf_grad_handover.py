@@ -120,3 +120,50 @@ def test_leaf_hooks_and_post_accumulate_hooks_still_run():
     (ta * 3.0).sum().backward()
     np.testing.assert_array_equal(a.grad.numpy(), ta.grad.numpy())
     np.testing.assert_array_equal(seen[0], ta.grad.numpy())
+
+
+def test_tensor_gradients_of_op_rules_are_handed_over_and_match_torch(copies):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    conv, tconv = ember.nn.Conv2d(3, 4, 3, bias=False), torch.nn.Conv2d(3, 4, 3, bias=False)
+    tconv.weight.data = torch.tensor(conv.weight.detach().numpy())
+    emb, temb = ember.nn.Embedding(7, 5), torch.nn.Embedding(7, 5)
+    temb.weight.data = torch.tensor(emb.weight.detach().numpy())
+    idx = [1, 3, 3, 6]
+    conv(ember.tensor(x)).pow(2).sum().backward()
+    tconv(torch.tensor(x)).pow(2).sum().backward()
+    emb(ember.tensor(idx)).pow(2).sum().backward()
+    temb(torch.tensor(idx)).pow(2).sum().backward()
+    assert (4, 3, 3, 3) not in copies and (7, 5) not in copies  # taken over
+    np.testing.assert_allclose(conv.weight.grad.numpy(), tconv.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(emb.weight.grad.numpy(), temb.weight.grad.numpy(), rtol=1e-6)
+
+
+class _ReturnsKept(ember.autograd.Function):
+    """A backward that returns a tensor it also keeps: .grad must not alias it."""
+
+    kept: list = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx, g):
+        out = g * 3.0
+        _ReturnsKept.kept.append(out)
+        return out
+
+
+def test_a_gradient_tensor_kept_elsewhere_is_copied():
+    a = ember.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    _ReturnsKept.apply(a).sum().backward()
+    kept = _ReturnsKept.kept.pop()
+    assert not np.shares_memory(kept.numpy(), a.grad.numpy())
+    kept.mul_(0)
+    assert a.grad.tolist() == [3.0, 3.0, 3.0]
+    stored: list = []
+    b = ember.nn.Embedding(4, 2)
+    b.weight.register_hook(lambda g: stored.append(g))  # a leaf hook sees (and keeps) the gradient tensor
+    b(ember.tensor([0, 1])).sum().backward()
+    assert not np.shares_memory(stored[0].numpy(), b.weight.grad.numpy())
