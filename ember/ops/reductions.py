@@ -12,6 +12,7 @@ import numpy as np  # np.errstate (the float32 pass may overflow before its floa
 from ember import _numpy_names, dtypes, return_types
 from ember.ops import dispatch, elementwise, grad_join
 from ember.autograd.node import NotArrayable, named_backward, torch_named
+from ember.autograd.torch_edges import record_inputs
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.array_views import broadcast_view
 from ember.ops import batching
@@ -539,7 +540,10 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
         other = dim if other is None else other
         return (elementwise.maximum if full is AMAX else elementwise.minimum)(input, other)
     if dim is None:
-        out = _reduce(full, input, None, False)  # torch's max()/min() overloads: MaxBackward1 / MinBackward1
+        if input.requires_grad and dispatch.grad_mode.STATE.enabled and input.dtype.is_floating_point:
+            out = _evenly_distributed(full, input)
+        else:
+            out = _reduce(full, input, None, False)  # torch's max()/min() overloads: MaxBackward1 / MinBackward1
         return out if out.grad_fn is None else torch_named(out, "MaxBackward1" if full is AMAX else "MinBackward1")
     (d,) = normalize_dims(dim, input.ndim, with_dim.name)
     kind = return_types.max if full is AMAX else return_types.min
@@ -548,6 +552,15 @@ def _max_min(full: OpDef, with_dim: OpDef, input: Any, dim: Any, keepdim: bool, 
         return return_types.make(kind, input.clone(), from_zero)
     values, indices = dispatch.apply(with_dim, (input,), {"dim": d, "keepdim": keepdim})
     return return_types.make(kind, values, indices)
+
+
+def _evenly_distributed(full: OpDef, input: Any) -> Any:
+    """``input.max()`` / ``min()`` whose gradient is torch's ``evenly_distribute_backward``: ``g`` shared by the
+    elements equal to the result, NaN elements matching a NaN result (``amax``'s rule gives NaN everywhere)."""
+    value = _reduce(full, input.detach(), None, False)
+    mask = (input.detach() == value) | (elementwise.isnan(input.detach()) & elementwise.isnan(value))
+    scale = mask.to(input.dtype) / _reduce(SUM, mask.to(input.dtype), None, False)
+    return record_inputs(grad_join.scaled_grad_join(value, input, scale), (input,))
 
 
 def max(input: Any, dim: Any = None, keepdim: bool = False,
@@ -858,7 +871,7 @@ def norm(input: Any, p: Any = "fro", dim: Any = None, keepdim: bool = False, dty
         zero_x = magnitude == 0
         has_zero = sum(zero_x.to(input.dtype), dims, keepdim=keepdim) > 0
         total = sum(where(zero_x, 1.0, magnitude) ** p, dims, keepdim=keepdim)
-        return where(has_zero, 0.0, total ** (1.0 / p))
+        return where(has_zero & (total == total), 0.0, total ** (1.0 / p))  # a NaN element wins over a zero
     if p < 1:  # |x|^p has an infinite slope at 0: keep 0 * inf out of the gradient (PyTorch gives 0)
         zero_x = magnitude == 0
         powered = where(zero_x, 0.0, where(zero_x, 1.0, magnitude) ** p)
