@@ -455,6 +455,38 @@ def with_gemm_settings(fns: dict[str, Callable], key: str, args: argparse.Namesp
     return out
 
 
+def under_blas(setting: str, fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` run with ember's BLAS provider ``setting`` (``EMBER_BLAS``: openblas, mkl, auto), restored after."""
+    cpu_mkl = importlib.import_module("ember.backends.cpu_mkl")
+
+    def run() -> Any:
+        saved = cpu_mkl.provider()
+        cpu_mkl.use(setting)
+        try:
+            return fn()
+        finally:
+            cpu_mkl.use(saved)
+
+    if hasattr(fn, "ember_compiled"):
+        run.ember_compiled = fn.ember_compiled
+    return run
+
+
+def with_blas_settings(fns: dict[str, Callable], key: str, args: argparse.Namespace) -> dict[str, Callable]:
+    """``--blas a,b``: the ember modes with BLAS provider a, plus ember modes of freshly built models with b
+    (named 'ember eager blas=b'), in the same interleaved rounds (``--gemm``'s scheme)."""
+    settings = [s for s in args.blas.split(",") if s]
+    if not settings:
+        return fns
+    out = {name: under_blas(settings[0], fn) if name.startswith("ember") else fn for name, fn in fns.items()}
+    quiet = argparse.Namespace(**{**vars(args), "no_jax": True, "no_torch_compile": True})
+    for setting in settings[1:]:
+        extra, _, _ = WORKLOADS[key](quiet)
+        out.update({f"{name} blas={setting}": under_blas(setting, fn) for name, fn in extra.items()
+                    if name.startswith("ember")})
+    return out
+
+
 # ---- report -----------------------------------------------------------------------------------------
 def fmt(seconds: float) -> str:
     if seconds < 0.01:  # W1's 0.4 ms step: one decimal would hide 10-25% (0.45 and 0.35 both print as 0.4)
@@ -494,7 +526,7 @@ def child_main(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     fns, title, scale = WORKLOADS[args.only](args)
     if args.child == "ember":
-        fns = with_gemm_settings(fns, args.only, args)
+        fns = with_blas_settings(with_gemm_settings(fns, args.only, args), args.only, args)
     ready = {name: f for name, f in ((n, warm(n, f)) for n, f in fns.items()) if f is not None}
     singles = {}
     for name, fn in ready.items():
@@ -551,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated EMBER_GEMM settings (auto, blas, ember) to time side by side: the first "
                              "runs as 'ember eager'/'ember compiled', each other one as extra ember modes "
                              "('ember eager gemm=blas'), all in the same interleaved rounds")
+    parser.add_argument("--blas", default="",
+                        help="comma-separated EMBER_BLAS providers (openblas, mkl) to time side by side, as --gemm")
     parser.add_argument("--same-process", action="store_true",
                         help="time every library in this one process (before blas18's isolated rounds)")
     parser.add_argument("--pause", type=float, default=0.05,
@@ -587,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  ({time.perf_counter() - start:.0f} s for this workload)", flush=True)
             continue
         fns, title, scale = WORKLOADS[key](args)
-        fns = with_gemm_settings(fns, key, args)
+        fns = with_blas_settings(with_gemm_settings(fns, key, args), key, args)
         print(f"\n[{key}] warming up", flush=True)
         ready = {name: f for name, f in ((n, warm(n, f)) for n, f in fns.items()) if f is not None}
         rows = {k: v * scale for k, v in interleaved(ready, args.rounds, args.budget).items()}

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy
 
-from ember.backends import cpu_blas, cpu_hot_worker
+from ember.backends import cpu_blas, cpu_hot_worker, cpu_mkl
 from ember.backends.cpu_threads import num_threads, parallel_for
 
 # A product of this many multiply-adds or more is split over ember's threads by ``split_gemm`` (each part one
@@ -43,7 +43,11 @@ SPLIT_FILL = 1 << 20
 
 
 def _cblas(kind: str) -> Any:
-    """``cblas_sgemm`` (kind "s") or ``cblas_dgemm`` ("d") of the OpenBLAS NumPy loaded, or None."""
+    """``cblas_sgemm`` (kind "s") or ``cblas_dgemm`` ("d") of the OpenBLAS NumPy loaded, or None; Intel MKL's
+    where it is ember's provider (``cpu_mkl``, mkl20)."""
+    mkl = cpu_mkl.cblas(kind)
+    if mkl is not None:
+        return mkl
     if kind not in _FUNCS:
         found = None
         for path in cpu_blas._loaded_openblas():
@@ -267,7 +271,8 @@ def split_stack(a: Any, b: Any) -> Any:
     out = numpy.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
 
     def block(start: int, stop: int) -> None:
-        numpy.matmul(a[start:stop], b[start:stop], out=out[start:stop])
+        if cpu_mkl.matmul(a[start:stop], b[start:stop], out[start:stop]) is None:  # MKL's batch GEMM where it is
+            numpy.matmul(a[start:stop], b[start:stop], out=out[start:stop])  # ember's BLAS (mkl20)
 
     with cpu_blas.single_threaded_blas():
         parallel_for(block, a.shape[0], 1)

@@ -23,7 +23,7 @@ from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
 from ember.ops.linalg import _matmul_impl, blas_context, gemm_2d, is_tiny
-from ember.backends import cpu_blas_gemm
+from ember.backends import cpu_blas_gemm, cpu_mkl
 from ember.tensor import Tensor
 
 
@@ -68,6 +68,8 @@ def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose
         out = gemm_2d(xp, a, b)
         if out is None:
             out = cpu_blas_gemm.split_gemm(a, b)  # large: one BLAS call per ember thread
+        if out is None:  # Intel MKL where it is ember's BLAS (mkl20; NumPy arrays only)
+            out = cpu_mkl.matmul(a, b)
         if out is not None:
             return out
         with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)

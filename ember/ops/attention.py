@@ -25,6 +25,7 @@ import numpy as np
 
 from ember.autograd import grad as autograd_grad, grad_mode
 from ember.backends import cpu_blas
+from ember.backends.cpu_mkl import xp_matmul
 from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.ops import attention_kernels, dispatch, nn_ops
 from ember.ops.registry import OpDef, Spec, register
@@ -63,7 +64,7 @@ def _attention_impl(xp: Any, q: Any, k: Any, v: Any, *, is_causal: bool, scale: 
 def _attention_into(xp: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, blocks: list, is_causal: bool,
                     scale: float) -> None:
     for lo, hi, seen in blocks:
-        scores = xp.matmul(q[..., lo:hi, :], k[..., :seen, :].swapaxes(-1, -2))
+        scores = xp_matmul(xp, q[..., lo:hi, :], k[..., :seen, :].swapaxes(-1, -2))
         scores *= scores.dtype.type(scale)
         if is_causal:  # set, not added: a NaN score (inf * 0 in Q K^T) of a hidden key is hidden too, as in torch
             xp.copyto(scores, scores.dtype.type(-xp.inf), where=_hidden(xp, hi - lo, seen, lo))
@@ -71,7 +72,7 @@ def _attention_into(xp: Any, q: Any, k: Any, v: Any, out: Any, weights: Any, blo
         probabilities = xp.exp(scores, out=scores)
         probabilities /= probabilities.sum(axis=-1, keepdims=True)
         weights[..., lo:hi, :seen] = probabilities
-        out[..., lo:hi, :] = xp.matmul(probabilities, v[..., :seen, :])
+        out[..., lo:hi, :] = xp_matmul(xp, probabilities, v[..., :seen, :])
 
 
 # Attention over a batch runs on ember's threads, a block of the batch per thread, each thread's products on
@@ -157,16 +158,16 @@ def _attention_backward_into(xp: Any, g: Any, q: Any, k: Any, v: Any, out: Any, 
                              dv: Any, *, blocks: list, is_causal: bool, scale: float) -> None:
     for lo, hi, seen in blocks:
         p, g_rows = weights[..., lo:hi, :seen], g[..., lo:hi, :]
-        dv[..., :seen, :] += xp.matmul(p.swapaxes(-1, -2), g_rows)
-        dp = xp.matmul(g_rows, v[..., :seen, :].swapaxes(-1, -2))
+        dv[..., :seen, :] += xp_matmul(xp, p.swapaxes(-1, -2), g_rows)
+        dp = xp_matmul(xp, g_rows, v[..., :seen, :].swapaxes(-1, -2))
         # softmax's backward: dS = P (dP - sum_j P dP) and sum_j P_j dP_j = sum_d dO_d O_d (T x D, not T x T)
         dp -= (g_rows * out[..., lo:hi, :]).sum(axis=-1, keepdims=True)
         dp *= p
         dp *= dp.dtype.type(scale)
         if is_causal:  # hidden keys get no gradient, also from rows that are NaN (masked_fill's backward)
             xp.copyto(dp, dp.dtype.type(0), where=_hidden(xp, hi - lo, seen, lo))
-        dq[..., lo:hi, :] = xp.matmul(dp, k[..., :seen, :])
-        dk[..., :seen, :] += xp.matmul(dp.swapaxes(-1, -2), q[..., lo:hi, :])
+        dq[..., lo:hi, :] = xp_matmul(xp, dp, k[..., :seen, :])
+        dk[..., :seen, :] += xp_matmul(xp, dp.swapaxes(-1, -2), q[..., lo:hi, :])
 
 
 ATTENTION_BACKWARD = register(OpDef(

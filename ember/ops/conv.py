@@ -26,6 +26,7 @@ import numpy as np
 from ember import _config
 from ember.backends import cpu_blas, native_kernel
 from ember.backends.cpu_blas import blas_for
+from ember.backends.cpu_mkl import xp_matmul
 from ember.backends.cpu_threads import num_threads, parallel_for, split_channels
 from ember.ops import conv_geometry, conv_im2col as im2col, conv_per_image as per_image
 from ember.ops import conv_winograd as winograd
@@ -422,7 +423,7 @@ def _dense(xp: Any, a: Any, b: Any, shape: tuple) -> Any:
         panels = -(-b.shape[1] // DENSE_PANEL)
         blas_for(columns, panels, im2col.min_items(2.0 * a.shape[0] * a.shape[1] * DENSE_PANEL), xp)
         return out.reshape(shape)
-    out = xp.matmul(a, b)
+    out = xp_matmul(xp, a, b)
     return (out if out.dtype == a.dtype else out.astype(a.dtype)).reshape(shape)
 
 
@@ -488,9 +489,9 @@ def _gemm(xp: Any, a: Any, b: Any) -> Any:
     """Per-group products (G, M, K) @ (G, K, N). One group runs as a 2-D GEMM, where BLAS takes
     transposed views for free; NumPy's stacked matmul would crawl on those strided layouts."""
     if a.shape[0] == 1:
-        out = xp.matmul(a[0], b[0])[None]
+        out = xp_matmul(xp, a[0], b[0])[None]
     else:
-        out = xp.matmul(xp.ascontiguousarray(a), xp.ascontiguousarray(b))
+        out = xp_matmul(xp, xp.ascontiguousarray(a), xp.ascontiguousarray(b))
     # bfloat16 (ml_dtypes) products come back as float32: round once to the inputs' dtype, as PyTorch.
     return out if out.dtype == a.dtype else out.astype(a.dtype)
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ember.backends import cpu_blas, native_kernel
 from ember.backends.cpu_blas import blas_for
+from ember.backends.cpu_mkl import xp_matmul
 from ember.backends.cpu_threads import parallel_for
 from ember.ops.conv_geometry import out_size, tap_range
 
@@ -104,9 +105,9 @@ def matmul_into(xp: Any, a: Any, b: Any, out: Any) -> None:
             gemm = native_kernel(xp, "matmul_f32")
             if gemm is not None and gemm(a, b, out=out, local=cpu_blas.available()) is not None:
                 return
-        xp.matmul(a, b, out=out)
+        xp_matmul(xp, a, b, out=out)
     else:
-        out[...] = xp.matmul(a, b).astype(out.dtype)
+        out[...] = xp_matmul(xp, a, b).astype(out.dtype)
 
 
 def copy_for(xp: Any, fn: Callable[[int, int], object], total: int, per_item: int) -> None:

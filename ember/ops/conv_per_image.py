@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends.cpu_blas import blas_for
+from ember.backends.cpu_mkl import xp_matmul
 from ember.ops.conv_geometry import out_size
 from ember.ops.conv_im2col import add_windows, copy_for, fill_windows, matmul_into, min_items
 
@@ -102,9 +103,9 @@ def weight_grad(xp: Any, g: Any, columns: Any, weight_shape: tuple) -> Any:
         product = xp.empty((o, k), dtype=total.dtype)
         for image in range(start, stop):
             if wide:
-                xp.matmul(g3[image], columns[image].T, out=product)
+                xp_matmul(xp, g3[image], columns[image].T, out=product)
             else:
-                product[...] = xp.matmul(g3[image], columns[image].T)
+                product[...] = xp_matmul(xp, g3[image], columns[image].T)
             total += product
         partial[start] = total
 

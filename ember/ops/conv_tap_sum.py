@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.backends.cpu_blas import blas_for
+from ember.backends.cpu_mkl import xp_matmul
 from ember.ops.conv_geometry import out_size, tap_range
 from ember.ops.conv_im2col import matmul_into, min_items
 
@@ -117,9 +118,9 @@ def weight_grad(xp: Any, x: Any, g: Any, weight_shape: tuple, padding: tuple, di
         product = xp.empty_like(total)
         for image in range(stop - start):
             if wide:
-                xp.matmul(cols[image], x3[start + image].T, out=product)
+                xp_matmul(xp, cols[image], x3[start + image].T, out=product)
             else:
-                product[...] = xp.matmul(cols[image], x3[start + image].T)
+                product[...] = xp_matmul(xp, cols[image], x3[start + image].T)
             total += product
         partial[start] = total
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from ember.backends import cpu_blas, native_kernel
 from ember.backends.cpu_blas import blas_for
+from ember.backends.cpu_mkl import xp_matmul
 from ember.backends.cpu_threads import parallel_for
 
 _MIN_TILES = 32  # tiles per thread below which a thread hand-off costs more than it saves
@@ -201,7 +202,7 @@ def weight_transform(xp: Any, g: Any, m: int) -> Any:
 
     def run(start: int, stop: int) -> None:
         taps = g[:, start:stop].reshape(o, stop - start, 9).transpose(2, 1, 0).reshape(9, (stop - start) * o)
-        xp.matmul(kron, taps, out=flat[:, start * o:stop * o])
+        xp_matmul(xp, kron, taps, out=flat[:, start * o:stop * o])
 
     blas_for(run, c, _min_channels(a, o), xp)
     return u
@@ -225,7 +226,7 @@ def _kernel_gradient(xp: Any, parts: list, gm: Any, a: int, c: int, o: int) -> A
             block = block.copy()
             for flat in flats[1:]:  # a fixed order: the same sum every run
                 block += flat[:, start * o:stop * o]
-        taps = xp.matmul(kron, block).reshape(3, 3, stop - start, o)
+        taps = xp_matmul(xp, kron, block).reshape(3, 3, stop - start, o)
         dg[:, start:stop] = taps.transpose(3, 2, 0, 1)
 
     blas_for(run, c, _min_channels(a, o), xp)
@@ -270,7 +271,7 @@ def _products(xp: Any, v: Any, u: Any) -> Any:
 
     def gemms(start: int, stop: int) -> None:
         for p in range(start, stop):  # 2-D GEMMs: BLAS sees each operand's layout directly
-            xp.matmul(v[p], u[p], out=out[p])
+            xp_matmul(xp, v[p], u[p], out=out[p])
 
     blas_for(gemms, v.shape[0], xp=xp, min_chunk=_min_positions(v.shape[1], v.shape[2], u.shape[2]))
     return out
@@ -340,7 +341,7 @@ def forward(xp: Any, x: Any, w: Any, padding: tuple, m: int, finite_only: bool =
             return
         k_in(x, bt, m, padding[0], padding[2], th, tw, v, start, stop)
         for p in range(a * a):
-            xp.matmul(v[p, start:stop], u[p], out=mt[p, start:stop])
+            xp_matmul(xp, v[p, start:stop], u[p], out=mt[p, start:stop])
         k_out(mt, at, th, tw, y, start, stop)
 
     blas_for(run, tiles, _min_tiles(c, o, a), xp)
@@ -393,7 +394,7 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
             kernels[0](g, at, th, tw, dm, start, stop)
             part = xp.empty((a * a, c, o), dtype=g.dtype)
             for p in range(a * a):  # (C, T) @ (T, O): BLAS takes the transpose for free
-                xp.matmul(v[p, start:stop].T, dm[p, start:stop], out=part[p])
+                xp_matmul(xp, v[p, start:stop].T, dm[p, start:stop], out=part[p])
             partial[start] = part
 
         blas_for(run, tiles, _min_tiles(c, o, a), xp)
@@ -415,7 +416,7 @@ def weight_grad(xp: Any, x: Any, g: Any, padding: tuple, m: int, v: Any = None, 
 
         def gemms(start: int, stop: int) -> None:
             for p in range(start, stop):
-                xp.matmul(v[p].T, dm[p], out=du[p])
+                xp_matmul(xp, v[p].T, dm[p], out=du[p])
 
         blas_for(gemms, a * a, _min_positions(tiles, c, o), xp)
     return _kernel_gradient(xp, [du], gm, a, c, o)
@@ -567,7 +568,7 @@ def _weight_grad_by_chunks(x: Any, g: Any, padding: tuple, m: int, th: int, tw: 
             v = input_transform(np, x[i0:i1], padding, m)
             dm = _grad_output_transform(np, g[i0:i1], at, m, th, tw)
             for p in range(a * a):
-                mine[p] += v[p].T @ dm[p]
+                mine[p] += xp_matmul(np, v[p].T, dm[p])
         parts[start] = mine
 
     blas_for(run, n, 1, np)

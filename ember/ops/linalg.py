@@ -16,7 +16,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
-from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice, native_kernel
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice, cpu_mkl, native_kernel
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -118,6 +118,9 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
         out = cpu_blas_gemm.split_stack(a, b)  # a large stack: blocks of it on ember's threads
         if out is not None:
             return out
+    out = cpu_mkl.matmul(a, b) if xp is np else None  # Intel MKL where it is ember's BLAS (mkl20)
+    if out is not None:
+        return out
     with blas_context(xp, a, b):  # small GEMMs on one BLAS thread (cpu_blas.small_gemm)
         out = xp.matmul(a, b)
     # bfloat16 (ml_dtypes) products come back as float32 (accumulated in float32, as PyTorch): round once.

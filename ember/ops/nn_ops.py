@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
-from ember.backends import cpu_blas_gemm
+from ember.backends import cpu_blas_gemm, cpu_mkl
 from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.backends.cpu_math_kernels import run_elementwise, run_rows
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
@@ -612,7 +612,9 @@ def _linear_gemm(xp: Any, rows: Any, w: Any, bias: tuple) -> Any:
                 out = cpu_blas_gemm.addmm(rows, w.T, bias[0])
                 if out is not None:
                     return out
-            out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
+            out = cpu_mkl.matmul(rows, w.T) if xp is np else None  # Intel MKL where it is ember's BLAS (mkl20)
+            if out is None:
+                out = xp.matmul(rows, w.T)  # leading dims flattened: one GEMM, not one per row block
         if bias:
             out += bias[0]
     return out

@@ -12,7 +12,7 @@ import pytest
 
 import ember
 from ember import _config
-from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice as choice, cpu_kernels, cpu_threads
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice as choice, cpu_kernels, cpu_mkl, cpu_threads
 from ember.ops import linalg
 
 
@@ -86,10 +86,10 @@ def test_without_avx512_blas_takes_everything(monkeypatch) -> None:
         got = (ember.tensor(a) @ ember.tensor(b)).numpy()
         # BLAS multiplies it: in one call, or one call per ember thread where ember splits BLAS work
         split = cpu_blas_gemm.split_gemm(a, b)
-        assert np.array_equal(got, a @ b if split is None else split)
+        assert np.array_equal(got, cpu_mkl.gemm(a, b) if split is None else split)
         monkeypatch.setattr(cpu_blas_gemm, "SPLIT_MACS", 1 << 62)
         with cpu_blas.single_threaded_blas():  # ember's products run on one BLAS thread (OpenBLAS's bits differ
-            expected = a @ b                   # between one and two threads)
+            expected = cpu_mkl.gemm(a, b)      # between one and two threads); MKL's where it is ember's BLAS
         assert np.array_equal((ember.tensor(a) @ ember.tensor(b)).numpy(), expected)
     finally:
         cpu_kernels.reset()
@@ -111,7 +111,16 @@ def _blas_threads_seen(monkeypatch, product) -> list[int]:
     return seen
 
 
-def test_products_run_on_one_blas_thread_unless_the_split_is_off(monkeypatch) -> None:
+@pytest.fixture
+def numpys_blas():
+    """NumPy's OpenBLAS as ember's BLAS for one test (these watch its thread count around ``np.matmul``), the
+    process's choice (Intel MKL where installed, ``cpu_mkl``) restored afterwards."""
+    cpu_mkl.use("openblas")
+    yield
+    cpu_mkl.use(None)
+
+
+def test_products_run_on_one_blas_thread_unless_the_split_is_off(monkeypatch, numpys_blas) -> None:
     """Every product ember hands to OpenBLAS above its own one-thread size holds it to one thread (blas18): W2's
     10-class layer (1.3M multiply-adds), W1's 6.4M forward and a 67M product alike, with or without ember's kernel,
     at one or two of ember's threads, so OpenBLAS's workers never wake to spin; the count is restored afterwards
@@ -150,7 +159,7 @@ def test_products_run_on_one_blas_thread_unless_the_split_is_off(monkeypatch) ->
         put(saved)
 
 
-def test_large_stacks_split_over_ember_threads(monkeypatch) -> None:
+def test_large_stacks_split_over_ember_threads(monkeypatch, numpys_blas) -> None:
     """A stack of products (attention's heads in the NumPy composite) of SPLIT_MACS+ multiply-adds in all runs
     in blocks on ember's threads, each on one BLAS thread, with matmul's values bit for bit; broadcast stacks,
     one thread, or the split off leave it to matmul."""
