@@ -93,6 +93,17 @@ def _cblas_addresses() -> tuple[int, int, bool] | None:
     return ctypes.cast(s, ctypes.c_void_p).value, ctypes.cast(d, ctypes.c_void_p).value, wide
 
 
+def rebind() -> None:
+    """Point a running worker at the BLAS ember calls now (``cpu_mkl.use`` switched between OpenBLAS and MKL, for
+    tests and ``bench_workloads.py --blas``; mkl20): the worker reads the addresses at each job. Between products
+    only (no job in flight)."""
+    worker = _STATE["worker"]
+    addresses = _cblas_addresses() if worker is not None else None
+    if addresses is not None:
+        slot, kernels = worker.slot, worker.kernels
+        slot[kernels.S_GEMM], slot[kernels.D_GEMM], slot[kernels.WIDE] = addresses[0], addresses[1], int(addresses[2])
+
+
 def _worker() -> _Worker | None:
     """The running worker, started on first use; None where the hot hand-off is off here."""
     worker = _STATE["worker"]

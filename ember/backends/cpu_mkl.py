@@ -154,16 +154,20 @@ def provider() -> str:
 
 def use(name: str | None) -> str:
     """Choose the provider again (``"auto"``, ``"mkl"``, ``"openblas"``; None: ``EMBER_BLAS``) for tests and
-    benchmarks; returns the one now in force. The hot worker keeps the GEMM it started with."""
+    benchmarks, between products (the hot worker, if running, is pointed at it); returns the one now in force."""
     saved = _config.BLAS
     if name is not None:
         _config.BLAS = name
     try:
         _STATE["provider"] = None
         _USE[0] = False
-        return provider()
+        chosen = provider()
     finally:
         _config.BLAS = saved
+    hot = sys.modules.get("ember.backends.cpu_hot_worker")  # running: its jobs call the new provider's GEMM
+    if hot is not None:
+        hot.rebind()
+    return chosen
 
 
 def _func(name: str, kind: str) -> Any:
@@ -213,9 +217,14 @@ def _operand(m: Any) -> tuple[int, int] | None:
     item = m.itemsize
     rows, cols = m.shape
     s_row, s_col = m.strides
-    if (s_col == item or cols == 1) and s_row % item == 0 and _INT_MAX >= s_row // item >= max(cols, 1):
+    # A size-1 axis's stride is never used (and may be anything: 0 after broadcast_to, any value in a view).
+    if cols == 1:
+        s_col = item
+    if rows == 1:
+        s_row = max(cols, 1) * item if s_col == item else item
+    if s_col == item and s_row % item == 0 and _INT_MAX >= s_row // item >= max(cols, 1):
         return _NO_TRANS, s_row // item
-    if (s_row == item or rows == 1) and s_col % item == 0 and _INT_MAX >= s_col // item >= max(rows, 1):
+    if s_row == item and s_col % item == 0 and _INT_MAX >= s_col // item >= max(rows, 1):
         return _TRANS, s_col // item
     return None
 
@@ -428,14 +437,14 @@ def _stacked(x: Any, batch: tuple) -> tuple[Any, tuple[int, int], int]:
     """``x`` broadcast to ``batch`` (a view), its matrices' (flag, ld), and the step in elements between matrices
     along the last batch axis (0 where ``x`` is broadcast along it)."""
     for attempt in (x, None):
-        if attempt is None:
-            x = numpy.ascontiguousarray(x)
+        if attempt is None:  # a fresh copy: canonical strides (a C-contiguous view's size-1 axes may have any)
+            x = numpy.array(x, order="C")
         full = numpy.broadcast_to(x, batch + x.shape[-2:])
         layout = _operand(full[(0,) * len(batch)]) if x.flags.aligned else None
-        step, rest = divmod(full.strides[-3], x.itemsize)
+        step, rest = divmod(full.strides[-3], x.itemsize) if batch[-1] > 1 else (0, 0)
         if layout is not None and not rest and 0 <= step <= _INT_MAX:
             return full, layout, step
-    raise AssertionError("a C-contiguous stack is always readable")  # pragma: no cover
+    raise AssertionError("a fresh C-ordered stack is always readable")  # pragma: no cover
 
 
 def xp_matmul(xp: Any, a: Any, b: Any, out: Any = None) -> Any:

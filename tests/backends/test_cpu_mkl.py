@@ -134,6 +134,11 @@ def test_degenerate_sizes_and_other_dtypes(mkl):
     for a in (np.ones((3, 3), np.complex64), np.arange(9).reshape(3, 3), np.ones((3, 3), np.float16)):
         assert cpu_mkl.matmul(a, a) is None
         assert np.array_equal(cpu_mkl.gemm(a, a), np.matmul(a, a))
+    # size-1 axes with any stride (0 after broadcast_to, as in views NumPy still calls contiguous)
+    odd = np.lib.stride_tricks.as_strided(np.full(1, 2.0), (1, 1, 1, 1), (0, 0, 0, 0))
+    assert np.array_equal(cpu_mkl.matmul(odd, np.ones((3, 1, 2))), np.full((1, 3, 1, 2), 2.0))
+    row = np.lib.stride_tricks.as_strided(np.arange(4.0), (1, 4), (-8, 8))
+    assert np.array_equal(cpu_mkl.gemm(row, np.ones((4, 2))), [[6.0, 6.0]])
     assert cpu_mkl.matmul(np.ones((3, 3), np.float32), np.ones((3, 3), np.float64)) is None
     assert cpu_mkl.matmul(np.ones(3, np.float32), np.ones((3, 3), np.float32)) is None  # vectors: NumPy
     with pytest.raises(ValueError, match="gemm: expected matrices"):
