@@ -7,6 +7,7 @@ It imports no tensor module: ``Tensor`` itself is only named for type checkers.
 """
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _
     value_check,
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops import fma
+from ember.autograd import grad_mode as _grad_mode
 from ember.ops.registry import OPS
 from ember import _numpy_names, dtypes, random as ember_random, random_order
 
@@ -315,6 +317,19 @@ def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
                                 others=(end, weight), reads=(end, weight))
 
 
+
+_SCALAR_WARNED = [False]
+
+
+def warn_scalar_of_grad_tensor() -> None:
+    """PyTorch's once-per-process UserWarning for ``float()``/``complex()`` of a tensor that requires grad (with
+    grad mode on): the number has no gradient path back to the tensor."""
+    if not _SCALAR_WARNED[0]:
+        _SCALAR_WARNED[0] = True
+        warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                      "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
+
+
 class TensorMethods:
     """The methods of :class:`ember.tensor.Tensor` that forward to ``ember.ops`` (Tensor inherits them)."""
 
@@ -579,4 +594,6 @@ class TensorMethods:
         if self.numel() != 1:
             raise ValueError(f"only one element tensors can be converted to Python scalars (complex() of a tensor "
                              f"of shape {tuple(self.shape)})")
+        if self.requires_grad and _grad_mode.STATE.enabled:
+            warn_scalar_of_grad_tensor()
         return complex(self.item())

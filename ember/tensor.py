@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ember import _dispatch_levels, _torch_function, dtypes
-from ember._tensor_methods import TensorMethods
+from ember._tensor_methods import TensorMethods, warn_scalar_of_grad_tensor
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
 from ember.device import CPU, device as Device, to_device
@@ -49,6 +49,8 @@ class Size(tuple):
     def __getitem__(self, item: Any) -> Any:
         out = tuple.__getitem__(self, item)
         return Size(out) if isinstance(item, slice) else out
+
+
 
 
 class Tensor(TensorMethods):
@@ -383,6 +385,8 @@ class Tensor(TensorMethods):
         if self.numel() != 1:  # PyTorch: ValueError here (item() raises RuntimeError)
             raise ValueError(f"only one element tensors can be converted to Python scalars (float() of a tensor of "
                              f"shape {tuple(self.shape)})")
+        if self._requires_grad and grad_mode.STATE.enabled:
+            warn_scalar_of_grad_tensor()
         return float(self.item())
 
     def __int__(self) -> int:

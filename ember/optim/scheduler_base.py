@@ -71,6 +71,11 @@ class LRScheduler:
                                    "last_epoch=-1 for a fresh run")
         self.base_lrs: list[Any] = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
+        if not optimizer.__dict__.get("_lr_sched_tracked", False):
+            # PyTorch counts optimizer steps from the first scheduler's creation on (it patches `step` then), so
+            # steps taken before it do not silence the call-order warning.
+            optimizer.__dict__["_lr_sched_tracked"] = True
+            optimizer._opt_called = False
         self._initial_step()
 
     def _initial_step(self) -> None:
@@ -102,9 +107,12 @@ class LRScheduler:
     def step(self, epoch: int | None = None) -> None:
         """Advance one epoch (or jump to ``epoch``, deprecated in torch too) and set the new lrs."""
         if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call them in the "
-                          "opposite order: `optimizer.step()` before `lr_scheduler.step()`, otherwise the first "
-                          "value of the learning rate schedule is skipped.", UserWarning, stacklevel=2)
+            warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+                          "later, you should call them in the opposite order: `optimizer.step()` before "
+                          "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first value "
+                          "of the learning rate schedule. See more details at "
+                          "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                          UserWarning, stacklevel=2)  # PyTorch's words: programs and logs match on them
         self._step_count += 1
         if epoch is not None:
             warnings.warn("The epoch parameter in `scheduler.step()` is deprecated; call `scheduler.step()` "
