@@ -220,3 +220,20 @@ def test_environment_variable_chooses_openblas_in_a_fresh_process():
     env = dict(os.environ, EMBER_BLAS="openblas", PYTHONPATH=ROOT)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["openblas", "True", "True"], done.stderr
+
+
+def test_without_the_wheel_numpys_blas_runs(monkeypatch):
+    """No `mkl` wheel (a `make demo` install): `auto` quietly keeps NumPy's OpenBLAS; `mkl` says so and does too."""
+    saved = cpu_mkl._STATE["lib"]
+    monkeypatch.setattr(cpu_mkl, "library_path", lambda: None)
+    monkeypatch.setitem(cpu_mkl._STATE, "lib", None)
+    try:
+        assert cpu_mkl.use("auto") == "openblas"
+        with pytest.warns(RuntimeWarning, match="EMBER_BLAS=mkl but Intel MKL"):
+            assert cpu_mkl.use("mkl") == "openblas"
+        a = np.ones((300, 300), np.float32)
+        assert cpu_mkl.matmul(a, a) is None and cpu_mkl.cblas("s") is None
+    finally:
+        cpu_mkl._STATE["lib"] = saved
+        monkeypatch.undo()
+        cpu_mkl.use(None)
