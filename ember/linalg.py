@@ -93,10 +93,16 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
     return X.squeeze(-1) if vector else X
 
 
-def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: bool = False, out: Any = None) -> Tensor:
+def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
+         out: Any = None) -> Tensor:
     """Moore-Penrose pseudo-inverse: singular values at or below ``max(atol, rtol * s_max)`` count as zero
-    (``rtol`` defaults to ``eps * max(m, n)`` when neither is given)."""
+    (``rtol`` defaults to ``eps * max(m, n)`` when neither is given). ``rcond`` is PyTorch's older overload
+    ``pinv(A, rcond, hermitian=False)``: the same as ``rtol``."""
     checks.matrix(A, "linalg.pinv", complex_ok=True)
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            raise TypeError("linalg.pinv: give rcond (the older overload) or atol/rtol, not both")
+        rtol = rcond
     atol = float(atol) if atol is not None else None
     rtol = float(rtol) if rtol is not None else None
     return dispatch.apply(_solve.PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})

@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -36,7 +36,11 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "GradientTape", "gradc
 def _as_list(value: Any) -> list:
     if value is None:
         return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, Iterable) and not isinstance(value, str) and not hasattr(value, "requires_grad"):
+        return list(value)  # a generator (model.parameters()) or dict view: PyTorch takes tuple(inputs)
+    return [value]
 
 
 def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
