@@ -282,7 +282,10 @@ SCALED_GRAD_JOIN = register(OpDef(
     name="scaled_grad_join", category="ternary", impl=_join_value, save="inputs", nondiff_inputs=(2,), onnx=_join_onnx,
     vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(g / ctx.inputs[2] if ctx.attrs.get("divide") else g * ctx.inputs[2],
                                                  tuple(ctx.input_meta[1])), lambda ctx, g: None),
-    shape_rule=elementwise_rule(), doc="value, with the gradient g * scale (or g / scale) to x.",
+    # The result is ``value`` as it is: its shape, not the broadcast of all three (x.max() joins a 0-d value to a
+    # whole tensor; a broadcast rule made the traced graph expect a gradient of x's shape).
+    shape_rule=lambda value, *rest, **attrs: Spec(value.shape, value.dtype, value.device),
+    doc="value, with the gradient g * scale (or g / scale) to x.",
 ))
 
 
