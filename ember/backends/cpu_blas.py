@@ -63,6 +63,31 @@ def _loaded_openblas() -> list[str]:
     return sorted(paths, key=lambda p: ("numpy" not in p, p))
 
 
+# How NumPy's OpenBLAS names its cblas functions: scipy-openblas's 64-bit-integer build, a plain ILP64 build, then
+# 32-bit integers (with the integer type each form takes).
+_CBLAS_FORMS = (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_int64),
+                ("scipy_cblas_", "", ctypes.c_int), ("cblas_", "", ctypes.c_int))
+
+
+def openblas_cblas(*names: str) -> tuple[list[Any], Any] | None:
+    """The cblas functions ``names`` (e.g. ``"sgemm"``, ``"daxpy"``) of the OpenBLAS NumPy loaded, all under
+    one naming form, with that form's integer type; None where no loaded OpenBLAS has them all. The caller sets
+    ``argtypes``/``restype``.
+
+    Example: found = openblas_cblas("saxpy", "daxpy")  # ([saxpy, daxpy], ctypes.c_int64) with NumPy 2 wheels
+    """
+    for path in _loaded_openblas():
+        try:
+            lib = ctypes.CDLL(path)  # (CDLL releases the GIL during each call)
+        except OSError:
+            continue
+        for prefix, suffix, integer in _CBLAS_FORMS:
+            functions = [getattr(lib, f"{prefix}{name}{suffix}", None) for name in names]
+            if all(fn is not None for fn in functions):
+                return functions, integer
+    return None
+
+
 def _controls() -> tuple[Callable[[], int], Callable[[int], None]] | None:
     """OpenBLAS's (get, set) thread-count functions for the BLAS NumPy uses, or None."""
     if _STATE["found"] is None:

@@ -50,23 +50,13 @@ def _cblas(kind: str) -> Any:
         return mkl
     if kind not in _FUNCS:
         found = None
-        for path in cpu_blas._loaded_openblas():
-            try:
-                lib = ctypes.CDLL(path)  # (CDLL releases the GIL during the call)
-            except OSError:
-                continue
-            for name, integer in ((f"scipy_cblas_{kind}gemm64_", ctypes.c_int64), (f"cblas_{kind}gemm64_", ctypes.c_int64),
-                                  (f"scipy_cblas_{kind}gemm", ctypes.c_int), (f"cblas_{kind}gemm", ctypes.c_int)):
-                fn = getattr(lib, name, None)
-                if fn is not None:
-                    real = ctypes.c_float if kind == "s" else ctypes.c_double
-                    fn.restype = None
-                    fn.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer, real,
-                                   ctypes.c_void_p, integer, ctypes.c_void_p, integer, real, ctypes.c_void_p, integer]
-                    found = fn
-                    break
-            if found is not None:
-                break
+        located = cpu_blas.openblas_cblas(f"{kind}gemm")
+        if located is not None:
+            (found,), integer = located
+            real = ctypes.c_float if kind == "s" else ctypes.c_double
+            found.restype = None
+            found.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, integer, integer, integer, real,
+                              ctypes.c_void_p, integer, ctypes.c_void_p, integer, real, ctypes.c_void_p, integer]
         _FUNCS[kind] = found
     return _FUNCS[kind]
 

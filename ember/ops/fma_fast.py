@@ -56,25 +56,13 @@ def _axpy_functions() -> dict:
     """{float32: saxpy, float64: daxpy} from NumPy's OpenBLAS (ILP64 names first), or {}."""
     if "axpy" not in _STATE:
         found: dict = {}
-        for path in cpu_blas._loaded_openblas():
-            try:
-                lib = ctypes.CDLL(path)
-            except OSError:
-                continue
-            for prefix, suffix, integer in (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_int64),
-                                            ("scipy_cblas_", "", ctypes.c_int), ("cblas_", "", ctypes.c_int)):
-                pair = {}
-                for dtype, letter, real in ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double)):
-                    fn = getattr(lib, f"{prefix}{letter}axpy{suffix}", None)
-                    if fn is not None:
-                        fn.restype = None
-                        fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
-                        pair[np.dtype(dtype)] = fn
-                if len(pair) == 2:
-                    found = pair
-                    break
-            if found:
-                break
+        located = cpu_blas.openblas_cblas("saxpy", "daxpy")
+        if located is not None:
+            functions, integer = located
+            for fn, dtype, real in zip(functions, (np.float32, np.float64), (ctypes.c_float, ctypes.c_double)):
+                fn.restype = None
+                fn.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+                found[np.dtype(dtype)] = fn
         _STATE["axpy"] = found
     return _STATE["axpy"]
 

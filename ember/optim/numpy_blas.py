@@ -34,27 +34,18 @@ _REAL = {np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_do
 
 def _find() -> dict:
     """{dtype: (axpby, axpy)} from NumPy's OpenBLAS (64-bit-integer names first), or {}."""
-    for path in cpu_blas._loaded_openblas():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix, suffix, integer in (("scipy_cblas_", "64_", ctypes.c_int64), ("cblas_", "64_", ctypes.c_int64),
-                                        ("scipy_cblas_", "", ctypes.c_int), ("cblas_", "", ctypes.c_int)):
-            found = {}
-            for dtype, letter in ((np.dtype(np.float32), "s"), (np.dtype(np.float64), "d")):
-                by = getattr(lib, f"{prefix}{letter}axpby{suffix}", None)
-                py = getattr(lib, f"{prefix}{letter}axpy{suffix}", None)
-                if by is None or py is None:
-                    break
-                real = _REAL[dtype]
-                by.restype, py.restype = None, None
-                by.argtypes = [integer, real, ctypes.c_void_p, integer, real, ctypes.c_void_p, integer]
-                py.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
-                found[dtype] = (by, py)
-            if len(found) == 2:
-                return found
-    return {}
+    located = cpu_blas.openblas_cblas("saxpby", "saxpy", "daxpby", "daxpy")
+    if located is None:
+        return {}
+    (sby, spy, dby, dpy), integer = located
+    found = {}
+    for dtype, by, py in ((np.dtype(np.float32), sby, spy), (np.dtype(np.float64), dby, dpy)):
+        real = _REAL[dtype]
+        by.restype, py.restype = None, None
+        by.argtypes = [integer, real, ctypes.c_void_p, integer, real, ctypes.c_void_p, integer]
+        py.argtypes = [integer, real, ctypes.c_void_p, integer, ctypes.c_void_p, integer]
+        found[dtype] = (by, py)
+    return found
 
 
 def _self_test(functions: dict) -> bool:
