@@ -13,6 +13,7 @@ import ember
 from ember.backends import cpu_hot_worker
 from ember.graph.passes import fuse_numba
 from ember.graph.passes.fuse_numba_chunks import chunk_function
+from train_steps import classification_step
 
 _RANGE = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
 
@@ -66,12 +67,7 @@ def _train(hot: str, monkeypatch, steps: int = 4) -> tuple:
     opt = ember.optim.Adam(model.parameters(), 1e-2)
     xt, t = ember.tensor(x), ember.tensor(np.arange(16) % 4)
 
-    def step(x, t):
-        loss = ember.nn.functional.cross_entropy(model(x), t)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
+    step = classification_step(model, opt)
 
     with fuse_numba.every_group():  # small loops compile to Numba too (the test's arrays are small)
         fn = ember.compile(step, fallback="raise", measure=False)

@@ -14,6 +14,7 @@ from ember.graph.passes import scalar_chains
 from ember.graph.passes.scalar_chains import ScalarChainKernel, merge_scalar_chains, run_per_distinct_inputs
 from ember.graph.passes.share_scalar import node_key
 from ember.ops.registry import OPS
+from train_steps import classification_step
 
 
 def _train(make_opt, fast: bool, monkeypatch, steps: int = 5) -> tuple:
@@ -24,12 +25,7 @@ def _train(make_opt, fast: bool, monkeypatch, steps: int = 5) -> tuple:
     opt = make_opt(model.parameters())
     x, t = ember.randn(5, 8), ember.tensor(np.arange(5) % 3)
 
-    def step(x, t):
-        loss = ember.nn.functional.cross_entropy(model(x), t)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
+    step = classification_step(model, opt)
 
     fn = ember.compile(step, fallback="raise", measure=False)
     losses = [float(fn(x, t)) for _ in range(steps)]
