@@ -33,7 +33,8 @@ from ember import return_types
 from ember.serialization import safe_globals, torch_names
 from ember.serialization.errors import CheckpointError, UnsafeGlobalError
 
-_OPT_IN = ("If you trust the file, load it with weights_only=False, or allow this global with "
+_OPT_IN = ("If you trust the file, load it with weights_only=False (which can run arbitrary code from it), or allow "
+           "this global with "
            "ember.serialization.add_safe_globals([{obj}]) or `with ember.serialization.safe_globals([{obj}]):`.")
 
 
@@ -50,11 +51,13 @@ class Unpickler(pickle._Unpickler):  # the pure-Python machine, so each opcode c
         self._classes: set[int] = set()  # user-allowed classes (BUILD/NEWOBJ may use them)
 
     def refuse(self, full: str, why: str | None = None) -> None:
+        """Refuse global ``full``, in torch's words ("Weights only load failed ... Unsupported global: GLOBAL x"),
+        naming the file and both ways to opt in."""
         if why:
             raise UnsafeGlobalError(self.where, f"global {full!r}", why)
-        raise UnsafeGlobalError(self.where, f"global {full!r}", "is not allowed when loading with weights_only=True "
-                                "(only tensors, storages, dtypes, devices, containers and numbers are). "
-                                + _OPT_IN.format(obj=full))
+        raise UnsafeGlobalError(self.where, None, f"Weights only load failed. Unsupported global: GLOBAL {full} was "
+                                "not an allowed global by default: weights_only=True (the default) builds only tensors, "
+                                "storages, dtypes, devices, containers and numbers. " + _OPT_IN.format(obj=full))
 
     def find_class(self, module: str, name: str) -> Any:
         if self.proto < 3 and self.fix_imports:  # Python 2 names (protocol 2 writes __builtin__.set)

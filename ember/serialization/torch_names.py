@@ -21,16 +21,19 @@ from typing import Any
 
 import numpy as np
 
+from ember.serialization import torch_more_rebuilds as more
 from ember.serialization.errors import CheckpointError
+from ember.serialization.torch_more_rebuilds import _int, _int_tuple
 from ember import dtypes
 from ember.creation import _wrap_array
 from ember.device import device, to_device
 from ember.tensor import Size, Tensor
+from ember.ao import qdtypes
 from ember.ao.qdtypes import per_channel_affine, per_tensor_affine, qint8, qint32, quint8
 from ember.ao.qtensor import from_ints, from_ints_per_channel
 from ember.sparse.construct import sparse_coo_tensor
 from ember.sparse._index import is_sorted_unique, linear_keys
-from ember.surface.constants import sparse_coo, strided
+from ember.surface.constants import jagged, sparse_coo, sparse_csc, sparse_csr, strided
 
 # torch storage class name -> ember dtype name
 STORAGE_DTYPES = {"FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
@@ -48,7 +51,10 @@ TORCH_DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", 
                 "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8",
                 "uint8": "uint8", "bool": "bool", "complex64": "complex64", "cfloat": "complex64",
                 "complex128": "complex128", "cdouble": "complex128", "float8_e4m3fn": "float8_e4m3fn",
-                "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz"}
+                "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz", "float8_e5m2fnuz": "float8_e5m2fnuz",
+                "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+# dtypes torch writes on an UntypedStorage of bytes with _rebuild_tensor_v3 (they have no typed storage class)
+UNTYPED_DTYPES = frozenset(name for name in TORCH_DTYPES.values() if name not in STORAGE_DTYPES.values())
 
 
 # PyTorch's storages of quantized tensors (their integers) -> ember dtype name; kept out of DTYPE_STORAGES, so plain
@@ -103,18 +109,6 @@ class Placement(threading.local):
 PLACEMENT = Placement()
 
 
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CheckpointError("pickle", what, f"is {value!r:.60}, expected an integer")
-    return value
-
-
-def _int_tuple(value: Any, what: str) -> tuple:
-    if not isinstance(value, (tuple, list)) or len(value) > 64:
-        raise CheckpointError("pickle", what, f"is {value!r:.60}, expected a tuple of at most 64 integers")
-    return tuple(_int(v, what) for v in value)
-
-
 def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, requires_grad: Any = False,
                    backward_hooks: Any = None, metadata: Any = None) -> Any:
     """``torch._utils._rebuild_tensor_v2``: an ember tensor viewing ``storage`` (no copy)."""
@@ -148,6 +142,8 @@ def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, re
                                                writeable=array.flags.writeable)
         if raw is not array:
             data = data.view(array.dtype)
+    if metadata:  # torch's lazy conjugate/negative bits ({'conj': True}): ember applies them (a copy)
+        data = more.apply_tensor_metadata(data, metadata, storage.key)
     tensor = _wrap_array(data, to_device("cpu"))
     if storage.location != "cpu" or PLACEMENT.map_location is not None:  # saved on a GPU, or map_location
         from ember.serialization.safetensors_format import place
@@ -208,9 +204,11 @@ def rebuild_sparse_tensor(layout: Any, data: Any) -> Any:
     """``torch._utils._rebuild_sparse_tensor``: a sparse COO tensor from (indices, values, size[, is_coalesced]).
     The indices are checked against the size; a coalesced flag is kept only when the entries really are
     sorted and distinct (a file cannot make ``indices()`` hand out a wrong order)."""
+    if layout is sparse_csr or layout is sparse_csc:
+        return more.rebuild_compressed(layout, data)
     if layout is not sparse_coo:
         raise CheckpointError("pickle", "_rebuild_sparse_tensor", f"layout {layout!r:.40} is not supported by ember "
-                              "(only sparse_coo)")
+                              "(sparse_coo, sparse_csr, sparse_csc)")
     if not isinstance(data, tuple) or len(data) not in (3, 4):
         raise CheckpointError("pickle", "_rebuild_sparse_tensor", "expects (indices, values, size[, is_coalesced])")
     indices, values, size = data[:3]
@@ -234,9 +232,11 @@ def rebuild_sparse_tensor(layout: Any, data: Any) -> Any:
 
 def get_layout(name: Any) -> Any:
     """``torch.serialization._get_layout('torch.sparse_coo')``: ember's layout object."""
-    layouts = {"torch.sparse_coo": sparse_coo, "torch.strided": strided}
+    layouts = {"torch.sparse_coo": sparse_coo, "torch.strided": strided, "torch.sparse_csr": sparse_csr,
+               "torch.sparse_csc": sparse_csc, "torch.jagged": jagged}
     if name not in layouts:
-        raise CheckpointError("pickle", "_get_layout", f"layout {name!r:.40} is not supported by ember")
+        raise CheckpointError("pickle", "_get_layout", f"layout {name!r:.40} is not supported by ember (sparse_coo, "
+                              "sparse_csr, sparse_csc; convert block-sparse tensors with .to_sparse_csr() in torch)")
     return layouts[name]
 
 
@@ -317,19 +317,26 @@ def _allowed() -> dict[str, Any]:
         "torch.per_tensor_affine": per_tensor_affine, "torch.per_channel_affine": per_channel_affine,
         "torch.qint8": qint8, "torch.quint8": quint8, "torch.qint32": qint32, "torch.serialization._get_layout": get_layout,
         "torch.sparse_coo": sparse_coo,
-        "collections.OrderedDict": collections.OrderedDict,
+        "collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
+        "builtins.bytearray": bytearray,
         "_codecs.encode": codecs_encode,
         "builtins.set": set, "builtins.frozenset": frozenset, "builtins.slice": slice, "builtins.complex": complex,
         "torch.nn.parameter.Parameter": None,  # resolved below (import cycle)
+        "torch.Tensor": Tensor, "torch._tensor._rebuild_from_type_v2": more.rebuild_from_type_v2,
+        "torch._utils._rebuild_meta_tensor_no_storage": more.rebuild_meta_tensor,
     }
+    for name in ("per_tensor_symmetric", "per_channel_symmetric", "per_channel_affine_float_qparams"):
+        table[f"torch.{name}"] = getattr(qdtypes, name)
+    more.TENSOR_REBUILDS.update(v for k, v in table.items() if k.startswith("torch._utils._rebuild_"))
     for name in (*STORAGE_DTYPES, *QUANTIZED_STORAGES):
         table[f"torch.{name}"] = StorageType(name)
     table["torch.storage.UntypedStorage"] = StorageType(UNTYPED_STORAGE)
     for name, ember_name in TORCH_DTYPES.items():
         table[f"torch.{name}"] = dtypes.to_dtype(ember_name)
-    from ember.nn import Parameter
+    from ember.nn import Buffer, Parameter
 
     table["torch.nn.parameter.Parameter"] = Parameter
+    more.NN_CLASSES.update(Parameter=Parameter, Buffer=Buffer)
     return table
 
 
@@ -346,9 +353,17 @@ def allowed() -> dict[str, Any]:
 
 # Names refused with a specific reason instead of "not allowed".
 UNSUPPORTED = {
-    "torch._utils._rebuild_meta_tensor_no_storage": "meta tensors are not supported by ember",
     "torch._utils._rebuild_wrapper_subclass": "tensor subclasses are not supported by ember",
+    "torch._utils._rebuild_nested_tensor": "nested tensors are not supported by ember's loader; save "
+                                           "t.unbind() (a list of tensors) instead",
+    "torch._utils._rebuild_device_tensor_from_numpy": "tensors of devices without storages (XLA, ...) are not "
+                                                      "supported; move them to the CPU before saving",
+    "torch._utils._rebuild_device_tensor_from_cpu_tensor": "tensors of devices without storages (XLA, ...) are not "
+                                                           "supported; move them to the CPU before saving",
 }
+
+
+UNSUPPORTED.update(more.missing_dtype_reasons())
 
 
 class TorchName:

@@ -31,9 +31,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ember.device import to_device
+from ember.dtypes import from_numpy_dtype
 from ember.serialization.errors import CheckpointError
 from ember.serialization.restricted_unpickler import Unpickler
 from ember.serialization.torch_names import PLACEMENT, Storage, StorageType
+from ember.storage import TypedStorage, UntypedStorage
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
@@ -90,7 +93,29 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
     storage = storage_loader(buffer, infos, f"{prefix}data/", where, member)
     data = member(pickles[0])
     with _placed(map_location):
-        return Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load()
+        return public_storages(Unpickler(io.BytesIO(data), where, storage=storage, weights_only=weights_only).load())
+
+
+def public_storages(obj: Any, depth: int = 0) -> Any:
+    """Storages the file holds as values (``torch.save(t.untyped_storage())``) as ember's ``TypedStorage``, as
+    torch.load gives them; containers are walked (dicts and lists in place), everything else is returned as is."""
+    if isinstance(obj, Storage):
+        # as_strided's result does not chain .base to the file buffer, so the storage is these bytes, not the file
+        own = np.lib.stride_tricks.as_strided(obj.array, writeable=obj.array.flags.writeable)
+        return TypedStorage(wrap_storage=UntypedStorage._of(own, to_device("cpu")), dtype=from_numpy_dtype(own.dtype))
+    if depth > 64:
+        return obj
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, (Storage, dict, list, tuple)):
+                obj[key] = public_storages(value, depth + 1)
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            if isinstance(value, (Storage, dict, list, tuple)):
+                obj[i] = public_storages(value, depth + 1)
+    elif type(obj) is tuple and any(isinstance(v, (Storage, dict, list, tuple)) for v in obj):
+        return tuple(public_storages(v, depth + 1) for v in obj)
+    return obj
 
 
 class TorchScriptArchive(CheckpointError):
@@ -227,7 +252,7 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
 
     stream.seek(main)
     with _placed(map_location):
-        return Unpickler(stream, where, storage=second_pass, weights_only=weights_only).load()
+        return public_storages(Unpickler(stream, where, storage=second_pass, weights_only=weights_only).load())
 
 
 @contextlib.contextmanager

@@ -28,16 +28,19 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ember import return_types
-from ember.serialization.torch_names import DTYPE_STORAGES, TorchName
-from ember.dtypes import FLOAT8_NP, dtype, from_numpy_dtype
+from ember.serialization.torch_names import DTYPE_STORAGES, UNTYPED_DTYPES, TorchName
+from ember.dtypes import dtype, from_numpy_dtype
 from ember.tensor import Size, Tensor
 from ember.sparse.coo import SparseTensor
-from ember.ao.qdtypes import per_tensor_affine
+from ember.ao.qdtypes import per_tensor_affine, qscheme
 from ember.ao.qtensor import QuantizedTensor
+from ember.sparse.compressed import SparseCompressedTensor
+from ember.storage import TypedStorage, UntypedStorage
+from ember.surface.constants import layout
 
 ALIGNMENT = 64
 _REBUILD_TENSOR = TorchName("torch._utils", "_rebuild_tensor_v2")
-_REBUILD_TENSOR_V3 = TorchName("torch._utils", "_rebuild_tensor_v3")  # float8: bytes + the dtype, as torch writes
+_REBUILD_TENSOR_V3 = TorchName("torch._utils", "_rebuild_tensor_v3")  # float8, uint16-64: bytes + the dtype, as torch
 _UNTYPED_STORAGE = TorchName("torch.storage", "UntypedStorage")
 _REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
 _SIZE = TorchName("torch", "Size")
@@ -46,6 +49,9 @@ _GET_LAYOUT = TorchName("torch.serialization", "_get_layout")
 _DEVICE = TorchName("torch", "device")
 _REBUILD_QTENSOR = TorchName("torch._utils", "_rebuild_qtensor")
 _QSCHEMES = {name: TorchName("torch", name) for name in ("per_tensor_affine", "per_channel_affine")}
+_REBUILD_META = TorchName("torch._utils", "_rebuild_meta_tensor_no_storage")
+_REBUILD_FROM_TYPE = TorchName("torch._tensor", "_rebuild_from_type_v2")  # a tensor with Python attributes
+_TENSOR = TorchName("torch", "Tensor")
 _QUANTIZED_STORAGE = {"quint8": "QUInt8Storage", "qint8": "QInt8Storage", "qint32": "QInt32Storage"}
 
 
@@ -56,10 +62,18 @@ class _StorageRef:
 
     def __init__(self, key: str, array: np.ndarray, location: str = "cpu") -> None:
         self.key, self.array, self.location = key, array, location
-        if array.dtype in FLOAT8_NP:  # torch keeps float8 bytes in an UntypedStorage (numel = bytes)
-            self.kind = _UNTYPED_STORAGE
-        else:
-            self.kind = TorchName("torch", DTYPE_STORAGES[_dtype_name(array.dtype)])
+        name = _dtype_name(array.dtype)
+        # torch keeps float8 and uint16-64 bytes in an UntypedStorage (numel = bytes), typed by _rebuild_tensor_v3
+        self.kind = _UNTYPED_STORAGE if name in UNTYPED_DTYPES else TorchName("torch", DTYPE_STORAGES[name])
+
+    @property
+    def untyped(self) -> bool:
+        return self.kind is _UNTYPED_STORAGE
+
+    @property
+    def numel(self) -> int:
+        """The storage's size as the persistent id states it: bytes for an UntypedStorage, else elements."""
+        return int(self.array.nbytes if self.untyped else self.array.size)
 
 
 def _dtype_name(dtype: np.dtype) -> str:
@@ -67,7 +81,7 @@ def _dtype_name(dtype: np.dtype) -> str:
         name = from_numpy_dtype(dtype).name
     except Exception:  # noqa: BLE001 - any dtype ember has no name for
         name = None
-    if name not in DTYPE_STORAGES:
+    if name not in DTYPE_STORAGES and name not in UNTYPED_DTYPES:
         raise TypeError(f"ember.save: arrays of dtype {dtype} have no PyTorch storage type; convert them first")
     return name
 
@@ -80,7 +94,16 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
 
     def persistent_id(self, obj: Any) -> Any:
         if isinstance(obj, _StorageRef):
-            return ("storage", obj.kind, obj.key, obj.location, int(obj.array.size))
+            return ("storage", obj.kind, obj.key, obj.location, obj.numel)
+        if isinstance(obj, (UntypedStorage, TypedStorage)):  # torch's forms: bytes, or elements of a storage class
+            typed = isinstance(obj, TypedStorage)
+            raw = np.array(obj.cpu()._untyped_storage._bytes if typed else obj.cpu()._bytes, np.uint8).reshape(-1)
+            ref = _StorageRef(str(len(self.storages)), raw.view(obj.dtype.np) if typed else raw)
+            if not typed:
+                ref.kind = _UNTYPED_STORAGE
+            self.storages[id(ref)] = ref
+            self._roots.append(ref)
+            return ("storage", ref.kind, ref.key, "cpu", ref.numel)
         return None
 
     def _storage_of(self, array: np.ndarray) -> tuple[_StorageRef, int, tuple]:
@@ -119,10 +142,20 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         if isinstance(obj, SparseTensor):  # torch's own form: the layout, then indices, values, size, coalesced
             data = (obj._indices(), obj._values().detach(), Size(obj.shape), obj.is_coalesced())
             return (_REBUILD_SPARSE, (_Rebuilt((_GET_LAYOUT, ("torch.sparse_coo",))), data))
+        if isinstance(obj, SparseCompressedTensor):  # torch's form: layout, (compressed, plain, values, size)
+            parts = (obj.crow_indices(), obj.col_indices()) if obj.layout.name == "sparse_csr" else \
+                (obj.ccol_indices(), obj.row_indices())
+            data = (*parts, obj.values().detach(), Size(obj.shape))
+            return (_REBUILD_SPARSE, (_Rebuilt((_GET_LAYOUT, (f"torch.{obj.layout.name}",))), data))
         if isinstance(obj, QuantizedTensor):  # torch's _rebuild_qtensor over a Q(U)Int storage of the integers
             return self._reduce_quantized(obj)
+        if isinstance(obj, Tensor) and obj.device.type == "meta":  # shape and dtype only, as torch writes them
+            return (_REBUILD_META, (obj.dtype, tuple(obj.shape), tuple(obj.stride()), bool(obj.requires_grad)))
         if isinstance(obj, Tensor):
-            from ember.nn import Parameter
+            from ember.nn import Buffer, Parameter
+
+            if not isinstance(obj, Parameter) and getattr(obj, "__dict__", None):
+                return self._reduce_with_attributes(obj, isinstance(obj, Buffer))
 
             device = obj.device
             array = obj.detach().cpu().numpy()  # a device tensor: a host copy, saved with its device (torch's "cuda:0")
@@ -130,7 +163,7 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
             if device.type != "cpu":
                 ref.location = f"{device.type}:{device.index or 0}"
             args = (ref, offset, tuple(array.shape), strides, bool(obj.requires_grad), collections.OrderedDict())
-            if array.dtype in FLOAT8_NP:
+            if ref.untyped:
                 return (_REBUILD_TENSOR_V3, args + (obj.dtype,))
             if isinstance(obj, Parameter):
                 plain = (_REBUILD_TENSOR, args[:4] + (False, collections.OrderedDict()))
@@ -146,7 +179,23 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
             return (_DEVICE, (str(obj),))
         if isinstance(obj, Size):
             return (_SIZE, (tuple(obj),))
+        if isinstance(obj, layout):  # torch pickles layouts by name through _get_layout
+            return (_GET_LAYOUT, (f"torch.{obj.name}",))
+        if isinstance(obj, qscheme):  # the global torch.per_tensor_symmetric, ... (save_global)
+            return obj.name
         return NotImplemented
+
+    def _reduce_with_attributes(self, obj: Tensor, buffer: bool) -> tuple:
+        """A tensor carrying Python attributes (an ``nn.Buffer``, ``t.note = ...``): torch's
+        ``_rebuild_from_type_v2(_rebuild_tensor_v2, torch.Tensor, args, state)``; a Buffer is torch's plain tensor
+        marked ``_is_buffer``."""
+        state = dict(obj.__dict__)
+        if buffer:
+            state["_is_buffer"] = True
+        plain = obj.detach()
+        plain.requires_grad_(bool(obj.requires_grad) and obj.dtype.is_floating_point)
+        func, args = self.reducer_override(plain)
+        return (_REBUILD_FROM_TYPE, (func, _TENSOR, args, state))
 
     def _reduce_quantized(self, q: QuantizedTensor) -> tuple:
         ints = q.int_repr().numpy()
@@ -165,6 +214,8 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
             module, name = obj.module, obj.name
         elif isinstance(obj, dtype):
             module, name = "torch", obj.name if obj.name != "bool" else "bool"
+        elif isinstance(obj, qscheme):
+            module, name = "torch", obj.name
         else:
             return super().save_global(obj, name)
         self.write(pickle.GLOBAL + f"{module}\n{name}\n".encode("utf-8"))
@@ -213,7 +264,7 @@ def write(f: BinaryIO, obj: Any) -> None:
         _write_member(archive, out, prefix + "byteorder", b"little")
         for ref in sorted(pickler.storages.values(), key=lambda r: int(r.key)):
             array = ref.array if ref.array.flags.c_contiguous else np.ascontiguousarray(ref.array)
-            if array.dtype in FLOAT8_NP:  # (a memoryview cannot cast ml_dtypes' float8 buffers)
+            if ref.untyped:  # (a memoryview cannot cast ml_dtypes' float8 buffers)
                 array = array.view(np.uint8)
             _write_member(archive, out, f"{prefix}data/{ref.key}", array.reshape(-1).view(np.uint8))
         _write_member(archive, out, prefix + "version", b"3\n")
