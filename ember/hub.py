@@ -19,12 +19,14 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import sys
 import tempfile
 import urllib.parse
 import urllib.request
+import zipfile
 from typing import Any
 
 from urllib.error import HTTPError, URLError  # noqa: E402,F401  (re-exported by torch.hub; timm imports them)
@@ -194,7 +196,27 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
     if not os.path.exists(cached):
         sys.stderr.write(f'Downloading: "{url}" to {cached}\n')
         download_url_to_file(url, cached, hash_prefix, progress=progress)
+    zipped = _zipped_checkpoint(cached)
+    if zipped is not None:  # torch.hub's "legacy zip": one checkpoint zipped (read in memory, never extracted)
+        return ember.load(zipped, map_location=map_location, weights_only=weights_only)
     return ember.load(cached, map_location=map_location, weights_only=weights_only)
+
+
+def _zipped_checkpoint(path: str) -> io.BytesIO | None:
+    """A zip holding exactly one file (how old checkpoints were published; torch.hub unzips them): that file's
+    bytes. A PyTorch zip checkpoint has several members, so it is never taken for one. Nothing is written to disk,
+    so a member name with ``../`` reaches no folder."""
+    if not zipfile.is_zipfile(path):
+        return None
+    with zipfile.ZipFile(path) as archive:
+        infos = archive.infolist()
+        if len(infos) != 1 or infos[0].is_dir():
+            return None
+        try:
+            return io.BytesIO(archive.read(infos[0]))
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as error:
+            raise ValueError(f"{path}: the checkpoint zipped inside ({infos[0].filename!r}) is damaged ({error})") \
+                from None
 
 
 

@@ -33,21 +33,26 @@ FORMAT = "ember/1"
 STRUCTURE_KEY = "ember.structure"
 # safetensors dtype codes <-> NumPy dtypes (little-endian). BF16 comes from ml_dtypes when installed.
 _CODES = {"BOOL": "|b1", "U8": "|u1", "I8": "|i1", "I16": "<i2", "U16": "<u2", "I32": "<i4", "U32": "<u4",
-          "I64": "<i8", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8"}
+          "I64": "<i8", "U64": "<u8", "F16": "<f2", "F32": "<f4", "F64": "<f8", "C64": "<c8"}
+# codes of the dtypes NumPy gets from ml_dtypes -> ember's dtype name (safetensors.torch's names for torch's dtypes)
+_ML_CODES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+             "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz"}
 
 
 def np_dtype(code: str, where: Any = "ember.load", what: str | None = None) -> np.dtype:
-    if code == "BF16":
-        if dtypes.bfloat16.np is None:
-            raise CheckpointError(where, what, "holds bfloat16 data; install ml_dtypes to read it "
+    if code in _ML_CODES:
+        found = dtypes.to_dtype(_ML_CODES[code]).np
+        if found is None:
+            raise CheckpointError(where, what, f"holds {_ML_CODES[code]} data; install ml_dtypes to read it "
                                   "(pip install 'ember[bf16]')")
-        return dtypes.bfloat16.np
+        return found
     return np.dtype(_CODES[code])
 
 
 def code_of(dtype: np.dtype) -> str:
-    if dtype.name == "bfloat16":
-        return "BF16"
+    for code, name in _ML_CODES.items():
+        if dtype.name == name:
+            return code
     for code, name in _CODES.items():
         if np.dtype(name) == dtype.newbyteorder("<") or np.dtype(name) == dtype:
             return code

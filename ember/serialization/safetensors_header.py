@@ -26,9 +26,10 @@ from ember.serialization.errors import CheckpointError
 
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's limit
 ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "I32": 4, "U32": 4, "I64": 8, "U64": 8,
-            "F16": 2, "BF16": 2, "F32": 4, "F64": 8}
+            "F16": 2, "BF16": 2, "F32": 4, "F64": 8, "C64": 8,
+            "F8_E4M3": 1, "F8_E5M2": 1, "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1}
 # Types the format knows but ember cannot hold: named in the error instead of "unknown".
-_KNOWN_UNSUPPORTED = {"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64", "C128"}
+_KNOWN_UNSUPPORTED = {"F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C128"}
 
 
 @dataclass(frozen=True)
