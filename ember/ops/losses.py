@@ -29,11 +29,23 @@ from ember.ops.extra_math import xlogy
 _REDUCTIONS = ("mean", "sum", "none")
 
 
+def legacy_reduction(size_average: Any, reduce: Any, stacklevel: int = 3) -> str:
+    """The reduction PyTorch reads from the deprecated ``size_average``/``reduce`` flags, warning as torch does.
+
+    >>> legacy_reduction(None, False)  # 'none', with "... please use reduction='none' instead."
+    """
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = ("mean" if size_average else "sum") if reduce else "none"
+    # the warning names a line inside the library, as torch's (so it prints once per process, not per call site)
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.",
+                  UserWarning, stacklevel=stacklevel)
+    return reduction
+
+
 def _reduction(op: str, reduction: str, size_average: Any = None, reduce: Any = None) -> str:
     if size_average is not None or reduce is not None:  # PyTorch's deprecated pair of flags
-        if reduce is False:
-            return "none"
-        return "sum" if size_average is False else "mean"
+        return legacy_reduction(size_average, reduce)
     if reduction == "elementwise_mean":  # PyTorch 0.4's name, still accepted by torch 2.x with this warning
         warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' instead.",
                       UserWarning, stacklevel=3)

@@ -380,6 +380,18 @@ def _basic_index(key: Any) -> tuple | None:
     return key
 
 
+def _uint8_mask(item: Any) -> Any:
+    """A uint8 index is a boolean mask in PyTorch (pre-bool code, e.g. ``x[1 - suppress]``), with its warning.
+
+    >>> x = ember.arange(3.); x[ember.tensor([1, 0, 1], dtype=ember.uint8)]  # tensor([0., 2.]), as x[mask.bool()]
+    """
+    import warnings
+
+    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                  UserWarning, stacklevel=5)  # the line of the caller of x[...]
+    return item != 0
+
+
 def split_index(key: Any, device: Any) -> tuple[tuple, list]:
     """Turn a Python index into (static structure, index tensors); lists/arrays become tensors."""
     basic = _basic_index(key)
@@ -393,6 +405,8 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
     tensors: list = []
     for item in key:
         if isinstance(item, dispatch.Tensor):
+            if item.dtype is dtypes.uint8:
+                item = _uint8_mask(item)
             if item.dtype is not dtypes.bool_ and item.dtype.category != 1:
                 raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
             if item._device != device and item._device.type == "cpu":
@@ -405,6 +419,8 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
             t = make_tensor(list(item) if isinstance(item, range) else item, device=device)
             if len(t.shape) == 1 and t.shape[0] == 0:
                 t = t.long()
+            elif t.dtype is dtypes.uint8:
+                t = _uint8_mask(t)
             structure.append((TENSOR_SLOT, len(tensors)))
             tensors.append(t)
         elif item is None or item is Ellipsis or isinstance(item, (int, slice, bool)):

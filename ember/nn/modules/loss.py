@@ -13,6 +13,7 @@ from typing import Any
 
 from ember.nn import functional as F
 from ember.nn.modules.module import Module
+from ember.ops.losses import legacy_reduction
 from ember.tensor import Tensor
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -24,9 +25,7 @@ class _Loss(Module):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
         if size_average is not None or reduce is not None:  # PyTorch's legacy flags
-            size_average = True if size_average is None else size_average
-            reduce = True if reduce is None else reduce
-            reduction = "none" if not reduce else ("mean" if size_average else "sum")
+            reduction = legacy_reduction(size_average, reduce, stacklevel=2)
         if reduction not in self._reductions and reduction != "elementwise_mean":  # (old name of mean, kept as torch)
             raise ValueError(f"{type(self).__name__}: {reduction!r} is not a valid value for reduction; "
                              f"use one of {self._reductions}")
