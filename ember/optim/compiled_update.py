@@ -176,6 +176,14 @@ class CompiledUpdates:
     def __init__(self) -> None:
         self.cache: OrderedDict = OrderedDict()
 
+    # A cache of traced graphs (closures over this process's buffers): pickled and deep-copied empty, so
+    # ``torch.save({'optimizer': opt})`` and ``copy.deepcopy(opt)`` work as in PyTorch; the next step re-traces.
+    def __getstate__(self) -> dict:
+        return {}
+
+    def __setstate__(self, state: dict) -> None:
+        self.cache = OrderedDict()
+
     def run(self, update: Callable, group: dict, params: list, states: list, static: tuple = (),
             kernel: Any = None) -> bool:
         """Run the group's update compiled; False when it must run op by op instead (then nothing ran).
