@@ -181,6 +181,7 @@ def _rule(x: Spec, t: Spec, ignore_index: int, reduction: str) -> tuple:
 
 CROSS_ENTROPY = register(OpDef(
     name="cross_entropy", batch=_batch_forward, category="nn", impl=_forward_impl, vjp=_vjp, save="both", num_outputs=2,
+    saved_outputs=(1,),  # the log-softmax only: `loss += reg` before backward is fine, as in torch
     nondiff_inputs=(1,), nondiff_outputs=(1,), shape_rule=_rule, onnx=to_onnx.cross_entropy,
     flops=lambda inputs, outputs, attrs: 6 * int(np.prod(inputs[0].shape)),
 ))

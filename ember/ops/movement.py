@@ -408,7 +408,8 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
             if item.dtype is dtypes.uint8:
                 item = _uint8_mask(item)
             if item.dtype is not dtypes.bool_ and item.dtype.category != 1:
-                raise IndexError(f"index: tensors used as indices must be long, int or bool, got {item.dtype}")
+                raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors (got {item.dtype}); "
+                                 "convert with .long(), e.g. x[(i // n).long()]")
             if item._device != device and item._device.type == "cpu":
                 item = item.to(device)  # CPU indices of a device tensor move with it, as in PyTorch
             structure.append((TENSOR_SLOT, len(tensors)))

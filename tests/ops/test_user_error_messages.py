@@ -192,7 +192,7 @@ def test_gather_index_out_of_range() -> None:
 
 
 def test_float_index_tensor_rejected() -> None:
-    with pytest.raises(IndexError, match=r"long, int or bool.*float32"):
+    with pytest.raises(IndexError, match=r"long, int, byte or bool tensors.*float32"):
         ember.ones(3)[ember.tensor([0.0, 1.0])]
 
 
