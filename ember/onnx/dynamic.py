@@ -123,10 +123,32 @@ class _Fit:
             node.out_specs = [spec._replace(shape=tuple(shape)) for spec, shape in zip(node.out_specs, shapes)]
             for vid, spec in zip(node.outputs, node.out_specs):
                 base.specs[vid] = spec
+        self._constants(every)
         for j, (vid, spec) in enumerate(base.inputs):
             shape = self.fit([tuple(p.inputs[j][1].shape) for p in every], f"input {j} shape")
             base.inputs[j] = (vid, spec._replace(shape=tuple(shape)))
             base.specs[vid] = base.inputs[j][1]
+
+    def _constants(self, every: list[Program]) -> None:
+        """Constants whose shape follows the dynamic sizes: allowed when they hold the same values along every
+        size-dependent axis (an RNN's zero initial state, a time index repeated over the batch; torch's exporter
+        traces them as ConstantOfShape/Expand too). Their shape is fitted like any int and emitted with Expand."""
+        columns = zip(*(list(p.constants.values()) for p in every))
+        for k, consts in enumerate(columns):
+            const = consts[0]
+            if all(c.data.shape == const.data.shape for c in consts):
+                continue
+            ndim = const.data.ndim
+            axes = [a for a in range(ndim) if any(c.data.ndim != ndim or c.data.shape[a] != const.data.shape[a]
+                                                   for c in consts)]
+            cut = [_reduced(c.data, axes) if c.data.ndim == ndim else None for c in consts]
+            if const.dtype.is_complex or any(r is None or r.shape != cut[0].shape or not
+                                             np.array_equal(r, cut[0], equal_nan=r.dtype.kind in "fc") for r in cut):
+                raise RuntimeError(
+                    f"ember.onnx.export: constant {const.name or k} of shape {const.data.shape} depends on a dynamic "
+                    "size; build it from the input instead (e.g. with expand or ones_like).")
+            const.dynamic_shape = tuple(self.fit([tuple(c.data.shape) for c in consts], f"constant {k} shape"))
+            const.data = cut[0]
 
     def fit(self, values: list, where: str) -> Any:
         """``values``: one per traced size set (subsets of +1, then the all-+2 check)."""
@@ -174,12 +196,19 @@ def _check_same_graph(base: Program, other: Program) -> None:
             f"ember.onnx.export: the traced graph changes when a dynamic size changes (first difference at node "
             f"{at}: {_node_desc(base, at)} vs {_node_desc(other, at)}). The function branches on that size; export "
             "without dynamic_axes or make the code size-agnostic.")
-    theirs = list(other.constants.values())
-    for k, const in enumerate(base.constants.values()):
-        if k >= len(theirs) or theirs[k].data.shape != const.data.shape:
-            raise RuntimeError(
-                f"ember.onnx.export: constant {const.name or k} of shape {const.data.shape} depends on a dynamic "
-                "size; build it from the input instead (e.g. with expand or ones_like).")
+    if len(other.constants) != len(base.constants):
+        raise RuntimeError("ember.onnx.export: the number of constants changes with a dynamic size; build them from "
+                           "the input instead (e.g. with expand or ones_like).")
+
+
+def _reduced(data: np.ndarray, axes: list[int]) -> np.ndarray | None:
+    """``data`` cut to size 1 along ``axes`` when it is the same along each of them (so Expand rebuilds it at any
+    size there), else None. NaN-safe: equal NaNs count as the same."""
+    if any(data.shape[a] == 0 for a in axes):
+        return None
+    first = data[tuple(slice(0, 1) if a in axes else slice(None) for a in range(data.ndim))]
+    same = (data == first) | ((data != data) & (first != first))
+    return first if bool(np.all(same)) else None
 
 
 def _node_desc(program: Program, k: int) -> str:

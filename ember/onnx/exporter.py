@@ -174,6 +174,16 @@ def _parse_dynamic_axes(spec: dict, input_names: list, inputs: tuple, output_nam
 
 
 # ---- tracing with dynamic sizes ------------------------------------------------------------------
+def _flat_outputs(result: Any) -> list:
+    """The graph outputs of a model's result, as torch.onnx.export flattens them: nested tuples/lists (an LSTM's
+    ``output, (h, c)``) and dict values in order."""
+    if isinstance(result, dict):
+        return [leaf for value in result.values() for leaf in _flat_outputs(value)]
+    if isinstance(result, (tuple, list)):
+        return [leaf for value in result for leaf in _flat_outputs(value)]
+    return [result]
+
+
 def _trace(fn: Callable, inputs: tuple, input_names: list, names: dict) -> Program:
     """Trace ``fn`` on symbolic inputs shaped like ``inputs`` with ember.graph's tracer."""
     from ember.graph.builder import Tracer
@@ -185,7 +195,7 @@ def _trace(fn: Callable, inputs: tuple, input_names: list, names: dict) -> Progr
             symbolic = [tracer.input(tuple(x.shape), x.dtype, x.device, name=name)
                         for x, name in zip(inputs, input_names)]
             result = fn(*symbolic)
-            outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+            outputs = _flat_outputs(result)
             del result, symbolic  # symbolic tensors still referenced at finish() count as escaped
             bad = [type(o).__name__ for o in outputs if not isinstance(o, Tensor)]
             if bad:
@@ -279,7 +289,11 @@ def _build_graph(program: Program, input_names: list, output_names: list, dims: 
     def name_of(vid: int) -> str:
         if vid not in names:  # a captured constant: emitted on first use
             const = program.constants[vid]
-            names[vid] = b.const(const.data, const.dtype, name=const.name or "const")
+            if const.dynamic_shape is not None:  # values repeated along size-dependent axes (dynamic.py)
+                value = b.const(const.data, const.dtype)
+                names[vid] = b.node("Expand", [value, b.ints(const.dynamic_shape)])
+            else:
+                names[vid] = b.const(const.data, const.dtype, name=const.name or "const")
         return names[vid]
 
     for k, node in enumerate(program.nodes):

@@ -35,6 +35,9 @@ class Const:
     data: np.ndarray
     dtype: Any  # ember dtype
     name: str | None = None  # e.g. "fc1.weight" for module parameters
+    # set by dynamic export for a constant filled with one value whose shape follows dynamic sizes (an RNN's
+    # zero initial state): the shape with DynInt entries, emitted as Expand(value, shape)
+    dynamic_shape: tuple | None = None
 
 
 @dataclass

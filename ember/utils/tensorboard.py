@@ -15,7 +15,12 @@ Example:
 from __future__ import annotations
 
 import functools
+import io
+import time
+import wave
 from typing import Any, Callable
+
+import numpy as np
 
 from ember import dtypes
 from ember.graph.ir import Graph
@@ -25,6 +30,7 @@ from ember.viz.tensorboard_graph import graph_def, trace_module
 try:
     from tensorboardX import SummaryWriter as _TensorBoardXWriter
     from tensorboardX.proto import event_pb2
+    from tensorboardX.proto.summary_pb2 import Summary
 except ImportError:  # pragma: no cover - exercised only without the optional dependency
     raise ImportError("ember.utils.tensorboard needs tensorboardX: pip install tensorboardX (or "
                       "pip install 'ember[train]')") from None
@@ -77,9 +83,49 @@ class SummaryWriter(_TensorBoardXWriter):
             print(proto)
         self._get_file_writer().add_event(event_pb2.Event(graph_def=proto.SerializeToString()))
 
+    def add_hparams(self, hparam_dict: dict, metric_dict: dict, hparam_domain_discrete: dict | None = None,
+                    run_name: str | None = None, global_step: Any = None, *, name: str | None = None) -> None:
+        """torch's signature (``run_name``, ``hparam_domain_discrete``) over tensorboardX's writer (``name=``): the
+        session is written to ``<log_dir>/<run_name or time>``. The discrete domains are checked as torch checks
+        them; TensorBoard infers the domains from the logged values (tensorboardX writes none)."""
+        if hparam_domain_discrete is not None:
+            if not isinstance(hparam_domain_discrete, dict) or not all(
+                    k in hparam_dict and isinstance(v, list) and all(isinstance(x, type(hparam_dict[k])) for x in v)
+                    for k, v in hparam_domain_discrete.items()):
+                raise TypeError("parameter: hparam_domain_discrete should be a dictionary, its keys should exist in "
+                                "hparam_dict, and its values should be lists of the hparams' types")
+        super().add_hparams(hparam_dict, _host(metric_dict), name=run_name or name, global_step=global_step)
+
+    def add_audio(self, tag: str, snd_tensor: Any, global_step: Any = None, sample_rate: int = 44100,
+                  walltime: float | None = None) -> None:
+        """A mono clip in [-1, 1] as 16-bit WAV, encoded with the standard library as torch's writer does
+        (tensorboardX's needs the soundfile package)."""
+        self._get_file_writer().add_summary(audio_summary(tag, _host(snd_tensor), sample_rate), global_step,
+                                            walltime if walltime is not None else time.time())
+
+
+def audio_summary(tag: str, samples: Any, sample_rate: int = 44100) -> Any:
+    """torch.utils.tensorboard.summary.audio: samples clipped to [-1, 1], scaled to int16, one channel."""
+    array = np.asarray(samples, dtype=np.float64).squeeze()
+    if array.ndim != 1:
+        raise ValueError(f"add_audio: expected a 1-D clip (or one with size-1 dimensions), got shape {array.shape}")
+    if array.size and np.abs(array).max() > 1:
+        print("warning: audio amplitude out of range, auto clipped.")
+        array = array.clip(-1, 1)
+    pcm = (array * np.iinfo(np.int16).max).astype("<i2")
+    encoded = io.BytesIO()
+    with wave.open(encoded, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(pcm.tobytes())
+    clip = Summary.Audio(sample_rate=sample_rate, num_channels=1, length_frames=pcm.shape[-1],
+                         encoded_audio_string=encoded.getvalue(), content_type="audio/wav")
+    return Summary(value=[Summary.Value(tag=tag, audio=clip)])
+
 
 # Every add_* method takes ember tensors where torch's takes torch tensors (tensorboardX knows only NumPy and
 # torch); add_graph is ember's own.
 for _name in dir(_TensorBoardXWriter):
-    if _name.startswith("add_") and _name != "add_graph" and callable(getattr(_TensorBoardXWriter, _name)):
+    if _name.startswith("add_") and _name not in ("add_graph", "add_audio", "add_hparams") and callable(getattr(_TensorBoardXWriter, _name)):
         setattr(SummaryWriter, _name, _with_host_arrays(getattr(_TensorBoardXWriter, _name)))
