@@ -26,11 +26,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ember.backends import Backend, _BACKENDS, cuda_codegen, cuda_flags, register_backend
+from ember.backends import Backend, _BACKENDS, cuda_codegen, cuda_codegen_reduce, cuda_cudnn, cuda_flags
+from ember.backends import register_backend
+from ember.backends import cudnn as cudnn_flags
 from ember.backends.cuda_flags import (  # noqa: F401  (torch.backends.cuda's names live here too)
     cudnn_sdp_enabled, cufft_plan_cache, enable_cudnn_sdp, enable_flash_sdp, enable_math_sdp,
     enable_mem_efficient_sdp, flash_sdp_enabled, is_built, math_sdp_enabled, matmul, mem_efficient_sdp_enabled,
     preferred_linalg_library)
+from ember.backends.cuda_capture import Capturer
 from ember.backends.cuda_random import PhiloxGenerator
 from ember.graph.passes import kernel_text
 from ember.ops import special_table
@@ -58,6 +61,8 @@ class CuPyBackend(Backend):
         self._peak: dict[int, int] = {}
         self._pool: Any = None
         self._inflight: list = []  # (event, host array) of non-blocking copies from pinned memory
+        self._capturer = Capturer(cupy)
+        self._cudnn: dict | None = None  # native_kernel names -> cuDNN callables ({} without the frontend)
 
     # ---- availability ---------------------------------------------------------------------------
     def _devices(self) -> int:
@@ -250,6 +255,21 @@ class CuPyBackend(Backend):
         with cupy.cuda.Device(self._check_index(index, "device")):
             yield
 
+    # ---- CUDA graphs (ember/backends/cuda_capture.py) ---------------------------------------------------
+    def capture_begin(self) -> None:
+        """Start capturing the current device's work on a side stream (``Stream.begin_capture``)."""
+        self._capturer.begin()
+
+    def capture_end(self) -> Any:
+        """End the capture: a graph whose ``replay()`` launches it on the current stream."""
+        return self._capturer.end()
+
+    def capture_abort(self) -> None:
+        self._capturer.abort()
+
+    def is_capturing(self) -> bool:
+        return self._capturer.is_capturing()
+
     # ---- kernels ------------------------------------------------------------------------------------
     def fuse(self, kernel: Any, outputs: list = (), single_loop: bool = True) -> Callable | None:
         """A CUDA kernel for a fused group, or None for the generic replay (groups ending in a reduction).
@@ -289,8 +309,20 @@ class CuPyBackend(Backend):
 
         return on_host
 
+    def cudnn_frontend(self) -> Any:
+        """The cuDNN frontend module (``ember.backends.cudnn.is_available``), or None."""
+        return cuda_cudnn.frontend() if self.is_available() else None
+
     def native_kernel(self, name: str) -> Callable | None:
-        return None
+        """cuDNN kernels (``cudnn_conv2d``, ``cudnn_conv2d_input_grad``, ``cudnn_conv2d_weight_grad``,
+        ``cudnn_sdpa``, ``cudnn_layer_norm``: :mod:`cuda_cudnn`) while ``ember.backends.cudnn.enabled``
+        and the frontend loads; each returns None for a signature cuDNN refuses (the caller's CuPy path runs)."""
+        if not cudnn_flags.enabled or not name.startswith("cudnn_"):
+            return None
+        if self._cudnn is None:
+            fe = cuda_cudnn.frontend()
+            self._cudnn = {} if fe is None else cuda_cudnn.CudnnOps(fe, cupy).kernels()
+        return self._cudnn.get(name)
 
     # ---- random numbers ------------------------------------------------------------------------------
     def make_rng(self, seed: int, stream: int | None = None) -> PhiloxGenerator:
@@ -313,12 +345,19 @@ class FusedCudaKernel:
     def __init__(self, program: cuda_codegen.Program, generic: Any) -> None:
         self.program = program
         self.generic = generic
-        # A trailing sum/mean: the elementwise part is one kernel that also writes the reduction's operand,
-        # then one CuPy reduction (and casts) finishes: two launches instead of one per step.
+        # A trailing sum/mean: when it is the group's only result, one ReductionKernel (cuda_codegen_reduce.py);
+        # otherwise the elementwise part is one kernel that also writes the reduction's operand, then one CuPy
+        # reduction (and casts) finishes: two launches instead of one per step.
         self.head, self.tail = cuda_codegen.split_reduction(program)
+        self.single = cuda_codegen_reduce.single_kernel(program)
         self.by_dtypes: dict[tuple, Any] = {}
 
     def _build(self, dtypes: tuple) -> Any:
+        if self.single:
+            try:
+                return SingleReduction(cuda_codegen_reduce.generate_reduction(self.program, dtypes))
+            except cuda_codegen.UnsupportedKernel:
+                pass  # two launches, below
         try:
             source = cuda_codegen.generate(self.head, dtypes)
         except cuda_codegen.UnsupportedKernel:
@@ -340,6 +379,10 @@ class FusedCudaKernel:
             kernel = self.by_dtypes[dtypes] = self._build(dtypes)
         if kernel is None:
             return self.generic(xp, *arrays)
+        if type(kernel) is SingleReduction:
+            if any(a.size == 0 for a in arrays):  # (the kernel's count would divide by zero for an empty mean)
+                return self.generic(xp, *arrays)
+            return kernel(*arrays)
         outs = kernel(*arrays)
         if self.tail:
             env = dict(zip(self.head.outputs, outs))
@@ -347,6 +390,26 @@ class FusedCudaKernel:
                 env[step.name] = _tail_step(xp, step, env)
             outs = tuple(env[o] for o in self.program.outputs)
         return outs[0] if len(outs) == 1 else outs
+
+
+class SingleReduction:
+    """A fused group ending in its only result, a sum/mean: one ``cupy.ReductionKernel`` (cached by source)."""
+
+    _CACHE: dict[str, Any] = {}
+
+    def __init__(self, source: cuda_codegen_reduce.ReductionSource) -> None:
+        self.source = source
+        kernel = self._CACHE.get(source.key)
+        if kernel is None:
+            kernel = cupy.ReductionKernel(source.in_params, source.out_params, source.map_expr, source.reduce_expr,
+                                          source.post_map_expr, source.identity, source.name,
+                                          reduce_type=source.reduce_type, preamble=source.preamble,
+                                          options=("--fmad=false",))
+            self._CACHE[source.key] = kernel
+        self.kernel = kernel
+
+    def __call__(self, *arrays: Any) -> Any:
+        return self.kernel(*arrays, axis=self.source.axis, keepdims=self.source.keepdims)
 
 
 def _tail_step(xp: Any, step: cuda_codegen.Step, env: dict) -> Any:

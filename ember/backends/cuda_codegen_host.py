@@ -131,3 +131,70 @@ class HostKernels:
         out_ptrs = (ctypes.c_void_p * len(outs))(*[o.ctypes.data for o in outs])
         getattr(self._lib, f"kernel_{index}")(ctypes.c_longlong(n), in_ptrs, out_ptrs)
         return tuple(outs)
+
+
+def _reduction_wrapper(index: int, kernel: Any) -> str:
+    """``extern "C" void reduce_<index>(rows, cols, ins, out)``: each row of ``cols`` elements mapped by the
+    kernel's map function, summed in its reduce type (sequentially), then its post-map (``_in_ind.size() /
+    _out_ind.size()`` is ``cols``)."""
+    ins = [tuple(p.split()) for p in kernel.in_params.split(",") if p.strip()]
+    dtype, out_name = kernel.out_params.split()
+    post = kernel.post_map_expr.replace("_in_ind.size() / _out_ind.size()", "cols")
+    lines = [f'extern "C" void reduce_{index}(long long rows, long long cols, void** ins, void* out) {{',
+             "  for (long long r = 0; r < rows; ++r) {",
+             f"    {kernel.reduce_type} a = ({kernel.reduce_type}){kernel.identity};",
+             "    for (long long c = 0; c < cols; ++c) {", "      long long i = r * cols + c;"]
+    for k, (in_dtype, name) in enumerate(ins):
+        ctype = C_TYPES[in_dtype]
+        lines.append(f"      const {ctype} {name} = (({ctype}*)ins[{k}])[i];")
+    lines += [f"      {kernel.reduce_type} b = {kernel.map_expr};", "      a = a + b;", "    }",
+              f"    {C_TYPES[dtype]} {out_name};", f"    {post};",
+              f"    (({C_TYPES[dtype]}*)out)[r] = {out_name};", "  }", "}"]
+    return "\n".join(lines)
+
+
+class HostReductions:
+    """ReductionKernel sources (:mod:`cuda_codegen_reduce`) compiled together as host C++; ``run(k, *arrays)``
+    reduces over the kernel's ``axis`` (all axes for None) of the arrays broadcast to one shape."""
+
+    def __init__(self, kernels: Sequence[Any]) -> None:
+        cxx = compiler()
+        if cxx is None:
+            raise RuntimeError("HostReductions: no C++ compiler (g++ or clang++) found")
+        self.kernels = list(kernels)
+        # Each kernel brings the whole preamble: keep the shared part once, then each map function.
+        maps = list(dict.fromkeys(k.preamble[len(PREAMBLE):] for k in self.kernels))  # one per map function
+        self.source = "\n".join([HOST_PRELUDE, PREAMBLE, *maps] +
+                                [_reduction_wrapper(i, k) for i, k in enumerate(self.kernels)])
+        directory = tempfile.mkdtemp(prefix="ember-cuda-reduce-")
+        try:
+            src, lib = os.path.join(directory, "reduce.cpp"), os.path.join(directory, "reduce.so")
+            with open(src, "w") as f:
+                f.write(self.source)
+            result = subprocess.run([cxx, "-O1", "-std=c++17", "-shared", "-fPIC", "-ffp-contract=off",
+                                     "-fno-fast-math", "-o", lib, src], capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"HostReductions: the generated C++ does not compile:\n{result.stderr[:4000]}")
+            self._lib = ctypes.CDLL(lib)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def run(self, index: int, *arrays: Any) -> np.ndarray:
+        kernel = self.kernels[index]
+        in_dtypes = [dtype_of(p.split()[0]) for p in kernel.in_params.split(",") if p.strip()]
+        shape = np.broadcast_shapes(*[np.shape(a) for a in arrays])
+        axes = tuple(range(len(shape))) if kernel.axis is None else tuple(
+            a % len(shape) for a in (kernel.axis if isinstance(kernel.axis, tuple) else (kernel.axis,)))
+        kept = [d for d in range(len(shape)) if d not in axes]
+        rows = int(np.prod([shape[d] for d in kept], dtype=np.int64))
+        cols = int(np.prod([shape[d] for d in axes], dtype=np.int64))
+        ins = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=dt), shape).transpose(kept + list(axes)))
+               for a, dt in zip(arrays, in_dtypes)]
+        out = np.empty(rows, dtype=kernel.out_dtype)
+        in_ptrs = (ctypes.c_void_p * max(len(ins), 1))(*[a.ctypes.data for a in ins])
+        getattr(self._lib, f"reduce_{index}")(ctypes.c_longlong(rows), ctypes.c_longlong(cols), in_ptrs,
+                                              ctypes.c_void_p(out.ctypes.data))
+        result = out.reshape([shape[d] for d in kept])
+        if kernel.keepdims:
+            result = np.expand_dims(result, axes)
+        return result

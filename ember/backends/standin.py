@@ -41,6 +41,7 @@ import numpy as np
 
 from ember.device import _CACHE as _DEVICE_CACHE
 from ember.backends import _BACKENDS, _BY_NAMESPACE, Backend, get_backend, register_backend
+from ember.backends import capture_state, standin_capture as _capture
 
 # The public names of CuPy's top-level module (cupy/__init__.py at cupy/cupy 6b6d956, less its CUDA-only
 # API): the stand-in namespace offers these where NumPy has them, so code using a NumPy-only name
@@ -229,6 +230,8 @@ class StandinArray:
         self._a = np.empty(shape, dtype)
         self._base = None
         _WRAPPERS[id(self._a)] = self
+        if _capture.ACTIVE is not None:
+            _capture.ACTIVE.allocated(self._a)
 
     # ---- refusing the host ---------------------------------------------------------------------------
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -236,6 +239,7 @@ class StandinArray:
 
     def get(self, stream: Any = None, order: str = "C", out: Any = None, blocking: bool = True) -> np.ndarray:
         """A host copy (NumPy array)."""
+        _sync("a device-to-host copy (get)")
         if out is not None:
             out[...] = self._a
             return out
@@ -245,6 +249,7 @@ class StandinArray:
         """Copy a host array of the same shape into this array."""
         if not isinstance(arr, np.ndarray) or arr.shape != self._a.shape:
             raise ValueError("set: expected a numpy.ndarray of shape " + str(self._a.shape))
+        _sync("a host-to-device copy (set)")
         self._a[...] = arr
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -271,10 +276,10 @@ class StandinArray:
         return (_from_host, (self._a.copy(),))
 
     def __deepcopy__(self, memo: dict) -> "StandinArray":
-        return _wrap_array(self._a.copy())
+        return self.copy()
 
     def __copy__(self) -> "StandinArray":
-        return _wrap_array(self._a.copy())
+        return self.copy()
 
     # ---- attributes ------------------------------------------------------------------------------------
     @property
@@ -344,27 +349,35 @@ class StandinArray:
 
     # ---- host reads CuPy allows (they synchronize) ---------------------------------------------------
     def item(self) -> Any:
+        _sync("item()")
         return self._a.item()
 
     def tolist(self) -> Any:
+        _sync("tolist()")
         return self._a.tolist()
 
     def tobytes(self, order: str = "C") -> bytes:
+        _sync("tobytes()")
         return self._a.tobytes(order)
 
     def __float__(self) -> float:
+        _sync("float(array)")
         return float(self._a)
 
     def __int__(self) -> int:
+        _sync("int(array)")
         return int(self._a)
 
     def __complex__(self) -> complex:
+        _sync("complex(array)")
         return complex(self._a)
 
     def __index__(self) -> int:
+        _sync("an array used as a Python index")
         return self._a.__index__()
 
     def __bool__(self) -> bool:
+        _sync("bool(array): a Python branch on device data")
         return bool(self._a)
 
     def __len__(self) -> int:
@@ -378,9 +391,11 @@ class StandinArray:
         return (self[i] for i in range(self._a.shape[0]))
 
     def __repr__(self) -> str:
+        _sync("printing an array")
         return repr(self._a)
 
     def __str__(self) -> str:
+        _sync("printing an array")
         return str(self._a)
 
     def __format__(self, spec: str) -> str:
@@ -389,6 +404,8 @@ class StandinArray:
     # ---- indexing --------------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "StandinArray":
         key = _unwrap_index(key)
+        if _capture.ACTIVE is not None:
+            return _wrap(_captured_getitem(self._a, key))
         out = self._a[key]
         if isinstance(out, np.generic):  # x[1, 2]: CuPy gives a 0-d view, NumPy a scalar copy
             out = self._a[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
@@ -397,7 +414,42 @@ class StandinArray:
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(value, np.ndarray):  # CuPy refuses assignment from host arrays (cupy gh-2079)
             raise _host_array_error("__setitem__")
-        self._a[_unwrap_index(key)] = value._a if type(value) is StandinArray else value
+        value = value._a if type(value) is StandinArray else value
+        if _capture.ACTIVE is not None:
+            _capture.ACTIVE.call(_setitem, "__setitem__", (self._a, _unwrap_index(key), value), {}, inplace=self._a)
+            return
+        self._a[_unwrap_index(key)] = value
+
+
+def _sync(what: str) -> None:
+    """A host synchronization: refused while a CUDA graph is being captured (as CUDA refuses it)."""
+    if _capture.ACTIVE is not None:
+        raise _capture.ACTIVE.refuse(what)
+
+
+def _is_scalar(value: Any) -> bool:
+    """A Python or NumPy number (a kernel argument on a GPU), not host memory to copy."""
+    return type(value) in (int, float, bool, complex) or isinstance(value, np.generic)
+
+
+def _setitem(array: np.ndarray, key: Any, value: Any) -> None:
+    array[key] = value
+
+
+def _getitem(array: np.ndarray, key: Any) -> np.ndarray:
+    out = array[key]
+    if isinstance(out, np.generic):  # x[1, 2]: CuPy gives a 0-d view, NumPy a scalar copy
+        out = array[(key if type(key) is tuple else (key,)) + (Ellipsis,)]
+    return out
+
+
+def _captured_getitem(array: np.ndarray, key: Any) -> np.ndarray:
+    """``x[key]`` during a capture: a boolean mask's result has a data-dependent shape (CuPy counts the
+    True values on the host: a sync); a view records nothing; a gather is a kernel."""
+    keys = key if type(key) is tuple else (key,)
+    if any(isinstance(k, np.ndarray) and k.dtype == bool for k in keys):
+        raise _capture.ACTIVE.refuse("indexing with a boolean mask: the result's shape depends on the data")
+    return _capture.ACTIVE.call(_getitem, "__getitem__", (array, key), {})
 
 
 def _from_host(array: np.ndarray) -> StandinArray:
@@ -411,6 +463,9 @@ def _method(name: str) -> Callable:
         args = tuple(_unwrap(a, where) for a in args)
         if kwargs:
             kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
+        if _capture.ACTIVE is not None:
+            inplace = self._a if name in _capture.INPLACE_METHODS else None
+            return _wrap(_capture.ACTIVE.call(getattr(self._a, name), name, args, kwargs, inplace, (self._a,)))
         return _wrap(getattr(self._a, name)(*args, **kwargs))
 
     method.__name__ = name
@@ -434,6 +489,12 @@ def _operator(ufunc: np.ufunc, reflected: bool = False, inplace: bool = False) -
             other = other._a
         elif type(other) not in (int, float, bool, complex) and not isinstance(other, np.generic):
             return NotImplemented
+        if _capture.ACTIVE is not None:
+            if inplace:
+                _capture.ACTIVE.call(ufunc, name, (self._a, other), {"out": self._a})
+                return self
+            args = (other, self._a) if reflected else (self._a, other)
+            return _wrap(_capture.ACTIVE.call(ufunc, name, args, {}))
         if inplace:
             ufunc(self._a, other, out=self._a)
             return self
@@ -453,7 +514,8 @@ for _dunder, _ufunc in (("lt", np.less), ("le", np.less_equal), ("gt", np.greate
                         ("eq", np.equal), ("ne", np.not_equal)):
     setattr(StandinArray, f"__{_dunder}__", _operator(_ufunc))
 for _dunder, _ufunc in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute), ("invert", np.invert)):
-    setattr(StandinArray, f"__{_dunder}__", (lambda u: lambda self: _wrap(u(self._a)))(_ufunc))
+    setattr(StandinArray, f"__{_dunder}__", (lambda u: lambda self: _wrap(
+        u(self._a) if _capture.ACTIVE is None else _capture.ACTIVE.call(u, u.__name__, (self._a,), {})))(_ufunc))
 StandinArray.__divmod__ = lambda self, other: (self // other, self % other)  # type: ignore[attr-defined]
 
 
@@ -476,6 +538,8 @@ class StandinUfunc:
         args = tuple(_unwrap(a, where) for a in args)
         if kwargs:
             kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
+        if _capture.ACTIVE is not None:
+            return _wrap(_capture.ACTIVE.call(fn, where, args, kwargs))
         return _wrap(fn(*args, **kwargs))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -491,6 +555,9 @@ class StandinUfunc:
         where = self.__name__ + ".reduceat"
         args = tuple(_unwrap(x, where) for x in args)  # the indices were unwrapped twice: a device array was refused
         kwargs = {k: _unwrap(v, where) for k, v in kwargs.items()}
+        if _capture.ACTIVE is not None:
+            return _wrap(_capture.ACTIVE.call(self._f.reduceat, where, (_unwrap(a, where), _unwrap_index(indices))
+                                              + args, kwargs))
         return _wrap(self._f.reduceat(_unwrap(a, where), _unwrap_index(indices), *args, **kwargs))
 
     def outer(self, *args: Any, **kwargs: Any) -> Any:
@@ -500,6 +567,9 @@ class StandinUfunc:
         if type(a) is not StandinArray:
             raise TypeError(f"{self.__name__}.at: the target must be a stand-in device array, got {type(a).__name__}")
         args = (a._a, _unwrap_index(indices)) + (() if b is None else (_unwrap(b, self.__name__ + ".at"),))
+        if _capture.ACTIVE is not None:
+            _capture.ACTIVE.call(self._f.at, self.__name__ + ".at", args, {}, inplace=a._a)
+            return
         self._f.at(*args)
 
 
@@ -508,6 +578,8 @@ def _function(fn: Callable, name: str) -> Callable:
         args = tuple(_unwrap(a, name) for a in args)
         if kwargs:
             kwargs = {k: _unwrap(v, name) for k, v in kwargs.items()}
+        if _capture.ACTIVE is not None:
+            return _wrap(_capture.ACTIVE.call(fn, name, args, kwargs))
         return _wrap(fn(*args, **kwargs))
 
     call.__name__ = name
@@ -520,9 +592,21 @@ def _transfer_function(fn: Callable, name: str) -> Callable:
         if type(obj) is StandinArray:
             obj = obj._a
             if name == "asarray" or name == "asanyarray":  # no copy unless the dtype changes
+                if _capture.ACTIVE is not None:
+                    return _wrap(_capture.ACTIVE.call(np.asarray, name, (obj,) + args, kwargs))
                 return _wrap(np.asarray(obj, *args, **kwargs))
+            if _capture.ACTIVE is not None:
+                return _wrap(_capture.ACTIVE.call(np.array, name, (obj,) + args, kwargs))
         elif type(obj) in (list, tuple) and any(type(v) is StandinArray for v in obj):
             obj = _unwrap(obj, name)
+            if _capture.ACTIVE is not None:  # a stack of device arrays: a device kernel
+                return _wrap(_capture.ACTIVE.call(np.array, name, (obj,) + args, kwargs))
+        elif _capture.ACTIVE is not None:
+            if not _is_scalar(obj):
+                _sync(f"xp.{name} of host data: a host-to-device copy")
+            # A number: a fill kernel with the value as its argument (assumed of CuPy; checked on a GPU by
+            # tests/backends/test_cuda_on_gpu.py::test_capture_of_a_scalar_array).
+            return _wrap(_capture.ACTIVE.call(np.array, name, (obj,) + args, kwargs))
         out = np.array(obj, *args, **kwargs)  # host data: always a copy onto the device
         return _wrap(out)
 
@@ -574,6 +658,12 @@ class StandinGenerator:
     """The device's generator: NumPy's SFC64 (the CPU uses PCG64; graph streams Philox), so the stand-in
     draws other numbers than the CPU for a seed, as a GPU does, and its results are device arrays."""
 
+    def __getattribute__(self, name: str) -> Any:
+        if _capture.ACTIVE is not None and not name.startswith("_"):
+            raise _capture.ACTIVE.refuse(f"random numbers from the device generator ({name}): its offset is host "
+                                         "state a replay would not advance")
+        return object.__getattribute__(self, name)
+
     def __init__(self, seed: int, stream: int | None = None) -> None:
         entropy = [int(seed)] if stream is None else [int(seed), int(stream)]
         self._rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(entropy)))
@@ -607,6 +697,11 @@ class StandinBackend(Backend):
     def asarray(self, data: Any, np_dtype: Any = None, index: int | None = 0) -> StandinArray:
         if type(data) is StandinArray:
             return data if np_dtype is None or data.dtype == np_dtype else data.astype(np_dtype)
+        if _capture.ACTIVE is not None:
+            if not _is_scalar(data):
+                _sync("a host-to-device copy (a CPU tensor the step reads, such as an optimizer's step count: "
+                      "PyTorch's Adam needs capturable=True for the same reason)")
+            return _wrap(_capture.ACTIVE.call(np.array, "asarray", (data,), {"dtype": np_dtype}))
         return _wrap_array(np.array(data, dtype=np_dtype, copy=True))  # host -> device: always a copy
 
     def to_numpy(self, array: StandinArray) -> np.ndarray:
@@ -628,13 +723,44 @@ class StandinBackend(Backend):
         host = get_backend("cpu").special_function(name)
 
         def special(*args: Any, out: Any = None) -> Any:  # cupyx.scipy.special's functions, on the device
-            result = host(*(_unwrap(a, name) for a in args))
+            arrays = tuple(_unwrap(a, name) for a in args)
+            result = host(*arrays) if _capture.ACTIVE is None else _capture.ACTIVE.call(host, name, arrays, {})
             if out is not None:
                 out[...] = _wrap(result)
                 return out
             return _wrap(result)
 
         return special
+
+    # ---- CUDA-graph capture (ember/backends/standin_capture.py models what CUDA does) ---------------------
+    def capture_begin(self) -> None:
+        """Start capturing (``cudaStreamBeginCapture`` on a side stream)."""
+        if _capture.ACTIVE is not None:
+            raise RuntimeError("capture_begin: a capture is already in progress on this device")
+        _capture.ACTIVE = _capture.Capture()
+        capture_state.ACTIVE = True
+
+    def capture_end(self) -> "_capture.Capture":
+        """End the capture and return the graph (``.replay()``); raises when an operation invalidated it."""
+        capture, _capture.ACTIVE = _capture.ACTIVE, None
+        capture_state.ACTIVE = False
+        if capture is None:
+            raise RuntimeError("capture_end: no capture in progress")
+        capture.end()
+        if capture.error is not None:
+            raise _capture.CaptureError(f"cudaErrorStreamCaptureInvalidated: the capture was invalidated by an "
+                                        f"earlier refused operation: {capture.error}")
+        return capture
+
+    def capture_abort(self) -> None:
+        """End a failed capture, leaving memory as before it (nothing captured ran)."""
+        capture, _capture.ACTIVE = _capture.ACTIVE, None
+        capture_state.ACTIVE = False
+        if capture is not None:
+            capture.end()
+
+    def is_capturing(self) -> bool:
+        return _capture.ACTIVE is not None
 
     def make_rng(self, seed: int, stream: int | None = None) -> StandinGenerator:
         return StandinGenerator(seed, stream)

@@ -78,6 +78,7 @@ from ember import dtypes, interpreters
 from ember.amp.state import STATE as _AUTOCAST
 from ember.autograd import grad_mode
 from ember.graph.builder import Tracer
+from ember.graph.cuda_graph_step import GraphedExecutable
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
 from ember.graph.executor import Executable, _Overlaps
 from ember.graph import grad_binding
@@ -325,7 +326,7 @@ class CompiledFunction:
     """What ``ember.compile(fn)`` returns: call it like ``fn``; inspect ``graph``/``explain()``."""
 
     def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
-                 warmup: int = 1, name: str | None = None, measure: bool = True) -> None:
+                 warmup: int = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False) -> None:
         if fallback not in ("eager", "raise"):
             raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
         self.fn = fn
@@ -344,6 +345,7 @@ class CompiledFunction:
         self._warned_cache_limit = False
         self.last: _Compiled | CompiledAutograd | None = None
         self.measure = measure
+        self.cuda_graphs = cuda_graphs  # mode="reduce-overhead": whole steps replay as CUDA graphs (cuda_graph_step.py)
         self.eager_reasons: dict = {}  # signature -> why it runs eagerly after the speed trial
         self.eager_reason: str | None = None  # the most recent call's reason, None when it ran compiled
         self._announced_eager = False  # the first speed-trial switch to eager is logged as a WARNING
@@ -502,6 +504,8 @@ class CompiledFunction:
             history.append(("fuse", fuse_pass(graph)))
         executable = Executable(graph, graph.outputs, include_updates=True, fuse="fuse" in self.passes,
                                 memory="memory" in self.passes)
+        if self.cuda_graphs:
+            executable = GraphedExecutable(executable, self.name)
         entry = _Compiled(graph, executable, out_structure, history, time.perf_counter() - start, mutated, identity)
         entry.grads = grad_binding.bindings(grad_starts)
         return entry
@@ -587,9 +591,13 @@ def compile(fn: Callable | None = None, *, passes: Sequence[str] | None = None, 
 
     ``passes`` picks graph passes from ``simplify, cse, fold, dce, fuse, memory`` (default: all;
     ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments (``mode=``,
-    ``fullgraph=``, ``backend=``...) are accepted and ignored. ``measure=False`` skips the speed
-    trial that otherwise runs a signature eagerly when its graph measured slower than eager.
+    ``fullgraph=``, ``backend=``...) are accepted and ignored, except ``mode="reduce-overhead"``: as
+    with torch.compile, compiled whole steps on a CUDA device then replay as CUDA graphs (no speed
+    trial; ember/graph/cuda_graph_step.py). ``measure=False`` skips the speed trial that otherwise
+    runs a signature eagerly when its graph measured slower than eager.
     """
+    graphs = ignored.get("mode") == "reduce-overhead"
     if fn is None:
-        return lambda f: CompiledFunction(f, passes, fallback, warmup, measure=measure)
-    return CompiledFunction(fn, passes, fallback, warmup, measure=measure)
+        return lambda f: CompiledFunction(f, passes, fallback, warmup, measure=measure and not graphs,
+                                          cuda_graphs=graphs)
+    return CompiledFunction(fn, passes, fallback, warmup, measure=measure and not graphs, cuda_graphs=graphs)

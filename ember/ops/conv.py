@@ -502,6 +502,12 @@ def _to_channels_first(a: Any, groups: int, per_group: int) -> Any:
     return a.transpose(1, 0, 2, 3).reshape(groups, per_group, n * a.shape[2] * a.shape[3])
 
 
+def _cudnn(xp: Any, name: str, *args: Any) -> Any:
+    """The backend's cuDNN kernel's result, or None (no such kernel here, or cuDNN refused the signature)."""
+    kernel = native_kernel(xp, name)
+    return None if kernel is None else kernel(*args)
+
+
 def _dropped(xp: Any, shape: tuple, trim: tuple) -> Any:
     """A boolean (kh, kw) mask of the taps ``_trim`` dropped."""
     mask = xp.ones(shape, dtype=bool)
@@ -513,6 +519,12 @@ def _conv_impl(xp: Any, x: Any, w: Any, *bias: Any, stride: tuple, padding: tupl
                groups: int) -> Any:
     """The forward; an optional bias (O,) is added in place into the convolution's fresh output: one
     pass less than ``out + bias`` and no second (N, O, H, W) array (MNIST's first layer: 0.32 -> 0.11 ms)."""
+    if xp is not np:  # a GPU: cuDNN (ember/backends/cuda_cudnn.py) unless it refuses this signature
+        out = _cudnn(xp, "cudnn_conv2d", x, w, stride, padding, dilation, groups)
+        if out is not None:
+            if bias:
+                _add_bias(xp, out, bias[0])
+            return out
     trim = _trim(x.shape[2:], w.shape[2:], stride, padding, dilation)
     if trim is None and _shallow(xp, x.shape, w.shape, stride, padding, dilation, groups, x.dtype):
         return direct.shallow_forward(x, w, bias[0] if bias else None, padding)  # the bias added in the kernel
@@ -603,6 +615,10 @@ def _conv_live(xp: Any, x: Any, w: Any, stride: tuple, padding: tuple, dilation:
 
 def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple,
                      dilation: tuple, groups: int) -> Any:
+    if xp is not np:  # a GPU: cuDNN's data gradient unless it refuses this signature
+        gx = _cudnn(xp, "cudnn_conv2d_input_grad", g, w, tuple(input_shape), stride, padding, dilation, groups)
+        if gx is not None:
+            return gx
     trim = _trim(input_shape[2:], w.shape[2:], stride, padding, dilation)
     if trim is not None:
         w, padding = w[:, :, trim[0], trim[1]], trim[2]
@@ -648,6 +664,10 @@ def _input_grad_impl(xp: Any, g: Any, w: Any, input_shape: tuple, stride: tuple,
 
 def _weight_grad_impl(xp: Any, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
                       dilation: tuple, groups: int) -> Any:
+    if xp is not np:  # a GPU: cuDNN's weight gradient unless it refuses this signature
+        gw = _cudnn(xp, "cudnn_conv2d_weight_grad", x, g, tuple(weight_shape), stride, padding, dilation, groups)
+        if gw is not None:
+            return gw
     trim = _trim(x.shape[2:], weight_shape[2:], stride, padding, dilation)
     if trim is not None:  # the dropped taps' gradient is zero: they only ever read padding
         rows, cols, pads = trim

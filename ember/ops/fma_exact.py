@@ -12,6 +12,8 @@ Example:
 """
 from __future__ import annotations
 
+from ember.backends import capture_state
+
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,7 @@ def _round_to_odd(xp: Any, s: Any, e: Any) -> Any:
     neighbour on e's side (the two neighbours of an exact value differ in the last bit, so that one is odd)."""
     bits = s.view(xp.int64)
     move = (e != 0) & xp.isfinite(e) & ((bits & 1) == 0)  # (e is NaN when s is infinite: leave s)
-    if not bool(move.any()):
+    if not capture_state.ACTIVE and not bool(move.any()):  # (no host read while a CUDA graph is captured)
         return s
     # a step toward e: +1 on the bit pattern when e has s's sign (away from zero), else -1
     step = xp.where((e > 0) == (s > 0), 1, -1).astype(xp.int64)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np  # np.errstate: a mean over only ignored targets is 0/0 (NaN, as PyTorch)
 
 from ember.autograd import grad_mode
+from ember.backends import capture_state
 from ember.ops import batching, dispatch, elementwise as ew
 from ember.ops.movement import int_range
 from ember.ops.nn_ops import _log_softmax_impl, log_softmax
@@ -69,6 +70,8 @@ def _all_valid_2d(xp: Any, x: Any, t: Any, ignore_index: int) -> bool:
         return False
     if t.__class__ is np.ndarray:  # (the methods' Python wrappers cost ~1 us each)
         low, high = int_range(t)
+    elif capture_state.ACTIVE:  # a CUDA graph capture: no host reads (the general path, unchecked)
+        return False
     else:
         low, high = int(t.min()), int(t.max())
     return 0 <= low and high < x.shape[1] and not (low <= ignore_index <= high)
@@ -83,7 +86,8 @@ def _forward_impl(xp: Any, x: Any, t: Any, ignore_index: int, reduction: str) ->
         if reduction == "mean":
             total = total / x.dtype.type(t.shape[0])
         return xp.asarray(total, dtype=x.dtype), logp
-    valid, safe = _targets(xp, t, ignore_index, x.shape, check=True)
+    # During a CUDA graph capture the range check (a host read) is skipped, as PyTorch's CUDA kernel only asserts.
+    valid, safe = _targets(xp, t, ignore_index, x.shape, check=not capture_state.ACTIVE)
     w = valid.astype(x.dtype)
     rows, index, picks = _rows_of(xp, logp, safe)
     picked = rows[index, picks]
@@ -120,7 +124,8 @@ def _backward_impl(xp: Any, g: Any, logp: Any, t: Any, ignore_index: int, reduct
     # ignored rows get 0 whatever g is (PyTorch's: also when every target is ignored and g = 0/0)
     grad *= xp.where(valid, g, 0).astype(logp.dtype, copy=False)[..., None]
     # an ignored row holding NaN/inf: 0 there too (NaN * 0 above); the cheap (N,) test first
-    if not bool(valid.all()) and not bool(xp.isfinite(logp).all()):
+    # (under a CUDA graph capture unconditionally: the test is a host read, the where gives the same values)
+    if capture_state.ACTIVE or (not bool(valid.all()) and not bool(xp.isfinite(logp).all())):
         grad = xp.where(valid[..., None], grad, 0).astype(logp.dtype, copy=False)
     return grad
 

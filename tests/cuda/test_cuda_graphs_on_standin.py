@@ -1,0 +1,216 @@
+"""CUDA graphs (ember/cuda_graphs.py, ember/graph/cuda_graph_step.py) on the stand-in device, whose capture
+model (ember/backends/standin_capture.py) records kernels, refuses what CUDA refuses and leaves memory as an
+unexecuted capture does. References: the same code run eagerly (bit for bit: a replay runs the same NumPy
+operations), PyTorch's CPU build for the no-device refusals."""
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.backends import capture_state, standin
+from ember.backends.standin_capture import CaptureError
+from ember.testing import standin_cuda
+
+
+@pytest.fixture()
+def cuda():
+    with standin_cuda():
+        yield
+    assert not capture_state.ACTIVE and not standin.BACKEND.is_capturing()
+
+
+# ---- the capture model ----------------------------------------------------------------------------------
+def test_capture_runs_nothing_and_replay_reads_the_captured_memory():
+    xp, backend = standin.xp, standin.BACKEND
+    x = xp.asarray(np.arange(4.0))
+    state = xp.zeros(4)
+    backend.capture_begin()
+    y = xp.tanh(x) * 2.0 + 1.0
+    state += y  # an in-place write to memory made before the capture
+    total = y.sum()
+    graph = backend.capture_end()
+    assert bool(xp.isnan(y).all()) and bool(xp.isnan(total))  # made during the capture: garbage until replayed
+    assert state.tolist() == [0.0] * 4  # the write did not happen
+    graph.replay()
+    want = np.tanh(np.arange(4.0)) * 2.0 + 1.0
+    assert y.get().tolist() == want.tolist() and float(total) == want.sum()
+    x[...] = 1.0  # new input values in the same memory
+    graph.replay()
+    np.testing.assert_array_equal(state.get(), want + np.tanh(np.ones(4)) * 2.0 + 1.0)
+
+
+@pytest.mark.parametrize("refused, what", [
+    (lambda xp, x: x.sum().item(), "item()"),
+    (lambda xp, x: bool((x > 0).all()), "bool(array)"),
+    (lambda xp, x: x.get(), "device-to-host"),
+    (lambda xp, x: xp.nonzero(x), "nonzero"),
+    (lambda xp, x: x[x > 0], "boolean mask"),
+    (lambda xp, x: xp.asarray(np.ones(4)), "host-to-device"),
+    (lambda xp, x: standin.BACKEND.make_rng(0).random((4,)), "random numbers"),
+])
+def test_capture_refuses_what_cuda_refuses_and_is_invalidated(refused, what):
+    xp, backend = standin.xp, standin.BACKEND
+    x = xp.asarray(np.linspace(-1, 1, 4))
+    backend.capture_begin()
+    try:
+        with pytest.raises(CaptureError, match=re.escape(what)):
+            refused(xp, x)
+    finally:
+        with pytest.raises(CaptureError, match="cudaErrorStreamCaptureInvalidated"):
+            backend.capture_end()
+    assert not capture_state.ACTIVE
+    assert x.get().tolist() == np.linspace(-1, 1, 4).tolist()
+
+
+def test_views_record_nothing_and_gathers_are_kernels():
+    xp, backend = standin.xp, standin.BACKEND
+    x = xp.asarray(np.arange(6.0).reshape(2, 3))
+    backend.capture_begin()
+    v = x[:, 1]  # a view: aliases x, so a replay needs no kernel for it
+    g = x[:, [2, 0]]  # a gather: a new array
+    graph = backend.capture_end()
+    assert len(graph.kernels) == 1
+    x[...] = 10.0
+    assert v.tolist() == [10.0, 10.0]
+    graph.replay()
+    assert g.tolist() == [[10.0, 10.0], [10.0, 10.0]]
+
+
+# ---- torch.cuda.CUDAGraph / graph / make_graphed_callables -------------------------------------------------
+def test_cuda_graph_context_like_torch(cuda):
+    x = ember.ones(3, device="cuda")
+    g = ember.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="nothing was captured"):
+        g.replay()
+    with ember.cuda.graph(g):
+        assert ember.cuda.is_current_stream_capturing()
+        y = (x * 2).exp()
+    assert not ember.cuda.is_current_stream_capturing()
+    x.copy_(ember.tensor([0.0, 1.0, 2.0], device="cuda"))
+    g.replay()
+    np.testing.assert_array_equal(y.cpu().numpy(), np.exp(np.array([0.0, 2.0, 4.0], dtype=np.float32)))
+
+
+def test_an_error_inside_the_capture_ends_it_and_propagates(cuda):
+    x = ember.ones(3, device="cuda")
+    g = ember.cuda.CUDAGraph()
+    with pytest.raises(CaptureError, match="item"):
+        with ember.cuda.graph(g):
+            (x * 2).sum().item()
+    assert not ember.cuda.is_current_stream_capturing()
+    assert (x * 2).sum().item() == 6.0  # the device works after the failed capture
+
+
+def test_make_graphed_callables_matches_eager_forward_and_backward(cuda):
+    ember.manual_seed(0)
+    make = lambda: ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Tanh(), ember.nn.Linear(8, 2)).cuda()
+    graphed, eager = make(), make()
+    eager.load_state_dict(graphed.state_dict())
+    sample = ember.randn(5, 4, device="cuda", requires_grad=True)
+    graphed = ember.cuda.make_graphed_callables(graphed, (sample,))
+    for step in range(3):
+        x = ember.randn(5, 4, device="cuda", requires_grad=True)
+        x2 = x.detach().clone().requires_grad_(True)
+        out, out2 = graphed(x), eager(x2)
+        (out ** 2).sum().backward()
+        (out2 ** 2).sum().backward()
+        np.testing.assert_array_equal(out.detach().cpu().numpy(), out2.detach().cpu().numpy())
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), x2.grad.cpu().numpy())
+        for p, q in zip(graphed.parameters(), eager.parameters()):  # accumulated over the steps, as eager
+            np.testing.assert_array_equal(p.grad.cpu().numpy(), q.grad.cpu().numpy())
+
+
+def test_without_a_cuda_device_the_names_refuse_like_torch_cpu():
+    for name in ("CUDAGraph", "MemPool", "graph_pool_handle", "make_graphed_callables"):
+        with pytest.raises(RuntimeError):
+            getattr(torch.cuda, name)(*(() if name != "make_graphed_callables" else (None, ())))
+        with pytest.raises(RuntimeError, match=f"torch.cuda.{name}: ember captures CUDA graphs only on a CUDA"):
+            getattr(ember.cuda, name)(*(() if name != "make_graphed_callables" else (None, ())))
+    assert ember.cuda.is_current_stream_capturing() is False
+
+
+# ---- ember.compile(mode="reduce-overhead") ------------------------------------------------------------------
+def _training(opt: str, **kwargs):
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 16), ember.nn.ReLU(), ember.nn.Linear(16, 3)).cuda()
+    optimizer = getattr(ember.optim, opt)(model.parameters(), **kwargs)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = ember.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return model, step
+
+
+def _batches(n: int):
+    rng = np.random.default_rng(0)
+    return [(ember.tensor(rng.standard_normal((8, 4)).astype(np.float32), device="cuda"),
+             ember.tensor(rng.integers(0, 3, 8), device="cuda")) for _ in range(n)]
+
+
+def test_compiled_training_step_replays_a_graph_and_equals_eager(cuda):
+    m1, s1 = _training("SGD", lr=0.1, momentum=0.9)
+    m2, s2 = _training("SGD", lr=0.1, momentum=0.9)
+    compiled = ember.compile(s1, mode="reduce-overhead")
+    for x, y in _batches(6):
+        assert compiled(x, y).item() == s2(x, y).item()
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())
+    executable = compiled.last.executable
+    assert executable.captures == 1 and executable.replays == 3, executable.status
+    assert "replayed 3 time(s)" in executable.status
+
+
+def test_a_step_that_cannot_be_captured_runs_kernel_by_kernel_and_says_why(cuda):
+    m1, s1 = _training("Adam", lr=0.01)  # its step count lives on the CPU and is copied in each step
+    m2, s2 = _training("Adam", lr=0.01)
+    compiled = ember.compile(s1, mode="reduce-overhead")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for x, y in _batches(4):
+            assert compiled(x, y).item() == s2(x, y).item()
+    status = compiled.last.executable.status
+    assert status.startswith("CUDA graph: off (capture failed") and "host-to-device" in status
+    assert any("reduce-overhead" in str(w.message) and "kernel by kernel" in str(w.message) for w in caught)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())
+
+
+def test_replaced_state_arrays_are_captured_again(cuda):
+    m1, s1 = _training("SGD", lr=0.1)
+    m2, s2 = _training("SGD", lr=0.1)
+    compiled = ember.compile(s1, mode="reduce-overhead")
+    batches = _batches(5)
+    for x, y in batches[:3]:
+        compiled(x, y), s2(x, y)
+    with ember.no_grad():  # p.data = ...: the graph captured the old array
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            p.data = p.data * 0.5
+            q.data = q.data * 0.5
+    for x, y in batches[3:]:
+        assert compiled(x, y).item() == s2(x, y).item()
+    assert compiled.last.executable.captures == 2
+
+
+def test_on_the_cpu_reduce_overhead_compiles_as_usual():
+    w = ember.ones(3, requires_grad=True)
+
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        with ember.no_grad():
+            w.sub_(0.1 * w.grad)
+            w.grad = None
+        return loss
+
+    f = ember.compile(step, mode="reduce-overhead")
+    assert [round(f(ember.ones(3)).item(), 3) for _ in range(3)] == [3.0, 2.7, 2.4]
+    assert "CUDA graphs replay CUDA work only" in f.last.executable.status
