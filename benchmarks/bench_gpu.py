@@ -12,6 +12,10 @@ Workloads (ember and PyTorch run the same model code, weights copied, same input
   chain    a 100-op elementwise chain, forward and backward: ember.compile (fused CUDA kernels) vs
            PyTorch eager
   dispatch one small op (a + b on 1,000 floats): per-call cost with the GPU idle between calls
+  modes    the switches of issue 9 item 4 on and off, each next to PyTorch eager: the W3 step with cuDNN on
+           and off (ember.backends.cudnn.enabled), and compiled W3 / MLP steps replayed as CUDA graphs
+           (ember.compile(mode="reduce-overhead")) against the same steps compiled kernel by kernel; the
+           graph's status line (replayed, or why not) is printed
 
 Timing: CUDA events around each step (ember.cuda.Event / torch.cuda.Event), warm-up calls first
 (kernel compilation, cuBLAS handles), median of repeats, the two libraries in alternating rounds.
@@ -341,8 +345,80 @@ def bench_dispatch(torch: Any, quick: bool) -> None:
     log(f"  = {out['ember'] * 1e3:.1f} us per op in ember, {out['torch'] * 1e3:.1f} us in PyTorch")
 
 
+def _graph_status(compiled: Any) -> str:
+    executable = getattr(getattr(compiled, "last", None), "executable", None)
+    return getattr(executable, "status", "CUDA graph: no whole-step graph (" +
+                   (compiled.eager_reason or "not a compiled whole step") + ")")
+
+
+def bench_modes(torch: Any, quick: bool) -> None:
+    """cuDNN on/off and CUDA graphs on/off (issue 9 item 4), each next to PyTorch eager."""
+    import workload_models as models
+
+    batch = 8 if DRY else 256
+    log(f"\nmodes: W3 (batch {batch}) with cuDNN on/off, compiled steps with CUDA graphs on/off")
+    torch.manual_seed(0)
+    m_t = models.mnist_cnn(torch)
+    x_t = torch.randn(batch, 1, 28, 28, device=TORCH_DEVICE)
+    y_t = torch.randint(0, 10, (batch,), device=TORCH_DEVICE)
+    x_e, y_e = to_ember(x_t), to_ember(y_t)
+    m_t = m_t.to(TORCH_DEVICE)
+    step_t = train_step(torch, m_t, torch.optim.SGD(m_t.parameters(), 0.01), torch.nn.functional.cross_entropy,
+                        x_t, y_t)
+
+    def ember_step(model_fn: Callable) -> Callable[[], Any]:
+        m_e = model_fn(ember)
+        copy_weights(m_t, m_e)
+        m_e = m_e.cuda()
+        return train_step(ember, m_e, ember.optim.SGD(m_e.parameters(), 0.01), ember.nn.functional.cross_entropy,
+                          x_e, y_e)
+
+    cudnn_was = ember.backends.cudnn.enabled
+    log(f"  cuDNN available to ember: {ember.backends.cudnn.is_available()} (version {ember.backends.cudnn.version()})")
+    try:
+        for enabled in (True, False):
+            ember.backends.cudnn.enabled = enabled
+            step_e = ember_step(models.mnist_cnn)
+            times = side_by_side({"ember": (ember, step_e), "torch": (torch, step_t)}, warmup=3, repeats=10)
+            report(f"w3 eager cuDNN {'on' if enabled else 'off'}", times["ember"], times["torch"])
+    finally:
+        ember.backends.cudnn.enabled = cudnn_was
+    plain = ember.compile(ember_step(models.mnist_cnn), measure=False)
+    graphed = ember.compile(ember_step(models.mnist_cnn), mode="reduce-overhead")
+    times = side_by_side({"graph": (ember, lambda: graphed()), "plain": (ember, lambda: plain()),
+                          "torch": (torch, step_t)}, warmup=3, repeats=10)
+    report("w3 compiled, CUDA graph on", times["graph"], times["torch"])
+    report("w3 compiled, CUDA graph off", times["plain"], times["torch"])
+    log(f"  {_graph_status(graphed)}")
+
+    width = 64 if DRY else 512
+    mlp = lambda lib: lib.nn.Sequential(lib.nn.Flatten(), lib.nn.Linear(784, width), lib.nn.ReLU(),
+                                        lib.nn.Linear(width, width), lib.nn.ReLU(), lib.nn.Linear(width, 10))
+    torch.manual_seed(0)
+    m_t = mlp(torch).to(TORCH_DEVICE)
+    step_t = train_step(torch, m_t, torch.optim.SGD(m_t.parameters(), 0.01, momentum=0.9),
+                        torch.nn.functional.cross_entropy, x_t[:64], y_t[:64])
+
+    def mlp_step() -> Callable[[], Any]:
+        m_e = mlp(ember)
+        copy_weights(m_t, m_e)
+        m_e = m_e.cuda()
+        return train_step(ember, m_e, ember.optim.SGD(m_e.parameters(), 0.01, momentum=0.9),
+                          ember.nn.functional.cross_entropy, x_e[:64], y_e[:64])
+
+    plain = ember.compile(mlp_step(), measure=False)
+    graphed = ember.compile(mlp_step(), mode="reduce-overhead")
+    eager = mlp_step()
+    times = side_by_side({"graph": (ember, lambda: graphed()), "plain": (ember, lambda: plain()),
+                          "eager": (ember, eager), "torch": (torch, step_t)}, warmup=3, repeats=20)
+    report("mlp step, CUDA graph on", times["graph"], times["torch"])
+    report("mlp step, CUDA graph off", times["plain"], times["torch"])
+    report("mlp step, ember eager", times["eager"], times["torch"])
+    log(f"  {_graph_status(graphed)}")
+
+
 WORKLOADS = {"matmul": bench_matmul, "w3": bench_w3, "w4": bench_w4, "gpt2": bench_gpt2, "chain": bench_chain,
-             "dispatch": bench_dispatch}
+             "dispatch": bench_dispatch, "modes": bench_modes}
 
 
 # ---- main -----------------------------------------------------------------------------------------------
@@ -369,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, figures not comparable)")
     parser.add_argument("--out", default=os.environ.get("OUT") or str(HERE / "results"),
                         help="folder for the log and JSON (default: $OUT if set, else benchmarks/results)")
+    parser.add_argument("--budget", type=float, default=0.0,
+                        help="seconds: start no new workload after this many (0: no limit); the GPU session keeps "
+                             "one call inside its 10 minutes with it")
     parser.add_argument("--dry-run", action="store_true",
                         help="no GPU: ember on the stand-in device (EMBER_CUDA_STANDIN=1), PyTorch on the CPU, small "
                              "sizes; checks the script and ember's device paths, the times mean nothing")
@@ -393,9 +472,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     info = environment(torch)
     log("bench_gpu:", json.dumps(info))
-    failed = []
+    failed, started = [], time.perf_counter()
     for name in args.only.split(","):
         name = name.strip()
+        if args.budget and time.perf_counter() - started > args.budget:
+            log(f"  ({name}: skipped, the {args.budget:.0f} s budget is spent)")
+            continue
         if name not in WORKLOADS:
             log(f"unknown workload {name!r}; choose from {list(WORKLOADS)}")
             continue

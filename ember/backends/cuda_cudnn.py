@@ -82,6 +82,11 @@ def _contiguous(shape: tuple) -> list:
     return strides[::-1]
 
 
+def _first(result: Any) -> Any:
+    """The main output of a node (sdpa/layernorm return (output, statistics...), None where not generated)."""
+    return result[0] if isinstance(result, (tuple, list)) else result
+
+
 class _Built:
     """A built cuDNN graph, its tensors in call order, its output tensors and workspace size."""
 
@@ -255,11 +260,11 @@ class CudnnOps:
             graph = self._new_graph(q.dtype)
             tq, tk, tv = (self._tensor(graph, n, a) for n, a in (("q", q), ("k", k), ("v", v)))
             try:
-                to, _ = graph.sdpa(q=tq, k=tk, v=tv, generate_stats=False, attn_scale=float(scale),
-                                   use_causal_mask=bool(is_causal), name="sdpa")
+                to = _first(graph.sdpa(q=tq, k=tk, v=tv, generate_stats=False, attn_scale=float(scale),
+                                       use_causal_mask=bool(is_causal), name="sdpa"))
             except TypeError:  # frontends before 1.10 name the flag is_inference
-                to, _ = graph.sdpa(q=tq, k=tk, v=tv, is_inference=True, attn_scale=float(scale),
-                                   use_causal_mask=bool(is_causal), name="sdpa")
+                to = _first(graph.sdpa(q=tq, k=tk, v=tv, is_inference=True, attn_scale=float(scale),
+                                       use_causal_mask=bool(is_causal), name="sdpa"))
             self._output(to, shape, q.dtype)
             self._finish(graph, False)
             return _Built(graph, [tq, tk, tv], [to])
@@ -284,8 +289,8 @@ class CudnnOps:
             tx, tw, tb = (self._tensor(graph, n, a) for n, a in (("x", x4), ("scale", w4), ("bias", b4)))
             teps = graph.tensor(name="epsilon", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=fe.data_type.FLOAT,
                                 is_pass_by_value=True)
-            ty, _, _ = graph.layernorm(norm_forward_phase=fe.norm_forward_phase.INFERENCE, input=tx, scale=tw,
-                                       bias=tb, epsilon=teps, name="layernorm")
+            ty = _first(graph.layernorm(norm_forward_phase=fe.norm_forward_phase.INFERENCE, input=tx, scale=tw,
+                                        bias=tb, epsilon=teps, name="layernorm"))
             self._output(ty, x4.shape, x.dtype)
             self._finish(graph, False)
             return _Built(graph, [tx, tw, tb, teps], [ty])

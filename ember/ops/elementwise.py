@@ -635,6 +635,8 @@ def _masked_grad(xp: Any, g: Any, mask: Any) -> Any:
         np.negative(keep, out=keep)  # 0 or -1 (all ones): 0.93-0.98 ms per 1M float32, the multiply 1.15-1.19
         out = keep if keep.shape == g.shape else None  # (a broadcast mask: a new array of g's shape)
         return np.bitwise_and(g.view(ints), keep, out=out).view(g.dtype)
+    if xp is not np:  # a device: one where() kernel, no host read of a finiteness test (a sync per call on a
+        return xp.where(mask, g, 0).astype(g.dtype, copy=False)  # GPU, refused in CUDA-graph capture); torch's bits
     with np.errstate(invalid="ignore"):  # inf * 0: the NaN is detected and replaced just below
         product = g * mask
     if product.size and not bool(xp.isfinite(product.sum())):  # rare: inf/NaN (or overflow) present

@@ -22,6 +22,7 @@ import numpy as np  # the CPU fast path of the NumPy tap scan (other namespaces 
 
 from ember import dtypes
 from ember.backends import native_kernel
+from ember.backends import capture_state
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import cost, dispatch
 from ember.ops.conv import pair
@@ -105,7 +106,8 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     indices *= w
     indices += right
     nan = best != best
-    if bool(nan.any()):  # PyTorch's rule: a NaN wins its window, the last one in row-major order
+    # (while a CUDA graph is captured, unconditionally: the test is a host read; the where gives the same values)
+    if capture_state.ACTIVE or bool(nan.any()):  # PyTorch's rule: a NaN wins its window, the last one in row-major order
         code = xp.where(bottom_right != bottom_right, w + 1, xp.where(bottom_left != bottom_left, w,
                                                                        (top_right != top_right).astype(xp.int64)))
         indices = xp.where(nan, code, indices)
@@ -253,7 +255,8 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
         else:
             # One flat scatter (indices shifted to their plane) is about 2x faster than put_along_axis,
             # which builds an index grid; the shift needs the range check put_along_axis made.
-            if flat_idx.size and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= h * w):
+            # (not while a CUDA graph is captured: a host read; the pool's own indices are in range by construction)
+            if flat_idx.size and not capture_state.ACTIVE and (int(flat_idx.min()) < 0 or int(flat_idx.max()) >= h * w):
                 raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
                                  f"(indices must lie in [0, {h * w}))")
             planes = xp.arange(rows, dtype=flat_idx.dtype)[:, None] * (h * w)

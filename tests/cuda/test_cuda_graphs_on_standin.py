@@ -214,3 +214,33 @@ def test_on_the_cpu_reduce_overhead_compiles_as_usual():
     f = ember.compile(step, mode="reduce-overhead")
     assert [round(f(ember.ones(3)).item(), 3) for _ in range(3)] == [3.0, 2.7, 2.4]
     assert "CUDA graphs replay CUDA work only" in f.last.executable.status
+
+
+def test_a_cnn_step_replays_a_graph_and_equals_eager(cuda):
+    """conv, max pool, relu and cross entropy: each used to read device data on the host in a fast-path test (a
+    sync per call on a GPU); under capture they take their general path."""
+    def make():
+        ember.manual_seed(0)
+        model = ember.nn.Sequential(ember.nn.Conv2d(1, 4, 3, padding=1), ember.nn.ReLU(), ember.nn.MaxPool2d(2),
+                                    ember.nn.Flatten(), ember.nn.Linear(4 * 6 * 6, 3)).cuda()
+        opt = ember.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad(set_to_none=True)
+            loss = ember.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step
+
+    (m1, s1), (m2, s2) = make(), make()
+    compiled = ember.compile(s1, mode="reduce-overhead")
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        x = ember.tensor(rng.standard_normal((4, 1, 12, 12)).astype(np.float32), device="cuda")
+        y = ember.tensor(rng.integers(0, 3, 4), device="cuda")
+        np.testing.assert_allclose(compiled(x, y).item(), s2(x, y).item(), rtol=1e-6)
+    assert compiled.last.executable.replays == 1, compiled.last.executable.status  # eager, trace, capture, replay
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-5, atol=1e-7)
