@@ -29,7 +29,7 @@ Example (stand-in device; the same code runs on a GPU):
     ...     g = ember.cuda.CUDAGraph()
     ...     with ember.cuda.graph(g):
     ...         y = x * 2
-    ...     x.fill_(5.0); g.replay(); y.tolist()
+    ...     _ = x.fill_(5.0); g.replay(); y.tolist()
     [10.0, 10.0, 10.0]
 """
 from __future__ import annotations

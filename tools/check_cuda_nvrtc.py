@@ -19,7 +19,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "tests"), os.path.join(HERE, "..", "tests", "backends")]
+sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "tests"), os.path.join(HERE, "..", "tests", "backends"),
+                os.path.join(HERE, "..", "tests", "cuda")]
 
 import cupy  # noqa: E402
 from cupy.cuda import nvrtc  # noqa: E402
@@ -136,8 +137,46 @@ def main() -> int:
                          f"blockDim.x + threadIdx.x; if (i >= n) return; {t} out; {{ {body} }} p_out[i] = out; }}")
     ok2, message2 = compile_source("\n".join(rng_parts))
     print(f"philox kernels: {len(cuda_random.BODIES)}, NVRTC {'OK' if ok2 else 'FAILED'}: {message2}")
+    ok3 = check_reductions()
     print(f"NVRTC {nvrtc.getVersion()}, {time.perf_counter() - t0:.1f} s")
-    return 0 if ok and ok2 and not problems else 1
+    return 0 if ok and ok2 and ok3 and not problems else 1
+
+
+def check_reductions() -> bool:
+    """The ReductionKernels of tests/cuda/test_cuda_reduction_kernel.py's recorded groups: built as
+    cupy.ReductionKernel objects (CuPy parses them without a GPU) and their map functions and post-maps
+    compiled by NVRTC inside a one-thread-per-row kernel of the same shape as the host twin."""
+    import test_cuda_reduction_kernel as reduction_tests
+    from ember.backends import cuda_codegen, cuda_codegen_reduce
+
+    sources = {}
+    for _, _, src, ins, _ in reduction_tests._cases():
+        program = cuda_codegen.parse(src)
+        if cuda_codegen_reduce.single_kernel(program):
+            r = cuda_codegen_reduce.generate_reduction(program, [a.dtype for a in ins])
+            sources[r.key] = r
+    for r in sources.values():
+        cupy.ReductionKernel(r.in_params, r.out_params, r.map_expr, r.reduce_expr, r.post_map_expr, r.identity,
+                             r.name, reduce_type=r.reduce_type, preamble=r.preamble, options=("--fmad=false",))
+    parts = [HEADERS, PREAMBLE] + list(dict.fromkeys(r.preamble[len(PREAMBLE):] for r in sources.values()))
+    for j, r in enumerate(sources.values()):
+        ins = _params(r.in_params)
+        (dtype, name), = _params(r.out_params)
+        args = [f"const {C_TYPES[d]}* p_{n}" for d, n in ins] + [f"{C_TYPES[dtype]}* p_out", "long long rows",
+                                                                 "long long cols"]
+        post = r.post_map_expr.replace("_in_ind.size() / _out_ind.size()", "cols")
+        parts.append("\n".join([
+            f'extern "C" __global__ void red{j}({", ".join(args)}) {{',
+            "  long long row = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (row >= rows) return;",
+            f"  {r.reduce_type} a = ({r.reduce_type}){r.identity};",
+            "  for (long long c = 0; c < cols; ++c) { long long i = row * cols + c;",
+            *[f"    const {C_TYPES[d]} {n} = p_{n}[i];" for d, n in ins],
+            f"    {r.reduce_type} b = {r.map_expr}; a = {r.reduce_expr}; }}",
+            f"  {C_TYPES[dtype]} {name}; {post}; p_out[row] = {name};", "}"]))
+    ok, message = compile_source("\n".join(parts))
+    print(f"reduction kernels: {len(sources)} generated, ReductionKernel objects built, NVRTC "
+          f"{'OK' if ok else 'FAILED'}: {message}")
+    return ok
 
 
 if __name__ == "__main__":

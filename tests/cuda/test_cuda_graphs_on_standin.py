@@ -126,6 +126,8 @@ def test_make_graphed_callables_matches_eager_forward_and_backward(cuda):
 
 
 def test_without_a_cuda_device_the_names_refuse_like_torch_cpu():
+    if ember.cuda.is_available():  # EMBER_CUDA_STANDIN=1 (the GPU session's dry run) or a GPU
+        pytest.skip("a CUDA device serves this process")
     for name in ("CUDAGraph", "MemPool", "graph_pool_handle", "make_graphed_callables"):
         with pytest.raises(RuntimeError):
             getattr(torch.cuda, name)(*(() if name != "make_graphed_callables" else (None, ())))
