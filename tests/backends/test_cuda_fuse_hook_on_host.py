@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember.backends import cuda_codegen, get_backend
+from ember.backends import cuda_codegen, cuda_codegen_reduce as reduce, get_backend
 from ember.backends.cuda_codegen import KernelSource, dtype_of
 from ember.graph.passes.fuse import FusedKernel
 
@@ -39,10 +39,29 @@ class _HostElementwiseKernel:
         return self.lib.run(0, *arrays)
 
 
+class _HostReductionKernel:
+    """``cupy.ReductionKernel`` on the host: the generated map/post-map compiled by ``HostReductions``."""
+
+    built: list = []
+
+    def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, reduce_type=None,
+                 reduce_dims=True, preamble="", options=()):
+        assert preamble.startswith(cuda_codegen.PREAMBLE) and "--fmad=false" in options and reduce_expr == "a + b"
+        self.parts = dict(in_params=in_params, out_params=out_params, map_expr=map_expr, reduce_expr=reduce_expr,
+                          post_map_expr=post_map_expr, identity=identity, name=name, reduce_type=reduce_type,
+                          preamble=preamble, out_dtype=dtype_of(out_params.split()[0]), kind="")
+
+    def __call__(self, *arrays, axis=None, keepdims=False):
+        source = reduce.ReductionSource(**self.parts, axis=axis, keepdims=keepdims)
+        _HostReductionKernel.built.append(source.key)
+        return host.HostReductions([source]).run(0, *arrays)
+
+
 class _HostCupy:
-    """CuPy's namespace on the host: NumPy's functions, and the host ElementwiseKernel."""
+    """CuPy's namespace on the host: NumPy's functions, and the host Elementwise/ReductionKernel."""
 
     ElementwiseKernel = _HostElementwiseKernel
+    ReductionKernel = _HostReductionKernel
 
     def __getattr__(self, name):
         return getattr(np, name)
@@ -52,7 +71,8 @@ class _HostCupy:
 def hook(monkeypatch):
     monkeypatch.setattr(cuda_backend, "cupy", _HostCupy())
     monkeypatch.setattr(cuda_backend.FusedCudaKernel, "_CACHE", {})
-    _HostElementwiseKernel.built = []
+    monkeypatch.setattr(cuda_backend.SingleReduction, "_CACHE", {})
+    _HostElementwiseKernel.built, _HostReductionKernel.built = [], []
     return cuda_backend.CuPyBackend()
 
 
@@ -100,6 +120,8 @@ def test_untranslatable_signature_runs_the_generic_replay(hook):
      "t3 = sum(t2, axis=None, keepdims=False, dtype='float32')\nt4 = cast(t3, dtype='float16')", np.float16),
 ])
 def test_groups_ending_in_a_reduction_run_one_kernel_and_one_reduction(hook, source, dtype):
+    """Two launches (elementwise kernel + CuPy reduction) when the group has other results; one ReductionKernel
+    (ember/backends/cuda_codegen_reduce.py) when the reduction is its only result."""
     kernel = hook.fuse(source, "fused")
     assert kernel is not None and kernel.tail
     x = np.random.default_rng(1).standard_normal((6, 40)).astype(dtype)
@@ -109,7 +131,8 @@ def test_groups_ending_in_a_reduction_run_one_kernel_and_one_reduction(hook, sou
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-3 if dtype == np.float16 else 1e-6)
-    assert len(_HostElementwiseKernel.built) == 1
+    single = reduce.single_kernel(cuda_codegen.parse(source))
+    assert (len(_HostElementwiseKernel.built), len(_HostReductionKernel.built)) == ((0, 1) if single else (1, 0))
 
 
 def test_hostile_source_is_declined(hook):
