@@ -56,11 +56,15 @@ class Log:
 
     def __init__(self) -> None:
         self.buffer = io.StringIO()
+        self.path: Path | None = None  # set by main: every line also goes there at once (a killed run keeps its log)
 
     def __call__(self, *parts: Any) -> None:
         line = " ".join(str(p) for p in parts)
         print(line, flush=True)
         self.buffer.write(line + "\n")
+        if self.path is not None:
+            with open(self.path, "a") as f:
+                f.write(line + "\n")
 
 
 log = Log()
@@ -417,8 +421,8 @@ def bench_modes(torch: Any, quick: bool) -> None:
     log(f"  {_graph_status(graphed)}")
 
 
-WORKLOADS = {"matmul": bench_matmul, "w3": bench_w3, "w4": bench_w4, "gpt2": bench_gpt2, "chain": bench_chain,
-             "dispatch": bench_dispatch, "modes": bench_modes}
+WORKLOADS = {"matmul": bench_matmul, "modes": bench_modes, "chain": bench_chain, "dispatch": bench_dispatch,
+             "w3": bench_w3, "w4": bench_w4, "gpt2": bench_gpt2}  # (the order a --budget run keeps)
 
 
 # ---- main -----------------------------------------------------------------------------------------------
@@ -471,6 +475,13 @@ def main(argv: list[str] | None = None) -> int:
         print("bench_gpu: this PyTorch has no CUDA; the comparison needs PyTorch's CUDA build")
         return 0
     info = environment(torch)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    device = "".join(c if c.isalnum() else "-" for c in info["ember_device"]).strip("-")
+    base = out / f"gpu-{stamp}-{device}{'-dry-run' if args.dry_run else '-quick' if args.quick else ''}"
+    log.path = base.with_suffix(".txt")
+    log.path.write_text(log.buffer.getvalue())
     log("bench_gpu:", json.dumps(info))
     failed, started = [], time.perf_counter()
     for name in args.only.split(","):
@@ -500,12 +511,6 @@ def main(argv: list[str] | None = None) -> int:
             log(f"  {name:<24} {row['ratio']:6.3f}x" + (f"   MFU {100 * row['mfu']:.1f}%" if "mfu" in row else ""))
     if failed:
         log(f"failed workloads: {failed}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    device = "".join(c if c.isalnum() else "-" for c in info["ember_device"]).strip("-")
-    base = out / f"gpu-{stamp}-{device}{'-dry-run' if args.dry_run else '-quick' if args.quick else ''}"
-    (base.with_suffix(".txt")).write_text(log.buffer.getvalue())
     (base.with_suffix(".json")).write_text(json.dumps({"environment": info, "results": RESULTS}, indent=1))
     print(f"log: {base.with_suffix('.txt')}")
     return 1 if failed else 0

@@ -71,7 +71,10 @@ class GraphedExecutable:
                            "would repeat (PyTorch registers its generator with the graph; ember does not yet)")
 
     def __getattr__(self, name: str) -> Any:  # writes, nodes, memory_stats...: the executable's
-        return getattr(self.__dict__["executable"], name)
+        executable = self.__dict__.get("executable")
+        if executable is None:  # (copy/pickle probe an instance before __init__ ran)
+            raise AttributeError(name)
+        return getattr(executable, name)
 
     @property
     def status(self) -> str:
