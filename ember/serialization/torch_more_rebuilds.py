@@ -54,8 +54,31 @@ def _int_tuple(value: Any, what: str) -> tuple:
     return tuple(_int(v, what) for v in value)
 
 
-def _tensor_class() -> type:
-    return Tensor
+def make_bytearray(data: Any = b"", *rest: Any) -> bytearray:
+    """``builtins.bytearray`` as pickles rebuild it (from bytes, or a str and its encoding): never from a size, so a
+    file cannot ask for a huge zero-filled buffer."""
+    if not isinstance(data, (bytes, bytearray, str)) or len(rest) > 2 or (rest and not isinstance(data, str)):
+        raise CheckpointError("pickle", "builtins.bytearray", "is rebuilt only from bytes or (str, encoding)")
+    return bytearray(data, *rest) if rest else bytearray(data)
+
+
+class TensorType:
+    """What the global ``torch.Tensor`` unpickles to: only a type argument of ``_rebuild_from_type_v2``. It is not
+    the class itself, so a crafted ``REDUCE`` cannot call ``Tensor(10**12)`` to allocate memory."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise CheckpointError("pickle", "torch.Tensor", "is only allowed as the type of _rebuild_from_type_v2, not "
+                              "called")
+
+    def __repr__(self) -> str:
+        return "torch.Tensor"
+
+
+TENSOR_TYPE = TensorType()
+
+
+def _tensor_class() -> Any:
+    return TENSOR_TYPE
 
 
 def rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> Any:
@@ -65,7 +88,7 @@ def rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> Any
     if func not in TENSOR_REBUILDS:
         raise CheckpointError("pickle", "_rebuild_from_type_v2", f"calls {func!r:.60}, which is not a tensor rebuild "
                               "function")
-    if new_type not in (Tensor, Parameter):
+    if new_type is not TENSOR_TYPE and new_type is not Parameter:
         raise CheckpointError("pickle", "_rebuild_from_type_v2", f"type {new_type!r:.60} is not torch.Tensor or "
                               "torch.nn.Parameter (tensor subclasses are not supported by ember)")
     if not isinstance(args, tuple):

@@ -318,11 +318,11 @@ def _allowed() -> dict[str, Any]:
         "torch.qint8": qint8, "torch.quint8": quint8, "torch.qint32": qint32, "torch.serialization._get_layout": get_layout,
         "torch.sparse_coo": sparse_coo,
         "collections.OrderedDict": collections.OrderedDict, "collections.Counter": collections.Counter,
-        "builtins.bytearray": bytearray,
+        "builtins.bytearray": more.make_bytearray,
         "_codecs.encode": codecs_encode,
         "builtins.set": set, "builtins.frozenset": frozenset, "builtins.slice": slice, "builtins.complex": complex,
         "torch.nn.parameter.Parameter": None,  # resolved below (import cycle)
-        "torch.Tensor": Tensor, "torch._tensor._rebuild_from_type_v2": more.rebuild_from_type_v2,
+        "torch.Tensor": more.TENSOR_TYPE, "torch._tensor._rebuild_from_type_v2": more.rebuild_from_type_v2,
         "torch._utils._rebuild_meta_tensor_no_storage": more.rebuild_meta_tensor,
     }
     for name in ("per_tensor_symmetric", "per_channel_symmetric", "per_channel_affine_float_qparams"):
