@@ -246,3 +246,38 @@ def test_a_cnn_step_replays_a_graph_and_equals_eager(cuda):
     assert compiled.last.executable.replays == 1, compiled.last.executable.status  # eager, trace, capture, replay
     for p, q in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_allclose(p.detach().cpu().numpy(), q.detach().cpu().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_whole_network_capture_as_in_torchs_docs(cuda):
+    """PyTorch's documented pattern: warm up eagerly, capture forward, backward and optimizer.step() in one graph,
+    then copy each batch into the static tensors and replay; equal to eager steps bit for bit."""
+    def make():
+        ember.manual_seed(0)
+        model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.ReLU(), ember.nn.Linear(8, 3)).cuda()
+        return model, ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def eager_step(model, opt, x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = ember.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    (m1, o1), (m2, o2) = make(), make()
+    batches = _batches(6)
+    for x, y in batches[:2]:  # warm-up: momentum buffers exist before the capture
+        eager_step(m1, o1, x, y), eager_step(m2, o2, x, y)
+    static_x, static_y = batches[2][0].clone(), batches[2][1].clone()
+    g = ember.cuda.CUDAGraph()
+    o1.zero_grad(set_to_none=True)
+    with ember.cuda.graph(g):
+        static_loss = ember.nn.functional.cross_entropy(m1(static_x), static_y)
+        static_loss.backward()
+        o1.step()
+    for x, y in batches[2:]:
+        static_x.copy_(x)
+        static_y.copy_(y)
+        g.replay()
+        assert static_loss.item() == eager_step(m2, o2, x, y).item()
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())
