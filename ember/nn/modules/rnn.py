@@ -84,6 +84,12 @@ class RNNBase(Module):
             raise ValueError(f"{name}: dropout should be a number in range [0, 1], got {dropout}")
         if hidden_size <= 0 or num_layers <= 0:
             raise ValueError(f"{name}: hidden_size and num_layers must be positive, got {hidden_size}, {num_layers}")
+        if dropout > 0 and num_layers == 1:  # torch's warning: the dropout of a one-layer RNN is never applied
+            import warnings
+
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
+                          f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          UserWarning, stacklevel=2)  # names a line inside the library (printed once, as torch)
         if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
             raise ValueError(f"{name}: proj_size should be a positive integer or zero to disable projections, "
                              f"got {proj_size!r}")
@@ -234,7 +240,12 @@ class RNNBase(Module):
                 c_n.append(c)
             layer_input = outs[0] if directions == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
+                if packed:  # torch draws the mask on the packed data (its layout decides which elements drop)
+                    dropped = _pack_like(layer_input, template)
+                    dropped = PackedSequence(F.dropout(dropped.data, self.dropout, True), *tuple(dropped)[1:])
+                    layer_input = pad_packed_sequence(dropped, total_length=steps)[0]
+                else:
+                    layer_input = F.dropout(layer_input, self.dropout, True)
         output = layer_input
         h_out = stack(h_n, 0)
         c_out = stack(c_n, 0) if is_lstm else None
