@@ -25,6 +25,7 @@ from ember.ops.opmath_composite import float32_composite
 from ember import dtypes
 from ember.creation import tensor
 from ember.ops import views
+from ember.ops.pooling import _adaptive_windows
 from ember.nn._interpolate_uint8 import resize_uint8
 
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
@@ -89,16 +90,6 @@ def _cubic_table(in_size: int, out_size: int, align_corners: bool, scale_factor:
     t = (src - base.astype(coord)).astype(np.float64)
     weights = np.stack([far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)], 1)
     index = np.clip(base[:, None] + np.arange(-1, 3)[None, :], 0, in_size - 1)  # edge pixels repeat
-    return index, weights
-
-
-def _area_table(in_size: int, out_size: int) -> tuple:
-    """Adaptive average pooling windows [floor(i*in/out), ceil((i+1)*in/out))."""
-    start = (np.arange(out_size) * in_size) // out_size
-    end = -((-(np.arange(out_size) + 1) * in_size) // out_size)
-    width = int((end - start).max())
-    index = np.minimum(start[:, None] + np.arange(width)[None, :], in_size - 1)
-    weights = np.where(np.arange(width)[None, :] < (end - start)[:, None], 1.0 / (end - start)[:, None], 0.0)
     return index, weights
 
 
@@ -264,8 +255,10 @@ def _interpolate(input: Any, size: Any, scale_factor: Any, mode: str, align_corn
         factor = None if factors is None else factors[axis]
         if mode in ("nearest", "nearest-exact"):
             index, weights = _nearest_table(in_size, out_size, factor, mode == "nearest-exact")
-        elif mode == "area":
-            index, weights = _area_table(in_size, out_size)
+        elif mode == "area":  # torch's adaptive average pooling: each window summed alone (no 0 * inf = NaN)
+            if out_size != in_size:
+                out = _adaptive_windows(out, 2 + axis, in_size, out_size)
+            continue
         elif antialias:
             index, weights = _antialias_table(in_size, out_size, align_corners, factor, mode == "bicubic")
         elif mode == "bicubic":

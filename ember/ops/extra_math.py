@@ -66,7 +66,9 @@ TRUNC = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_grad, save="none", onnx
 
 def _erfinv_impl(xp: Any, x: Any) -> Any:
     ew.real_only("erfinv", x)
-    return special_function(xp, "erfinv")(x).astype(x.dtype, copy=False)
+    out = special_function(xp, "erfinv")(x).astype(x.dtype, copy=False)
+    # erfinv is odd: torch's erfinv(-0.0) is -0.0 (SciPy's gives +0.0); zeros pass through with their sign
+    return xp.where(x == 0, x, out).astype(x.dtype, copy=False)
 
 
 ERFINV = _unary("erfinv", _erfinv_impl, lambda ctx, g: (g * ew.exp(ctx.out * ctx.out) * (math.sqrt(math.pi) / 2),),
@@ -405,9 +407,14 @@ def logaddexp(input: Any, other: Any) -> Any:
         first = ew.real_part(a) >= ew.real_part(b)
         big, small = ew.where(first, a, b), ew.where(first, b, a)
         return big + ew.log1p(ew.exp(small - big))
-    # Equal infinities would give inf - inf = NaN; their difference is taken as 0 instead.
-    diff = ew.where(a == b, 0.0, a - b)
-    return ew.maximum(a, b) + ew.log1p(ew.exp(-ew.abs(diff)))
+    # max + log1p(exp(min - max)) with max/min picked by where (not maximum/abs): the gradient is then
+    # sigmoid(a - b) on both sides of a tie, so second derivatives at a == b are torch's (abs and maximum
+    # have kinks there that cancel in the value but zeroed the curvature). Equal infinities would give
+    # inf - inf = NaN; their difference is taken as 0 instead.
+    first = a >= b
+    big, small = ew.where(first, a, b), ew.where(first, b, a)
+    diff = ew.where(ew.logical_and(a == b, ew.isinf(a)), 0.0, small - big)
+    return big + ew.log1p(ew.exp(diff))
 
 
 @float32_composite

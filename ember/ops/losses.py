@@ -118,12 +118,14 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
 def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                    beta: float = 1.0) -> Any:
     reduction = _reduction("smooth_l1_loss", reduction, size_average, reduce)
-    diff = ew.abs(input - _promoting_target(target, input))
+    signed = input - _promoting_target(target, input)
+    diff = ew.abs(signed)
     if beta == 0:
         return _reduce(diff, reduction)
-    # The quadratic side sees |d| clamped to beta, so an infinite difference (whose branch where() drops)
-    # cannot send inf * 0 = NaN into the gradient; PyTorch's gradient there is sign(d).
-    small = ew.clamp(diff, max=float(beta))
+    # The quadratic side sees d clamped to [-beta, beta], so an infinite difference (whose branch where() drops)
+    # cannot send inf * 0 = NaN into the gradient; PyTorch's gradient there is sign(d). It squares d itself,
+    # not |d|: abs's zero slope at d == 0 made the second derivative 0 there (torch: 1 / beta).
+    small = ew.clamp(signed, min=-float(beta), max=float(beta))
     return _reduce(ew.where(diff < beta, small * small * (0.5 / beta), diff - 0.5 * beta), reduction)
 
 
@@ -131,8 +133,10 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
 @autocast_policy("fp32")
 def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0, weight: Any = None) -> Any:
     reduction = _reduction("huber_loss", reduction)
-    diff = ew.abs(input - _as_float_target(target, input))
-    small = ew.clamp(diff, max=float(delta))  # as smooth_l1_loss: no inf * 0 from the dropped branch
+    signed = input - _as_float_target(target, input)
+    diff = ew.abs(signed)
+    # as smooth_l1_loss: no inf * 0 from the dropped branch, and d itself squared (second derivative 1 at d == 0)
+    small = ew.clamp(signed, min=-float(delta), max=float(delta))
     loss = ew.where(diff < delta, small * small * 0.5, (diff - 0.5 * delta) * delta)
     return _reduce(loss * weight if weight is not None else loss, reduction)
 

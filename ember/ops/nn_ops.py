@@ -478,8 +478,10 @@ def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
         # clamp (not minimum) keeps exp from overflowing on the unused side and passes the whole gradient
         # at 0, where PyTorch's slope is alpha (minimum would split it between its two equal arguments).
         negative = _expm1(ew.clamp(t, max=0.0))
-        # t <= 0 picks the exponential side: NaN takes the linear one, whose gradient passes (PyTorch's elu_backward)
-        return ew.where(t <= 0, negative * alpha, t)
+        # t <= 0 picks the exponential side: NaN takes the linear one, whose gradient passes (PyTorch's elu_backward).
+        # At t == 0 the slope is alpha (elu_backward's x <= 0) but the curvature is 0 (elu_double_backward masks
+        # x < 0): the value there is t * alpha, so second derivatives at 0 are torch's.
+        return ew.where(t < 0, negative * alpha, ew.where(t == 0, t * alpha, t))
 
     return _maybe_inplace(input, compute, inplace, "elu_")
 
@@ -492,7 +494,8 @@ def selu(input: Any, inplace: bool = False) -> Any:
 
 def celu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Any:
     def compute(t: Any) -> Any:
-        return ew.where(t <= 0, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha, t)  # NaN: linear side, as elu
+        # NaN: linear side, as elu; at 0 slope 1 and curvature 0, as torch's celu (elu's double backward)
+        return ew.where(t < 0, _expm1(ew.clamp(t, max=0.0) / alpha) * alpha, t)
 
     return _maybe_inplace(input, compute, inplace, "celu_")
 

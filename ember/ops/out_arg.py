@@ -299,6 +299,8 @@ def with_out(fn: Callable[..., Any], name: str, exact_dtype: bool = False) -> Ca
             isinstance(v, dispatch.Tensor) for v in tuple(args[1:]) + tuple(kwargs.values())))
         for o, r in zip(outs, results):
             _dtype_rule(name, o, r)
+            if name in BOOL_OR_BYTE_OUT and r.dtype is not o.dtype:  # a uint8 input's 0/1 into a bool out, as torch
+                r = r.to(o.dtype)
             _write(name, o, r, multi or (same and not (real_only and args and getattr(args[0], "is_complex", bool)())),
                    (lambda o=o: _check_overlap(name, (o,), multi, args, kwargs)) if late else None)
         if not multi:

@@ -498,16 +498,27 @@ def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
 
 
-def _adaptive_matrix(size: int, out: int, dtype: Any, device: Any) -> Any:
-    """(out, size) matrix averaging PyTorch's adaptive windows [floor(i*size/out), ceil((i+1)*size/out))."""
-    import numpy as np
+def _adaptive_windows(x: Any, axis: int, size: int, out: int) -> Any:
+    """Means of PyTorch's adaptive windows [floor(i*size/out), ceil((i+1)*size/out)) along ``axis``.
 
-    m = np.zeros((out, size))
-    for i in range(out):
-        start = (i * size) // out
-        end = -(-((i + 1) * size) // out)
-        m[i, start:end] = 1.0 / (end - start)
-    return tensor(m, dtype=dtype, device=device)
+    Each window's elements are gathered (padded to the widest window, the pads masked to 0) and summed, so
+    a NaN or an infinity reaches only the windows that hold it (a 0-weight averaging matrix made 0 * inf = NaN
+    in every window of its row).
+    """
+    starts = (np.arange(out) * size) // out
+    ends = -((-(np.arange(out) + 1) * size) // out)
+    width = int((ends - starts).max())
+    taps = starts[:, None] + np.arange(width)[None, :]
+    pad = taps >= ends[:, None]
+    low = x.dtype in (dtypes.float16, dtypes.bfloat16)  # torch sums half windows in float (opmath), rounds once
+    moved = (x.float() if low else x).movedim(axis, -1)
+    picked = moved.index_select(-1, tensor(np.minimum(taps, ends[:, None] - 1).reshape(-1), device=x.device))
+    picked = picked.reshape(tuple(moved.shape[:-1]) + (out, width))
+    if pad.any():
+        picked = picked.masked_fill(tensor(pad, device=x.device), 0.0)
+    counts = tensor((ends - starts).astype(np.float64), dtype=moved.dtype, device=x.device)
+    mean = (picked.sum(-1) / counts).movedim(-1, axis)
+    return mean.to(x.dtype) if low else mean
 
 
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
@@ -525,9 +536,14 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
         return input.mean(dim=(-2, -1), keepdim=True)
     if h % oh == 0 and w % ow == 0:
         return avg_pool2d(input, (h // oh, w // ow))
-    rows = _adaptive_matrix(h, oh, input.dtype, input.device)
-    cols = _adaptive_matrix(w, ow, input.dtype, input.device)
-    return rows.matmul(input).matmul(cols.mT)
+    low = input.dtype in (dtypes.float16, dtypes.bfloat16)  # both passes in float, one rounding (torch's opmath)
+    x = input.float() if low else input
+    if h % oh == 0:
+        rows = avg_pool2d(x, (h // oh, 1)) if oh != h else x
+    else:
+        rows = _adaptive_windows(x, x.ndim - 2, h, oh)
+    out = avg_pool2d(rows, (1, w // ow)) if w % ow == 0 else _adaptive_windows(rows, rows.ndim - 1, w, ow)
+    return out.to(input.dtype) if low else out
 
 
 def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:
