@@ -163,6 +163,7 @@ def test_fused_reduction_is_one_kernel_and_matches_eager(dim):
     for _ in range(3):
         got = compiled(x, y)
     np.testing.assert_allclose(got.cpu().numpy(), f(x, y).cpu().numpy(), rtol=1e-4, atol=1e-4)
-    fused = [n.op.impl for n in compiled.graph.nodes if getattr(n.op, "category", None) == "fused"]
-    kernels = [k for impl in fused for k in getattr(getattr(impl, "__self__", impl), "by_dtypes", {}).values()]
-    assert any(type(k) is cuda_backend.SingleReduction for k in kernels) or not fused
+    fused = [n.op.impl for n in compiled.last.executable.nodes if n.op.category == "fused"]
+    assert fused and all(type(k) is cuda_backend.FusedCudaKernel for k in fused), fused
+    kernels = [k for impl in fused for k in impl.by_dtypes.values()]
+    assert any(type(k) is cuda_backend.SingleReduction for k in kernels), kernels
