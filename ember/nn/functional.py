@@ -43,7 +43,7 @@ from ember.nn._layout_follow import follow_input_layout as _follow_layout
 # PyTorch's CPU kernels keep a channels-last input's (or conv weight's) layout in these results (ember/nn/_layout_follow.py)
 conv2d = _follow_layout(conv2d, weight_arg=1)
 conv_transpose2d = _follow_layout(conv_transpose2d, weight_arg=1)
-batch_norm = _follow_layout(batch_norm)
+batch_norm = _follow_layout(batch_norm, strides_rule=False)
 group_norm = _follow_layout(group_norm)
 max_pool2d = _follow_layout(max_pool2d)
 avg_pool2d = _follow_layout(avg_pool2d)

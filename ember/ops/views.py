@@ -373,9 +373,22 @@ def is_contiguous(input: Any, memory_format: Any = None) -> bool:
 
 
 def suggest_memory_format(input: Any) -> str | None:
-    """``"channels_last"`` / ``"channels_last_3d"`` when ``input`` is laid out so (and not also row-major), else
-    None: the layout PyTorch's resampling kernels give their output (``F.interpolate`` of a permuted NHWC tensor
-    is channels-last, so ``.permute(0, 2, 3, 1).view(...)`` after it works, as DINO's pos-embed resize needs)."""
+    """PyTorch's ``Tensor.suggest_memory_format()``: ``"channels_last"`` / ``"channels_last_3d"`` when the strides
+    look so by c10's rule (:func:`strides_like`: the dims ordered C, W, H, N from fastest, ambiguous size-1 cases
+    row-major), else None. The layout PyTorch's CPU convolution, pooling, group norm and resampling kernels give
+    their result: a ``(1, C, H, W)`` tensor permuted from ``(1, 1, HW, C)`` is channels-last by
+    ``is_contiguous(memory_format=)`` but not by this rule (its batch stride is ``C``), so torch's ``conv2d``
+    returns it row-major, and a seeded ``dropout`` after it draws its mask in that order."""
+    if input.ndim not in (4, 5) or dispatch.is_symbolic(input) or input._data.flags.c_contiguous:
+        return None
+    name = "channels_last" if input.ndim == 4 else "channels_last_3d"
+    return name if strides_like(input, name) else None
+
+
+def channels_last_format(input: Any) -> str | None:
+    """``"channels_last"`` / ``"channels_last_3d"`` when ``input`` is contiguous in that format (size-1 dims ignored)
+    and not also row-major, else None: the test PyTorch's CPU ``batch_norm`` makes for its result's layout (unlike
+    :func:`suggest_memory_format`, a permuted ``(1, C, H, W)`` counts)."""
     if input.ndim not in (4, 5) or dispatch.is_symbolic(input) or input._data.flags.c_contiguous:
         return None
     name = "channels_last" if input.ndim == 4 else "channels_last_3d"

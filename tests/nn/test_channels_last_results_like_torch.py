@@ -37,12 +37,15 @@ def _ops(F, lib):
 NAMES = list(_ops(TF, torch))
 
 
-@pytest.mark.parametrize("layout", ["nchw", "permuted_nhwc", "channels_last"])
+@pytest.mark.parametrize("layout", ["nchw", "permuted_nhwc", "channels_last", "batch1_tokens"])
 @pytest.mark.parametrize("name", NAMES)
 def test_result_strides_and_values_match_torch(name, layout):
     data = np.random.default_rng(0).standard_normal((2, 6, 6, 4)).astype(np.float32)  # NHWC
     xe, xt = ember.tensor(data), torch.tensor(data)
-    if layout == "nchw":
+    if layout == "batch1_tokens":  # einops 'b h (x y) d -> b (h d) x y' at batch 1: strides (C, 1, W*C, C)
+        xe, xt = (t[:1].reshape(1, 1, 36, 4).permute(0, 1, 3, 2).reshape(1, 4, 6, 6) for t in (xe, xt))
+        assert xe.stride() == xt.stride() == (4, 1, 24, 4)  # channels-last by is_contiguous, not by c10's strides rule
+    elif layout == "nchw":
         xe, xt = xe.permute(0, 3, 1, 2).contiguous(), xt.permute(0, 3, 1, 2).contiguous()
     elif layout == "permuted_nhwc":
         xe, xt = xe.permute(0, 3, 1, 2), xt.permute(0, 3, 1, 2)
@@ -72,6 +75,22 @@ def test_seeded_dropout_after_conv_of_permuted_input_matches_torch():
         y = F.dropout(F.conv2d(x, lib.tensor(w), padding=1), 0.5)
         masks.append((y.detach().numpy() == 0))
     np.testing.assert_array_equal(masks[0], masks[1])
+
+
+def test_seeded_dropout_after_conv_of_batch1_token_map_matches_torch():
+    """lucidrains' ScalableViT at batch 1: attention output (1, h, HW, d) rearranged to (1, h*d, H, W), a 1x1
+    conv, then dropout. torch's conv asks c10's strides rule, which calls this layout row-major (batch stride
+    C < H*W*C), so the mask is drawn row-major; ember returned a channels-last result and dropped others."""
+    data = np.random.default_rng(7).standard_normal((1, 2, 16, 4)).astype(np.float32)
+    w = np.random.default_rng(8).standard_normal((6, 8, 1, 1)).astype(np.float32)
+    masks = []
+    for lib, F in ((torch, TF), (ember, EF)):
+        x = lib.tensor(data).permute(0, 1, 3, 2).reshape(1, 8, 4, 4)
+        lib.manual_seed(0)
+        y = F.dropout(F.conv2d(x, lib.tensor(w)), 0.5)
+        masks.append((y.detach().numpy() == 0, y.stride()))
+    assert masks[0][1] == masks[1][1] == (96, 16, 4, 1)
+    np.testing.assert_array_equal(masks[0][0], masks[1][0])
 
 
 def test_gradients_unchanged_by_layout():
