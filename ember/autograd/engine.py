@@ -14,10 +14,10 @@ import numpy as np
 
 from ember import interpreters
 from ember.amp.state import STATE as _AUTOCAST
-from ember.autograd import anomaly_mode, grad_mode
+from ember.autograd import anomaly_mode, grad_into, grad_mode
 from ember.autograd.node import OP_NODE_CLASSES, OpNode
 from ember.autograd.index_grad import IndexGrad, accumulate as _accumulate_lazy
-from ember.backends import cpu_parallel_ufunc
+from ember.backends import cpu_hot_ufuncs, cpu_parallel_ufunc
 from ember.device import CPU
 
 Tensor: Any = None  # ember.tensor.Tensor, looked up on the first backward pass (it imports this package)
@@ -288,7 +288,15 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 if arrays and node.__class__ in OP_NODE_CLASSES and (node.op.array_vjp is not None or (
                         node.op.batch_array_vjp is not None and (len(grads) == 1 or extra is None))):
                     # (before zeros are made for unused outputs)
-                    input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)
+                    if node.op in grad_into.OPS and accumulate and needed is None and not interpreters.GRAPHS.count \
+                            and grad_into.begin(node, dependencies, buffers, Tensor):
+                        # a weight gradient added into .grad by its GEMM (w1hot21); the rule may decline
+                        try:
+                            input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)
+                        finally:
+                            input_grads = grad_into.end(input_grads)
+                    else:
+                        input_grads = node.apply_arrays(grads) if batched else node.apply_arrays(grads, False)
                 if input_grads is None:
                     grads = [_tensor(g) for g in grads]
                     if len(grads) > 1:
@@ -386,10 +394,14 @@ def _sum_arrays(current: np.ndarray, g: np.ndarray) -> np.ndarray:
     12 such sums of 6 MB a step: 1.66 -> 0.78 ms each on one core (no new buffer to fault in and write)."""
     if (current.size >= SUM_IN_PLACE_MIN and current.base is None and current.flags.writeable
             and g.shape == current.shape and g.dtype == current.dtype and sys.getrefcount(current) <= _SLOT_ONLY_REFS):
-        if not cpu_parallel_ufunc.add_into(current, g):
+        if not cpu_hot_ufuncs.add_into(current, g) and not cpu_parallel_ufunc.add_into(current, g):
             np.add(current, g, out=current)
         return current
-    split = cpu_parallel_ufunc.binary(np.add, current, g) if current.size >= SUM_IN_PLACE_MIN else None
+    split = None
+    if current.size >= SUM_IN_PLACE_MIN:  # halves on the hot worker while it spins (w1hot21), else the pool
+        split = cpu_hot_ufuncs.binary(np.add, current, g)
+        if split is None:
+            split = cpu_parallel_ufunc.binary(np.add, current, g)
     total = current + g if split is None else split
     return total if total.__class__ is np.ndarray else np.asarray(total)  # 0-d: a scalar
 
@@ -525,8 +537,12 @@ def _accumulate_array(leaf: Any, data: Any, handed_over: bool = False) -> None:
             data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
         leaf.grad = Tensor._make(data, leaf._device, False)
         return
-    if not cpu_parallel_ufunc.add_into(current._data, data):  # large: on ember's threads
-        current._data += data
+    buffer = current._data
+    # medium: in halves on the hot worker while it spins after the weight gradient's product (w1hot21); large: on
+    # ember's threads
+    if not (buffer.size >= cpu_hot_ufuncs.MIN_ELEMENTS and cpu_hot_ufuncs.add_into(buffer, data)) \
+            and not cpu_parallel_ufunc.add_into(buffer, data):
+        buffer += data
     current._bump()
 
 

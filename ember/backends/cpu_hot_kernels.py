@@ -30,13 +30,16 @@ from numba.extending import intrinsic
 # words each: kind (0 float32, 1 float64), transpose A, transpose B, M, N, K, A, lda, B, ldb, beta (0 or 1), C, ldc.
 STATE, ASLEEP, STOP, S_GEMM, D_GEMM, WIDE, YIELD, BUDGET, JOBS, TAKEN_BACK = range(10)
 JOB, OWN, JOB_WORDS = 16, 29, 13  # OWN = JOB + JOB_WORDS: one slice assignment writes both
-SLOT_WORDS = 48
+# w1hot21: words a CALL job's ``args`` may point to while the job is in flight (an elementwise pass's operation and
+# addresses, ember/backends/cpu_hot_ufunc_kernels.py), on their own cache lines, apart from the flags the spin reads
+ARGS, ARGS_WORDS = 48, 16
+SLOT_WORDS = 64
 IDLE, POSTED, RUNNING, DONE = 0, 1, 2, 3
 # w2jax20: a job's kind word CALL runs ``void f(int64 start, int64 stop, int64 args)`` at the address in the next word
 # with the three words after it (a fused Numba loop's range, ember/graph/passes/fuse_numba_chunks.py)
 CALL = 2
 MAX_TURNS = 200_000  # spin turns without a job before sleeping whatever the clock says (~20-200 ms)
-ROW_MAJOR = 101
+ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
 
 
 def new_slot() -> np.ndarray:
@@ -230,6 +233,53 @@ def split(slot):
     if code == 0:
         own_and_finish(slot)
     return code
+
+
+@numba.njit(nogil=True, cache=True)
+def _layout(x):  # pragma: no cover - compiled
+    """(transpose flag, leading dimension) of a matrix BLAS reads in place in row-major terms, or (0, 0)
+    (``cpu_blas_gemm._operand``'s rule)."""
+    item = x.itemsize
+    rows, cols = x.shape
+    s_row, s_col = x.strides
+    if (s_col == item or cols == 1) and s_row % item == 0 and s_row // item >= max(cols, 1):
+        return NO_TRANS, s_row // item
+    if (s_row == item or rows == 1) and s_col % item == 0 and s_col // item >= max(rows, 1):
+        return TRANS, s_col // item
+    return 0, 0
+
+
+@numba.njit(nogil=True, cache=True)
+def split_gemm(slot, a, b, out, beta, axis, c0):  # pragma: no cover - compiled
+    """(w1hot21) ``out = a @ b (+ out)`` in two parts cut at row (``axis`` 0) or column ``c0``: the parts'
+    descriptions written into the slot (the arrays' layouts and addresses read here, not through Python's
+    ``ctypes`` objects: ~8 us a product from Python before), then ``split``. -2, nothing posted, where BLAS cannot
+    read ``a`` or ``b`` in place; else ``split``'s code."""
+    ta, lda = _layout(a)
+    tb, ldb = _layout(b)
+    if ta == 0 or tb == 0:
+        return -2
+    item = a.itemsize
+    kind = 0 if item == 4 else 1
+    m, k = a.shape
+    n = b.shape[1]
+    pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
+    own, job = OWN, JOB
+    for base in (own, job):
+        slot[base], slot[base + 1], slot[base + 2], slot[base + 5] = kind, ta, tb, k
+        slot[base + 6], slot[base + 7], slot[base + 8], slot[base + 9] = pa, lda, pb, ldb
+        slot[base + 10], slot[base + 11], slot[base + 12] = beta, pc, n
+    if axis == 0:  # rows: A's rows and C's rows move together
+        slot[own + 3], slot[own + 4] = c0, n
+        slot[job + 3], slot[job + 4] = m - c0, n
+        slot[job + 6] = pa + c0 * (lda if ta == NO_TRANS else 1) * item
+        slot[job + 11] = pc + c0 * n * item
+    else:  # columns: B's columns and C's columns move together
+        slot[own + 3], slot[own + 4] = m, c0
+        slot[job + 3], slot[job + 4] = m, n - c0
+        slot[job + 8] = pb + c0 * (1 if tb == NO_TRANS else ldb) * item
+        slot[job + 11] = pc + c0 * item
+    return split(slot)
 
 
 def build() -> dict[str, Any]:

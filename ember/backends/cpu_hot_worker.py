@@ -37,15 +37,18 @@ import os
 import platform
 import threading
 import time
+from contextlib import nullcontext
 from typing import Any
 
+import numpy as np
+
 from ember import _config
-from ember.backends import cpu_blas, cpu_blas_gemm, cpu_kernels, cpu_threads
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_kernels, cpu_mkl, cpu_threads
 from ember.backends.cpu_blas import single_threaded_blas
 
 # The worker spins this long after its last job before it sleeps (W1's step issues a product every ~0.1-0.3 ms).
 SPIN_SECONDS = 1e-3
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+_NO_HOLD = nullcontext()
 
 _STATE: dict[str, Any] = {"worker": None, "failed": False}
 _START = threading.Lock()
@@ -56,6 +59,7 @@ class _Worker:
 
     def __init__(self, kernels: Any, s_gemm: int, d_gemm: int, wide: bool, yield_address: int) -> None:
         self.kernels = kernels
+        self.openblas = cpu_mkl.cblas("s") is None  # whose GEMM the parts call (rebind updates it)
         self.slot = slot = kernels.new_slot()
         slot[kernels.S_GEMM], slot[kernels.D_GEMM], slot[kernels.WIDE] = s_gemm, d_gemm, int(wide)
         slot[kernels.YIELD] = yield_address
@@ -102,6 +106,7 @@ def rebind() -> None:
     if addresses is not None:
         slot, kernels = worker.slot, worker.kernels
         slot[kernels.S_GEMM], slot[kernels.D_GEMM], slot[kernels.WIDE] = addresses[0], addresses[1], int(addresses[2])
+        worker.openblas = cpu_mkl.cblas("s") is None
 
 
 def _worker() -> _Worker | None:
@@ -233,9 +238,10 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     """``out = a @ b`` (``+ out`` when ``beta`` is 1), ``a`` (M, K) and ``b`` (K, N) float32 or float64 matrices BLAS
     reads in place, ``out`` a C-contiguous (M, N) array of their dtype, split in two: one part on the calling
     thread, the other on the hot worker, along rows (``axis`` 0) or columns (1; default: rows when M >= N). Each
-    part is one BLAS call with the whole sum K. The caller holds NumPy's BLAS to one thread meanwhile
-    (``cpu_blas.single_threaded_blas``). False, with nothing computed, where the worker is off or busy
-    (another thread's product in flight), the operands do not fit, or a part would have at most
+    part is one BLAS call with the whole sum K (the parts' layouts and addresses are read natively,
+    ``cpu_hot_kernels.split_gemm``). The caller holds NumPy's OpenBLAS to one thread meanwhile when the parts call
+    it (``cpu_blas.single_threaded_blas``; not with MKL's sequential layer). False, with nothing computed, where the
+    worker is off or busy (another thread's product in flight), the operands do not fit, or a part would have at most
     ``SMALL_KERNEL_MACS`` multiply-adds (its bits could differ from the whole product's): then multiply another way.
     Also False while the worker sleeps (it is woken for the next product; products of ``WAKE_MACS`` or more are split
     anyway) and for ``PAUSE_SECONDS`` after two jobs
@@ -251,8 +257,7 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     c0 = cut(total)
     if min(c0, total - c0) * k * (n if axis == 0 else m) <= SMALL_KERNEL_MACS:  # a part would round differently
         return False
-    fa, fb = cpu_blas_gemm._operand(a), cpu_blas_gemm._operand(b)
-    if fa is None or fb is None:
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or out.__class__ is not np.ndarray:
         return False
     worker = _STATE["worker"] or _worker()
     if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba":
@@ -264,26 +269,18 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
         return False
     try:
         taken_back = slot[kernels.TAKEN_BACK]
-        kind, item = (0, 4) if dtype.char == "f" else (1, 8)
-        pa, pb, pc = a.ctypes.data, b.ctypes.data, out.ctypes.data
-        if axis == 0:  # rows: A's rows and C's rows move together
-            step = fa[1] if fa[0] == _NO_TRANS else 1
-            own = (kind, fa[0], fb[0], c0, n, k, pa, fa[1], pb, fb[1], beta, pc, n)
-            job = (kind, fa[0], fb[0], m - c0, n, k, pa + c0 * step * item, fa[1], pb, fb[1], beta,
-                   pc + c0 * n * item, n)
-        else:  # columns: B's columns and C's columns move together
-            step = 1 if fb[0] == _NO_TRANS else fb[1]
-            own = (kind, fa[0], fb[0], m, c0, k, pa, fa[1], pb, fb[1], beta, pc, n)
-            job = (kind, fa[0], fb[0], m, n - c0, k, pa, fa[1], pb + c0 * step * item, fb[1], beta,
-                   pc + c0 * item, n)
-        slot[kernels.JOB:kernels.OWN + kernels.JOB_WORDS] = job + own
-        with single_threaded_blas():  # both parts on one OpenBLAS thread each (its own workers never wake)
-            code = kernels.split(slot)
+        # (NumPy's OpenBLAS held to one thread meanwhile, when the parts call it: its own workers never wake; MKL's
+        # sequential layer, ember's provider on Intel CPUs since mkl20, has none)
+        blas = single_threaded_blas() if worker.openblas else _NO_HOLD
+        with blas:
+            code = kernels.split_gemm(slot, a, b, out, beta, axis, c0)  # layouts, addresses, post, our part, wait
             if code == 1:  # the worker sleeps: wake it, then run our part (it takes the job, or we take it back)
                 try:
                     worker.wake.set()
                 finally:
                     kernels.own_and_finish(slot)  # never leave with the job posted: a, b and out must outlive it
+        if code == -2:  # BLAS cannot read an operand in place: nothing posted
+            return False
         if slot[kernels.TAKEN_BACK] == taken_back:
             worker.misses, worker.pause = 0, PAUSE_SECONDS
         else:  # the worker did not start in time (a loaded machine): after two in a row, one thread for a while,
@@ -319,6 +316,28 @@ def split_call_into(address: int, own: tuple, other: tuple) -> bool:
                 worker.wake.set()
             finally:
                 kernels.own_and_finish(slot)  # never leave with the job posted: args must outlive it
+        return code >= 0
+    finally:
+        worker.busy.release()
+
+
+def split_native(fn: Any, *args: Any) -> bool:
+    """(w1hot21) ``fn(slot, *args)``, a numba function that writes both parts of a job into the slot and runs
+    ``split`` on it natively (``cpu_hot_ufunc_kernels.split_pass``: an eager elementwise pass in two halves), with
+    ``split_call_into``'s rules and none of its Python per call: False, nothing run, where the worker is off, busy,
+    paused, asleep (then woken for the next caller) or this is a chunk of ember's pool."""
+    worker = _STATE["worker"]
+    if worker is None or not _ready(worker, 0) or getattr(cpu_threads._LOCAL, "inside", False):
+        return False
+    if not worker.busy.acquire(blocking=False):
+        return False
+    try:
+        code = fn(worker.slot, *args)
+        if code == 1:  # the worker sleeps: wake it, then run our part (it takes the job, or we take it back)
+            try:
+                worker.wake.set()
+            finally:
+                worker.kernels.own_and_finish(worker.slot)  # never leave with the job posted
         return code >= 0
     finally:
         worker.busy.release()

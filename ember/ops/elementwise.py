@@ -13,7 +13,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import native_kernel, special_function
-from ember.backends import cpu_parallel_ufunc
+from ember.backends import cpu_hot_ufuncs, cpu_parallel_ufunc
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import dispatch, float8_ops, fp_quiet, layout, value_check
 from ember.autograd import grad_mode
@@ -358,15 +358,21 @@ def _minmax_vjp(pick_first: Any) -> Any:
 
 def _threaded(name: str) -> Any:
     """The impl ``xp.<name>(x, y)``, a large NumPy pass split over ember's threads (``cpu_parallel_ufunc``: the
-    same bits; NumPy's ufunc runs one core, PyTorch's add uses all)."""
+    same bits; NumPy's ufunc runs one core, PyTorch's add uses all), a medium one (32K+ elements) in halves on the
+    hot worker while it spins after a product (``cpu_hot_ufuncs``, w1hot21)."""
     ufunc = getattr(np, name)
 
     def impl(xp: Any, x: Any, y: Any) -> Any:
-        least = 2 * cpu_parallel_ufunc.MIN_PER_THREAD
-        if xp is np and (getattr(x, "size", 0) >= least or getattr(y, "size", 0) >= least):
-            out = cpu_parallel_ufunc.binary(ufunc, x, y)
-            if out is not None:
-                return out
+        if xp is np:
+            size = max(getattr(x, "size", 0), getattr(y, "size", 0))
+            if size >= cpu_hot_ufuncs.MIN_ELEMENTS:  # halves on the hot worker while it spins (w1hot21)
+                out = cpu_hot_ufuncs.binary(ufunc, x, y)
+                if out is not None:
+                    return out
+            if size >= 2 * cpu_parallel_ufunc.MIN_PER_THREAD:  # else large ones on the pool
+                out = cpu_parallel_ufunc.binary(ufunc, x, y)
+                if out is not None:
+                    return out
         return getattr(xp, name)(x, y)
 
     return impl

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember import dtypes, interpreters
+from ember.backends import cpu_hot_ufuncs
 from ember.autograd import grad_mode, saved_hooks
 from ember.interpreters import GRAPHS, SymbolicValue
 from ember.ops.opmath import FLOAT32_SCALAR_OPS
@@ -277,7 +278,9 @@ def fill(t: Any, value: Any, op_name: str) -> Any:
         t._bump()
         return t
     if value.__class__ in (int, float) and _plain_update(t, 0.0) is not None:  # (zero_(): nothing to check)
-        t._data.fill(value)
+        data = t._data
+        if data.size < cpu_hot_ufuncs.MIN_ELEMENTS or not cpu_hot_ufuncs.fill(data, value):  # (halves: w1hot21)
+            data.fill(value)
         t._bump()
         return t
     recording = grad_mode.STATE.enabled and t._requires_grad
@@ -415,7 +418,10 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     if ufunc is not None:
         plain = _plain_update(t, other)
         if plain is not None:  # nothing to check, promote or record (see _plain_update)
-            _ufunc_into(t, getattr(np, ufunc), plain, op_name)
+            data, fn = t._data, getattr(np, ufunc)
+            # a medium pass in halves on the hot worker while it spins (w1hot21: `w -= lr * w.grad` after a product)
+            if data.size < cpu_hot_ufuncs.MIN_ELEMENTS or cpu_hot_ufuncs.binary(fn, data, plain, out=data) is None:
+                _ufunc_into(t, fn, plain, op_name)
             t._bump()
             return t
     _lift(t)

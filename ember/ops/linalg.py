@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ember import dtypes
+from ember.autograd import grad_into
 from ember.autograd.node import torch_named
 from ember.autograd.torch_edges import record_inputs
 from ember.ops import cost, dispatch
@@ -137,8 +138,17 @@ MATMUL = register(OpDef(
 # The array gradient rules (OpDef.array_vjp): the same transposed views and the same impl as the rules above.
 # (The arrays' own swapaxes: the same view without np.swapaxes's Python wrapper, ~0.5 us a call; ArrayCtx hands
 # over NumPy arrays only.)
-MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, ctx.inputs[1].swapaxes(-2, -1)),
-                    lambda ctx, g: _matmul_impl(np, ctx.inputs[0].swapaxes(-2, -1), g))
+def _matmul_other_grad(ctx: Any, g: Any) -> Any:
+    """``a.T @ g``, or None once the engine's target ``.grad`` took it (``grad_into``: the split GEMM adds it in
+    place, beta = 1; w1hot21)."""
+    a = ctx.inputs[0].swapaxes(-2, -1)
+    if grad_into.LOCAL.target is not None and grad_into.add_product(a, g):
+        return None
+    return _matmul_impl(np, a, g)
+
+
+MATMUL.array_vjp = (lambda ctx, g: _matmul_impl(np, g, ctx.inputs[1].swapaxes(-2, -1)), _matmul_other_grad)
+grad_into.OPS.add(MATMUL)
 
 
 def matmul(input: Any, other: Any) -> Any:

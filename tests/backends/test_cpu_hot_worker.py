@@ -161,7 +161,7 @@ def test_off_switch_and_declines(monkeypatch):
 
 def test_both_parts_run_with_openblas_held_to_one_thread(monkeypatch):
     """OpenBLAS's own workers must never wake for a split (blas18): its thread count is 1 while the parts run and
-    restored afterwards."""
+    restored afterwards, when the parts call OpenBLAS (not when they call MKL's sequential layer, w1hot21)."""
     get, put = cpu_blas._controls()
     saved = get()
     put(2)
@@ -178,8 +178,13 @@ def test_both_parts_run_with_openblas_held_to_one_thread(monkeypatch):
             self.inner.__exit__(*exc)
 
     monkeypatch.setattr(cpu_hot_worker, "single_threaded_blas", Spy)
+    worker = cpu_hot_worker._STATE["worker"]
     try:
         a, b = _operands(64, 1000, 100, np.float32, "")
+        monkeypatch.setattr(worker, "openblas", True)  # the parts call OpenBLAS: held to one thread
+        assert cpu_hot_worker.split_gemm_into(a, b, np.empty((64, 100), np.float32), force=True)
+        assert seen == [1] and get() == 2
+        monkeypatch.setattr(worker, "openblas", False)  # they call MKL's sequential layer: OpenBLAS left alone
         assert cpu_hot_worker.split_gemm_into(a, b, np.empty((64, 100), np.float32), force=True)
         assert seen == [1] and get() == 2
     finally:

@@ -397,6 +397,8 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 **{k: "sparse.mm train (coo_spmm, coo_sddmm)" for k in ("coo_spmm", "coo_sddmm")},
                 "matmul_f32": "linear float32 train (matmul_f32)",
                 "hot_worker": "linear float32 train (matmul_f32)",  # its split GEMMs (cpu_hot_worker)
+                # its gradient sums into .grad in halves after the split GEMMs (cpu_hot_ufuncs); NumPy's one-core add
+                "hot_ufuncs": "linear float32 train (matmul_f32)",
                 "cblas_gemm_arrays": "linear float32 train (matmul_f32)",  # MKL's GEMM called natively (cpu_mkl)
                 **{k: "attention causal train (attention_forward_f32, attention_backward_f32)"
                    for k in ("attention_forward_f32", "attention_backward_f32")},
@@ -424,7 +426,7 @@ OPTIONAL_IMPORTS = {
     **{f"backends/{name}.py": "kernels built by cpu_kernels (the same guard)" for name in (
         "cpu_gemm_kernels", "cpu_gemm_blocked", "cpu_gemm_microkernel", "cpu_gemm_pack", "cpu_winograd_kernels",
         "cpu_direct_conv_kernels", "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels",
-        "cpu_vector_rows", "cpu_hot_kernels", "cpu_mkl_call")},
+        "cpu_vector_rows", "cpu_hot_kernels", "cpu_hot_ufunc_kernels", "cpu_mkl_call")},
     "graph/passes/fuse_numba.py": "compiled elementwise chains: the 'fused where' and 'Adam step' cases",
     "graph/passes/fuse_numba_chunks.py": "a fused loop's range for the hot worker (the same loop): the 'Adam step' case",
     "ops/fma.py": "numba_fma inside fused loops: the 'Adam step' case",
