@@ -47,8 +47,34 @@ def _float_style(values: np.ndarray) -> Any:
     return lambda v: f"{v:.{p}f}" if np.isfinite(v) else str(v)
 
 
+def _float_parts(array: np.ndarray) -> tuple[Any, int]:
+    """One float formatter as PyTorch's ``_Formatter``: the style and the width of the widest nonzero finite
+    value (zeros, inf and nan are not measured; at least 1)."""
+    edges = _edges(array)
+    style = _float_style(edges)
+    shown = edges[np.isfinite(edges) & (edges != 0)]
+    return style, max((len(style(v)) for v in shown.reshape(-1)), default=1)
+
+
+def _format_complex(array: np.ndarray, prefix: str) -> str:
+    """PyTorch's complex printout: the real and imaginary parts each get their own formatter (``1.+2.0000j``),
+    and an element counts ``real width + imaginary width + 1`` toward the line width."""
+    real_style, real_width = _float_parts(array.real.astype(np.float64))
+    imag_style, imag_width = _float_parts(array.imag.astype(np.float64))
+
+    def fmt(v: complex) -> str:
+        real = real_style(v.real).rjust(real_width)
+        imag = (imag_style(v.imag).rjust(imag_width) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+    summarize = array.size > OPTIONS["threshold"]
+    return _layout(array, len(prefix), summarize, fmt, real_width + imag_width + 1)
+
+
 def _format_array(array: np.ndarray, prefix: str) -> str:
     shown = None
+    if array.dtype.kind == "c":
+        return _format_complex(array, prefix)
     if array.dtype.kind == "f" or array.dtype.name == "bfloat16" or array.dtype.name.startswith("float8"):
         array = array.astype(np.float64)  # (ml_dtypes' float8 -> float64 is exact, as bfloat16's)
         edges = _edges(array)

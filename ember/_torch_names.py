@@ -49,12 +49,15 @@ from ember.utils.dlpack import from_dlpack, to_dlpack  # noqa: F401
 from ember.surface.control_flow import cond, while_loop  # noqa: F401  (torch.cond, torch.while_loop)
 from ember.surface.native_norms import *  # noqa: F401,F403  (torch.native_layer_norm, ...)
 from ember.surface import native_norms as _native_norms
+from ember.surface.signature_forms import *  # noqa: F401,F403  (torch.swapaxes(axis0=), torch.dropout(train=), ...)
+from ember.surface import signature_forms as _signature_forms
 
 sparse.install()
 _linalg_aliases.install_methods()
+_signature_forms.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
 __all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "hash_tensor", "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
            "TypedStorage", "UntypedStorage", "Storage", *_LEGACY_STORAGES, "from_dlpack", "to_dlpack", "cond", "while_loop",
-           *_native_norms.__all__]
+           *_native_norms.__all__, *_signature_forms.__all__]

@@ -63,15 +63,15 @@ def slogdet(A: Tensor, *, out: Any = None) -> tuple:
     return _SLOGDET(sign, logabs)
 
 
-def matrix_exp(A: Tensor) -> Tensor:
-    checks.square(A, "linalg.matrix_exp", complex_ok=True)
-    return dispatch.apply(_solve.EXPM, (A,))
+def matrix_exp(input: Tensor) -> Tensor:
+    checks.square(input, "linalg.matrix_exp", complex_ok=True)
+    return dispatch.apply(_solve.EXPM, (input,))
 
 
-def cholesky(A: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
-    """Lower (or upper) Cholesky factor; reads the lower triangle of A, as PyTorch."""
-    checks.square(A, "linalg.cholesky", complex_ok=True)
-    low = dispatch.apply(_factor.CHOLESKY, (A,))
+def cholesky(input: Tensor, *, upper: bool = False, out: Any = None) -> Tensor:
+    """Lower (or upper) Cholesky factor; reads the lower triangle of A (``input``), as PyTorch."""
+    checks.square(input, "linalg.cholesky", complex_ok=True)
+    low = dispatch.apply(_factor.CHOLESKY, (input,))
     return low.mH if upper else low  # U = L^H (L^T for real matrices)
 
 
@@ -93,19 +93,19 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True, out: Any = None) -> Tensor
     return X.squeeze(-1) if vector else X
 
 
-def pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
+def pinv(input: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
          out: Any = None) -> Tensor:
     """Moore-Penrose pseudo-inverse: singular values at or below ``max(atol, rtol * s_max)`` count as zero
     (``rtol`` defaults to ``eps * max(m, n)`` when neither is given). ``rcond`` is PyTorch's older overload
     ``pinv(A, rcond, hermitian=False)``: the same as ``rtol``."""
-    checks.matrix(A, "linalg.pinv", complex_ok=True)
+    checks.matrix(input, "linalg.pinv", complex_ok=True)
     if rcond is not None:
         if atol is not None or rtol is not None:
             raise TypeError("linalg.pinv: give rcond (the older overload) or atol/rtol, not both")
         rtol = rcond
     atol = float(atol) if atol is not None else None
     rtol = float(rtol) if rtol is not None else None
-    return dispatch.apply(_solve.PINV, (A,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})
+    return dispatch.apply(_solve.PINV, (input,), {"atol": atol, "rtol": rtol, "hermitian": bool(hermitian)})
 
 
 def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any = None) -> tuple:
@@ -117,28 +117,28 @@ def svd(A: Tensor, full_matrices: bool = True, *, driver: Any = None, out: Any =
     return _SVD(U, S, Vh)
 
 
-def eigh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
+def eigh(input: Tensor, UPLO: str = "L", *, out: Any = None) -> tuple:
     """Eigenvalues (ascending) and eigenvectors of symmetric matrices, read from the ``UPLO`` triangle."""
-    checks.square(A, "linalg.eigh", complex_ok=True)
+    checks.square(input, "linalg.eigh", complex_ok=True)
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    L, V = dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})
+    L, V = dispatch.apply(_factor.EIGH, (input,), {"UPLO": UPLO})
     return _EIGH(L, V)
 
 
-def eig(A: Tensor, *, out: Any = None) -> tuple:
+def eig(input: Tensor, *, out: Any = None) -> tuple:
     """Eigenvalues and unit-norm eigenvectors of general square matrices, always complex (complex64 for float32).
 
     Gradients are PyTorch's; a loss must not depend on the eigenvectors' phases (it raises, as PyTorch)."""
-    checks.square(A, "linalg.eig", complex_ok=True)
-    L, V = dispatch.apply(_factor.EIG, (A,))
+    checks.square(input, "linalg.eig", complex_ok=True)
+    L, V = dispatch.apply(_factor.EIG, (input,))
     return _EIG(L, V)
 
 
-def eigvals(A: Tensor, *, out: Any = None) -> Tensor:
+def eigvals(input: Tensor, *, out: Any = None) -> Tensor:
     """The eigenvalues of ``eig`` (its eigenvectors serve only the gradient)."""
-    checks.square(A, "linalg.eigvals", complex_ok=True)
-    return dispatch.apply(_factor.EIG, (A,))[0]
+    checks.square(input, "linalg.eigvals", complex_ok=True)
+    return dispatch.apply(_factor.EIG, (input,))[0]
 
 
 def qr(A: Tensor, mode: str = "reduced", *, out: Any = None) -> tuple:
@@ -175,13 +175,13 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
     return _SOLVE_EX(_masked(A, info, lambda M: solve(M, B, left=left)), info_t)
 
 
-def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
+def cholesky_ex(input: Tensor, *, upper: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
     """``(L, info)``: info is the order of the first leading minor that is not positive-definite (0 if none);
     that matrix's factor holds NaN (LAPACK's partial factor in PyTorch)."""
-    checks.square(A, "linalg.cholesky_ex", complex_ok=True)
-    info_t, info = _per_matrix_info(A, checks.not_pd_order)
+    checks.square(input, "linalg.cholesky_ex", complex_ok=True)
+    info_t, info = _per_matrix_info(input, checks.not_pd_order)
     if check_errors and any(info):
-        return _CHOL_EX(cholesky(A, upper=upper), info_t)  # raises PyTorch's error
-    return _CHOL_EX(_masked(A, info, lambda M: cholesky(M, upper=upper)), info_t)
+        return _CHOL_EX(cholesky(input, upper=upper), info_t)  # raises PyTorch's error
+    return _CHOL_EX(_masked(input, info, lambda M: cholesky(M, upper=upper)), info_t)
 
 

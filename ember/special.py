@@ -59,8 +59,12 @@ def log_softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return nn_ops.log_softmax(input, dim=dim, dtype=dtype)
 
 
-def softmax(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # (dtype positional, as torch)
     return nn_ops.softmax(input, dim=dim, dtype=dtype)
+
+
+# torch 2.13 names these functions' argument ``x`` (its other special functions say ``input``)
+_NAMED_X = {"airy_ai", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0"}
 
 
 def _unary_function(name: str) -> Any:
@@ -68,6 +72,10 @@ def _unary_function(name: str) -> Any:
 
     def fn(input: Tensor) -> Tensor:
         return dispatch.unary(op, input)
+
+    if name in _NAMED_X:
+        def fn(x: Tensor) -> Tensor:  # noqa: F811
+            return dispatch.unary(op, x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.special.{name}`` elementwise (no gradient, as in PyTorch)."
@@ -77,8 +85,8 @@ def _unary_function(name: str) -> Any:
 def _polynomial(name: str) -> Any:
     op = special_ops.POLYNOMIALS[name]
 
-    def fn(input: Any, n: Any) -> Tensor:
-        return dispatch.binary(op, input, n)
+    def fn(x: Any, n: Any) -> Tensor:  # (torch's name for the point)
+        return dispatch.binary(op, x, n)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``torch.special.{name}(input, n)``: the polynomial of degree n (truncated to an integer; "

@@ -18,7 +18,7 @@ __all__ = ["assert_close", "make_tensor", "assert_allclose", "standin_cuda"]
 
 # (rtol, atol) by dtype, as torch.testing.assert_close.
 _TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5), "float32": (1.3e-6, 1e-5),
-               "float64": (1e-7, 1e-7)}
+               "float64": (1e-7, 1e-7), "complex64": (1.3e-6, 1e-5), "complex128": (1e-7, 1e-7)}
 
 
 def _arr(x: Any) -> np.ndarray:
@@ -58,18 +58,49 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True, r
                                  f"{expected.device}.")
     a, e = _arr(actual), _arr(expected)
     if rtol is None:
-        rtol, atol = _TOLERANCES.get(str(a.dtype) if a.dtype.kind == "f" else "", (0.0, 0.0))
+        rtol, atol = _TOLERANCES.get(str(a.dtype) if a.dtype.kind in "fc" else "", (0.0, 0.0))
     if a.shape != e.shape:
         raise AssertionError(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.")
-    af, ef = a.astype(np.float64), e.astype(np.float64)
+    wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(e) else np.float64
+    af, ef = a.astype(wide), e.astype(wide)
     close = np.isclose(af, ef, rtol=rtol, atol=atol, equal_nan=equal_nan) | (af == ef)
     if not close.all():
-        bad = int((~close).sum())
-        diff = np.abs(af - ef)[~close]
-        text = (f"Tensor-likes are not close!\n\nMismatched elements: {bad} / {a.size} "
-                f"({100.0 * bad / max(a.size, 1):.1f}%)\nGreatest absolute difference: {diff.max()} "
-                f"(up to {atol} allowed)\nrtol={rtol}")
-        raise AssertionError(msg if isinstance(msg, str) else text)
+        scalars = not isinstance(actual, (Tensor, np.ndarray)) and not isinstance(expected, (Tensor, np.ndarray))
+        text = _mismatch_message(a, e, close, rtol, atol, scalars)
+        raise AssertionError(msg(text) if callable(msg) else msg if isinstance(msg, str) else text)
+
+
+def _mismatch_message(a: np.ndarray, e: np.ndarray, close: np.ndarray, rtol: float, atol: float,
+                      scalars: bool) -> str:
+    """torch.testing's mismatch text: counts, then the greatest absolute and relative differences and where."""
+    equality = rtol == 0 and atol == 0
+    # PyTorch subtracts in the compared dtype (integers as int64)
+    kind = np.result_type(a, e)
+    kind = kind if kind.kind in "fc" else np.dtype(np.int64)
+    af, ef = a.astype(kind).reshape(-1), e.astype(kind).reshape(-1)
+    with np.errstate(all="ignore"):
+        abs_diff = np.abs(af - ef)
+        abs_diff[close.reshape(-1)] = 0
+        # (integer differences are divided in the default float dtype, as torch's true division)
+        rel_diff = abs_diff / np.abs(ef) if kind.kind in "fc" else (abs_diff / np.abs(ef)).astype(np.float32)
+        rel_diff[close.reshape(-1)] = 0
+    lines = []
+    for kind_name, diff, tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
+        flat = int(np.nanargmax(diff)) if not np.isnan(diff).all() else 0
+        flat = flat if not np.isnan(diff).any() else int(np.argmax(np.isnan(diff)))  # torch.max returns NaN first
+        value = diff.reshape(-1)[flat].item()
+        if scalars:
+            line = f"{kind_name.title()} difference: {value}"
+        else:
+            where = tuple(int(i) for i in np.unravel_index(flat, a.shape))
+            line = f"Greatest {kind_name} difference: {value} at index {where}"
+        lines.append(line if equality else f"{line} (up to {tol} allowed)")
+    word = "equal" if equality else "close"
+    if scalars:
+        return f"Scalars are not {word}!\n\nExpected {e.item()} but got {a.item()}.\n" + "\n".join(lines)
+    bad = int((~close).sum())
+    return (f"Tensor-likes are not {word}!\n\nMismatched elements: {bad} / {a.size} ({bad / max(a.size, 1):.1%})\n"
+            + "\n".join(lines))
 
 
 def assert_allclose(actual: Any, expected: Any, rtol: float | None = None, atol: float | None = None,

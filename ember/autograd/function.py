@@ -63,6 +63,13 @@ class FunctionCtx(Node):
                      for i, s in enumerate(self._saved))
 
     @property
+    def saved_variables(self) -> tuple:
+        """PyTorch's pre-0.4 name of ``saved_tensors`` (still read by older Functions), with torch's warning."""
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
+
+    @property
     def _raw_saved_tensors(self) -> tuple:
         """The saved entries themselves (``register_hooks(pack, unpack)`` on one of them)."""
         if self._saved is None:

@@ -20,6 +20,7 @@ import math
 from typing import Any, Generic, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
+from ember import random as _random
 from ember.creation import _wrap_array, as_tensor, randperm
 from ember.tensor import Tensor
 
@@ -157,7 +158,8 @@ class ConcatDataset(Dataset):
         return self.datasets[which][offset]
 
 
-def random_split(dataset: Dataset, lengths: Sequence[int | float], generator: Any = None) -> list[Subset]:
+def random_split(dataset: Dataset, lengths: Sequence[int | float],
+                 generator: Any = _random.default_generator) -> list[Subset]:
     """Split into non-overlapping random subsets of the given lengths (or fractions summing to 1).
 
     Fractions are floored and the remainder handed out one by one from the first split, as torch does.

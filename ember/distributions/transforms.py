@@ -45,6 +45,9 @@ class ComposeTransform(Transform):
     def __hash__(self) -> int:
         return hash(tuple(self.parts))
 
+    def __repr__(self) -> str:  # PyTorch's printout: one part per line
+        return self.__class__.__name__ + "(\n    " + ",\n    ".join(repr(p) for p in self.parts) + "\n)"
+
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
         return self.parts[0].domain if self.parts else constraints.real

@@ -110,26 +110,27 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
-          inplace: bool = False) -> Tensor:
+          inplace: bool = False, *, generator: Any = None) -> Tensor:
     """Randomized leaky ReLU: a slope drawn from U(lower, upper) per element in training, their mean in eval."""
     if training and not dispatch.is_symbolic(input):
         # PyTorch draws one double uniform per non-positive element, in order (positives keep slope 1)
         host = input.detach().cpu().numpy()
         negative = ~(host > 0) & ~np.isnan(host)
         noise = np.ones(host.shape, dtype=host.dtype)
-        noise[negative] = ember_random.sample_uniform((int(negative.sum()),), float64, to_device("cpu"), None,
+        noise[negative] = ember_random.sample_uniform((int(negative.sum()),), float64, to_device("cpu"), generator,
                                                       float(lower), float(upper)).astype(host.dtype)
         slope = tensor(noise, device=input.device)
     elif training:
-        slope = rand(input.shape, dtype=input.dtype, device=input.device) * (upper - lower) + lower
+        slope = rand(input.shape, dtype=input.dtype, device=input.device, generator=generator) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
     out = where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
     return input.copy_(out) if inplace else out
 
 
-def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
-    return rrelu(input, lower, upper, training, inplace=True)
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+           generator: Any = None) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True, generator=generator)
 
 
 def _inplace(name: str) -> Any:
@@ -229,15 +230,17 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
     return (values, indices) if return_indices else values
 
 
-def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> tuple:
+# The *_with_indices forms return (values, indices) whatever return_indices says (its default is False, as
+# torch's signature).
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> tuple:
     return _max_indices_flat(input, output_size, 1)
 
 
-def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> tuple:
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> tuple:
     return _F().adaptive_max_pool2d(input, output_size, return_indices=True)
 
 
-def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = True) -> tuple:
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> tuple:
     return _max_indices_flat(input, output_size, 3)
 
 
@@ -246,17 +249,17 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
 
 
 def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> tuple:
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> tuple:
     return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 
 def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> tuple:
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> tuple:
     return _F().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 
 def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = True) -> tuple:
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> tuple:
     return _F().max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
 
 

@@ -1251,19 +1251,19 @@ def _embedding_renorm(weight: Any, input: Any, max_norm: float, norm_type: float
     weight._bump()
 
 
-def one_hot(tensor: Any, num_classes: int = -1) -> Any:
+def one_hot(input: Any, num_classes: int = -1) -> Any:
     """(…,) int64 class indices -> (…, num_classes) int64 one-hot."""
-    if tensor.dtype.category != 1:
-        raise RuntimeError(f"one_hot: expected an integer (Long) tensor of class indices, got {tensor.dtype}")
+    if input.dtype.category != 1:
+        raise RuntimeError(f"one_hot: expected an integer (Long) tensor of class indices, got {input.dtype}")
     from ember.creation import arange
 
     if num_classes == -1:
-        num_classes = int(tensor.max()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_classes):
+        num_classes = int(input.max()) + 1 if input.numel() else 0
+    if input.numel() and (int(input.min()) < 0 or int(input.max()) >= num_classes):
         raise RuntimeError(f"one_hot: class values must be in [0, {num_classes}), got values in "
-                           f"[{int(tensor.min())}, {int(tensor.max())}]")
-    classes = arange(num_classes, device=tensor.device)
-    return (tensor.unsqueeze(-1) == classes).to(dtypes.int64)
+                           f"[{int(input.min())}, {int(input.max())}]")
+    classes = arange(num_classes, device=input.device)
+    return (input.unsqueeze(-1) == classes).to(dtypes.int64)
 
 
 # ---- pad -------------------------------------------------------------------------------------------

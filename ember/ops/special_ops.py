@@ -63,24 +63,24 @@ POLYGAMMA = register(OpDef(
     vjp=lambda ctx, g: (g * polygamma(ctx.attrs["n"] + 1, ctx.inputs[0]),), doc="torch.special.polygamma"))
 
 
-def lgamma(x: Any) -> Any:
+def lgamma(input: Any) -> Any:
     """log |Gamma(x)| (``torch.lgamma``): +inf at the poles 0, -1, -2, ... and at -inf."""
-    return dispatch.unary(LGAMMA, x)
+    return dispatch.unary(LGAMMA, input)
 
 
-def digamma(x: Any) -> Any:
+def digamma(input: Any) -> Any:
     """psi(x) = d/dx lgamma(x) (``torch.digamma``): -inf at +0, NaN at the negative integers."""
-    return dispatch.unary(DIGAMMA, x)
+    return dispatch.unary(DIGAMMA, input)
 
 
-def polygamma(n: int, x: Any) -> Any:
+def polygamma(n: int, input: Any) -> Any:
     """The n-th derivative of digamma (``torch.polygamma``; n = 0 is digamma)."""
     if int(n) != n or n < 0:
         raise RuntimeError(f"polygamma(n, x) does not support negative n. Got n={n}" if n < 0 else
                            f"polygamma(n, x): n must be a non-negative integer, got {n!r}")
     if int(n) == 0:
-        return digamma(x)
-    return dispatch.unary(POLYGAMMA, x, {"n": int(n)})
+        return digamma(input)
+    return dispatch.unary(POLYGAMMA, input, {"n": int(n)})
 
 
 def _igamma_density(a: Any, x: Any) -> Any:
@@ -94,19 +94,19 @@ ZETA = _binary("zeta", "zeta", (None, lambda ctx, g: -g * ctx.inputs[0] * zeta(c
                nondiff=(0,))
 
 
-def igamma(a: Any, x: Any) -> Any:
+def igamma(input: Any, other: Any) -> Any:
     """The regularized lower incomplete gamma P(a, x) (``torch.special.gammainc``); gradient in x only."""
-    return dispatch.binary(IGAMMA, a, x)
+    return dispatch.binary(IGAMMA, input, other)
 
 
-def igammac(a: Any, x: Any) -> Any:
+def igammac(input: Any, other: Any) -> Any:
     """The regularized upper incomplete gamma Q(a, x) (``torch.special.gammaincc``); gradient in x only."""
-    return dispatch.binary(IGAMMAC, a, x)
+    return dispatch.binary(IGAMMAC, input, other)
 
 
-def zeta(x: Any, q: Any) -> Any:
+def zeta(input: Any, other: Any) -> Any:
     """The Hurwitz zeta function sum_k (q + k)^-x (``torch.special.zeta``); gradient in q only."""
-    return dispatch.binary(ZETA, x, q)
+    return dispatch.binary(ZETA, input, other)
 
 
 # ---- modified Bessel functions with gradients (torch.i0, torch.special.i0e/i1/i1e) -----------------------------
@@ -126,24 +126,24 @@ I1E = _unary("i1e", "i1e", lambda ctx, g: (g * ew.where(
     save="both", onnx=to_onnx.bessel_i(1, True))
 
 
-def i0(x: Any) -> Any:
+def i0(input: Any) -> Any:
     """Modified Bessel function of the first kind, order 0 (``torch.i0``)."""
-    return dispatch.unary(I0, x)
+    return dispatch.unary(I0, input)
 
 
-def i0e(x: Any) -> Any:
+def i0e(input: Any) -> Any:
     """exp(-|x|) i0(x) (``torch.special.i0e``)."""
-    return dispatch.unary(I0E, x)
+    return dispatch.unary(I0E, input)
 
 
-def i1(x: Any) -> Any:
+def i1(input: Any) -> Any:
     """Modified Bessel function of the first kind, order 1 (``torch.special.i1``)."""
-    return dispatch.unary(I1, x)
+    return dispatch.unary(I1, input)
 
 
-def i1e(x: Any) -> Any:
+def i1e(input: Any) -> Any:
     """exp(-|x|) i1(x) (``torch.special.i1e``)."""
-    return dispatch.unary(I1E, x)
+    return dispatch.unary(I1E, input)
 
 
 # ---- the normal distribution and entropy -------------------------------------------------------------------------
@@ -183,29 +183,29 @@ XLOG1PY = register(OpDef(name="xlog1py", category="binary", impl=_xlog1py_impl, 
                          doc="torch.special.xlog1py"))
 
 
-def ndtr(x: Any) -> Any:
+def ndtr(input: Any) -> Any:
     """The standard normal CDF (``torch.special.ndtr``)."""
-    return dispatch.unary(NDTR, x)
+    return dispatch.unary(NDTR, input)
 
 
-def log_ndtr(x: Any) -> Any:
+def log_ndtr(input: Any) -> Any:
     """log of the standard normal CDF without underflow (``torch.special.log_ndtr(-40)`` = -804.6)."""
-    return dispatch.unary(LOG_NDTR, x)
+    return dispatch.unary(LOG_NDTR, input)
 
 
-def ndtri(p: Any) -> Any:
+def ndtri(input: Any) -> Any:
     """The inverse of the standard normal CDF (``torch.special.ndtri``)."""
-    return dispatch.unary(NDTRI, p)
+    return dispatch.unary(NDTRI, input)
 
 
-def entr(x: Any) -> Any:
+def entr(input: Any) -> Any:
     """-x log x elementwise: 0 at 0, -inf for negative x (``torch.special.entr``)."""
-    return dispatch.unary(ENTR, x)
+    return dispatch.unary(ENTR, input)
 
 
-def xlog1py(x: Any, y: Any) -> Any:
-    """x * log1p(y), 0 where x == 0 unless y is NaN (``torch.special.xlog1py``)."""
-    return dispatch.binary(XLOG1PY, x, y)
+def xlog1py(input: Any, other: Any) -> Any:
+    """x * log1p(y), 0 where x == 0 unless y is NaN (``torch.special.xlog1py``; torch names them input, other)."""
+    return dispatch.binary(XLOG1PY, input, other)
 
 
 # ---- functions PyTorch gives no gradient -------------------------------------------------------------------------

@@ -214,8 +214,16 @@ def dstack(tensors: Sequence[Tensor]) -> Tensor:
     return cat(list(atleast_3d(list(tensors))), dim=2)
 
 
-def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0) -> tuple:
-    """Split into ``n`` nearly equal parts (the first ``size % n`` one longer), or at the given indices."""
+def tensor_split(input: Tensor, sections: Any = None, dim: int = 0, *, indices: Any = None,
+                 tensor_indices_or_sections: Any = None, indices_or_sections: Any = None) -> tuple:
+    """Split into ``n`` nearly equal parts (the first ``size % n`` one longer), or at the given indices.
+
+    torch's three overloads name the second argument ``sections``, ``indices`` or ``tensor_indices_or_sections``.
+    """
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() takes one of sections, indices or tensor_indices_or_sections")
+    indices_or_sections = given[0]
     size = input.shape[dim]
     if isinstance(indices_or_sections, Tensor):
         indices_or_sections = indices_or_sections.tolist()
@@ -245,16 +253,16 @@ def _split_named(input: Tensor, sections: Any, dim: int, name: str, min_dims: in
     return tensor_split(input, sections, dim)
 
 
-def hsplit(input: Tensor, sections: Any) -> tuple:
-    return _split_named(input, sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+def hsplit(input: Tensor, sections: Any = None, *, indices: Any = None) -> tuple:
+    return _split_named(input, indices if sections is None else sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
 
 
-def vsplit(input: Tensor, sections: Any) -> tuple:
-    return _split_named(input, sections, 0, "vsplit", 2)
+def vsplit(input: Tensor, sections: Any = None, *, indices: Any = None) -> tuple:
+    return _split_named(input, indices if sections is None else sections, 0, "vsplit", 2)
 
 
-def dsplit(input: Tensor, sections: Any) -> tuple:
-    return _split_named(input, sections, 2, "dsplit", 3)
+def dsplit(input: Tensor, sections: Any = None, *, indices: Any = None) -> tuple:
+    return _split_named(input, indices if sections is None else sections, 2, "dsplit", 3)
 
 
 def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple:

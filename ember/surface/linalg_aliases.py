@@ -58,8 +58,8 @@ def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) 
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
-def lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out: Any = None) -> Tensor:
-    return _comp.lu_solve(LU_data, LU_pivots, b)
+def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out: Any = None) -> Tensor:
+    return _comp.lu_solve(LU_data, LU_pivots, input)
 
 
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
@@ -77,8 +77,8 @@ def geqrf(input: Tensor, *, out: Any = None) -> tuple:
     return _GEQRF(a, tau)
 
 
-def orgqr(input: Tensor, tau: Tensor) -> Tensor:
-    return _comp.householder_product(input, tau)
+def orgqr(input: Tensor, input2: Tensor) -> Tensor:
+    return _comp.householder_product(input, input2)
 
 
 def inverse(input: Tensor, *, out: Any = None) -> Tensor:
@@ -108,14 +108,14 @@ def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
     return _linalg.cholesky(input, upper=upper)
 
 
-def cholesky_solve(B: Tensor, L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
-    """X with (L L^T) X = B for the Cholesky factor L (U^T U with ``upper=True``). The gradient treats L as a
-    full matrix (PyTorch's), so A = L L^T is formed and solved."""
-    return _solve.solve(_gram(L, upper), B)
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+    """X with (L L^T) X = B for B = ``input`` and the Cholesky factor L = ``input2`` (U^T U with ``upper=True``).
+    The gradient treats L as a full matrix (PyTorch's), so A = L L^T is formed and solved."""
+    return _solve.solve(_gram(input2, upper), input)
 
 
-def cholesky_inverse(L: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
-    return _solve.inv(_gram(L, upper))
+def cholesky_inverse(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+    return _solve.inv(_gram(input, upper))
 
 
 def _gram(L: Tensor, upper: bool) -> Tensor:
@@ -127,11 +127,11 @@ def _gram(L: Tensor, upper: bool) -> Tensor:
     return adjoint @ tri if upper else tri @ adjoint
 
 
-def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False, *, out: Any = None) -> tuple:
-    """``torch.triangular_solve``: ``(solution of op(A) X = b, A.clone())``."""
+    """``torch.triangular_solve``: ``(solution of op(A) X = input, A.clone())``."""
     tri = A.transpose(-2, -1) if transpose else A
-    solution = _solve.solve_triangular(tri, b, upper=upper != transpose, unitriangular=unitriangular)
+    solution = _solve.solve_triangular(tri, input, upper=upper != transpose, unitriangular=unitriangular)
     return _TRI(solution, A.clone())
 
 

@@ -51,15 +51,16 @@ def svdvals(A: Tensor, *, driver: Any = None, out: Any = None) -> Tensor:
     return dispatch.apply(_factor.SVD, (A,), {"full_matrices": False})[1]
 
 
-def eigvalsh(A: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
+def eigvalsh(input: Tensor, UPLO: str = "L", *, out: Any = None) -> Tensor:
     """Eigenvalues (ascending) of symmetric matrices."""
-    checks.square(A, "linalg.eigvalsh", complex_ok=True)
-    return dispatch.apply(_factor.EIGH, (A,), {"UPLO": UPLO})[0]
+    checks.square(input, "linalg.eigvalsh", complex_ok=True)
+    return dispatch.apply(_factor.EIGH, (input,), {"UPLO": UPLO})[0]
 
 
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+def vector_norm(input: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
                 out: Any = None) -> Tensor:
     """``sum(|x|^ord)^(1/ord)`` over ``dim`` (all dims when None); ord may be 0, +-inf or any float."""
+    x = input  # (torch's parameter names; the body keeps the math's)
     if not (x.is_floating_point() or x.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{checks._torch_name(x.dtype)}")
@@ -77,16 +78,16 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     return _red.norm(x, float(ord), dim=dims, keepdim=keepdim)
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None,
+def matrix_norm(input: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: bool = False, *, dtype: Any = None,
                 out: Any = None) -> Tensor:
     """Frobenius, nuclear, 1, -1, inf, -inf, 2 (largest singular value) or -2 (smallest) matrix norms."""
-    checks.matrix(A, "linalg.matrix_norm", complex_ok=ord in ("fro", "nuc", 2, -2, 1, -1, _INF, -_INF))
-    A = A if dtype is None else A.to(dtype)
-    d0, d1 = dim[0] % A.ndim, dim[1] % A.ndim
+    checks.matrix(input, "linalg.matrix_norm", complex_ok=ord in ("fro", "nuc", 2, -2, 1, -1, _INF, -_INF))
+    input = input if dtype is None else input.to(dtype)
+    d0, d1 = dim[0] % input.ndim, dim[1] % input.ndim
     if ord == "fro":
-        return vector_norm(A, 2, (d0, d1), keepdim)
+        return vector_norm(input, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        moved = A.movedim((d0, d1), (-2, -1))
+        moved = input.movedim((d0, d1), (-2, -1))
         s = svdvals(moved)
         out = s.sum(-1) if ord == "nuc" else (s.amax(-1) if ord == 2 else s.amin(-1))
         if keepdim:
@@ -94,15 +95,16 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple = (-2, -1), keepdim: boo
         return out
     if ord in (1, -1, _INF, -_INF):
         sum_dim, other = (d0, d1) if ord in (1, -1) else (d1, d0)
-        sums = A.abs().sum(dim=sum_dim, keepdim=True)
+        sums = input.abs().sum(dim=sum_dim, keepdim=True)
         out = sums.amax(dim=other, keepdim=True) if ord in (1, _INF) else sums.amin(dim=other, keepdim=True)
         return out if keepdim else out.squeeze(max(d0, d1)).squeeze(min(d0, d1))
     raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
 
 
-def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
          out: Any = None) -> Tensor:
     """A vector norm over one dim (or all of a 1-D input), a matrix norm over two (PyTorch's dispatch)."""
+    A = input  # (torch's parameter names; the body keeps the math's)
     if dim is not None and not isinstance(dim, int) and len(dim) == 2:
         return matrix_norm(A, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
     if isinstance(ord, str) or (ord is not None and dim is None and A.ndim == 2):
@@ -113,17 +115,17 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
+def matrix_rank(input: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None,
                 out: Any = None) -> Tensor:
     """Number of singular values above ``max(atol, rtol * s_max)`` (int64)."""
-    checks.matrix(A, "linalg.matrix_rank", complex_ok=True)
+    checks.matrix(input, "linalg.matrix_rank", complex_ok=True)
     if tol is not None:
         atol, rtol = tol, 0.0
-    s = eigvalsh(A).abs() if hermitian else svdvals(A)
-    m, n = A.shape[-2], A.shape[-1]
+    s = eigvalsh(input).abs() if hermitian else svdvals(input)
+    m, n = input.shape[-2], input.shape[-1]
     if rtol is None:
         rtol = 0.0 if (atol is not None and (not isinstance(atol, (int, float)) or atol > 0)) else \
-            max(m, n) * float(np.finfo(A.dtype.np).eps)
+            max(m, n) * float(np.finfo(input.dtype.np).eps)
     smax = s.amax(-1, keepdim=True) if s.shape[-1] else s.sum(-1, keepdim=True)
     cutoff = smax * rtol
     if atol is not None:
@@ -131,15 +133,15 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     return (s.detach() > cutoff.detach()).sum(-1)
 
 
-def cond(A: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
+def cond(input: Tensor, p: Any = None, *, out: Any = None) -> Tensor:
     """Condition number: ``s_max / s_min`` for p in (None, 2), its inverse for -2, else
-    ``norm(A, p) * norm(inv(A), p)``."""
-    checks.matrix(A, "linalg.cond", complex_ok=True)
+    ``norm(input, p) * norm(inv(input), p)``."""
+    checks.matrix(input, "linalg.cond", complex_ok=True)
     if p in (None, 2, -2):
-        s = svdvals(A)
+        s = svdvals(input)
         return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    checks.square(A, "linalg.cond", complex_ok=True)
-    return matrix_norm(A, p) * matrix_norm(_solve.inv(A), p)
+    checks.square(input, "linalg.cond", complex_ok=True)
+    return matrix_norm(input, p) * matrix_norm(_solve.inv(input), p)
 
 
 # ---- products and small helpers ---------------------------------------------------------------------------
@@ -147,13 +149,14 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1, out: Any = None) -> Te
     return _functions.cross(input, other, dim=dim)
 
 
-def matrix_power(A: Tensor, n: int, *, out: Any = None) -> Tensor:
+def matrix_power(input: Tensor, n: int, *, out: Any = None) -> Tensor:
     """A^n by repeated squaring; a negative n inverts first (integer matrices take n >= 0 only, as PyTorch)."""
     if n < 0:
-        checks.square(A, "linalg.matrix_power", complex_ok=True)
-    elif A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, got shape {tuple(A.shape)}")
-    return _functions.matrix_power(_solve.inv(A), -n) if n < 0 else _functions.matrix_power(A, n)
+        checks.square(input, "linalg.matrix_power", complex_ok=True)
+    elif input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, got shape "
+                           f"{tuple(input.shape)}")
+    return _functions.matrix_power(_solve.inv(input), -n) if n < 0 else _functions.matrix_power(input, n)
 
 
 _red.NUCLEAR_NORM = lambda A, dims, keepdim: matrix_norm(A, "nuc", dims, keepdim)  # torch.norm(A, 'nuc')
@@ -200,19 +203,20 @@ def vander(x: Tensor, *, N: int | None = None) -> Tensor:
     return cat([first, powers], dim=-1)
 
 
-def tensorinv(A: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
-    """The inverse of ``A`` seen as a linear map from its first ``ind`` dims' product to the rest."""
+def tensorinv(input: Tensor, ind: int = 2, *, out: Any = None) -> Tensor:
+    """The inverse of ``input`` seen as a linear map from its first ``ind`` dims' product to the rest."""
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
-    rows, cols = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    rows, cols = tuple(input.shape[:ind]), tuple(input.shape[ind:])
     if math.prod(rows) != math.prod(cols):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
                            f"prod(self.shape[:ind]), but got {math.prod(cols)} != {math.prod(rows)}")
-    return _solve.inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(cols + rows)
+    return _solve.inv(input.reshape(math.prod(rows), math.prod(cols))).reshape(cols + rows)
 
 
-def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
+def tensorsolve(input: Tensor, other: Tensor, dims: Any = None, *, out: Any = None) -> Tensor:
     """X with ``tensordot(A, X, X.ndim) = B``; ``dims`` of A move to the end first."""
+    A, B = input, other  # (torch's parameter names; the body keeps the math's)
     if dims is not None:
         dims = [d % A.ndim for d in dims]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
@@ -226,11 +230,12 @@ def tensorsolve(A: Tensor, B: Tensor, dims: Any = None, *, out: Any = None) -> T
 
 
 # ---- least squares ---------------------------------------------------------------------------------------
-def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None) -> tuple:
+def lstsq(input: Tensor, b: Tensor, rcond: float | None = None, *, driver: str | None = None) -> tuple:
     """Minimum-norm least-squares solution of ``A X = B`` through the pseudo-inverse (what gelsy/gelsd
     compute). As PyTorch on CPU (default driver ``gelsy``): ``residuals`` (squared column norms of
     ``A X - B``) only when m > n and A has full rank, ``rank`` for gelsy/gelsd/gelss, singular values for
     gelsd/gelss; the other fields are empty."""
+    A, B = input, b  # (torch's parameter names; the body keeps the math's)
     checks.matrix(A, "torch.linalg.lstsq", complex_ok=True)
     checks.same_dtype(A, B, "torch.linalg.lstsq")
     driver = driver or "gelsy"
@@ -367,9 +372,10 @@ def _apply_reflectors(A: Tensor, tau: Tensor, C: Tensor, left: bool, transpose: 
     return C
 
 
-def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
+def householder_product(input: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     """The first n columns of ``H_1 ... H_k`` from Householder vectors below A's diagonal (LAPACK orgqr);
     differentiable in A and tau."""
+    A = input  # (torch's parameter names; the body keeps the math's)
     checks.matrix(A, "torch.linalg.householder_product", complex_ok=True)
     m, n = A.shape[-2], A.shape[-1]
     if m < n:
@@ -383,15 +389,16 @@ def householder_product(A: Tensor, tau: Tensor, *, out: Any = None) -> Tensor:
     return _grad_join.zero_grad_join(Q, A, tau) if Q.numel() == 0 else Q  # empty: requires grad, as torch's
 
 
-def ormqr(input: Tensor, tau: Tensor, other: Tensor, left: bool = True, transpose: bool = False, *,
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True, transpose: bool = False, *,
           out: Any = None) -> Tensor:
-    """``torch.ormqr``: multiply ``other`` by the Q of :func:`geqrf`'s output without forming it."""
-    return _apply_reflectors(input, tau, other, left, transpose)
+    """``torch.ormqr``: multiply ``input3`` by the Q of :func:`geqrf`'s output without forming it."""
+    return _apply_reflectors(input, input2, input3, left, transpose)
 
 
 # ---- LDL^T (Bunch-Kaufman) -------------------------------------------------------------------------------
-def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
+def ldl_factor_ex(input: Tensor, *, hermitian: bool = False, check_errors: bool = False, out: Any = None) -> tuple:
     """``(LD, pivots, info)`` of LAPACK's sytrf (Bunch-Kaufman with 1x1 and 2x2 pivots, lower triangle)."""
+    A = input  # (torch's parameter names; the body keeps the math's)
     checks.square(A, "torch.linalg.ldl_factor_ex", complex_ok=True)
     LD, piv, info = ldl_factor_xp(np, A.detach().numpy(), hermitian)
     info_t = _tensor(info, device=A.device)
@@ -401,7 +408,8 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     return _LDL_EX(_tensor(LD, device=A.device), _tensor(piv, device=A.device), info_t)
 
 
-def ldl_factor(A: Tensor, *, hermitian: bool = False, out: Any = None) -> tuple:
+def ldl_factor(input: Tensor, *, hermitian: bool = False, out: Any = None) -> tuple:
+    A = input  # (torch's parameter names; the body keeps the math's)
     LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)
     if bool((info != 0).any()):
         raise checks.LinAlgError(f"torch.linalg.ldl_factor: The factorization could not be completed because the "

@@ -18,7 +18,7 @@ import numpy as np
 
 from ember import dtypes, random as ember_random, return_types, sparse as _sparse
 from ember.autograd import grad_mode
-from ember.creation import tensor as _tensor
+from ember.creation import linspace as _linspace, tensor as _tensor
 from ember.data import worker as _worker
 from ember.device import to_device
 from ember.jit import ScriptFunction, ScriptModule
@@ -60,8 +60,25 @@ def poisson(input: Tensor, generator: Any = None) -> Tensor:
 _HISTDD = functools.partial(return_types.make, return_types.histogramdd)
 
 
-def histogramdd(input: Tensor, bins: Any = 10, *, range: Sequence[float] | None = None,  # noqa: A002
-                weight: Tensor | None = None, density: bool = False) -> tuple:
+def _linear_edges(data: np.ndarray, bins: Any, pairs: Any, d: int, dtype: Any) -> list:
+    """Each dim's edges for a bin count, as torch computes them: ``linspace(min, max, n + 1)`` in the input's
+    dtype with torch's two-sided formula (NumPy's one-sided linspace puts some edges 1 ulp away, and a value on
+    an edge then lands in another bin)."""
+    counts = [int(bins)] * d if isinstance(bins, (int, np.integer)) else [int(b) for b in bins]
+    edges = []
+    for k in builtins_range(d):
+        if pairs is not None:
+            lo, hi = float(pairs[k][0]), float(pairs[k][1])
+        else:
+            lo, hi = (float(data[:, k].min()), float(data[:, k].max())) if data.shape[0] else (0.0, 1.0)
+        if lo == hi:  # torch (and NumPy) widen an empty range by half a unit each way
+            lo, hi = lo - 0.5, hi + 0.5
+        edges.append(_linspace(lo, hi, counts[k] + 1, dtype=dtype).numpy())
+    return edges
+
+
+def histogramdd(input: Tensor, bins: Any = 10, range: Sequence[float] | None = None,  # noqa: A002
+                weight: Tensor | None = None, density: bool = False) -> tuple:  # (all positional, as torch's)
     """Histogram of the rows of ``input`` (N, D): ``bins`` an int, a list of ints or a list of edge tensors;
     ``range`` flat ``[min0, max0, min1, max1, ...]``."""
     data = _host(input).reshape(-1, input.shape[-1])
@@ -74,6 +91,8 @@ def histogramdd(input: Tensor, bins: Any = 10, *, range: Sequence[float] | None 
                                    f"{b.dtype}")
         bins = [_host(b) for b in bins]
     pairs = None if range is None else [(range[2 * k], range[2 * k + 1]) for k in builtins_range(d)]
+    if not (isinstance(bins, (list, tuple)) and bins and not isinstance(bins[0], (int, np.integer))):
+        bins = _linear_edges(data, bins, pairs, d, input.dtype)  # bin counts: torch's edges, bit for bit
     hist, edges = np.histogramdd(data, bins=bins, range=pairs, density=density,
                                  weights=None if weight is None else _host(weight).reshape(-1))
     dt = input.dtype.np

@@ -12,7 +12,7 @@ import operator
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Mapping
 
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import Module, _addindent
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
 
@@ -127,6 +127,20 @@ class ModuleList(Module):
 
     def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
         return self.extend(modules)
+
+    def __repr__(self) -> str:
+        """PyTorch's printout: runs of equal submodules are one entry, ``(0-5): 6 x TransformerEncoderLayer(``."""
+        reprs = [repr(m) for m in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs: list = []  # [first index, last index, text]
+        for i, text in enumerate(reprs):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [_addindent(f"({a}): {t}" if a == b else f"({a}-{b}): {b - a + 1} x {t}", 2) for a, b, t in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def __add__(self, other: Iterable[Module]) -> "ModuleList":
         return ModuleList([*self, *other])
@@ -252,8 +266,8 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({i}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                         for i, p in enumerate(self))
+        # PyTorch's lines carry two spaces of their own (so its printout has "ParameterList(  (0): ...)")
+        return "\n".join(_param_line(i, p, str(p.dtype)) for i, p in enumerate(self))
 
 
 class ParameterDict(_DictContainer):
@@ -268,6 +282,16 @@ class ParameterDict(_DictContainer):
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.register_parameter(key, _as_param(value))
+
+    def extra_repr(self) -> str:  # (PyTorch names the legacy type here: torch.FloatTensor)
+        return "\n".join(_param_line(k, p, p.type()) for k, p in self._parameters.items())
+
+
+def _param_line(key: Any, p: Any, type_text: str) -> str:
+    """One line of ParameterList/ParameterDict's printout, as PyTorch's extra_repr writes it."""
+    device = f" ({p.device})" if p.device.type not in ("cpu", "meta") else ""
+    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+    return f"  ({key}): {kind} containing: [{type_text} of size {'x'.join(map(str, p.shape))}{device}]"
 
 
 def _as_param(value: Any) -> Parameter:

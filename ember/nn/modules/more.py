@@ -19,6 +19,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.nn.modules.linear import Linear
 from ember import creation
 from ember.nn import functional as F, init
+from ember.nn.modules import conv as _conv, normalization as _normalization
 from ember.nn.modules.conv import ConvTranspose1d, ConvTranspose3d  # noqa: F401 (re-exported)
 from ember.nn.modules.loss import _Loss, _WeightedLoss
 from ember.nn.modules.module import Module
@@ -49,17 +50,21 @@ class _PadNd(Module):
             return F.pad(input, self.padding, "constant", self.value)
         return F.pad(input, self.padding, self._mode)
 
-    def extra_repr(self) -> str:
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+    def extra_repr(self) -> str:  # as torch's: ConstantPad names both, ZeroPad and the others print the tuple
+        if self._mode == "constant" and not type(self).__name__.startswith("Zero"):
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
 
 
 def _pad_class(name: str, dims: int, mode: str, zero: bool = False) -> type:
-    def __init__(self: Any, padding: Any, value: float = 0.0) -> None:
-        _PadNd.__init__(self, padding, 0.0 if zero else value)
-
-    if zero:
-        def __init__(self: Any, padding: Any) -> None:  # noqa: F811 - ZeroPad takes no value
+    # torch's signatures: ConstantPad takes (padding, value), value with no default; the others (padding)
+    if mode == "constant" and not zero:
+        def __init__(self: Any, padding: Any, value: float) -> None:
+            _PadNd.__init__(self, padding, value)
+    else:
+        def __init__(self: Any, padding: Any) -> None:  # noqa: F811
             _PadNd.__init__(self, padding, 0.0)
+    __init__.__qualname__ = f"{name}.__init__"
     doc = f"``torch.nn.{name}``: {mode} padding of the last {dims} dim(s) (``F.pad(x, padding, '{mode}')``)."
     return type(name, (_PadNd,), {"_dims": dims, "_mode": mode, "__init__": __init__, "__doc__": doc,
                                   "__module__": __name__})
@@ -165,9 +170,15 @@ class LocalResponseNorm(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
 
 class CrossMapLRN2d(LocalResponseNorm):
     """Local response norm over channels of 4-D input (the legacy name)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__(size, alpha, beta, k)  # (k's default is the int 1 in torch: it prints "k=1")
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim != 4:
@@ -230,6 +241,9 @@ class ChannelShuffle(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.channel_shuffle(input, self.groups)
 
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
 
 class Fold(Module):
     def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
@@ -241,6 +255,10 @@ class Fold(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
 
 class Unfold(Module):
     def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> None:
@@ -250,17 +268,25 @@ class Unfold(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, stride={self.stride}"
+
 
 class _MaxUnpoolNd(Module):
     _fn = "max_unpool2d"
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride if stride is not None else kernel_size, \
-            padding
+        n = int(self._fn[-2])  # torch keeps n-tuples (_single/_pair/_triple), which its printout shows
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride if stride is not None else kernel_size, n)
+        self.padding = _tuple(padding, n)
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
         return getattr(F, self._fn)(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
@@ -284,6 +310,10 @@ class _LPPoolNd(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return getattr(F, self._fn)(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
 
 
 class LPPool1d(_LPPoolNd):
@@ -339,6 +369,9 @@ class Hardshrink(Module):
     def forward(self, input: Tensor) -> Tensor:
         return F.hardshrink(input, self.lambd)
 
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
 
 class Softshrink(Hardshrink):
     def forward(self, input: Tensor) -> Tensor:
@@ -352,6 +385,9 @@ class RReLU(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
 class Softmax2d(Module):
@@ -372,6 +408,9 @@ class Dropout3d(Module):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout3d(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class FeatureAlphaDropout(Dropout3d):
@@ -419,7 +458,9 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
                              "instead")
-        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+        # torch keeps a PairwiseDistance() module when none is given (a child in its printout)
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin, self.swap = margin, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
@@ -478,6 +519,19 @@ class EmbeddingBag(Module):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
+
+    def extra_repr(self) -> str:  # torch's fields, each shown only when not its default
+        s = f"{self.num_embeddings!r}, {self.embedding_dim!r}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm!r}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type!r}"
+        if self.scale_grad_by_freq is not False:
+            s += f", scale_grad_by_freq={self.scale_grad_by_freq!r}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx!r}"
+        return s
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True, **kwargs: Any) -> "EmbeddingBag":
@@ -546,31 +600,66 @@ class LazyLinear(LazyModuleMixin, Module):
     def _build(self, input: Tensor) -> Module:
         return Linear(input.shape[-1], self.out_features, self._bias, **self._factory)
 
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self._bias}"
+
 
 def _lazy_conv(name: str, target: str, transposed: bool) -> type:
-    def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0, *args: Any,
-                 **kwargs: Any) -> None:
-        Module.__init__(self)
-        self._spec = (out_channels, kernel_size, stride, padding, args, kwargs)
-        self.out_channels = out_channels
-        self.weight = UninitializedParameter()
-        has_bias = kwargs.get("bias", True) if not args or transposed else (args[2] if len(args) > 2 else True)
-        if has_bias:
-            self.bias = UninitializedParameter()
-        else:
-            self.register_parameter("bias", None)
+    # torch 2.13's signatures, parameter for parameter (the target class is built from them on the first input)
+    if transposed:
+        def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                     output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                     padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+            _lazy_conv_init(self, out_channels, bias, dict(
+                kernel_size=kernel_size, stride=stride, padding=padding, output_padding=output_padding,
+                groups=groups, bias=bias, dilation=dilation, padding_mode=padding_mode, device=device, dtype=dtype))
+    else:
+        def __init__(self: Any, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,  # noqa: F811
+                     dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                     device: Any = None, dtype: Any = None) -> None:
+            _lazy_conv_init(self, out_channels, bias, dict(
+                kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                bias=bias, padding_mode=padding_mode, device=device, dtype=dtype))
+
+    def extra_repr(self: Any) -> str:  # torch prints the target class's fields with in_channels 0
+        return _lazy_extra_repr(target, 0, self.out_channels, **self._spec)
 
     def _build(self: Any, input: Tensor) -> Module:
-        out_channels, kernel_size, stride, padding, args, kwargs = self._spec
         dims = int(target[-2])
         in_channels = input.shape[1] if input.ndim == dims + 2 else input.shape[0]
         from ember import nn  # the target class by name; ember.nn imports this module
 
-        return getattr(nn, target)(in_channels, out_channels, kernel_size, stride, padding, *args, **kwargs)
+        return getattr(nn, target)(in_channels, self.out_channels, **self._spec)
 
     return type(name, (LazyModuleMixin, Module), {"__init__": __init__, "_build": _build, "__module__": __name__,
+                                                  "extra_repr": extra_repr,
                                                   "__doc__": f"``{target}`` whose in_channels come from the first "
                                                              "input."})
+
+
+def _lazy_extra_repr(target: str, *args: Any, **kwargs: Any) -> str:
+    """The printout fields of ``target(*args, **kwargs)`` (torch's lazy modules are their target class with 0
+    input features until the first call)."""
+    import warnings
+
+    cls = globals().get(target) or getattr(_conv, target, None) or getattr(_normalization, target)
+    try:
+        with warnings.catch_warnings():  # (0-sized weights: initializers may warn about zero fans)
+            warnings.simplefilter("ignore")
+            return cls(*args, **kwargs).extra_repr()
+    except Exception:  # (a target that refuses 0 features: print no fields rather than fail)
+        return ""
+
+
+def _lazy_conv_init(self: Any, out_channels: int, bias: bool, spec: dict) -> None:
+    Module.__init__(self)
+    self._spec = spec
+    self.out_channels = out_channels
+    self.weight = UninitializedParameter()
+    if bias:
+        self.bias = UninitializedParameter()
+    else:
+        self.register_parameter("bias", None)
 
 
 LazyConv1d = _lazy_conv("LazyConv1d", "Conv1d", False)
@@ -602,6 +691,9 @@ def _lazy_norm(name: str, target: str) -> type:
     def has_uninitialized_params(self: Any) -> bool:
         return "_spec" in self.__dict__ and type(self).__name__.startswith("Lazy")
 
+    def extra_repr(self: Any) -> str:  # torch prints the target class's fields with num_features 0
+        return _lazy_extra_repr(target, 0, **self._spec) if "_spec" in self.__dict__ else ""
+
     def _build(self: Any, input: Tensor) -> Module:
         from ember import nn  # the target class by name; ember.nn imports this module
 
@@ -613,6 +705,7 @@ def _lazy_norm(name: str, target: str) -> type:
 
     return type(name, (LazyModuleMixin, Module), {"__init__": __init__, "_build": _build, "__module__": __name__,
                                                   "has_uninitialized_params": has_uninitialized_params,
+                                                  "extra_repr": extra_repr,
                                                   "__doc__": f"``{target}`` whose num_features come from the "
                                                              "first input."})
 

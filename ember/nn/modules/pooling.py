@@ -83,7 +83,9 @@ class AvgPool1d(_AvgPoolNd):
 
     def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:  # torch's AvgPool1d has no divisor_override
-        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        one = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,)  # noqa: E731  (torch's _single)
+        super().__init__(one(kernel_size), one(stride if stride is not None else kernel_size), one(padding),
+                         ceil_mode, count_include_pad)
 
 
 class AvgPool2d(_AvgPoolNd):

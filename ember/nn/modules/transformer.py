@@ -28,6 +28,12 @@ from ember.tensor import Tensor
 
 def _activation(activation: str | Callable) -> Callable:
     if callable(activation):
+        # the default F.relu is the function as defined; the layer keeps the public one (wrapped for
+        # __torch_function__), so ``layer.activation is F.relu`` holds and pickles by name, as torch's
+        for name in ("relu", "gelu"):
+            public = getattr(F, name)
+            if activation is getattr(public, "__wrapped__", None):
+                return public
         return activation
     if activation == "relu":
         return F.relu
@@ -44,7 +50,7 @@ class TransformerEncoderLayer(Module):
     """
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 activation: str | Callable = F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
@@ -116,7 +122,7 @@ class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over ``memory``, feed-forward; post-LN or pre-LN (``norm_first``)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable = "relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 activation: str | Callable = F.relu, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         factory = {"device": device, "dtype": dtype}
@@ -194,7 +200,7 @@ class Transformer(Module):
 
     def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
                  num_decoder_layers: int = 6, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation: str | Callable = "relu", custom_encoder: Module | None = None,
+                 activation: str | Callable = F.relu, custom_encoder: Module | None = None,
                  custom_decoder: Module | None = None, layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
