@@ -73,7 +73,8 @@ class LBFGS(Optimizer):
                 return closure()
 
         orig_loss = evaluate()
-        loss = float(orig_loss)
+        with grad_mode.no_grad():  # torch's step runs under no_grad: float() of the loss does not warn there
+            loss = float(orig_loss)
         current_evals = 1
         state["func_evals"] += 1
         with grad_mode.no_grad():

@@ -557,7 +557,6 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self._anneal_func_type = anneal_strategy
         warm_end = float(pct_start * self.total_steps) - 1
         if three_phase:
             self._schedule_phases = [
@@ -571,6 +570,7 @@ class OneCycleLR(LRScheduler):
                 _phase(warm_end, "initial_lr", "max_lr", "max_momentum", "base_momentum"),
                 _phase(self.total_steps - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"),
             ]
+        self._anneal_func_type = anneal_strategy  # (after the phases: torch's state_dict key order)
         max_lrs = _per_group("max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for peak, group in zip(max_lrs, optimizer.param_groups):

@@ -96,8 +96,9 @@ class Adamax(_ElementwiseOptimizer):
         _check("Adamax", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
         _check("Adamax", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         _check("Adamax", 0.0 <= weight_decay, "weight_decay value", weight_decay)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                                      foreach=foreach, differentiable=differentiable, capturable=capturable))
+        # (torch's param_groups key order)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable, capturable=capturable))
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
@@ -188,9 +189,9 @@ class RAdam(_ElementwiseOptimizer):
         _check("RAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
         _check("RAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
         _check("RAdam", 0.0 <= weight_decay, "weight_decay value", weight_decay)
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                                      decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
-                                      foreach=foreach, capturable=capturable, differentiable=differentiable))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                                      foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable))
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
@@ -305,7 +306,7 @@ class SparseAdam(_ElementwiseOptimizer):
         _check("SparseAdam", 0.0 < eps, "epsilon value", eps)
         _check("SparseAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
         _check("SparseAdam", 0.0 <= betas[1] < 1.0, "beta parameter at index 1", betas[1])
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize, differentiable=False))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))  # (torch's keys)
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
