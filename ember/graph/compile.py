@@ -499,6 +499,9 @@ class CompiledFunction:
             entry = CompiledAutograd(forward, saved, backward, plan, out_structure, history,
                                      time.perf_counter() - start, self.passes)
             entry.identity = identity
+            if self.cuda_graphs:  # forward and backward each replay a graph (their results are copied out)
+                entry.executable = GraphedExecutable(entry.executable, self.name)
+                entry.backward_executable = GraphedExecutable(entry.backward_executable, self.name + " (backward)")
             return entry
         if "fuse" in self.passes:
             history.append(("fuse", fuse_pass(graph)))

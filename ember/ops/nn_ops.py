@@ -20,6 +20,7 @@ import numpy as np
 
 from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
+from ember.backends import capture_state
 from ember.backends import cpu_blas_gemm, cpu_mkl
 from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.backends.cpu_math_kernels import run_elementwise, run_rows
@@ -739,6 +740,8 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     mean = x.mean(axis=axes, keepdims=True)
     y = x - mean
     var = (y * y).mean(axis=axes, keepdims=True)
+    if capture_state.ACTIVE:  # a CUDA graph capture: no host reads; the same values by where() (_ln_captured)
+        return _ln_captured(xp, x, y, mean, var, axes, eps, has_weight, affine, low)
     if bool((mean * mean > 4096.0 * var).any()):
         # A mean far above the spread (|mean| > 64 std, e.g. 1e7 + [0, 1, 2, 3] in float32) was rounded by more
         # than the spread's digits: one correction pass (the mean of the centered values) restores them.
@@ -752,6 +755,32 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     if bool(overflow.any()):  # rare: squares that overflow (|x| > 1.8e19 in float32), or inf/NaN inputs
         scaled = _scaled_normalize(xp, x, axes, eps)
         mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
+    if has_weight:
+        y *= affine[0]
+        affine = affine[1:]
+    if affine:
+        y += affine[0]
+    if low is not None:
+        return y.astype(low), mean.astype(low), rstd.astype(low)
+    return y, mean, rstd
+
+
+def _ln_captured(xp: Any, x: Any, y: Any, mean: Any, var: Any, axes: tuple, eps: float, has_weight: bool,
+                 affine: tuple, low: Any) -> tuple:
+    """The rest of ``_layer_norm_impl`` while a CUDA graph is captured: its two rare-case tests (a mean far above
+    the spread, squares that overflow) read the device on the host; here each is a device boolean and where()
+    picks the corrected values exactly where eager code would apply them (the first for every row when any row
+    needs it, as eager does), so the values are eager's."""
+    needed = (mean * mean > 4096.0 * var).any()  # a 0-d device boolean
+    shift = xp.where(needed, y.mean(axis=axes, keepdims=True), 0).astype(y.dtype, copy=False)
+    y = y - shift
+    mean = xp.where(needed, mean + shift, mean)
+    var = xp.where(needed, (y * y).mean(axis=axes, keepdims=True), var)
+    rstd = 1.0 / xp.sqrt(var + eps)
+    y *= rstd
+    overflow = ~xp.isfinite(var)
+    scaled = _scaled_normalize(xp, x, axes, eps)
+    mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
     if has_weight:
         y *= affine[0]
         affine = affine[1:]
@@ -843,7 +872,10 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)
     xhat = (x - mean) * rstd
-    if bool((mean * mean * rstd * rstd > 4096.0).any()):  # |mean| > 64 std: the forward's correction pass
+    if capture_state.ACTIVE:  # a CUDA graph capture: the same test as a device boolean, no host read
+        needed = (mean * mean * rstd * rstd > 4096.0).any()
+        xhat -= xp.where(needed, xhat.mean(axis=axes, keepdims=True), 0).astype(xhat.dtype, copy=False)
+    elif bool((mean * mean * rstd * rstd > 4096.0).any()):  # |mean| > 64 std: the forward's correction pass
         xhat -= xhat.mean(axis=axes, keepdims=True)
     gw = (g * xhat).sum(axis=lead) if lead else g * xhat
     gb = g.sum(axis=lead) if lead else g.copy()

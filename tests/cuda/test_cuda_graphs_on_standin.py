@@ -281,3 +281,52 @@ def test_whole_network_capture_as_in_torchs_docs(cuda):
         assert static_loss.item() == eager_step(m2, o2, x, y).item()
     for p, q in zip(m1.parameters(), m2.parameters()):
         np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())
+
+
+def test_a_compiled_module_replays_forward_and_backward_graphs_in_an_eager_loop(cuda):
+    """torch.compile(model, mode="reduce-overhead") with an eager loss, backward and Adam: the module's forward and
+    backward graphs each replay (layer norm included), equal to eager bit for bit."""
+    def make():
+        ember.manual_seed(0)
+        model = ember.nn.Sequential(ember.nn.Linear(4, 16), ember.nn.GELU(), ember.nn.LayerNorm(16),
+                                    ember.nn.Linear(16, 3)).cuda()
+        return model, ember.optim.Adam(model.parameters(), lr=0.01)
+
+    (m1, o1), (m2, o2) = make(), make()
+    compiled = ember.compile(m1, mode="reduce-overhead")
+    for k, (x, y) in enumerate(_batches(6)):
+        for model, opt in ((compiled, o1), (m2, o2)):
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            np.testing.assert_array_equal(p.detach().cpu().numpy(), q.detach().cpu().numpy())
+    forward, backward = compiled.last.executable, compiled.last.backward_executable
+    assert forward.replays == 3 and backward.replays == 3, (forward.status, backward.status)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e7, 3e38])
+def test_layer_norm_under_capture_gives_eager_values(offset):
+    """Layer norm's rare cases (a mean far above the spread: the correction pass; squares that overflow: the scaled
+    path) are where() selections under capture instead of host tests: forward and backward equal eager bit for bit."""
+    from ember.ops import nn_ops
+
+    xp, backend = standin.xp, standin.BACKEND
+    rng = np.random.default_rng(2)
+    host = (offset + rng.standard_normal((5, 8)) * (1.0 if offset < 1e30 else 1e37)).astype(np.float32)
+    host[1] = rng.standard_normal(8).astype(np.float32)  # one ordinary row among them
+    x, w, b = xp.asarray(host), xp.asarray(rng.standard_normal(8).astype(np.float32)), xp.zeros(8, np.float32)
+    g = xp.asarray(rng.standard_normal((5, 8)).astype(np.float32))
+    with np.errstate(all="ignore"):
+        eager = nn_ops._layer_norm_impl(xp, x, w, b, count=1, eps=1e-5, has_weight=True)
+        eager_grads = nn_ops._layer_norm_backward_impl(xp, g, x, eager[1], eager[2], w, count=1)
+        backend.capture_begin()
+        try:
+            captured = nn_ops._layer_norm_impl(xp, x, w, b, count=1, eps=1e-5, has_weight=True)
+            captured_grads = nn_ops._layer_norm_backward_impl(xp, g, x, captured[1], captured[2], w, count=1)
+        finally:
+            graph = backend.capture_end()
+        graph.replay()
+    for got, want in zip(captured + captured_grads, eager + eager_grads):
+        np.testing.assert_array_equal(got.get(), want.get())
