@@ -86,7 +86,8 @@ gpu_tests() {
 
 bench() {
   "$PY" benchmarks/bench_gpu.py "${BENCH_ARGS[@]}" 2>&1 | tail -40
-  [ "$RESULTS" != "$OUT" ] && mkdir -p "$RESULTS" && cp "$OUT"/gpu-*.txt "$OUT"/gpu-*.json "$RESULTS"/ 2>/dev/null
+  if [ "$RESULTS" != "$OUT" ]; then mkdir -p "$RESULTS"; cp "$OUT"/gpu-*.txt "$OUT"/gpu-*.json "$RESULTS"/ 2>/dev/null; fi
+  return 0
 }
 
 case "$step" in
@@ -110,7 +111,8 @@ all)
   bench; echo "== bench: $((SECONDS - start)) s"
   { echo "ember GPU session $STAMP (dry run: $DRY)"; cat "$OUT/smoke.log"; echo; tail -25 "$OUT/gpu-tests.log"; } \
     > "$OUT/session-$STAMP.txt"
-  [ "$RESULTS" != "$OUT" ] && cp "$OUT/session-$STAMP.txt" "$RESULTS"/ 2>/dev/null
+  if [ "$RESULTS" != "$OUT" ]; then cp "$OUT/session-$STAMP.txt" "$RESULTS"/ 2>/dev/null; fi
+  echo "== logs in $OUT: $(ls "$OUT" | tr '\n' ' ')"
   ;;
 suite)
   wheels
