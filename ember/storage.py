@@ -196,6 +196,10 @@ class UntypedStorage:
         dev = to_device(device)
         return self if dev == self._device else UntypedStorage(self.tolist(), device=dev)
 
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> "UntypedStorage":
+        """A copy on the GPU (``map_location=lambda storage, loc: storage.cuda(0)``, torch's idiom)."""
+        return self.to(device="cuda" if device is None else device if isinstance(device, str) else f"cuda:{device}")
+
     def untyped(self) -> "UntypedStorage":
         return self
 

@@ -25,9 +25,11 @@ import numpy as np
 from ember.serialization import structure
 from ember.serialization.errors import CheckpointError
 from ember.serialization.safetensors_header import parse_json, read_header
+from ember.serialization.torch_names import own
 from ember import dtypes
 from ember.creation import _wrap_array
 from ember.device import to_device
+from ember.storage import untyped_storage
 
 FORMAT = "ember/1"
 STRUCTURE_KEY = "ember.structure"
@@ -123,6 +125,8 @@ def read_arrays(data: Any, where: Any) -> tuple[dict[str, np.ndarray], dict[str,
         array = np.frombuffer(data, dtype=dtype, count=count, offset=start + e.begin).reshape(e.shape)
         if (start + e.begin) % dtype.itemsize:
             array = array.copy()  # unaligned (written by another tool): copy for fast kernels
+        elif array.base is not None:  # its own storage (untyped_storage() is this tensor's bytes, not the file)
+            array = own(array)
         if dtype.byteorder not in "=|":
             array = array.astype(dtype.newbyteorder("="))
         raw[e.name] = array
@@ -166,7 +170,10 @@ def target_device(saved: str, map_location: Any) -> str:
 
 
 def place(tensor: Any, saved: str, map_location: Any) -> Any:
-    target = target_device(saved, map_location)
+    if callable(map_location) and not isinstance(map_location, (dict, str)):
+        target = _called_target(tensor, saved, map_location)
+    else:
+        target = target_device(saved, map_location)
     if target == "cpu":
         return tensor
     try:
@@ -174,6 +181,20 @@ def place(tensor: Any, saved: str, map_location: Any) -> Any:
     except Exception as error:
         raise RuntimeError(f"ember.load: cannot place a tensor saved on {saved} onto {target} ({error}); pass "
                            "map_location='cpu' to load it on the CPU") from None
+
+
+def _called_target(tensor: Any, saved: str, map_location: Any) -> str:
+    """torch calls a callable map_location with each storage (on the CPU) and its saved location, and keeps the
+    storage it returns: ember calls it the same way and puts the tensor on the returned storage's device
+    (``lambda storage, loc: storage`` keeps the CPU, ``storage.cuda(0)`` asks for the GPU)."""
+    result = map_location(untyped_storage(tensor), saved)
+    if result is None:
+        return "cpu"
+    device = getattr(result, "device", None)
+    if device is None:
+        raise RuntimeError(f"ember.load: map_location returned {type(result).__name__}, not a storage (write it as torch "
+                        "does: lambda storage, loc: storage, or storage.cuda(0))")
+    return str(device)
 
 
 def _as_parameter(tensor: Any, requires_grad: bool) -> Any:

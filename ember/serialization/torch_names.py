@@ -81,13 +81,21 @@ class StorageType:
 
 
 class Storage:
-    """A loaded storage: a 1-D NumPy array (``None`` during the legacy format's first pass)."""
+    """A loaded storage: a 1-D NumPy array (``None`` during the legacy format's first pass); see :func:`own`."""
 
     __slots__ = ("key", "array", "dtype", "location")
 
     def __init__(self, key: str, array: np.ndarray | None, dtype: np.dtype, location: str = "cpu") -> None:
         self.key, self.array, self.dtype = key, array, dtype
         self.location = check_location(location, key)
+
+
+def own(array: np.ndarray) -> np.ndarray:
+    """``array`` (a slice of the file's bytes) as the root of its own views: ``as_strided`` does not chain ``.base``
+    to the file buffer, so a loaded tensor's ``untyped_storage()`` is its storage's bytes, not the whole file."""
+    if array.dtype in dtypes.FLOAT8_NP:  # ('<f1' has no array interface: cut the bytes, then view them)
+        return own(array.view(np.uint8)).view(array.dtype)
+    return np.lib.stride_tricks.as_strided(array, writeable=array.flags.writeable)
 
 
 _LOCATION = re.compile(r"(cpu|cuda(:[0-9]{1,3})?)")
@@ -138,8 +146,8 @@ def rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any, re
                                   f"offset {offset} reach element {last}, past the storage's {array.shape[0]} elements")
         item = array.dtype.itemsize
         raw = array.view(np.uint8) if array.dtype in dtypes.FLOAT8_NP else array  # ('<f1' has no array interface)
-        data = np.lib.stride_tricks.as_strided(raw[offset:], shape=size, strides=tuple(s * item for s in stride),
-                                               writeable=array.flags.writeable)
+        # a view whose .base is the storage's array, so tensors on one storage report one untyped_storage()
+        data = np.ndarray(size, dtype=raw.dtype, buffer=raw, offset=offset * item, strides=tuple(s * item for s in stride))
         if raw is not array:
             data = data.view(array.dtype)
     if metadata:  # torch's lazy conjugate/negative bits ({'conj': True}): ember applies them (a copy)

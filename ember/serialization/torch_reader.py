@@ -35,7 +35,7 @@ from ember.device import to_device
 from ember.dtypes import from_numpy_dtype
 from ember.serialization.errors import CheckpointError
 from ember.serialization.restricted_unpickler import Unpickler
-from ember.serialization.torch_names import PLACEMENT, Storage, StorageType
+from ember.serialization.torch_names import PLACEMENT, Storage, StorageType, own
 from ember.storage import TypedStorage, UntypedStorage
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -99,10 +99,9 @@ def read_zip(buffer: Any, where: Any, weights_only: bool, map_location: Any) -> 
 def public_storages(obj: Any, depth: int = 0) -> Any:
     """Storages the file holds as values (``torch.save(t.untyped_storage())``) as ember's ``TypedStorage``, as
     torch.load gives them; containers are walked (dicts and lists in place), everything else is returned as is."""
-    if isinstance(obj, Storage):
-        # as_strided's result does not chain .base to the file buffer, so the storage is these bytes, not the file
-        own = np.lib.stride_tricks.as_strided(obj.array, writeable=obj.array.flags.writeable)
-        return TypedStorage(wrap_storage=UntypedStorage._of(own, to_device("cpu")), dtype=from_numpy_dtype(own.dtype))
+    if isinstance(obj, Storage):  # (its array is the root the file's tensors on it view: one storage object)
+        return TypedStorage(wrap_storage=UntypedStorage._of(obj.array, to_device("cpu")),
+                            dtype=from_numpy_dtype(obj.array.dtype))
     if depth > 64:
         return obj
     if isinstance(obj, dict):
@@ -149,7 +148,7 @@ def storage_loader(buffer: Any, infos: dict, directory: str, where: Any, member:
             array = buffer[begin:begin + nbytes]
             if begin % dtype.itemsize:
                 array = array.copy()  # unaligned member (not written by torch or ember): copy once
-            array = array.view(dtype)
+            array = own(array.view(dtype))
         else:
             array = np.frombuffer(bytearray(member(info)), dtype=dtype)
         storages[key] = Storage(key, array, dtype, location)
@@ -235,7 +234,7 @@ def read_legacy(buffer: Any, where: Any, weights_only: bool, map_location: Any) 
         if end > len(buffer):
             raise CheckpointError(where, f"storage {key!r}", "runs past the end of the file")
         array = buffer[begin:end]
-        located[key] = (array.copy() if begin % dtype.itemsize else array).view(dtype)
+        located[key] = own((array.copy() if begin % dtype.itemsize else array).view(dtype))
         stream.seek(end)
     missing = set(seen) - set(located)
     if missing:

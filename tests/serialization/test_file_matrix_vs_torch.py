@@ -152,6 +152,8 @@ def test_views_stay_one_storage_in_ember(legacy, tmp_path) -> None:
     torch.save(_TORCH_CASES["views of one storage"](), path, _use_new_zipfile_serialization=not legacy)
     for mmap in (False, True):
         got = ember.load(path, mmap=mmap)
+        storages = {got[k].untyped_storage().data_ptr() for k in ("base", "slice", "t", "row", "step", "scalar_view")}
+        assert len(storages) == 1 and got["slice"].untyped_storage().nbytes() == 96  # torch's storage, not the file
         got["slice"][0, 0] = -1.0  # base[1, 2]
         assert float(got["base"][1, 2]) == -1.0 and float(got["t"][2, 1]) == -1.0
         got["step"][3, 0] = -2.0  # base[3, 0]
@@ -330,3 +332,29 @@ def test_rebuild_from_type_refuses_foreign_functions_and_attributes() -> None:
             return d.replace(b"X\x04\x00\x00\x00note", b"X" + len(attr).to_bytes(4, "little") + attr)
         with pytest.raises(ember.serialization.CheckpointError, match="refuses to set attribute"):
             ember.load(_patched(edit))
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_map_location_forms_as_torch_calls_them(legacy, tmp_path) -> None:
+    """str, device, dict and callable map_location; a callable is called with each storage and its location."""
+    path = tmp_path / "m.pt"
+    w = torch.arange(3.0)
+    torch.save({"w": w, "v": w[1:]}, path, _use_new_zipfile_serialization=not legacy)
+    seen = []
+
+    def record(storage, location):
+        seen.append((type(storage).__name__, storage.nbytes(), location))
+        return storage
+
+    for form in (None, "cpu", ember.device("cpu"), {"cpu": "cpu"}, record, lambda s, loc: None):
+        got = ember.load(path, map_location=form)
+        assert got["w"].tolist() == [0.0, 1.0, 2.0] and got["v"].device.type == "cpu", form
+    assert seen and all(s == ("UntypedStorage", 12, "cpu") for s in seen)  # the view's storage is w's, as in torch
+    got = ember.load(path, map_location="meta")
+    assert got["w"].device.type == "meta" and tuple(got["w"].shape) == (3,)
+    with pytest.raises(RuntimeError, match="not a storage"):
+        ember.load(path, map_location=lambda s, loc: 3)
+    if not ember.cuda.is_available():
+        for form in ("cuda", {"cpu": "cuda:0"}, lambda s, loc: s.cuda(0)):
+            with pytest.raises(RuntimeError, match="CUDA"):
+                ember.load(path, map_location=form)

@@ -60,6 +60,7 @@ def test_safetensors_torch_file_reads_in_ember(name, tmp_path) -> None:
     for mmap in (False, True):
         loaded = ember.load(path, mmap=mmap)
         assert sorted(loaded) == sorted(state)
+        assert loaded["t"].untyped_storage().nbytes() == base.untyped_storage().nbytes()  # its bytes, not the file's
         for key, value in state.items():
             assert loaded[key].dtype.name == name and tuple(loaded[key].shape) == tuple(value.shape), key
             np.testing.assert_array_equal(_values(loaded[key]), _values(value), err_msg=key)
