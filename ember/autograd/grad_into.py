@@ -71,7 +71,8 @@ def begin(node: Any, dependencies: dict, buffers: dict, tensor_class: type) -> b
         return False
     out = grad._data
     if out.__class__ is not np.ndarray or out.base is not None or out.ndim != 2 or not out.flags.c_contiguous \
-            or not out.flags.writeable or out.shape != leaf._data.shape or out.dtype.char not in "fd":
+            or not out.flags.writeable or out.shape != leaf._data.shape or out.dtype.char not in "fd" \
+            or not out.dtype.isnative:
         return False
     LOCAL.target, LOCAL.added = (leaf, out), False
     return True

@@ -45,6 +45,8 @@ MIN_ELEMENTS = 1 << 15
 ALIGN = 16
 
 _OPS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}
+_F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)  # native byte order only (a swapped '>f4' also has char 'f')
+_NATIVE = (_F4, _F8)
 _FILL = 4
 _ARRAYS, _ARRAY_SCALAR, _SCALAR_ARRAY = range(3)
 _STATE: dict = {"kernels": None, "failed": False}
@@ -147,7 +149,8 @@ def binary(ufunc: Any, x: Any, y: Any, out: Any = None) -> Any:
         return None
     size = array.size
     dtype = array.dtype
-    if size < MIN_ELEMENTS or dtype.char not in "fd" or not array.flags.c_contiguous or not _spinning():
+    if size < MIN_ELEMENTS or (dtype is not _F4 and dtype is not _F8) or not array.flags.c_contiguous \
+            or not _spinning():
         return None
     if form != _ARRAYS:
         scalar = _scalar(scalar, dtype)
@@ -178,7 +181,7 @@ def add_into(buffer: Any, value: Any) -> bool:
 def fill(buffer: Any, value: Any) -> bool:
     """``buffer.fill(value)`` (a Python float or int) in two halves on the hot worker (``zero_()`` of a
     gradient); False, nothing done, where it does not apply."""
-    if buffer.__class__ is not np.ndarray or buffer.size < MIN_ELEMENTS or buffer.dtype.char not in "fd" \
+    if buffer.__class__ is not np.ndarray or buffer.size < MIN_ELEMENTS or buffer.dtype not in _NATIVE \
             or not buffer.flags.c_contiguous or not buffer.flags.writeable or not _spinning():
         return False
     scalar = _scalar(value, buffer.dtype)

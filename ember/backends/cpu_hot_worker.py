@@ -248,7 +248,8 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     in a row that the worker did not start before the caller finished its part (it is not getting a core: a
     loaded machine), unless ``force`` (tests)."""
     dtype = a.dtype
-    if dtype != b.dtype or dtype != out.dtype or dtype.char not in "fd" or not out.flags.c_contiguous:
+    if dtype != b.dtype or dtype != out.dtype or dtype.char not in "fd" or not dtype.isnative \
+            or not out.flags.c_contiguous:  # (a byte-swapped array: BLAS reads native floats)
         return False
     m, k = a.shape
     n = b.shape[1]

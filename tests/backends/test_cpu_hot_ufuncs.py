@@ -131,6 +131,10 @@ def test_what_numpy_must_do_is_declined(halves):
     assert cpu_hot_ufuncs.binary(np.add, x, x.astype(np.float64)) is None  # mixed dtypes
     assert cpu_hot_ufuncs.binary(np.add, x.astype(np.int32), 1) is None
     assert cpu_hot_ufuncs.binary(np.add, x.astype(np.float16), 1.0) is None
+    swapped = x.astype(">f4")  # byte-swapped: char "f" too
+    assert cpu_hot_ufuncs.binary(np.add, swapped, swapped) is None and not cpu_hot_ufuncs.fill(swapped, 0.0)
+    assert not cpu_hot_worker.split_gemm_into(np.ones((64, 1000), ">f4"), np.ones((1000, 100), ">f4"),
+                                              np.empty((64, 100), ">f4"), force=True)
     assert cpu_hot_ufuncs.binary(np.add, x[:8], x[:8]) is None  # small
     assert cpu_hot_ufuncs.binary(np.maximum, x, x) is None  # not one of the four
     assert cpu_hot_ufuncs.binary(np.add, x, np.float32(1.0)) is None  # a NumPy scalar: NumPy's promotion
