@@ -106,3 +106,27 @@ def test_audio_needs_no_soundfile_and_clips_like_torch(tmp_path, capsys) -> None
         assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 100)
         assert np.frombuffer(wav.readframes(4), "<i2").tolist() == [0, 32767, -32767, 16383]
     assert os.listdir(tmp_path)
+
+
+def test_pr_curves_and_embeddings_match_torchs_writer(tmp_path) -> None:
+    from tensorboard.util import tensor_util
+
+    rng = np.random.default_rng(1)
+    labels, preds = rng.integers(0, 2, 40), rng.random(40).astype(np.float32)
+    points = rng.standard_normal((5, 3)).astype(np.float32)
+    for lib in ("torch", "ember"):
+        if lib == "torch":
+            from torch.utils.tensorboard import SummaryWriter
+            t = torch.from_numpy
+        else:
+            from ember.utils.tensorboard import SummaryWriter
+            t = ember.from_numpy
+        with SummaryWriter(str(tmp_path / lib)) as w:
+            w.add_pr_curve("pr", t(labels), t(preds), 2)
+            w.add_embedding(t(points), metadata=list("abcde"), global_step=1, tag="emb")
+    curves = [tensor_util.make_ndarray(_read(tmp_path / lib).Tensors("pr")[0].tensor_proto) for lib in ("torch", "ember")]
+    assert curves[0].shape == curves[1].shape == (6, 127)
+    np.testing.assert_allclose(curves[1], curves[0], rtol=1e-6)
+    for name in ("tensors.tsv", "metadata.tsv"):
+        theirs = (tmp_path / "torch" / "00001" / "emb" / name).read_text()
+        assert (tmp_path / "ember" / "00001" / "emb" / name).read_text() == theirs, name
