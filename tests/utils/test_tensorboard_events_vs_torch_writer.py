@@ -130,3 +130,24 @@ def test_pr_curves_and_embeddings_match_torchs_writer(tmp_path) -> None:
     for name in ("tensors.tsv", "metadata.tsv"):
         theirs = (tmp_path / "torch" / "00001" / "emb" / name).read_text()
         assert (tmp_path / "ember" / "00001" / "emb" / name).read_text() == theirs, name
+
+
+def test_hparams_plugin_data_parses_like_torchs(tmp_path) -> None:
+    """TensorBoard's hparams plugin reads the experiment and session records: same names, metrics and values."""
+    from tensorboard.plugins.hparams import metadata
+
+    sessions = {}
+    for lib in ("torch", "ember"):
+        if lib == "torch":
+            from torch.utils.tensorboard import SummaryWriter
+        else:
+            from ember.utils.tensorboard import SummaryWriter
+        with SummaryWriter(str(tmp_path / lib)) as w:
+            w.add_hparams({"lr": 0.1, "bs": 32, "opt": "adam"}, {"hparam/acc": 0.9}, run_name="r")
+        content = _read(tmp_path / lib / "r").PluginTagToContent(metadata.PLUGIN_NAME)
+        experiment = metadata.parse_experiment_plugin_data(content[metadata.EXPERIMENT_TAG])
+        start = metadata.parse_session_start_info_plugin_data(content[metadata.SESSION_START_INFO_TAG])
+        sessions[lib] = ([h.name for h in experiment.hparam_infos], [m.name.tag for m in experiment.metric_infos],
+                         {k: getattr(v, v.WhichOneof("kind")) for k, v in start.hparams.items()})
+    assert sessions["ember"] == sessions["torch"]
+    assert sessions["ember"][2] == {"lr": 0.1, "bs": 32, "opt": "adam"}
