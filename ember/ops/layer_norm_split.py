@@ -1,14 +1,17 @@
 """layer_norm and its backward on both cores: blocks of rows on ember's threads (NumPy releases the GIL in
 its loops), for the big activations of Transformer training (a GPT's 16 x 256 x 384: ~6% of a step on one
 core, all of it row by row). Each thread walks its rows in cache-sized blocks (``CACHE_ELEMENTS``), on one
-thread too: the ~10 NumPy passes of a block then run in L2 instead of from memory (the NumPy-only install's
-layer_norm forward + backward on 2048 x 512 rows: 2.6x the native kernels -> see docs/cpu-performance.md).
+thread too: the ~10 NumPy passes of a block then run in L2 instead of from memory.
 
-Every pass is the one ``ember.ops.nn_ops``'s impls make, applied to a block of rows, so a block's rows get the
-bits they get in one call. The two rare global corrections of those impls (a mean far above the spread, squares
-that overflow) are detected per block; when any block meets one, the caller runs its one-call impl on the whole
-input instead, which applies them as it always did. The backward's weight and bias gradients sum over rows:
-they are left to the caller, on the normalized values the blocks computed.
+The blocks compute what ``ember.ops.nn_ops``'s one-call impls compute, with the row sums as BLAS matrix-vector
+products and the sums of squares as ``einsum`` (one pass each, no temporaries), so their values are the one-call
+impls' within the rounding of those sums (tests/nn/test_layer_norm_split_rows.py: as close to a long double run),
+and the same bits on one thread or several (fixed blocks; the weight and bias gradients are per-block column sums
+(BLAS, in the input's dtype) added in block order in float64). The two rare global corrections of the one-call impls (a mean far above the
+spread, squares that overflow) are checked over every row; when any row meets one, the caller runs its one-call
+impl on the whole input instead, which applies them as it always did. NumPy-only, 2048 x 512 float32, forward +
+backward with the autograd around it: 2.8-3.2x the native kernels before these sums and the weight and bias
+gradients moved into the blocks, 2.1-2.3x after (docs/cpu-performance.md, "cliff21").
 
 Example:
     >>> import numpy as np
@@ -39,100 +42,134 @@ def worth_splitting(xp: Any, x: Any, count: int, threads: int | None = None) -> 
             and x.dtype.kind == "f" and x.size >= 2 * SPLIT_ELEMENTS)
 
 
-def _chunk(x: int, size: int) -> int:
-    """Leading-axis items per block so a block has at least ``SPLIT_ELEMENTS`` elements."""
-    per_item = max(1, size // x)
-    return max(1, -(-SPLIT_ELEMENTS // per_item))
-
-
 def layer_norm_rows(xp: Any, x: Any, affine: tuple, *, count: int, eps: float, has_weight: bool,
                     threads: int | None = None) -> tuple | None:
-    """``(y, mean, rstd)`` as ``_layer_norm_impl`` computes them, row blocks on ember's threads; None when a
-    block needs one of the rare corrections (the caller then runs the one-call impl)."""
-    axes = tuple(range(x.ndim - count, x.ndim))
-    stat_shape = x.shape[:x.ndim - count] + (1,) * count
-    y = np.empty_like(x)
-    mean = np.empty(stat_shape, x.dtype)
-    rstd = np.empty(stat_shape, x.dtype)
-    weight = _tiled(x, affine[0] if has_weight else None)
-    bias = _tiled(x, affine[-1] if len(affine) > int(has_weight) else None)
-    rare: list = []
+    """``(y, mean, rstd)`` of ``_layer_norm_impl`` by row blocks in cache (on ember's threads when there are
+    several); None when a block needs one of the rare corrections (the caller then runs the one-call impl).
+    A row's sum is one BLAS matrix-vector product and its sum of squares one ``einsum`` (each one pass, no
+    temporary; NumPy's ``mean`` and ``(y * y).mean()`` are a pass more and slower reductions), so the values
+    are the one-call impl's within float rounding of those sums, not bit for bit."""
+    rows = _rows(x, count)
+    width = rows.shape[1]
+    y = np.empty_like(rows)
+    mean = np.empty(rows.shape[0], x.dtype)
+    rstd = np.empty(rows.shape[0], x.dtype)
+    weight = _tiled(rows, affine[0] if has_weight else None)
+    bias = _tiled(rows, affine[-1] if len(affine) > int(has_weight) else None)
+    ones = np.ones(width, x.dtype)
+    variance = np.empty(rows.shape[0], x.dtype)
 
-    def block(start: int, stop: int) -> None:
-        xs, ys = x[start:stop], y[start:stop]
-        m = xs.mean(axis=axes, keepdims=True)
+    def block(start: int, stop: int, _scratch: Any) -> None:
+        xs, ys = rows[start:stop], y[start:stop]
+        m = np.divide(xs @ ones, width, out=mean[start:stop])[:, None]
         np.subtract(xs, m, out=ys)
-        var = (ys * ys).mean(axis=axes, keepdims=True)
-        if bool((m * m > 4096.0 * var).any()) or not bool(np.isfinite(var).all()):
-            rare.append(start)
-            return
-        r = 1.0 / np.sqrt(var + eps)
+        var = np.divide(np.einsum("ij,ij->i", ys, ys), width, out=variance[start:stop])
+        r = np.divide(1.0, np.sqrt(var + eps), out=rstd[start:stop])[:, None]
         ys *= r
         if weight is not None:
             ys *= weight[:stop - start]
         if bias is not None:
             ys += bias[:stop - start]
-        mean[start:stop] = m
-        rstd[start:stop] = r
 
-    _run(block, x, threads)
-    return None if rare else (y, mean, rstd)
+    _run(block, rows, threads, 0)
+    # The rare corrections, checked once over every row (a block's wasted passes cost nothing in the common case)
+    if bool((mean * mean > 4096.0 * variance).any()) or not bool(np.isfinite(variance).all()):
+        return None
+    stat_shape = x.shape[:x.ndim - count] + (1,) * count
+    return y.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
 
 
 def layer_norm_backward_rows(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, weight: tuple, *, count: int,
                              threads: int | None = None) -> tuple | None:
-    """``(gx, xhat)`` as ``_layer_norm_backward_impl`` computes them, row blocks on ember's threads (the caller
-    sums ``g * xhat`` and ``g`` over rows for the weight and bias gradients); None when a block needs the mean
-    correction of the normalized values (the caller then runs the one-call impl)."""
-    axes = tuple(range(x.ndim - count, x.ndim))
-    xhat = np.empty_like(x)
-    gx = np.empty_like(x)
-    w = _tiled(x, weight[0] if weight else None)
-    rare: list = []
+    """``(gx, gweight, gbias)`` of ``_layer_norm_backward_impl`` by row blocks in cache (on ember's threads when
+    there are several): a block's normalized values stay in scratch, its row sums are BLAS matrix-vector
+    products, and the weight and bias gradients are per-block column sums added in block order (the same bits
+    whatever the number of threads). None when a block needs the mean correction of the normalized values (the
+    caller then runs the one-call impl)."""
+    rows, grows = _rows(x, count), _rows(g, count)
+    total, width = rows.shape
+    m_all, r_all = np.ascontiguousarray(mean).reshape(-1), np.ascontiguousarray(rstd).reshape(-1)
+    gx = np.empty_like(rows)
+    w = _tiled(rows, weight[0] if weight else None)
+    w_row = (np.ascontiguousarray(weight[0], x.dtype).reshape(width) if weight else np.ones(width, x.dtype))
+    step = _step(rows)
+    gw_parts = np.empty((-(-total // step), width), x.dtype)
+    gb_parts = np.empty_like(gw_parts)
+    ones = np.ones(step, x.dtype)
+    if bool((m_all * m_all * r_all * r_all > 4096.0).any()):
+        return None
 
-    def block(start: int, stop: int) -> None:
-        gs, xh = g[start:stop], xhat[start:stop]
-        m, r = mean[start:stop], rstd[start:stop]
-        np.multiply(np.subtract(x[start:stop], m, out=xh), r, out=xh)
-        if bool((m * m * r * r > 4096.0).any()):
-            rare.append(start)
-            return
-        gxhat = gs * w[:stop - start] if w is not None else gs
+    def block(start: int, stop: int, scratch: Any) -> None:
+        gs, n = grows[start:stop], stop - start
+        m, r = m_all[start:stop, None], r_all[start:stop, None]
+        xh, p, r_tile = scratch[0][:n], scratch[1][:n], scratch[2][:n]
+        # 1/std as a whole tile: two contiguous products by it cost less than two by the (rows, 1) column (NumPy
+        # restarts its loop every row for those: ~3x a contiguous pass in cache on rows of 512)
+        np.copyto(r_tile, r)
+        np.subtract(rows[start:stop], m, out=xh)
+        xh *= r_tile
+        np.multiply(gs, xh, out=p)
+        k = start // step
+        np.matmul(ones[:n], p, out=gw_parts[k])  # sum over the block's rows of g * xhat
+        np.matmul(ones[:n], gs, out=gb_parts[k])
+        c2 = (p @ w_row) / width  # mean of g * w * xhat over each row
+        c1 = (gs @ w_row) / width  # mean of g * w
         out = gx[start:stop]
-        np.subtract(gxhat, gxhat.mean(axis=axes, keepdims=True), out=out)
-        out -= xh * (gxhat * xh).mean(axis=axes, keepdims=True)
-        out *= r
+        if w is not None:
+            np.multiply(gs, w[:n], out=out)
+        else:
+            out[...] = gs
+        out -= c1[:, None]
+        np.multiply(xh, c2[:, None], out=p)
+        out -= p
+        out *= r_tile
 
-    _run(block, x, threads)
-    return None if rare else (gx, xhat)
+    _run(block, rows, threads, 3)
+    norm_shape = x.shape[x.ndim - count:]
+    param_dtype = weight[0].dtype if weight else x.dtype
+    gw = np.add.reduce(gw_parts, axis=0, dtype=np.float64).astype(param_dtype).reshape(norm_shape)
+    gb = np.add.reduce(gb_parts, axis=0, dtype=np.float64).astype(param_dtype).reshape(norm_shape)
+    return gx.reshape(x.shape), gw, gb
+
+
+def _rows(x: Any, count: int) -> Any:
+    """``x`` as C-contiguous (rows, normalized elements) (a view when ``x`` is contiguous)."""
+    width = int(np.prod(x.shape[x.ndim - count:], dtype=np.int64))
+    return np.ascontiguousarray(x).reshape(-1, width)
 
 
 def _step(x: Any) -> int:
-    """Leading items per cache-sized piece."""
-    return max(1, CACHE_ELEMENTS // max(1, x.size // x.shape[0]))
+    """Rows per cache-sized block (``x`` is (rows, width))."""
+    return max(1, CACHE_ELEMENTS // max(1, x.shape[1]))
 
 
 def _tiled(x: Any, p: Any) -> Any:
-    """A weight or bias broadcast to one piece's shape, contiguous: multiplying a piece by it is a contiguous
-    pass (by the (width,) vector, NumPy's loop restarts every row: ~2x the time on rows of 512). Same products."""
+    """A weight or bias as one block's (rows, width), contiguous: multiplying a block by it is a contiguous
+    pass (by the (width,) vector, NumPy's loop restarts every row: ~1.3x the time on rows of 512). Same products."""
     if p is None:
         return None
-    return np.ascontiguousarray(np.broadcast_to(p, (min(_step(x), x.shape[0]),) + x.shape[1:]))
+    p = np.ascontiguousarray(p, x.dtype).reshape(x.shape[1])
+    return np.ascontiguousarray(np.broadcast_to(p, (min(_step(x), x.shape[0]), x.shape[1])))
 
 
-def _run(block: Any, x: Any, threads: int | None) -> None:
-    """``block`` over the rows: each thread's share (one share when ``threads == 1``) in cache-sized pieces of
-    whole leading items (a row's passes are the same whatever the piece, so the bits do not depend on it)."""
-    step = _step(x)
+def _run(block: Any, rows: Any, threads: int | None, scratch: int) -> None:
+    """``block(start, stop, scratch)`` over fixed blocks of ``_step`` rows (the same blocks whatever the number
+    of threads, so per-block partial sums give the same bits), the blocks shared out over ember's threads
+    (each thread at least ``SPLIT_ELEMENTS`` elements) unless ``threads == 1``; ``scratch`` (rows, width)
+    buffers per thread."""
+    total, width = rows.shape
+    step = _step(rows)
+    blocks = -(-total // step)
 
-    def pieces(start: int, stop: int) -> None:
-        for lo in range(start, stop, step):
-            block(lo, min(lo + step, stop))
+    def pieces(k0: int, k1: int) -> None:
+        buffers = [np.empty((min(step, total), width), rows.dtype) for _ in range(scratch)]
+        for k in range(k0, k1):
+            block(k * step, min((k + 1) * step, total), buffers)
 
     if threads == 1:
-        pieces(0, x.shape[0])
+        pieces(0, blocks)
     else:
-        parallel_for(pieces, x.shape[0], _chunk(x.shape[0], x.size))
+        parallel_for(pieces, blocks, max(1, -(-SPLIT_ELEMENTS // (step * width))))
 
 
 # ---- native kernels (numba): one pass for the statistics and one for the output, per row, on both cores ------

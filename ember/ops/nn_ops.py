@@ -865,9 +865,8 @@ def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *we
         return native
     if layer_norm_split.worth_splitting(xp, x, count) and all(a.dtype == x.dtype for a in (g, mean, rstd) + weight):
         split = layer_norm_split.layer_norm_backward_rows(xp, g, x, mean, rstd, weight, count=count)
-        if split is not None:  # the row passes on ember's threads; the sums over rows here, as below
-            gx, xhat = split
-            return gx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
+        if split is not None:  # (None: a block met the mean correction, applied below to the whole input)
+            return split
     if min(a.dtype.itemsize for a in (g, x, mean, rstd) + weight) == 2:  # float16/bfloat16: float32 math
         g, x, mean, rstd = (a.astype(xp.float32) for a in (g, x, mean, rstd))
         weight = tuple(w.astype(xp.float32) for w in weight)
