@@ -29,7 +29,7 @@ from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as
 from ember.ops.elementwise import elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.opmath_composite import float32_composite
-from ember.ops import batching, gelu_blocks, layer_norm_split
+from ember.ops import batching, gelu_blocks, layer_norm_split, softmax_blocks
 from ember.onnx import emitters as to_onnx
 from ember.amp.policy import autocast_policy
 from ember.autograd import grad as autograd_grad, grad_mode
@@ -270,6 +270,8 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
     native = _rows_native(xp, "softmax_rows", x, dim, x)
     if native is not None:  # numba: max, exp-and-sum, scale per row in cache, on both cores
         return native
+    if softmax_blocks.takes(x, dim):  # without numba: the same steps by blocks of rows in cache
+        return softmax_blocks.softmax(x)
     shifted = x - _max_kept(x, dim)
     e = xp.exp(shifted, out=shifted)
     e /= _sum_kept(e, dim)
@@ -318,6 +320,8 @@ def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
     native = _rows_native(xp, "log_softmax_rows", x, dim, x)
     if native is not None:
         return native
+    if softmax_blocks.takes(x, dim):
+        return softmax_blocks.log_softmax(x)
     shifted = x - _max_kept(x, dim)
     shifted -= xp.log(_sum_kept(xp.exp(shifted), dim))
     return shifted
@@ -343,6 +347,8 @@ def _softmax_backward_impl(xp: Any, g: Any, y: Any, dim: int) -> Any:
     native = _rows_native(xp, "softmax_backward_rows", y, dim, g, y)
     if native is not None:
         return native
+    if softmax_blocks.takes(y, dim, g):
+        return softmax_blocks.softmax_backward(g, y)
     gy = g * y
     gy -= y * _sum_kept(gy, dim)
     return gy
@@ -353,6 +359,8 @@ def _log_softmax_backward_impl(xp: Any, g: Any, y: Any, dim: int) -> Any:
     native = _rows_native(xp, "log_softmax_backward_rows", y, dim, g, y)
     if native is not None:
         return native
+    if softmax_blocks.takes(y, dim, g):
+        return softmax_blocks.log_softmax_backward(g, y)
     e = xp.exp(y)
     e *= _sum_kept(g, dim)
     return g - e
