@@ -137,7 +137,8 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
     ``benchmarks/bench_conv_layers.py``): Winograd wins every 3x3 stride-1 layer with 16 or more
     channels each way. F(4x4, 3x3) does 4x fewer multiplies than im2col, F(2x2, 3x3) 2.25x fewer;
     F(4x4)'s transforms are only fast with the native (numba) kernels, and on maps smaller than
-    4x4 its tiles are mostly padding, so it runs with those kernels on maps of 4x4 and more.
+    4x4 its tiles are mostly padding, so it runs with those kernels on maps of 4x4 and more. Without
+    them (the NumPy-only install) F(2x2) runs only on wide layers (``_numpy_winograd_pays``).
     float32 only: float64 callers asked for accuracy. ``EMBER_CONV_ALGORITHM``: ``auto`` (this
     rule), ``winograd2`` (F(2x2) at most: rounding within ~1.5x of im2col's; F(4x4)'s is ~20x
     larger, about 1e-5 of the output's largest value), ``im2col`` (never Winograd).
@@ -151,9 +152,21 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
         return 0
     oh = out_size(x_shape[2], 3, 1, padding[0], padding[1], 1)
     ow = out_size(x_shape[3], 3, 1, padding[2], padding[3], 1)
-    if choice != "winograd2" and min(oh, ow) >= 4 and native_kernel(xp, "winograd_input") is not None:
+    native = native_kernel(xp, "winograd_input") is not None
+    if choice != "winograd2" and min(oh, ow) >= 4 and native:
         return 4
+    if not native and not _numpy_winograd_pays(min(x_shape[1], w_shape[0]), min(oh, ow)):
+        return 0
     return 2
+
+
+def _numpy_winograd_pays(channels: int, side: int) -> bool:
+    """Whether F(2x2) with NumPy's transforms (no numba) beats im2col on a layer with ``channels`` (the fewer of
+    in and out) and output maps of ``side`` or more: its transforms are ~30 NumPy passes and its GEMMs small
+    (a K of ``channels``), so it needs wide layers. Measured forward + backward, one thread, CPU time, on the Xeon
+    (cliff21; Winograd / im2col): 16 -> 64 on 16x16 2.38, 32 -> 64 on 14x14 1.72, 64 -> 64 on 8x8 1.13 and on
+    32x32 1.05, 128 on 16x16 0.89, 256 on 8x8 0.94, 512 on 4x4 1.10, 64 on 56x56 0.86."""
+    return (channels >= 128 and side >= 8) or (channels >= 64 and side >= 48)
 
 
 FUSED_WINOGRAD_MIN_CHANNELS = 32

@@ -111,6 +111,7 @@ def test_winograd_transforms_native_equal_numpy(monkeypatch) -> None:
 ])
 def test_choice_rule(monkeypatch, algorithm, size, expected) -> None:
     monkeypatch.setattr(_config, "CONV_ALGORITHM", algorithm)
+    monkeypatch.setattr(conv, "_numpy_winograd_pays", lambda channels, side: True)  # without numba: as with it
     geo = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
     assert conv.winograd_tile(np, (8, 32, size, size), (32, 32, 3, 3), *geo, np.float32) in expected
     # never: float64, few channels, stride 2, 5x5 kernels
@@ -118,6 +119,18 @@ def test_choice_rule(monkeypatch, algorithm, size, expected) -> None:
     assert conv.winograd_tile(np, (8, 3, size, size), (32, 3, 3, 3), *geo, np.float32) == 0
     assert conv.winograd_tile(np, (8, 32, size, size), (32, 32, 3, 3), (2, 2), *geo[1:], np.float32) == 0
     assert conv.winograd_tile(np, (8, 32, size, size), (32, 32, 5, 5), *geo, np.float32) == 0
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "winograd2"])
+def test_numpy_only_rule_takes_winograd_for_wide_layers(monkeypatch, algorithm) -> None:
+    """Without numba's transforms, F(2x2) only where its NumPy transforms measured faster than im2col: 128+
+    channels each way on maps of 8x8+, 64+ on 48x48+; narrower layers take im2col (0)."""
+    monkeypatch.setattr(_config, "CONV_ALGORITHM", algorithm)
+    monkeypatch.setattr(conv, "native_kernel", lambda xp, name: None)
+    geo = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    for c, o, side, want in [(16, 64, 16, 0), (32, 64, 14, 0), (64, 64, 8, 0), (64, 64, 32, 0), (128, 128, 16, 2),
+                             (256, 256, 8, 2), (128, 256, 4, 0), (64, 64, 56, 2), (64, 128, 56, 2), (32, 128, 56, 0)]:
+        assert conv.winograd_tile(np, (8, c, side, side), (o, c, 3, 3), *geo, np.float32) == want, (c, o, side)
 
 
 @pytest.mark.parametrize("algorithm", ["auto", "winograd2"])
@@ -160,6 +173,7 @@ def test_numpy_only_winograd_by_image_chunks(threads, monkeypatch) -> None:
     ember's threads) and keep no V for the weight gradient: every pass against torch in float64, float32 bounds."""
     monkeypatch.setattr(conv_winograd, "native_kernel", lambda xp, name: None)
     monkeypatch.setattr(conv, "native_kernel", lambda xp, name: None)
+    monkeypatch.setattr(conv, "_numpy_winograd_pays", lambda channels, side: True)  # (16 channels: im2col by default)
     monkeypatch.setattr(conv_winograd, "CHUNK_BYTES", 1)
     monkeypatch.setattr(_config, "CPU_THREADS", threads)
     rng = np.random.default_rng(7)
