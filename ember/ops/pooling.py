@@ -92,22 +92,26 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
                      n, _min_images(c * h * w))
         if sum(nans) == 0:  # NaN-free: done; else the NaN-propagating path below
             return out, indices
-    quad = x.reshape(n, c, oh, 2, ow, 2)
-    top_left, top_right = quad[:, :, :, 0, :, 0], quad[:, :, :, 0, :, 1]
-    bottom_left, bottom_right = quad[:, :, :, 1, :, 0], quad[:, :, :, 1, :, 1]
-    top = xp.maximum(top_left, top_right)
-    bottom = xp.maximum(bottom_left, bottom_right)
+    # The pairs of every input row first (the top and bottom rows of the windows in one pass each: those strided views
+    # collapse to one long loop, where a window row alone restarts NumPy's loop every ow pairs: 2.4x the time),
+    # then the two rows of each window; the same maximums and comparisons as window by window, so the same bits.
+    left, right_of_pair = x[..., 0::2], x[..., 1::2]
+    pairs = xp.maximum(left, right_of_pair).reshape(n, c, oh, 2, ow)
+    right_won = (right_of_pair > left).reshape(n, c, oh, 2, ow)
+    top, bottom = pairs[:, :, :, 0], pairs[:, :, :, 1]
     best = xp.maximum(top, bottom)
-    right_in_top = top_right > top_left
+    right_in_top = right_won[:, :, :, 0]
     lower = bottom > top
     # column of the winner: the bottom pair's choice where the bottom row won, else the top pair's
-    right = right_in_top ^ ((right_in_top ^ (bottom_right > bottom_left)) & lower)
+    right = right_in_top ^ ((right_in_top ^ right_won[:, :, :, 1]) & lower)
     indices = lower.astype(xp.int64)
     indices *= w
     indices += right
     nan = best != best
     # (while a CUDA graph is captured, unconditionally: the test is a host read; the where gives the same values)
     if capture_state.ACTIVE or bool(nan.any()):  # PyTorch's rule: a NaN wins its window, the last one in row-major order
+        quad = x.reshape(n, c, oh, 2, ow, 2)
+        top_right, bottom_left, bottom_right = quad[:, :, :, 0, :, 1], quad[:, :, :, 1, :, 0], quad[:, :, :, 1, :, 1]
         code = xp.where(bottom_right != bottom_right, w + 1, xp.where(bottom_left != bottom_left, w,
                                                                        (top_right != top_right).astype(xp.int64)))
         indices = xp.where(nan, code, indices)
