@@ -33,7 +33,7 @@ from ember.backends import cpu_hot_kernels as hot
 # The words: OP, FORM, OUT, A, B (addresses; an unused operand holds OUT's), SCALAR (float64 bits).
 OP, FORM, OUT, A, B, SCALAR = range(6)
 WORDS = 6
-ADD, SUB, MUL, DIV, FILL = range(5)
+ADD, SUB, MUL, DIV, FILL, COPY = range(6)
 ARRAYS, ARRAY_SCALAR, SCALAR_ARRAY = range(3)  # out = a op b, a op s, s op a
 
 
@@ -47,8 +47,8 @@ def as_pointer(typingctx, address):
 
 @numba.njit(nogil=True, cache=True, error_model="numpy")  # IEEE division: x / 0 is +-inf or NaN, never raises
 def apply(op, form, out, a, b, s, same_a, same_b):  # pragma: no cover - compiled
-    """``out = a op b`` (``ARRAYS``), ``a op s`` or ``s op a`` over equal-length 1-D arrays, or ``out = s``
-    (``FILL``); ``same_a``/``same_b``: ``out`` is that operand (in place). Every loop is written out: LLVM
+    """``out = a op b`` (``ARRAYS``), ``a op s`` or ``s op a`` over equal-length 1-D arrays, ``out = s``
+    (``FILL``) or ``out = a`` (``COPY``); ``same_a``/``same_b``: ``out`` is that operand (in place). Every loop is written out: LLVM
     vectorizes a loop only behind a runtime test that ``out`` does not overlap its other operands, which an in-place
     call written ``out[i] = a[i] + b[i]`` fails (then the scalar loop, 3-6x slower), and it did not hoist an op test
     out of the loops of one function this size (6x slower)."""
@@ -56,6 +56,9 @@ def apply(op, form, out, a, b, s, same_a, same_b):  # pragma: no cover - compile
     if op == FILL:
         for i in range(n):
             out[i] = s
+    elif op == COPY:
+        for i in range(n):
+            out[i] = a[i]
     elif op == ADD:
         if form == ARRAYS:
             if same_a:

@@ -47,7 +47,7 @@ ALIGN = 16
 _OPS = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}
 _F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)  # native byte order only (a swapped '>f4' also has char 'f')
 _NATIVE = (_F4, _F8)
-_FILL = 4
+_FILL, _COPY = 4, 5
 _ARRAYS, _ARRAY_SCALAR, _SCALAR_ARRAY = range(3)
 _STATE: dict = {"kernels": None, "failed": False}
 
@@ -176,6 +176,27 @@ def add_into(buffer: Any, value: Any) -> bool:
     """``buffer += value`` (same shape and dtype) in two halves on the hot worker; False, nothing done, where it
     does not apply."""
     return binary(np.add, buffer, value, out=buffer) is not None
+
+
+def copy_into(target: Any, value: Any) -> bool:
+    """``target[...] = value`` (two C-contiguous arrays of one shape and dtype that do not overlap: a compiled
+    step's write-back of a state, ``w.grad``'s zeros) in two halves on the hot worker; False, nothing done, where it
+    does not apply. A ``value`` that is one element broadcast (a graph's constant zeros) is a fill."""
+    if target.__class__ is not np.ndarray or value.__class__ is not np.ndarray or target.size < MIN_ELEMENTS \
+            or target.dtype not in _NATIVE or value.dtype != target.dtype or value.shape != target.shape:
+        return False
+    if not any(value.strides):  # every element the same one
+        return fill(target, value.item(0))
+    if not target.flags.c_contiguous or not value.flags.c_contiguous or not target.flags.writeable \
+            or not _spinning() or np.may_share_memory(target, value):
+        return False
+    kernels = _STATE["kernels"] or _kernels()
+    if kernels is None:
+        return False
+    if not cpu_hot_worker.split_native(kernels.split_pass, kernels.address(target.dtype.char), _COPY, 0, target,
+                                       value, target, 0.0, cut(target.shape, target.size)):
+        target[...] = value
+    return True
 
 
 def fill(buffer: Any, value: Any) -> bool:

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ember.backends import cpu_hot_ufuncs
 from ember.graph.ir import Graph, Node, Value, device_xp
 from ember.graph.passes import index_grads, share_scalar  # module attributes: tests switch passes off by patching
 from ember.graph.rng import is_seed
@@ -199,7 +200,8 @@ class Executable:
             if overlaps(r):  # False for non-arrays (Python numbers)
                 results[k] = r.copy()  # a fetched state must show its value from before the writes
         for target, value in zip(targets, values):
-            if value is not None:
+            # (a large one in halves on the hot worker while it spins after the step's products: w1hot21)
+            if value is not None and not cpu_hot_ufuncs.copy_into(target, value):
                 target[...] = value
         for k in handed:
             self.writes[k][1]._data = env[self.writes[k][0]]

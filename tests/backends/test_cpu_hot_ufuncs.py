@@ -287,3 +287,49 @@ def test_a_forked_child_uses_numpy_until_its_own_worker_runs():
         os.close(read)
         os.waitpid(pid, 0)
     assert answer == b"\x00"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_copies_and_broadcast_constants(halves, dtype):
+    value = _special((700, 97), dtype, 9)
+    target = np.zeros_like(value)
+    assert cpu_hot_ufuncs.copy_into(target, value)
+    _same_bits(target, value)  # NaN payloads, -0.0 and subnormals moved as they are
+    assert cpu_hot_ufuncs.copy_into(target, np.broadcast_to(np.array(-0.0, dtype), value.shape))  # a fill
+    _same_bits(target, np.full_like(value, -0.0))
+    assert [call[0] for call in halves] == [5, 4]  # COPY, then FILL
+    assert not cpu_hot_ufuncs.copy_into(target, target)  # overlap: NumPy's
+    assert not cpu_hot_ufuncs.copy_into(target[:, :50], value[:, :50])  # strided
+    assert not cpu_hot_ufuncs.copy_into(target, np.zeros(value.shape, np.float32 if dtype == np.float64
+                                                         else np.float64))  # another dtype
+    assert not cpu_hot_ufuncs.copy_into(target, value[:10])  # shape (broadcasting rows)
+
+
+def test_compiled_w1_write_back_in_halves_is_the_same(halves, monkeypatch):
+    """W1 compiled: the write-back of w1.grad's zeros (a broadcast constant) runs as a fill in halves; the states
+    after each step are those of the plain write-back."""
+    import sys
+    import pathlib
+    sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "benchmarks"))
+    import workload_models as models
+
+    def run() -> list:
+        rng = np.random.default_rng(5)
+        x, y = (ember.tensor(rng.standard_normal(s).astype(np.float32)) for s in ((64, 1000), (64, 10)))
+        w1 = ember.tensor(rng.standard_normal((1000, 100)).astype(np.float32), requires_grad=True)
+        w2 = ember.tensor(rng.standard_normal((100, 10)).astype(np.float32), requires_grad=True)
+        step = ember.compile(models.two_layer_step(ember, w1, w2, 1e-6), measure=False)
+        seen = []
+        for _ in range(4):
+            seen.append(step(x, y).detach().numpy().item())
+            seen += [w1.detach().numpy().copy(), w1.grad.numpy().copy()]
+        return seen
+
+    got = run()
+    assert any(call[0] == 4 for call in halves)  # the write-back's fill
+    monkeypatch.setattr(cpu_hot_ufuncs, "MIN_ELEMENTS", 1 << 40)
+    for g, w in zip(got, run()):
+        if isinstance(g, float):
+            assert g == w
+        else:
+            _same_bits(g, w)
