@@ -161,12 +161,15 @@ def winograd_tile(xp: Any, x_shape: tuple, w_shape: tuple, stride: tuple, paddin
 
 
 def _numpy_winograd_pays(channels: int, side: int) -> bool:
-    """Whether F(2x2) with NumPy's transforms (no numba) beats im2col on a layer with ``channels`` (the fewer of
-    in and out) and output maps of ``side`` or more: its transforms are ~30 NumPy passes and its GEMMs small
-    (a K of ``channels``), so it needs wide layers. Measured forward + backward, one thread, CPU time, on the Xeon
-    (cliff21; Winograd / im2col): 16 -> 64 on 16x16 2.38, 32 -> 64 on 14x14 1.72, 64 -> 64 on 8x8 1.13 and on
-    32x32 1.05, 128 on 16x16 0.89, 256 on 8x8 0.94, 512 on 4x4 1.10, 64 on 56x56 0.86."""
-    return (channels >= 128 and side >= 8) or (channels >= 64 and side >= 48)
+    """Whether F(2x2) with NumPy's transforms (no numba) is kept over im2col on a layer with ``channels`` (the fewer
+    of in and out) and output maps of ``side`` (unused: no map size decided it): its transforms are ~30 NumPy
+    passes and its GEMMs small (a K of ``channels``), so narrow layers take im2col. Measured forward + backward, one
+    thread, CPU time, on the Xeon (cliff21; Winograd / im2col, near idle): 16 -> 64 on 16x16 2.38, 16 -> 32 on
+    16x16 1.90, 16 -> 16 on 32x32 1.62, 32 -> 64 on 14x14 1.72, 32 -> 32 on 28x28 1.43; 64 -> 64 on 8x8 1.13 and on
+    32x32 1.05, 128 on 16x16 0.89, 256 on 8x8 0.94, 512 on 4x4 1.10, 64 on 56x56 0.86. From 64 channels the two are
+    within ~10% near idle, and under load (17) im2col's columns (9x the input, written to and read from memory) lost
+    more than Winograd's image chunks in cache (64 -> 64 on 8x8: 3.16x the numba kernels against 2.7x): Winograd."""
+    return channels >= 64
 
 
 FUSED_WINOGRAD_MIN_CHANNELS = 32

@@ -123,13 +123,13 @@ def test_choice_rule(monkeypatch, algorithm, size, expected) -> None:
 
 @pytest.mark.parametrize("algorithm", ["auto", "winograd2"])
 def test_numpy_only_rule_takes_winograd_for_wide_layers(monkeypatch, algorithm) -> None:
-    """Without numba's transforms, F(2x2) only where its NumPy transforms measured faster than im2col: 128+
-    channels each way on maps of 8x8+, 64+ on 48x48+; narrower layers take im2col (0)."""
+    """Without numba's transforms, F(2x2) only on layers of 64+ channels each way (narrower ones measured 1.4-2.4x
+    faster by im2col); narrower layers take im2col (0)."""
     monkeypatch.setattr(_config, "CONV_ALGORITHM", algorithm)
     monkeypatch.setattr(conv, "native_kernel", lambda xp, name: None)
     geo = ((1, 1), (1, 1, 1, 1), (1, 1), 1)
-    for c, o, side, want in [(16, 64, 16, 0), (32, 64, 14, 0), (64, 64, 8, 0), (64, 64, 32, 0), (128, 128, 16, 2),
-                             (256, 256, 8, 2), (128, 256, 4, 0), (64, 64, 56, 2), (64, 128, 56, 2), (32, 128, 56, 0)]:
+    for c, o, side, want in [(16, 64, 16, 0), (32, 64, 14, 0), (64, 64, 8, 2), (64, 64, 32, 2), (128, 128, 16, 2),
+                             (256, 256, 8, 2), (128, 256, 4, 2), (64, 64, 56, 2), (64, 32, 56, 0), (32, 128, 56, 0)]:
         assert conv.winograd_tile(np, (8, c, side, side), (o, c, 3, 3), *geo, np.float32) == want, (c, o, side)
 
 
