@@ -409,10 +409,24 @@ LOG_SOFTMAX = register(OpDef(
 
 
 def _softmax_dim(x: Any, dim: Any, op: str) -> int:
-    if dim is None:
-        # PyTorch's legacy implicit choice (with a deprecation warning there).
+    if dim is None:  # PyTorch's legacy implicit choice, with its deprecation warning at the caller's line
+        warnings.warn(f"Implicit dimension choice for {op} has been deprecated. Change the call to include dim=X as an "
+                      "argument.", UserWarning, stacklevel=_outside_ember_level())
         dim = 0 if x.ndim in (0, 1, 3) else 1
     return red.normalize_dims(dim, x.ndim, op)[0]
+
+
+def _outside_ember_level() -> int:
+    """The ``stacklevel`` naming the first frame outside the ember package (the user's ``F.softmax(x)`` or
+    ``nn.Softmax()(x)`` line, as torch's warning names it, whatever wrappers lie between)."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1  # level 1: the function calling warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def softmax(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
@@ -432,7 +446,7 @@ def log_softmax(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = 
 
 
 def softmin(input: Any, dim: Any = None, _stacklevel: int = 3, dtype: Any = None) -> Any:
-    return softmax(-input, dim, dtype=dtype)
+    return softmax(-input, _softmax_dim(input, dim, "softmin"), dtype=dtype)
 
 
 # ---- activations ---------------------------------------------------------------------------------

@@ -82,6 +82,14 @@ _ABSENT = object()
 _PLAIN = (int, float, bool, complex, str, tuple, type(None))
 
 
+def _is_plain(value: Any) -> bool:
+    """A number, string, None, or a tuple of such: a configuration value compared by ``==``. A tuple holding tensors
+    (an RNN's ``self.hidden = (h, c)``, reassigned every forward) is an object: ``==`` of tensors is elementwise."""
+    if type(value) is tuple:
+        return all(_is_plain(v) for v in value)
+    return type(value) in _PLAIN
+
+
 def _stored(d: dict, name: str) -> Any:
     """The value an attribute has now, wherever the module keeps it (``_ABSENT`` when it has none)."""
     for store in ("_parameters", "_buffers", "_modules"):
@@ -237,11 +245,12 @@ class Module:
         flag switched back and forth maps to the graphs already traced."""
         if old is new or old is _ABSENT or name.startswith("_"):
             return
-        if type(old) is type(new) and type(new) in _PLAIN and old == new and repr(old) == repr(new):
+        plain = _is_plain(new)
+        if plain and type(old) is type(new) and _is_plain(old) and old == new and repr(old) == repr(new):
             return
         d = self.__dict__
         changed = d.setdefault("_config_changes", {})
-        changed[name] = (type(new), repr(new)) if type(new) in _PLAIN else id(new)
+        changed[name] = (type(new), repr(new)) if plain else id(new)
         d["_config_key"] = tuple(sorted(changed.items()))
 
     @property
