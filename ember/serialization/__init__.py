@@ -121,7 +121,7 @@ def load(f: str | os.PathLike | BinaryIO, map_location: Any = None, pickle_modul
     weights_only = True if weights_only is None else bool(weights_only)
     data = _read(f, bool(mmap))
     where = getattr(f, "name", "<file object>") if hasattr(f, "read") else os.fspath(f)
-    head = bytes(data[:16])
+    head = bytes(data[:32])
     if torch_reader.is_zip(head):
         try:
             return torch_reader.read_zip(data, where, weights_only, map_location)

@@ -11,6 +11,7 @@ Example:
 """
 from __future__ import annotations
 
+import _compat_pickle
 import io
 import os
 import pickletools
@@ -27,7 +28,10 @@ def _names(data: bytes) -> list[str]:
     names, recent = [], []
     for opcode, arg, _ in pickletools.genops(io.BytesIO(data)):
         if opcode.name in ("GLOBAL", "INST"):
-            names.append(".".join(str(arg).split(" ", 1)))
+            module, _, name = str(arg).partition(" ")
+            # protocol-2 files name Python 2's modules (__builtin__ set), which unpickling maps to Python 3's
+            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+            names.append(f"{_compat_pickle.IMPORT_MAPPING.get(module, module)}.{name}")
         elif opcode.name == "STACK_GLOBAL" and len(recent) >= 2:
             names.append(f"{recent[-2]}.{recent[-1]}")
         if opcode.name in _STRINGS:
@@ -51,7 +55,7 @@ def get_unsafe_globals_in_checkpoint(f: str | os.PathLike | BinaryIO) -> list[st
         if not pickles:
             raise CheckpointError(where, None, "is a zip file but not a PyTorch checkpoint")
         names = _names(archive.read(pickles[0]))
-    elif torch_reader.is_legacy(data[:4]):
+    elif torch_reader.is_legacy(bytes(data[:32])):
         stream = io.BytesIO(data)
         names = []
         for _ in range(5):  # magic, protocol, sys info, the object, the storage keys

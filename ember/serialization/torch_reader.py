@@ -48,8 +48,12 @@ def is_zip(head: bytes) -> bool:
 
 
 def is_legacy(head: bytes) -> bool:
-    """A legacy torch file starts with a protocol-2 pickle of the magic number."""
-    return head[:1] == b"\x80" and head[2:4] == _MAGIC_PICKLE[:2]
+    """A legacy torch file starts with a pickle of the magic number (protocol 2, or 4-5 with a FRAME first:
+    ``torch.save(..., pickle_protocol=4, _use_new_zipfile_serialization=False)``); give it 32 bytes."""
+    if head[:1] != b"\x80":
+        return False
+    rest = head[11:] if head[2:3] == b"\x95" else head[2:]  # FRAME: opcode + 8-byte length
+    return rest[:2] == _MAGIC_PICKLE[:2]
 
 
 def _member_offset(buffer: Any, info: zipfile.ZipInfo, where: Any) -> int:

@@ -358,3 +358,21 @@ def test_map_location_forms_as_torch_calls_them(legacy, tmp_path) -> None:
         for form in ("cuda", {"cpu": "cuda:0"}, lambda s, loc: s.cuda(0)):
             with pytest.raises(RuntimeError, match="CUDA"):
                 ember.load(path, map_location=form)
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_every_pickle_protocol_torch_writes(protocol, legacy, tmp_path) -> None:
+    """torch.save(pickle_protocol=N): protocols 4-5 frame the legacy file's first pickle (was "not a PyTorch
+    checkpoint"); torch.load(weights_only=False) is the reference (its weights-only loader refuses sets there)."""
+    w = torch.arange(6.0).reshape(2, 3)
+    obj = {"w": w, "row": w[1], "od": collections.OrderedDict(a=torch.ones(1, dtype=torch.bfloat16)), "b": b"xy",
+           "s": {1, 2}, "big": 2**70}
+    path = tmp_path / "p.pt"
+    torch.save(obj, path, pickle_protocol=protocol, _use_new_zipfile_serialization=not legacy)
+    expected = torch.load(path, weights_only=False)
+    for mmap in (False, True):
+        got = ember.load(path, mmap=mmap)
+        _same(expected, got)
+        assert got["row"].untyped_storage().data_ptr() == got["w"].untyped_storage().data_ptr()
+    assert ember.serialization.get_unsafe_globals_in_checkpoint(path) == []
