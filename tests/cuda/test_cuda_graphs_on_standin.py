@@ -330,3 +330,19 @@ def test_layer_norm_under_capture_gives_eager_values(offset):
         graph.replay()
     for got, want in zip(captured + captured_grads, eager + eager_grads):
         np.testing.assert_array_equal(got.get(), want.get())
+
+
+def test_a_step_drawing_random_numbers_runs_kernel_by_kernel_and_says_why(cuda):
+    model, step = _training("SGD", lr=0.1)
+    dropout = ember.nn.Dropout(0.5)
+
+    def noisy(x, y):
+        return step(dropout(x), y)
+
+    compiled = ember.compile(noisy, mode="reduce-overhead")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        losses = [compiled(x, y).item() for x, y in _batches(4)]
+    assert all(np.isfinite(losses))
+    status = compiled.last.executable.status
+    assert status.startswith("CUDA graph: off") and "random numbers" in status, status
