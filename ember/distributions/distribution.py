@@ -173,9 +173,13 @@ class Distribution:
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{_shown(value)}")
 
+    _repr_hidden: tuple = ()
+
     def __repr__(self) -> str:
         try:
-            names = [k for k in self.arg_constraints if k in self.__dict__]
+            # torch prints the parameters an instance stores itself; Beta (an inner Dirichlet) and HalfNormal (a
+            # transformed Normal) keep theirs elsewhere in torch and print as Beta(), HalfNormal()
+            names = [k for k in self.arg_constraints if k in self.__dict__ and k not in self._repr_hidden]
         except NotImplementedError:
             names = []
         parts = []

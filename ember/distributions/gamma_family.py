@@ -202,6 +202,8 @@ class Beta(ExponentialFamily):
         0.5
     """
 
+    _repr_hidden = ("concentration1", "concentration0")  # (torch prints Beta())
+
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True

@@ -55,7 +55,7 @@ class Multinomial(Distribution):
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self) -> constraints.Constraint:
-        return constraints.independent(constraints.integer_interval(0, self.total_count), 1)
+        return constraints.multinomial(self.total_count)  # (torch's: counts >= 0 summing to at most total_count)
 
     @property
     def probs(self) -> Tensor:

@@ -110,6 +110,8 @@ class Gumbel(_LocScale):
 class HalfNormal(Distribution):
     """|X| for X ~ Normal(0, scale)."""
 
+    _repr_hidden = ("scale",)  # (torch prints HalfNormal())
+
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -102,6 +102,9 @@ class _InverseTransform(Transform):
         super().__init__(cache_size=transform._cache_size)
         self._inv = transform
 
+    def __repr__(self) -> str:  # torch's: _InverseTransform(ExpTransform())
+        return f"{self.__class__.__name__}({self._inv!r})"
+
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
         return self._inv.codomain

@@ -157,3 +157,64 @@ def test_function_ctx_saved_variables_warns_as_torch() -> None:
         Double.apply(x).sum().backward()
         assert x.grad.tolist() == [2.0]
     assert seen["ember"] == seen["torch"] == [1.5]
+
+
+def _distributions(L) -> dict:
+    t, D = L.tensor, L.distributions
+    C, T = D.constraints, D.transforms
+    return {
+        "Normal": lambda: D.Normal(t([0.0, 1.0]), t([1.0, 2.0])),
+        "Bernoulli": lambda: D.Bernoulli(probs=t([0.3])),
+        "Bernoulli_logits": lambda: D.Bernoulli(logits=t([0.3])),
+        "Beta": lambda: D.Beta(t(2.0), t(3.0)),
+        "Binomial": lambda: D.Binomial(10, t([0.5])),
+        "Categorical": lambda: D.Categorical(logits=t([0.1, 0.2])),
+        "Cauchy": lambda: D.Cauchy(t(0.0), t(1.0)),
+        "Chi2": lambda: D.Chi2(t(3.0)),
+        "Dirichlet": lambda: D.Dirichlet(t([1.0, 2.0])),
+        "Exponential": lambda: D.Exponential(t(2.0)),
+        "Gamma": lambda: D.Gamma(t(2.0), t(1.0)),
+        "Geometric": lambda: D.Geometric(t(0.3)),
+        "Gumbel": lambda: D.Gumbel(t(0.0), t(1.0)),
+        "HalfNormal": lambda: D.HalfNormal(t(1.0)),
+        "Laplace": lambda: D.Laplace(t(0.0), t(1.0)),
+        "LogNormal": lambda: D.LogNormal(t(0.0), t(1.0)),
+        "Multinomial": lambda: D.Multinomial(5, t([0.2, 0.8])),
+        "MVN": lambda: D.MultivariateNormal(t([0.0, 0.0]), L.eye(2)),
+        "OneHotCategorical": lambda: D.OneHotCategorical(t([0.2, 0.8])),
+        "Poisson": lambda: D.Poisson(t(3.0)),
+        "StudentT": lambda: D.StudentT(t(3.0)),
+        "Uniform": lambda: D.Uniform(t(0.0), t(2.0)),
+        "VonMises": lambda: D.VonMises(t(0.0), t(1.0)),
+        "Weibull": lambda: D.Weibull(t(1.0), t(2.0)),
+        "Independent": lambda: D.Independent(D.Normal(t([0.0, 1.0]), t([1.0, 1.0])), 1),
+        "MixtureSameFamily": lambda: D.MixtureSameFamily(D.Categorical(t([0.5, 0.5])),
+                                                         D.Normal(t([0.0, 1.0]), t([1.0, 1.0]))),
+        "Transformed": lambda: D.TransformedDistribution(D.Normal(t(0.0), t(1.0)), [T.ExpTransform()]),
+        "RelaxedBernoulli": lambda: D.RelaxedBernoulli(t(0.5), probs=t([0.3])),
+        "LowRankMVN": lambda: D.LowRankMultivariateNormal(t([0.0, 0.0]), t([[1.0], [0.0]]), t([1.0, 1.0])),
+        "constraints": lambda: [str(c) for c in (
+            C.real, C.positive, C.unit_interval, C.simplex, C.integer_interval(0, 3), C.greater_than(1.0),
+            C.boolean, C.lower_cholesky, C.positive_definite, C.independent(C.real, 1), C.nonnegative_integer)],
+        "transforms": lambda: [repr(x) for x in (
+            T.SigmoidTransform(), T.TanhTransform(), T.SoftmaxTransform(), T.StickBreakingTransform(),
+            T.PowerTransform(t(2.0)), T.AbsTransform(), T.LowerCholeskyTransform(), T.ExpTransform().inv,
+            T.AffineTransform(1.0, 2.0).inv)],
+        "biject_to": lambda: [repr(D.biject_to(c)) for c in (
+            C.unit_interval, C.simplex, C.interval(0.0, 2.0), C.greater_than(1.0))],
+    }
+
+
+def test_distributions_constraints_and_transforms_print_as_torch() -> None:
+    # repr, shapes, support and argument constraints of 29 distributions; constraint and transform printouts
+    def shown(make):
+        d = make()
+        text = d if isinstance(d, (str, list)) else str(d)
+        if hasattr(d, "batch_shape"):
+            text += f" {tuple(d.batch_shape)} {tuple(d.event_shape)} {d.support} "
+            text += str({n: str(c) for n, c in d.arg_constraints.items()})
+        return _as_torch(str(text))
+
+    theirs, ours = _distributions(torch), _distributions(ember)
+    differ = {k: (shown(theirs[k]), shown(ours[k])) for k in theirs if shown(theirs[k]) != shown(ours[k])}
+    assert differ == {}
