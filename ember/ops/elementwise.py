@@ -391,6 +391,13 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     if y_dtype is None:  # a Python exponent (x ** 2: the hot path)
         if type(y) is bool and getattr(getattr(x, "dtype", None), "kind", "") == "b":
             return x.copy() if y else xp.ones_like(x)  # bool_tensor ** True / False stays bool, as PyTorch
+        if (y == 3 or y == -2) and type(y) is not bool and getattr(getattr(x, "dtype", None), "kind", "") == "f" \
+                and x.dtype.itemsize >= 4:
+            # torch's pow kernel spells these as x * x * x and 1 / (x * x) (two roundings; powf rounds once and
+            # differed in the last bit for 31% of float32 values). float16/bfloat16 arrive here widened to float32
+            # (opmath): float16 then matches torch's; torch's bfloat16 rounds each product (left, docs trust21).
+            square = x * x
+            return square * x if y == 3 else xp.true_divide(1, square, dtype=x.dtype)
         return xp.power(x, y)
     y_kind = y_dtype.kind
     if y_kind == "b" and (type(x) is bool or getattr(getattr(x, "dtype", None), "kind", "") == "b"):

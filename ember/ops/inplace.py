@@ -415,7 +415,9 @@ def _plain_update(t: Any, other: Any) -> Any:
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     ufunc = op.ufunc
-    if ufunc is not None:
+    # x.pow_(3), x.pow_(-2): torch's x * x * x and 1 / (x * x), which the impl spells out (elementwise.py)
+    spelled = ufunc == "power" and (other.__class__ is int or other.__class__ is float) and other in (3, -2)
+    if ufunc is not None and not spelled:
         plain = _plain_update(t, other)
         if plain is not None:  # nothing to check, promote or record (see _plain_update)
             data, fn = t._data, getattr(np, ufunc)
@@ -447,8 +449,8 @@ def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
         else:
             other_data = _inplace_operand(op, t, other, op_name)
         ufunc = op.ufunc
-        if op.name == "pow" and t._data.dtype.kind in "iu":  # the impl handles negative integer exponents
-            ufunc = None
+        if op.name == "pow" and (t._data.dtype.kind in "iu" or spelled):  # the impl handles negative integer
+            ufunc = None  # exponents, and spells ** 3 and ** -2 as torch does
         if t._data.dtype.itemsize == 2 and t._data.dtype.kind in "fV":  # half: the impl's float32 math (opmath.py)
             ufunc = None
         if ufunc is not None and _writeable(t):

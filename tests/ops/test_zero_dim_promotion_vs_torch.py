@@ -136,7 +136,12 @@ def test_zero_dim_operand_promotes_like_torch(name: str, mode: str, tdtype: str)
             # the operand does not lift the tensor's category: the same as the Python number (float, int, bool)
             n_dt, n_val = _run_number(fn, x, value, mode == "inplace")
             assert n_dt == e_dt, f"{where}: dtype {e_dt}, with the Python number {n_dt}"
-            np.testing.assert_array_equal(e_val, n_val, err_msg=where + " (vs the Python number)")
+            if name == "pow" and value in (3, -2) and x.dtype.kind == "f":
+                # torch spells a Python ** 3 / ** -2 as x * x * x and 1 / (x * x); a 0-d tensor exponent runs
+                # pow itself (the last bit differs in torch too)
+                np.testing.assert_allclose(e_val, n_val, rtol=4e-7, err_msg=where + " (vs the Python number)")
+            else:
+                np.testing.assert_array_equal(e_val, n_val, err_msg=where + " (vs the Python number)")
         if tdtype == "float16":
             if name in ("floor_divide", "remainder", "fmod"):
                 continue  # a one-ulp difference of the quotient moves floor() by 1: not compared

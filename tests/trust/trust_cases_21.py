@@ -141,9 +141,22 @@ GRAD2 = [
     "L.nn.functional.tanhshrink(x)", "L.nn.functional.triplet_margin_loss(x, x.flip(0), x * 0.5)",
     "L.nn.functional.multi_margin_loss(x, L.tensor([1, 0, 3]))", "L.nn.functional.poisson_nll_loss(x, x.abs())",
     "L.nn.functional.gaussian_nll_loss(x, x.flip(0), x.abs() + 0.5)", "L.cdist(x, x.flip(0) * 0.7 + 0.1)",
+    # small networks with fixed weights (gradient penalties, Hessian-vector products)
+    "L.tanh(x @ _W(L, 4, 5)) @ _W(L, 5, 2)", "L.nn.functional.gelu(x @ _W(L, 4, 6)) @ _W(L, 6, 3)",
+    "L.nn.functional.silu(L.nn.functional.layer_norm(x @ _W(L, 4, 6), (6,))) @ _W(L, 6, 2)",
+    "L.softmax((x @ _W(L, 4, 4)) @ x.t(), -1) @ x", "L.nn.functional.softplus(x @ _W(L, 4, 3), beta=2) ** 2",
+    "L.nn.functional.conv2d(x.reshape(1, 1, 3, 4), _W(L, 1, 4).reshape(2, 1, 2, 1) * 0.5, padding=1).tanh()",
+    "L.nn.functional.avg_pool2d(L.nn.functional.conv2d(x.reshape(1, 1, 3, 4) ** 2, _W(L, 1, 4).reshape(1, 1, 2, 2)), 2, 1)",
+    "L.nn.functional.batch_norm(x @ _W(L, 4, 3), None, None, training=True).sigmoid()",
+    "L.nn.functional.elu(x @ _W(L, 4, 5)).logsumexp(-1)", "L.sigmoid(x @ _W(L, 4, 1)).log()",
+    "L.nn.functional.mse_loss(L.tanh(x @ _W(L, 4, 2)), L.zeros(3, 2, dtype=L.float64))",
+    "L.nn.functional.cross_entropy(x @ _W(L, 4, 5), L.tensor([4, 0, 2]))",
+    "L.nn.functional.leaky_relu(x @ _W(L, 4, 5), 0.2) @ _W(L, 5, 2) * x.sum()",
 ]
 
 _VIEW_HELPER = (
+    "def _W(L, n, m):\n"
+    "    return L.tensor(np.sin(np.arange(n * m) * 0.7 + 0.3).reshape(n, m), dtype=L.float64)\n"
     "def _through_view(x):\n"
     "    y = x * 1.0\n"
     "    y[:, 1:].mul_(x[:, :3])\n"
