@@ -175,6 +175,9 @@ import sys as _sys  # noqa: E402
 from ember import overrides  # noqa: E402,F401  (torch.overrides: __torch_function__, TorchFunctionMode)
 from ember import _torch_function as _tf  # noqa: E402
 from ember.ops import torch_node_names as _torch_node_names  # noqa: E402,F401  (PyTorch's grad_fn names)
+from ember import _deprecated_overloads as _dep  # noqa: E402
+_dep.install(_sys.modules[__name__])  # torch's deprecated x.add_(alpha, other) / addcmul_(value, t1, t2) forms
+del _dep
 # The last step: public functions become overridable by __torch_function__ (one flag read per call).
 for _label, _space in (("torch", _sys.modules[__name__]), ("torch.nn.functional", nn.functional),
                        ("torch.linalg", linalg), ("torch.special", special), ("torch.fft", fft)):
