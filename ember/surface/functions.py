@@ -521,6 +521,11 @@ def sinc(input: Tensor) -> Tensor:
 
 def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     x = where(isnan(input), zeros_like(input), input) if input.is_floating_point() else input
+    if x is not input and input.requires_grad and not input.is_complex():
+        # torch's nansum backward is g * ~isnan(x): an infinite upstream (nanmean of an all-NaN row divides by a
+        # count of 0) makes NaN at the NaN positions, where the where() above would give 0
+        mask = (~isnan(input.detach())).to(input.dtype)
+        x = _grad_join.scaled_grad_join(x.detach(), input, mask)
     if dtype is not None:  # PyTorch casts the input, then sums in dtype (inf -> int32 is INT_MIN, then added)
         return reductions.sum(x, dim=dim, keepdim=keepdim, dtype=dtype) if dim is not None else reductions.sum(
             x, dtype=dtype)

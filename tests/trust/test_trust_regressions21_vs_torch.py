@@ -161,3 +161,18 @@ def test_pow_by_small_integers_is_torchs_bit_for_bit(dtype: str, exponent: float
     a **= exponent
     b **= exponent
     np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_nansum_nanmean_gradients_multiply_by_the_mask() -> None:
+    """torch's nansum backward is g * ~isnan(x): nanmean of an all-NaN row (count 0, g / 0 = inf) gives NaN
+    gradients there; a where() gave 0 (found by the reduce_edge sweep, seed 300170)."""
+    n = float("nan")
+    for rows in ([[n, n, n], [1.0, n, 2.0]], [[1.0, 2.0, 3.0], [n, 5.0, n]]):
+        for f in (lambda L, t: L.nanmean(t), lambda L, t: L.nanmean(t, 1), lambda L, t: L.nansum(t, 0).exp()):
+            grads = []
+            for L in (ember, torch):
+                x = L.tensor(rows, dtype=L.float64, requires_grad=True)
+                y = f(L, x)
+                (y * L.arange(1.0, y.numel() + 1, dtype=L.float64).reshape(y.shape)).sum().backward()
+                grads.append(x.grad.numpy())
+            np.testing.assert_allclose(grads[0], grads[1], rtol=1e-14)
