@@ -469,6 +469,14 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         out = _meta_dispatch.outputs(op, (x,), attrs or {}, Tensor)
         if out is None:
             out = impl(xp, data, **attrs) if attrs else impl(xp, data)
+    elif not data.flags.c_contiguous and data.ndim > 1 and (order := _memory_order(data)) is not None:
+        # torch's TensorIterator lays the result out as a dense permuted input (a channels-last map); kernels
+        # that write a fresh row-major array (gelu, erf) did not, so a seeded dropout after them drew another
+        # mask. Run on the row-major view in memory order and permute back (no copy).
+        out = impl(xp, data.transpose(order), **attrs) if attrs else impl(xp, data.transpose(order))
+        out = xp.asarray(out).transpose(_inverse(order))
+        if out.shape == data.shape and 1 in out.shape:  # torch keeps the input's strides, size-1 dims' too (a view)
+            out = _layout.with_strides(xp, out, _layout.element_strides(data))
     else:
         out = impl(xp, data, **attrs) if attrs else impl(xp, data)
     if type(out) is not xp.ndarray:
@@ -481,6 +489,21 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
     if t0 and PROFILER is not None:
         PROFILER.op(op, t0, (x,), attrs, result)
     return result
+
+
+def _memory_order(data: Any) -> tuple | None:
+    """The dims of a dense, non-overlapping ``data`` from outermost to innermost in memory, when transposing it so
+    gives a row-major array (a permuted or channels-last tensor); None otherwise (sliced, broadcast)."""
+    strides = data.strides
+    order = tuple(sorted(range(data.ndim), key=lambda d: -strides[d]))
+    return order if data.transpose(order).flags.c_contiguous else None
+
+
+def _inverse(order: tuple) -> tuple:
+    back = [0] * len(order)
+    for i, d in enumerate(order):
+        back[d] = i
+    return tuple(back)
 
 
 def binary(op: OpDef, a: Any, b: Any) -> Any:

@@ -36,6 +36,7 @@ from ember.autograd import grad as autograd_grad, grad_mode
 from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.movement import PAD, index_range, take_by_index
+from ember.ops import views
 from ember.ops.linalg import _matmul_impl
 from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
 
@@ -272,7 +273,8 @@ def _softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         return native
     if softmax_blocks.takes(x, dim):  # without numba: the same steps by blocks of rows in cache
         return softmax_blocks.softmax(x)
-    shifted = x - _max_kept(x, dim)
+    # row-major whatever x's layout, as torch's softmax (a seeded dropout after it draws in memory order)
+    shifted = xp.subtract(x, _max_kept(x, dim), order="C") if xp is np else x - _max_kept(x, dim)
     e = xp.exp(shifted, out=shifted)
     e /= _sum_kept(e, dim)
     return e
@@ -322,7 +324,7 @@ def _log_softmax_impl(xp: Any, x: Any, dim: int) -> Any:
         return native
     if softmax_blocks.takes(x, dim):
         return softmax_blocks.log_softmax(x)
-    shifted = x - _max_kept(x, dim)
+    shifted = xp.subtract(x, _max_kept(x, dim), order="C") if xp is np else x - _max_kept(x, dim)  # (softmax's)
     shifted -= xp.log(_sum_kept(xp.exp(shifted), dim))
     return shifted
 
@@ -1386,4 +1388,8 @@ def pad(input: Any, pad: Sequence[int], mode: str = "constant", value: float | N
                 raise RuntimeError(f"pad: circular padding ({lo}, {hi}) may not exceed the size {size} of dim {dim}")
             positions = positions % size
         out = out.index_select(dim, make_tensor(positions, dtype=dtypes.int64, device=input.device))
-    return out
+    # torch's reflection/replication kernels write a row-major result (channels-last for an input c10's strides
+    # rule calls so); the gathers above leave index_select's layout (a row-major NCHW map came back NHWC-strided,
+    # and a seeded dropout draws in memory order)
+    layout = views.suggest_memory_format(input) if input.ndim == 4 else None
+    return views.contiguous(out, layout) if layout else out.contiguous()

@@ -25,6 +25,7 @@ from ember.backends import native_kernel
 from ember.backends import capture_state
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import cost, dispatch
+from ember.ops import views
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
 from ember.ops import batching
@@ -547,7 +548,11 @@ def adaptive_avg_pool2d(input: Any, output_size: Any) -> Any:
     else:
         rows = _adaptive_windows(x, x.ndim - 2, h, oh)
     out = avg_pool2d(rows, (1, w // ow)) if w % ow == 0 else _adaptive_windows(rows, rows.ndim - 1, w, ow)
-    return out.to(input.dtype) if low else out
+    out = out.to(input.dtype) if low else out
+    # torch's kernel writes its result row-major, or channels-last for an input its strides rule calls so; the
+    # window gathers above leave a moved-axis layout (a seeded dropout after the pool draws in memory order)
+    layout = views.suggest_memory_format(input) if input.ndim == 4 else None
+    return views.contiguous(out, layout) if layout else views.contiguous(out)
 
 
 def adaptive_avg_pool1d(input: Any, output_size: Any) -> Any:

@@ -846,6 +846,8 @@ def masked_fill(input: Any, mask: Any, value: Any, *, _inplace: bool = False) ->
                                f"shape {tuple(input.shape)}")
     unsigned_ops.refuse("masked_fill", input)
     out = where(mask, value, input)
+    if type(out._data) is np.ndarray and not out._data.flags.c_contiguous:
+        out = contiguous(out)  # torch: self.clone(MemoryFormat::Contiguous).masked_fill_(): row-major, whatever input's
     return out if out.grad_fn is None else record_inputs(torch_named(out, "MaskedFillBackward0"), (input,))
 
 

@@ -235,39 +235,56 @@ class ModuleDict(_DictContainer):
 
 
 class ParameterList(Module):
-    """A list of Parameters (tensors are wrapped), registered under "0", "1", ..."""
+    """A list of Parameters (tensors are wrapped), registered under "0", "1", ...
+
+    As PyTorch's (since 1.12) it holds any object: a tensor becomes a Parameter, a Module (another ParameterList:
+    lucidrains' nViT keeps one per layer) is registered as a submodule, anything else is a plain attribute.
+    """
 
     def __init__(self, values: Iterable[Any] | None = None) -> None:
         super().__init__()
+        self._size = 0
         if values is not None:
             self.extend(values)
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
-            return ParameterList(list(self._parameters.values())[idx])
-        return self._parameters[str(_index(idx, len(self), "ParameterList"))]
+            out = self.__class__()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, str(_index(idx, len(self), "ParameterList")))
 
     def __setitem__(self, idx: int, value: Any) -> None:
-        setattr(self, str(_index(idx, len(self), "ParameterList")), _as_param(value))
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, str(_index(idx, len(self), "ParameterList")), value)
 
     def __len__(self) -> int:
-        return len(self._parameters)
+        return self._size
 
-    def __iter__(self) -> Iterator[Parameter]:
-        return iter(self._parameters.values())
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self[i] for i in range(len(self))])
+
+    def __iadd__(self, values: Iterable[Any]) -> "ParameterList":
+        return self.extend(values)
 
     def append(self, value: Any) -> "ParameterList":
-        self.register_parameter(str(len(self)), _as_param(value))
+        self._size += 1
+        self[self._size - 1] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> "ParameterList":
+        if isinstance(values, Tensor) or not hasattr(values, "__iter__"):
+            raise TypeError(f"ParameterList.extend should be called with an iterable, but got {type(values).__name__}")
         for value in values:
             self.append(value)
         return self
 
     def extra_repr(self) -> str:
         # PyTorch's lines carry two spaces of their own (so its printout has "ParameterList(  (0): ...)")
-        return "\n".join(_param_line(i, p, str(p.dtype)) for i, p in enumerate(self))
+        return "\n".join(_param_line(i, p, str(p.dtype)) if isinstance(p, Tensor)
+                         else f"  ({i}): Object of type: {type(p).__name__}" for i, p in enumerate(self))
 
 
 class ParameterDict(_DictContainer):
