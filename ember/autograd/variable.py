@@ -25,6 +25,11 @@ class Variable(metaclass=_VariableMeta):
         from ember.creation import tensor as make
         from ember.tensor import Tensor
 
+        if volatile:
+            import warnings
+
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                          UserWarning, stacklevel=2)
         t = data if isinstance(data, Tensor) else make(data if data is not None else [])
         if requires_grad and not t.requires_grad:
             t = t.detach().requires_grad_(True)

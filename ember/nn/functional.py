@@ -11,6 +11,8 @@ Example:
 """
 from __future__ import annotations
 
+import warnings
+
 import math
 from typing import Any
 
@@ -214,15 +216,18 @@ def multi_head_attention_forward(*args: Any, **kwargs: Any) -> Any:
 def upsample(input: Any, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: Any = None) -> Any:
     """Deprecated alias of :func:`interpolate` (kept because PyTorch still has it)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input: Any, size: Any = None, scale_factor: Any = None) -> Any:
     """Bilinear upsampling with ``align_corners=True`` (the deprecated function's fixed choice)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 from ember.nn._functional_more import *  # noqa: E402,F401,F403  (more of torch.nn.functional, in ember ops)

@@ -256,12 +256,6 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
     return _write(tensor, values, "sparse_")
 
 
-# PyTorch's deprecated non-underscore aliases, still seen in older lecture code.
-uniform, normal, constant = uniform_, normal_, constant_
-xavier_uniform, xavier_normal = xavier_uniform_, xavier_normal_
-kaiming_uniform, kaiming_normal, orthogonal = kaiming_uniform_, kaiming_normal_, orthogonal_
-
-
 def _deprecated_alias(new: Any, old_name: str) -> Any:
     """PyTorch's deprecated spellings without the trailing underscore (``init.eye`` -> ``init.eye_``)."""
     import warnings
@@ -275,6 +269,14 @@ def _deprecated_alias(new: Any, old_name: str) -> Any:
     return alias
 
 
+# PyTorch's deprecated non-underscore aliases, still seen in older lecture code (each warns, as torch's).
+uniform, normal = _deprecated_alias(uniform_, "uniform"), _deprecated_alias(normal_, "normal")
+constant = _deprecated_alias(constant_, "constant")
+xavier_uniform, xavier_normal = _deprecated_alias(xavier_uniform_, "xavier_uniform"), _deprecated_alias(
+    xavier_normal_, "xavier_normal")
+kaiming_uniform, kaiming_normal = _deprecated_alias(kaiming_uniform_, "kaiming_uniform"), _deprecated_alias(
+    kaiming_normal_, "kaiming_normal")
+orthogonal = _deprecated_alias(orthogonal_, "orthogonal")
 eye = _deprecated_alias(eye_, "eye")
 dirac = _deprecated_alias(dirac_, "dirac")
 sparse = _deprecated_alias(sparse_, "sparse")

@@ -3,7 +3,17 @@ from ember.nn.utils import rnn  # noqa: F401
 from ember.nn.utils.clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm  # noqa: F401
 from ember.nn.utils.convert import parameters_to_vector, vector_to_parameters  # noqa: F401
 
-clip_grad_norm = clip_grad_norm_  # PyTorch's deprecated alias
+
+
+def clip_grad_norm(*args, **kwargs):  # type: ignore[no-untyped-def]
+    """PyTorch's deprecated alias of :func:`clip_grad_norm_` (warns as torch's)."""
+    import warnings
+
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
+    return clip_grad_norm_(*args, **kwargs)
+
+
 from ember.nn.utils import parametrize, parametrizations, prune  # noqa: E402,F401
 from ember.nn.utils.weight_norm import (  # noqa: E402,F401
     remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm,
