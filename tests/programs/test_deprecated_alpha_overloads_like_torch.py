@@ -63,6 +63,7 @@ print([str(m.message) for m in w])
 """
 
 
+@pytest.mark.slow  # two fresh interpreters (~9 s); the fast twin below checks ember's side in this process
 def test_warns_once_per_process_with_torch_words():
     outs = []
     for lib in ("ember", "torch"):
@@ -71,3 +72,23 @@ def test_warns_once_per_process_with_torch_words():
         outs.append(out.stdout.replace(" (Triggered internally", "\x00").split("\x00")[0])
     assert outs[0].strip().rstrip("]").rstrip("'") == outs[1].strip().rstrip("]").rstrip("'")
     assert "This overload of add_ is deprecated" in outs[0] and outs[0].count("deprecated") == 1
+
+
+# torch 2.13's text for the first deprecated call (captured from torch by the slow test's probe)
+TORCH_ADD_ = ("This overload of add_ is deprecated:\n\tadd_(Number alpha, Tensor other)\nConsider using one of the "
+              "following signatures instead:\n\tadd_(Tensor other, *, Number alpha = 1)")
+
+
+def test_warns_once_fast_twin(monkeypatch):
+    import warnings
+
+    from ember import _deprecated_overloads
+
+    monkeypatch.setattr(_deprecated_overloads, "_WARNED", [False])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a = ember.ones(2)
+        a.add_(0.5, a)
+        a.addcmul_(0.5, a, a)
+        ember.add(a, 2, a)
+    assert [str(m.message) for m in w] == [TORCH_ADD_]
