@@ -155,13 +155,14 @@ def test_torchviz_make_dot_and_graphviz_render_with_format(tmp_path):
     ``name.png``; several saved results of one node are numbered."""
     from ember.viz import make_dot
 
-    model = nn.Linear(3, 4)
+    model = nn.Sequential(nn.Linear(3, 4), nn.LayerNorm(4))
     loss = F.cross_entropy(model(ember.randn(2, 3)), ember.tensor([0, 3]))
     doc = make_dot(loss, params=dict(model.named_parameters()))
     assert "saved" not in doc.source  # torchviz's default: show_saved=False
     labels = _labels(draw(loss).source)
-    results = [label for label in labels if label.startswith("saved result")]
-    assert sorted(r.split("\\n")[0] for r in results) == ["saved result 0", "saved result 1"]  # cross_entropy's two
+    results = sorted(label.split("\\n")[0] for label in labels if label.startswith("saved result"))
+    # numbered by output position: layer_norm keeps results 1 and 2 (mean, rstd), cross_entropy result 1
+    assert results == ["saved result 1", "saved result 1", "saved result 2"]
     path = doc.render(tmp_path / "graph", format="dot")
     assert path.endswith("graph") and open(path).read().startswith("digraph")
     if shutil.which("dot") is not None:
