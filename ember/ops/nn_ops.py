@@ -779,14 +779,7 @@ def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_
     if bool(overflow.any()):  # rare: squares that overflow (|x| > 1.8e19 in float32), or inf/NaN inputs
         scaled = _scaled_normalize(xp, x, axes, eps)
         mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
-    if has_weight:
-        y *= affine[0]
-        affine = affine[1:]
-    if affine:
-        y += affine[0]
-    if low is not None:
-        return y.astype(low), mean.astype(low), rstd.astype(low)
-    return y, mean, rstd
+    return _ln_affine_tail(y, mean, rstd, has_weight, affine, low)
 
 
 def _ln_captured(xp: Any, x: Any, y: Any, mean: Any, var: Any, axes: tuple, eps: float, has_weight: bool,
@@ -805,6 +798,11 @@ def _ln_captured(xp: Any, x: Any, y: Any, mean: Any, var: Any, axes: tuple, eps:
     overflow = ~xp.isfinite(var)
     scaled = _scaled_normalize(xp, x, axes, eps)
     mean, y, rstd = (xp.where(overflow, new, old) for new, old in zip(scaled, (mean, y, rstd)))
+    return _ln_affine_tail(y, mean, rstd, has_weight, affine, low)
+
+
+def _ln_affine_tail(y: Any, mean: Any, rstd: Any, has_weight: bool, affine: tuple, low: Any) -> tuple:
+    """Apply layer_norm's weight/bias in place and cast back to a half dtype (``low``) when the input was one."""
     if has_weight:
         y *= affine[0]
         affine = affine[1:]
