@@ -178,6 +178,7 @@ from ember.ops import torch_node_names as _torch_node_names  # noqa: E402,F401  
 from ember import _deprecated_overloads as _dep  # noqa: E402
 _dep.install(_sys.modules[__name__])  # torch's deprecated x.add_(alpha, other) / addcmul_(value, t1, t2) forms
 del _dep
+_tf.refresh_tensor_methods()  # the overridable forms see the methods as they are now (nested read them early)
 # The last step: public functions become overridable by __torch_function__ (one flag read per call).
 for _label, _space in (("torch", _sys.modules[__name__]), ("torch.nn.functional", nn.functional),
                        ("torch.linalg", linalg), ("torch.special", special), ("torch.fft", fft)):

@@ -348,6 +348,26 @@ def _wrappers() -> dict[str, Any]:
     return _METHOD_WRAPPERS
 
 
+def refresh_tensor_methods() -> None:
+    """Re-read Tensor's methods after ember's import replaced some (``_deprecated_overloads`` wraps ``add``...).
+
+    ``ember.nested``'s subclass is defined mid-import and builds the overridable forms from the methods of that
+    moment; a method replaced later would be lost when a mode ends (its old form put back) and bypassed inside
+    one. Classes holding an old form get the new one.
+    """
+    if not _METHOD_WRAPPERS:
+        return
+    old = dict(_METHOD_WRAPPERS)
+    _METHOD_WRAPPERS.clear()
+    _ORIGINAL.clear()
+    _TENSOR_OWN.clear()
+    new = _wrappers()
+    for cls in list(SWITCH.subclasses):
+        for name, wrapper in old.items():
+            if vars(cls).get(name) is wrapper and name in new:
+                setattr(cls, name, new[name])
+
+
 def subclass_defined(cls: type) -> None:
     """``Tensor.__init_subclass__``: give ``cls`` overridable methods unless its ``__torch_function__`` is the
     disabled one (``nn.Parameter``'s) or it is one of ember's own internal classes (symbolic tensors, sparse
