@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import copy
 import warnings
 from typing import Any, Callable, Iterator, Sequence
 
@@ -443,7 +444,9 @@ class Tensor(TensorMethods):
         out = Tensor._make(self._data.copy(), self._device, self._requires_grad)
         if self.grad is not None:
             out.grad = self.grad.__deepcopy__(memo)
-        out.__dict__.update(self.__dict__)
+        # the user's attributes, deep-copied as torch's; not ember's bookkeeping (a view's storage root: the copy owns
+        # new memory)
+        out.__dict__.update(copy.deepcopy(user_attributes(self), memo))
         if type(self) is not Tensor:
             out.__class__ = type(self)
         memo[id(self)] = out
@@ -791,3 +794,20 @@ def _storage_root_of(t: Any) -> Any:
     root = t._base
     known = root.__dict__.get("_storage_root")
     return known if known is not None else Tensor._make(root._data, root._device, False)
+
+
+# Attributes ember itself keeps in a tensor's __dict__ (not the user's): storage identity of detached views, hooks,
+# forward-AD bookkeeping, a wrapper subclass's strides. Pickling and torch-format saving carry only the user's.
+INTERNAL_ATTRIBUTES = frozenset({"_storage_root", "_post_accumulate_hooks", "_wrapper_strides", "_in_jvp",
+                                 "_jvp_linearized", "_jvp_input_meta"})
+
+
+def user_attributes(t: Any) -> dict:
+    """The Python attributes a user set on ``t`` (``t.note = 1``), without ember's own bookkeeping.
+
+    >>> import ember
+    >>> x = ember.ones(4); v = x[1:].detach(); v.note = "kept"
+    >>> user_attributes(v)
+    {'note': 'kept'}
+    """
+    return {k: v for k, v in getattr(t, "__dict__", {}).items() if k not in INTERNAL_ATTRIBUTES}

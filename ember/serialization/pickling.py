@@ -18,13 +18,14 @@ import numpy as np
 from ember.creation import _wrap_array
 from ember.device import to_device
 from ember.nn.parameter import Buffer, Parameter
+from ember.tensor import user_attributes
 
 
 def reduce_tensor(tensor: Any) -> tuple:
     """``Tensor.__reduce_ex__``: rebuild from (array, requires_grad, kind, device)."""
     array = np.asarray(tensor.detach().cpu().numpy())
     kind = "parameter" if isinstance(tensor, Parameter) else "buffer" if isinstance(tensor, Buffer) else "tensor"
-    state = dict(tensor.__dict__) or None
+    state = user_attributes(tensor) or None  # ember's own bookkeeping (a view's storage root) stays behind
     return (rebuild_tensor, (array, bool(tensor.requires_grad), kind, str(tensor.device)), state)
 
 

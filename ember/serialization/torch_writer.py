@@ -30,7 +30,7 @@ import numpy as np
 from ember import return_types
 from ember.serialization.torch_names import DTYPE_STORAGES, UNTYPED_DTYPES, TorchName
 from ember.dtypes import dtype, from_numpy_dtype
-from ember.tensor import Size, Tensor
+from ember.tensor import Size, Tensor, user_attributes
 from ember.sparse.coo import SparseTensor
 from ember.ao.qdtypes import per_tensor_affine, qscheme
 from ember.ao.qtensor import QuantizedTensor
@@ -154,7 +154,7 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         if isinstance(obj, Tensor):
             from ember.nn import Buffer, Parameter
 
-            if not isinstance(obj, Parameter) and getattr(obj, "__dict__", None):
+            if not isinstance(obj, Parameter) and user_attributes(obj):
                 return self._reduce_with_attributes(obj, isinstance(obj, Buffer))
 
             device = obj.device
@@ -189,7 +189,7 @@ class _Pickler(pickle._Pickler):  # the pure-Python pickler: save_global is over
         """A tensor carrying Python attributes (an ``nn.Buffer``, ``t.note = ...``): torch's
         ``_rebuild_from_type_v2(_rebuild_tensor_v2, torch.Tensor, args, state)``; a Buffer is torch's plain tensor
         marked ``_is_buffer``."""
-        state = dict(obj.__dict__)
+        state = user_attributes(obj)
         if buffer:
             state["_is_buffer"] = True
         plain = obj.detach()
