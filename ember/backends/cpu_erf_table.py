@@ -40,6 +40,20 @@ _ERF_GRID = _erf_table()
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
+def _slope_table() -> np.ndarray:
+    """erf'(x0) = 2/sqrt(pi) exp(-x0^2) at every grid point, by the very float32 operations ``_block`` ran per
+    element before (negate the exact x0^2, NumPy's float32 exp, times the float32 constant): one look-up instead
+    of three passes, the same bits."""
+    x0 = np.arange(-_LAST, _LAST + 1, dtype=np.float32) * np.float32(1.0 / _STEPS)
+    slope = np.negative(x0 * x0)
+    np.exp(slope, out=slope)
+    slope *= np.float32(_TWO_OVER_SQRT_PI)
+    return slope
+
+
+_SLOPE_GRID = _slope_table()
+
+
 def _scratch(n: int) -> tuple:
     """One block's buffers: four float32 and one index array, allocated once per call and thread (fresh
     temporaries per block cost ~1/3 of the block's time)."""
@@ -68,9 +82,7 @@ def _block(x: np.ndarray, out: np.ndarray, scratch: tuple | None = None) -> None
     x0 *= np.float32(1.0 / _STEPS)  # the grid point, exact in float32
     h -= x0  # exact: within 1/128 of the grid point
     np.multiply(x0, x0, out=acc)  # exact: k^2 / 4096 with |k| <= 256
-    np.negative(acc, out=slope)
-    np.exp(slope, out=slope)
-    slope *= np.float32(_TWO_OVER_SQRT_PI)
+    np.take(_SLOPE_GRID, k, mode="clip", out=slope)  # 2/sqrt(pi) exp(-x0^2), tabulated by the same float32 steps
     acc *= np.float32(2.0 / 3.0)
     acc -= np.float32(1.0 / 3.0)
     acc *= h
