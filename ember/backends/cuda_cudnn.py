@@ -87,6 +87,14 @@ def _first(result: Any) -> Any:
     return result[0] if isinstance(result, (tuple, list)) else result
 
 
+# op -> (first operand's tensor name, second's, the frontend graph method, its keywords for the two operands)
+_CONV_OPS = {
+    "fprop": ("x", "w", "conv_fprop", "image", "weight"),
+    "dgrad": ("dy", "w", "conv_dgrad", "loss", "filter"),
+    "wgrad": ("x", "dy", "conv_wgrad", "image", "loss"),
+}
+
+
 class _Built:
     """A built cuDNN graph, its tensors in call order, its output tensors and workspace size."""
 
@@ -186,65 +194,46 @@ class CudnnOps:
         return (op, a.shape, a.strides, b.shape, b.strides, str(a.dtype), shape, stride, padding, dilation,
                 bool(cudnn_flags.allow_tf32), int(self.cupy.cuda.runtime.getDevice()))
 
+    def _conv(self, op: str, a: Any, b: Any, shape: tuple, stride: tuple, padding: tuple, dilation: tuple) -> Any:
+        """One cuDNN convolution graph (``op`` of ``_CONV_OPS``) on operands ``a``, ``b`` giving ``shape``, built
+        once per signature; None when cuDNN refuses it."""
+        name_a, name_b, method, key_a, key_b = _CONV_OPS[op]
+
+        def make() -> _Built:
+            graph = self._new_graph(a.dtype)
+            ta, tb = self._tensor(graph, name_a, a), self._tensor(graph, name_b, b)
+            out = getattr(graph, method)(**{key_a: ta, key_b: tb}, compute_data_type=self.fe.data_type.FLOAT,
+                                         name=op, **self._geometry(stride, padding, dilation))
+            self._output(out, shape, a.dtype)
+            self._finish(graph, a.dtype == np.float32)
+            return _Built(graph, [ta, tb], [out])
+
+        built = self._build(self._conv_key(op, a, b, shape, stride, padding, dilation), make)
+        return None if built is None else self._run(built, [a, b], [shape], a.dtype)[0]
+
     def conv2d(self, x: Any, w: Any, stride: tuple, padding: tuple, dilation: tuple, groups: int) -> Any:
         """The convolution forward (N, O, OH, OW), or None (the CuPy path runs)."""
         if groups != 1 or x.ndim != 4 or not self._usable(x, w):
             return None
         oh = (x.shape[2] + padding[0] + padding[1] - dilation[0] * (w.shape[2] - 1) - 1) // stride[0] + 1
         ow = (x.shape[3] + padding[2] + padding[3] - dilation[1] * (w.shape[3] - 1) - 1) // stride[1] + 1
-        shape = (x.shape[0], w.shape[0], oh, ow)
         if oh <= 0 or ow <= 0:
             return None
-
-        def make() -> _Built:
-            graph = self._new_graph(x.dtype)
-            tx, tw = self._tensor(graph, "x", x), self._tensor(graph, "w", w)
-            ty = graph.conv_fprop(image=tx, weight=tw, compute_data_type=self.fe.data_type.FLOAT, name="fprop",
-                                  **self._geometry(stride, padding, dilation))
-            self._output(ty, shape, x.dtype)
-            self._finish(graph, x.dtype == np.float32)
-            return _Built(graph, [tx, tw], [ty])
-
-        built = self._build(self._conv_key("fprop", x, w, shape, stride, padding, dilation), make)
-        return None if built is None else self._run(built, [x, w], [shape], x.dtype)[0]
+        return self._conv("fprop", x, w, (x.shape[0], w.shape[0], oh, ow), stride, padding, dilation)
 
     def conv2d_input_grad(self, g: Any, w: Any, input_shape: tuple, stride: tuple, padding: tuple,
                           dilation: tuple, groups: int) -> Any:
         """The data gradient (the input's shape), or None."""
         if groups != 1 or g.ndim != 4 or not self._usable(g, w):
             return None
-        shape = tuple(input_shape)
-
-        def make() -> _Built:
-            graph = self._new_graph(g.dtype)
-            tg, tw = self._tensor(graph, "dy", g), self._tensor(graph, "w", w)
-            tx = graph.conv_dgrad(loss=tg, filter=tw, compute_data_type=self.fe.data_type.FLOAT, name="dgrad",
-                                  **self._geometry(stride, padding, dilation))
-            self._output(tx, shape, g.dtype)
-            self._finish(graph, g.dtype == np.float32)
-            return _Built(graph, [tg, tw], [tx])
-
-        built = self._build(self._conv_key("dgrad", g, w, shape, stride, padding, dilation), make)
-        return None if built is None else self._run(built, [g, w], [shape], g.dtype)[0]
+        return self._conv("dgrad", g, w, tuple(input_shape), stride, padding, dilation)
 
     def conv2d_weight_grad(self, x: Any, g: Any, weight_shape: tuple, stride: tuple, padding: tuple,
                            dilation: tuple, groups: int) -> Any:
         """The weight gradient (the weight's shape), or None."""
         if groups != 1 or x.ndim != 4 or not self._usable(x, g):
             return None
-        shape = tuple(weight_shape)
-
-        def make() -> _Built:
-            graph = self._new_graph(x.dtype)
-            tx, tg = self._tensor(graph, "x", x), self._tensor(graph, "dy", g)
-            tw = graph.conv_wgrad(image=tx, loss=tg, compute_data_type=self.fe.data_type.FLOAT, name="wgrad",
-                                  **self._geometry(stride, padding, dilation))
-            self._output(tw, shape, x.dtype)
-            self._finish(graph, x.dtype == np.float32)
-            return _Built(graph, [tx, tg], [tw])
-
-        built = self._build(self._conv_key("wgrad", x, g, shape, stride, padding, dilation), make)
-        return None if built is None else self._run(built, [x, g], [shape], x.dtype)[0]
+        return self._conv("wgrad", x, g, tuple(weight_shape), stride, padding, dilation)
 
     # ---- attention and normalization ----------------------------------------------------------------------
     def sdpa(self, q: Any, k: Any, v: Any, is_causal: bool, scale: float) -> Any:
