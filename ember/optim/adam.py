@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember import dtypes
-from ember.creation import zeros_like
+from ember import dtypes, interpreters
+from ember.creation import zeros, zeros_like
 from ember.ops.host_pow import host_pow
 from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
 from ember.optim.optimizer import (
-    Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay,
+    Hyper, Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported, with_weight_decay,
 )
 from ember.tensor import Tensor
 
@@ -26,6 +26,11 @@ class Adam(Optimizer):
     (what :class:`AdamW` sets), which shrinks the parameter by ``1 - lr * weight_decay`` instead.
     State per parameter: ``step`` (0-d CPU tensor), ``exp_avg``, ``exp_avg_sq`` and, with
     ``amsgrad``, ``max_exp_avg_sq``.
+
+    ``capturable=True`` (torch's): ``step`` lives on the parameter's device (float32) and the bias
+    corrections are device ops on it (torch's capturable formulas), so a step reads no host value and
+    a compiled training step with Adam replays as one CUDA graph (``mode="reduce-overhead"``). As in
+    torch, it needs parameters on a CUDA device (the CPU raises when the step runs).
     """
 
     numpy_kernel = numpy_kernels.ADAM  # the NumPy-only step (no numba)
@@ -54,7 +59,8 @@ class Adam(Optimizer):
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
-        state = {"step": new_step_tensor(), "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
+        step = capturable_step(p) if group.get("capturable") else new_step_tensor()
+        state = {"step": step, "exp_avg": zeros_like(p), "exp_avg_sq": zeros_like(p)}
         if group["amsgrad"]:
             state["max_exp_avg_sq"] = zeros_like(p)
         return state
@@ -66,6 +72,8 @@ class Adam(Optimizer):
         correction of the step it was traced at."""
         lr, (beta1, beta2), eps = hp["lr"], hp["betas"], hp["eps"]
         decoupled = hp.get("decoupled_weight_decay", False)
+        if hp.get("capturable", False):
+            return _capturable_update(p, grad, state, hp, decoupled)
         # The step-dependent scalars first (they read nothing the moments write): compiled, the scalar chain
         # then precedes the whole elementwise chain, which fuses into one loop per parameter.
         step = hp.next_step(state).to(dtypes.float64)
@@ -88,6 +96,56 @@ class Adam(Optimizer):
         denom = F.div(second.sqrt(), bias_correction2_sqrt) + F.like(eps, p)
         F.addcdiv_(p, exp_avg, denom, -step_size)
 
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        super().load_state_dict(state_dict)
+        move_steps_for_capture(self)
+
+
+def capturable_step(p: Tensor) -> Tensor:
+    """``state['step']`` of a capturable optimizer: a 0-d float32 (float64 when that is the default) tensor
+    on the parameter's device, as torch's ``torch.zeros((), dtype=_get_scalar_dtype(), device=p.device)``."""
+    return zeros((), dtype=scalar_dtype(), device=p.device)
+
+
+def move_steps_for_capture(opt: Optimizer) -> None:
+    """After ``load_state_dict``: a capturable group's step counts go to their parameter's device (a checkpoint
+    saved without ``capturable`` keeps them on the CPU), as torch's loading does."""
+    for group in opt.param_groups:
+        if not group.get("capturable"):
+            continue
+        for p in group["params"]:
+            state = opt.state.get(p)
+            step = None if not state else state.get("step")
+            if isinstance(step, Tensor) and (step.device != p.device or step.dtype != scalar_dtype()):
+                state["step"] = step.to(device=p.device, dtype=scalar_dtype())
+
+
+def _capturable_update(p: Tensor, grad: Tensor, state: dict, hp: Hyper, decoupled: bool) -> None:
+    """Torch's capturable single-tensor Adam: the step count and every step-dependent factor stay 0-d tensors on
+    the device (float32), the step size folded into the denominator (``addcdiv_`` takes no tensor value)."""
+    lr, (beta1, beta2), eps = hp["lr"], hp["betas"], hp["eps"]
+    step_t = state["step"]
+    if not interpreters.tracing() and (p.device.type != step_t.device.type or p.device.type != "cuda"):
+        raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
+                             f"['cuda'] (parameter on {p.device}, step on {step_t.device})")
+    step_t.add_(1)
+    if decoupled and hp.nonzero("weight_decay"):
+        F.mul_(p, 1 - lr * hp["weight_decay"])
+    g = grad if decoupled else with_weight_decay(grad, p, hp)
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    F.lerp_(exp_avg, g, 1 - beta1)
+    F.addcmul_(F.mul_(exp_avg_sq, beta2), g, g, 1 - beta2)
+    bias_correction1 = 1 - beta1 ** step_t
+    bias_correction2 = 1 - beta2 ** step_t
+    step_size_neg = (lr / bias_correction1).neg()
+    bias_correction2_sqrt = bias_correction2.sqrt()
+    second = exp_avg_sq
+    if hp["amsgrad"]:
+        second = F.maximum_(state["max_exp_avg_sq"], exp_avg_sq)
+    denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+    F.addcdiv_(p, exp_avg, denom, 1)
+
+
 class AdamW(Adam):
     """``torch.optim.AdamW``: Adam with decoupled weight decay (``p *= 1 - lr * weight_decay`` each step)."""
 
@@ -100,7 +158,7 @@ class AdamW(Adam):
                          decoupled_weight_decay=True)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        super().load_state_dict(state_dict)
+        super().load_state_dict(state_dict)  # (Adam's: capturable steps moved to the device)
         for group in self.param_groups:  # an AdamW always decays decoupled, whatever the file says
             group["decoupled_weight_decay"] = True
 
