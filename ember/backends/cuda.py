@@ -325,7 +325,9 @@ class CuPyBackend(Backend):
         return self._cudnn.get(name)
 
     # ---- random numbers ------------------------------------------------------------------------------
-    def make_rng(self, seed: int, stream: int | None = None) -> PhiloxGenerator:
+    device_seeded_rng = True  # make_rng takes a 0-d int64 device array as the seed (CUDA-graph replays)
+
+    def make_rng(self, seed: Any, stream: int | None = None) -> PhiloxGenerator:
         return PhiloxGenerator(cupy, seed, stream)
 
     def rng_state(self, rng: PhiloxGenerator) -> dict:

@@ -4,8 +4,16 @@ Each element ``i`` of a draw is a pure function of ``(key, counter)``: the key i
 the counter is ``(i, call)`` where ``call`` counts the draws made by this generator. So the whole
 state is two integers (``seed``, ``offset``), which serialize to JSON for checkpoints and restore
 exactly (what PyTorch's CUDA generator keeps as seed and Philox offset), and no per-thread curand
-state lives on the device. Streams keyed by ``(seed, stream)`` (graph random nodes) hash the pair
-into the key with NumPy's SeedSequence.
+state lives on the device. A stream ``k`` (graph random nodes: one per node) is the counter space
+``(i, call, 2**31 | k)`` under the same key, disjoint from the default stream's ``(i, call)`` (whose
+high word stays below 2**31), so it needs no host-side hashing.
+
+**Capture-safe seeds.** The seed may also be a 0-d int64 *device* array: the kernels then read the key
+from device memory (``raw int64 seedp``) instead of taking it as a launch argument, so a CUDA graph
+captured once draws new numbers at each replay after the host writes a fresh seed into that array
+(ember/graph/cuda_graph_step.py does, from the generator the compiled code named; PyTorch's graphs
+read their Philox seed and offset from device memory the same way). Both forms give the same numbers
+for the same seed value and stream.
 
 The kernel bodies below are plain C over 32/64-bit integers; tests compile them on the host and
 check the Philox core against Random123's published known-answer vectors and the distributions'
@@ -72,11 +80,23 @@ BODIES = {
 }
 
 
-def key_of(seed: int, stream: int | None) -> int:
-    """The 64-bit Philox key: the seed itself, or a hash of (seed, stream) for an independent stream."""
+# The same bodies with the key read from device memory (a 0-d int64 seed array: capture-safe).
+DEVICE_SEED = "unsigned long long ember_s = (unsigned long long)seedp[0]; " \
+              "unsigned int k0 = (unsigned int)ember_s, k1 = (unsigned int)(ember_s >> 32); "
+STREAM_BIT = 0x80000000
+
+
+def key_of(seed: int, stream: int | None = None) -> int:
+    """The 64-bit Philox key: the seed itself (a stream is a counter space, see :func:`counter_of`)."""
+    return int(seed) % 2**64
+
+
+def counter_of(call: int, stream: int | None) -> tuple[int, int]:
+    """The counter's high words for draw ``call``: ``(call, call >> 32)`` for the default stream (below 2**31
+    for any reachable count), ``(call, 2**31 | stream)`` for stream ``k``: disjoint spaces under one key."""
     if stream is None:
-        return int(seed) % 2**64
-    return int(np.random.SeedSequence([int(seed) % 2**64, int(stream) % 2**64]).generate_state(1, np.uint64)[0])
+        return call & 0xffffffff, (call >> 32) & 0x7fffffff
+    return call & 0xffffffff, STREAM_BIT | (int(stream) & 0x7fffffff)
 
 
 class PhiloxGenerator:
@@ -87,13 +107,22 @@ class PhiloxGenerator:
     ``{"seed": s, "stream": k or None, "offset": calls}``.
     """
 
-    def __init__(self, cupy: Any, seed: int, stream: int | None = None, offset: int = 0) -> None:
+    def __init__(self, cupy: Any, seed: Any, stream: int | None = None, offset: int = 0) -> None:
         self._cp = cupy
-        self.seed, self.stream, self.offset = int(seed), stream, int(offset)
-        self._key = key_of(seed, stream)
+        # a device array seed (capture-safe: read by the kernels at run time), else an integer
+        self._seed_array = None if isinstance(seed, (int, np.integer)) else seed
+        if self._seed_array is not None and getattr(seed, "ndim", None) != 0:
+            raise TypeError(f"cuda random: a seed is an int or a 0-d int64 device array, got {type(seed).__name__}")
+        if self._seed_array is not None and self._seed_array.dtype != np.int64:
+            raise TypeError(f"cuda random: a device seed is a 0-d int64 array, got {self._seed_array.dtype}")
+        self.seed = None if self._seed_array is not None else int(seed)
+        self.stream, self.offset = stream, int(offset)
+        self._key = None if self.seed is None else key_of(self.seed, stream)
 
     # ---- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
+        if self.seed is None:
+            raise RuntimeError("cuda random: a generator seeded from device memory has no host state to save")
         return {"seed": self.seed, "stream": self.stream, "offset": self.offset}
 
     def set_state(self, state: dict) -> None:
@@ -103,7 +132,7 @@ class PhiloxGenerator:
             raise ValueError(f"cuda generator state: expected integer seed/offset and an integer or null stream, "
                              f"got {state!r:.200}")
         self.seed, self.stream, self.offset = seed, stream, offset
-        self._key = key_of(seed, stream)
+        self._key, self._seed_array = key_of(seed, stream), None
 
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, kind: str, shape: Any, dtype: Any) -> Any:
@@ -111,14 +140,16 @@ class PhiloxGenerator:
         body = BODIES.get((kind, dtype.name))
         if body is None:
             raise TypeError(f"cuda random: {kind} draws float32 or float64, not {dtype}")
-        kernel = _kernel(self._cp, kind, dtype.name, body)
         shape = (shape,) if isinstance(shape, int) else tuple(shape or ())
         out = self._cp.empty(shape, dtype=dtype)
-        call = self.offset
+        o0, o1 = counter_of(self.offset, self.stream)
         self.offset += 1
         u32 = np.uint32
-        kernel(u32(self._key & 0xffffffff), u32(self._key >> 32), u32(call & 0xffffffff), u32((call >> 32) & 0xffffffff),
-               out)
+        if self._seed_array is not None:
+            _kernel(self._cp, kind, dtype.name, body, device_seed=True)(self._seed_array, u32(o0), u32(o1), out)
+        else:
+            _kernel(self._cp, kind, dtype.name, body)(u32(self._key & 0xffffffff), u32(self._key >> 32), u32(o0),
+                                                     u32(o1), out)
         return out
 
     def random(self, size: Any = None, dtype: Any = np.float64) -> Any:
@@ -147,11 +178,16 @@ class PhiloxGenerator:
 _KERNELS: dict[tuple, Any] = {}
 
 
-def _kernel(cupy: Any, kind: str, dtype: str, body: str) -> Any:
-    key = (id(cupy), kind, dtype)
+def _kernel(cupy: Any, kind: str, dtype: str, body: str, device_seed: bool = False) -> Any:
+    key = (id(cupy), kind, dtype, device_seed)
     kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = cupy.ElementwiseKernel("uint32 k0, uint32 k1, uint32 o0, uint32 o1", f"{dtype} out", body,
-                                        f"ember_philox_{kind}_{dtype}", preamble=PREAMBLE)
+        if device_seed:
+            kernel = cupy.ElementwiseKernel("raw int64 seedp, uint32 o0, uint32 o1", f"{dtype} out",
+                                            DEVICE_SEED + body, f"ember_philox_seeded_{kind}_{dtype}",
+                                            preamble=PREAMBLE)
+        else:
+            kernel = cupy.ElementwiseKernel("uint32 k0, uint32 k1, uint32 o0, uint32 o1", f"{dtype} out", body,
+                                            f"ember_philox_{kind}_{dtype}", preamble=PREAMBLE)
         _KERNELS[key] = kernel
     return kernel

@@ -684,6 +684,47 @@ class StandinGenerator:
         return _wrap_array(self._rng.permutation(int(n)).astype(np.int64))
 
 
+class SeededStream:
+    """A stream whose seed lives in device memory (a 0-d int64 :class:`StandinArray`), as the CUDA backend's
+    Philox kernels read it: each draw is a kernel reading the seed when it runs, so a captured graph draws
+    new numbers after the host writes a new seed (the CUDA-graph replay of a compiled step with dropout).
+    Draw ``k`` of the object equals draw ``k`` of ``StandinGenerator(int(seed), stream)``."""
+
+    def __init__(self, seed: "StandinArray", stream: int | None) -> None:
+        if seed.dtype != np.int64 or seed.ndim != 0:
+            raise TypeError(f"a device seed is a 0-d int64 array, got {seed.dtype} {seed.shape}")
+        self._seed, self._stream, self._calls = seed, stream, 0
+
+    def _draw(self, method: str, *args: Any) -> "StandinArray":
+        calls, stream = self._calls, self._stream
+        self._calls += 1
+
+        def kernel(seed: np.ndarray) -> np.ndarray:  # reads the seed's memory each time it runs
+            rng = StandinGenerator(int(seed), stream)._rng
+            for _ in range(calls):  # the earlier draws of this object, as one generator advancing
+                getattr(rng, method)(*args)
+            return np.asarray(getattr(rng, method)(*args))
+
+        if _capture.ACTIVE is not None:
+            return _wrap(_capture.ACTIVE.call(kernel, f"philox_{method}", (self._seed._a,), {}))
+        return _wrap_array(kernel(self._seed._a))
+
+    def random(self, shape: Any = None, dtype: Any = np.float64) -> "StandinArray":
+        return self._draw("random", shape, dtype)
+
+    def standard_normal(self, shape: Any = None, dtype: Any = np.float64) -> "StandinArray":
+        return self._draw("standard_normal", shape, dtype)
+
+    def integers(self, low: int, high: int | None = None, shape: Any = None) -> "StandinArray":
+        return self._draw("integers", low, high, shape, np.int64)
+
+    def exponential(self, scale: float = 1.0, shape: Any = None) -> "StandinArray":
+        return self._draw("exponential", scale, shape)
+
+    def permutation(self, n: int) -> "StandinArray":
+        return self._draw("permutation", int(n))
+
+
 # ---- the backend -----------------------------------------------------------------------------------------------
 class StandinBackend(Backend):
     """Serves device type ``cuda`` with :class:`StandinArray` arrays (see the module docstring)."""
@@ -762,7 +803,11 @@ class StandinBackend(Backend):
     def is_capturing(self) -> bool:
         return _capture.ACTIVE is not None
 
-    def make_rng(self, seed: int, stream: int | None = None) -> StandinGenerator:
+    device_seeded_rng = True  # as the CUDA backend: a 0-d int64 device array as a stream's seed
+
+    def make_rng(self, seed: Any, stream: int | None = None) -> Any:
+        if type(seed) is StandinArray:
+            return SeededStream(seed, stream)
         return StandinGenerator(seed, stream)
 
     def rng_state(self, rng: StandinGenerator) -> dict:

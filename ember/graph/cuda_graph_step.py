@@ -15,9 +15,12 @@ overhead of hundreds of small kernels gone (PyTorch's ``reduce-overhead`` mode d
 
 A graph reads its states' memory as it was at capture: when a state tensor is given a new array
 (``opt.zero_grad(set_to_none=True)`` outside the step, ``p.data = ...``), the graph is captured
-again (at most :data:`RECAPTURES` times, then kernel by kernel). Capture is not possible, and the
-step runs kernel by kernel with the reason in :attr:`GraphedExecutable.reason` (warned once), when
-the graph draws random numbers (seeds are drawn on the host per call), the device cannot capture
+again (at most :data:`RECAPTURES` times, then kernel by kernel). Random numbers (dropout) are
+captured too: each random node's kernel reads its seed from a 0-d device array, which the host fills
+before every launch from the generator the code named (so each replay samples anew, ``manual_seed``
+reproduces a run, and a replay draws the numbers a kernel-by-kernel run would). Capture is not possible,
+and the step runs kernel by kernel with the reason in :attr:`GraphedExecutable.reason` (warned once),
+when the device cannot capture
 (the CPU: torch does not graph CPU code either), an argument is not C-contiguous, or an operation
 refuses to be captured (a host sync such as ``.item()``, a data-dependent shape, a host-to-device
 copy: the device's error is quoted).
@@ -40,6 +43,8 @@ from __future__ import annotations
 
 import warnings
 from typing import Any, Sequence
+
+import numpy as np
 
 RECAPTURES = 4  # state arrays replaced this often: the step runs kernel by kernel
 
@@ -66,9 +71,10 @@ class GraphedExecutable:
             self.backend = self.device.backend
             if not hasattr(self.backend, "capture_begin"):
                 self.reason = f"the {self.backend.name} backend cannot capture graphs"
-        if self.reason is None and executable.seed_reads:
-            self.reason = ("the step draws random numbers: each call draws its seed on the host, which a replay "
-                           "would repeat (PyTorch registers its generator with the graph; ember does not yet)")
+        if self.reason is None and executable.seed_reads and not getattr(self.backend, "device_seeded_rng", False):
+            self.reason = (f"the step draws random numbers and the {self.backend.name} backend cannot read seeds "
+                           "from device memory (a replay would repeat one sample)")
+        self.seeds: list = []  # one 0-d int64 device array per seed the graph reads (written before each launch)
 
     def __getattr__(self, name: str) -> Any:  # writes, nodes, memory_stats...: the executable's
         executable = self.__dict__.get("executable")
@@ -114,6 +120,7 @@ class GraphedExecutable:
         for static, new in zip(self.static_inputs, inputs):
             if static is not new:
                 static[...] = new
+        self._fresh_seeds()
         self.graph.replay()
         self.replays += 1
         self._bump()
@@ -129,14 +136,21 @@ class GraphedExecutable:
         for s, a in zip(static, inputs):
             if backend.is_array(a):
                 s[...] = a
+        # Random nodes read their seed from device memory during the capture (their kernels then read it at
+        # each replay); the host writes a fresh seed from the same generator before every launch.
+        self.seeds = [xp.zeros((), dtype=np.int64) for _ in ex.seed_reads]
+        for (_, tensor), seed in zip(ex.seed_reads, self.seeds):
+            tensor.draw = (lambda s: lambda: s)(seed)  # (an instance attribute: the class's draw is restored)
         backend.synchronize(None)
         backend.capture_begin()
         try:
             results = ex.run(static)
         except Exception as error:  # noqa: BLE001 - a refused operation: report it, run this call kernel by kernel
             backend.capture_abort()
+            self._unpatch_seeds()
             self._off(f"capture failed: {type(error).__name__}: {error}")
             return ex.run(inputs)
+        self._unpatch_seeds()
         try:
             graph = backend.capture_end()
         except Exception as error:  # noqa: BLE001 - the device invalidated the capture
@@ -147,8 +161,20 @@ class GraphedExecutable:
         self.graph, self.static_inputs, self.results = graph, static, list(results)
         self.identity = self._states()
         self.captures += 1
+        self._fresh_seeds()
         graph.replay()
         return [r.copy() if backend.is_array(r) else r for r in self.results]
+
+    def _unpatch_seeds(self) -> None:
+        for _, tensor in self.executable.seed_reads:
+            tensor.__dict__.pop("draw", None)
+
+    def _fresh_seeds(self) -> None:
+        """This launch's seeds, drawn on the host from each seed's generator as a kernel-by-kernel run draws them
+        (so ``manual_seed`` reproduces a replayed step, and each replay samples anew), copied into the device
+        memory the captured random kernels read."""
+        for (_, tensor), seed in zip(self.executable.seed_reads, self.seeds):
+            seed[...] = self.backend.asarray(np.asarray(tensor.draw(), dtype=np.int64))
 
     def _bump(self) -> None:
         """The version counters a run bumps (Executable._write_back does it on kernel-by-kernel runs)."""

@@ -106,8 +106,13 @@ def random_node(builder: Any, kind: str, shape: tuple, dtype: dtypes.dtype, devi
 # ---- the op records ----------------------------------------------------------------------------------
 def _rng(xp: Any, seed: Any, stream: int) -> Any:
     """The device's counter-based stream keyed by (seed, stream): numbers are drawn where they are used
-    (on the CPU, NumPy's Philox; see :meth:`ember.backends.Backend.make_rng`)."""
-    return backend_for(xp).make_rng(int(seed), int(stream))
+    (on the CPU, NumPy's Philox; see :meth:`ember.backends.Backend.make_rng`). A seed in device memory (a
+    CUDA-graph replay writes a new one before each launch: ember/graph/cuda_graph_step.py) is handed over
+    as it is, on backends that read seeds on the device (``device_seeded_rng``)."""
+    backend = backend_for(xp)
+    if getattr(backend, "device_seeded_rng", False) and backend.is_array(seed):
+        return backend.make_rng(seed, int(stream))
+    return backend.make_rng(int(seed), int(stream))
 
 
 def _float(dtype: dtypes.dtype) -> Any:

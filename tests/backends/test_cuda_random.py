@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ember.backends import cuda_random
-from ember.backends.cuda_random import BODIES, PREAMBLE, PhiloxGenerator
+from ember.backends.cuda_random import BODIES, DEVICE_SEED, PREAMBLE, PhiloxGenerator
 
 host = pytest.importorskip("ember.backends.cuda_codegen_host")
 
@@ -41,6 +41,9 @@ def build_host_lib(d):
         parts.append(f'extern "C" void draw_{kind}_{dtype}(long long n, unsigned int k0, unsigned int k1, '
                      f"unsigned int o0, unsigned int o1, {t}* dst) {{ for (long long i = 0; i < n; ++i) "
                      f"{{ {t} out; {{ {body} }} dst[i] = out; }} }}")
+        parts.append(f'extern "C" void draw_seeded_{kind}_{dtype}(long long n, const long long* seedp, '
+                     f"unsigned int o0, unsigned int o1, {t}* dst) {{ for (long long i = 0; i < n; ++i) "
+                     f"{{ {t} out; {{ {DEVICE_SEED}{body} }} dst[i] = out; }} }}")
     (d / "philox.cpp").write_text("\n".join(parts))
     subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(d / "philox.so"), str(d / "philox.cpp")], check=True)
     return ctypes.CDLL(str(d / "philox.so"))
@@ -52,10 +55,18 @@ class _HostKernel:
     def __init__(self, lib, name):
         self.fn = getattr(lib, name.replace("ember_philox_", "draw_"))
 
-    def __call__(self, k0, k1, o0, o1, out):
+    def __call__(self, *args):
         u = ctypes.c_uint
-        self.fn(ctypes.c_longlong(out.size), u(int(k0)), u(int(k1)), u(int(o0)), u(int(o1)),
-                ctypes.c_void_p(out.ctypes.data))
+        *head, o0, o1, out = args
+        if len(head) == 1:  # the device-seed form: (seed array, o0, o1, out)
+            seed = head[0]
+            assert isinstance(seed, np.ndarray) and seed.dtype == np.int64 and seed.ndim == 0
+            self.fn(ctypes.c_longlong(out.size), ctypes.c_void_p(seed.ctypes.data), u(int(o0)), u(int(o1)),
+                    ctypes.c_void_p(out.ctypes.data))
+        else:
+            k0, k1 = head
+            self.fn(ctypes.c_longlong(out.size), u(int(k0)), u(int(k1)), u(int(o0)), u(int(o1)),
+                    ctypes.c_void_p(out.ctypes.data))
         return out
 
 
@@ -66,7 +77,8 @@ class _HostCupy:
         self.lib = lib
 
     def ElementwiseKernel(self, in_params, out_params, body, name, preamble=""):  # noqa: N802 - CuPy's name
-        assert preamble == PREAMBLE and body in BODIES.values()
+        assert preamble == PREAMBLE and body.replace(DEVICE_SEED, "", 1) in BODIES.values()
+        assert ("raw int64 seedp" in in_params) == body.startswith(DEVICE_SEED)
         return _HostKernel(self.lib, name)
 
     def __getattr__(self, name):
@@ -136,3 +148,27 @@ def test_state_is_seed_stream_offset(hcp):
     # The first n elements of a longer draw are the same numbers (element i depends only on i).
     c = PhiloxGenerator(hcp, seed=99)
     np.testing.assert_array_equal(c.random((9,), dtype=np.float32)[:5], first)
+
+
+def test_a_seed_in_device_memory_draws_the_numbers_of_the_same_integer_seed(hcp):
+    """The capture-safe form: the kernels read the key from a 0-d int64 array (a CUDA graph replays them after
+    the host writes a new seed there), and give exactly the numbers of the integer seed, stream by stream."""
+    for stream in (None, 0, 5):
+        for kind in ("random", "standard_normal"):
+            for dtype in (np.float32, np.float64):
+                want = getattr(PhiloxGenerator(hcp, seed=2**40 + 17, stream=stream), kind)((7,), dtype=dtype)
+                seed = np.array(2**40 + 17, dtype=np.int64)
+                got = getattr(PhiloxGenerator(hcp, seed=seed, stream=stream), kind)((7,), dtype=dtype)
+                np.testing.assert_array_equal(got, want)
+    seed = np.array(3, dtype=np.int64)
+    rng = PhiloxGenerator(hcp, seed=seed, stream=1)
+    first = rng.integers(0, 1000, (6,))
+    seed[()] = 4  # a new seed written into the same memory: new numbers from the same generator object
+    assert not np.array_equal(PhiloxGenerator(hcp, seed=seed, stream=1).integers(0, 1000, (6,)), first)
+    np.testing.assert_array_equal(PhiloxGenerator(hcp, seed=4, stream=1).integers(0, 1000, (6,)),
+                                  PhiloxGenerator(hcp, seed=seed, stream=1).integers(0, 1000, (6,)))
+    with pytest.raises(RuntimeError, match="no host state"):
+        rng.state()
+    # streams are disjoint counter spaces of one key: stream k's draw is not the default stream's
+    assert not np.array_equal(PhiloxGenerator(hcp, seed=3, stream=0).random((4,), dtype=np.float32),
+                              PhiloxGenerator(hcp, seed=3).random((4,), dtype=np.float32))

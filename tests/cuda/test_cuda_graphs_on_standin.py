@@ -332,17 +332,29 @@ def test_layer_norm_under_capture_gives_eager_values(offset):
         np.testing.assert_array_equal(got.get(), want.get())
 
 
-def test_a_step_drawing_random_numbers_runs_kernel_by_kernel_and_says_why(cuda):
-    model, step = _training("SGD", lr=0.1)
-    dropout = ember.nn.Dropout(0.5)
+def test_a_step_drawing_random_numbers_replays_unless_the_backend_reads_no_device_seeds(cuda, monkeypatch):
+    """Random numbers are captured (tests/cuda/test_cuda_graph_random.py compares them with kernel-by-kernel
+    runs); a backend whose generators cannot read seeds from device memory runs such steps kernel by kernel."""
+    for device_seeds in (True, False):
+        monkeypatch.setattr(type(standin.BACKEND), "device_seeded_rng", device_seeds)
+        ember.manual_seed(0)
+        model = ember.nn.Sequential(ember.nn.Linear(4, 16), ember.nn.Dropout(0.5), ember.nn.Linear(16, 3)).cuda()
+        optimizer = ember.optim.SGD(model.parameters(), lr=0.1)
 
-    def noisy(x, y):
-        return step(dropout(x), y)
+        def noisy(x, y):
+            optimizer.zero_grad()
+            loss = ember.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
 
-    compiled = ember.compile(noisy, mode="reduce-overhead")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        losses = [compiled(x, y).item() for x, y in _batches(4)]
-    assert all(np.isfinite(losses))
-    status = compiled.last.executable.status
-    assert status.startswith("CUDA graph: off") and "random numbers" in status, status
+        compiled = ember.compile(noisy, mode="reduce-overhead")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            losses = [compiled(x, y).item() for x, y in _batches(5)]
+        assert all(np.isfinite(losses))
+        status = compiled.last.executable.status
+        if device_seeds:
+            assert status.startswith("CUDA graph: replayed"), status
+        else:
+            assert status.startswith("CUDA graph: off") and "random numbers" in status, status
