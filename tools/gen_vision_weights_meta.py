@@ -45,7 +45,9 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "MaskRCNN_ResNet50_FPN_V2_Weights", "KeypointRCNN_ResNet50_FPN_Weights", "FCOS_ResNet50_FPN_Weights",
          "SSD300_VGG16_Weights", "SSDLite320_MobileNet_V3_Large_Weights",
          # video classification (torchvision.models.video)
-         "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights"]
+         "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights",
+         # optical flow (torchvision.models.optical_flow)
+         "Raft_Large_Weights", "Raft_Small_Weights"]
 META_KEYS = ["keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 
@@ -57,7 +59,8 @@ def main() -> None:
     categories = None
     for enum_name in ENUMS:
         enum = (getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name, None)
-                or getattr(torchvision.models.detection, enum_name, None) or getattr(torchvision.models.video, enum_name))
+                or getattr(torchvision.models.detection, enum_name, None) or getattr(torchvision.models.video, enum_name, None)
+                or getattr(torchvision.models.optical_flow, enum_name))
         entries = {}
         for member_name, member in enum.__members__.items():
             if member_name == "DEFAULT":

@@ -31,3 +31,4 @@ from ember.vision.models.vision_transformer import *  # noqa: F401,F403
 from ember.vision.models import segmentation  # noqa: E402,F401  (torchvision.models.segmentation)
 from ember.vision.models import detection  # noqa: E402,F401  (torchvision.models.detection)
 from ember.vision.models import video  # noqa: E402,F401  (torchvision.models.video)
+from ember.vision.models import optical_flow  # noqa: E402,F401  (torchvision.models.optical_flow)

@@ -104,7 +104,7 @@ def _preset(spec: dict[str, Any]) -> Callable[..., Any]:
     from ember.vision.transforms.functional import InterpolationMode
 
     kind = getattr(_presets, spec["kind"])
-    if spec["kind"] == "ObjectDetection":  # no parameters: the detector's transform resizes and normalizes
+    if spec["kind"] in ("ObjectDetection", "OpticalFlow"):  # no parameters (the detector's transform resizes)
         return kind
     if spec["kind"] == "VideoClassification":  # (h, w) sizes, no antialias setting
         return functools.partial(kind, crop_size=tuple(spec["crop_size"]), resize_size=tuple(spec["resize_size"]),

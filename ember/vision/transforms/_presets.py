@@ -142,3 +142,25 @@ class VideoClassification:
     def __repr__(self) -> str:
         return (f"VideoClassification(\n    crop_size={self.crop_size}\n    resize_size={self.resize_size}\n"
                 f"    mean={self.mean}\n    std={self.std}\n    interpolation={self.interpolation}\n)")
+
+
+class OpticalFlow:
+    """What the RAFT checkpoints expect: both images as float32 tensors mapped from [0, 1] to [-1, 1]
+    (normalized by mean 0.5, std 0.5), contiguous; no resize. Called on the pair: ``img1, img2 = preset(a, b)``.
+
+    Example:
+        >>> import ember
+        >>> one, two = OpticalFlow()(ember.full((3, 2, 2), 255, dtype=ember.uint8), ember.zeros(3, 2, 2))
+        >>> one.max().item(), two.min().item()
+        (1.0, -1.0)
+    """
+
+    def __call__(self, img1: Any, img2: Any) -> tuple[Any, Any]:
+        half = [0.5, 0.5, 0.5]
+        return (_scaled_and_normalized(img1, half, half).contiguous(),
+                _scaled_and_normalized(img2, half, half).contiguous())
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        return "OpticalFlow()"
