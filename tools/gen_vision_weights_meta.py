@@ -45,7 +45,8 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "MaskRCNN_ResNet50_FPN_V2_Weights", "KeypointRCNN_ResNet50_FPN_Weights", "FCOS_ResNet50_FPN_Weights",
          "SSD300_VGG16_Weights", "SSDLite320_MobileNet_V3_Large_Weights",
          # video classification (torchvision.models.video)
-         "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights",
+         "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights", "Swin3D_T_Weights",
+         "Swin3D_S_Weights", "Swin3D_B_Weights",
          # optical flow (torchvision.models.optical_flow)
          "Raft_Large_Weights", "Raft_Small_Weights"]
 META_KEYS = ["keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
