@@ -37,7 +37,6 @@ import os
 import platform
 import threading
 import time
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -48,7 +47,6 @@ from ember.backends.cpu_blas import single_threaded_blas
 
 # The worker spins this long after its last job before it sleeps (W1's step issues a product every ~0.1-0.3 ms).
 SPIN_SECONDS = 1e-3
-_NO_HOLD = nullcontext()
 
 _STATE: dict[str, Any] = {"worker": None, "failed": False}
 _START = threading.Lock()
@@ -263,23 +261,35 @@ def split_gemm_into(a: Any, b: Any, out: Any, beta: int = 0, axis: int | None = 
     worker = _STATE["worker"] or _worker()
     if worker is None or not _config.HOT_WORKER or _config.CPU_KERNELS != "numba":
         return False
-    kernels, slot = worker.kernels, worker.slot
     if not force and not _ready(worker, m * k * n):
         return False
+    return run_split(worker, a, b, out, beta, axis, c0)
+
+
+def run_split(worker: _Worker, a: Any, b: Any, out: Any, beta: int, axis: int, c0: int) -> bool:
+    """``split_gemm_into``'s job once its checks passed (``cpu_gemm_plan`` makes them once per product signature):
+    ``out = a @ b (+ out)`` cut at ``c0`` along ``axis``, one part on ``worker``; False, nothing computed, where the
+    worker is busy or BLAS cannot read an operand in place."""
     if not worker.busy.acquire(blocking=False):
         return False
     try:
+        kernels, slot = worker.kernels, worker.slot
         taken_back = slot[kernels.TAKEN_BACK]
         # (NumPy's OpenBLAS held to one thread meanwhile, when the parts call it: its own workers never wake; MKL's
         # sequential layer, ember's provider on Intel CPUs since mkl20, has none)
-        blas = single_threaded_blas() if worker.openblas else _NO_HOLD
-        with blas:
+        hold = single_threaded_blas() if worker.openblas else None  # (MKL: no context, whose calls cost ~1 us)
+        if hold is not None:
+            hold.__enter__()
+        try:
             code = kernels.split_gemm(slot, a, b, out, beta, axis, c0)  # layouts, addresses, post, our part, wait
             if code == 1:  # the worker sleeps: wake it, then run our part (it takes the job, or we take it back)
                 try:
                     worker.wake.set()
                 finally:
                     kernels.own_and_finish(slot)  # never leave with the job posted: a, b and out must outlive it
+        finally:
+            if hold is not None:
+                hold.__exit__(None, None, None)
         if code == -2:  # BLAS cannot read an operand in place: nothing posted
             return False
         if slot[kernels.TAKEN_BACK] == taken_back:

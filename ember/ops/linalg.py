@@ -17,7 +17,7 @@ from ember.onnx import complex_emitters, emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.amp.policy import autocast_policy
 from ember.amp.state import STATE as _autocast
-from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice, cpu_mkl, native_kernel
+from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_choice, cpu_gemm_plan, cpu_hot_worker, cpu_mkl, native_kernel
 
 
 # One rule per input; the engine sums broadcast batch dimensions back to each input's shape.
@@ -110,6 +110,10 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
     if b.ndim > 2 and not b.flags.c_contiguous and not _blas_ready(b):
         b = xp.ascontiguousarray(b)
     if a.ndim == 2 and b.ndim == 2:
+        if xp is np and macs >= cpu_hot_worker.MIN_MACS:  # the hot worker's split, planned once per signature
+            out = cpu_gemm_plan.matmul_2d(a, b, native_kernel)
+            if out is not None:
+                return out
         out = gemm_2d(xp, a, b)
         if out is None:
             out = cpu_blas_gemm.split_gemm(a, b)  # large: one BLAS call per ember thread
@@ -208,6 +212,14 @@ def matmul(input: Any, other: Any) -> Any:
 
 
 def mm(input: Any, mat2: Any) -> Any:
+    try:  # two dense float matrices of one dtype (an MLP's every product): matmul's common case, its checks once
+        dense = not (input._sparse_layout or mat2._sparse_layout)
+    except AttributeError:  # a non-tensor operand: the checks below name it
+        dense = False
+    if dense:
+        a, b = input._data, mat2._data
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and a.dtype == b.dtype and a.dtype.kind == "f":
+            return dispatch.apply(MATMUL, (input, mat2))
     if input.ndim != 2 or mat2.ndim != 2:  # .ndim: sparse layouts have no _data
         raise RuntimeError(f"mm: expected 2-D tensors, got shapes {tuple(input.shape)} and {tuple(mat2.shape)}")
     return matmul(input, mat2)
