@@ -265,10 +265,19 @@ class _Compiled:
         self.devices = [v.device for v in graph.outputs]
         # The speed trial (ember/graph/speed_trial.py): None when skipped.
         random = any(getattr(n.op, "random", False) for n in graph.nodes)
-        fused = sum(getattr(n.op, "category", None) == "fused" for n in graph.nodes)
+        # (fusion happens when the executable is built: its nodes, not the graph's, hold the fused kernels)
+        fused = sum(getattr(n.op, "category", None) == "fused" for n in getattr(executable, "nodes", graph.nodes))
         hint = f"{len(graph.nodes)} graph nodes, {fused} fused elementwise kernel{'s' if fused != 1 else ''}"
         self.trial: SpeedTrial | None = None if random else SpeedTrial(hint)
         self.grads: list = []  # grad_binding.GradBinding per parameter the step's backward writes
+        # What a call checks and does besides the run, made at the first run (``grads`` is set after __init__):
+        # (p, start) pairs whose ``p.grad`` must be ``start``, the ``p`` whose grad must be None, (p, final) pairs
+        # to rebind after the run, whether the result is one plain tensor (no rebuild of a structure).
+        self._call_plan: tuple | None = None
+        # The write targets' arrays and the overlap test made from them, reused while every state still holds
+        # the same array (``aliased``; only without handed-over writes, whose arrays change every run).
+        self._overlaps_for: tuple | None = None
+        self._reuse_overlaps = not any(getattr(executable, "rebind", (True,)))
 
     @property
     def speed_note(self) -> str:
@@ -285,17 +294,44 @@ class _Compiled:
                     return True
         writes = self.executable.writes
         if writes and leaves:
-            overlaps = _Overlaps(backend, [tensor._data for _, tensor in writes])
-            return any(overlaps(t._data) for t in leaves)
+            targets = [tensor._data for _, tensor in writes]
+            known = self._overlaps_for
+            if known is not None and all(a is b for a, b in zip(targets, known[0])):
+                overlaps = known[1]
+            else:
+                overlaps = _Overlaps(backend, targets)
+                # kept only where the targets are the states' own long-lived buffers (no extra memory held)
+                self._overlaps_for = (targets, overlaps) if self._reuse_overlaps else None
+            for t in leaves:
+                if overlaps(t._data):
+                    return True
         return False
 
+    def _make_call_plan(self) -> tuple:
+        same = tuple((b.tensor, b.start) for b in self.grads if b.kind == "same")
+        none = tuple(b.tensor for b in self.grads if b.kind == "none")
+        # "same" leaves whose grad stays the tensor the graph reads need no rebinding after a run
+        rebind = tuple((b.tensor, b.final) for b in self.grads if not (b.kind == "same" and b.final is b.start))
+        single = self.out_structure == ("T",) and not self.identity and not self.mutated
+        self._call_plan = plan = (same, none, rebind, single and not self.copy_outputs[0], self.devices[0] if single
+                                  else None)
+        return plan
+
     def run(self, leaves: list) -> Any:
-        grads = self.grads
-        if grads and not all(b.holds() for b in grads):
-            return STALE  # p.grad is not what the traced call started from (ember/graph/grad_binding.py)
+        plan = self._call_plan or self._make_call_plan()
+        same, none, rebind, single, device = plan
+        for t, start in same:
+            if t.grad is not start:
+                return STALE  # p.grad is not what the traced call started from (ember/graph/grad_binding.py)
+        for t in none:
+            if t.grad is not None:
+                return STALE
         results = self.executable.run([t._data for t in leaves])
-        for b in grads:
-            b.bind()
+        for t, final in rebind:
+            if t.grad is not final:
+                t.grad = final
+        if single:  # one result, a node's value: the tensor itself (no structure to rebuild)
+            return Tensor._make(results[0], device, False)
         if self.mutated:
             results = self._write_arguments(leaves, results)
         tensors = []
@@ -350,6 +386,7 @@ class CompiledFunction:
         self.eager_reason: str | None = None  # the most recent call's reason, None when it ran compiled
         self._announced_eager = False  # the first speed-trial switch to eager is logged as a WARNING
         self._stale: dict = {}  # signature -> how often its graph went stale
+        self._last_hit: tuple | None = None  # (key, entry) of the previous call: no hash when the key repeats
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
@@ -357,9 +394,13 @@ class CompiledFunction:
             self._optimizers = _optimizers_of(self.fn)
             self._watched = _watched_names(self.fn)
         # C-contiguity too: reshape()/contiguous() of an argument is a view or a copy by its layout (ember/graph/layout.py)
-        return (structure, tuple((t._data.shape, t._data.dtype, t._device, t._requires_grad,
-                                  t._data.flags.c_contiguous) for t in leaves),
-                grad_mode.STATE.enabled, tuple((m.training, m.__dict__.get("_config_key", ())) for m in self._modules),
+        signature = []
+        for t in leaves:  # (a loop, not a generator: this runs on every call)
+            data = t._data
+            signature.append((data.shape, data.dtype, t._device, t._requires_grad, data.flags.c_contiguous))
+        modules = self._modules
+        return (structure, tuple(signature), grad_mode.STATE.enabled,
+                tuple([(m.training, m.__dict__.get("_config_key", ())) for m in modules]) if modules else (),
                 _hyperparameter_guard(self._optimizers) if self._optimizers else (),
                 _AUTOCAST.key,  # the autocast casts are traced into the graph: another region, another graph
                 dtypes.get_default_dtype(),  # ``ember.ones(3)`` inside is traced with the default dtype
@@ -377,22 +418,29 @@ class CompiledFunction:
             leaves = []
             structure = flatten((args, kwargs), leaves)
         key = self._key(leaves, structure)
-        entry = self._cache.get(key)
-        if entry is None:
-            if len(self._cache) >= CACHE_LIMIT:
-                # Like torch.compile's recompile limit: a key that changes every call (an lr scheduled per
-                # step, shapes that always differ) would retrace forever, so run eagerly instead.
-                if not self._warned_cache_limit:
-                    warnings.warn(f"ember.compile({self.name}): {CACHE_LIMIT} different input signatures or "
-                                  "optimizer hyperparameters seen; running further new ones eagerly",
-                                  RuntimeWarning, stacklevel=2)
-                    self._warned_cache_limit = True
-                return self.fn(*args, **kwargs)
-            seen = self._seen.get(key, 0)
-            if seen < self.warmup:
-                self._seen[key] = seen + 1
-                return self.fn(*args, **kwargs)
-            entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
+        last = self._last_hit
+        # The previous call's key, compared before hashing: equal parts are mostly the same objects (dtypes,
+        # devices), which a comparison passes by identity where a hash calls the device's Python __hash__.
+        if last is not None and last[0] == key:
+            entry = last[1]
+        else:
+            entry = self._cache.get(key)
+            if entry is None:
+                if len(self._cache) >= CACHE_LIMIT:
+                    # Like torch.compile's recompile limit: a key that changes every call (an lr scheduled per
+                    # step, shapes that always differ) would retrace forever, so run eagerly instead.
+                    if not self._warned_cache_limit:
+                        warnings.warn(f"ember.compile({self.name}): {CACHE_LIMIT} different input signatures or "
+                                      "optimizer hyperparameters seen; running further new ones eagerly",
+                                      RuntimeWarning, stacklevel=2)
+                        self._warned_cache_limit = True
+                    return self.fn(*args, **kwargs)
+                seen = self._seen.get(key, 0)
+                if seen < self.warmup:
+                    self._seen[key] = seen + 1
+                    return self.fn(*args, **kwargs)
+                entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
+            self._last_hit = (key, entry)
         if entry is _EAGER:
             self.eager_reason = self.eager_reasons.get(key)
             return self.fn(*args, **kwargs)
@@ -414,10 +462,12 @@ class CompiledFunction:
     def _restale(self, key: tuple) -> None:
         """Drop a stale entry; a signature that went stale too often runs eagerly (no retrace per call)."""
         del self._cache[key]
+        self._last_hit = None
         self.last = None
         count = self._stale[key] = self._stale.get(key, 0) + 1
         if count > _STALE_LIMIT:
             self._cache[key] = _EAGER
+            self._last_hit = None
             self.eager_reasons[key] = (f"p.grad or requires_grad changed between calls {count} times (e.g. "
                                        "zero_grad every few steps): this signature runs eagerly")
 
@@ -426,6 +476,14 @@ class CompiledFunction:
         (see :mod:`ember.graph.speed_trial`); runs eagerly while the trial's decision says so."""
         trial = entry.trial
         mode = trial.next_mode()
+        if mode == "run compiled" and (not trial.rechecks or trial.since_decision + 1 < trial.rechecks[0]):
+            trial.since_decision += 1  # record()'s count of a decided call, which reads no clock
+            self.eager_reason = None
+            out = entry.run(leaves)
+            if out is STALE:
+                self._restale(key)
+                return self(*args, **kwargs)
+            return out
         eager = mode in ("eager", "run eager")
         wall_clock, cpu_clock = speed_trial.CLOCKS
         wall, cpu = wall_clock(), cpu_clock()

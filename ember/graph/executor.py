@@ -101,10 +101,15 @@ class Executable:
             # Adam's bias corrections: one scalar kernel per step, not one per parameter (equal step counts)
             # (whole chains of them as one node: ember/graph/passes/scalar_chains.py)
             nodes = share_scalar.share_scalar_kernels(nodes, lambda n: _node_callable(n, device_xp(n, xp))[0], keep=keep)
+        filled: set = set()
         if memory:
-            from ember.graph.passes.memory import plan_buffers
+            from ember.graph.passes.memory import plan_buffers, plan_fills
 
             self.memory_stats = plan_buffers(nodes, keep, xp, updates)
+            if xp is np:  # constant new values (``p.grad.zero_()``) stored by the kernel that reads the state last
+                filled = plan_fills(nodes, keep, updates)
+                if filled:
+                    self.memory_stats["fills"] = len(filled)
         self.nodes = nodes
         read = {i.id for n in nodes for i in n.inputs if isinstance(i, Value)} | {v.id for v in fetches}
         slots: dict[int, int] = {}
@@ -148,6 +153,15 @@ class Executable:
         # new array instead of a copy into their old buffer: eager hands ``p.grad`` a new tensor each step
         # too, and the copy cost a ResNet-18 step 45 MB of memory traffic.
         self.rebind = [state.id in graph.escaped and state.id not in read for state, _ in updates]
+        # States a kernel filled during the run (memory.plan_fills): nothing to write after it, a version to count.
+        self.filled = [state.id in filled for state, _ in updates]
+        # Versions to add per written tensor: the in-place ops the step made on it (_bump's count, at once).
+        self.bump_plan = [(tensor, count) for (_, tensor), count in zip(self.writes, self.write_bumps)]
+        # When every write is planned in place (the value is the state's own buffer) or filled by a kernel, a
+        # run's write-back is a check that each value still is its state's buffer, and the version counts.
+        self.in_place_only = bool(self.writes) and not any(self.rebind) and all(
+            f or _planned_in_place(nodes, new) for f, (_, new) in zip(self.filled, updates))
+        self.in_place_checks = [(s, tensor) for (s, tensor), f in zip(self.writes, self.filled) if not f]
         self.given = [s for s in self.input_slots] + [s for s, _ in const_slots] + [s for s, _ in self.state_reads]
 
     def run(self, inputs: Sequence[Any], seed: int | None = None, before_writes: Any = None) -> list:
@@ -180,6 +194,18 @@ class Executable:
         return results
 
     def _write_back(self, env: list, results: list) -> None:
+        if self.in_place_only:
+            for s, tensor in self.in_place_checks:
+                if env[s] is not tensor._data:
+                    break
+            else:  # nothing to write: the kernels wrote every state (reads saw start-of-run values, as planned)
+                for tensor, count in self.bump_plan:
+                    vc = tensor._vc
+                    if vc is None:
+                        tensor._vc = [count]
+                    else:
+                        vc[0] += count
+                return
         targets = [tensor._data for _, tensor in self.writes]
         backend = _BoundsMemo(self.writes[0][1]._device.backend)
         # One bounds check per value against all targets at once (sorted, merged intervals): a training
@@ -190,7 +216,8 @@ class Executable:
         values = []
         for k, ((s, _), target) in enumerate(zip(self.writes, targets)):
             value = env[s]
-            if value is target or k in handed:  # computed in place (memory planning), or handed over below
+            if value is target or k in handed or self.filled[k]:  # computed in place or filled (memory planning),
+                # or handed over below
                 values.append(None)
                 continue
             if overlaps(value):
@@ -265,6 +292,18 @@ class Executable:
             if owner is not None and uses[id(owner)] == 1 and value.size and backend.is_writeable(value):
                 handed.add(k)
         return handed
+
+
+def _planned_in_place(nodes: Sequence[Node], new: Value) -> bool:
+    """Whether ``new`` (a state's new value) is an output the memory plan writes into its state's own buffer
+    (fusion leaves ``new.node`` on the traced node, so the fused node is found by its outputs)."""
+    for node in nodes:
+        if node.op.category == "fused":
+            for k, out in enumerate(node.outputs):
+                if out is new:
+                    names = getattr(node.op.impl, "outputs", ())
+                    return k < len(names) and names[k] in getattr(node.op.impl, "out_into", {})
+    return False
 
 
 class _BoundsMemo:

@@ -1,8 +1,10 @@
 """The speed trial behind "``ember.compile`` is never slower than eager".
 
-A compiled whole step is timed against the eager step on real calls of the user's loop: after one
-untimed compiled run (it pays one-time costs such as numba compiling fused loops and the first use of
-planned buffers), ``PAIRS`` pairs of calls run compiled and eager back to back, the order flipping
+A compiled whole step is timed against the eager step on real calls of the user's loop: after
+``WARM`` untimed compiled runs (they pay one-time costs: planned buffers' first use, and numba compiling
+the short fused loops that move from NumPy to a compiled loop on their fourth run, ``fuse_later.RUNS``;
+with one warm run those compiles fell inside the timed pairs, and W1's first trial chose eager on
+pairs whose compiled calls were NumPy replays and a 0.2 s compile), ``PAIRS`` pairs of calls run compiled and eager back to back, the order flipping
 from pair to pair, each call timed on two clocks: the wall clock and the process's CPU clock.
 
 Decisions (and why):
@@ -43,7 +45,7 @@ Decisions (and why):
 
 Example:
     >>> trial = SpeedTrial()
-    >>> trial.next_mode()   # the first compiled call is not timed
+    >>> trial.next_mode()   # the first compiled calls are not timed
     'warm'
 """
 from __future__ import annotations
@@ -53,6 +55,7 @@ import time
 from typing import Callable
 
 PAIRS = 5             # timed (compiled, eager) pairs per trial
+WARM = 4              # untimed compiled calls before the first trial's pairs (fuse_later.RUNS + 1); 1 before a re-check
 MARGIN = 0.03         # slower than eager on both clocks by more than this: runs eagerly
 WIN = 0.02            # kept only when this much faster than eager on at least one clock (the median ratio)
 CORES_MARGIN = 0.1    # eager above 1.1 cores and the graph 10% fewer: a wall-clock loss is the graph's
@@ -68,6 +71,7 @@ class SpeedTrial:
         self.eager = False              # the current decision: run this signature eagerly
         self.running = True
         self.turn = 0                   # calls into the current trial
+        self.warm = WARM                # untimed compiled calls that open the current trial
         self.pairs: list[tuple] = []    # (compiled wall, compiled cpu, eager wall, eager cpu)
         self._half: tuple | None = None
         self.rechecks = list(RECHECK_AFTER)
@@ -81,9 +85,9 @@ class SpeedTrial:
         ``"run compiled"``/``"run eager"``."""
         if not self.running:
             return "run eager" if self.eager else "run compiled"
-        if self.turn == 0:
+        if self.turn < self.warm:
             return "warm"
-        pair, second = divmod(self.turn - 1, 2)
+        pair, second = divmod(self.turn - self.warm, 2)
         compiled_first = pair % 2 == 0
         return "compiled" if compiled_first != bool(second) else "eager"
 
@@ -94,7 +98,7 @@ class SpeedTrial:
             self.since_decision += 1
             if self.rechecks and self.since_decision >= self.rechecks[0]:
                 self.rechecks.pop(0)
-                self.running, self.turn, self.pairs, self._half = True, 0, [], None
+                self.running, self.turn, self.pairs, self._half, self.warm = True, 0, [], None, 1
             return False
         self.turn += 1
         if mode == "warm":

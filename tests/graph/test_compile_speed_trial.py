@@ -13,7 +13,8 @@ import ember
 from ember.graph import speed_trial
 
 compile_module = importlib.import_module("ember.graph.compile")  # ember.graph.compile is also a function name
-TRIAL_CALLS = 1 + 1 + 2 * speed_trial.PAIRS  # the eager warm-up, the traced untimed run, the timed pairs
+WARM = speed_trial.WARM  # untimed compiled runs before the first trial's pairs (the first is the traced call's)
+TRIAL_CALLS = 1 + WARM + 2 * speed_trial.PAIRS  # the eager warm-up, the untimed graph runs, the timed pairs
 
 
 class FakeClocks:
@@ -63,7 +64,7 @@ def test_slow_graph_falls_back_to_eager_and_says_why(monkeypatch, caplog) -> Non
     with caplog.at_level(logging.INFO, logger="ember.compile"):
         losses = _losses(step, TRIAL_CALLS + 3)
     assert losses == [round(3.0 - 0.3 * k, 4) for k in range(TRIAL_CALLS + 3)]  # every call a real step
-    assert clocks.graph_runs == 1 + speed_trial.PAIRS  # the untimed run and one per pair; none after
+    assert clocks.graph_runs == WARM + speed_trial.PAIRS  # the untimed runs and one per pair; none after
     reason = step.eager_reason
     assert reason is not None and "runs eagerly" in reason and "2.000x wall, 2.000x CPU" in reason
     assert "compiled 2000.000 ms, eager 1000.000 ms" in reason
@@ -114,11 +115,12 @@ def test_one_disturbed_pair_does_not_decide(monkeypatch) -> None:
 
     def advance(cost):
         calls["n"] += 1
-        # calls: 1 eager warm-up, 2 the untimed graph run, then pairs (3 compiled, 4 eager), (5 eager,
-        # 6 compiled), (7 compiled, 8 eager), (9 eager, 10 compiled), ...
-        if calls["n"] == 4:  # an eager call 10x faster than the others
+        # calls: 1 eager warm-up, 2..1+WARM the untimed graph runs, then pairs (compiled, eager), (eager,
+        # compiled), (compiled, eager), (eager, compiled), ...: WARM+3 is the first pair's eager call, WARM+9
+        # the fourth pair's compiled call
+        if calls["n"] == WARM + 3:  # an eager call 10x faster than the others
             cost = (cost[0] * 0.1, cost[1] * 0.1)
-        if calls["n"] == 10:  # a compiled call 20x slower
+        if calls["n"] == WARM + 9:  # a compiled call 20x slower
             cost = (cost[0] * 20, cost[1] * 20)
         original_advance(cost)
 
@@ -172,12 +174,12 @@ def test_random_graphs_skip_the_trial() -> None:
 def test_trial_pairs_alternate_which_mode_goes_first(order) -> None:
     trial = speed_trial.SpeedTrial()
     modes = []
-    for _ in range(1 + 2 * speed_trial.PAIRS):
+    for _ in range(WARM + 2 * speed_trial.PAIRS):
         mode = trial.next_mode()
         modes.append(mode)
         trial.record(mode, 1.0, 1.0)
-    assert modes[0] == "warm"
-    pairs = [tuple(modes[1 + 2 * k:3 + 2 * k]) for k in range(speed_trial.PAIRS)]
+    assert modes[:WARM] == ["warm"] * WARM
+    pairs = [tuple(modes[WARM + 2 * k:WARM + 2 + 2 * k]) for k in range(speed_trial.PAIRS)]
     assert pairs[order % speed_trial.PAIRS] == (("compiled", "eager") if order % 2 == 0 else ("eager", "compiled"))
     assert trial.next_mode() == "run eager"  # equal times: a tie, nothing to win
 
@@ -191,7 +193,7 @@ def test_a_tie_runs_eagerly_and_says_why(monkeypatch, caplog) -> None:
     with caplog.at_level(logging.INFO, logger="ember.compile"):
         losses = _losses(step, TRIAL_CALLS + 3)
     assert losses == [round(3.0 - 0.3 * k, 4) for k in range(TRIAL_CALLS + 3)]
-    assert clocks.graph_runs == 1 + speed_trial.PAIRS
+    assert clocks.graph_runs == WARM + speed_trial.PAIRS
     reason = step.eager_reason
     assert reason is not None and "does not beat eager by 2% on either clock" in reason, reason
     assert "0.990x wall, 1.010x CPU" in reason and "graph nodes" in reason and "fused elementwise kernel" in reason
@@ -206,7 +208,7 @@ def test_a_win_on_one_clock_keeps_the_graph(monkeypatch, compiled) -> None:
     step = ember.compile(_sgd_step(w, clocks))
     _losses(step, TRIAL_CALLS + 2)
     assert step.eager_reason is None and "graph kept" in step.explain()
-    assert clocks.graph_runs == 1 + speed_trial.PAIRS + 2
+    assert clocks.graph_runs == WARM + speed_trial.PAIRS + 2
 
 
 def test_a_graph_on_fewer_cores_that_loses_on_the_wall_runs_eagerly(monkeypatch) -> None:
@@ -218,7 +220,7 @@ def test_a_graph_on_fewer_cores_that_loses_on_the_wall_runs_eagerly(monkeypatch)
     _losses(step, TRIAL_CALLS + 2)
     reason = step.eager_reason
     assert reason is not None and "keeps fewer cores busy" in reason and "0.92 against eager's 1.60" in reason, reason
-    assert clocks.graph_runs == 1 + speed_trial.PAIRS
+    assert clocks.graph_runs == WARM + speed_trial.PAIRS
 
 
 def test_a_descheduled_graph_is_not_taken_for_one_on_fewer_cores(monkeypatch) -> None:

@@ -430,6 +430,7 @@ class FusedKernel:
         self.plan: list | None = None
         self.single = len(outputs) == 1
         self.out_into: dict[str, int] = {}  # set by memory planning: step name -> input it writes into
+        self.fill_after: dict[int, Any] = {}  # set by memory planning: input -> the constant it holds after the call
         self.input_dtypes: tuple = ()  # NumPy dtypes of in0.., set by make_fused_node
         self.relu_grad_sum_rows = _relu_grad_sum_rows_plan(steps, outputs)  # (g, y) input indices, or None
         # Promotion to a compiled loop after fuse_later.RUNS runs (set by make_fused_node where allowed)
@@ -487,6 +488,25 @@ class FusedKernel:
         return outs[0] if self.single else outs
 
     def __call__(self, xp: Any, *arrays: Any, out: Any = None) -> tuple:
+        if self.fill_after:
+            return self._then_fill(xp, arrays)
+        return self._compute(xp, arrays)
+
+    def _then_fill(self, xp: Any, arrays: tuple) -> Any:
+        """The kernel, then each ``fill_after`` input filled with its constant (memory.plan_fills): a compiled loop
+        fills each element right after reading it; here the fill follows the steps, after any output that shares
+        memory with the filled input (a step that returned its operand) is copied out."""
+        result = self._compute(xp, arrays)
+        if self.loop is not None:
+            return result  # the loop filled them
+        outs = list(result) if not self.single else [result]
+        for q, value in self.fill_after.items():
+            target = arrays[q]
+            outs = [o.copy() if xp.may_share_memory(o, target) else o for o in outs]
+            target[...] = value
+        return outs[0] if self.single else tuple(outs)
+
+    def _compute(self, xp: Any, arrays: tuple) -> Any:
         if self.later:
             if self.loop is not None:
                 return self.loop(xp, *arrays)

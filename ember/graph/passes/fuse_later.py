@@ -90,4 +90,5 @@ def compiled(kernel: Any) -> Any:
     """The Numba loop for ``kernel``'s steps, writing in place where the memory plan said (``out_into``)."""
     loop = fuse_numba.NumbaKernel(kernel.steps, kernel.n_inputs, kernel.outputs, kernel.source, kernel.out_values)
     loop.out_into = dict(kernel.out_into)
+    loop.fill_after = dict(kernel.fill_after)  # inputs the loop fills with a constant once read (memory.plan_fills)
     return loop

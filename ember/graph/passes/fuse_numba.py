@@ -181,6 +181,7 @@ class NumbaKernel:
         self.shape: tuple | None = None
         self.fn: Any = None
         self.out_into: dict = {}
+        self.fill_after: dict = {}  # input -> a 0-d constant stored into it once read (memory.plan_fills)
         # Big loops (2 * PARALLEL_MIN_CHUNK+ elements, no reduction) run in chunks on ember's threads, in an
         # optimizer's compiled update and in a compiled training step alike: eager runs the same work (Adam's
         # update, gelu, relu's gradient) on both cores, and a compiled step whose fused update ran on one
@@ -257,6 +258,13 @@ class NumbaKernel:
             if o not in reductions:
                 target = f"in{self.out_into[o]}" if o not in self.fresh else f"o_{o}"
                 lines.append(f"        {target}[i] = {o}_")
+        for q, value in sorted(self.fill_after.items()):
+            # A loop of its own after the kernel's (inside one call, so over the same chunk, its lines still in
+            # cache): stored inside the first loop, the second stream of stores made W1's 100K-element update
+            # 2x slower in the step (43 -> 80-90 us) though not alone.
+            constants.append(value.item())  # a finite float, stored in the state's own dtype (exact: it came from it)
+            lines.append("    for i in range(n):")
+            lines.append(f"        in{q}[i] = np.{kernel_text.name_of_dtype(value.dtype)}(K{len(constants) - 1})")
         for name, (_, fn, _, _) in reductions.items():
             scale = " / n" if fn == "mean" else ""
             lines.append(f"    o_{name}[0] = acc_{name}{scale}")
@@ -291,7 +299,7 @@ class NumbaKernel:
             # small kernels of an optimizer's compiled update (one per parameter per step).
             self.fast = all(self.direct) and not (self.threaded and n >= 2 * PARALLEL_MIN_CHUNK)
             # written inputs that are reshaped: a strided one would be copied, so it takes the general path
-            self.check = [q for q in sorted(set(self.out_into.values())) if not self.as_is[q]]
+            self.check = [q for q in sorted(set(self.out_into.values()) | set(self.fill_after)) if not self.as_is[q]]
             self.pass_as_is = all(self.as_is)
             fresh_index = {o: k for k, o in enumerate(self.fresh)}
             self.plan = [(fresh_index.get(o, -1), self.out_into.get(o, -1), spec[2])
@@ -326,4 +334,7 @@ class NumbaKernel:
             else:  # written into the state's buffer (or into the contiguous copy made of it above)
                 q = self.out_into[o]
                 results.append(flat[q].reshape(spec[2]) if copied[q] else arrays[q])
+        for q, value in self.fill_after.items():
+            if copied[q]:  # the loop filled a contiguous copy of it
+                arrays[q][...] = value
         return results[0] if self.single else tuple(results)
