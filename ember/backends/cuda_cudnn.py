@@ -171,8 +171,11 @@ class CudnnOps:
             self.data_type(dtype))
 
     def _run(self, built: _Built, arrays: list, shapes: list, dtype: Any) -> list:
+        """Execute ``built`` on ``arrays`` (its inputs in order), returning new outputs of ``shapes``; ``dtype``
+        is one dtype for all outputs or a list, one per output."""
         cupy = self.cupy
-        outs = [cupy.empty(shape, dtype=dtype) for shape in shapes]
+        kinds = dtype if isinstance(dtype, (list, tuple)) else [dtype] * len(shapes)
+        outs = [cupy.empty(shape, dtype=kind) for shape, kind in zip(shapes, kinds)]
         pack = dict(zip(built.inputs, arrays))
         pack.update(zip(built.outputs, outs))
         workspace = cupy.empty(max(built.workspace, 1), dtype=cupy.uint8)
@@ -291,7 +294,9 @@ class CudnnOps:
         return self._run(built, [x4, w4, b4, epsilon], [x4.shape], x.dtype)[0].reshape(x.shape)
 
     def kernels(self) -> dict:
-        """``native_kernel`` names -> callables."""
+        """``native_kernel`` names -> callables (training norms and attention: ember/backends/cuda_cudnn_train.py)."""
+        from ember.backends import cuda_cudnn_train as train
+
         return {"cudnn_conv2d": self.conv2d, "cudnn_conv2d_input_grad": self.conv2d_input_grad,
                 "cudnn_conv2d_weight_grad": self.conv2d_weight_grad, "cudnn_sdpa": self.sdpa,
-                "cudnn_layer_norm": self.layer_norm}
+                "cudnn_layer_norm": self.layer_norm, **train.kernels(self)}

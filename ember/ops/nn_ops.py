@@ -749,7 +749,20 @@ def _ln_axes(ndim: int, count: int) -> tuple:
     return tuple(range(ndim - count, ndim))
 
 
+def _cudnn_norm(xp: Any, name: str, *args: Any) -> Any:
+    """A GPU's cuDNN layer norm kernel's result (ember/backends/cuda_cudnn_train.py), or None (NumPy, no kernel,
+    or a signature cuDNN refuses: the code below runs)."""
+    if xp is np:
+        return None
+    kernel = native_kernel(xp, name)
+    return None if kernel is None else kernel(*args)
+
+
 def _layer_norm_impl(xp: Any, x: Any, *affine: Any, count: int, eps: float, has_weight: bool) -> tuple:
+    if xp is not np:  # a GPU: cuDNN unless it refuses this signature (gpu22's hook)
+        out = _cudnn_norm(xp, "cudnn_layer_norm_train", x, affine, count, eps, has_weight)
+        if out is not None:
+            return out
     native = layer_norm_split.layer_norm_native(xp, x, affine, count=count, eps=eps, has_weight=has_weight)
     if native is not None:  # numba: two passes per row, both cores (None: no kernel, or inf/NaN rows)
         return native
@@ -879,6 +892,10 @@ LAYER_NORM = register(OpDef(
 
 
 def _layer_norm_backward_impl(xp: Any, g: Any, x: Any, mean: Any, rstd: Any, *weight: Any, count: int) -> tuple:
+    if xp is not np:  # a GPU: cuDNN unless it refuses this signature (gpu22's hook)
+        out = _cudnn_norm(xp, "cudnn_layer_norm_backward", g, x, mean, rstd, weight, count)
+        if out is not None:
+            return out
     axes = _ln_axes(x.ndim, count)
     lead = tuple(range(x.ndim - count))
     out_dtype, param_dtype = x.dtype, (weight[0].dtype if weight else x.dtype)

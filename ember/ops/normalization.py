@@ -71,7 +71,20 @@ def _half_train_output(xp: Any, x3: Any, mean: Any, var: Any, weight: Any, bias:
     return wide.astype(xp.float32)
 
 
+def _cudnn(xp: Any, name: str, *args: Any) -> Any:
+    """A GPU's cuDNN kernel's result (ember/backends/cuda_cudnn_train.py), or None: NumPy, no such kernel, or
+    cuDNN refused the signature (the code below runs)."""
+    if xp is np:
+        return None
+    kernel = native_kernel(xp, name)
+    return None if kernel is None else kernel(*args)
+
+
 def _train_impl(xp: Any, x: Any, *affine: Any, eps: float, has_weight: bool) -> tuple:
+    if xp is not np:  # a GPU: cuDNN unless it refuses this signature (gpu22's hook)
+        out = _cudnn(xp, "cudnn_batch_norm_train", x, affine, eps, has_weight)
+        if out is not None:
+            return out
     y, mean, var = _train_stats_impl(xp, x, *affine, eps=eps, has_weight=has_weight)
     if x.dtype.itemsize == 2:  # the statistics are still float32 here
         weight = affine[0] if has_weight else None
@@ -162,6 +175,10 @@ def _train_flops(inputs: Sequence[Any], outputs: Sequence[Any], attrs: dict) -> 
 
 
 def _backward_impl(xp: Any, g: Any, x: Any, mean: Any, var: Any, *weight: Any, eps: float) -> tuple:
+    if xp is not np:  # a GPU: cuDNN unless it refuses this signature (gpu22's hook)
+        out = _cudnn(xp, "cudnn_batch_norm_backward", g, x, mean, var, weight, eps)
+        if out is not None:
+            return out
     g3, x3 = _as3(xp, g), _as3(xp, x)
     n, c, length = x3.shape
     count = n * length

@@ -109,6 +109,26 @@ class pygraph:  # noqa: N801 - the frontend's name
     def layernorm(self, input: Tensor, scale: Tensor, bias: Tensor, epsilon: Tensor, **attrs: Any) -> tuple:  # noqa: A002
         return self._node("layernorm", {"input": input, "scale": scale, "bias": bias, "epsilon": epsilon}, attrs, 3)
 
+    def layernorm_backward(self, grad: Tensor, input: Tensor, scale: Tensor, mean: Tensor,  # noqa: A002
+                           inv_variance: Tensor, **attrs: Any) -> tuple:
+        return self._node("layernorm_backward", {"grad": grad, "input": input, "scale": scale, "mean": mean,
+                                                 "inv_variance": inv_variance}, attrs, 3)
+
+    def batchnorm(self, input: Tensor, scale: Tensor, bias: Tensor, in_running_mean: Tensor,  # noqa: A002
+                  in_running_var: Tensor, epsilon: Tensor, momentum: Tensor, **attrs: Any) -> tuple:
+        return self._node("batchnorm", {"input": input, "scale": scale, "bias": bias, "in_running_mean": in_running_mean,
+                                        "in_running_var": in_running_var, "epsilon": epsilon, "momentum": momentum},
+                          attrs, 5)
+
+    def batchnorm_backward(self, grad: Tensor, input: Tensor, scale: Tensor, mean: Tensor,  # noqa: A002
+                           inv_variance: Tensor, **attrs: Any) -> tuple:
+        return self._node("batchnorm_backward", {"grad": grad, "input": input, "scale": scale, "mean": mean,
+                                                 "inv_variance": inv_variance}, attrs, 3)
+
+    def sdpa_backward(self, q: Tensor, k: Tensor, v: Tensor, o: Tensor, dO: Tensor, stats: Tensor,  # noqa: N803
+                      **attrs: Any) -> tuple:
+        return self._node("sdpa_backward", {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats}, attrs, 3)
+
     # ---- building ---------------------------------------------------------------------------------------
     def validate(self) -> None:
         self.steps.append("validate")
@@ -147,6 +167,16 @@ class pygraph:  # noqa: N801 - the frontend's name
         self.executions += 1
         (kind, operands, attrs, outs), = self.ops
         read = {k: _read(t, pack[t]) for k, t in operands.items()}
+        training = _TRAINING.get(kind)
+        if kind == "layernorm" and attrs["norm_forward_phase"] == "TRAINING":
+            training = _layernorm_train
+        if kind == "sdpa" and attrs.get("generate_stats") is True:
+            training = _sdpa_train
+        if training is not None:
+            for t, value in zip(outs, training(read, attrs, operands)):
+                if t.is_output:
+                    _write(t, pack[t], value)
+            return
         pre, post = attrs.get("pre_padding"), attrs.get("post_padding")
         if kind.startswith("conv"):
             assert pre == post or kind == "conv_fprop", "asymmetric padding in a backward: test it here"
@@ -160,7 +190,7 @@ class pygraph:  # noqa: N801 - the frontend's name
         elif kind == "conv_wgrad":
             result = torch.nn.grad.conv2d_weight(read["image"], outs[0].dim, read["loss"], padding=padding, **geometry)
         elif kind == "sdpa":
-            assert attrs.get("generate_stats") is False or attrs.get("is_inference") is True
+            assert attrs.get("generate_stats") is False or attrs.get("is_inference") is True, "stats: see _TRAINING"
             result = torch.nn.functional.scaled_dot_product_attention(
                 read["q"], read["k"], read["v"], is_causal=attrs["use_causal_mask"], scale=attrs["attn_scale"])
         elif kind == "layernorm":
@@ -202,3 +232,65 @@ def _write(t: Tensor, array: Any, value: torch.Tensor) -> None:
         array[...] = standin.xp.asarray(out)
     else:
         array[...] = out
+
+
+# ---- training nodes: every output, computed in float64 from the declared inputs ------------------------------
+def _layernorm_train(read: dict, attrs: dict, operands: dict) -> tuple:
+    assert attrs["norm_forward_phase"] == "TRAINING" and operands["epsilon"].by_value
+    x, eps = read["input"], float(read["epsilon"].reshape(-1)[0])
+    dims = [1, 2, 3]
+    mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, unbiased=False)
+    inv = 1 / torch.sqrt(var + eps)
+    return (x - mean) * inv * read["scale"] + read["bias"], mean, inv
+
+
+def _norm_backward(read: dict, dims: list) -> tuple:
+    """DX, DScale, DBias of y = (x - mean) * inv * scale + bias normalized over ``dims``, from the SAVED mean and
+    inverse deviation (as cuDNN's backward reads them: a wrong layout gives wrong numbers)."""
+    xhat = (read["input"] - read["mean"]) * read["inv_variance"]
+    dy = read["grad"]
+    dxhat = dy * read["scale"]
+    dx = read["inv_variance"] * (dxhat - dxhat.mean(dims, keepdim=True)
+                                 - xhat * (dxhat * xhat).mean(dims, keepdim=True))
+    per_channel = [0, 2, 3]  # scale and bias are (1, C, 1, 1) in both norms
+    return dx, (dy * xhat).sum(per_channel, keepdim=True), dy.sum(per_channel, keepdim=True)
+
+
+def _batchnorm_train(read: dict, attrs: dict, operands: dict) -> tuple:
+    assert operands["epsilon"].by_value and operands["momentum"].by_value
+    x, eps = read["input"], float(read["epsilon"].reshape(-1)[0])
+    momentum = float(read["momentum"].reshape(-1)[0])
+    dims = [0, 2, 3]
+    mean, var = x.mean(dims, keepdim=True), x.var(dims, keepdim=True, unbiased=False)
+    inv = 1 / torch.sqrt(var + eps)
+    n = x.numel() // x.shape[1]
+    next_mean = (1 - momentum) * read["in_running_mean"] + momentum * mean
+    next_var = (1 - momentum) * read["in_running_var"] + momentum * var * n / (n - 1)
+    return (x - mean) * inv * read["scale"] + read["bias"], mean, inv, next_mean, next_var
+
+
+def _sdpa_train(read: dict, attrs: dict, operands: dict) -> tuple:
+    assert attrs.get("generate_stats") is True
+    q, k, v = read["q"], read["k"], read["v"]
+    scores = q @ k.transpose(-1, -2) * attrs["attn_scale"]
+    if attrs["use_causal_mask"]:
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+    stats = torch.logsumexp(scores, -1, keepdim=True)  # cuDNN's Stats: the softmax's log-sum-exp per row
+    return torch.exp(scores - stats) @ v, stats
+
+
+def _sdpa_backward(read: dict, attrs: dict, operands: dict) -> tuple:
+    q, k, v = (read[n].clone().requires_grad_() for n in ("q", "k", "v"))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=attrs["use_causal_mask"],
+                                                           scale=attrs["attn_scale"])
+    out.backward(read["dO"])
+    return q.grad, k.grad, v.grad
+
+
+_TRAINING = {
+    "batchnorm": _batchnorm_train,
+    "batchnorm_backward": lambda read, attrs, operands: _norm_backward(read, [0, 2, 3]),
+    "layernorm_backward": lambda read, attrs, operands: _norm_backward(read, [1, 2, 3]),
+    "sdpa_backward": _sdpa_backward,
+}
+
