@@ -135,8 +135,13 @@ def main() -> int:
         rng_parts.append(f'extern "C" __global__ void r{j}(unsigned int k0, unsigned int k1, unsigned int o0, '
                          f"unsigned int o1, {t}* p_out, long long n) {{ long long i = blockIdx.x * (long long)"
                          f"blockDim.x + threadIdx.x; if (i >= n) return; {t} out; {{ {body} }} p_out[i] = out; }}")
+        # the capture-safe form: the key read from a device seed (CuPy passes `raw int64` as a CArray; a pointer here)
+        rng_parts.append(f'extern "C" __global__ void s{j}(const long long* seedp, unsigned int o0, unsigned int o1, '
+                         f"{t}* p_out, long long n) {{ long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
+                         f"if (i >= n) return; {t} out; {{ {cuda_random.DEVICE_SEED}{body} }} p_out[i] = out; }}")
     ok2, message2 = compile_source("\n".join(rng_parts))
-    print(f"philox kernels: {len(cuda_random.BODIES)}, NVRTC {'OK' if ok2 else 'FAILED'}: {message2}")
+    print(f"philox kernels: {2 * len(cuda_random.BODIES)} (integer and device seeds), "
+          f"NVRTC {'OK' if ok2 else 'FAILED'}: {message2}")
     ok3 = check_reductions()
     print(f"NVRTC {nvrtc.getVersion()}, {time.perf_counter() - t0:.1f} s")
     return 0 if ok and ok2 and ok3 and not problems else 1

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from ember.backends import Backend, _BACKENDS, cuda_codegen, cuda_codegen_reduce, cuda_cudnn, cuda_flags
+from ember.backends import cuda_cudnn_train
 from ember.backends import register_backend
 from ember.backends import cudnn as cudnn_flags
 from ember.backends.cuda_flags import (  # noqa: F401  (torch.backends.cuda's names live here too)
@@ -315,13 +316,16 @@ class CuPyBackend(Backend):
 
     def native_kernel(self, name: str) -> Callable | None:
         """cuDNN kernels (``cudnn_conv2d``, ``cudnn_conv2d_input_grad``, ``cudnn_conv2d_weight_grad``,
-        ``cudnn_sdpa``, ``cudnn_layer_norm``: :mod:`cuda_cudnn`) while ``ember.backends.cudnn.enabled``
+        ``cudnn_sdpa``, ``cudnn_layer_norm``: :mod:`cuda_cudnn`; ``cudnn_layer_norm_train``/``_backward``,
+        ``cudnn_batch_norm_train``/``_backward``, ``cudnn_sdpa_train``/``_backward``: :mod:`cuda_cudnn_train`)
+        while ``ember.backends.cudnn.enabled``
         and the frontend loads; each returns None for a signature cuDNN refuses (the caller's CuPy path runs)."""
         if not cudnn_flags.enabled or not name.startswith("cudnn_"):
             return None
         if self._cudnn is None:
             fe = cuda_cudnn.frontend()
-            self._cudnn = {} if fe is None else cuda_cudnn.CudnnOps(fe, cupy).kernels()
+            ops = None if fe is None else cuda_cudnn.CudnnOps(fe, cupy)
+            self._cudnn = {} if ops is None else {**ops.kernels(), **cuda_cudnn_train.kernels(ops)}
         return self._cudnn.get(name)
 
     # ---- random numbers ------------------------------------------------------------------------------

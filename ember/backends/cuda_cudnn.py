@@ -294,9 +294,7 @@ class CudnnOps:
         return self._run(built, [x4, w4, b4, epsilon], [x4.shape], x.dtype)[0].reshape(x.shape)
 
     def kernels(self) -> dict:
-        """``native_kernel`` names -> callables (training norms and attention: ember/backends/cuda_cudnn_train.py)."""
-        from ember.backends import cuda_cudnn_train as train
-
+        """``native_kernel`` names -> callables (the training norms and attention: ``cuda_cudnn_train.kernels``)."""
         return {"cudnn_conv2d": self.conv2d, "cudnn_conv2d_input_grad": self.conv2d_input_grad,
                 "cudnn_conv2d_weight_grad": self.conv2d_weight_grad, "cudnn_sdpa": self.sdpa,
-                "cudnn_layer_norm": self.layer_norm, **train.kernels(self)}
+                "cudnn_layer_norm": self.layer_norm}

@@ -146,7 +146,9 @@ class PhiloxGenerator:
         self.offset += 1
         u32 = np.uint32
         if self._seed_array is not None:
-            _kernel(self._cp, kind, dtype.name, body, device_seed=True)(self._seed_array, u32(o0), u32(o1), out)
+            # (a 1-element view: CuPy's CArray of a 1-d array indexes seedp[0] as a plain pointer would)
+            _kernel(self._cp, kind, dtype.name, body, device_seed=True)(self._seed_array.reshape(1), u32(o0), u32(o1),
+                                                                        out)
         else:
             _kernel(self._cp, kind, dtype.name, body)(u32(self._key & 0xffffffff), u32(self._key >> 32), u32(o0),
                                                      u32(o1), out)

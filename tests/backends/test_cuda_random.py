@@ -60,7 +60,7 @@ class _HostKernel:
         *head, o0, o1, out = args
         if len(head) == 1:  # the device-seed form: (seed array, o0, o1, out)
             seed = head[0]
-            assert isinstance(seed, np.ndarray) and seed.dtype == np.int64 and seed.ndim == 0
+            assert isinstance(seed, np.ndarray) and seed.dtype == np.int64 and seed.shape == (1,)
             self.fn(ctypes.c_longlong(out.size), ctypes.c_void_p(seed.ctypes.data), u(int(o0)), u(int(o1)),
                     ctypes.c_void_p(out.ctypes.data))
         else:

@@ -2,6 +2,7 @@
 tests (tests/cuda/test_*_on_standin.py, test_cudnn_plumbing.py, test_cuda_reduction_kernel.py) check the logic;
 these check what only the device can: CuPy's capture accepts what the stand-in's model accepts, replays equal
 eager runs, cuDNN computes what the CuPy path computes, the ReductionKernel compiles and agrees with eager.
+Also cuDNN's training norms and attention graphs, and a compiled step with dropout and capturable AdamW replayed.
 tools/gpu_session.sh runs them in the first GPU call."""
 from __future__ import annotations
 
@@ -152,6 +153,86 @@ def test_cudnn_sdpa_and_layer_norm_kernels():
     assert y is not None, backend.native_kernel("cudnn_layer_norm").__self__.failures
     ref = (x - x.mean(-1, keepdims=True)) / cupy.sqrt(x.var(-1, keepdims=True) + 1e-5) * w + b
     assert float(cupy.abs(y - ref).max()) < 1e-4
+
+
+@needs_cudnn
+def test_cudnn_norms_match_the_cupy_path(monkeypatch):
+    """BatchNorm2d and LayerNorm forward, running statistics and gradients with cuDNN's training graphs vs CuPy."""
+    rng = np.random.default_rng(4)
+    x0 = (rng.standard_normal((8, 16, 12, 12)) * 2 + 0.5).astype(np.float32)
+
+    def run(enabled: bool) -> list:
+        monkeypatch.setattr(ember.backends.cudnn, "enabled", enabled)
+        ember.manual_seed(0)
+        bn, ln = ember.nn.BatchNorm2d(16).cuda(), ember.nn.LayerNorm(12).cuda()
+        with ember.no_grad():
+            for p in list(bn.parameters()) + list(ln.parameters()):
+                p.copy_(ember.randn(*p.shape, device="cuda"))
+        x = ember.tensor(x0, device="cuda", requires_grad=True)
+        y = ln(bn(x))
+        (y * y).sum().backward()
+        return [t.detach().cpu().numpy() for t in (y, x.grad, bn.running_mean, bn.running_var)] + \
+            [p.grad.cpu().numpy() for p in list(bn.parameters()) + list(ln.parameters())]
+
+    with_cudnn, without = run(True), run(False)
+    ops = cuda_backend.BACKEND.native_kernel("cudnn_conv2d").__self__
+    built = {k[0] for k, v in ops.cache.items() if v is not None}
+    assert built >= {"layernorm_train", "layernorm_backward", "batchnorm_train", "batchnorm_backward"}, ops.failures
+    for a, b in zip(with_cudnn, without):
+        assert np.abs(a - b).max() <= 1e-3 * max(1.0, np.abs(b).max())
+
+
+@needs_cudnn
+def test_cudnn_attention_training_graphs():
+    backend = cuda_backend.BACKEND
+    rng = np.random.default_rng(5)
+    q, k, v, g = (cupy.asarray(rng.standard_normal((2, 4, 64, 32)).astype(np.float16)) for _ in range(4))
+    result = backend.native_kernel("cudnn_sdpa_train")(q, k, v, True, 32 ** -0.5)
+    ops = backend.native_kernel("cudnn_conv2d").__self__
+    assert result is not None, ops.failures
+    out, stats = result
+    qe, ke, ve = (ember.tensor(cupy.asnumpy(a).astype(np.float32), device="cuda", requires_grad=True)
+                  for a in (q, k, v))
+    ref = ember.nn.functional.scaled_dot_product_attention(qe, ke, ve, is_causal=True)
+    ref.backward(ember.tensor(cupy.asnumpy(g).astype(np.float32), device="cuda"))
+    assert float(cupy.abs(out.astype(cupy.float32) - ref.detach()._data).max()) < 2e-2
+    s = (q.astype(cupy.float32) @ k.astype(cupy.float32).swapaxes(-1, -2)) * 32 ** -0.5
+    s = cupy.where(cupy.tril(cupy.ones((64, 64), bool)), s, -cupy.inf)
+    lse = s.max(-1, keepdims=True) + cupy.log(cupy.exp(s - s.max(-1, keepdims=True)).sum(-1, keepdims=True))
+    assert float(cupy.abs(stats - lse).max()) < 1e-2  # cuDNN's Stats: the rows' log-sum-exp
+    grads = backend.native_kernel("cudnn_sdpa_backward")(q, k, v, out, g, stats, True, 32 ** -0.5)
+    assert grads is not None, ops.failures
+    for got, want in zip(grads, (qe.grad, ke.grad, ve.grad)):
+        assert float(cupy.abs(got.astype(cupy.float32) - want._data).max()) < 5e-2 * max(1.0, float(abs(want).max()))
+
+
+def test_compiled_step_with_dropout_and_capturable_adamw_replays_equal_to_kernel_by_kernel():
+    """Random numbers and Adam in a CUDA-graph replay: seeds read from device memory, the step count on the device."""
+    def run(mode):
+        ember.manual_seed(0)
+        m = ember.nn.Sequential(ember.nn.Linear(32, 64), ember.nn.Dropout(0.2), ember.nn.Linear(64, 10)).cuda()
+        opt = ember.optim.AdamW(m.parameters(), lr=1e-3, capturable=True)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        compiled = ember.compile(step, mode=mode) if mode else ember.compile(step, measure=False)
+        rng = np.random.default_rng(1)
+        ember.manual_seed(7)
+        losses = [compiled(ember.tensor(rng.standard_normal((16, 32)).astype(np.float32), device="cuda"),
+                           ember.tensor(rng.integers(0, 10, 16), device="cuda")).item() for _ in range(8)]
+        return compiled, losses, [p.detach().cpu().numpy() for p in m.parameters()]
+
+    graphed, l1, p1 = run("reduce-overhead")
+    _, l2, p2 = run(None)
+    assert graphed.last.executable.status.startswith("CUDA graph: replayed"), graphed.last.executable.status
+    np.testing.assert_allclose(l1, l2, rtol=1e-5)
+    for a, b in zip(p1, p2):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 
 
 # ---- one ReductionKernel ---------------------------------------------------------------------------------------

@@ -128,7 +128,8 @@ def test_norm_layers_use_cudnn_on_the_device_and_match_torch(monkeypatch):
     (the stand-in device offering the fake), forward, running statistics and every gradient go through cuDNN."""
     fake_cudnn.GRAPHS.clear()
     fake_cudnn.REFUSE.clear()
-    kernels = cuda_cudnn.CudnnOps(fake_cudnn, _host_cupy(standin.xp)).kernels()
+    ops = cuda_cudnn.CudnnOps(fake_cudnn, _host_cupy(standin.xp))
+    kernels = {**ops.kernels(), **train.kernels(ops)}  # as the CUDA backend's native_kernel serves them
     monkeypatch.setattr(type(standin.BACKEND), "native_kernel", lambda self, name: kernels.get(name))
     rng = np.random.default_rng(3)
     x = rng.standard_normal((4, 3, 5, 6)).astype(np.float32)
