@@ -46,7 +46,7 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "SSD300_VGG16_Weights", "SSDLite320_MobileNet_V3_Large_Weights",
          # video classification (torchvision.models.video)
          "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights", "Swin3D_T_Weights",
-         "Swin3D_S_Weights", "Swin3D_B_Weights",
+         "Swin3D_S_Weights", "Swin3D_B_Weights", "MViT_V1_B_Weights", "MViT_V2_S_Weights",
          # optical flow (torchvision.models.optical_flow)
          "Raft_Large_Weights", "Raft_Small_Weights"]
 META_KEYS = ["keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
