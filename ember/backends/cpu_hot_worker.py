@@ -304,15 +304,17 @@ def run_split(worker: _Worker, a: Any, b: Any, out: Any, beta: int, axis: int, c
         worker.busy.release()
 
 
-def split_call_into(address: int, own: tuple, other: tuple) -> bool:
+def split_call_into(address: int, own: tuple, other: tuple, wake_split: bool = False) -> bool:
     """(w2jax20) Run the C function ``void f(int64 start, int64 stop, int64 args)`` at ``address`` twice at once:
     ``own`` = (start, stop, args) on the calling thread, ``other`` on the worker (taken back and run here if the
     worker has not started it), as ``split_gemm_into`` runs a product's two parts. False, nothing run, where the
-    worker is off or busy. What ``args`` points to must outlive the call (the caller holds it)."""
+    worker is off or busy. What ``args`` points to must outlive the call (the caller holds it). ``wake_split``
+    (mnist22: parts longer than a wake-up, ~0.1 ms and up): split even while the worker sleeps, as a product of
+    ``WAKE_MACS``; it is woken and takes its part when up, or the caller takes it back."""
     if not _config.HOT_WORKER or _config.CPU_KERNELS != "numba" or getattr(cpu_threads._LOCAL, "inside", False):
         return False
     worker = _STATE["worker"] or _worker()
-    if worker is None or not _ready(worker, 0):  # asleep (then woken for the next caller) or paused: run it whole
+    if worker is None or not _ready(worker, WAKE_MACS if wake_split else 0):  # asleep (woken) or paused: run it whole
         return False
     if not worker.busy.acquire(blocking=False):
         return False

@@ -146,7 +146,7 @@ def _build() -> dict[str, Callable]:
 
     from ember.backends import (cpu_attention_kernels, cpu_conv_kernels, cpu_direct_conv_kernels, cpu_gemm_kernels, cpu_indirect_conv_kernels,
                                 cpu_hot_kernels, cpu_math_kernels, cpu_mkl_call, cpu_norm_kernels, cpu_pool_kernels, cpu_sparse_kernels,
-                                cpu_hot_ufunc_kernels, cpu_vector_rows, cpu_winograd_kernels)
+                                cpu_hot_cnn_kernels, cpu_hot_ufunc_kernels, cpu_vector_rows, cpu_winograd_kernels)
 
     return {"max_pool2d_2x2": max_pool2d_2x2, "unpool_scatter": unpool_scatter, "relu_grad": relu_grad, "relu_grad_sum_rows": relu_grad_sum_rows,
             "relu": relu, "outer_rows": outer_rows, "where_scalar": where_scalar, "where_arrays": where_arrays,
@@ -154,7 +154,8 @@ def _build() -> dict[str, Callable]:
             **cpu_sparse_kernels.build(numba), **cpu_math_kernels.build(numba), **cpu_gemm_kernels.build(),
             **cpu_direct_conv_kernels.build(), **cpu_indirect_conv_kernels.build(), **cpu_norm_kernels.build(numba),
             **cpu_winograd_kernels.build(), **cpu_attention_kernels.build(), **cpu_vector_rows.build(),
-            **cpu_hot_kernels.build(), **cpu_hot_ufunc_kernels.build(), **cpu_mkl_call.build()}
+            **cpu_hot_kernels.build(), **cpu_hot_ufunc_kernels.build(), **cpu_hot_cnn_kernels.build(),
+            **cpu_mkl_call.build()}
 
 
 def get(name: str) -> Callable | None:

@@ -26,6 +26,7 @@ from ember.backends import capture_state
 from ember.backends.cpu_threads import parallel_for
 from ember.ops import cost, dispatch
 from ember.ops import views
+from ember.ops import cnn_halves
 from ember.ops.conv import pair
 from ember.ops.registry import OpDef, Spec, register
 from ember.ops import batching
@@ -84,6 +85,9 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     A native kernel, when the backend has one, does it all in a single pass."""
     n, c, h, w = x.shape
     oh, ow = h // 2, w // 2
+    fast = cnn_halves.pool_2x2(xp, x)  # contiguous float32/float64: halves on the hot worker (mnist22)
+    if fast is not None and fast[2] == 0:  # NaN-free: done; else the NaN-propagating path below
+        return fast[0], fast[1]
     kernel = native_kernel(xp, "max_pool2d_2x2")
     if kernel is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         out = xp.empty((n, c, oh, ow), dtype=x.dtype)
@@ -248,6 +252,13 @@ def _unpool_impl(xp: Any, g: Any, indices: Any, input_shape: tuple, overlapping:
     flat_g = g.reshape(rows, -1)
     if not overlapping:
         # Each input pixel wins at most one window: a plain scatter, no accumulation needed.
+        fast = cnn_halves.unpool(xp, xp.ascontiguousarray(flat_g), xp.ascontiguousarray(flat_idx), rows, h, w) \
+            if xp is np else None  # each plane zeroed then scattered in one visit, halves on the hot worker (mnist22)
+        if fast is not None:
+            if fast[1]:
+                raise IndexError(f"max_unpool2d: an index is out of range for an output plane of {h}x{w} "
+                                 f"(indices must lie in [0, {h * w}))")
+            return fast[0].reshape(input_shape)
         out = xp.zeros((rows, h * w), dtype=g.dtype)
         kernel = native_kernel(xp, "unpool_scatter")
         if kernel is not None and flat_idx.dtype == xp.int64 and g.dtype.itemsize >= 4:  # numba: no half types

@@ -15,7 +15,7 @@ from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.autograd.torch_edges import record_inputs
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.array_views import broadcast_view
-from ember.ops import batching
+from ember.ops import batching, cnn_halves
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
@@ -279,6 +279,10 @@ def _outer_inner_sum(xp: Any, x: Any, axes: tuple) -> Any:
     inner = math.prod(x.shape[kept[-1] + 1:])
     if inner > _EINSUM_RUN or inner < 2:
         return None
+    if x.size >= cnn_halves.HOT_MIN_ELEMENTS:  # channels in halves on the hot worker, run sums added in float64
+        fast = cnn_halves.channel_sums(xp, x.reshape(outer, middle, inner))  # (mnist22: MNIST conv1 0.26 -> 0.1 ms)
+        if fast is not None:
+            return fast
     return xp.einsum("nck->c", x.reshape(outer, middle, inner))
 
 

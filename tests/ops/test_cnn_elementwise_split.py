@@ -8,7 +8,8 @@ import pytest
 import ember
 from ember import _config
 from ember.backends import cpu_threads
-from ember.ops import elementwise, pooling
+from ember.backends import cpu_hot_worker
+from ember.ops import cnn_halves, elementwise, pooling
 
 torch = pytest.importorskip("torch")
 
@@ -19,6 +20,8 @@ def three_threads(monkeypatch):
     monkeypatch.setattr(cpu_threads, "_POOL", None)
     monkeypatch.setattr(elementwise, "_SPLIT_ELEMENTS", 1000)
     monkeypatch.setattr(pooling, "_SPLIT_ELEMENTS", 200)
+    monkeypatch.setattr(cnn_halves, "POOL_MIN_ELEMENTS", 200)
+    monkeypatch.setattr(cnn_halves, "HOT_MIN_ELEMENTS", 1 << 40)  # the hot halves: their own tests below
     calls = []
     real = cpu_threads.parallel_for
 
@@ -28,6 +31,7 @@ def three_threads(monkeypatch):
 
     monkeypatch.setattr(elementwise, "parallel_for", counting)
     monkeypatch.setattr(pooling, "parallel_for", counting)
+    monkeypatch.setattr(cnn_halves, "parallel_for", counting)
     yield calls
     if cpu_threads._POOL is not None:
         cpu_threads._POOL.shutdown()
@@ -82,3 +86,102 @@ def test_max_pool_2x2_split(three_threads, nan) -> None:
     np.testing.assert_array_equal(ex.grad.numpy(), tx.grad.numpy())
     if pooling.native_kernel(np, "max_pool2d_2x2") is not None:  # only the native kernels are split
         assert max(three_threads) >= 2, "max pooling was not split"
+
+
+@pytest.fixture
+def hot_halves(monkeypatch):
+    """Every pass of these ops split in halves on the hot worker, even while it sleeps (it is woken, or the caller
+    takes its half back: both give the same bits); yields the count of splits made."""
+    monkeypatch.setattr(cnn_halves, "HOT_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(cnn_halves, "WAKE_ELEMENTS", 1)
+    splits = []
+    real = cpu_hot_worker.split_call_into
+
+    def counting(*args, **kwargs):
+        done = real(*args, **kwargs)
+        splits.append(done)
+        return done
+
+    monkeypatch.setattr(cnn_halves.cpu_hot_worker, "split_call_into", counting)
+    yield splits
+
+
+@pytest.mark.parametrize("shape", [(5, 3, 8, 10), (64, 32, 28, 28)])
+def test_hot_halves_match_torch(hot_halves, shape) -> None:
+    """relu, max_pool2d 2x2 and both backwards in halves on the hot worker: torch's bits, with NaN/inf/-0.0 and ties
+    in both halves (a NaN window takes the NumPy path whole) and the MNIST CNN's first-layer shape."""
+    x = _special(shape, 4)
+    x[0, 0, 0, 0] = x[0, 0, 0, 1] = 2.5  # a tie in the first half's window, one in the second's
+    x[-1, -1, -2, -2] = x[-1, -1, -1, -1] = 3.5
+    g = np.random.default_rng(5).standard_normal((shape[0], shape[1], shape[2] // 2, shape[3] // 2)).astype(np.float32)
+    outs = []
+    for lib in (ember, torch):
+        tx = lib.tensor(x, requires_grad=True)
+        ty = lib.nn.functional.max_pool2d(lib.relu(tx), 2)
+        ty.backward(lib.tensor(g))
+        outs.append((ty.detach().numpy(), tx.grad.numpy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    if cnn_halves.native_kernel(np, "hot_cnn") is not None and cpu_hot_worker.available():
+        assert hot_halves and all(hot_halves), "the passes did not run in halves on the hot worker"
+
+
+def test_hot_unpool_rejects_out_of_plane_index(hot_halves) -> None:
+    """max_unpool2d with an index outside its plane: the same IndexError as the scatter's, from either half."""
+    g = ember.ones(2, 1, 2, 2)
+    bad = ember.tensor(np.array([[[[0, 2], [8, 99]]], [[[1, 3], [9, 11]]]], dtype=np.int64))
+    with pytest.raises(IndexError, match="out of range"):
+        ember.nn.functional.max_unpool2d(g, bad, 2)
+
+
+def test_halves_without_the_hot_worker(monkeypatch) -> None:
+    """With the hot worker off the same kernels run on ember's pool (or whole): NumPy's and torch's bits."""
+    monkeypatch.setattr(_config, "HOT_WORKER", False)
+    monkeypatch.setattr(cnn_halves, "HOT_MIN_ELEMENTS", 1)
+    x = _special((8, 4, 12, 12), 6)
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    relu = cnn_halves.relu(np, x)
+    if relu is None:  # no kernels here (NumPy-only): nothing to compare
+        return
+    np.testing.assert_array_equal(relu, torch.relu(torch.tensor(x)).numpy())
+    want = torch.ops.aten.threshold_backward(torch.tensor(g), torch.tensor(relu), 0.0).numpy()
+    np.testing.assert_array_equal(cnn_halves.relu_grad(np, g, relu), want)
+    values, indices, nans = cnn_halves.pool_2x2(np, np.nan_to_num(x))
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(np.nan_to_num(x)), 2, return_indices=True)
+    assert nans == 0
+    np.testing.assert_array_equal(values, tv.numpy())
+    np.testing.assert_array_equal(indices, ti.numpy())
+
+
+def test_conv_bias_gradient_channel_sums(hot_halves) -> None:
+    """A conv bias's gradient (sum_to (N, C, H, W) -> C) with the channel-sum kernel in halves: within float32
+    rounding of a float64 sum (closer than NumPy's einsum), torch's within its tolerance, the same bits with the hot
+    worker off, and inf/NaN where a channel holds them."""
+    g = np.random.default_rng(8).standard_normal((64, 32, 28, 28)).astype(np.float32) * 3 + 1
+    want = g.astype(np.float64).sum((0, 2, 3))
+    got = ember.tensor(g).sum_to_size(1, 32, 1, 1).numpy().reshape(32)
+    scale = np.abs(g).astype(np.float64).sum((0, 2, 3))
+    assert np.max(np.abs(got - want) / scale) < 2e-7
+    einsum = np.einsum("nck->c", g.reshape(64, 32, -1))
+    assert np.max(np.abs(got - want)) <= np.max(np.abs(einsum - want))
+    np.testing.assert_allclose(got, torch.tensor(g).sum((0, 2, 3)).numpy(), rtol=1e-5, atol=1e-3)
+    whole = cnn_halves.channel_sums(np, g.reshape(64, 32, -1))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_config, "HOT_WORKER", False)
+        assert whole is None or np.array_equal(whole, cnn_halves.channel_sums(np, g.reshape(64, 32, -1)))
+    g[3, 1, 5, 5], g[9, 30, 0, 0], g[10, 31, 0, 0], g[11, 31, 1, 1] = np.nan, np.inf, np.inf, -np.inf
+    got = ember.tensor(g).sum_to_size(1, 32, 1, 1).numpy().reshape(32)
+    assert np.isnan(got[1]) and got[30] == np.inf and np.isnan(got[31]) and np.isfinite(np.delete(got, [1, 30, 31])).all()
+
+
+def test_conv2d_bias_gradient_vs_torch() -> None:
+    """MNIST's conv1 with a bias, backward: the bias gradient (channel sums in halves) as torch's."""
+    x = np.random.default_rng(9).standard_normal((64, 1, 28, 28)).astype(np.float32)
+    w = np.random.default_rng(10).standard_normal((32, 1, 3, 3)).astype(np.float32)
+    b = np.random.default_rng(11).standard_normal(32).astype(np.float32)
+    grads = []
+    for lib in (ember, torch):
+        bias = lib.tensor(b, requires_grad=True)
+        lib.nn.functional.conv2d(lib.tensor(x), lib.tensor(w), bias, padding=1).square().sum().backward()
+        grads.append(bias.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-2)

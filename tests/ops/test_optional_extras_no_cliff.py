@@ -385,6 +385,8 @@ SPECIAL_FUNCTION_CASES = {"erf": "erf", "erfinv": "erfinv", "gammaln": "lgamma",
 # Which case exercises each native kernel (the guard below keeps this list complete).
 KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_scatter": "max_pool2d 2x2 (+unpool_scatter)",
                 "relu_grad": "relu (relu_grad)", "relu": "relu (relu_grad)",
+                # relu, its gradient, 2x2 max pooling and its scatter in halves on the hot worker (mnist22)
+                "hot_cnn": "max_pool2d 2x2 (+unpool_scatter)",
                 "erf_f32": "gelu", "gelu_f32": "gelu", "gelu_backward_f32": "gelu",
                 "gelu_tanh_backward_f32": "gelu tanh train (gelu_tanh_backward_f32)",
                 "where_scalar": "fused where (where_scalar/where_arrays)",
@@ -427,7 +429,7 @@ OPTIONAL_IMPORTS = {
     **{f"backends/{name}.py": "kernels built by cpu_kernels (the same guard)" for name in (
         "cpu_gemm_kernels", "cpu_gemm_blocked", "cpu_gemm_microkernel", "cpu_gemm_pack", "cpu_winograd_kernels",
         "cpu_direct_conv_kernels", "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels",
-        "cpu_vector_rows", "cpu_hot_kernels", "cpu_hot_ufunc_kernels", "cpu_mkl_call")},
+        "cpu_vector_rows", "cpu_hot_kernels", "cpu_hot_ufunc_kernels", "cpu_hot_cnn_kernels", "cpu_mkl_call")},
     "graph/passes/fuse_numba.py": "compiled elementwise chains: the 'fused where' and 'Adam step' cases",
     "graph/passes/fuse_numba_chunks.py": "a fused loop's range for the hot worker (the same loop): the 'Adam step' case",
     "ops/fma.py": "numba_fma inside fused loops: the 'Adam step' case",
