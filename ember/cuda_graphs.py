@@ -13,8 +13,12 @@ As in PyTorch:
   until ``g.replay()``; a replay reads the *same* memory the capture read (copy new inputs into the
   static input tensors) and writes the same output tensors (read them before the next replay);
 * host synchronizations (``.item()``, ``.cpu()``, ``print(t)``, ``if t > 0``), data-dependent shapes
-  (``nonzero``, boolean masks), host-to-device copies and random numbers are refused during capture:
-  the error names the operation, and the capture is invalidated (``capture_end`` raises);
+  (``nonzero``, boolean masks) and host-to-device copies are refused during capture: the error names the
+  operation, and the capture is invalidated (``capture_end`` raises);
+* random numbers from the current device's default generator are captured (it is registered with the graph:
+  its kernels read seed and offset from device memory, written before each replay), so each replay draws new
+  numbers and the generator's offset advances past them; other generators are refused, as PyTorch refuses
+  unregistered ones;
 * ``pool=`` / ``MemPool`` / ``graph_pool_handle()`` are accepted: each graph keeps the memory it
   captured for its lifetime (ember does not share pools between graphs).
 
@@ -36,6 +40,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ember import random as ember_random
 from ember.autograd import grad as _autograd_grad
 from ember.autograd.function import Function
 from ember.backends import Backend, get_backend
@@ -86,30 +93,51 @@ class CUDAGraph:
         self._backend = capture_backend("CUDAGraph")
         self._graph: Any = None
         self._capturing = False
+        # The current device's default generator, registered while capturing (PyTorch does the same): its draws
+        # read [key, offset] from ``_rng_state`` (device memory), rewritten before each replay.
+        self._rng: Any = None
+        self._rng_state: Any = None
+        self._rng_increment = 0
 
     def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
         if self._capturing:
             raise RuntimeError("CUDAGraph.capture_begin: this graph is already capturing")
         self._backend.synchronize(None)
+        self._register_generator()
         self._backend.capture_begin()
         self._capturing = True
         self._graph = None
+
+    def _register_generator(self) -> None:
+        rng = ember_random.cuda_generator()._rng
+        self._rng = rng if hasattr(rng, "capture_begin") else None
+        if self._rng is not None:
+            # allocated before the capture: its memory outlives it and is written from the host between replays
+            self._rng_state = self._backend.xp.zeros(2, dtype=np.int64)
+            self._rng.capture_begin(self._rng_state)
 
     def capture_end(self) -> None:
         if not self._capturing:
             raise RuntimeError("CUDAGraph.capture_end: capture_begin was not called")
         self._capturing = False
+        self._rng_increment = self._rng.capture_end() if self._rng is not None else 0
         self._graph = self._backend.capture_end()
 
     def _abort(self) -> None:
         self._capturing = False
+        if self._rng is not None:
+            self._rng.capture_end()
         self._backend.capture_abort()
 
     def replay(self) -> None:
-        """Run the captured work again (on the current stream), reading and writing the captured tensors."""
+        """Run the captured work again (on the current stream), reading and writing the captured tensors. Random
+        numbers drawn during the capture are new at each replay: the generator's seed and offset are written to
+        the graph's state first, and the offset advances past the replay's draws (PyTorch's semantics)."""
         if self._graph is None:
             raise RuntimeError("CUDAGraph.replay: nothing was captured; capture first "
                                "(`with ember.cuda.graph(g): ...` or capture_begin()/capture_end())")
+        if self._rng_increment:
+            self._rng_state[...] = self._backend.asarray(self._rng.replay_state(self._rng_increment))
         self._graph.replay()
 
     def reset(self) -> None:

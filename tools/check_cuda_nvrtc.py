@@ -139,8 +139,11 @@ def main() -> int:
         rng_parts.append(f'extern "C" __global__ void s{j}(const long long* seedp, unsigned int o0, unsigned int o1, '
                          f"{t}* p_out, long long n) {{ long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; "
                          f"if (i >= n) return; {t} out; {{ {cuda_random.DEVICE_SEED}{body} }} p_out[i] = out; }}")
+        rng_parts.append(f'extern "C" __global__ void c{j}(const long long* st, long long add, {t}* p_out, long long n) '
+                         f"{{ long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; if (i >= n) return; "
+                         f"{t} out; {{ {cuda_random.CAPTURED}{body} }} p_out[i] = out; }}")
     ok2, message2 = compile_source("\n".join(rng_parts))
-    print(f"philox kernels: {2 * len(cuda_random.BODIES)} (integer and device seeds), "
+    print(f"philox kernels: {3 * len(cuda_random.BODIES)} (integer seeds, device seeds, captured), "
           f"NVRTC {'OK' if ok2 else 'FAILED'}: {message2}")
     ok3 = check_reductions()
     print(f"NVRTC {nvrtc.getVersion()}, {time.perf_counter() - t0:.1f} s")

@@ -84,6 +84,12 @@ BODIES = {
 DEVICE_SEED = "unsigned long long ember_s = (unsigned long long)seedp[0]; " \
               "unsigned int k0 = (unsigned int)ember_s, k1 = (unsigned int)(ember_s >> 32); "
 STREAM_BIT = 0x80000000
+# The default generator inside a CUDA-graph capture: key and base offset read from a 2-element int64 device array
+# (``st``: [key, offset], rewritten before each replay), the draw's place in the graph (``add``) baked.
+CAPTURED = "unsigned long long ember_s = (unsigned long long)st[0]; " \
+           "unsigned int k0 = (unsigned int)ember_s, k1 = (unsigned int)(ember_s >> 32); " \
+           "unsigned long long ember_c = (unsigned long long)(st[1] + add); " \
+           "unsigned int o0 = (unsigned int)ember_c, o1 = (unsigned int)(ember_c >> 32) & 0x7fffffffu; "
 
 
 def key_of(seed: int, stream: int | None = None) -> int:
@@ -118,6 +124,29 @@ class PhiloxGenerator:
         self.seed = None if self._seed_array is not None else int(seed)
         self.stream, self.offset = stream, int(offset)
         self._key = None if self.seed is None else key_of(self.seed, stream)
+        self._captured: list | None = None  # [state array, draws so far] while a CUDA graph captures
+
+    # ---- CUDA-graph capture (torch's generator registered with a graph) ----------------------------------
+    def capture_begin(self, state: Any) -> None:
+        """Draws until :meth:`capture_end` read the key and base offset from ``state`` (a 2-element int64 device
+        array) plus their place in the graph, so each replay samples anew once :meth:`replay_state` is written
+        there. Only the default stream of an integer-seeded generator registers."""
+        if self.seed is None or self.stream is not None:
+            raise RuntimeError("cuda random: only a default generator can be registered with a CUDA graph")
+        self._captured = [state, 0]
+
+    def capture_end(self) -> int:
+        """Stop capturing; the number of draws the graph makes per replay (its offset increment)."""
+        count = 0 if self._captured is None else self._captured[1]
+        self._captured = None
+        return count
+
+    def replay_state(self, increment: int) -> np.ndarray:
+        """``[key, offset]`` for the next replay (as int64), advancing the offset past the replay's draws, as
+        PyTorch's generator advances by a graph's whole increment."""
+        state = np.array([self._key, self.offset], dtype=np.uint64).view(np.int64)
+        self.offset += int(increment)
+        return state
 
     # ---- state ----------------------------------------------------------------------------------
     def state(self) -> dict:
@@ -142,6 +171,11 @@ class PhiloxGenerator:
             raise TypeError(f"cuda random: {kind} draws float32 or float64, not {dtype}")
         shape = (shape,) if isinstance(shape, int) else tuple(shape or ())
         out = self._cp.empty(shape, dtype=dtype)
+        if self._captured is not None:  # inside a CUDA-graph capture: key and offset from device memory
+            state, k = self._captured
+            self._captured[1] += 1
+            _kernel(self._cp, kind, dtype.name, body, captured=True)(state, np.int64(k), out)
+            return out
         o0, o1 = counter_of(self.offset, self.stream)
         self.offset += 1
         u32 = np.uint32
@@ -180,11 +214,14 @@ class PhiloxGenerator:
 _KERNELS: dict[tuple, Any] = {}
 
 
-def _kernel(cupy: Any, kind: str, dtype: str, body: str, device_seed: bool = False) -> Any:
-    key = (id(cupy), kind, dtype, device_seed)
+def _kernel(cupy: Any, kind: str, dtype: str, body: str, device_seed: bool = False, captured: bool = False) -> Any:
+    key = (id(cupy), kind, dtype, device_seed, captured)
     kernel = _KERNELS.get(key)
     if kernel is None:
-        if device_seed:
+        if captured:
+            kernel = cupy.ElementwiseKernel("raw int64 st, int64 add", f"{dtype} out", CAPTURED + body,
+                                            f"ember_philox_captured_{kind}_{dtype}", preamble=PREAMBLE)
+        elif device_seed:
             kernel = cupy.ElementwiseKernel("raw int64 seedp, uint32 o0, uint32 o1", f"{dtype} out",
                                             DEVICE_SEED + body, f"ember_philox_seeded_{kind}_{dtype}",
                                             preamble=PREAMBLE)

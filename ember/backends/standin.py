@@ -659,14 +659,45 @@ class StandinGenerator:
     draws other numbers than the CPU for a seed, as a GPU does, and its results are device arrays."""
 
     def __getattribute__(self, name: str) -> Any:
-        if _capture.ACTIVE is not None and not name.startswith("_"):
+        if (_capture.ACTIVE is not None and not name.startswith("_") and name not in _CAPTURE_API
+                and object.__getattribute__(self, "_captured") is None):
             raise _capture.ACTIVE.refuse(f"random numbers from the device generator ({name}): its offset is host "
-                                         "state a replay would not advance")
+                                         "state a replay would not advance (register the generator with the graph)")
+        if name in _DRAWS and object.__getattribute__(self, "_captured") is not None:
+            return lambda *args, **kwargs: object.__getattribute__(self, "_captured_draw")(name, args, kwargs)
         return object.__getattribute__(self, name)
 
     def __init__(self, seed: int, stream: int | None = None) -> None:
         entropy = [int(seed)] if stream is None else [int(seed), int(stream)]
         self._rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence(entropy)))
+        self._seed, self._stream, self._captured, self._graph_offset = int(seed), stream, None, 0
+
+    # ---- registered with a CUDA graph: draws read [seed, offset] from device memory (as the CUDA backend's) ----
+    def capture_begin(self, state: "StandinArray") -> None:
+        if self._stream is not None:
+            raise RuntimeError("only a default generator can be registered with a CUDA graph")
+        self._captured = [state, 0]
+
+    def capture_end(self) -> int:
+        count = 0 if self._captured is None else self._captured[1]
+        self._captured = None
+        return count
+
+    def replay_state(self, increment: int) -> np.ndarray:
+        """[seed, offset] for the next replay; the offset (the stand-in's count of graph draws) advances."""
+        state = np.array([self._seed % 2**63, self._graph_offset], dtype=np.int64)
+        self._graph_offset += int(increment)
+        return state
+
+    def _captured_draw(self, method: str, args: tuple, kwargs: dict) -> "StandinArray":
+        state, k = self._captured
+        self._captured[1] += 1
+
+        def kernel(st: np.ndarray) -> np.ndarray:  # reads the state's memory each time it runs
+            rng = np.random.Generator(np.random.SFC64(np.random.SeedSequence([int(st[0]), 2**40 + int(st[1]) + k])))
+            return np.asarray(_standin_draw(rng, method, args, kwargs))
+
+        return _wrap(_capture.ACTIVE.call(kernel, f"philox_{method}", (state._a,), {}))
 
     def random(self, shape: Any = None, dtype: Any = np.float64) -> StandinArray:
         return _wrap_array(np.asarray(self._rng.random(shape, dtype=dtype)))
@@ -682,6 +713,20 @@ class StandinGenerator:
 
     def permutation(self, n: int) -> StandinArray:
         return _wrap_array(self._rng.permutation(int(n)).astype(np.int64))
+
+
+_DRAWS = frozenset({"random", "standard_normal", "integers", "exponential", "permutation"})
+_CAPTURE_API = frozenset({"capture_begin", "capture_end", "replay_state"})
+
+
+def _standin_draw(rng: np.random.Generator, method: str, args: tuple, kwargs: dict) -> Any:
+    """One draw as StandinGenerator's methods make it (their argument conventions)."""
+    if method == "integers":
+        named = dict(zip(("low", "high", "shape"), args), **kwargs)
+        return rng.integers(named["low"], named.get("high"), named.get("shape"), dtype=np.int64)
+    if method == "permutation":
+        return rng.permutation(int(dict(zip(("n",), args), **kwargs)["n"])).astype(np.int64)
+    return getattr(rng, method)(*args, **kwargs)
 
 
 class SeededStream:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ember.backends import cuda_random
-from ember.backends.cuda_random import BODIES, DEVICE_SEED, PREAMBLE, PhiloxGenerator
+from ember.backends.cuda_random import BODIES, CAPTURED, DEVICE_SEED, PREAMBLE, PhiloxGenerator
 
 host = pytest.importorskip("ember.backends.cuda_codegen_host")
 
@@ -44,6 +44,9 @@ def build_host_lib(d):
         parts.append(f'extern "C" void draw_seeded_{kind}_{dtype}(long long n, const long long* seedp, '
                      f"unsigned int o0, unsigned int o1, {t}* dst) {{ for (long long i = 0; i < n; ++i) "
                      f"{{ {t} out; {{ {DEVICE_SEED}{body} }} dst[i] = out; }} }}")
+        parts.append(f'extern "C" void draw_captured_{kind}_{dtype}(long long n, const long long* st, long long add, '
+                     f"{t}* dst) {{ for (long long i = 0; i < n; ++i) "
+                     f"{{ {t} out; {{ {CAPTURED}{body} }} dst[i] = out; }} }}")
     (d / "philox.cpp").write_text("\n".join(parts))
     subprocess.run([cxx, "-O1", "-shared", "-fPIC", "-o", str(d / "philox.so"), str(d / "philox.cpp")], check=True)
     return ctypes.CDLL(str(d / "philox.so"))
@@ -57,6 +60,12 @@ class _HostKernel:
 
     def __call__(self, *args):
         u = ctypes.c_uint
+        if len(args) == 3:  # the captured form: (state [key, offset], add, out)
+            st, add, out = args
+            assert isinstance(st, np.ndarray) and st.dtype == np.int64 and st.shape == (2,)
+            self.fn(ctypes.c_longlong(out.size), ctypes.c_void_p(st.ctypes.data), ctypes.c_longlong(int(add)),
+                    ctypes.c_void_p(out.ctypes.data))
+            return out
         *head, o0, o1, out = args
         if len(head) == 1:  # the device-seed form: (seed array, o0, o1, out)
             seed = head[0]
@@ -77,7 +86,7 @@ class _HostCupy:
         self.lib = lib
 
     def ElementwiseKernel(self, in_params, out_params, body, name, preamble=""):  # noqa: N802 - CuPy's name
-        assert preamble == PREAMBLE and body.replace(DEVICE_SEED, "", 1) in BODIES.values()
+        assert preamble == PREAMBLE and body.replace(DEVICE_SEED, "", 1).replace(CAPTURED, "", 1) in BODIES.values()
         assert ("raw int64 seedp" in in_params) == body.startswith(DEVICE_SEED)
         return _HostKernel(self.lib, name)
 
@@ -172,3 +181,24 @@ def test_a_seed_in_device_memory_draws_the_numbers_of_the_same_integer_seed(hcp)
     # streams are disjoint counter spaces of one key: stream k's draw is not the default stream's
     assert not np.array_equal(PhiloxGenerator(hcp, seed=3, stream=0).random((4,), dtype=np.float32),
                               PhiloxGenerator(hcp, seed=3).random((4,), dtype=np.float32))
+
+
+def test_a_generator_registered_with_a_graph_reads_key_and_offset_from_device_memory(hcp):
+    """Inside a capture the default generator's draws read [key, offset] from a device array plus their place in
+    the graph: with the state of offset 3 written there, the graph's draws k = 0, 1 are the eager draws at offsets
+    3 and 4; replay_state advances the offset by the graph's draw count (PyTorch's whole-graph increment)."""
+    eager = PhiloxGenerator(hcp, seed=2**63 + 5)
+    eager.set_state({"seed": 2**63 + 5, "stream": None, "offset": 3})
+    want = [eager.random((6,), dtype=np.float32), eager.standard_normal((6,), dtype=np.float64)]
+    g = PhiloxGenerator(hcp, seed=2**63 + 5)
+    g.set_state({"seed": 2**63 + 5, "stream": None, "offset": 3})
+    state = np.zeros(2, dtype=np.int64)
+    state[...] = g.replay_state(2)  # (the host kernels run at once: the state is written before the draws)
+    assert g.offset == 5
+    g.capture_begin(state)
+    got = [g.random((6,), dtype=np.float32), g.standard_normal((6,), dtype=np.float64)]
+    assert g.capture_end() == 2 and g.offset == 5  # draws inside the capture do not move the host offset
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(RuntimeError, match="default generator"):
+        PhiloxGenerator(hcp, seed=1, stream=2).capture_begin(state)

@@ -83,3 +83,50 @@ def test_seeded_stream_kernel_reads_the_seed_when_replayed(cuda):
     seed[...] = backend.asarray(np.asarray(12, dtype=np.int64))
     graph.replay()
     np.testing.assert_array_equal(y.get(), backend.make_rng(12, 2).random((5,), dtype=np.float32).get())
+
+
+def test_eager_random_numbers_inside_a_captured_graph_are_new_at_each_replay(cuda):
+    """torch.cuda.graph semantics: the default generator is registered with the graph, so rand/dropout inside the
+    capture run, each replay draws new numbers, the generator moves past them, and manual_seed reproduces."""
+    def capture_and_replay(seed):
+        ember.manual_seed(seed)
+        x = ember.zeros(64, device="cuda")
+        g = ember.cuda.CUDAGraph()
+        with ember.cuda.graph(g):
+            y = x + ember.rand(64, device="cuda")
+            z = ember.nn.functional.dropout(ember.ones(64, device="cuda"), 0.5)
+        out = []
+        for _ in range(3):
+            g.replay()
+            out.append((y.cpu().numpy().copy(), z.cpu().numpy().copy()))
+        after = ember.rand(4, device="cuda").cpu().numpy()
+        return out, after
+
+    first, after = capture_and_replay(3)
+    for u, mask in first:
+        assert ((u >= 0) & (u < 1)).all() and set(np.unique(mask)) <= {0.0, 2.0} and (mask == 0).any()
+    assert not np.array_equal(first[0][0], first[1][0]) and not np.array_equal(first[1][1], first[2][1])
+    again, after_again = capture_and_replay(3)
+    for (u1, m1), (u2, m2) in zip(first, again):
+        np.testing.assert_array_equal(u1, u2)
+        np.testing.assert_array_equal(m1, m2)
+    np.testing.assert_array_equal(after, after_again)
+    other, _ = capture_and_replay(4)
+    assert not np.array_equal(other[0][0], first[0][0])
+
+
+def test_an_unregistered_generator_is_refused_during_capture(cuda):
+    gen = ember.Generator(device="cuda").manual_seed(1)
+    g = ember.cuda.CUDAGraph()
+    with pytest.raises(Exception, match="random numbers from the device generator"):
+        with ember.cuda.graph(g):
+            ember.rand(4, device="cuda", generator=gen)
+
+
+def test_make_graphed_callables_with_dropout_draws_new_masks(cuda):
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(8, 32), ember.nn.Dropout(0.5), ember.nn.Linear(32, 2)).cuda()
+    graphed = ember.cuda.make_graphed_callables(model, (ember.randn(4, 8, device="cuda", requires_grad=True),))
+    x = ember.randn(4, 8, device="cuda")
+    outs = [graphed(x).detach().cpu().numpy() for _ in range(3)]
+    assert not np.array_equal(outs[0], outs[1]) and not np.array_equal(outs[1], outs[2])
