@@ -297,10 +297,18 @@ def _resolve(xp: Any, fn: str) -> tuple[Any, str]:
         return (lambda a, b, c, out=None: fma_arrays(xp, a, b, c, out=out)), "out"
     if fn in SPECIAL:
         return special_function(xp, fn), "plain"
+    if fn == "sum" and xp is np:
+        return _numpy_sum, "out"
     f = getattr(xp, fn)
     if isinstance(f, getattr(xp, "ufunc", np.ufunc)):
         return f, "ufunc"
     return f, ("out" if fn in _OUT_FUNCTIONS else "plain")
+
+
+def _numpy_sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.sum`` as the ufunc reduction it calls for an ndarray (the same call: the same bits), without
+    ``np.sum``'s Python wrapper: W1's loss kernel spent 8 of its 19 us in the step's one ``sum`` of 640 values."""
+    return np.add.reduce(a, axis, dtype, out, keepdims)
 
 
 def _call(xp: Any, fn: str, operands: list, kwargs: Any, out: Any) -> Any:
