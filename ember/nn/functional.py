@@ -36,6 +36,7 @@ from ember.nn._losses_extra import multilabel_margin_loss  # noqa: F401
 from ember.ops.nn_ops import LINEAR as _LINEAR
 from ember.amp.policy import autocast_policy
 from ember.backends import cuda_flags as _cuda_flags
+from ember import cuda_attention as _cuda_attention
 from ember.ops.pooling import (  # noqa: F401
     adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d,
     max_unpool2d,
@@ -102,6 +103,10 @@ def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: An
         key = key.repeat_interleave(repeats, -3) if hasattr(key, "repeat_interleave") else _repeat_heads(key, repeats)
         value = value.repeat_interleave(repeats, -3) if hasattr(value, "repeat_interleave") else _repeat_heads(
             value, repeats)
+    if query.device.type == "cuda" and attn_mask is None and dropout_p == 0.0:  # cuDNN's fused attention (gpu22)
+        fused = _cuda_attention.cudnn_sdpa(query, key, value, is_causal, scale)
+        if fused is not None:
+            return fused
     flash = _cpu_backend(query, key, value, dropout_p) == "flash"
     low = query.dtype if query.dtype.is_floating_point and query.dtype.itemsize == 2 else None
     if low is not None and key.dtype is low and value.dtype is low:

@@ -206,6 +206,26 @@ def test_cudnn_attention_training_graphs():
         assert float(cupy.abs(got.astype(cupy.float32) - want._data).max()) < 5e-2 * max(1.0, float(abs(want).max()))
 
 
+@needs_cudnn
+def test_sdpa_through_cudnn_matches_the_composite(monkeypatch):
+    """F.scaled_dot_product_attention on bf16 (B, H, S, D): cuDNN's fused kernels (ember/cuda_attention.py) vs the
+    composite with cuDNN off, forward and the three gradients."""
+    rng = np.random.default_rng(6)
+    arrays = [rng.standard_normal((2, 4, 128, 64)).astype(np.float32) for _ in range(3)]
+
+    def run(enabled: bool) -> list:
+        monkeypatch.setattr(ember.backends.cudnn, "enabled", enabled)
+        q, k, v = (ember.tensor(a, device="cuda").to(ember.bfloat16).requires_grad_(True) for a in arrays)
+        out = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        (out.float() ** 2).sum().backward()
+        return [t.float().cpu().numpy() for t in (out.detach(), q.grad, k.grad, v.grad)], type(out.grad_fn).__name__
+
+    (fused, fused_fn), (plain, plain_fn) = run(True), run(False)
+    assert "CudnnAttention" in fused_fn and "CudnnAttention" not in plain_fn, (fused_fn, plain_fn)
+    for a, b in zip(fused, plain):
+        assert np.abs(a - b).max() <= 3e-2 * max(1.0, np.abs(b).max())
+
+
 def test_compiled_step_with_dropout_and_capturable_adamw_replays_equal_to_kernel_by_kernel():
     """Random numbers and Adam in a CUDA-graph replay: seeds read from device memory, the step count on the device."""
     def run(mode):
