@@ -75,15 +75,16 @@ def _kernel_takes(a: Any, b: Any, native_kernel: Callable | None) -> bool:
     return cpu_gemm_choice.use_ember(m, k, n, b.strides[1] == 4 and b.strides[0] % 4 == 0, threads)
 
 
-def _plan(a: Any, b: Any, native_kernel: Callable | None) -> tuple | None:
-    """``(rows, columns, dtype, axis, cut, macs)`` when the chain would split ``a @ b`` on the hot worker (its
-    answers now, asked in its order), else None."""
+def _plan(a: Any, b: Any, native_kernel: Callable | None, bias: Any = None) -> tuple | None:
+    """``(rows, columns, dtype, axis, cut, macs)`` when the chain would split ``a @ b (+ bias)`` on the hot worker
+    (its answers now, asked in its order), else None."""
     m, k = a.shape
     n = b.shape[1]
     macs = m * k * n
     dtype = a.dtype
     if b.dtype != dtype or dtype.char not in "fd" or not dtype.isnative or _deciders() != _ORIGINAL \
-            or _kernel_takes(a, b, native_kernel) or cpu_blas_gemm._kind(a, b, None) is None:
+            or _kernel_takes(a, b, native_kernel) or cpu_blas_gemm._kind(a, b, bias) is None \
+            or (bias is not None and (bias.__class__ is not np.ndarray or bias.shape != (n,))):
         return None
     threads = cpu_blas_gemm.num_threads()
     if threads <= 1 or not cpu_blas.owns_gemm_threads() or not (macs < cpu_blas_gemm.SPLIT_MACS or threads == 2) \
@@ -97,19 +98,21 @@ def _plan(a: Any, b: Any, native_kernel: Callable | None) -> tuple | None:
     return m, n, dtype, axis, c0, macs
 
 
-def matmul_2d(a: Any, b: Any, native_kernel: Callable | None) -> Any:
-    """``a @ b`` of two 2-D NumPy arrays split on the hot worker when the chain (``linalg._matmul_impl``) would
-    split it so now; None otherwise, nothing computed (then run the chain). ``native_kernel``: ``linalg``'s look-up
-    of ember's kernels (its GEMM may take the product first)."""
+def matmul_2d(a: Any, b: Any, native_kernel: Callable | None, bias: Any = None) -> Any:
+    """``a @ b`` (``+ bias``, a row of b's columns added as ``cpu_blas_gemm.split_gemm`` adds it: the output starts as
+    the bias and the GEMM adds into it) of 2-D NumPy arrays, split on the hot worker when the chain
+    (``linalg._matmul_impl``, ``nn_ops._linear_gemm``) would split it so now; None otherwise, nothing computed (then
+    run the chain). ``native_kernel``: ``linalg``'s look-up of ember's kernels (its GEMM may take the product first)."""
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or getattr(cpu_threads._LOCAL, "inside", False):
         return None
-    key = (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype)
+    key = (a.shape, b.shape, a.strides, b.strides, a.dtype, b.dtype,
+           None if bias is None else (bias.__class__, bias.shape, bias.dtype))
     stamp = _stamp(native_kernel)
     entry = _PLANS.get(key)
     if entry is None or entry[0] != stamp:
         if len(_PLANS) >= MAX_PLANS:
             _PLANS.clear()
-        entry = _PLANS[key] = (stamp, _plan(a, b, native_kernel))
+        entry = _PLANS[key] = (stamp, _plan(a, b, native_kernel, bias))
     plan = entry[1]
     if plan is None:
         return None
@@ -118,7 +121,10 @@ def matmul_2d(a: Any, b: Any, native_kernel: Callable | None) -> Any:
     if worker is None or not cpu_hot_worker._ready(worker, macs):
         return None
     out = np.empty((m, n), dtype)
-    return out if cpu_hot_worker.run_split(worker, a, b, out, 0, axis, c0) else None
+    if bias is None:
+        return out if cpu_hot_worker.run_split(worker, a, b, out, 0, axis, c0) else None
+    np.copyto(out, bias)
+    return out if cpu_hot_worker.run_split(worker, a, b, out, 1, axis, c0) else None
 
 
 def _plan_into(a: Any, b: Any, out: Any) -> tuple | None:

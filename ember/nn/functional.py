@@ -55,6 +55,14 @@ avg_pool2d = _follow_layout(avg_pool2d)
 @autocast_policy("lower")
 def linear(input: Any, weight: Any, bias: Any = None) -> Any:
     """``input @ weight.T + bias``; leading dims are flattened so the product is one GEMM."""
+    try:  # the common case (an nn.Linear layer's call), its checks on the arrays at once (no Tensor properties)
+        x, w = input._data, weight._data
+        b = None if bias is None else bias._data
+    except AttributeError:  # not tensors: the checks below name what is wrong
+        x = None
+    if x is not None and w.ndim == 2 and x.ndim >= 2 and x.shape[-1] == w.shape[1] and x.dtype == w.dtype and (
+            b is None or (b.ndim == 1 and b.dtype == w.dtype)):
+        return _dispatch.apply(_LINEAR, (input, weight) if bias is None else (input, weight, bias))
     if weight.ndim not in (1, 2):
         raise RuntimeError(f"linear: weight must be 1-D or 2-D (out_features, in_features), got {tuple(weight.shape)}")
     in_features = weight.shape[-1]

@@ -21,7 +21,7 @@ import numpy as np
 from ember import dtypes, random as ember_random
 from ember.backends import native_kernel, special_function
 from ember.backends import capture_state
-from ember.backends import cpu_blas_gemm, cpu_mkl
+from ember.backends import cpu_blas_gemm, cpu_gemm_plan, cpu_hot_worker, cpu_mkl
 from ember.backends.cpu_threads import num_threads, parallel_for
 from ember.backends.cpu_math_kernels import run_elementwise, run_rows
 from ember.ops import (cost, dispatch, elementwise as ew, extra_math, inplace as inplace_ops, normalization,
@@ -37,6 +37,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.movement import PAD, index_range, take_by_index
 from ember.ops import views
+from ember.ops import linalg as _linalg
 from ember.ops.linalg import _matmul_impl
 from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
 
@@ -630,6 +631,11 @@ def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
 
 def _linear_gemm(xp: Any, rows: Any, w: Any, bias: tuple) -> Any:
     """``rows @ w.T (+ bias)`` by ember's GEMM or BLAS (``linalg.gemm_2d``'s choice)."""
+    if xp is np and rows.shape[0] * rows.shape[1] * w.shape[0] >= cpu_hot_worker.MIN_MACS:
+        # the hot worker's split, its questions answered once per signature (cpu_gemm_plan, w1eager22)
+        out = cpu_gemm_plan.matmul_2d(rows, w.T, _linalg.native_kernel, bias[0] if bias else None)
+        if out is not None:
+            return out
     out = gemm_2d(xp, rows, w.T, bias[0] if bias else None)  # ember's AVX-512 GEMM (bias added inside)
     if out is None:
         out = cpu_blas_gemm.split_gemm(rows, w.T, bias[0] if bias else None)  # large: a BLAS call per ember thread

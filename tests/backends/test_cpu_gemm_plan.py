@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ember
 from ember import _config
 from ember.backends import cpu_blas, cpu_blas_gemm, cpu_gemm_plan, cpu_hot_worker, cpu_threads
 from ember.ops import linalg
@@ -109,3 +110,25 @@ def test_weight_gradient_plan_adds_into_grad_bit_for_bit(ready):
     np.testing.assert_array_equal(out, expected)
     assert cpu_gemm_plan.plan_into(a[:, :16], b[:16], out) == ()  # too few multiply-adds to split
     assert cpu_gemm_plan.plan_into(a, b, np.asfortranarray(out)) == ()  # an output the split cannot write
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_forward_with_bias_is_the_chains_split_bit_for_bit(ready, monkeypatch, dtype):
+    """nn.Linear's forward (``nn_ops._linear_gemm``): the planned split with the bias as the output's start (beta 1)
+    against the chain's own split (the plan switched off), and within GEMM error of float64 NumPy."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((64, 1000)).astype(dtype)
+    w = rng.standard_normal((100, 1000)).astype(dtype)
+    bias = rng.standard_normal(100).astype(dtype)
+    bias[:2] = [np.inf, -0.0]
+    if cpu_gemm_plan._kernel_takes(x, w.T, linalg.native_kernel):
+        pytest.skip("ember's own kernel takes this product here")
+    planned = ember.nn.functional.linear(ember.tensor(x), ember.tensor(w), ember.tensor(bias)).numpy()
+    assert any(key[-1] is not None for key in cpu_gemm_plan._PLANS)  # the bias product was planned
+    monkeypatch.setattr(cpu_gemm_plan, "matmul_2d", lambda *args: None)
+    chain = ember.nn.functional.linear(ember.tensor(x), ember.tensor(w), ember.tensor(bias)).numpy()
+    np.testing.assert_array_equal(planned, chain)
+    exact = x.astype(np.float64) @ w.T.astype(np.float64) + bias
+    tol = 1e-3 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(planned, exact, rtol=tol, atol=tol)
+    assert cpu_gemm_plan._plan(x, w.T, linalg.native_kernel, bias[:50]) is None  # a bias of the wrong length
