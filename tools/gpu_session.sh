@@ -49,7 +49,8 @@ device_name() {  # "NVIDIA-H200" (nvidia-smi), or the stand-in's name in a dry r
   [ -z "$name" ] && name="$("$PY" -c 'import ember; print(ember.cuda.get_device_name() if ember.cuda.is_available() else "no-gpu")' 2>/dev/null)"
   echo "${name:-unknown}" | tr -c 'A-Za-z0-9._\n-' '-' | sed 's/-\+/-/g; s/^-//; s/-$//'
 }
-DEVICE="$(device_name)"
+DEVICE=none
+case "$step" in prepare|collect) ;; *) DEVICE="$(device_name)" ;; esac
 TAG="$STAMP-$DEVICE$([ "$DRY" = 1 ] && echo -dry-run)"
 SESSION="$OUT/session-$TAG.txt"
 
