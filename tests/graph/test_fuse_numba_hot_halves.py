@@ -96,3 +96,14 @@ def test_adam_loops_on_the_real_hot_worker(monkeypatch) -> None:
     got, _ = _train("real", monkeypatch)
     for a, b in zip(ref, got):
         assert a.tobytes() == b.tobytes()
+
+
+def test_addresses_are_the_arrays_data_pointers() -> None:
+    # The words the halves' C function reads: each array's data address, also for views with an offset, 2-D and
+    # bool arrays, as ndarray.ctypes.data says.
+    base = np.arange(40, dtype=np.float64)
+    arrays = [base[3:], np.ones((4, 5), np.float32), np.zeros(7, bool), base.reshape(5, 8)[1:], np.arange(3)]
+    for count in (1, 3, 5):
+        words = np.zeros(count, np.int64)
+        fuse_numba._addresses(count)(words, *arrays[:count])
+        assert words.tolist() == [a.ctypes.data for a in arrays[:count]]
