@@ -1,7 +1,7 @@
 """A CNN step's memory-bound passes as range kernels, run on both cores through the hot worker
 (``cpu_hot_worker.split_call_into``: a native hand-off of a few microseconds): max pooling's 2x2 forward and its
 non-overlapping backward (over planes), relu and relu's gradient (over elements), a conv bias's gradient (over
-channels).
+channels) and its bias add (over planes).
 
 Why (issue 11, the MNIST CNN's epoch; docs/cpu-performance.md "mnist22"): these passes are memory-bound (0.2-0.7 ms
 on a 64 x 32 x 28x28 map) and ``cpu_threads.parallel_for`` wakes a sleeping pool thread for the second half, which
@@ -221,16 +221,44 @@ def sums_range_f8(start, stop, args):  # pragma: no cover - compiled
                  numba.carray(as_pointer(words[B]), (c,), np.float64), start, stop)
 
 
+@numba.njit(nogil=True, cache=True)
+def add_channel(out, bias, r0, r1):  # pragma: no cover - compiled
+    """``out[r] += bias[r % C]`` for rows ``[r0, r1)`` of an (N*C, S) ``out`` (a conv's bias, in place): one IEEE add
+    per element, NumPy's broadcast add's bits."""
+    c = bias.size
+    for r in range(r0, r1):
+        row, b = out[r], bias[r % c]
+        for k in range(row.size):
+            row[k] += b
+
+
+def bias_range_f4(start, stop, args):  # pragma: no cover - compiled
+    """``add_channel`` over float32 rows ``[start, stop)`` (words: out, bias; rows, C, S in H, W, OH)."""
+    words = numba.carray(as_pointer(args), (WORDS,), np.int64)
+    rows, c, s = words[H], words[W], words[OH]
+    add_channel(numba.carray(as_pointer(words[A]), (rows, s), np.float32),
+                numba.carray(as_pointer(words[B]), (c,), np.float32), start, stop)
+
+
+def bias_range_f8(start, stop, args):  # pragma: no cover - compiled
+    """``add_channel`` over float64 rows ``[start, stop)`` (words: out, bias; rows, C, S in H, W, OH)."""
+    words = numba.carray(as_pointer(args), (WORDS,), np.int64)
+    rows, c, s = words[H], words[W], words[OH]
+    add_channel(numba.carray(as_pointer(words[A]), (rows, s), np.float64),
+                numba.carray(as_pointer(words[B]), (c,), np.float64), start, stop)
+
+
 _SIGNATURE = types.void(types.int64, types.int64, types.int64)
 _FUNCTIONS = {("pool", "f"): pool_range_f4, ("pool", "d"): pool_range_f8, ("unpool", "f"): unpool_range_f4,
               ("unpool", "d"): unpool_range_f8, ("relu", "f"): relu_range_f4, ("relu", "d"): relu_range_f8,
               ("relu_grad", "f"): relu_grad_range_f4, ("relu_grad", "d"): relu_grad_range_f8,
-              ("sums", "f"): sums_range_f4, ("sums", "d"): sums_range_f8}
+              ("sums", "f"): sums_range_f4, ("sums", "d"): sums_range_f8, ("bias", "f"): bias_range_f4,
+              ("bias", "d"): bias_range_f8}
 _CFUNCS: dict = {}
 
 
 def address(kind: str, char: str) -> int:
-    """The C address of the range function ``kind`` ("pool", "unpool", "relu", "relu_grad", "sums") for dtype ``char`` ("f" float32, "d"
+    """The C address of the range function ``kind`` ("pool", "unpool", "relu", "relu_grad", "sums", "bias") for dtype ``char`` ("f" float32, "d"
     float64), compiled (or loaded from numba's cache) on first use."""
     compiled = _CFUNCS.get((kind, char))
     if compiled is None:

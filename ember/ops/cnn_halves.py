@@ -170,3 +170,24 @@ def channel_sums(xp: Any, g: Any) -> Any:
     out = np.empty(c, g.dtype)
     _run(kernels, "sums", (g, out), c, (n, c, s, 0), g.size, lambda c0, c1: kernels.channel_sums(g, out, c0, c1))
     return out
+
+
+def add_bias(xp: Any, out: Any, bias: Any) -> bool:
+    """``out += bias`` per channel, in place, for a contiguous float32/float64 (N, C, ...) ``out`` and a contiguous
+    (C,) ``bias`` of its dtype, planes in halves (one add per element: the broadcast add's bits). False, nothing done,
+    where the kernels do not apply.
+
+    Example:
+        >>> import numpy as np
+        >>> out = np.zeros((1, 2, 2), np.float32)
+        >>> add_bias(np, out, np.array([1.0, 2.0], np.float32)) is False or out[:, 1].tolist() == [[2.0, 2.0]]
+        True
+    """
+    kernels = _kernels(xp, out, bias)
+    if kernels is None or bias.dtype != out.dtype or out.ndim < 2 or bias.shape != (out.shape[1],):
+        return False
+    rows = out.shape[0] * out.shape[1]
+    flat = out.reshape(rows, -1)
+    _run(kernels, "bias", (out, bias), rows, (rows, bias.size, flat.shape[1], 0), out.size,
+         lambda r0, r1: kernels.add_channel(flat, bias, r0, r1), 1, 1 << 17)
+    return True

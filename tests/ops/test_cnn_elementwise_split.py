@@ -185,3 +185,17 @@ def test_conv2d_bias_gradient_vs_torch() -> None:
         lib.nn.functional.conv2d(lib.tensor(x), lib.tensor(w), bias, padding=1).square().sum().backward()
         grads.append(bias.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-2)
+
+
+def test_conv_bias_add_in_halves(hot_halves) -> None:
+    """A conv's bias added in place in halves (MNIST's conv2 shape): the bits of the convolution plus a broadcast add,
+    and torch's output within its tolerance."""
+    x = np.random.default_rng(12).standard_normal((64, 32, 14, 14)).astype(np.float32)
+    w = np.random.default_rng(13).standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.1
+    b = np.random.default_rng(14).standard_normal(64).astype(np.float32)
+    F = ember.nn.functional
+    with_bias = F.conv2d(ember.tensor(x), ember.tensor(w), ember.tensor(b), padding=1).numpy()
+    plain = F.conv2d(ember.tensor(x), ember.tensor(w), padding=1).numpy()
+    np.testing.assert_array_equal(with_bias, plain + b.reshape(1, -1, 1, 1))
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1).numpy()
+    np.testing.assert_allclose(with_bias, want, rtol=1e-4, atol=1e-4)
