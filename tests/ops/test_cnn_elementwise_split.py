@@ -199,3 +199,18 @@ def test_conv_bias_add_in_halves(hot_halves) -> None:
     np.testing.assert_array_equal(with_bias, plain + b.reshape(1, -1, 1, 1))
     want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1).numpy()
     np.testing.assert_allclose(with_bias, want, rtol=1e-4, atol=1e-4)
+
+
+def test_hot_halves_float64(hot_halves) -> None:
+    """The float64 range kernels: relu, 2x2 max pooling, both backwards and a bias gradient as torch's (double)."""
+    x = _special((6, 5, 12, 14), 15).astype(np.float64)
+    g = np.random.default_rng(16).standard_normal((6, 5, 6, 7))
+    outs = []
+    for lib in (ember, torch):
+        tx, tb = lib.tensor(x, requires_grad=True), lib.tensor(np.arange(5.0), requires_grad=True)
+        ty = lib.nn.functional.max_pool2d(lib.relu(tx + tb.reshape(1, 5, 1, 1)), 2)
+        ty.backward(lib.tensor(g))
+        outs.append((ty.detach().numpy(), tx.grad.numpy(), tb.grad.numpy()))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+    np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=1e-12)
