@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ember import dtypes
 from ember.interpreters import TracingError
 from ember.ops import cost
@@ -22,8 +24,9 @@ from ember.ops import batching
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import transposes_into_matmul
 from ember.ops.elementwise import _broadcast_shapes, conj_if_complex
+from ember.ops import linalg as _linalg
 from ember.ops.linalg import _matmul_impl, blas_context, gemm_2d, is_tiny
-from ember.backends import cpu_blas_gemm, cpu_mkl
+from ember.backends import cpu_blas_gemm, cpu_gemm_plan, cpu_hot_worker, cpu_mkl
 from ember.tensor import Tensor
 
 
@@ -65,6 +68,10 @@ def _matmul_t_impl(xp: Any, a: Any, b: Any, transpose_a: bool = False, transpose
         a, b = a.T if transpose_a else a, b.T if transpose_b else b
         if is_tiny(a.shape[0], a.shape[1], b.shape[1]):  # nothing to choose (linalg.TINY_MACS)
             return xp.matmul(a, b)
+        if xp is np and a.shape[0] * a.shape[1] * b.shape[1] >= cpu_hot_worker.MIN_MACS:
+            out = cpu_gemm_plan.matmul_2d(a, b, _linalg.native_kernel)  # the hot split, planned per signature
+            if out is not None:
+                return out
         out = gemm_2d(xp, a, b)
         if out is None:
             out = cpu_blas_gemm.split_gemm(a, b)  # large: one BLAS call per ember thread

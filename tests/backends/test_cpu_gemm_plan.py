@@ -132,3 +132,18 @@ def test_linear_forward_with_bias_is_the_chains_split_bit_for_bit(ready, monkeyp
     tol = 1e-3 if dtype == np.float32 else 1e-10
     np.testing.assert_allclose(planned, exact, rtol=tol, atol=tol)
     assert cpu_gemm_plan._plan(x, w.T, linalg.native_kernel, bias[:50]) is None  # a bias of the wrong length
+
+
+def test_linear_weight_gradient_product_is_the_chains_split_bit_for_bit(ready, monkeypatch):
+    """``matmul_t`` (nn.Linear's weight gradient ``g.T @ x``, transpose folded in) through the plan against the
+    chain's own split (the plan off)."""
+    rng = np.random.default_rng(4)
+    g = rng.standard_normal((64, 100)).astype(np.float32)
+    x = rng.standard_normal((64, 1000)).astype(np.float32)
+    if cpu_gemm_plan._kernel_takes(g.T, x, linalg.native_kernel):
+        pytest.skip("ember's own kernel takes this product here")
+    matmul_t = ember.ops.registry.OPS["matmul_t"].impl
+    planned = matmul_t(np, g, x, transpose_a=True)
+    monkeypatch.setattr(cpu_gemm_plan, "matmul_2d", lambda *args: None)
+    np.testing.assert_array_equal(planned, matmul_t(np, g, x, transpose_a=True))
+    np.testing.assert_allclose(planned, g.T.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
