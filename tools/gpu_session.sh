@@ -61,6 +61,14 @@ wheels() {  # the carried wheels (the cuDNN frontend), installed where this mach
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH="$PYTHONPATH:/tmp/site"
   fi
+  # The frontend dlopens libcudnn.so.9 from LD_LIBRARY_PATH first, then <site-packages>/nvidia/cudnn/lib: name the
+  # folder of the machine's nvidia-cudnn wheel (where PyTorch's cuDNN lives) whatever its layout (cu12 or cu13).
+  local lib
+  lib="$("$PY" -c 'import glob, os, sysconfig
+hits = sorted(glob.glob(os.path.join(sysconfig.get_path("purelib"), "nvidia", "**", "libcudnn.so.9"), recursive=True))
+print(os.path.dirname(hits[0]) if hits else "")' 2>/dev/null)"
+  [ -n "$lib" ] && [ "$DRY" = 0 ] && export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  return 0
 }
 
 smoke() {

@@ -48,8 +48,13 @@ def versions() -> str:
     except ImportError:
         parts.append("torch: not here")
     from ember.backends import cuda_cudnn
-    parts.append(f"cuDNN for ember: {ember.backends.cudnn.is_available()} version {ember.backends.cudnn.version()}"
-                 + ("" if ember.backends.cudnn.is_available() else f" ({cuda_cudnn.unavailable_reason() or 'no GPU'})"))
+    try:
+        parts.append(f"cuDNN for ember: {ember.backends.cudnn.is_available()} version {ember.backends.cudnn.version()}"
+                     + ("" if ember.backends.cudnn.is_available()
+                        else f" ({cuda_cudnn.unavailable_reason() or 'no GPU'})"))
+    except Exception as error:  # noqa: BLE001 - the frontend imported but cuDNN's library did not load
+        parts.append(f"cuDNN for ember: the frontend loads but cuDNN does not answer ({type(error).__name__}: "
+                     f"{error}; LD_LIBRARY_PATH must name the folder of libcudnn.so.9)")
     return "; ".join(parts)
 
 
