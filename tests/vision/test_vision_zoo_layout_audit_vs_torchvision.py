@@ -1,8 +1,8 @@
 """Every torchvision 0.28 builder ember has, against torchvision itself, structure only: state_dict keys in
-torchvision's order, every shape, the normalization layers' type/eps/momentum, and the weights enum (members,
-URLs, every meta entry, the ``transforms()`` preset's printout). Built on the meta device in both libraries
-(no memory, no random init), so the whole zoo is ~10-20 s of CPU: that sweep is in the slow set, and one builder per
-family runs by default. Values are compared in the per-family test files around this one."""
+torchvision's order, every shape, the normalization layers' type/eps/momentum, and the weights enum (members, URLs,
+every meta entry, the ``transforms()`` preset's printout and ``describe()``, an ``nn.Module`` as there). Built on the
+meta device in both libraries (no memory, no random init), so the whole zoo is ~10-20 s of CPU: that sweep is in the
+slow set, and one builder per family runs by default. Values are compared in the per-family test files around it."""
 from __future__ import annotations
 
 import json
@@ -70,7 +70,10 @@ def _check(name: str) -> None:
             else:  # json text: NaN-safe and tuple/list-blind, as the table stores JSON
                 assert json.dumps(got.meta[key], sort_keys=True) == json.dumps(value, sort_keys=True), \
                     (name, member.name, key)
-        assert repr(got.transforms()) == repr(member.transforms()), (name, member.name)
+        preset, theirs = got.transforms(), member.transforms()
+        assert repr(preset) == repr(theirs), (name, member.name)
+        # torchvision's presets are nn.Modules (programs chain them in nn.Sequential) that describe themselves
+        assert isinstance(preset, ember.nn.Module) and preset.describe() == theirs.describe(), (name, member.name)
 
 
 @pytest.mark.parametrize("name", FAST)
@@ -92,3 +95,9 @@ def test_zoo_names_cover_torchvision_except_the_documented_gaps() -> None:
     documented = {
                   *(n for n in tv.models.list_models(tv.models.quantization))}
     assert missing <= documented, sorted(missing - documented)
+
+
+def test_preset_chains_with_a_model_in_sequential() -> None:
+    weights = ev.models.ResNet18_Weights.DEFAULT
+    pipeline = ember.nn.Sequential(weights.transforms(), ev.models.resnet18(num_classes=3).eval())
+    assert tuple(pipeline(ember.zeros(2, 3, 40, 50, dtype=ember.uint8)).shape) == (2, 3)

@@ -10,7 +10,8 @@ torchvision.
 Example:
     >>> import ember
     >>> from ember.vision.models.video.mvit import MSBlockConfig, MViT
-    >>> cfg = [MSBlockConfig(1, 8, 16, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 2, 2])]
+    >>> cfg = [MSBlockConfig(1, 8, 16, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 2, 2]),
+    ...        MSBlockConfig(2, 16, 16, [3, 3, 3], [3, 3, 3], [1, 1, 1], [1, 1, 1])]
     >>> model = MViT((16, 16), 4, cfg, residual_pool=True, residual_with_cls_embed=False, rel_pos_embed=True,
     ...              proj_after_attn=True, num_classes=5).eval()
     >>> model(ember.randn(1, 3, 4, 16, 16)).shape
@@ -300,7 +301,7 @@ class MViT(nn.Module):
                  patch_embed_stride: tuple[int, int, int] = (2, 4, 4),
                  patch_embed_padding: tuple[int, int, int] = (1, 3, 3)) -> None:
         super().__init__()
-        total = len(block_setting)
+        total = len(block_setting)  # one block divides 0 by 0 below, as torchvision does
         if total == 0:
             raise ValueError("The configuration parameter can't be empty.")
         block = block or MultiscaleBlock
