@@ -8,6 +8,12 @@ repository raise with the fix (torch 2.13 only warns for ``None``); ``source="lo
 named, as torch does. Downloads land in ``<hub dir>/<owner>_<repo>_<ref>`` and are unpacked member by member
 inside that folder only.
 
+``pytorch/vision`` (any ref: ``"pytorch/vision:v0.10.0"``, the PyTorch Hub page's snippet) is served from
+``ember.vision.models`` without a download: its hubconf would import torchvision, i.e. torch's code, so ember answers
+with its own builders of the same names (torchvision 0.28's; detection and quantized models are not in torchvision's
+hubconf either), ``get_weight`` and ``get_model_weights``. No repository code runs, so no trust is asked. Weights
+come from the usual checkpoint cache. ``source="local"`` on a downloaded copy still runs that copy's hubconf.
+
 Example:
     >>> import os, tempfile, ember
     >>> repo = tempfile.mkdtemp()
@@ -145,6 +151,24 @@ def _import_hubconf(repo_dir: str) -> Any:
     return module
 
 
+def _builtin(repo_or_dir: str, source: str, verbose: bool) -> dict[str, Callable] | None:
+    """ember's own entrypoints for a GitHub repository whose models ember has (``pytorch/vision``), else None."""
+    if source != "github" or not isinstance(repo_or_dir, str):
+        return None
+    owner, name, ref = _split_repo(repo_or_dir)
+    if f"{owner}/{name}".lower() != "pytorch/vision":
+        return None
+    from ember.vision import models
+
+    if verbose:
+        sys.stderr.write(f"ember.hub: {owner}/{name}:{ref} is served by ember.vision.models (torchvision 0.28's "
+                         "builders; nothing is downloaded or run)\n")
+    detection = set(models.list_models(models.detection))
+    entries: dict[str, Callable] = {n: models.get_model_builder(n) for n in models.list_models() if n not in detection}
+    entries.update(get_weight=models.get_weight, get_model_weights=models.get_model_weights)
+    return entries
+
+
 def _entrypoint(module: Any, model: str) -> Callable:
     if not isinstance(model, str):
         raise ValueError("Invalid input: model should be a string of function name")
@@ -157,6 +181,9 @@ def _entrypoint(module: Any, model: str) -> Callable:
 def list(github: str, force_reload: bool = False, skip_validation: bool = False, trust_repo: Any = None,  # noqa: A001
          verbose: bool = True, *, source: str = "github") -> list:
     """The entrypoints (public callables) ``hubconf.py`` offers."""
+    builtin = _builtin(github, source, verbose)
+    if builtin is not None:
+        return sorted(builtin)
     module = _import_hubconf(_repo_dir(github, source, force_reload, trust_repo, verbose))
     return [name for name, value in vars(module).items() if callable(value) and not name.startswith("_")
             and not isinstance(value, type(sys))]
@@ -165,6 +192,9 @@ def list(github: str, force_reload: bool = False, skip_validation: bool = False,
 def help(github: str, model: str, force_reload: bool = False, skip_validation: bool = False,  # noqa: A001
          trust_repo: Any = None, *, source: str = "github") -> str:
     """The docstring of one entrypoint."""
+    builtin = _builtin(github, source, False)
+    if builtin is not None:
+        return _entrypoint(type("hubconf", (), builtin), model).__doc__ or ""
     module = _import_hubconf(_repo_dir(github, source, force_reload, trust_repo, True))
     return _entrypoint(module, model).__doc__ or ""
 
@@ -172,6 +202,9 @@ def help(github: str, model: str, force_reload: bool = False, skip_validation: b
 def load(repo_or_dir: str, model: str, *args: Any, source: str = "github", trust_repo: Any = None,
          force_reload: bool = False, verbose: bool = True, skip_validation: bool = False, **kwargs: Any) -> Any:
     """Call the entrypoint ``model`` of the repository's ``hubconf.py`` with ``args``/``kwargs``."""
+    builtin = _builtin(repo_or_dir, source, verbose)
+    if builtin is not None:
+        return _entrypoint(type("hubconf", (), builtin), model)(*args, **kwargs)
     module = _import_hubconf(_repo_dir(repo_or_dir, source, force_reload, trust_repo, verbose))
     return _entrypoint(module, model)(*args, **kwargs)
 

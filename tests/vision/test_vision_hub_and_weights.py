@@ -178,3 +178,38 @@ def _torchvision():
         return import_torchvision()
     except ImportError:
         return None
+
+
+def test_hub_load_pytorch_vision_is_served_by_ember_without_download(monkeypatch: pytest.MonkeyPatch,
+                                                                     tmp_path: Path, capsys) -> None:
+    """The PyTorch Hub snippet ``hub.load('pytorch/vision:v0.10.0', 'mobilenet_v3_small', pretrained=True)``: ember's
+    builder, the weights from the checkpoint cache, nothing downloaded, no repository code run, no trust asked."""
+    monkeypatch.setattr(hub, "_hub_dir", None)
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path))
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("pytorch/vision must not be downloaded")
+
+    monkeypatch.setattr("ember.hub_repos.download_url_to_file", no_network)
+    weights = torchvision.models.MobileNet_V3_Small_Weights.DEFAULT
+    source = torchvision.models.mobilenet_v3_small()
+    cache = tmp_path / "hub" / "checkpoints"
+    cache.mkdir(parents=True)
+    ember.save(source.state_dict(), cache / os.path.basename(weights.url))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = hub.load("pytorch/vision:v0.10.0", "mobilenet_v3_small", pretrained=True)
+    assert any("'pretrained' is deprecated" in str(w.message) for w in caught)
+    assert "served by ember.vision.models" in capsys.readouterr().err
+    np.testing.assert_array_equal(model.classifier[3].weight.detach().numpy(),
+                                  source.classifier[3].weight.detach().numpy())
+    assert type(hub.load("pytorch/vision", "raft_small", verbose=False)).__name__ == "RAFT"
+    names = hub.list("pytorch/vision", verbose=False)
+    assert {"resnet18", "vit_b_16", "swin3d_t", "get_weight", "get_model_weights"} <= set(names)
+    assert "fasterrcnn_resnet50_fpn" not in names and names == sorted(names)  # torchvision's hubconf has no detectors
+    assert hub.load("pytorch/vision", "get_weight", "ResNet50_Weights.IMAGENET1K_V2", verbose=False).url.endswith(
+        "resnet50-11ad3fa6.pth")
+    assert hub.help("pytorch/vision", "resnet18") == torchvision.models.resnet18.__doc__
+    with pytest.raises(RuntimeError, match="Cannot find callable nope in hubconf"):
+        hub.load("pytorch/vision", "nope", verbose=False)
+    assert not (tmp_path / "hub" / "trusted_list").exists()
