@@ -120,3 +120,23 @@ def test_full_size_mvit_matches_torchvision(name: str) -> None:
     _close(model.eval()(ember.from_numpy(x)).detach().numpy(), expected, name, 1e-5)
     assert ev.models.video.MViT_V2_S_Weights.DEFAULT.meta["num_params"] == \
         sum(p.numel() for p in ev.models.video.mvit_v2_s().parameters())
+
+
+@pytest.mark.parametrize("name", ["v2", "v1", *(pytest.param(n, marks=pytest.mark.slow)
+                                                for n in ("mvit_v1_b", "mvit_v2_s", "swin3d_t"))])
+def test_feature_extraction_node_names_match_torchvision(name: str) -> None:
+    """``get_graph_node_names`` (train and eval) as torchvision's: the same calls in the same order
+    (``tensor_split``, in-place ``add_``, ``size()``) and the same wrapped helpers. Small MViTs by default, the
+    full-size builders on the meta device in the slow set (~2 s of CPU each)."""
+    from torchvision.models.feature_extraction import get_graph_node_names as theirs
+
+    from ember.vision.models.feature_extraction import get_graph_node_names as ours
+
+    if name in FLAGS:
+        reference, model = _small(tv, name), _small(ev, name)
+    else:
+        with torch.device("meta"):
+            reference = tv.models.get_model(name)
+        with ember.device("meta"):
+            model = ev.models.get_model(name)
+    assert ours(model) == theirs(reference)

@@ -85,7 +85,7 @@ class Pool(nn.Module):
 
     def forward(self, x: Tensor, thw: tuple[int, int, int]) -> tuple[Tensor, tuple[int, int, int]]:
         x, tensor_dim = _unsqueeze(x, 4, 1)
-        class_token, x = x[:, :, :1], x[:, :, 1:]
+        class_token, x = ember.tensor_split(x, indices=(1,), dim=2)
         x = x.transpose(2, 3)
         b, n, c = x.shape[:3]
         x = x.reshape((b * n, c) + tuple(thw)).contiguous()
@@ -283,8 +283,9 @@ class PositionalEncoding(nn.Module):
         if self.spatial_pos is not None and self.temporal_pos is not None and self.class_pos is not None:
             hw_size, embed_size = self.spatial_pos.shape
             pos = ember.repeat_interleave(self.temporal_pos, hw_size, dim=0)
-            pos = pos + self.spatial_pos.unsqueeze(0).expand(self.temporal_size, -1, -1).reshape(-1, embed_size)
-            x = x + ember.cat((self.class_pos.unsqueeze(0), pos), dim=0).unsqueeze(0)
+            # in place, as torchvision (fresh results of repeat_interleave / cat; fx node names follow the calls)
+            pos.add_(self.spatial_pos.unsqueeze(0).expand(self.temporal_size, -1, -1).reshape(-1, embed_size))
+            x.add_(ember.cat((self.class_pos.unsqueeze(0), pos), dim=0).unsqueeze(0))
         return x
 
 

@@ -185,7 +185,7 @@ class PatchEmbed3d(nn.Module):
         self.norm = norm_layer(embed_dim) if norm_layer is not None else nn.Identity()
 
     def forward(self, x: Tensor) -> Tensor:
-        _, _, t, h, w = x.shape
+        _, _, t, h, w = x.size()  # size(), as torchvision: feature extraction's node names follow the call
         pad = _compute_pad_size_3d((t, h, w), self.tuple_patch_size)
         x = self.proj(F.pad(x, (0, pad[2], 0, pad[1], 0, pad[0])))
         return self.norm(x.permute(0, 2, 3, 4, 1))
