@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ember.backends import native_kernel
+from ember.backends import cpu_hot_worker, native_kernel
 from ember.backends.cpu_threads import parallel_for
 
 MIN_FLOPS_PER_THREAD = 4e6  # a thread's share below this runs on the calling thread
@@ -124,6 +124,8 @@ def shallow_forward(x: Any, w: Any, bias: Any, padding: tuple) -> Any:
     y = np.empty((n, o, oh, ow), np.float32)
     w32 = np.ascontiguousarray(w, dtype=np.float32)
     b32 = np.zeros(o, np.float32) if bias is None else np.ascontiguousarray(bias, dtype=np.float32)
+    if _hot_shallow(n, "forward", (x, padding), (w32, b32, y), bias is not None, (n, o, oh, ow)):
+        return y
     kernel = native_kernel(np, "conv3x3_shallow_forward")
 
     def run(start: int, stop: int) -> None:
@@ -133,12 +135,38 @@ def shallow_forward(x: Any, w: Any, bias: Any, padding: tuple) -> Any:
     return y
 
 
+HOT_MIN_IMAGES = 8  # MNIST's batches of 64 (0.6 ms a pass on one thread) gain; a few images would not
+
+
+def _hot_shallow(n: int, kind: str, padded_from: tuple, arrays: tuple, has_bias: bool, sizes: tuple) -> bool:
+    """Images ``[0, n/2)`` here and the rest on the hot worker (``cpu_hot_worker.split_call_into``, woken if it
+    sleeps: each half is ~0.3 ms) for ``cpu_shallow_conv_kernels``' range function ``kind``; False, nothing done, where
+    the worker is off or busy. The cut is where ember's pool cuts the images for two threads, so a weight gradient's
+    two float64 totals (``arrays[1]``, (2, O, 9)) are the pool's two parts on two threads: the same bits."""
+    shallow = native_kernel(np, "hot_shallow")
+    if shallow is None or n < HOT_MIN_IMAGES or not cpu_hot_worker.available():
+        return False
+    x, padding = padded_from
+    xpad = _padded(x, 0, n, padding, (1, 1), 3, 3)
+    words = np.zeros(shallow.WORDS, np.int64)
+    words[shallow.XPAD] = xpad.ctypes.data
+    words[shallow.SECOND:shallow.OUT + 1] = [a.ctypes.data for a in arrays] + [0] * (3 - len(arrays))
+    words[shallow.HAS_BIAS] = int(has_bias)
+    words[shallow.N:shallow.WP + 1] = (*sizes, xpad.shape[2], xpad.shape[3])
+    cut = n // 2
+    own, other = (0, cut, words.ctypes.data), (cut, n, words.ctypes.data)
+    return cpu_hot_worker.split_call_into(shallow.address(kind), own, other, wake_split=True)
+
+
 def shallow_weight_grad(x: Any, g: Any, weight_shape: tuple, padding: tuple) -> Any:
     """The weight gradient of ``shallow_forward``'s layers (``x`` finite): each thread sums its images into its own
     float64 (O, 9) total, the totals added in image order and rounded once."""
     n = x.shape[0]
     _, o, oh, ow = g.shape
     g32 = np.ascontiguousarray(g, dtype=np.float32)
+    totals = np.zeros((2, o, 9))
+    if _hot_shallow(n, "weight", (x, padding), (g32, totals), False, (n, o, oh, ow)):
+        return (totals[0] + totals[1]).astype(np.float32).reshape(weight_shape)  # the pool's parts, in image order
     kernel = native_kernel(np, "conv3x3_shallow_weight")
     parts: dict[int, Any] = {}
 

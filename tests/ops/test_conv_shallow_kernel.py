@@ -119,3 +119,33 @@ def test_threads_give_the_same_bits(monkeypatch):
     one = _forward(x, w, b, (1, 1, 1, 1))
     monkeypatch.setattr(_config, "CPU_THREADS", 2)
     assert np.array_equal(one, _forward(x, w, b, (1, 1, 1, 1)))
+
+
+def test_shallow_halves_on_the_hot_worker_match_the_pool(monkeypatch) -> None:
+    """MNIST conv1's forward and weight gradient in halves on the hot worker (woken if asleep): the bits of ember's
+    pool on two threads (the same image cut, the same two float64 totals), and torch's values within rounding."""
+    from ember.backends import cpu_hot_worker, cpu_threads  # noqa: PLC0415 - this test's own
+    from ember.ops import conv_direct  # noqa: PLC0415
+    if conv_direct.native_kernel(np, "hot_shallow") is None or not cpu_hot_worker.available():
+        pytest.skip("no numba kernels or hot worker here")
+    monkeypatch.setattr(_config, "CPU_THREADS", 2)
+    monkeypatch.setattr(cpu_threads, "_POOL", None)
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((64, 1, 28, 28)).astype(np.float32)
+    w = rng.standard_normal((32, 1, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    g = rng.standard_normal((64, 32, 28, 28)).astype(np.float32)
+    splits = []
+    real = cpu_hot_worker.split_call_into
+    monkeypatch.setattr(conv_direct.cpu_hot_worker, "split_call_into", lambda *a, **k: splits.append(real(*a, **k))
+                        or splits[-1])
+    results = {}
+    for hot in (True, False):
+        monkeypatch.setattr(_config, "HOT_WORKER", hot)
+        results[hot] = (conv_direct.shallow_forward(x, w, b, (1, 1, 1, 1)),
+                        conv_direct.shallow_weight_grad(x, g, (32, 1, 3, 3), (1, 1, 1, 1)))
+    assert splits and all(splits)
+    for new, old in zip(results[True], results[False]):
+        np.testing.assert_array_equal(new, old)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), padding=1).numpy()
+    np.testing.assert_allclose(results[True][0], want, rtol=1e-5, atol=1e-5)

@@ -408,7 +408,7 @@ KERNEL_CASES = {"max_pool2d_2x2": "max_pool2d 2x2 (+unpool_scatter)", "unpool_sc
                 "outer_rows": "per-sample gradients vmap(grad) (outer_rows)",
                 "conv_direct_forward": "conv2d 3x3 16x16 (conv_direct_forward)",
                 **{k: "conv2d 3x3 1->32 MNIST conv1 (conv3x3_shallow_forward)"
-                   for k in ("conv3x3_shallow_forward", "conv3x3_shallow_weight")},
+                   for k in ("conv3x3_shallow_forward", "conv3x3_shallow_weight", "hot_shallow")},
                 **{k: "conv2d 7x7/2 stem (conv_indirect_forward, conv_indirect_weight)"
                    for k in ("conv_indirect_forward", "conv_indirect_weight")},
                 **{k: "batch_norm train (batch_norm_train, batch_norm_backward)"
@@ -429,7 +429,7 @@ OPTIONAL_IMPORTS = {
     **{f"backends/{name}.py": "kernels built by cpu_kernels (the same guard)" for name in (
         "cpu_gemm_kernels", "cpu_gemm_blocked", "cpu_gemm_microkernel", "cpu_gemm_pack", "cpu_winograd_kernels",
         "cpu_direct_conv_kernels", "cpu_indirect_conv_kernels", "cpu_math_kernels", "cpu_attention_kernels",
-        "cpu_vector_rows", "cpu_hot_kernels", "cpu_hot_ufunc_kernels", "cpu_hot_cnn_kernels", "cpu_mkl_call")},
+        "cpu_vector_rows", "cpu_hot_kernels", "cpu_hot_ufunc_kernels", "cpu_hot_cnn_kernels", "cpu_shallow_conv_kernels", "cpu_mkl_call")},
     "graph/passes/fuse_numba.py": "compiled elementwise chains: the 'fused where' and 'Adam step' cases",
     "graph/passes/fuse_numba_chunks.py": "a fused loop's range for the hot worker (the same loop): the 'Adam step' case",
     "ops/fma.py": "numba_fma inside fused loops: the 'Adam step' case",
