@@ -32,6 +32,7 @@ from ember.onnx import complex_emitters
 from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
 from ember.onnx.dynamic import trace_dynamic
 from ember.onnx.program import Node, Program, Ref
+from ember.onnx.recurrent import recurrent_as_onnx_nodes
 from ember.autograd import grad_mode
 
 MIN_OPSET = 17
@@ -70,10 +71,12 @@ def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_versio
     if module is not None:
         module.eval()
     try:
-        if dims:
-            program = trace_dynamic(lambda ins: _trace(fn, ins, input_names, param_names), inputs, input_names, dims)
-        else:
-            program = _trace(fn, inputs, input_names, param_names)
+        with recurrent_as_onnx_nodes():  # nn.LSTM/GRU/RNN as ONNX LSTM/GRU/RNN nodes (any sequence length)
+            if dims:
+                program = trace_dynamic(lambda ins: _trace(fn, ins, input_names, param_names), inputs, input_names,
+                                        dims)
+            else:
+                program = _trace(fn, inputs, input_names, param_names)
     finally:
         for m, training in modes:  # restore each submodule's own mode
             m.training = training
