@@ -33,6 +33,7 @@ from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
 from ember.onnx.dynamic import trace_dynamic
 from ember.onnx.program import Node, Program, Ref
 from ember.onnx.recurrent import recurrent_as_onnx_nodes
+from ember.onnx.resize import interpolate_as_resize
 from ember.autograd import grad_mode
 
 MIN_OPSET = 17
@@ -71,7 +72,8 @@ def export(model_or_fn: Any, example_inputs: Any, path: Any = None, opset_versio
     if module is not None:
         module.eval()
     try:
-        with recurrent_as_onnx_nodes():  # nn.LSTM/GRU/RNN as ONNX LSTM/GRU/RNN nodes (any sequence length)
+        # nn.LSTM/GRU/RNN as ONNX LSTM/GRU/RNN nodes and interpolate(scale_factor=) as Resize (any input size)
+        with recurrent_as_onnx_nodes(), interpolate_as_resize():
             if dims:
                 program = trace_dynamic(lambda ins: _trace(fn, ins, input_names, param_names), inputs, input_names,
                                         dims)
