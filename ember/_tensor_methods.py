@@ -16,6 +16,7 @@ from ember.ops import (complex_ops, dispatch, elementwise as ew, extra_math as _
     value_check,
     movement, nn_ops, reductions as red, sorting as _sorting, unsigned_ops, views)
 from ember.ops import fma
+from ember.ops.set_storage import set_ as _set_
 from ember.autograd import grad_mode as _grad_mode
 from ember.ops.registry import OPS
 from ember import _numpy_names, dtypes, random as ember_random, random_order
@@ -148,6 +149,14 @@ def _unary_inplace(name: str, fn: Any) -> Any:
 
     method.__name__ = name
     return method
+
+
+def _real_abs(t: Tensor) -> Tensor:
+    """``abs`` for ``abs_``: torch refuses a complex tensor (the real result cannot be written back into it;
+    ember wrote |z| as a complex number)."""
+    if t.dtype.is_complex:
+        raise RuntimeError("abs_: In-place abs is not supported for complex tensors (use x = x.abs()).")
+    return ew.abs(t)
 
 
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
@@ -477,7 +486,7 @@ class TensorMethods:
     tanh_ = _unary_inplace("tanh_", ew.tanh)
     sqrt_ = _unary_inplace("sqrt_", ew.sqrt)
     neg_ = _unary_inplace("neg_", ew.neg)
-    abs_ = _unary_inplace("abs_", ew.abs)
+    abs_ = _unary_inplace("abs_", lambda t: _real_abs(t))
     log_ = _unary_inplace("log_", ew.log)
     normal_ = _random_inplace("normal")
     uniform_ = _random_inplace("uniform")
@@ -574,6 +583,7 @@ class TensorMethods:
     # complex numbers (ember/ops/complex_ops.py): .real/.imag are properties, as in PyTorch (copies, not views)
     real = property(lambda self: ew.real_part(self))
     imag = property(lambda self: ew.imag_part(self))
+    set_ = _set_  # point at other memory (ember/ops/set_storage.py)
     conj = complex_ops.conj
     conj_physical = complex_ops.conj_physical
     resolve_conj = complex_ops.resolve_conj

@@ -26,6 +26,7 @@ from ember.ops.elementwise import clamp, isfinite, isinf, log, minimum, relu, si
 from ember.ops.extra_math import meshgrid
 from ember.ops.reductions import logsumexp, norm
 from ember.ops.views import cat, flip, index_select, narrow, scatter, scatter_add, stack
+from ember.ops.piecewise_linear import piecewise_linear
 from ember.ops.nn_ops import dropout3d  # noqa: F401  (listed in __all__; lives with dropout1d/2d)
 from ember.tensor import Tensor
 
@@ -99,6 +100,8 @@ native_channel_shuffle = channel_shuffle
 # ---- activations ---------------------------------------------------------------------------------------
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0; NaN passes through (torch's test is ``-lambd <= x <= lambd``)."""
+    if input.dtype.is_floating_point:  # one record: its gradient requires grad under create_graph, as torch's
+        return piecewise_linear(input, "hardshrink", lambd)
     return where((input >= -lambd) & (input <= lambd), zeros_like(input), input)
 
 
@@ -106,6 +109,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0 (``x * 0``: NaN stays NaN, as torch)."""
     if lambd < 0:
         raise RuntimeError(f"softshrink: lambda must be greater or equal to 0, but found to be {lambd}.")
+    if input.dtype.is_floating_point:
+        return piecewise_linear(input, "softshrink", lambd)
     return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, input * 0))
 
 
@@ -124,6 +129,9 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         slope = rand(input.shape, dtype=input.dtype, device=input.device, generator=generator) * (upper - lower) + lower
     else:
         slope = (lower + upper) / 2
+    if not training and input.dtype.is_floating_point:  # eval: torch's leaky_relu (its backward node)
+        out = piecewise_linear(input, "leaky_relu", slope)
+        return input.copy_(out) if inplace else out
     out = where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
     return input.copy_(out) if inplace else out
 
@@ -144,11 +152,28 @@ def _inplace(name: str) -> Any:
 
 relu_ = _inplace("relu")
 elu_ = _inplace("elu")
-leaky_relu_ = _inplace("leaky_relu")
-hardtanh_ = _inplace("hardtanh")
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place ``leaky_relu`` (through ``inplace=True``: the record keeps ``input``, which a plain copy_ changes)."""
+    return _F().leaky_relu(input, negative_slope, inplace=True)
+
+
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place ``hardtanh`` (through ``inplace=True``: a plain copy_ changed the input its record keeps, and
+    backward raised "modified by an inplace operation" where torch's hardtanh_ differentiates)."""
+    return _F().hardtanh(input, min_val, max_val, inplace=True)
+
+
 celu_ = _inplace("celu")
 selu_ = _inplace("selu")
-threshold_ = _inplace("threshold")
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place ``threshold`` (through ``inplace=True``: the record keeps ``input``, which a plain copy_ changes)."""
+    return _F().threshold(input, threshold, value, inplace=True)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:

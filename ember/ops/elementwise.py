@@ -236,7 +236,10 @@ def _relu_impl(xp: Any, x: Any) -> Any:
 # 170 vs 145; 1M 295 vs 310, under SCHED_FIFO: docs/cpu-performance.md "w2jax20").
 _SPLIT_ELEMENTS = 1 << 19
 _NATIVE_ELEMENTS = 4096  # below this a numba call's dispatch (~1-2 us) costs what NumPy's maximum does
-RELU = _unary("relu", _relu_impl, lambda ctx, g: (relu_grad(g, ctx.out),), save="output", onnx="Relu")
+# The gradient is joined to the output with a zero derivative under create_graph (torch's threshold_backward takes
+# ``result``: d/dresult is zeros, so a second derivative of relu alone is zeros, not "not used" / None).
+RELU = _unary("relu", _relu_impl, lambda ctx, g: (kink_join(relu_grad(g, ctx.out), ctx.out),), save="output",
+              onnx="Relu")
 def _abs_vjp(ctx: Any, g: Any) -> tuple:
     """g * sign(x); for complex x, g * sgn(x) = g * x / |x| (0 at 0), PyTorch's abs backward."""
     x = ctx.inputs[0]
@@ -282,6 +285,17 @@ ZERO_GRAD_JOIN = register(OpDef(
     shape_rule=elementwise_rule(),
     doc="value, with a zero gradient to x (ops whose derivative is 0 everywhere, as torch's).",
 ))
+
+
+def kink_join(grad: Any, x: Any) -> Any:
+    """``grad`` joined to ``x`` with a zero derivative when a backward runs with ``create_graph`` and ``x`` requires
+    grad (PyTorch's backward nodes of piecewise-linear ops take ``self``/``result``: their gradient requires grad and
+    differentiates to zeros); ``grad`` itself otherwise (a plain backward pays one test)."""
+    if x._requires_grad and grad_mode.is_grad_enabled() and (grad.dtype.is_floating_point or grad.dtype.is_complex):
+        return dispatch.apply(ZERO_GRAD_JOIN, (grad, x))
+    return grad
+
+
 SCALED_GRAD_JOIN = register(OpDef(
     name="scaled_grad_join", category="ternary", impl=_join_value, save="inputs", nondiff_inputs=(2,), onnx=_join_onnx,
     vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(g / ctx.inputs[2] if ctx.attrs.get("divide") else g * ctx.inputs[2],
@@ -395,6 +409,8 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
     if y_dtype is None:  # a Python exponent (x ** 2: the hot path)
         if type(y) is bool and getattr(getattr(x, "dtype", None), "kind", "") == "b":
             return x.copy() if y else xp.ones_like(x)  # bool_tensor ** True / False stays bool, as PyTorch
+        if type(y) is int and y < 0 and getattr(getattr(x, "dtype", None), "kind", "") in "iu" and x.size == 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")  # (NumPy checks no empty array)
         if (y == 3 or y == -2) and type(y) is not bool and getattr(getattr(x, "dtype", None), "kind", "") == "f" \
                 and x.dtype.itemsize >= 4:
             # torch's pow kernel spells these as x * x * x and 1 / (x * x) (two roundings; powf rounds once and
@@ -402,6 +418,12 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
             # (opmath): float16 then matches torch's; torch's bfloat16 rounds each product (left, docs trust21).
             square = x * x
             return square * x if y == 3 else xp.true_divide(1, square, dtype=x.dtype)
+        if (y == 0.5 or y == -0.5) and getattr(getattr(x, "dtype", None), "kind", "") == "f" and x.dtype.itemsize >= 4:
+            # torch's sqrt and rsqrt (1 / sqrt(x): two roundings, -0 -> -inf, -inf -> NaN) where NumPy's power
+            # rounded once (1 ulp in 12-18% of float32/float64 values of x ** -0.5) and gave pow's +inf, 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                root = xp.sqrt(x)
+                return root if y == 0.5 else xp.true_divide(1, root, dtype=x.dtype)
         return xp.power(x, y)
     y_kind = y_dtype.kind
     if y_kind == "b" and (type(x) is bool or getattr(getattr(x, "dtype", None), "kind", "") == "b"):
@@ -418,6 +440,30 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
 
 
 POW = _binary("pow", _pow_impl, (_pow_base_grad, _pow_exponent_grad), onnx=complex_emitters.power, ufunc="power")
+
+
+def _pow_opmath(xp: Any, x: Any, y: Any, _wide_pow: Any = POW.impl_opmath) -> Any:
+    """pow for half inputs: float32 math rounded once (the opmath wrapper), except torch's bfloat16 ``x ** 3`` and
+    ``x ** -2`` with a Python exponent, which round ``x * x`` to bfloat16 before the second step (22-27% of values
+    differed by a bfloat16 ulp when rounded once), and float16's ``x ** 0.5`` / ``x ** -0.5``, which torch computes
+    with C's pow (``pow(-0, .5)`` is +0, ``pow(-inf, .5)`` inf) where the other float dtypes take sqrt / rsqrt."""
+    name = getattr(getattr(x, "dtype", None), "name", "")
+    if type(y) in (int, float) and name in ("bfloat16", "float16") and y in (3, -2, 0.5, -0.5):
+        wide = x.astype(xp.float32)
+        if name == "bfloat16" and (y == 3 or y == -2):
+            square = (wide * wide).astype(x.dtype).astype(xp.float32)
+            return (square * wide if y == 3 else xp.true_divide(1, square, dtype=xp.float32)).astype(x.dtype)
+        if name == "float16" and y == 0.5:  # torch's float16 kernel calls pow: pow(-0, .5) = +0, pow(-inf, .5) = inf
+            with np.errstate(invalid="ignore"):
+                root = xp.sqrt(wide) + xp.float32(0)
+            return xp.where(wide == -xp.inf, xp.float32(xp.inf), root).astype(x.dtype)
+        if name == "float16" and y == -0.5:  # and pow for -0.5 too: pow(-0, -.5) = inf, pow(-inf, -.5) = 0
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return xp.power(wide, xp.float32(-0.5)).astype(x.dtype)
+    return _wide_pow(xp, x, y)
+
+
+POW.impl = POW.impl_opmath = _pow_opmath
 MAXIMUM = _binary("maximum", lambda xp, x, y: _no_complex("maximum", x, y) or xp.maximum(x, y), _minmax_vjp(lambda a, b: a > b),
                   onnx="Max")
 MINIMUM = _binary("minimum", lambda xp, x, y: _no_complex("minimum", x, y) or xp.minimum(x, y), _minmax_vjp(lambda a, b: a < b),
@@ -700,7 +746,8 @@ def _pow_base_array_grad(ctx: Any, g: Any) -> Any:
     a, b = ctx.inputs
     if b.__class__ not in (int, float):  # a tensor exponent takes where(): the ember-op rule
         raise NotArrayable
-    return (g * 0 if b == 0 else g * (b * a ** (b - 1))) if b != 2 else g * 2 * a
+    # (the impl, not a ** (b - 1): x ** 0.5's slope takes x ** -0.5 as 1 / sqrt(x), the ember rule's and torch's)
+    return (g * 0 if b == 0 else g * (b * _pow_impl(np, a, b - 1))) if b != 2 else g * 2 * a
 
 
 def _clamp_array_vjp(ctx: Any, g: Any) -> tuple:
@@ -1065,6 +1112,9 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
     lo, hi = min.__class__, max.__class__
+    if input._data.dtype.kind == "c":  # (NumPy orders complex numbers lexicographically: a silent value)
+        raise NotImplementedError("clamp is not supported for complex types (clamp the real and imaginary parts "
+                                  "separately)")
     if (lo is float or lo is int or min is None) and (hi is float or hi is int or max is None) and \
             (min is not None or max is not None) and input._data.dtype.kind == "f":
         # a float tensor with Python number bounds (x.clamp(min=0)): the result keeps the tensor's dtype, nothing

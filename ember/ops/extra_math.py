@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, return_types
 from ember.backends import special_function
-from ember.ops import dispatch, elementwise as ew, fma as _fma, linalg, movement, reductions as red, views
+from ember.ops import dispatch, elementwise as ew, fma as _fma, layout, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.opmath_composite import float32_composite
@@ -148,9 +148,10 @@ def _cumprod_impl(xp: Any, x: Any, dim: int) -> Any:
         # float32 / complex64 multiply in double and round each output, as PyTorch's CPU kernel (its acc_type):
         # cumprod([1e30, -1e30, 1e-40]) is [1e30, -inf, -1e20]
         wide = xp.cumprod(x.astype(xp.float64 if x.dtype.kind == "f" else xp.complex128), axis=dim)
-        return wide.astype(x.dtype).reshape(x.shape)
+        out = wide.astype(x.dtype).reshape(x.shape)
+        return xp.ascontiguousarray(out) if x.ndim else out  # row-major, as torch's scans
     out = xp.cumprod(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
-    return out.reshape(x.shape) if x.ndim == 0 else out
+    return out.reshape(x.shape) if x.ndim == 0 else xp.ascontiguousarray(out)
 
 
 def _cumprod_grad(x: Any, g: Any, dim: int, depth: int = 2) -> Any:
@@ -207,7 +208,7 @@ def _cum_extreme_impl(fn: str):
         shape[dim] = x.shape[dim]
         positions = xp.arange(x.shape[dim], dtype=xp.int64).reshape(shape)
         idx = xp.maximum.accumulate(xp.where(hit, positions, 0), axis=dim)
-        return values, idx
+        return xp.ascontiguousarray(values), xp.ascontiguousarray(idx)  # row-major, as torch's scans
 
     return impl
 
@@ -492,11 +493,20 @@ def _lerp_fused(input: Any, end: Any, weight: Any) -> Any:
     if isinstance(weight, dispatch.Tensor):
         small = ew.abs(weight) < 0.5
         # (1.0, not 1: a fused Numba kernel computes float32 - int in float64)
-        return _fma.fma(ew.where(small, weight, weight - 1.0), diff, ew.where(small, input, end))
-    weight = input.dtype.np.type(weight)  # a number weight is rounded to input's dtype first
-    if abs(weight) < 0.5:
-        return _fma.fma(weight.item(), diff, input)
-    return _fma.fma((weight - input.dtype.np.type(1)).item(), diff, end)
+        out = _fma.fma(ew.where(small, weight, weight - 1.0), diff, ew.where(small, input, end))
+    else:
+        weight = input.dtype.np.type(weight)  # a number weight is rounded to input's dtype first
+        if abs(weight) < 0.5:
+            out = _fma.fma(weight.item(), diff, input)
+        else:
+            out = _fma.fma((weight - input.dtype.np.type(1)).item(), diff, end)
+    data = input._data
+    if type(data) is np.ndarray and data.ndim > 1 and not data.flags.c_contiguous:
+        # torch's TensorIterator lays the result out by (input, end, weight), input first (diff and the fma's
+        # own operands put end first on the w >= 0.5 side)
+        out._data = layout.elementwise_result(np, out._data, tuple(
+            v._data if isinstance(v, dispatch.Tensor) else v for v in (input, end, weight)))
+    return out
 
 
 def _pointwise3(name: str, input: Any, tensor1: Any, tensor2: Any, value: Any) -> tuple:

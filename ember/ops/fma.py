@@ -33,7 +33,7 @@ import numpy as np
 
 from ember import dtypes
 from ember.backends import special_function
-from ember.ops import dispatch, fma_fast
+from ember.ops import dispatch, fma_fast, layout
 from ember.ops.fma_exact import _fma32, _fma32_numpy, _fma64, _round_to_odd, _two_sum  # noqa: F401 (re-exported)
 from ember.ops.elementwise import sum_to, elementwise_rule
 from ember.ops.registry import OpDef, register
@@ -112,7 +112,13 @@ def _fma_impl(xp: Any, a: Any, b: Any, c: Any) -> Any:
     # costs ~4 us, through its module __getattr__)
     if xp is not np and getattr(xp, "records_steps", False):
         return special_function(xp, "fma")(a, b, c)
-    return fma_arrays(xp, a, b, c)  # NumPy, or a device namespace (CuPy: the same bit-level steps)
+    out = fma_arrays(xp, a, b, c)  # NumPy, or a device namespace (CuPy: the same bit-level steps)
+    if out.ndim > 1 and xp is np:
+        for v in (a, b, c):
+            if v.__class__ is np.ndarray and not v.flags.c_contiguous and v.ndim > 1:
+                # torch's TensorIterator result layout, the add's operand (``input``: addcmul's, lerp's, add's) first
+                return layout.elementwise_result(np, out, (c, a, b))
+    return out
 
 
 _NUMBA_FMA: list = []

@@ -415,8 +415,9 @@ def _plain_update(t: Any, other: Any) -> Any:
 
 def inplace_binary(op: OpDef, t: Any, other: Any, op_name: str) -> Any:
     ufunc = op.ufunc
-    # x.pow_(3), x.pow_(-2): torch's x * x * x and 1 / (x * x), which the impl spells out (elementwise.py)
-    spelled = ufunc == "power" and (other.__class__ is int or other.__class__ is float) and other in (3, -2)
+    # x.pow_(3), x.pow_(-2), x.pow_(+-0.5): torch's x * x * x, 1 / (x * x), sqrt and rsqrt, which the impl spells out
+    # (elementwise.py)
+    spelled = ufunc == "power" and (other.__class__ is int or other.__class__ is float) and other in (3, -2, 0.5, -0.5)
     if ufunc is not None and not spelled:
         plain = _plain_update(t, other)
         if plain is not None:  # nothing to check, promote or record (see _plain_update)

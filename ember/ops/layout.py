@@ -179,6 +179,66 @@ def clone_array(xp: Any, array: Any) -> Any:
     return copy_with_strides(xp, array, preserve_strides(array.shape, element_strides(array)))
 
 
+def row_major_result(tensor: Any) -> Any:
+    """``tensor`` with its array laid out row-major in torch's sense (size-1 dimensions' strides too: a view when
+    only those differ), as ATen's reductions write their results; NumPy keeps a permuted input's order."""
+    data = tensor._data
+    if type(data) is np.ndarray and data.ndim and data.size and element_strides(data) != contiguous_strides(data.shape):
+        tensor._data = with_strides(np, data, contiguous_strides(data.shape))
+    return tensor
+
+
+def _channels_last_like(shape: tuple, strides: tuple) -> bool:
+    """c10's ``is_channels_last_strides_2d/3d`` on a 4-d/5-d shape and element strides (ambiguous size-1 cases
+    count as row-major)."""
+    order = _FORMAT_ORDER.get(len(shape))
+    if order is None or strides[1] == 0:
+        return False
+    low = 0
+    for d in order:
+        if shape[d] == 0 or strides[d] < low or (d == 0 and low == strides[1]):
+            return False
+        low = strides[d] * max(int(shape[d]), 1)
+    return True
+
+
+def suggested_strides(shape: tuple, operands: Sequence[tuple]) -> tuple:
+    """Strides of a fresh result of ``shape`` laid out as ATen's ``cat``/constant ``pad`` lay theirs out: channels-last
+    when every operand (``(shape, strides)``) suggests it by c10's rule (``suggest_memory_format``), else
+    row-major (a transposed or permuted input gives a row-major result there)."""
+    if len(shape) in _FORMAT_ORDER and operands and all(_channels_last_like(s, st) for s, st in operands):
+        out, step = [0] * len(shape), 1
+        for d in _FORMAT_ORDER[len(shape)]:
+            out[d] = step
+            step *= int(shape[d])
+        return tuple(out)
+    return contiguous_strides(shape)
+
+
+def fresh_like_inputs(out: Any, inputs: Sequence[Any], unsqueeze: int | None = None) -> Any:
+    """``out`` (a NumPy result built from ``inputs``) laid out by :func:`suggested_strides` of the inputs (each
+    taken as ``unsqueeze(dim)`` first when given: torch's ``stack`` is ``cat`` of those); row-major inputs (the
+    common case) return ``out`` untouched."""
+    if type(out) is not np.ndarray or out.ndim < 2 or out.size == 0 or \
+            all(type(x) is np.ndarray and x.flags.c_contiguous for x in inputs):
+        return out
+    described = []
+    for x in inputs:
+        shape, strides = tuple(x.shape), element_strides(x)
+        if unsqueeze is not None:  # torch's unsqueeze: the new dim's stride is size * stride of the dim it precedes
+            if not _channels_last_like(shape, strides) or unsqueeze == len(shape):  # (torch: last dim row-major)
+                return with_strides(np, out, contiguous_strides(out.shape))
+            d = unsqueeze
+            new = 1 if d >= len(shape) else shape[d] * strides[d]
+            shape, strides = shape[:d] + (1,) + shape[d:], strides[:d] + (new,) + strides[d:]
+        described.append((shape, strides))
+    if unsqueeze is not None:  # stack of channels-last maps (as torch 2.13 lays it out): their order, densely
+        wanted = infer_dense_strides(tuple(out.shape), described[0][1])
+    else:
+        wanted = suggested_strides(tuple(out.shape), described)
+    return out if element_strides(out) == wanted else with_strides(np, out, wanted)
+
+
 def strides_of_permuted(shape: Sequence[int], physical_layout: Sequence[int]) -> tuple:
     """``empty_permuted``'s strides: ``physical_layout[0]`` is the slowest dimension in memory."""
     out = [0] * len(shape)

@@ -83,8 +83,11 @@ EXPAND = register(OpDef(
 
 FLIP = register(OpDef(
     name="flip", batch="dims", category="movement", save="none",
-    # a copy, as PyTorch's flip is (NumPy's is a view: writing into the result would change the input)
-    impl=lambda xp, x, dims: xp.flip(x, dims).copy(),
+    # a copy, as PyTorch's flip is (NumPy's is a view: writing into the result would change the input), laid out
+    # as the input (torch's TensorIterator over the restrided input: a transposed or channels-last input stays so)
+    impl=lambda xp, x, dims: layout.copy_with_strides(np, xp.flip(x, dims), layout.preserve_strides(
+        x.shape, layout.element_strides(x))) if x.ndim > 1 and xp is np and not x.flags.c_contiguous and x.size
+    else xp.flip(x, dims).copy(),
     shape_rule=lambda x, dims: Spec(x.shape, x.dtype, x.device),
     vjp=lambda ctx, g: (g.flip(ctx.attrs["dims"]),), onnx=to_onnx.flip,
 ))
@@ -100,11 +103,11 @@ CLONE = register(OpDef(
 ))
 
 TRIL = register(OpDef(
-    name="tril", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.tril(x, diagonal), save="none",
+    name="tril", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.ascontiguousarray(xp.tril(x, diagonal)), save="none",  # row-major, as torch
     shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.tril(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=False),
 ))
 TRIU = register(OpDef(
-    name="triu", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.triu(x, diagonal), save="none",
+    name="triu", batch="leading", category="movement", impl=lambda xp, x, diagonal=0: xp.ascontiguousarray(xp.triu(x, diagonal)), save="none",
     shape_rule=lambda x, diagonal=0: x, vjp=lambda ctx, g: (g.triu(ctx.attrs.get("diagonal", 0)),), onnx=to_onnx.trilu(upper=True),
 ))
 
@@ -520,7 +523,9 @@ def _cat_rule(*specs: Spec, dim: int) -> Spec:
 
 
 CAT = register(OpDef(
-    name="cat", batch=batching.cat, category="movement", impl=lambda xp, *xs, dim: xp.concatenate(xs, axis=dim), vjp=_cat_vjp,
+    name="cat", batch=batching.cat, category="movement", vjp=_cat_vjp,
+    # torch's result layout: channels-last when every input suggests it, else row-major (NumPy kept a transposed order)
+    impl=lambda xp, *xs, dim: layout.fresh_like_inputs(xp.concatenate(xs, axis=dim), xs),
     save="none", shape_rule=_cat_rule, onnx=to_onnx.cat, autocast="promote",
 ))
 
@@ -560,7 +565,8 @@ def _stack_rule(*specs: Spec, dim: int) -> Spec:
 # ``dim`` is normalized (0 <= dim <= rank of the inputs), the inputs have one shape and one dtype (views.stack
 # checks and promotes, as torch.stack).
 STACK = register(OpDef(
-    name="stack", batch=batching.stack, category="movement", impl=lambda xp, *xs, dim: xp.stack(xs, axis=dim),
+    name="stack", batch=batching.stack, category="movement",
+    impl=lambda xp, *xs, dim: layout.fresh_like_inputs(xp.stack(xs, axis=dim), xs, unsqueeze=dim),  # cat's layout
     vjp=_stack_vjp, save="none", shape_rule=_stack_rule, onnx=to_onnx.stack, autocast="promote",
 ))
 STACK.array_vjp = _stack_array_vjp
@@ -576,7 +582,8 @@ def _pad_impl(xp: Any, x: Any, pad: tuple, value: float = 0.0) -> Any:
         slices = tuple(slice(-lo if lo < 0 else None, hi if hi < 0 else None) for lo, hi in widths)
         x = x[slices]
         widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
-    return xp.pad(x, widths, mode="constant", constant_values=value)
+    # torch's constant pad writes a fresh tensor in the input's suggested format (row-major for a transposed input)
+    return layout.fresh_like_inputs(xp.pad(x, widths, mode="constant", constant_values=value), (x,))
 
 
 def _pad_vjp(ctx: Any, g: Any) -> tuple:

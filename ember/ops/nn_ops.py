@@ -38,6 +38,7 @@ from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.ops.movement import PAD, index_range, take_by_index
 from ember.ops import views
 from ember.ops import linalg as _linalg
+from ember.ops.piecewise_linear import piecewise_linear
 from ember.ops.linalg import _matmul_impl
 from ember.ops.linalg import blas_context, gemm_2d, is_tiny, outer_rows
 
@@ -229,7 +230,10 @@ EXPM1 = extra_math.EXPM1
 # sigmoid(-x) (0.5 at 0, no cancellation in the tails); hardtanh's is 1 strictly inside (min, max) and 0
 # at the corners (clamp passes the gradient at the corners, PyTorch's hardtanh does not).
 def _logsigmoid_impl(xp: Any, x: Any) -> Any:
-    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))  # exp of a non-positive number: no overflow
+    # exp of a non-positive number: no overflow. Row-major, as torch's log_sigmoid_forward (not a TensorIterator
+    # result: a permuted input gives a row-major output there)
+    out = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    return np.ascontiguousarray(out) if xp is np and out.ndim > 1 else out
 
 
 LOGSIGMOID = register(OpDef(
@@ -246,7 +250,10 @@ def _hardtanh_vjp(ctx: Any, g: Any) -> tuple:
         inside = ew.logical_not(ew.logical_or(x <= lo, x >= hi))
     else:  # hardsigmoid_backward: min < x < max, so a NaN input gets 0
         inside = ew.logical_and(x > lo, x < hi)
-    return (ew.grad_mask(g, inside),)
+    # hardtanh_backward takes self: under create_graph the gradient requires grad, with zero curvature (torch's
+    # hardsigmoid_backward has no derivative: a second derivative raises there, and here)
+    grad = ew.grad_mask(g, inside)
+    return (ew.kink_join(grad, x) if ctx.attrs.get("nan_grad", True) else grad,)
 
 
 HARDTANH = register(OpDef(
@@ -495,6 +502,9 @@ def tanh(input: Any) -> Any:
 
 @named_backward("LeakyReluBackward0", inputs=((0, "input"),))
 def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False) -> Any:
+    if input.dtype.is_floating_point:  # one record: its gradient requires grad under create_graph, as torch's
+        return _maybe_inplace(input, lambda t: piecewise_linear(t, "leaky_relu", negative_slope), inplace,
+                              "leaky_relu_")
     return _maybe_inplace(input, lambda t: ew.where(t > 0, t, t * negative_slope), inplace, "leaky_relu_")
 
 
@@ -542,7 +552,7 @@ def softplus(input: Any, beta: float = 1.0, threshold: float = 20.0) -> Any:
 def logsigmoid(input: Any) -> Any:
     """log(sigmoid(x)) = -softplus(-x), computed stably; gradient sigmoid(-x) (0.5 at 0, as PyTorch)."""
     _float_input(input, "logsigmoid")
-    return dispatch.unary(LOGSIGMOID, input)
+    return dispatch.apply(LOGSIGMOID, (input,))  # (not unary's memory-order run: torch's result is row-major)
 
 
 # hardtanh, relu6, hardsigmoid and hardswish share the hardtanh record: slope 0 at each corner (PyTorch's;
@@ -559,6 +569,8 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: b
     # made a float64 result eagerly while a graph's shape rule kept the integer dtype).
     if input.dtype.np.kind == "b":
         raise RuntimeError("hardtanh: Bool inputs not supported for hardtanh")
+    if input.dtype.is_complex:  # (NumPy's clip orders complex numbers lexicographically: a silent value)
+        raise NotImplementedError("hardtanh: clamp is not supported for complex types")
     if input.dtype.np.kind == "u" and min_val < 0:
         raise RuntimeError(f"hardtanh: cannot do hardtanh on an unsigned type ({input.dtype}) with negative limits "
                            f"(min_val={min_val})")
@@ -566,11 +578,15 @@ def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0, inplace: b
 
 
 def hardsigmoid(input: Any, inplace: bool = False) -> Any:
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"hardsigmoid_cpu" not implemented for {input.dtype} (a real activation)')
     return _maybe_inplace(input, lambda t: _hardtanh(t / 6.0 + 0.5, 0.0, 1.0, nan_grad=False), inplace,
                           "hardsigmoid_")
 
 
 def hardswish(input: Any, inplace: bool = False) -> Any:
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"hardswish_cpu" not implemented for {input.dtype} (a real activation)')
     return _maybe_inplace(input, lambda t: t * _hardtanh(t / 6.0 + 0.5, 0.0, 1.0), inplace, "hardswish_")
 
 
@@ -582,6 +598,8 @@ def mish(input: Any, inplace: bool = False) -> Any:
 
 @float32_composite
 def softsign(input: Any) -> Any:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):  # abs(int8 -128) wraps to -128: float first
+        input = dispatch.cast(input, dtypes.get_default_dtype())
     return input / (ew.abs(input) + 1.0)
 
 
@@ -591,6 +609,9 @@ def tanhshrink(input: Any) -> Any:
 
 def threshold(input: Any, threshold: float, value: float, inplace: bool = False) -> Any:
     # x <= threshold -> value, else x: NaN is not <= anything, so it passes through (as PyTorch).
+    if input.dtype.is_floating_point:  # one record: its gradient requires grad under create_graph, as torch's
+        return _maybe_inplace(input, lambda t: piecewise_linear(t, "threshold", threshold, value), inplace,
+                              "threshold_")
     return _maybe_inplace(input, lambda t: ew.where(t <= threshold, value, t), inplace, "threshold_")
 
 

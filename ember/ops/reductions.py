@@ -15,7 +15,7 @@ from ember.autograd.node import NotArrayable, named_backward, torch_named
 from ember.autograd.torch_edges import record_inputs
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.array_views import broadcast_view
-from ember.ops import batching, cnn_halves
+from ember.ops import batching, cnn_halves, layout
 from ember.onnx import emitters as to_onnx
 from ember.ops.simplify import same_value
 
@@ -445,7 +445,8 @@ def _cumsum_impl(xp: Any, x: Any, dim: int) -> Any:
         out = xp.cumsum(x, axis=dim, dtype=xp.int64 if x.dtype.kind in "biu" else None)
         if out.dtype.kind in "fc" and x.ndim:
             out += 0.0  # PyTorch's running sum starts at +0: a leading -0 comes out +0 (-0 + 0 is +0)
-    return out.reshape(x.shape) if x.ndim == 0 else out  # NumPy makes a 0-d input 1-d
+    # NumPy makes a 0-d input 1-d; torch's scans write row-major results (NumPy keeps a permuted input's order)
+    return out.reshape(x.shape) if x.ndim == 0 else xp.ascontiguousarray(out)
 
 
 _WIDER = {"f": np.float64, "c": np.complex128}
@@ -465,7 +466,10 @@ def _reduce(op: OpDef, input: Any, dim: Any, keepdim: bool) -> Any:
     if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element (PyTorch's reading)
         dims, keepdim = None, False
     attrs = {"dims": dims, "keepdim": keepdim} if (dims is not None or keepdim) else {}
-    return dispatch.apply(op, (input,), attrs)
+    out = dispatch.apply(op, (input,), attrs)
+    if not input._data.flags.c_contiguous and isinstance(out, dispatch.Tensor):
+        layout.row_major_result(out)  # torch's reductions write row-major results (NumPy keeps the input's order)
+    return out
 
 
 _TORCH_TYPE_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -715,8 +719,9 @@ def _variance(input: Any, dim: Any, correction: Any, keepdim: bool, unbiased: An
     dims = normalize_dims(dim, input.ndim, op)
     if input.ndim == 0:  # dim 0 / -1 of a 0-d tensor: its one element
         dims, keepdim = None, False
-    return dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
-                                          "root": root})
+    out = dispatch.apply(VAR, (input,), {"dims": dims, "correction": float(correction), "keepdim": keepdim,
+                                         "root": root})
+    return out if input._data.flags.c_contiguous else layout.row_major_result(out)  # torch's: row-major
 
 
 def var(input: Any, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
@@ -818,7 +823,8 @@ def logsumexp(input: Any, dim: Any = _numpy_names.REQUIRED, keepdim: bool = Fals
     if input.dtype.is_complex:
         raise RuntimeError(f"logsumexp: not supported for complex tensors (got {input.dtype}); take it of .real or "
                            ".abs() instead")
-    return dispatch.apply(LOGSUMEXP, (input,), {"dims": dims, "keepdim": keepdim})
+    out = dispatch.apply(LOGSUMEXP, (input,), {"dims": dims, "keepdim": keepdim})
+    return out if input._data.flags.c_contiguous else layout.row_major_result(out)  # torch's: row-major
 
 
 # torch.norm(A, 'nuc', dim): the nuclear norm of matrices, bound by ember/surface/linalg_composites.py at import

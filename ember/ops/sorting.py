@@ -23,7 +23,7 @@ from ember.ops.elementwise import _no_complex
 from ember import return_types as rt
 from ember.ops.reductions import normalize_dims
 from ember.ops.registry import OpDef, Spec, register
-from ember.ops import batching
+from ember.ops import batching, layout
 from ember.onnx import emitters as to_onnx
 from ember.autograd import grad_mode
 from ember.autograd.node import torch_named
@@ -50,7 +50,13 @@ def _sort_impl(xp: Any, x: Any, dim: int = -1, descending: bool = False) -> tupl
     else:
         idx = xp.argsort(_key(x), axis=dim, kind="stable")
     idx = idx.astype(xp.int64, copy=False)
-    return xp.take_along_axis(x, idx, axis=dim), idx
+    values = xp.take_along_axis(x, idx, axis=dim)
+    if xp is np and x.ndim > 1 and not x.flags.c_contiguous and x.size:
+        # torch's sort writes values and indices laid out as the input (clone's preserve_format): a transposed or
+        # channels-last input gives transposed or channels-last results
+        strides = layout.preserve_strides(x.shape, layout.element_strides(x))
+        values, idx = layout.copy_with_strides(np, values, strides), layout.copy_with_strides(np, idx, strides)
+    return values, idx
 
 
 def _scatter_back(g: Any, idx: Any, dim: int, shape: tuple) -> Any:
@@ -127,10 +133,12 @@ def topk(input: Any, k: int, dim: int = -1, largest: bool = True, sorted: bool =
     values, indices = sort(input, d, descending=largest)
     if input.ndim == 0:
         return rt.make(rt.topk, values, indices)
-    values = values.narrow(d, 0, k)
+    values, indices = values.narrow(d, 0, k), indices.narrow(d, 0, k)
+    if not input._data.flags.c_contiguous or k < size:  # torch's topk writes fresh row-major results
+        values, indices = layout.row_major_result(values.contiguous()), layout.row_major_result(indices.contiguous())
     if values.grad_fn is not None:
         record_inputs(torch_named(values, "TopkBackward0"), (input,))
-    return rt.make(rt.topk, values, indices.narrow(d, 0, k))
+    return rt.make(rt.topk, values, indices)
 
 
 def kthvalue(input: Any, k: int, dim: int = -1, keepdim: bool = False,

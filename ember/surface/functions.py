@@ -509,6 +509,7 @@ def logcumsumexp(input: Tensor, dim: int) -> Tensor:
     return stack(running, dim=dim)
 
 
+@float32_composite  # float16/bfloat16 in float32, rounded once (torch's opmath: pi * x rounded to half lost the period)
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0. Below |x| = 1e-4 (where the quotient's gradient divides rounding noise by
     x^2, NaN for denormals) the Taylor form 1 - (pi x)^2 / 6 is exact to the last bit, gradient included."""

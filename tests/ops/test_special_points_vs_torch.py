@@ -263,7 +263,8 @@ ENTRIES: list[Entry] = [
     # ---- activations (nn.functional) ----
     act("F.relu", ops=("relu",), call=lambda F, x: F.relu(x)), act("relu6", 6.0), act("gelu", ops=("gelu",)),
     act("gelu[tanh]", call=lambda F, x: F.gelu(x, approximate="tanh"), ops=("gelu",)),
-    act("silu", ops=("silu",)), act("leaky_relu"), act("elu", ops=("expm1",)),
+    act("silu", ops=("silu",)), act("leaky_relu", ops=("piecewise_linear",)), act("hardshrink"), act("softshrink[0.25]", 0.25, -0.25,
+    call=lambda F, x: F.softshrink(x, 0.25)), act("elu", ops=("expm1",)),
     act("elu[alpha=0.5]", call=lambda F, x: F.elu(x, 0.5)), act("selu"), act("celu"),
     act("celu[alpha=2]", call=lambda F, x: F.celu(x, 2.0)), act("softplus", 20.0, 19.999),
     act("softplus[beta=2,threshold=5]", 2.5, 2.4, call=lambda F, x: F.softplus(x, beta=2.0, threshold=5.0)),
@@ -273,7 +274,7 @@ ENTRIES: list[Entry] = [
         exact=lambda x: np.where(x <= -3, 0.0, np.where(x < 3, x * (x + 3) / 6, x))), act("mish", 1e38, -1e38, 40.0, -40.0, ops=("mish",),
         finite_where_torch_nan="gradient at +inf: torch inf * 0 = NaN, ember 1 (the limit)"),
     act("softsign"), act("tanhshrink"), act("F.sigmoid", call=lambda F, x: F.sigmoid(x)), act("F.tanh", call=lambda F, x: F.tanh(x)),
-    act("threshold", 0.5, call=lambda F, x: F.threshold(x, 0.5, -1.0)),
+    act("threshold", 0.5, call=lambda F, x: F.threshold(x, 0.5, -1.0), ops=("piecewise_linear",)),
     Entry("prelu", lambda lib, x: _f(lib).prelu(x, lib.tensor([0.25], dtype=x.dtype)), unary()),
     act("softmax_1d", call=lambda F, x: F.softmax(x[..., None], -1), ops=("softmax",)),
     # ---- binary elementwise (every pair of special points) ----

@@ -22,13 +22,14 @@ import trust_cases_layers  # noqa: E402,F401 - registers layers and spatial
 import trust_cases_autograd  # noqa: E402,F401 - registers autograd_views, ternary_out, reduce_edge, index_grad
 import trust_cases_overlap  # noqa: E402,F401 - registers overlap (writes whose inputs share the written memory)
 import trust_cases_21  # noqa: E402,F401 - registers layouts (explored from the CLI) and grad2
+import trust_cases_22  # noqa: E402,F401 - registers unary_dtypes (one function of one tensor, every dtype)
 from trust_diff import compare  # noqa: E402
 
 # area -> cases in the default run (about 1 ms of CPU per case on each side)
 DEFAULT = {"promotion": 1200, "indexing": 800, "views": 500, "reductions": 800, "gradients": 500, "functional": 600,
            "optim": 200, "reduce_args": 400, "index_ops": 300, "dtype_pairs": 400, "layers": 300, "spatial": 300,
            "autograd_views": 300, "ternary_out": 300, "reduce_edge": 300, "index_grad": 200, "overlap": 300,
-           "grad2": 200}
+           "grad2": 200, "unary_dtypes": 400}
 CHUNK = 100
 SLOW_FACTOR = 12
 

@@ -23,6 +23,7 @@ import trust_cases_layers  # noqa: E402,F401 - registers layers and spatial
 import trust_cases_autograd  # noqa: E402,F401 - registers autograd_views, ternary_out, reduce_edge, index_grad
 import trust_cases_overlap  # noqa: E402,F401 - registers overlap
 import trust_cases_21  # noqa: E402,F401 - registers layouts and grad2
+import trust_cases_22  # noqa: E402,F401 - registers unary_dtypes
 from trust_diff import compare  # noqa: E402
 import trust_cases_compile  # noqa: E402 - the fifth wave: compiled vs eager (its own comparison)
 import trust_compile_diff  # noqa: E402
