@@ -130,8 +130,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     else:
         slope = (lower + upper) / 2
     if not training and input.dtype.is_floating_point:  # eval: torch's leaky_relu (its backward node)
-        out = piecewise_linear(input, "leaky_relu", slope)
-        return input.copy_(out) if inplace else out
+        return _F().leaky_relu(input, slope, inplace=inplace)
     out = where(input > 0, input, input * slope)  # slope at 0 too (torch's leaky_relu gradient)
     return input.copy_(out) if inplace else out
 

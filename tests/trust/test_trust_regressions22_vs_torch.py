@@ -45,6 +45,8 @@ PIECEWISE = {
     "softshrink": lambda L, x: L.nn.functional.softshrink(x, 0.5),
     "rrelu_eval": lambda L, x: L.nn.functional.rrelu(x, training=False),
     "LeakyReLU": lambda L, x: L.nn.LeakyReLU(0.3)(x),
+    "rrelu_eval_inplace": lambda L, x: L.nn.functional.rrelu(x * 1, training=False, inplace=True),
+    "hardtanh_": lambda L, x: L.nn.functional.hardtanh_(x * 1),
 }
 
 
