@@ -48,8 +48,11 @@ ENUMS = ["AlexNet_Weights", "VGG11_Weights", "VGG11_BN_Weights", "VGG13_Weights"
          "R3D_18_Weights", "MC3_18_Weights", "R2Plus1D_18_Weights", "S3D_Weights", "Swin3D_T_Weights",
          "Swin3D_S_Weights", "Swin3D_B_Weights", "MViT_V1_B_Weights", "MViT_V2_S_Weights",
          # optical flow (torchvision.models.optical_flow)
-         "Raft_Large_Weights", "Raft_Small_Weights"]
-META_KEYS = ["keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
+         "Raft_Large_Weights", "Raft_Small_Weights",
+         # quantization (torchvision.models.quantization)
+         "ResNet18_QuantizedWeights", "ResNet50_QuantizedWeights", "ResNeXt101_32X8D_QuantizedWeights",
+         "ResNeXt101_64X4D_QuantizedWeights"]
+META_KEYS = ["backend", "unquantized", "keypoint_names", "min_temporal_size", "num_params", "min_size", "recipe", "_metrics", "_ops", "_file_size", "_docs", "license"]
 
 
 def main() -> None:
@@ -61,7 +64,8 @@ def main() -> None:
     for enum_name in ENUMS:
         enum = (getattr(torchvision.models, enum_name, None) or getattr(torchvision.models.segmentation, enum_name, None)
                 or getattr(torchvision.models.detection, enum_name, None) or getattr(torchvision.models.video, enum_name, None)
-                or getattr(torchvision.models.optical_flow, enum_name))
+                or getattr(torchvision.models.optical_flow, enum_name, None)
+                or getattr(torchvision.models.quantization, enum_name))
         entries = {}
         for member_name, member in enum.__members__.items():
             if member_name == "DEFAULT":
@@ -74,6 +78,8 @@ def main() -> None:
             if hasattr(preset, "interpolation"):
                 transform["interpolation"] = preset.interpolation.value
             meta = {k: member.meta[k] for k in META_KEYS if k in member.meta}
+            if "unquantized" in meta:  # the float weights these were quantized from: stored by name
+                meta["unquantized"] = f"{type(meta['unquantized']).__name__}.{meta['unquantized'].name}"
             cats = member.meta.get("categories")
             if cats is not None and len(cats) == 1000:
                 categories = categories or list(cats)

@@ -32,3 +32,4 @@ from ember.vision.models import segmentation  # noqa: E402,F401  (torchvision.mo
 from ember.vision.models import detection  # noqa: E402,F401  (torchvision.models.detection)
 from ember.vision.models import video  # noqa: E402,F401  (torchvision.models.video)
 from ember.vision.models import optical_flow  # noqa: E402,F401  (torchvision.models.optical_flow)
+from ember.vision.models import quantization  # noqa: E402,F401  (torchvision.models.quantization)

@@ -128,6 +128,8 @@ def weights_members(enum_name: str) -> dict[str, Any]:
         meta = dict(entry["meta"])
         if meta.get("categories") == "imagenet1k":
             meta["categories"] = list(imagenet_categories())
+        if "unquantized" in meta:  # the float weights a quantized entry was made from (registered before it)
+            meta["unquantized"] = get_weight(meta["unquantized"])
         members[name] = Weights(url=entry["url"], transforms=_preset(entry["transforms"]), meta=meta)
     members["DEFAULT"] = members[entries["DEFAULT"]]
     return members

@@ -362,6 +362,25 @@ class QFunctional(Module):
     def extra_repr(self) -> str:
         return f"scale={self.scale}, zero_point={self.zero_point}"
 
+    # PyTorch saves the output qparams as 0-d tensors (scale float32, zero_point int64): torchvision's quantized
+    # ResNets hold them for every residual ``add_relu``, and load strictly
+    def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "scale"] = creation.tensor(self.scale, dtype=dtypes.float32)
+        destination[prefix + "zero_point"] = creation.tensor(self.zero_point, dtype=dtypes.int64)
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict, strict: bool,
+                              missing_keys: list, unexpected_keys: list, error_msgs: list) -> None:
+        for key in ("scale", "zero_point"):
+            if prefix + key not in state_dict:
+                missing_keys.append(prefix + key)
+        if prefix + "scale" in state_dict:
+            self.scale = float(state_dict.pop(prefix + "scale"))
+        if prefix + "zero_point" in state_dict:
+            self.zero_point = int(state_dict.pop(prefix + "zero_point"))
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, False, missing_keys, unexpected_keys,
+                                      error_msgs)
+
     @staticmethod
     def from_float(mod: Any, use_precomputed_fake_quant: bool = False) -> "QFunctional":
         out = QFunctional()

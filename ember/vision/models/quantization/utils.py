@@ -1,0 +1,53 @@
+"""Helpers of torchvision's quantizable models (``models.quantization.utils``): swap ReLUs for fresh non-inplace
+ones (so the fuser can match them), and post-training quantization the way the published checkpoints were made.
+
+Example:
+    >>> from ember import nn
+    >>> from ember.vision.models.quantization.utils import _replace_relu
+    >>> block = nn.Sequential(nn.Conv2d(1, 1, 1), nn.ReLU6(inplace=True))
+    >>> _replace_relu(block); block[1]
+    ReLU()
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ember
+from ember import nn
+
+
+def _replace_relu(module: nn.Module) -> None:
+    """Every child of exact type ReLU/ReLU6 becomes ``ReLU(inplace=False)`` (torchvision's rule, ReLU6 included)."""
+    reassign = {}
+    for name, child in module.named_children():
+        _replace_relu(child)
+        if type(child) is nn.ReLU or type(child) is nn.ReLU6:
+            reassign[name] = nn.ReLU(inplace=False)
+    for name, child in reassign.items():
+        module._modules[name] = child
+
+
+def quantize_model(model: nn.Module, backend: str) -> None:
+    """Fuse, observe one random 299x299 image (as torchvision does), convert: the module layout the published int8
+    checkpoints were saved from, ready for ``load_state_dict``."""
+    from ember.ao import quantization as Q
+
+    if backend not in ember.backends.quantized.supported_engines:
+        raise RuntimeError("Quantized backend not supported ")
+    ember.backends.quantized.engine = backend
+    model.eval()
+    if backend == "fbgemm":  # the weight observer the serialized models were made with
+        model.qconfig = Q.QConfig(activation=Q.default_observer, weight=Q.default_per_channel_weight_observer)
+    elif backend == "qnnpack":
+        model.qconfig = Q.QConfig(activation=Q.default_observer, weight=Q.default_weight_observer)
+    model.fuse_model()
+    Q.prepare(model, inplace=True)
+    model(ember.rand(1, 3, 299, 299))
+    Q.convert(model, inplace=True)
+
+
+def _fuse_modules(model: nn.Module, modules_to_fuse: Any, is_qat: bool | None, **kwargs: Any) -> Any:
+    from ember.ao import quantization as Q
+
+    method = Q.fuse_modules_qat if (model.training if is_qat is None else is_qat) else Q.fuse_modules
+    return method(model, modules_to_fuse, **kwargs)
