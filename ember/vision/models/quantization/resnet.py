@@ -15,11 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from ember import nn
+from ember.ao.nn.quantized import FloatFunctional
+from ember.ao.quantization import DeQuantStub, QuantStub
 from ember.tensor import Tensor
 from ember.vision.models._api import (handle_legacy_interface, load_weights, make_weights_enum, override_num_classes,
                                       register_model)
 from ember.vision.models.quantization.utils import _fuse_modules, _replace_relu, quantize_model
-from ember.vision.models.resnet import BasicBlock, Bottleneck, ResNet
+from ember.vision.models.resnet import (BasicBlock, Bottleneck, ResNet, ResNet18_Weights, ResNet50_Weights,
+                                        ResNeXt101_32X8D_Weights, ResNeXt101_64X4D_Weights)
 
 __all__ = ["QuantizableResNet", "ResNet18_QuantizedWeights", "ResNet50_QuantizedWeights",
            "ResNeXt101_32X8D_QuantizedWeights", "ResNeXt101_64X4D_QuantizedWeights", "resnet18", "resnet50",
@@ -32,8 +35,6 @@ ResNeXt101_64X4D_QuantizedWeights = make_weights_enum("ResNeXt101_64X4D_Quantize
 
 
 def _functional() -> nn.Module:
-    from ember.ao.nn.quantized import FloatFunctional
-
     return FloatFunctional()
 
 
@@ -76,8 +77,6 @@ class QuantizableBottleneck(Bottleneck):
 
 class QuantizableResNet(ResNet):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from ember.ao.quantization import DeQuantStub, QuantStub
-
         super().__init__(*args, **kwargs)
         self.quant = QuantStub()
         self.dequant = DeQuantStub()
@@ -113,18 +112,12 @@ def _weights(quantize: bool, quantized: Any, plain: Any, weights: Any) -> Any:
     return (quantized if quantize else plain).verify(weights)
 
 
-def _float_enum(name: str) -> Any:
-    from ember.vision import models
-
-    return getattr(models, name)
-
-
 @register_model("quantized_resnet18", ResNet18_QuantizedWeights)
 @handle_legacy_interface(lambda: ResNet18_QuantizedWeights.IMAGENET1K_FBGEMM_V1)
 def resnet18(*, weights: Any = None, progress: bool = True, quantize: bool = False,
              **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNet-18 (``weights``: ResNet18_QuantizedWeights with ``quantize=True``, else ResNet18_Weights)."""
-    weights = _weights(quantize, ResNet18_QuantizedWeights, _float_enum("ResNet18_Weights"), weights)
+    weights = _weights(quantize, ResNet18_QuantizedWeights, ResNet18_Weights, weights)
     return _resnet(QuantizableBasicBlock, [2, 2, 2, 2], weights, progress, quantize, **kwargs)
 
 
@@ -133,7 +126,7 @@ def resnet18(*, weights: Any = None, progress: bool = True, quantize: bool = Fal
 def resnet50(*, weights: Any = None, progress: bool = True, quantize: bool = False,
              **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNet-50."""
-    weights = _weights(quantize, ResNet50_QuantizedWeights, _float_enum("ResNet50_Weights"), weights)
+    weights = _weights(quantize, ResNet50_QuantizedWeights, ResNet50_Weights, weights)
     return _resnet(QuantizableBottleneck, [3, 4, 6, 3], weights, progress, quantize, **kwargs)
 
 
@@ -142,7 +135,7 @@ def resnet50(*, weights: Any = None, progress: bool = True, quantize: bool = Fal
 def resnext101_32x8d(*, weights: Any = None, progress: bool = True, quantize: bool = False,
                      **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNeXt-101 32x8d."""
-    weights = _weights(quantize, ResNeXt101_32X8D_QuantizedWeights, _float_enum("ResNeXt101_32X8D_Weights"), weights)
+    weights = _weights(quantize, ResNeXt101_32X8D_QuantizedWeights, ResNeXt101_32X8D_Weights, weights)
     kwargs.setdefault("groups", 32), kwargs.setdefault("width_per_group", 8)
     return _resnet(QuantizableBottleneck, [3, 4, 23, 3], weights, progress, quantize, **kwargs)
 
@@ -152,6 +145,6 @@ def resnext101_32x8d(*, weights: Any = None, progress: bool = True, quantize: bo
 def resnext101_64x4d(*, weights: Any = None, progress: bool = True, quantize: bool = False,
                      **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNeXt-101 64x4d."""
-    weights = _weights(quantize, ResNeXt101_64X4D_QuantizedWeights, _float_enum("ResNeXt101_64X4D_Weights"), weights)
+    weights = _weights(quantize, ResNeXt101_64X4D_QuantizedWeights, ResNeXt101_64X4D_Weights, weights)
     kwargs.setdefault("groups", 64), kwargs.setdefault("width_per_group", 4)
     return _resnet(QuantizableBottleneck, [3, 4, 23, 3], weights, progress, quantize, **kwargs)

@@ -14,6 +14,7 @@ from typing import Any
 
 import ember
 from ember import nn
+from ember.ao import quantization as Q
 
 
 def _replace_relu(module: nn.Module) -> None:
@@ -30,8 +31,6 @@ def _replace_relu(module: nn.Module) -> None:
 def quantize_model(model: nn.Module, backend: str) -> None:
     """Fuse, observe one random 299x299 image (as torchvision does), convert: the module layout the published int8
     checkpoints were saved from, ready for ``load_state_dict``."""
-    from ember.ao import quantization as Q
-
     if backend not in ember.backends.quantized.supported_engines:
         raise RuntimeError("Quantized backend not supported ")
     ember.backends.quantized.engine = backend
@@ -47,7 +46,5 @@ def quantize_model(model: nn.Module, backend: str) -> None:
 
 
 def _fuse_modules(model: nn.Module, modules_to_fuse: Any, is_qat: bool | None, **kwargs: Any) -> Any:
-    from ember.ao import quantization as Q
-
     method = Q.fuse_modules_qat if (model.training if is_qat is None else is_qat) else Q.fuse_modules
     return method(model, modules_to_fuse, **kwargs)
