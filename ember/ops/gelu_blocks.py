@@ -1,6 +1,6 @@
 """gelu (erf form) and its backward in NumPy, block by block: the install without numba.
 
-Without the native kernels, ``0.5 * x * (1 + erf(x / sqrt 2))`` is the table erf (``cpu_erf_table``, ~17 passes
+Without the native kernels, ``0.5 * x * (1 + erf(x / sqrt 2))`` is the table erf (``cpu_erf_table``, 13 passes
 in cache) plus four passes over the whole array, and the backward ``g * (cdf + x pdf)`` eight more, each a trip
 through memory for a Transformer's MLP activation. Here both formulas run on blocks of 32K elements with buffers
 that stay in cache, each step in place, blocks split over ember's threads. Every step is the formula's own operation on the same operands in the
