@@ -141,6 +141,11 @@ class _Fit:
             ndim = const.data.ndim
             axes = [a for a in range(ndim) if any(c.data.ndim != ndim or c.data.shape[a] != const.data.shape[a]
                                                    for c in consts)]
+            ramp = _ramp([c.data for c in consts], axes)
+            if ramp is not None and not const.dtype.is_complex:  # arange(T) (position ids): a Range at run time
+                const.dynamic_shape = tuple(self.fit([tuple(c.data.shape) for c in consts], f"constant {k} shape"))
+                const.dynamic_range = ramp
+                continue
             cut = [_reduced(c.data, axes) if c.data.ndim == ndim else None for c in consts]
             if const.dtype.is_complex or any(r is None or r.shape != cut[0].shape or not
                                              np.array_equal(r, cut[0], equal_nan=r.dtype.kind in "fc") for r in cut):
@@ -199,6 +204,25 @@ def _check_same_graph(base: Program, other: Program) -> None:
     if len(other.constants) != len(base.constants):
         raise RuntimeError("ember.onnx.export: the number of constants changes with a dynamic size; build them from "
                            "the input instead (e.g. with expand or ones_like).")
+
+
+def _ramp(datas: list[np.ndarray], axes: list[int]) -> tuple[int, int] | None:
+    """``(start, step)`` when every traced value is ``start + step * arange(n)`` along its one size-dependent axis
+    (other axes of size 1) with the same integer start and step (exact in any dtype up to 2**24), else None."""
+    if len(axes) != 1 or any(d.ndim != datas[0].ndim or d.size < 2 or d.size != d.shape[axes[0]] for d in datas):
+        return None
+    first = datas[0].reshape(-1)
+    if first.dtype.kind not in "iuf":
+        return None
+    start, step = first[0], first[1] - first[0]
+    if start != int(start) or step != int(step) or not step:
+        return None
+    for d in datas:
+        flat = d.reshape(-1)
+        if abs(int(start)) + abs(int(step)) * flat.size > 2 ** 24 or \
+                not np.array_equal(flat, (int(start) + int(step) * np.arange(flat.size)).astype(flat.dtype)):
+            return None
+    return int(start), int(step)
 
 
 def _reduced(data: np.ndarray, axes: list[int]) -> np.ndarray | None:

@@ -658,9 +658,10 @@ def scaled_dot_product_attention(b: GraphBuilder, n: Any) -> list:
     key_t = b.node("Transpose", [k], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
     scores = b.node("Mul", [b.node("MatMul", [q, key_t]), b.scalar(n.attrs["scale"], dtype)])
     if n.attrs["is_causal"]:
-        length, source = _static((n.in_specs[0].shape[-2], n.in_specs[1].shape[-2]), n, "sequence lengths")
-        keep = np.tril(np.ones((length, source), dtype=bool))
-        scores = b.node("Add", [scores, b.const(np.where(keep, 0.0, -np.inf), dtype)])
+        # tril(ones(L, S)) built at run time (Trilu of an Expand): L and S may follow dynamic sequence axes
+        sizes = b.ints([n.in_specs[0].shape[-2], n.in_specs[1].shape[-2]])
+        keep = b.node("Trilu", [b.node("Expand", [b.const(np.array(True)), sizes])], upper=0)
+        scores = b.node("Add", [scores, b.node("Where", [keep, b.scalar(0.0, dtype), b.scalar(-np.inf, dtype)])])
     weights = b.node("Softmax", [scores], axis=-1)
     return [b.node("MatMul", [weights, v]), weights]
 

@@ -28,6 +28,8 @@ import inspect
 import json
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ember.onnx import complex_emitters
 from ember.onnx.builder import DynInt, GraphBuilder, onnx_modules
 from ember.onnx.dynamic import trace_dynamic
@@ -294,7 +296,9 @@ def _build_graph(program: Program, input_names: list, output_names: list, dims: 
     def name_of(vid: int) -> str:
         if vid not in names:  # a captured constant: emitted on first use
             const = program.constants[vid]
-            if const.dynamic_shape is not None:  # values repeated along size-dependent axes (dynamic.py)
+            if const.dynamic_range is not None:  # start + step * arange(n), n a dynamic size (dynamic.py)
+                names[vid] = _range(b, const)
+            elif const.dynamic_shape is not None:  # values repeated along size-dependent axes (dynamic.py)
                 value = b.const(const.data, const.dtype)
                 names[vid] = b.node("Expand", [value, b.ints(const.dynamic_shape)])
             else:
@@ -340,6 +344,22 @@ def _build_graph(program: Program, input_names: list, output_names: list, dims: 
         b.node("Identity", [name_of(vid)], outputs=[name])
         graph_outputs.append(_value_info(helper, name, program.specs[vid], output_axes.get(name)))
     return helper.make_graph(b.nodes, "ember_graph", graph_inputs, graph_outputs, initializer=b.initializers)
+
+
+def _range(b: GraphBuilder, const: Any) -> str:
+    """``start + step * arange(n)`` shaped ``const.dynamic_shape``: an int64 Range cast to the constant's dtype
+    (integer start and step: exact)."""
+    start, step = const.dynamic_range
+    count = next(size for size in const.dynamic_shape if isinstance(size, DynInt))  # the other axes are 1
+    limit = b.node("Reshape", [b.ints([count]), b.ints([])])
+    ramp = b.node("Range", [b.const(np.array(0, dtype=np.int64)), limit, b.const(np.array(1, dtype=np.int64))])
+    if step != 1:
+        ramp = b.node("Mul", [ramp, b.const(np.array(step, dtype=np.int64))])
+    if start:
+        ramp = b.node("Add", [ramp, b.const(np.array(start, dtype=np.int64))])
+    if const.dtype.name != "int64":
+        ramp = b.node("Cast", [ramp], to=const.dtype.onnx)
+    return b.node("Reshape", [ramp, b.ints(list(const.dynamic_shape))])
 
 
 def _check_dynamic_used(attrs: Any, node: EmitNode) -> None:

@@ -38,6 +38,9 @@ class Const:
     # set by dynamic export for a constant filled with one value whose shape follows dynamic sizes (an RNN's
     # zero initial state): the shape with DynInt entries, emitted as Expand(value, shape)
     dynamic_shape: tuple | None = None
+    # set with dynamic_shape for ``start + step * arange(n)`` along its one size-dependent axis (position ids from
+    # ``arange(x.shape[1])``): emitted as Range(0, n, 1) * step + start, reshaped to dynamic_shape
+    dynamic_range: tuple | None = None
 
 
 @dataclass
