@@ -125,3 +125,19 @@ def test_quantize_true_with_weights_from_the_cache(name: str, tmp_path: Path, mo
     torch.save(reference.state_dict(), cache / os.path.basename(weights.url))
     model = getattr(ev.models.quantization, name)(weights=weights, quantize=True)
     _compare(model, reference, 64)
+
+
+def test_pretrained_true_picks_float_weights_unless_quantize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchvision's legacy rule for the quantizable builders: ``pretrained=True`` means the float ImageNet weights
+    with ``quantize=False`` (the quantized ones only with ``quantize=True``)."""
+    monkeypatch.setattr(hub, "_hub_dir", None)
+    monkeypatch.setenv("EMBER_HOME", str(tmp_path))
+    source = ev.models.resnet18()
+    cache = tmp_path / "hub" / "checkpoints"
+    cache.mkdir(parents=True)
+    ember.save(source.state_dict(), cache / os.path.basename(ev.models.ResNet18_Weights.IMAGENET1K_V1.url))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = ev.models.quantization.resnet18(pretrained=True)
+    assert any("ResNet18_Weights.IMAGENET1K_V1" in str(w.message) for w in caught)
+    np.testing.assert_array_equal(model.fc.weight.detach().numpy(), source.fc.weight.detach().numpy())

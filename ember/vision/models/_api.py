@@ -208,6 +208,12 @@ def get_weight(name: str) -> WeightsEnum:
     raise ValueError(f"The weight enum '{enum_name}' for the specific method couldn't be retrieved.")
 
 
+def _takes_kwargs(default: Callable) -> bool:
+    import inspect
+
+    return len(inspect.signature(default).parameters) == 1
+
+
 def handle_legacy_interface(default_weights: Callable[[], WeightsEnum | None],
                             default_backbone: Callable[[], WeightsEnum | None] | None = None) -> Callable:
     """Accept torchvision's deprecated ``pretrained=True/False`` (and ``pretrained_backbone=`` where a builder has
@@ -227,7 +233,9 @@ def handle_legacy_interface(default_weights: Callable[[], WeightsEnum | None],
                     raise TypeError(f"{builder.__name__}: pass {new}/{old} as keywords")
                 if kwargs.get(new) is not None and new == "weights":
                     raise ValueError(f"{builder.__name__}: pass either {old} or {new}, not both")
-                weights = default() if pretrained else None
+                # a default may read the other keywords (torchvision's quantizable builders pick the float weights
+                # unless ``quantize=True``)
+                weights = (default(kwargs) if _takes_kwargs(default) else default()) if pretrained else None
                 warnings.warn(f"The parameter '{old}' is deprecated since 0.13 and may be removed in the future, "
                               f"please use '{new}' instead.", UserWarning, stacklevel=2)
                 if pretrained:

@@ -113,7 +113,8 @@ def _weights(quantize: bool, quantized: Any, plain: Any, weights: Any) -> Any:
 
 
 @register_model("quantized_resnet18", ResNet18_QuantizedWeights)
-@handle_legacy_interface(lambda: ResNet18_QuantizedWeights.IMAGENET1K_FBGEMM_V1)
+@handle_legacy_interface(lambda kwargs: ResNet18_QuantizedWeights.IMAGENET1K_FBGEMM_V1 if kwargs.get("quantize", False)
+                         else ResNet18_Weights.IMAGENET1K_V1)
 def resnet18(*, weights: Any = None, progress: bool = True, quantize: bool = False,
              **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNet-18 (``weights``: ResNet18_QuantizedWeights with ``quantize=True``, else ResNet18_Weights)."""
@@ -122,7 +123,8 @@ def resnet18(*, weights: Any = None, progress: bool = True, quantize: bool = Fal
 
 
 @register_model("quantized_resnet50", ResNet50_QuantizedWeights)
-@handle_legacy_interface(lambda: ResNet50_QuantizedWeights.IMAGENET1K_FBGEMM_V1)
+@handle_legacy_interface(lambda kwargs: ResNet50_QuantizedWeights.IMAGENET1K_FBGEMM_V1 if kwargs.get("quantize", False)
+                         else ResNet50_Weights.IMAGENET1K_V1)
 def resnet50(*, weights: Any = None, progress: bool = True, quantize: bool = False,
              **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNet-50."""
@@ -131,7 +133,8 @@ def resnet50(*, weights: Any = None, progress: bool = True, quantize: bool = Fal
 
 
 @register_model("quantized_resnext101_32x8d", ResNeXt101_32X8D_QuantizedWeights)
-@handle_legacy_interface(lambda: ResNeXt101_32X8D_QuantizedWeights.IMAGENET1K_FBGEMM_V1)
+@handle_legacy_interface(lambda kwargs: ResNeXt101_32X8D_QuantizedWeights.IMAGENET1K_FBGEMM_V1 if kwargs.get("quantize", False)
+                         else ResNeXt101_32X8D_Weights.IMAGENET1K_V1)
 def resnext101_32x8d(*, weights: Any = None, progress: bool = True, quantize: bool = False,
                      **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNeXt-101 32x8d."""
@@ -141,7 +144,8 @@ def resnext101_32x8d(*, weights: Any = None, progress: bool = True, quantize: bo
 
 
 @register_model("quantized_resnext101_64x4d", ResNeXt101_64X4D_QuantizedWeights)
-@handle_legacy_interface(lambda: ResNeXt101_64X4D_QuantizedWeights.IMAGENET1K_FBGEMM_V1)
+@handle_legacy_interface(lambda kwargs: ResNeXt101_64X4D_QuantizedWeights.IMAGENET1K_FBGEMM_V1 if kwargs.get("quantize", False)
+                         else ResNeXt101_64X4D_Weights.IMAGENET1K_V1)
 def resnext101_64x4d(*, weights: Any = None, progress: bool = True, quantize: bool = False,
                      **kwargs: Any) -> QuantizableResNet:
     """Quantizable ResNeXt-101 64x4d."""
