@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -153,8 +154,8 @@ def _export_forward(self: Any, input: Any, hx: Any = None, lengths: Any = None) 
     from ember.ops.views import cat  # in the function: see _impl
 
     original = _ORIGINAL["forward"]
-    if (not dispatch.is_symbolic(input) or lengths is not None or getattr(self, "proj_size", 0)
-            or not hasattr(input, "dim") or input.dim() not in (2, 3)):
+    if (_ORIGINAL.get("thread") != threading.get_ident() or not dispatch.is_symbolic(input) or lengths is not None
+            or getattr(self, "proj_size", 0) or not hasattr(input, "dim") or input.dim() not in (2, 3)):
         return original(self, input, hx, lengths)  # PackedSequence, lengths=, proj_size: the traced composite
     batched = input.dim() == 3
     x = input if not batched else (input.transpose(0, 1) if self.batch_first else input)
@@ -212,8 +213,10 @@ def recurrent_as_onnx_nodes() -> Iterator[None]:
         yield
         return
     _ORIGINAL["forward"] = rnn.RNNBase.forward
+    _ORIGINAL["thread"] = threading.get_ident()  # another thread's traces (ember.compile, jit) keep the original
     rnn.RNNBase.forward = _export_forward
     try:
         yield
     finally:
         rnn.RNNBase.forward = _ORIGINAL.pop("forward")
+        _ORIGINAL.pop("thread")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
+import threading
 from typing import Any, Iterator
 
 import numpy as np
@@ -74,9 +75,9 @@ def _export_interpolate(input: Any, size: Any, scale_factor: Any, mode: str, ali
     torch's numbers, the original composite otherwise (including every error message)."""
     original = _ORIGINAL["interpolate"]
     dim = input.ndim - 2 if hasattr(input, "ndim") else 0
-    supported = (dispatch.is_symbolic(input) and size is None and scale_factor is not None and not antialias
-                 and not recompute_scale_factor and low is None and dim in (1, 2, 3)
-                 and input.dtype.name in ("float32", "float64")
+    supported = (_ORIGINAL.get("thread") == threading.get_ident() and dispatch.is_symbolic(input) and size is None
+                 and scale_factor is not None and not antialias and not recompute_scale_factor and low is None
+                 and dim in (1, 2, 3) and input.dtype.name in ("float32", "float64")
                  and (mode in ("nearest", "nearest-exact") and align_corners is None
                       or mode in _LINEAR and dim == _LINEAR.index(mode) + 1))
     if not supported:
@@ -98,8 +99,10 @@ def interpolate_as_resize() -> Iterator[None]:
         yield
         return
     _ORIGINAL["interpolate"] = module._interpolate
+    _ORIGINAL["thread"] = threading.get_ident()  # another thread's traces (ember.compile, jit) keep the original
     module._interpolate = _export_interpolate
     try:
         yield
     finally:
         module._interpolate = _ORIGINAL.pop("interpolate")
+        _ORIGINAL.pop("thread")
