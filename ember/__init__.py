@@ -143,6 +143,9 @@ from ember.custom_ops import namespaces as _op_namespaces  # noqa: E402
 _ops_package.__getattr__ = _op_namespaces.ops_getattr(list(_ops_package.__path__)[0])  # torch.ops.aten, torch.ops.<ns>
 from ember import functional  # noqa: E402,F401  (torch.functional: einsum, meshgrid, stft... by module path)
 from ember.surface.private_names import _assert  # noqa: E402,F401  (torch._assert)
+from ember.distributions.gamma_ops import (  # noqa: E402,F401  (torch._standard_gamma, ...)
+    _sample_dirichlet, _standard_gamma, _standard_gamma_grad,
+)
 from ember import _fp_warnings  # noqa: E402
 _fp_warnings.install()  # inf/NaN arithmetic is silent, as PyTorch (NumPy's RuntimeWarnings from ember's ops muted)
 from ember.surface import foreach as _multi_tensor  # noqa: E402

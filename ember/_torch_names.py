@@ -20,6 +20,7 @@ from ember.surface.special_linalg import *  # noqa: F401,F403
 from ember.surface import special_linalg as _special_linalg
 from ember.surface.linalg_aliases import *  # noqa: F401,F403  (torch.svd, torch.qr, torch.inverse, ...)
 from ember.surface import linalg_aliases as _linalg_aliases
+from ember.surface.deprecated_linalg import eig, lstsq, matrix_rank, solve, symeig  # noqa: F401  (removed: torch's error)
 from ember.surface.runtime_names import *  # noqa: F401,F403  (binomial, poisson, histogramdd, Stream, ...)
 from ember.surface import runtime_names as _runtime_names
 from ember.surface.rnn_functional import *  # noqa: F401,F403  (torch.lstm, torch.gru_cell, ...)
@@ -58,6 +59,6 @@ _signature_forms.install_methods()
 
 # The Tensor methods and top-level names generated from the whole top-level namespace
 # (_families.install_methods, top_level_names) are made by ember/__init__.py right after this import.
-__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "hash_tensor", "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
+__all__ = ["accelerator", "jit", "linalg", "sparse", "special", "testing", "types", "sparse_coo_tensor", "spmm", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor", *_constants.__all__, *_functions.__all__, *_special_linalg.__all__, *_linalg_aliases.__all__, "eig", "lstsq", "matrix_rank", "solve", "symeig", *_runtime_names.__all__, *_rnn_functional.__all__, *_more_functions.__all__, "hash_tensor", "GradScaler", "ParameterDict", "adjoint", "angle", "complex", "conj", "conj_physical", "is_conj", "is_neg", "polar", "resolve_conj", "resolve_neg", "view_as_complex", "view_as_real", "fft", "stft", "istft", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "svd_lowrank", "pca_lowrank", *_symbolic.__all__, "signal", "version",
            "TypedStorage", "UntypedStorage", "Storage", *_LEGACY_STORAGES, "from_dlpack", "to_dlpack", "cond", "while_loop",
            *_native_norms.__all__, *_signature_forms.__all__]

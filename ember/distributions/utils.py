@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ember.autograd.grad_mode import enable_grad
-from ember.creation import tensor
+from ember.creation import empty, tensor
 from ember import dtypes
 from ember.dtypes import get_default_dtype
 from ember.ops.elementwise import log, log1p, sigmoid
@@ -84,6 +84,20 @@ def sum_rightmost(value: Tensor, dim: int) -> Tensor:
     if dim == 0:
         return value
     return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1)
+
+
+_sum_rightmost = sum_rightmost  # torch's private name, imported by flow libraries (zuko, pyro)
+euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant, as torch.distributions.utils
+
+
+def _standard_normal(shape: Any, dtype: Any, device: Any) -> Tensor:
+    """Standard normal draws of ``shape`` (torch's helper: ``empty(shape).normal_()``)."""
+    return empty(shape, dtype=dtype, device=device).normal_()
+
+
+def is_tensor_like(inp: Any) -> bool:
+    """True for tensors and objects whose type has ``__torch_function__``, as torch's helper."""
+    return type(inp) is Tensor or hasattr(inp, "__torch_function__")
 
 
 class lazy_property:

@@ -17,6 +17,7 @@ Example:
     [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 """
 from ember.func.module_state import functional_call, replace_all_batch_norm_modules_, stack_module_state
+from ember.func.module_state import _reparametrize_module  # noqa: F401  (torch.nn.utils.stateless's)
 from ember.func.transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp
 from ember.func.rearrange import rearrange
 from ember.func.functionalize import debug_unwrap, functionalize

@@ -16,7 +16,8 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import contextlib
+from typing import Any, Iterator, Sequence
 
 from ember.nn.modules.more import _InstanceNorm
 from ember.nn.modules.normalization import _BatchNorm
@@ -114,6 +115,51 @@ def _restore(record: tuple) -> None:
         owner.__dict__[attr] = old
 
 
+def _check_strict(module: Any, state: dict) -> None:
+    known = {n for n, _ in module.named_parameters(remove_duplicate=False)} | {
+        n for n, _ in module.named_buffers(remove_duplicate=False)}
+    unexpected = [k for k in state if k not in known]
+    missing = [k for k in sorted(known) if k not in state]
+    errors = []
+    if unexpected:
+        errors.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+    if missing:
+        errors.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+    if errors:
+        raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(errors))
+
+
+@contextlib.contextmanager
+def _reparametrize_module(module: Any, parameters_and_buffers: dict, tie_weights: bool = False,
+                          strict: bool = False, stack_weights: bool = False) -> Iterator[None]:
+    """Inside the block, ``module``'s parameters and buffers named in the dict are the given tensors; the
+    originals come back on exit (also on error), and whatever the module then held under a given name (a
+    buffer it reassigned) is written back into the dict, as ``torch.nn.utils.stateless._reparametrize_module``.
+
+    Example:
+        >>> net = ember.nn.Linear(1, 1)
+        >>> with _reparametrize_module(net, {"bias": ember.ones(1)}):
+        ...     net.bias.tolist()
+        [1.0]
+    """
+    state = _untie(module, parameters_and_buffers) if tie_weights else dict(parameters_and_buffers)
+    if strict:
+        _check_strict(module, state)
+    records: list = []
+    try:
+        for name, value in state.items():
+            records.append((name, _swap(module, name, value)))
+        yield
+    finally:
+        # stack_weights only changes torch's restore order; restoring in reverse is right for both
+        for name, record in reversed(records):
+            owner, store, attr, _ = record
+            now = owner.__dict__[store][attr] if store is not None else owner.__dict__.get(attr)
+            _restore(record)
+            if name in parameters_and_buffers:
+                parameters_and_buffers[name] = now
+
+
 def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = None, kwargs: dict | None = None, *,
                     tie_weights: bool = True, strict: bool = False) -> Any:
     """``module(*args, **kwargs)`` with the parameters and buffers named in the dict(s) replaced.
@@ -127,17 +173,7 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     given = _merge(parameter_and_buffer_dicts)
     state = _untie(module, given) if tie_weights else dict(given)
     if strict:
-        known = {n for n, _ in module.named_parameters(remove_duplicate=False)} | {
-            n for n, _ in module.named_buffers(remove_duplicate=False)}
-        unexpected = [k for k in state if k not in known]
-        missing = [k for k in sorted(known) if k not in state]
-        errors = []
-        if unexpected:
-            errors.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
-        if missing:
-            errors.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
-        if errors:
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\t" + "\n\t".join(errors))
+        _check_strict(module, state)
     if args is None:
         args = ()
     elif not isinstance(args, tuple):

@@ -20,6 +20,8 @@ from ember.dtypes import set_default_dtype
 from ember import _config, dtypes, float8
 from ember.device import device as _device, get_default as _get_default, set_default as _set_default
 from ember.legacy_types import legacy_types
+from ember import _warn_once
+from ember._warn_once import warn_once
 from ember.tensor import Tensor
 from ember.ops.extra_math import _finfo
 from ember.surface.functions import is_nonzero as _is_nonzero
@@ -218,8 +220,8 @@ def get_default_device() -> Any:
 
 def set_default_tensor_type(t: Any) -> None:
     """Deprecated in PyTorch: sets the default floating dtype from ``torch.FloatTensor``/``DoubleTensor``."""
-    warnings.warn("torch.set_default_tensor_type() is deprecated; use torch.set_default_dtype()", UserWarning,
-                  stacklevel=2)
+    warn_once("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use torch.set_default_dtype() "
+              "and torch.set_default_device() as alternatives.")
     dtype = getattr(t, "_dtype", None) or {"torch.FloatTensor": dtypes.float32,
                                             "torch.DoubleTensor": dtypes.float64}.get(str(t))
     if dtype is None or not dtype.is_floating_point:
@@ -285,7 +287,7 @@ def get_float32_matmul_precision() -> str:
 
 
 def set_warn_always(b: bool) -> None:
-    _SETTINGS["warn_always"] = bool(b)
+    _SETTINGS["warn_always"] = _warn_once.WARN_ALWAYS[0] = bool(b)
 
 
 def is_warn_always_enabled() -> bool:

@@ -30,6 +30,7 @@ from ember.ops.sorting import sort
 from ember.ops.views import (cat, chunk, flip, gather, hstack, index_select, narrow, scatter, scatter_add, split,
     stack, unbind, vstack)
 from ember.tensor import Size
+from ember.surface import deprecated_linalg as _deprecated_linalg
 from ember.ops import dispatch as _dispatch, extra_math as _extra_math, grad_join as _grad_join
 from ember.surface.scatter_reduce_grad import ScatterReduceExtreme
 from ember.tensor import Tensor
@@ -465,6 +466,7 @@ def kron(input: Tensor, other: Tensor) -> Tensor:
 
 
 def chain_matmul(*matrices: Tensor) -> Tensor:
+    _deprecated_linalg.warn_deprecated("chain_matmul")
     out = matrices[0]
     for m in matrices[1:]:
         out = out @ m

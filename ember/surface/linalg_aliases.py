@@ -1,7 +1,8 @@
 """PyTorch's top-level linear-algebra spellings (``torch.svd``, ``torch.qr``, ``torch.inverse``,
 ``torch.lu_solve``, ``torch.triangular_solve``, ``torch.lobpcg``...) and the matching Tensor methods, all
 routed to the op records behind :mod:`ember.linalg` (one implementation, several names). Tensor methods
-PyTorch removed (``solve``, ``lstsq``, ``eig``, ``symeig``) raise PyTorch's error naming the replacement.
+PyTorch removed (``solve``, ``lstsq``, ``eig``, ``symeig``) raise PyTorch's error naming the replacement;
+the deprecated spellings warn once in PyTorch's words (:mod:`ember.surface.deprecated_linalg`).
 
 Example:
     >>> import ember
@@ -18,6 +19,7 @@ from ember import linalg as _linalg, return_types
 from ember.creation import zeros
 from ember.ops import dispatch, linalg_checks as checks, linalg_factor as _factor, linalg_solve as _solve
 from ember.surface import linalg_composites as _comp
+from ember.surface import deprecated_linalg as _deprecated
 from ember.tensor import Tensor
 
 __all__ = ["svd", "qr", "lu", "lu_solve", "lu_unpack", "pinverse", "nuclear_norm", "geqrf", "orgqr", "ormqr",
@@ -48,17 +50,20 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True, *, out: Any =
 
 
 def qr(input: Tensor, some: bool = True, *, out: Any = None) -> tuple:
+    _deprecated.warn_deprecated("qr")
     Q, R = _linalg.qr(input, "reduced" if some else "complete")
     return _QR(Q, R)
 
 
 def lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None) -> tuple:
     """``torch.lu``: ``(LU, pivots)`` or ``(LU, pivots, infos)`` (never raises for singular input)."""
+    _deprecated.warn_deprecated("lu")
     LU, pivots, info = _comp.lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
 def lu_solve(input: Tensor, LU_data: Tensor, LU_pivots: Tensor, *, out: Any = None) -> Tensor:
+    _deprecated.warn_deprecated("lu_solve")
     return _comp.lu_solve(LU_data, LU_pivots, input)
 
 
@@ -105,6 +110,7 @@ def logdet(input: Tensor) -> Tensor:
 
 
 def cholesky(input: Tensor, upper: bool = False, *, out: Any = None) -> Tensor:
+    _deprecated.warn_deprecated("cholesky")
     return _linalg.cholesky(input, upper=upper)
 
 
@@ -130,6 +136,7 @@ def _gram(L: Tensor, upper: bool) -> Tensor:
 def triangular_solve(input: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False, *, out: Any = None) -> tuple:
     """``torch.triangular_solve``: ``(solution of op(A) X = input, A.clone())``."""
+    _deprecated.warn_deprecated("triangular_solve")
     tri = A.transpose(-2, -1) if transpose else A
     solution = _solve.solve_triangular(tri, input, upper=upper != transpose, unitriangular=unitriangular)
     return _TRI(solution, A.clone())
@@ -169,14 +176,6 @@ def lobpcg(A: Tensor, k: int | None = None, B: Tensor | None = None, X: Tensor |
     return w.narrow(-1, 0, k), v.narrow(-1, 0, k)
 
 
-def _removed(name: str, replacement: str) -> Any:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed. {replacement}")
-    method.__name__ = name
-    method.__doc__ = f"Removed from PyTorch (raises its error): use {replacement}."
-    return method
-
-
 def install_methods() -> None:
     """Tensor methods for the names above (``A.svd()``, ``A.pinverse()``, ``LU.lu_solve``-style ``b.lu_solve``)."""
     Tensor.svd = lambda self, some=True, compute_uv=True: svd(self, some, compute_uv)
@@ -200,9 +199,9 @@ def install_methods() -> None:
     Tensor.matrix_exp = lambda self: matrix_exp(self)
     Tensor.matrix_power = lambda self, n: matrix_power(self, n)
     Tensor.nuclear_norm = lambda self, dim=None, keepdim=False: nuclear_norm(self, dim, keepdim)
-    Tensor.solve = _removed("solve", "Please use `torch.linalg.solve` instead.")
-    Tensor.lstsq = _removed("lstsq", "Please use `torch.linalg.lstsq` instead.")
-    Tensor.eig = _removed("eig", "Please use `torch.linalg.eig` instead.")
-    Tensor.symeig = _removed("symeig", "Please use `torch.linalg.eigh` instead.")
+    Tensor.solve = _deprecated.solve  # removed from PyTorch: its RuntimeError, as torch's
+    Tensor.lstsq = _deprecated.lstsq
+    Tensor.eig = _deprecated.eig
+    Tensor.symeig = _deprecated.symeig
 
 
