@@ -524,14 +524,17 @@ def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None, layou
                         like=input, memory_format=memory_format, requires_grad=requires_grad)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None, out: Any = None,
+def randint(low: Any = None, high: Any = None, size: Any = None, *, generator: Any = None, out: Any = None,
             dtype: Any = None, layout: Any = None, device: Any = None, requires_grad: bool = False,
             pin_memory: bool = False) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high).
 
-    As in PyTorch, ``randint(10, size=(3,))`` reads 10 as ``high`` (``low`` defaults to 0).
+    As in PyTorch, ``randint(10, size=(3,))`` reads 10 as ``high`` (``low`` defaults to 0), and so does
+    ``randint(high=10, size=(3,))``.
     """
-    if size is None:
+    if low is None:
+        low = 0
+    elif size is None:
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
@@ -549,11 +552,16 @@ def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = No
     return _opts.finish("randint", traced, layout=layout, requires_grad=requires_grad, out=out)
 
 
-def randint_like(input: Tensor, low: int, high: Any = None, *, generator: Any = None, dtype: Any = None,
+def randint_like(input: Tensor, low: Any = None, high: Any = None, *, generator: Any = None, dtype: Any = None,
                  layout: Any = None, device: Any = None, requires_grad: bool = False, pin_memory: bool = False,
                  memory_format: Any = None) -> Tensor:
-    if high is None:
+    """``randint_like(x, high)``, ``randint_like(x, low, high)`` or ``randint_like(x, high=h)`` (Adahessian's)."""
+    if low is None:
+        low = 0
+    elif high is None:
         low, high = 0, low
+    if high is None:
+        raise TypeError("randint_like() missing required argument 'high'")
     if high <= low:
         raise RuntimeError(f"randint_like: expected low < high, got low={low}, high={high}")
     permuted = _filled_like_in_place(input, dtype or input.dtype, device if device is not None else input.device,

@@ -31,6 +31,7 @@ from ember.ops.inplace import setitem
 from ember.ops.movement import getitem
 
 _binary = dispatch.binary
+_OperandTypeError = dispatch.OperandTypeError
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
@@ -583,49 +584,94 @@ class Tensor(TensorMethods):
 
     # ---- operators (small direct functions: this is the eager hot path) -------------------------
     def __add__(self, other: Any) -> "Tensor":
-        return _binary(_ADD, self, other)
+        try:
+            return _binary(_ADD, self, other)
+        except _OperandTypeError:  # None, a string, another library's object: Python asks it
+            return NotImplemented
 
     def __radd__(self, other: Any) -> "Tensor":
-        return _binary(_ADD, other, self)
+        try:
+            return _binary(_ADD, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __sub__(self, other: Any) -> "Tensor":
-        return _binary(_SUB, self, other)
+        try:
+            return _binary(_SUB, self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rsub__(self, other: Any) -> "Tensor":
-        return _binary(_SUB, other, self)
+        try:
+            return _binary(_SUB, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __mul__(self, other: Any) -> "Tensor":
-        return _binary(_MUL, self, other)
+        try:
+            return _binary(_MUL, self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rmul__(self, other: Any) -> "Tensor":
-        return _binary(_MUL, other, self)
+        try:
+            return _binary(_MUL, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __truediv__(self, other: Any) -> "Tensor":
-        return _binary(_DIV, self, other)
+        try:
+            return _binary(_DIV, self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rtruediv__(self, other: Any) -> "Tensor":
-        return _binary(_DIV, other, self)
+        try:
+            return _binary(_DIV, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rdiv__(self, other: Any) -> "Tensor":  # torch's name for it (what ``2 / x`` reports to __torch_function__)
-        return _binary(_DIV, other, self)
+        try:
+            return _binary(_DIV, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __pow__(self, other: Any) -> "Tensor":
-        return _binary(_POW, self, other)
+        try:
+            return _binary(_POW, self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rpow__(self, other: Any) -> "Tensor":
-        return _binary(_POW, other, self)
+        try:
+            return _binary(_POW, other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __floordiv__(self, other: Any) -> "Tensor":
-        return ew.floor_divide(self, other)
+        try:
+            return ew.floor_divide(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rfloordiv__(self, other: Any) -> "Tensor":
-        return ew.floor_divide(other, self)
+        try:
+            return ew.floor_divide(other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __mod__(self, other: Any) -> "Tensor":
-        return ew.remainder(self, other)
+        try:
+            return ew.remainder(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __rmod__(self, other: Any) -> "Tensor":
-        return ew.remainder(other, self)
+        try:
+            return ew.remainder(other, self)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __neg__(self) -> "Tensor":
         return ew.neg(self)
@@ -640,32 +686,54 @@ class Tensor(TensorMethods):
         return ew.logical_not(self) if self.dtype.name == "bool" else ew.bitwise_not(self)
 
     def __matmul__(self, other: Any) -> "Tensor":
+        if not isinstance(other, Tensor) and not isinstance(other, np.ndarray):
+            return NotImplemented  # as torch: Python asks the other operand (``__rmatmul__``), then raises
         if isinstance(other, np.ndarray):  # as torch: a NumPy operand of an operator becomes a tensor
             other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> "Tensor":
+        if not isinstance(other, Tensor) and not isinstance(other, np.ndarray):
+            return NotImplemented
         if isinstance(other, np.ndarray):  # ``array @ tensor``: ember's operators take arrays on either side
             other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(other, self)
 
     def __eq__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return ew.eq(self, other)
+        try:
+            return ew.eq(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
-        return ew.ne(self, other)
+        try:
+            return ew.ne(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __lt__(self, other: Any) -> "Tensor":
-        return ew.lt(self, other)
+        try:
+            return ew.lt(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __le__(self, other: Any) -> "Tensor":
-        return ew.le(self, other)
+        try:
+            return ew.le(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __gt__(self, other: Any) -> "Tensor":
-        return ew.gt(self, other)
+        try:
+            return ew.gt(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __ge__(self, other: Any) -> "Tensor":
-        return ew.ge(self, other)
+        try:
+            return ew.ge(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     # bool & bool is logical (exported as And); anything else is bitwise with PyTorch's promotion
     # (bool & int64 -> int64, bool | 2.5 -> an error)
@@ -673,19 +741,28 @@ class Tensor(TensorMethods):
         if self._data.dtype.kind == "b" and (type(other) is bool or (
                 isinstance(other, Tensor) and other._data.dtype.kind == "b")):
             return ew.logical_and(self, other)
-        return ew.bitwise_and(self, other)
+        try:
+            return ew.bitwise_and(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __or__(self, other: Any) -> "Tensor":
         if self._data.dtype.kind == "b" and (type(other) is bool or (
                 isinstance(other, Tensor) and other._data.dtype.kind == "b")):
             return ew.logical_or(self, other)
-        return ew.bitwise_or(self, other)
+        try:
+            return ew.bitwise_or(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     def __xor__(self, other: Any) -> "Tensor":
         if self._data.dtype.kind == "b" and (type(other) is bool or (
                 isinstance(other, Tensor) and other._data.dtype.kind == "b")):
             return ew.logical_xor(self, other)
-        return ew.bitwise_xor(self, other)
+        try:
+            return ew.bitwise_xor(self, other)
+        except _OperandTypeError:
+            return NotImplemented
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 

@@ -648,17 +648,23 @@ def _shape_error(op: OpDef, a: Any, b: Any, error: Exception) -> RuntimeError:
     )
 
 
+class OperandTypeError(TypeError):
+    """An operand no op takes (None, a string, an object of another library): Tensor's operators turn it into
+    ``NotImplemented``, as torch's, so Python tries the other operand's reflected method (a tuple subclass with
+    ``__rmul__``) or its fallbacks (``t == None`` is False)."""
+
+
 def _coerce_operand(value: Any, op: OpDef) -> Any:
     """Turn a NumPy scalar/array operand into something binary ops accept."""
     import numpy as np
 
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, (np.ndarray, list, tuple)):
+    if isinstance(value, np.ndarray) or type(value) is list or type(value) is tuple:
         from ember.creation import tensor
 
         return tensor(value)
-    raise TypeError(
+    raise OperandTypeError(
         f"{op.name}: unsupported operand type {type(value).__name__}; expected a Tensor or a Python number"
     )
 

@@ -18,8 +18,8 @@ _PACKED_RNN = ("missing data; missing batch_sizes", "the packed-sequence overloa
                                                     "(nn.LSTM on a PackedSequence runs ember's own packed path)")
 _QUANT = ("missing input", "ao's quantized-tensor queries name their argument tensor; positional in every caller")
 _VAR_KW = ("takes **kwargs", "forwards every argument to one implementation, which checks names as torch's does")
-_REMOVED = ("takes **kwargs", "removed from torch (eig, lstsq, solve, symeig): ember raises torch's RuntimeError "
-                              "naming the replacement, whatever the arguments")
+_REMOVED = ("takes **kwargs", "removed from torch (eig, lstsq, solve, symeig, matrix_rank): ember raises torch's "
+                              "RuntimeError naming the replacement, whatever the arguments")
 
 ALLOWED: dict[str, tuple[list[str], str]] = {
     **{f"{k}Storage": ([_STORAGE[0]], _STORAGE[1]) for k in (
@@ -44,7 +44,8 @@ ALLOWED: dict[str, tuple[list[str], str]] = {
     **{n: (_PACKED_RNN[0].split("; "), _PACKED_RNN[1]) for n in ("gru", "lstm", "rnn_relu", "rnn_tanh")},
     **{n: ([_QUANT[0]], _QUANT[1]) for n in ("dequantize", "int_repr", "q_per_channel_axis", "q_per_channel_scales",
                                              "q_per_channel_zero_points", "q_scale", "q_zero_point")},
-    **{n: ([_REMOVED[0]], _REMOVED[1]) for n in ("Tensor.eig", "Tensor.lstsq", "Tensor.solve", "Tensor.symeig")},
+    **{n: ([_REMOVED[0]], _REMOVED[1]) for n in ("Tensor.eig", "Tensor.lstsq", "Tensor.solve", "Tensor.symeig",
+                                                 "eig", "lstsq", "matrix_rank", "solve", "symeig")},
     "cdist": (["compute_mode='use_mm_for_euclid_dist_if_necessary' vs None"],
               "None is torch's documented default meaning (use matrix products when a side has over 25 rows)"),
     "cumulative_trapezoid": (["dx=1 vs None"], "None means spacing 1, as torch's dx=1 (x= takes its place)"),
