@@ -169,3 +169,32 @@ def test_proj_size_keeps_the_static_composite(tmp_path) -> None:
         np.testing.assert_allclose(g, e, atol=2e-6, rtol=1e-5)
     with pytest.raises(RuntimeError, match="dynamic size"):
         ember.onnx.export(model, (x,), str(tmp_path / "p.onnx"), input_names=["x"], dynamic_axes={"x": {0: "seq"}})
+
+
+def test_only_the_exporting_thread_traces_the_export_op() -> None:
+    """While one thread exports, another thread's trace of the same LSTM (ember.compile, jit) keeps its per-step ops."""
+    import threading
+
+    from ember.graph.builder import Tracer
+    from ember.onnx.recurrent import recurrent_as_onnx_nodes
+
+    lstm = nn.LSTM(3, 4).eval()
+
+    def traced_ops() -> set:
+        with ember.no_grad(), Tracer("thread_check") as tracer:
+            x = tracer.input((5, 2, 3), ember.float32, ember.randn(1).device, name="x")
+            out = lstm(x)[0]
+            tracer.builder.finish([out])
+            del out, x
+        return {node.op.name for node in tracer.graph.nodes}
+
+    seen: dict = {}
+    with recurrent_as_onnx_nodes():
+        seen["exporting"] = traced_ops()
+        other = threading.Thread(target=lambda: seen.__setitem__("other", traced_ops()))
+        other.start()
+        other.join()
+    seen["after"] = traced_ops()
+    assert "onnx_recurrent_layer" in seen["exporting"]
+    assert "onnx_recurrent_layer" not in seen["other"] and "matmul" in seen["other"]
+    assert "onnx_recurrent_layer" not in seen["after"]
