@@ -174,6 +174,18 @@ class Executable:
         ``env``. The same calls in the same order as the entry-by-entry loop, without its per-entry tuple unpack,
         argument list and ``*`` call (~1 us an entry in a training step, where the interpreter's objects are
         cold). The source is made of slot numbers only; the callables are bound by name in its namespace."""
+        def checked(slot: Any) -> int:
+            # Only plain ints reach the source text: a graph read from a file can never place its own text in it.
+            if type(slot) is not int or slot < 0:
+                raise TypeError(f"executor: program slot {slot!r} is not a non-negative int; refusing to generate code")
+            return slot
+
+        for _, ins, out in self.program:
+            for i in ins:
+                checked(i)
+            checked(out)
+        for s in self.fetch_slots:
+            checked(s)
         namespace: dict = {}
         loaded: set = set()
         made: set = set()

@@ -411,12 +411,15 @@ def _pow_impl(xp: Any, x: Any, y: Any) -> Any:
             return x.copy() if y else xp.ones_like(x)  # bool_tensor ** True / False stays bool, as PyTorch
         if type(y) is int and y < 0 and getattr(getattr(x, "dtype", None), "kind", "") in "iu" and x.size == 0:
             raise ValueError("Integers to negative integer powers are not allowed.")  # (NumPy checks no empty array)
-        if (y == 3 or y == -2) and type(y) is not bool and getattr(getattr(x, "dtype", None), "kind", "") == "f" \
-                and x.dtype.itemsize >= 4:
+        if type(y) in (int, float) and (y == 2 or y == 3 or y == -2) \
+                and getattr(getattr(x, "dtype", None), "kind", "") == "f" and x.dtype.itemsize >= 4:
             # torch's pow kernel spells these as x * x * x and 1 / (x * x) (two roundings; powf rounds once and
             # differed in the last bit for 31% of float32 values). float16/bfloat16 arrive here widened to float32
             # (opmath): float16 then matches torch's; torch's bfloat16 rounds each product (left, docs trust21).
+            # x ** 2 is one correctly rounded product either way; the multiply is 2-4x faster than powf's loop.
             square = x * x
+            if y == 2:
+                return square
             return square * x if y == 3 else xp.true_divide(1, square, dtype=x.dtype)
         if (y == 0.5 or y == -0.5) and getattr(getattr(x, "dtype", None), "kind", "") == "f" and x.dtype.itemsize >= 4:
             # torch's sqrt and rsqrt (1 / sqrt(x): two roundings, -0 -> -inf, -inf -> NaN) where NumPy's power

@@ -67,3 +67,20 @@ def test_profiled_run_equals_the_straight_run():
         profiled = exe.run([x])
     for a, b in zip(plain, profiled):
         np.testing.assert_array_equal(a, b)
+
+
+def test_only_int_slots_reach_the_generated_source():
+    # A program whose slot is not a plain int (what a tampered graph could try to smuggle into the source text)
+    # is refused before any code is generated.
+    import pytest
+
+    g, w, fetches = _graph()
+    exe = Executable(g, fetches, include_updates=False, fuse=False, memory=False)
+    fn, ins, out = exe.program[0]
+    exe.program[0] = (fn, ins, "0]; import os #")
+    with pytest.raises(TypeError, match="not a non-negative int"):
+        exe._make_straight()
+    exe.program[0] = (fn, ins, out)
+    exe.fetch_slots = list(exe.fetch_slots) + [True]  # bool is an int subclass, still refused
+    with pytest.raises(TypeError, match="not a non-negative int"):
+        exe._make_straight()
