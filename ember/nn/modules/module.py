@@ -266,6 +266,11 @@ class Module:
                 if store == "_buffers":
                     d["_non_persistent_buffers_set"].discard(name)
 
+    def __setstate__(self, state: dict) -> None:
+        # On the class, as torch's: pickle and deepcopy look ``__setstate__`` up on a not-yet-filled instance, and a
+        # subclass whose ``__getattr__`` falls back to a child (zuko's BayesianModel) would recurse forever there.
+        self.__dict__.update(state)
+
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: parameters, buffers and children live in dicts.
         d = self.__dict__
