@@ -52,9 +52,16 @@ class HostEvent:
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
         self.enable_timing = enable_timing
         self._time: float | None = None
+        self._ns: int | None = None
 
     def record(self, stream: Any = None) -> None:
-        self._time = time.perf_counter()
+        self._ns = time.perf_counter_ns()
+        self._time = self._ns / 1e9
+
+    def host_time_ns(self) -> int | None:
+        """When the event was recorded on the host's ``perf_counter_ns`` clock: on a synchronous device that
+        is the device time itself (the profiler places kernels with it, exactly inside their host call)."""
+        return self._ns
 
     def query(self) -> bool:
         return True

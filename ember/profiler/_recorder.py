@@ -574,8 +574,14 @@ class DeviceRecorder(Recorder):
         host0, origin = self.origin
         out = []
         for number, start, end, index, stream in self.device:
-            begin = host0 + int(origin.elapsed_time(start) * 1e6)
-            finish = begin + max(0, int(start.elapsed_time(end) * 1e6))
+            exact = getattr(start, "host_time_ns", None)
+            if exact is not None and exact() is not None and end.host_time_ns() is not None:
+                # A synchronous device's events carry the host clock itself: no origin offset to add (placing
+                # by the origin put a kernel's end a few ns past its host call's end now and then)
+                begin, finish = exact(), end.host_time_ns()
+            else:
+                begin = host0 + int(origin.elapsed_time(start) * 1e6)
+                finish = begin + max(0, int(start.elapsed_time(end) * 1e6))
             out.append((number, begin, finish, index, stream))
         return out
 
