@@ -7,6 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torchvision_ref import import_torchvision, no_dropout_, randomize_, state_dict_to_numpy  # noqa: E402
+from torchvision_ref import one_torch_thread  # noqa: E402,F401 (an autouse fixture)
 
 import ember  # noqa: E402
 import ember.vision as ev  # noqa: E402
@@ -24,15 +25,6 @@ SLOW = {"alexnet": 64, "vgg11": 32, "vgg11_bn": 32, "vgg16": 32, "vgg16_bn": 32,
 CASES = [pytest.param(n, s) for n, s in FAST.items()] + [pytest.param(n, s, marks=pytest.mark.slow)
                                                         for n, s in SLOW.items()]
 TOL = 1e-4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """torch's thread pool slows to a crawl on a shared, loaded machine; one thread is fast and steady."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _pair(name: str, **kwargs):

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torchvision_ref import import_torchvision, no_dropout_, randomize_, state_dict_to_numpy  # noqa: E402
+from torchvision_ref import one_torch_thread  # noqa: E402,F401 (an autouse fixture)
 
 import ember  # noqa: E402
 import ember.vision as ev  # noqa: E402
@@ -31,14 +32,6 @@ SLOW = {"densenet121": (64, {}), "densenet161": (64, {}), "squeezenet1_0": (64, 
         "inception_v3": (299, {"init_weights": True})}
 CASES = [pytest.param(n, *c) for n, c in FAST.items()] + [pytest.param(n, *c, marks=pytest.mark.slow)
                                                           for n, c in SLOW.items()]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _close(ours, theirs, what: str, tol: float) -> None:

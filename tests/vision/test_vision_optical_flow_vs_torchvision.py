@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torchvision_ref import import_torchvision, randomize_, state_dict_to_numpy  # noqa: E402
+from torchvision_ref import one_torch_thread  # noqa: E402,F401 (an autouse fixture)
 
 import ember  # noqa: E402
 import ember.vision as ev  # noqa: E402
@@ -22,14 +23,6 @@ try:
 except ImportError:  # pragma: no cover - torchvision is in the test extra
     tv = None
 pytestmark = pytest.mark.skipif(tv is None, reason="torchvision (test extra) is not installed")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _pair(name: str, seed: int = 0, dtype=None):

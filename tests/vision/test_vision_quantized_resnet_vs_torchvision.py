@@ -14,6 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torchvision_ref import import_torchvision, randomize_  # noqa: E402
+from torchvision_ref import one_torch_thread  # noqa: E402,F401 (an autouse fixture)
 
 import ember  # noqa: E402
 import ember.vision as ev  # noqa: E402
@@ -25,14 +26,6 @@ except ImportError:  # pragma: no cover - torchvision is in the test extra
     tv = None
 pytestmark = pytest.mark.skipif(tv is None or "fbgemm" not in torch.backends.quantized.supported_engines,
                                 reason="torchvision (test extra) with torch's fbgemm engine is not available")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _build(library, name: str):

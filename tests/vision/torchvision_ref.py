@@ -11,6 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Any:
+    """torch's thread pool slows to a crawl on a shared, loaded machine; one thread is fast and steady. A module
+    that imports this name gets it as an autouse fixture."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def import_torchvision() -> Any:
