@@ -88,7 +88,9 @@ def _max_pool_2x2(xp: Any, x: Any) -> tuple:
     fast = cnn_halves.pool_2x2(xp, x)  # contiguous float32/float64: halves on the hot worker (mnist22)
     if fast is not None and fast[2] == 0:  # NaN-free: done; else the NaN-propagating path below
         return fast[0], fast[1]
-    kernel = native_kernel(xp, "max_pool2d_2x2")
+    # The older whole-image kernel only where the plane kernels did not apply (after they found a NaN window it
+    # would scan the same windows again and find it too)
+    kernel = native_kernel(xp, "max_pool2d_2x2") if fast is None else None
     if kernel is not None and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         out = xp.empty((n, c, oh, ow), dtype=x.dtype)
         indices = xp.empty((n, c, oh, ow), dtype=xp.int64)

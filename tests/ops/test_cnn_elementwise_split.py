@@ -214,3 +214,20 @@ def test_hot_halves_float64(hot_halves) -> None:
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
     np.testing.assert_allclose(outs[0][2], outs[1][2], rtol=1e-12)
+
+
+def test_nan_window_found_by_the_plane_kernels_is_not_scanned_again(monkeypatch) -> None:
+    """After the plane kernels report a NaN window, the NumPy NaN rule runs next: the older whole-image kernel is
+    not asked to scan the same windows again (it would find the same NaN). Values and indices stay torch's."""
+    if cnn_halves.native_kernel(np, "hot_cnn") is None:
+        pytest.skip("the plane kernels need numba")
+    asked = []
+    real = pooling.native_kernel
+    monkeypatch.setattr(pooling, "native_kernel", lambda xp, name: asked.append(name) or real(xp, name))
+    x = np.random.default_rng(5).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    x[1, 2, 4, 5] = np.nan
+    values, indices = ember.nn.functional.max_pool2d(ember.tensor(x), 2, return_indices=True)
+    t_values, t_indices = torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    np.testing.assert_array_equal(values.numpy(), t_values.numpy())
+    np.testing.assert_array_equal(indices.numpy(), t_indices.numpy())
+    assert "max_pool2d_2x2" not in asked
