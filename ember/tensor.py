@@ -301,6 +301,7 @@ class Tensor(TensorMethods):
             if tensor is not None:
                 tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
 
+        store._retains_grad = True  # found by name when an in-place op moves it to the new history (node.py)
         self.grad_fn._register_tensor_prehook(self._output_nr, store)
         self._retains_grad = True
 

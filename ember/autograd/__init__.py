@@ -44,6 +44,8 @@ def _as_list(value: Any) -> list:
 
 
 def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
+    if grad_outputs and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
@@ -82,6 +84,8 @@ def _root_grad(out: Any, g: Any, create_graph: bool) -> Any:
     if tuple(g.shape) != tuple(out.shape):
         raise RuntimeError(f"backward: mismatch in shape: gradient has shape {tuple(g.shape)} but the output "
                            f"has shape {tuple(out.shape)}")
+    if g.dtype != out.dtype and not out.dtype.is_complex:
+        g = g.to(out.dtype)  # as PyTorch's engine: a gradient takes its tensor's dtype (an int or float32 seed too)
     if not create_graph:
         g = g.detach().clone()  # the engine may take ownership of root buffers
     return g
@@ -109,12 +113,15 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
                          bool(retain_graph), False)
             return
     outputs = _as_list(tensors)
+    if inputs is not None:
+        inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     _check_roots(outputs)
     if retain_graph is None:
         retain_graph = create_graph
     grads = _root_grads(outputs, _as_list(grad_tensors), create_graph)
     if inputs is not None:
-        inputs = _as_list(inputs)
         results = run_backward(outputs, grads, retain_graph, create_graph, capture=inputs)
         for t, g in zip(inputs, results):
             if g is not None:
@@ -136,11 +143,16 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
                       stacklevel=2)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
+                         "allow_unused=False.")
     if is_grads_batched:
         return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                              materialize_grads)
     outs = _as_list(outputs)
     ins = _as_list(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     _check_roots(outs)
     for i, t in enumerate(ins):
         if not t.requires_grad:
@@ -173,8 +185,9 @@ def _batched_grad(outputs: Any, inputs: Any, grad_outputs: Any, retain_graph: bo
                            "dimension is the batch of cotangents")
     size = batched[0].shape[0]
     if any(g.shape[0] != size for g in batched):
-        raise RuntimeError(f"autograd.grad(is_grads_batched=True): the grad_outputs' first dimensions differ "
-                           f"({[g.shape[0] for g in batched]}); they must all be the batch size")
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{[g.shape[0] for g in batched]} for the mapped dimension (autograd.grad(is_grads_batched="
+                         "True): the grad_outputs' first dimensions must all be the batch size)")
     keep = create_graph if retain_graph is None else retain_graph
     rows = [grad(outputs, inputs, [g[k] for g in batched], retain_graph=True if k < size - 1 else keep,
                  create_graph=create_graph, allow_unused=allow_unused, materialize_grads=materialize_grads)

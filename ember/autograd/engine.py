@@ -435,6 +435,8 @@ def _materialize(node: Any, grads: list) -> list:
     were 6 x 25 MB of zeros a step (~16 ms on one core)."""
     if len(grads) == 1 or all(g is not None for g in grads):
         return grads
+    if not getattr(node, "materialize_grads", True):  # a custom Function's ctx.set_materialize_grads(False)
+        return grads
     op = getattr(node, "op", None)
     nondiff = ()
     if op is not None:
@@ -504,6 +506,9 @@ def _accumulate_into_grad(leaf: Any, grad: Any, handed_over: bool = False) -> No
         interpreters.SUBCLASSES.level.accumulate(leaf, grad)  # a dispatch mode or subclass sees detach / add
     elif leaf.grad is None:
         data = grad._data
+        if leaf._data.__class__ is np.ndarray and not leaf._data.flags.c_contiguous and _dense_not_c(leaf._data):
+            leaf.grad = _tensor_class()._make(_in_layout_of(leaf._data, data), leaf._device, False)
+            return
         if not (handed_over and data.base is None and data.flags.c_contiguous and data.flags.writeable):
             # never alias a buffer that something else may still hold (a meta one: a new shell)
             data = cpu_parallel_ufunc.copy(data) if leaf._device.type != "meta" else leaf._device.xp.copy(data)
@@ -534,6 +539,9 @@ def _accumulate_array(leaf: Any, data: Any, handed_over: bool = False) -> None:
         )
     current = leaf.grad
     if current is None:
+        if leaf._data.__class__ is np.ndarray and not leaf._data.flags.c_contiguous and _dense_not_c(leaf._data):
+            leaf.grad = Tensor._make(_in_layout_of(leaf._data, data), leaf._device, False)
+            return
         if not (handed_over and data.base is None and data.flags.c_contiguous and data.flags.writeable):
             data = cpu_parallel_ufunc.copy(data)  # never alias a buffer that something else may still hold
         leaf.grad = Tensor._make(data, leaf._device, False)
@@ -545,6 +553,25 @@ def _accumulate_array(leaf: Any, data: Any, handed_over: bool = False) -> None:
             and not cpu_parallel_ufunc.add_into(buffer, data):
         buffer += data
     current._bump()
+
+
+def _dense_not_c(data: Any) -> bool:
+    """PyTorch's ``is_non_overlapping_and_dense`` for a NumPy array that is not C-contiguous (a transposed or
+    channels-last parameter): its elements fill one block with no gaps and no overlaps, in some order of axes."""
+    expected = data.itemsize
+    for stride, size in sorted((st, n) for st, n in zip(data.strides, data.shape) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _in_layout_of(like: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """A new array with ``data``'s values and ``like``'s strides: PyTorch's gradient layout contract (a leaf's first
+    ``.grad`` has the leaf's strides when the leaf is dense; ``empty_like`` with order 'K' keeps their axis order)."""
+    out = np.empty_like(like)
+    np.copyto(out, data)
+    return out
 
 
 def _tensor_class() -> type:

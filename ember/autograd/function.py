@@ -23,7 +23,7 @@ import functools
 from typing import Any
 
 from ember.autograd import anomaly_mode, grad_mode
-from ember.autograd.engine import run_backward
+from ember.autograd.engine import _tensor_class, run_backward
 from ember.autograd.node import _FREED_MESSAGE, Node, SavedTensor
 
 
@@ -47,6 +47,10 @@ class FunctionCtx(Node):
         return f"{self.fn_class.__name__}Backward"
 
     def save_for_backward(self, *tensors: Any) -> None:
+        for i, t in enumerate(tensors):
+            if t is not None and not hasattr(t, "_vc"):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                f"{type(t).__name__}")
         self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
 
     def save_for_forward(self, *tensors: Any) -> None:
@@ -80,8 +84,11 @@ class FunctionCtx(Node):
         self.non_differentiable.update(id(t) for t in tensors)
 
     def mark_dirty(self, *tensors: Any) -> None:
+        """Inputs that ``forward`` changed in place: ``apply`` returns them as themselves, with this node as their
+        history (a view's base gets PyTorch's CopySlices), after PyTorch's in-place checks."""
         for t in tensors:
             t._bump()
+        self.__dict__["_dirty"] = tensors
 
     def set_materialize_grads(self, value: bool) -> None:
         self.materialize_grads = value
@@ -109,6 +116,10 @@ class FunctionCtx(Node):
         result = tuple(result[:expected])
         shapes = self.__dict__.get("input_shapes")
         if shapes:
+            for i, r in enumerate(result):
+                if r is not None and i < len(shapes) and shapes[i] is None:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                       f"{i + 1}, but the corresponding forward input was not a Variable")
             result = tuple(_checked_grad(self, i, r, shapes[i]) for i, r in enumerate(result))
         return tuple(r if need else None for r, need in zip(result, self.needs_input_grad))
 
@@ -189,6 +200,11 @@ def _checked_grad(ctx: FunctionCtx, index: int, grad: Any, shape: tuple | None) 
 class Function:
     """Base class for custom autograd functions (PyTorch's ``torch.autograd.Function``)."""
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError("Function subclasses must implement a static forward(ctx, ...)")
@@ -216,8 +232,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from ember.tensor import Tensor
-
+        Tensor = _tensor_class()  # noqa: N806 - the class, loaded after this package
         ctx = FunctionCtx(cls)
         tensors_in = [a if isinstance(a, Tensor) else None for a in args]
         ctx.needs_input_grad = tuple(t is not None and t._requires_grad for t in tensors_in)
@@ -236,6 +251,10 @@ class Function:
                 else None for t in tensors_in]
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
+        dirty = ctx.__dict__.get("_dirty", ())
+        if dirty and any(all(d is not o for o in outs) for d in dirty):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
         record = grad_mode.STATE.enabled and any(ctx.needs_input_grad)
         if record:
             ctx.next_edges = tuple(
@@ -253,6 +272,10 @@ class Function:
                 if not isinstance(o, Tensor):
                     wrapped.append(o)
                     continue
+                if dirty and any(o is d for d in dirty):
+                    _rebase_dirty(ctx, o, i)
+                    wrapped.append(o)
+                    continue
                 if id(o) in input_ids:  # forward returned an input as is: give it a new identity
                     o = o.detach()
                 if id(o) in ctx.non_differentiable or not (o.is_floating_point() or o.dtype.is_complex):
@@ -264,6 +287,18 @@ class Function:
                 wrapped.append(o)
             outs = tuple(wrapped)
         return outs[0] if single else outs
+
+
+def _rebase_dirty(ctx: FunctionCtx, t: Any, index: int) -> None:
+    """An input ``forward`` changed in place (``mark_dirty``) and returned: it keeps its identity and gets ``ctx``
+    (output ``index``) as its history, as a recorded in-place op would (a view: CopySlices on its base)."""
+    from ember.ops import inplace  # noqa: PLC0415 - ops import this package (grad mode) first
+
+    inplace.check_inplace(t, ctx.fn_class.__name__, True)
+    result = _tensor_class()._make(t._data, t._device, True)
+    result.grad_fn = ctx
+    result._output_nr = index
+    inplace._rebase(t, result)
 
 
 def once_differentiable(backward: Any) -> Any:

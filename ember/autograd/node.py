@@ -286,6 +286,18 @@ class Node:
         hooks.append(hook)
         return hooks
 
+    def _move_retains_grad(self, output_nr: int, tensor: Any) -> None:
+        """``tensor`` (output ``output_nr`` of this node) got a new history from an in-place op: its
+        ``retain_grad`` hook moves there, so ``.grad`` is the gradient of the new value (PyTorch's
+        ``update_tensor_hooks_on_new_gradfn``); other tensor hooks stay, seeing the old value's gradient."""
+        hooks = self.pre_hooks.get(output_nr) if self.pre_hooks else None
+        for hook in hooks or ():
+            if getattr(hook, "_retains_grad", False):
+                hooks.remove(hook)
+                if tensor.grad_fn is not None:
+                    tensor.grad_fn._register_tensor_prehook(tensor._output_nr, hook)
+                return
+
     def _extra(self) -> "NodeExtra":
         if self.extra is None:
             self.extra = NodeExtra()
@@ -642,8 +654,9 @@ def torch_named(tensor: Any, name: str) -> Any:
 
 
 def _named_class(name: str) -> type:
-    cls = _NAMED_NODES[name] = type(name, (OpNode,), {"__slots__": (), "name": lambda self, _n=name: _n,
-                                                        "__module__": __name__})
+    # torch's "torch::autograd::CopySlices" is class CopySlices whose name() says the namespace too
+    cls = _NAMED_NODES[name] = type(name.rsplit("::", 1)[-1], (OpNode,), {
+        "__slots__": (), "name": lambda self, _n=name: _n, "__module__": __name__})
     OP_NODE_CLASSES.add(cls)
     return cls
 

@@ -314,9 +314,12 @@ def _rebase(t: Any, result: Any) -> None:
     if t._base is not None:
         _copy_slices(t, result)
         return
+    old_fn, old_nr = t.grad_fn, t._output_nr
     t.grad_fn = result.grad_fn
     t._output_nr = result._output_nr
     t._requires_grad = result._requires_grad
+    if t._retains_grad and old_fn is not None:
+        old_fn._move_retains_grad(old_nr, t)
     vc = t._vc
     if vc is not None and len(vc) > 1 and vc[1]:  # t has (had) views: they now show the new history
         _refresh_views(t, None)
@@ -332,6 +335,8 @@ def _copy_slices(view: Any, result: Any) -> None:
     if not (before._requires_grad or result._requires_grad):
         return
     dispatch.record(COPY_SLICES, (base,), (before, result), {"steps": steps})
+    if base._retains_grad and before.grad_fn is not None:
+        before.grad_fn._move_retains_grad(before._output_nr, base)
     _replay_into(view, base, steps)
     _refresh_views(base, view)
 
@@ -339,9 +344,12 @@ def _copy_slices(view: Any, result: Any) -> None:
 def _replay_into(view: Any, base: Any, steps: tuple) -> None:
     """Give ``view`` the history of the same view taken from ``base`` now."""
     fresh = dispatch.apply(VIEW_REPLAY, (base,), {"steps": steps})
+    old_fn, old_nr = view.grad_fn, view._output_nr
     view.grad_fn = fresh.grad_fn
     view._output_nr = 0
     view._requires_grad = fresh._requires_grad
+    if view._retains_grad and old_fn is not None:
+        old_fn._move_retains_grad(old_nr, view)
 
 
 def _refresh_views(base: Any, written: Any) -> None:

@@ -1090,7 +1090,7 @@ def _copy_slices_vjp(ctx: Any, g: Any) -> tuple:
 # base' = base with the view's elements replaced by value; recorded (not run) by in-place ops on views.
 COPY_SLICES = register(_TorchNamedOp(
     name="copy_slices", batch="loop", category="movement", impl=_copy_slices_impl, vjp=_copy_slices_vjp, save="none",
-    shape_rule=lambda base, value, steps: base, torch_name="CopySlices",
+    shape_rule=lambda base, value, steps: base, torch_name="torch::autograd::CopySlices",
 ))
 
 # A view re-derived from its base after the base (or another view) changed in place.

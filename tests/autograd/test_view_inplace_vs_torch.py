@@ -214,7 +214,7 @@ def test_nodes_and_versions_follow_torch() -> None:
     before = y._version
     v.mul_(2)
     assert y._version == v._version == before + 1
-    assert y.grad_fn.name() == "CopySlices"
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
     assert v.grad_fn.name() == "AsStridedBackward0"
     assert v.grad_fn.next_functions[0][0] is y.grad_fn
     assert v._base is y and v.requires_grad and not v.is_leaf
