@@ -268,7 +268,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                 for hook in tuple(extra.pre):
                     replaced = hook(tuple(grads))
                     if replaced is not None:
-                        grads = list(replaced)
+                        grads = list(_checked_hook_result(hook, replaced, len(grads)))
             if capture_keys:
                 grads = [_tensor(g) for g in grads]
                 for index, g in enumerate(grads):
@@ -318,7 +318,7 @@ def _propagate(roots: Sequence[Any], root_grads: Sequence[Any], retain_graph: bo
                     for hook in tuple(extra.post):
                         replaced = hook(tuple(input_grads), tuple(grads))
                         if replaced is not None:
-                            input_grads = tuple(replaced)
+                            input_grads = _checked_hook_result(hook, replaced, len(input_grads))
             for edge, g in zip(edges, input_grads):
                 if edge is None:
                     continue
@@ -466,8 +466,7 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
             _accumulate_array(leaf, grad, handed_over)
             post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
             if post_hooks:
-                for hook in tuple(post_hooks):
-                    hook(leaf)
+                _run_post_accumulate(leaf, post_hooks)
             return
         grad = _tensor(grad)
     for hook in leaf._hooks or ():
@@ -481,8 +480,7 @@ def _finish_leaf(leaf: Any, grad: Any, capture_keys: dict, captured: list | None
         _accumulate_into_grad(leaf, grad, handed_over)
         post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
         if post_hooks:
-            for hook in tuple(post_hooks):
-                hook(leaf)
+            _run_post_accumulate(leaf, post_hooks)
 
 
 def accumulate_captured(leaf: Any, grad: Any) -> None:
@@ -490,8 +488,24 @@ def accumulate_captured(leaf: Any, grad: Any) -> None:
     _accumulate_into_grad(leaf, grad)
     post_hooks = leaf.__dict__.get("_post_accumulate_hooks")
     if post_hooks:
-        for hook in tuple(post_hooks):
-            hook(leaf)
+        _run_post_accumulate(leaf, post_hooks)
+
+
+def _run_post_accumulate(leaf: Any, hooks: list) -> None:
+    """``register_post_accumulate_grad_hook`` hooks, in order, after ``.grad`` got this pass's gradient."""
+    for hook in tuple(hooks):
+        if hook(leaf) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def _checked_hook_result(hook: Any, replaced: Any, expected: int) -> tuple:
+    """A Node hook's replacement gradients: one per slot, as PyTorch checks."""
+    replaced = tuple(replaced)
+    if len(replaced) != expected:
+        name = getattr(hook, "__name__", type(hook).__name__)
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values (got {len(replaced)}, but "
+                           f"expected {expected})")
+    return replaced
 
 
 def _accumulate_into_grad(leaf: Any, grad: Any, handed_over: bool = False) -> None:

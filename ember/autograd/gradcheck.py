@@ -18,10 +18,11 @@ from ember.autograd.grad_mode import enable_grad, no_grad
 def _api() -> tuple:
     """``ember.creation``, ``ember.autograd.grad`` and ``ember.ops.inplace``, imported on first use: this module is
     loaded while ``ember.autograd`` itself initializes (which ``ember.creation`` needs), a real cycle."""
-    from ember import creation
+    from ember import creation, func
     from ember.autograd import grad
     from ember.ops import inplace
 
+    _api.vmap = func.vmap  # (check_batched_grad)
     return creation, grad, inplace
 
 
@@ -97,9 +98,12 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
     """
     fn = func
     inputs = inputs if isinstance(inputs, (tuple, list)) else (inputs,)
-    if check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError("gradcheck(check_batched_grad=True): ember does not check batched gradients here; "
-                                  "compare ember.func.vmap of the vjp with a loop instead")
+    if check_batched_forward_grad:
+        raise NotImplementedError("gradcheck(check_batched_forward_grad=True): ember does not check batched forward "
+                                  "gradients here; compare ember.func.vmap of ember.func.jvp with a loop instead")
+    if not _diff_inputs(inputs):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True.")
     for t in inputs:
         if hasattr(t, "requires_grad") and t.requires_grad and t.dtype.name != "float64":
             import warnings
@@ -126,13 +130,47 @@ def gradcheck(func: Callable, inputs: Any, *, eps: float = 1e-6, atol: float = 1
                 for j, (n, a) in enumerate(zip(n_block, a_block)):
                     if not np.allclose(a, n, atol=atol, rtol=rtol):
                         worst = np.abs(a - n).max()
-                        return fail(f"gradcheck: {kind}Jacobian mismatch for output {j} with respect to input {i}; "
-                                    f"largest difference {worst:.3e}\nnumerical:\n{n}\nanalytical:\n{a}")
+                        what = "Jacobian computed with forward mode" if kind else "Jacobian"  # torch's words
+                        return fail(f"{what} mismatch for output {j} with respect to input {i},\nnumerical:{n}\n"
+                                    f"analytical:{a}\n(largest difference {worst:.3e})")
     if check_backward_ad:
         problem = _backward_properties(fn, inputs, check_undefined_grad, check_grad_dtypes, nondet_tol)
         if problem:
             return fail(problem)
+    if check_batched_grad:
+        problem = _batched_grad_check(fn, inputs, atol, rtol)
+        if problem:
+            return fail(problem)
     return True
+
+
+def _batched_grad_check(fn: Callable, inputs: Sequence[Any], atol: float, rtol: float) -> str | None:
+    """PyTorch's ``check_batched_grad``: the vjp of each output under ``vmap`` over two random cotangents equals
+    the two vjps run one by one (this checks the batching rules of the backward's ops)."""
+    creation, grad, _ = _api()
+
+    diff = _diff_inputs(inputs)
+    rng = np.random.default_rng(2)
+    for j, o in enumerate(_outputs(fn, inputs)):
+        if not getattr(o, "requires_grad", False):
+            continue
+        stacked = creation.tensor(rng.standard_normal((2,) + tuple(o.shape)), dtype=o.dtype, device=o.device)
+
+        def vjp(cotangent: Any, o: Any = o) -> tuple:
+            return grad([o], diff, [cotangent], retain_graph=True, materialize_grads=True)
+        batched = _api.vmap(vjp)(stacked)
+        for i, t in enumerate(diff):
+            for k in range(2):
+                want = vjp(stacked[k])[i]
+                got = batched[i]
+                if want is None or got is None:
+                    continue
+                want, got = want.detach().cpu().numpy(), got[k].detach().cpu().numpy()
+                if not np.allclose(got, want, atol=atol, rtol=rtol):
+                    return (f"For output {j} and input {i}:\n\ngradcheck or gradgradcheck failed while testing "
+                            f"batched gradient computation (ember.func.vmap of the vjp against a loop).\n\nGot:\n"
+                            f"{got}\n\nExpected:\n{want}")
+    return None
 
 
 def _perturbable(t: Any, inputs: Sequence[Any]) -> Any:
@@ -299,7 +337,8 @@ def gradgradcheck(func: Callable, inputs: Any, grad_outputs: Any = None, *, eps:
         return tuple(g if g is not None else creation.zeros_like(t) for g, t in zip(grads, live))
 
     if not diff:
-        return True
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have "
+                         "requires_grad=True.")
     return gradcheck(first_order, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception,
                      nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad,
                      check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,

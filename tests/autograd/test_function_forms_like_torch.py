@@ -171,7 +171,7 @@ def test_jvp_rule_with_func_jvp_and_gradcheck_forward_ad():
         def jvp(ctx, g):
             return 2 * g
 
-    with pytest.raises(RuntimeError, match="Jacobian mismatch"):
+    with pytest.raises(RuntimeError, match="Jacobian computed with forward mode mismatch"):  # torch's words
         ember.autograd.gradcheck(WrongJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False,
                                  check_undefined_grad=False, check_batched_grad=False)
 
