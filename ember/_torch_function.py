@@ -29,7 +29,7 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable
 
-from ember import _numpy_names, dtypes
+from ember import _nonbinding, _numpy_names, dtypes
 from ember.autograd import grad_mode
 from ember.ops import views
 
@@ -188,23 +188,25 @@ def _foreign_override(args: tuple, kwargs: dict) -> bool:
     return bool(overloaded_args(_relevant(args, kwargs)))
 
 
-_WRAPPED: dict[int, Callable[..., Any]] = {}  # id(original) -> its wrapper: one public object per function
+_WRAPPED: dict[tuple, Callable[..., Any]] = {}  # (id(original), builtin) -> its wrapper: one public object each
 
 
 PUBLIC_NAMES: dict[int, str] = {}  # id(wrapper) -> its public name for messages ("torch.mul")
 
 
-def wrap_function(fn: Callable[..., Any], with_tensor: bool = False, args_too: bool = True) -> Callable[..., Any]:
+def wrap_function(fn: Callable[..., Any], with_tensor: bool = False, args_too: bool = True,
+                  builtin: bool = False) -> Callable[..., Any]:
     """``fn`` as an overridable public function (see the module docstring for the cost). ``with_tensor``: torch
     writes it in Python, so plain Tensor arguments appear in ``types`` when it dispatches; ``args_too=False``:
-    only modes see it (a factory)."""
+    only modes see it (a factory); ``builtin``: torch's is a C builtin, so the public object does not bind as a
+    class attribute (:mod:`ember._nonbinding`)."""
     if getattr(fn, "__torch_function_wrapped__", None) is not None:
         return fn
-    if id(fn) in _WRAPPED:
-        return _WRAPPED[id(fn)]
+    key = (id(fn), builtin)
+    if key in _WRAPPED:
+        return _WRAPPED[key]
 
-    @functools.wraps(fn)
-    def public(*args: Any, **kwargs: Any) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
         if SWITCH.on:
             return dispatch(public, fn, args, kwargs, with_tensor, args_too)
         try:
@@ -222,8 +224,10 @@ def wrap_function(fn: Callable[..., Any], with_tensor: bool = False, args_too: b
                     raise refused from None
             raise
 
+    functools.update_wrapper(call, fn)
+    public = _nonbinding.make(call, fn) if builtin else call  # ``public``: the object __torch_function__ sees
     public.__torch_function_wrapped__ = fn  # type: ignore[attr-defined]
-    _WRAPPED[id(fn)] = public  # the wrapper keeps fn alive, so the id stays unique
+    _WRAPPED[key] = public  # the wrapper keeps fn alive, so the id stays unique
     return public
 
 
@@ -260,8 +264,9 @@ def install(namespace: Any, label: str, ignored: Iterable[str], python_level: Ca
             mode_only: Iterable[str] = ()) -> int:
     """Wrap every public function of the module ``namespace`` but those named in ``ignored``; classes, modules
     and private names are left alone; ``python_level(name)``: torch's function is written in Python (see
-    :func:`wrap_function`); ``mode_only``: ignored names that modes still see (factories). Returns how many
-    overridable functions there are."""
+    :func:`wrap_function`); ``mode_only``: ignored names that modes still see (factories). Functions torch has as
+    C builtins become non-binding (:mod:`ember._nonbinding`), ignored ones too. Returns how many overridable
+    functions there are."""
     get = lambda n: getattr(namespace, n, None)  # noqa: E731
     def put(name: str, value: Any) -> None:
         setattr(namespace, name, value)
@@ -273,6 +278,7 @@ def install(namespace: Any, label: str, ignored: Iterable[str], python_level: Ca
 
     names = dir(namespace)
     ignored, mode_only = set(ignored), set(mode_only)
+    builtins = _nonbinding.BUILTIN_NAMES.get(label, frozenset())
     NAMESPACES[label] = namespace
     wrapped, left = OVERRIDABLE.setdefault(label, []), IGNORED.setdefault(label, [])
     for name in names:
@@ -280,18 +286,26 @@ def install(namespace: Any, label: str, ignored: Iterable[str], python_level: Ca
         if name.startswith("_") or isinstance(value, type) or not callable(value) or \
                 type(value).__name__ == "module" or not (hasattr(value, "__code__") or hasattr(value, "__wrapped__")):
             continue
+        builtin = name in builtins
         if name in ignored:
             if name in mode_only:
-                value = wrap_function(value, args_too=False)
+                value = wrap_function(value, args_too=False, builtin=builtin)
                 PUBLIC_NAMES.setdefault(id(value), f"{label}.{name}")
+                put(name, value)
+            elif builtin and hasattr(type(value), "__get__"):  # no dispatch, but not binding either
+                value = _IGNORED_NONBINDING.get(id(value)) or _IGNORED_NONBINDING.setdefault(
+                    id(value), _nonbinding.make(value, value))
                 put(name, value)
             left.append(value)
             continue
-        fn = wrap_function(value, python_level(name))
+        fn = wrap_function(value, python_level(name), builtin=builtin)
         PUBLIC_NAMES.setdefault(id(fn), f"{label}.{name}")
         put(name, fn)
         wrapped.append(fn)
     return len(wrapped)
+
+
+_IGNORED_NONBINDING: dict[int, Any] = {}  # id(function) -> its non-binding form (one object per function)
 
 
 # ---- Tensor's methods ------------------------------------------------------------------------------------
