@@ -59,6 +59,21 @@ def _check_outputs_differentiable(outputs: tuple, strict: bool) -> None:
                                    "mode.")
 
 
+def _check_jacobian_strict(gradients: Any, strict: bool) -> None:
+    """hessian/vhp/hvp in strict mode: the first derivative must depend on the inputs (torch's words)."""
+    if strict:
+        for i, g in enumerate(gradients):
+            if g is None:
+                raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is "
+                                   "not allowed in strict mode.")
+            if not g.requires_grad:
+                raise RuntimeError(f"While computing the hessian, found that the jacobian of the user-provided "
+                                   f"function with respect to input {i} is independent of the input. This is not "
+                                   "allowed in strict mode. You should ensure that your function is twice "
+                                   "differentiable and that the jacobian depends on the inputs (this would be "
+                                   "violated by a linear function for example).")
+
+
 def _check_strategy(strategy: str, vectorize: bool) -> None:
     if strategy not in ("forward-mode", "reverse-mode"):
         raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
@@ -204,10 +219,12 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        _check_outputs_differentiable(outs, strict)
+        if strict and not out.requires_grad:
+            _check_jacobian_strict([zeros_like(x) for x in xs], strict)
         if not out.requires_grad:
             return tuple(zeros_like(x) for x in xs) if multi_in else zeros_like(xs[0])
         gs = grad([out], list(xs), create_graph=True, allow_unused=True)
+        _check_jacobian_strict(gs, strict)
         gs = tuple(g if g is not None else zeros_like(x) for g, x in zip(gs, xs))
         return gs if multi_in else gs[0]
 
@@ -238,6 +255,7 @@ def _vhp(func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool, 
         out = outs[0]
         _check_outputs_differentiable((out,), strict)
         gs = grad([out], list(ins), create_graph=True, allow_unused=True) if out.requires_grad else [None] * len(ins)
+        _check_jacobian_strict(gs, strict)
         pairs = [(g, vv) for g, vv in zip(gs, vs) if g is not None and g.requires_grad]
         res = grad([g for g, _ in pairs], list(ins), grad_outputs=[vv for _, vv in pairs],
                                   create_graph=create_graph, allow_unused=True) if pairs else [None] * len(ins)
