@@ -43,17 +43,24 @@ def disabled_torch_function_impl(func: Any, types: Any, args: Any = (), kwargs: 
 class _Switch:
     """Process-wide: is any override possible at all? (One attribute read on every wrapped call.)"""
 
-    __slots__ = ("on", "modes", "subclasses", "tracers")
+    __slots__ = ("on", "carry", "modes", "subclasses", "tracers", "foreign")
 
     def __init__(self) -> None:
         self.on = False
+        self.carry = False  # Tensor itself carries the overridable methods (see _tensor_methods_overridable)
         self.modes = 0  # modes entered and not exited, over all threads
         self.subclasses: weakref.WeakSet = weakref.WeakSet()  # live Tensor subclasses that override
         self.tracers: weakref.WeakSet = weakref.WeakSet()  # live fx tracers (their Proxies override)
+        self.foreign: weakref.WeakSet = weakref.WeakSet()  # live non-Tensor classes with __torch_function__ seen
 
     def update(self) -> None:
         # iterate, not len(): inside a dying class's finalizer the set may still count its dead reference
-        self.on = self.modes > 0 or any(True for _ in self.subclasses) or any(True for _ in self.tracers)
+        users = any(True for c in self.subclasses if not c.__module__.startswith("ember."))
+        carry = self.modes > 0 or users or any(True for _ in self.tracers) or any(True for _ in self.foreign)
+        self.on = carry or any(True for _ in self.subclasses)  # (ember's NestedTensor counts while one lives)
+        if carry != self.carry and _TENSOR is not None:
+            self.carry = carry
+            _tensor_methods_overridable(carry)
 
 
 SWITCH = _Switch()
@@ -170,6 +177,13 @@ def dispatch(public: Any, impl: Callable[..., Any], args: tuple, kwargs: dict, w
              args_too: bool = True) -> Any:
     """Run ``impl`` unless a mode or an argument's type takes the call over (called only when SWITCH.on).
     ``args_too=False``: only modes see the call (torch's factories: ``torch.ones`` reaches a mode, never a type)."""
+    if not SWITCH.modes:  # no mode anywhere: exact tensors and numbers alone never dispatch (the usual call of a
+        for arg in args:  # program in which some override lives)
+            if type(arg) not in _PLAIN_ARGS:
+                break
+        else:
+            if not kwargs or all(type(v) in _PLAIN_ARGS for v in kwargs.values()):
+                return impl(*args, **kwargs)
     state = STATE
     if state.no_torch_function:
         return impl(*args, **kwargs)
@@ -182,10 +196,42 @@ def dispatch(public: Any, impl: Callable[..., Any], args: tuple, kwargs: dict, w
 
 
 def _foreign_override(args: tuple, kwargs: dict) -> bool:
-    """An argument of a non-Tensor class with ``__torch_function__`` (looked for only after a call failed)."""
+    """An argument of a non-Tensor class with ``__torch_function__`` (looked for only after a call failed); its
+    class is remembered (:func:`foreign_seen`), so Tensor's methods dispatch on its objects from now on."""
     if STATE.no_torch_function or STATE.no_subclass:
         return False
-    return bool(overloaded_args(_relevant(args, kwargs)))
+    found = overloaded_args(_relevant(args, kwargs))
+    for arg in found:
+        if not isinstance(arg, _TENSOR):
+            foreign_seen(type(arg))
+    return bool(found)
+
+
+def foreign_seen(kind: type) -> None:
+    """A non-Tensor class with ``__torch_function__`` reached ember: while it lives, public functions look at their
+    arguments and Tensor carries the overridable methods (``plain.add(obj)`` dispatches to it, as torch's)."""
+    if kind in SWITCH.foreign:
+        return
+    try:
+        weakref.ref(kind)
+    except TypeError:
+        return
+    with _LOCK:
+        SWITCH.foreign.add(kind)
+        SWITCH.update()
+    weakref.finalize(kind, _subclass_gone)
+
+
+def operator_fallback(name: str, tensor: Any, other: Any) -> Any:
+    """Tensor's operator ``name`` met an operand no op takes: an object whose class has ``__torch_function__``
+    gets the call (``plain + obj`` -> ``obj.__torch_function__(Tensor.add, ...)``, as torch); anything else:
+    NotImplemented, so Python asks the operand. Only on this failure path: the operators' fast path is unchanged."""
+    kind = type(other)
+    if STATE.no_torch_function or STATE.no_subclass or isinstance(other, _TENSOR) or \
+            not _is_overloaded_type(kind) or name not in _wrappers():
+        return NotImplemented
+    foreign_seen(kind)
+    return _wrappers()[name](tensor, other)
 
 
 _WRAPPED: dict[tuple, Callable[..., Any]] = {}  # (id(original), builtin) -> its wrapper: one public object each
@@ -324,6 +370,12 @@ _DUNDERS = frozenset(_OPERATOR_FUNC) | {
     "__irshift__", "__iand__", "__ior__", "__ixor__", "__rmatmul__", "__getitem__", "__setitem__", "__len__",
     "__iter__", "__contains__", "__bool__", "__float__", "__int__", "__index__", "__complex__", "__repr__",
     "__format__", "__array__", "__reduce_ex__", "__deepcopy__", "__reversed__"}
+_PLAIN_ARGS: set = {int, float, bool, complex, str, type(None)}  # argument types that never override (+ Tensor)
+# torch's dunders written in Python: plain Tensor arguments appear in ``types`` (``p ** obj``: (Tensor, type(obj)))
+_PYTHON_DUNDERS = frozenset({"__floordiv__", "__ipow__", "__pow__", "__rdiv__", "__rfloordiv__", "__rlshift__",
+                             "__rmatmul__", "__rmod__", "__rpow__", "__rrshift__", "__rsub__", "__rtruediv__",
+                             "__array__", "__contains__", "__deepcopy__", "__format__", "__iter__", "__len__",
+                             "__reduce_ex__", "__repr__", "__reversed__"})
 # Not overridable in torch either (torch.overrides.get_ignored_functions), or the machinery itself.
 _TENSOR_IGNORED = frozenset({"as_subclass", "new", "__torch_function__", "_make_subclass"})
 
@@ -352,6 +404,7 @@ def _make_method(name: str, impl: Any) -> Any:
     if not hasattr(_TENSOR, public_name):
         public_name = name
     tensor = _TENSOR
+    python_level = name in _PYTHON_DUNDERS
 
     if isinstance(impl, property):
         getter = impl.fget
@@ -364,16 +417,35 @@ def _make_method(name: str, impl: Any) -> Any:
         return property(get, impl.fset, impl.fdel, impl.__doc__)
 
     forward = _REFLECTED.get(name)
+    forward_python = forward is not None and forward[0] in _PYTHON_DUNDERS
+    plain_name = {"__eq__": "eq", "__ne__": "ne"}.get(name)  # torch: a plain tensor's == reports Tensor.eq
+
+    if plain_name is not None:
+        def compare(self: Any, other: Any) -> Any:
+            if STATE.no_torch_function:
+                return impl(self, other)
+            public = getattr(tensor, plain_name if type(self) is tensor else public_name)
+            return dispatch(public, impl, (self, other), {})
+
+        functools.update_wrapper(compare, impl)
+        return compare
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if type(self) is tensor and not SWITCH.modes and not kwargs:  # the plain call of a program in which an
+            for arg in args:  # override lives: nothing to look at (no mode; exact tensors and numbers)
+                if type(arg) not in _PLAIN_ARGS:
+                    break
+            else:
+                return impl(self, *args)
         if STATE.no_torch_function:
             return impl(self, *args, **kwargs)
         if forward is not None and args and isinstance(args[0], tensor):
             # ``plain - sub``: Python asks the subclass's __rsub__ first; torch reports ``Tensor.sub(plain, sub)``
-            return dispatch(getattr(tensor, forward[1]), _ORIGINAL[forward[0]], (args[0], self), {})
-        return dispatch(getattr(tensor, public_name), impl, (self,) + args, kwargs)
+            return dispatch(getattr(tensor, forward[1]), _ORIGINAL[forward[0]], (args[0], self), {}, forward_python)
+        return dispatch(getattr(tensor, public_name), impl, (self,) + args, kwargs, python_level)
 
     functools.update_wrapper(method, impl)
+    method.__name__, method.__qualname__ = name, f"Tensor.{name}"  # (expand_as is expand_as_public underneath)
     return method
 
 
@@ -417,8 +489,11 @@ def subclass_defined(cls: type) -> None:
               and issubclass(base, _TENSOR))
     if not own and cls.__module__.startswith("ember."):
         cls.__torch_function__ = classmethod(disabled_torch_function_impl)  # type: ignore[attr-defined]
+        _PLAIN_ARGS.add(cls)
         return
     if not _is_overloaded_type(cls):
+        if cls.__module__.startswith("ember."):  # nn.Parameter, Buffer...: plain arguments (dispatch's fast check)
+            _PLAIN_ARGS.add(cls)
         return
     for name, wrapper in _wrappers().items():
         if not any(name in vars(base) for base in cls.__mro__[:cls.__mro__.index(_TENSOR)]):
@@ -466,8 +541,6 @@ def push_mode(mode: Any) -> None:
     with _LOCK:
         STATE.modes.append(mode)
         SWITCH.modes += 1
-        if SWITCH.modes == 1:
-            _tensor_methods_overridable(True)
         SWITCH.update()
 
 
@@ -475,8 +548,6 @@ def pop_mode() -> Any:
     with _LOCK:
         mode = STATE.modes.pop()
         SWITCH.modes -= 1
-        if SWITCH.modes == 0:
-            _tensor_methods_overridable(False)
         SWITCH.update()
     return mode
 
@@ -501,6 +572,7 @@ def bind(tensor: type) -> None:
     global _TENSOR
     _TENSOR = tensor
     _PLAIN.add(tensor)
+    _PLAIN_ARGS.add(tensor)
 
 
 def default_torch_function(cls: type, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

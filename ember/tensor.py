@@ -587,92 +587,92 @@ class Tensor(TensorMethods):
     def __add__(self, other: Any) -> "Tensor":
         try:
             return _binary(_ADD, self, other)
-        except _OperandTypeError:  # None, a string, another library's object: Python asks it
-            return NotImplemented
+        except _OperandTypeError:  # None, a string, another library's object: Python asks it (a Tensor-like
+            return _torch_function.operator_fallback("__add__", self, other)  # class's __torch_function__ first)
 
     def __radd__(self, other: Any) -> "Tensor":
         try:
             return _binary(_ADD, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__radd__", self, other)
 
     def __sub__(self, other: Any) -> "Tensor":
         try:
             return _binary(_SUB, self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__sub__", self, other)
 
     def __rsub__(self, other: Any) -> "Tensor":
         try:
             return _binary(_SUB, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rsub__", self, other)
 
     def __mul__(self, other: Any) -> "Tensor":
         try:
             return _binary(_MUL, self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__mul__", self, other)
 
     def __rmul__(self, other: Any) -> "Tensor":
         try:
             return _binary(_MUL, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rmul__", self, other)
 
     def __truediv__(self, other: Any) -> "Tensor":
         try:
             return _binary(_DIV, self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__truediv__", self, other)
 
     def __rtruediv__(self, other: Any) -> "Tensor":
         try:
             return _binary(_DIV, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rtruediv__", self, other)
 
     def __rdiv__(self, other: Any) -> "Tensor":  # torch's name for it (what ``2 / x`` reports to __torch_function__)
         try:
             return _binary(_DIV, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rdiv__", self, other)
 
     def __pow__(self, other: Any) -> "Tensor":
         try:
             return _binary(_POW, self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__pow__", self, other)
 
     def __rpow__(self, other: Any) -> "Tensor":
         try:
             return _binary(_POW, other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rpow__", self, other)
 
     def __floordiv__(self, other: Any) -> "Tensor":
         try:
             return ew.floor_divide(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__floordiv__", self, other)
 
     def __rfloordiv__(self, other: Any) -> "Tensor":
         try:
             return ew.floor_divide(other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rfloordiv__", self, other)
 
     def __mod__(self, other: Any) -> "Tensor":
         try:
             return ew.remainder(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__mod__", self, other)
 
     def __rmod__(self, other: Any) -> "Tensor":
         try:
             return ew.remainder(other, self)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__rmod__", self, other)
 
     def __neg__(self) -> "Tensor":
         return ew.neg(self)
@@ -688,14 +688,15 @@ class Tensor(TensorMethods):
 
     def __matmul__(self, other: Any) -> "Tensor":
         if not isinstance(other, Tensor) and not isinstance(other, np.ndarray):
-            return NotImplemented  # as torch: Python asks the other operand (``__rmatmul__``), then raises
+            # as torch: a Tensor-like operand's __torch_function__ takes it, else Python asks the other operand
+            return _torch_function.operator_fallback("__matmul__", self, other)
         if isinstance(other, np.ndarray):  # as torch: a NumPy operand of an operator becomes a tensor
             other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> "Tensor":
         if not isinstance(other, Tensor) and not isinstance(other, np.ndarray):
-            return NotImplemented
+            return _torch_function.operator_fallback("__rmatmul__", self, other)
         if isinstance(other, np.ndarray):  # ``array @ tensor``: ember's operators take arrays on either side
             other = dispatch._coerce_operand(other, linalg.MATMUL)
         return linalg.matmul(other, self)
@@ -704,37 +705,37 @@ class Tensor(TensorMethods):
         try:
             return ew.eq(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__eq__", self, other)
 
     def __ne__(self, other: Any) -> "Tensor":  # type: ignore[override]
         try:
             return ew.ne(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__ne__", self, other)
 
     def __lt__(self, other: Any) -> "Tensor":
         try:
             return ew.lt(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__lt__", self, other)
 
     def __le__(self, other: Any) -> "Tensor":
         try:
             return ew.le(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__le__", self, other)
 
     def __gt__(self, other: Any) -> "Tensor":
         try:
             return ew.gt(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__gt__", self, other)
 
     def __ge__(self, other: Any) -> "Tensor":
         try:
             return ew.ge(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__ge__", self, other)
 
     # bool & bool is logical (exported as And); anything else is bitwise with PyTorch's promotion
     # (bool & int64 -> int64, bool | 2.5 -> an error)
@@ -745,7 +746,7 @@ class Tensor(TensorMethods):
         try:
             return ew.bitwise_and(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__and__", self, other)
 
     def __or__(self, other: Any) -> "Tensor":
         if self._data.dtype.kind == "b" and (type(other) is bool or (
@@ -754,7 +755,7 @@ class Tensor(TensorMethods):
         try:
             return ew.bitwise_or(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__or__", self, other)
 
     def __xor__(self, other: Any) -> "Tensor":
         if self._data.dtype.kind == "b" and (type(other) is bool or (
@@ -763,7 +764,7 @@ class Tensor(TensorMethods):
         try:
             return ew.bitwise_xor(self, other)
         except _OperandTypeError:
-            return NotImplemented
+            return _torch_function.operator_fallback("__xor__", self, other)
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
