@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ember._dynamo import config, eval_frame, utils  # noqa: F401
+from ember._dynamo import config, eval_frame, exc, utils  # noqa: F401
 from ember.compiler import (  # noqa: F401
-    allow_in_graph, assume_constant_result, disable, is_compiling, list_backends, reset,
+    allow_in_graph, assume_constant_result, disable, is_compiling, list_backends, reset, set_stance,
 )
 
-__all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "is_compiling", "list_backends", "mark_dynamic",
+__all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "exc", "is_compiling", "list_backends", "mark_dynamic",
            "mark_static", "maybe_mark_dynamic", "reset", "utils"]
 
 

@@ -9,8 +9,11 @@ Decisions (and why):
   place after each run. A whole training step (forward, ``loss.backward()``, ``optimizer.step()``,
   ``zero_grad()``) therefore compiles into one graph.
 * **Cache key.** Input shapes, dtypes, devices and requires_grad, non-tensor arguments (by value,
-  or identity when unhashable), grad mode, and the ``training`` flag of every module reachable
-  from the function (its closure and globals, or the module itself). A new key retraces.
+  or identity when unhashable), grad mode, and the ``training`` flag, changed attributes and hooks of every
+  module reachable from the function (its closure and globals, what namespaces there hold, or the module
+  itself), and the Python values its code reads (:mod:`ember.graph.guards`: globals and closure variables of
+  the function and the user functions it calls, two levels into containers and plain objects). A new key
+  retraces; a trace that changes those values (a Python side effect) runs that signature eagerly.
 * **Warm-up.** Each new key first runs eagerly ``warmup`` times (default 1), then traces. Lazily
   created state (momentum buffers, ``p.grad``) is made by Python ``if`` statements on the first
   step; tracing the second step sees it and records the steady-state step.
@@ -41,8 +44,8 @@ Decisions (and why):
   autograd-node calls (their backward runs later, outside the call). ``ember.compile(fn,
   measure=False)`` always runs the graph.
 * **What is baked.** Python numbers computed during the trace (a learning rate, a step count
-  read as a Python int) are constants of the graph: changing ``optimizer.lr`` later does not
-  retrace (an optimizer's hyperparameters are guarded by the cache key, though).
+  read as a Python int) are constants of the graph; the cache key guards where they come from (an
+  optimizer's hyperparameters, module attributes, the globals :mod:`ember.graph.guards` watches).
 * **Autograd.** When grad mode is on and a result requires grad (it depends on an argument or a
   parameter that does) and the function did not consume its graph itself (no ``backward()``
   inside), the call becomes one autograd node, as with ``torch.compile``: the forward graph also
@@ -81,11 +84,13 @@ from ember.graph.builder import Tracer
 from ember.graph.cuda_graph_step import GraphedExecutable
 from ember.graph.compiled_autograd import STALE, CompiledAutograd, build_backward, split
 from ember.graph.executor import Executable, _Overlaps
-from ember.graph import grad_binding
+from ember.graph import compile_options, grad_binding, guards
+from ember.graph.dynamo_errors import FailOnRecompileLimitHit, Unsupported
 from ember.graph.ir import Graph, TracingError
 from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
 from ember.graph import speed_trial
 from ember.graph.speed_trial import SpeedTrial
+from ember.nn.modules.module import HOOK_CHANGES as _HOOK_CHANGES
 from ember.tensor import Tensor
 
 _EAGER = object()
@@ -144,48 +149,6 @@ def unflatten(structure: Any, leaves: list, objects: dict | None = None) -> Any:
     return build(structure)
 
 
-def _watched_names(fn: Any) -> list:
-    """Where the function reads the globals and closure variables its code names: ``(dict, name)`` or
-    ``(cell,)``. Their values are part of the cache key (:func:`_watched_values`): a trace bakes a global
-    number in as a constant and reads a global tensor as that object, so rebinding either must retrace."""
-    f = getattr(fn, "__func__", fn)
-    if getattr(f, "__code__", None) is None and hasattr(fn, "forward"):  # a module: its forward method
-        f = getattr(fn.forward, "__func__", fn.forward)
-    code = getattr(f, "__code__", None)
-    if code is None:
-        return []
-    globs = getattr(f, "__globals__", {})
-    watched: list = [(globs, n) for n in code.co_names if n in globs]
-    watched += [(cell,) for cell in (f.__closure__ or ())]
-    return watched
-
-
-_MODULE_TYPE = type(dtypes)
-_SCALARS = (int, bool, str, type(None))
-
-
-def _watched_values(watched: list) -> tuple:
-    """The key part for the watched globals and closure cells: numbers and strings by type and value (a float
-    by its repr: -0.0 and nan), other objects by identity (a rebound tensor, model or function); modules skipped."""
-    out = []
-    for w in watched:
-        if len(w) == 2:
-            value = w[0].get(w[1], _EAGER)
-        else:
-            try:
-                value = w[0].cell_contents
-            except ValueError:  # an empty cell (assigned later in the enclosing function)
-                value = _EAGER
-        kind = type(value)
-        if kind in _SCALARS:
-            out.append((kind, value))
-        elif kind is float or kind is complex:
-            out.append((kind, repr(value)))
-        elif kind is not _MODULE_TYPE:
-            out.append(id(value))
-    return tuple(out)
-
-
 def _reachable(fn: Any) -> list:
     """Objects a function can reach: itself, its bound instance, closure cells and named globals."""
     candidates = [fn, getattr(fn, "__self__", None)]
@@ -194,16 +157,31 @@ def _reachable(fn: Any) -> list:
         candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
         globs = getattr(fn, "__globals__", {})
         candidates += [globs[n] for n in code.co_names if n in globs]
-    return [c for c in candidates if c is not None]
+    # (and what those hold: a model or optimizer kept in a namespace or a trainer object: ember/graph/guards.py)
+    return [c for c in guards.inside([c for c in candidates if c is not None]) if c is not None]
 
 
 def _modules_of(fn: Any) -> list:
     """Every module (and submodule) a function can reach."""
-    found = []
+    found: dict = {}
     for c in _reachable(fn):
         if hasattr(c, "training") and hasattr(c, "modules"):
-            found.extend(c.modules())
-    return found
+            for m in c.modules():
+                found.setdefault(id(m), m)
+    return list(found.values())
+
+
+def _hooks_of(modules: list) -> tuple:
+    """The hooks and classes of the modules a function reaches (a trace bakes the hooks in; a parametrization
+    changes the class): the handles' ids of every module that has any, with its class."""
+    key = []
+    for m in modules:
+        d = m.__dict__
+        hooks = tuple(d.get("_forward_pre_hooks", ())) + tuple(d.get("_forward_hooks", ())) + \
+            tuple(d.get("_backward_hooks", ())) + tuple(d.get("_backward_pre_hooks", ()))
+        if hooks or "_orig_class" in type(m).__dict__:
+            key.append((id(m), type(m), hooks))
+    return tuple(key)
 
 
 def _optimizers_of(fn: Any) -> list:
@@ -237,7 +215,9 @@ def _cell_ok(cell: Any) -> bool:
         return False
 
 
-CACHE_LIMIT = 16
+CACHE_LIMIT = compile_options.DEFAULT_LIMIT  # (torch._dynamo.config.recompile_limit decides: compile_options.py)
+_STANCE = compile_options.STANCE
+_SEEN_LIMIT = 256  # signatures seen (warm-up calls included): a key that changes every call stops growing it
 _STALE_LIMIT = 8  # retraces of one signature for stale state before it runs eagerly
 _LOG = logging.getLogger("ember.compile")
 
@@ -362,7 +342,8 @@ class CompiledFunction:
     """What ``ember.compile(fn)`` returns: call it like ``fn``; inspect ``graph``/``explain()``."""
 
     def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
-                 warmup: int = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False) -> None:
+                 warmup: int = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False,
+                 fullgraph: bool = False) -> None:
         if fallback not in ("eager", "raise"):
             raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
         self.fn = fn
@@ -371,13 +352,17 @@ class CompiledFunction:
         if unknown:
             raise ValueError(f"ember.compile: unknown pass(es) {unknown}; choose from {list(ALL_PASSES)}")
         self.fallback = fallback
+        self.fullgraph = bool(fullgraph)  # a graph break raises torch's Unsupported (ember/graph/dynamo_errors.py)
         self.warmup = warmup
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self._cache: dict = {}
         self._seen: dict = {}
         self._modules: list | None = None
         self._optimizers: list | None = None
-        self._watched: list = []
+        self._watched: list = []  # (dict, name) / (cell,) the code reads: ember/graph/guards.py
+        self._names: frozenset = frozenset()
+        self._hooks_seen: int | None = None  # HOOK_CHANGES when the modules' hooks were read into _hooks_key
+        self._hooks_key: tuple = ()
         self._warned_cache_limit = False
         self.last: _Compiled | CompiledAutograd | None = None
         self.measure = measure
@@ -387,27 +372,56 @@ class CompiledFunction:
         self._announced_eager = False  # the first speed-trial switch to eager is logged as a WARNING
         self._stale: dict = {}  # signature -> how often its graph went stale
         self._last_hit: tuple | None = None  # (key, entry) of the previous call: no hash when the key repeats
+        compile_options.LIVE.add(self)
+
+    def reset(self) -> None:
+        """Forget every graph, warm-up count and guard (``torch._dynamo.reset()`` calls this on every function)."""
+        self._cache.clear()
+        self._seen.clear()
+        self._stale.clear()
+        self.eager_reasons.clear()
+        self._modules = self._optimizers = None
+        self._watched, self._names = [], frozenset()
+        self._hooks_seen = None
+        self._last_hit = self.last = self.eager_reason = None
+        self._warned_cache_limit = False
 
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
-            self._modules = _modules_of(self.fn)
-            self._optimizers = _optimizers_of(self.fn)
-            self._watched = _watched_names(self.fn)
+            self._refresh()
         # C-contiguity too: reshape()/contiguous() of an argument is a view or a copy by its layout (ember/graph/layout.py)
         signature = []
         for t in leaves:  # (a loop, not a generator: this runs on every call)
             data = t._data
             signature.append((data.shape, data.dtype, t._device, t._requires_grad, data.flags.c_contiguous))
         modules = self._modules
-        return (structure, tuple(signature), grad_mode.STATE.enabled,
+        if _HOOK_CHANGES[0] != self._hooks_seen:  # a hook added or removed anywhere: re-read the modules' hooks
+            self._hooks_seen = _HOOK_CHANGES[0]
+            self._hooks_key = _hooks_of(modules)
+        return (structure, tuple(signature), grad_mode.STATE.enabled, self._hooks_key,
                 tuple([(m.training, m.__dict__.get("_config_key", ())) for m in modules]) if modules else (),
                 _hyperparameter_guard(self._optimizers) if self._optimizers else (),
                 _AUTOCAST.key,  # the autocast casts are traced into the graph: another region, another graph
                 dtypes.get_default_dtype(),  # ``ember.ones(3)`` inside is traced with the default dtype
-                _watched_values(self._watched) if self._watched else ())
+                guards.values(self._watched, self._names) if self._watched else ())
+
+    def _refresh(self) -> bool:
+        """Find the modules, optimizers and Python bindings the function reaches; True when they changed (a
+        submodule swapped, a helper rebound): done at the first call and at each cache miss, never on a hit."""
+        modules, optimizers = _modules_of(self.fn), _optimizers_of(self.fn)
+        watched, names = guards.watched(self.fn, modules)
+        same = (self._modules is not None and len(modules) == len(self._modules)
+                and all(a is b for a, b in zip(modules, self._modules)) and names == self._names
+                and len(watched) == len(self._watched) and all(a[0] is b[0] and a[1:] == b[1:]
+                                                               for a, b in zip(watched, self._watched))
+                and len(optimizers) == len(self._optimizers) and all(a is b for a, b in zip(optimizers, self._optimizers)))
+        if not same:
+            self._modules, self._optimizers, self._watched, self._names = modules, optimizers, watched, names
+            self._last_hit = self._hooks_seen = None
+        return not same
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if interpreters.tracing():  # called while another function is traced: inline it into that trace
+        if interpreters.tracing() or _STANCE[0] == "force_eager":  # (inside another trace: inlined into it)
             return self.fn(*args, **kwargs)
         if not kwargs and all(type(a) is Tensor for a in args):  # the common case, without the tree walk
             leaves = list(args)
@@ -425,21 +439,36 @@ class CompiledFunction:
             entry = last[1]
         else:
             entry = self._cache.get(key)
+            if entry is None and self._refresh():  # what the function reaches changed: key it again
+                key = self._key(leaves, structure)
+                entry = self._cache.get(key)
             if entry is None:
-                if len(self._cache) >= CACHE_LIMIT:
+                if (self._cache or self._seen) and _STANCE[0] != "default":
+                    if _STANCE[0] == "fail_on_recompile":
+                        raise RuntimeError(f"Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                                           f"function name: '{self.name}' (a new input signature or guarded "
+                                           "Python value)")
+                    if _STANCE[0] == "eager_on_recompile":
+                        return self.fn(*args, **kwargs)
+                limit = compile_options.recompile_limit()
+                if len(self._cache) >= limit or (len(self._seen) >= _SEEN_LIMIT and key not in self._seen):
                     # Like torch.compile's recompile limit: a key that changes every call (an lr scheduled per
                     # step, shapes that always differ) would retrace forever, so run eagerly instead.
+                    if self.fullgraph or compile_options.fail_on_limit():
+                        raise FailOnRecompileLimitHit(f"Hard failure due to {'fullgraph=True' if self.fullgraph else 'fail_on_recompile_limit_hit'}: "
+                                                      f"ember.compile({self.name}) reached the recompile limit "
+                                                      f"(torch._dynamo.config.recompile_limit = {limit})")
                     if not self._warned_cache_limit:
-                        warnings.warn(f"ember.compile({self.name}): {CACHE_LIMIT} different input signatures or "
-                                      "optimizer hyperparameters seen; running further new ones eagerly",
-                                      RuntimeWarning, stacklevel=2)
+                        warnings.warn(f"ember.compile({self.name}): {limit} different input signatures or guarded "
+                                      "values seen (torch._dynamo.config.recompile_limit); running further new ones "
+                                      "eagerly", RuntimeWarning, stacklevel=2)
                         self._warned_cache_limit = True
                     return self.fn(*args, **kwargs)
                 seen = self._seen.get(key, 0)
                 if seen < self.warmup:
                     self._seen[key] = seen + 1
                     return self.fn(*args, **kwargs)
-                entry = self._cache[key] = self._trace(args, kwargs, leaves, structure)
+                entry = self._cache[key] = self._trace(args, kwargs, leaves, structure, key)
             self._last_hit = (key, entry)
         if entry is _EAGER:
             self.eager_reason = self.eager_reasons.get(key)
@@ -504,10 +533,34 @@ class CompiledFunction:
         self.eager_reason = self.eager_reasons.get(key) if eager else None
         return out
 
-    def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any) -> Any:
+    def _trace(self, args: tuple, kwargs: dict, leaves: list, structure: Any, key: tuple) -> Any:
         start = time.perf_counter()
         objects = {id(o): o for o in _objects(args, kwargs)}
         grads_before = grad_binding.snapshot(_reachable(self.fn))
+        python_state = guards.snapshot(self._watched, self._modules)
+        try:
+            entry = self._trace_graph(args, kwargs, leaves, structure, objects, grads_before, start)
+        finally:
+            # Python state the key guards that the trace changed (``losses.append(loss)``, ``self.calls += 1``): a
+            # graph cannot replay it, so undo the trace's change and run this signature eagerly (as dynamo would
+            # replay it, the state then evolves as in eager code).
+            changed = self._key(leaves, structure) != key
+            if changed:
+                guards.restore(python_state)
+        if changed:
+            if self.fallback == "raise":
+                raise TracingError("the function changes Python state it reads (a global, a closure variable, a "
+                                   "container or object they hold, or a module attribute), which a graph cannot "
+                                   "replay")
+            warnings.warn(f"ember.compile({self.name}): running these input shapes eagerly: the function changes "
+                          "Python state (a global, closure variable, container, object attribute or module "
+                          "attribute it reads), which a graph cannot replay", RuntimeWarning, stacklevel=3)
+            self.eager_reasons[key] = "the function changes Python state a graph cannot replay: this signature runs eagerly"
+            return _EAGER
+        return entry
+
+    def _trace_graph(self, args: tuple, kwargs: dict, leaves: list, structure: Any, objects: dict,
+                     grads_before: Any, start: float) -> Any:
         try:
             with Tracer(self.name) as tracer:
                 sym = [tracer.input(tuple(t.shape), t.dtype, t.device, t._requires_grad, name=f"arg{k}",
@@ -540,7 +593,10 @@ class CompiledFunction:
                 tracer.builder.finish(out_leaves)
                 del out_leaves
         except TracingError as error:
-            if self.fallback == "raise":
+            if self.fullgraph and not isinstance(error, Unsupported):
+                raise Unsupported(f"ember.compile({self.name}, fullgraph=True): the function needs a graph break: "
+                                  f"{error}") from error
+            if self.fallback == "raise" or self.fullgraph:
                 raise
             warnings.warn(f"ember.compile({self.name}): falling back to eager mode for these input shapes: {error}",
                           RuntimeWarning, stacklevel=3)
@@ -647,18 +703,22 @@ def _objects(*trees: Any) -> list:
 
 
 def compile(fn: Callable | None = None, *, passes: Sequence[str] | None = None, fallback: str = "eager",
-            warmup: int = 1, measure: bool = True, **ignored: Any) -> Any:  # noqa: A001 - torch.compile's name
+            warmup: int = 1, measure: bool = True, fullgraph: bool = False, **options: Any) -> Any:  # noqa: A001
     """Compile ``fn`` (a function or module); usable as ``@ember.compile`` or ``ember.compile(fn, ...)``.
 
     ``passes`` picks graph passes from ``simplify, cse, fold, dce, fuse, memory`` (default: all;
-    ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments (``mode=``,
-    ``fullgraph=``, ``backend=``...) are accepted and ignored, except ``mode="reduce-overhead"``: as
-    with torch.compile, compiled whole steps on a CUDA device then replay as CUDA graphs (no speed
-    trial; ember/graph/cuda_graph_step.py). ``measure=False`` skips the speed trial that otherwise
-    runs a signature eagerly when its graph measured slower than eager.
+    ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments are checked as torch.compile
+    checks them (``mode``, ``backend``, ``options``: :mod:`ember.graph.compile_options`); ``fullgraph=True``
+    raises ``torch._dynamo.exc.Unsupported`` where the function needs a graph break (ember otherwise runs
+    that signature eagerly). ``mode="reduce-overhead"``: as with torch.compile, compiled whole steps on a CUDA
+    device then replay as CUDA graphs (no speed trial; ember/graph/cuda_graph_step.py). ``measure=False``
+    skips the speed trial that otherwise runs a signature eagerly when its graph measured slower than eager.
     """
-    graphs = ignored.get("mode") == "reduce-overhead"
-    if fn is None:
-        return lambda f: CompiledFunction(f, passes, fallback, warmup, measure=measure and not graphs,
-                                          cuda_graphs=graphs)
-    return CompiledFunction(fn, passes, fallback, warmup, measure=measure and not graphs, cuda_graphs=graphs)
+    compile_options.check(options)
+    graphs = options.get("mode") == "reduce-overhead"
+
+    def make(f: Callable) -> "CompiledFunction":
+        return CompiledFunction(f, passes, fallback, warmup, measure=measure and not graphs, cuda_graphs=graphs,
+                                fullgraph=fullgraph)
+
+    return make if fn is None else make(fn)

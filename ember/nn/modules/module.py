@@ -31,6 +31,9 @@ from ember.utils.swap import swap_tensors
 from ember.device import device as Device
 
 _HANDLE_IDS = itertools.count()
+# Bumped whenever a hook is added or removed or a parametrization changes a module's class: ember.compile re-reads
+# the hooks of the modules it reaches only when this moved (a trace bakes the hooks in; ember/graph/compile.py).
+HOOK_CHANGES = [0]
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the state_dict key of get_extra_state()'s value, as PyTorch
 
 
@@ -42,6 +45,7 @@ class RemovableHandle:
         self._dicts = hook_dicts
 
     def remove(self) -> None:
+        HOOK_CHANGES[0] += 1
         for hooks in self._dicts:
             hooks.pop(self.id, None)
 
@@ -56,6 +60,7 @@ def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHan
     """Register ``hook`` in ``hooks`` (first when ``prepend``); the handle removes it."""
     handle = RemovableHandle(hooks)
     hooks[handle.id] = hook
+    HOOK_CHANGES[0] += 1
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle

@@ -20,7 +20,7 @@ import contextlib
 from typing import Any, Iterator
 
 from ember.nn.modules.container import ModuleDict, ModuleList
-from ember.nn.modules.module import Module
+from ember.nn.modules.module import HOOK_CHANGES, Module
 from ember.nn.parameter import Parameter
 from ember.tensor import Tensor
 from ember.autograd import no_grad
@@ -134,6 +134,7 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
                                                                         "__module__": cls.__module__})
     module.parametrizations[tensor_name] = plist
     setattr(type(module), tensor_name, _make_property(tensor_name))
+    HOOK_CHANGES[0] += 1  # ember.compile re-reads the modules it reaches (their classes and submodules changed)
     return module
 
 
@@ -158,6 +159,7 @@ def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized
     delattr(type(module), tensor_name)
     del module.parametrizations._modules[tensor_name]
     module.register_parameter(tensor_name, Parameter(value.detach().clone(), plist._originals()[0].requires_grad))
+    HOOK_CHANGES[0] += 1
     if not module.parametrizations._modules:
         del module._modules["parametrizations"]
         module.__class__ = type_before_parametrizations(module)
