@@ -538,23 +538,25 @@ class CompiledFunction:
         objects = {id(o): o for o in _objects(args, kwargs)}
         grads_before = grad_binding.snapshot(_reachable(self.fn))
         python_state = guards.snapshot(self._watched, self._modules)
+        generators = guards.rng_states(self._watched)
         try:
             entry = self._trace_graph(args, kwargs, leaves, structure, objects, grads_before, start)
         finally:
-            # Python state the key guards that the trace changed (``losses.append(loss)``, ``self.calls += 1``): a
-            # graph cannot replay it, so undo the trace's change and run this signature eagerly (as dynamo would
-            # replay it, the state then evolves as in eager code).
+            # Python state the key guards that the trace changed (``losses.append(loss)``, ``self.calls += 1``,
+            # ``manual_seed`` inside the function): a graph cannot replay it, so undo the trace's change and run this
+            # signature eagerly (as dynamo would replay it, the state then evolves as in eager code).
             changed = self._key(leaves, structure) != key
             if changed:
                 guards.restore(python_state)
+            changed = guards.rng_restore(generators) or changed
         if changed:
             if self.fallback == "raise":
                 raise TracingError("the function changes Python state it reads (a global, a closure variable, a "
-                                   "container or object they hold, or a module attribute), which a graph cannot "
-                                   "replay")
+                                   "container or object they hold, a module attribute, a generator's state), which "
+                                   "a graph cannot replay")
             warnings.warn(f"ember.compile({self.name}): running these input shapes eagerly: the function changes "
-                          "Python state (a global, closure variable, container, object attribute or module "
-                          "attribute it reads), which a graph cannot replay", RuntimeWarning, stacklevel=3)
+                          "Python state (a global, closure variable, container, object attribute, module "
+                          "attribute or generator it uses), which a graph cannot replay", RuntimeWarning, stacklevel=3)
             self.eager_reasons[key] = "the function changes Python state a graph cannot replay: this signature runs eagerly"
             return _EAGER
         return entry

@@ -38,6 +38,10 @@ from __future__ import annotations
 import types
 from typing import Any, Iterable
 
+import numpy as np
+
+from ember import random as _random
+
 MAX_FUNCTIONS = 64  # user functions scanned for names, per compiled function
 MAX_ITEMS = 64  # container entries / object attributes guarded by value (larger ones: identity and length)
 DEPTH = 2  # levels looked into below a global: CFG.opts["p"]
@@ -261,3 +265,25 @@ def restore(saved: list) -> None:
         else:
             value.__dict__.clear()
             value.__dict__.update(copy)
+
+
+def rng_states(entries: list) -> list:
+    """``(generator, state bytes)`` of ember's default generator and every CPU generator the watched bindings hold:
+    a trace never draws from them (random nodes draw at run time), so a change during the trace is the function's
+    own (``manual_seed`` inside it, a sampler that draws eagerly) and a graph would not repeat it."""
+    gens = [_random.default_generator]
+    for e in entries:
+        for v in inside([_read(e)]):
+            if isinstance(v, _random.Generator) and v.stream is not None and all(v is not g for g in gens):
+                gens.append(v)
+    return [(g, g.stream.state_bytes()) for g in gens if g.stream is not None]
+
+
+def rng_restore(saved: list) -> bool:
+    """Put back generators the trace moved; True when one had moved."""
+    moved = False
+    for g, state in saved:
+        if g.stream.state_bytes() != state:
+            g.set_state(np.frombuffer(state, dtype=np.uint8))
+            moved = True
+    return moved
