@@ -55,11 +55,11 @@ def _root_grads(outputs: list, grad_outputs: list, create_graph: bool) -> list:
                 # a CPU float scalar (loss.backward()): the seed without the checks below (none can fail)
                 grads.append(_tensor_class()._make(np.array(1, data.dtype), out._device, False))  # (not np.ones: its Python wrapper)
                 continue
-        grads.append(_root_grad(out, g, create_graph))
+        grads.append(_root_grad(out, g, create_graph, i))
     return grads
 
 
-def _root_grad(out: Any, g: Any, create_graph: bool) -> Any:
+def _root_grad(out: Any, g: Any, create_graph: bool, index: int = 0) -> Any:
     """The seed of one root: ones for a scalar output (checked), or the given gradient (checked, copied)."""
     from ember import creation  # noqa: PLC0415 - creation imports the Tensor, which imports autograd
 
@@ -82,8 +82,8 @@ def _root_grad(out: Any, g: Any, create_graph: bool) -> Any:
     if not hasattr(g, "_data"):
         g = creation.tensor(g, dtype=out.dtype, device=out.device)
     if tuple(g.shape) != tuple(out.shape):
-        raise RuntimeError(f"backward: mismatch in shape: gradient has shape {tuple(g.shape)} but the output "
-                           f"has shape {tuple(out.shape)}")
+        raise RuntimeError(f"Mismatch in shape: grad_output[{index}] has a shape of {g.shape} and output[{index}] "
+                           f"has a shape of {out.shape}.")
     if g.dtype != out.dtype and not out.dtype.is_complex:
         g = g.to(out.dtype)  # as PyTorch's engine: a gradient takes its tensor's dtype (an int or float32 seed too)
     if not create_graph:
@@ -156,7 +156,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     _check_roots(outs)
     for i, t in enumerate(ins):
         if not t.requires_grad:
-            raise RuntimeError(f"autograd.grad: input {i} does not require grad; set requires_grad=True on it")
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad (input {i}: set "
+                               "requires_grad=True on it)")
     if retain_graph is None:
         retain_graph = create_graph
     grads = _root_grads(outs, _as_list(grad_outputs), create_graph)
@@ -168,10 +169,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     elif not allow_unused:
         for i, g in enumerate(results):
             if g is None:
-                raise RuntimeError(
-                    f"autograd.grad: one of the differentiated tensors (input {i}) appears to not have been used in "
-                    "the graph. Set allow_unused=True if this is the desired behavior."
-                )
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
     return tuple(results)
 
 

@@ -20,10 +20,11 @@ from ember.autograd import torch_edges as _torch_edges
 from ember.autograd.torch_edges import record_inputs, torch_edges
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
-_FREED_MESSAGE = (
-    "Trying to backward through the graph a second time (or to read saved tensors after they were "
-    "freed). Saved values are freed after .backward() or autograd.grad(); pass retain_graph=True "
-    "the first time if you need to backward through the same graph again."
+_FREED_MESSAGE = (  # torch's words
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward."
 )
 
 
@@ -388,6 +389,27 @@ class _LeafAlias(Node):
 
     def apply(self, grads: list) -> tuple:
         return (grads[0],)
+
+
+class NotImplemented_(Node):
+    """PyTorch's ``torch::autograd::NotImplemented`` node: the history of an op with no derivative (``set_`` with
+    grad enabled on tensors that require grad); it refuses when backward reaches it, naming the op."""
+
+    __slots__ = ("op_name",)
+
+    def __init__(self, op_name: str, edges: tuple) -> None:
+        super().__init__()
+        self.op_name = op_name
+        self.next_edges = edges
+
+    def name(self) -> str:
+        return "torch::autograd::NotImplemented"
+
+    def apply(self, grads: list) -> tuple:
+        raise RuntimeError(f"derivative for {self.op_name} is not implemented")
+
+
+NotImplemented_.__name__ = NotImplemented_.__qualname__ = "NotImplemented"  # torch's class name
 
 
 class AccumulateGrad:

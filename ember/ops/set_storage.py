@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ember.autograd import grad_mode
+from ember.autograd.node import NotImplemented_
 from ember import storage as _storage
 from ember.ops import dispatch, layout
 
@@ -92,13 +93,29 @@ def set_(self: Any, source: Any = None, storage_offset: int = 0, size: Sequence[
         root = dispatch.Tensor._make(elements, self._device, False)
     else:
         raise TypeError(f"set_(): expected a Tensor, a Storage or nothing as the source, got {type(source).__name__}")
+    source_grad = isinstance(source, dispatch.Tensor) and source._requires_grad
     self._data = data
     self._bump()
+    if (self._requires_grad or source_grad) and grad_mode.is_grad_enabled():
+        _record_not_implemented(self, source if source_grad else None)
     if root is not None:  # storage_offset()/untyped_storage() read the source's storage
         self.__dict__["_storage_root"] = root
     else:
         self.__dict__.pop("_storage_root", None)
     return self
+
+
+def _record_not_implemented(self: Any, source: Any) -> None:
+    """As PyTorch: ``set_`` has no derivative, so with grad enabled the tensor's history becomes a NotImplemented
+    node (edges to its old history and the source's) that refuses in backward; keeping the old history gave the
+    gradient of the values it no longer holds."""
+    def edge(t: Any) -> Any:
+        if t is None or not t._requires_grad:
+            return None
+        return (t.grad_fn, t._output_nr) if t.grad_fn is not None else (t, 0)
+    self.grad_fn = NotImplemented_("set_", (edge(self), edge(source)))
+    self._output_nr = 0
+    self._requires_grad = True
 
 
 def _storage_root(source: Any) -> Any:

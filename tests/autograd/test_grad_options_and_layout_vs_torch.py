@@ -119,3 +119,18 @@ def test_retain_grad_after_inplace_is_the_new_value_gradient() -> None:
     xv = np.array([1.0, 2.0, 3.0])  # independent: d(sum (2x)^2)/d(2x) = 2*(2x); before mul_: times 2
     np.testing.assert_allclose(got[0].numpy(), 4 * xv)
     np.testing.assert_allclose(got[1].numpy(), 8 * xv)
+
+
+MESSAGES = {  # torch's own text is the start of ember's message
+    "input_not_requiring_grad": lambda t: t.autograd.grad((_x(t) * 2).sum(), [t.ones(3)]),
+    "unused_input": lambda t: (lambda x, y: t.autograd.grad((x * 2).sum(), [x, y]))(_x(t), _x(t)),
+    "shape_mismatch": lambda t: (lambda x: t.autograd.grad(x * 2, x, grad_outputs=t.ones(2, dtype=t.float64)))(_x(t)),
+    "backward_twice": lambda t: (lambda y: (y.backward(), y.backward()))((_x(t).exp()).sum()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGES))
+def test_messages_start_with_torchs(name: str) -> None:
+    want, got = _run(MESSAGES[name], torch), _run(MESSAGES[name], ember)
+    assert want[0] == got[0] == "err" and got[1] is want[1]
+    assert got[2].startswith(want[2].replace("torch.Size", "ember.Size").rstrip(".")), (want[2], got[2])
