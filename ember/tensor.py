@@ -298,8 +298,9 @@ class Tensor(TensorMethods):
 
         def store(grad: Tensor) -> None:
             tensor = ref()
-            if tensor is not None:
-                tensor.grad = grad.detach() if tensor.grad is None else tensor.grad + grad.detach()
+            if tensor is not None:  # under create_graph the retained gradient keeps its history, as torch's
+                grad = grad if grad_mode.STATE.enabled else grad.detach()
+                tensor.grad = grad if tensor.grad is None else tensor.grad + grad
 
         store._retains_grad = True  # found by name when an in-place op moves it to the new history (node.py)
         self.grad_fn._register_tensor_prehook(self._output_nr, store)

@@ -284,7 +284,10 @@ class Node:
         if self.pre_hooks is None:
             self.pre_hooks = {}
         hooks = self.pre_hooks.setdefault(output_nr, [])
-        hooks.append(hook)
+        if hooks and getattr(hooks[-1], "_retains_grad", False) and not getattr(hook, "_retains_grad", False):
+            hooks.insert(len(hooks) - 1, hook)  # torch runs the retains_grad hook after every other tensor hook
+        else:
+            hooks.append(hook)
         return hooks
 
     def _move_retains_grad(self, output_nr: int, tensor: Any) -> None:

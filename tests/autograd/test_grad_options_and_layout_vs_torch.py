@@ -134,3 +134,21 @@ def test_messages_start_with_torchs(name: str) -> None:
     want, got = _run(MESSAGES[name], torch), _run(MESSAGES[name], ember)
     assert want[0] == got[0] == "err" and got[1] is want[1]
     assert got[2].startswith(want[2].replace("torch.Size", "ember.Size").rstrip(".")), (want[2], got[2])
+
+
+def test_retains_grad_hook_runs_after_other_hooks_and_keeps_history_under_create_graph() -> None:
+    """torch runs a tensor's retains-grad hook after its other hooks whatever the order they were registered in,
+    and under ``create_graph`` the retained gradient requires grad (ember stored the pre-hook gradient, detached)."""
+    def case(lib):
+        x = _x(lib)
+        y = x * 2
+        y.retain_grad()
+        y.register_hook(lambda g: g * 10)
+        (y * y).sum().backward()
+        z = x * x
+        z.retain_grad()
+        (z * z).sum().backward(create_graph=True)
+        return y.grad, z.grad.requires_grad, z.grad
+    want, got = case(torch), case(ember)
+    _same(want, got)
+    np.testing.assert_allclose(got[0].numpy(), 10 * 2 * 2 * np.array([1.0, 2.0, 3.0]))  # 10 * d(y^2)/dy, y = 2x
