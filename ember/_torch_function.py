@@ -12,8 +12,12 @@ program without any of them as fast as before:
   checks, so its objects are looked for only when the call raises (no cost on success).
 * **Tensor methods, properties and operators** are not wrapped on ``Tensor``: a subclass gets its own wrappers
   when it is defined (``Tensor.__init_subclass__`` calls :func:`subclass_defined`), so plain tensors run the
-  methods they always ran. While a mode is active on any thread, ``Tensor`` itself carries the wrappers (each
-  asks its own thread's mode stack); the last exit restores the plain methods.
+  methods they always ran. While a mode is active on any thread, or any override lives (a user's overriding
+  subclass, an fx tracer, a Tensor-like class met by a function or an operator: :func:`foreign_seen`), ``Tensor``
+  itself carries the wrappers (each asks its own thread's mode stack; with no mode, a call whose arguments are
+  exact tensors and numbers runs at once), so ``plain.add(sub)`` dispatches as torch's; the last one gone restores
+  the plain methods. An operator given an operand no op takes asks its ``__torch_function__`` on the failure path
+  (:func:`operator_fallback`).
 * ``func`` passed to ``__torch_function__`` is the public object (``ember.add``, ``Tensor.add``; operators map to
   their named method as torch's: ``a + b`` is ``Tensor.add``, ``a * b`` is ``Tensor.mul``), so
   ``func is torch.add`` and ``HANDLED_FUNCTIONS[func]`` work as in PyTorch.

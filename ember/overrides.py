@@ -42,7 +42,13 @@ def has_torch_function(relevant_args: Iterable[Any]) -> bool:
         return False
     if _tf.STATE.modes:
         return True
-    return not _tf.STATE.no_subclass and bool(_tf.overloaded_args(relevant_args))
+    if _tf.STATE.no_subclass:
+        return False
+    found = _tf.overloaded_args(relevant_args)
+    for arg in found:  # a Tensor-like class: Tensor's methods dispatch on its objects from now on
+        if not isinstance(arg, _tf._TENSOR):
+            _tf.foreign_seen(type(arg))
+    return bool(found)
 
 
 def has_torch_function_unary(arg: Any) -> bool:
@@ -63,7 +69,13 @@ def handle_torch_function(public_api: Callable[..., Any], relevant_args: Iterabl
 
 def is_tensor_like(inp: Any) -> bool:
     """A Tensor, or an object whose type defines ``__torch_function__``."""
-    return type(inp) is _tf._TENSOR or hasattr(inp, "__torch_function__")
+    if type(inp) is _tf._TENSOR:
+        return True
+    if not hasattr(inp, "__torch_function__"):
+        return False
+    if not isinstance(inp, _tf._TENSOR) and _tf._is_overloaded_type(type(inp)):
+        _tf.foreign_seen(type(inp))  # Tensor's methods dispatch on its objects from now on
+    return True
 
 
 def get_overridable_functions() -> dict[Any, list]:

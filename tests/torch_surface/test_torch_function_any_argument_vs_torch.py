@@ -113,3 +113,22 @@ def test_plain_programs_keep_plain_methods():
     gc.collect()
     assert vars(ember.Tensor)["__add__"] is _torch_function._ORIGINAL["__add__"]
     assert not _torch_function.SWITCH.carry
+
+
+@pytest.mark.parametrize("meet", ["has_torch_function", "is_tensor_like", "cat"])
+def test_methods_dispatch_once_the_class_was_met(meet):
+    """ember learns of a Tensor-like class from a function, an operator or torch.overrides' helpers (its plain
+    methods have no failure hook); from then on ``plain.mul(obj)`` reaches ``obj.__torch_function__`` as torch's."""
+    def run(L):
+        class TensorLike:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func.__name__, tuple(type(a).__name__ for a in args), sorted(kwargs or {})
+
+        obj, plain = TensorLike(), L.ones(2)
+        met = {"has_torch_function": lambda: L.overrides.has_torch_function((obj,)),
+               "is_tensor_like": lambda: L.overrides.is_tensor_like(obj),
+               "cat": lambda: L.cat([plain, obj])}[meet]()
+        return met, plain.mul(obj), plain.sub(obj, alpha=2), plain.expand_as(obj)
+
+    assert run(ember) == run(torch)
