@@ -64,6 +64,9 @@ def handle_torch_function(public_api: Callable[..., Any], relevant_args: Iterabl
     """Call the active mode's or the overriding types' ``__torch_function__`` for ``public_api(*args, **kwargs)``;
     TypeError when every one returns NotImplemented."""
     overloaded = [] if _tf.STATE.no_subclass else _tf.overloaded_args(relevant_args)
+    for arg in overloaded:
+        if not isinstance(arg, _tf._TENSOR):
+            _tf.foreign_seen(type(arg))
     return _tf.handle(public_api, overloaded, args, kwargs)
 
 
