@@ -264,7 +264,8 @@ def _nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
     found = xp.nonzero(self._data)
     if as_tuple:
         return tuple(_wrap_array(a.astype("int64"), self._device) for a in found)
-    return _wrap_array(self._device.xp.stack(found, axis=1).astype("int64"), self._device)
+    # torch's CPU kernel fills a (ndim, N) buffer and returns its transpose: strides (1, N), not contiguous
+    return _wrap_array(self._device.xp.stack(found, axis=0).astype("int64", copy=False).T, self._device)
 
 
 def _size_method(self: Tensor, dim: Any = None) -> Any:

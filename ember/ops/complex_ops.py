@@ -163,8 +163,8 @@ def _angle_impl(xp: Any, x: Any) -> Any:
 def _angle_vjp(ctx: Any, g: Any) -> Any:
     """d angle: ``g * i z / |z|^2`` (0 at z = 0), PyTorch's angle_backward; real inputs get zeros."""
     z = ctx.inputs[0]
-    if not z.dtype.is_complex:
-        return g * 0
+    if not z.dtype.is_complex:  # torch's zeros_like: +0 also for a NaN or infinite upstream (g * 0 was NaN)
+        return g.new_zeros(tuple(g.shape))
     magnitude2 = ew.real_part(z * conj(z))
     safe = ew.where(magnitude2 == 0, 1.0, magnitude2)
     return ew.where(magnitude2 == 0, 0.0, g * z * 1j / safe)

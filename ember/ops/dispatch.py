@@ -469,14 +469,23 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         out = _meta_dispatch.outputs(op, (x,), attrs or {}, Tensor)
         if out is None:
             out = impl(xp, data, **attrs) if attrs else impl(xp, data)
-    elif not data.flags.c_contiguous and data.ndim > 1 and (order := _memory_order(data)) is not None:
-        # torch's TensorIterator lays the result out as a dense permuted input (a channels-last map); kernels
-        # that write a fresh row-major array (gelu, erf) did not, so a seeded dropout after them drew another
-        # mask. Run on the row-major view in memory order and permute back (no copy).
-        out = impl(xp, data.transpose(order), **attrs) if attrs else impl(xp, data.transpose(order))
-        out = xp.asarray(out).transpose(_inverse(order))
-        if out.shape == data.shape and 1 in out.shape:  # torch keeps the input's strides, size-1 dims' too (a view)
-            out = _layout.with_strides(xp, out, _layout.element_strides(data))
+    elif not data.flags.c_contiguous and data.ndim > 1:
+        order = _memory_order(data)
+        if order is not None:
+            # torch's TensorIterator lays the result out as a dense permuted input (a channels-last map); kernels
+            # that write a fresh row-major array (gelu, erf) did not, so a seeded dropout after them drew another
+            # mask. Run on the row-major view in memory order and permute back (no copy).
+            out = impl(xp, data.transpose(order), **attrs) if attrs else impl(xp, data.transpose(order))
+            out = xp.asarray(out).transpose(_inverse(order))
+            if out.shape == data.shape and 1 in out.shape:  # torch keeps the input's strides, size-1 dims' too
+                out = _layout.with_strides(xp, out, _layout.element_strides(data))
+        else:
+            out = impl(xp, data, **attrs) if attrs else impl(xp, data)
+            if 0 in data.strides and xp is np:
+                # an expanded input: NumPy's order='K' puts stride-0 dims innermost, TensorIterator never sorts by
+                # them (x.unsqueeze(1).expand(-1, 2, 3).neg() is row-major in torch; in NumPy half it was not)
+                strides = _layout.iterator_strides(data.shape, ((data.shape, _layout.element_strides(data)),))
+                out = _layout.with_strides(xp, xp.asarray(out), strides)
     else:
         out = impl(xp, data, **attrs) if attrs else impl(xp, data)
     if type(out) is not xp.ndarray:

@@ -332,10 +332,20 @@ def edge_kink_join(grad: Any, ctx: Any, i: int = 0) -> Any:
     return dispatch.apply(ZERO_GRAD_JOIN, (grad, proxy))
 
 
+def _scaled_grad(ctx: Any, g: Any) -> Any:
+    """``g * scale`` (``g / scale`` with ``divide``); with ``masked``, exactly 0 where ``scale`` is 0 (torch's
+    masked_fill: an infinite or NaN upstream gives 0 there, not 0 * inf = NaN)."""
+    scale = ctx.inputs[2]
+    if ctx.attrs.get("divide"):
+        return g / scale
+    if ctx.attrs.get("masked"):
+        return where(scale != 0, g * scale, 0.0)
+    return g * scale
+
+
 SCALED_GRAD_JOIN = register(OpDef(
     name="scaled_grad_join", category="ternary", impl=_join_value, save="inputs", nondiff_inputs=(2,), onnx=_join_onnx,
-    vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(g / ctx.inputs[2] if ctx.attrs.get("divide") else g * ctx.inputs[2],
-                                                 tuple(ctx.input_meta[1])), lambda ctx, g: None),
+    vjp=(lambda ctx, g: g, lambda ctx, g: sum_to(_scaled_grad(ctx, g), tuple(ctx.input_meta[1])), lambda ctx, g: None),
     # The result is ``value`` as it is: its shape, not the broadcast of all three (x.max() joins a 0-d value to a
     # whole tensor; a broadcast rule made the traced graph expect a gradient of x's shape).
     shape_rule=lambda value, *rest, **attrs: Spec(value.shape, value.dtype, value.device),
@@ -400,11 +410,11 @@ def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
 def _minmax_vjp(pick_first: Any) -> Any:
     def vjp(ctx: Any, g: Any) -> tuple:
         a, b = ctx.inputs
-        first = pick_first(a, b)
-        # Ties split the gradient evenly, as PyTorch does.
+        # Ties split the gradient evenly, as PyTorch does; each side loses it only where the other wins, so at a
+        # NaN (no order) both get all of it (torch's where(a == b, g / 2, g).masked_fill_(a < b, 0))
         tie = a == b
-        share_a = where(tie, g * 0.5, where(first, g, 0.0)) if ctx.needs[0] else None
-        share_b = where(tie, g * 0.5, where(first, 0.0, g)) if ctx.needs[1] else None
+        share_a = where(tie, g * 0.5, where(pick_first(b, a), 0.0, g)) if ctx.needs[0] else None
+        share_b = where(tie, g * 0.5, where(pick_first(a, b), 0.0, g)) if ctx.needs[1] else None
         return share_a, share_b
 
     return vjp
@@ -1168,12 +1178,25 @@ def clamp(input: Any, min: Any = None, max: Any = None) -> Any:  # noqa: A002
         # x with a float tensor bound clamps in float32, so an int bound of -1 is -1, not 255).
         target = dtypes.result_type(input, *(b for b in (min, max) if b is not None))
         out = input if target is input.dtype else dispatch.cast(input, target)
+        # NaN on either side: the value is NaN and neither gets a gradient (torch's clamp_backward masks x by
+        # x >= min & x <= max and min by x < min; both are false at a NaN), hence the detached NaN branch, taken
+        # only when a gradient is recorded (the values are the same either way)
+        graded = grad_mode.is_grad_enabled() and any(
+            isinstance(t, dispatch.Tensor) and t.requires_grad for t in (input, min, max))
         if min is not None:
-            out = where(isnan(min), min, where(out < min, min, out)) if isinstance(min, dispatch.Tensor) \
-                else clamp(out, min, None)
+            if not isinstance(min, dispatch.Tensor):
+                out = clamp(out, min, None)
+            elif graded:
+                out = where(out < min, min, where(out >= min, out, (out + min).detach()))
+            else:
+                out = where(isnan(min), min, where(out < min, min, out))
         if max is not None:
-            out = where(isnan(max), max, where(out > max, max, out)) if isinstance(max, dispatch.Tensor) \
-                else clamp(out, None, max)
+            if not isinstance(max, dispatch.Tensor):
+                out = clamp(out, None, max)
+            elif graded:
+                out = where(out > max, max, where(out <= max, out, (out + max).detach()))
+            else:
+                out = where(isnan(max), max, where(out > max, max, out))
         return out
     min, max = dtypes.python_scalar(min), dtypes.python_scalar(max)  # noqa: A001
     if isinstance(min, complex) or isinstance(max, complex):

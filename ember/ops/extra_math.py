@@ -20,7 +20,7 @@ import numpy as np
 
 from ember import dtypes, return_types
 from ember.backends import special_function
-from ember.ops import dispatch, elementwise as ew, fma as _fma, layout, linalg, movement, reductions as red, views
+from ember.ops import dispatch, elementwise as ew, fma as _fma, grad_join, layout, linalg, movement, reductions as red, views
 from ember.ops.elementwise import _unary, conj_if_complex as _cj, elementwise_rule
 from ember.ops.registry import OPS, OpDef, Spec, register
 from ember.ops.opmath_composite import float32_composite
@@ -117,7 +117,7 @@ def _atan2_vjp(ctx: Any, g: Any) -> tuple:
 def _hypot_vjp(ctx: Any, g: Any) -> tuple:
     a, b = ctx.inputs
     out = ctx.out
-    safe = ew.where(out == 0, 1.0, out)  # hypot(0, 0): gradient 0 (PyTorch's), not 0 / 0
+    safe = ew.where(out == 0, 1.0, out)  # hypot(0, 0): gradient 0 (norm's: a documented decision, docs/special-points.md; torch 2.13 gives NaN), not 0 / 0
     ga = ew.where(out == 0, 0.0, g * a / safe) if ctx.needs[0] else None
     gb = ew.where(out == 0, 0.0, g * b / safe) if ctx.needs[1] else None
     return ga, gb
@@ -335,7 +335,8 @@ def logit(input: Any, eps: float | None = None) -> Any:
     fixed = grad_form.detach()
     if eps is None:  # torch's logit_backward is NaN outside [0, 1] (1/p + 1/(1 - p) is finite there: -1.33 at -0.5)
         outside = ew.logical_or(p.detach() < 0, p.detach() > 1)
-        grad_form = grad_form * ew.where(outside, math.nan, 1.0)
+        # (in p's dtype: a where of two numbers is float32, which turned half results into float32)
+        grad_form = grad_form * dispatch.cast(ew.where(outside, math.nan, 1.0), grad_form.dtype)
     return ew.where(ew.isfinite(fixed), value.detach() + (grad_form - fixed), grad_form)  # (exactly value's bits)
 
 
@@ -371,6 +372,11 @@ def nan_to_num(input: Any, nan: float = 0.0, posinf: float | None = None, neginf
         return dispatch.apply(OPS["complex"], tuple(parts))
     if not input.dtype.is_floating_point:
         return input.clone()
+    if input.requires_grad and grad_mode.is_grad_enabled():
+        # torch's gradient is g * isfinite(x): a NaN or infinite upstream stays NaN at the replaced elements (a where
+        # gave exactly 0 there)
+        value = nan_to_num(input.detach(), nan, posinf, neginf)
+        return grad_join.scaled_grad_join(value, input, dispatch.cast(ew.isfinite(input.detach()), input.dtype))
     info = _finfo(input.dtype.np)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf

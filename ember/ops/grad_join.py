@@ -56,9 +56,10 @@ def curvature_link(value: Any, x: Any, name: str | None = None, inputs: tuple | 
     return out
 
 
-def scaled_grad_join(value: Any, x: Any, scale: Any, divide: bool = False) -> Any:
+def scaled_grad_join(value: Any, x: Any, scale: Any, divide: bool = False, masked: bool = False) -> Any:
     """``value`` with the gradient ``g * scale`` (``g / scale`` with ``divide``) to ``x`` (``scale``: a tensor
-    without grad)."""
+    without grad); ``masked``: exactly 0 where ``scale`` is 0, whatever ``g`` (torch's masked_fill)."""
     if not _wants_grad(x):
         return value
-    return dispatch.apply(SCALED_GRAD_JOIN, (value, x, scale), {"divide": True} if divide else None)
+    attrs = {"divide": True} if divide else ({"masked": True} if masked else None)
+    return dispatch.apply(SCALED_GRAD_JOIN, (value, x, scale), attrs)

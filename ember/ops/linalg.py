@@ -433,6 +433,18 @@ def _contracts(equation: Any) -> bool:
     return bool(labels - set(rhs))
 
 
+def _einsum_view(x: Any, sub: str, rhs: str) -> Any:
+    """One operand, no letter summed (``'ij->ji'``, ``'ii->i'``, ``'b...->...b'``): a view of ``x``, as torch's
+    einsum takes a diagonal for each repeated letter and permutes, so writing the result writes ``x``."""
+    letters = list(sub)
+    while len(set(letters)) < len(letters):
+        i = next(k for k, c in enumerate(letters) if c in letters[k + 1:])
+        j = letters.index(letters[i], i + 1)
+        x = x.diagonal(0, i, j)  # (the diagonal becomes the last dim)
+        letters = [c for k, c in enumerate(letters) if k not in (i, j)] + [letters[i]]
+    return x.permute(*[letters.index(c) for c in rhs])
+
+
 def einsum(*args: Any) -> Any:
     """PyTorch's einsum: ``einsum("...ij,...jk", a, b)``, ``einsum(eq, [a, b])`` or the sublist form
     ``einsum(a, [0, 1], b, [1, 2])``. ``'...'`` broadcasts like NumPy; implicit mode (no ``->``)
@@ -467,6 +479,8 @@ def einsum(*args: Any) -> Any:
         target = dtypes.promote_types(target, o.dtype)
     shapes = [tuple(o.shape) for o in operands]
     subs, rhs = _parse_einsum(equation, shapes)
+    if len(operands) == 1 and set(subs[0]) <= set(rhs):  # nothing summed: torch returns a view (diagonal, permute)
+        return _einsum_view(operands[0], subs[0], rhs)
     if not (target.is_floating_point or target.is_complex):
         # torch sums a letter found in one operand only (and not in the output) with ``sum`` first, which widens
         # bool and integers to int64: einsum('i->', uint8) is 300, not 300 wrapped to 44

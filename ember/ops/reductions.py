@@ -568,7 +568,9 @@ def _evenly_distributed(full: OpDef, input: Any) -> Any:
     value = _reduce(full, input.detach(), None, False)
     mask = (input.detach() == value) | (elementwise.isnan(input.detach()) & elementwise.isnan(value))
     scale = mask.to(input.dtype) / _reduce(SUM, mask.to(input.dtype), None, False)
-    return record_inputs(grad_join.scaled_grad_join(value, input, scale), (input,))
+    # masked: elements not equal to the result get exactly 0, also for a NaN or infinite upstream (torch's
+    # zeros_like(input).masked_fill_(mask, g / count))
+    return record_inputs(grad_join.scaled_grad_join(value, input, scale, masked=True), (input,))
 
 
 def max(input: Any, dim: Any = None, keepdim: bool = False,
@@ -672,16 +674,18 @@ def _var_vjp(ctx: Any, g: Any) -> tuple:
     for i, size in enumerate(shape):
         if dims is None or i in dims:
             count *= size
-    divisor = builtin_max(count - correction, 0)
+    divisor = count - correction  # not clamped at 0, as torch's var_backward/std_backward (correction > n: -0, -2x)
     centered = x - _reduce(MEAN, x, dims, True)
     upstream = expand_reduced(g, shape, dims, keepdim)
     if root:
         std = expand_reduced(ctx.out, shape, dims, keepdim)
         zero = std == 0
         # scale the upstream first: centered * upstream alone can overflow next to values of 3e38
-        upstream = where(zero, 0.0, upstream / where(zero, 1.0, std) / divisor if divisor else float("nan"))
+        # (no correction left, divisor 0: NaN in the upstream's dtype; a where of two numbers was float32)
+        scaled = upstream / where(zero, 1.0, std) / divisor if divisor else upstream * float("nan")
+        upstream = where(zero, 0.0, scaled)
         return (upstream * centered,)
-    return (upstream * (2.0 / divisor if divisor else float("nan")) * centered,)
+    return (upstream * (2.0 / divisor if divisor else math.inf) * centered,)  # (torch: 2 / 0.0 is inf)
 
 
 VAR = register(OpDef(

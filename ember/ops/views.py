@@ -252,6 +252,8 @@ def flatten(input: Any, start_dim: int = 0, end_dim: int = -1) -> Any:
     if input.ndim == 0:
         return reshape(input, (1,))
     start, end = input._dim(start_dim, "flatten"), input._dim(end_dim, "flatten")
+    if start == end:  # torch returns the tensor itself (a 1-d x.flatten() is x: out=/in-place shape changes reach x)
+        return input
     shape = input._data.shape
     size = 1
     for s in shape[start:end + 1]:

@@ -162,13 +162,14 @@ def broadcast_tensors(*tensors: Tensor) -> tuple:
 
 
 def block_diag(*tensors: Tensor) -> Tensor:
+    # the dtype from the tensors as given: a 0-d tensor promotes as a number (uint8 with a 0-d int32 is uint8)
+    dtype = result_type(*tensors) if tensors else get_default_dtype()
     mats = [t.reshape(1, -1) if t.ndim == 1 else t.reshape(1, 1) if t.ndim == 0 else t for t in tensors]
     for t in mats:
         if t.ndim != 2:
             raise RuntimeError(f"block_diag: Input tensors must have 2 or fewer dimensions. Input has {t.ndim}")
     rows = builtins.sum(t.shape[0] for t in mats)
     cols = builtins.sum(t.shape[1] for t in mats)
-    dtype = result_type(*mats) if mats else get_default_dtype()
     out = zeros(rows, cols, dtype=dtype, device=mats[0].device if mats else None)
     r = c = 0
     for t in mats:
@@ -438,7 +439,11 @@ def copysign(input: Any, other: Any) -> Tensor:
                            "numbers have no sign bit: use x.real / x.imag or x.sgn()")
     x = x.to(target if target.is_floating_point else get_default_dtype())
     negative_sign = signbit(y)
-    return where(negative_sign, -x.abs(), x.abs())
+    out = where(negative_sign, -x.abs(), x.abs())
+    # torch differentiates other too (zeros), so the result requires grad when only other does
+    if isinstance(y, Tensor) and y.requires_grad and y.dtype.is_floating_point:
+        out = _grad_join.zero_grad_join(out, y if y.dtype == out.dtype else y.to(out.dtype))
+    return out
 
 
 def inner(input: Tensor, other: Tensor) -> Tensor:
@@ -627,7 +632,7 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -
     if n == 0:  # torch: zeros of y's dtype without the dim, not connected to y
         _trapezoid_input(y, "trapezoid")
         return zeros([s for d, s in enumerate(y.shape) if d != dim % y.ndim], dtype=y.dtype, device=y.device)
-    y = _trapezoid_input(y, "trapezoid")
+    raw, y = y, _trapezoid_input(y, "trapezoid")
     left, right = narrow(y, dim, 0, n - 1), narrow(y, dim, 1, n - 1)
     if isinstance(x, Tensor):
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
@@ -635,7 +640,10 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: float | None = None, dim: int = -
             spacing = spacing.reshape([-1 if d == dim % y.ndim else 1 for d in range(y.ndim)])
         return reductions.sum((left + right) * spacing, dim=dim) / 2
     step = dx if dx is not None else (x if x is not None else 1.0)
-    return reductions.sum(left + right, dim=dim) * (step / 2)
+    # torch's formula for a constant step, (sum(y) - (y[0] + y[-1]) / 2) * dx, on y's own dtype: its rounding, its
+    # NaN for infinite ends of a one-element dim (inf - inf) and its wrap of y[0] + y[-1] in small integer dtypes
+    ends = raw.select(dim, 0) + raw.select(dim, -1)
+    return (reductions.sum(raw, dim=dim) - ends * 0.5) * step
 
 
 trapz = trapezoid
@@ -1156,13 +1164,21 @@ def lcm(input: Tensor, other: Tensor) -> Tensor:
 
 
 def nextafter(input: Tensor, other: Tensor) -> Tensor:
-    """torch's gradient: ``g`` to ``input``, zeros to ``other``."""
+    """torch's gradient: ``g`` to ``input`` where it differs from ``other`` (0 where equal), zeros to ``other``."""
     other = _t(other, input)
     target = result_type(input, other).np  # torch's promotion: a 0-d operand does not widen the result
     out = _wrap(_xp(input).nextafter(input._data.astype(target, copy=False), other._data.astype(target, copy=False)),
                 input)
-    out = _grad_join.scaled_grad_join(out, input, _wrap(_xp(input).ones((), dtype=target), input))
-    return _grad_join.zero_grad_join(out, other)
+    # joined through casts to the result's dtype, so each gradient comes back in its input's dtype (a float32 input
+    # next to a 0-d float64 other got a float64 gradient)
+    x = input if input._data.dtype == target else input.to(out.dtype)
+    y = other if other._data.dtype == target else other.to(out.dtype)
+    if not x.requires_grad:
+        return _grad_join.zero_grad_join(out, y)
+    # g where input != other, 0 where they are equal (torch 2.13's gradient; NaN on either side passes g)
+    differs = _xp(input).not_equal(input._data, other._data).astype(target)
+    out = _grad_join.scaled_grad_join(out, x, _wrap(differs, input))
+    return _grad_join.zero_grad_join(out, y)
 
 
 
