@@ -169,8 +169,11 @@ ENTR = register(OpDef(name="entr", category="unary", impl=_entr_impl, shape_rule
 
 def _xlog1py_impl(xp: Any, x: Any, y: Any) -> Any:
     ew.real_only("xlog1py", x, y)
-    dtype = x.dtype if hasattr(x, "dtype") else y.dtype  # a Python number is the tensor's dtype (x * log1p(1) was
-    x, y = xp.asarray(x, dtype=dtype), xp.asarray(y, dtype=dtype)  # a float64 NumPy scalar: float64 results)
+    # a Python number takes the tensor's dtype (x * log1p(1) was a float64 NumPy scalar: float64 results)
+    if not hasattr(x, "dtype"):
+        x = y.dtype.type(x)
+    elif not hasattr(y, "dtype"):
+        y = x.dtype.type(y)
     if x.dtype.itemsize == 2 and x.dtype.kind in "fV":  # torch: log1p(y) rounded to the half dtype, the product in
         # float32 rounded once (the record skips the generic float32 opmath: ember/ops/opmath.py OPMATH_SKIP)
         log = xp.log1p(y.astype(xp.float32)).astype(x.dtype).astype(xp.float32)
