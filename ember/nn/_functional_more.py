@@ -188,7 +188,9 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         return input
     alpha_p = -1.7580993408473766
     keep_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
-    keep = (rand(keep_shape, device=input.device) >= p).to(input.dtype)
+    # torch's draws: one bernoulli_(1 - p) noise per (sample, channel), as alpha_dropout's per element
+    keep = creation._wrap_array(ember_random.sample_bernoulli(keep_shape, input.dtype, input.device, None, 1.0 - p),
+                                input._device)
     a = ((1 - p) * (1 + p * alpha_p ** 2)) ** -0.5
     b = -a * alpha_p * p
     out = (input * keep + alpha_p * (1 - keep)) * a + b

@@ -72,14 +72,13 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
         return math.sqrt(2.0 / (1 + slope ** 2))
     if nonlinearity == "selu":
         return 3.0 / 4
-    raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}")
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")  # torch's message
 
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor) -> tuple[int, int]:
     """fan_in = size(1) * receptive field, fan_out = size(0) * receptive field (weights are out x in x ...)."""
     if tensor.dim() < 2:
-        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions "
-                         f"(got shape {tuple(tensor.shape)})")
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
     receptive = 1
     for s in tuple(tensor.shape)[2:]:
         receptive *= s

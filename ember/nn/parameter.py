@@ -63,7 +63,23 @@ class Buffer(Tensor):
         pass
 
 
-class UninitializedParameter(Parameter):
+_NO_SHAPE = ("Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+             "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+             "`forward` to initialize the parameters before accessing their attributes.")
+
+
+class _Shapeless:
+    """A lazy placeholder has no shape yet: asking for it raises torch's RuntimeError (ember answered ``(0,)``)."""
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError(_NO_SHAPE)
+
+    def size(self, dim: int | None = None) -> Any:
+        raise RuntimeError(_NO_SHAPE)
+
+
+class UninitializedParameter(_Shapeless, Parameter):
     """A parameter of a ``Lazy*`` module before its first forward (no shape yet); prints as PyTorch's
     ``<UninitializedParameter>`` and becomes a plain :class:`Parameter` when materialized, keeping its identity.
 
@@ -78,6 +94,9 @@ class UninitializedParameter(Parameter):
         self._data = empty(shape, device=device, dtype=dtype)._data
         self.__class__ = self.cls_to_become
 
+    def detach(self) -> "UninitializedParameter":
+        return self  # state_dict() holds it as torch's does (a shapeless placeholder, not tensor([]))
+
     def __repr__(self) -> str:
         return "<UninitializedParameter>"
 
@@ -89,8 +108,33 @@ class UninitializedParameter(Parameter):
         return memo[id(self)]
 
 
-class UninitializedBuffer(Tensor):
-    """A buffer of a ``Lazy*`` module before its first forward."""
+class UninitializedBuffer(_Shapeless, Tensor):
+    """A buffer of a ``Lazy*`` module before its first forward (``running_mean``/``running_var`` of the lazy
+    norms); becomes a plain Tensor when materialized, keeping its identity.
+
+    Example:
+        >>> ember.nn.LazyBatchNorm1d().running_mean
+        <UninitializedBuffer>
+    """
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                persistent: bool = True) -> "UninitializedBuffer":
+        buf = Tensor._make.__func__(cls, empty(0, device=device, dtype=dtype)._data, empty(0)._device, False)
+        buf.persistent = persistent
+        return buf
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                 persistent: bool = True) -> None:
+        pass  # everything happens in __new__
+
+    def materialize(self, shape: tuple, device: Any = None, dtype: Any = None) -> None:
+        self._data = empty(shape, device=device, dtype=dtype or self.dtype)._data
+        self.__class__ = self.cls_to_become
+
+    def detach(self) -> "UninitializedBuffer":
+        return self  # state_dict() holds it as torch's does (a shapeless placeholder, not tensor([]))
 
     def __repr__(self) -> str:
         return "<UninitializedBuffer>"

@@ -646,7 +646,8 @@ def glu(input: Any, dim: int = -1) -> Any:
 # ---- linear and layer_norm primitives -------------------------------------------------------------
 def _linear_impl(xp: Any, x: Any, w: Any, *bias: Any) -> Any:
     lead = x.shape[:-1]
-    rows = x.reshape(-1, x.shape[-1])
+    # (NumPy cannot infer -1 beside a 0: in_features 0, AdaptiveLogSoftmaxWithLoss's 8 // 4**2 tail projection)
+    rows = x.reshape(-1, x.shape[-1]) if x.shape[-1] else x.reshape(math.prod(lead), 0)
     if is_tiny(rows.shape[0], rows.shape[1], w.shape[0]):  # nothing to choose (linalg.TINY_MACS)
         out = xp.matmul(rows, w.T)
         if bias:
@@ -691,7 +692,7 @@ _BIAS_IN_GEMM = 1 << 16
 def _rows(t: Any) -> Any:
     """``t`` as a matrix of rows (all leading dimensions flattened); a matrix as it is (no op: every op a
     backward rule saves is one dispatch less, twice under vmap)."""
-    return t if t.ndim == 2 else t.reshape(-1, t.shape[-1])
+    return t if t.ndim == 2 else t.reshape(math.prod(t.shape[:-1]), t.shape[-1])
 
 
 def _linear_input_grad(ctx: Any, g: Any) -> Any:
@@ -721,7 +722,7 @@ LINEAR = register(OpDef(
 
 
 def _rows_array(a: Any) -> Any:
-    return a if a.ndim == 2 else a.reshape(-1, a.shape[-1])
+    return a if a.ndim == 2 else a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 # The array gradient rules (OpDef.array_vjp): the NumPy calls of the three rules above.

@@ -190,13 +190,15 @@ class MultiheadAttention(Module):
             if mask is not None:
                 scores = scores + mask
             weights = F.softmax(scores, -1)
-            attended = (F.dropout(weights, self.dropout, True) if (self.training and self.dropout > 0)
-                        else weights).matmul(v)
-        out = attended.transpose(1, 2).reshape(n, tgt_len, e)
-        out = self.out_proj(out)
+            if self.training and self.dropout > 0:  # torch returns the weights after dropout
+                weights = F.dropout(weights, self.dropout, True)
+            attended = weights.matmul(v)
+        # torch's layout: rows in (L, N) order, so the output is (L, N, E) in memory (a batch_first result is its
+        # transpose): a dropout after it (TransformerEncoderLayer's dropout1) draws torch's mask for each element
+        out = self.out_proj(attended.permute(2, 0, 1, 3).reshape(tgt_len, n, e))
         if not batched:
-            out = out.squeeze(0)
-        elif not self.batch_first:
+            out = out.squeeze(1)
+        elif self.batch_first:
             out = out.transpose(0, 1)
         if not need_weights:
             return out, None

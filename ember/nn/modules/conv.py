@@ -87,7 +87,7 @@ class _ConvNd(Module):
     def extra_repr(self) -> str:
         text = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * self._dims:
-            text += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            text += f", padding={self.padding}"  # torch's str.format: 'same' prints unquoted
         if self.dilation != (1,) * self._dims:
             text += f", dilation={self.dilation}"
         if self.output_padding != (0,) * self._dims:

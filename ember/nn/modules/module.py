@@ -24,16 +24,25 @@ from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 from ember import __future__ as _future
 from ember import dtypes
 from ember.autograd import grad_mode
-from ember.nn.parameter import Buffer, Parameter
+from ember.nn.parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from ember.tensor import Tensor
 from ember.creation import empty, tensor
 from ember.utils.swap import swap_tensors
 from ember.device import device as Device
+from ember.nn.modules._global_hooks import (  # noqa: F401 (torch.nn.modules.module's register_module_*_hook)
+    _global_backward_hooks, _global_backward_pre_hooks, _global_buffer_registration_hooks, _global_forward_hooks,
+    _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs, _global_forward_pre_hooks,
+    _global_module_registration_hooks, _global_parameter_registration_hooks, register_module_backward_hook,
+    register_module_buffer_registration_hook, register_module_forward_hook, register_module_forward_pre_hook,
+    register_module_full_backward_hook, register_module_full_backward_pre_hook,
+    register_module_module_registration_hook, register_module_parameter_registration_hook,
+)
 
 _HANDLE_IDS = itertools.count()
 # Bumped whenever a hook is added or removed or a parametrization changes a module's class: ember.compile re-reads
 # the hooks of the modules it reaches only when this moved (a trace bakes the hooks in; ember/graph/compile.py).
 HOOK_CHANGES = [0]
+_LAZY = (UninitializedParameter, UninitializedBuffer)  # no shape: skipped by load_state_dict
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the state_dict key of get_extra_state()'s value, as PyTorch
 
 
@@ -149,10 +158,12 @@ class Module:
 
     @staticmethod
     def _check_name(name: Any, kind: str) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
-        if "." in name or name == "":
-            raise KeyError(f'{kind} name can\'t contain "." and can\'t be empty, got {name!r}')
+        if not isinstance(name, str):  # torch's messages
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Add a parameter (or ``None``, a declared-but-absent one such as a disabled bias)."""
@@ -161,8 +172,12 @@ class Module:
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
-                            "(ember.nn.Parameter or None required)")
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            "(torch.nn.Parameter or None required)")
+        for hook in _global_parameter_registration_hooks.values():
+            output = hook(self, name, param)
+            if output is not None:
+                param = output
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -172,11 +187,15 @@ class Module:
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
-                            "(ember Tensor or None required)")
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            "(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = Tensor._make(tensor._data, tensor._device, False)
+        for hook in _global_buffer_registration_hooks.values():
+            output = hook(self, name, tensor)
+            if output is not None:
+                tensor = output
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -186,14 +205,20 @@ class Module:
     def add_module(self, name: str, module: "Module | None") -> None:
         """Add a child module, reachable as an attribute and in ``state_dict`` under ``name.``."""
         self._check_ready("modules")
-        if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if module is not None and not isinstance(module, Module):  # torch's checks, in torch's order
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
         if not isinstance(name, str):
-            raise TypeError(f"module name should be a string, got {type(name).__name__}")
-        if "." in name or name == "":
-            raise KeyError(f'module name can\'t contain "." and can\'t be empty, got {name!r}')
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        for hook in _global_module_registration_hooks.values():
+            output = hook(self, name, module)
+            if output is not None:
+                module = output
         self._modules[name] = module
 
     register_module = add_module
@@ -209,8 +234,8 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
-                                "(ember.nn.Parameter or None expected)")
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
             self._note_change(name, params[name], value)
             params[name] = None
         elif isinstance(value, Module):
@@ -218,11 +243,15 @@ class Module:
             self._note_change(name, _stored(d, name), value)
             self._remove_from(name, d, "_parameters", "_buffers")
             d.pop(name, None)
+            for hook in _global_module_registration_hooks.values():
+                output = hook(self, name, value)
+                if output is not None:
+                    value = output
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
-                                "(ember.nn.Module or None expected)")
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                "(torch.nn.Module or None expected)")
             self._note_change(name, d["_modules"][name], value)
             d["_modules"][name] = None
         elif isinstance(value, Buffer):
@@ -233,8 +262,8 @@ class Module:
             self.register_buffer(name, value)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                                "(ember Tensor or None expected)")
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                "(torch.nn.Buffer, torch.Tensor or None expected)")
             self._note_change(name, d["_buffers"][name], value)
             d["_buffers"][name] = value
         else:
@@ -365,10 +394,12 @@ class Module:
         module = self
         if target == "":
             return module
-        for part in target.split("."):
-            if part not in module._modules or module._modules[part] is None:
-                raise AttributeError(f"{type(module).__name__} has no submodule `{part}` (looking up {target!r})")
-            module = module._modules[part]
+        for part in target.split("."):  # torch's messages
+            if not hasattr(module, part):
+                raise AttributeError(module._get_name() + " has no attribute `" + part + "`")
+            module = getattr(module, part)
+            if not isinstance(module, Module):
+                raise AttributeError("`" + part + "` is not an nn.Module")
         return module
 
     def set_submodule(self, target: str, module: "Module", strict: bool = False) -> None:
@@ -389,15 +420,20 @@ class Module:
     def get_parameter(self, target: str) -> Parameter:
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
-        if name not in module._parameters:
-            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
-        return module._parameters[name]
+        if not hasattr(module, name):
+            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
+        param = getattr(module, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return param
 
     def get_buffer(self, target: str) -> Tensor:
         module_path, _, name = target.rpartition(".")
         module = self.get_submodule(module_path)
+        if not hasattr(module, name):
+            raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
         if name not in module._buffers:
-            raise AttributeError(f"{type(module).__name__} has no buffer `{name}`")
+            raise AttributeError("`" + name + "` is not a buffer")
         return module._buffers[name]
 
     # ---- modes and gradients --------------------------------------------------------------------
@@ -462,7 +498,9 @@ class Module:
                     if grad is not None:
                         param.grad = grad
             for name, buf in self._buffers.items():
-                if buf is not None:
+                if isinstance(buf, UninitializedBuffer):  # a lazy norm's: converted, still uninitialized
+                    buf._data = fn(Tensor._make(buf._data, buf._device, False))._data
+                elif buf is not None:
                     self._buffers[name] = fn(buf)
         return self
 
@@ -484,7 +522,8 @@ class Module:
         if dtype is not None:
             dtype = dtypes.to_dtype(dtype)
             if not dtype.is_floating_point:
-                raise TypeError(f"Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+                raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
             out = t.to(device) if device is not None else t
@@ -539,6 +578,13 @@ class Module:
 
     def bfloat16(self) -> "Module":
         return self._cast_floats(dtypes.bfloat16)
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """``torch.nn.Module.compile``: this module's forward through ``ember.compile`` from now on (in place;
+        returns None as torch's). Hooks still run around it, eagerly."""
+        from ember.graph import compile as graph_compile
+
+        self.forward = graph_compile(type(self).forward.__get__(self), *args, **kwargs)
 
     def share_memory(self) -> "Module":
         """Move every parameter (and its gradient) and buffer into shared memory, for Hogwild training with
@@ -615,6 +661,12 @@ class Module:
                 missing_keys.append(key)
                 continue
             value = _as_tensor(state_dict[key], key)
+            if value is None:
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(state_dict[key])}")
+                continue
+            if isinstance(target, _LAZY):  # a lazy module's placeholder: its own load hook materialized the rest
+                continue
             if tuple(value.shape) != tuple(target.shape):
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
@@ -656,7 +708,7 @@ class Module:
         result names them either way.
         """
         if not hasattr(state_dict, "keys"):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing: list = []
         unexpected: list = []
         errors: list = []
@@ -776,7 +828,8 @@ class Module:
         return self.register_full_backward_hook(hook)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks"):
+        if self.__dict__.get("_backward_hooks") or self.__dict__.get("_backward_pre_hooks") \
+                or _global_backward_hooks or _global_backward_pre_hooks:
             return self._call_with_backward_hooks(args, kwargs)
         return self._call_forward(args, kwargs)
 
@@ -784,7 +837,9 @@ class Module:
         """Run forward with identity autograd nodes around the inputs and outputs (see _backward_hooks)."""
         from ember.nn.modules._backward_hooks import BackwardHook
 
-        hook = BackwardHook(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+        # torch's order: the global hooks (register_module_full_backward_hook) before the module's own
+        hook = BackwardHook(self, list(_global_backward_hooks.values()) + list(self._backward_hooks.values()),
+                            list(_global_backward_pre_hooks.values()) + list(self._backward_pre_hooks.values()))
         output = self._call_forward(args, kwargs, hook)
         if not isinstance(output, (Tensor, tuple)):
             import warnings
@@ -795,31 +850,65 @@ class Module:
         return hook.setup_output_hook(output)
 
     def _call_forward(self, args: tuple, kwargs: dict, backward_hook: Any = None) -> Any:
-        if self._forward_pre_hooks:
-            for hook_id, hook in list(self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    result = hook(self, args, kwargs)
-                    if result is not None:
-                        if not (isinstance(result, tuple) and len(result) == 2):
-                            raise RuntimeError("forward pre-hook with kwargs must return None or a tuple "
-                                               f"(new_args, new_kwargs), but got {result!r}")
-                        args, kwargs = result
-                else:
+        called = None  # always_call hooks already run: a failing forward runs the others, then raises
+        try:  # (free in CPython 3.11+ unless something raises)
+            if _global_forward_pre_hooks:  # register_module_forward_pre_hook's: before the module's own
+                for hook in list(_global_forward_pre_hooks.values()):
                     result = hook(self, args)
                     if result is not None:
                         args = result if isinstance(result, tuple) else (result,)
-        if backward_hook is not None:
-            args = backward_hook.setup_input_hook(args)
-        output = self.forward(*args, **kwargs)
-        if self._forward_hooks:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_with_kwargs:
-                    result = hook(self, args, kwargs, output)
-                else:
-                    result = hook(self, args, output)
+            if self._forward_pre_hooks:
+                for hook_id, hook in list(self._forward_pre_hooks.items()):
+                    if hook_id in self._forward_pre_hooks_with_kwargs:
+                        result = hook(self, args, kwargs)
+                        if result is not None:
+                            if not (isinstance(result, tuple) and len(result) == 2):
+                                raise RuntimeError("forward pre-hook with kwargs must return None or a tuple "
+                                                   f"(new_args, new_kwargs), but got {result!r}")
+                            args, kwargs = result
+                    else:
+                        result = hook(self, args)
+                        if result is not None:
+                            args = result if isinstance(result, tuple) else (result,)
+            if backward_hook is not None:
+                args = backward_hook.setup_input_hook(args)
+            output = self.forward(*args, **kwargs)
+            if _global_forward_hooks or self._forward_hooks:
+                called = set()
+                output = self._run_forward_hooks(args, kwargs, output, called)
+            return output
+        except Exception:
+            if self._forward_hooks_always_called or _global_forward_hooks_always_called:
+                self._run_always_called_hooks(args, kwargs, called or set())
+            raise
+
+    def _run_forward_hooks(self, args: tuple, kwargs: dict, output: Any, called: set) -> Any:
+        """The global forward hooks (register_module_forward_hook), then the module's, as torch runs them."""
+        for hooks, always, with_kwargs in (
+                (_global_forward_hooks, _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs),
+                (self._forward_hooks, self._forward_hooks_always_called, self._forward_hooks_with_kwargs)):
+            for hook_id, hook in list(hooks.items()):
+                if hook_id in always:
+                    called.add(hook_id)
+                result = hook(self, args, kwargs, output) if hook_id in with_kwargs else hook(self, args, output)
                 if result is not None:
                     output = result
         return output
+
+    def _run_always_called_hooks(self, args: tuple, kwargs: dict, called: set) -> None:
+        import warnings
+
+        for hooks, always, with_kwargs in (
+                (_global_forward_hooks, _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs),
+                (self._forward_hooks, self._forward_hooks_always_called, self._forward_hooks_with_kwargs)):
+            for hook_id, hook in list(hooks.items()):
+                if hook_id not in always or hook_id in called:
+                    continue
+                try:
+                    hook(self, args, kwargs, None) if hook_id in with_kwargs else hook(self, args, None)
+                except Exception as error:  # noqa: BLE001 - torch silences it with this warning
+                    warnings.warn("forward hook with ``always_call=True`` raised an exception that was silenced "
+                                  f"as another error was raised in forward: {str(error)}", stacklevel=3)
 
     _call_impl = __call__
 
@@ -852,5 +941,13 @@ def _as_tensor(value: Any, key: str) -> Tensor:
         return tensor(np.asarray(value))
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor: convert through NumPy
         return tensor(np.asarray(value.detach().cpu().numpy()))
-    raise TypeError(f"load_state_dict: value for {key!r} is a {type(value).__name__}; expected an ember Tensor "
-                    "or a NumPy array")
+    return None  # torch's message, collected with the other errors by _load_from_state_dict
+
+
+def _typename(obj: Any) -> str:
+    """``torch.typename``: ``torch.FloatTensor`` for a tensor, the qualified class name otherwise."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "builtins")
+    name = type(obj).__qualname__
+    return name if module in ("builtins", None) else f"{module}.{name}"

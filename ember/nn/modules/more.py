@@ -26,6 +26,7 @@ from ember.nn.modules.module import Module
 from ember.nn.modules.normalization import _BatchNorm
 from ember.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from ember.tensor import Tensor
+from ember.dtypes import int64
 
 
 def _tuple(value: Any, n: int) -> tuple:
@@ -181,9 +182,9 @@ class CrossMapLRN2d(LocalResponseNorm):
         super().__init__(size, alpha, beta, k)  # (k's default is the int 1 in torch: it prints "k=1")
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.ndim != 4:
-            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.ndim}D instead.")
-        return super().forward(input)
+        from ember.nn._cross_map_lrn import cross_map_lrn2d  # torch's legacy windows and backward
+
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -566,6 +567,17 @@ class LazyModuleMixin:
                 raise RuntimeError(f"{type(self).__name__}: the parameter '{name}' loaded with shape {tuple(p.shape)} "
                                    f"does not fit the first input, which needs {tuple(new.shape)}")
             real._parameters[name] = p  # the loaded (or materialized) parameter keeps its identity
+        for name, b in list(self._buffers.items()):
+            new = real._buffers.get(name)
+            if new is None or b is None:
+                continue
+            if isinstance(b, UninitializedBuffer):
+                b.materialize(tuple(new.shape), dtype=b.dtype)
+                b._data[...] = new._data
+            elif tuple(b.shape) != tuple(new.shape):
+                raise RuntimeError(f"{type(self).__name__}: the buffer '{name}' loaded with shape {tuple(b.shape)} "
+                                   f"does not fit the first input, which needs {tuple(new.shape)}")
+            real._buffers[name] = b  # loaded running statistics (and num_batches_tracked) are kept
         training = self.training
         self.__dict__.update(real.__dict__)
         self.__class__ = type(real)
@@ -579,9 +591,11 @@ class LazyModuleMixin:
     def _load_from_state_dict(self, state_dict: dict, prefix: str, *args: Any) -> None:
         """PyTorch's lazy load hook: an uninitialized parameter found in ``state_dict`` takes its shape (d2l loads
         ``MLP`` weights into a fresh ``LazyLinear`` model before any forward)."""
-        for name, p in self._parameters.items():
+        for name, p in list(self._parameters.items()) + list(self._buffers.items()):
             value = state_dict.get(prefix + name)
-            if isinstance(p, UninitializedParameter) and value is not None and hasattr(value, "shape"):
+            if isinstance(p, (UninitializedParameter, UninitializedBuffer)) and value is not None \
+                    and hasattr(value, "shape") and not isinstance(value, (UninitializedParameter,
+                                                                             UninitializedBuffer)):
                 p.materialize(tuple(value.shape), dtype=getattr(value, "dtype", None))
         Module._load_from_state_dict(self, state_dict, prefix, *args)
 
@@ -687,6 +701,13 @@ def _lazy_norm(name: str, target: str) -> type:
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
+        if track_running_stats:  # torch's placeholders, so a trained norm's checkpoint loads strictly
+            self.register_buffer("running_mean", UninitializedBuffer(dtype=dtype))
+            self.register_buffer("running_var", UninitializedBuffer(dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype=int64))
+        else:
+            for key in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(key, None)
 
     def has_uninitialized_params(self: Any) -> bool:
         return "_spec" in self.__dict__ and type(self).__name__.startswith("Lazy")
@@ -704,6 +725,7 @@ def _lazy_norm(name: str, target: str) -> type:
         return cls(channels, **self._spec)
 
     return type(name, (LazyModuleMixin, Module), {"__init__": __init__, "_build": _build, "__module__": __name__,
+                                                  "_version": 2,  # the norms' (_NormBase) state version
                                                   "has_uninitialized_params": has_uninitialized_params,
                                                   "extra_repr": extra_repr,
                                                   "__doc__": f"``{target}`` whose num_features come from the "

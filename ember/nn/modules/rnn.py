@@ -289,6 +289,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:  # torch's order: proj_size right after the sizes
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -299,8 +301,6 @@ class RNNBase(Module):
             text += f", dropout={self.dropout}"
         if self.bidirectional:
             text += ", bidirectional=True"
-        if self.proj_size:
-            text += f", proj_size={self.proj_size}"
         return text
 
 
@@ -419,6 +419,8 @@ class RNNCellBase(Module):
         text = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:
             text += ", bias=False"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":  # RNNCell's relu (torch prints it unquoted)
+            text += f", nonlinearity={self.nonlinearity}"
         return text
 
 

@@ -37,6 +37,13 @@ def _set_grad(param: Tensor, value: Tensor) -> None:
         param.grad = value.detach()
 
 
+def _vector_norm(t: Tensor, norm_type: float) -> Tensor:
+    """``linalg.vector_norm(t, norm_type)`` over all elements: inf the largest magnitude, -inf the smallest."""
+    if math.isinf(norm_type):
+        return t.abs().max() if norm_type > 0 else t.abs().min()
+    return t.norm(norm_type)
+
+
 def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach: Any = None) -> Tensor:
     """Scale all gradients together so their joint ``norm_type``-norm is at most ``max_norm``.
@@ -50,21 +57,16 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
     if not grads:
         return creation.tensor(0.0)
     with grad_mode.no_grad():
-        if math.isinf(norm_type):
-            norms = [g.detach().abs().max().to(grads[0].dtype) for g in grads]
-            total = norms[0] if len(norms) == 1 else stack(norms).max()
-        else:
-            norms = [g.detach().norm(norm_type).to(grads[0].dtype) for g in grads]
-            total = stack(norms).norm(norm_type)
+        # torch's _get_total_norm: vector_norm of each gradient, then of the stacked norms (-inf: the minimum)
+        norms = [_vector_norm(g.detach(), norm_type).to(grads[0].dtype) for g in grads]
+        total = norms[0] if len(norms) == 1 and math.isinf(norm_type) else _vector_norm(stack(norms), norm_type)
         if error_if_nonfinite and not bool(total.isfinite().all()):
             raise RuntimeError(
-                f"clip_grad_norm_: the total norm of order {norm_type} for gradients from `parameters` is "
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
                 "non-finite, so it cannot be clipped. To disable this error and scale the gradients by the "
                 "non-finite norm anyway, set `error_if_nonfinite=False`")
-        coef = float(max_norm) / (float(total.item()) + 1e-6)
-        if coef < 1.0:
-            for p in params:
-                _set_grad(p, p.grad.detach() * coef)
+        # torch's coefficient, in the norm's dtype and always applied (1.0 when under max_norm; NaN spreads)
+        _scale_grads(params, (float(max_norm) / (total + 1e-6)).clamp(max=1.0))
     return total
 
 
@@ -80,9 +82,7 @@ def get_total_norm(tensors: Iterable[Tensor] | Tensor, norm_type: float = 2.0, e
                    foreach: Any = None) -> Tensor:
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     with grad_mode.no_grad():
-        if math.isinf(norm_type):
-            return stack([t.detach().abs().max() for t in tensors]).max()
-        return stack([t.detach().norm(norm_type) for t in tensors]).norm(norm_type)
+        return _vector_norm(stack([_vector_norm(t.detach(), norm_type) for t in tensors]), norm_type)
 
 
 def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, total_norm: Tensor,
@@ -98,7 +98,13 @@ def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float
     if not params:
         return
     with grad_mode.no_grad():
-        coef = float(max_norm) / (float(total_norm) + 1e-6)
-        coef = min(coef, 1.0)
-        for p in params:
-            _set_grad(p, p.grad.detach() * coef)
+        _scale_grads(params, (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0))
+
+
+def _scale_grads(params: list, coef: Tensor) -> None:
+    """``grad *= coef`` as torch (the 0-d coefficient in each gradient's dtype); a coefficient of exactly 1
+    changes no bit, so that pass is skipped."""
+    if float(coef) == 1.0:
+        return
+    for p in params:
+        _set_grad(p, p.grad.detach() * coef.to(p.grad.dtype))

@@ -23,7 +23,7 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     """Copy consecutive slices of ``vec`` into the parameters' data."""
     if not isinstance(vec, Tensor) or vec.dim() != 1:
-        raise TypeError("vector_to_parameters: expected vec to be a 1-D ember Tensor")
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")  # torch's message
     offset = 0
     with grad_mode.no_grad():
         for p in parameters:

@@ -66,6 +66,8 @@ def fuse_linear_bn_eval(linear: Module, bn: Module) -> Module:
 
 def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Module:
     """Build a module without running its parameter initialization (values are whatever ``empty`` holds)."""
+    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+        raise RuntimeError(f"Expected a Module; got {module_cls}")
     original = getattr(module_cls, "reset_parameters", None)
     if original is None:
         return module_cls(*args, **kwargs)

@@ -151,7 +151,7 @@ def type_before_parametrizations(module: Module) -> type:
 
 def remove_parametrizations(module: Module, tensor_name: str, leave_parametrized: bool = True) -> Module:
     if not is_parametrized(module, tensor_name):
-        raise ValueError(f"Module {type(module).__name__} does not have a parametrization on {tensor_name}")
+        raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
     plist = module.parametrizations[tensor_name]
 
     with no_grad():

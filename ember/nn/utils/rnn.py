@@ -45,7 +45,8 @@ def _lengths_array(lengths: Any) -> np.ndarray:
         lengths = lengths.tolist()
     out = np.asarray(lengths, dtype=np.int64).reshape(-1)
     if out.size and out.min() <= 0:
-        raise RuntimeError(f"pack_padded_sequence: all lengths must be > 0, got {out.tolist()}")
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
     return out
 
 
@@ -72,8 +73,9 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         raise RuntimeError(f"pack_padded_sequence: a length {int(lens.max())} exceeds the padded length {steps}")
     if enforce_sorted:
         if np.any(np.diff(lens) > 0):
-            raise RuntimeError("pack_padded_sequence: `lengths` array must be sorted in decreasing order when "
-                               "`enforce_sorted` is True. Pass enforce_sorted=False to sort internally.")
+            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
+                               "to sidestep this requirement if you do not need ONNX exportability.")
         order = None
     else:
         order = np.argsort(-lens, kind="stable")
@@ -97,8 +99,8 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     steps = len(sizes)
     if total_length is not None:
         if total_length < steps:
-            raise ValueError(f"pad_packed_sequence: total_length={total_length} is less than the longest "
-                             f"sequence length {steps}")
+            raise ValueError("Expected total_length to be at least the length of the longest sequence in input, "
+                             f"but got total_length={total_length} and max sequence length being {steps}")
         steps = total_length
     rows = _packed_rows(sizes, batch)
     # Gather from the packed rows plus one padding row: differentiable and device independent.
