@@ -91,7 +91,7 @@ def probe_forward_hooks_kwargs_always_call(L):
     h1.remove()
     z = m(L.ones(2), scale=2.0)
     return [calls, _arr(y), r, _arr(z), len(m._forward_hooks), len(m._forward_pre_hooks),
-            sorted(m._forward_hooks_with_kwargs), sorted(m._forward_hooks_always_called)]
+            len(m._forward_hooks_with_kwargs), len(m._forward_hooks_always_called)]
 
 
 def probe_global_hooks_order(L):

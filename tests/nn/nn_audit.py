@@ -46,6 +46,8 @@ def _build(L, name: str, args: tuple, kwargs: dict):
         warnings.simplefilter("ignore")
         if callable(args):  # arguments that are modules: built by the library under test
             args = args(L)
+        if isinstance(kwargs.get("dtype"), str):  # a dtype by name: the library's own
+            kwargs = {**kwargs, "dtype": getattr(L, kwargs["dtype"])}
         return getattr(L.nn, name)(*args, **kwargs)
 
 

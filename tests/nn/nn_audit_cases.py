@@ -265,6 +265,23 @@ CASES = [
     ("AdaptiveLogSoftmaxWithLoss", (8, 16, [4, 10]), {}, _adaptive_lsm),
     ("AdaptiveLogSoftmaxWithLoss", (8, 16, [4, 10]), {"div_value": 2.0, "head_bias": True}, _adaptive_lsm),
     ("LinearCrossEntropyLoss", (), {}, None),
+    # factory keywords and other non-defaults
+    ("Linear", (4, 3), {"dtype": "float64"}, f(2, 4)), ("Conv2d", (2, 2, 1), {"dtype": "float64", "device": "cpu"}, None),
+    ("BatchNorm1d", (3,), {"dtype": "float64"}, None), ("LayerNorm", (4,), {"dtype": "float64"}, None),
+    ("Embedding", (10, 3), {"padding_idx": -1, "norm_type": 1.0, "max_norm": 2.0}, ints(10, 2, 3)),
+    ("EmbeddingBag", (10, 3), {"mode": "mean", "padding_idx": 0}, ints(10, 2, 4)),
+    ("GroupNorm", (1, 4), {"eps": 1e-3}, f(2, 4, 5)), ("GroupNorm", (4, 4), {}, f(2, 4, 5)),
+    ("InstanceNorm1d", (3,), {"affine": True, "bias": False}, None),
+    ("BatchNorm2d", (3,), {"bias": False}, f(2, 3, 2, 2)),
+    ("ConvTranspose2d", (2, 2, 3), {"padding_mode": "zeros", "groups": 2, "output_padding": 1, "stride": 2},
+     f(1, 2, 3, 3)),
+    ("GRU", (4, 3), {"batch_first": True, "num_layers": 2, "dropout": 0.5}, f(2, 5, 4)),
+    ("LSTM", (4, 3), {"num_layers": 2, "dropout": 0.5}, f(5, 2, 4)),
+    ("MultiheadAttention", (6, 3), {"dropout": 0.2, "add_bias_kv": True}, lambda r: (
+        r.standard_normal((3, 2, 6)), r.standard_normal((4, 2, 6)), r.standard_normal((4, 2, 6)))),
+    ("Dropout", (0.5,), {"inplace": True}, None), ("Softmax", (-1,), {}, f(2, 3, 4)),
+    ("Upsample", (), {"scale_factor": (2, 1), "mode": "nearest-exact"}, f(1, 2, 3, 3)),
+    ("Upsample", (), {"size": 6, "mode": "linear", "align_corners": False}, f(1, 2, 3)),
     # containers
     ("TransformerEncoder", lambda L: (L.nn.TransformerEncoderLayer(8, 2, 16, 0.0), 2),
      {"enable_nested_tensor": False}, f(5, 2, 8)),

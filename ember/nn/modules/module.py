@@ -17,7 +17,6 @@ Example:
 """
 from __future__ import annotations
 
-import itertools
 from collections import OrderedDict
 from typing import Any, Callable, Iterator, NamedTuple, TypeVar
 
@@ -30,7 +29,8 @@ from ember.creation import empty, tensor
 from ember.utils.swap import swap_tensors
 from ember.device import device as Device
 from ember.nn.modules._global_hooks import (  # noqa: F401 (torch.nn.modules.module's register_module_*_hook)
-    _global_backward_hooks, _global_backward_pre_hooks, _global_buffer_registration_hooks, _global_forward_hooks,
+    HOOK_CHANGES, RemovableHandle, _add_hook, _global_backward_hooks, _global_backward_pre_hooks,
+    _global_buffer_registration_hooks, _global_forward_hooks,
     _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs, _global_forward_pre_hooks,
     _global_module_registration_hooks, _global_parameter_registration_hooks, register_module_backward_hook,
     register_module_buffer_registration_hook, register_module_forward_hook, register_module_forward_pre_hook,
@@ -38,41 +38,8 @@ from ember.nn.modules._global_hooks import (  # noqa: F401 (torch.nn.modules.mod
     register_module_module_registration_hook, register_module_parameter_registration_hook,
 )
 
-_HANDLE_IDS = itertools.count()
-# Bumped whenever a hook is added or removed or a parametrization changes a module's class: ember.compile re-reads
-# the hooks of the modules it reaches only when this moved (a trace bakes the hooks in; ember/graph/compile.py).
-HOOK_CHANGES = [0]
 _LAZY = (UninitializedParameter, UninitializedBuffer)  # no shape: skipped by load_state_dict
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"  # the state_dict key of get_extra_state()'s value, as PyTorch
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` unregisters the hook (also usable as ``with``)."""
-
-    def __init__(self, *hook_dicts: dict) -> None:
-        self.id = next(_HANDLE_IDS)
-        self._dicts = hook_dicts
-
-    def remove(self) -> None:
-        HOOK_CHANGES[0] += 1
-        for hooks in self._dicts:
-            hooks.pop(self.id, None)
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.remove()
-
-
-def _add_hook(hooks: OrderedDict, hook: Callable, prepend: bool) -> RemovableHandle:
-    """Register ``hook`` in ``hooks`` (first when ``prepend``); the handle removes it."""
-    handle = RemovableHandle(hooks)
-    hooks[handle.id] = hook
-    HOOK_CHANGES[0] += 1
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
 
 
 class _IncompatibleKeys(NamedTuple):

@@ -19,6 +19,7 @@ from ember.autograd.grad_mode import no_grad
 from ember.nn.modules.linear import Linear
 from ember import creation
 from ember.nn import functional as F, init
+from ember.nn._cross_map_lrn import cross_map_lrn2d  # torch's legacy windows and backward
 from ember.nn.modules import conv as _conv, normalization as _normalization
 from ember.nn.modules.conv import ConvTranspose1d, ConvTranspose3d  # noqa: F401 (re-exported)
 from ember.nn.modules.loss import _Loss, _WeightedLoss
@@ -182,8 +183,6 @@ class CrossMapLRN2d(LocalResponseNorm):
         super().__init__(size, alpha, beta, k)  # (k's default is the int 1 in torch: it prints "k=1")
 
     def forward(self, input: Tensor) -> Tensor:
-        from ember.nn._cross_map_lrn import cross_map_lrn2d  # torch's legacy windows and backward
-
         return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
 
