@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember import dtypes
 from ember.tensor import Tensor
 from ember.creation import empty
 
@@ -94,9 +95,6 @@ class UninitializedParameter(_Shapeless, Parameter):
         self._data = empty(shape, device=device, dtype=dtype)._data
         self.__class__ = self.cls_to_become
 
-    def detach(self) -> "UninitializedParameter":
-        return self  # state_dict() holds it as torch's does (a shapeless placeholder, not tensor([]))
-
     def __repr__(self) -> str:
         return "<UninitializedParameter>"
 
@@ -104,8 +102,11 @@ class UninitializedParameter(_Shapeless, Parameter):
 
     def __deepcopy__(self, memo: dict) -> "UninitializedParameter":
         if id(self) not in memo:
-            memo[id(self)] = type(self)(requires_grad=self._requires_grad)
+            memo[id(self)] = _uninitialized_parameter(self._requires_grad, str(self.dtype).split(".")[-1])
         return memo[id(self)]
+
+    def __reduce_ex__(self, protocol: int) -> tuple:  # a placeholder pickles as a placeholder (dtype kept)
+        return _uninitialized_parameter, (self._requires_grad, str(self.dtype).split(".")[-1])
 
 
 class UninitializedBuffer(_Shapeless, Tensor):
@@ -133,13 +134,28 @@ class UninitializedBuffer(_Shapeless, Tensor):
         self._data = empty(shape, device=device, dtype=dtype or self.dtype)._data
         self.__class__ = self.cls_to_become
 
-    def detach(self) -> "UninitializedBuffer":
-        return self  # state_dict() holds it as torch's does (a shapeless placeholder, not tensor([]))
+    def __deepcopy__(self, memo: dict) -> "UninitializedBuffer":
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(dtype=self.dtype, persistent=getattr(self, "persistent", True))
+        return memo[id(self)]
+
+    def __reduce_ex__(self, protocol: int) -> tuple:
+        return _uninitialized_buffer, (str(self.dtype).split(".")[-1], getattr(self, "persistent", True))
 
     def __repr__(self) -> str:
         return "<UninitializedBuffer>"
 
     __str__ = __repr__
+
+
+def _uninitialized_parameter(requires_grad: bool, dtype_name: str) -> UninitializedParameter:
+    """Copies and unpickles an UninitializedParameter (its dtype by name)."""
+    return UninitializedParameter(empty(0, dtype=getattr(dtypes, dtype_name)), requires_grad)
+
+
+def _uninitialized_buffer(dtype_name: str, persistent: bool) -> UninitializedBuffer:
+    """Unpickles an UninitializedBuffer (its dtype by name)."""
+    return UninitializedBuffer(dtype=getattr(dtypes, dtype_name), persistent=persistent)
 
 
 def is_lazy(param: Any) -> bool:

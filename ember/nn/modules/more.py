@@ -553,6 +553,12 @@ class LazyModuleMixin:
         return any(isinstance(p, UninitializedParameter) for p in self._parameters.values())
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
+        placeholders = [t for t in list(self._parameters.values()) + list(self._buffers.values())
+                        if isinstance(t, (UninitializedParameter, UninitializedBuffer))]
+        if placeholders:  # built in the placeholders' dtype, as torch materializes them (after .double(): float64)
+            for spec in (self.__dict__.get("_factory"), self.__dict__.get("_spec")):
+                if spec is not None and "dtype" in spec:
+                    spec["dtype"] = placeholders[0].dtype
         real = self._build(args[0])
         for name, p in list(self._parameters.items()):
             new = real._parameters.get(name)
@@ -562,6 +568,9 @@ class LazyModuleMixin:
                 p.materialize(tuple(new.shape), dtype=new.dtype)
                 with no_grad():
                     p.copy_(new)
+            elif tuple(p.shape) == (0,) != tuple(new.shape):  # saved before its first call: written empty
+                with no_grad():
+                    p.data = new.detach().to(p.dtype)
             elif tuple(p.shape) != tuple(new.shape):  # loaded from a checkpoint that does not fit this input
                 raise RuntimeError(f"{type(self).__name__}: the parameter '{name}' loaded with shape {tuple(p.shape)} "
                                    f"does not fit the first input, which needs {tuple(new.shape)}")
@@ -573,6 +582,8 @@ class LazyModuleMixin:
             if isinstance(b, UninitializedBuffer):
                 b.materialize(tuple(new.shape), dtype=b.dtype)
                 b._data[...] = new._data
+            elif tuple(b.shape) == (0,) != tuple(new.shape):  # saved before its first call: written empty
+                b = new
             elif tuple(b.shape) != tuple(new.shape):
                 raise RuntimeError(f"{type(self).__name__}: the buffer '{name}' loaded with shape {tuple(b.shape)} "
                                    f"does not fit the first input, which needs {tuple(new.shape)}")
@@ -592,9 +603,9 @@ class LazyModuleMixin:
         ``MLP`` weights into a fresh ``LazyLinear`` model before any forward)."""
         for name, p in list(self._parameters.items()) + list(self._buffers.items()):
             value = state_dict.get(prefix + name)
+            # (a lazy model's own state_dict holds its placeholders as empty tensors: they stay placeholders)
             if isinstance(p, (UninitializedParameter, UninitializedBuffer)) and value is not None \
-                    and hasattr(value, "shape") and not isinstance(value, (UninitializedParameter,
-                                                                             UninitializedBuffer)):
+                    and hasattr(value, "shape") and tuple(value.shape) != (0,):
                 p.materialize(tuple(value.shape), dtype=getattr(value, "dtype", None))
         Module._load_from_state_dict(self, state_dict, prefix, *args)
 
