@@ -177,6 +177,7 @@ def probe_rnn_packing(L):
     unpacked, lengths = R.pad_packed_sequence(packed, batch_first=True, total_length=4)
     out += [_arr(unpacked), _arr(lengths), str(lengths.dtype).split(".")[-1]]
     out.append(_rec(lambda: R.pack_sequence(seqs)))  # not sorted
+    out.append(_rec(lambda: R.pad_sequence([])))
     out.append(_rec(lambda: R.pack_padded_sequence(padded, [3, 0, 2], enforce_sorted=False)))
     out.append(_rec(lambda: R.pad_packed_sequence(packed, total_length=2)))
     out.append([_arr(t) for t in R.unpad_sequence(R.pad_sequence(seqs, batch_first=True), L.tensor([3, 1, 2]),

@@ -11,6 +11,8 @@ Example:
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from typing import Any, Iterable
 
 from ember.autograd import grad_mode
@@ -66,7 +68,7 @@ def clip_grad_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float, norm
                 "non-finite, so it cannot be clipped. To disable this error and scale the gradients by the "
                 "non-finite norm anyway, set `error_if_nonfinite=False`")
         # torch's coefficient, in the norm's dtype and always applied (1.0 when under max_norm; NaN spreads)
-        _scale_grads(params, (float(max_norm) / (total + 1e-6)).clamp(max=1.0))
+        _scale_grads(params, max_norm, total)
     return total
 
 
@@ -98,13 +100,16 @@ def clip_grads_with_norm_(parameters: Iterable[Tensor] | Tensor, max_norm: float
     if not params:
         return
     with grad_mode.no_grad():
-        _scale_grads(params, (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0))
+        _scale_grads(params, max_norm, total_norm)
 
 
-def _scale_grads(params: list, coef: Tensor) -> None:
-    """``grad *= coef`` as torch (the 0-d coefficient in each gradient's dtype); a coefficient of exactly 1
-    changes no bit, so that pass is skipped."""
-    if float(coef) == 1.0:
+def _scale_grads(params: list, max_norm: float, total: Any) -> None:
+    """``grad *= min(max_norm / (total + 1e-6), 1)`` computed as torch's 0-d tensor ops, in the norm's dtype (so the
+    product rounds as torch's; NaN spreads); a coefficient of exactly 1 changes no bit, so that pass is skipped."""
+    t = np.asarray(total.detach().cpu().numpy() if isinstance(total, Tensor) else np.float32(total))
+    one = t.dtype.type
+    scale = float(np.minimum(one(max_norm) / (t + one(1e-6)), one(1.0)))
+    if scale == 1.0:
         return
     for p in params:
-        _set_grad(p, p.grad.detach() * coef.to(p.grad.dtype))
+        _set_grad(p, p.grad.detach() * scale)

@@ -125,7 +125,7 @@ def pad_sequence(sequences: Sequence[Tensor], batch_first: bool = False, padding
     """Stack tensors of shapes (L_i, *) into (L_max, B, *) (or (B, L_max, *)), filling with padding_value."""
     sequences = list(sequences)
     if not sequences:
-        raise RuntimeError("pad_sequence: received an empty list of sequences")
+        raise RuntimeError("received an empty list of sequences")
     longest = max(s.shape[0] for s in sequences)
     padded = []
     for s in sequences:
