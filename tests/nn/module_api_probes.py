@@ -269,3 +269,28 @@ def probe_buffers_persistent(L):
 
 
 PROBES = {name[len("probe_"):]: fn for name, fn in sorted(globals().items()) if name.startswith("probe_")}
+
+
+def probe_state_dict_forms_and_traversal(L):
+    class Block(L.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = L.nn.Linear(2, 2)
+            self.register_buffer("shared", L.zeros(1))
+            self.alias = self.lin  # the same module twice
+
+        def extra_repr(self):
+            return "first line\nsecond line"
+
+    b = Block()
+    b.register_buffer("shared2", b.shared)  # the same buffer twice
+    sd = b.state_dict(keep_vars=True)
+    out = [list(b.state_dict(prefix="top.")), [type(v).__name__ for v in sd.values()],
+           all(v.requires_grad for k, v in sd.items() if "weight" in k), list(b.state_dict(keep_vars=False)),
+           [n for n, _ in b.named_buffers(remove_duplicate=False)], [n for n, _ in b.named_buffers()],
+           [n for n, _ in b.named_parameters(recurse=False)], [n for n, _ in b.named_parameters(prefix="p")],
+           [n for n, _ in b.named_modules(remove_duplicate=False)], repr(b).replace("ember", "torch"),
+           type(b.cpu()).__name__, type(b.type(L.float64)).__name__, str(b.lin.weight.dtype).split(".")[-1]]
+    plist = L.nn.ParameterList([L.nn.Parameter(L.ones(2)), L.nn.Parameter(L.ones(3))]).half()
+    out.append([str(p.dtype).split(".")[-1] for p in plist])
+    return out

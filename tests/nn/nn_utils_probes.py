@@ -248,6 +248,12 @@ def probe_init_draws(L):
         t = L.empty(3, 4, 1, 1) if name == "dirac_" else L.empty(4, 5)
         r = _rec(lambda: getattr(I, name)(t, **kwargs))
         out.append([name, r if isinstance(r, str) else np.round(_arr(t), 4 if name == "orthogonal_" else 6).tolist()])
+    for name in ("uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "kaiming_normal_", "orthogonal_", "sparse_"):
+        L.manual_seed(3)  # (sparse_'s permutations come from the default generator, as torch's)
+        t = L.empty(4, 6)
+        args = (0.3,) if name == "sparse_" else ()
+        getattr(I, name)(t, *args, generator=L.Generator().manual_seed(7))
+        out.append([name, "generator", np.round(_arr(t), 4 if name == "orthogonal_" else 6).tolist()])
     out.append(_rec(lambda: list(I.kaiming_uniform_(L.empty(0, 3)).shape)))
     out.append(_rec(lambda: list(I.xavier_uniform_(L.empty(3)).shape)))
     out.append(_rec(lambda: I.calculate_gain("leaky_relu", 0.2)))
