@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from ember import _dispatch_levels, _torch_function, dtypes
+from ember._size import Size, _new as _tuple_new
 from ember._tensor_methods import TensorMethods, warn_scalar_of_grad_tensor
 from ember.autograd import backward as run, grad_mode
 from ember.backends import get_backend
@@ -33,26 +34,6 @@ from ember.ops.movement import getitem
 _binary = dispatch.binary
 _OperandTypeError = dispatch.OperandTypeError
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
-
-
-
-class Size(tuple):
-    """A tensor's shape: a tuple of ints with ``numel()``, printed as ``ember.Size([2, 3])``."""
-
-    def numel(self) -> int:
-        out = 1
-        for s in self:
-            out *= s
-        return out
-
-    def __repr__(self) -> str:
-        return f"{dtypes.PUBLIC_NAME[0]}.Size({list(self)})"
-
-    def __getitem__(self, item: Any) -> Any:
-        out = tuple.__getitem__(self, item)
-        return Size(out) if isinstance(item, slice) else out
-
-
 
 
 class Tensor(TensorMethods):
@@ -115,11 +96,11 @@ class Tensor(TensorMethods):
     # ---- metadata -----------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return _tuple_new(Size, self._data.shape)  # NumPy's shape: ints already, no check
 
     def size(self, dim: int | None = None) -> Any:
         if dim is None:
-            return Size(self._data.shape)
+            return _tuple_new(Size, self._data.shape)  # NumPy's shape: ints already, no check
         return self._data.shape[self._dim(dim, "size")]
 
     @property

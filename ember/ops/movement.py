@@ -3,6 +3,7 @@ scatter_add, tril/triu, contiguous/clone. Views share memory and their base's ve
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -441,6 +442,22 @@ def _uint8_mask(item: Any) -> Any:
     return item != 0
 
 
+def _sequence_as_tuple(key: list) -> bool:
+    """PyTorch's legacy rule (``treatSequenceAsTuple``): a list of fewer than 32 items holding a slice, ``...``,
+    None, a tensor or a sequence indexes as the tuple of its items (``x[[slice(0, 2), 1]]`` is ``x[0:2, 1]``,
+    ``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``), with torch's deprecation warning; ``x[[0, 1]]`` stays a list
+    index."""
+    if len(key) >= 32 or not any(item is None or item is Ellipsis or isinstance(item, (slice, list, tuple, range,
+                                                                                         dispatch.Tensor))
+                                 for item in key):
+        return False
+    warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                  "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                  "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result",
+                  UserWarning, stacklevel=4)
+    return True
+
+
 def split_index(key: Any, device: Any) -> tuple[tuple, list]:
     """Turn a Python index into (static structure, index tensors); lists/arrays become tensors."""
     basic = _basic_index(key)
@@ -448,7 +465,9 @@ def split_index(key: Any, device: Any) -> tuple[tuple, list]:
         return basic, []
     from ember.creation import tensor as make_tensor
 
-    if not isinstance(key, tuple):
+    if type(key) is list and _sequence_as_tuple(key):
+        key = tuple(key)
+    elif not isinstance(key, tuple):
         key = (key,)
     structure: list = []
     tensors: list = []

@@ -84,6 +84,7 @@ def install() -> None:
     for name in VALUE_OPS:
         setattr(SparseTensor, name, map_values(lambda v, _n=name: getattr(v, _n)(), name))
     SparseTensor.T = property(_ops.t)
+    SparseTensor.mT = property(lambda self: _ops.transpose(self, -2, -1))  # a batch of sparse matrices' transposes
     SparseTensor.type = _sparse_type
 
 
