@@ -87,7 +87,8 @@ def test_backward_on_non_scalar_without_gradient() -> None:
 
 def test_backward_gradient_shape_mismatch() -> None:
     x = ember.ones(2, 3, requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"\(3,\).*\(2, 3\)"):
+    # torch 2.13's text: "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] ..."
+    with pytest.raises(RuntimeError, match=r"Mismatch in shape: grad_output\[0\].*Size\(\[3\]\).*output\[0\].*Size\(\[2, 3\]\)"):
         (x * 2).backward(ember.ones(3))
 
 
