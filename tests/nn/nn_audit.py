@@ -48,7 +48,15 @@ def _build(L, name: str, args: tuple, kwargs: dict):
             args = args(L)
         if isinstance(kwargs.get("dtype"), str):  # a dtype by name: the library's own
             kwargs = {**kwargs, "dtype": getattr(L, kwargs["dtype"])}
-        return getattr(L.nn, name)(*args, **kwargs)
+        return _class(L, name)(*args, **kwargs)
+
+
+def _class(L, name: str) -> type:
+    """``L.nn.<name>``; a dotted name reaches into ``nn.modules`` (``modules.linear.NonDynamicallyQuantizableLinear``)."""
+    obj = L.nn
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 def _dtype(t) -> str:
@@ -220,9 +228,23 @@ def audit_case(name: str, args: tuple, kwargs: dict, inputs) -> list:
 
 
 def module_classes() -> list:
-    """Every torch.nn class that is a Module (introspected, so new classes of a later torch are seen)."""
-    return sorted(n for n in dir(torch.nn) if isinstance(getattr(torch.nn, n), type)
-                  and issubclass(getattr(torch.nn, n), torch.nn.Module))
+    """Every torch.nn class that is a Module (introspected, so new classes of a later torch are seen), and the
+    public Module classes of ``torch.nn.modules.*`` that torch.nn does not export, by dotted name."""
+    import importlib
+    import pkgutil
+
+    names = {n for n in dir(torch.nn) if isinstance(getattr(torch.nn, n), type)
+             and issubclass(getattr(torch.nn, n), torch.nn.Module)}
+    exported = {getattr(torch.nn, n) for n in names}
+    for info in pkgutil.iter_modules(torch.nn.modules.__path__):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"torch.nn.modules.{info.name}")
+        for n, c in vars(module).items():
+            if isinstance(c, type) and issubclass(c, torch.nn.Module) and not n.startswith("_") \
+                    and c not in exported and c.__module__ == module.__name__:
+                names.add(f"modules.{info.name}.{n}")
+    return sorted(names)
 
 
 def auto_cases() -> list:
@@ -232,7 +254,7 @@ def auto_cases() -> list:
     for name in module_classes():
         if name in named or name in SKIP_AUTO:
             continue
-        params = list(inspect.signature(getattr(torch.nn, name).__init__).parameters.values())[1:]
+        params = list(inspect.signature(_class(torch, name).__init__).parameters.values())[1:]
         required = [p.name for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL,
                                                                                        p.VAR_KEYWORD)]
         if all(r in REQUIRED for r in required):

@@ -120,6 +120,7 @@ CASES = [
     ("Bilinear", (3, 4, 2), {}, lambda r: (r.standard_normal((5, 3)), r.standard_normal((5, 4)))),
     ("Bilinear", (3, 4, 2), {"bias": False}, lambda r: (r.standard_normal((5, 3)), r.standard_normal((5, 4)))),
     ("LazyLinear", (3,), {}, None),
+    ("modules.linear.NonDynamicallyQuantizableLinear", (4, 3), {}, f(2, 4)),  # (not exported by torch.nn)
     # convolutions
     ("Conv1d", (4, 6, 3), {}, f(2, 4, 9)),
     ("Conv1d", (4, 6, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2, "bias": False}, f(2, 4, 9)),
