@@ -184,6 +184,14 @@ KNOWN = [
      "a documented decision (docs/special-points.md, tests/ops/test_special_points_vs_torch.py): hypot's gradient "
      "at (0, 0) is 0 in ember, as norm's; torch's g * a / out is 0 / 0 = NaN",
      lambda m, p: m.tag == "backward" and m.kind in ("nan", "values") and "hypot" in _all(p)),
+    ("zero signs of products and of adding a zero",
+     "mm/matmul of rows holding zeros (BLAS sums from +0) and sub(x, 0, alpha=-1) of x = -0.0 (ember returns x "
+     "for a zero other): -0.0 == 0.0 in every use",
+     lambda m, p: m.kind == "zero sign" and any(k in m.tag for k in ("mm", "matmul", "@", "alpha"))),
+    ("clamp with a 0-d tensor and a number as bounds",
+     "torch's argument parser reads clamp(int_tensor, zero_d_float64, 3) through its Scalar overload (the 0-d "
+     "tensor becomes a number: float32); with both bounds tensors it promotes them (float64), as ember always does",
+     lambda m, p: m.kind == "dtype" and "clamp" in m.tag),
     ("torch's median over an expanded dim",
      "torch 2.13's median/nanmedian(dim) of a tensor with a stride-0 (expanded) dim reads wrong memory "
      "(median of [2.65, 2.65] gave 1e-30 and 3e-322 in the fuzzer's seed 2293): a torch bug, not copied",

@@ -404,7 +404,8 @@ def _pow_exponent_grad(ctx: Any, g: Any) -> Any:
     # 0 ** negative is inf, with log 0 = -inf.
     masked = logical_and(a == 0, real_part(b) >= 0) if a.dtype.is_complex or b.dtype.is_complex \
         else logical_and(a == 0, b >= 0)
-    return where(masked, 0.0, g * _cj(a ** b * log(where(masked, 1.0, a))))
+    # torch's grad * where(mask, 0, a^b log a): the mask is on the derivative, so a NaN upstream stays NaN there
+    return g * where(masked, 0.0, _cj(a ** b * log(where(masked, 1.0, a))))
 
 
 def _minmax_vjp(pick_first: Any) -> Any:
@@ -1028,7 +1029,9 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Any:
             q = where(q < 0, ceil(q), floor(q))
         for v in (input, other):  # torch's zero gradient (+0: not g * 0 through div)
             if isinstance(v, dispatch.Tensor) and v.requires_grad and grad_mode.is_grad_enabled():
-                q = dispatch.apply(ZERO_GRAD_JOIN, (q, v))
+                # joined through a cast to q's dtype: a join with a half operand rounds its value to half (a 0-d
+                # float16 divisor made a float64 quotient float16), and the cast brings the gradient to v's dtype
+                q = dispatch.apply(ZERO_GRAD_JOIN, (q, v if v.dtype is q.dtype else dispatch.cast(v, q.dtype)))
         return q
     raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
 

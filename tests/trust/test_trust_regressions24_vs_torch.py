@@ -245,3 +245,29 @@ def test_angle_of_real_input_has_zero_gradient_for_any_upstream():
         return _plain(x.grad)
 
     _same(*_both(run))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_pow_exponent_gradient_at_zero_base_keeps_a_nan_upstream(dtype):
+    def run(L):
+        b = L.tensor([0.0, 0.0, 2.0, -1.0, 0.0]).to(getattr(L, dtype)).requires_grad_()
+        e = L.tensor([100.0, -1.0, 0.5, 2.0, 0.0]).to(getattr(L, dtype)).requires_grad_()
+        (L.pow(b, e) * L.tensor([NAN, 1.0, 1.0, 2.0, INF]).to(getattr(L, dtype))).sum().backward()
+        return _plain(e.grad), _plain(b.grad)
+
+    _same(*_both(run))
+
+
+def test_trunc_division_by_a_half_zero_dim_tensor_keeps_the_float64_result():
+    def run(L):
+        a = L.tensor([2.35, 1e-30, -0.0], dtype=L.float64)
+        h = L.tensor(0.95, dtype=L.float16, requires_grad=True)
+        r = L.div(a, h, rounding_mode="trunc")
+        r.sum().backward()
+        x = L.tensor([3.8, -0.5]).to(L.bfloat16).requires_grad_()
+        y = L.tensor(1.0, dtype=L.float16, requires_grad=True)
+        q = L.div(x, y, rounding_mode="trunc")
+        q.sum().backward()
+        return _plain(r), _plain(h.grad), _plain(q), _plain(x.grad), _plain(y.grad)
+
+    _same(*_both(run))
