@@ -116,7 +116,11 @@ def _layout(array: np.ndarray, indent: int, summarize: bool, fmt: Any, width: in
 
 
 def tensor_repr(t: Any) -> str:
-    prefix = "tensor("
+    cls = type(t)
+    # A user's Tensor subclass prints under its own name (``MyTensor([1., 2.])``), as PyTorch's printout;
+    # ember's own subclasses (Parameter, Buffer, graph/quantized/nested tensors) keep ``tensor(`` or their
+    # own __repr__, as torch's do.
+    prefix = "tensor(" if cls.__module__.startswith("ember") else f"{cls.__name__}("
     extras = []
     if t.device.type == "meta":  # no data to print: PyTorch shows the size, and any dtype but the default
         extras += [f"device='{t.device}'", f"size={tuple(t.shape)}"]

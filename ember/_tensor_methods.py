@@ -582,8 +582,8 @@ class TensorMethods:
     mH = property(lambda self: complex_ops.adjoint(self))
 
     # complex numbers (ember/ops/complex_ops.py): .real/.imag are properties, as in PyTorch (copies, not views)
-    real = property(lambda self: ew.real_part(self))
-    imag = property(lambda self: ew.imag_part(self))
+    real = property(lambda self: ew.real_part(self), lambda self, v: complex_ops.set_part(self, v, 0))
+    imag = property(lambda self: ew.imag_part(self), lambda self, v: complex_ops.set_part(self, v, 1))
     set_ = _set_  # point at other memory (ember/ops/set_storage.py)
     conj = complex_ops.conj
     conj_physical = complex_ops.conj_physical

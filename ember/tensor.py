@@ -64,12 +64,19 @@ class Tensor(TensorMethods):
         t._retains_grad = False
         return t
 
-    def __init__(self, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> None:
+    def __init__(self, *args: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+                 **extra: Any) -> None:
         """``Tensor(data)`` copies data as float32; ``Tensor(2, 3)`` makes an uninitialized 2x3."""
         from ember import creation
 
         if type(self) is not Tensor and hasattr(self, "_data"):
-            return  # a subclass's __new__ built it already (``Tensor._make_subclass``), as torch's __init__ ignores
+            # a subclass's __new__ built it already (``Tensor._make_subclass``); torch's __init__ is object's,
+            # which ignores the call's arguments, its own keywords too (geoopt's ``ManifoldTensor(x, manifold=m)``)
+            return
+        if extra:
+            raise TypeError(f"new() received an invalid combination of arguments: unexpected keyword "
+                            f"argument(s) {', '.join(map(repr, extra))}; Tensor(data) and Tensor(*size) take "
+                            f"dtype=, device= and requires_grad= only")
 
         if len(args) == 1 and not isinstance(args[0], (int, Size)):  # (a torch.Size is a shape, as PyTorch)
             made = creation.tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)

@@ -26,7 +26,7 @@ import zipfile
 import zlib
 from typing import Any
 
-from ember import jit
+from ember.jit import api as jit_api
 from ember.export import pt2
 
 _FORMAT = "ember.export/1"
@@ -52,7 +52,7 @@ def save(ep: Any, f: Any, *, extra_files: dict | None = None, opset_version: dic
     if archive_bytes is not None:
         raise NotImplementedError("export.save: a program read by export.load is saved again unchanged; "
                                   "extra_files cannot be added to it")
-    traced = jit.trace(ep.module(), args)
+    traced = jit_api._trace(ep.module(), args)  # (the private forms: torch.export warns no deprecation)
     signature = ep.graph_signature
     meta = {"format": _FORMAT,
             "inputs": [list(s) for s in signature.input_specs],
@@ -60,7 +60,7 @@ def save(ep: Any, f: Any, *, extra_files: dict | None = None, opset_version: dic
             "extra_files": sorted(extra_files or {})}
     payload = io.BytesIO()
     with tempfile.TemporaryDirectory() as folder, zipfile.ZipFile(payload, "w", zipfile.ZIP_DEFLATED) as archive:
-        jit.save(traced, os.path.join(folder, "graph"))
+        jit_api._save(traced, os.path.join(folder, "graph"))
         for name in _GRAPH_FILES:
             archive.write(os.path.join(folder, "graph", name), name)
         archive.writestr(_META, json.dumps(meta))
@@ -92,7 +92,7 @@ def load(f: Any, *, extra_files: dict | None = None, expected_opset_version: dic
                 limit = None if name == "weights.safetensors" else _JSON_LIMIT
                 with open(os.path.join(folder, name), "wb") as out:
                     _copy_member(archive, name, out, limit)
-            module = jit.load(folder)
+            module = jit_api._load(folder)
         for key in list(extra_files or {}):
             member = _EXTRA + _checked_extra_name(key)
             extra_files[key] = _member(archive, member, None).decode() if member in names else ""

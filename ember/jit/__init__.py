@@ -22,5 +22,6 @@ from ember.jit.api import (  # noqa: F401
 from ember.jit.api import isinstance  # noqa: F401,A004  (torch.jit.isinstance)
 from ember.jit.api import Future, enable_onednn_fusion, fork, onednn_fusion_enabled, wait  # noqa: F401
 from ember.jit import annotations  # noqa: F401
+from ember.jit.deprecation import script_method  # noqa: F401
 from ember.jit.script_helpers import (  # noqa: F401
     Error, _overload, _overload_method, _script_if_tracing, _unwrap_optional, script_if_tracing)

@@ -18,6 +18,7 @@ from ember.tensor import Tensor
 from ember.autograd import no_grad
 from ember.graph import serialize
 from ember.jit import archive
+from ember.jit.deprecation import deprecated
 from ember.jit import torchscript
 from ember import futures as _futures
 
@@ -108,7 +109,7 @@ class _GraphMixin:
         return None
 
     def save(self, path: str, **_: Any) -> None:
-        save(self, path)
+        _save(self, path)  # (the method warns nothing in torch)
 
     def graph_for(self, *args: Any, **kwargs: Any) -> Graph:
         self(*args, **kwargs)
@@ -201,6 +202,15 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None, check_tra
     Returns a :class:`TracedModule` for a module and a :class:`ScriptFunction` for a function; both run the
     graph when called (a new input shape traces again) and show it as ``.graph`` and ``.code``.
     """
+    deprecated("trace", "`torch.compile` or `torch.export`")
+    if isinstance(func, Module) and not isinstance(func, ScriptModule):
+        deprecated("trace_method", "`torch.compile` or `torch.export`")  # torch's trace goes through trace_module
+    return _trace(func, example_inputs, check_trace, check_inputs, check_tolerance, example_kwarg_inputs)
+
+
+def _trace(func: Any, example_inputs: Any = None, check_trace: bool = True, check_inputs: Any = None,
+           check_tolerance: float = 1e-5, example_kwarg_inputs: dict | None = None) -> Any:
+    """:func:`trace` without the deprecation warning (ember's own callers, ember.export's archives)."""
     args = () if example_inputs is None else _as_tuple(example_inputs)
     kwargs = dict(example_kwarg_inputs or {})
     if isinstance(func, ScriptModule) or isinstance(func, ScriptFunction):
@@ -217,7 +227,9 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None, check_tra
 
 def trace_module(mod: Module, inputs: dict, **kwargs: Any) -> Any:
     """``torch.jit.trace_module``: trace ``mod`` with ``inputs = {"forward": example}``."""
-    return trace(mod, inputs.get("forward"), **kwargs)
+    deprecated("trace_method", "`torch.compile` or `torch.export`")  # torch's words for trace_module
+    keep = ("check_trace", "check_inputs", "check_tolerance", "example_kwarg_inputs")
+    return _trace(mod, inputs.get("forward"), **{k: v for k, v in kwargs.items() if k in keep})
 
 
 def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
@@ -227,6 +239,7 @@ def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None
     Data-dependent control flow makes it run eagerly, with one warning naming the construct. Classes
     are returned unchanged (TorchScript classes have no meaning for ember).
     """
+    deprecated("script", "`torch.compile` or `torch.export`")
     if isinstance(obj, (ScriptModule, ScriptFunction)) or isinstance(obj, type):
         return obj
     if isinstance(obj, Module):
@@ -242,6 +255,12 @@ _META = "jit.json"
 def save(m: Any, f: Any, _extra_files: Any = None) -> None:
     """Write a traced/scripted module or function (ember's graph format, no pickle): into directory ``f``, or as
     one zip archive when ``f`` is a file object (``io.BytesIO``) -- as ``torch.jit.save`` takes both."""
+    deprecated("save", "`torch.export`")
+    _save(m, f)
+
+
+def _save(m: Any, f: Any) -> None:
+    """:func:`save` without the deprecation warning (ember's own callers)."""
     if not isinstance(m, _GraphMixin):
         raise TypeError(f"ember.jit.save: expected what ember.jit.trace/script returned, got {type(m).__name__}; "
                         "trace it first: ember.jit.trace(model, example_inputs)")
@@ -283,6 +302,12 @@ def load(f: Any, map_location: Any = None, _extra_files: Any = None, **_: Any) -
     """Read what :func:`save` wrote (a directory, or an archive file/file object), or a TorchScript archive written
     by ``torch.jit.save`` (run by ember's interpreter, :mod:`ember.jit.torchscript`); runs without the original
     Python code."""
+    deprecated("load", "`torch.export`")
+    return _load(f, map_location, _extra_files)
+
+
+def _load(f: Any, map_location: Any = None, _extra_files: Any = None) -> LoadedScriptModule:
+    """:func:`load` without the deprecation warning (ember's own callers)."""
     if _is_torchscript(f):
         return torchscript.load(f, map_location, _extra_files)
     if archive.is_archive(f):

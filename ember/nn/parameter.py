@@ -32,8 +32,11 @@ class Parameter(Tensor):
             param.requires_grad_(True)
         return param
 
-    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
-        pass  # everything happens in __new__ (Tensor.__init__ would rebuild the data)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # everything happens in __new__ (Tensor.__init__ would rebuild the data); like torch's (object's
+        # __init__) it ignores the call's arguments, so a subclass's __new__ may take more (geoopt's
+        # ``ManifoldParameter(data, manifold=m)``)
+        pass
 
     def __repr__(self) -> str:
         from ember._repr import tensor_repr

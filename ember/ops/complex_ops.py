@@ -223,3 +223,28 @@ def adjoint(input: Any) -> Any:
 
 __all__ = ["view_as_real", "view_as_complex", "complex", "polar", "angle", "sgn", "conj", "conj_physical",
            "resolve_conj", "resolve_neg", "is_conj", "is_neg", "adjoint", "real_part", "imag_part"]
+
+
+def set_part(input: Any, value: Any, part: int) -> None:
+    """``x.real = v`` (part 0) / ``x.imag = v`` (part 1): ``v`` (a tensor or a number, broadcast to ``x``)
+    written into that part of ``x`` in place, as PyTorch's setters (autograd records an in-place write: the
+    gradient reaches ``v`` and the other part of ``x``'s old value). A real ``x`` takes ``x.real = v`` as
+    ``x.copy_(v)`` and refuses ``x.imag = v``, as torch.
+
+    Example:
+        >>> z = ember.zeros(2, dtype=ember.complex64); z.imag = ember.ones(2); z.tolist()
+        [1j, 1j]
+    """
+    from ember import creation
+    from ember.tensor import Tensor
+
+    if not input.dtype.is_complex:
+        if part:
+            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        input.copy_(value if isinstance(value, Tensor) else creation.full_like(input, value))
+        return
+    # The complex value rebuilt from the kept part and the new one, then copied in: one recorded in-place
+    # write (writing through view_as_real would need CopySlices through that view, which ember does not record).
+    kept = imag_part(input) if part == 0 else real_part(input)
+    new = value.to(kept.dtype) if isinstance(value, Tensor) else creation.full_like(kept, value)
+    input.copy_(complex(new, kept) if part == 0 else complex(kept, new))
