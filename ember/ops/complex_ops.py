@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from ember import dtypes
@@ -235,16 +236,15 @@ def set_part(input: Any, value: Any, part: int) -> None:
         >>> z = ember.zeros(2, dtype=ember.complex64); z.imag = ember.ones(2); z.tolist()
         [1j, 1j]
     """
-    from ember import creation
-    from ember.tensor import Tensor
-
+    if isinstance(value, numbers.Number):  # a number fills the part (new_full: no import of ember.creation here)
+        value = input.new_full(input.shape, value, dtype=input.dtype.to_real() if input.dtype.is_complex else None)
     if not input.dtype.is_complex:
         if part:
             raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-        input.copy_(value if isinstance(value, Tensor) else creation.full_like(input, value))
+        input.copy_(value)
         return
     # The complex value rebuilt from the kept part and the new one, then copied in: one recorded in-place
     # write (writing through view_as_real would need CopySlices through that view, which ember does not record).
     kept = imag_part(input) if part == 0 else real_part(input)
-    new = value.to(kept.dtype) if isinstance(value, Tensor) else creation.full_like(kept, value)
+    new = value.to(kept.dtype)
     input.copy_(complex(new, kept) if part == 0 else complex(kept, new))
