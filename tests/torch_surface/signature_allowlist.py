@@ -31,7 +31,9 @@ ALLOWED: dict[str, tuple[list[str], str]] = {
     "SymBool": ([_VAR_KW[0]], "symbolic scalars wrap ember's values, not torch's SymNode"),
     "SymFloat": ([_VAR_KW[0]], "symbolic scalars wrap ember's values, not torch's SymNode"),
     "SymInt": ([_VAR_KW[0]], "symbolic scalars wrap ember's values, not torch's SymNode"),
-    "compile": ([_VAR_KW[0]], "ember.compile's options differ from torch.compile's (backend/mode are accepted)"),
+    "compile": ([_VAR_KW[0], "options required"],
+                "ember.compile takes torch.compile's keywords (options={...}, dynamic, mode, backend, ...) through "
+                "**options and checks them as torch does (ember/graph/compile_options.py), beside its own passes"),
     "save": (["takes **kwargs", "pickle_module=pickle vs None"],
              "ember's writer takes its own options; None means the pickle module (formats21's serialization)"),
     **{n: ([_OUT_DTYPE[0]], _OUT_DTYPE[1]) for n in ("addmm", "baddbmm", "bmm", "mm", "Tensor.addmm",
