@@ -36,6 +36,11 @@ _OperandTypeError = dispatch.OperandTypeError
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
 
+
+# Bumped when a tensor's shape or dtype changes in place (``p.data = other``, ``set_``): compiled graphs that read it
+# as state must be traced again (ember/graph/compile.py checks on the next call; one list index per call).
+LAYOUT_CHANGES = [0]
+
 class Tensor(TensorMethods):
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
 
@@ -271,7 +276,10 @@ class Tensor(TensorMethods):
 
     @data.setter
     def data(self, value: "Tensor") -> None:
-        self._data = value._data
+        new = value._data
+        if new.shape != self._data.shape or new.dtype != self._data.dtype:
+            LAYOUT_CHANGES[0] += 1  # ember.compile re-checks the tensors its graphs read (ember/graph/compile.py)
+        self._data = new
         self._device = value._device
 
     def retain_grad(self) -> None:

@@ -91,7 +91,7 @@ from ember.graph.passes import ALL_PASSES, fuse as fuse_pass, run_passes
 from ember.graph import speed_trial
 from ember.graph.speed_trial import SpeedTrial
 from ember.nn.modules.module import HOOK_CHANGES as _HOOK_CHANGES
-from ember.tensor import Tensor
+from ember.tensor import LAYOUT_CHANGES as _LAYOUT_CHANGES, Tensor
 
 _EAGER = object()
 _FLAT_STRUCTURES: dict[int, Any] = {}
@@ -363,6 +363,7 @@ class CompiledFunction:
         self._names: frozenset = frozenset()
         self._hooks_seen: int | None = None  # HOOK_CHANGES when the modules' hooks were read into _hooks_key
         self._hooks_key: tuple = ()
+        self._layouts_seen = _LAYOUT_CHANGES[0]
         self._warned_cache_limit = False
         self.last: _Compiled | CompiledAutograd | None = None
         self.measure = measure
@@ -389,12 +390,17 @@ class CompiledFunction:
     def _key(self, leaves: list, structure: Any) -> tuple:
         if self._modules is None:
             self._refresh()
-        # C-contiguity too: reshape()/contiguous() of an argument is a view or a copy by its layout (ember/graph/layout.py)
+        # The layout too: reshape()/contiguous() of an argument is a view or a copy by its strides (ember/graph/layout.py),
+        # so a non-contiguous argument is keyed by its strides (a transpose and a column slice of one shape differ)
         signature = []
         for t in leaves:  # (a loop, not a generator: this runs on every call)
             data = t._data
-            signature.append((data.shape, data.dtype, t._device, t._requires_grad, data.flags.c_contiguous))
+            signature.append((data.shape, data.dtype, t._device, t._requires_grad,
+                              True if data.flags.c_contiguous else data.strides))
         modules = self._modules
+        if _LAYOUT_CHANGES[0] != self._layouts_seen:  # a tensor changed shape or dtype in place (``p.data = ...``)
+            self._layouts_seen = _LAYOUT_CHANGES[0]
+            self._drop_stale_states()
         if _HOOK_CHANGES[0] != self._hooks_seen:  # a hook added or removed anywhere: re-read the modules' hooks
             self._hooks_seen = _HOOK_CHANGES[0]
             self._hooks_key = _hooks_of(modules)
@@ -404,6 +410,18 @@ class CompiledFunction:
                 _AUTOCAST.key,  # the autocast casts are traced into the graph: another region, another graph
                 dtypes.get_default_dtype(),  # ``ember.ones(3)`` inside is traced with the default dtype
                 guards.values(self._watched, self._names) if self._watched else ())
+
+    def _drop_stale_states(self) -> None:
+        """Forget graphs that read a tensor (a parameter, a global) whose shape or dtype changed since the trace."""
+        for key, entry in list(self._cache.items()):
+            history = getattr(entry, "history", None)
+            if history and any(v.tensor is not None and (v.tensor._data.shape != v.shape or v.tensor._data.dtype != v.dtype)
+                               for v in history[0][1].states):
+                del self._cache[key]
+                self._seen.pop(key, None)
+                self._last_hit = None
+                if self.last is entry:
+                    self.last = None
 
     def _refresh(self) -> bool:
         """Find the modules, optimizers and Python bindings the function reaches; True when they changed (a

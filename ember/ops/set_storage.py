@@ -21,6 +21,7 @@ Example:
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -94,6 +95,8 @@ def set_(self: Any, source: Any = None, storage_offset: int = 0, size: Sequence[
     else:
         raise TypeError(f"set_(): expected a Tensor, a Storage or nothing as the source, got {type(source).__name__}")
     source_grad = isinstance(source, dispatch.Tensor) and source._requires_grad
+    if data.shape != self._data.shape or data.dtype != self._data.dtype:  # (compiled graphs re-check their states)
+        sys.modules[dispatch.Tensor.__module__].LAYOUT_CHANGES[0] += 1
     self._data = data
     self._bump()
     if (self._requires_grad or source_grad) and grad_mode.is_grad_enabled():

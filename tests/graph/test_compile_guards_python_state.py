@@ -404,3 +404,41 @@ def test_seeded_compiled_dropout_is_reproducible_after_warm_up():
         draws.append([run(ember.ones(16)).tolist() for _ in range(3)])
     assert draws[0] == draws[1] and draws[0][0] != draws[0][1]
     assert all(set(d) <= {0.0, 2.0} for d in draws[0])
+
+
+def test_non_contiguous_arguments_of_one_shape_with_other_strides():
+    def g(lib, x):
+        y = x.reshape(2, 8)  # a view of a row slice, a copy of a transpose or a column slice
+        y.add_(1)
+        return x * 1
+
+    run = ember.compile(lambda x: g(ember, x))
+    makers = [lambda lib: lib.arange(16.0).reshape(4, 4).t(), lambda lib: lib.arange(32.0).reshape(4, 8)[:, ::2],
+              lambda lib: lib.arange(32.0).reshape(8, 4)[::2]]
+    for make in makers:
+        for _ in range(CALLS):
+            x, xt = make(ember), make(torch)
+            _same(run(x), g(torch, xt))
+            _same(x, xt)
+
+
+def test_state_tensor_given_another_shape_through_data():
+    def make(lib, state):
+        state.t = lib.ones(3)
+        lib.manual_seed(0)
+        state.m = lib.nn.Linear(3, 3)
+        return lambda x: state.m(x) * state.t
+
+    def reshape_global(lib, state):
+        state.t.data = lib.full((1,), 2.0)
+
+    def grow_weight(lib, state):
+        with lib.no_grad():
+            state.m.weight.data = lib.ones(4, 3)
+            state.m.bias.data = lib.zeros(4)
+        state.t.data = lib.full((4,), 3.0)
+
+    def retype(lib, state):
+        state.t.data = lib.full((4,), 0.5, dtype=lib.float64)
+
+    _run(make, [lambda lib, s: None, reshape_global, grow_weight, retype])
