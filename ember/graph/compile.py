@@ -342,7 +342,7 @@ class CompiledFunction:
     """What ``ember.compile(fn)`` returns: call it like ``fn``; inspect ``graph``/``explain()``."""
 
     def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
-                 warmup: int = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False,
+                 warmup: int | None = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False,
                  fullgraph: bool = False) -> None:
         if fallback not in ("eager", "raise"):
             raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
@@ -353,7 +353,10 @@ class CompiledFunction:
             raise ValueError(f"ember.compile: unknown pass(es) {unknown}; choose from {list(ALL_PASSES)}")
         self.fallback = fallback
         self.fullgraph = bool(fullgraph)  # a graph break raises torch's Unsupported (ember/graph/dynamo_errors.py)
-        self.warmup = warmup
+        # warmup=None (compile(fullgraph=True) without warmup=): no warm-up unless an optimizer is reachable, so a
+        # graph break raises at the first call as in torch (decided at the first call, see _refresh)
+        self.warmup = 1 if warmup is None else warmup
+        self._warmup_auto = warmup is None
         self.name = name or getattr(fn, "__name__", type(fn).__name__)
         self._cache: dict = {}
         self._seen: dict = {}
@@ -430,9 +433,11 @@ class CompiledFunction:
         watched, names = guards.watched(self.fn, modules)
         same = (self._modules is not None and len(modules) == len(self._modules)
                 and all(a is b for a, b in zip(modules, self._modules)) and names == self._names
-                and len(watched) == len(self._watched) and all(a[0] is b[0] and a[1:] == b[1:]
+                and len(watched) == len(self._watched) and all(a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
                                                                for a, b in zip(watched, self._watched))
                 and len(optimizers) == len(self._optimizers) and all(a is b for a, b in zip(optimizers, self._optimizers)))
+        if self._warmup_auto:
+            self.warmup = 1 if optimizers else 0
         if not same:
             self._modules, self._optimizers, self._watched, self._names = modules, optimizers, watched, names
             self._last_hit = self._hooks_seen = None
@@ -457,7 +462,10 @@ class CompiledFunction:
             entry = last[1]
         else:
             entry = self._cache.get(key)
-            if entry is None and self._refresh():  # what the function reaches changed: key it again
+            if (entry is None and len(self._cache) < compile_options.recompile_limit() and len(self._seen) < _SEEN_LIMIT
+                    and self._refresh()):
+                # what the function reaches changed (a submodule swapped, a helper rebound): key it again
+                # (not past the limits, where new signatures run eagerly anyway: ~90 us for a ResNet step)
                 key = self._key(leaves, structure)
                 entry = self._cache.get(key)
             if entry is None:
@@ -723,19 +731,23 @@ def _objects(*trees: Any) -> list:
 
 
 def compile(fn: Callable | None = None, *, passes: Sequence[str] | None = None, fallback: str = "eager",
-            warmup: int = 1, measure: bool = True, fullgraph: bool = False, **options: Any) -> Any:  # noqa: A001
+            warmup: int | None = None, measure: bool = True, fullgraph: bool = False, **options: Any) -> Any:  # noqa: A001
     """Compile ``fn`` (a function or module); usable as ``@ember.compile`` or ``ember.compile(fn, ...)``.
 
     ``passes`` picks graph passes from ``simplify, cse, fold, dce, fuse, memory`` (default: all;
     ``passes=[]`` runs the traced graph as is). PyTorch's keyword arguments are checked as torch.compile
     checks them (``mode``, ``backend``, ``options``: :mod:`ember.graph.compile_options`); ``fullgraph=True``
     raises ``torch._dynamo.exc.Unsupported`` where the function needs a graph break (ember otherwise runs
-    that signature eagerly). ``mode="reduce-overhead"``: as with torch.compile, compiled whole steps on a CUDA
+    that signature eagerly); with it, a function that reaches no optimizer traces at its first call (no eager
+    warm-up), so the error comes where torch raises it. ``mode="reduce-overhead"``: as with torch.compile, compiled whole steps on a CUDA
     device then replay as CUDA graphs (no speed trial; ember/graph/cuda_graph_step.py). ``measure=False``
     skips the speed trial that otherwise runs a signature eagerly when its graph measured slower than eager.
     """
     compile_options.check(options)
     graphs = options.get("mode") == "reduce-overhead"
+
+    if warmup is None and not fullgraph:
+        warmup = 1
 
     def make(f: Callable) -> "CompiledFunction":
         return CompiledFunction(f, passes, fallback, warmup, measure=measure and not graphs, cuda_graphs=graphs,

@@ -11,7 +11,6 @@ Example:
     >>> import ember
     >>> from ember._dynamo.exc import Unsupported
     >>> f = ember.compile(lambda x: x + 1 if x.sum() > 0 else x, fullgraph=True)
-    >>> _ = f(ember.ones(2))                   # the first call of a signature runs eagerly (ember's warm-up)
     >>> try:
     ...     f(ember.ones(2))
     ... except Unsupported as e:

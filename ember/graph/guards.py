@@ -104,31 +104,35 @@ def _filled(cell: Any) -> bool:
 
 
 def watched(fn: Any, modules: list) -> tuple[list, frozenset]:
-    """``(entries, names)``: where the function's code reads globals and closure variables (``(dict, name)`` or
-    ``(cell,)``, each once) and every name its codes use (the attributes of plain objects worth guarding)."""
+    """``(entries, names)``: where the function's code reads globals and closure variables (``(deep, dict, name)``
+    or ``(deep, cell, None)``, each once) and every name its codes use (the attributes of plain objects worth
+    guarding). ``deep`` is False for ember's own functions (an optimizer's compiled update closes over its param
+    group, whose numbers it passes as graph inputs): their bindings are guarded by identity only."""
     entries: list = []
     seen: set = set()
     names: set = set()
     for f in _functions_of(fn, modules):
         globs = f.__globals__
+        deep = not _library(f)
         for code in _codes(f.__code__):
-            names.update(code.co_names)
+            if deep:
+                names.update(code.co_names)
             for n in code.co_names:
                 if n in globs and (id(globs), n) not in seen:
                     seen.add((id(globs), n))
-                    entries.append((globs, n))
+                    entries.append((deep, globs, n))
         for cell in f.__closure__ or ():
             if id(cell) not in seen:
                 seen.add(id(cell))
-                entries.append((cell,))
+                entries.append((deep, cell, None))
     return entries, frozenset(names)
 
 
 def _read(entry: tuple) -> Any:
-    if len(entry) == 2:
-        return entry[0].get(entry[1], _ABSENT)
+    if entry[2] is not None:
+        return entry[1].get(entry[2], _ABSENT)
     try:
-        return entry[0].cell_contents
+        return entry[1].cell_contents
     except ValueError:  # an empty cell (assigned later in the enclosing function)
         return _ABSENT
 
@@ -206,19 +210,19 @@ def values(entries: list, names: frozenset) -> tuple:
     """The cache-key part for the watched entries (runs on every call of a compiled function: kept flat)."""
     out = []
     kinds = _KINDS
-    for e in entries:
-        if len(e) == 2:
-            v = e[0].get(e[1], _ABSENT)
+    for deep, where, name in entries:
+        if name is not None:
+            v = where.get(name, _ABSENT)
         else:
             try:
-                v = e[0].cell_contents
+                v = where.cell_contents
             except ValueError:  # an empty cell (assigned later in the enclosing function)
                 v = _ABSENT
         tag = kinds.get(type(v)) or _kind(v)
         if tag == "identity":
             out.append(id(v))
         elif tag != "skip":
-            out.append(fingerprint(v, names))
+            out.append(fingerprint(v, names, DEPTH if deep else 0))
     return tuple(out)
 
 
@@ -248,13 +252,13 @@ def restore(saved: list) -> None:
             e.__dict__.update(copy)
             continue
         if _read(e) is not value:
-            if len(e) == 2:
+            if e[2] is not None:
                 if value is _ABSENT:
-                    e[0].pop(e[1], None)
+                    e[1].pop(e[2], None)
                 else:
-                    e[0][e[1]] = value
+                    e[1][e[2]] = value
             elif value is not _ABSENT:
-                e[0].cell_contents = value
+                e[1].cell_contents = value
         if copy is None:
             continue
         if type(value) is list:

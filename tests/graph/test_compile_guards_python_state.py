@@ -256,10 +256,15 @@ def test_grad_mode_contexts():
 # ---- torch.compile's switches ------------------------------------------------------------------------
 def test_fullgraph_raises_unsupported_on_a_graph_break():
     run = ember.compile(lambda x: x + 1 if x.sum() > 0 else x - 1, fullgraph=True)
-    assert run(ember.ones(2)).tolist() == [2.0, 2.0]  # the warm-up call runs eagerly
     with pytest.raises(ember._dynamo.exc.Unsupported, match="graph break"):
-        run(ember.ones(2))
+        run(ember.ones(2))  # at the first call, as torch (no warm-up: no optimizer to create state for)
     assert issubclass(ember._dynamo.exc.Unsupported, RuntimeError)
+    fine = ember.compile(lambda x: x * 2, fullgraph=True)
+    assert [fine(ember.ones(1)).item() for _ in range(2)] == [2.0, 2.0] and fine.last is not None
+    warmed = ember.compile(lambda x: x + 1 if x.sum() > 0 else x - 1, fullgraph=True, warmup=1)
+    assert warmed(ember.ones(2)).tolist() == [2.0, 2.0]  # an explicit warm-up call runs eagerly
+    with pytest.raises(ember._dynamo.exc.Unsupported):
+        warmed(ember.ones(2))
 
 
 BAD_OPTIONS = [({"mode": "fastest"}, "RuntimeError", "Unrecognized mode=fastest, should be one of: default, lite, "
