@@ -17,18 +17,20 @@ pytest.importorskip("onnxruntime")
 sys.path.insert(0, os.path.dirname(__file__))
 import zoo_roundtrip  # noqa: E402
 
-# float32 models through a different runtime: max |a - b| over the output's largest magnitude
-ONNX_TOL = 1e-4
+# Errors are max |a - b| over the output's largest magnitude. onnxruntime runs float32 with its own kernels: it must be
+# as close to the float64 answer as ember's float32 eager result is (within 4x, or 1e-5 for shallow nets).
+ONNX_NOISE_FACTOR, ONNX_FLOOR = 4.0, 1e-5
 # ember's own saved graph runs the same kernels as ember.compile: equal to eager up to fusion's reassociation
 GRAPH_TOL = 1e-5
 
 
 def _check(result: dict) -> None:
-    for route, tol in (("onnx", ONNX_TOL), ("graph", GRAPH_TOL)):
+    for route in ("onnx", "graph"):
         if route in result:
             value = result[route]
             assert not isinstance(value, str), f"{result['name']} {route}: {value}"
-            assert value <= tol, f"{result['name']} {route}: relative error {value:.3g} > {tol}"
+            tol = max(ONNX_NOISE_FACTOR * result["f32_noise"], ONNX_FLOOR) if route == "onnx" else GRAPH_TOL
+            assert value <= tol, f"{result['name']} {route}: relative error {value:.3g} > {tol:.3g}"
 
 
 def test_lstm_onnx_and_saved_graph_in_a_fresh_process():
