@@ -35,11 +35,10 @@ _binary = dispatch.binary
 _OperandTypeError = dispatch.OperandTypeError
 _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], OPS["pow"]
 
-
-
 # Bumped when a tensor's shape or dtype changes in place (``p.data = other``, ``set_``): compiled graphs that read it
 # as state must be traced again (ember/graph/compile.py checks on the next call; one list index per call).
 LAYOUT_CHANGES = [0]
+
 
 class Tensor(TensorMethods):
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
