@@ -11,7 +11,9 @@ from ember import dtypes
 from ember.creation import full_like
 from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
-from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
+from ember.optim.optimizer import (
+    Hyper, Optimizer, new_step_tensor, tensor_option, to_scalar, unsupported, with_weight_decay,
+)
 from ember.tensor import Tensor
 
 
@@ -27,7 +29,7 @@ class Adagrad(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
                  initial_accumulator_value: float = 0, eps: float = 1e-10, foreach: bool | None = None, *,
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

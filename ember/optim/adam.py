@@ -14,7 +14,7 @@ from ember.ops.host_pow import host_pow
 from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
 from ember.optim.optimizer import (
-    Hyper, Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported, with_weight_decay,
+    Hyper, Optimizer, new_step_tensor, scalar_dtype, tensor_option, to_scalar, unsupported, with_weight_decay,
 )
 from ember.tensor import Tensor
 
@@ -34,13 +34,13 @@ class Adam(Optimizer):
     """
 
     numpy_kernel = numpy_kernels.ADAM  # the NumPy-only step (no numba)
+    capturable_update = True  # (its own capturable formulas, CUDA only)
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
-        lr = to_scalar(lr)
-        betas = (to_scalar(betas[0]), to_scalar(betas[1]))
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -51,7 +51,18 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        for i, beta in enumerate(betas):
+            tensor_option(beta, f"betas[{i}]")
+            if isinstance(beta, Tensor) and foreach and not capturable:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         unsupported(type(self).__name__, differentiable=differentiable)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        betas = tuple(b.squeeze() if isinstance(b, Tensor) and b.dim() != 0 else b for b in betas)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)

@@ -20,8 +20,12 @@ from typing import Any
 from ember import dtypes
 from ember.creation import full_like, tensor, zeros_like
 from ember.ops.elementwise import maximum, where
+from ember.ops.host_pow import host_pow
+from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
-from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, scalar_dtype, to_scalar, unsupported
+from ember.optim.optimizer import (
+    Hyper, Optimizer, new_step_tensor, scalar_dtype, tensor_option, to_scalar, unsupported, with_weight_decay,
+)
 from ember.tensor import Tensor
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "SparseAdam"]
@@ -42,10 +46,6 @@ class _ElementwiseOptimizer(Optimizer):
         super().__init__(params, defaults)
 
 
-def _l2(grad: Tensor, p: Tensor, hp: Hyper) -> Tensor:
-    return grad + p * hp["weight_decay"] if hp.nonzero("weight_decay") else grad
-
-
 class Adadelta(_ElementwiseOptimizer):
     """``torch.optim.Adadelta``: step sizes from running averages of squared gradients and updates."""
 
@@ -54,7 +54,7 @@ class Adadelta(_ElementwiseOptimizer):
     def __init__(self, params: Any, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6, weight_decay: float = 0,
                  foreach: bool | None = None, *, capturable: bool = False, maximize: bool = False,
                  differentiable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("Adadelta", 0.0 <= lr, "learning rate", lr)
         _check("Adadelta", 0.0 <= rho <= 1.0, "rho value", rho)
         _check("Adadelta", 0.0 <= eps, "epsilon value", eps)
@@ -68,15 +68,16 @@ class Adadelta(_ElementwiseOptimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor Adadelta, op for op (each op rounded as torch's CPU kernel)."""
         rho, eps, lr = hp["rho"], hp["eps"], hp["lr"]
         hp.next_step(state)
-        grad = _l2(grad, p, hp)
+        grad = with_weight_decay(grad, p, hp)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-        square_avg.mul_(rho).add_(grad * grad * (1 - rho))
-        std = (square_avg + eps).sqrt()
-        delta = (acc_delta + eps).sqrt() / std * grad
-        acc_delta.mul_(rho).add_(delta * delta * (1 - rho))
-        p.add_(delta * -lr)
+        F.addcmul_(F.mul_(square_avg, rho), grad, grad, 1 - rho)
+        std = (square_avg + F.like(eps, p)).sqrt()
+        delta = (acc_delta + F.like(eps, p)).sqrt() / std * grad
+        F.addcmul_(F.mul_(acc_delta, rho), delta, delta, 1 - rho)
+        F.add_scaled_(p, delta, -lr)
 
 
 numpy_kernels.ADADELTA.update = Adadelta.update
@@ -90,7 +91,7 @@ class Adamax(_ElementwiseOptimizer):
     def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("Adamax", 0.0 <= lr, "learning rate", lr)
         _check("Adamax", 0.0 <= eps, "epsilon value", eps)
         _check("Adamax", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
@@ -106,14 +107,17 @@ class Adamax(_ElementwiseOptimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor Adamax, op for op; the bias correction in float64 as torch's Python float."""
         (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
-        step = hp.next_step(state)
-        grad = _l2(grad, p, hp)
+        step = hp.next_step(state).to(dtypes.float64)
+        grad = with_weight_decay(grad, p, hp)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-        exp_avg.add_((grad - exp_avg) * (1 - beta1))
-        exp_inf.copy_(maximum(exp_inf * beta2, grad.abs() + eps))
-        clr = lr / (1 - beta1 ** step.to(dtypes.float64))  # a tensor op: traced steps keep counting
-        p.add_(exp_avg / exp_inf * -clr)
+        F.lerp_(exp_avg, grad, 1 - beta1)
+        exp_inf.copy_(maximum(F.mul_(exp_inf, beta2), grad.abs() + F.like(eps, p)))
+        clr = lr / (1 - host_pow(beta1, step))  # a tensor op: traced steps keep counting
+        if p.device != step.device:
+            clr = clr.to(p.device)
+        F.addcdiv_(p, exp_avg, exp_inf, -clr)
 
 
 numpy_kernels.ADAMAX.update = Adamax.update
@@ -127,7 +131,7 @@ def _decay(p: Tensor, grad: Tensor, hp: Hyper) -> Tensor:
     if hp.get("decoupled_weight_decay"):
         p.mul_(1 - hp["lr"] * wd)
         return grad
-    return grad + p * wd
+    return grad.add(p, alpha=wd)  # one rounding, as torch's kernel
 
 
 class NAdam(_ElementwiseOptimizer):
@@ -139,7 +143,7 @@ class NAdam(_ElementwiseOptimizer):
                  weight_decay: float = 0, momentum_decay: float = 4e-3, decoupled_weight_decay: bool = False, *,
                  foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("NAdam", 0.0 <= lr, "learning rate", lr)
         _check("NAdam", 0.0 <= eps, "epsilon value", eps)
         _check("NAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
@@ -158,21 +162,25 @@ class NAdam(_ElementwiseOptimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor NAdam, op for op, with its Python-float scalars."""
         (beta1, beta2), eps, lr, psi = hp["betas"], hp["eps"], hp["lr"], hp["momentum_decay"]
         state["step"].add_(1)
         step = state["step"].item()
+        bias_correction2 = 1 - host_pow(beta2, step)
         grad = _decay(p, grad, hp)
-        bias_correction2 = 1 - beta2 ** step
-        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
-        mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
-        state["mu_product"].mul_(mu)
-        mu_product = state["mu_product"].item()
+        mu = beta1 * (1.0 - 0.5 * host_pow(0.96, step * psi))
+        mu_next = beta1 * (1.0 - 0.5 * host_pow(0.96, (step + 1) * psi))
+        mu_product = state["mu_product"]
+        mu_product.mul_(mu)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.add_((grad - exp_avg) * (1 - beta1))
-        exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
-        denom = (exp_avg_sq / bias_correction2).sqrt() + eps
-        p.add_(grad / denom * (-lr * (1.0 - mu) / (1.0 - mu_product)))
-        p.add_(exp_avg / denom * (-lr * mu_next / (1.0 - mu_product * mu_next)))
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div(bias_correction2).sqrt()
+        product = mu_product.item()
+        mu_product_next = product * mu_next
+        denom.add_(eps)
+        p.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - product)))
+        p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
 
 
 class RAdam(_ElementwiseOptimizer):
@@ -183,7 +191,7 @@ class RAdam(_ElementwiseOptimizer):
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("RAdam", 0.0 <= lr, "learning rate", lr)
         _check("RAdam", 0.0 <= eps, "epsilon value", eps)
         _check("RAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])
@@ -199,24 +207,25 @@ class RAdam(_ElementwiseOptimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor RAdam, op for op, with its Python-float scalars."""
         (beta1, beta2), eps, lr = hp["betas"], hp["eps"], hp["lr"]
         state["step"].add_(1)
         step = state["step"].item()
         grad = _decay(p, grad, hp)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.add_((grad - exp_avg) * (1 - beta1))
-        exp_avg_sq.mul_(beta2).add_(grad * grad * (1 - beta2))
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        bias_correction1 = 1 - host_pow(beta1, step)
+        bias_correction2 = 1 - host_pow(beta2, step)
         corrected = exp_avg / bias_correction1
         rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        rho_t = rho_inf - 2 * step * host_pow(beta2, step) / bias_correction2
         if rho_t > 5.0:
-            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-            adaptive = math.sqrt(bias_correction2) / (exp_avg_sq.sqrt() + eps)
-            p.add_(corrected * lr * adaptive * rect * -1.0)
+            rect = host_pow((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t), 0.5)
+            adaptive = host_pow(bias_correction2, 0.5) / exp_avg_sq.sqrt().add_(eps)
+            p.add_(corrected * lr * adaptive * rect, alpha=-1.0)
         else:
-            p.add_(corrected * lr * -1.0)
+            p.add_(corrected * lr, alpha=-1.0)
 
 
 class Rprop(_ElementwiseOptimizer):
@@ -227,7 +236,7 @@ class Rprop(_ElementwiseOptimizer):
     def __init__(self, params: Any, lr: float = 1e-2, etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("Rprop", 0.0 <= lr, "learning rate", lr)
         _check("Rprop", 0.0 < etas[0] < 1.0 < etas[1], "eta values", etas)
         super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
@@ -260,7 +269,7 @@ class ASGD(_ElementwiseOptimizer):
     def __init__(self, params: Any, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75, t0: float = 1e6,
                  weight_decay: float = 0, foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("ASGD", 0.0 <= lr, "learning rate", lr)
         _check("ASGD", 0.0 <= weight_decay, "weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
@@ -274,19 +283,22 @@ class ASGD(_ElementwiseOptimizer):
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:
+        """Torch's single-tensor ASGD, op for op, with its Python-float scalars."""
         lr, lambd, alpha, t0 = hp["lr"], hp["lambd"], hp["alpha"], hp["t0"]
         state["step"].add_(1)
         step = state["step"].item()
-        grad = _l2(grad, p, hp)
-        eta, mu = state["eta"].item(), state["mu"].item()
+        grad = with_weight_decay(grad, p, hp)
+        eta = state["eta"].item()
         p.mul_(1 - lambd * eta)
-        p.add_(grad * -eta)
-        if mu != 1:
-            state["ax"].add_((p - state["ax"]) * mu)
+        p.add_(grad, alpha=-eta)
+        mu = state["mu"]
+        if mu.item() != 1:
+            ax = state["ax"]
+            ax.add_((p - ax).mul_(mu))
         else:
             state["ax"].copy_(p)
-        state["eta"].fill_(lr / ((1 + lambd * lr * step) ** alpha))
-        state["mu"].fill_(1 / max(1, step - t0))
+        state["eta"].fill_(lr / host_pow(1 + lambd * lr * step, alpha))
+        mu.fill_(1 / max(1, step - t0))
 
 
 class SparseAdam(_ElementwiseOptimizer):
@@ -301,7 +313,7 @@ class SparseAdam(_ElementwiseOptimizer):
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  maximize: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("SparseAdam", 0.0 < lr, "learning rate", lr)
         _check("SparseAdam", 0.0 < eps, "epsilon value", eps)
         _check("SparseAdam", 0.0 <= betas[0] < 1.0, "beta parameter at index 0", betas[0])

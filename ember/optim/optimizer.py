@@ -128,6 +128,9 @@ class Optimizer:
     #: The update as a few NumPy passes (:mod:`ember.optim.numpy_kernels`), run instead of the compiled graph
     #: when numba is not installed; used only while ``update`` is the one it stands for (``kernel.update``).
     numpy_kernel: Any = None
+    #: Whether ``update`` itself handles ``capturable=True`` (Adam/AdamW); for the others the step refuses
+    #: parameters off a CUDA device as torch's does.
+    capturable_update: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -251,11 +254,15 @@ class Optimizer:
                 params = [p for p in group["params"] if p.grad is not None]
                 if not params:
                     continue
+                if group.get("capturable") and not self.capturable_update:
+                    check_capturable_devices(params)
                 states = []
+                empty = False
                 for p in params:
                     state = self.state[p]
                     if not state:
                         state.update(self.init_state(p, group))
+                        empty = empty or not state
                     states.append(state)
                 kernel = self.numpy_kernel
                 if kernel is not None and kernel.update is not self.update:
@@ -263,6 +270,10 @@ class Optimizer:
                 if not (self.compile_update and use_fast_path()
                         and self._compiled.run(self.update, group, params, states, self.static_options, kernel)):
                     apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
+                if empty:  # no buffers (SGD without momentum): no state entry, as torch
+                    for p, state in zip(params, states):
+                        if not state:
+                            del self.state[p]
         return loss
 
     @staticmethod
@@ -362,6 +373,24 @@ def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
     return value
 
 
+
+
+def check_capturable_devices(params: list) -> None:
+    """``capturable=True`` needs parameters on a CUDA device: torch's AssertionError otherwise."""
+    if interpreters.tracing():
+        return
+    for p in params:
+        if p.device.type != "cuda":
+            raise AssertionError("If capturable=True, params and state_steps must be on supported devices: "
+                                 f"['cuda'] (parameter on {p.device}); drop capturable=True on the CPU")
+
+
+def tensor_option(value: Any, name: str) -> Any:
+    """An option given as a Tensor (``lr=ember.tensor(0.01)``) stays one in ``param_groups``, as torch keeps it
+    (the update reads its value); it must hold one element."""
+    if isinstance(value, Tensor) and value.numel() != 1:
+        raise ValueError(f"Tensor {name} must be 1-element")
+    return value
 
 
 def with_weight_decay(grad: Tensor, param: Tensor, hp: Hyper) -> Tensor:

@@ -10,7 +10,9 @@ from typing import Any
 from ember.creation import zeros_like
 from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
-from ember.optim.optimizer import Hyper, Optimizer, new_step_tensor, to_scalar, unsupported, with_weight_decay
+from ember.optim.optimizer import (
+    Hyper, Optimizer, new_step_tensor, tensor_option, to_scalar, unsupported, with_weight_decay,
+)
 from ember.tensor import Tensor
 
 
@@ -26,7 +28,7 @@ class RMSprop(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0, momentum: float = 0, centered: bool = False, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

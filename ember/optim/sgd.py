@@ -10,7 +10,7 @@ from typing import Any
 
 from ember.optim import fused_ops as F
 from ember.optim import numpy_kernels
-from ember.optim.optimizer import Hyper, Optimizer, to_scalar, unsupported, with_weight_decay
+from ember.optim.optimizer import Hyper, Optimizer, tensor_option, to_scalar, unsupported, with_weight_decay
 from ember.tensor import Tensor
 
 
@@ -26,7 +26,7 @@ class SGD(Optimizer):
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
                  foreach: bool | None = None, differentiable: bool = False, fused: bool | None = None) -> None:
-        lr = to_scalar(lr)
+        lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:

@@ -149,8 +149,9 @@ def test_special_points_give_torchs_inf_nan_pattern_and_values(config, numpy_onl
     the parameter's inf/nan where torch has them, the state's non-finite values where torch's are (an infinite
     moment stays infinite where torch's ``lerp_`` turns it into nan a step later: ``inf + w * (0 - inf)``; the
     parameter is nan from the infinite gradient's step on in both), finite values within float32 tolerance.
-    Adadelta against ember's op-by-op path: it squares first (``grad * grad * (1 - rho)``, which overflows above
-    ~1.8e19 where torch's ``addcmul_(value=1 - rho)`` does not), and so does its NumPy step."""
+    Adadelta's NumPy step squares first (``grad * grad * (1 - rho)``, which overflows above ~1.8e19 where torch's
+    ``addcmul_(value=1 - rho)`` and ember's op path do not): its finite entries with a parameter or gradient over
+    1e19 are left out."""
     name, kwargs = config
     param = np.repeat(SPECIAL, SPECIAL.size)
     grad = np.tile(SPECIAL, SPECIAL.size)
@@ -159,8 +160,12 @@ def test_special_points_give_torchs_inf_nan_pattern_and_values(config, numpy_onl
         got, _ = _trajectory(name, kwargs, grads, [param], "ember", np.float32)
     assert all(numpy_only[2:])
     with np.errstate(all="ignore"):
-        want, _ = _trajectory(name, kwargs, grads, [param], "ember op by op" if name == "Adadelta" else "torch",
+        want, _ = _trajectory(name, kwargs, grads, [param], "torch",
                               np.float32)
+    if name == "Adadelta":
+        huge = (np.isfinite(param) & (np.abs(param) > 1e19)) | np.any(
+            [np.isfinite(g[0]) & (np.abs(g[0]) > 1e19) for g in grads], axis=0)
+        got, want = [g[~huge] for g in got], [w[~huge] for w in want]
     np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.isfinite(g), np.isfinite(w))
