@@ -51,6 +51,8 @@ class Adafactor(Optimizer):
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
+        if p.dtype.is_complex:
+            raise RuntimeError("Adafactor does not support complex parameters")
         state: dict = {"step": new_step_tensor()}
         if p.ndim > 1:
             row_shape, col_shape = list(p.shape), list(p.shape)

@@ -198,6 +198,8 @@ class CompiledUpdates:
             if p._device.type != "cpu":
                 return False
             data = p._data
+            if data.dtype.kind == "c":  # complex: the optimizer steps its real view op by op
+                return False
             key += (id(p), data.shape, data.dtype, p.grad._data.dtype)
             for name, value in state.items():
                 key += (name, id(value), value._data.shape) if isinstance(value, Tensor) else (name, value)

@@ -238,13 +238,15 @@ class Rprop(_ElementwiseOptimizer):
                  foreach: bool | None = None, maximize: bool = False, differentiable: bool = False) -> None:
         lr = tensor_option(lr, "lr")  # a Tensor lr stays one in param_groups, as torch
         _check("Rprop", 0.0 <= lr, "learning rate", lr)
-        _check("Rprop", 0.0 < etas[0] < 1.0 < etas[1], "eta values", etas)
+        _check("Rprop", 0.0 < etas[0] < 1.0 < etas[1], "eta values", f"{etas[0]}, {etas[1]}")
         super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, capturable=capturable))
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
-        return {"step": new_step_tensor(), "prev": zeros_like(p), "step_size": full_like(p, to_scalar(group["lr"]))}
+        lr = to_scalar(group["lr"])  # (a complex parameter's parts are two reals: both start at lr, as torch)
+        return {"step": new_step_tensor(), "prev": zeros_like(p),
+                "step_size": full_like(p, complex(lr, lr) if p.dtype.is_complex else lr)}
 
     @staticmethod
     def update(p: Tensor, grad: Tensor, state: dict, hp: Hyper) -> None:

@@ -93,6 +93,8 @@ class Muon(Optimizer):
 
     @staticmethod
     def init_state(p: Tensor, group: dict) -> dict:
+        if p.dtype.is_complex:
+            raise RuntimeError("Muon does not support complex parameters")
         return {"momentum_buffer": zeros_like(p)}
 
     @staticmethod

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable
 
 from ember import dtypes, interpreters
 from ember.autograd import grad_mode
+from ember.ops.complex_ops import view_as_complex, view_as_real
 from ember.optim.compiled_update import CompiledUpdates
 from ember.optim.fused_ops import add_scaled
 from ember.optim.hyper import Hyper, apply_updates, to_scalar  # noqa: F401 (to_scalar: re-exported)
@@ -72,13 +73,23 @@ def _wrap_step(step: Callable) -> Callable:
         self._opt_called = True
         if "_optimizer_step_pre_hooks" not in self.__dict__:  # a subclass that skipped Optimizer.__init__
             return step(self, *args, **kwargs)
+        if not self._optimizer_step_pre_hooks and not self._optimizer_step_post_hooks:
+            self._in_step = True
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                self._in_step = False
+        args = (self, *args)  # torch's hooks see the optimizer as args[0]
         for hook in tuple(self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
             if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {result}.")
                 args, kwargs = result
         self._in_step = True
         try:
-            out = step(self, *args, **kwargs)
+            out = step(*args, **kwargs)
         finally:
             self._in_step = False
         for hook in tuple(self._optimizer_step_post_hooks.values()):
@@ -131,6 +142,9 @@ class Optimizer:
     #: Whether ``update`` itself handles ``capturable=True`` (Adam/AdamW); for the others the step refuses
     #: parameters off a CUDA device as torch's does.
     capturable_update: bool = False
+    #: Whether the update sees a complex parameter as ``view_as_real`` (torch's adaptive optimizers; SGD's ops
+    #: are linear and torch runs them on the complex tensor, with complex rounding).
+    complex_as_real: bool = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -269,12 +283,39 @@ class Optimizer:
                     kernel = None  # a subclass with its own update: the kernel is not its math
                 if not (self.compile_update and use_fast_path()
                         and self._compiled.run(self.update, group, params, states, self.static_options, kernel)):
-                    apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
+                    # (the compiled update declines complex parameters: torch steps them as their real views)
+                    if self.complex_as_real and any(p.dtype.is_complex for p in params):
+                        self._step_as_real(group, params, states)
+                    else:
+                        apply_updates(self.update, params, [p.grad for p in params], states, Hyper(group))
                 if empty:  # no buffers (SGD without momentum): no state entry, as torch
                     for p, state in zip(params, states):
                         if not state:
                             del self.state[p]
         return loss
+
+    def _step_as_real(self, group: dict[str, Any], params: list, states: list) -> None:
+        """The update on ``view_as_real`` of each complex parameter, gradient and buffer, as torch's optimizers
+        step them (each real and imaginary part its own element: Adam's second moment is per part, not
+        ``|g|^2``); a buffer the update makes (SGD's momentum) is kept as the complex view of it."""
+        reals, grads, views = [], [], []
+        for p, state in zip(params, states):
+            if not p.dtype.is_complex:
+                reals.append(p), grads.append(p.grad), views.append(state)
+                continue
+            reals.append(view_as_real(p))
+            grads.append(view_as_real(p.grad))
+            views.append({k: view_as_real(v) if isinstance(v, Tensor) and v.dtype.is_complex else v
+                          for k, v in state.items()})
+        apply_updates(self.update, reals, grads, views, Hyper(group))
+        for p, state, view in zip(params, states, views):
+            if view is state:
+                continue
+            for key, value in view.items():
+                if key not in state or not (isinstance(state[key], Tensor) and state[key].dtype.is_complex):
+                    complex_shaped = (isinstance(value, Tensor) and value.dim() == p.dim() + 1
+                                      and value.shape[-1] == 2 and not value.dtype.is_complex)
+                    state[key] = view_as_complex(value) if complex_shaped else value
 
     @staticmethod
     def _run_closure(closure: Callable[[], Any] | None) -> Any:
@@ -296,9 +337,50 @@ class Optimizer:
         self._optimizer_step_post_hooks[handle.id] = hook
         return handle
 
+    def _hooks(self, kind: str) -> OrderedDict:
+        """The state-dict hook table ``kind`` (made on first use: pickled optimizers from before have none)."""
+        table = self.__dict__.get(kind)
+        if table is None:
+            table = self.__dict__[kind] = OrderedDict()
+        return table
+
+    def _register(self, kind: str, hook: Callable, prepend: bool) -> _Handle:
+        table = self._hooks(kind)
+        handle = _Handle(table)
+        table[handle.id] = hook
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> _Handle:
+        """``hook(optimizer)`` runs before ``state_dict()`` builds the dict."""
+        return self._register("_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> _Handle:
+        """``hook(optimizer, state_dict)`` runs on the built dict; it may return a new one."""
+        return self._register("_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> _Handle:
+        """``hook(optimizer, state_dict)`` runs before loading (on a shallow copy); it may return a new dict."""
+        return self._register("_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable, prepend: bool = False) -> _Handle:
+        """``hook(optimizer)`` runs after ``load_state_dict()``."""
+        return self._register("_optimizer_load_state_dict_post_hooks", hook, prepend)
+
     # ---- state dicts ------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`` (tensors not copied)."""
+        for hook in tuple(self._hooks("_optimizer_state_dict_pre_hooks").values()):
+            hook(self)
+        out = self._build_state_dict()
+        for hook in tuple(self._hooks("_optimizer_state_dict_post_hooks").values()):
+            result = hook(self, out)
+            if result is not None:
+                out = result
+        return out
+
+    def _build_state_dict(self) -> dict[str, Any]:
         mapping: dict[int, int] = {}
         start = 0
 
@@ -317,6 +399,18 @@ class Optimizer:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a ``state_dict()``; buffers are copied, cast to each parameter's dtype and device."""
+        import copy
+
+        state_dict = dict(state_dict)  # (a shallow copy, as torch: the hooks may change it)
+        for hook in tuple(self._hooks("_optimizer_load_state_dict_pre_hooks").values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state_dict(state_dict)
+        for hook in tuple(self._hooks("_optimizer_load_state_dict_post_hooks").values()):
+            hook(self)
+
+    def _load_state_dict(self, state_dict: dict[str, Any]) -> None:
         import copy
 
         groups = self.param_groups

@@ -22,6 +22,7 @@ class SGD(Optimizer):
     """
 
     numpy_kernel = numpy_kernels.SGD  # the NumPy-only step (no numba)
+    complex_as_real = False  # (torch's SGD steps the complex tensor itself)
 
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
                  weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
@@ -36,6 +37,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         unsupported("SGD", differentiable=differentiable)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
                         fused=fused)

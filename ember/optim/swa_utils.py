@@ -20,6 +20,7 @@ from ember.dtypes import int64
 from ember.nn.modules.normalization import _BatchNorm
 from ember.nn.modules.module import Module
 from ember.optim.lr_scheduler import LRScheduler
+from ember.optim.scheduler_base import _per_group
 from ember.tensor import Tensor
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
@@ -124,19 +125,27 @@ class SWALR(LRScheduler):
 
     def __init__(self, optimizer: Any, swa_lr: Any, anneal_epochs: int = 10, anneal_strategy: str = "cos",
                  last_epoch: int = -1) -> None:
-        lrs = list(swa_lr) if isinstance(swa_lr, (list, tuple)) else [swa_lr] * len(optimizer.param_groups)
-        if len(lrs) != len(optimizer.param_groups):
-            raise ValueError(f"swa_lr must have the same length as optimizer.param_groups: swa_lr has {len(lrs)}, "
-                             f"optimizer.param_groups has {len(optimizer.param_groups)}")
-        for lr, group in zip(lrs, optimizer.param_groups):
+        for lr, group in zip(_per_group("swa_lr", optimizer, swa_lr), optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy: str) -> None:
+        self._anneal_strategy = anneal_strategy  # (what the state dict keeps, as torch: not the function)
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+
+    def state_dict(self) -> dict[str, Any]:
+        """Every attribute but the optimizer and ``anneal_func`` (``_anneal_strategy`` names it), as torch."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self.__dict__.get("_anneal_strategy", "cos"))
 
     @staticmethod
     def _linear_anneal(t: float) -> float:

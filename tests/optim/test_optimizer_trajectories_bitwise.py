@@ -16,10 +16,8 @@ import numpy as np
 import pytest
 
 import ember
-from ember.graph.passes.symbolic_xp import Untraceable
 from ember.ops import fma as fma_module
 from ember.ops.fma import _fma32, fma_arrays
-from ember.ops.registry import OPS
 
 torch = pytest.importorskip("torch")
 
@@ -152,21 +150,7 @@ def test_sgd_trajectory_equals_torch_bitwise(kwargs, dtype):
     assert _trajectory("SGD", kwargs, dtype, 20, foreach=True) is None
 
 
-@pytest.fixture
-def torch_sqrt(monkeypatch):
-    """ember's sqrt replaced by torch's (MKL's vector sqrt, not correctly rounded) for float32/float64."""
-    op = OPS["sqrt"]
-    original = op.impl_no_half
-
-    def impl(xp, x, *args, **kwargs):
-        if xp is not np:
-            raise Untraceable("torch's sqrt runs as its own node")  # not replayed inside a fused kernel
-        if getattr(x, "dtype", None) in (np.float32, np.float64):
-            return torch.from_numpy(np.ascontiguousarray(x)).sqrt().numpy()
-        return original(xp, x, *args, **kwargs)
-
-    monkeypatch.setattr(op, "impl", impl)
-    monkeypatch.setattr(op, "impl_no_half", impl)
+# (the torch_sqrt fixture: tests/optim/conftest.py)
 
 
 ADAPTIVE_CASES = [("Adam", dict(lr=1e-2)), ("Adam", dict(lr=1e-2, weight_decay=0.1, amsgrad=True)),
