@@ -481,7 +481,8 @@ class CompiledFunction:
                     # Like torch.compile's recompile limit: a key that changes every call (an lr scheduled per
                     # step, shapes that always differ) would retrace forever, so run eagerly instead.
                     if self.fullgraph or compile_options.fail_on_limit():
-                        raise FailOnRecompileLimitHit(f"Hard failure due to {'fullgraph=True' if self.fullgraph else 'fail_on_recompile_limit_hit'}: "
+                        why = "fullgraph=True" if self.fullgraph else "fail_on_recompile_limit_hit"
+                        raise FailOnRecompileLimitHit(f"Hard failure due to {why}: "
                                                       f"ember.compile({self.name}) reached the recompile limit "
                                                       f"(torch._dynamo.config.recompile_limit = {limit})")
                     if not self._warned_cache_limit:

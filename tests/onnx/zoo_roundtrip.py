@@ -18,7 +18,7 @@ import numpy as np
 VISION = {
     "alexnet": (1, 3, 64, 64), "convnext_tiny": (1, 3, 64, 64), "densenet121": (1, 3, 64, 64),
     "efficientnet_b0": (1, 3, 64, 64), "efficientnet_v2_s": (1, 3, 64, 64), "googlenet": (1, 3, 64, 64),
-    "inception_v3": (1, 3, 80, 80), "maxvit_t": (1, 3, 64, 64), "mnasnet0_5": (1, 3, 64, 64),
+    "inception_v3": (1, 3, 80, 80), "maxvit_t": (1, 3, 224, 224), "mnasnet0_5": (1, 3, 64, 64),
     "mobilenet_v2": (1, 3, 64, 64), "mobilenet_v3_small": (1, 3, 64, 64), "mobilenet_v3_large": (1, 3, 64, 64),
     "regnet_x_400mf": (1, 3, 64, 64), "regnet_y_400mf": (1, 3, 64, 64), "resnet18": (1, 3, 64, 64),
     "resnet50": (1, 3, 64, 64), "resnext50_32x4d": (1, 3, 64, 64), "wide_resnet50_2": (1, 3, 64, 64),
@@ -28,7 +28,10 @@ VISION = {
     "r2plus1d_18": (1, 3, 4, 32, 32), "fcn_resnet50": (1, 3, 64, 64), "deeplabv3_mobilenet_v3_large": (1, 3, 64, 64),
     "lraspp_mobilenet_v3_large": (1, 3, 64, 64),
 }
-BUILD_KWARGS = {"vit_b_32": {"image_size": 64}, "maxvit_t": {"input_size": (64, 64)},
+BUILD_KWARGS = {"vit_b_32": {"image_size": 64}, "maxvit_t": {"input_size": (224, 224)},  # (7x7 windows)
+                # (segmentation builders load ImageNet backbone weights by default: none here, no network)
+                "fcn_resnet50": {"weights_backbone": None}, "deeplabv3_mobilenet_v3_large": {"weights_backbone": None},
+                "lraspp_mobilenet_v3_large": {"weights_backbone": None},
                 "inception_v3": {"init_weights": True, "aux_logits": False}, "googlenet": {"aux_logits": False, "init_weights": True}}
 MODULES = ("transformer", "lstm", "gru", "transformer_encoder")
 
@@ -43,6 +46,9 @@ def build(name: str):
         from ember.vision import models
 
         model = models.get_model(name, weights=None, **BUILD_KWARGS.get(name, {}))
+        if name.startswith("vit"):  # torchvision zero-initializes ViT's head: its logits would all be 0
+            with ember.no_grad():
+                model.heads.head.weight.normal_(0, 0.02)
         inputs = (ember.tensor(rng.standard_normal(VISION[name]).astype(np.float32)),)
     elif name == "transformer":
         model = ember.nn.Transformer(d_model=16, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
