@@ -88,3 +88,18 @@ def test_sparse_coo_mT_batched_as_torch():
     assert np.array_equal(got.to_dense().numpy(), want.to_dense().numpy())
     m = ember.sparse_coo_tensor([[0, 1], [2, 0]], [5.0, 6.0], (2, 3))
     assert np.array_equal(m.mT.to_dense().numpy(), m.to_dense().numpy().T)
+
+
+@pytest.mark.parametrize("lib", [ember, torch], ids=["ember", "torch"])
+def test_module_cpu_does_not_call_an_overridden_to(lib):
+    class Util(lib.nn.Module):  # gpytorch's NNUtil: to() written with cpu()
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", lib.ones(2, dtype=lib.float64))
+
+        def to(self, device):
+            return self.cpu() if str(device) == "cpu" else self.cuda()
+
+    util = Util().to("cpu")
+    assert util.b.device.type == "cpu" and util.b.dtype == lib.float64
+    assert util.cpu() is util

@@ -521,11 +521,14 @@ class Module:
             return self
         return self._apply(fresh)
 
+    # cpu()/cuda() convert through _apply, as torch's, never through self.to(): a subclass may define to() by
+    # calling cpu() (gpytorch's NNUtil), which recursed
     def cpu(self) -> "Module":
-        return self.to("cpu")
+        return self._apply(lambda t: t.to("cpu"))
 
     def cuda(self, device: Any = None) -> "Module":
-        return self.to("cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+        target = "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device)
+        return self._apply(lambda t: t.to(target))
 
     def type(self, dst_type: Any) -> "Module":
         target = dtypes.to_dtype(dst_type)
