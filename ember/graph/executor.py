@@ -233,6 +233,9 @@ class Executable:
         else:
             PROFILER.run_program(self, env)
         results = [env[s] for s in self.fetch_slots]
+        for k, r in enumerate(results):
+            if isinstance(r, np.generic):  # NumPy gives 0-d arithmetic as a scalar (1 + a0d); a Tensor holds arrays
+                results[k] = np.asarray(r)
         if before_writes is not None:
             before_writes()
         if self.writes:

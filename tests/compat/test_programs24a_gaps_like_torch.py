@@ -149,3 +149,20 @@ def test_export_round_trip_warns_no_jit_deprecation():
     loaded, seen_load = _deprecations(lambda: ember.export.load(buffer))
     assert seen == seen_load == []
     assert loaded.module()(x).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("fn", [lambda x, k: 1 + k * x.pow(2).sum(-1), lambda x, k: k * x.norm(dim=-1),
+                                lambda x, k: 2 / (1 + k * x.pow(2).sum(-1)).clamp_min(1e-15)],
+                         ids=["add", "mul_norm", "rdiv_clamp"])
+def test_compiled_zero_dim_result_is_an_array(fn):
+    """A 0-d result of scalar arithmetic in a compiled graph (ember.compile, jit.script: geoopt's scripted
+    manifold math) is a 0-d tensor NumPy can read, as eager's and torch's (NumPy's 0-d arithmetic gives a scalar)."""
+    x64 = np.array([0.1, 0.2, 0.3])
+    compiled = ember.compile(fn)
+    args = ember.tensor(x64), ember.tensor(-1.0, dtype=ember.float64)
+    for _ in range(2):  # the first call traces, the next runs the graph
+        out = compiled(*args)
+        assert out.shape == () and np.asarray(out).shape == ()
+    expected = fn(torch.tensor(x64), torch.tensor(-1.0, dtype=torch.float64))
+    np.testing.assert_allclose(np.asarray(out), expected.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out.detach(), fn(*args).detach(), rtol=0)
