@@ -31,7 +31,7 @@ def _checked(items: Iterable[Any]) -> tuple:
     fixed = list(out[:i])
     for j in range(i, len(out)):
         s = out[j]
-        if type(s) is int:
+        if type(s) is int or getattr(type(s), "_symbolic_size", False):  # (a jagged size j1, a SymInt: as torch's)
             fixed.append(s)
             continue
         try:

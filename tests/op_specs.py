@@ -463,7 +463,8 @@ SPECS += [
            lambda a, b: np.einsum("i,j", a, b), [((2,), (3,))]),
     OpSpec("einsum_sum_out", ("einsum",), lambda a: ember.einsum("ij->j", a), lambda a: np.einsum("ij->j", a),
            [((2, 3),)]),
-    OpSpec("einsum_diag", ("einsum",), lambda a: ember.einsum("ii->i", a), lambda a: np.einsum("ii->i", a),
+    # (one operand, nothing summed: torch's einsum returns a view, ember's the diagonal op's: trust24)
+    OpSpec("einsum_diag", ("diagonal",), lambda a: ember.einsum("ii->i", a), lambda a: np.einsum("ii->i", a),
            [((3, 3),)]),
     OpSpec("einsum_three", ("einsum",), lambda a, b, c: ember.einsum("ij,jk,kl->il", a, b, c),
            lambda a, b, c: np.einsum("ij,jk,kl->il", a, b, c), [((2, 3), (3, 2), (2, 2))]),
@@ -796,7 +797,7 @@ SPECS += [
     OpSpec("einsum_ellipsis_summed", ("einsum",), lambda a, b: ember.einsum("bij,...j->bi", a, b),
            lambda a, b: np.einsum("bij,kj->bi", a, b.reshape(-1, b.shape[-1])),  # NumPy keeps '...' dims
            [((2, 3, 4), (2, 4)), ((2, 3, 4), (4,))]),
-    OpSpec("einsum_ellipsis_diagonal", ("einsum",), lambda a: ember.einsum("...ii->...i", a),
+    OpSpec("einsum_ellipsis_diagonal", ("diagonal",), lambda a: ember.einsum("...ii->...i", a),  # a view
            lambda a: np.einsum("...ii->...i", a), [((2, 3, 3),), ((3, 3),)]),
     OpSpec("einsum_ellipsis_middle", ("einsum",), lambda a: ember.einsum("i...j->j...", a),
            lambda a: np.einsum("i...j->j...", a), [((2, 3, 1, 4),)]),

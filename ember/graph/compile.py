@@ -343,7 +343,7 @@ class CompiledFunction:
 
     def __init__(self, fn: Callable, passes: Sequence[str] | None = None, fallback: str = "eager",
                  warmup: int | None = 1, name: str | None = None, measure: bool = True, cuda_graphs: bool = False,
-                 fullgraph: bool = False) -> None:
+                 fullgraph: bool = False, python_guards: bool = True) -> None:
         if fallback not in ("eager", "raise"):
             raise ValueError(f"ember.compile: fallback must be 'eager' or 'raise', got {fallback!r}")
         self.fn = fn
@@ -352,6 +352,9 @@ class CompiledFunction:
         if unknown:
             raise ValueError(f"ember.compile: unknown pass(es) {unknown}; choose from {list(ALL_PASSES)}")
         self.fallback = fallback
+        # python_guards=False: torch.jit.trace's contract (ember.jit): Python state the function reads is baked into
+        # the graph and its side effects happen once, at the trace; no guards, nothing undone
+        self.python_guards = python_guards
         self.fullgraph = bool(fullgraph)  # a graph break raises torch's Unsupported (ember/graph/dynamo_errors.py)
         # warmup=None (compile(fullgraph=True) without warmup=): no warm-up unless an optimizer is reachable, so a
         # graph break raises at the first call as in torch (decided at the first call, see _refresh)
@@ -430,7 +433,7 @@ class CompiledFunction:
         """Find the modules, optimizers and Python bindings the function reaches; True when they changed (a
         submodule swapped, a helper rebound): done at the first call and at each cache miss, never on a hit."""
         modules, optimizers = _modules_of(self.fn), _optimizers_of(self.fn)
-        watched, names = guards.watched(self.fn, modules)
+        watched, names = guards.watched(self.fn, modules) if self.python_guards else ([], frozenset())
         same = (self._modules is not None and len(modules) == len(self._modules)
                 and all(a is b for a, b in zip(modules, self._modules)) and names == self._names
                 and len(watched) == len(self._watched) and all(a[0] == b[0] and a[1] is b[1] and a[2] == b[2]

@@ -36,7 +36,7 @@ class _GraphRunner:
         self.fn = fn
         self.name = name
         self.how = how  # "trace" or "script", for messages
-        self.compiled = CompiledFunction(fn, fallback="raise", warmup=0, name=name)
+        self.compiled = CompiledFunction(fn, fallback="raise", warmup=0, name=name, python_guards=False)
         self.eager_reason: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -40,6 +40,8 @@ _COUNTER = itertools.count(1)
 class NestedInt:
     """A jagged tensor's ragged size (torch's ``j1``): equal only to itself, printed by its number."""
 
+    _symbolic_size = True  # a Size may hold it (ember/_size.py), as torch.Size holds its SymInt
+
     def __init__(self) -> None:
         self.number = next(_COUNTER)
 

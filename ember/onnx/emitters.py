@@ -888,17 +888,20 @@ def hypot(b: GraphBuilder, n: Any) -> str:
 
 
 # ---- diagonal, searchsorted --------------------------------------------------------------------------
+@pairs
 def diagonal(b: GraphBuilder, n: Any) -> str:
     """``diagonal(x, offset, dim1, dim2)``: move (dim1, dim2) last, flatten them, Gather the diagonal's flat
-    positions (static: rows and columns are known when exporting)."""
+    positions (static: rows and columns are known when exporting). A complex input keeps its pair axis last
+    (``einsum('ii->i', z)`` is this view)."""
     shape = list(n.in_specs[0].shape)
     rank = len(shape)
+    pair = [rank] if is_complex(n.in_specs[0]) else []  # the (..., 2) real/imaginary axis stays where it is
     dim1, dim2 = int(n.attrs.get("dim1", 0)) % rank, int(n.attrs.get("dim2", 1)) % rank
     offset = int(n.attrs.get("offset", 0))
     rows, cols = _static([shape[dim1], shape[dim2]], n, "diagonal size")
     rest = [k for k in range(rank) if k not in (dim1, dim2)]
-    moved = b.node("Transpose", [n.inputs[0]], perm=rest + [dim1, dim2])
-    flat = b.node("Reshape", [moved, b.ints([0] * len(rest) + [rows * cols])])
+    moved = b.node("Transpose", [n.inputs[0]], perm=rest + [dim1, dim2] + pair)
+    flat = b.node("Reshape", [moved, b.ints([0] * len(rest) + [rows * cols] + [2] * len(pair))])
     first_row, first_col = max(-offset, 0), max(offset, 0)
     length = max(0, min(rows - first_row, cols - first_col))
     positions = np.array([(first_row + i) * cols + first_col + i for i in range(length)], dtype=np.int64)
