@@ -393,6 +393,27 @@ _REFLECTED = {"__radd__": ("__add__", "add"), "__rsub__": ("__sub__", "sub"), "_
 _TENSOR: Any = None  # the Tensor class (bind)
 _ORIGINAL: dict[str, Any] = {}  # name -> Tensor's own attribute (function or property), before any mode
 _METHOD_WRAPPERS: dict[str, Any] = {}  # name -> its overridable form (one object, shared by subclasses and modes)
+_PUBLIC_FORM: dict[str, tuple] = {}  # name -> (Tensor's plain method, its overridable form: what ``Tensor.<name>``
+#                                      gives at class level)
+
+
+class TensorMeta(type):
+    """``torch._C._TensorMeta``: ``Tensor.<method>`` read on the class is one object, whatever overrides live.
+
+    Instances run Tensor's plain methods while no override lives and the overridable forms while one does (see the
+    module docstring); neither may show through the class: ``__torch_function__`` receives ``Tensor.matmul`` as
+    ``func``, libraries key tables on it at import (linear_operator, PyTorch's ``HANDLED_FUNCTIONS`` recipe) and
+    call it to re-dispatch (an outer mode must see the call). So a class-level read gives the overridable form
+    always, as torch's dispatching builtin. Instance calls (``x.matmul(y)``) never come here: attribute lookup on
+    an instance does not go through the metaclass, so a program without overrides runs the plain methods as fast.
+    """
+
+    def __getattribute__(cls, name: str) -> Any:
+        attr = type.__getattribute__(cls, name)
+        entry = _PUBLIC_FORM.get(name)
+        if entry is not None and entry[0] is attr:  # (a subclass's own method is not Tensor's: it shows as it is)
+            return entry[1]
+        return attr
 
 
 def _wrappable(name: str, attr: Any) -> bool:
@@ -462,6 +483,8 @@ def _wrappers() -> dict[str, Any]:
                 _ORIGINAL[name] = attr
         for name, attr in _ORIGINAL.items():
             _METHOD_WRAPPERS[name] = _make_method(name, attr)
+            if type(attr) is not property:  # (a property read on the class is the property: it stays Tensor's)
+                _PUBLIC_FORM[name] = (attr, _METHOD_WRAPPERS[name])
     return _METHOD_WRAPPERS
 
 
@@ -473,11 +496,13 @@ def refresh_tensor_methods() -> None:
     one. Classes holding an old form get the new one.
     """
     if not _METHOD_WRAPPERS:
+        _wrappers()  # built now, at the end of ember's import: class-level reads give them (TensorMeta)
         return
     old = dict(_METHOD_WRAPPERS)
     _METHOD_WRAPPERS.clear()
     _ORIGINAL.clear()
     _TENSOR_OWN.clear()
+    _PUBLIC_FORM.clear()
     new = _wrappers()
     for cls in list(SWITCH.subclasses):
         for name, wrapper in old.items():

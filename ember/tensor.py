@@ -40,7 +40,7 @@ _ADD, _SUB, _MUL, _DIV, _POW = OPS["add"], OPS["sub"], OPS["mul"], OPS["div"], O
 LAYOUT_CHANGES = [0]
 
 
-class Tensor(TensorMethods):
+class Tensor(TensorMethods, metaclass=_torch_function.TensorMeta):
     """An n-dimensional array with autograd. Build one with ``ember.tensor`` or a creation op."""
 
     # _view_fn: set on views only (when _base is set): how to re-derive the view from _base, see
@@ -856,6 +856,7 @@ def _transfer(t: Tensor, target: Device, non_blocking: bool = False) -> Tensor:
 # run time. The op layer is imported first and is handed the class here, once; type checkers see the
 # real class through dispatch's TYPE_CHECKING import.
 dispatch.Tensor = Tensor
+dispatch._make = Tensor._make
 _torch_function.bind(Tensor)
 _dispatch_levels.Tensor = Tensor
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ember.tensor import Tensor
 else:
     Tensor = None  # the core's one seam: ember.tensor hands the class over once it exists (see there)
+    _make = None  # Tensor._make, bound once with it (a class-level read goes through Tensor's metaclass)
 
 
 def _device_error(op: OpDef, args: tuple) -> RuntimeError:
@@ -231,11 +232,11 @@ def _wrap(op: OpDef, out: Any, device: Any, args: tuple, attrs: dict | None = No
     if op.num_outputs == 1:
         if type(out) is not xp_array:
             out = device.xp.asarray(out)
-        result = Tensor._make(out, device, False)
+        result = _make(out, device, False)
         if op.view and out.base is not None:
             _share_version(result, args[0], op, attrs if attrs is not None else {})
         return result
-    return tuple(Tensor._make(o if type(o) is xp_array else device.xp.asarray(o), device, False) for o in out)
+    return tuple(_make(o if type(o) is xp_array else device.xp.asarray(o), device, False) for o in out)
 
 
 def _owner(array: Any) -> Any:
@@ -314,7 +315,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 out = impl(xp, data, **attrs) if attrs else impl(xp, data)
                 if type(out) is not xp.ndarray:
                     out = xp.asarray(out)
-                result = Tensor._make(out, device, False)
+                result = _make(out, device, False)
                 if op.view and out.base is not None:
                     _share_version(result, x, op, attrs)
                 if x._requires_grad and op.vjp is not None and _STATE.enabled:
@@ -338,7 +339,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
                 out = impl(xp, a_data, b_data, **attrs) if attrs else impl(xp, a_data, b_data)
                 if type(out) is not xp.ndarray:
                     out = xp.asarray(out)
-                result = Tensor._make(out, device, False)
+                result = _make(out, device, False)
                 if op.view and out.base is not None:
                     _share_version(result, a, op, attrs)
                 if (a._requires_grad or b._requires_grad) and op.vjp is not None and _STATE.enabled:
@@ -392,7 +393,7 @@ def apply(op: OpDef, args: tuple, attrs: dict | None = None) -> Any:
     if op.num_outputs == 1:  # _wrap, inlined for the common case
         if type(out) is not xp.ndarray:
             out = xp.asarray(out)
-        result = Tensor._make(out, device, False)
+        result = _make(out, device, False)
         if op.view and out.base is not None:
             _share_version(result, args[0], op, attrs)
         if needs_grad and op.vjp is not None and _STATE.enabled:
@@ -492,7 +493,7 @@ def unary(op: OpDef, x: Any, attrs: dict | None = None) -> Any:
         out = xp.asarray(out)
     if out.dtype != dt:  # (NumPy lays a one-input result out in its input's order, as torch: no layout step)
         out = _keep_half(out, dt)
-    result = Tensor._make(out, device, False)
+    result = _make(out, device, False)
     if x._requires_grad and op.vjp is not None and _STATE.enabled:
         record(op, (result,), (x,), attrs or {})
     if t0 and PROFILER is not None:
@@ -587,7 +588,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         # torch.mul(3, 5) is tensor(15): PyTorch's argument parser takes a number as the tensor for these ops
         # (kornia's tests divide by torch.mul(*kernel_size)); other ops refuse two numbers, as PyTorch
         a = dtypes.python_scalar(a) if isinstance(a, np.generic) else a
-        return binary(op, Tensor._make(np.array(a, dtype=dtypes.result_type(a).np), CPU, False), b)
+        return binary(op, _make(np.array(a, dtype=dtypes.result_type(a).np), CPU, False), b)
     else:
         raise TypeError(f"{op.name}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
     if _GRAPHS.count:
@@ -623,7 +624,7 @@ def binary(op: OpDef, a: Any, b: Any) -> Any:
         out = _keep_half(out, first.dtype)
     if not first.flags.c_contiguous:  # permuted or strided: torch's result layout (ember/ops/layout.py)
         out = _layout.elementwise_result(device.xp, out, (a_data, b_data))
-    result = Tensor._make(out, device, False)
+    result = _make(out, device, False)
     if _STATE.enabled and op.vjp is not None and (
         (a_tensor and a._requires_grad) or (b_tensor and b._requires_grad)
     ):
