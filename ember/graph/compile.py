@@ -154,7 +154,7 @@ def _reachable(fn: Any) -> list:
     candidates = [fn, getattr(fn, "__self__", None)]
     code = getattr(fn, "__code__", None)
     if code is not None:
-        candidates += [c.cell_contents for c in (fn.__closure__ or ()) if _cell_ok(c)]
+        candidates += [c.cell_contents for c in (fn.__closure__ or ()) if guards.cell_filled(c)]
         globs = getattr(fn, "__globals__", {})
         candidates += [globs[n] for n in code.co_names if n in globs]
     # (and what those hold: a model or optimizer kept in a namespace or a trainer object: ember/graph/guards.py)
@@ -205,14 +205,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_plain(v) for v in value)
     return value if isinstance(value, (int, float, str, bool, type(None))) else id(value)
-
-
-def _cell_ok(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018
-        return True
-    except ValueError:
-        return False
 
 
 CACHE_LIMIT = compile_options.DEFAULT_LIMIT  # (torch._dynamo.config.recompile_limit decides: compile_options.py)

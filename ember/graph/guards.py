@@ -90,12 +90,13 @@ def _functions_of(fn: Any, modules: list) -> list:
         seen[id(f)] = f
         globs = f.__globals__
         reached = [globs.get(n) for c in _codes(f.__code__) for n in c.co_names]
-        reached += [c.cell_contents for c in (f.__closure__ or ()) if _filled(c)]
+        reached += [c.cell_contents for c in (f.__closure__ or ()) if cell_filled(c)]
         todo.extend(r for r in reached if isinstance(r, types.FunctionType) and not _library(r) and id(r) not in seen)
     return list(seen.values())
 
 
-def _filled(cell: Any) -> bool:
+def cell_filled(cell: Any) -> bool:
+    """Whether a closure cell holds a value yet (reading an empty one raises)."""
     try:
         cell.cell_contents  # noqa: B018
         return True

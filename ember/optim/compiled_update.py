@@ -69,18 +69,6 @@ def _decision(value: Any) -> Any:
     return ("id", id(value))
 
 
-class _Reads:
-    """What the traced function reads from its entry, slotted: ember.compile's guards (ember/graph/guards.py) key
-    plain containers and objects a function closes over by value, so a closure over the group dict itself would
-    retrace at every scheduler step; the entry's key already pins the group's decisions."""
-
-    __slots__ = ("group", "ran_eagerly")
-
-    def __init__(self, group: dict) -> None:
-        self.group = group
-        self.ran_eagerly = False
-
-
 class _Entry:
     """One compiled group update: the traced function and its option inputs."""
 
@@ -106,16 +94,16 @@ class _Entry:
         if self.step_input is not None:
             self.inputs.append(self.step_input)
         self.arrays = [t._data for t in self.inputs]
-        self.reads = reads = _Reads(group)
+        self.ran_eagerly = False
         self.kernel: Any = None  # the NumPy-only step that runs instead of the graph (set by CompiledUpdates.run)
-        layout, n_inputs = self.layout, len(self.inputs)
+        layout, n_inputs, entry = self.layout, len(self.inputs), self
 
         def compiled_update(*args: Tensor) -> None:
             grads = list(args[n_inputs:])
             if not interpreters.tracing():
                 # ember.compile's eager warm-up call: exactly the op-by-op path (it counts the steps too).
-                reads.ran_eagerly = True
-                apply_updates(update, params, grads, states, Hyper(reads.group))
+                entry.ran_eagerly = True
+                apply_updates(update, params, grads, states, Hyper(group))
                 return
             values: dict[str, Any] = {}
             k = 0
@@ -130,17 +118,13 @@ class _Entry:
                         k += is_number
                     values[key] = tuple(items)
             step = args[count] if n_inputs > count else None
-            apply_updates(update, params, grads, states, Hyper(reads.group, values, step))
+            apply_updates(update, params, grads, states, Hyper(group, values, step))
 
         self.fn: CompiledFunction | None = CompiledFunction(
             compiled_update, fallback="raise", measure=False, name=f"{getattr(update, '__qualname__', 'update')}")
         # Once traced, the executable runs directly: this entry's key already pins everything
         # ember.compile's own key checks (the tensors, their shapes and dtypes, grad mode off).
         self.executable: Any = None
-
-    @property
-    def ran_eagerly(self) -> bool:
-        return self.reads.ran_eagerly
 
     def fill(self, group: dict) -> list:
         """The option inputs, refilled with the group's current numbers."""
@@ -164,14 +148,14 @@ class _Entry:
             if new_step is not None:
                 _count_step(steps, new_step)
             return True
-        self.reads.ran_eagerly = False
+        self.ran_eagerly = False
         try:
             with fuse_numba.every_group():
                 self.fn(*inputs, *[p.grad for p in params])
         except TracingError:
             self.fn = None  # reads a value while tracing: this key runs op by op (the trace changed nothing)
             return False
-        if new_step is not None and not self.reads.ran_eagerly:
+        if new_step is not None and not self.ran_eagerly:
             _count_step(steps, new_step)
         last = self.fn.last
         if last is not None and hasattr(last, "executable"):
